@@ -1,0 +1,142 @@
+/*
+ * ppb/abi.h — the memory-model plugin boundary.
+ *
+ * Everything that crosses between a host (a pipeline partitioner) and a memory-model plugin is
+ * declared here, in C, as plain data and functions that never throw. C rather than C++ so that
+ * plugins built by other teams, with other compilers or standard libraries, keep working, and
+ * so that a host written in another language (Python with ctypes) can load the same file.
+ *
+ * Versioning
+ *   PPB_ABI_MAJOR changes when an existing field or function changes meaning or layout. A host
+ *   refuses a plugin of another major. PPB_API_MINOR grows when fields are appended to the end
+ *   of a struct; a host accepts plugins of its own or an older minor and checks `struct_size`
+ *   before it touches a field newer than the plugin's minor. A host refuses a newer minor.
+ *
+ * Entry point
+ *   A plugin exports exactly one symbol, a Boost.DLL alias (a `const void*` variable whose value
+ *   is the address of a `ppb_memory_model_api` table) named
+ *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_0
+ *   and placed in the ELF section "ppbabi<ABI_MAJOR>". Both versions are in the symbol's name so
+ *   that a host can tell compatibility from the file alone, without running plugin code.
+ *   Python: lib = ctypes.CDLL(path); p = ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_0");
+ *           table = ctypes.cast(p.value, ctypes.POINTER(PpbMemoryModelApi)).contents
+ *
+ * Errors
+ *   Every function returning ppb_status reports failure with a code and leaves a message for
+ *   `last_error()`, which is per thread and valid until the next failing call on that thread.
+ */
+#ifndef PPB_ABI_H
+#define PPB_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PPB_ABI_MAJOR 1
+#define PPB_API_MINOR 0
+
+/* Name prefixes of the entry point and of the ELF section holding it (section names are at
+ * most 8 bytes on some platforms: "ppbabi" + a one-digit major fits). */
+#define PPB_ENTRY_PREFIX "ppb_memory_model_v"
+#define PPB_SECTION_PREFIX "ppbabi"
+
+/* Recompute kinds of a body layer, from most activation memory kept to least. */
+typedef enum ppb_kind {
+    PPB_KIND_NONE = 0,   /* keep all activations */
+    PPB_KIND_SELECT = 1, /* selective recompute */
+    PPB_KIND_COMM = 2,   /* recompute communication ops */
+    PPB_KIND_BOTH = 3,   /* select + comm */
+    PPB_KIND_FULL = 4    /* recompute the whole layer */
+} ppb_kind;
+#define PPB_KIND_COUNT 5
+#define PPB_KIND_BIT(kind) (1u << (unsigned)(kind))
+#define PPB_ALL_KINDS 0x1fu
+
+typedef int32_t ppb_status;
+#define PPB_OK 0
+#define PPB_ERR_INVALID_INPUT 1 /* the caller's data are wrong: observations, placement, options */
+#define PPB_ERR_NOT_FITTED 2    /* predict/parameters/report before a successful fit */
+#define PPB_ERR_NOT_ESTIMABLE 3 /* the fitted data do not determine this prediction */
+#define PPB_ERR_UNSUPPORTED 4   /* the model does not offer this operation */
+#define PPB_ERR_OUT_OF_MEMORY 5
+#define PPB_ERR_INTERNAL 6 /* a defect or unexpected failure inside the plugin */
+
+/* One virtual pipeline chunk of a stage (one chunk per stage unless interleaved). */
+typedef struct ppb_chunk {
+    uint32_t layers[PPB_KIND_COUNT]; /* body layers of each recompute kind */
+    uint32_t in_flight;              /* micro-batches whose activations the chunk holds at peak */
+} ppb_chunk;
+
+/* What a host asks a model about: one stage of a pipeline and what it holds. */
+typedef struct ppb_placement {
+    uint32_t num_stages; /* pipeline degree p >= 1 */
+    uint32_t stage;      /* 0 .. p-1; stage 0 holds the head, stage p-1 the tail */
+    uint32_t num_chunks; /* >= 1 */
+    const ppb_chunk* chunks;
+} ppb_placement;
+
+/* One stage of one dry run: a placement and the peak memory measured for it. */
+typedef struct ppb_observation {
+    ppb_placement placement;
+    double peak_memory_mb; /* MB = 2^20 bytes */
+} ppb_observation;
+
+/* Coefficients of a linear memory model, in MB:
+ *   M = const + head*[s == 0] + tail*[s == p-1] + per_layer * n + sum_k activation[k] * n_k * f
+ * A bit set in `identified` means that coefficient is determined (by the data or the model's
+ * configuration); an unset bit means its value must not be used. */
+#define PPB_PARAM_CONST 0x01u
+#define PPB_PARAM_HEAD 0x02u
+#define PPB_PARAM_TAIL 0x04u
+#define PPB_PARAM_PER_LAYER 0x08u
+#define PPB_PARAM_ACTIVATION(kind) (0x10u << (unsigned)(kind))
+
+typedef struct ppb_linear_parameters {
+    uint32_t struct_size; /* set by the caller to sizeof(ppb_linear_parameters) */
+    uint32_t identified;  /* PPB_PARAM_* bits */
+    double const_mb;
+    double head_mb;
+    double tail_mb;
+    double per_layer_mb;
+    double activation_mb[PPB_KIND_COUNT];
+} ppb_linear_parameters;
+
+/* Model flags. */
+#define PPB_MODEL_NEEDS_FIT 0x1u /* predict only after fit() with observations */
+
+typedef struct ppb_model ppb_model; /* opaque instance owned by the plugin */
+
+typedef struct ppb_memory_model_api {
+    uint32_t struct_size; /* sizeof the table as the plugin was built */
+    uint32_t abi_major;
+    uint32_t api_minor;
+    uint32_t kinds; /* PPB_KIND_BIT mask of recompute kinds the model can predict */
+    uint32_t flags; /* PPB_MODEL_* */
+    const char* name;
+    const char* version; /* semantic version "MAJOR.MINOR.PATCH" */
+    const char* description;
+    const char* build_id; /* compiler and standard-library ABI the plugin was built with */
+
+    /* options_json: the user's options for this model as a JSON object ("{}" for none). */
+    ppb_status (*create)(const char* options_json, ppb_model** out);
+    void (*destroy)(ppb_model* model);
+    ppb_status (*fit)(ppb_model* model, const ppb_observation* observations, size_t count);
+    ppb_status (*predict)(const ppb_model* model, const ppb_placement* placement, double* out_mb);
+    ppb_status (*predict_batch)(const ppb_model* model, const ppb_placement* placements,
+                                size_t count, double* out_mb);
+    /* PPB_ERR_UNSUPPORTED when the model is not linear. */
+    ppb_status (*parameters)(const ppb_model* model, ppb_linear_parameters* out);
+    /* A JSON object {"parameters": {...}, "diagnostics": {...}} describing the fitted or
+     * configured model; the text stays valid until the next call on `model` or destroy. */
+    ppb_status (*report)(const ppb_model* model, const char** out_json);
+    const char* (*last_error)(void);
+} ppb_memory_model_api;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PPB_ABI_H */

@@ -1,0 +1,26 @@
+// ppb/fit_format.hpp — the fit result document "ppb.fit/1" (design.md §5).
+#ifndef PPB_FIT_FORMAT_HPP
+#define PPB_FIT_FORMAT_HPP
+
+#include <boost/json/object.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace ppb {
+
+inline constexpr std::string_view fit_format_v1 = "ppb.fit/1";
+
+// Builds {"format": "ppb.fit/1", "model": {"name", "version"}, "parameters": {...},
+// "diagnostics": {...}} from a plugin's report() text. The report is checked, since it comes
+// from a plugin: it must be a JSON object with object members "parameters" and "diagnostics",
+// the parameters must hold const_mb, head_mb, tail_mb, param_per_layer_mb (number or null) and
+// activation_mb (an object of the five kinds, number or null), and no number may be non-finite.
+// Throws ppb::ModelError(PPB_ERR_INTERNAL, ...) naming the plugin and the defect otherwise.
+[[nodiscard]] boost::json::object make_fit_document(std::string_view model_name,
+                                                    std::string_view model_version,
+                                                    std::string_view report_json);
+
+}  // namespace ppb
+
+#endif  // PPB_FIT_FORMAT_HPP

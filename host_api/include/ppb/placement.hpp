@@ -1,0 +1,55 @@
+// ppb/placement.hpp — host-side owning forms of the boundary's plain data.
+//
+// ppb_placement and ppb_observation (ppb/abi.h) point at chunk arrays they do not own. The
+// types here own their chunks and hand out boundary views that stay valid while they live.
+#ifndef PPB_PLACEMENT_HPP
+#define PPB_PLACEMENT_HPP
+
+#include <ppb/abi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ppb {
+
+struct StagePlacement {
+    std::uint32_t num_stages = 1;
+    std::uint32_t stage = 0;
+    std::vector<ppb_chunk> chunks;  // one per virtual pipeline chunk; usually one
+
+    [[nodiscard]] ppb_placement view() const noexcept {
+        return ppb_placement{num_stages, stage, static_cast<std::uint32_t>(chunks.size()),
+                             chunks.data()};
+    }
+    [[nodiscard]] std::uint64_t total_layers() const noexcept {
+        std::uint64_t n = 0;
+        for (const auto& c : chunks) {
+            for (auto k : c.layers) n += k;
+        }
+        return n;
+    }
+};
+
+struct Observation {
+    StagePlacement placement;
+    double peak_memory_mb = 0.0;
+    std::string config;         // the user's label of the dry run, for messages only
+    std::uint32_t micro_batches = 0;  // 0 = not given
+
+    [[nodiscard]] ppb_observation view() const noexcept {
+        return ppb_observation{placement.view(), peak_memory_mb};
+    }
+};
+
+// Boundary views of a set of observations; valid while `observations` is unchanged.
+[[nodiscard]] inline std::vector<ppb_observation> views(const std::vector<Observation>& observations) {
+    std::vector<ppb_observation> out;
+    out.reserve(observations.size());
+    for (const auto& o : observations) out.push_back(o.view());
+    return out;
+}
+
+}  // namespace ppb
+
+#endif  // PPB_PLACEMENT_HPP

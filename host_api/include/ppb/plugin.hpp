@@ -1,0 +1,256 @@
+// ppb/plugin.hpp — what a memory-model plugin author writes against.
+//
+// Derive from ppb::plugin::MemoryModelBase, give the class a constructor taking the options JSON
+// text, and write PPB_EXPORT_MEMORY_MODEL(Class, "description", kinds, flags) once in one source
+// file. The macro generates the C table of ppb/abi.h: every exception thrown by the class is
+// caught at the boundary and becomes a status code plus a message for last_error().
+//
+// The plugin's name and version come from the compile definitions PPB_PLUGIN_NAME and
+// PPB_PLUGIN_VERSION, which the CMake function ppb_add_plugin() sets from the same values it
+// uses to name the file, so the file name and the manifest cannot disagree.
+#ifndef PPB_PLUGIN_HPP
+#define PPB_PLUGIN_HPP
+
+#include <ppb/abi.h>
+
+#include <boost/config.hpp>
+#include <boost/dll/alias.hpp>
+
+#include <cstddef>
+#include <exception>
+#include <new>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ppb::plugin {
+
+// Exceptions a model throws to report a specific status; anything else is PPB_ERR_INTERNAL.
+struct InvalidInput : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+struct NotFitted : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+struct NotEstimable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+struct Unsupported : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class MemoryModelBase {
+public:
+    MemoryModelBase() = default;
+    MemoryModelBase(const MemoryModelBase&) = delete;
+    MemoryModelBase& operator=(const MemoryModelBase&) = delete;
+    virtual ~MemoryModelBase() = default;
+
+    // Models configured from options rather than from measurements keep this default.
+    virtual void fit(std::span<const ppb_observation> /*observations*/) {
+        throw Unsupported("this memory model is configured from its options, not fitted");
+    }
+    [[nodiscard]] virtual double predict(const ppb_placement& placement) const = 0;
+    virtual void predict_batch(std::span<const ppb_placement> placements,
+                               std::span<double> out_mb) const {
+        for (std::size_t i = 0; i < placements.size(); ++i) {
+            try {
+                out_mb[i] = predict(placements[i]);
+            } catch (const NotEstimable& e) {
+                throw NotEstimable("placement " + std::to_string(i) + ": " + e.what());
+            } catch (const InvalidInput& e) {
+                throw InvalidInput("placement " + std::to_string(i) + ": " + e.what());
+            }
+        }
+    }
+    // Linear coefficients, or nullopt for a model that is not linear.
+    [[nodiscard]] virtual std::optional<ppb_linear_parameters> parameters() const {
+        return std::nullopt;
+    }
+    // JSON object text {"parameters": {...}, "diagnostics": {...}}.
+    [[nodiscard]] virtual std::string report() const = 0;
+
+    // Storage for the text returned by the C report() call.
+    std::string report_text;
+};
+
+namespace detail {
+
+inline std::string& last_error_storage() {
+    thread_local std::string message;
+    return message;
+}
+
+// Runs `body`, translating exceptions into status codes at the C boundary.
+template <class Body>
+ppb_status guarded(Body&& body) noexcept {
+    try {
+        body();
+        return PPB_OK;
+    } catch (const InvalidInput& e) {
+        last_error_storage() = e.what();
+        return PPB_ERR_INVALID_INPUT;
+    } catch (const NotFitted& e) {
+        last_error_storage() = e.what();
+        return PPB_ERR_NOT_FITTED;
+    } catch (const NotEstimable& e) {
+        last_error_storage() = e.what();
+        return PPB_ERR_NOT_ESTIMABLE;
+    } catch (const Unsupported& e) {
+        last_error_storage() = e.what();
+        return PPB_ERR_UNSUPPORTED;
+    } catch (const std::bad_alloc&) {
+        last_error_storage() = "out of memory";
+        return PPB_ERR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        last_error_storage() = std::string("internal error: ") + e.what();
+        return PPB_ERR_INTERNAL;
+    } catch (...) {
+        last_error_storage() = "internal error: unknown exception";
+        return PPB_ERR_INTERNAL;
+    }
+}
+
+inline ppb_status null_argument(const char* what) noexcept {
+    try {
+        last_error_storage() = std::string("null argument: ") + what;
+    } catch (...) {
+    }
+    return PPB_ERR_INVALID_INPUT;
+}
+
+inline MemoryModelBase* self(ppb_model* m) noexcept { return reinterpret_cast<MemoryModelBase*>(m); }
+inline const MemoryModelBase* self(const ppb_model* m) noexcept {
+    return reinterpret_cast<const MemoryModelBase*>(m);
+}
+
+// The C functions of the table, shared by every model; only create() depends on the class.
+inline void destroy(ppb_model* model) noexcept { delete self(model); }
+
+inline ppb_status fit(ppb_model* model, const ppb_observation* obs, size_t count) noexcept {
+    if (model == nullptr) return null_argument("model");
+    if (obs == nullptr && count != 0) return null_argument("observations");
+    return guarded([&] { self(model)->fit(std::span<const ppb_observation>(obs, count)); });
+}
+
+inline ppb_status predict(const ppb_model* model, const ppb_placement* placement,
+                          double* out_mb) noexcept {
+    if (model == nullptr) return null_argument("model");
+    if (placement == nullptr) return null_argument("placement");
+    if (out_mb == nullptr) return null_argument("out_mb");
+    return guarded([&] { *out_mb = self(model)->predict(*placement); });
+}
+
+inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* placements,
+                                size_t count, double* out_mb) noexcept {
+    if (model == nullptr) return null_argument("model");
+    if (count != 0 && (placements == nullptr || out_mb == nullptr)) {
+        return null_argument("placements or out_mb");
+    }
+    return guarded([&] {
+        self(model)->predict_batch(std::span<const ppb_placement>(placements, count),
+                                   std::span<double>(out_mb, count));
+    });
+}
+
+inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out) noexcept {
+    if (model == nullptr) return null_argument("model");
+    if (out == nullptr) return null_argument("out");
+    if (out->struct_size < sizeof(ppb_linear_parameters)) {
+        last_error_storage() = "ppb_linear_parameters.struct_size is smaller than this plugin's";
+        return PPB_ERR_INVALID_INPUT;
+    }
+    return guarded([&] {
+        auto p = self(model)->parameters();
+        if (!p) throw Unsupported("this memory model is not linear: it has no coefficients");
+        *out = *p;
+        out->struct_size = sizeof(ppb_linear_parameters);
+    });
+}
+
+inline ppb_status report(const ppb_model* model, const char** out_json) noexcept {
+    if (model == nullptr) return null_argument("model");
+    if (out_json == nullptr) return null_argument("out_json");
+    return guarded([&] {
+        // The text is owned by the model so that it outlives this call (see abi.h).
+        auto* m = const_cast<MemoryModelBase*>(self(model));
+        m->report_text = m->report();
+        *out_json = m->report_text.c_str();
+    });
+}
+
+inline const char* last_error() noexcept { return last_error_storage().c_str(); }
+
+template <class Model>
+ppb_status create(const char* options_json, ppb_model** out) noexcept {
+    if (out == nullptr) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] {
+        std::string_view options = options_json != nullptr ? options_json : "{}";
+        *out = reinterpret_cast<ppb_model*>(static_cast<MemoryModelBase*>(new Model(options)));
+    });
+}
+
+}  // namespace detail
+}  // namespace ppb::plugin
+
+#define PPB_DETAIL_STR2(x) #x
+#define PPB_DETAIL_STR(x) PPB_DETAIL_STR2(x)
+#define PPB_DETAIL_CAT4(a, b, c, d) a##b##c##d
+#define PPB_DETAIL_ENTRY(major, minor) PPB_DETAIL_CAT4(ppb_memory_model_v, major, _, minor)
+#define PPB_DETAIL_SECTION2(major) ppbabi##major
+#define PPB_DETAIL_SECTION(major) PPB_DETAIL_SECTION2(major)
+
+#if defined(__clang__)
+#define PPB_DETAIL_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define PPB_DETAIL_COMPILER "GCC " __VERSION__
+#else
+#define PPB_DETAIL_COMPILER "unknown compiler"
+#endif
+#if defined(__GLIBCXX__)
+#define PPB_DETAIL_STDLIB                                          \
+    "; libstdc++ " PPB_DETAIL_STR(__GLIBCXX__) "; cxx11-abi=" PPB_DETAIL_STR( \
+        _GLIBCXX_USE_CXX11_ABI)
+#elif defined(_LIBCPP_VERSION)
+#define PPB_DETAIL_STDLIB "; libc++ " PPB_DETAIL_STR(_LIBCPP_VERSION)
+#else
+#define PPB_DETAIL_STDLIB ""
+#endif
+#define PPB_BUILD_ID PPB_DETAIL_COMPILER PPB_DETAIL_STDLIB "; C++ " PPB_DETAIL_STR(__cplusplus)
+
+// Generates the plugin's C table and its exported entry point. Use once per plugin.
+//   Class:       a ppb::plugin::MemoryModelBase subclass constructible from std::string_view
+//   Description: a string literal, one line
+//   Kinds:       PPB_KIND_BIT(...) mask of recompute kinds the model predicts
+//   Flags:       PPB_MODEL_* (PPB_MODEL_NEEDS_FIT for models fitted from observations)
+#define PPB_EXPORT_MEMORY_MODEL(Class, Description, Kinds, Flags)                               \
+    namespace ppb_plugin_generated {                                                            \
+    extern const ppb_memory_model_api table;                                                    \
+    const ppb_memory_model_api table = {                                                        \
+        sizeof(ppb_memory_model_api),                                                           \
+        PPB_ABI_MAJOR,                                                                          \
+        PPB_API_MINOR,                                                                          \
+        (Kinds),                                                                                \
+        (Flags),                                                                                \
+        PPB_PLUGIN_NAME,                                                                        \
+        PPB_PLUGIN_VERSION,                                                                     \
+        Description,                                                                            \
+        PPB_BUILD_ID,                                                                           \
+        &::ppb::plugin::detail::create<Class>,                                                  \
+        &::ppb::plugin::detail::destroy,                                                        \
+        &::ppb::plugin::detail::fit,                                                            \
+        &::ppb::plugin::detail::predict,                                                        \
+        &::ppb::plugin::detail::predict_batch,                                                  \
+        &::ppb::plugin::detail::parameters,                                                     \
+        &::ppb::plugin::detail::report,                                                         \
+        &::ppb::plugin::detail::last_error,                                                     \
+    };                                                                                          \
+    }                                                                                           \
+    BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                                      \
+                              PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR),                   \
+                              PPB_DETAIL_SECTION(PPB_ABI_MAJOR))
+
+#endif  // PPB_PLUGIN_HPP
