@@ -4,7 +4,10 @@
 # Builds a memory-model plugin: a MODULE library named ppb-<name>-<version>.so, with hidden
 # visibility, no undefined symbols, and PPB_PLUGIN_NAME / PPB_PLUGIN_VERSION defined for
 # PPB_EXPORT_MEMORY_MODEL, so that the file name and the plugin's manifest always agree.
-# Installs into <prefix>/lib/ppb/plugins unless NO_INSTALL.
+# Only the entry point is exported (ppbPluginExports.map). Installs into
+# <prefix>/lib/ppb/plugins unless NO_INSTALL.
+set(_ppb_plugin_exports_map "${CMAKE_CURRENT_LIST_DIR}/ppbPluginExports.map")
+
 function(ppb_add_plugin target)
     cmake_parse_arguments(PARSE_ARGV 1 arg "NO_INSTALL" "NAME;VERSION;OUTPUT_DIRECTORY" "SOURCES")
     if(NOT arg_NAME OR NOT arg_VERSION OR NOT arg_SOURCES)
@@ -40,7 +43,12 @@ function(ppb_add_plugin target)
         CXX_VISIBILITY_PRESET hidden
         VISIBILITY_INLINES_HIDDEN ON
         LIBRARY_OUTPUT_DIRECTORY "${arg_OUTPUT_DIRECTORY}")
-    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+    # Export only the entry point; with GCC, no STB_GNU_UNIQUE symbols either, which would make
+    # the library impossible to unload.
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined"
+        "LINKER:--version-script=${_ppb_plugin_exports_map}")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${_ppb_plugin_exports_map}")
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
     if(NOT arg_NO_INSTALL)
         install(TARGETS ${target} LIBRARY DESTINATION "lib/ppb/plugins")
     endif()

@@ -29,14 +29,16 @@ std::int64_t cap(std::int64_t count, std::uint32_t micro_batches) {
 
 std::optional<Schedule> schedule_from_name(std::string_view name) noexcept {
     for (const auto& entry : schedule_names) {
-        if (entry.name == name) return entry.schedule;
+        if (entry.name == name)
+            return entry.schedule;
     }
     return std::nullopt;
 }
 
 std::string_view schedule_name(Schedule schedule) noexcept {
     for (const auto& entry : schedule_names) {
-        if (entry.schedule == schedule) return entry.name;
+        if (entry.schedule == schedule)
+            return entry.name;
     }
     return "unknown";
 }
@@ -44,7 +46,8 @@ std::string_view schedule_name(Schedule schedule) noexcept {
 std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num_stages,
                                             std::uint32_t stage, std::uint32_t micro_batches,
                                             std::uint32_t chunks) {
-    if (num_stages == 0) throw std::invalid_argument("a pipeline has at least one stage");
+    if (num_stages == 0)
+        throw std::invalid_argument("a pipeline has at least one stage");
     if (stage >= num_stages) {
         throw std::invalid_argument("stage " + std::to_string(stage) + " is not a stage of a " +
                                     std::to_string(num_stages) + "-stage pipeline");
@@ -54,7 +57,8 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
     std::vector<std::int64_t> counts;
     switch (schedule) {
         case Schedule::one_f_one_b:
-            if (chunks != 1) throw std::invalid_argument("1f1b has one chunk per stage");
+            if (chunks != 1)
+                throw std::invalid_argument("1f1b has one chunk per stage");
             counts = {p - s};
             break;
         case Schedule::interleaved:
@@ -71,13 +75,15 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
             }
             break;
         case Schedule::dualpipe_v:
-            if (chunks != 2) throw std::invalid_argument("dualpipe-v has two chunks per stage");
+            if (chunks != 2)
+                throw std::invalid_argument("dualpipe-v has two chunks per stage");
             counts = {2 * p - s, s + 1};
             break;
     }
     std::vector<std::uint32_t> out;
     out.reserve(counts.size());
-    for (auto c : counts) out.push_back(static_cast<std::uint32_t>(std::max<std::int64_t>(1, cap(c, micro_batches))));
+    for (auto c : counts)
+        out.push_back(static_cast<std::uint32_t>(std::max<std::int64_t>(1, cap(c, micro_batches))));
     return out;
 }
 

@@ -57,7 +57,8 @@ typedef enum ppb_kind {
 
 typedef int32_t ppb_status;
 #define PPB_OK 0
-#define PPB_ERR_INVALID_INPUT 1 /* the caller's data are wrong: observations, placement, options */
+#define PPB_ERR_INVALID_INPUT 1 /* the caller's data are wrong: observations, placement, options \
+                                 */
 #define PPB_ERR_NOT_FITTED 2    /* predict/parameters/report before a successful fit */
 #define PPB_ERR_NOT_ESTIMABLE 3 /* the fitted data do not determine this prediction */
 #define PPB_ERR_UNSUPPORTED 4   /* the model does not offer this operation */

@@ -11,14 +11,14 @@ namespace ppb {
 // e.g. "dryrun.json: observations[3].stage: 8 is not a stage of an 8-stage pipeline (0..7)".
 // Hosts exit with status 2.
 class InputError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 // No usable plugin matches a request, or a plugin could not be loaded. Hosts exit with status 3.
 // (Failures inside a loaded plugin are ppb::ModelError, ppb/memory_model.hpp.)
 class PluginError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 

@@ -10,13 +10,14 @@
 
 namespace ppb {
 
-inline constexpr std::array<std::string_view, PPB_KIND_COUNT> kind_names = {
-    "none", "select", "comm", "both", "full"};
+inline constexpr std::array<std::string_view, PPB_KIND_COUNT> kind_names = {"none", "select",
+                                                                            "comm", "both", "full"};
 
 // The kind called `name` in the file formats, or nullopt.
 [[nodiscard]] constexpr std::optional<ppb_kind> kind_from_name(std::string_view name) noexcept {
     for (std::size_t k = 0; k < kind_names.size(); ++k) {
-        if (kind_names[k] == name) return static_cast<ppb_kind>(k);
+        if (kind_names[k] == name)
+            return static_cast<ppb_kind>(k);
     }
     return std::nullopt;
 }

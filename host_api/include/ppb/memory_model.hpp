@@ -22,7 +22,7 @@ namespace ppb {
 
 // A call into a plugin failed. status() is the plugin's ppb_status.
 class ModelError : public std::runtime_error {
-public:
+  public:
     ModelError(ppb_status status, const std::string& message)
         : std::runtime_error(message), status_(status) {}
     [[nodiscard]] ppb_status status() const noexcept { return status_; }
@@ -31,25 +31,33 @@ public:
         return status_ == PPB_ERR_INVALID_INPUT || status_ == PPB_ERR_NOT_ESTIMABLE;
     }
 
-private:
+  private:
     ppb_status status_;
 };
 
 inline const char* status_name(ppb_status status) noexcept {
     switch (status) {
-        case PPB_OK: return "ok";
-        case PPB_ERR_INVALID_INPUT: return "invalid input";
-        case PPB_ERR_NOT_FITTED: return "not fitted";
-        case PPB_ERR_NOT_ESTIMABLE: return "not estimable";
-        case PPB_ERR_UNSUPPORTED: return "unsupported";
-        case PPB_ERR_OUT_OF_MEMORY: return "out of memory";
-        case PPB_ERR_INTERNAL: return "internal error";
-        default: return "unknown status";
+        case PPB_OK:
+            return "ok";
+        case PPB_ERR_INVALID_INPUT:
+            return "invalid input";
+        case PPB_ERR_NOT_FITTED:
+            return "not fitted";
+        case PPB_ERR_NOT_ESTIMABLE:
+            return "not estimable";
+        case PPB_ERR_UNSUPPORTED:
+            return "unsupported";
+        case PPB_ERR_OUT_OF_MEMORY:
+            return "out of memory";
+        case PPB_ERR_INTERNAL:
+            return "internal error";
+        default:
+            return "unknown status";
     }
 }
 
 class MemoryModel {
-public:
+  public:
     // `api` must share ownership with the library that holds the table.
     MemoryModel(std::shared_ptr<const ppb_memory_model_api> api, std::string_view options_json)
         : api_(std::move(api)) {
@@ -81,7 +89,9 @@ public:
     [[nodiscard]] std::string name() const { return api_->name; }
     [[nodiscard]] std::string version() const { return api_->version; }
     [[nodiscard]] std::uint32_t kinds() const noexcept { return api_->kinds; }
-    [[nodiscard]] bool needs_fit() const noexcept { return (api_->flags & PPB_MODEL_NEEDS_FIT) != 0; }
+    [[nodiscard]] bool needs_fit() const noexcept {
+        return (api_->flags & PPB_MODEL_NEEDS_FIT) != 0;
+    }
     [[nodiscard]] const ppb_memory_model_api& api() const noexcept { return *api_; }
 
     void fit(std::span<const ppb_observation> observations) {
@@ -94,7 +104,8 @@ public:
         return out;
     }
 
-    [[nodiscard]] std::vector<double> predict_batch(std::span<const ppb_placement> placements) const {
+    [[nodiscard]] std::vector<double> predict_batch(
+        std::span<const ppb_placement> placements) const {
         std::vector<double> out(placements.size());
         check(api_->predict_batch(model_, placements.data(), placements.size(), out.data()),
               "predict_batch");
@@ -106,7 +117,8 @@ public:
         ppb_linear_parameters out{};
         out.struct_size = sizeof(out);
         const ppb_status status = api_->parameters(model_, &out);
-        if (status == PPB_ERR_UNSUPPORTED) return std::nullopt;
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
         check(status, "parameters");
         return out;
     }
@@ -115,13 +127,15 @@ public:
     [[nodiscard]] std::string report() const {
         const char* text = nullptr;
         check(api_->report(model_, &text), "report");
-        if (text == nullptr) throw ModelError(PPB_ERR_INTERNAL, context("report") + ": no text");
+        if (text == nullptr)
+            throw ModelError(PPB_ERR_INTERNAL, context("report") + ": no text");
         return text;
     }
 
-private:
+  private:
     void reset() noexcept {
-        if (model_ != nullptr && api_ && api_->destroy != nullptr) api_->destroy(model_);
+        if (model_ != nullptr && api_ && api_->destroy != nullptr)
+            api_->destroy(model_);
         model_ = nullptr;
     }
 
@@ -130,11 +144,12 @@ private:
     }
 
     void check(ppb_status status, const char* call) const {
-        if (status == PPB_OK) return;
+        if (status == PPB_OK)
+            return;
         const char* message = api_->last_error != nullptr ? api_->last_error() : nullptr;
-        throw ModelError(status, context(call) + " failed (" + status_name(status) + "): " +
-                                     (message != nullptr && *message != '\0' ? message
-                                                                             : "no message"));
+        throw ModelError(
+            status, context(call) + " failed (" + status_name(status) +
+                        "): " + (message != nullptr && *message != '\0' ? message : "no message"));
     }
 
     std::shared_ptr<const ppb_memory_model_api> api_;

@@ -25,7 +25,8 @@ struct StagePlacement {
     [[nodiscard]] std::uint64_t total_layers() const noexcept {
         std::uint64_t n = 0;
         for (const auto& c : chunks) {
-            for (auto k : c.layers) n += k;
+            for (auto k : c.layers)
+                n += k;
         }
         return n;
     }
@@ -34,7 +35,7 @@ struct StagePlacement {
 struct Observation {
     StagePlacement placement;
     double peak_memory_mb = 0.0;
-    std::string config;         // the user's label of the dry run, for messages only
+    std::string config;               // the user's label of the dry run, for messages only
     std::uint32_t micro_batches = 0;  // 0 = not given
 
     [[nodiscard]] ppb_observation view() const noexcept {
@@ -43,10 +44,12 @@ struct Observation {
 };
 
 // Boundary views of a set of observations; valid while `observations` is unchanged.
-[[nodiscard]] inline std::vector<ppb_observation> views(const std::vector<Observation>& observations) {
+[[nodiscard]] inline std::vector<ppb_observation> views(
+    const std::vector<Observation>& observations) {
     std::vector<ppb_observation> out;
     out.reserve(observations.size());
-    for (const auto& o : observations) out.push_back(o.view());
+    for (const auto& o : observations)
+        out.push_back(o.view());
     return out;
 }
 

@@ -42,7 +42,7 @@ struct Unsupported : std::runtime_error {
 };
 
 class MemoryModelBase {
-public:
+  public:
     MemoryModelBase() = default;
     MemoryModelBase(const MemoryModelBase&) = delete;
     MemoryModelBase& operator=(const MemoryModelBase&) = delete;
@@ -78,9 +78,26 @@ public:
 
 namespace detail {
 
-inline std::string& last_error_storage() {
-    thread_local std::string message;
-    return message;
+// The last error message of this thread. A plain array, not a std::string: a thread_local with a
+// destructor would register it with the C runtime and keep the library from ever unloading.
+inline constexpr std::size_t last_error_capacity = 8192;
+inline char* last_error_buffer() noexcept {
+    thread_local char buffer[last_error_capacity] = {};
+    return buffer;
+}
+
+// Stores `prefix` + `message`, cut at the buffer's size. Never allocates, never throws.
+inline void set_last_error(std::string_view prefix, std::string_view message = {}) noexcept {
+    char* buffer = last_error_buffer();
+    std::size_t n = 0;
+    for (const std::string_view part : {prefix, message}) {
+        for (const char c : part) {
+            if (n + 1 >= last_error_capacity)
+                break;
+            buffer[n++] = c;
+        }
+    }
+    buffer[n] = '\0';
 }
 
 // Runs `body`, translating exceptions into status codes at the C boundary.
@@ -90,64 +107,72 @@ ppb_status guarded(Body&& body) noexcept {
         body();
         return PPB_OK;
     } catch (const InvalidInput& e) {
-        last_error_storage() = e.what();
+        set_last_error(e.what());
         return PPB_ERR_INVALID_INPUT;
     } catch (const NotFitted& e) {
-        last_error_storage() = e.what();
+        set_last_error(e.what());
         return PPB_ERR_NOT_FITTED;
     } catch (const NotEstimable& e) {
-        last_error_storage() = e.what();
+        set_last_error(e.what());
         return PPB_ERR_NOT_ESTIMABLE;
     } catch (const Unsupported& e) {
-        last_error_storage() = e.what();
+        set_last_error(e.what());
         return PPB_ERR_UNSUPPORTED;
     } catch (const std::bad_alloc&) {
-        last_error_storage() = "out of memory";
+        set_last_error("out of memory");
         return PPB_ERR_OUT_OF_MEMORY;
     } catch (const std::exception& e) {
-        last_error_storage() = std::string("internal error: ") + e.what();
+        // The type says it was not one of the statuses above: a defect, reported as such.
+        set_last_error("internal error: ", e.what());
         return PPB_ERR_INTERNAL;
     } catch (...) {
-        last_error_storage() = "internal error: unknown exception";
+        set_last_error("internal error: unknown exception");
         return PPB_ERR_INTERNAL;
     }
 }
 
-inline ppb_status null_argument(const char* what) noexcept {
-    try {
-        last_error_storage() = std::string("null argument: ") + what;
-    } catch (...) {
-    }
+inline ppb_status null_argument(std::string_view message) noexcept {
+    set_last_error(message);
     return PPB_ERR_INVALID_INPUT;
 }
 
-inline MemoryModelBase* self(ppb_model* m) noexcept { return reinterpret_cast<MemoryModelBase*>(m); }
+inline MemoryModelBase* self(ppb_model* m) noexcept {
+    return reinterpret_cast<MemoryModelBase*>(m);
+}
 inline const MemoryModelBase* self(const ppb_model* m) noexcept {
     return reinterpret_cast<const MemoryModelBase*>(m);
 }
 
 // The C functions of the table, shared by every model; only create() depends on the class.
-inline void destroy(ppb_model* model) noexcept { delete self(model); }
+inline void destroy(ppb_model* model) noexcept {
+    delete self(model);
+}
 
 inline ppb_status fit(ppb_model* model, const ppb_observation* obs, size_t count) noexcept {
-    if (model == nullptr) return null_argument("model");
-    if (obs == nullptr && count != 0) return null_argument("observations");
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (obs == nullptr && count != 0)
+        return null_argument("null argument: observations");
     return guarded([&] { self(model)->fit(std::span<const ppb_observation>(obs, count)); });
 }
 
 inline ppb_status predict(const ppb_model* model, const ppb_placement* placement,
                           double* out_mb) noexcept {
-    if (model == nullptr) return null_argument("model");
-    if (placement == nullptr) return null_argument("placement");
-    if (out_mb == nullptr) return null_argument("out_mb");
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (placement == nullptr)
+        return null_argument("null argument: placement");
+    if (out_mb == nullptr)
+        return null_argument("null argument: out_mb");
     return guarded([&] { *out_mb = self(model)->predict(*placement); });
 }
 
 inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* placements,
                                 size_t count, double* out_mb) noexcept {
-    if (model == nullptr) return null_argument("model");
+    if (model == nullptr)
+        return null_argument("null argument: model");
     if (count != 0 && (placements == nullptr || out_mb == nullptr)) {
-        return null_argument("placements or out_mb");
+        return null_argument("null argument: placements or out_mb");
     }
     return guarded([&] {
         self(model)->predict_batch(std::span<const ppb_placement>(placements, count),
@@ -156,23 +181,28 @@ inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* pla
 }
 
 inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out) noexcept {
-    if (model == nullptr) return null_argument("model");
-    if (out == nullptr) return null_argument("out");
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (out == nullptr)
+        return null_argument("null argument: out");
     if (out->struct_size < sizeof(ppb_linear_parameters)) {
-        last_error_storage() = "ppb_linear_parameters.struct_size is smaller than this plugin's";
+        set_last_error("ppb_linear_parameters.struct_size is smaller than this plugin's");
         return PPB_ERR_INVALID_INPUT;
     }
     return guarded([&] {
         auto p = self(model)->parameters();
-        if (!p) throw Unsupported("this memory model is not linear: it has no coefficients");
+        if (!p)
+            throw Unsupported("this memory model is not linear: it has no coefficients");
         *out = *p;
         out->struct_size = sizeof(ppb_linear_parameters);
     });
 }
 
 inline ppb_status report(const ppb_model* model, const char** out_json) noexcept {
-    if (model == nullptr) return null_argument("model");
-    if (out_json == nullptr) return null_argument("out_json");
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (out_json == nullptr)
+        return null_argument("null argument: out_json");
     return guarded([&] {
         // The text is owned by the model so that it outlives this call (see abi.h).
         auto* m = const_cast<MemoryModelBase*>(self(model));
@@ -181,11 +211,14 @@ inline ppb_status report(const ppb_model* model, const char** out_json) noexcept
     });
 }
 
-inline const char* last_error() noexcept { return last_error_storage().c_str(); }
+inline const char* last_error() noexcept {
+    return last_error_buffer();
+}
 
 template <class Model>
 ppb_status create(const char* options_json, ppb_model** out) noexcept {
-    if (out == nullptr) return null_argument("out");
+    if (out == nullptr)
+        return null_argument("null argument: out");
     *out = nullptr;
     return guarded([&] {
         std::string_view options = options_json != nullptr ? options_json : "{}";
@@ -211,9 +244,8 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
 #define PPB_DETAIL_COMPILER "unknown compiler"
 #endif
 #if defined(__GLIBCXX__)
-#define PPB_DETAIL_STDLIB                                          \
-    "; libstdc++ " PPB_DETAIL_STR(__GLIBCXX__) "; cxx11-abi=" PPB_DETAIL_STR( \
-        _GLIBCXX_USE_CXX11_ABI)
+#define PPB_DETAIL_STDLIB \
+    "; libstdc++ " PPB_DETAIL_STR(__GLIBCXX__) "; cxx11-abi=" PPB_DETAIL_STR(_GLIBCXX_USE_CXX11_ABI)
 #elif defined(_LIBCPP_VERSION)
 #define PPB_DETAIL_STDLIB "; libc++ " PPB_DETAIL_STR(_LIBCPP_VERSION)
 #else
@@ -226,31 +258,31 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
 //   Description: a string literal, one line
 //   Kinds:       PPB_KIND_BIT(...) mask of recompute kinds the model predicts
 //   Flags:       PPB_MODEL_* (PPB_MODEL_NEEDS_FIT for models fitted from observations)
-#define PPB_EXPORT_MEMORY_MODEL(Class, Description, Kinds, Flags)                               \
-    namespace ppb_plugin_generated {                                                            \
-    extern const ppb_memory_model_api table;                                                    \
-    const ppb_memory_model_api table = {                                                        \
-        sizeof(ppb_memory_model_api),                                                           \
-        PPB_ABI_MAJOR,                                                                          \
-        PPB_API_MINOR,                                                                          \
-        (Kinds),                                                                                \
-        (Flags),                                                                                \
-        PPB_PLUGIN_NAME,                                                                        \
-        PPB_PLUGIN_VERSION,                                                                     \
-        Description,                                                                            \
-        PPB_BUILD_ID,                                                                           \
-        &::ppb::plugin::detail::create<Class>,                                                  \
-        &::ppb::plugin::detail::destroy,                                                        \
-        &::ppb::plugin::detail::fit,                                                            \
-        &::ppb::plugin::detail::predict,                                                        \
-        &::ppb::plugin::detail::predict_batch,                                                  \
-        &::ppb::plugin::detail::parameters,                                                     \
-        &::ppb::plugin::detail::report,                                                         \
-        &::ppb::plugin::detail::last_error,                                                     \
-    };                                                                                          \
-    }                                                                                           \
-    BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                                      \
-                              PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR),                   \
+#define PPB_EXPORT_MEMORY_MODEL(Class, Description, Kinds, Flags)             \
+    namespace ppb_plugin_generated {                                          \
+    extern const ppb_memory_model_api table;                                  \
+    const ppb_memory_model_api table = {                                      \
+        sizeof(ppb_memory_model_api),                                         \
+        PPB_ABI_MAJOR,                                                        \
+        PPB_API_MINOR,                                                        \
+        (Kinds),                                                              \
+        (Flags),                                                              \
+        PPB_PLUGIN_NAME,                                                      \
+        PPB_PLUGIN_VERSION,                                                   \
+        Description,                                                          \
+        PPB_BUILD_ID,                                                         \
+        &::ppb::plugin::detail::create<Class>,                                \
+        &::ppb::plugin::detail::destroy,                                      \
+        &::ppb::plugin::detail::fit,                                          \
+        &::ppb::plugin::detail::predict,                                      \
+        &::ppb::plugin::detail::predict_batch,                                \
+        &::ppb::plugin::detail::parameters,                                   \
+        &::ppb::plugin::detail::report,                                       \
+        &::ppb::plugin::detail::last_error,                                   \
+    };                                                                        \
+    }                                                                         \
+    BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                    \
+                              PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR), \
                               PPB_DETAIL_SECTION(PPB_ABI_MAJOR))
 
 #endif  // PPB_PLUGIN_HPP

@@ -13,10 +13,10 @@
 namespace ppb {
 
 enum class Schedule {
-    one_f_one_b,             // "1f1b"
-    interleaved,             // "interleaved": interleaved 1F1B, v > 1
-    interleaved_less_memory, // "interleaved-less-memory"
-    dualpipe_v,              // "dualpipe-v": v = 2
+    one_f_one_b,              // "1f1b"
+    interleaved,              // "interleaved": interleaved 1F1B, v > 1
+    interleaved_less_memory,  // "interleaved-less-memory"
+    dualpipe_v,               // "dualpipe-v": v = 2
 };
 
 [[nodiscard]] std::optional<Schedule> schedule_from_name(std::string_view name) noexcept;

@@ -1,0 +1,43 @@
+// ppb/search_path.hpp — where a host looks for plugins, in order.
+//
+//   1. each --plugin-path given explicitly,
+//   2. each entry of PPB_PLUGIN_PATH (colon-separated),
+//   3. the install location: <dir of the executable>/../lib/ppb/plugins, so an installed tree
+//      can be moved anywhere, and the build tree (which mirrors it) runs without flags.
+// Relative entries are resolved once, against the working directory, when the path is built.
+#ifndef PPB_SEARCH_PATH_HPP
+#define PPB_SEARCH_PATH_HPP
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb {
+
+inline constexpr std::string_view plugin_path_variable = "PPB_PLUGIN_PATH";
+inline constexpr std::string_view plugin_install_subdir = "lib/ppb/plugins";
+
+struct SearchDir {
+    std::filesystem::path path;  // absolute
+    std::string origin;          // "--plugin-path", "PPB_PLUGIN_PATH" or "install location"
+};
+
+struct SearchPath {
+    std::vector<SearchDir> dirs;
+    // Entries that were skipped, one message each ("PPB_PLUGIN_PATH entry '/x' does not exist").
+    std::vector<std::string> warnings;
+};
+
+// env_value: the value of PPB_PLUGIN_PATH, or nullptr when unset.
+// executable: the running program's path; empty to leave out the install location.
+[[nodiscard]] SearchPath make_search_path(const std::vector<std::string>& explicit_dirs,
+                                          const char* env_value,
+                                          const std::filesystem::path& executable);
+
+// The absolute path of the running executable.
+[[nodiscard]] std::filesystem::path current_executable();
+
+}  // namespace ppb
+
+#endif  // PPB_SEARCH_PATH_HPP

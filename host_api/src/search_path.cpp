@@ -1,0 +1,74 @@
+#include <ppb/search_path.hpp>
+
+#include <system_error>
+
+#include <unistd.h>
+
+namespace ppb {
+namespace fs = std::filesystem;
+namespace {
+
+void add_entry(SearchPath& out, std::string_view entry, const std::string& origin) {
+    if (entry.empty())
+        return;  // "a::b" and a trailing ':' mean nothing
+    std::error_code ec;
+    fs::path path = fs::absolute(fs::path(entry), ec);
+    if (ec) {
+        out.warnings.push_back(origin + " entry '" + std::string(entry) +
+                               "' cannot be resolved: " + ec.message());
+        return;
+    }
+    path = path.lexically_normal();
+    const auto status = fs::status(path, ec);
+    if (!fs::exists(status)) {
+        out.warnings.push_back(origin + " entry '" + std::string(entry) + "' does not exist");
+        return;
+    }
+    if (!fs::is_directory(status)) {
+        out.warnings.push_back(origin + " entry '" + std::string(entry) + "' is not a directory");
+        return;
+    }
+    for (const auto& dir : out.dirs) {
+        if (fs::equivalent(dir.path, path, ec))
+            return;  // already searched earlier
+    }
+    out.dirs.push_back(SearchDir{path, origin});
+}
+
+}  // namespace
+
+SearchPath make_search_path(const std::vector<std::string>& explicit_dirs, const char* env_value,
+                            const fs::path& executable) {
+    SearchPath out;
+    for (const auto& dir : explicit_dirs)
+        add_entry(out, dir, "--plugin-path");
+    if (env_value != nullptr) {
+        const std::string_view env(env_value);
+        std::size_t start = 0;
+        while (start <= env.size()) {
+            const std::size_t colon = env.find(':', start);
+            const std::size_t end = colon == std::string_view::npos ? env.size() : colon;
+            add_entry(out, env.substr(start, end - start), std::string(plugin_path_variable));
+            start = end + 1;
+        }
+    }
+    if (!executable.empty()) {
+        const fs::path install =
+            (executable.parent_path() / ".." / fs::path(plugin_install_subdir)).lexically_normal();
+        std::error_code ec;
+        // The install location is not an error when absent (a host built elsewhere).
+        if (fs::is_directory(install, ec))
+            add_entry(out, install.string(), "install location");
+    }
+    return out;
+}
+
+fs::path current_executable() {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return {};
+    return exe;
+}
+
+}  // namespace ppb

@@ -1,0 +1,164 @@
+#include "design.hpp"
+
+#include "text.hpp"
+
+#include <ppb/plugin.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace ppb::dryrun_lsq {
+
+namespace {
+
+using ppb::plugin::InvalidInput;
+
+[[noreturn]] void reject(std::string_view context, const std::string& problem) {
+    throw InvalidInput(std::string(context) + ": " + problem);
+}
+
+std::uint64_t total_layers(const ppb_chunk& chunk) noexcept {
+    std::uint64_t n = 0;
+    for (const std::uint32_t k : chunk.layers)
+        n += k;
+    return n;
+}
+
+std::uint64_t total_layers(const ppb_placement& placement) noexcept {
+    std::uint64_t n = 0;
+    for (std::uint32_t c = 0; c < placement.num_chunks; ++c)
+        n += total_layers(placement.chunks[c]);
+    return n;
+}
+
+bool is_head(const ppb_placement& p) noexcept {
+    return p.stage == 0;
+}
+bool is_tail(const ppb_placement& p) noexcept {
+    return p.stage + 1 == p.num_stages;
+}
+bool is_body(const ppb_placement& p) noexcept {
+    return !is_head(p) && !is_tail(p);
+}
+
+}  // namespace
+
+void validate_placement(const ppb_placement& placement, std::string_view context) {
+    if (placement.num_stages == 0) {
+        reject(context, "num_stages is 0; a pipeline has at least one stage");
+    }
+    if (placement.stage >= placement.num_stages) {
+        reject(context, "stage " + std::to_string(placement.stage) +
+                            " is out of range for a pipeline of " +
+                            std::to_string(placement.num_stages) + " stages (0.." +
+                            std::to_string(placement.num_stages - 1) + ")");
+    }
+    if (placement.num_chunks == 0) {
+        reject(context, "num_chunks is 0; a stage holds at least one chunk");
+    }
+    if (placement.chunks == nullptr) {
+        reject(context,
+               "chunks is null although num_chunks is " + std::to_string(placement.num_chunks));
+    }
+    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
+        if (placement.chunks[c].in_flight == 0) {
+            reject(context, "chunk " + std::to_string(c) +
+                                ": in_flight is 0; a chunk holds the activations of at least "
+                                "one micro-batch at its peak");
+        }
+    }
+}
+
+void validate_observations(std::span<const ppb_observation> observations) {
+    if (observations.empty()) {
+        throw InvalidInput("no observations: a fit needs at least one dry-run measurement");
+    }
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+        const std::string context = "observation " + std::to_string(i);
+        validate_placement(observations[i].placement, context);
+        const double peak = observations[i].peak_memory_mb;
+        if (!std::isfinite(peak) || peak <= 0.0) {
+            reject(context, "peak_memory_mb is " + format_number(peak, 10) +
+                                "; it must be a finite number of MB greater than 0");
+        }
+    }
+}
+
+ParameterVector design_row(const ppb_placement& placement) noexcept {
+    ParameterVector x{};
+    x[index(Parameter::const_mb)] = 1.0;
+    x[index(Parameter::head_mb)] = is_head(placement) ? 1.0 : 0.0;
+    x[index(Parameter::tail_mb)] = is_tail(placement) ? 1.0 : 0.0;
+    x[index(Parameter::param_per_layer_mb)] = static_cast<double>(total_layers(placement));
+    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
+        const ppb_chunk& chunk = placement.chunks[c];
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            x[index(activation(static_cast<ppb_kind>(k)))] +=
+                static_cast<double>(chunk.layers[k]) * static_cast<double>(chunk.in_flight);
+        }
+    }
+    return x;
+}
+
+ObservationSummary summarize(std::span<const ppb_observation> observations) {
+    ObservationSummary s;
+    s.rows = observations.size();
+    bool body_layers_differ = false;
+    bool in_flight_differs = false;
+    bool any_head = false;
+    bool any_tail = false;
+    bool head_in_multi_stage = false;
+    bool tail_in_multi_stage = false;
+    std::array<bool, PPB_KIND_COUNT> kind_off_head{};
+    std::array<bool, PPB_KIND_COUNT> kind_off_tail{};
+
+    for (const ppb_observation& o : observations) {
+        const ppb_placement& p = o.placement;
+        const bool single_stage = p.num_stages == 1;
+        s.all_single_stage = s.all_single_stage && single_stage;
+        any_head = any_head || is_head(p);
+        any_tail = any_tail || is_tail(p);
+        head_in_multi_stage = head_in_multi_stage || (is_head(p) && !single_stage);
+        tail_in_multi_stage = tail_in_multi_stage || (is_tail(p) && !single_stage);
+
+        if (is_body(p)) {
+            const std::uint64_t n = total_layers(p);
+            if (!s.any_body_stage) {
+                s.common_body_layers = n;
+            } else if (s.common_body_layers != n) {
+                body_layers_differ = true;
+            }
+            s.any_body_stage = true;
+        }
+        for (std::uint32_t c = 0; c < p.num_chunks; ++c) {
+            const ppb_chunk& chunk = p.chunks[c];
+            if (total_layers(chunk) != 0) {
+                if (!s.common_in_flight) {
+                    s.common_in_flight = chunk.in_flight;
+                } else if (*s.common_in_flight != chunk.in_flight) {
+                    in_flight_differs = true;
+                }
+            }
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                if (chunk.layers[k] == 0)
+                    continue;
+                s.kind_observed[k] = true;
+                kind_off_head[k] = kind_off_head[k] || !is_head(p);
+                kind_off_tail[k] = kind_off_tail[k] || !is_tail(p);
+            }
+        }
+    }
+    if (body_layers_differ)
+        s.common_body_layers.reset();
+    if (in_flight_differs)
+        s.common_in_flight.reset();
+    s.head_only_in_single_stage = any_head && !head_in_multi_stage;
+    s.tail_only_in_single_stage = any_tail && !tail_in_multi_stage;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        s.kind_only_on_head[k] = s.kind_observed[k] && !kind_off_head[k];
+        s.kind_only_on_tail[k] = s.kind_observed[k] && !kind_off_tail[k];
+    }
+    return s;
+}
+
+}  // namespace ppb::dryrun_lsq

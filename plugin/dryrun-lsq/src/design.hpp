@@ -1,0 +1,57 @@
+// From what crosses the plugin boundary to rows of the design matrix: validation of placements
+// and observations, the row of the model equation, and facts about the observed data that the
+// explanations of unidentified parameters rely on.
+#ifndef PPB_DRYRUN_LSQ_DESIGN_HPP
+#define PPB_DRYRUN_LSQ_DESIGN_HPP
+
+#include "parameters.hpp"
+
+#include <ppb/abi.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace ppb::dryrun_lsq {
+
+// Throws ppb::plugin::InvalidInput, its message starting with `context` ("placement",
+// "observation 3"), unless: num_stages >= 1, stage < num_stages, num_chunks >= 1, chunks not
+// null and every chunk's in_flight >= 1. Does not allocate unless it throws.
+void validate_placement(const ppb_placement& placement, std::string_view context);
+
+// Validates every observation as above plus a finite peak_memory_mb > 0, and that there is at
+// least one. Messages name the observation by its index: "observation 3: ...".
+void validate_observations(std::span<const ppb_observation> observations);
+
+// The row x of the model equation M = x . theta for a valid placement:
+//   x = (1, [s = 0], [s = p-1], n, sum_c n_c,none f_c, ..., sum_c n_c,full f_c).
+[[nodiscard]] ParameterVector design_row(const ppb_placement& placement) noexcept;
+
+// What the explanations of unidentified parameters need to know about the data.
+struct ObservationSummary {
+    std::size_t rows = 0;
+    bool all_single_stage = true;  // every observation is of a pipeline with p = 1
+    bool any_body_stage = false;   // some observation is of a stage neither first nor last
+    // Set when body-stage observations exist and all hold this many layers.
+    std::optional<std::uint64_t> common_body_layers;
+    // Set when every chunk holding layers, in every observation, has this in-flight count.
+    std::optional<std::uint32_t> common_in_flight;
+    // Every observation of stage 0 (of the last stage) is of a single-stage pipeline.
+    bool head_only_in_single_stage = false;
+    bool tail_only_in_single_stage = false;
+    std::array<bool, PPB_KIND_COUNT> kind_observed{};
+    // The kind occurs, and only in observations of stage 0 (of the last stage).
+    std::array<bool, PPB_KIND_COUNT> kind_only_on_head{};
+    std::array<bool, PPB_KIND_COUNT> kind_only_on_tail{};
+};
+
+// For validated observations.
+[[nodiscard]] ObservationSummary summarize(std::span<const ppb_observation> observations);
+
+}  // namespace ppb::dryrun_lsq
+
+#endif  // PPB_DRYRUN_LSQ_DESIGN_HPP

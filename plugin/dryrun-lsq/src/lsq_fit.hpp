@@ -1,0 +1,91 @@
+// The dry-run least-squares memory model (design.md §2): fit, prediction, coefficients and
+// report. The core's entry point for the plugin and for the tests; free of Armadillo.
+//
+// Model, for a stage s of p stages holding n_{c,k} body layers of kind k in chunk c, with
+// in-flight count f_c:
+//   M = C + H [s = 0] + T [s = p-1] + P sum_{c,k} n_{c,k} + sum_k A_k sum_c n_{c,k} f_c
+#ifndef PPB_DRYRUN_LSQ_LSQ_FIT_HPP
+#define PPB_DRYRUN_LSQ_LSQ_FIT_HPP
+
+#include "options.hpp"
+#include "parameters.hpp"
+
+#include <ppb/abi.h>
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ppb::dryrun_lsq {
+
+struct UnidentifiedParameter {
+    Parameter parameter;
+    std::string reason;
+    std::string suggestion;
+};
+
+// What predict() needs from a fit, kept small and flat so that prediction never allocates.
+struct EstimableSpace {
+    // The minimum-norm least-squares solution over the fitted columns; 0 for other parameters.
+    // Undetermined parameters have values here too: they are never reported, but estimable
+    // predictions are the same for every least-squares solution, so using them is exact.
+    ParameterVector solution{};
+    // 2-norm of each fitted column of the design; 0 for parameters that are not columns.
+    ParameterVector column_scale{};
+    // Orthonormal basis of the null space of the column-scaled design (zero outside fitted
+    // columns). A row x is estimable iff x / column_scale is orthogonal to all of them.
+    std::vector<ParameterVector> null_basis;
+    // A projection on the null space below this fraction of the scaled row's norm is rounding.
+    double zero_tolerance = 0.0;
+};
+
+struct FitResult {
+    double rank_tolerance = 0.0;
+    std::size_t rows = 0;
+    std::size_t rank = 0;
+    std::vector<Parameter> unknowns;  // the fitted columns, in parameter order
+    bool const_folded = false;        // const_mb could not be separated and was fitted as 0
+    std::array<bool, PPB_KIND_COUNT> kind_considered{};  // the kind occurs in some observation
+    // Values and standard errors of the identified parameters; nullopt for the others (not
+    // considered, not identifiable, or folded). std_errors only when over-determined.
+    std::array<std::optional<double>, parameter_count> estimates{};
+    std::array<std::optional<double>, parameter_count> std_errors{};
+    std::vector<UnidentifiedParameter> not_identifiable;  // in parameter order
+    std::vector<std::string> estimable_combinations;
+    std::vector<double> residuals_mb;  // observed - fitted, in input order
+    double rms_residual_mb = 0.0;
+    double max_abs_residual_mb = 0.0;
+    std::vector<std::string> warnings;
+    EstimableSpace estimable;
+
+    [[nodiscard]] bool identified(Parameter p) const { return estimates[index(p)].has_value(); }
+    [[nodiscard]] std::size_t degrees_of_freedom() const { return rows - rank; }
+    // The entry for `p` in not_identifiable, or nullptr.
+    [[nodiscard]] const UnidentifiedParameter* why_not_identified(Parameter p) const;
+};
+
+// Fits the model to `observations` jointly, whatever their pipeline degree or configuration.
+// Throws ppb::plugin::InvalidInput for invalid observations ("observation 3: ...") and when the
+// observations identify no single parameter (saying why and which dry run would help).
+// A partially identified fit is a success: see FitResult::not_identifiable.
+[[nodiscard]] FitResult fit(std::span<const ppb_observation> observations,
+                            const FitOptions& options);
+
+// Peak memory in MB of `placement`. Throws ppb::plugin::InvalidInput for an invalid placement,
+// ppb::plugin::NotEstimable when the fitted data do not determine it (naming the parameters it
+// needs). With const_mb folded, const_mb counts as 0. Allocates only when it throws.
+[[nodiscard]] double predict(const FitResult& fit, const ppb_placement& placement);
+
+// The coefficients with PPB_PARAM_* bits set exactly for the identified parameters; the
+// values of unset bits are 0.
+[[nodiscard]] ppb_linear_parameters linear_parameters(const FitResult& fit) noexcept;
+
+// The JSON object {"parameters": {...}, "diagnostics": {...}} described in README.md.
+[[nodiscard]] std::string report_json(const FitResult& fit);
+
+}  // namespace ppb::dryrun_lsq
+
+#endif  // PPB_DRYRUN_LSQ_LSQ_FIT_HPP

@@ -1,0 +1,48 @@
+// DryRunLsqModel: the dryrun-lsq memory model behind the plugin boundary (ppb/plugin.hpp).
+#ifndef PPB_DRYRUN_LSQ_MODEL_HPP
+#define PPB_DRYRUN_LSQ_MODEL_HPP
+
+#include "lsq_fit.hpp"
+#include "options.hpp"
+
+#include <ppb/plugin.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ppb::dryrun_lsq {
+
+// What PPB_EXPORT_MEMORY_MODEL publishes about the model.
+inline constexpr char model_description[] =
+    "Peak memory per stage fitted by least squares from dry-run measurements: const, head, "
+    "tail, per-layer parameters and per-kind activations";
+inline constexpr std::uint32_t model_kinds = PPB_ALL_KINDS;
+inline constexpr std::uint32_t model_flags = PPB_MODEL_NEEDS_FIT;
+
+class DryRunLsqModel final : public ppb::plugin::MemoryModelBase {
+  public:
+    // `options_json`: see parse_options(). Throws ppb::plugin::InvalidInput.
+    explicit DryRunLsqModel(std::string_view options_json);
+
+    // Replaces any previous fit. A fit that fails leaves the model unfitted, so that nobody
+    // predicts from observations they did not mean to use.
+    void fit(std::span<const ppb_observation> observations) override;
+    [[nodiscard]] double predict(const ppb_placement& placement) const override;
+    [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const override;
+    [[nodiscard]] std::string report() const override;
+
+    [[nodiscard]] const FitOptions& options() const noexcept { return options_; }
+    // The current fit; throws ppb::plugin::NotFitted before a successful fit.
+    [[nodiscard]] const FitResult& fitted() const;
+
+  private:
+    FitOptions options_;
+    std::optional<FitResult> fit_;
+};
+
+}  // namespace ppb::dryrun_lsq
+
+#endif  // PPB_DRYRUN_LSQ_MODEL_HPP

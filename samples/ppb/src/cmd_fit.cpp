@@ -1,0 +1,55 @@
+// ppb fit: fit the selected memory model to a dry-run file and print its parameters.
+#include "commands.hpp"
+#include "fit_table.hpp"
+#include "plugin_session.hpp"
+
+#include <ppb/json_output.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <iterator>
+
+namespace ppb::cli {
+namespace {
+
+constexpr std::string_view usage =
+    R"(Usage: ppb fit FILE [--model NAME[@VERSION]] [--json] [options]
+
+Fits a memory model to the dry-run observations in FILE (format ppb.dryrun/1; '-' reads stdin)
+and prints the fitted parameters in MB, with what the data cannot determine and why.
+
+Options:
+  --model NAME[@VERSION]       memory model plugin (default dryrun-lsq); @1, @1.4, @1.4.2 pin
+  --model-options JSON|FILE    options for the model, a JSON object or a file holding one
+  --duplicate-tolerance X      largest relative difference between two observations of the
+                               same placement (default 0.01 = 1 %)
+  --plugin-path DIR            search DIR for plugins first (repeatable)
+  --json                       print the fit as ppb.fit/1 JSON instead of a table
+  -h, --help                   show this help
+
+Exit status: 0 fitted (also when some parameters are not identifiable), 2 invalid input or
+usage, 3 plugin not found or failed, 1 other errors.
+)";
+
+}  // namespace
+
+int run_fit(std::span<const std::string> words) {
+    std::vector<OptionSpec> specs(std::begin(plugin_option_specs), std::end(plugin_option_specs));
+    specs.insert(specs.end(), {{"json"}, {"help"}, {"duplicate-tolerance", true}});
+    const Args args(words, specs);
+    if (args.flag("help")) {
+        fmt::print("{}", usage);
+        return 0;
+    }
+    std::string path;
+    const DryRunSet dryrun = read_dryrun_argument(args, path);
+    const FittedModel fitted = fit_selected_model(args, dryrun, path);
+    const std::string out = args.flag("json")
+                                ? to_pretty_json(fitted.document)
+                                : render_fit(fitted.document, path, dryrun.observations.size());
+    fmt::print("{}", out);
+    return 0;
+}
+
+}  // namespace ppb::cli

@@ -1,0 +1,28 @@
+// Aligned plain-text tables for people (the default output of every ppb command).
+#ifndef PPB_TEXT_TABLE_HPP
+#define PPB_TEXT_TABLE_HPP
+
+#include <string>
+#include <vector>
+
+namespace ppb::cli {
+
+class TextTable {
+  public:
+    enum class Align { left, right };
+    explicit TextTable(std::vector<std::string> header, std::vector<Align> align = {});
+    void add_row(std::vector<std::string> cells);
+    // Rows of `indent` spaces, columns separated by two spaces, trailing spaces trimmed.
+    [[nodiscard]] std::string render(std::size_t indent = 0) const;
+
+  private:
+    std::vector<std::vector<std::string>> rows_;
+    std::vector<Align> align_;
+};
+
+// "41234.5 MB": memory for people, one decimal, with its unit.
+[[nodiscard]] std::string format_mb(double mb);
+
+}  // namespace ppb::cli
+
+#endif  // PPB_TEXT_TABLE_HPP

@@ -1,0 +1,109 @@
+// Speed of the paths a partitioner runs often: fitting, predicting through the C boundary,
+// reading dry-run files, discovering plugins.
+//   build/tests/bench/bench_ppb --benchmark_min_time=0.2
+#include <ppb/discovery.hpp>
+#include <ppb/dryrun_format.hpp>
+#include <ppb/loader.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+
+namespace {
+
+const std::filesystem::path plugin_dir = PPB_BUILD_PLUGIN_DIR;
+
+ppb::MemoryModel open_dryrun_lsq() {
+    return ppb::open_model(ppb::inspect_plugin_file(plugin_dir / "ppb-dryrun-lsq-1.0.0.so"));
+}
+
+// `count` observations of 16-stage pipelines with every recompute kind, from known coefficients.
+std::vector<ppb::Observation> observations(std::size_t count) {
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<std::uint32_t> layers(0, 4);
+    std::normal_distribution<double> noise(0.0, 20.0);
+    std::vector<ppb::Observation> out;
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t p = 16;
+        const auto s = static_cast<std::uint32_t>(i % p);
+        ppb_chunk chunk{};
+        double n = 0;
+        double activation = 0;
+        const double a[PPB_KIND_COUNT] = {820, 300, 690, 140, 16};
+        chunk.in_flight = std::min<std::uint32_t>(p - s, 32);
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            chunk.layers[k] = layers(rng);
+            n += chunk.layers[k];
+            activation += a[k] * chunk.layers[k] * chunk.in_flight;
+        }
+        const double m = 3072 + (s == 0 ? 4210 : 0) + (s == p - 1 ? 5630 : 0) + 1710 * n +
+                         activation + noise(rng);
+        out.push_back(ppb::Observation{{p, s, {chunk}}, m, "bench", 32});
+    }
+    return out;
+}
+
+void BM_Fit(benchmark::State& state) {
+    const auto obs = observations(static_cast<std::size_t>(state.range(0)));
+    const auto views = ppb::views(obs);
+    ppb::MemoryModel model = open_dryrun_lsq();
+    for (auto _ : state)
+        model.fit(views);
+    state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_Fit)->Arg(13)->Arg(64)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+void BM_PredictBatch(benchmark::State& state) {
+    const auto obs = observations(64);
+    ppb::MemoryModel model = open_dryrun_lsq();
+    model.fit(ppb::views(obs));
+    std::vector<ppb_placement> placements;
+    const auto count = static_cast<std::size_t>(state.range(0));
+    for (std::size_t i = 0; i < count; ++i)
+        placements.push_back(obs[i % obs.size()].placement.view());
+    for (auto _ : state)
+        benchmark::DoNotOptimize(model.predict_batch(placements));
+    state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_PredictBatch)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+void BM_PredictOne(benchmark::State& state) {
+    const auto obs = observations(64);
+    ppb::MemoryModel model = open_dryrun_lsq();
+    model.fit(ppb::views(obs));
+    const ppb_placement placement = obs[5].placement.view();
+    for (auto _ : state)
+        benchmark::DoNotOptimize(model.predict(placement));
+}
+BENCHMARK(BM_PredictOne);
+
+void BM_ParseDryrun(benchmark::State& state) {
+    std::string text =
+        R"({"format": "ppb.dryrun/1", "num_stages": 16, "micro_batches": 32, "observations": [)";
+    for (std::int64_t i = 0; i < state.range(0); ++i) {
+        text += (i == 0 ? "" : ",");
+        text += R"({"config": "A", "stage": )" + std::to_string(i % 16) +
+                R"(, "layers": {"none": 3, "select": )" + std::to_string(i % 5) +
+                R"(, "full": 1}, "peak_memory_mb": )" + std::to_string(30000 + i) + ".5}";
+    }
+    text += "]}";
+    ppb::DryRunReadOptions options;
+    options.duplicate_tolerance = 1.0;  // the synthetic rows repeat placements
+    for (auto _ : state)
+        benchmark::DoNotOptimize(ppb::parse_dryrun(text, "bench", options));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(text.size()));
+}
+BENCHMARK(BM_ParseDryrun)->Arg(16)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+void BM_DiscoverPlugins(benchmark::State& state) {
+    ppb::SearchPath path;
+    path.dirs.push_back({plugin_dir, "bench"});
+    for (auto _ : state)
+        benchmark::DoNotOptimize(ppb::discover_plugins(path));
+}
+BENCHMARK(BM_DiscoverPlugins)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,62 @@
+// ppb's own options and usage errors.
+#include "cli_fixture.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace ppb_test;
+
+BOOST_AUTO_TEST_SUITE(cli_basics)
+
+BOOST_AUTO_TEST_CASE(version_and_help) {
+    auto r = ppb({"--version"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.rfind("ppb 0.1.0 (plugin ABI 1, API 1.0)", 0) == 0u, r.out);
+    BOOST_TEST(r.err.empty());
+
+    r = ppb({"--help"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.find("Usage: ppb COMMAND") != std::string::npos);
+    BOOST_TEST(r.out.find("Exit status") != std::string::npos);
+
+    for (const char* command : {"fit", "predict", "plugins"}) {
+        r = ppb({command, "--help"});
+        BOOST_TEST(r.exit_code == 0, command);
+        BOOST_TEST(r.out.find(std::string("Usage: ppb ") + command) != std::string::npos, r.out);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
+    auto r = ppb({});
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.empty());
+    BOOST_TEST(r.err.find("Usage:") != std::string::npos);
+
+    expect_input_error(ppb({"frobnicate"}), {"unknown command 'frobnicate'", "ppb --help"});
+    expect_input_error(ppb({"fit"}), {"missing the dry-run FILE argument"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--frobnicate"}),
+                       {"unknown option '--frobnicate'"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--model"}), {"option '--model' needs a value"});
+    expect_input_error(ppb({"fit", sample_dryrun, sample_dryrun}), {"unexpected argument"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--json=yes"}), {"'--json' takes no value"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--duplicate-tolerance", "abc"}),
+                       {"--duplicate-tolerance: expected a number, got 'abc'"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--duplicate-tolerance", "2"}),
+                       {"--duplicate-tolerance: expected a fraction"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--layers", "none=4"}), {"missing --stage"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1"}), {"missing --layers"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "x", "--layers", "none=4"}),
+                       {"--stage: expected a whole number, got 'x'"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "8", "--layers", "none=4"}),
+                       {"--stage 8 is not a stage of a 8-stage pipeline (expected 0..7)"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "nope=4"}),
+                       {"unknown recompute kind 'nope'"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=-4"}),
+                       {"--layers none: expected a whole number, got '-4'"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=4,none=2"}),
+                       {"kind 'none' is given twice"});
+    expect_input_error(
+        ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=4", "--stages", "0"}),
+        {"--stages: expected at least 1, got 0"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()

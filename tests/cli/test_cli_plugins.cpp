@@ -1,0 +1,109 @@
+// ppb plugins, plugin selection and broken plugins, end to end.
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+
+using namespace ppb_test;
+namespace json = boost::json;
+
+namespace {
+
+const json::object* entry(const json::array& plugins, const std::string& file) {
+    for (const auto& p : plugins) {
+        const auto& o = p.as_object();
+        if (std::filesystem::path(std::string(o.at("path").as_string())).filename() == file)
+            return &o;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_plugins)
+
+BOOST_AUTO_TEST_CASE(build_tree_finds_its_plugin_without_flags) {
+    const auto r = ppb({"plugins"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.out.find("dryrun-lsq") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("usable") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("(install location)") != std::string::npos, r.out);
+}
+
+BOOST_AUTO_TEST_CASE(json_listing_gives_every_verdict) {
+    const auto r = ppb({"plugins", "--json", "--plugin-path", fixture_dir});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out).as_object();
+    const auto& plugins = doc.at("plugins").as_array();
+    const std::map<std::string, std::string> expected = {
+        {"ppb-wrong-abi-1.0.0.so", "incompatible"}, {"ppb-newer-api-1.0.0.so", "incompatible"},
+        {"ppb-no-entry-1.0.0.so", "not-a-plugin"},  {"ppb-not-a-library-1.0.0.so", "not-a-plugin"},
+        {"ppb-no-factory-1.0.0.so", "usable"},      {"ppb-abort-on-load-1.0.0.so", "usable"},
+        {"ppb-dryrun-lsq-1.0.0.so", "usable"}};
+    for (const auto& [file, verdict] : expected) {
+        const auto* o = entry(plugins, file);
+        BOOST_TEST_REQUIRE(o != nullptr, file);
+        BOOST_TEST(o->at("verdict").as_string() == verdict, file);
+        for (const char* key : {"name", "version", "api", "path", "verdict", "reason"}) {
+            BOOST_TEST(o->contains(key), file << " lacks " << key);
+        }
+    }
+    BOOST_TEST(entry(plugins, "ppb-abort-on-load-1.0.0.so")->at("name").as_string() ==
+               "abort-on-load");
+    BOOST_TEST(entry(plugins, "ppb-newer-api-1.0.0.so")->at("api").as_string() == "1.99");
+    BOOST_TEST(entry(plugins, "ppb-not-a-library-1.0.0.so")->at("api").is_null());
+    BOOST_TEST(doc.at("search_path").as_array().size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(search_path_problems_are_warnings) {
+    const auto r =
+        ppb({"plugins"}, {{"PPB_PLUGIN_PATH", "/nonexistent/ppb-plugins:" + versions_dir}});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.err.find("ppb: warning: PPB_PLUGIN_PATH entry '/nonexistent/ppb-plugins' does not "
+                          "exist (skipped)") != std::string::npos,
+               r.err);
+    BOOST_TEST(r.out.find("ppb-fixed-2.0.0.so") != std::string::npos, r.out);
+
+    const auto traced = ppb({"plugins"}, {{"PPB_DEBUG_PLUGINS", "1"}});
+    BOOST_TEST(traced.err.find("ppb: plugins: searching") != std::string::npos, traced.err);
+}
+
+BOOST_AUTO_TEST_CASE(broken_plugins_exit_3_and_say_why) {
+    const auto fit_with = [](const std::string& model) {
+        return ppb({"fit", sample_dryrun, "--model", model, "--plugin-path", fixture_dir});
+    };
+    expect_failure(fit_with("no-factory"), 3, {"missing factory"});
+    expect_failure(fit_with("throwing-factory"), 3, {"constructor throws on purpose"});
+    expect_failure(fit_with("throwing-fit"), 3, {"fit throws on purpose"});
+    expect_failure(fit_with("unresolved"), 3, {"ppb_fixture_symbol_that_does_not_exist"});
+    expect_failure(fit_with("mismatch"), 3, {"the file name says 'mismatch' 1.0.0"});
+    expect_failure(fit_with("wrong-abi"), 3, {"incompatible", "plugin ABI 2"});
+    expect_failure(fit_with("newer-api"), 3, {"incompatible", "API 1.99"});
+    expect_failure(fit_with("no-such-model"), 3, {"no memory-model plugin named 'no-such-model'"});
+    expect_failure(fit_with("dryrun-lsq@2"), 3,
+                   {"no usable plugin matches 'dryrun-lsq@2'", "dryrun-lsq 1.0.0: usable"});
+    expect_input_error(fit_with("dryrun-lsq@x.y"), {"MAJOR.MINOR.PATCH"});
+    expect_input_error(fit_with("../evil"), {"a model is named, not given as a path"});
+}
+
+BOOST_AUTO_TEST_CASE(model_options_reach_the_plugin) {
+    expect_input_error(ppb({"fit", sample_dryrun, "--model-options", R"({"rank_tolerance": -1})"}),
+                       {"rank_tolerance"});
+    const auto r = ppb({"fit", sample_dryrun, "--model-options", R"({"rank_tolerance": 1e-9})"});
+    BOOST_TEST(r.exit_code == 0, r.err);
+    expect_input_error(ppb({"fit", sample_dryrun, "--model-options", "/nonexistent/options.json"}),
+                       {"neither a JSON object nor a readable file"});
+}
+
+BOOST_AUTO_TEST_CASE(selected_version_is_used) {
+    const auto r = ppb(
+        {"fit", sample_dryrun, "--json", "--model", "fixed@1.4", "--plugin-path", versions_dir});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out).as_object();
+    BOOST_TEST(doc.at("model").at("name").as_string() == "fixed");
+    BOOST_TEST(doc.at("model").at("version").as_string() == "1.4.2");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

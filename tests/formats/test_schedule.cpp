@@ -1,0 +1,104 @@
+// ppb/schedule.hpp: in-flight micro-batch counts per schedule (design.md §3).
+#define BOOST_TEST_MODULE ppb schedule
+#include <ppb/schedule.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using ppb::in_flight_counts;
+using ppb::Schedule;
+using Counts = std::vector<std::uint32_t>;
+
+BOOST_AUTO_TEST_CASE(names) {
+    for (const auto s : {Schedule::one_f_one_b, Schedule::interleaved,
+                         Schedule::interleaved_less_memory, Schedule::dualpipe_v}) {
+        const auto back = ppb::schedule_from_name(ppb::schedule_name(s));
+        BOOST_TEST_REQUIRE(back.has_value());
+        BOOST_TEST((*back == s));
+    }
+    BOOST_TEST(ppb::schedule_name(Schedule::one_f_one_b) == "1f1b");
+    BOOST_TEST(ppb::schedule_name(Schedule::interleaved_less_memory) == "interleaved-less-memory");
+    BOOST_TEST(!ppb::schedule_from_name("1F1B").has_value());
+    BOOST_TEST(!ppb::schedule_from_name("").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_without_micro_batches_is_p_minus_s) {
+    for (std::uint32_t s = 0; s < 8; ++s) {
+        BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, s, 0) == Counts{8 - s}));
+    }
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 1, 0, 0) == Counts{1}));
+}
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_is_capped_by_micro_batches) {
+    // min(p - s, m)
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 0, 4) == Counts{4}));
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 4, 4) == Counts{4}));
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 5, 4) == Counts{3}));
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 7, 4) == Counts{1}));
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 0, 32) == Counts{8}));
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 0, 1) == Counts{1}));
+    BOOST_TEST((in_flight_counts(Schedule::one_f_one_b, 8, 0, 4, 1) == Counts{4}));
+}
+
+BOOST_AUTO_TEST_CASE(interleaved) {
+    // Every chunk p; chunk 0 adds max(0, p - 2s - 1); chunk v-1 adds min(0, p - 2s - 1).
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 2) == Counts{7, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 1, 0, 2) == Counts{5, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 2, 0, 2) == Counts{4, 3}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 0, 2) == Counts{4, 1}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 3) == Counts{7, 4, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 0, 3) == Counts{4, 4, 1}));
+    // Each capped at m.
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 5, 2) == Counts{5, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 2, 3) == Counts{2, 2, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_less_memory) {
+    // Every chunk p; chunk v-1 subtracts s.
+    BOOST_TEST((in_flight_counts(Schedule::interleaved_less_memory, 4, 0, 0, 2) == Counts{4, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved_less_memory, 4, 3, 0, 2) == Counts{4, 1}));
+    BOOST_TEST(
+        (in_flight_counts(Schedule::interleaved_less_memory, 4, 2, 0, 3) == Counts{4, 4, 2}));
+    BOOST_TEST(
+        (in_flight_counts(Schedule::interleaved_less_memory, 4, 1, 2, 3) == Counts{2, 2, 2}));
+}
+
+BOOST_AUTO_TEST_CASE(dualpipe_v) {
+    // Chunk 0: min(2p - s, m); chunk 1: min(s + 1, m).
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 0, 0, 2) == Counts{8, 1}));
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 3, 0, 2) == Counts{5, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 0, 6, 2) == Counts{6, 1}));
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 3, 2, 2) == Counts{2, 2}));
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 1, 0, 0, 2) == Counts{2, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(impossible_arguments_throw) {
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::one_f_one_b, 0, 0, 0),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::one_f_one_b, 8, 8, 0),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::one_f_one_b, 8, 0, 0, 2),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::one_f_one_b, 8, 0, 0, 0),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::interleaved, 8, 0, 0, 1),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::interleaved_less_memory, 8, 0, 0, 0),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::dualpipe_v, 8, 0, 0, 1),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::dualpipe_v, 8, 0, 0, 3),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::dualpipe_v, 4, 4, 0, 2),
+                      std::invalid_argument);
+    try {
+        (void)in_flight_counts(Schedule::one_f_one_b, 8, 9, 0);
+    } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("stage 9 is not a stage of") != std::string::npos,
+                   e.what());
+    }
+}

@@ -1,0 +1,231 @@
+// Loading from disk: the real dryrun-lsq plugin works through the C boundary, and every broken
+// fixture fails with its own clear message while the host keeps working.
+#include <ppb/discovery.hpp>
+#include <ppb/errors.hpp>
+#include <ppb/loader.hpp>
+#include <ppb/placement.hpp>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include <dlfcn.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path fixture_dir = PPB_FIXTURE_DIR;
+const fs::path build_plugin_dir = PPB_BUILD_PLUGIN_DIR;
+
+ppb::PluginCandidate fixture(const std::string& file) {
+    return ppb::inspect_plugin_file(fixture_dir / file);
+}
+
+ppb::PluginCandidate dryrun_lsq() {
+    return ppb::inspect_plugin_file(build_plugin_dir / "ppb-dryrun-lsq-1.0.0.so");
+}
+
+// Ground truth, MB.
+constexpr double C = 2048, H = 7188, T = 3746, P = 1710, A_none = 994, A_full = 32;
+
+double truth(std::uint32_t p, std::uint32_t s, std::uint32_t none, std::uint32_t full,
+             std::uint32_t f) {
+    return C + (s == 0 ? H : 0) + (s == p - 1 ? T : 0) + P * (none + full) +
+           (A_none * none + A_full * full) * f;
+}
+
+ppb::Observation observe(std::uint32_t p, std::uint32_t s, std::uint32_t none, std::uint32_t full,
+                         std::uint32_t m) {
+    ppb::Observation o;
+    ppb_chunk chunk{};
+    chunk.layers[PPB_KIND_NONE] = none;
+    chunk.layers[PPB_KIND_FULL] = full;
+    chunk.in_flight = std::min(p - s, m);
+    o.placement = {p, s, {chunk}};
+    o.peak_memory_mb = truth(p, s, none, full, chunk.in_flight);
+    return o;
+}
+
+// Two dry runs of an 8-stage pipeline with different offsets: everything identifiable.
+std::vector<ppb::Observation> dry_runs() {
+    std::vector<ppb::Observation> out;
+    const std::uint32_t none_a[8] = {3, 4, 4, 4, 4, 4, 4, 3};
+    const std::uint32_t none_b[8] = {2, 5, 3, 6, 4, 4, 5, 1};
+    for (std::uint32_t s = 0; s < 8; ++s)
+        out.push_back(observe(8, s, none_a[s], s % 2, 32));
+    for (std::uint32_t s = 0; s < 8; ++s)
+        out.push_back(observe(8, s, none_b[s], 1, 32));
+    return out;
+}
+
+bool is_loaded(const fs::path& path) {
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (handle == nullptr)
+        return false;
+    ::dlclose(handle);  // balance the reference RTLD_NOLOAD took
+    return true;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(loading)
+
+BOOST_AUTO_TEST_CASE(dryrun_lsq_loads_fits_and_predicts_through_the_c_boundary) {
+    const auto candidate = dryrun_lsq();
+    BOOST_TEST_REQUIRE((candidate.verdict == ppb::Verdict::usable), candidate.reason);
+    ppb::MemoryModel model = ppb::open_model(candidate);
+    BOOST_TEST(model.name() == "dryrun-lsq");
+    BOOST_TEST(model.version() == "1.0.0");
+    BOOST_TEST(model.needs_fit());
+    BOOST_TEST(model.kinds() == PPB_ALL_KINDS);
+
+    const auto observations = dry_runs();
+    model.fit(ppb::views(observations));
+
+    // A placement that was never observed.
+    ppb_chunk chunk{};
+    chunk.layers[PPB_KIND_NONE] = 7;
+    chunk.layers[PPB_KIND_FULL] = 2;
+    chunk.in_flight = 5;
+    const ppb::StagePlacement unseen{8, 3, {chunk}};
+    BOOST_TEST(model.predict(unseen.view()) == truth(8, 3, 7, 2, 5),
+               boost::test_tools::tolerance(1e-9));
+
+    const auto params = model.parameters();
+    BOOST_TEST_REQUIRE(params.has_value());
+    BOOST_TEST(params->identified ==
+               (PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER |
+                PPB_PARAM_ACTIVATION(PPB_KIND_NONE) | PPB_PARAM_ACTIVATION(PPB_KIND_FULL)));
+    BOOST_TEST(params->const_mb == C, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(params->head_mb == H, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(params->tail_mb == T, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(params->per_layer_mb == P, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(params->activation_mb[PPB_KIND_NONE] == A_none, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(params->activation_mb[PPB_KIND_FULL] == A_full, boost::test_tools::tolerance(1e-9));
+
+    const auto report = boost::json::parse(model.report()).as_object();
+    BOOST_TEST(report.at("parameters").at("activation_mb").at("comm").is_null());
+
+    const std::vector<ppb_placement> batch = {unseen.view(), observations[0].placement.view()};
+    const auto predicted = model.predict_batch(batch);
+    BOOST_TEST_REQUIRE(predicted.size() == 2u);
+    BOOST_TEST(predicted[1] == observations[0].peak_memory_mb, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(the_library_lives_exactly_as_long_as_its_models) {
+    const auto candidate =
+        ppb::inspect_plugin_file(fs::path(PPB_VERSIONS_DIR) / "ppb-fixed-1.4.2.so");
+    BOOST_TEST_REQUIRE((candidate.verdict == ppb::Verdict::usable), candidate.reason);
+    const fs::path file = fs::canonical(candidate.path);
+    BOOST_TEST(!is_loaded(file));
+    {
+        std::optional<ppb::MemoryModel> model;
+        {
+            auto table = ppb::load_plugin(candidate);
+            model.emplace(table, "{\"const_mb\": 10, \"per_layer_mb\": 2}");
+        }  // the table's own reference is gone; the model's keeps the library mapped
+        BOOST_TEST(is_loaded(file));
+        const std::vector<ppb::Observation> obs = {
+            ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
+        model->fit(ppb::views(obs));
+        BOOST_TEST(model->predict(obs[0].placement.view()) == 16.0);
+    }
+    BOOST_TEST(!is_loaded(file));
+}
+
+BOOST_AUTO_TEST_CASE(model_errors_carry_status_and_message) {
+    ppb::MemoryModel model = ppb::open_model(dryrun_lsq());
+    const ppb::StagePlacement placement{4, 1, {ppb_chunk{{2}, 3}}};
+    try {
+        (void)model.predict(placement.view());
+        BOOST_FAIL("predict before fit must fail");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_NOT_FITTED);
+        BOOST_TEST(contains(e.what(), "memory model 'dryrun-lsq' 1.0.0: predict failed"), e.what());
+    }
+    try {
+        model.fit({});
+        BOOST_FAIL("fit without observations must fail");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INVALID_INPUT);
+        BOOST_TEST(e.is_input_error());
+    }
+    BOOST_CHECK_THROW(ppb::open_model(dryrun_lsq(), "{\"no_such_option\": 1}"), ppb::ModelError);
+}
+
+BOOST_AUTO_TEST_CASE(missing_factory_is_a_plugin_error) {
+    try {
+        (void)ppb::open_model(fixture("ppb-no-factory-1.0.0.so"));
+        BOOST_FAIL("must fail");
+    } catch (const ppb::PluginError& e) {
+        BOOST_TEST(contains(e.what(), "no create function (missing factory)"), e.what());
+        BOOST_TEST(contains(e.what(), "ppb-no-factory-1.0.0.so"), e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(throwing_factory_and_fit_become_model_errors) {
+    try {
+        (void)ppb::open_model(fixture("ppb-throwing-factory-1.0.0.so"));
+        BOOST_FAIL("must fail");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INTERNAL);
+        BOOST_TEST(!e.is_input_error());
+        BOOST_TEST(contains(e.what(), "'throwing-factory' 1.0.0: create failed"), e.what());
+        BOOST_TEST(contains(e.what(), "constructor throws on purpose"), e.what());
+    }
+    ppb::MemoryModel model = ppb::open_model(fixture("ppb-throwing-fit-1.0.0.so"));
+    const std::vector<ppb::Observation> obs = {
+        ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
+    try {
+        model.fit(ppb::views(obs));
+        BOOST_FAIL("must fail");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INTERNAL);
+        BOOST_TEST(contains(e.what(), "fit throws on purpose"), e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(dynamic_loader_errors_are_reported_with_its_message) {
+    try {
+        (void)ppb::load_plugin(fixture("ppb-unresolved-1.0.0.so"));
+        BOOST_FAIL("must fail");
+    } catch (const ppb::PluginError& e) {
+        BOOST_TEST(contains(e.what(), "cannot load it"), e.what());
+        BOOST_TEST(contains(e.what(), "ppb_fixture_symbol_that_does_not_exist"), e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(manifest_must_match_the_file_name) {
+    try {
+        (void)ppb::load_plugin(fixture("ppb-mismatch-1.0.0.so"));
+        BOOST_FAIL("must fail");
+    } catch (const ppb::PluginError& e) {
+        BOOST_TEST(contains(e.what(),
+                            "file name says 'mismatch' 1.0.0 but the plugin says "
+                            "'mismatch' 9.9.9"),
+                   e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(incompatible_candidates_are_never_loaded) {
+    for (const char* file : {"ppb-wrong-abi-1.0.0.so", "ppb-newer-api-1.0.0.so",
+                             "ppb-not-a-library-1.0.0.so", "ppb-no-entry-1.0.0.so"}) {
+        BOOST_CHECK_THROW((void)ppb::load_plugin(fixture(file)), ppb::PluginError);
+    }
+    // After every failure above, the host still loads and uses a good plugin.
+    ppb::MemoryModel model = ppb::open_model(dryrun_lsq());
+    const auto observations = dry_runs();
+    model.fit(ppb::views(observations));
+    BOOST_TEST(model.predict(observations[3].placement.view()) == observations[3].peak_memory_mb,
+               boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
