@@ -25,8 +25,13 @@ ColumnSpace analyze_columns(const arma::mat& design, double rank_tolerance) {
         space.scale(j) = norm;
         scaled.col(j) /= norm;
     }
-    // The design is tiny (9 columns at most): the standard driver's robustness costs nothing.
-    if (!arma::svd(space.U, space.s, space.V, scaled, "std")) {
+    // At most 9 columns, but possibly thousands of rows: the economy decomposition keeps U at
+    // rows x columns instead of rows x rows (V stays square, so the null space is complete).
+    // With fewer rows than columns only the full decomposition gives all of V.
+    const bool ok = design.n_rows >= design.n_cols
+                        ? arma::svd_econ(space.U, space.s, space.V, scaled, "both", "std")
+                        : arma::svd(space.U, space.s, space.V, scaled, "std");
+    if (!ok) {
         throw std::runtime_error("the singular value decomposition of the design did not converge");
     }
     const double threshold = rank_tolerance * space.s.max();
