@@ -24,6 +24,11 @@
  * Errors
  *   Every function returning ppb_status reports failure with a code and leaves a message for
  *   `last_error()`, which is per thread and valid until the next failing call on that thread.
+ *
+ * Threads
+ *   Different models may be used from different threads at once. One model may serve predict,
+ *   predict_batch and parameters from several threads at once; fit, report and destroy need
+ *   it to themselves.
  */
 #ifndef PPB_ABI_H
 #define PPB_ABI_H
@@ -55,15 +60,19 @@ typedef enum ppb_kind {
 #define PPB_KIND_BIT(kind) (1u << (unsigned)(kind))
 #define PPB_ALL_KINDS 0x1fu
 
+/* Status of a call. PPB_ERR_INVALID_INPUT: the caller's data are wrong (observations,
+ * placement, options). PPB_ERR_NOT_FITTED: predict, parameters or report before a successful
+ * fit. PPB_ERR_NOT_ESTIMABLE: the fitted data do not determine this prediction.
+ * PPB_ERR_UNSUPPORTED: the model does not offer this operation. PPB_ERR_INTERNAL: a defect or
+ * unexpected failure inside the plugin. */
 typedef int32_t ppb_status;
 #define PPB_OK 0
-#define PPB_ERR_INVALID_INPUT 1 /* the caller's data are wrong: observations, placement, options \
-                                 */
-#define PPB_ERR_NOT_FITTED 2    /* predict/parameters/report before a successful fit */
-#define PPB_ERR_NOT_ESTIMABLE 3 /* the fitted data do not determine this prediction */
-#define PPB_ERR_UNSUPPORTED 4   /* the model does not offer this operation */
+#define PPB_ERR_INVALID_INPUT 1
+#define PPB_ERR_NOT_FITTED 2
+#define PPB_ERR_NOT_ESTIMABLE 3
+#define PPB_ERR_UNSUPPORTED 4
 #define PPB_ERR_OUT_OF_MEMORY 5
-#define PPB_ERR_INTERNAL 6 /* a defect or unexpected failure inside the plugin */
+#define PPB_ERR_INTERNAL 6
 
 /* One virtual pipeline chunk of a stage (one chunk per stage unless interleaved). */
 typedef struct ppb_chunk {
