@@ -96,8 +96,10 @@ typedef struct ppb_observation {
 
 /* Coefficients of a linear memory model, in MB:
  *   M = const + head*[s == 0] + tail*[s == p-1] + per_layer * n + sum_k activation[k] * n_k * f
- * A bit set in `identified` means that coefficient is determined (by the data or the model's
- * configuration); an unset bit means its value must not be used. */
+ * A bit set in `identified` means predict() uses that coefficient with exactly this value, so a
+ * host evaluating the formula inline gets predict()'s answer (a model that assumes a term is 0,
+ * like dryrun-lsq with a folded constant, sets the bit with the value 0). An unset bit means
+ * the data did not determine the coefficient: placements that need it cannot be predicted. */
 #define PPB_PARAM_CONST 0x01u
 #define PPB_PARAM_HEAD 0x02u
 #define PPB_PARAM_TAIL 0x04u

@@ -180,6 +180,9 @@ ppb_linear_parameters linear_parameters(const FitResult& fit) noexcept {
         return *estimate;
     };
     out.const_mb = value(Parameter::const_mb);
+    // A folded constant is part of the model predict() evaluates: it is 0 there.
+    if (fit.const_folded)
+        out.identified |= PPB_PARAM_CONST;
     out.head_mb = value(Parameter::head_mb);
     out.tail_mb = value(Parameter::tail_mb);
     out.per_layer_mb = value(Parameter::param_per_layer_mb);

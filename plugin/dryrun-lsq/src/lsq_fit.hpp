@@ -79,8 +79,8 @@ struct FitResult {
 // needs). With const_mb folded, const_mb counts as 0. Allocates only when it throws.
 [[nodiscard]] double predict(const FitResult& fit, const ppb_placement& placement);
 
-// The coefficients with PPB_PARAM_* bits set exactly for the identified parameters; the
-// values of unset bits are 0.
+// The coefficients predict() evaluates: PPB_PARAM_* bits set for the identified parameters and,
+// when const_mb is folded, for const_mb with the value 0; the values of unset bits are 0.
 [[nodiscard]] ppb_linear_parameters linear_parameters(const FitResult& fit) noexcept;
 
 // The JSON object {"parameters": {...}, "diagnostics": {...}} described in README.md.
