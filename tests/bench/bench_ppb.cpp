@@ -4,9 +4,11 @@
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/loader.hpp>
+#include <ppb/partition/problem.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <bit>
 #include <random>
 #include <string>
 
@@ -103,6 +105,62 @@ void BM_DiscoverPlugins(benchmark::State& state) {
         benchmark::DoNotOptimize(ppb::discover_plugins(path));
 }
 BENCHMARK(BM_DiscoverPlugins)->Unit(benchmark::kMicrosecond);
+
+// A partition where all five recompute kinds trade time for memory (none is dominated) and the
+// limit binds on most stages: the hardest case for the per-stage search.
+void BM_Partition(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    pt::Problem problem;
+    problem.num_stages = static_cast<std::uint32_t>(state.range(0));
+    problem.time.body_layers = static_cast<std::uint32_t>(state.range(1));
+    problem.micro_batches = 32;
+    problem.time.body_name = "decoder";
+    problem.time.body_time = {90.0, 92.4, 97.5, 99.9, 120.0};
+    problem.time.head_time = 36.0;
+    problem.time.tail_time = 75.0;
+    ppb_linear_parameters c{};
+    c.struct_size = sizeof c;
+    c.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER |
+                   (PPB_ALL_KINDS << 4);
+    c.const_mb = 3072;
+    c.head_mb = 4210;
+    c.tail_mb = 5630;
+    // Per-layer memory shrinks with the layers per stage so that every stage stays in range.
+    const double layers_per_stage =
+        static_cast<double>(state.range(1)) / static_cast<double>(state.range(0));
+    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage;
+    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        c.activation_mb[k] =
+            act[k] * 10.0 / layers_per_stage * 8.0 / static_cast<double>(state.range(0));
+    }
+    problem.memory_limit_mb = 30000;
+    pt::MemorySource memory;
+    memory.linear = c;
+    pt::Plan plan;
+    for (auto _ : state) {
+        plan = pt::solve(problem, memory);
+        benchmark::DoNotOptimize(plan);
+    }
+    // Evidence that the case is the hard one: layers that recompute, kinds in use, stages within
+    // 2 % of the limit.
+    double recomputing = 0;
+    double tight = 0;
+    std::uint32_t kinds = 0;
+    for (const auto& s : plan.stages) {
+        recomputing += s.total_layers() - s.layers[PPB_KIND_NONE];
+        if (s.memory_mb > 0.98 * problem.memory_limit_mb)
+            tight += 1;
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            if (s.layers[k] > 0)
+                kinds |= PPB_KIND_BIT(k);
+        }
+    }
+    state.counters["recomputing_layers"] = recomputing;
+    state.counters["tight_stages"] = tight;
+    state.counters["kinds_used"] = std::popcount(kinds);
+}
+BENCHMARK(BM_Partition)->Args({16, 96})->Args({64, 512})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

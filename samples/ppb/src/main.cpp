@@ -9,6 +9,7 @@
 #include <ppb/abi.h>
 #include <ppb/errors.hpp>
 #include <ppb/memory_model.hpp>
+#include <ppb/partition/problem.hpp>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,7 @@ constexpr int exit_ok = 0;
 constexpr int exit_other = 1;
 constexpr int exit_input = 2;
 constexpr int exit_plugin = 3;
+constexpr int exit_infeasible = 4;
 
 constexpr std::string_view usage = R"(Usage: ppb COMMAND [ARGS...]
 
@@ -37,6 +39,7 @@ Commands:
   plugins    list the memory-model plugins found and whether they can be used
   fit        fit a memory model to a dry-run file and print its parameters (MB)
   predict    fit, then predict the peak memory of one stage placement
+  partition  choose layers and recompute kinds per stage under a memory limit
 
 Run 'ppb COMMAND --help' for a command's options.
 
@@ -74,6 +77,8 @@ int main(int argc, char** argv) {
             return ppb::cli::run_fit(rest);
         if (command == "predict")
             return ppb::cli::run_predict(rest);
+        if (command == "partition")
+            return ppb::cli::run_partition(rest);
         throw ppb::cli::UsageError(fmt::format("unknown command '{}'", command));
     } catch (const ppb::cli::UsageError& e) {
         fmt::print(stderr, "ppb: error: {}\nTry 'ppb --help'.\n", e.what());
@@ -89,6 +94,9 @@ int main(int argc, char** argv) {
         // is at fault. Anything else is the plugin's failure.
         fmt::print(stderr, "ppb: error: {}\n", e.what());
         return e.is_input_error() ? exit_input : exit_plugin;
+    } catch (const ppb::partition::Infeasible& e) {
+        fmt::print(stderr, "ppb: error: {}\n", e.what());
+        return exit_infeasible;
     } catch (const std::exception& e) {
         fmt::print(stderr, "ppb: internal error: {}\n", e.what());
         return exit_other;

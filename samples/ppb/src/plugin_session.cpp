@@ -69,6 +69,10 @@ DryRunSet read_dryrun_argument(const Args& args, std::string& path_out) {
             fmt::format("unexpected argument '{}' (one dry-run FILE only)", positional[1]));
     }
     path_out = positional.front();
+    return read_dryrun(args, path_out);
+}
+
+DryRunSet read_dryrun(const Args& args, const std::string& path) {
     DryRunReadOptions options;
     if (const auto tolerance = args.double_value("duplicate-tolerance")) {
         if (*tolerance < 0.0 || *tolerance >= 1.0) {
@@ -77,11 +81,10 @@ DryRunSet read_dryrun_argument(const Args& args, std::string& path_out) {
         }
         options.duplicate_tolerance = *tolerance;
     }
-    return read_dryrun_file(path_out, options);
+    return read_dryrun_file(path, options);
 }
 
-FittedModel fit_selected_model(const Args& args, const DryRunSet& dryrun, std::string_view source) {
-    MemoryModel model = open_selected_model(args);
+void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source) {
     const auto observations = views(dryrun.observations);
     try {
         model.fit(observations);
@@ -90,6 +93,11 @@ FittedModel fit_selected_model(const Args& args, const DryRunSet& dryrun, std::s
             throw;
         throw ModelError(e.status(), fmt::format("{}: {}", source, e.what()));
     }
+}
+
+FittedModel fit_selected_model(const Args& args, const DryRunSet& dryrun, std::string_view source) {
+    MemoryModel model = open_selected_model(args);
+    fit_model(model, dryrun, source);
     auto document = make_fit_document(model.name(), model.version(), model.report());
     return FittedModel{std::move(model), std::move(document)};
 }

@@ -37,10 +37,17 @@ inline constexpr OptionSpec plugin_option_specs[] = {
 // Reads FILE (the single positional argument) as ppb.dryrun/1 honouring --duplicate-tolerance.
 [[nodiscard]] DryRunSet read_dryrun_argument(const Args& args, std::string& path_out);
 
+// Reads `path` as ppb.dryrun/1 honouring --duplicate-tolerance.
+[[nodiscard]] DryRunSet read_dryrun(const Args& args, const std::string& path);
+
 struct FittedModel {
     MemoryModel model;
     boost::json::object document;  // ppb.fit/1
 };
+
+// Fits `model` to the observations read from `source`; a model's complaint about the data
+// names that file.
+void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source);
 
 // Opens the selected model and fits it to the observations read from `source`; a model's
 // complaint about the data names that file.

@@ -1,0 +1,97 @@
+// ppb/partition/problem.hpp — what the partitioner is asked, and what it answers.
+#ifndef PPB_PARTITION_PROBLEM_HPP
+#define PPB_PARTITION_PROBLEM_HPP
+
+#include <ppb/abi.h>
+#include <ppb/partition/time_model.hpp>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ppb::partition {
+
+using KindCounts = std::array<std::uint32_t, PPB_KIND_COUNT>;
+
+// How the partitioner learns a stage's memory. With `linear` (a linear model's coefficients)
+// memory is evaluated inline: kinds whose activation bit is unset are not candidates, and an
+// unset const, per-layer, head or tail bit is an InputError (the model cannot predict every
+// stage). Without it each candidate mix goes through `predict_batch` (non-linear models).
+struct MemorySource {
+    std::optional<ppb_linear_parameters> linear;
+    std::function<std::vector<double>(std::span<const ppb_placement>)> predict_batch;
+    std::uint32_t kinds = PPB_ALL_KINDS;  // kinds the model can predict
+};
+
+struct Problem {
+    std::uint32_t num_stages = 1;         // P
+    std::uint32_t micro_batches = 1;      // M
+    double memory_limit_mb = 0.0;         // X
+    double memory_margin_mb = 0.0;        // Y: plan against X - Y
+    TimeModel time;                       // L = time.body_layers
+    std::uint32_t kinds = PPB_ALL_KINDS;  // candidate kinds (also limited by the memory source)
+
+    [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
+    // 1F1B in-flight count of stage s: min(P - s, M).
+    [[nodiscard]] std::uint32_t in_flight(std::uint32_t stage) const;
+    // Fewest body layers stage s may hold: 1, except the first and last stage (0).
+    [[nodiscard]] std::uint32_t min_layers(std::uint32_t stage) const;
+};
+
+struct StagePlan {
+    std::uint32_t stage = 0;
+    KindCounts layers{};
+    std::uint32_t in_flight = 0;
+    double memory_mb = 0.0;
+    double time = 0.0;
+    [[nodiscard]] std::uint32_t total_layers() const;
+};
+
+struct Plan {
+    std::vector<StagePlan> stages;
+    double iteration_time = 0.0;  // sum_s t_s + (M - 1) max_s t_s
+};
+
+// No placement satisfies the memory limit. what() says why in numbers: the tightest
+// constraint and the smallest limit that would be feasible.
+class Infeasible : public std::runtime_error {
+  public:
+    Infeasible(const std::string& message, double smallest_feasible_limit_mb)
+        : std::runtime_error(message), smallest_limit_mb_(smallest_feasible_limit_mb) {}
+    // The smallest --memory-limit-mb (margin included) for which a placement exists; infinity
+    // when none exists at any limit (e.g. a model whose memory does not depend on the limit).
+    [[nodiscard]] double smallest_feasible_limit_mb() const noexcept { return smallest_limit_mb_; }
+
+  private:
+    double smallest_limit_mb_;
+};
+
+// The iteration-time estimate the partitioner minimises, for any plan (also for tests).
+[[nodiscard]] double iteration_time(std::span<const double> stage_times,
+                                    std::uint32_t micro_batches);
+
+// Time of one stage holding `layers` (head on stage 0, tail on the last), as the solver counts it.
+[[nodiscard]] double stage_time(const Problem& problem, std::uint32_t stage,
+                                const KindCounts& layers);
+
+// Whether a stage needing `memory_mb` fits `budget_mb`: memory <= budget + 1e-9 max(1, |budget|),
+// so that rounding in the last bits never turns a plan that fits exactly into one that does not.
+[[nodiscard]] bool within_budget(double memory_mb, double budget_mb);
+
+// Memory of one stage holding `layers` from linear coefficients, as the solver counts it.
+[[nodiscard]] double linear_stage_memory(const ppb_linear_parameters& c, const Problem& problem,
+                                         std::uint32_t stage, const KindCounts& layers);
+
+// The optimal plan: every body layer placed, every stage within budget_mb(), every stage but the
+// first and last with at least one layer, minimum iteration_time. Throws Infeasible when no plan
+// exists, ppb::InputError for an impossible problem (no candidate kinds, P = 0, ...).
+[[nodiscard]] Plan solve(const Problem& problem, const MemorySource& memory);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_PROBLEM_HPP

@@ -1,0 +1,44 @@
+// ppb/partition/time_model.hpp — the layers' compute times, from a SAPP layer file.
+//
+// The file is the public SAPP balancer's layer description: {"layers_description": [...]} with
+// HEAD, BODY and TAIL entries. Times are in the file's own unit; ppb only adds and compares them.
+#ifndef PPB_PARTITION_TIME_MODEL_HPP
+#define PPB_PARTITION_TIME_MODEL_HPP
+
+#include <ppb/abi.h>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace ppb::partition {
+
+// Default backward-time coefficients c_r of the SAPP tool: backward of kind r = (1 + c_r) x
+// backward, for none, select, comm, both, full.
+inline constexpr std::array<double, PPB_KIND_COUNT> default_backward_coefficients = {
+    0.0, 0.04, 0.125, 0.165, 0.5};
+
+struct TimeModel {
+    std::string body_name;
+    std::uint32_t body_layers = 0;  // L: the BODY entry's nb_layer
+    // Forward + backward time of one body layer of each recompute kind.
+    std::array<double, PPB_KIND_COUNT> body_time{};
+    double head_time = 0.0;  // forward + backward of all HEAD entries (stage 0)
+    double tail_time = 0.0;  // forward + backward of all TAIL entries (last stage)
+};
+
+// Per entry: forward F = forward_time, else time. Backward base = backward_time, else 2 F.
+// Backward of kind r = the kind's time field (backward_time, select_rec_time, select_comm_time,
+// both_comm_select_time, recompute_time) if given, else (1 + c_r) x base, c_r being the kind's
+// coefficient field (backward_coef, select_rec_coef, select_comm_coef, both_comm_select_coef,
+// recompute_coef) if given, else the default above. A kind's time and coefficient together are
+// an error. HEAD and TAIL entries contribute nb_layer x (F + backward of none).
+// Exactly one BODY entry is supported. Throws ppb::InputError naming the JSON path.
+[[nodiscard]] TimeModel parse_time_model(std::string_view json_text, std::string_view source);
+[[nodiscard]] TimeModel read_time_model(const std::filesystem::path& path);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_TIME_MODEL_HPP

@@ -1,0 +1,64 @@
+// The canonical definitions of stage time, stage memory and the iteration estimate: the solver
+// and its tests both count with these.
+#include <ppb/partition/problem.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ppb::partition {
+
+std::uint32_t Problem::in_flight(std::uint32_t stage) const {
+    return std::min(num_stages - stage, micro_batches);
+}
+
+std::uint32_t Problem::min_layers(std::uint32_t stage) const {
+    return (stage == 0 || stage + 1 == num_stages) ? 0 : 1;
+}
+
+std::uint32_t StagePlan::total_layers() const {
+    return std::accumulate(layers.begin(), layers.end(), 0u);
+}
+
+double iteration_time(std::span<const double> stage_times, std::uint32_t micro_batches) {
+    double sum = 0.0;
+    double max = 0.0;
+    for (const double t : stage_times) {
+        sum += t;
+        max = std::max(max, t);
+    }
+    return sum + static_cast<double>(micro_batches - 1) * max;
+}
+
+double stage_time(const Problem& problem, std::uint32_t stage, const KindCounts& layers) {
+    double t = 0.0;
+    if (stage == 0)
+        t += problem.time.head_time;
+    if (stage + 1 == problem.num_stages)
+        t += problem.time.tail_time;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        t += static_cast<double>(layers[k]) * problem.time.body_time[k];
+    }
+    return t;
+}
+
+bool within_budget(double memory_mb, double budget_mb) {
+    return memory_mb <= budget_mb + 1e-9 * std::max(1.0, std::abs(budget_mb));
+}
+
+double linear_stage_memory(const ppb_linear_parameters& c, const Problem& problem,
+                           std::uint32_t stage, const KindCounts& layers) {
+    const double f = problem.in_flight(stage);
+    double m = c.const_mb;
+    if (stage == 0)
+        m += c.head_mb;
+    if (stage + 1 == problem.num_stages)
+        m += c.tail_mb;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        const double n = layers[k];
+        m += n * c.per_layer_mb + n * c.activation_mb[k] * f;
+    }
+    return m;
+}
+
+}  // namespace ppb::partition

@@ -1,0 +1,308 @@
+// The partitioner (issue: optimal layer placement and recompute per stage under a memory limit).
+//
+// Each stage, for each number n of body layers it might hold, uses the fastest mix of recompute
+// kinds that fits the memory budget (stage_table.cpp): a slower mix never lowers the sum of the
+// stage times nor their maximum. What remains is choosing n per stage to minimise
+//     sum_s t_s(n_s) + (M - 1) max_s t_s(n_s).
+// For a threshold T on the maximum, the least sum with every t_s <= T is a knapsack over stages
+// (assignment.cpp). The optimum is min over T of that sum + (M - 1) T, with T ranging over the
+// stage times that occur; T is swept upwards from the smallest feasible value and the sweep
+// stops once (least unconstrained sum) + (M - 1) T cannot beat the best plan found.
+#include "assignment.hpp"
+#include "stage_table.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/partition/problem.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ppb::partition {
+namespace {
+
+using detail::StageTable;
+
+void validate(const Problem& problem) {
+    if (problem.num_stages == 0)
+        throw InputError("a pipeline has at least one stage");
+    if (problem.micro_batches == 0)
+        throw InputError("at least one micro-batch is needed");
+    if (!std::isfinite(problem.memory_limit_mb) || problem.memory_limit_mb <= 0.0) {
+        throw InputError(fmt::format("the memory limit must be a positive number of MB, not {}",
+                                     problem.memory_limit_mb));
+    }
+    if (!std::isfinite(problem.memory_margin_mb) || problem.memory_margin_mb < 0.0 ||
+        problem.memory_margin_mb >= problem.memory_limit_mb) {
+        throw InputError(fmt::format(
+            "the memory margin must be at least 0 and below the limit ({:.1f} MB), not {}",
+            problem.memory_limit_mb, problem.memory_margin_mb));
+    }
+    const std::uint32_t p = problem.num_stages;
+    const std::uint32_t needed = p >= 2 ? p - 2 : 0;
+    if (problem.time.body_layers < needed) {
+        throw InputError(fmt::format(
+            "{} stages need at least {} body layers (every stage but the first and the last holds "
+            "one), but the model has {}",
+            p, needed, problem.time.body_layers));
+    }
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        const double t = problem.time.body_time[k];
+        if ((problem.kinds & PPB_KIND_BIT(k)) != 0 && !(std::isfinite(t) && t > 0.0)) {
+            throw InputError(fmt::format("the time of a '{}' body layer must be positive, not {}",
+                                         kind_name(static_cast<ppb_kind>(k)), t));
+        }
+    }
+}
+
+void check_memory_source(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
+    if (kinds == 0) {
+        throw InputError(
+            "no recompute kind can be used: none is both allowed and predictable by the memory "
+            "model (for a fitted model, a kind must occur in its observations)");
+    }
+    if (!memory.linear) {
+        if (!memory.predict_batch)
+            throw InputError("the memory model offers no way to predict");
+        return;
+    }
+    const struct {
+        std::uint32_t bit;
+        const char* name;
+        bool needed;
+    } required[] = {
+        {PPB_PARAM_CONST, "const_mb", true},
+        {PPB_PARAM_PER_LAYER, "param_per_layer_mb", true},
+        {PPB_PARAM_HEAD, "head_mb", true},
+        {PPB_PARAM_TAIL, "tail_mb", true},
+    };
+    for (const auto& r : required) {
+        if (r.needed && (memory.linear->identified & r.bit) == 0) {
+            throw InputError(fmt::format(
+                "the memory model cannot predict every stage of a {}-stage pipeline: its {} is not "
+                "determined (see 'ppb fit' for why and which dry run would determine it)",
+                problem.num_stages, r.name));
+        }
+    }
+}
+
+std::uint32_t fewest_layers(const Problem& problem, std::uint32_t stage) {
+    return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);
+}
+
+// Counts each stage may take: at least its minimum, and `usable(stage, n)`.
+template <class Usable>
+std::vector<std::vector<std::uint32_t>> allowed_counts(const Problem& problem,
+                                                       const std::vector<StageTable>& tables,
+                                                       Usable usable) {
+    std::vector<std::vector<std::uint32_t>> allowed(tables.size());
+    for (std::uint32_t s = 0; s < tables.size(); ++s) {
+        for (std::uint32_t n = fewest_layers(problem, s); n <= problem.time.body_layers; ++n) {
+            if (usable(s, n))
+                allowed[s].push_back(n);
+        }
+    }
+    return allowed;
+}
+
+// The smallest value among `values` for which `feasible` holds (feasible is monotone).
+template <class Feasible>
+std::optional<double> smallest_feasible(std::vector<double> values, Feasible feasible) {
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    std::size_t lo = 0;
+    std::size_t hi = values.size();
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (feasible(values[mid])) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    if (lo == values.size())
+        return std::nullopt;
+    return values[lo];
+}
+
+std::string layer_phrase(std::uint32_t n, const std::optional<ppb_kind>& kind) {
+    if (n == 0)
+        return "no body layer";
+    const std::string k = kind ? fmt::format(" at '{}'", kind_name(*kind)) : std::string();
+    return n == 1 ? "one layer" + k : fmt::format("{} layers{}", n, k);
+}
+
+// The stage that needs the whole of `budget` in a placement that fits it exactly: the
+// bottleneck at the smallest feasible budget.
+std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable>& tables,
+                            double budget) {
+    std::vector<std::vector<double>> need(tables.size());
+    for (std::size_t s = 0; s < tables.size(); ++s)
+        need[s] = tables[s].least_memory;
+    const auto assignment = detail::min_sum_assignment(
+        allowed_counts(problem, tables,
+                       [&](std::uint32_t s, std::uint32_t n) {
+                           return within_budget(tables[s].least_memory[n], budget);
+                       }),
+        problem.time.body_layers, need);
+    std::uint32_t fullest = 0;
+    double most = -detail::infinity;
+    for (std::uint32_t s = 0; assignment && s < tables.size(); ++s) {
+        const double m = tables[s].least_memory[assignment->layers[s]];
+        if (m > most) {
+            most = m;
+            fullest = s;
+        }
+    }
+    return fullest;
+}
+
+// Why nothing fits, in numbers, and the smallest limit that would.
+[[noreturn]] void explain_infeasible(const Problem& problem,
+                                     const std::vector<StageTable>& tables) {
+    const double budget = problem.budget_mb();
+    const std::uint32_t layers = problem.time.body_layers;
+
+    std::vector<double> needs;
+    for (const auto& t : tables) {
+        for (std::uint32_t n = fewest_layers(problem, t.stage); n <= layers; ++n) {
+            if (std::isfinite(t.least_memory[n]))
+                needs.push_back(t.least_memory[n]);
+        }
+    }
+    const auto fits_in = [&](double z) {
+        return detail::can_sum_to(allowed_counts(problem, tables,
+                                                 [&](std::uint32_t s, std::uint32_t n) {
+                                                     return within_budget(tables[s].least_memory[n],
+                                                                          z);
+                                                 }),
+                                  layers);
+    };
+    const auto least_budget = smallest_feasible(needs, fits_in);
+    const double smallest_limit =
+        least_budget ? *least_budget + problem.memory_margin_mb : detail::infinity;
+
+    std::string reason;
+    double worst_excess = 0.0;
+    for (const auto& t : tables) {
+        const std::uint32_t n = fewest_layers(problem, t.stage);
+        const double need = t.least_memory[n];
+        if (!within_budget(need, budget) && need - budget > worst_excess) {
+            worst_excess = need - budget;
+            reason = fmt::format(
+                "stage {} needs at least {:.1f} MB even with {}, more than the {:.1f} MB available",
+                t.stage, need, layer_phrase(n, t.least_memory_kind), budget);
+        }
+    }
+    if (reason.empty()) {
+        std::uint32_t capacity = 0;
+        std::string per_stage;
+        for (const auto& t : tables) {
+            std::uint32_t most = 0;
+            for (std::uint32_t n = 0; n <= layers; ++n) {
+                if (within_budget(t.least_memory[n], budget))
+                    most = n;
+            }
+            capacity += most;
+            per_stage += fmt::format("{}{}", per_stage.empty() ? "" : ", ", most);
+        }
+        const auto& kind = tables.front().least_memory_kind;
+        reason = fmt::format(
+            "within {:.1f} MB the {} stages hold at most {} of the {} body layers, even with every "
+            "layer{} (per stage at most: {})",
+            budget, problem.num_stages, capacity, layers,
+            kind ? fmt::format(" at '{}'", kind_name(*kind)) : std::string(), per_stage);
+    }
+    std::string limit_text = "no memory limit would make a placement feasible";
+    if (least_budget) {
+        // Rounded up, so that the figure shown is itself feasible.
+        limit_text = fmt::format("the smallest memory limit that would be feasible is {:.1f} MB",
+                                 std::ceil(smallest_limit * 10.0) / 10.0);
+        if (problem.memory_margin_mb > 0.0) {
+            limit_text += fmt::format(" (with the {:.1f} MB margin)", problem.memory_margin_mb);
+        }
+        limit_text += fmt::format(", where stage {} is the fullest",
+                                  fullest_stage(problem, tables, *least_budget));
+    }
+    throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
+}
+
+Plan make_plan(const Problem& problem, const std::vector<StageTable>& tables,
+               const std::vector<std::uint32_t>& counts) {
+    Plan plan;
+    std::vector<double> times;
+    for (std::uint32_t s = 0; s < tables.size(); ++s) {
+        const auto& choice = *tables[s].fastest[counts[s]];
+        plan.stages.push_back(
+            StagePlan{s, choice.layers, problem.in_flight(s), choice.memory, choice.time});
+        times.push_back(choice.time);
+    }
+    plan.iteration_time = iteration_time(times, problem.micro_batches);
+    return plan;
+}
+
+}  // namespace
+
+Plan solve(const Problem& problem, const MemorySource& memory) {
+    validate(problem);
+    const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
+    check_memory_source(problem, memory, kinds);
+    const std::vector<StageTable> tables = detail::build_stage_tables(problem, memory, kinds);
+    const std::uint32_t layers = problem.time.body_layers;
+
+    std::vector<std::vector<double>> cost(tables.size());
+    for (std::size_t s = 0; s < tables.size(); ++s) {
+        cost[s].resize(layers + 1);
+        for (std::uint32_t n = 0; n <= layers; ++n) {
+            cost[s][n] = tables[s].time(n);
+        }
+    }
+    const auto fits = allowed_counts(problem, tables, [&](std::uint32_t s, std::uint32_t n) {
+        return std::isfinite(cost[s][n]);
+    });
+    const auto unconstrained = detail::min_sum_assignment(fits, layers, cost);
+    if (!unconstrained)
+        explain_infeasible(problem, tables);
+    if (problem.micro_batches == 1)
+        return make_plan(problem, tables, unconstrained->layers);
+
+    const auto under = [&](double threshold) {
+        return allowed_counts(problem, tables, [&](std::uint32_t s, std::uint32_t n) {
+            return cost[s][n] <= threshold;
+        });
+    };
+    std::vector<double> thresholds;
+    for (std::size_t s = 0; s < fits.size(); ++s) {
+        for (const std::uint32_t n : fits[s])
+            thresholds.push_back(cost[s][n]);
+    }
+    std::sort(thresholds.begin(), thresholds.end());
+    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+    const auto first = smallest_feasible(
+        thresholds, [&](double t) { return detail::can_sum_to(under(t), layers); });
+
+    const double wait = static_cast<double>(problem.micro_batches - 1);
+    double best = detail::infinity;
+    std::vector<std::uint32_t> best_counts = unconstrained->layers;
+    for (auto it = std::lower_bound(thresholds.begin(), thresholds.end(), *first);
+         it != thresholds.end(); ++it) {
+        if (unconstrained->sum + wait * *it >= best)
+            break;  // no later threshold can do better
+        const auto assignment = detail::min_sum_assignment(under(*it), layers, cost);
+        if (!assignment)
+            continue;
+        std::vector<double> times;
+        for (std::size_t s = 0; s < tables.size(); ++s)
+            times.push_back(cost[s][assignment->layers[s]]);
+        const double objective = iteration_time(times, problem.micro_batches);
+        if (objective < best) {
+            best = objective;
+            best_counts = assignment->layers;
+        }
+    }
+    return make_plan(problem, tables, best_counts);
+}
+
+}  // namespace ppb::partition

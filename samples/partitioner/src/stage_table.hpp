@@ -1,0 +1,50 @@
+// Internal: for each stage and each number of body layers n, the fastest mix of recompute kinds
+// that fits the memory budget, and the least memory any mix of n layers needs.
+#ifndef PPB_PARTITION_STAGE_TABLE_HPP
+#define PPB_PARTITION_STAGE_TABLE_HPP
+
+#include <ppb/partition/problem.hpp>
+
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace ppb::partition::detail {
+
+inline constexpr double infinity = std::numeric_limits<double>::infinity();
+
+struct StageChoice {
+    KindCounts layers{};
+    double time = 0.0;    // stage_time()
+    double memory = 0.0;  // the model's memory for it
+};
+
+struct StageTable {
+    std::uint32_t stage = 0;
+    // fastest[n]: the fastest mix of n layers within the budget, or nullopt; n = 0 .. L.
+    std::vector<std::optional<StageChoice>> fastest;
+    // least_memory[n]: the least memory of any mix of n layers (infinity where not computed);
+    // for explaining infeasibility and finding the smallest feasible limit.
+    std::vector<double> least_memory;
+    // The kind that gives least_memory (all layers of it) — for messages.
+    std::optional<ppb_kind> least_memory_kind;
+
+    [[nodiscard]] double time(std::uint32_t n) const {
+        return n < fastest.size() && fastest[n] ? fastest[n]->time : infinity;
+    }
+};
+
+// Kinds the solver may use: the problem's, the model's and (for linear models) those whose
+// activation coefficient is known.
+[[nodiscard]] std::uint32_t candidate_kinds(const Problem& problem, const MemorySource& memory);
+
+// One table per stage. Linear models: an exact Pareto search over (time, memory), layer by
+// layer. Other models: every mix of n layers is predicted, n = 0, 1, ... until no mix fits
+// (memory is assumed not to fall when a layer is added).
+[[nodiscard]] std::vector<StageTable> build_stage_tables(const Problem& problem,
+                                                         const MemorySource& memory,
+                                                         std::uint32_t kinds);
+
+}  // namespace ppb::partition::detail
+
+#endif  // PPB_PARTITION_STAGE_TABLE_HPP

@@ -1,0 +1,123 @@
+#include "partition_output.hpp"
+
+#include "text_table.hpp"
+
+#include <ppb/kinds.hpp>
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+namespace ppb::cli {
+namespace json = boost::json;
+using partition::Plan;
+using partition::Problem;
+
+namespace {
+
+json::array one_chunk(const std::vector<std::int64_t>& row) {
+    json::array inner;
+    for (const auto v : row)
+        inner.push_back(v);
+    return json::array{inner};
+}
+
+// "[[1, 0, -1]]": the arrays as they are written into a MindFormers YAML file.
+std::string array_text(const json::value& v) {
+    if (!v.is_array())
+        return json::serialize(v);
+    std::string out = "[";
+    for (const auto& item : v.get_array()) {
+        out += (out.size() > 1 ? ", " : "") + array_text(item);
+    }
+    return out + "]";
+}
+
+}  // namespace
+
+json::object mindformers_arrays(const Problem& problem, const Plan& plan) {
+    const std::int64_t base = problem.time.body_layers / problem.num_stages;
+    std::vector<std::int64_t> offset, recompute, select, comm;
+    for (const auto& s : plan.stages) {
+        const auto& n = s.layers;
+        offset.push_back(static_cast<std::int64_t>(s.total_layers()) - base);
+        recompute.push_back(n[PPB_KIND_FULL]);
+        select.push_back(n[PPB_KIND_SELECT] + n[PPB_KIND_BOTH] + n[PPB_KIND_FULL]);
+        comm.push_back(n[PPB_KIND_COMM] + n[PPB_KIND_BOTH] + n[PPB_KIND_FULL]);
+    }
+    return json::object{{"offset", one_chunk(offset)},
+                        {"recompute", one_chunk(recompute)},
+                        {"select_recompute", one_chunk(select)},
+                        {"select_comm_recompute", one_chunk(comm)}};
+}
+
+json::object partition_document(const Problem& problem, const Plan& plan,
+                                const PartitionContext& context) {
+    json::array stages;
+    for (const auto& s : plan.stages) {
+        json::object layers;
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+            layers[kind_names[k]] = s.layers[k];
+        stages.push_back(json::object{{"stage", s.stage},
+                                      {"layers", std::move(layers)},
+                                      {"in_flight", s.in_flight},
+                                      {"memory_mb", s.memory_mb},
+                                      {"headroom_mb", problem.budget_mb() - s.memory_mb},
+                                      {"time", s.time}});
+    }
+    json::object doc;
+    doc["format"] = "ppb.partition/1";
+    doc["model"] = json::object{{"name", context.model_name}, {"version", context.model_version}};
+    doc["num_stages"] = problem.num_stages;
+    doc["micro_batches"] = problem.micro_batches;
+    doc["num_layers"] = problem.time.body_layers;
+    doc["memory_limit_mb"] = problem.memory_limit_mb;
+    doc["memory_margin_mb"] = problem.memory_margin_mb;
+    doc["iteration_time"] = plan.iteration_time;
+    doc["stages"] = std::move(stages);
+    doc["mindformers"] = mindformers_arrays(problem, plan);
+    return doc;
+}
+
+std::string render_partition(const Problem& problem, const Plan& plan,
+                             const PartitionContext& context) {
+    std::string out =
+        fmt::format("{} '{}' layers over {} stages, {} micro-batches, 1F1B; memory limit {}",
+                    problem.time.body_layers, problem.time.body_name, problem.num_stages,
+                    problem.micro_batches, format_mb(problem.memory_limit_mb));
+    if (problem.memory_margin_mb > 0.0) {
+        out += fmt::format(" with a {} margin", format_mb(problem.memory_margin_mb));
+    }
+    out += fmt::format("\nmemory model {} {} ({})\n\n", context.model_name, context.model_version,
+                       context.source);
+
+    using A = TextTable::Align;
+    TextTable table({"STAGE", "LAYERS", "NONE", "SELECT", "COMM", "BOTH", "FULL", "IN FLIGHT",
+                     "MEMORY", "HEADROOM", "TIME"},
+                    {A::right, A::right, A::right, A::right, A::right, A::right, A::right, A::right,
+                     A::right, A::right, A::right});
+    for (const auto& s : plan.stages) {
+        std::vector<std::string> row = {fmt::format("{}", s.stage),
+                                        fmt::format("{}", s.total_layers())};
+        for (const auto n : s.layers)
+            row.push_back(fmt::format("{}", n));
+        row.push_back(fmt::format("{}", s.in_flight));
+        row.push_back(format_mb(s.memory_mb));
+        row.push_back(format_mb(problem.budget_mb() - s.memory_mb));
+        row.push_back(fmt::format("{:.1f}", s.time));
+        table.add_row(std::move(row));
+    }
+    out += table.render(2);
+    out += fmt::format(
+        "\nIteration time estimate: {:.1f} (sum of stage times + {} x the slowest stage; stage "
+        "times are forward + backward per micro-batch, in the layer file's unit)\n",
+        plan.iteration_time, problem.micro_batches - 1);
+
+    const auto arrays = mindformers_arrays(problem, plan);
+    out += "\nMindFormers / SAPP configuration:\n";
+    for (const char* key : {"offset", "recompute", "select_recompute", "select_comm_recompute"}) {
+        out += fmt::format("  {}: {}\n", key, array_text(arrays.at(key)));
+    }
+    return out;
+}
+
+}  // namespace ppb::cli

@@ -1,0 +1,35 @@
+// The two forms of a partition: the ppb.partition/1 document and the table for people.
+#ifndef PPB_PARTITION_OUTPUT_HPP
+#define PPB_PARTITION_OUTPUT_HPP
+
+#include <ppb/partition/problem.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <string>
+
+namespace ppb::cli {
+
+struct PartitionContext {
+    std::string model_name;
+    std::string model_version;
+    std::string source;  // what the model was configured or fitted from, for people
+};
+
+// The arrays MindFormers and the SAPP tools take, one row per chunk: offset (layers minus
+// floor(L / P)), recompute (full), select_recompute (select + both + full),
+// select_comm_recompute (comm + both + full).
+[[nodiscard]] boost::json::object mindformers_arrays(const partition::Problem& problem,
+                                                     const partition::Plan& plan);
+
+[[nodiscard]] boost::json::object partition_document(const partition::Problem& problem,
+                                                     const partition::Plan& plan,
+                                                     const PartitionContext& context);
+
+[[nodiscard]] std::string render_partition(const partition::Problem& problem,
+                                           const partition::Plan& plan,
+                                           const PartitionContext& context);
+
+}  // namespace ppb::cli
+
+#endif  // PPB_PARTITION_OUTPUT_HPP

@@ -1,0 +1,159 @@
+// ppb partition end to end: the plan, its JSON, infeasibility (exit 4) and bad input (exit 2).
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <regex>
+
+using namespace ppb_test;
+namespace json = boost::json;
+
+namespace {
+
+const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+
+std::vector<std::string> partition_args(const std::string& limit,
+                                        std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        "partition", "--model-desc",    layers_file, "--dryrun",          sample_dryrun, "--stages",
+        "8",         "--micro-batches", "32",        "--memory-limit-mb", limit};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_partition)
+
+BOOST_AUTO_TEST_CASE(plan_respects_the_limit_and_is_consistent) {
+    for (const std::string limit : {"58000", "36000", "26000"}) {
+        const auto r = ppb(partition_args(limit, {"--json", "--memory-margin-mb", "500"}));
+        BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+        BOOST_TEST(r.err.empty(), r.err);
+        const auto doc = parse_json(r.out).as_object();
+        BOOST_TEST(doc.at("format").as_string() == "ppb.partition/1");
+        BOOST_TEST(doc.at("memory_limit_mb").to_number<double>() == std::stod(limit));
+        BOOST_TEST(doc.at("memory_margin_mb").to_number<double>() == 500.0);
+        const auto& stages = doc.at("stages").as_array();
+        BOOST_TEST_REQUIRE(stages.size() == 8u);
+        std::uint64_t total = 0;
+        double max_time = 0.0;
+        double sum_time = 0.0;
+        const auto& mf = doc.at("mindformers").as_object();
+        for (std::size_t s = 0; s < stages.size(); ++s) {
+            const auto& st = stages[s].as_object();
+            BOOST_TEST(st.at("stage").to_number<std::size_t>() == s);
+            BOOST_TEST(st.at("memory_mb").to_number<double>() <= std::stod(limit) - 500.0 + 1e-6);
+            BOOST_TEST(st.at("in_flight").to_number<std::uint32_t>() == 8 - s);
+            const auto& layers = st.at("layers").as_object();
+            std::int64_t n = 0;
+            for (const char* kind : {"none", "select", "comm", "both", "full"}) {
+                n += layers.at(kind).to_number<std::int64_t>();
+            }
+            total += static_cast<std::uint64_t>(n);
+            BOOST_TEST(mf.at("offset").at(0).at(s).to_number<std::int64_t>() == n - 10);
+            BOOST_TEST(mf.at("recompute").at(0).at(s).to_number<std::int64_t>() ==
+                       layers.at("full").to_number<std::int64_t>());
+            BOOST_TEST(mf.at("select_recompute").at(0).at(s).to_number<std::int64_t>() ==
+                       layers.at("select").to_number<std::int64_t>() +
+                           layers.at("both").to_number<std::int64_t>() +
+                           layers.at("full").to_number<std::int64_t>());
+            BOOST_TEST(mf.at("select_comm_recompute").at(0).at(s).to_number<std::int64_t>() ==
+                       layers.at("comm").to_number<std::int64_t>() +
+                           layers.at("both").to_number<std::int64_t>() +
+                           layers.at("full").to_number<std::int64_t>());
+            const double t = st.at("time").to_number<double>();
+            sum_time += t;
+            max_time = std::max(max_time, t);
+        }
+        BOOST_TEST(total == 80u);
+        BOOST_TEST(doc.at("iteration_time").to_number<double>() == sum_time + 31 * max_time,
+                   boost::test_tools::tolerance(1e-9));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(table_for_people) {
+    const auto r = ppb(partition_args("58000"));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    for (const char* part :
+         {"80 'decoder' layers over 8 stages, 32 micro-batches", "memory limit 58000.0 MB", "STAGE",
+          "HEADROOM", " MB", "Iteration time estimate:", "offset: [[", "select_recompute: [["}) {
+        BOOST_TEST(r.out.find(part) != std::string::npos, "missing '" << part << "' in\n" << r.out);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(issue_example_with_sixteen_stages) {
+    const auto r = ppb({"partition", "--model-desc", layers_file, "--model", "dryrun-lsq",
+                        "--dryrun", sample_dryrun, "--stages", "16", "--micro-batches", "32",
+                        "--memory-limit-mb", "58000", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(parse_json(r.out).at("stages").as_array().size() == 16u);
+}
+
+BOOST_AUTO_TEST_CASE(kinds_can_be_restricted) {
+    const auto r = ppb(partition_args("30000", {"--json", "--kinds", "none,full"}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out);
+    for (const auto& st : doc.at("stages").as_array()) {
+        BOOST_TEST(st.at("layers").at("select").to_number<int>() == 0);
+        BOOST_TEST(st.at("layers").at("comm").to_number<int>() == 0);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(infeasible_limit_exits_4_with_the_smallest_feasible_limit) {
+    for (const std::string limit : {"20000", "8000"}) {
+        const auto r = ppb(partition_args(limit));
+        expect_failure(
+            r, 4,
+            {"no placement fits", "MB", "the smallest memory limit that would be feasible is"});
+        std::smatch m;
+        BOOST_TEST_REQUIRE(std::regex_search(r.err, m, std::regex("feasible is ([0-9.]+) MB")),
+                           r.err);
+        // The limit it names does fit, and 1 MB less does not.
+        const double smallest = std::stod(m[1]);
+        BOOST_TEST(ppb(partition_args(m[1])).exit_code == 0);
+        BOOST_TEST(ppb(partition_args(fmt::format("{:.1f}", smallest - 1.0))).exit_code == 4);
+    }
+    BOOST_TEST(ppb(partition_args("8000")).err.find("stage 7 needs at least") != std::string::npos);
+    BOOST_TEST(ppb(partition_args("20000")).err.find("hold at most") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
+    expect_input_error(ppb({"partition", "--stages", "8", "--memory-limit-mb", "1000"}),
+                       {"missing --model-desc"});
+    expect_input_error(ppb({"partition", "--model-desc", layers_file, "--memory-limit-mb", "1000"}),
+                       {"missing --stages"});
+    expect_input_error(ppb({"partition", "--model-desc", layers_file, "--stages", "8"}),
+                       {"missing --memory-limit-mb"});
+    expect_input_error(ppb(partition_args("58000", {"--stages", "0"})),
+                       {"option '--stages' is given more than once"});
+    expect_input_error(ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun,
+                            "--stages", "0", "--memory-limit-mb", "1000"}),
+                       {"--stages: expected at least 1"});
+    expect_input_error(ppb(partition_args("-5")), {"--memory-limit-mb"});
+    expect_input_error(ppb(partition_args("1000", {"--memory-margin-mb", "1000"})),
+                       {"--memory-margin-mb"});
+    expect_input_error(ppb(partition_args("1000", {"--kinds", "none,most"})),
+                       {"unknown recompute kind 'most'"});
+    expect_input_error(ppb({"partition", "--model-desc", layers_file, "--stages", "8",
+                            "--micro-batches", "4", "--memory-limit-mb", "58000"}),
+                       {"give --dryrun FILE"});
+    expect_input_error(ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun,
+                            "--stages", "90", "--memory-limit-mb", "58000"}),
+                       {"90 stages need at least 88 body layers"});
+    // 'both' never occurs in the dry runs, so the fitted model cannot predict it.
+    expect_input_error(ppb(partition_args("58000", {"--kinds", "both"})),
+                       {"no recompute kind can be used"});
+
+    const std::string two_bodies = write_file(R"({"layers_description": [
+        {"name": "a", "type": "BODY", "nb_layer": 4, "time": 1},
+        {"name": "b", "type": "BODY", "nb_layer": 4, "time": 1}]})");
+    auto r = ppb({"partition", "--model-desc", two_bodies, "--dryrun", sample_dryrun, "--stages",
+                  "2", "--memory-limit-mb", "58000"});
+    expect_input_error(r, {two_bodies, "not supported yet"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()

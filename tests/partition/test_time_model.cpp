@@ -1,0 +1,431 @@
+// ppb/partition/time_model.hpp: the SAPP layer-file reader.
+#include <ppb/errors.hpp>
+#include <ppb/partition/time_model.hpp>
+
+#include "../formats/error_testing.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+using ppb::InputError;
+using ppb::partition::parse_time_model;
+using ppb::partition::TimeModel;
+
+namespace tt = boost::test_tools;
+
+namespace {
+
+// A layer file with the given entries (without the brackets).
+std::string layers(const std::string& entries) {
+    return R"({"layers_description": [)" + entries + "]}";
+}
+
+// A BODY entry with the given time members (and name "decoder", 80 layers).
+std::string body(const std::string& members) {
+    return R"({"name": "decoder", "type": "BODY", "nb_layer": 80, )" + members + "}";
+}
+
+// A file with one BODY entry, preceded by `head` and followed by `tail` (entries or empty).
+std::string with_body(const std::string& members, const std::string& head = "",
+                      const std::string& tail = "") {
+    return layers((head.empty() ? "" : head + ", ") + body(members) +
+                  (tail.empty() ? "" : ", " + tail));
+}
+
+TimeModel parse(const std::string& text) {
+    return parse_time_model(text, "layers.json");
+}
+
+void check_body(const TimeModel& model, const std::array<double, PPB_KIND_COUNT>& expected) {
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        BOOST_TEST_CONTEXT("kind " << k) {
+            BOOST_TEST(model.body_time[k] == expected[k], tt::tolerance(1e-12));
+        }
+    }
+}
+
+const std::string head_entry =
+    R"({"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 12.0})";
+const std::string tail_entry = R"({"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 25})";
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(time_model)
+
+BOOST_AUTO_TEST_CASE(default_coefficients) {
+    const TimeModel model = parse(layers(
+        R"({"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 12.0,
+            "memory_parameter": 4210},
+           {"name": "decoder", "type": "BODY", "nb_layer": 80, "time": 30.0,
+            "memory_parameter": 1710, "memory_activation": 820},
+           {"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 25.0,
+            "memory_parameter": 5630})"));
+    BOOST_TEST(model.body_name == "decoder");
+    BOOST_TEST(model.body_layers == 80u);
+    // F = 30, base = 2F = 60: F + (1 + c_r) 60 with c = 0, 0.04, 0.125, 0.165, 0.5.
+    check_body(model, {90.0, 92.4, 97.5, 99.9, 120.0});
+    BOOST_TEST(model.head_time == 36.0);  // 3 x 12
+    BOOST_TEST(model.tail_time == 75.0);  // 3 x 25
+}
+
+BOOST_AUTO_TEST_CASE(the_default_coefficients_are_sapps) {
+    const std::array<double, PPB_KIND_COUNT> expected = {0.0, 0.04, 0.125, 0.165, 0.5};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        BOOST_TEST(ppb::partition::default_backward_coefficients[k] == expected[k]);
+}
+
+BOOST_AUTO_TEST_CASE(explicit_forward_and_backward_times) {
+    // forward_time wins over time; backward_time is the base of every coefficient.
+    const TimeModel model =
+        parse(with_body(R"("time": 99, "forward_time": 10, "backward_time": 25)",
+                        R"({"name": "e", "type": "HEAD", "nb_layer": 1, "forward_time": 4,
+                      "backward_time": 6})",
+                        R"({"name": "t", "type": "TAIL", "nb_layer": 1, "forward_time": 5})"));
+    // 10 + (1 + c_r) 25
+    check_body(model, {35.0, 36.0, 38.125, 39.125, 47.5});
+    BOOST_TEST(model.head_time == 10.0);  // 4 + 6
+    BOOST_TEST(model.tail_time == 15.0);  // 5 + 2 x 5
+}
+
+BOOST_AUTO_TEST_CASE(per_kind_times_override) {
+    check_body(parse(with_body(R"("time": 10, "select_rec_time": 21, "select_comm_time": 22,
+                                  "both_comm_select_time": 23, "recompute_time": 30)")),
+               {30.0, 31.0, 32.0, 33.0, 40.0});
+    // A kind's own time overrides; the others still scale the backward base.
+    check_body(parse(with_body(R"("time": 10, "backward_time": 40, "recompute_time": 50)")),
+               {50.0, 51.6, 55.0, 56.6, 60.0});
+    // A time may be given with another kind's coefficient.
+    check_body(parse(with_body(R"("time": 10, "select_rec_time": 25, "recompute_coef": 1)")),
+               {30.0, 35.0, 32.5, 33.3, 50.0});
+}
+
+BOOST_AUTO_TEST_CASE(per_kind_coefficients) {
+    // Each coefficient scales the base 2F = 20; backward_coef changes only kind none.
+    check_body(parse(with_body(R"("time": 10, "backward_coef": 0.5, "select_rec_coef": 0.1,
+                                  "select_comm_coef": 0.2, "both_comm_select_coef": 0.3,
+                                  "recompute_coef": 1.0)")),
+               {40.0, 32.0, 34.0, 36.0, 50.0});
+    // Coefficients between -1 and 0 shorten the backward pass; integers are numbers too.
+    check_body(parse(with_body(R"("time": 10, "backward_time": 40, "select_rec_coef": -0.5,
+                                  "recompute_coef": 2)")),
+               {50.0, 30.0, 55.0, 56.6, 130.0});
+    // HEAD and TAIL count forward + backward of kind none, with its coefficient.
+    const TimeModel model = parse(with_body(
+        R"("time": 10)", R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2,
+                           "backward_coef": 1, "recompute_coef": 5})",
+        R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 5, "recompute_time": 100})"));
+    BOOST_TEST(model.head_time == 10.0);  // 2 + 2 x 2 x 2
+    BOOST_TEST(model.tail_time == 15.0);  // recompute_time plays no part
+}
+
+BOOST_AUTO_TEST_CASE(several_head_and_tail_entries_are_summed) {
+    const TimeModel model = parse(layers(
+        R"({"name": "embedding", "type": "HEAD", "nb_layer": 2, "forward_time": 4,
+            "backward_time": 6},
+           {"name": "rotary", "type": "HEAD", "nb_layer": 3, "time": 1},
+           {"name": "decoder", "type": "BODY", "nb_layer": 7, "time": 30},
+           {"name": "norm", "type": "TAIL", "nb_layer": 1, "time": 0.5},
+           {"name": "lm_head", "type": "TAIL", "nb_layer": 2.0, "time": 25})"));
+    BOOST_TEST(model.head_time == 29.0);   // 2 x (4 + 6) + 3 x (1 + 2)
+    BOOST_TEST(model.tail_time == 151.5);  // 1 x 1.5 + 2 x 75
+    BOOST_TEST(model.body_layers == 7u);
+    // No HEAD or TAIL entry: no such time; the entries' order does not matter.
+    const TimeModel bare = parse(layers(tail_entry + ", " + body(R"("time": 1)")));
+    BOOST_TEST(bare.head_time == 0.0);
+    BOOST_TEST(bare.tail_time == 75.0);
+    BOOST_TEST(parse(with_body(R"("time": 1)")).head_time == 0.0);
+    BOOST_TEST(parse(with_body(R"("time": 1)")).tail_time == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(top_level_members) {
+    const TimeModel model =
+        parse(R"({"comment": "llama", "constant_memory_mb": 3072, "layers_description": [)" +
+              body(R"("time": 1)") + "]}");
+    BOOST_TEST(model.body_layers == 80u);
+    BOOST_CHECK_NO_THROW((void)parse(R"({"constant_memory_mb": 0, "layers_description": [)" +
+                                     body(R"("time": 1)") + "]}"));
+
+    PPB_CHECK_ERROR(InputError, parse("[]"),
+                    "layers.json: expected a JSON object (a SAPP layer file: "
+                    "{\"layers_description\": [...]}), got an empty array");
+    PPB_CHECK_ERROR(InputError, parse("{}"),
+                    "layers.json: missing required field 'layers_description'");
+    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": {}})"),
+                    "layers.json: layers_description: expected an array, got an empty object");
+    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": []})"),
+                    "layers.json: layers_description: the list is empty");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1)") + ", 3")),
+                    "layers.json: layers_description[1]: expected an object, got 3");
+    PPB_CHECK_ERROR(InputError, parse(R"({"layer_description": []})"),
+                    "layers.json: unknown field 'layer_description' (did you mean "
+                    "'layers_description'? expected one of: layers_description, "
+                    "constant_memory_mb, comment)");
+    PPB_CHECK_ERROR(InputError, parse(R"({"comment": 5, "layers_description": []})"),
+                    "layers.json: comment: expected a string, got 5");
+    PPB_CHECK_ERROR(InputError, parse(R"({"constant_memory_mb": -1, "layers_description": []})"),
+                    "layers.json: constant_memory_mb: expected a non-negative number, got -1");
+    PPB_CHECK_ERROR(
+        InputError, parse(R"({"constant_memory_mb": "3072", "layers_description": []})"),
+        "layers.json: constant_memory_mb: expected a non-negative number, got \"3072\"");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_json) {
+    PPB_CHECK_ERROR(InputError, parse("{\"layers_description\": [\n  {\"name\": }]}"),
+                    "layers.json:2:12: malformed JSON");
+    PPB_CHECK_ERROR(InputError, parse(""), "layers.json:1:1: malformed JSON: the input is empty");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1)") + " x"),
+                    "layers.json:1:", "unexpected text after the JSON document");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "time": 2)")),
+                    "layers.json:1:", "layers_description[0]: duplicate field 'time'");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1e400)")),
+                    "layers.json:1:", "layers_description[0].time: number out of range: 1e400");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "memory_activation": -1e400)")),
+                    "layers_description[0].memory_activation: number out of range: -1e400");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": NaN)")),
+                    "layers.json:1:", "malformed JSON");
+}
+
+BOOST_AUTO_TEST_CASE(entry_name_and_type) {
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"type": "BODY", "nb_layer": 1, "time": 1})")),
+                    "layers.json: layers_description[0]: missing required field 'name'");
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(R"({"name": 7, "type": "BODY", "nb_layer": 1, "time": 1})")),
+                    "layers.json: layers_description[0].name: expected a string, got 7");
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "nb_layer": 1, "time": 1})")),
+                    "layers.json: layers_description[0]: missing required field 'type'");
+    const auto typed = [](const std::string& type) {
+        return layers(head_entry + R"(, {"name": "d", "type": )" + type +
+                      R"(, "nb_layer": 1, "time": 1})");
+    };
+    PPB_CHECK_ERROR(InputError, parse(typed(R"("body")")),
+                    "layers.json: layers_description[1].type: expected one of \"HEAD\", "
+                    "\"BODY\", \"TAIL\", got \"body\"");
+    PPB_CHECK_ERROR(InputError, parse(typed(R"("MIDDLE")")),
+                    "layers_description[1].type: expected one of \"HEAD\", \"BODY\", \"TAIL\", "
+                    "got \"MIDDLE\"");
+    PPB_CHECK_ERROR(InputError, parse(typed("1")),
+                    "layers_description[1].type: expected one of \"HEAD\", \"BODY\", \"TAIL\", "
+                    "got 1");
+    PPB_CHECK_ERROR(InputError, parse(typed("null")),
+                    "layers_description[1].type: expected one of \"HEAD\", \"BODY\", \"TAIL\", "
+                    "got null");
+}
+
+BOOST_AUTO_TEST_CASE(nb_layer) {
+    const auto counted = [](const std::string& count) {
+        return layers(R"({"name": "d", "type": "BODY", "time": 1, "nb_layer": )" + count + "}");
+    };
+    BOOST_TEST(parse(counted("4.0")).body_layers == 4u);
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "BODY", "time": 1})")),
+                    "layers.json: layers_description[0]: missing required field 'nb_layer'");
+    PPB_CHECK_ERROR(InputError, parse(counted("0")),
+                    "layers.json: layers_description[0].nb_layer: expected a positive integer, "
+                    "got 0");
+    PPB_CHECK_ERROR(InputError, parse(counted("2.5")),
+                    "layers_description[0].nb_layer: expected a positive integer, got 2.5");
+    PPB_CHECK_ERROR(InputError, parse(counted("-1")),
+                    "layers_description[0].nb_layer: expected a positive integer, got -1");
+    PPB_CHECK_ERROR(InputError, parse(counted("\"80\"")),
+                    "layers_description[0].nb_layer: expected a positive integer, got \"80\"");
+    PPB_CHECK_ERROR(InputError, parse(counted("4294967296")),
+                    "layers_description[0].nb_layer: number out of range: 4294967296 is more than "
+                    "4294967295");
+    // HEAD and TAIL entries too.
+    PPB_CHECK_ERROR(InputError,
+                    parse(with_body(R"("time": 1)", R"({"name": "e", "type": "HEAD", "nb_layer": 0,
+                                            "time": 1})")),
+                    "layers_description[0].nb_layer: expected a positive integer, got 0");
+}
+
+BOOST_AUTO_TEST_CASE(times) {
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("backward_time": 2)")),
+                    "layers.json: layers_description[0]: missing required field 'time' (the "
+                    "forward time of one layer; or give 'forward_time')");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 0)")),
+                    "layers.json: layers_description[0].time: expected a positive number, got 0");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": -30)")),
+                    "layers_description[0].time: expected a positive number, got -30");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": "30")")),
+                    "layers_description[0].time: expected a positive number, got \"30\"");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": null)")),
+                    "layers_description[0].time: expected a positive number, got null");
+    // time is checked even when forward_time is given.
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": -1, "forward_time": 3)")),
+                    "layers_description[0].time: expected a positive number, got -1");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("forward_time": 0)")),
+                    "layers_description[0].forward_time: expected a positive number, got 0");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "backward_time": 0)")),
+                    "layers_description[0].backward_time: expected a positive number, got 0");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "recompute_time": -1.5)")),
+                    "layers_description[0].recompute_time: expected a positive number, got -1.5");
+    PPB_CHECK_ERROR(InputError,
+                    parse(with_body(R"("time": 1)", "",
+                                    R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 1,
+                            "select_comm_time": -0.0})")),
+                    "layers_description[1].select_comm_time: expected a positive number, got -0.0");
+    // Times that are finite but add up to more than a double holds.
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1e308)")),
+                    "layers.json: layers_description[0]: the forward + backward time of 80 "
+                    "layer(s) of recompute kind 'none' is out of range");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse(layers(R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 3e307},
+                        {"name": "f", "type": "HEAD", "nb_layer": 1, "time": 3e307},)" +
+                     body(R"("time": 1)"))),
+        "layers.json: layers_description: the HEAD entries' times add up to more than a number "
+        "can hold");
+}
+
+BOOST_AUTO_TEST_CASE(coefficients) {
+    const std::array<std::string_view, 5> keys = {"backward_coef", "select_rec_coef",
+                                                  "select_comm_coef", "both_comm_select_coef",
+                                                  "recompute_coef"};
+    for (const std::string_view key : keys) {
+        BOOST_TEST_CONTEXT(key) {
+            const auto with = [&](const std::string& value) {
+                return with_body(R"("time": 1, ")" + std::string(key) + "\": " + value);
+            };
+            BOOST_CHECK_NO_THROW((void)parse(with("-0.999")));
+            const std::string path = "layers.json: layers_description[0]." + std::string(key) +
+                                     ": expected a number greater than -1 (the backward time (1 "
+                                     "+ coefficient) x base must stay positive), got ";
+            PPB_CHECK_ERROR(InputError, parse(with("-1")), path + "-1");
+            PPB_CHECK_ERROR(InputError, parse(with("-2.5")), path + "-2.5");
+            PPB_CHECK_ERROR(InputError, parse(with("\"0.1\"")), path + "\"0.1\"");
+            PPB_CHECK_ERROR(InputError, parse(with("null")), path + "null");
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_kinds_time_and_coefficient_together) {
+    const std::array<std::array<std::string_view, 3>, 5> pairs = {{
+        {"backward_time", "backward_coef", "none"},
+        {"select_rec_time", "select_rec_coef", "select"},
+        {"select_comm_time", "select_comm_coef", "comm"},
+        {"both_comm_select_time", "both_comm_select_coef", "both"},
+        {"recompute_time", "recompute_coef", "full"},
+    }};
+    for (const auto& [time, coef, kind] : pairs) {
+        BOOST_TEST_CONTEXT(kind) {
+            const std::string text = with_body(R"("time": 1, ")" + std::string(coef) +
+                                               R"(": 0.2, ")" + std::string(time) + R"(": 3)");
+            PPB_CHECK_ERROR(InputError, parse(text),
+                            "layers.json: layers_description[0]: give either '" +
+                                std::string(time) + "' or '" + std::string(coef) +
+                                "', not both (the backward time of recompute kind '" +
+                                std::string(kind) + "')");
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(unknown_fields) {
+    PPB_CHECK_ERROR(InputError, parse(layers(head_entry + ", " + body(R"("tme": 30)"))),
+                    "layers.json: layers_description[1]: unknown field 'tme' (did you mean "
+                    "'time'? expected one of: name, type, nb_layer, time, forward_time, "
+                    "backward_time, backward_coef, select_rec_time, select_rec_coef, "
+                    "select_comm_time, select_comm_coef, both_comm_select_time, "
+                    "both_comm_select_coef, recompute_time, recompute_coef, memory_parameter, "
+                    "memory_activation, memory_select_rec, memory_select_comm, "
+                    "memory_both_comm_select, memory_recompute)");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "recompute_coeff": 0.5)")),
+                    "layers_description[0]: unknown field 'recompute_coeff' (did you mean "
+                    "'recompute_coef'?");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "comment": "x")")),
+                    "layers_description[0]: unknown field 'comment' (");
+}
+
+BOOST_AUTO_TEST_CASE(memory_fields_are_checked) {
+    const TimeModel model = parse(with_body(
+        R"("time": 1, "memory_parameter": 1710, "memory_activation": 820,
+           "memory_select_rec": 142, "memory_select_comm": 690, "memory_both_comm_select": 110,
+           "memory_recompute": 0)"));
+    BOOST_TEST(model.body_time[PPB_KIND_NONE] == 3.0);
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "memory_parameter": -1)")),
+                    "layers.json: layers_description[0].memory_parameter: expected a "
+                    "non-negative number, got -1");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "memory_recompute": "16")")),
+                    "layers_description[0].memory_recompute: expected a non-negative number, got "
+                    "\"16\"");
+}
+
+BOOST_AUTO_TEST_CASE(exactly_one_body_entry) {
+    PPB_CHECK_ERROR(InputError, parse(layers(head_entry + ", " + tail_entry)),
+                    "layers.json: layers_description: no BODY entry: exactly one entry must have "
+                    "\"type\": \"BODY\"");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse(layers(head_entry + ", " + body(R"("time": 1)") + R"(, {"name": "moe",
+                     "type": "BODY", "nb_layer": 2, "time": 3}, )" +
+                     tail_entry)),
+        "layers.json: layers_description: several BODY entries are not supported yet: "
+        "layers_description[1] (\"decoder\") and layers_description[2] (\"moe\") are both BODY");
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(body(R"("time": 1)") + ", " + tail_entry + ", " +
+                                 body(R"("time": 2)") + ", " + body(R"("time": 3)"))),
+                    "several BODY entries are not supported yet: layers_description[0] "
+                    "(\"decoder\"), layers_description[2] (\"decoder\") and "
+                    "layers_description[3] (\"decoder\") are all BODY");
+    // Entries are checked before the BODY count.
+    PPB_CHECK_ERROR(InputError, parse(layers(head_entry + R"(, {"name": "x"})")),
+                    "layers_description[1]: missing required field 'type'");
+}
+
+BOOST_AUTO_TEST_CASE(read_from_a_file) {
+    const auto path = std::filesystem::temp_directory_path() / "ppb_test_time_model.json";
+    {
+        std::ofstream out(path);
+        out << "{\"layers_description\": [\n"
+               "  {\"name\": \"decoder\", \"type\": \"BODY\", \"nb_layer\": 8, \"time\": 0}]}\n";
+    }
+    PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
+                    path.string() + ": layers_description[0].time: expected a positive number");
+    {
+        std::ofstream out(path);
+        out << "{\"layers_description\": [\n  {\"name\": 1e999}]}\n";
+    }
+    PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
+                    path.string() + ":2:", "layers_description[0].name: number out of range");
+    {
+        std::ofstream out(path);
+        out << with_body(R"("time": 2)");
+    }
+    const TimeModel model = ppb::partition::read_time_model(path);
+    BOOST_TEST(model.body_layers == 80u);
+    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 8.0);
+    std::filesystem::remove(path);
+    PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
+                    path.string() + ": cannot read: No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(read_from_stdin) {
+    const auto path = std::filesystem::temp_directory_path() / "ppb_test_time_model_stdin.json";
+    {
+        std::ofstream out(path);
+        out << with_body(R"("time": 2, "tme": 3)");
+    }
+    BOOST_TEST_REQUIRE(std::freopen(path.c_str(), "rb", stdin) != nullptr);
+    PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model("-"),
+                    "<stdin>: layers_description[0]: unknown field 'tme' (did you mean 'time'?");
+    std::filesystem::remove(path);
+}
+
+#ifdef PPB_SAMPLES_DIR
+BOOST_AUTO_TEST_CASE(the_sample_file) {
+    const TimeModel model = ppb::partition::read_time_model(std::filesystem::path(PPB_SAMPLES_DIR) /
+                                                            "llama70b-layers.json");
+    BOOST_TEST(model.body_name == "decoder");
+    BOOST_TEST(model.body_layers == 80u);
+    check_body(model, {90.0, 92.4, 97.5, 99.9, 120.0});
+    BOOST_TEST(model.head_time == 36.0);
+    BOOST_TEST(model.tail_time == 75.0);
+}
+#endif
+
+BOOST_AUTO_TEST_SUITE_END()
