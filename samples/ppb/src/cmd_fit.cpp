@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "fit_table.hpp"
 #include "plugin_session.hpp"
+#include "sapp_export.hpp"
 
 #include <ppb/json_output.hpp>
 
@@ -26,6 +27,10 @@ Options:
                                same placement (default 0.01 = 1 %)
   --plugin-path DIR            search DIR for plugins first (repeatable)
   --json                       print the fit as ppb.fit/1 JSON instead of a table
+  --export-sapp FILE           also write the fit as a SAPP layer file (memory fields from the
+                               coefficients, constant_memory_mb = const_mb)
+  --model-desc LAYERS          with --export-sapp: your SAPP layer file, whose entries, names
+                               and times are kept (otherwise head/body/tail, without times)
   -h, --help                   show this help
 
 Exit status: 0 fitted (also when some parameters are not identifiable), 2 invalid input or
@@ -36,7 +41,11 @@ usage, 3 plugin not found or failed, 1 other errors.
 
 int run_fit(std::span<const std::string> words) {
     std::vector<OptionSpec> specs(std::begin(plugin_option_specs), std::end(plugin_option_specs));
-    specs.insert(specs.end(), {{"json"}, {"help"}, {"duplicate-tolerance", true}});
+    specs.insert(specs.end(), {{"json"},
+                               {"help"},
+                               {"duplicate-tolerance", true},
+                               {"export-sapp", true},
+                               {"model-desc", true}});
     const Args args(words, specs);
     if (args.flag("help")) {
         fmt::print("{}", usage);
@@ -44,7 +53,22 @@ int run_fit(std::span<const std::string> words) {
     }
     std::string path;
     const DryRunSet dryrun = read_dryrun_argument(args, path);
+    const auto export_path = args.value("export-sapp");
+    if (args.value("model-desc") && !export_path) {
+        throw UsageError("--model-desc goes with --export-sapp FILE");
+    }
+    if (export_path && *export_path == "-") {
+        throw UsageError("--export-sapp: give a file name (stdout carries the fit)");
+    }
     const FittedModel fitted = fit_selected_model(args, dryrun, path);
+    if (export_path) {
+        const auto layers = sapp_layer_file(fitted.document, dryrun, args.value("model-desc"));
+        write_file_atomically(*export_path, to_pretty_json(layers));
+        fmt::print(stderr,
+                   "ppb: wrote the fit as a SAPP layer file to {} (its constant_memory_mb is the "
+                   "per-stage constant, which SAPP takes as a separate setting)\n",
+                   *export_path);
+    }
     const std::string out = args.flag("json")
                                 ? to_pretty_json(fitted.document)
                                 : render_fit(fitted.document, path, dryrun.observations.size());

@@ -33,8 +33,10 @@ Options:
   --memory-margin-mb Y         plan against X - Y (default 0)
   --kinds KIND,...             recompute kinds allowed (default: all the model predicts)
   --model NAME[@VERSION]       memory model plugin (default dryrun-lsq)
-  --dryrun FILE                dry-run observations to fit the model to (ppb.dryrun/1)
-  --model-options JSON|FILE    options for the model
+  --dryrun FILE                dry-run observations to fit the model to (ppb.dryrun/1), for
+                               models fitted to them (dryrun-lsq)
+  --model-options JSON|FILE    options for the model (table: a SAPP layer file with memory;
+                               analytic: the model's shape)
   --duplicate-tolerance X      see 'ppb fit --help'
   --plugin-path DIR            search DIR for plugins first (repeatable)
   --json                       print ppb.partition/1 JSON instead of a table
@@ -129,18 +131,11 @@ int run_partition(std::span<const std::string> words) {
             "missing --micro-batches M (the dry-run file does not give micro_batches)");
     }
 
-    MemoryModel model = open_selected_model(args);
-    PartitionContext context{model.name(), model.version(), "configured by its options"};
-    if (model.needs_fit()) {
-        if (!dryrun) {
-            throw UsageError(fmt::format(
-                "memory model '{}' is fitted to dry-run observations: give --dryrun FILE",
-                model.name()));
-        }
-        fit_model(model, *dryrun, *dryrun_path);
-        context.source = fmt::format("fitted to {} observations of {}", dryrun->observations.size(),
-                                     *dryrun_path);
-    }
+    PreparedModel prepared =
+        prepare_model(open_selected_model(args), dryrun ? &*dryrun : nullptr,
+                      dryrun_path.value_or(""), "--dryrun FILE");
+    MemoryModel& model = prepared.model;
+    const PartitionContext context{model.name(), model.version(), prepared.source};
     partition::MemorySource memory;
     memory.linear = model.parameters();
     memory.kinds = model.kinds();

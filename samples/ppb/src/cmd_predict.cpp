@@ -11,6 +11,7 @@
 #include <boost/json/object.hpp>
 
 #include <iterator>
+#include <optional>
 
 namespace ppb::cli {
 namespace {
@@ -100,24 +101,36 @@ int run_predict(std::span<const std::string> words) {
     const auto micro_batches_arg = args.uint_value("micro-batches", 1);
     const auto in_flight_arg = args.uint_value("in-flight", 1);
 
+    std::optional<DryRunSet> dryrun;
     std::string path;
-    const DryRunSet dryrun = read_dryrun_argument(args, path);
-    const std::uint32_t stages = stages_arg.value_or(dryrun.num_stages);
+    if (args.positional().size() > 1) {
+        throw UsageError(fmt::format("unexpected argument '{}' (one dry-run FILE only)",
+                                     args.positional()[1]));
+    }
+    if (!args.positional().empty()) {
+        path = args.positional().front();
+        dryrun = read_dryrun(args, path);
+    }
+    const std::uint32_t stages = stages_arg.value_or(dryrun ? dryrun->num_stages : 0);
     if (stages == 0) {
-        throw UsageError(fmt::format("{} has no top-level num_stages: give --stages P", path));
+        throw UsageError(dryrun ? fmt::format("{} has no top-level num_stages: give --stages P", path)
+                                : std::string("missing --stages P"));
     }
     if (*stage >= stages) {
         throw UsageError(
             fmt::format("--stage {} is not a stage of a {}-stage pipeline (expected 0..{})", *stage,
                         stages, stages - 1));
     }
-    const std::uint32_t micro_batches = micro_batches_arg.value_or(dryrun.micro_batches);
+    const std::uint32_t micro_batches =
+        micro_batches_arg.value_or(dryrun ? dryrun->micro_batches : 0);
     chunk.in_flight = in_flight_arg.value_or(
         in_flight_counts(Schedule::one_f_one_b, stages, *stage, micro_batches).front());
 
-    const FittedModel fitted = fit_selected_model(args, dryrun, path);
+    const PreparedModel prepared = prepare_model(open_selected_model(args),
+                                                 dryrun ? &*dryrun : nullptr, path, "a dry-run FILE");
+    const MemoryModel& model = prepared.model;
     const StagePlacement placement{stages, *stage, {chunk}};
-    const double memory = fitted.model.predict(placement.view());
+    const double memory = model.predict(placement.view());
 
     std::string layer_list;
     boost::json::object layers;
@@ -133,7 +146,7 @@ int run_predict(std::span<const std::string> words) {
         boost::json::object doc;
         doc["format"] = "ppb.prediction/1";
         doc["model"] =
-            boost::json::object{{"name", fitted.model.name()}, {"version", fitted.model.version()}};
+            boost::json::object{{"name", model.name()}, {"version", model.version()}};
         doc["placement"] = boost::json::object{{"num_stages", stages},
                                                {"stage", *stage},
                                                {"layers", std::move(layers)},
@@ -143,10 +156,9 @@ int run_predict(std::span<const std::string> words) {
     } else {
         out = fmt::format(
             "Stage {} of {} with {} body layers ({}), {} micro-batches in flight:\n"
-            "  predicted peak memory {}  (model {} {}, fitted to {} observations of {})\n",
+            "  predicted peak memory {}  (model {} {}, {})\n",
             *stage, stages, placement.total_layers(), layer_list.empty() ? "none" : layer_list,
-            chunk.in_flight, format_mb(memory), fitted.model.name(), fitted.model.version(),
-            dryrun.observations.size(), path);
+            chunk.in_flight, format_mb(memory), model.name(), model.version(), prepared.source);
     }
     fmt::print("{}", out);
     return 0;

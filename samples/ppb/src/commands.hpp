@@ -13,6 +13,7 @@ int run_plugins(std::span<const std::string> args);
 int run_fit(std::span<const std::string> args);
 int run_predict(std::span<const std::string> args);
 int run_partition(std::span<const std::string> args);
+int run_compare(std::span<const std::string> args);
 
 }  // namespace ppb::cli
 

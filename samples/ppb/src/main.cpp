@@ -40,6 +40,7 @@ Commands:
   fit        fit a memory model to a dry-run file and print its parameters (MB)
   predict    fit, then predict the peak memory of one stage placement
   partition  choose layers and recompute kinds per stage under a memory limit
+  compare    several models' predictions beside measured memory, with their errors
 
 Run 'ppb COMMAND --help' for a command's options.
 
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
             return ppb::cli::run_predict(rest);
         if (command == "partition")
             return ppb::cli::run_partition(rest);
+        if (command == "compare")
+            return ppb::cli::run_compare(rest);
         throw ppb::cli::UsageError(fmt::format("unknown command '{}'", command));
     } catch (const ppb::cli::UsageError& e) {
         fmt::print(stderr, "ppb: error: {}\nTry 'ppb --help'.\n", e.what());

@@ -31,33 +31,31 @@ std::vector<PluginCandidate> discover_from_args(const Args& args, SearchPath* se
     return candidates;
 }
 
-namespace {
-
-std::string model_options_text(const Args& args) {
-    const auto options = args.value("model-options");
-    if (!options)
-        return "{}";
-    const auto first = options->find_first_not_of(" \t\r\n");
-    if (first != std::string::npos && (*options)[first] == '{')
-        return *options;
-    std::ifstream in(*options, std::ios::binary);
+std::string options_text(const std::string& text, std::string_view what) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{')
+        return text;
+    std::ifstream in(text, std::ios::binary);
     if (!in) {
-        throw UsageError(fmt::format(
-            "--model-options: '{}' is neither a JSON object nor a readable file", *options));
+        throw UsageError(
+            fmt::format("{}: '{}' is neither a JSON object nor a readable file", what, text));
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    std::ostringstream contents;
+    contents << in.rdbuf();
+    return contents.str();
 }
 
-}  // namespace
+MemoryModel open_model_spec(const std::vector<PluginCandidate>& candidates, std::string_view spec,
+                            const std::string& options) {
+    return open_model(select_plugin(candidates, ModelSpec::parse(spec)), options);
+}
 
 MemoryModel open_selected_model(const Args& args) {
-    const ModelSpec spec =
-        ModelSpec::parse(args.value("model").value_or(std::string(default_model)));
-    const std::string options = model_options_text(args);
-    const auto candidates = discover_from_args(args);
-    return open_model(select_plugin(candidates, spec), options);
+    const std::string spec = args.value("model").value_or(std::string(default_model));
+    (void)ModelSpec::parse(spec);  // a malformed name is a usage error before any discovery
+    const auto options = args.value("model-options");
+    const std::string text = options ? options_text(*options, "--model-options") : "{}";
+    return open_model_spec(discover_from_args(args), spec, text);
 }
 
 DryRunSet read_dryrun_argument(const Args& args, std::string& path_out) {
@@ -95,8 +93,28 @@ void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view sou
     }
 }
 
+PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,
+                            const std::string& dryrun_path, std::string_view how) {
+    if (!model.needs_fit())
+        return PreparedModel{std::move(model), "configured by its options"};
+    if (dryrun == nullptr) {
+        throw UsageError(fmt::format(
+            "memory model '{}' is fitted to dry-run observations: give {}", model.name(), how));
+    }
+    fit_model(model, *dryrun, dryrun_path);
+    std::string source = fmt::format("fitted to {} observations of {}",
+                                     dryrun->observations.size(), dryrun_path);
+    return PreparedModel{std::move(model), std::move(source)};
+}
+
 FittedModel fit_selected_model(const Args& args, const DryRunSet& dryrun, std::string_view source) {
     MemoryModel model = open_selected_model(args);
+    if (!model.needs_fit()) {
+        throw UsageError(fmt::format(
+            "memory model '{}' is configured by its options, not fitted to observations: use "
+            "'ppb predict', 'ppb partition' or 'ppb compare' with it",
+            model.name()));
+    }
     fit_model(model, dryrun, source);
     auto document = make_fit_document(model.name(), model.version(), model.report());
     return FittedModel{std::move(model), std::move(document)};

@@ -1,0 +1,49 @@
+// The table model's options: a layer file in the public SAPP shape, read into the coefficients
+// of the linear memory model (design.md §2) and what the report says about them.
+#ifndef PPB_TABLE_LAYER_TABLE_HPP
+#define PPB_TABLE_LAYER_TABLE_HPP
+
+#include <ppb/abi.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb::table {
+
+// The BODY entry's field giving the activation memory of each recompute kind (ppb_kind order).
+inline constexpr std::array<std::string_view, PPB_KIND_COUNT> activation_keys = {
+    "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
+    "memory_recompute"};
+
+struct LayerTable {
+    // Coefficients in MB, as in ppb_linear_parameters.
+    double const_mb = 0.0;             // constant_memory_mb, 0 when absent
+    double head_mb = 0.0;              // sum over HEAD entries of nb_layer x memory_parameter
+    double tail_mb = 0.0;              // the same over TAIL entries
+    double param_per_layer_mb = 0.0;   // the BODY entry's memory_parameter
+    // The BODY entry's activation_keys[k]; nullopt when the file does not give it (that kind
+    // cannot be predicted).
+    std::array<std::optional<double>, PPB_KIND_COUNT> activation_mb{};
+
+    std::string body_name;          // the BODY entry's name
+    std::uint32_t num_layers = 0;   // the BODY entry's nb_layer
+    std::vector<std::string> head_entries;  // names of the HEAD entries, in file order
+    std::vector<std::string> tail_entries;
+    bool const_defaulted = true;    // constant_memory_mb was absent
+    std::vector<std::string> warnings;
+};
+
+// Reads the options JSON: {"layers_description": [...], "constant_memory_mb"?: C,
+// "comment"?: "..."} with HEAD/BODY/TAIL entries (see README.md). Strict: throws
+// ppb::plugin::InvalidInput naming the JSON path for malformed JSON, unknown keys, wrong types,
+// a missing or several BODY entries, negative memory, a BODY without memory_parameter, and
+// options that are plainly another model's.
+[[nodiscard]] LayerTable parse_layer_table(std::string_view options_json);
+
+}  // namespace ppb::table
+
+#endif  // PPB_TABLE_LAYER_TABLE_HPP

@@ -1,0 +1,203 @@
+// ppb compare: for a set of placements, each selected model's prediction beside the measured
+// memory where one exists, with the error in MB and %: how a user decides which model to trust.
+#include "commands.hpp"
+#include "compare_output.hpp"
+#include "plugin_session.hpp"
+
+#include <ppb/json_input.hpp>
+#include <ppb/json_output.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/semver.hpp>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace ppb::cli {
+namespace {
+
+constexpr std::string_view usage = R"(Usage: ppb compare [FILE] --model NAME[@VERSION][=OPTIONS] [--model ...] [options]
+
+Predicts the peak memory of a set of placements with each model given, beside the measured
+memory where there is one, with the error in MB and %. The placements are the observations of
+the dry-run file FILE, and/or the stages of a partition (--partition). Models fitted to
+observations (dryrun-lsq) are fitted to FILE; OPTIONS (a JSON object, or a file holding one)
+configure the others, e.g. table=samples/data/llama70b-layers.json.
+
+Options:
+  --model NAME[@VERSION][=OPTIONS]  a model to compare (repeatable, at least one)
+  --partition FILE             also compare the stages of a ppb.partition/1 plan
+  --cross-validate             fitted models predict each config of FILE from a fit to the
+                               other configs only (an honest error for unseen dry runs)
+  --duplicate-tolerance X      see 'ppb fit --help'
+  --plugin-path DIR            search DIR for plugins first (repeatable)
+  --json                       print ppb.compare/1 JSON instead of tables
+  -h, --help                   show this help
+
+Exit status: 0 compared (a model that cannot predict a placement says why in its cell),
+2 invalid input or usage, 3 plugin not found or failed, 1 other errors.
+)";
+
+struct ModelRequest {
+    std::string spec;     // NAME[@VERSION]
+    std::string options;  // JSON text
+};
+
+ModelRequest parse_model_argument(const std::string& text) {
+    const std::size_t eq = text.find('=');
+    ModelRequest request{text.substr(0, eq), "{}"};
+    (void)ModelSpec::parse(request.spec);
+    if (eq != std::string::npos) {
+        request.options = options_text(text.substr(eq + 1), fmt::format("--model {}", request.spec));
+    }
+    return request;
+}
+
+// The stages of a ppb.partition/1 document as placements.
+std::vector<ComparedPlacement> read_partition(const std::string& path) {
+    const std::string source = source_name(path);
+    const auto document = parse_json(read_text_file(path), source);
+    const JsonObject top(JsonNode(document, source));
+    const auto format = top.required("format");
+    if (format.as_string() != "ppb.partition/1") {
+        format.fail("expected \"ppb.partition/1\" (the output of 'ppb partition --json')");
+    }
+    const std::uint32_t stages = top.required("num_stages").as_uint32(1);
+    std::vector<ComparedPlacement> out;
+    for (const auto& node : JsonArray(top.required("stages")).elements()) {
+        const JsonObject stage(node);
+        ppb_chunk chunk{};
+        for (const auto& [kind, count] : JsonObject(stage.required("layers")).members()) {
+            const auto k = kind_from_name(kind);
+            if (!k) count.fail("unknown recompute kind");
+            chunk.layers[*k] = count.as_uint32();
+        }
+        chunk.in_flight = stage.required("in_flight").as_uint32(1);
+        const std::uint32_t s = stage.required("stage").as_uint32();
+        if (s >= stages) stage.required("stage").fail("not a stage of this pipeline");
+        out.push_back(ComparedPlacement{"plan", StagePlacement{stages, s, {chunk}}, std::nullopt, {}});
+    }
+    return out;
+}
+
+// Predicts the placements `which` one by one, so that one placement the model cannot predict
+// does not hide the others.
+void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& placements,
+                  const std::vector<std::size_t>& which, std::size_t slot) {
+    for (const std::size_t i : which) {
+        try {
+            placements[i].predictions[slot].memory_mb = model.predict(placements[i].placement.view());
+        } catch (const ModelError& e) {
+            if (!e.is_input_error()) throw;
+            placements[i].predictions[slot].error = e.what();
+        }
+    }
+}
+
+}  // namespace
+
+int run_compare(std::span<const std::string> words) {
+    const OptionSpec specs[] = {{"plugin-path", true, true}, {"model", true, true},
+                                {"partition", true},        {"cross-validate"},
+                                {"duplicate-tolerance", true}, {"json"},
+                                {"help"}};
+    const Args args(words, specs);
+    if (args.flag("help")) {
+        fmt::print("{}", usage);
+        return 0;
+    }
+    if (args.positional().size() > 1) {
+        throw UsageError(fmt::format("unexpected argument '{}' (one dry-run FILE only)",
+                                     args.positional()[1]));
+    }
+    std::vector<ModelRequest> requests;
+    for (const auto& m : args.values("model")) requests.push_back(parse_model_argument(m));
+    if (requests.empty()) throw UsageError("give at least one --model NAME[=OPTIONS] to compare");
+    const auto partition_path = args.value("partition");
+    if (args.positional().empty() && !partition_path) {
+        throw UsageError("give a dry-run FILE and/or --partition FILE: the placements to compare");
+    }
+
+    Comparison comparison;
+    std::optional<DryRunSet> dryrun;
+    std::string dryrun_path;
+    std::vector<std::string> sources;
+    if (!args.positional().empty()) {
+        dryrun_path = args.positional().front();
+        dryrun = read_dryrun(args, dryrun_path);
+        for (const auto& o : dryrun->observations) {
+            comparison.placements.push_back(
+                ComparedPlacement{o.config.empty() ? "-" : o.config, o.placement, o.peak_memory_mb, {}});
+        }
+        sources.push_back(dryrun_path);
+    }
+    if (partition_path) {
+        for (auto& p : read_partition(*partition_path)) comparison.placements.push_back(std::move(p));
+        sources.push_back(*partition_path);
+    }
+    comparison.source = fmt::format("{}", fmt::join(sources, " and "));
+    comparison.cross_validated = args.flag("cross-validate");
+    if (comparison.cross_validated && !dryrun) {
+        throw UsageError("--cross-validate needs a dry-run FILE");
+    }
+    for (auto& p : comparison.placements) p.predictions.resize(requests.size());
+
+    const auto candidates = discover_from_args(args);
+    std::vector<std::size_t> all(comparison.placements.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    for (std::size_t m = 0; m < requests.size(); ++m) {
+        MemoryModel model = open_model_spec(candidates, requests[m].spec, requests[m].options);
+        ComparedModel described{model.name(), model.version(), ""};
+        if (!model.needs_fit() || !comparison.cross_validated) {
+            PreparedModel prepared = prepare_model(std::move(model), dryrun ? &*dryrun : nullptr,
+                                                   dryrun_path, "a dry-run FILE");
+            described.source = prepared.source;
+            predict_each(prepared.model, comparison.placements, all, m);
+        } else {
+            // Leave one config out: fit to the others, predict it.
+            std::set<std::string> configs;
+            for (const auto& o : dryrun->observations) configs.insert(o.config);
+            if (configs.size() < 2) {
+                throw UsageError(fmt::format(
+                    "--cross-validate needs observations of at least two configs in {}", dryrun_path));
+            }
+            for (const auto& held_out : configs) {
+                DryRunSet training = *dryrun;
+                std::erase_if(training.observations,
+                              [&](const Observation& o) { return o.config == held_out; });
+                std::vector<std::size_t> which;
+                for (std::size_t i = 0; i < dryrun->observations.size(); ++i) {
+                    if (dryrun->observations[i].config == held_out) which.push_back(i);
+                }
+                MemoryModel fold = open_model_spec(candidates, requests[m].spec, requests[m].options);
+                try {
+                    fold.fit(views(training.observations));
+                } catch (const ModelError& e) {
+                    if (!e.is_input_error()) throw;
+                    for (const std::size_t i : which) {
+                        comparison.placements[i].predictions[m].error = fmt::format(
+                            "fitted without config '{}': {}", held_out, e.what());
+                    }
+                    continue;
+                }
+                predict_each(fold, comparison.placements, which, m);
+            }
+            // Plan stages, which no config holds out, come from the fit to everything.
+            std::vector<std::size_t> plan(all.begin() + static_cast<std::ptrdiff_t>(dryrun->observations.size()), all.end());
+            if (!plan.empty()) {
+                fit_model(model, *dryrun, dryrun_path);
+                predict_each(model, comparison.placements, plan, m);
+            }
+            described.source = fmt::format(
+                "fitted to {} without the config of each placement (cross-validated)", dryrun_path);
+        }
+        comparison.models.push_back(std::move(described));
+    }
+    const std::string out = args.flag("json") ? to_pretty_json(comparison_document(comparison))
+                                              : render_comparison(comparison);
+    fmt::print("{}", out);
+    return 0;
+}
+
+}  // namespace ppb::cli

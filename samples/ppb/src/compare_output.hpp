@@ -1,0 +1,45 @@
+// ppb compare: several models' predictions side by side, with errors against measurements.
+#ifndef PPB_COMPARE_OUTPUT_HPP
+#define PPB_COMPARE_OUTPUT_HPP
+
+#include <ppb/placement.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppb::cli {
+
+struct ComparedModel {
+    std::string name;
+    std::string version;
+    std::string source;  // how its numbers were obtained
+};
+
+struct Prediction {
+    std::optional<double> memory_mb;
+    std::string error;  // why there is no prediction
+};
+
+struct ComparedPlacement {
+    std::string label;  // the observation's config, or "plan"
+    StagePlacement placement;
+    std::optional<double> measured_mb;
+    std::vector<Prediction> predictions;  // one per model
+};
+
+struct Comparison {
+    std::string source;  // the placements' file(s)
+    bool cross_validated = false;
+    std::vector<ComparedModel> models;
+    std::vector<ComparedPlacement> placements;
+};
+
+[[nodiscard]] boost::json::object comparison_document(const Comparison& comparison);
+[[nodiscard]] std::string render_comparison(const Comparison& comparison);
+
+}  // namespace ppb::cli
+
+#endif  // PPB_COMPARE_OUTPUT_HPP

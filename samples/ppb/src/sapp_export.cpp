@@ -1,0 +1,152 @@
+#include "sapp_export.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/json_input.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/partition/time_model.hpp>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+namespace ppb::cli {
+namespace json = boost::json;
+namespace {
+
+// SAPP's memory field for each recompute kind.
+constexpr std::array<const char*, PPB_KIND_COUNT> memory_fields = {
+    "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
+    "memory_recompute"};
+
+double required(const json::object& params, const char* key) {
+    const auto& v = params.at(key);
+    if (v.is_null()) {
+        throw InputError(fmt::format(
+            "--export-sapp: {} is not determined by these observations, and a SAPP layer file "
+            "needs it (see the fit's not_identifiable diagnostics)",
+            key));
+    }
+    return v.to_number<double>();
+}
+
+// Layers of a dry run (one config label at one pipeline degree) that measured every stage.
+std::optional<std::uint64_t> complete_dry_run_layers(const DryRunSet& dryrun) {
+    std::map<std::pair<std::string, std::uint32_t>, std::map<std::uint32_t, std::uint64_t>> runs;
+    for (const auto& o : dryrun.observations) {
+        runs[{o.config, o.placement.num_stages}][o.placement.stage] = o.placement.total_layers();
+    }
+    std::optional<std::uint64_t> most;
+    for (const auto& [key, stages] : runs) {
+        if (stages.size() != key.second) continue;
+        std::uint64_t total = 0;
+        for (const auto& [stage, n] : stages) total += n;
+        most = std::max(most.value_or(0), total);
+    }
+    return most;
+}
+
+void set_body_memory(json::object& entry, double per_layer, const json::object& activation) {
+    entry["memory_parameter"] = per_layer;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        const auto& v = activation.at(kind_names[k]);
+        if (v.is_null()) {
+            entry.erase(memory_fields[k]);
+        } else {
+            entry[memory_fields[k]] = v.to_number<double>();
+        }
+    }
+}
+
+}  // namespace
+
+json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& dryrun,
+                             const std::optional<std::string>& layer_template) {
+    const auto& params = fit_document.at("parameters").as_object();
+    const double head = required(params, "head_mb");
+    const double tail = required(params, "tail_mb");
+    const double per_layer = required(params, "param_per_layer_mb");
+    const auto& activation = params.at("activation_mb").as_object();
+    const auto& c = params.at("const_mb");
+    const double constant = c.is_null() ? 0.0 : c.to_number<double>();
+
+    json::object out;
+    if (layer_template) {
+        const std::string text = read_text_file(*layer_template);
+        // Validates the template as a layer file (one BODY entry, known fields).
+        (void)partition::parse_time_model(text, source_name(*layer_template));
+        out = parse_json(text, source_name(*layer_template)).as_object();
+        bool head_set = false;
+        bool tail_set = false;
+        for (auto& item : out.at("layers_description").as_array()) {
+            auto& entry = item.as_object();
+            const auto type = entry.at("type").as_string();
+            const double count = entry.at("nb_layer").to_number<double>();
+            if (type == "BODY") {
+                set_body_memory(entry, per_layer, activation);
+            } else if (type == "HEAD") {
+                // H is the whole head: it goes on the first HEAD entry, per layer of it.
+                entry["memory_parameter"] = head_set ? 0.0 : head / count;
+                head_set = true;
+            } else if (type == "TAIL") {
+                entry["memory_parameter"] = tail_set ? 0.0 : tail / count;
+                tail_set = true;
+            }
+        }
+        if (!head_set || !tail_set) {
+            throw InputError(fmt::format(
+                "--export-sapp: {} has no {} entry to hold the fitted {} memory", *layer_template,
+                head_set ? "TAIL" : "HEAD", head_set ? "tail" : "head"));
+        }
+    } else {
+        const auto layers = complete_dry_run_layers(dryrun);
+        if (!layers) {
+            throw InputError(
+                "--export-sapp: no dry run in the file measured every stage, so the model's "
+                "number of body layers is unknown: give --model-desc LAYERS (your SAPP layer "
+                "file) to export into");
+        }
+        json::object body{{"name", "body"}, {"type", "BODY"}, {"nb_layer", *layers}};
+        set_body_memory(body, per_layer, activation);
+        out["comment"] =
+            "memory fitted by ppb (dryrun-lsq); add each entry's time before timing with it";
+        out["layers_description"] = json::array{
+            json::object{{"name", "head"}, {"type", "HEAD"}, {"nb_layer", 1}, {"memory_parameter", head}},
+            std::move(body),
+            json::object{{"name", "tail"}, {"type", "TAIL"}, {"nb_layer", 1}, {"memory_parameter", tail}}};
+    }
+    out["constant_memory_mb"] = constant;
+    return out;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    const fs::path temp = target.parent_path() /
+                          fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        if (!out || !(out << text) || !out.flush()) {
+            std::error_code ec;
+            fs::remove(temp, ec);
+            throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+        }
+    }
+    std::error_code ec;
+    fs::rename(temp, target, ec);
+    if (ec) {
+        fs::remove(temp, ec);
+        throw InputError(fmt::format("{}: cannot write: {}", path, ec.message()));
+    }
+}
+
+}  // namespace ppb::cli
