@@ -17,7 +17,8 @@
 namespace ppb::cli {
 namespace {
 
-constexpr std::string_view usage = R"(Usage: ppb compare [FILE] --model NAME[@VERSION][=OPTIONS] [--model ...] [options]
+constexpr std::string_view usage =
+    R"(Usage: ppb compare [FILE] --model NAME[@VERSION][=OPTIONS] [--model ...] [options]
 
 Predicts the peak memory of a set of placements with each model given, beside the measured
 memory where there is one, with the error in MB and %. The placements are the observations of
@@ -49,7 +50,8 @@ ModelRequest parse_model_argument(const std::string& text) {
     ModelRequest request{text.substr(0, eq), "{}"};
     (void)ModelSpec::parse(request.spec);
     if (eq != std::string::npos) {
-        request.options = options_text(text.substr(eq + 1), fmt::format("--model {}", request.spec));
+        request.options =
+            options_text(text.substr(eq + 1), fmt::format("--model {}", request.spec));
     }
     return request;
 }
@@ -70,13 +72,16 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
         ppb_chunk chunk{};
         for (const auto& [kind, count] : JsonObject(stage.required("layers")).members()) {
             const auto k = kind_from_name(kind);
-            if (!k) count.fail("unknown recompute kind");
+            if (!k)
+                count.fail("unknown recompute kind");
             chunk.layers[*k] = count.as_uint32();
         }
         chunk.in_flight = stage.required("in_flight").as_uint32(1);
         const std::uint32_t s = stage.required("stage").as_uint32();
-        if (s >= stages) stage.required("stage").fail("not a stage of this pipeline");
-        out.push_back(ComparedPlacement{"plan", StagePlacement{stages, s, {chunk}}, std::nullopt, {}});
+        if (s >= stages)
+            stage.required("stage").fail("not a stage of this pipeline");
+        out.push_back(
+            ComparedPlacement{"plan", StagePlacement{stages, s, {chunk}}, std::nullopt, {}});
     }
     return out;
 }
@@ -87,9 +92,11 @@ void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& plac
                   const std::vector<std::size_t>& which, std::size_t slot) {
     for (const std::size_t i : which) {
         try {
-            placements[i].predictions[slot].memory_mb = model.predict(placements[i].placement.view());
+            placements[i].predictions[slot].memory_mb =
+                model.predict(placements[i].placement.view());
         } catch (const ModelError& e) {
-            if (!e.is_input_error()) throw;
+            if (!e.is_input_error())
+                throw;
             placements[i].predictions[slot].error = e.what();
         }
     }
@@ -98,9 +105,12 @@ void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& plac
 }  // namespace
 
 int run_compare(std::span<const std::string> words) {
-    const OptionSpec specs[] = {{"plugin-path", true, true}, {"model", true, true},
-                                {"partition", true},        {"cross-validate"},
-                                {"duplicate-tolerance", true}, {"json"},
+    const OptionSpec specs[] = {{"plugin-path", true, true},
+                                {"model", true, true},
+                                {"partition", true},
+                                {"cross-validate"},
+                                {"duplicate-tolerance", true},
+                                {"json"},
                                 {"help"}};
     const Args args(words, specs);
     if (args.flag("help")) {
@@ -108,12 +118,14 @@ int run_compare(std::span<const std::string> words) {
         return 0;
     }
     if (args.positional().size() > 1) {
-        throw UsageError(fmt::format("unexpected argument '{}' (one dry-run FILE only)",
-                                     args.positional()[1]));
+        throw UsageError(
+            fmt::format("unexpected argument '{}' (one dry-run FILE only)", args.positional()[1]));
     }
     std::vector<ModelRequest> requests;
-    for (const auto& m : args.values("model")) requests.push_back(parse_model_argument(m));
-    if (requests.empty()) throw UsageError("give at least one --model NAME[=OPTIONS] to compare");
+    for (const auto& m : args.values("model"))
+        requests.push_back(parse_model_argument(m));
+    if (requests.empty())
+        throw UsageError("give at least one --model NAME[=OPTIONS] to compare");
     const auto partition_path = args.value("partition");
     if (args.positional().empty() && !partition_path) {
         throw UsageError("give a dry-run FILE and/or --partition FILE: the placements to compare");
@@ -127,13 +139,14 @@ int run_compare(std::span<const std::string> words) {
         dryrun_path = args.positional().front();
         dryrun = read_dryrun(args, dryrun_path);
         for (const auto& o : dryrun->observations) {
-            comparison.placements.push_back(
-                ComparedPlacement{o.config.empty() ? "-" : o.config, o.placement, o.peak_memory_mb, {}});
+            comparison.placements.push_back(ComparedPlacement{
+                o.config.empty() ? "-" : o.config, o.placement, o.peak_memory_mb, {}});
         }
         sources.push_back(dryrun_path);
     }
     if (partition_path) {
-        for (auto& p : read_partition(*partition_path)) comparison.placements.push_back(std::move(p));
+        for (auto& p : read_partition(*partition_path))
+            comparison.placements.push_back(std::move(p));
         sources.push_back(*partition_path);
     }
     comparison.source = fmt::format("{}", fmt::join(sources, " and "));
@@ -141,11 +154,13 @@ int run_compare(std::span<const std::string> words) {
     if (comparison.cross_validated && !dryrun) {
         throw UsageError("--cross-validate needs a dry-run FILE");
     }
-    for (auto& p : comparison.placements) p.predictions.resize(requests.size());
+    for (auto& p : comparison.placements)
+        p.predictions.resize(requests.size());
 
     const auto candidates = discover_from_args(args);
     std::vector<std::size_t> all(comparison.placements.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    for (std::size_t i = 0; i < all.size(); ++i)
+        all[i] = i;
     for (std::size_t m = 0; m < requests.size(); ++m) {
         MemoryModel model = open_model_spec(candidates, requests[m].spec, requests[m].options);
         ComparedModel described{model.name(), model.version(), ""};
@@ -157,10 +172,12 @@ int run_compare(std::span<const std::string> words) {
         } else {
             // Leave one config out: fit to the others, predict it.
             std::set<std::string> configs;
-            for (const auto& o : dryrun->observations) configs.insert(o.config);
+            for (const auto& o : dryrun->observations)
+                configs.insert(o.config);
             if (configs.size() < 2) {
-                throw UsageError(fmt::format(
-                    "--cross-validate needs observations of at least two configs in {}", dryrun_path));
+                throw UsageError(
+                    fmt::format("--cross-validate needs observations of at least two configs in {}",
+                                dryrun_path));
             }
             for (const auto& held_out : configs) {
                 DryRunSet training = *dryrun;
@@ -168,23 +185,27 @@ int run_compare(std::span<const std::string> words) {
                               [&](const Observation& o) { return o.config == held_out; });
                 std::vector<std::size_t> which;
                 for (std::size_t i = 0; i < dryrun->observations.size(); ++i) {
-                    if (dryrun->observations[i].config == held_out) which.push_back(i);
+                    if (dryrun->observations[i].config == held_out)
+                        which.push_back(i);
                 }
-                MemoryModel fold = open_model_spec(candidates, requests[m].spec, requests[m].options);
+                MemoryModel fold =
+                    open_model_spec(candidates, requests[m].spec, requests[m].options);
                 try {
                     fold.fit(views(training.observations));
                 } catch (const ModelError& e) {
-                    if (!e.is_input_error()) throw;
+                    if (!e.is_input_error())
+                        throw;
                     for (const std::size_t i : which) {
-                        comparison.placements[i].predictions[m].error = fmt::format(
-                            "fitted without config '{}': {}", held_out, e.what());
+                        comparison.placements[i].predictions[m].error =
+                            fmt::format("fitted without config '{}': {}", held_out, e.what());
                     }
                     continue;
                 }
                 predict_each(fold, comparison.placements, which, m);
             }
             // Plan stages, which no config holds out, come from the fit to everything.
-            std::vector<std::size_t> plan(all.begin() + static_cast<std::ptrdiff_t>(dryrun->observations.size()), all.end());
+            std::vector<std::size_t> plan(
+                all.begin() + static_cast<std::ptrdiff_t>(dryrun->observations.size()), all.end());
             if (!plan.empty()) {
                 fit_model(model, *dryrun, dryrun_path);
                 predict_each(model, comparison.placements, plan, m);

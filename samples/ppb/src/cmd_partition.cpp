@@ -131,9 +131,8 @@ int run_partition(std::span<const std::string> words) {
             "missing --micro-batches M (the dry-run file does not give micro_batches)");
     }
 
-    PreparedModel prepared =
-        prepare_model(open_selected_model(args), dryrun ? &*dryrun : nullptr,
-                      dryrun_path.value_or(""), "--dryrun FILE");
+    PreparedModel prepared = prepare_model(open_selected_model(args), dryrun ? &*dryrun : nullptr,
+                                           dryrun_path.value_or(""), "--dryrun FILE");
     MemoryModel& model = prepared.model;
     const PartitionContext context{model.name(), model.version(), prepared.source};
     partition::MemorySource memory;

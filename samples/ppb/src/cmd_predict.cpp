@@ -104,8 +104,8 @@ int run_predict(std::span<const std::string> words) {
     std::optional<DryRunSet> dryrun;
     std::string path;
     if (args.positional().size() > 1) {
-        throw UsageError(fmt::format("unexpected argument '{}' (one dry-run FILE only)",
-                                     args.positional()[1]));
+        throw UsageError(
+            fmt::format("unexpected argument '{}' (one dry-run FILE only)", args.positional()[1]));
     }
     if (!args.positional().empty()) {
         path = args.positional().front();
@@ -113,8 +113,9 @@ int run_predict(std::span<const std::string> words) {
     }
     const std::uint32_t stages = stages_arg.value_or(dryrun ? dryrun->num_stages : 0);
     if (stages == 0) {
-        throw UsageError(dryrun ? fmt::format("{} has no top-level num_stages: give --stages P", path)
-                                : std::string("missing --stages P"));
+        throw UsageError(dryrun
+                             ? fmt::format("{} has no top-level num_stages: give --stages P", path)
+                             : std::string("missing --stages P"));
     }
     if (*stage >= stages) {
         throw UsageError(
@@ -126,8 +127,8 @@ int run_predict(std::span<const std::string> words) {
     chunk.in_flight = in_flight_arg.value_or(
         in_flight_counts(Schedule::one_f_one_b, stages, *stage, micro_batches).front());
 
-    const PreparedModel prepared = prepare_model(open_selected_model(args),
-                                                 dryrun ? &*dryrun : nullptr, path, "a dry-run FILE");
+    const PreparedModel prepared = prepare_model(
+        open_selected_model(args), dryrun ? &*dryrun : nullptr, path, "a dry-run FILE");
     const MemoryModel& model = prepared.model;
     const StagePlacement placement{stages, *stage, {chunk}};
     const double memory = model.predict(placement.view());
@@ -145,8 +146,7 @@ int run_predict(std::span<const std::string> words) {
     if (args.flag("json")) {
         boost::json::object doc;
         doc["format"] = "ppb.prediction/1";
-        doc["model"] =
-            boost::json::object{{"name", model.name()}, {"version", model.version()}};
+        doc["model"] = boost::json::object{{"name", model.name()}, {"version", model.version()}};
         doc["placement"] = boost::json::object{{"num_stages", stages},
                                                {"stage", *stage},
                                                {"layers", std::move(layers)},

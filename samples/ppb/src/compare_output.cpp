@@ -4,8 +4,8 @@
 
 #include <ppb/kinds.hpp>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -25,9 +25,11 @@ struct ErrorSummary {
 std::vector<ErrorSummary> summarise(const Comparison& c) {
     std::vector<ErrorSummary> out(c.models.size());
     for (const auto& p : c.placements) {
-        if (!p.measured_mb) continue;
+        if (!p.measured_mb)
+            continue;
         for (std::size_t m = 0; m < c.models.size(); ++m) {
-            if (!p.predictions[m].memory_mb) continue;
+            if (!p.predictions[m].memory_mb)
+                continue;
             const double error = *p.predictions[m].memory_mb - *p.measured_mb;
             auto& s = out[m];
             ++s.count;
@@ -44,7 +46,8 @@ std::string layer_text(const StagePlacement& p) {
     std::string out;
     for (const auto& chunk : p.chunks) {
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            if (chunk.layers[k] == 0) continue;
+            if (chunk.layers[k] == 0)
+                continue;
             out += fmt::format("{}{} {}", out.empty() ? "" : ", ", chunk.layers[k], kind_names[k]);
         }
     }
@@ -98,7 +101,8 @@ json::object comparison_document(const Comparison& c) {
         const bool any = s.count > 0;
         const double n = static_cast<double>(s.count);
         o["mean_abs_error_mb"] = any ? json::value(s.sum_abs / n) : json::value(nullptr);
-        o["mean_abs_error_percent"] = any ? json::value(s.sum_abs_percent / n) : json::value(nullptr);
+        o["mean_abs_error_percent"] =
+            any ? json::value(s.sum_abs_percent / n) : json::value(nullptr);
         o["rms_error_mb"] = any ? json::value(std::sqrt(s.sum_squares / n)) : json::value(nullptr);
         o["max_abs_error_mb"] = any ? json::value(s.max_abs) : json::value(nullptr);
         summary.push_back(std::move(o));
@@ -135,8 +139,8 @@ std::string render_comparison(const Comparison& c) {
     std::vector<std::pair<std::string, std::vector<std::size_t>>> notes;
     const auto note = [&](std::size_t model, const std::string& reason, std::size_t placement) {
         const std::string key = fmt::format("[{}] {}", model + 1, reason);
-        const auto it = std::find_if(notes.begin(), notes.end(),
-                                     [&](const auto& n) { return n.first == key; });
+        const auto it =
+            std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == key; });
         if (it == notes.end()) {
             notes.push_back({key, {placement}});
         } else {
@@ -163,7 +167,8 @@ std::string render_comparison(const Comparison& c) {
             row.push_back(format_mb(*pr.memory_mb));
             if (p.measured_mb) {
                 const double error = *pr.memory_mb - *p.measured_mb;
-                row.push_back(fmt::format("{:+.1f} MB ({:+.2f} %)", error, 100.0 * error / *p.measured_mb));
+                row.push_back(
+                    fmt::format("{:+.1f} MB ({:+.2f} %)", error, 100.0 * error / *p.measured_mb));
             } else {
                 row.push_back("");
             }
@@ -175,11 +180,13 @@ std::string render_comparison(const Comparison& c) {
     const auto sums = summarise(c);
     if (std::any_of(sums.begin(), sums.end(), [](const ErrorSummary& s) { return s.count > 0; })) {
         out += "\nError against the measurements:\n";
-        TextTable summary({"MODEL", "PLACEMENTS", "MEAN |ERROR|", "MEAN |ERROR| %", "RMS", "MAX |ERROR|"},
-                          {A::left, A::right, A::right, A::right, A::right, A::right});
+        TextTable summary(
+            {"MODEL", "PLACEMENTS", "MEAN |ERROR|", "MEAN |ERROR| %", "RMS", "MAX |ERROR|"},
+            {A::left, A::right, A::right, A::right, A::right, A::right});
         for (std::size_t m = 0; m < c.models.size(); ++m) {
             const auto& s = sums[m];
-            const std::string name = fmt::format("[{}] {} {}", m + 1, c.models[m].name, c.models[m].version);
+            const std::string name =
+                fmt::format("[{}] {} {}", m + 1, c.models[m].name, c.models[m].version);
             if (s.count == 0) {
                 summary.add_row({name, "0", "-", "-", "-", "-"});
                 continue;
@@ -195,7 +202,8 @@ std::string render_comparison(const Comparison& c) {
         out += "\nNo prediction:\n";
         for (const auto& [reason, which] : notes) {
             std::string list;
-            for (const std::size_t i : which) list += fmt::format("{}#{}", list.empty() ? "" : " ", i);
+            for (const std::size_t i : which)
+                list += fmt::format("{}#{}", list.empty() ? "" : " ", i);
             const std::size_t close = reason.find(']');
             out += fmt::format("  {} {}: {}\n", reason.substr(0, close + 1), list,
                                reason.substr(close + 2));

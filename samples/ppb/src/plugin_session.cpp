@@ -98,12 +98,12 @@ PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,
     if (!model.needs_fit())
         return PreparedModel{std::move(model), "configured by its options"};
     if (dryrun == nullptr) {
-        throw UsageError(fmt::format(
-            "memory model '{}' is fitted to dry-run observations: give {}", model.name(), how));
+        throw UsageError(fmt::format("memory model '{}' is fitted to dry-run observations: give {}",
+                                     model.name(), how));
     }
     fit_model(model, *dryrun, dryrun_path);
-    std::string source = fmt::format("fitted to {} observations of {}",
-                                     dryrun->observations.size(), dryrun_path);
+    std::string source =
+        fmt::format("fitted to {} observations of {}", dryrun->observations.size(), dryrun_path);
     return PreparedModel{std::move(model), std::move(source)};
 }
 

@@ -5,8 +5,8 @@
 #include <ppb/kinds.hpp>
 #include <ppb/partition/time_model.hpp>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include <array>
 #include <cerrno>
@@ -47,9 +47,11 @@ std::optional<std::uint64_t> complete_dry_run_layers(const DryRunSet& dryrun) {
     }
     std::optional<std::uint64_t> most;
     for (const auto& [key, stages] : runs) {
-        if (stages.size() != key.second) continue;
+        if (stages.size() != key.second)
+            continue;
         std::uint64_t total = 0;
-        for (const auto& [stage, n] : stages) total += n;
+        for (const auto& [stage, n] : stages)
+            total += n;
         most = std::max(most.value_or(0), total);
     }
     return most;
@@ -120,9 +122,11 @@ json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& 
         out["comment"] =
             "memory fitted by ppb (dryrun-lsq); add each entry's time before timing with it";
         out["layers_description"] = json::array{
-            json::object{{"name", "head"}, {"type", "HEAD"}, {"nb_layer", 1}, {"memory_parameter", head}},
+            json::object{
+                {"name", "head"}, {"type", "HEAD"}, {"nb_layer", 1}, {"memory_parameter", head}},
             std::move(body),
-            json::object{{"name", "tail"}, {"type", "TAIL"}, {"nb_layer", 1}, {"memory_parameter", tail}}};
+            json::object{
+                {"name", "tail"}, {"type", "TAIL"}, {"nb_layer", 1}, {"memory_parameter", tail}}};
     }
     out["constant_memory_mb"] = constant;
     return out;
@@ -131,8 +135,8 @@ json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& 
 void write_file_atomically(const std::string& path, const std::string& text) {
     namespace fs = std::filesystem;
     const fs::path target(path);
-    const fs::path temp = target.parent_path() /
-                          fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
+    const fs::path temp =
+        target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
     {
         std::ofstream out(temp, std::ios::binary | std::ios::trunc);
         if (!out || !(out << text) || !out.flush()) {
