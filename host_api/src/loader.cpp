@@ -11,9 +11,9 @@
 namespace ppb {
 namespace {
 
-// The table of API minor 0 ends with last_error; a plugin built for 1.0 has at least this much.
-constexpr std::size_t minimum_table_size =
-    offsetof(ppb_memory_model_api, last_error) + sizeof(ppb_memory_model_api::last_error);
+// A plugin built for API 1.0 has at least the table of 1.0; newer fields are read only when
+// its api_minor and struct_size say they are there.
+constexpr std::size_t minimum_table_size = PPB_API_1_0_TABLE_SIZE;
 
 std::string describe(const PluginCandidate& c) {
     return fmt::format("plugin '{}' {} ({})", c.name, c.version ? c.version->to_string() : "?",

@@ -15,8 +15,10 @@
 #include <memory>
 
 // The same table the plugin module exports, compiled into this test.
-PPB_EXPORT_MEMORY_MODEL(ppb::dryrun_lsq::DryRunLsqModel, ppb::dryrun_lsq::model_description,
-                        ppb::dryrun_lsq::model_kinds, ppb::dryrun_lsq::model_flags)
+PPB_EXPORT_MEMORY_MODEL_WITH_OPTIONS(ppb::dryrun_lsq::DryRunLsqModel,
+                                     ppb::dryrun_lsq::model_description,
+                                     ppb::dryrun_lsq::model_kinds, ppb::dryrun_lsq::model_flags,
+                                     ppb::dryrun_lsq::model_options_help)
 
 using namespace ppb::fit_test;
 using ppb::dryrun_lsq::DryRunLsqModel;
@@ -198,6 +200,8 @@ BOOST_AUTO_TEST_CASE(generated_c_table_round_trip) {
     BOOST_TEST(std::string(api->name) == "dryrun-lsq");
     BOOST_TEST(std::string(api->version) == "1.0.0");
     BOOST_TEST(api->kinds == PPB_ALL_KINDS);
+    BOOST_TEST(api->api_minor == std::uint32_t{PPB_API_MINOR});
+    BOOST_TEST(ppb::options_help(*api).value_or("").find("rank_tolerance") != std::string::npos);
 
     // Options errors surface as a status with the plugin's message.
     try {

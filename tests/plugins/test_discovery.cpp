@@ -1,6 +1,7 @@
 // Discovery judges files without running their code; every broken fixture gets its verdict.
 #include "temp_dir.hpp"
 
+#include <ppb/abi.h>
 #include <ppb/discovery.hpp>
 #include <ppb/search_path.hpp>
 
@@ -55,11 +56,17 @@ BOOST_AUTO_TEST_CASE(every_broken_fixture_gets_its_verdict_without_loading) {
     const auto& newer = by_file(all, "ppb-newer-api-1.0.0.so");
     BOOST_TEST((newer.verdict == Verdict::incompatible));
     BOOST_TEST(newer.api_minor == 99u);
-    BOOST_TEST(contains(newer.reason, "API 1.99, newer than this ppb's 1.0"), newer.reason);
+    BOOST_TEST(contains(newer.reason, "API 1.99, newer than this ppb's 1.1"), newer.reason);
 
     const auto& no_entry = by_file(all, "ppb-no-entry-1.0.0.so");
     BOOST_TEST((no_entry.verdict == Verdict::not_a_plugin));
     BOOST_TEST(contains(no_entry.reason, "entry point"), no_entry.reason);
+
+    // Built for an older API minor: compatible, listed as such.
+    const auto& older = by_file(all, "ppb-older-api-1.0.0.so");
+    BOOST_TEST((older.verdict == Verdict::usable), older.reason);
+    BOOST_TEST(older.api_minor == 0u);
+    BOOST_TEST(older.reason == "plugin API 1.0");
 
     const auto& text = by_file(all, "ppb-not-a-library-1.0.0.so");
     BOOST_TEST((text.verdict == Verdict::not_a_plugin));
@@ -72,7 +79,7 @@ BOOST_AUTO_TEST_CASE(every_broken_fixture_gets_its_verdict_without_loading) {
         const auto& c = by_file(all, file);
         BOOST_TEST((c.verdict == Verdict::usable), file << ": " << c.reason);
         BOOST_TEST(c.version.has_value());
-        BOOST_TEST(c.entry_point == "ppb_memory_model_v1_0");
+        BOOST_TEST(c.entry_point == "ppb_memory_model_v1_" + std::to_string(PPB_API_MINOR));
     }
     BOOST_TEST(by_file(all, "ppb-abort-on-load-1.0.0.so").name == "abort-on-load");
 }
@@ -84,7 +91,7 @@ BOOST_AUTO_TEST_CASE(the_real_plugin_is_usable) {
     BOOST_TEST(c.name == "dryrun-lsq");
     BOOST_TEST(c.version->to_string() == "1.0.0");
     BOOST_TEST(c.abi_major == 1u);
-    BOOST_TEST(c.api_minor == 0u);
+    BOOST_TEST(c.api_minor == std::uint32_t{PPB_API_MINOR});
 }
 
 BOOST_AUTO_TEST_CASE(truncated_library_fails_with_a_reason) {

@@ -215,6 +215,23 @@ BOOST_AUTO_TEST_CASE(manifest_must_match_the_file_name) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(older_api_minor_loads_and_newer_features_are_unavailable) {
+    ppb::MemoryModel older = ppb::open_model(fixture("ppb-older-api-1.0.0.so"));
+    BOOST_TEST(older.api_minor() == 0u);
+    // Its table ends before options_help: the host must not read past it.
+    BOOST_TEST(!older.options_help().has_value());
+    const std::vector<ppb::Observation> obs = {
+        ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
+    older.fit(ppb::views(obs));
+    BOOST_TEST(older.predict(obs[0].placement.view()) == 1000.0 + 100.0 * 3);
+
+    // A current build offers it.
+    const ppb::MemoryModel current = ppb::open_model(dryrun_lsq());
+    BOOST_TEST(current.api_minor() == std::uint32_t{PPB_API_MINOR});
+    BOOST_TEST_REQUIRE(current.options_help().has_value());
+    BOOST_TEST(current.options_help()->find("rank_tolerance") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(incompatible_candidates_are_never_loaded) {
     for (const char* file : {"ppb-wrong-abi-1.0.0.so", "ppb-newer-api-1.0.0.so",
                              "ppb-not-a-library-1.0.0.so", "ppb-no-entry-1.0.0.so"}) {

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define PPB_ABI_MAJOR 1
-#define PPB_API_MINOR 0
+#define PPB_API_MINOR 1
 
 /* Name prefixes of the entry point and of the ELF section holding it (section names are at
  * most 8 bytes on some platforms: "ppbabi" + a one-digit major fits). */
@@ -145,7 +145,16 @@ typedef struct ppb_memory_model_api {
      * configured model; the text stays valid until the next call on `model` or destroy. */
     ppb_status (*report)(const ppb_model* model, const char** out_json);
     const char* (*last_error)(void);
+
+    /* ---- API 1.1 ---- read only when api_minor >= 1 and struct_size covers it */
+
+    /* What the model's options are, for people: plain text, one option per line, or NULL when
+     * the model takes none. */
+    const char* options_help;
 } ppb_memory_model_api;
+
+/* Size of the table of API 1.0, the smallest a host of ABI 1 accepts. */
+#define PPB_API_1_0_TABLE_SIZE (offsetof(ppb_memory_model_api, last_error) + sizeof(void*))
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <ppb/abi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -56,6 +57,17 @@ inline const char* status_name(ppb_status status) noexcept {
     }
 }
 
+// The options help of a table (API 1.1): nullopt for a plugin built for API 1.0, whose table
+// ends before the field, or one that gives none.
+[[nodiscard]] inline std::optional<std::string> options_help(const ppb_memory_model_api& api) {
+    const bool has_field =
+        api.api_minor >= 1 &&
+        api.struct_size >= offsetof(ppb_memory_model_api, options_help) + sizeof(api.options_help);
+    if (!has_field || api.options_help == nullptr)
+        return std::nullopt;
+    return std::string(api.options_help);
+}
+
 class MemoryModel {
   public:
     // `api` must share ownership with the library that holds the table.
@@ -93,6 +105,15 @@ class MemoryModel {
         return (api_->flags & PPB_MODEL_NEEDS_FIT) != 0;
     }
     [[nodiscard]] const ppb_memory_model_api& api() const noexcept { return *api_; }
+
+    // The plugin API minor it was built for; features newer than it are unavailable.
+    [[nodiscard]] std::uint32_t api_minor() const noexcept { return api_->api_minor; }
+
+    // Text describing the model's options (API 1.1), or nullopt when the plugin is older or
+    // gives none.
+    [[nodiscard]] std::optional<std::string> options_help() const {
+        return ppb::options_help(*api_);
+    }
 
     void fit(std::span<const ppb_observation> observations) {
         check(api_->fit(model_, observations.data(), observations.size()), "fit");

@@ -258,31 +258,36 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
 //   Description: a string literal, one line
 //   Kinds:       PPB_KIND_BIT(...) mask of recompute kinds the model predicts
 //   Flags:       PPB_MODEL_* (PPB_MODEL_NEEDS_FIT for models fitted from observations)
-#define PPB_EXPORT_MEMORY_MODEL(Class, Description, Kinds, Flags)             \
-    namespace ppb_plugin_generated {                                          \
-    extern const ppb_memory_model_api table;                                  \
-    const ppb_memory_model_api table = {                                      \
-        sizeof(ppb_memory_model_api),                                         \
-        PPB_ABI_MAJOR,                                                        \
-        PPB_API_MINOR,                                                        \
-        (Kinds),                                                              \
-        (Flags),                                                              \
-        PPB_PLUGIN_NAME,                                                      \
-        PPB_PLUGIN_VERSION,                                                   \
-        Description,                                                          \
-        PPB_BUILD_ID,                                                         \
-        &::ppb::plugin::detail::create<Class>,                                \
-        &::ppb::plugin::detail::destroy,                                      \
-        &::ppb::plugin::detail::fit,                                          \
-        &::ppb::plugin::detail::predict,                                      \
-        &::ppb::plugin::detail::predict_batch,                                \
-        &::ppb::plugin::detail::parameters,                                   \
-        &::ppb::plugin::detail::report,                                       \
-        &::ppb::plugin::detail::last_error,                                   \
-    };                                                                        \
-    }                                                                         \
-    BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                    \
-                              PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR), \
+//   OptionsHelp: (the _WITH_OPTIONS form) a string literal describing the options, one per line
+#define PPB_EXPORT_MEMORY_MODEL_WITH_OPTIONS(Class, Description, Kinds, Flags, OptionsHelp) \
+    namespace ppb_plugin_generated {                                                        \
+    extern const ppb_memory_model_api table;                                                \
+    const ppb_memory_model_api table = {                                                    \
+        sizeof(ppb_memory_model_api),                                                       \
+        PPB_ABI_MAJOR,                                                                      \
+        PPB_API_MINOR,                                                                      \
+        (Kinds),                                                                            \
+        (Flags),                                                                            \
+        PPB_PLUGIN_NAME,                                                                    \
+        PPB_PLUGIN_VERSION,                                                                 \
+        Description,                                                                        \
+        PPB_BUILD_ID,                                                                       \
+        &::ppb::plugin::detail::create<Class>,                                              \
+        &::ppb::plugin::detail::destroy,                                                    \
+        &::ppb::plugin::detail::fit,                                                        \
+        &::ppb::plugin::detail::predict,                                                    \
+        &::ppb::plugin::detail::predict_batch,                                              \
+        &::ppb::plugin::detail::parameters,                                                 \
+        &::ppb::plugin::detail::report,                                                     \
+        &::ppb::plugin::detail::last_error,                                                 \
+        OptionsHelp,                                                                        \
+    };                                                                                      \
+    }                                                                                       \
+    BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                                  \
+                              PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR),               \
                               PPB_DETAIL_SECTION(PPB_ABI_MAJOR))
+
+#define PPB_EXPORT_MEMORY_MODEL(Class, Description, Kinds, Flags) \
+    PPB_EXPORT_MEMORY_MODEL_WITH_OPTIONS(Class, Description, Kinds, Flags, nullptr)
 
 #endif  // PPB_PLUGIN_HPP

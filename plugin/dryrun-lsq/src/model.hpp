@@ -20,6 +20,9 @@ inline constexpr char model_description[] =
     "Peak memory per stage fitted by least squares from dry-run measurements: const, head, "
     "tail, per-layer parameters and per-kind activations";
 inline constexpr std::uint32_t model_kinds = PPB_ALL_KINDS;
+inline constexpr char model_options_help[] =
+    "rank_tolerance: relative tolerance on the singular values of the column-scaled design that "
+    "decides its rank and what is identifiable (default 1e-10, in (0, 1))";
 inline constexpr std::uint32_t model_flags = PPB_MODEL_NEEDS_FIT;
 
 class DryRunLsqModel final : public ppb::plugin::MemoryModelBase {

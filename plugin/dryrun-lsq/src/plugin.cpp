@@ -3,5 +3,7 @@
 
 #include <ppb/plugin.hpp>
 
-PPB_EXPORT_MEMORY_MODEL(ppb::dryrun_lsq::DryRunLsqModel, ppb::dryrun_lsq::model_description,
-                        ppb::dryrun_lsq::model_kinds, ppb::dryrun_lsq::model_flags)
+PPB_EXPORT_MEMORY_MODEL_WITH_OPTIONS(ppb::dryrun_lsq::DryRunLsqModel,
+                                     ppb::dryrun_lsq::model_description,
+                                     ppb::dryrun_lsq::model_kinds, ppb::dryrun_lsq::model_flags,
+                                     ppb::dryrun_lsq::model_options_help)
