@@ -20,6 +20,19 @@ std::string describe(const PluginCandidate& c) {
                        c.path.string());
 }
 
+// Boost.DLL wraps the dynamic loader's own words ("... (dlerror system message: X): ...");
+// X is what the user needs.
+std::string loader_message(const std::string& what) {
+    constexpr std::string_view marker = "dlerror system message: ";
+    const std::size_t start = what.find(marker);
+    if (start == std::string::npos)
+        return what;
+    const std::size_t end = what.rfind("): ");
+    const std::size_t from = start + marker.size();
+    return what.substr(from,
+                       end != std::string::npos && end > from ? end - from : std::string::npos);
+}
+
 void check_table(const PluginCandidate& c, const ppb_memory_model_api* t) {
     const auto fail = [&](const std::string& what) {
         throw PluginError(describe(c) + ": " + what);
@@ -74,7 +87,7 @@ std::shared_ptr<const ppb_memory_model_api> load_plugin(const PluginCandidate& c
         library = std::make_shared<boost::dll::shared_library>(
             candidate.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     } catch (const std::exception& e) {
-        throw PluginError(describe(candidate) + ": cannot load it: " + e.what());
+        throw PluginError(describe(candidate) + ": cannot load it: " + loader_message(e.what()));
     }
     if (!library->has(candidate.entry_point)) {
         throw PluginError(describe(candidate) + ": the loaded library has no " +

@@ -30,7 +30,7 @@ std::string slurp(const fs::path& path) {
 
 ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
                           const std::map<std::string, std::string>& env,
-                          const std::string& stdin_text) {
+                          const std::string& stdin_text, const std::string& working_directory) {
     static int counter = 0;
     const fs::path base = fs::temp_directory_path() / ("ppb-cli-" + std::to_string(::getpid()) +
                                                        "-" + std::to_string(counter++));
@@ -69,6 +69,9 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
                                      0600);
     posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                      0600);
+    if (!working_directory.empty()) {
+        posix_spawn_file_actions_addchdir_np(&actions, working_directory.c_str());
+    }
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);

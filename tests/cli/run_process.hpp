@@ -17,9 +17,11 @@ struct ProcessResult {
 
 // `env` entries are added to (or, when the value is empty, removed from) this process's
 // environment for the child. No shell is involved: arguments are passed as they are.
+// A non-empty `working_directory` is where the child starts.
 ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
                           const std::map<std::string, std::string>& env = {},
-                          const std::string& stdin_text = {});
+                          const std::string& stdin_text = {},
+                          const std::string& working_directory = {});
 
 }  // namespace ppb_test
 

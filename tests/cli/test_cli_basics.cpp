@@ -10,7 +10,7 @@ BOOST_AUTO_TEST_SUITE(cli_basics)
 BOOST_AUTO_TEST_CASE(version_and_help) {
     auto r = ppb({"--version"});
     BOOST_TEST(r.exit_code == 0);
-    BOOST_TEST(r.out.rfind("ppb 0.1.0 (plugin ABI 1, API 1.0)", 0) == 0u, r.out);
+    BOOST_TEST(r.out.rfind("ppb 0.1.0 (plugin ABI 1, API 1.1)", 0) == 0u, r.out);
     BOOST_TEST(r.err.empty());
 
     r = ppb({"--help"});

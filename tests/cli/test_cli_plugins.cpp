@@ -106,4 +106,52 @@ BOOST_AUTO_TEST_CASE(selected_version_is_used) {
     BOOST_TEST(doc.at("model").at("version").as_string() == "1.4.2");
 }
 
+BOOST_AUTO_TEST_CASE(check_loads_each_plugin_in_a_child_process) {
+    // abort-on-load aborts while loading: ppb itself must survive and report it.
+    const auto r = ppb({"plugins", "--check", "--json", "--plugin-path", fixture_dir});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.signal == 0);
+    const auto doc = parse_json(r.out).as_object();
+    const auto& plugins = doc.at("plugins").as_array();
+    const std::map<std::string, std::pair<std::string, std::string>> expected = {
+        {"ppb-abort-on-load-1.0.0.so", {"failed", "signal 6, SIGABRT"}},
+        {"ppb-unresolved-1.0.0.so",
+         {"failed", "undefined symbol: ppb_fixture_symbol_that_does_not_exist"}},
+        {"ppb-no-factory-1.0.0.so", {"failed", "missing factory"}},
+        {"ppb-throwing-factory-1.0.0.so", {"failed", "constructor throws on purpose"}},
+        {"ppb-mismatch-1.0.0.so", {"failed", "but the plugin says 'mismatch' 9.9.9"}},
+        {"ppb-throwing-fit-1.0.0.so", {"usable", "loaded in a child process: ok"}},
+        {"ppb-older-api-1.0.0.so", {"usable", "built for API 1.0: no options help"}},
+        {"ppb-dryrun-lsq-1.0.0.so", {"usable", "loaded in a child process: ok"}},
+        {"ppb-wrong-abi-1.0.0.so", {"incompatible", "plugin ABI 2"}}};
+    for (const auto& [file, verdict_reason] : expected) {
+        const auto* o = entry(plugins, file);
+        BOOST_TEST_REQUIRE(o != nullptr, file);
+        BOOST_TEST(o->at("verdict").as_string() == verdict_reason.first,
+                   file << ": " << o->at("reason"));
+        BOOST_TEST(std::string(o->at("reason").as_string()).find(verdict_reason.second) !=
+                       std::string::npos,
+                   file << ": " << o->at("reason"));
+    }
+    const auto* lsq = entry(plugins, "ppb-dryrun-lsq-1.0.0.so");
+    BOOST_TEST(lsq->at("checked").as_bool());
+    BOOST_TEST(std::string(lsq->at("options_help").as_string()).find("rank_tolerance") !=
+               std::string::npos);
+    BOOST_TEST(std::string(lsq->at("build_id").as_string()).find("C++") != std::string::npos);
+    BOOST_TEST(!entry(plugins, "ppb-wrong-abi-1.0.0.so")->at("checked").as_bool());
+}
+
+BOOST_AUTO_TEST_CASE(search_path_entries_that_are_files_or_relative) {
+    const std::string file = write_file("not a directory", "entry.txt");
+    auto r = ppb({"plugins"}, {{"PPB_PLUGIN_PATH", file}});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.err.find("is not a directory (skipped)") != std::string::npos, r.err);
+    // A relative entry is resolved against the working directory, once, and listed absolute.
+    const auto parent = std::filesystem::path(fixture_dir).parent_path();
+    r = run_process(PPB_EXE, {"plugins", "--json", "--plugin-path", "broken"},
+                    {{"PPB_PLUGIN_PATH", ""}}, {}, parent.string());
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(parse_json(r.out).at("search_path").at(0).at("path").as_string() == fixture_dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -122,11 +122,11 @@ ppb_status guarded(Body&& body) noexcept {
         set_last_error("out of memory");
         return PPB_ERR_OUT_OF_MEMORY;
     } catch (const std::exception& e) {
-        // The type says it was not one of the statuses above: a defect, reported as such.
-        set_last_error("internal error: ", e.what());
+        // Not one of the statuses above: a defect, reported as PPB_ERR_INTERNAL.
+        set_last_error(e.what());
         return PPB_ERR_INTERNAL;
     } catch (...) {
-        set_last_error("internal error: unknown exception");
+        set_last_error("an exception that is not a std::exception");
         return PPB_ERR_INTERNAL;
     }
 }

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
             return ppb::cli::run_partition(rest);
         if (command == "compare")
             return ppb::cli::run_compare(rest);
+        if (command == "__probe-plugin")
+            return ppb::cli::run_probe_plugin(rest);
         throw ppb::cli::UsageError(fmt::format("unknown command '{}'", command));
     } catch (const ppb::cli::UsageError& e) {
         fmt::print(stderr, "ppb: error: {}\nTry 'ppb --help'.\n", e.what());
