@@ -16,7 +16,7 @@ foreach(path bin/ppb lib/ppb/plugins/ppb-dryrun-lsq-1.0.0.so include/ppb/abi.h
         message(FATAL_ERROR "installed tree lacks ${path}")
     endif()
 endforeach()
-file(GLOB fixtures "${prefix}/lib/ppb/plugins/*")
+file(GLOB fixtures "${prefix}/lib/ppb/plugins/*")  # before the template plugin is added
 list(LENGTH fixtures count)
 if(NOT count EQUAL 1)
     message(FATAL_ERROR "expected only dryrun-lsq in the installed plugin directory, found: ${fixtures}")
@@ -35,7 +35,56 @@ function(run_installed root)
     endif()
 endfunction()
 
+# A third-party plugin built out of tree against the installed package, installed beside ours.
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${TEMPLATE_DIR}" -B "${WORK_DIR}/template-build"
+        -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "configuring the plugin template against ${prefix} failed:\n${out}${err}")
+endif()
+foreach(step "--build;${WORK_DIR}/template-build" "--install;${WORK_DIR}/template-build;--prefix;${prefix}")
+    execute_process(COMMAND ${CMAKE_COMMAND} ${step} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "plugin template: cmake ${step} failed:\n${out}${err}")
+    endif()
+endforeach()
+
+# "26661.099266850266" -> 26661099266 (the value in units of 1e-6 MB, truncated).
+function(micro_mb value out)
+    if(NOT value MATCHES "^([0-9]+)\\.?([0-9]*)$")
+        message(FATAL_ERROR "not a plain positive decimal: ${value}")
+    endif()
+    string(SUBSTRING "${CMAKE_MATCH_2}000000" 0 6 fraction)
+    math(EXPR result "${CMAKE_MATCH_1} * 1000000 + 1${fraction} - 1000000")
+    set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+function(check_template root)
+    execute_process(COMMAND "${root}/bin/ppb" fit "${SAMPLE}" --json
+        OUTPUT_FILE "${WORK_DIR}/fit.json" RESULT_VARIABLE rc)
+    set(common --stages 8 --micro-batches 32 --stage 3 --layers select=9,full=1 --json)
+    execute_process(COMMAND "${root}/bin/ppb" predict "${SAMPLE}" ${common}
+        RESULT_VARIABLE rc1 OUTPUT_VARIABLE fitted ERROR_VARIABLE err1)
+    execute_process(COMMAND "${root}/bin/ppb" predict --model coefficients
+            --model-options "${WORK_DIR}/fit.json" ${common}
+        RESULT_VARIABLE rc2 OUTPUT_VARIABLE configured ERROR_VARIABLE err2)
+    if(NOT rc EQUAL 0 OR NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+        message(FATAL_ERROR "template plugin in ${root}: ${rc} ${rc1} ${rc2}: ${err1}${err2}")
+    endif()
+    string(JSON a GET "${fitted}" peak_memory_mb)
+    string(JSON b GET "${configured}" peak_memory_mb)
+    # Equal up to rounding (the two sum the terms in another order): compare in micro-MB.
+    micro_mb("${a}" ai)
+    micro_mb("${b}" bi)
+    math(EXPR diff "${ai} - ${bi}")
+    if(diff GREATER 2 OR diff LESS -2)
+        message(FATAL_ERROR "the template plugin predicts ${b} MB where dryrun-lsq predicts ${a} MB")
+    endif()
+endfunction()
+
 run_installed("${prefix}")
+check_template("${prefix}")
 file(RENAME "${prefix}" "${WORK_DIR}/moved")
 run_installed("${WORK_DIR}/moved")
+check_template("${WORK_DIR}/moved")
 message(STATUS "install layout OK, relocatable")
