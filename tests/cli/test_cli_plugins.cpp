@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 using namespace ppb_test;
 namespace json = boost::json;
@@ -152,6 +153,28 @@ BOOST_AUTO_TEST_CASE(search_path_entries_that_are_files_or_relative) {
                     {{"PPB_PLUGIN_PATH", ""}}, {}, parent.string());
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     BOOST_TEST(parse_json(r.out).at("search_path").at(0).at("path").as_string() == fixture_dir);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_library_is_failed_and_selecting_it_exits_3) {
+    // The first 4 KB of a real plugin, under a plugin's name.
+    const auto dir = std::filesystem::path(write_file("", "unused")).parent_path() / "truncated";
+    std::filesystem::create_directories(dir);
+    std::ifstream in(std::filesystem::path(versions_dir) / "ppb-fixed-1.0.0.so", std::ios::binary);
+    std::string bytes(4096, '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(dir / "ppb-truncated-1.0.0.so", std::ios::binary) << bytes;
+
+    const auto listed = ppb({"plugins", "--json", "--plugin-path", dir.string()});
+    BOOST_TEST_REQUIRE(listed.exit_code == 0, listed.err);
+    const auto doc = parse_json(listed.out);
+    const auto* o = entry(doc.at("plugins").as_array(), "ppb-truncated-1.0.0.so");
+    BOOST_TEST_REQUIRE(o != nullptr);
+    BOOST_TEST(o->at("verdict").as_string() == "failed");
+    BOOST_TEST(std::string(o->at("reason").as_string()).find("truncated ELF file") != std::string::npos);
+
+    expect_failure(ppb({"fit", sample_dryrun, "--model", "truncated", "--plugin-path", dir.string()}),
+                   3, {"truncated 1.0.0: failed", "truncated ELF file"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--model", "truncated@"}), {"MAJOR.MINOR.PATCH"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
