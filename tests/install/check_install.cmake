@@ -16,10 +16,12 @@ foreach(path bin/ppb lib/ppb/plugins/ppb-dryrun-lsq-1.0.0.so include/ppb/abi.h
         message(FATAL_ERROR "installed tree lacks ${path}")
     endif()
 endforeach()
-file(GLOB fixtures "${prefix}/lib/ppb/plugins/*")  # before the template plugin is added
-list(LENGTH fixtures count)
-if(NOT count EQUAL 1)
-    message(FATAL_ERROR "expected only dryrun-lsq in the installed plugin directory, found: ${fixtures}")
+# Exactly the project's plugins: test fixtures are never installed.
+file(GLOB installed RELATIVE "${prefix}/lib/ppb/plugins" "${prefix}/lib/ppb/plugins/*")
+list(SORT installed)
+string(REPLACE "," ";" EXPECTED_PLUGINS "${EXPECTED_PLUGINS}")
+if(NOT installed STREQUAL "${EXPECTED_PLUGINS}")
+    message(FATAL_ERROR "installed plugins: ${installed}; expected: ${EXPECTED_PLUGINS}")
 endif()
 
 function(run_installed root)

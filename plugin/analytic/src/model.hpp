@@ -1,0 +1,75 @@
+// AnalyticModel: the analytic memory model behind the plugin boundary (ppb/plugin.hpp).
+#ifndef PPB_ANALYTIC_MODEL_HPP
+#define PPB_ANALYTIC_MODEL_HPP
+
+#include "options.hpp"
+#include "terms.hpp"
+
+#include <ppb/plugin.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ppb::analytic {
+
+// What PPB_EXPORT_MEMORY_MODEL publishes about the model.
+inline constexpr char model_description[] =
+    "Peak memory per stage predicted from the transformer's shape (Korthikanti et al. 2022 "
+    "activation formulas, parameter and optimizer bytes), configured without dry runs";
+inline constexpr std::uint32_t model_kinds = PPB_ALL_KINDS;
+inline constexpr std::uint32_t model_flags = 0;  // configured from options, never fitted
+
+// The model's terms in MB, as predict() adds them.
+struct Coefficients {
+    double const_mb = 0.0;
+    double head_mb = 0.0;               // stage 0: embedding parameters (+ grads, optimizer)
+    double head_activation_mb = 0.0;    // stage 0: per in-flight micro-batch of its first chunk
+    double tail_mb = 0.0;               // last stage of p > 1: final norm + LM head parameters
+    double tail_single_stage_mb = 0.0;  // the same for p = 1 (a tied LM head is the embedding)
+    double tail_activation_mb = 0.0;    // last stage: per in-flight micro-batch of its last chunk
+    double per_layer_mb = 0.0;          // parameters (+ grads, optimizer) per body layer
+    std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
+};
+
+[[nodiscard]] Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& terms);
+
+class AnalyticModel final : public ppb::plugin::MemoryModelBase {
+  public:
+    // `options_json`: see parse_options(). Throws ppb::plugin::InvalidInput.
+    explicit AnalyticModel(std::string_view options_json);
+    // `options` as parse_options() returns them: validated, divisibility checked.
+    explicit AnalyticModel(const ShapeOptions& options);
+
+    // Stage s of p holding n_{c,k} layers of kind k in chunk c with f_c micro-batches in flight:
+    //   M = const + P * sum n + sum_c sum_k A_k * n_{c,k} * f_c
+    //       + [s = 0] * (H + H_act * f_0) + [s = p-1] * (T + T_act * f_last)
+    // Never allocates unless it throws InvalidInput for a malformed placement.
+    [[nodiscard]] double predict(const ppb_placement& placement) const override;
+    // Not linear in the ABI's sense: the head and tail activations grow with the in-flight count
+    // of stage 0 and of the last stage, which ppb_linear_parameters cannot express (its head and
+    // tail are constants). Hosts use predict_batch instead.
+    [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const override {
+        return std::nullopt;
+    }
+    [[nodiscard]] std::string report() const override;
+
+    [[nodiscard]] const ShapeOptions& options() const noexcept { return options_; }
+    [[nodiscard]] const MemoryTerms& terms() const noexcept { return terms_; }
+    [[nodiscard]] const Coefficients& coefficients() const noexcept { return coefficients_; }
+
+  private:
+    ShapeOptions options_;
+    MemoryTerms terms_;
+    Coefficients coefficients_;
+};
+
+// The report() text for a configured model.
+[[nodiscard]] std::string report_json(const ShapeOptions& options, const MemoryTerms& terms,
+                                      const Coefficients& coefficients);
+
+}  // namespace ppb::analytic
+
+#endif  // PPB_ANALYTIC_MODEL_HPP

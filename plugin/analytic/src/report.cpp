@@ -1,0 +1,180 @@
+// The report() text: the terms of the model in the linear model's vocabulary, with what they
+// assume and how they were computed.
+#include "model.hpp"
+
+#include <ppb/kinds.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ppb::analytic {
+
+namespace {
+
+namespace json = boost::json;
+
+// JSON has no NaN or infinity; valid options never produce them, and the report refuses one.
+double finite(double v) {
+    if (!std::isfinite(v))
+        throw std::runtime_error("the analytic report would contain a non-finite number");
+    return v;
+}
+
+std::string format_mb(double mb) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.1f MB", mb);
+    return buffer;
+}
+
+std::string format_number(double x) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%g", x);
+    return buffer;
+}
+
+std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms& terms,
+                                        const Coefficients& c) {
+    const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
+    std::vector<std::string> out;
+    out.emplace_back(
+        "activations are 16-bit (2 bytes per element), dropout masks 1 byte per element, as in "
+        "Korthikanti et al. 2022 §4.1; normalisation statistics and other per-token scalars are "
+        "ignored");
+    out.emplace_back(o.dropout
+                         ? "dropout is on: the masks after the attention projection and the MLP "
+                           "(and the embedding's) are stored"
+                         : "dropout is off: no dropout masks are stored");
+    if (o.flash_attention) {
+        out.emplace_back(
+            "flash attention: the a*s^2 softmax and dropout tensors are never stored (so "
+            "'select' keeps as much as 'none'), K and V are kept at num_kv_heads heads; its "
+            "per-row softmax statistics (4asb/t bytes) are ignored");
+    } else {
+        out.emplace_back(
+            "unfused attention (flash_attention false): softmax output, dropout mask and "
+            "dropout output, (2 + 3*dropout)*a*s^2*b bytes, are stored unless the layer "
+            "recomputes selectively; K and V are expanded to all a heads before the batched "
+            "matmuls, so grouped-query attention saves no activation memory");
+    }
+    out.emplace_back(o.gated_mlp
+                         ? "gated MLP (SwiGLU): three h x F matrices; the fused activation keeps "
+                           "its two inputs (4sbF bytes) and the down projection its input (2sbF)"
+                         : "MLP of two h x F matrices: the activation function's input and the "
+                           "second linear's input are stored (4sbF bytes)");
+    if (split_sequence) {
+        out.emplace_back(
+            o.keep_gathered_inputs
+                ? "sequence parallelism; 'none' and 'select' layers keep the all-gathered "
+                  "full-sequence inputs of the QKV and first MLP linears (4sbh bytes), 'comm' "
+                  "and 'both' re-gather them in backward (Korthikanti et al.'s accounting)"
+                : "sequence parallelism as in Megatron-LM: the column-parallel linears keep "
+                  "their sequence-sharded inputs and re-gather them in backward for every kind, "
+                  "so 'comm' equals 'none' and 'both' equals 'select'");
+    } else {
+        out.emplace_back(
+            "no sequence parallelism: norms, dropout masks and the linears' inputs are "
+            "replicated on every tensor-parallel rank; 'comm' equals 'none' and 'both' equals "
+            "'select' (there is no activation all-gather to recompute)");
+    }
+    out.emplace_back(
+        "'full' keeps only each layer's input; while one layer is recomputed in backward its "
+        "activations exist once more, up to " +
+        format_mb(c.activation_mb[PPB_KIND_NONE]) +
+        " for one micro-batch: not included, put it in constant_mb if it matters");
+    out.emplace_back(
+        "stage 0 holds the embedding (V*h/t parameters; its dropout mask per in-flight "
+        "micro-batch of its first chunk), the last stage the final norm and the LM head (h + "
+        "V*h/t parameters; per in-flight micro-batch of its last chunk the final norm's and the "
+        "LM head's inputs and the fp32 logits, 4sbV/t bytes)");
+    out.emplace_back(
+        o.untie_embeddings
+            ? "untied embeddings: the LM head has its own V*h/t parameters"
+            : "tied embeddings: with p > 1 the last stage still holds a copy of the word "
+              "embeddings for the LM head (Megatron-LM), with p = 1 the LM head is the embedding");
+    out.emplace_back(
+        "parameters: no biases, one weight vector of h per norm (replicated on every "
+        "tensor-parallel rank), no learned position embeddings; vocab_size is taken as given (give "
+        "the padded size your framework allocates)");
+    out.emplace_back("bytes per parameter = param_bytes + grad_bytes + optimizer_bytes" +
+                     std::string(o.distributed_optimizer ? " / data_parallel" : "") + " = " +
+                     format_number(terms.bytes_per_parameter));
+    out.emplace_back(
+        "not included: the framework's runtime, communication buffers, allocator fragmentation "
+        "and transient backward buffers (gradients of activations, the logits' gradient): give "
+        "them as constant_mb");
+    out.emplace_back(
+        "not linear in the ABI's sense: head and tail activations grow with the in-flight count "
+        "of stage 0 and of the last stage, so parameters() is unsupported and hosts call "
+        "predict_batch");
+    return out;
+}
+
+json::array strings(const std::vector<std::string>& texts) {
+    json::array out;
+    for (const auto& t : texts)
+        out.emplace_back(t);
+    return out;
+}
+
+}  // namespace
+
+std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const Coefficients& c) {
+    json::object activation_mb;
+    json::object sbh_multiples;
+    const double sbh = static_cast<double>(o.seq_length) * o.micro_batch_size * o.hidden_size;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        const auto kind = static_cast<ppb_kind>(k);
+        activation_mb[kind_name(kind)] = finite(c.activation_mb[k]);
+        sbh_multiples[kind_name(kind)] = finite(terms.activation_bytes[k] / sbh);
+    }
+    json::object parameters{
+        {"const_mb", finite(c.const_mb)},
+        {"head_mb", finite(c.head_mb)},
+        {"tail_mb", finite(c.tail_mb)},
+        {"param_per_layer_mb", finite(c.per_layer_mb)},
+        {"activation_mb", std::move(activation_mb)},
+    };
+
+    const LayerActivationTerms& layer = terms.layer;
+    json::object diagnostics{
+        {"head_activation_mb_per_micro_batch", finite(c.head_activation_mb)},
+        {"tail_activation_mb_per_micro_batch", finite(c.tail_activation_mb)},
+        {"tail_mb_single_stage", finite(c.tail_single_stage_mb)},
+        {"bytes_per_parameter", finite(terms.bytes_per_parameter)},
+        {"parameters_per_layer_per_rank", finite(terms.layer_parameters)},
+        {"embedding_parameters_per_rank", finite(terms.embedding_parameters)},
+        {"model_parameters", finite(terms.model_parameters)},
+        {"activation_sbh_multiples", std::move(sbh_multiples)},
+        {"activation_terms_mb",
+         json::object{
+             {"replicated", finite(layer.replicated / bytes_per_mb)},
+             {"tensor_parallel", finite(layer.tensor_parallel / bytes_per_mb)},
+             {"attention_core", finite(layer.attention_core / bytes_per_mb)},
+             {"gathered_inputs", finite(layer.gathered_inputs / bytes_per_mb)},
+             {"layer_input", finite(layer.layer_input / bytes_per_mb)},
+         }},
+        {"formulas",
+         "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models "
+         "(arXiv:2205.05198) §4: activation bytes per layer per micro-batch sbh(34 + 5as/h), with "
+         "tensor parallelism sbh(10 + 24/t + 5as/(ht)), with sequence parallelism "
+         "sbh/t(34 + 5as/h), selective recompute drops 5as/h, full recompute keeps 2sbh (/t with "
+         "sequence parallelism); generalised to ffn_hidden_size, gated MLPs, grouped-query and "
+         "flash attention; parameters times (param_bytes + grad_bytes + optimizer_bytes, / d "
+         "with the distributed optimizer). Derivation: plugin/analytic/README.md"},
+        {"assumptions", strings(assumptions_of(o, terms, c))},
+        {"warnings", strings(option_warnings(o))},
+    };
+    const json::object report{{"parameters", std::move(parameters)},
+                              {"diagnostics", std::move(diagnostics)}};
+    return json::serialize(report);
+}
+
+}  // namespace ppb::analytic

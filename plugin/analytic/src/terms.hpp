@@ -1,0 +1,64 @@
+// The formulas of the analytic model: parameter and activation memory of one tensor-parallel rank
+// from the transformer's shape, after Korthikanti et al. 2022, "Reducing Activation Recomputation
+// in Large Transformer Models" (arXiv:2205.05198), §4. README.md derives every term.
+#ifndef PPB_ANALYTIC_TERMS_HPP
+#define PPB_ANALYTIC_TERMS_HPP
+
+#include "options.hpp"
+
+#include <ppb/abi.h>
+
+#include <array>
+
+namespace ppb::analytic {
+
+inline constexpr double bytes_per_mb = 1024.0 * 1024.0;  // MB = 2^20 bytes
+
+// Activation bytes stored for backward by one layer for one micro-batch, as whole tensors (before
+// any division by t), grouped by how tensor and sequence parallelism split them. Their sum with
+// the right divisions gives the paper's sbh(34 + 5as/h) family of formulas.
+struct LayerActivationTerms {
+    // Not split by tensor parallelism, split by sequence parallelism: the inputs of the two norms
+    // (4sbh), the inputs of the QKV and first MLP linears (2sbh each), the two dropout masks
+    // after the attention projection and the MLP (sbh each, when dropout is on). Paper: 10sbh.
+    double replicated = 0.0;
+    // Split by tensor parallelism: Q (2sbh), K and V (2sbh each; 2sb*h_kv each with flash
+    // attention and GQA), the attention projection's input (2sbh), the MLP's inner activations
+    // (4sbF, or 6sbF gated). Paper: 24sbh.
+    double tensor_parallel = 0.0;
+    // Split by tensor parallelism, dropped by selective recompute and by flash attention: the
+    // softmax output (2as^2b), its dropout mask (as^2b) and the dropout output (2as^2b).
+    // Paper: 5as^2b.
+    double attention_core = 0.0;
+    // The part of `replicated` that the two column-parallel linears (QKV, first MLP) receive
+    // through an all-gather under sequence parallelism: 4sbh.
+    double gathered_inputs = 0.0;
+    // The layer's input, all that full recompute keeps: 2sbh.
+    double layer_input = 0.0;
+};
+
+struct MemoryTerms {
+    LayerActivationTerms layer;
+    // Activation bytes per layer per in-flight micro-batch on one rank, for each recompute kind.
+    std::array<double, PPB_KIND_COUNT> activation_bytes{};
+    // Extra activation bytes per in-flight micro-batch of stage 0 (embedding dropout mask) and of
+    // the last stage (final norm input, LM head input, fp32 logits).
+    double head_activation_bytes = 0.0;
+    double tail_activation_bytes = 0.0;
+
+    // Parameters held by one rank.
+    double layer_parameters = 0.0;              // per body layer
+    double embedding_parameters = 0.0;          // stage 0: word embeddings
+    double tail_parameters = 0.0;               // last stage of p > 1: final norm + LM head
+    double tail_parameters_single_stage = 0.0;  // p = 1: tied LM head shares the embedding
+    // Parameters of the whole model (every rank, counted once): for checking against its size.
+    double model_parameters = 0.0;
+    double bytes_per_parameter = 0.0;
+};
+
+// Evaluates every formula for valid options (parse_options() has checked divisibility).
+[[nodiscard]] MemoryTerms memory_terms(const ShapeOptions& options) noexcept;
+
+}  // namespace ppb::analytic
+
+#endif  // PPB_ANALYTIC_TERMS_HPP

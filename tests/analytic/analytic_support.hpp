@@ -1,0 +1,61 @@
+// Published model shapes and small helpers shared by the analytic tests.
+#ifndef PPB_TESTS_ANALYTIC_SUPPORT_HPP
+#define PPB_TESTS_ANALYTIC_SUPPORT_HPP
+
+#include "model.hpp"
+#include "options.hpp"
+#include "terms.hpp"
+
+#include <boost/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace analytic_test {
+
+inline constexpr double MiB = 1024.0 * 1024.0;
+
+// GPT-3 175B as trained in Korthikanti et al. 2022 (arXiv:2205.05198), Table 3: a = 96,
+// h = 12288, L = 96, s = 2048, b = 1, V = 51200; a GeLU MLP of 4h, tied embeddings, dropout.
+inline constexpr std::string_view gpt3_175b =
+    R"("hidden_size": 12288, "num_attention_heads": 96, "ffn_hidden_size": 49152,
+       "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 51200, "num_layers": 96,
+       "gated_mlp": false, "untie_embeddings": false)";
+
+// LLaMA-2 70B (Touvron et al. 2023; the published config): h = 8192, a = 64, 8 key/value
+// heads, F = 28672 SwiGLU, L = 80, s = 4096, V = 32000, untied embeddings.
+inline constexpr std::string_view llama2_70b =
+    R"("hidden_size": 8192, "num_attention_heads": 64, "num_kv_heads": 8,
+       "ffn_hidden_size": 28672, "seq_length": 4096, "micro_batch_size": 1,
+       "vocab_size": 32000, "num_layers": 80)";
+
+// The JSON object of the members `shape` with the members `changes` added or replaced (both are
+// member lists without braces, e.g. R"("tensor_parallel": 8)").
+inline std::string options_json(std::string_view shape, std::string_view changes) {
+    boost::json::object out = boost::json::parse("{" + std::string(shape) + "}").as_object();
+    if (!changes.empty()) {
+        const boost::json::value more = boost::json::parse("{" + std::string(changes) + "}");
+        for (const auto& [key, value] : more.as_object())
+            out[key] = value;
+    }
+    return boost::json::serialize(out);
+}
+
+// The JSON object of the members `shape` without `key`.
+inline std::string options_without(std::string_view shape, std::string_view key) {
+    boost::json::object out = boost::json::parse("{" + std::string(shape) + "}").as_object();
+    out.erase(key);
+    return boost::json::serialize(out);
+}
+
+inline ppb::analytic::MemoryTerms terms(std::string_view shape, std::string_view more) {
+    return ppb::analytic::memory_terms(ppb::analytic::parse_options(options_json(shape, more)));
+}
+
+inline bool contains(const std::string& text, std::string_view part) {
+    return text.find(part) != std::string::npos;
+}
+
+}  // namespace analytic_test
+
+#endif  // PPB_TESTS_ANALYTIC_SUPPORT_HPP

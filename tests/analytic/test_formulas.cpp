@@ -1,0 +1,227 @@
+// The formulas against values computed by hand from Korthikanti et al. 2022 (arXiv:2205.05198)
+// for published model configurations, and parameter counts against the published model sizes.
+#include "analytic_support.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+using namespace analytic_test;
+using ppb::analytic::MemoryTerms;
+namespace tt = boost::test_tools;
+
+BOOST_AUTO_TEST_SUITE(paper_formulas)
+
+// GPT-3 175B (the paper's Table 3): s = 2048, b = 1, h = 12288, a = 96, t = 8.
+//   sbh    = 2048 * 1 * 12288            = 25 165 824 elements
+//   5as/h  = 5 * 96 * 2048 / 12288       = 80
+// so, in bytes per layer per micro-batch (the paper's §4, Table 2):
+//   no parallelism        sbh (34 + 80)               = 114    sbh = 2 868 903 936 B = 2736 MiB
+//   tensor parallel t = 8 sbh (10 + 24/8 + 80/8)      = 23     sbh =   578 813 952 B =  552 MiB
+//   tensor + sequence     sbh/8 (34 + 80)             = 14.25  sbh =   358 612 992 B =  342 MiB
+//   + selective, TP only  sbh (10 + 24/8)             = 13     sbh =   327 155 712 B =  312 MiB
+//   + selective, TP + SP  sbh/8 * 34                  = 4.25   sbh =   106 954 752 B =  102 MiB
+//   full recompute        2sbh (TP only), 2sbh/8 (SP)          =  48 MiB,  6 MiB
+constexpr double gpt3_sbh = 2048.0 * 12288.0;
+
+BOOST_AUTO_TEST_CASE(gpt3_175b_without_parallelism_is_sbh_34_plus_5as_over_h) {
+    const MemoryTerms t = terms(gpt3_175b, R"("tensor_parallel": 1)");
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] == 114.0 * gpt3_sbh, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 2736.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_SELECT] == 34.0 * gpt3_sbh, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_FULL] == 2.0 * gpt3_sbh, tt::tolerance(1e-12));
+    // The three groups of the paper's 34: 10 replicated, 24 split by tensor parallelism.
+    BOOST_TEST(t.layer.replicated == 10.0 * gpt3_sbh, tt::tolerance(1e-12));
+    BOOST_TEST(t.layer.tensor_parallel == 24.0 * gpt3_sbh, tt::tolerance(1e-12));
+    BOOST_TEST(t.layer.attention_core == 80.0 * gpt3_sbh, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(gpt3_175b_tensor_parallel_is_sbh_10_plus_24_over_t_plus_5as_over_ht) {
+    const MemoryTerms t = terms(gpt3_175b, R"("tensor_parallel": 8)");
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 552.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_SELECT] / MiB == 312.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_FULL] / MiB == 48.0, tt::tolerance(1e-12));
+    // Without sequence parallelism there is no all-gather to recompute.
+    BOOST_TEST(t.activation_bytes[PPB_KIND_COMM] == t.activation_bytes[PPB_KIND_NONE]);
+    BOOST_TEST(t.activation_bytes[PPB_KIND_BOTH] == t.activation_bytes[PPB_KIND_SELECT]);
+}
+
+BOOST_AUTO_TEST_CASE(gpt3_175b_sequence_parallel_divides_everything_by_t) {
+    const MemoryTerms t = terms(gpt3_175b, R"("tensor_parallel": 8, "sequence_parallel": true)");
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 342.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_SELECT] / MiB == 102.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_FULL] / MiB == 6.0, tt::tolerance(1e-12));
+    // Megatron-LM re-gathers the column-parallel inputs in backward for every kind.
+    BOOST_TEST(t.activation_bytes[PPB_KIND_COMM] == t.activation_bytes[PPB_KIND_NONE]);
+    BOOST_TEST(t.activation_bytes[PPB_KIND_BOTH] == t.activation_bytes[PPB_KIND_SELECT]);
+}
+
+// The paper's headline (abstract, §5): sequence parallelism with selective recomputation cuts
+// activation memory about 5x against tensor parallelism alone: 23 / 4.25 = 5.41 for GPT-3.
+BOOST_AUTO_TEST_CASE(gpt3_175b_selective_with_sequence_parallel_saves_about_5x) {
+    const MemoryTerms tp = terms(gpt3_175b, R"("tensor_parallel": 8)");
+    const MemoryTerms sp = terms(gpt3_175b, R"("tensor_parallel": 8, "sequence_parallel": true)");
+    const double ratio = tp.activation_bytes[PPB_KIND_NONE] / sp.activation_bytes[PPB_KIND_SELECT];
+    BOOST_TEST(ratio == 23.0 / 4.25, tt::tolerance(1e-12));
+    BOOST_TEST(ratio > 5.0);
+    BOOST_TEST(ratio < 6.0);
+}
+
+// The paper's §4.3: embedding dropout sbh/t per micro-batch on stage 0; on the last stage the
+// final norm's input 2sbh/t, the LM head's input 2sbh/t and the fp32 logits 4sbV/t:
+//   GPT-3, t = 8, SP: head 25 165 824 / 8 B = 3 MiB;
+//   tail 4 * 25 165 824 / 8 + 4 * 2048 * 51200 / 8 = 12 582 912 + 52 428 800 B = 62 MiB.
+BOOST_AUTO_TEST_CASE(gpt3_175b_head_and_tail_activations) {
+    const MemoryTerms t = terms(gpt3_175b, R"("tensor_parallel": 8, "sequence_parallel": true)");
+    BOOST_TEST(t.head_activation_bytes / MiB == 3.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.tail_activation_bytes / MiB == 62.0, tt::tolerance(1e-12));
+}
+
+// Parameters: 12h^2 per layer (4h^2 attention, 8h^2 MLP) + 2h norm weights; V*h embedding
+// (tied) + h final norm:
+//   96 * (12 * 12288^2 + 2 * 12288) + 51200 * 12288 + 12288 = 174 577 692 672  ~ 175B (-0.24 %)
+BOOST_AUTO_TEST_CASE(gpt3_175b_has_175_billion_parameters) {
+    const MemoryTerms t = terms(gpt3_175b, R"("tensor_parallel": 8)");
+    BOOST_TEST(t.model_parameters == 174577692672.0, tt::tolerance(1e-15));
+    BOOST_TEST(t.model_parameters == 175e9, tt::tolerance(0.01));
+    // One rank of t = 8: 12h^2 / 8 + 2h = 226 492 416 + 24 576.
+    BOOST_TEST(t.layer_parameters == 226516992.0, tt::tolerance(1e-15));
+    BOOST_TEST(t.embedding_parameters == 51200.0 * 12288.0 / 8.0, tt::tolerance(1e-15));
+}
+
+// The other configurations of the paper's Table 3 (s = 2048, V = 51200, GeLU MLP of 4h):
+//   22B:  a = 64,  h = 6144,  L = 48  -> 22 058 000 384 ~ 22B   (+0.26 %)
+//   530B: a = 128, h = 20480, L = 105 -> 529 534 922 752 ~ 530B  (-0.09 %)
+//   1T:   a = 160, h = 25600, L = 128 -> 1 007 950 054 400 ~ 1T (+0.80 %)
+BOOST_AUTO_TEST_CASE(the_papers_other_models_have_their_published_sizes) {
+    struct Case {
+        const char* shape;
+        double published;
+    };
+    const Case cases[] = {
+        {R"("hidden_size": 6144, "num_attention_heads": 64, "num_layers": 48,
+            "ffn_hidden_size": 24576)",
+         22e9},
+        {R"("hidden_size": 20480, "num_attention_heads": 128, "num_layers": 105,
+            "ffn_hidden_size": 81920)",
+         530e9},
+        {R"("hidden_size": 25600, "num_attention_heads": 160, "num_layers": 128,
+            "ffn_hidden_size": 102400)",
+         1e12},
+    };
+    for (const auto& c : cases) {
+        const MemoryTerms t = terms(c.shape, R"("seq_length": 2048, "micro_batch_size": 1,
+            "vocab_size": 51200, "tensor_parallel": 8, "gated_mlp": false,
+            "untie_embeddings": false)");
+        BOOST_TEST(t.model_parameters == c.published, tt::tolerance(0.01));
+    }
+}
+
+// LLaMA-2 70B, t = 8 with sequence parallelism (the sample's configuration). sbh = 4096 * 8192
+// = 33 554 432, sbh/t = 4 194 304 B = 4 MiB. Per layer, in units of sbh:
+//   replicated  10     (norm inputs 4, QKV and MLP inputs 2 + 2, dropout masks 1 + 1)
+//   split by t  29     (Q 2, K and V expanded to 64 heads 2 + 2, projection input 2,
+//                       SwiGLU 6F/h = 6 * 28672 / 8192 = 21)
+//   core        5as/h = 5 * 64 * 4096 / 8192 = 160
+//   none   = (10 + 29 + 160) / 8 sbh = 199 * 4 MiB = 796 MiB
+//   select = (10 + 29) / 8 sbh       =  39 * 4 MiB = 156 MiB
+//   full   = 2 / 8 sbh               =   2 * 4 MiB =   8 MiB
+constexpr std::string_view llama_sp = R"("tensor_parallel": 8, "sequence_parallel": true)";
+
+BOOST_AUTO_TEST_CASE(llama2_70b_sequence_parallel_activations) {
+    const MemoryTerms t = terms(llama2_70b, llama_sp);
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 796.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_SELECT] / MiB == 156.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_FULL] / MiB == 8.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_COMM] / MiB == 796.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_BOTH] / MiB == 156.0, tt::tolerance(1e-12));
+    // Head: embedding dropout sbh/t = 4 MiB. Tail: 2 * 4 MiB + 2 * 4 MiB + 4 * 4096 * 32000 / 8
+    // B = 16 MiB + 62.5 MiB.
+    BOOST_TEST(t.head_activation_bytes / MiB == 4.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.tail_activation_bytes / MiB == 78.5, tt::tolerance(1e-12));
+}
+
+// Tensor parallelism alone: none = 10 + (29 + 160) / 8 = 33.625 sbh = 1076 MiB,
+// select = 10 + 29 / 8 = 13.625 sbh = 436 MiB, full = 2 sbh = 64 MiB.
+BOOST_AUTO_TEST_CASE(llama2_70b_tensor_parallel_only_activations) {
+    const MemoryTerms t = terms(llama2_70b, R"("tensor_parallel": 8)");
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 1076.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_SELECT] / MiB == 436.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_FULL] / MiB == 64.0, tt::tolerance(1e-12));
+}
+
+// Flash attention stores no a*s^2 tensor and keeps K and V at 8 heads (h_kv = h/8):
+//   split by t = 2 + 2 * 2/8 + 2 + 21 = 25.5; none = select = (10 + 25.5) / 8 * 32 MiB = 142 MiB.
+// Without dropout, the two masks go too: (8 + 25.5) / 8 * 32 MiB = 134 MiB.
+BOOST_AUTO_TEST_CASE(llama2_70b_flash_attention_and_no_dropout) {
+    const MemoryTerms flash = terms(llama2_70b, R"("tensor_parallel": 8, "sequence_parallel": true,
+                             "flash_attention": true)");
+    BOOST_TEST(flash.activation_bytes[PPB_KIND_NONE] / MiB == 142.0, tt::tolerance(1e-12));
+    BOOST_TEST(flash.activation_bytes[PPB_KIND_SELECT] / MiB == 142.0, tt::tolerance(1e-12));
+    const MemoryTerms no_dropout =
+        terms(llama2_70b, R"("tensor_parallel": 8, "sequence_parallel": true,
+                             "flash_attention": true, "dropout": false)");
+    BOOST_TEST(no_dropout.activation_bytes[PPB_KIND_NONE] / MiB == 134.0, tt::tolerance(1e-12));
+    BOOST_TEST(no_dropout.head_activation_bytes == 0.0);
+}
+
+// Keeping the all-gathered inputs of the QKV and first MLP linears adds 4sbh (1 - 1/t)
+// = 3.5 sbh = 112 MiB to 'none' and 'select'; 'comm' and 'both' re-gather them.
+BOOST_AUTO_TEST_CASE(llama2_70b_keeping_gathered_inputs_separates_comm) {
+    const MemoryTerms t = terms(llama2_70b, R"("tensor_parallel": 8, "sequence_parallel": true,
+                             "keep_gathered_inputs": true)");
+    BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 908.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_SELECT] / MiB == 268.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_COMM] / MiB == 796.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_BOTH] / MiB == 156.0, tt::tolerance(1e-12));
+    BOOST_TEST(t.activation_bytes[PPB_KIND_FULL] / MiB == 8.0, tt::tolerance(1e-12));
+    // The LM head's input is kept whole too (2sbh = 64 MiB): tail 8 + 64 + 62.5 MiB.
+    BOOST_TEST(t.tail_activation_bytes / MiB == 134.5, tt::tolerance(1e-12));
+}
+
+// Per layer: attention h(h + 2 h_kv) + h^2 = 8192 * 10240 + 8192^2 = 150 994 944, SwiGLU
+// 3 * 8192 * 28672 = 704 643 072, norms 2 * 8192. Model: 80 layers + 2 * 32000 * 8192 (untied)
+// + 8192 = 68 976 648 192, the published count of LLaMA-2 70B ("69B").
+BOOST_AUTO_TEST_CASE(llama2_70b_has_69_billion_parameters) {
+    const MemoryTerms t = terms(llama2_70b, llama_sp);
+    BOOST_TEST(t.model_parameters == 68976648192.0, tt::tolerance(1e-15));
+    BOOST_TEST(t.model_parameters == 69e9, tt::tolerance(0.01));
+    // One rank: (150 994 944 + 704 643 072) / 8 + 16 384 = 106 971 136.
+    BOOST_TEST(t.layer_parameters == 106971136.0, tt::tolerance(1e-15));
+    BOOST_TEST(t.embedding_parameters == 32768000.0, tt::tolerance(1e-15));
+    BOOST_TEST(t.tail_parameters == 32768000.0 + 8192.0, tt::tolerance(1e-15));
+}
+
+// Megatron-LM's table of bytes per parameter (docs, distributed optimizer): bf16 parameters
+// with fp32 gradients take 18 bytes, or 6 + 12/d with the distributed optimizer.
+BOOST_AUTO_TEST_CASE(bytes_per_parameter_follow_megatron) {
+    BOOST_TEST(terms(llama2_70b, llama_sp).bytes_per_parameter == 18.0);
+    BOOST_TEST(terms(llama2_70b, R"("tensor_parallel": 8, "data_parallel": 4,
+                                    "distributed_optimizer": true)")
+                   .bytes_per_parameter == 9.0);
+    // fp16 parameters and gradients, fp32 master weights + Adam: 20, or 4 + 16/d.
+    BOOST_TEST(terms(llama2_70b, R"("tensor_parallel": 8, "data_parallel": 8,
+                                    "distributed_optimizer": true, "grad_bytes": 2,
+                                    "optimizer_bytes": 16)")
+                   .bytes_per_parameter == 6.0);
+}
+
+// A non-gated MLP of F != 4h: the MLP stores 4sbF. With F = 3h, t = 1: replicated 10, split
+// 8 + 12 = 20, so select = 30 sbh; a gated MLP of the same F stores 6sbF: 10 + 8 + 18 = 36 sbh.
+BOOST_AUTO_TEST_CASE(mlp_generalisation) {
+    constexpr std::string_view shape =
+        R"("hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 3072,
+           "seq_length": 512, "micro_batch_size": 2, "vocab_size": 32000, "num_layers": 4,
+           "tensor_parallel": 1)";
+    const double sbh = 512.0 * 2.0 * 1024.0;
+    BOOST_TEST(
+        terms(shape, R"("gated_mlp": false)").activation_bytes[PPB_KIND_SELECT] == 30.0 * sbh,
+        tt::tolerance(1e-12));
+    BOOST_TEST(terms(shape, "").activation_bytes[PPB_KIND_SELECT] == 36.0 * sbh,
+               tt::tolerance(1e-12));
+    // Parameters: attention 4h^2, gated MLP 3hF = 9h^2, norms 2h.
+    BOOST_TEST(terms(shape, "").layer_parameters == 13.0 * 1024 * 1024 + 2 * 1024,
+               tt::tolerance(1e-15));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
