@@ -9,7 +9,7 @@ if(NOT rc EQUAL 0)
 endif()
 
 foreach(path bin/ppb lib/ppb/plugins/ppb-dryrun-lsq-1.0.0.so include/ppb/abi.h
-             include/ppb/plugin.hpp include/ppb/memory_model.hpp lib/libppb_host.a
+             include/ppb/plugin.hpp include/ppb/memory_model.hpp lib/libppb_host.a lib/libppb_json.a
              lib/cmake/ppb/ppbConfig.cmake lib/cmake/ppb/ppbConfigVersion.cmake
              lib/cmake/ppb/ppbTargets.cmake lib/cmake/ppb/ppbPlugin.cmake)
     if(NOT EXISTS "${prefix}/${path}")
