@@ -205,8 +205,7 @@ std::string location(std::string_view text, std::size_t offset) {
     return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
-std::string syntax_problem(const json::error_code& ec, std::string_view text,
-                           std::size_t offset) {
+std::string syntax_problem(const json::error_code& ec, std::string_view text, std::size_t offset) {
     if (ec == json::error::incomplete) {
         if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
             return "the text is empty";
@@ -249,8 +248,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
         row[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j) {
             const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                               diagonal + (a[i - 1] == b[j - 1] ? 0u : 1u)});
+            row[j] =
+                std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0u : 1u)});
             diagonal = above;
         }
     }

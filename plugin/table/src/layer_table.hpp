@@ -21,19 +21,19 @@ inline constexpr std::array<std::string_view, PPB_KIND_COUNT> activation_keys = 
 
 struct LayerTable {
     // Coefficients in MB, as in ppb_linear_parameters.
-    double const_mb = 0.0;             // constant_memory_mb, 0 when absent
-    double head_mb = 0.0;              // sum over HEAD entries of nb_layer x memory_parameter
-    double tail_mb = 0.0;              // the same over TAIL entries
-    double param_per_layer_mb = 0.0;   // the BODY entry's memory_parameter
+    double const_mb = 0.0;            // constant_memory_mb, 0 when absent
+    double head_mb = 0.0;             // sum over HEAD entries of nb_layer x memory_parameter
+    double tail_mb = 0.0;             // the same over TAIL entries
+    double param_per_layer_mb = 0.0;  // the BODY entry's memory_parameter
     // The BODY entry's activation_keys[k]; nullopt when the file does not give it (that kind
     // cannot be predicted).
     std::array<std::optional<double>, PPB_KIND_COUNT> activation_mb{};
 
-    std::string body_name;          // the BODY entry's name
-    std::uint32_t num_layers = 0;   // the BODY entry's nb_layer
+    std::string body_name;                  // the BODY entry's name
+    std::uint32_t num_layers = 0;           // the BODY entry's nb_layer
     std::vector<std::string> head_entries;  // names of the HEAD entries, in file order
     std::vector<std::string> tail_entries;
-    bool const_defaulted = true;    // constant_memory_mb was absent
+    bool const_defaulted = true;  // constant_memory_mb was absent
     std::vector<std::string> warnings;
 };
 
@@ -43,6 +43,9 @@ struct LayerTable {
 // a missing or several BODY entries, negative memory, a BODY without memory_parameter, and
 // options that are plainly another model's.
 [[nodiscard]] LayerTable parse_layer_table(std::string_view options_json);
+
+// The report() text {"parameters": {...}, "diagnostics": {...}} described in README.md.
+[[nodiscard]] std::string report_json(const LayerTable& table);
 
 }  // namespace ppb::table
 

@@ -1,0 +1,79 @@
+// TableModel: the table memory model behind the plugin boundary (ppb/plugin.hpp). Configured
+// from a SAPP layer file given as its options, not fitted.
+#ifndef PPB_TABLE_MODEL_HPP
+#define PPB_TABLE_MODEL_HPP
+
+#include "layer_table.hpp"
+
+#include <ppb/plugin.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ppb::table {
+
+// What PPB_EXPORT_MEMORY_MODEL publishes about the model. The mask is static, so it names every
+// kind; which kinds one instance predicts depends on its layer file and is told by the
+// PPB_PARAM_ACTIVATION bits of parameters() (and by NotEstimable from predict).
+inline constexpr char model_description[] =
+    "Peak memory per stage from the per-layer memory of a SAPP layer file (memory_parameter, "
+    "memory_activation, ...) given as the options: configured, not fitted";
+inline constexpr std::uint32_t model_kinds = PPB_ALL_KINDS;
+inline constexpr std::uint32_t model_flags = 0;
+inline constexpr char model_options_help[] =
+    "the options are a SAPP layer file (--model-options FILE): {\"layers_description\": [...], "
+    "\"constant_memory_mb\": C}\n"
+    "layers_description: HEAD, BODY and TAIL entries; exactly one BODY entry, with "
+    "memory_parameter (MB per layer) and memory_activation, memory_select_rec, "
+    "memory_select_comm, memory_both_comm_select, memory_recompute (MB per layer and in-flight "
+    "micro-batch of kinds none, select, comm, both, full; an absent kind is not predicted)\n"
+    "HEAD and TAIL entries: nb_layer x memory_parameter is added to stage 0 and the last stage\n"
+    "constant_memory_mb: memory of every stage (default 0)";
+
+class TableModel final : public ppb::plugin::MemoryModelBase {
+  public:
+    // `options_json`: a SAPP layer file, see parse_layer_table(). Throws
+    // ppb::plugin::InvalidInput.
+    explicit TableModel(std::string_view options_json);
+    explicit TableModel(LayerTable table);
+
+    // fit() keeps the base class's: Unsupported.
+    [[nodiscard]] double predict(const ppb_placement& placement) const override;
+    void predict_batch(std::span<const ppb_placement> placements,
+                       std::span<double> out_mb) const override;
+    [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const override;
+    [[nodiscard]] std::string report() const override;
+
+    [[nodiscard]] const LayerTable& table() const noexcept { return table_; }
+
+  private:
+    // Number of coefficients: const, head, tail, per layer, one activation per kind.
+    static constexpr std::size_t coefficient_count = 4 + PPB_KIND_COUNT;
+
+    // predict() of one placement; `index` is its index in a batch, for messages (no_index for
+    // predict()).
+    [[nodiscard]] double evaluate(const ppb_placement& placement, std::size_t index) const;
+    [[noreturn]] void throw_absent_kind(const ppb_placement& placement, std::size_t index,
+                                        ppb_kind kind) const;
+
+    LayerTable table_;
+    // The coefficients in that order; 0 for a kind the file does not give.
+    std::array<double, coefficient_count> theta_{};
+    std::uint32_t available_kinds_ = 0;  // PPB_KIND_BIT of the kinds the file gives
+};
+
+inline constexpr std::size_t no_index = static_cast<std::size_t>(-1);
+
+// Throws ppb::plugin::InvalidInput unless: num_stages >= 1, stage < num_stages, num_chunks >= 1,
+// chunks not null and every chunk's in_flight >= 1. The message starts with "placement: ", or
+// "placement 3: " for the placement of index 3 in a batch. Does not allocate unless it throws.
+void validate_placement(const ppb_placement& placement, std::size_t index = no_index);
+
+}  // namespace ppb::table
+
+#endif  // PPB_TABLE_MODEL_HPP

@@ -1,0 +1,79 @@
+// The report() text: the coefficients read from the layer file (null for a kind it does not
+// give) and what the report's reader should know about where they came from.
+#include "layer_table.hpp"
+
+#include <ppb/kinds.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ppb::table {
+
+namespace {
+
+// JSON has no NaN or infinity; the reader refuses them, and the report never carries one.
+double finite(double v) {
+    if (!std::isfinite(v))
+        throw std::runtime_error("the table report would contain a non-finite number");
+    return v;
+}
+
+boost::json::array strings(const std::vector<std::string>& texts) {
+    boost::json::array out;
+    for (const auto& t : texts)
+        out.emplace_back(t);
+    return out;
+}
+
+std::string activation_name(std::size_t k) {
+    return "activation_mb." + std::string(kind_names[k]);
+}
+
+boost::json::object parameters_of(const LayerTable& table) {
+    boost::json::object parameters;
+    parameters["const_mb"] = finite(table.const_mb);
+    parameters["head_mb"] = finite(table.head_mb);
+    parameters["tail_mb"] = finite(table.tail_mb);
+    parameters["param_per_layer_mb"] = finite(table.param_per_layer_mb);
+    boost::json::object activation_mb;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        const auto& a = table.activation_mb[k];
+        activation_mb[kind_names[k]] =
+            a ? boost::json::value(finite(*a)) : boost::json::value(nullptr);
+    }
+    parameters["activation_mb"] = std::move(activation_mb);
+    return parameters;
+}
+
+boost::json::object diagnostics_of(const LayerTable& table) {
+    boost::json::object d;
+    d["source"] = "SAPP layer file";
+    d["body"] = table.body_name;
+    d["num_layers"] = table.num_layers;
+    d["head_entries"] = strings(table.head_entries);
+    d["tail_entries"] = strings(table.tail_entries);
+    d["const_defaulted"] = table.const_defaulted;
+    boost::json::array not_considered;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        if (!table.activation_mb[k])
+            not_considered.emplace_back(activation_name(k));
+    }
+    d["not_considered"] = std::move(not_considered);
+    d["warnings"] = strings(table.warnings);
+    return d;
+}
+
+}  // namespace
+
+std::string report_json(const LayerTable& table) {
+    const boost::json::object report{{"parameters", parameters_of(table)},
+                                     {"diagnostics", diagnostics_of(table)}};
+    return boost::json::serialize(report);
+}
+
+}  // namespace ppb::table
