@@ -120,6 +120,38 @@ BOOST_AUTO_TEST_CASE(cross_validation_holds_each_config_out) {
                in_sample.at("summary").at(0).at("rms_error_mb").to_number<double>());
 }
 
+BOOST_AUTO_TEST_CASE(exported_fit_read_by_the_table_model_predicts_exactly_the_same) {
+    const std::string exported = write_file("", "roundtrip.json");
+    BOOST_TEST_REQUIRE(ppb({"fit", sample_dryrun, "--export-sapp", exported}).exit_code == 0);
+    const auto r = ppb({"compare", sample_dryrun, "--model", "dryrun-lsq", "--model",
+                        "table=" + exported, "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out);
+    for (const auto& p : doc.at("placements").as_array()) {
+        const auto& pr = p.at("predictions").as_array();
+        // Bit for bit: the same coefficients, summed in the same order.
+        BOOST_TEST(pr[0].at("memory_mb").as_double() == pr[1].at("memory_mb").as_double());
+    }
+    // The same partition command with each model: dryrun-lsq, its export through table, analytic.
+    const std::vector<std::string> common = {
+        "partition",       "--model-desc", layers_file,         "--stages", "8",
+        "--micro-batches", "32",           "--memory-limit-mb", "30000",    "--json"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = common;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return ppb(args);
+    };
+    const auto lsq = with({"--model", "dryrun-lsq", "--dryrun", sample_dryrun});
+    const auto table = with({"--model", "table", "--model-options", exported});
+    const auto analytic = with({"--model", "analytic", "--model-options",
+                                std::string(PPB_SAMPLES_DIR) + "/llama70b-shape.json"});
+    for (const auto* run : {&lsq, &table, &analytic})
+        BOOST_TEST_REQUIRE(run->exit_code == 0, run->err);
+    // Same coefficients, same plan.
+    BOOST_TEST(parse_json(lsq.out).at("stages") == parse_json(table.out).at("stages"));
+    BOOST_TEST(parse_json(analytic.out).at("model").at("name").as_string() == "analytic");
+}
+
 BOOST_AUTO_TEST_CASE(compare_usage_errors) {
     expect_input_error(ppb({"compare", sample_dryrun}), {"at least one --model"});
     expect_input_error(ppb({"compare", "--model", "dryrun-lsq"}),

@@ -170,10 +170,12 @@ BOOST_AUTO_TEST_CASE(truncated_library_is_failed_and_selecting_it_exits_3) {
     const auto* o = entry(doc.at("plugins").as_array(), "ppb-truncated-1.0.0.so");
     BOOST_TEST_REQUIRE(o != nullptr);
     BOOST_TEST(o->at("verdict").as_string() == "failed");
-    BOOST_TEST(std::string(o->at("reason").as_string()).find("truncated ELF file") != std::string::npos);
+    BOOST_TEST(std::string(o->at("reason").as_string()).find("truncated ELF file") !=
+               std::string::npos);
 
-    expect_failure(ppb({"fit", sample_dryrun, "--model", "truncated", "--plugin-path", dir.string()}),
-                   3, {"truncated 1.0.0: failed", "truncated ELF file"});
+    expect_failure(
+        ppb({"fit", sample_dryrun, "--model", "truncated", "--plugin-path", dir.string()}), 3,
+        {"truncated 1.0.0: failed", "truncated ELF file"});
     expect_input_error(ppb({"fit", sample_dryrun, "--model", "truncated@"}), {"MAJOR.MINOR.PATCH"});
 }
 

@@ -10,10 +10,12 @@
 
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -28,6 +30,17 @@ constexpr std::array<const char*, PPB_KIND_COUNT> memory_fields = {
     "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
     "memory_recompute"};
 
+// A layer file holds memory >= 0; a negative estimate is refused, not written.
+double non_negative(double value, std::string_view key) {
+    if (value < 0.0) {
+        throw InputError(fmt::format(
+            "--export-sapp: the fitted {} is negative ({:.1f} MB), and a SAPP layer file holds "
+            "memory of at least 0 (see the fit's warnings: more or more varied dry runs)",
+            key, value));
+    }
+    return value;
+}
+
 double required(const json::object& params, const char* key) {
     const auto& v = params.at(key);
     if (v.is_null()) {
@@ -36,7 +49,25 @@ double required(const json::object& params, const char* key) {
             "needs it (see the fit's not_identifiable diagnostics)",
             key));
     }
-    return v.to_number<double>();
+    return non_negative(v.to_number<double>(), key);
+}
+
+// A per-layer value x with x * count == total exactly, so that a reader multiplying it back
+// (nb_layer x memory_parameter) gets the fitted total to the last bit; the nearest such double
+// to total / count, or total / count itself when none is within a few ulps.
+double per_layer_share(double total, double count) {
+    const double first = total / count;
+    double down = first;
+    double up = first;
+    for (int step = 0; step < 8; ++step) {
+        if (down * count == total)
+            return down;
+        if (up * count == total)
+            return up;
+        down = std::nextafter(down, -std::numeric_limits<double>::infinity());
+        up = std::nextafter(up, std::numeric_limits<double>::infinity());
+    }
+    return first;
 }
 
 // Layers of a dry run (one config label at one pipeline degree) that measured every stage.
@@ -64,7 +95,8 @@ void set_body_memory(json::object& entry, double per_layer, const json::object& 
         if (v.is_null()) {
             entry.erase(memory_fields[k]);
         } else {
-            entry[memory_fields[k]] = v.to_number<double>();
+            entry[memory_fields[k]] =
+                non_negative(v.to_number<double>(), fmt::format("activation_mb.{}", kind_names[k]));
         }
     }
 }
@@ -79,7 +111,7 @@ json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& 
     const double per_layer = required(params, "param_per_layer_mb");
     const auto& activation = params.at("activation_mb").as_object();
     const auto& c = params.at("const_mb");
-    const double constant = c.is_null() ? 0.0 : c.to_number<double>();
+    const double constant = c.is_null() ? 0.0 : non_negative(c.to_number<double>(), "const_mb");
 
     json::object out;
     if (layer_template) {
@@ -97,10 +129,10 @@ json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& 
                 set_body_memory(entry, per_layer, activation);
             } else if (type == "HEAD") {
                 // H is the whole head: it goes on the first HEAD entry, per layer of it.
-                entry["memory_parameter"] = head_set ? 0.0 : head / count;
+                entry["memory_parameter"] = head_set ? 0.0 : per_layer_share(head, count);
                 head_set = true;
             } else if (type == "TAIL") {
-                entry["memory_parameter"] = tail_set ? 0.0 : tail / count;
+                entry["memory_parameter"] = tail_set ? 0.0 : per_layer_share(tail, count);
                 tail_set = true;
             }
         }
