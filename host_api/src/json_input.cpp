@@ -288,51 +288,6 @@ bool is_plain_name(std::string_view key) {
                        [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || c == '-'; });
 }
 
-// 'key' for messages; keys with quotes or control characters are shown as JSON strings.
-std::string quoted_key(std::string_view key) {
-    const bool plain = std::all_of(key.begin(), key.end(), [](char c) {
-        return static_cast<unsigned char>(c) >= 0x20 && c != '\'' && c != 0x7f;
-    });
-    if (plain)
-        return "'" + std::string(key) + "'";
-    return json::serialize(json::string_view(key.data(), key.size()));
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] =
-                std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0u : 1u)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
-// The known name an unknown one was probably meant to be, if any is close.
-std::optional<std::string_view> closest_name(std::string_view unknown,
-                                             std::span<const std::string_view> known) {
-    std::optional<std::string_view> best;
-    std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-    for (const auto name : known) {
-        const std::size_t d = edit_distance(unknown, name);
-        const bool prefix =
-            unknown.size() >= 3 && (name.starts_with(unknown) || unknown.starts_with(name));
-        const bool close = d <= std::max<std::size_t>(2, name.size() / 3) && d < name.size();
-        if ((close || prefix) && d < best_distance) {
-            best = name;
-            best_distance = d;
-        }
-    }
-    return best;
-}
-
 std::string integer_expectation(std::int64_t min, std::int64_t max) {
     constexpr auto top = std::numeric_limits<std::int64_t>::max();
     constexpr auto u32 = static_cast<std::int64_t>(std::numeric_limits<std::uint32_t>::max());
@@ -356,6 +311,54 @@ std::string integer_expectation(std::int64_t min, std::int64_t max) {
 }
 
 }  // namespace
+
+// 'key' for messages; keys with quotes or control characters are shown as JSON strings.
+std::string quoted_key(std::string_view key) {
+    const bool plain = std::all_of(key.begin(), key.end(), [](char c) {
+        return static_cast<unsigned char>(c) >= 0x20 && c != '\'' && c != 0x7f;
+    });
+    if (plain)
+        return "'" + std::string(key) + "'";
+    return json::serialize(json::string_view(key.data(), key.size()));
+}
+
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] =
+                std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0u : 1u)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+std::optional<std::string_view> closest_name(std::string_view unknown,
+                                             std::span<const std::string_view> known) {
+    std::optional<std::string_view> best;
+    std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+    for (const auto name : known) {
+        const std::size_t d = edit_distance(unknown, name);
+        const bool prefix =
+            unknown.size() >= 3 && (name.starts_with(unknown) || unknown.starts_with(name));
+        const bool close = d <= std::max<std::size_t>(2, name.size() / 3) && d < name.size();
+        if ((close || prefix) && d < best_distance) {
+            best = name;
+            best_distance = d;
+        }
+    }
+    return best;
+}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -60,6 +60,14 @@ namespace ppb {
 // object. Long strings are shortened.
 [[nodiscard]] std::string describe_json(const boost::json::value& value);
 
+// 'key' for messages; a key with quotes or control characters is shown as a JSON string.
+[[nodiscard]] std::string quoted_key(std::string_view key);
+
+// The name in `known` that `unknown` was probably meant to be (a small edit distance, or a
+// prefix), if any: for "did you mean" in messages.
+[[nodiscard]] std::optional<std::string_view> closest_name(std::string_view unknown,
+                                                           std::span<const std::string_view> known);
+
 class JsonObject;
 class JsonArray;
 
