@@ -1,5 +1,5 @@
-// Strict reading of the options JSON inside the plugin (which must not link ppb_host): exact
-// numbers, no repeated keys, no overflowing numbers, and JSON paths for messages.
+// Strict reading of the options JSON: ppb::json's reader (exact numbers, no repeated keys, no
+// overflowing numbers, JSON paths for messages) with its errors as the plugin's InvalidInput.
 #ifndef PPB_TABLE_JSON_READER_HPP
 #define PPB_TABLE_JSON_READER_HPP
 
