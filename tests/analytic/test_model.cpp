@@ -1,6 +1,6 @@
 // The model class: predictions for whole stages (the bundled sample), chunks, single-stage
 // pipelines, malformed placements, allocation-free prediction, and the report.
-#include "allocation_counter.hpp"
+#include "../common/allocation_counter.hpp"
 #include "analytic_support.hpp"
 
 #include <ppb/fit_format.hpp>
@@ -158,12 +158,12 @@ BOOST_AUTO_TEST_CASE(predict_does_not_allocate) {
     const AnalyticModel model = sample_model();
     const ppb_chunk chunks[2] = {chunk_of(PPB_KIND_SELECT, 3, 7), chunk_of(PPB_KIND_FULL, 2, 2)};
     double sum = 0.0;
-    const std::size_t before = allocation_count();
+    const std::size_t before = ppb_test::allocation_count();
     for (std::uint32_t s = 0; s < 8; ++s) {
         const ppb_placement placement{8, s, 2, chunks};
         sum += model.predict(placement);
     }
-    const std::size_t after = allocation_count();
+    const std::size_t after = ppb_test::allocation_count();
     BOOST_TEST(after == before);
     BOOST_TEST(sum > 0.0);
 }

@@ -1,6 +1,6 @@
 // The table model linked directly: coefficients read from a layer file, predictions checked by
 // hand, absent kinds, placement validation and the report.
-#include "allocation_counter.hpp"
+#include "../common/allocation_counter.hpp"
 #include "model.hpp"
 #include "table_support.hpp"
 
@@ -317,11 +317,11 @@ BOOST_AUTO_TEST_CASE(predictions_do_not_allocate) {
         views.push_back(s.view());
     std::vector<double> out(views.size());
     double sum = 0.0;
-    const std::size_t before = allocation_count();
+    const std::size_t before = ppb_test::allocation_count();
     for (const auto& v : views)
         sum += model.predict(v);
     model.predict_batch(views, out);
-    const std::size_t after = allocation_count();
+    const std::size_t after = ppb_test::allocation_count();
     BOOST_TEST(after == before);
     BOOST_TEST(sum > 0.0);
 }

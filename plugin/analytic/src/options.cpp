@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <ppb/json_input.hpp>
 #include <ppb/plugin.hpp>
 
 #include <boost/json/parse.hpp>
@@ -124,40 +125,16 @@ std::string known_options() {
     return out;
 }
 
-// Levenshtein distance, for "did you mean" on a misspelt key.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
+// The known option a misspelt key was probably meant to be (ppb::json's rule).
 std::optional<std::string_view> closest_key(std::string_view key) {
-    std::optional<std::string_view> best;
-    std::size_t best_distance = 3;  // suggest only within two edits
-    const auto consider = [&](std::string_view candidate) {
-        const std::size_t d = edit_distance(key, candidate);
-        if (d < best_distance) {
-            best_distance = d;
-            best = candidate;
-        }
-    };
+    std::vector<std::string_view> known;
     for (const auto& o : integer_options)
-        consider(o.key);
+        known.push_back(o.key);
     for (const auto& o : bool_options)
-        consider(o.key);
+        known.push_back(o.key);
     for (const auto& o : number_options)
-        consider(o.key);
-    return best;
+        known.push_back(o.key);
+    return ppb::closest_name(key, known);
 }
 
 // Options that are another model's input given to this one by mistake.

@@ -10,7 +10,7 @@ namespace {
 std::atomic<std::size_t> allocations{0};
 }  // namespace
 
-std::size_t analytic_test::allocation_count() noexcept {
+std::size_t ppb_test::allocation_count() noexcept {
     return allocations.load();
 }
 
