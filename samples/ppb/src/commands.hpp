@@ -14,6 +14,7 @@ int run_fit(std::span<const std::string> args);
 int run_predict(std::span<const std::string> args);
 int run_partition(std::span<const std::string> args);
 int run_compare(std::span<const std::string> args);
+int run_import(std::span<const std::string> args);
 // The child-process side of 'ppb plugins --check' (hidden command __probe-plugin).
 int run_probe_plugin(std::span<const std::string> args);
 

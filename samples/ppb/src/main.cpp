@@ -41,6 +41,7 @@ Commands:
   predict    fit, then predict the peak memory of one stage placement
   partition  choose layers and recompute kinds per stage under a memory limit
   compare    several models' predictions beside measured memory, with their errors
+  import     build a dry-run file from MindSpore or Megatron logs and configs
 
 Run 'ppb COMMAND --help' for a command's options.
 
@@ -82,6 +83,8 @@ int main(int argc, char** argv) {
             return ppb::cli::run_partition(rest);
         if (command == "compare")
             return ppb::cli::run_compare(rest);
+        if (command == "import")
+            return ppb::cli::run_import(rest);
         if (command == "__probe-plugin")
             return ppb::cli::run_probe_plugin(rest);
         throw ppb::cli::UsageError(fmt::format("unknown command '{}'", command));

@@ -1,0 +1,66 @@
+// Helpers of the importer tests: scratch directories with files, and error-message checks.
+#ifndef PPB_TESTS_IMPORT_SCRATCH_HPP
+#define PPB_TESTS_IMPORT_SCRATCH_HPP
+
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace ppb_test {
+
+// A fresh directory under the system's temporary directory, removed with the object.
+class Scratch {
+  public:
+    Scratch();
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] std::filesystem::path operator/(const std::string& relative) const {
+        return path_ / relative;
+    }
+    // Writes `text` to `relative` (creating directories) and returns the file's path.
+    std::filesystem::path write(const std::string& relative, std::string_view text) const;
+
+  private:
+    std::filesystem::path path_;
+};
+
+[[nodiscard]] std::string read_file(const std::filesystem::path& path);
+
+// The end of a MindSpore dry-run log: the memory lines MindSpore prints, after some noise.
+[[nodiscard]] std::string mindspore_log(int used_mb, int actual_mb);
+
+// The message of the `Error` that `f` throws; fails the test if it throws nothing.
+template <class Error, class F>
+std::string error_message(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    BOOST_ERROR("expected an exception, none was thrown");
+    return {};
+}
+
+// Checks that `message` contains each of `parts`.
+inline void check_contains(const std::string& message,
+                           std::initializer_list<std::string_view> parts) {
+    for (const auto part : parts) {
+        BOOST_TEST((message.find(part) != std::string::npos),
+                   "message \"" << message << "\" should contain \"" << part << "\"");
+    }
+}
+
+}  // namespace ppb_test
+
+// Checks that `expr` throws `Error` whose message contains each of the strings that follow.
+#define PPB_CHECK_THROWS(Error, expr, ...)                                              \
+    ::ppb_test::check_contains(::ppb_test::error_message<Error>([&] { (void)(expr); }), \
+                               {__VA_ARGS__})
+
+#endif  // PPB_TESTS_IMPORT_SCRATCH_HPP

@@ -1,0 +1,329 @@
+// 'ppb import' end to end: from the sample logs and configurations to fitted coefficients, and
+// the errors a user meets, with exit statuses and what is (not) written.
+#include "run_process.hpp"
+#include "scratch.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+using ppb_test::ProcessResult;
+using ppb_test::Scratch;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+const std::string samples = PPB_IMPORT_SAMPLES_DIR;
+const std::string ms = samples + "/mindspore";
+const std::string mg = samples + "/megatron";
+
+ProcessResult ppb(const std::vector<std::string>& args) {
+    return ppb_test::run_process(PPB_EXE, args,
+                                 {{"PPB_PLUGIN_PATH", ""}, {"PPB_DEBUG_PLUGINS", ""}});
+}
+
+void expect_success(const ProcessResult& r) {
+    BOOST_TEST(r.exit_code == 0, "exit status " << r.exit_code << ", stderr: " << r.err);
+}
+
+// Exit status 2, nothing on stdout, one "ppb: error:" message naming each part.
+void expect_input_error(const ProcessResult& r, std::initializer_list<std::string> parts) {
+    BOOST_TEST(r.exit_code == 2, "exit status " << r.exit_code << ", stderr: " << r.err);
+    BOOST_TEST(r.out.empty(), "stdout must be empty on failure, got: " << r.out);
+    BOOST_TEST(r.err.rfind("ppb: error: ", 0) == 0u, r.err);
+    for (const auto& part : parts)
+        BOOST_TEST(r.err.find(part) != std::string::npos,
+                   "stderr lacks '" << part << "': " << r.err);
+}
+
+void expect_in(const std::string& text, std::initializer_list<std::string> parts) {
+    for (const auto& part : parts)
+        BOOST_TEST(text.find(part) != std::string::npos, "'" << part << "' not in: " << text);
+}
+
+// Fits `file` and checks every coefficient against the one the sample was generated from: within
+// five standard errors, or 1 % (a fit with few degrees of freedom can have tiny standard errors).
+void check_fit(const std::string& file, const std::map<std::string, double>& truth,
+               int observations) {
+    const ProcessResult r = ppb({"fit", file, "--json"});
+    expect_success(r);
+    const json::object doc = json::parse(r.out).as_object();
+    const json::object& params = doc.at("parameters").as_object();
+    const json::object& diag = doc.at("diagnostics").as_object();
+    BOOST_TEST(diag.at("rows").to_number<int>() == observations);
+    BOOST_TEST(diag.at("not_identifiable").as_array().empty());
+    const json::object& errors = diag.at("std_errors_mb").as_object();
+    for (const auto& [name, value] : truth) {
+        const bool activation = name.rfind("activation_mb.", 0) == 0;
+        const json::value& estimate =
+            activation ? params.at("activation_mb").at(name.substr(14)) : params.at(name);
+        BOOST_TEST_REQUIRE(estimate.is_number(), name << " is not estimated");
+        const double e = estimate.to_number<double>();
+        const double se = errors.at(name).to_number<double>();
+        BOOST_TEST(std::abs(e - value) <= std::max(5 * se, 0.01 * value),
+                   name << ": " << e << " vs " << value << " ± " << se);
+    }
+}
+
+// The coefficients (MB) the sample logs were generated from (samples/data/import/README.md).
+const std::map<std::string, double> mindspore_truth = {{"const_mb", 2460},
+                                                       {"head_mb", 2210},
+                                                       {"tail_mb", 2890},
+                                                       {"param_per_layer_mb", 1130},
+                                                       {"activation_mb.select", 178},
+                                                       {"activation_mb.full", 22}};
+const std::map<std::string, double> megatron_truth = {{"const_mb", 640},
+                                                      {"head_mb", 1180},
+                                                      {"tail_mb", 1520},
+                                                      {"param_per_layer_mb", 1730},
+                                                      {"activation_mb.none", 1630},
+                                                      {"activation_mb.select", 290},
+                                                      {"activation_mb.full", 16}};
+
+const std::vector<std::string> megatron_layout = {
+    "--pipeline-model-parallel-size", "4", "--num-layers", "32", "--num-microbatches", "32"};
+
+std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(import_cli)
+
+BOOST_AUTO_TEST_CASE(mindspore_from_logs_to_fitted_coefficients) {
+    Scratch dir;
+    const std::string out = (dir / "llama13b-dryrun.json").string();
+    ProcessResult r = ppb(
+        {"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", ms + "/run_a", "-o", out});
+    expect_success(r);
+    BOOST_TEST(r.out.empty());
+    expect_in(r.err,
+              {"ppb: note: layout: 4 stages of 8 ranks (data_parallel 2 x model_parallel 4)",
+               "stage 0: 9 layers (full 3, select 6)", "stage 0: ranks 0, 1",
+               "imported 4 observations (config 'A', stages 0-3 of 4) from 5 log files to " + out});
+    r = ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", ms + "/run_b",
+             "--append", out, "--label", "B"});
+    expect_success(r);
+    expect_in(r.err, {"no log for stage 2 of the 4-stage pipeline: imported stages 0, 1, 3",
+                      "(appended)"});
+    check_fit(out, mindspore_truth, 7);
+
+    const json::object doc = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(doc.at("micro_batches").to_number<int>() == 16);
+    const json::object& b0 = doc.at("observations").at(4).as_object();
+    BOOST_TEST(b0.at("config").as_string() == "B");
+    BOOST_TEST(b0.at("layers").at("full").to_number<int>() == 2);
+    BOOST_TEST(b0.at("layers").at("select").to_number<int>() == 6);
+}
+
+BOOST_AUTO_TEST_CASE(megatron_from_logs_to_fitted_coefficients) {
+    Scratch dir;
+    const std::string out = (dir / "llama7b-dryrun.json").string();
+    ProcessResult r = ppb(join(
+        {"import", "megatron"},
+        join(megatron_layout,
+             {"--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7",
+              "--recompute-granularity", "selective", mg + "/selective.log", "-o", out})));
+    expect_success(r);
+    expect_in(r.err, {"world size 8 from", "stage 1: ranks 2, 3",
+                      "stage 0: 7 layers (select 7); stage 1: 9 layers (select 9)"});
+    r = ppb(join(
+        {"import", "megatron"},
+        join(megatron_layout, {"--decoder-first-pipeline-num-layers", "6",
+                               "--decoder-last-pipeline-num-layers", "6", "--recompute-granularity",
+                               "full", "--recompute-method", "block", "--recompute-num-layers", "2",
+                               mg + "/full-block.log", "--append", out, "--label", "B"})));
+    expect_success(r);
+    expect_in(r.err, {"stage 1: 10 layers (full 2, none 8)"});
+    r = ppb(
+        join({"import", "megatron"},
+             join(megatron_layout, {"--recompute-granularity", "full", "--recompute-method",
+                                    "uniform", "--recompute-num-layers", "1", "--world-size", "8",
+                                    mg + "/full-uniform.log", "--append", out, "--label", "C"})));
+    expect_success(r);
+    check_fit(out, megatron_truth, 12);
+}
+
+BOOST_AUTO_TEST_CASE(the_dry_run_goes_to_stdout_by_default) {
+    const ProcessResult r =
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", "--label", "run-b",
+             "--memory", "actual", ms + "/run_b/worker_0.log", ms + "/run_b/worker_8.log"});
+    expect_success(r);
+    const json::object doc = json::parse(r.out).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/1");
+    BOOST_TEST(doc.at("num_stages").to_number<int>() == 4);
+    expect_in(std::string(doc.at("comment").as_string()),
+              {"ppb import mindspore", "llama13b_pp4_b.yaml", "Actual peak memory usage"});
+    const json::array& obs = doc.at("observations").as_array();
+    BOOST_TEST_REQUIRE(obs.size() == 2u);
+    BOOST_TEST(obs[0].at("config").as_string() == "run-b");
+    BOOST_TEST(obs[0].at("peak_memory_mb").to_number<double>() == 18931.0);  // the 'Actual' line
+    expect_in(r.err, {"no log for stages 2, 3", "to stdout"});
+}
+
+BOOST_AUTO_TEST_CASE(a_log_missing_the_memory_line) {
+    Scratch dir;
+    const std::string log = ppb_test::read_file(ms + "/run_b/worker_8.log");
+    const fs::path cut = dir.write("worker_8.log", log.substr(0, log.find("Used peak")));
+    expect_input_error(
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", cut.string()}),
+        {cut.string() + ": no 'Used peak memory usage (without fragments): NNNNM' "
+                        "line"});
+    const fs::path none = dir.write("megatron.log", "iteration 1/20 | lm loss: 10.8 |\n");
+    expect_input_error(ppb(join({"import", "megatron", none.string()}, megatron_layout)),
+                       {none.string() + ": no Megatron memory line"});
+}
+
+BOOST_AUTO_TEST_CASE(several_memory_lines_take_the_last_and_say_so) {
+    Scratch dir;
+    const std::string log = ppb_test::read_file(ms + "/run_b/worker_8.log");
+    const fs::path twice =
+        dir.write("worker_8.log", log + "Used peak memory usage (without fragments): 21000M\n");
+    const ProcessResult r =
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", twice.string()});
+    expect_success(r);
+    BOOST_TEST(
+        json::parse(r.out).at("observations").at(0).at("peak_memory_mb").to_number<double>() ==
+        21000.0);
+    expect_in(r.err, {"ppb: note: " + twice.string() + ": 2 'Used peak memory' lines for rank 8",
+                      "took the last, line 17"});
+}
+
+BOOST_AUTO_TEST_CASE(configurations_that_do_not_describe_a_layout) {
+    Scratch dir;
+    const std::string config = ppb_test::read_file(ms + "/llama13b_pp4_a.yaml");
+    const auto with = [&](const std::string& from, const std::string& to) {
+        std::string text = config;
+        text.replace(text.find(from), from.size(), to);
+        return dir.write("cfg.yaml", text).string();
+    };
+    std::string cfg = with("offset: [-1, 0, 0, 1]", "offset: [-1, 0, 0, 0]");
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg, ms + "/run_a"}),
+                       {cfg + ":", "model.model_config.offset", "9 + 10 + 10 + 10 = 39 layers",
+                        "num_layers is 40"});
+    cfg = with("recompute: [3, 1, 0, 0]", "recompute: [3, 1, 0]");
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg, ms + "/run_a"}),
+                       {cfg + ":",
+                        "recompute_config.recompute: has 3 entries but the pipeline "
+                        "has 4 stages"});
+    cfg = with("offset: [-1, 0, 0, 1]", "offset: [[-1, 0, 0, 1], [0, 0, 0, 0]]");
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg, ms + "/run_a"}),
+                       {"interleaved layouts are not supported yet"});
+    cfg = with("model_parallel: 4", "model_parallel: 2");  // ranks 16 and 24 are beyond 4 x 4
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg, ms + "/run_a"}),
+                       {"rank_16/dryrun.log:15: rank 16 is not a rank of this job",
+                        "4 stages x 4 ranks per stage (data_parallel 2 x model_parallel 2)"});
+}
+
+BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8) {
+    Scratch dir;
+    const std::string log = ppb_test::read_file(ms + "/run_b/worker_8.log");
+    // A GBK line elsewhere in the log is fine.
+    const fs::path gbk = dir.write("a/worker_8.log", "\xD1\xB5\xC1\xB7\xBF\xAA\xCA\xBC\n" + log);
+    expect_success(
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", gbk.string()}));
+    // On the memory line it is an error naming file and line.
+    std::string broken = log;
+    broken.insert(broken.find("Used peak"), "\xFF");
+    const fs::path bad = dir.write("b/worker_8.log", broken);
+    expect_input_error(
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", bad.string()}),
+        {bad.string() + ":15: the memory line holds a byte that is not UTF-8"});
+    const fs::path cfg = dir.write("cfg.yaml", "parallel_config:\n  pipeline_stage: 4 # \xB7\n");
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg.string(), bad.string()}),
+                       {cfg.string() + ":2: not UTF-8 text"});
+}
+
+BOOST_AUTO_TEST_CASE(ranks_given_on_the_command_line) {
+    Scratch dir;
+    const fs::path plain =
+        dir.write("stage3.log", ppb_test::read_file(ms + "/run_b/worker_24.log"));
+    expect_input_error(
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", plain.string()}),
+        {"cannot tell which rank wrote this log", "--rank " + plain.string() + "=ID"});
+    const ProcessResult r = ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml",
+                                 plain.string(), "--rank", plain.string() + "=31"});
+    expect_success(r);
+    BOOST_TEST(json::parse(r.out).at("observations").at(0).at("stage").to_number<int>() == 3);
+}
+
+BOOST_AUTO_TEST_CASE(usage_mistakes) {
+    const auto usage = [](const ProcessResult& r, std::initializer_list<std::string> parts) {
+        expect_input_error(r, parts);
+        BOOST_TEST(r.err.find("Try 'ppb --help'") != std::string::npos, r.err);
+    };
+    usage(ppb({"import"}), {"missing the log format"});
+    usage(ppb({"import", "pytorch"}), {"unknown log format 'pytorch'"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
+          {"missing LOG arguments"});
+    usage(ppb({"import", "mindspore", ms + "/run_a"}), {"missing --pipeline-stage P"});
+    usage(ppb({"import", "mindspore", "--memory", "peak", ms + "/run_a"}),
+          {"--memory: expected used or actual, got 'peak'"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", "x.json",
+               ms + "/run_a"}),
+          {"--append FILE needs --label NAME"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", "x.json",
+               "--label", "B", "-o", "y.json", ms + "/run_a"}),
+          {"either -o/--output FILE or --append FILE"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append",
+               "no-such-dryrun.json", "--label", "B", ms + "/run_a"}),
+          {"--append no-such-dryrun.json: no such file", "-o FILE"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--offset", "[1, 0]",
+               ms + "/run_a"}),
+          {"--offset: has 2 entries but the pipeline has 4 stages"});
+    usage(ppb(join({"import", "megatron", mg + "/selective.log"}, {"--num-layers", "32"})),
+          {"missing --pipeline-model-parallel-size P"});
+    usage(ppb(join({"import", "megatron", mg + "/selective.log", "--recompute-granularity", "full"},
+                   megatron_layout)),
+          {"needs --recompute-method uniform or block"});
+    usage(ppb(join({"import", "megatron", mg + "/selective.log", "--memory", "peak"},
+                   megatron_layout)),
+          {"--memory: expected allocated, max-allocated, reserved or max-reserved"});
+}
+
+BOOST_AUTO_TEST_CASE(help_says_which_memory_figure_is_the_default) {
+    ProcessResult r = ppb({"import", "--help"});
+    expect_success(r);
+    expect_in(r.out, {"ppb import mindspore", "ppb import megatron"});
+    r = ppb({"import", "mindspore", "--help"});
+    expect_success(r);
+    expect_in(r.out, {"--memory used|actual", "(default used)", "--select-comm-recompute"});
+    r = ppb({"import", "megatron", "-h"});
+    expect_success(r);
+    expect_in(r.out, {"default\n                               max-allocated",
+                      "--decoder-first-pipeline-num-layers"});
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_import_writes_nothing) {
+    Scratch dir;
+    const std::string out = (dir / "out.json").string();
+    const fs::path cut = dir.write("worker_8.log", "nothing\n");
+    expect_input_error(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml",
+                            cut.string(), "-o", out}),
+                       {"no 'Used peak"});
+    BOOST_TEST(!fs::exists(out));
+
+    expect_success(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml",
+                        ms + "/run_a", "-o", out}));
+    const std::string before = ppb_test::read_file(out);
+    expect_input_error(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml",
+                            ms + "/run_b", "--append", out, "--label", "A"}),
+                       {out + ": observations[0] already has config 'A'"});
+    expect_input_error(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml",
+                            cut.string(), "--append", out, "--label", "B"}),
+                       {"no 'Used peak"});
+    BOOST_TEST(ppb_test::read_file(out) == before);
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path()))
+        ++entries;
+    BOOST_TEST(entries == 2u);  // out.json and the log: no temporary file left behind
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,410 @@
+// MindSpore / MindFormers: layouts from the training YAML and flags, memory from dry-run logs.
+#include "scratch.hpp"
+
+#include <ppb/import/mindspore.hpp>
+#include <ppb/kinds.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace ppb::importers;
+using ppb_test::Scratch;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A MindFormers training configuration with the keys ppb reads; an empty value leaves the key
+// out.
+struct Yaml {
+    std::string data_parallel = "2";
+    std::string model_parallel = "4";
+    std::string pipeline_stage = "4";
+    std::string micro_batch_num = "16";
+    std::string extra_parallel;  // more lines under parallel_config
+    std::string recompute = "[3, 1, 0, 0]";
+    std::string select_recompute = "True";
+    std::string select_comm_recompute = "False";
+    std::string num_layers = "40";
+    std::string offset = "[-1, 0, 0, 1]";
+    std::string extra_model;  // more lines under model_config
+
+    [[nodiscard]] std::string text() const {
+        std::string t = "seed: 0\nparallel_config:\n";
+        const auto line = [&](const char* indent, const char* key, const std::string& value) {
+            if (!value.empty())
+                t += std::string(indent) + key + ": " + value + "\n";
+        };
+        line("  ", "data_parallel", data_parallel);
+        line("  ", "model_parallel", model_parallel);
+        line("  ", "pipeline_stage", pipeline_stage);
+        line("  ", "micro_batch_num", micro_batch_num);
+        t += extra_parallel;
+        t += "recompute_config:\n";
+        line("  ", "recompute", recompute);
+        line("  ", "select_recompute", select_recompute);
+        line("  ", "select_comm_recompute", select_comm_recompute);
+        t += "model:\n  model_config:\n    type: LlamaConfig\n";
+        line("    ", "num_layers", num_layers);
+        line("    ", "offset", offset);
+        t += extra_model;
+        return t;
+    }
+};
+
+// "cfg.yaml:N: " for the line of `text` that holds `needle`.
+std::string at_line(const std::string& file, const std::string& text, const std::string& needle) {
+    const std::size_t at = text.find(needle);
+    BOOST_TEST_REQUIRE(at != std::string::npos);
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+    return file + ":" + std::to_string(line) + ": ";
+}
+
+KindCounts kinds(std::uint32_t none, std::uint32_t select, std::uint32_t comm, std::uint32_t both,
+                 std::uint32_t full) {
+    return KindCounts{none, select, comm, both, full};
+}
+
+struct Fixture {
+    Scratch dir;
+    Messages messages;
+
+    PipelineLayout layout(const Yaml& yaml, const MindSporeFlags& flags = {}) {
+        return mindspore_layout(dir.write("cfg.yaml", yaml.text()), flags, messages);
+    }
+    PipelineLayout layout_text(const std::string& text, const MindSporeFlags& flags = {}) {
+        return mindspore_layout(dir.write("cfg.yaml", text), flags, messages);
+    }
+    std::string cfg() const { return (dir / "cfg.yaml").string(); }
+
+    LogFile log(const std::string& relative, std::string_view text, bool named = true) {
+        const fs::path path = dir.write(relative, text);
+        return LogFile{path, path.string(), rank_from_path(path), named};
+    }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(mindspore_layouts, Fixture)
+
+BOOST_AUTO_TEST_CASE(layout_of_a_mindformers_configuration) {
+    const PipelineLayout l = layout(Yaml{});
+    BOOST_TEST(l.num_stages == 4u);
+    BOOST_TEST(l.ranks_per_stage == 8u);
+    BOOST_TEST(l.world_size() == 32u);
+    BOOST_TEST(l.micro_batches.value_or(0) == 16u);
+    BOOST_TEST(l.ranks_explained == "data_parallel 2 x model_parallel 4");
+    BOOST_TEST_REQUIRE(l.stages.size() == 4u);
+    BOOST_TEST(l.stages[0] == kinds(0, 6, 0, 0, 3));
+    BOOST_TEST(l.stages[1] == kinds(0, 9, 0, 0, 1));
+    BOOST_TEST(l.stages[2] == kinds(0, 10, 0, 0, 0));
+    BOOST_TEST(l.stages[3] == kinds(0, 11, 0, 0, 0));
+    BOOST_TEST(messages.empty());
+}
+
+BOOST_AUTO_TEST_CASE(context_parallel_multiplies_the_ranks_per_stage) {
+    Yaml yaml;
+    yaml.extra_parallel = "  context_parallel: 2\n";
+    const PipelineLayout l = layout(yaml);
+    BOOST_TEST(l.ranks_per_stage == 16u);
+    BOOST_TEST(l.ranks_explained == "data_parallel 2 x model_parallel 4 x context_parallel 2");
+}
+
+BOOST_AUTO_TEST_CASE(mindformers_defaults) {
+    Yaml yaml;
+    yaml.data_parallel = yaml.model_parallel = yaml.micro_batch_num = yaml.offset = "";
+    yaml.recompute = yaml.select_recompute = yaml.select_comm_recompute = "";
+    const PipelineLayout l = layout(yaml);
+    BOOST_TEST(l.ranks_per_stage == 1u);
+    BOOST_TEST(!l.micro_batches);
+    for (const auto& stage : l.stages)
+        BOOST_TEST(stage == kinds(10, 0, 0, 0, 0));
+    BOOST_TEST_REQUIRE(messages.size() == 1u);
+    ppb_test::check_contains(messages[0].text, {"micro_batch_num", "pipeline_stage - stage"});
+}
+
+BOOST_AUTO_TEST_CASE(an_uneven_layer_count_takes_its_remainder_from_the_offsets) {
+    Yaml yaml;
+    yaml.num_layers = "42";
+    yaml.offset = "[0, 1, 1, 0]";
+    yaml.recompute = "0";
+    const PipelineLayout l = layout(yaml);
+    std::vector<std::uint32_t> totals;
+    for (const auto& stage : l.stages)
+        totals.push_back(total_layers(stage));
+    BOOST_TEST(totals == (std::vector<std::uint32_t>{10, 11, 11, 10}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(flags_win_over_the_file) {
+    MindSporeFlags flags;
+    flags.pipeline_stage = "2";
+    flags.offset = "1,-1";
+    flags.recompute = "true";
+    flags.data_parallel = "1";
+    flags.micro_batch_num = "[8]";  // not an integer: refused below
+    PPB_CHECK_THROWS(FlagError, layout(Yaml{}, flags), "--micro-batch-num",
+                     "expected a positive integer", "a list");
+    flags.micro_batch_num = "8";
+    const PipelineLayout l = layout(Yaml{}, flags);
+    BOOST_TEST(l.num_stages == 2u);
+    BOOST_TEST(l.ranks_per_stage == 4u);
+    BOOST_TEST(l.micro_batches.value_or(0) == 8u);
+    BOOST_TEST(l.stages[0] == kinds(0, 0, 0, 0, 21));
+    BOOST_TEST(l.stages[1] == kinds(0, 0, 0, 0, 19));
+}
+
+BOOST_AUTO_TEST_CASE(flags_alone_describe_a_layout) {
+    MindSporeFlags flags;
+    flags.pipeline_stage = "4";
+    flags.num_layers = "8";
+    flags.select_recompute = "[2, 2, 2, 2]";
+    flags.select_comm_recompute = "[[1, 1, 1, 1]]";
+    const PipelineLayout l = mindspore_layout(std::nullopt, flags, messages);
+    BOOST_TEST(l.stages[0] == kinds(0, 1, 0, 1, 0));
+    flags.pipeline_stage.reset();
+    PPB_CHECK_THROWS(FlagError, mindspore_layout(std::nullopt, flags, messages),
+                     "missing --pipeline-stage P", "--config");
+}
+
+BOOST_AUTO_TEST_CASE(required_settings_missing_from_the_file) {
+    Yaml yaml;
+    yaml.pipeline_stage = "";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), cfg() + ": no parallel_config.pipeline_stage",
+                     "--pipeline-stage");
+    yaml = Yaml{};
+    yaml.num_layers = "";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "no model.model_config.num_layers",
+                     "--num-layers");
+}
+
+BOOST_AUTO_TEST_CASE(offsets_that_do_not_sum_to_the_layer_count) {
+    Yaml yaml;
+    yaml.offset = "[-1, 0, 0, 0]";
+    const std::string text = yaml.text();
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     at_line(cfg(), text, "offset:") + "model.model_config.offset",
+                     "9 + 10 + 10 + 10 = 39 layers", "num_layers is 40",
+                     at_line(cfg(), text, "num_layers:"), "must sum to 0, not -1");
+    yaml.num_layers = "42";
+    yaml.offset = "0";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "= 40 layers", "num_layers is 42",
+                     "must sum to 2");
+    yaml.num_layers = "40";
+    yaml.offset = "1";  // one more layer on every stage
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "11 + 11 + 11 + 11 = 44 layers");
+    yaml.offset = "[-11, 11, 0, 0]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "stage 0 would hold 10 + (-11) = -1 layers");
+    MindSporeFlags flags;
+    flags.offset = "[1, 0, 0, 0]";
+    PPB_CHECK_THROWS(FlagError, layout(Yaml{}, flags), "--offset: the stages hold", "= 41 layers");
+}
+
+BOOST_AUTO_TEST_CASE(arrays_of_the_wrong_length) {
+    Yaml yaml;
+    yaml.recompute = "[3, 1, 0]";
+    const std::string text = yaml.text();
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     at_line(cfg(), text, "  recompute:") + "recompute_config.recompute",
+                     "has 3 entries but the pipeline has 4 stages",
+                     at_line(cfg(), text, "pipeline_stage") + "parallel_config.pipeline_stage");
+    yaml = Yaml{};
+    yaml.offset = "[[0, 0, 0, 0, 0]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.offset[0]",
+                     "has 5 entries");
+    yaml = Yaml{};
+    yaml.offset = "[]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "has 0 entries");
+    MindSporeFlags flags;
+    flags.select_recompute = "[1, 1]";
+    PPB_CHECK_THROWS(FlagError, layout(Yaml{}, flags), "--select-recompute: has 2 entries");
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_layouts_are_refused) {
+    Yaml yaml;
+    yaml.offset = "[[-1, 0, 0, 1], [0, 0, 0, 0]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.offset", "2 rows",
+                     "ppb.dryrun/1 has one chunk per stage",
+                     "interleaved layouts are not supported yet");
+    yaml = Yaml{};
+    yaml.extra_model = "    pp_interleave_num: 2\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.pp_interleave_num",
+                     "ppb.dryrun/1 has one chunk per stage");
+    yaml.extra_model = "    pp_interleave_num: 1\n";
+    yaml.offset = "[[-1, 0, 0, 1]]";
+    yaml.recompute = "[[3, 1, 0, 0]]";
+    BOOST_TEST(layout(yaml).stages[0] == kinds(0, 6, 0, 0, 3));
+    yaml.recompute = "[[3, 1, 0, 0], 2]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "mixes lists and single values");
+}
+
+BOOST_AUTO_TEST_CASE(recompute_settings_in_every_form_mindformers_takes) {
+    Yaml yaml;
+    yaml.recompute = "2";  // two layers of every stage
+    yaml.select_recompute = "[true, false, 2, 30]";
+    yaml.select_comm_recompute = "[\"feed_forward\\\\.w1\\\\.activation\\\\.silu\"]";  // patterns
+    PipelineLayout l = layout(yaml);
+    BOOST_TEST(l.stages[0] == kinds(0, 0, 0, 7, 2));  // 9 layers: select all, comm all
+    BOOST_TEST(l.stages[1] == kinds(0, 0, 8, 0, 2));  // select none
+    BOOST_TEST(l.stages[2] == kinds(0, 0, 8, 0, 2));  // select 2, all full already
+    BOOST_TEST(l.stages[3] == kinds(0, 0, 0, 9, 2));  // 30 means all 11
+
+    yaml.select_recompute =
+        "{'feed_forward\\.mul': [9, 1, 1, 1], 'feed_forward\\.w1': [9, 1, 1, 1]}";
+    yaml.select_comm_recompute = "false";
+    yaml.recompute = "no";
+    l = layout(yaml);
+    BOOST_TEST(l.stages[0] == kinds(0, 9, 0, 0, 0));
+    BOOST_TEST(l.stages[1] == kinds(9, 1, 0, 0, 0));
+
+    yaml.select_recompute = "{'feed_forward\\.mul': [9, 1, 1, 1], 'feed_forward\\.w1': True}";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "recompute_config.select_recompute",
+                     "'feed_forward\\.mul' and 'feed_forward\\.w1' cover different layers",
+                     "9, 1, 1, 1 and 9, 10, 10, 11");
+}
+
+BOOST_AUTO_TEST_CASE(bad_values_are_named) {
+    Yaml yaml;
+    yaml.recompute = "[3, -1, 0, 0]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "recompute_config.recompute[1]",
+                     "expected a count of layers (0 or more), true or false, got '-1'");
+    yaml.recompute = "[3, many, 0, 0]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "recompute_config.recompute[1]", "'many'");
+    yaml = Yaml{};
+    yaml.pipeline_stage = "\"4\"";  // a string in YAML, as MindFormers would read it
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "parallel_config.pipeline_stage",
+                     "expected a positive integer, got '4'");
+    yaml.pipeline_stage = "0";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "expected a positive integer, got '0'");
+    yaml = Yaml{};
+    yaml.offset = "[0, true, 0, 0]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "offset[1]", "expected an integer offset");
+    MindSporeFlags flags;
+    flags.offset = "[1, 2";
+    PPB_CHECK_THROWS(FlagError, layout(Yaml{}, flags), "--offset: cannot read '[1, 2'");
+}
+
+BOOST_AUTO_TEST_CASE(files_that_are_not_mindformers_configurations) {
+    PPB_CHECK_THROWS(ppb::InputError,
+                     layout_text("seed: 0\nparallel_config:\n  data_parallel: \xFF\n"),
+                     cfg() + ":3: not UTF-8 text", "0xFF", "'  data_parallel: \\xFF'");
+    PPB_CHECK_THROWS(ppb::InputError, layout_text("parallel_config:\n  pipeline_stage: [4\n"),
+                     cfg() + ":3:", "not valid YAML");
+    PPB_CHECK_THROWS(ppb::InputError, layout_text("- just\n- a list\n"), "a YAML mapping");
+    PPB_CHECK_THROWS(ppb::InputError, layout_text("parallel_config: 4\n"), "parallel_config",
+                     "expected a mapping");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     mindspore_layout(dir / "missing.yaml", MindSporeFlags{}, messages),
+                     "missing.yaml: cannot read");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(mindspore_logs, Fixture)
+
+BOOST_AUTO_TEST_CASE(one_reading_per_rank_from_named_logs) {
+    const std::vector<LogFile> logs = {
+        log("rank_0.log", ppb_test::mindspore_log(100, 110)),
+        log("msrun/worker_8.log", ppb_test::mindspore_log(200, 220)),
+        log("run/rank_16/any.txt", ppb_test::mindspore_log(300, 330))};
+    auto readings = scan_mindspore_logs(logs, MindSporeMemory::used, messages);
+    BOOST_TEST_REQUIRE(readings.size() == 3u);
+    BOOST_TEST(readings[0].rank == 0u);
+    BOOST_TEST(readings[0].mb == 100.0);
+    BOOST_TEST(readings[0].line == 6u);
+    BOOST_TEST(readings[1].rank == 8u);
+    BOOST_TEST(readings[2].mb == 300.0);
+    BOOST_TEST(messages.empty());
+    readings = scan_mindspore_logs(logs, MindSporeMemory::actual, messages);
+    BOOST_TEST(readings[1].mb == 220.0);
+    BOOST_TEST(readings[1].line == 7u);
+}
+
+BOOST_AUTO_TEST_CASE(a_log_without_the_memory_line) {
+    const LogFile cut = log("rank_3.log", "2024-11-20 10:31:05 - INFO - compiling\n");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{cut}, MindSporeMemory::used, messages),
+                     cut.name + ": no 'Used peak memory usage (without fragments): NNNNM' line",
+                     "did the run finish?");
+    const LogFile actual_only =
+        log("rank_4.log", "Actual peak memory usage (with fragments): 5M\n");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{actual_only}, MindSporeMemory::used, messages),
+                     "rank_4.log: no 'Used peak", "--memory actual?");
+    const LogFile utf16 = log("rank_5.log", std::string("U\0s\0e\0d\0", 8));
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{utf16}, MindSporeMemory::used, messages),
+                     "rank_5.log: no 'Used peak", "NUL bytes", "UTF-16");
+}
+
+BOOST_AUTO_TEST_CASE(several_memory_lines_take_the_last) {
+    const LogFile twice =
+        log("rank_0.log", ppb_test::mindspore_log(100, 110) + "graph 2 compiled\n" +
+                              ppb_test::mindspore_log(150, 160));
+    const auto readings = scan_mindspore_logs(std::vector{twice}, MindSporeMemory::used, messages);
+    BOOST_TEST_REQUIRE(readings.size() == 1u);
+    BOOST_TEST(readings[0].mb == 150.0);
+    BOOST_TEST(readings[0].line == 14u);
+    BOOST_TEST_REQUIRE(messages.size() == 1u);
+    ppb_test::check_contains(messages[0].text, {twice.name, "2 'Used peak memory' lines for rank 0",
+                                                "lines 6, 14", "took the last, line 14"});
+}
+
+BOOST_AUTO_TEST_CASE(malformed_memory_lines_name_file_and_line) {
+    const LogFile words =
+        log("rank_0.log", "x\nUsed peak memory usage (without fragments): lots\n");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{words}, MindSporeMemory::used, messages),
+                     words.name + ":2: malformed memory line", "'23716M'", "lots");
+    const LogFile unitless = log("rank_1.log", "Used peak memory usage (without fragments): 5\n");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{unitless}, MindSporeMemory::used, messages),
+                     ":1: malformed memory line");
+    const LogFile zero = log("rank_2.log", "Used peak memory usage (without fragments): 0M\n");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{zero}, MindSporeMemory::used, messages),
+                     "rank_2.log:1:", "says 0M", "not a measured peak");
+}
+
+BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8) {
+    // Elsewhere in a log they do not matter (a GBK-encoded message, a stray byte)...
+    const LogFile gbk =
+        log("rank_0.log", "\xC4\xE3\xBA\xC3 \xFF\n" + ppb_test::mindspore_log(100, 110));
+    BOOST_TEST(scan_mindspore_logs(std::vector{gbk}, MindSporeMemory::used, messages)[0].mb ==
+               100.0);
+    // ...on the memory line they make it an error naming file and line.
+    const LogFile bad =
+        log("rank_1.log", "ok\nUsed peak memory usage (without fragments): 5M \xFE\n");
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{bad}, MindSporeMemory::used, messages),
+                     bad.name + ":2: the memory line holds a byte that is not UTF-8", "0xFE");
+}
+
+BOOST_AUTO_TEST_CASE(a_named_log_must_tell_its_rank) {
+    const LogFile plain = log("train.log", ppb_test::mindspore_log(100, 110));
+    PPB_CHECK_THROWS(ppb::InputError,
+                     scan_mindspore_logs(std::vector{plain}, MindSporeMemory::used, messages),
+                     plain.name + ": cannot tell which rank", "--rank " + plain.name + "=ID");
+}
+
+BOOST_AUTO_TEST_CASE(logs_found_in_directories) {
+    const std::vector<LogFile> logs = {
+        log("run/notes.txt", "no rank here\n", false),
+        log("run/rank_0/error.log", "nothing\n", false),
+        log("run/rank_0/dryrun.log", ppb_test::mindspore_log(100, 110), false),
+        log("run/rank_8/dryrun.log", ppb_test::mindspore_log(200, 210), false)};
+    const auto readings = scan_mindspore_logs(logs, MindSporeMemory::used, messages);
+    BOOST_TEST(readings.size() == 2u);
+    BOOST_TEST_REQUIRE(messages.size() == 1u);
+    ppb_test::check_contains(messages[0].text, {"skipped 1 log", "notes.txt", "--rank"});
+
+    const std::vector<LogFile> without = {
+        log("run/rank_0/dryrun.log", ppb_test::mindspore_log(100, 110), false),
+        log("run/rank_8/error.log", "nothing\n", false),
+        log("run/rank_8/info.log", "nothing either\n", false)};
+    PPB_CHECK_THROWS(ppb::InputError, scan_mindspore_logs(without, MindSporeMemory::used, messages),
+                     "rank 8: no 'Used peak", "error.log", "info.log");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
