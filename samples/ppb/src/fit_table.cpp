@@ -99,9 +99,11 @@ std::string render_fit(const json::object& doc, std::string_view source, std::si
         return v != nullptr && v->is_number() ? fmt::format("{}", v->to_number<std::int64_t>())
                                               : "?";
     };
-    out += fmt::format("\nFit: rank {} of {} unknowns from {} observations ({} degrees of freedom)",
-                       int_at("rank"), array_at(diag, "unknowns").size(), int_at("rows"),
-                       int_at("degrees_of_freedom"));
+    const std::string dof = int_at("degrees_of_freedom");
+    out +=
+        fmt::format("\nFit: rank {} of {} unknowns from {} observations ({} degree{} of freedom)",
+                    int_at("rank"), array_at(diag, "unknowns").size(), int_at("rows"), dof,
+                    dof == "1" ? "" : "s");
     if (const auto* rms = find(diag, "rms_residual_mb"); rms != nullptr && rms->is_number()) {
         out += fmt::format("; residual rms {}", format_mb(number(*rms)));
         if (const auto* mx = find(diag, "max_abs_residual_mb"); mx != nullptr && mx->is_number()) {
