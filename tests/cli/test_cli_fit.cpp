@@ -91,6 +91,11 @@ BOOST_AUTO_TEST_CASE(predict_matches_the_linear_model_of_the_fit) {
     BOOST_TEST(doc.at("placement").at("in_flight").to_number<int>() == 6);
     BOOST_TEST(doc.at("peak_memory_mb").to_number<double>() == expected,
                boost::test_tools::tolerance(1e-9));
+    // 13 observations for 8 unknowns: the prediction has a standard error, small against the
+    // 25 MB noise of the sample.
+    const double se = doc.at("std_error_mb").to_number<double>();
+    BOOST_TEST(se > 0.0);
+    BOOST_TEST(se < 50.0);
 
     // --micro-batches caps the in-flight count; --in-flight overrides it.
     r = ppb({"predict", sample_dryrun, "--stage", "2", "--layers", "select=9,full=1",
@@ -106,6 +111,7 @@ BOOST_AUTO_TEST_CASE(predict_matches_the_linear_model_of_the_fit) {
                           "in flight") != std::string::npos,
                r.out);
     BOOST_TEST(r.out.find(" MB") != std::string::npos);
+    BOOST_TEST(r.out.find("(one standard error)") != std::string::npos, r.out);
 }
 
 BOOST_AUTO_TEST_CASE(partially_identified_fit_succeeds_and_says_what_is_missing) {

@@ -3,11 +3,64 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+#include <utility>
+#include <vector>
+
 using namespace ppb::fit_test;
 using ppb::dryrun_lsq::FitResult;
 using ppb::dryrun_lsq::index;
 
 BOOST_AUTO_TEST_SUITE(noisy_observations)
+
+// The standard error of a prediction is calibrated: over many independent noisy dry runs, the
+// error of the prediction of a placement none of them observed, divided by its standard error,
+// has a standard deviation of 1 (40 degrees of freedom: the t distribution is all but normal).
+BOOST_AUTO_TEST_CASE(prediction_standard_errors_are_calibrated) {
+    constexpr double noise_mb = 50.0;
+    constexpr std::uint32_t p = 16;
+    constexpr int trials = 400;
+    std::mt19937 layout_rng(7);
+    std::vector<std::pair<std::uint32_t, Layers>> layout;
+    for (int run = 0; run < 3; ++run) {
+        for (std::uint32_t s = 0; s < p; ++s) {
+            layout.emplace_back(s, random_layers(layout_rng, PPB_ALL_KINDS, 0, 2));
+        }
+    }
+    // Stage 5 of 12 with a mix no observation has, at another pipeline degree.
+    const auto unseen = stage(12, 5, {1, 3, 0, 2, 4}, 32);
+    Gaussian gaussian(99);
+    double sum_z2 = 0.0;
+    double sum_se = 0.0;
+    for (int t = 0; t < trials; ++t) {
+        DryRuns runs;
+        for (const auto& [s, layers] : layout)
+            runs.observe(p, s, layers, 32, noise_mb * gaussian());
+        const FitResult fit = runs.fit();
+        const double predicted = ppb::dryrun_lsq::predict(fit, unseen.view());
+        const auto se = ppb::dryrun_lsq::predict_std_error(fit, unseen.view());
+        BOOST_TEST_REQUIRE(se.has_value());
+        BOOST_TEST_REQUIRE(*se > 0.0);
+        const double z = (predicted - runs.truth().memory(unseen.view())) / *se;
+        sum_z2 += z * z;
+        sum_se += *se;
+    }
+    const double sd = std::sqrt(sum_z2 / trials);
+    BOOST_TEST_MESSAGE("sd of z = " << sd << ", mean standard error " << sum_se / trials << " MB");
+    BOOST_TEST(sd > 0.85, "sd of z = " << sd << ", mean se = " << sum_se / trials << " MB");
+    BOOST_TEST(sd < 1.15, "sd of z = " << sd << ", mean se = " << sum_se / trials << " MB");
+}
+
+BOOST_AUTO_TEST_CASE(exact_fits_have_no_prediction_standard_error) {
+    DryRuns runs;
+    for (std::uint32_t s = 0; s < 4; ++s)
+        runs.observe(4, s, {2 + s % 2, 0, 0, 0, 0}, 8);
+    runs.observe(4, 1, {4, 0, 0, 0, 0}, 8);
+    const FitResult fit = runs.fit();
+    BOOST_TEST_REQUIRE(fit.degrees_of_freedom() == 0u);
+    const auto body = stage(4, 2, {5, 0, 0, 0, 0}, 8);
+    BOOST_TEST(!ppb::dryrun_lsq::predict_std_error(fit, body.view()).has_value());
+}
 
 // Three 16-stage dry runs (48 observations of ~20-60 GB) with Gaussian noise of 50 MB.
 BOOST_AUTO_TEST_CASE(estimates_lie_within_four_standard_errors_of_the_truth) {

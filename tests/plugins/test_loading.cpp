@@ -111,6 +111,11 @@ BOOST_AUTO_TEST_CASE(dryrun_lsq_loads_fits_and_predicts_through_the_c_boundary) 
     BOOST_TEST(params->activation_mb[PPB_KIND_NONE] == A_none, boost::test_tools::tolerance(1e-9));
     BOOST_TEST(params->activation_mb[PPB_KIND_FULL] == A_full, boost::test_tools::tolerance(1e-9));
 
+    // API 1.2: over-determined (16 observations, 6 unknowns) and exact: a standard error of ~0.
+    const auto se = model.predict_std_error(unseen.view());
+    BOOST_TEST_REQUIRE(se.has_value());
+    BOOST_TEST(*se < 1e-6);
+
     const auto report = boost::json::parse(model.report()).as_object();
     BOOST_TEST(report.at("parameters").at("activation_mb").at("comm").is_null());
 
@@ -224,6 +229,7 @@ BOOST_AUTO_TEST_CASE(older_api_minor_loads_and_newer_features_are_unavailable) {
         ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
     older.fit(ppb::views(obs));
     BOOST_TEST(older.predict(obs[0].placement.view()) == 1000.0 + 100.0 * 3);
+    BOOST_TEST(!older.predict_std_error(obs[0].placement.view()).has_value());
 
     // A current build offers it.
     const ppb::MemoryModel current = ppb::open_model(dryrun_lsq());

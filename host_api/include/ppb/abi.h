@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define PPB_ABI_MAJOR 1
-#define PPB_API_MINOR 1
+#define PPB_API_MINOR 2
 
 /* Name prefixes of the entry point and of the ELF section holding it (section names are at
  * most 8 bytes on some platforms: "ppbabi" + a one-digit major fits). */
@@ -151,6 +151,14 @@ typedef struct ppb_memory_model_api {
     /* What the model's options are, for people: plain text, one option per line, or NULL when
      * the model takes none. */
     const char* options_help;
+
+    /* ---- API 1.2 ---- read only when api_minor >= 2 and struct_size covers it */
+
+    /* The standard error (MB) of predict()'s value for `placement`, from the uncertainty of the
+     * model's fit. PPB_ERR_UNSUPPORTED when the model has no such estimate (a configured model,
+     * or a fit with no degrees of freedom). */
+    ppb_status (*predict_std_error)(const ppb_model* model, const ppb_placement* placement,
+                                    double* out_mb);
 } ppb_memory_model_api;
 
 /* Size of the table of API 1.0, the smallest a host of ABI 1 accepts. */

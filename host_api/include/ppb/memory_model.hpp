@@ -133,6 +133,24 @@ class MemoryModel {
         return out;
     }
 
+    // Standard error in MB of predict()'s value (API 1.2), or nullopt when the plugin is older or
+    // the model has no estimate of its uncertainty.
+    [[nodiscard]] std::optional<double> predict_std_error(const ppb_placement& placement) const {
+        const bool has_field =
+            api_->api_minor >= 2 &&
+            api_->struct_size >= offsetof(ppb_memory_model_api, predict_std_error) +
+                                     sizeof(api_->predict_std_error) &&
+            api_->predict_std_error != nullptr;
+        if (!has_field)
+            return std::nullopt;
+        double out = 0.0;
+        const ppb_status status = api_->predict_std_error(model_, &placement, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "predict_std_error");
+        return out;
+    }
+
     // The linear coefficients, or nullopt when the model is not linear.
     [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const {
         ppb_linear_parameters out{};

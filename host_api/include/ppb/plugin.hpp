@@ -65,6 +65,12 @@ class MemoryModelBase {
             }
         }
     }
+    // Standard error in MB of predict()'s value, or nullopt when the model has no estimate of
+    // its uncertainty (API 1.2).
+    [[nodiscard]] virtual std::optional<double> predict_std_error(
+        const ppb_placement& /*placement*/) const {
+        return std::nullopt;
+    }
     // Linear coefficients, or nullopt for a model that is not linear.
     [[nodiscard]] virtual std::optional<ppb_linear_parameters> parameters() const {
         return std::nullopt;
@@ -180,6 +186,22 @@ inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* pla
     });
 }
 
+inline ppb_status predict_std_error(const ppb_model* model, const ppb_placement* placement,
+                                    double* out_mb) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (placement == nullptr)
+        return null_argument("null argument: placement");
+    if (out_mb == nullptr)
+        return null_argument("null argument: out_mb");
+    return guarded([&] {
+        const auto error = self(model)->predict_std_error(*placement);
+        if (!error)
+            throw Unsupported("this memory model has no estimate of its uncertainty");
+        *out_mb = *error;
+    });
+}
+
 inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out) noexcept {
     if (model == nullptr)
         return null_argument("null argument: model");
@@ -281,6 +303,7 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
         &::ppb::plugin::detail::report,                                                     \
         &::ppb::plugin::detail::last_error,                                                 \
         OptionsHelp,                                                                        \
+        &::ppb::plugin::detail::predict_std_error,                                          \
     };                                                                                      \
     }                                                                                       \
     BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                                  \

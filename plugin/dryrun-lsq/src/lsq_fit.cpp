@@ -104,8 +104,17 @@ void record_solution(FitResult& result, const Analysis& fitted, const arma::vec&
 
     arma::vec errors;
     if (result.degrees_of_freedom() > 0) {
-        errors = standard_errors(space, rss / static_cast<double>(result.degrees_of_freedom()));
+        const double variance = rss / static_cast<double>(result.degrees_of_freedom());
+        errors = standard_errors(space, variance);
         require_finite(errors, "standard error");
+        result.estimable.residual_sd = std::sqrt(variance);
+    }
+    for (arma::uword i = 0; i < space.rank; ++i) {
+        ParameterVector row{};
+        for (std::size_t j = 0; j < columns.size(); ++j) {
+            row[index(columns[j])] = space.V(j, i) / space.s(i);
+        }
+        result.estimable.error_basis.push_back(row);
     }
     for (std::size_t j = 0; j < columns.size(); ++j) {
         const std::size_t p = index(columns[j]);

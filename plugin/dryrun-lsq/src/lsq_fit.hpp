@@ -38,6 +38,12 @@ struct EstimableSpace {
     // Orthonormal basis of the null space of the column-scaled design (zero outside fitted
     // columns). A row x is estimable iff x / column_scale is orthogonal to all of them.
     std::vector<ParameterVector> null_basis;
+    // Rows of diag(1/s_r) V_r' over the fitted columns (zero elsewhere) and the residual
+    // standard deviation: the standard error of an estimable x.theta is
+    // residual_sd * || error_basis (x / column_scale) ||. residual_sd is 0 when the fit has no
+    // degrees of freedom (no error estimate).
+    std::vector<ParameterVector> error_basis;
+    double residual_sd = 0.0;
     // A projection on the null space below this fraction of the scaled row's norm is rounding.
     double zero_tolerance = 0.0;
 };
@@ -78,6 +84,12 @@ struct FitResult {
 // ppb::plugin::NotEstimable when the fitted data do not determine it (naming the parameters it
 // needs). With const_mb folded, const_mb counts as 0. Allocates only when it throws.
 [[nodiscard]] double predict(const FitResult& fit, const ppb_placement& placement);
+
+// Standard error in MB of predict()'s value for `placement`, from the fit's residual variance
+// (the placement must be predictable: the same exceptions as predict); nullopt when the fit is
+// exactly determined and so has no error estimate.
+[[nodiscard]] std::optional<double> predict_std_error(const FitResult& fit,
+                                                      const ppb_placement& placement);
 
 // The coefficients predict() evaluates: PPB_PARAM_* bits set for the identified parameters and,
 // when const_mb is folded, for const_mb with the value 0; the values of unset bits are 0.

@@ -14,6 +14,10 @@ double DryRunLsqModel::predict(const ppb_placement& placement) const {
     return dryrun_lsq::predict(fitted(), placement);
 }
 
+std::optional<double> DryRunLsqModel::predict_std_error(const ppb_placement& placement) const {
+    return dryrun_lsq::predict_std_error(fitted(), placement);
+}
+
 std::optional<ppb_linear_parameters> DryRunLsqModel::parameters() const {
     return linear_parameters(fitted());
 }

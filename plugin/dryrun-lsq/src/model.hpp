@@ -35,6 +35,8 @@ class DryRunLsqModel final : public ppb::plugin::MemoryModelBase {
     void fit(std::span<const ppb_observation> observations) override;
     [[nodiscard]] double predict(const ppb_placement& placement) const override;
     [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const override;
+    [[nodiscard]] std::optional<double> predict_std_error(
+        const ppb_placement& placement) const override;
     [[nodiscard]] std::string report() const override;
 
     [[nodiscard]] const FitOptions& options() const noexcept { return options_; }

@@ -94,3 +94,25 @@ double predict(const FitResult& fit, const ppb_placement& placement) {
 }
 
 }  // namespace ppb::dryrun_lsq
+
+namespace ppb::dryrun_lsq {
+
+std::optional<double> predict_std_error(const FitResult& fit, const ppb_placement& placement) {
+    (void)predict(fit, placement);  // the same checks: valid and estimable, or it throws
+    const EstimableSpace& space = fit.estimable;
+    if (space.residual_sd == 0.0 && fit.degrees_of_freedom() == 0)
+        return std::nullopt;
+    const ParameterVector x = design_row(placement);
+    double sum_squares = 0.0;
+    for (const ParameterVector& row : space.error_basis) {
+        double component = 0.0;
+        for (std::size_t j = 0; j < parameter_count; ++j) {
+            if (space.column_scale[j] != 0.0)
+                component += row[j] * x[j] / space.column_scale[j];
+        }
+        sum_squares += component * component;
+    }
+    return space.residual_sd * std::sqrt(sum_squares);
+}
+
+}  // namespace ppb::dryrun_lsq

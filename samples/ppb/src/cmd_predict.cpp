@@ -132,6 +132,8 @@ int run_predict(std::span<const std::string> words) {
     const MemoryModel& model = prepared.model;
     const StagePlacement placement{stages, *stage, {chunk}};
     const double memory = model.predict(placement.view());
+    // From the fit's residuals (API 1.2); models without an uncertainty estimate give none.
+    const std::optional<double> std_error = model.predict_std_error(placement.view());
 
     std::string layer_list;
     boost::json::object layers;
@@ -152,13 +154,17 @@ int run_predict(std::span<const std::string> words) {
                                                {"layers", std::move(layers)},
                                                {"in_flight", chunk.in_flight}};
         doc["peak_memory_mb"] = memory;
+        doc["std_error_mb"] =
+            std_error ? boost::json::value(*std_error) : boost::json::value(nullptr);
         out = to_pretty_json(doc);
     } else {
         out = fmt::format(
             "Stage {} of {} with {} body layers ({}), {} micro-batches in flight:\n"
-            "  predicted peak memory {}  (model {} {}, {})\n",
+            "  predicted peak memory {}{}  (model {} {}, {})\n",
             *stage, stages, placement.total_layers(), layer_list.empty() ? "none" : layer_list,
-            chunk.in_flight, format_mb(memory), model.name(), model.version(), prepared.source);
+            chunk.in_flight, format_mb(memory),
+            std_error ? fmt::format(" ± {} (one standard error)", format_mb(*std_error)) : "",
+            model.name(), model.version(), prepared.source);
     }
     fmt::print("{}", out);
     return 0;
