@@ -2,7 +2,7 @@
 #ifndef PPB_TEST_CLI_FIXTURE_HPP
 #define PPB_TEST_CLI_FIXTURE_HPP
 
-#include "run_process.hpp"
+#include "../common/run_process.hpp"
 
 #include <boost/json/value.hpp>
 

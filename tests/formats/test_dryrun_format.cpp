@@ -2,7 +2,7 @@
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 
-#include "error_testing.hpp"
+#include "../common/error_testing.hpp"
 
 #include <boost/test/unit_test.hpp>
 

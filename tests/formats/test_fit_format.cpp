@@ -2,7 +2,7 @@
 #include <ppb/fit_format.hpp>
 #include <ppb/memory_model.hpp>
 
-#include "error_testing.hpp"
+#include "../common/error_testing.hpp"
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -43,7 +43,7 @@ ModelError model_error(const std::string& text) {
 void check_refused(const std::string& text, const std::string& detail) {
     const ModelError e = model_error(text);
     BOOST_TEST(e.status() == PPB_ERR_INTERNAL);
-    ppb::test::check_contains(
+    ppb_test::check_contains(
         e.what(), {"memory model 'dryrun-lsq' 1.2.3 returned an invalid report: ", detail});
 }
 

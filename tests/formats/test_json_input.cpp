@@ -2,7 +2,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 
-#include "error_testing.hpp"
+#include "../common/error_testing.hpp"
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -153,7 +153,7 @@ BOOST_AUTO_TEST_CASE(typed_access_names_the_path) {
                     "d.json: expected an array, got an object");
     // Without a source, only the path.
     const json::value one = json::object{{"a", "b"}};
-    const std::string m = ppb::test::error_message<InputError>(
+    const std::string m = ppb_test::error_message<InputError>(
         [&] { (void)JsonNode(one, "").as_object().required("a").as_number(); });
     BOOST_TEST(m == "a: expected a number, got \"b\"");
 }

@@ -2,6 +2,8 @@
 #ifndef PPB_TESTS_IMPORT_SCRATCH_HPP
 #define PPB_TESTS_IMPORT_SCRATCH_HPP
 
+#include "../common/error_testing.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -35,27 +37,7 @@ class Scratch {
 // The end of a MindSpore dry-run log: the memory lines MindSpore prints, after some noise.
 [[nodiscard]] std::string mindspore_log(int used_mb, int actual_mb);
 
-// The message of the `Error` that `f` throws; fails the test if it throws nothing.
-template <class Error, class F>
-std::string error_message(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    BOOST_ERROR("expected an exception, none was thrown");
-    return {};
-}
-
-// Checks that `message` contains each of `parts`.
-inline void check_contains(const std::string& message,
-                           std::initializer_list<std::string_view> parts) {
-    for (const auto part : parts) {
-        BOOST_TEST((message.find(part) != std::string::npos),
-                   "message \"" << message << "\" should contain \"" << part << "\"");
-    }
-}
-
+// error_message and check_contains: ../common/error_testing.hpp.
 }  // namespace ppb_test
 
 // Checks that `expr` throws `Error` whose message contains each of the strings that follow.

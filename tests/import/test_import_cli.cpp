@@ -1,6 +1,6 @@
 // 'ppb import' end to end: from the sample logs and configurations to fitted coefficients, and
 // the errors a user meets, with exit statuses and what is (not) written.
-#include "run_process.hpp"
+#include "../common/run_process.hpp"
 #include "scratch.hpp"
 
 #include <boost/json.hpp>

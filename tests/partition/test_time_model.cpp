@@ -2,7 +2,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/partition/time_model.hpp>
 
-#include "../formats/error_testing.hpp"
+#include "../common/error_testing.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -32,9 +32,8 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
                           const std::map<std::string, std::string>& env,
                           const std::string& stdin_text, const std::string& working_directory) {
     static int counter = 0;
-    const fs::path base =
-        fs::temp_directory_path() /
-        ("ppb-import-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    const fs::path base = fs::temp_directory_path() / ("ppb-run-" + std::to_string(::getpid()) +
+                                                       "-" + std::to_string(counter++));
     const fs::path out_file = base.string() + ".out";
     const fs::path err_file = base.string() + ".err";
     const fs::path in_file = base.string() + ".in";

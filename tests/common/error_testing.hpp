@@ -1,6 +1,6 @@
 // Helpers for tests that check error messages.
-#ifndef PPB_TESTS_FORMATS_ERROR_TESTING_HPP
-#define PPB_TESTS_FORMATS_ERROR_TESTING_HPP
+#ifndef PPB_TESTS_COMMON_ERROR_TESTING_HPP
+#define PPB_TESTS_COMMON_ERROR_TESTING_HPP
 
 #include <boost/test/unit_test.hpp>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace ppb::test {
+namespace ppb_test {
 
 // The message of the `Error` that `f` throws; fails the test if it throws nothing (or
 // something else, which Boost.Test reports as an uncaught exception).
@@ -32,11 +32,11 @@ inline void check_contains(const std::string& message,
     }
 }
 
-}  // namespace ppb::test
+}  // namespace ppb_test
 
 // Checks that `expr` throws `Error` whose message contains each of the strings that follow.
-#define PPB_CHECK_ERROR(Error, expr, ...)                                                 \
-    ::ppb::test::check_contains(::ppb::test::error_message<Error>([&] { (void)(expr); }), \
-                                {__VA_ARGS__})
+#define PPB_CHECK_ERROR(Error, expr, ...)                                               \
+    ::ppb_test::check_contains(::ppb_test::error_message<Error>([&] { (void)(expr); }), \
+                               {__VA_ARGS__})
 
-#endif  // PPB_TESTS_FORMATS_ERROR_TESTING_HPP
+#endif  // PPB_TESTS_COMMON_ERROR_TESTING_HPP
