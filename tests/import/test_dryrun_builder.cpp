@@ -2,7 +2,7 @@
 #include "scratch.hpp"
 
 #include <ppb/dryrun_format.hpp>
-#include <ppb/import/dryrun_builder.hpp>
+#include <ppb/importers/dryrun_builder.hpp>
 #include <ppb/kinds.hpp>
 
 #include <boost/json.hpp>

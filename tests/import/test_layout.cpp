@@ -1,5 +1,5 @@
 // Recompute kinds from MindFormers' per-stage counts (the SAPP split), and message helpers.
-#include <ppb/import/layout.hpp>
+#include <ppb/importers/layout.hpp>
 
 #include <boost/test/unit_test.hpp>
 

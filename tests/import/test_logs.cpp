@@ -1,7 +1,7 @@
 // Finding logs, ranks from paths and --rank, reading lines, UTF-8, one reading per rank.
 #include "scratch.hpp"
 
-#include <ppb/import/logs.hpp>
+#include <ppb/importers/logs.hpp>
 
 #include <boost/test/unit_test.hpp>
 

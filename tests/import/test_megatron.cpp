@@ -1,7 +1,7 @@
 // Megatron-LM: layouts from Megatron's flags, memory from report_memory() lines.
 #include "scratch.hpp"
 
-#include <ppb/import/megatron.hpp>
+#include <ppb/importers/megatron.hpp>
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,7 @@
 // MindSpore / MindFormers: layouts from the training YAML and flags, memory from dry-run logs.
 #include "scratch.hpp"
 
-#include <ppb/import/mindspore.hpp>
+#include <ppb/importers/mindspore.hpp>
 #include <ppb/kinds.hpp>
 
 #include <boost/test/unit_test.hpp>

@@ -4,9 +4,9 @@
 #include "commands.hpp"
 
 #include <ppb/dryrun_format.hpp>
-#include <ppb/import/dryrun_builder.hpp>
-#include <ppb/import/megatron.hpp>
-#include <ppb/import/mindspore.hpp>
+#include <ppb/importers/dryrun_builder.hpp>
+#include <ppb/importers/megatron.hpp>
+#include <ppb/importers/mindspore.hpp>
 #include <ppb/json_input.hpp>
 
 #include <fmt/format.h>

@@ -1,0 +1,69 @@
+// ppb/importers/dryrun_builder.hpp — from a layout and per-rank memory readings to a ppb.dryrun/1
+// document: one observation per stage, a new file or observations appended to an existing one.
+// Every document is read back with ppb::parse_dryrun before it is returned, so an import never
+// writes a file ppb cannot read.
+#ifndef PPB_IMPORTERS_DRYRUN_BUILDER_HPP
+#define PPB_IMPORTERS_DRYRUN_BUILDER_HPP
+
+#include <ppb/dryrun_format.hpp>
+#include <ppb/importers/layout.hpp>
+#include <ppb/importers/logs.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb::importers {
+
+struct StageObservation {
+    std::uint32_t stage = 0;
+    KindCounts layers{};
+    double peak_memory_mb = 0.0;
+    std::string comment;  // which rank and log line the figure comes from
+};
+
+// One observation per stage that has readings: the largest reading of its ranks (data- and
+// tensor-parallel replicas of a stage measure the same placement; the peak is what must fit).
+// Noted in `messages`: stages with several ranks, stages without any reading; warned: a stage
+// whose ranks differ by more than 1 %. Throws InputError "<file>:<line>: ..." for a rank
+// outside the layout.
+[[nodiscard]] std::vector<StageObservation> stage_observations(
+    const PipelineLayout& layout, std::span<const MemoryReading> readings, Messages& messages);
+
+// The observations of one dry run, under one label.
+struct ImportedDryRun {
+    std::uint32_t num_stages = 1;
+    std::optional<std::uint32_t> micro_batches;
+    std::string label = "A";
+    std::string comment;  // the new document's top-level "comment"; empty for none
+    std::vector<StageObservation> observations;
+};
+
+// A new ppb.dryrun/1 document (num_stages, micro_batches when known, schedule "1f1b"), checked
+// with parse_dryrun under `options`.
+[[nodiscard]] std::string new_dryrun_text(const ImportedDryRun& run,
+                                          const DryRunReadOptions& options = {});
+
+// `existing` (a ppb.dryrun/1 document read from `source`) with `run`'s observations appended,
+// everything else as it was. The label must be new to the document. Where the document's
+// top-level num_stages or micro_batches differ from the run's, the appended observations carry
+// their own (and an explicit in_flight when the run has no micro-batch count but the document
+// has one), noted in `messages`. Checked with parse_dryrun, so appended observations that
+// contradict existing ones (--duplicate-tolerance) are refused. Throws InputError.
+[[nodiscard]] std::string appended_dryrun_text(std::string_view existing, std::string_view source,
+                                               const ImportedDryRun& run,
+                                               const DryRunReadOptions& options,
+                                               Messages& messages);
+
+// Replaces `path` with `text` atomically: a temporary file in the same directory, flushed to
+// disk, then renamed over `path` (a symbolic link is followed; an existing file's permissions
+// are kept). Throws InputError "<path>: cannot write: <reason>".
+void write_file_atomically(const std::filesystem::path& path, std::string_view text);
+
+}  // namespace ppb::importers
+
+#endif  // PPB_IMPORTERS_DRYRUN_BUILDER_HPP

@@ -1,0 +1,74 @@
+// ppb/importers/layout.hpp — what a training job's pipeline layout says about each stage, and the
+// messages an import leaves for the user.
+#ifndef PPB_IMPORTERS_LAYOUT_HPP
+#define PPB_IMPORTERS_LAYOUT_HPP
+
+#include <ppb/abi.h>
+#include <ppb/errors.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppb::importers {
+
+// A wrong value in a command-line flag ("--offset: ..."). It is an InputError; a command-line
+// host reports it as a usage mistake.
+class FlagError : public InputError {
+  public:
+    using InputError::InputError;
+};
+
+// Body layers of one stage per recompute kind, indexed by ppb_kind (none, select, comm, both,
+// full).
+using KindCounts = std::array<std::uint32_t, PPB_KIND_COUNT>;
+
+[[nodiscard]] std::uint32_t total_layers(const KindCounts& counts) noexcept;
+
+// "10 layers (full 3, select 7)", "0 layers".
+[[nodiscard]] std::string describe_layers(const KindCounts& counts);
+
+// Layers per recompute kind of a stage of `layers` body layers whose configuration recomputes
+// the first `full` layers fully, applies selective recompute to the first `select` and
+// communication recompute to the first `comm` (MindFormers' per-stage counts). As the public
+// SAPP tool splits them: full = `full`; both = max(0, min(select - full, comm - full)); select
+// and comm the remainders; none the rest. Counts above `layers` mean every layer, as in
+// MindFormers.
+[[nodiscard]] KindCounts split_recompute(std::uint32_t layers, std::uint32_t full,
+                                         std::uint32_t select, std::uint32_t comm) noexcept;
+
+// A pipeline of `num_stages` stages in which stage s is run by the consecutive ranks
+// s * ranks_per_stage ... (s + 1) * ranks_per_stage - 1 (MindSpore's and Megatron's default
+// rank order), holding stages[s] body layers.
+struct PipelineLayout {
+    std::uint32_t num_stages = 1;
+    std::uint32_t ranks_per_stage = 1;
+    std::optional<std::uint32_t> micro_batches;  // when the configuration says
+    std::vector<KindCounts> stages;              // one per stage
+    std::string ranks_explained;                 // "data_parallel 2 x model_parallel 4"
+
+    [[nodiscard]] std::uint64_t world_size() const noexcept {
+        return std::uint64_t{num_stages} * ranks_per_stage;
+    }
+};
+
+// What an import tells the user besides its result: notes (choices made for them) and warnings
+// (something looks wrong but the import went on).
+struct Message {
+    enum class Level { note, warning };
+    Level level = Level::note;
+    std::string text;
+};
+using Messages = std::vector<Message>;
+
+void add_note(Messages& messages, std::string text);
+void add_warning(Messages& messages, std::string text);
+
+// "0-3, 5, 7-8": sorted, duplicates dropped, runs of three or more collapsed.
+[[nodiscard]] std::string describe_numbers(std::vector<std::uint32_t> numbers);
+
+}  // namespace ppb::importers
+
+#endif  // PPB_IMPORTERS_LAYOUT_HPP

@@ -1,0 +1,78 @@
+// ppb/importers/megatron.hpp — Megatron-LM runs: the pipeline layout from Megatron's own flags, peak
+// memory from the lines Megatron's report_memory() prints,
+//
+//   [Rank 3] (after 10 iterations) memory (MB) | allocated: 9334.4 | max allocated: 12680.6 |
+//       reserved: 13236.0 | max reserved: 13236.0
+//
+// (one line). The rank is each line's "[Rank N]", so one combined log of all ranks works; a
+// memory line without it takes its log's rank (--rank FILE=ID or the path, see logs.hpp).
+#ifndef PPB_IMPORTERS_MEGATRON_HPP
+#define PPB_IMPORTERS_MEGATRON_HPP
+
+#include <ppb/importers/layout.hpp>
+#include <ppb/importers/logs.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb::importers {
+
+// Which figure of the memory line to import. The default is max allocated: the peak of the
+// memory the job's tensors occupied, which is what the layout and recompute choices determine;
+// reserved figures add what PyTorch's caching allocator holds besides (fragmentation, cached
+// blocks), which does not scale with layers.
+enum class MegatronMemory { allocated, max_allocated, reserved, max_reserved };
+
+// "allocated", "max-allocated" (also "max allocated", "max_allocated"), "reserved",
+// "max-reserved".
+[[nodiscard]] std::optional<MegatronMemory> megatron_memory_from_name(std::string_view name);
+// The field's name on the memory line: "max allocated".
+[[nodiscard]] std::string_view megatron_memory_field(MegatronMemory memory);
+
+// The layout, with Megatron's flag names; plus the world size and micro-batch count, which
+// Megatron derives from its environment and batch sizes.
+struct MegatronFlags {
+    std::optional<std::uint32_t> pipeline_size;        // --pipeline-model-parallel-size
+    std::optional<std::uint32_t> num_layers;           // --num-layers
+    std::optional<std::uint32_t> first_stage_layers;   // --decoder-first-pipeline-num-layers
+    std::optional<std::uint32_t> last_stage_layers;    // --decoder-last-pipeline-num-layers
+    std::optional<std::string> recompute_granularity;  // full | selective
+    std::optional<std::string> recompute_method;       // uniform | block
+    std::optional<std::uint32_t> recompute_num_layers;
+    std::optional<std::uint32_t> world_size;     // --world-size
+    std::optional<std::uint32_t> micro_batches;  // --num-microbatches
+};
+
+// What the logs say.
+struct MegatronScan {
+    std::vector<MemoryReading> readings;  // one per rank (see last_reading_per_rank)
+    // From Megatron's "using world size: N, ..." line, when a log has it.
+    std::optional<std::uint32_t> world_size;
+    std::string world_size_where;  // "<file>:<line>"
+};
+
+// Reads every log. A log named on the command line must hold a memory line; logs found in
+// directories without one are skipped (noted). Throws InputError "<file>:<line>: <problem>".
+[[nodiscard]] MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory memory,
+                                              Messages& messages);
+
+// The layout, as Megatron builds it:
+//   layers: --num-layers / P per stage (it must divide); with --decoder-first- or
+//     --decoder-last-pipeline-num-layers, the first / last stage holds that many and the other
+//     stages share the rest evenly (it must divide);
+//   kinds: selective -> every layer 'select'; full + uniform -> every layer 'full'; full + block
+//     + --recompute-num-layers N -> the first N layers of each stage 'full', the rest 'none';
+//     no granularity -> 'none';
+//   ranks: stage = rank / (world size / P), Megatron's default rank order; the world size is
+//     --world-size, else the logs' "using world size" line.
+// Throws FlagError for flags Megatron itself would refuse or that do not fit together.
+[[nodiscard]] PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
+                                             Messages& messages);
+
+}  // namespace ppb::importers
+
+#endif  // PPB_IMPORTERS_MEGATRON_HPP

@@ -1,0 +1,79 @@
+// ppb/importers/mindspore.hpp — MindSpore / MindFormers dry runs: the pipeline layout from the
+// MindFormers training YAML (or flags), peak memory from each rank's log.
+//
+// The configuration, where MindFormers keeps it:
+//   parallel_config.{data_parallel, model_parallel, context_parallel, pipeline_stage,
+//                    micro_batch_num}
+//   model.model_config.{num_layers, offset, pp_interleave_num}
+//   recompute_config.{recompute, select_recompute, select_comm_recompute}
+// A stage is run by data_parallel x model_parallel (x context_parallel) consecutive ranks and
+// holds num_layers // pipeline_stage + offset[s] body layers; the offsets must make the stages
+// sum to num_layers (MindFormers' own rule). Offsets and recompute settings may be a list with
+// one entry per stage, a list with one row of those (MindFormers' per-chunk form; more rows
+// mean interleaving, which ppb.dryrun/1 cannot describe), or an integer meaning that value for
+// every stage; for recompute settings true / false mean every layer / none, in a list too, a
+// list of operator patterns means every layer, and a mapping of patterns to such values is
+// accepted when all patterns cover the same layers. Counts above a stage's layers mean all of
+// them, as in MindFormers. The split into recompute kinds is split_recompute() (layout.hpp).
+#ifndef PPB_IMPORTERS_MINDSPORE_HPP
+#define PPB_IMPORTERS_MINDSPORE_HPP
+
+#include <ppb/importers/layout.hpp>
+#include <ppb/importers/logs.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb::importers {
+
+// Which of MindSpore's two peak figures to import.
+//   used:   "Used peak memory usage (without fragments): NNNNM" — the default: the memory the
+//           job's tensors occupy at the peak, which is what depends on the layout and what the
+//           MindFormers documentation says to compare with the device memory;
+//   actual: "Actual peak memory usage (with fragments): NNNNM" — also counts the allocator's
+//           fragmentation, which does not scale with layers and recompute choices.
+enum class MindSporeMemory { used, actual };
+
+[[nodiscard]] std::optional<MindSporeMemory> mindspore_memory_from_name(std::string_view name);
+// The text before the number on the memory line.
+[[nodiscard]] std::string_view mindspore_memory_marker(MindSporeMemory memory);
+
+// Values given on the command line; each set value wins over the configuration file. Values are
+// YAML text, as in the file: "4", "[1, 0, 0, -1]", "[[1, 0, 0, -1]]", "true". A list may also be
+// given without brackets: "1,0,0,-1".
+struct MindSporeFlags {
+    std::optional<std::string> data_parallel;
+    std::optional<std::string> model_parallel;
+    std::optional<std::string> context_parallel;
+    std::optional<std::string> pipeline_stage;
+    std::optional<std::string> micro_batch_num;
+    std::optional<std::string> num_layers;
+    std::optional<std::string> offset;
+    std::optional<std::string> recompute;
+    std::optional<std::string> select_recompute;
+    std::optional<std::string> select_comm_recompute;
+};
+
+// The layout from `config` (a MindFormers training YAML; optional when the flags say
+// everything) and `flags`. Required: pipeline_stage and num_layers; data_parallel,
+// model_parallel and context_parallel default to 1 and offset to 0 as in MindFormers; without
+// micro_batch_num the layout has no micro-batch count (noted in `messages`). Throws InputError
+// "<config>:<line>: <key>: <problem>" for a problem in the file, FlagError for one in a flag.
+[[nodiscard]] PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& config,
+                                              const MindSporeFlags& flags, Messages& messages);
+
+// The peak figure of each rank, one per rank (the last line of a log; see
+// last_reading_per_rank). Every log named on the command line must hold a memory line, and so
+// must every rank among the logs found in directories; logs found in directories whose rank
+// cannot be told are skipped (noted). Throws InputError "<file>:<line>: <problem>".
+[[nodiscard]] std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
+                                                             MindSporeMemory memory,
+                                                             Messages& messages);
+
+}  // namespace ppb::importers
+
+#endif  // PPB_IMPORTERS_MINDSPORE_HPP

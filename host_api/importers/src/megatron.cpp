@@ -1,0 +1,371 @@
+// Megatron-LM runs: layout from Megatron's flags, memory from report_memory() lines.
+#include <ppb/importers/megatron.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <utility>
+
+namespace ppb::importers {
+namespace {
+
+constexpr std::string_view rank_marker = "[Rank ";
+constexpr std::string_view memory_marker = "memory (MB)";
+constexpr std::string_view world_marker = "using world size: ";
+
+std::string_view trim(std::string_view text) {
+    const std::size_t first = text.find_first_not_of(" \t");
+    if (first == std::string_view::npos)
+        return {};
+    const std::size_t last = text.find_last_not_of(" \t");
+    return text.substr(first, last - first + 1);
+}
+
+// "[Rank 12]" at the start of `text`: 12 and the length of the marker.
+std::optional<std::pair<std::uint32_t, std::size_t>> rank_prefix(std::string_view text) {
+    if (!text.starts_with(rank_marker))
+        return std::nullopt;
+    const std::string_view rest = text.substr(rank_marker.size());
+    std::uint32_t rank = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), rank);
+    if (ec != std::errc{} || end == rest.data() + rest.size() || *end != ']')
+        return std::nullopt;
+    return std::pair{rank, rank_marker.size() + static_cast<std::size_t>(end - rest.data()) + 1};
+}
+
+struct MemoryRecord {
+    std::optional<std::uint32_t> rank;  // from "[Rank N]"
+    std::string_view fields;            // the text after "memory (MB)"
+    std::string_view text;              // the record, for messages
+};
+
+// The memory records of one line: each "[Rank N] ... memory (MB) | ..." up to the next
+// "[Rank " (two ranks' prints can share a line), or one record without a rank.
+std::vector<MemoryRecord> memory_records(std::string_view line) {
+    std::vector<MemoryRecord> records;
+    if (line.find(memory_marker) == std::string_view::npos)
+        return records;
+    std::size_t at = line.find(rank_marker);
+    bool any_rank = false;
+    while (at != std::string_view::npos) {
+        const std::size_t next = line.find(rank_marker, at + 1);
+        const std::string_view segment =
+            line.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
+        const auto prefix = rank_prefix(segment);
+        const std::size_t memory = segment.find(memory_marker);
+        if (prefix && memory != std::string_view::npos &&
+            segment.find('|', memory) != std::string_view::npos) {
+            records.push_back(MemoryRecord{prefix->first,
+                                           segment.substr(memory + memory_marker.size()), segment});
+        }
+        any_rank = any_rank || prefix.has_value();
+        at = next;
+    }
+    if (!any_rank) {
+        const std::size_t memory = line.find(memory_marker);
+        if (line.find('|', memory) != std::string_view::npos) {
+            records.push_back(
+                MemoryRecord{std::nullopt, line.substr(memory + memory_marker.size()), line});
+        }
+    }
+    return records;
+}
+
+double record_figure(const MemoryRecord& record, MegatronMemory memory, const LogFile& log,
+                     std::size_t line) {
+    const std::string_view wanted = megatron_memory_field(memory);
+    std::vector<std::string_view> names;
+    std::string_view rest = record.fields;
+    while (!rest.empty()) {
+        const std::size_t bar = rest.find('|');
+        const std::string_view field = rest.substr(0, bar);
+        rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+        const std::size_t colon = field.find(':');
+        if (colon == std::string_view::npos)
+            continue;
+        const std::string_view name = trim(field.substr(0, colon));
+        if (name != wanted) {
+            if (!name.empty())
+                names.push_back(name);
+            continue;
+        }
+        const std::string_view value = trim(field.substr(colon + 1));
+        double mb = 0.0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), mb);
+        if (value.empty() || ec != std::errc{} || end != value.data() + value.size() ||
+            !std::isfinite(mb)) {
+            throw InputError(fmt::format(
+                "{}:{}: malformed memory line: expected a number of MB after '{}:', got {}",
+                log.name, line, wanted, quote_excerpt(value, 40)));
+        }
+        if (!(mb > 0.0)) {
+            throw InputError(fmt::format(
+                "{}:{}: '{}' is {} MB, which is not a measured peak (expected a positive number)",
+                log.name, line, wanted, value));
+        }
+        return mb;
+    }
+    throw InputError(fmt::format(
+        "{}:{}: the memory line has no '{}' figure (it has: {}); choose another with --memory",
+        log.name, line, wanted,
+        names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+}
+
+}  // namespace
+
+std::optional<MegatronMemory> megatron_memory_from_name(std::string_view name) {
+    std::string normal(name);
+    std::replace(normal.begin(), normal.end(), '-', ' ');
+    std::replace(normal.begin(), normal.end(), '_', ' ');
+    if (normal == "allocated")
+        return MegatronMemory::allocated;
+    if (normal == "max allocated")
+        return MegatronMemory::max_allocated;
+    if (normal == "reserved")
+        return MegatronMemory::reserved;
+    if (normal == "max reserved")
+        return MegatronMemory::max_reserved;
+    return std::nullopt;
+}
+
+std::string_view megatron_memory_field(MegatronMemory memory) {
+    switch (memory) {
+        case MegatronMemory::allocated:
+            return "allocated";
+        case MegatronMemory::max_allocated:
+            return "max allocated";
+        case MegatronMemory::reserved:
+            return "reserved";
+        case MegatronMemory::max_reserved:
+            return "max reserved";
+    }
+    return "max allocated";
+}
+
+MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory memory,
+                                Messages& messages) {
+    MegatronScan scan;
+    std::vector<MemoryReading> readings;
+    std::vector<std::string> skipped;
+    for (const LogFile& log : logs) {
+        std::size_t found = 0;
+        bool nul_found = false;
+        for_each_line(log, [&](std::size_t line, std::string_view text) {
+            nul_found = nul_found || text.find('\0') != std::string_view::npos;
+            if (const std::size_t at = text.find(world_marker); at != std::string_view::npos) {
+                const std::string_view rest = text.substr(at + world_marker.size());
+                std::uint32_t world = 0;
+                const auto [end, ec] =
+                    std::from_chars(rest.data(), rest.data() + rest.size(), world);
+                if (ec == std::errc{} && world > 0) {
+                    const std::string where = fmt::format("{}:{}", log.name, line);
+                    if (scan.world_size && *scan.world_size != world) {
+                        throw InputError(fmt::format(
+                            "{}: world size {}, but {} says {}: are these logs of one run?", where,
+                            world, scan.world_size_where, *scan.world_size));
+                    }
+                    if (!scan.world_size) {
+                        scan.world_size = world;
+                        scan.world_size_where = where;
+                    }
+                }
+            }
+            for (const MemoryRecord& record : memory_records(text)) {
+                require_utf8(record.text, log.name, line, "the memory line");
+                std::uint32_t rank = 0;
+                if (record.rank) {
+                    rank = *record.rank;
+                } else if (log.rank) {
+                    rank = *log.rank;
+                } else {
+                    throw InputError(fmt::format(
+                        "{}:{}: a memory line without '[Rank N]', and the log's rank is not known: "
+                        "give --rank {}=ID",
+                        log.name, line, log.name));
+                }
+                readings.push_back(
+                    MemoryReading{rank, record_figure(record, memory, log, line), log.name, line});
+                ++found;
+            }
+        });
+        if (found > 0)
+            continue;
+        if (!log.named) {
+            skipped.push_back(log.name);
+            continue;
+        }
+        throw InputError(fmt::format(
+            "{}: no Megatron memory line ('[Rank N] (after K iterations) memory (MB) | allocated: "
+            "... | max allocated: ...'){}",
+            log.name,
+            nul_found ? " (it holds NUL bytes: is it UTF-16 text or a binary file? ppb reads "
+                        "logs as UTF-8 text)"
+                      : " (Megatron prints it once, at the first --log-interval iteration: did "
+                        "the run get that far?)"));
+    }
+    if (!skipped.empty()) {
+        add_note(messages,
+                 fmt::format("skipped {} log{} without Megatron memory lines: {}", skipped.size(),
+                             skipped.size() == 1 ? "" : "s", fmt::join(skipped, ", ")));
+    }
+    if (readings.empty())
+        throw InputError("none of the logs read has a Megatron memory line");
+    scan.readings = last_reading_per_rank(readings, "memory lines", messages);
+    return scan;
+}
+
+PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
+                               Messages& messages) {
+    if (!flags.pipeline_size)
+        throw FlagError("missing --pipeline-model-parallel-size P");
+    if (!flags.num_layers)
+        throw FlagError("missing --num-layers L");
+    const std::uint32_t p = *flags.pipeline_size;
+    const std::uint32_t layers = *flags.num_layers;
+    if (p == 0)
+        throw FlagError("--pipeline-model-parallel-size: expected at least 1");
+
+    PipelineLayout layout;
+    layout.num_stages = p;
+    layout.micro_batches = flags.micro_batches;
+    if (!flags.micro_batches) {
+        add_note(messages,
+                 "no --num-microbatches: the dry-run file gives no micro-batch count, so each "
+                 "stage's in-flight count is taken as P - stage");
+    }
+
+    // World size and rank order.
+    std::uint32_t world = 0;
+    if (flags.world_size) {
+        world = *flags.world_size;
+        if (scan.world_size && *scan.world_size != world) {
+            add_warning(messages, fmt::format("--world-size {} differs from the log's {} ({}); "
+                                              "using --world-size",
+                                              world, *scan.world_size, scan.world_size_where));
+        }
+    } else if (scan.world_size) {
+        world = *scan.world_size;
+        add_note(messages, fmt::format("world size {} from {}", world, scan.world_size_where));
+    } else {
+        throw FlagError(
+            "missing --world-size N (the number of ranks; the logs have no 'using world size' "
+            "line)");
+    }
+    if (world == 0 || world % p != 0) {
+        throw FlagError(fmt::format(
+            "world size {} is not a multiple of --pipeline-model-parallel-size {}", world, p));
+    }
+    layout.ranks_per_stage = world / p;
+    layout.ranks_explained =
+        fmt::format("world size {} / pipeline-model-parallel-size {}", world, p);
+
+    // Layers per stage.
+    std::vector<std::uint32_t> per_stage(p, 0);
+    const auto& first = flags.first_stage_layers;
+    const auto& last = flags.last_stage_layers;
+    if (first || last) {
+        if (p < 2) {
+            throw FlagError(
+                "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers need "
+                "a pipeline of at least 2 stages");
+        }
+        const std::uint64_t given = std::uint64_t{first.value_or(0)} + last.value_or(0);
+        if (given > layers) {
+            throw FlagError(fmt::format(
+                "the first and last stages' layers ({}) exceed --num-layers {}", given, layers));
+        }
+        const std::uint32_t rest = layers - static_cast<std::uint32_t>(given);
+        const std::uint32_t others = p - (first ? 1 : 0) - (last ? 1 : 0);
+        if (others == 0 ? rest != 0 : rest % others != 0) {
+            throw FlagError(
+                fmt::format("--num-layers {} leaves {} layers for the other {} stage{} after the "
+                            "first and last "
+                            "stages' layers, which {} (Megatron requires an even split)",
+                            layers, rest, others, others == 1 ? "" : "s",
+                            others == 0 ? "no stage can hold" : "do not divide evenly"));
+        }
+        std::fill(per_stage.begin(), per_stage.end(), others == 0 ? 0 : rest / others);
+        if (first)
+            per_stage.front() = *first;
+        if (last)
+            per_stage.back() = *last;
+    } else {
+        if (layers % p != 0) {
+            throw FlagError(fmt::format(
+                "--num-layers {} does not divide into {} stages (Megatron requires it, unless "
+                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers say "
+                "otherwise)",
+                layers, p));
+        }
+        std::fill(per_stage.begin(), per_stage.end(), layers / p);
+    }
+
+    // Recompute kinds.
+    enum class Recompute { none, select, full_uniform, full_block };
+    Recompute recompute = Recompute::none;
+    const auto& granularity = flags.recompute_granularity;
+    const auto& method = flags.recompute_method;
+    if (!granularity) {
+        if (method || flags.recompute_num_layers) {
+            add_warning(messages,
+                        fmt::format("{} has no effect without --recompute-granularity (Megatron "
+                                    "then recomputes nothing)",
+                                    method ? "--recompute-method" : "--recompute-num-layers"));
+        }
+    } else if (*granularity == "selective") {
+        if (flags.recompute_num_layers) {
+            throw FlagError(
+                "--recompute-num-layers must not be given with --recompute-granularity "
+                "selective (Megatron refuses it)");
+        }
+        recompute = Recompute::select;
+    } else if (*granularity == "full") {
+        if (!method) {
+            throw FlagError(
+                "--recompute-granularity full needs --recompute-method uniform or block (as "
+                "Megatron does)");
+        }
+        if (*method != "uniform" && *method != "block") {
+            throw FlagError(
+                fmt::format("--recompute-method: expected uniform or block, got '{}'", *method));
+        }
+        if (!flags.recompute_num_layers) {
+            throw FlagError(
+                "--recompute-granularity full needs --recompute-num-layers N (as Megatron does)");
+        }
+        recompute = *method == "uniform" ? Recompute::full_uniform : Recompute::full_block;
+    } else {
+        throw FlagError(fmt::format("--recompute-granularity: expected full or selective, got '{}'",
+                                    *granularity));
+    }
+    if (method && *method != "uniform" && *method != "block") {
+        throw FlagError(
+            fmt::format("--recompute-method: expected uniform or block, got '{}'", *method));
+    }
+
+    for (const std::uint32_t n : per_stage) {
+        KindCounts counts{};
+        switch (recompute) {
+            case Recompute::none:
+                counts[PPB_KIND_NONE] = n;
+                break;
+            case Recompute::select:
+                counts[PPB_KIND_SELECT] = n;
+                break;
+            case Recompute::full_uniform:
+                counts[PPB_KIND_FULL] = n;
+                break;
+            case Recompute::full_block:
+                counts[PPB_KIND_FULL] = std::min(n, *flags.recompute_num_layers);
+                counts[PPB_KIND_NONE] = n - counts[PPB_KIND_FULL];
+                break;
+        }
+        layout.stages.push_back(counts);
+    }
+    return layout;
+}
+
+}  // namespace ppb::importers

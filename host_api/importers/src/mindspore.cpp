@@ -1,0 +1,615 @@
+// MindSpore / MindFormers dry runs: layout from the training YAML (yaml-cpp), memory from logs.
+#include <ppb/importers/mindspore.hpp>
+#include <ppb/json_input.hpp>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+
+namespace ppb::importers {
+namespace {
+
+constexpr std::string_view used_marker = "Used peak memory usage (without fragments):";
+constexpr std::string_view actual_marker = "Actual peak memory usage (with fragments):";
+
+// Where settings come from: the configuration file, or one command-line flag.
+struct Origin {
+    std::string name;  // the file as the user named it, or the flag ("--offset")
+    bool flag = false;
+};
+
+// One configuration value and where it is, for messages.
+class Setting {
+  public:
+    Setting() = default;
+    Setting(const Origin* origin, YAML::Node node, std::string path)
+        : origin_(origin), node_(std::move(node)), path_(std::move(path)), present_(true) {}
+    Setting(const Setting&) = default;
+    // YAML::Node's assignment writes through to the node it refers to (it edits the document);
+    // a Setting rebinds instead.
+    Setting& operator=(const Setting& other) {
+        origin_ = other.origin_;
+        node_.reset(other.node_);
+        path_ = other.path_;
+        present_ = other.present_;
+        return *this;
+    }
+    ~Setting() = default;
+
+    [[nodiscard]] bool present() const noexcept { return present_; }
+    [[nodiscard]] const YAML::Node& node() const noexcept { return node_; }
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+    [[nodiscard]] bool from_flag() const noexcept { return origin_ != nullptr && origin_->flag; }
+
+    // "llama.yaml:14: model.model_config.offset", "--offset", "--offset[2]".
+    [[nodiscard]] std::string where() const {
+        if (origin_ == nullptr || origin_->flag)
+            return path_;
+        const YAML::Mark mark = node_.Mark();
+        if (mark.is_null() || mark.line < 0)
+            return fmt::format("{}: {}", origin_->name, path_);
+        return fmt::format("{}:{}: {}", origin_->name, mark.line + 1, path_);
+    }
+
+    [[nodiscard]] Setting element(std::size_t index) const {
+        return Setting(origin_, node_[index], fmt::format("{}[{}]", path_, index));
+    }
+    [[nodiscard]] Setting member(const YAML::Node& value, std::string_view key) const {
+        return Setting(origin_, value, fmt::format("{}.{}", path_, key));
+    }
+
+    [[noreturn]] void fail(std::string_view problem) const {
+        const std::string message = fmt::format("{}: {}", where(), problem);
+        if (from_flag())
+            throw FlagError(message);
+        throw InputError(message);
+    }
+
+  private:
+    const Origin* origin_ = nullptr;
+    YAML::Node node_;
+    std::string path_;
+    bool present_ = false;
+};
+
+// A short description of a YAML value for messages.
+std::string describe(const YAML::Node& node) {
+    switch (node.Type()) {
+        case YAML::NodeType::Null:
+            return "nothing";
+        case YAML::NodeType::Scalar:
+            return quote_excerpt(node.Scalar(), 40);
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Map:
+            return "a mapping";
+        default:
+            return "an undefined value";
+    }
+}
+
+// A plain (unquoted) scalar: quoted text is a string in YAML, as MindFormers' parser reads it.
+bool plain_scalar(const YAML::Node& node) {
+    return node.IsScalar() && node.Tag() != "!";
+}
+
+std::optional<std::int64_t> integer_of(const YAML::Node& node) {
+    if (!plain_scalar(node))
+        return std::nullopt;
+    std::string_view text = node.Scalar();
+    if (text.starts_with('+'))
+        text.remove_prefix(1);
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+        return std::nullopt;
+    return value;
+}
+
+// YAML 1.1 booleans, as PyYAML (and so MindFormers) reads them.
+std::optional<bool> boolean_of(const YAML::Node& node) {
+    if (!plain_scalar(node))
+        return std::nullopt;
+    const std::string& text = node.Scalar();
+    for (const char* word : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+        if (text == word)
+            return true;
+    }
+    for (const char* word : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+        if (text == word)
+            return false;
+    }
+    return std::nullopt;
+}
+
+std::uint32_t positive_integer(const Setting& setting) {
+    const auto value = integer_of(setting.node());
+    if (!value || *value < 1 || *value > std::numeric_limits<std::uint32_t>::max())
+        setting.fail(fmt::format("expected a positive integer, got {}", describe(setting.node())));
+    return static_cast<std::uint32_t>(*value);
+}
+
+// The member `key` of a mapping (the last one, as PyYAML keeps it), or nothing.
+std::optional<YAML::Node> find_member(const YAML::Node& map, std::string_view key) {
+    std::optional<YAML::Node> found;
+    for (const auto& member : map) {
+        if (member.first.IsScalar() && member.first.Scalar() == key)
+            found = member.second;
+    }
+    return found;
+}
+
+class Config {
+  public:
+    explicit Config(const std::filesystem::path& path) : origin_{source_name(path), false} {
+        const std::string text = read_text_file(path);
+        const std::size_t bad = invalid_utf8_at(text);
+        if (bad != std::string::npos) {
+            const std::size_t line_start = text.rfind('\n', bad) + 1;  // npos + 1 == 0
+            const auto line = 1 + std::count(text.begin(), text.begin() + line_start, '\n');
+            const std::size_t line_end = text.find('\n', bad);
+            throw InputError(fmt::format(
+                "{}:{}: not UTF-8 text (byte 0x{:02X} at byte {} of the line: {}); a YAML file "
+                "must be UTF-8",
+                origin_.name, line, static_cast<unsigned char>(text[bad]), bad - line_start + 1,
+                quote_excerpt(std::string_view(text).substr(line_start, line_end - line_start))));
+        }
+        try {
+            root_.reset(YAML::Load(text));
+        } catch (const YAML::ParserException& e) {
+            throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", origin_.name,
+                                         e.mark.line + 1, e.mark.column + 1, e.msg));
+        } catch (const YAML::Exception& e) {
+            throw InputError(fmt::format("{}: not valid YAML: {}", origin_.name, e.what()));
+        }
+        if (!root_.IsMap() && !root_.IsNull()) {
+            throw InputError(fmt::format(
+                "{}: expected a MindFormers training configuration (a YAML mapping), got {}",
+                origin_.name, describe(root_)));
+        }
+    }
+
+    [[nodiscard]] const std::string& name() const noexcept { return origin_.name; }
+
+    // The value at `keys` (parallel_config, data_parallel), or an absent setting.
+    [[nodiscard]] Setting lookup(std::initializer_list<std::string_view> keys) const {
+        if (root_.IsNull())
+            return {};
+        Setting at(&origin_, root_, "");
+        for (const std::string_view key : keys) {
+            if (at.node().IsNull())
+                return {};  // "recompute_config:" with nothing under it
+            if (!at.node().IsMap()) {
+                at.fail(fmt::format("expected a mapping (holding '{}'), got {}", key,
+                                    describe(at.node())));
+            }
+            const auto member = find_member(at.node(), key);
+            if (!member)
+                return {};
+            at = at.path().empty() ? Setting(&origin_, *member, std::string(key))
+                                   : at.member(*member, key);
+        }
+        return at;
+    }
+
+  private:
+    Origin origin_;
+    YAML::Node root_;
+};
+
+// The settings of a layout: the flag when given, else the configuration's value, else absent.
+class Settings {
+  public:
+    explicit Settings(const std::optional<std::filesystem::path>& config) {
+        if (config)
+            config_.emplace(*config);
+    }
+
+    [[nodiscard]] const std::optional<Config>& config() const noexcept { return config_; }
+
+    Setting get(const std::optional<std::string>& flag_value, std::string_view flag,
+                std::initializer_list<std::string_view> keys) {
+        if (flag_value) {
+            auto& origin = flag_origins_.emplace_back(std::make_unique<Origin>());
+            origin->name = std::string(flag);
+            origin->flag = true;
+            std::string text = *flag_value;
+            const auto first = text.find_first_not_of(" \t");
+            if (text.find(',') != std::string::npos && first != std::string::npos &&
+                text[first] != '[' && text[first] != '{') {
+                text = "[" + text + "]";
+            }
+            YAML::Node node;
+            try {
+                node.reset(YAML::Load(text));
+            } catch (const YAML::Exception& e) {
+                throw FlagError(fmt::format("{}: cannot read '{}' as a YAML value: {}", flag,
+                                            *flag_value, e.msg));
+            }
+            return Setting(origin.get(), node, std::string(flag));
+        }
+        return config_ ? config_->lookup(keys) : Setting{};
+    }
+
+  private:
+    std::optional<Config> config_;
+    std::vector<std::unique_ptr<Origin>> flag_origins_;
+};
+
+[[noreturn]] void missing_setting(const std::optional<Config>& config, std::string_view key,
+                                  std::string_view flag) {
+    if (config) {
+        throw InputError(
+            fmt::format("{}: no {} (give it in the file or as {})", config->name(), key, flag));
+    }
+    throw FlagError(fmt::format(
+        "missing {} (or --config CONFIG.yaml, a MindFormers training configuration that gives {})",
+        flag, key));
+}
+
+[[noreturn]] void interleaving_refused(const Setting& setting, std::string_view what) {
+    setting.fail(fmt::format(
+        "{}; ppb.dryrun/1 has one chunk per stage; interleaved layouts are not supported yet",
+        what));
+}
+
+// The per-stage entries of a setting: a scalar repeated for every stage, a flat list of one per
+// stage, or the single row of a nested list (MindFormers' one-row-per-chunk form).
+std::vector<Setting> stage_entries(const Setting& setting, std::uint32_t stages,
+                                   std::string_view stages_from) {
+    const YAML::Node& node = setting.node();
+    if (node.IsScalar())
+        return std::vector<Setting>(stages, setting);
+    if (!node.IsSequence())
+        setting.fail(
+            fmt::format("expected a list with one entry per stage, got {}", describe(node)));
+    std::size_t rows = 0;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        if (node[i].IsSequence())
+            ++rows;
+    }
+    Setting row = setting;
+    if (rows > 0) {
+        if (rows != node.size()) {
+            setting.fail(
+                "mixes lists and single values (expected one entry per stage, or one row of "
+                "them)");
+        }
+        if (rows > 1) {
+            interleaving_refused(
+                setting, fmt::format("has {} rows, one per interleaved pipeline chunk", rows));
+        }
+        row = setting.element(0);
+        for (std::size_t i = 0; i < row.node().size(); ++i) {
+            if (!row.node()[i].IsScalar() && !row.node()[i].IsNull())
+                row.element(i).fail("expected a single value, got " + describe(row.node()[i]));
+        }
+    }
+    if (row.node().size() != stages) {
+        row.fail(fmt::format(
+            "has {} entr{} but the pipeline has {} stages ({}): give one per stage",
+            row.node().size(), row.node().size() == 1 ? "y" : "ies", stages, stages_from));
+    }
+    std::vector<Setting> entries;
+    for (std::size_t i = 0; i < stages; ++i)
+        entries.push_back(row.element(i));
+    return entries;
+}
+
+std::vector<std::int64_t> stage_offsets(const Setting& setting, std::uint32_t stages,
+                                        std::string_view stages_from) {
+    if (!setting.present() || setting.node().IsNull())
+        return std::vector<std::int64_t>(stages, 0);
+    std::vector<std::int64_t> offsets;
+    for (const Setting& entry : stage_entries(setting, stages, stages_from)) {
+        const auto value = integer_of(entry.node());
+        if (!value)
+            entry.fail("expected an integer offset (layers), got " + describe(entry.node()));
+        offsets.push_back(*value);
+    }
+    return offsets;
+}
+
+// Layers per stage covered by a recompute setting, each at most the stage's layers.
+std::vector<std::uint32_t> recompute_counts(const Setting& setting,
+                                            const std::vector<std::uint32_t>& layers,
+                                            std::string_view stages_from, bool allow_patterns) {
+    const auto stages = static_cast<std::uint32_t>(layers.size());
+    const YAML::Node& node = setting.node();
+    if (!setting.present() || node.IsNull())
+        return std::vector<std::uint32_t>(stages, 0);
+    if (node.IsMap()) {
+        if (!allow_patterns)
+            setting.fail("expected a count of layers, true or false, got a mapping");
+        std::optional<std::vector<std::uint32_t>> common;
+        std::string common_pattern;
+        for (const auto& member : node) {
+            const std::string pattern = member.first.IsScalar() ? member.first.Scalar() : "?";
+            const Setting value = setting.member(member.second, pattern);
+            auto counts = recompute_counts(value, layers, stages_from, false);
+            if (!common) {
+                common = std::move(counts);
+                common_pattern = pattern;
+            } else if (counts != *common) {
+                setting.fail(fmt::format(
+                    "the patterns '{}' and '{}' cover different layers ({} and {} layers per "
+                    "stage); ppb counts a layer as recomputed this way only as a whole, so give "
+                    "every pattern the same layers",
+                    common_pattern, pattern, fmt::join(*common, ", "), fmt::join(counts, ", ")));
+            }
+        }
+        return common.value_or(std::vector<std::uint32_t>(stages, 0));
+    }
+    if (node.IsSequence()) {
+        if (node.size() == 0)
+            return std::vector<std::uint32_t>(stages, 0);  // as MindFormers reads []
+        bool patterns = true;
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            const YAML::Node& item = node[i];
+            if (!item.IsScalar() || (integer_of(item) || boolean_of(item)))
+                patterns = false;
+        }
+        if (patterns) {
+            if (!allow_patterns)
+                setting.fail("expected a count of layers, true or false, got a list of names");
+            return layers;  // operator patterns: every layer, as MindFormers applies them
+        }
+    }
+    std::vector<std::uint32_t> counts;
+    std::size_t s = 0;
+    for (const Setting& entry : stage_entries(setting, stages, stages_from)) {
+        const std::uint32_t stage_layers = layers[s++];
+        if (const auto flag = boolean_of(entry.node())) {
+            counts.push_back(*flag ? stage_layers : 0);
+            continue;
+        }
+        const auto value = integer_of(entry.node());
+        if (!value || *value < 0) {
+            entry.fail("expected a count of layers (0 or more), true or false, got " +
+                       describe(entry.node()));
+        }
+        counts.push_back(static_cast<std::uint32_t>(
+            std::min<std::int64_t>(*value, static_cast<std::int64_t>(stage_layers))));
+    }
+    return counts;
+}
+
+std::string source_of(const Setting& setting) {
+    return setting.from_flag() ? setting.path() : setting.where();
+}
+
+double parse_megabytes(std::string_view rest, const LogFile& log, std::size_t line,
+                       std::string_view marker, std::string_view text) {
+    const std::size_t start = rest.find_first_not_of(" \t");
+    const std::string_view number = start == std::string_view::npos ? "" : rest.substr(start);
+    double mb = 0.0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), mb);
+    const std::string_view unit = number.substr(static_cast<std::size_t>(end - number.data()));
+    if (number.empty() || ec != std::errc{} || !(unit.starts_with('M'))) {
+        throw InputError(fmt::format(
+            "{}:{}: malformed memory line: expected a number of MB such as '23716M' after '{}', "
+            "got {}",
+            log.name, line, marker, quote_excerpt(text)));
+    }
+    if (!std::isfinite(mb) || !(mb > 0.0)) {
+        throw InputError(fmt::format(
+            "{}:{}: the memory line says {}M, which is not a measured peak (expected a positive "
+            "number of MB)",
+            log.name, line, number.substr(0, static_cast<std::size_t>(end - number.data()))));
+    }
+    return mb;
+}
+
+}  // namespace
+
+std::optional<MindSporeMemory> mindspore_memory_from_name(std::string_view name) {
+    if (name == "used")
+        return MindSporeMemory::used;
+    if (name == "actual")
+        return MindSporeMemory::actual;
+    return std::nullopt;
+}
+
+std::string_view mindspore_memory_marker(MindSporeMemory memory) {
+    return memory == MindSporeMemory::used ? used_marker : actual_marker;
+}
+
+PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& config,
+                                const MindSporeFlags& flags, Messages& messages) {
+    Settings settings(config);
+
+    PipelineLayout layout;
+    const Setting pipeline = settings.get(flags.pipeline_stage, "--pipeline-stage",
+                                          {"parallel_config", "pipeline_stage"});
+    if (!pipeline.present())
+        missing_setting(settings.config(), "parallel_config.pipeline_stage", "--pipeline-stage P");
+    layout.num_stages = positive_integer(pipeline);
+
+    const Setting interleave =
+        settings.get(std::nullopt, "", {"model", "model_config", "pp_interleave_num"});
+    if (interleave.present() && !interleave.node().IsNull() && positive_integer(interleave) > 1) {
+        interleaving_refused(
+            interleave, fmt::format("{} pipeline chunks per stage", interleave.node().Scalar()));
+    }
+
+    std::uint64_t ranks = 1;
+    const std::pair<const std::optional<std::string>*,
+                    std::pair<std::string_view, std::string_view>>
+        parallel[] = {{&flags.data_parallel, {"--data-parallel", "data_parallel"}},
+                      {&flags.model_parallel, {"--model-parallel", "model_parallel"}},
+                      {&flags.context_parallel, {"--context-parallel", "context_parallel"}}};
+    for (const auto& [flag_value, names] : parallel) {
+        const Setting setting =
+            settings.get(*flag_value, names.first, {"parallel_config", names.second});
+        if (!setting.present() || setting.node().IsNull()) {
+            if (names.second != "context_parallel") {
+                layout.ranks_explained += fmt::format(
+                    "{}{} 1 (default)", layout.ranks_explained.empty() ? "" : " x ", names.second);
+            }
+            continue;
+        }
+        const std::uint32_t value = positive_integer(setting);
+        ranks *= value;
+        if (ranks > std::numeric_limits<std::uint32_t>::max())
+            setting.fail("too many ranks per stage");
+        layout.ranks_explained += fmt::format(
+            "{}{} {}", layout.ranks_explained.empty() ? "" : " x ", names.second, value);
+    }
+    layout.ranks_per_stage = static_cast<std::uint32_t>(ranks);
+
+    const Setting micro = settings.get(flags.micro_batch_num, "--micro-batch-num",
+                                       {"parallel_config", "micro_batch_num"});
+    if (micro.present() && !micro.node().IsNull()) {
+        layout.micro_batches = positive_integer(micro);
+    } else {
+        add_note(messages,
+                 "no micro_batch_num (parallel_config.micro_batch_num or --micro-batch-num): the "
+                 "dry-run file gives no micro-batch count, so each stage's in-flight count is "
+                 "taken as pipeline_stage - stage");
+    }
+
+    const Setting num_layers_setting =
+        settings.get(flags.num_layers, "--num-layers", {"model", "model_config", "num_layers"});
+    if (!num_layers_setting.present())
+        missing_setting(settings.config(), "model.model_config.num_layers", "--num-layers L");
+    const std::uint32_t num_layers = positive_integer(num_layers_setting);
+
+    const std::string stages_from =
+        fmt::format("pipeline_stage {} from {}", layout.num_stages, source_of(pipeline));
+    const Setting offset_setting =
+        settings.get(flags.offset, "--offset", {"model", "model_config", "offset"});
+    const std::vector<std::int64_t> offsets =
+        stage_offsets(offset_setting, layout.num_stages, stages_from);
+    const std::int64_t base = num_layers / layout.num_stages;
+    std::vector<std::uint32_t> layers;
+    std::int64_t sum = 0;
+    std::string terms;
+    for (std::uint32_t s = 0; s < layout.num_stages; ++s) {
+        const std::int64_t n = base + offsets[s];
+        if (n < 0) {
+            offset_setting.fail(fmt::format(
+                "stage {} would hold {} + ({}) = {} layers (num_layers {} // pipeline_stage {} = "
+                "{} plus its offset)",
+                s, base, offsets[s], n, num_layers, layout.num_stages, base));
+        }
+        layers.push_back(static_cast<std::uint32_t>(n));
+        sum += n;
+        terms += fmt::format("{}{}", terms.empty() ? "" : " + ", n);
+    }
+    if (sum != num_layers) {
+        const std::string message = fmt::format(
+            "the stages hold {} = {} layers, but num_layers is {} (from {}): each stage holds "
+            "num_layers // pipeline_stage = {} plus its offset, so the offsets must sum to {}, "
+            "not {}",
+            terms, sum, num_layers, source_of(num_layers_setting), base,
+            num_layers - base * layout.num_stages, sum - base * layout.num_stages);
+        if (offset_setting.present())
+            offset_setting.fail(message);
+        num_layers_setting.fail(message);
+    }
+
+    const Setting full =
+        settings.get(flags.recompute, "--recompute", {"recompute_config", "recompute"});
+    const Setting select = settings.get(flags.select_recompute, "--select-recompute",
+                                        {"recompute_config", "select_recompute"});
+    const Setting comm = settings.get(flags.select_comm_recompute, "--select-comm-recompute",
+                                      {"recompute_config", "select_comm_recompute"});
+    const auto full_counts = recompute_counts(full, layers, stages_from, true);
+    const auto select_counts = recompute_counts(select, layers, stages_from, true);
+    const auto comm_counts = recompute_counts(comm, layers, stages_from, true);
+    for (std::uint32_t s = 0; s < layout.num_stages; ++s) {
+        layout.stages.push_back(
+            split_recompute(layers[s], full_counts[s], select_counts[s], comm_counts[s]));
+    }
+    return layout;
+}
+
+std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
+                                               MindSporeMemory memory, Messages& messages) {
+    const std::string_view marker = mindspore_memory_marker(memory);
+    const std::string_view other = mindspore_memory_marker(
+        memory == MindSporeMemory::used ? MindSporeMemory::actual : MindSporeMemory::used);
+    const std::string_view option = memory == MindSporeMemory::used ? "actual" : "used";
+
+    std::vector<MemoryReading> readings;
+    std::vector<std::string> skipped;
+    std::map<std::uint32_t, std::vector<std::string>> files_without;
+    std::set<std::uint32_t> ranks_read;
+    for (const LogFile& log : logs) {
+        if (!log.rank) {
+            if (log.named) {
+                throw InputError(fmt::format(
+                    "{}: cannot tell which rank wrote this log: name it rank_<id>.log or "
+                    "worker_<id>.log, put it in a rank_<id>/ directory, or give --rank {}=ID",
+                    log.name, log.name));
+            }
+            skipped.push_back(log.name);
+            continue;
+        }
+        std::size_t found = 0;
+        bool other_found = false;
+        bool nul_found = false;
+        for_each_line(log, [&](std::size_t line, std::string_view text) {
+            nul_found = nul_found || text.find('\0') != std::string_view::npos;
+            const std::size_t at = text.find(marker);
+            if (at == std::string_view::npos) {
+                other_found = other_found || text.find(other) != std::string_view::npos;
+                return;
+            }
+            require_utf8(text, log.name, line, "the memory line");
+            const double mb =
+                parse_megabytes(text.substr(at + marker.size()), log, line, marker, text);
+            readings.push_back(MemoryReading{*log.rank, mb, log.name, line});
+            ++found;
+        });
+        if (found > 0) {
+            ranks_read.insert(*log.rank);
+            continue;
+        }
+        if (!log.named) {
+            files_without[*log.rank].push_back(log.name);
+            continue;
+        }
+        std::string hint =
+            other_found ? fmt::format(" (it has '{}' lines: --memory {}?)", other, option)
+            : nul_found ? " (it holds NUL bytes: is it UTF-16 text or a binary file? ppb "
+                          "reads logs as UTF-8 text)"
+                        : " (MindSpore prints it when a dry run ends, with "
+                          "MS_MEMORY_STATISTIC=1 or GLOG_v=1; did the run finish?)";
+        throw InputError(fmt::format("{}: no '{} NNNNM' line{}", log.name, marker, hint));
+    }
+    for (const auto& [rank, files] : files_without) {
+        if (ranks_read.count(rank) == 0) {
+            throw InputError(fmt::format(
+                "rank {}: no '{} NNNNM' line in {} (did the dry run of this rank finish?)", rank,
+                marker, fmt::join(files, ", ")));
+        }
+    }
+    if (!skipped.empty()) {
+        add_note(
+            messages,
+            fmt::format("skipped {} log{} found in directories whose path does not tell the "
+                        "rank ({}); name them rank_<id>.log or worker_<id>.log, or give "
+                        "--rank FILE=ID",
+                        skipped.size(), skipped.size() == 1 ? "" : "s", fmt::join(skipped, ", ")));
+    }
+    if (readings.empty()) {
+        throw InputError(
+            fmt::format("none of the logs read has a '{}' line, or tells its rank", marker));
+    }
+    return last_reading_per_rank(
+        readings,
+        fmt::format("'{}' lines",
+                    memory == MindSporeMemory::used ? "Used peak memory" : "Actual peak memory"),
+        messages);
+}
+
+}  // namespace ppb::importers
