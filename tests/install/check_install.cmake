@@ -86,7 +86,30 @@ function(check_template root)
     endif()
 endfunction()
 
+# A host program built out of tree against the installed package: links ppb::partitioner.
+function(check_consumer root)
+    set(build "${WORK_DIR}/consumer-build")
+    file(REMOVE_RECURSE "${build}")
+    execute_process(COMMAND ${CMAKE_COMMAND} -S "${CONSUMER_DIR}" -B "${build}"
+            -DCMAKE_PREFIX_PATH=${root} -DCMAKE_BUILD_TYPE=Release
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "configuring the partitioner consumer against ${root} failed:\n${out}${err}")
+    endif()
+    execute_process(COMMAND ${CMAKE_COMMAND} --build "${build}"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "building the partitioner consumer failed:\n${out}${err}")
+    endif()
+    execute_process(COMMAND "${build}/plan_four_stages"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT out MATCHES "iteration time 51.0")
+        message(FATAL_ERROR "the partitioner consumer failed (${rc}):\n${out}${err}")
+    endif()
+endfunction()
+
 run_installed("${prefix}")
+check_consumer("${prefix}")
 check_template("${prefix}")
 file(RENAME "${prefix}" "${WORK_DIR}/moved")
 run_installed("${WORK_DIR}/moved")
