@@ -4,6 +4,7 @@
 
 #include "../common/error_testing.hpp"
 
+#include <fmt/core.h>
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
@@ -353,6 +354,25 @@ BOOST_AUTO_TEST_CASE(duplicates_within_tolerance_are_kept) {
     const DryRunSet set = parse(text);
     BOOST_TEST(set.observations.size() == 3u);
     BOOST_TEST(set.observations[1].peak_memory_mb == 1009.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_disagreement_with_any_earlier_repeat_is_found) {
+    // 990 agrees with 1000 (1 %) and with 1005, but not with 1009 (1.9 %): the reader keeps only
+    // each placement's smallest and largest memory, and must still name the pair that disagrees.
+    const std::string text = document(R"("num_stages": 8)", R"(
+        {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1000.0},
+        {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1009.0},
+        {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1005.0},
+        {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 990.0})");
+    PPB_CHECK_ERROR(InputError, parse(text),
+                    "observations[1] and observations[3] describe the same placement",
+                    "differ by 1.88 % (1009.0 MB vs 990.0 MB)");
+    // Many repeats of one placement within tolerance: all kept.
+    std::string many;
+    for (int i = 0; i < 2000; ++i)
+        many += fmt::format(R"({}{{"stage": 1, "layers": {{"none": 4}}, "peak_memory_mb": {}}})",
+                            i == 0 ? "" : ", ", 1000.0 + (i % 10));
+    BOOST_TEST(parse(document(R"("num_stages": 8)", many)).observations.size() == 2000u);
 }
 
 BOOST_AUTO_TEST_CASE(different_placements_are_not_duplicates) {

@@ -165,24 +165,40 @@ std::string describe_placement(const Observation& o) {
                        layers.empty() ? std::string("no body layers") : "layers " + layers);
 }
 
-// Repeated measurements of one placement are fine; measurements that disagree are not.
+// Repeated measurements of one placement are fine; measurements that disagree are not. Two
+// memories a, b disagree when |a - b| > tolerance * max(a, b). For a new b, that excess is
+// largest at the smallest earlier a below b and at the largest earlier a above it, so each
+// placement keeps only its smallest and largest memory so far: linear in the observations,
+// however many repeat one placement.
 void check_duplicates(const std::vector<Observation>& observations, double tolerance,
                       std::string_view source) {
     using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t,
                            std::array<std::uint32_t, PPB_KIND_COUNT>>;
-    std::map<Key, std::vector<std::size_t>> seen;
+    struct Extremes {
+        std::size_t smallest;
+        std::size_t largest;
+    };
+    std::map<Key, Extremes> seen;
+    const auto disagree = [tolerance](double a, double b) {
+        return std::abs(a - b) > tolerance * std::max(a, b);
+    };
     for (std::size_t j = 0; j < observations.size(); ++j) {
         const Observation& b = observations[j];
         const ppb_chunk& chunk = b.placement.chunks.front();
         std::array<std::uint32_t, PPB_KIND_COUNT> layers{};
         std::copy(std::begin(chunk.layers), std::end(chunk.layers), layers.begin());
-        auto& group = seen[Key{b.placement.num_stages, b.placement.stage, chunk.in_flight, layers}];
-        for (const std::size_t i : group) {
+        const Key key{b.placement.num_stages, b.placement.stage, chunk.in_flight, layers};
+        const auto [it, first] = seen.try_emplace(key, Extremes{j, j});
+        if (first)
+            continue;
+        Extremes& group = it->second;
+        for (const std::size_t i :
+             {std::min(group.smallest, group.largest), std::max(group.smallest, group.largest)}) {
             const Observation& a = observations[i];
+            if (!disagree(a.peak_memory_mb, b.peak_memory_mb))
+                continue;
             const double larger = std::max(a.peak_memory_mb, b.peak_memory_mb);
             const double difference = std::abs(a.peak_memory_mb - b.peak_memory_mb);
-            if (difference <= tolerance * larger)
-                continue;
             throw InputError(fmt::format(
                 "{}{}observations[{}] and observations[{}] describe the same placement ({}) but "
                 "their memories differ by {:.3g} % ({} MB vs {} MB), more than the {:g} % "
@@ -191,7 +207,10 @@ void check_duplicates(const std::vector<Observation>& observations, double toler
                 100.0 * difference / larger, mb_text(a.peak_memory_mb), mb_text(b.peak_memory_mb),
                 100.0 * tolerance));
         }
-        group.push_back(j);
+        if (b.peak_memory_mb < observations[group.smallest].peak_memory_mb)
+            group.smallest = j;
+        if (b.peak_memory_mb > observations[group.largest].peak_memory_mb)
+            group.largest = j;
     }
 }
 
