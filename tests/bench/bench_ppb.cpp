@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <bit>
 #include <random>
 #include <string>
@@ -98,6 +99,22 @@ void BM_ParseDryrun(benchmark::State& state) {
 }
 BENCHMARK(BM_ParseDryrun)->Arg(16)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
+// Many measurements of one placement: the duplicate check must stay linear in their number.
+void BM_ParseRepeatedPlacement(benchmark::State& state) {
+    std::string text =
+        R"({"format": "ppb.dryrun/1", "num_stages": 16, "micro_batches": 32, "observations": [)";
+    for (std::int64_t i = 0; i < state.range(0); ++i) {
+        text += (i == 0 ? "" : ",");
+        text += R"({"stage": 3, "layers": {"none": 4}, "peak_memory_mb": )" +
+                std::to_string(30000 + i % 100) + "}";
+    }
+    text += "]}";
+    for (auto _ : state)
+        benchmark::DoNotOptimize(ppb::parse_dryrun(text, "bench"));
+    state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_ParseRepeatedPlacement)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
 void BM_DiscoverPlugins(benchmark::State& state) {
     ppb::SearchPath path;
     path.dirs.push_back({plugin_dir, "bench"});
@@ -161,6 +178,40 @@ void BM_Partition(benchmark::State& state) {
     state.counters["kinds_used"] = std::popcount(kinds);
 }
 BENCHMARK(BM_Partition)->Args({16, 96})->Args({64, 512})->Unit(benchmark::kMillisecond);
+
+// An infeasible problem with many layers: explaining it (the binding constraint, the smallest
+// feasible limit, the fullest stage) must stay near-linear in the layer count.
+void BM_ExplainInfeasible(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    pt::Problem problem;
+    problem.num_stages = 8;
+    problem.time.body_layers = static_cast<std::uint32_t>(state.range(0));
+    problem.micro_batches = 32;
+    problem.time.body_name = "decoder";
+    problem.time.body_time = {90.0, 92.4, 97.5, 99.9, 120.0};
+    ppb_linear_parameters c{};
+    c.struct_size = sizeof c;
+    c.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER |
+                   (PPB_ALL_KINDS << 4);
+    c.const_mb = 3072;
+    c.head_mb = 4210;
+    c.tail_mb = 5630;
+    c.per_layer_mb = 1710;
+    const double act[PPB_KIND_COUNT] = {820, 300, 690, 140, 16};
+    std::copy(std::begin(act), std::end(act), std::begin(c.activation_mb));
+    problem.memory_limit_mb = 30000;
+    pt::MemorySource memory;
+    memory.linear = c;
+    for (auto _ : state) {
+        try {
+            benchmark::DoNotOptimize(pt::solve(problem, memory));
+            state.SkipWithError("the problem was feasible");
+        } catch (const pt::Infeasible& e) {
+            benchmark::DoNotOptimize(e.smallest_feasible_limit_mb());
+        }
+    }
+}
+BENCHMARK(BM_ExplainInfeasible)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

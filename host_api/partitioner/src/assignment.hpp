@@ -9,9 +9,15 @@
 namespace ppb::partition::detail {
 
 // allowed[s]: the layer counts stage s may take, ascending. Whether one count per stage can sum
-// to `total` (a reachability table over stages).
+// to `total` (a reachability table over stages, in time linear in `total` when each stage's
+// counts form a few runs of consecutive values).
 [[nodiscard]] bool can_sum_to(const std::vector<std::vector<std::uint32_t>>& allowed,
                               std::uint32_t total);
+
+// Some counts, one per stage from `allowed`, summing to `total`, or nullopt; as fast as
+// can_sum_to.
+[[nodiscard]] std::optional<std::vector<std::uint32_t>> any_assignment(
+    const std::vector<std::vector<std::uint32_t>>& allowed, std::uint32_t total);
 
 struct Assignment {
     std::vector<std::uint32_t> layers;  // per stage

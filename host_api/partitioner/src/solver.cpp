@@ -134,23 +134,21 @@ std::string layer_phrase(std::uint32_t n, const std::optional<ppb_kind>& kind) {
     return n == 1 ? "one layer" + k : fmt::format("{} layers{}", n, k);
 }
 
-// The stage that needs the whole of `budget` in a placement that fits it exactly: the
-// bottleneck at the smallest feasible budget.
+// The stage that needs the whole of `budget` in a placement that fits it, `budget` being the
+// smallest feasible one: every placement within it has a stage needing exactly `budget` (the
+// largest need of a placement is itself a candidate budget, and no smaller one is feasible).
 std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable>& tables,
                             double budget) {
-    std::vector<std::vector<double>> need(tables.size());
-    for (std::size_t s = 0; s < tables.size(); ++s)
-        need[s] = tables[s].least_memory;
-    const auto assignment = detail::min_sum_assignment(
+    const auto counts = detail::any_assignment(
         allowed_counts(problem, tables,
                        [&](std::uint32_t s, std::uint32_t n) {
                            return within_budget(tables[s].least_memory[n], budget);
                        }),
-        problem.time.body_layers, need);
+        problem.time.body_layers);
     std::uint32_t fullest = 0;
     double most = -detail::infinity;
-    for (std::uint32_t s = 0; assignment && s < tables.size(); ++s) {
-        const double m = tables[s].least_memory[assignment->layers[s]];
+    for (std::uint32_t s = 0; counts && s < tables.size(); ++s) {
+        const double m = tables[s].least_memory[(*counts)[s]];
         if (m > most) {
             most = m;
             fullest = s;
