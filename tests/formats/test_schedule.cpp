@@ -1,4 +1,4 @@
-// ppb/schedule.hpp: in-flight micro-batch counts per schedule (design.md §3).
+// ppb/schedule.hpp: in-flight micro-batch counts per schedule (host_api/docs/design.md §4).
 #define BOOST_TEST_MODULE ppb schedule
 #include <ppb/schedule.hpp>
 

@@ -1,5 +1,6 @@
 // Which parameters the fit solves for: the columns the data touch, minus const_mb when the data
-// cannot separate it (the seed's fallback), and why every other parameter is undetermined.
+// cannot separate it (the fallback when the data cannot separate it; see host_api/docs/design.md,
+// "Folding the constant"), and why every other parameter is undetermined.
 #ifndef PPB_DRYRUN_LSQ_COLUMNS_HPP
 #define PPB_DRYRUN_LSQ_COLUMNS_HPP
 

@@ -1,4 +1,5 @@
-// ppb/schedule.hpp — in-flight micro-batch counts per pipeline schedule (design.md §3).
+// ppb/schedule.hpp — in-flight micro-batch counts per pipeline schedule (host_api/docs/design.md
+// §4).
 //
 // The host computes these so that memory models stay schedule-agnostic: a placement reaches a
 // plugin with the in-flight count of each chunk already filled in.
@@ -23,9 +24,9 @@ enum class Schedule {
 [[nodiscard]] std::string_view schedule_name(Schedule schedule) noexcept;
 
 // In-flight count of each of the `chunks` chunks of `stage` in a `num_stages`-stage pipeline.
-// micro_batches == 0 means "not known": no cap is applied (the seed's assumption).
-// Throws std::invalid_argument for an impossible combination (stage >= num_stages, a chunk
-// count the schedule does not have).
+// micro_batches == 0 means "not known": no cap is applied (as the original tool assumed: p − s,
+// uncapped). Throws std::invalid_argument for an impossible combination (stage >= num_stages, a
+// chunk count the schedule does not have).
 [[nodiscard]] std::vector<std::uint32_t> in_flight_counts(Schedule schedule,
                                                           std::uint32_t num_stages,
                                                           std::uint32_t stage,

@@ -1,4 +1,5 @@
-// The defects of the seed's ComputeMemory (design.md §6), each shown fixed.
+// The defects of the original tool's memory fit (the public Python ComputeMemory class the model
+// started from), each shown fixed.
 #include "fit_support.hpp"
 #include "model.hpp"
 
@@ -29,9 +30,9 @@ DryRuns config(std::uint32_t p, const std::vector<Layers>& layers_per_stage) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(seed_defects)
+BOOST_AUTO_TEST_SUITE(original_tool_defects)
 
-// Seed: configuration B could not be given to the constructor and was never fitted alone.
+// Original tool: configuration B could not be given to the constructor and was never fitted alone.
 BOOST_AUTO_TEST_CASE(config_b_alone_is_fitted) {
     const DryRuns b = config(6, {none(2), none(3), none(5), none(4), none(3), none(2)});
     const FitResult fit = b.fit();
@@ -42,8 +43,8 @@ BOOST_AUTO_TEST_CASE(config_b_alone_is_fitted) {
     }
 }
 
-// Seed: kinds were collected from configuration A only, so a kind used only in B was dropped
-// and its memory leaked into a wrong per-layer value.
+// Original tool: kinds were collected from configuration A only, so a kind used only in B was
+// dropped and its memory leaked into a wrong per-layer value.
 BOOST_AUTO_TEST_CASE(kinds_used_only_in_config_b_are_kept) {
     DryRuns joint = config(6, {none(2), none(3), none(5), none(4), none(3), none(2)});
     const Layers full_mix = {1, 0, 0, 0, 3};
@@ -54,7 +55,7 @@ BOOST_AUTO_TEST_CASE(kinds_used_only_in_config_b_are_kept) {
     check_estimate(fit, Parameter::param_per_layer_mb, joint.truth().per_layer_mb);
 }
 
-// Seed: with fewer than 5 observations per configuration activation memory was "not
+// Original tool: with fewer than 5 observations per configuration activation memory was "not
 // implemented" and came back 0. Four body stages determine const, per-layer and activation.
 BOOST_AUTO_TEST_CASE(few_observations_still_give_activation_memory) {
     DryRuns runs;
@@ -68,10 +69,10 @@ BOOST_AUTO_TEST_CASE(few_observations_still_give_activation_memory) {
     check_estimate(fit, Parameter::const_mb, runs.truth().const_mb);
 }
 
-// Seed: const was fitted when there were at least (kinds + 4) observations, whatever they were.
-// Here it is fitted when the design determines it, and only then.
+// Original tool: const was fitted when there were at least (kinds + 4) observations, whatever they
+// were. Here it is fitted when the design determines it, and only then.
 BOOST_AUTO_TEST_CASE(const_is_decided_by_rank_not_by_counting_stages) {
-    // Three observations, one kind: too few for the seed's count, enough for the rank.
+    // Three observations, one kind: too few for the original tool's count, enough for the rank.
     DryRuns few;
     few.observe(8, 2, none(2), 8);
     few.observe(8, 3, none(3), 8);
@@ -94,7 +95,7 @@ BOOST_AUTO_TEST_CASE(const_is_decided_by_rank_not_by_counting_stages) {
     BOOST_TEST(confounded.rank == 2u);
 }
 
-// Seed: a kind seen only on the head stage made its system singular (numpy raised).
+// Original tool: a kind seen only on the head stage made its system singular (numpy raised).
 BOOST_AUTO_TEST_CASE(kind_only_on_the_head_stage_does_not_crash) {
     const DryRuns runs = config(6, {{2, 0, 1, 0, 0}, none(3), none(5), none(4), none(3), none(2)});
     const FitResult fit = runs.fit();
@@ -104,7 +105,8 @@ BOOST_AUTO_TEST_CASE(kind_only_on_the_head_stage_does_not_crash) {
     check_estimate(fit, Parameter::const_mb, runs.truth().const_mb);
 }
 
-// Seed: equal layer counts refused the fit with const enabled. Now: fall back to const folded.
+// Original tool: equal layer counts refused the fit with const enabled. Now: fall back to const
+// folded.
 BOOST_AUTO_TEST_CASE(equal_layer_counts_fall_back_instead_of_refusing) {
     const DryRuns runs = config(6, {none(4), none(4), none(4), none(4), none(4), none(4)});
     const FitResult fit = runs.fit();
@@ -119,7 +121,7 @@ BOOST_AUTO_TEST_CASE(equal_layer_counts_fall_back_instead_of_refusing) {
     }
 }
 
-// Seed: failures came back as 0, NaN or None and success was tested as P != 0.
+// Original tool: failures came back as 0, NaN or None and success was tested as P != 0.
 BOOST_AUTO_TEST_CASE(failures_are_exceptions_with_messages_never_zero_or_nan) {
     DryRuns single_stage;
     single_stage.observe(1, 0, none(3), 1);
@@ -149,7 +151,7 @@ BOOST_AUTO_TEST_CASE(failures_are_exceptions_with_messages_never_zero_or_nan) {
     BOOST_TEST(!mentions(model.report(), "inf"));
 }
 
-// Seed: no input validation (negative or NaN memory passed). See also test_validation.cpp.
+// Original tool: no input validation (negative or NaN memory passed). See also test_validation.cpp.
 BOOST_AUTO_TEST_CASE(invalid_memory_is_rejected) {
     for (const double bad : {-1.0, 0.0, std::nan(""), HUGE_VAL}) {
         DryRuns runs;
@@ -161,8 +163,8 @@ BOOST_AUTO_TEST_CASE(invalid_memory_is_rejected) {
     }
 }
 
-// Seed: the kinds considered were computed once, in the constructor. A refit of the same model
-// object must consider exactly the kinds of its own observations.
+// Original tool: the kinds considered were computed once, in the constructor. A refit of the same
+// model object must consider exactly the kinds of its own observations.
 BOOST_AUTO_TEST_CASE(refit_does_not_reuse_stale_kinds) {
     ppb::dryrun_lsq::DryRunLsqModel model("{}");
     const DryRuns first = config(6, {{1, 2, 0, 0, 0},
@@ -194,8 +196,8 @@ BOOST_AUTO_TEST_CASE(refit_does_not_reuse_stale_kinds) {
                       ppb::plugin::NotEstimable);
 }
 
-// Seed: the in-flight count ignored the micro-batch count (p - s, uncapped). The host computes
-// f = min(p - s, m), and the fit uses it as given.
+// Original tool: the in-flight count ignored the micro-batch count (p - s, uncapped). The host
+// computes f = min(p - s, m), and the fit uses it as given.
 BOOST_AUTO_TEST_CASE(in_flight_count_capped_by_micro_batches_is_honoured) {
     DryRuns runs;
     const std::array<std::uint32_t, 8> counts = {2, 3, 4, 3, 5, 4, 3, 2};
