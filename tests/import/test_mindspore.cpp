@@ -196,6 +196,16 @@ BOOST_AUTO_TEST_CASE(offsets_that_do_not_sum_to_the_layer_count) {
     PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "11 + 11 + 11 + 11 = 44 layers");
     yaml.offset = "[-11, 11, 0, 0]";
     PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "stage 0 would hold 10 + (-11) = -1 layers");
+    // Offsets near 2^62 must not overflow the sum (which would wrap to exactly 40 and pass).
+    yaml.offset =
+        "[4611686018427387904, 4611686018427387904, 4611686018427387904, "
+        "4611686018427387944]";
+    PPB_CHECK_THROWS(
+        ppb::InputError, layout(yaml),
+        "stage 0 would hold 10 + 4611686018427387904 layers, more than the model's 40");
+    yaml.offset = "[-9223372036854775808, 0, 0, 0]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "stage 0 would hold 10 + (-9223372036854775808)");
     MindSporeFlags flags;
     flags.offset = "[1, 0, 0, 0]";
     PPB_CHECK_THROWS(FlagError, layout(Yaml{}, flags), "--offset: the stages hold", "= 41 layers");

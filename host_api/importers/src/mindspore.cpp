@@ -493,6 +493,14 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     std::int64_t sum = 0;
     std::string terms;
     for (std::uint32_t s = 0; s < layout.num_stages; ++s) {
+        // Checked before the sum so that no offset, however large, can overflow it: each stage
+        // then holds 0 .. num_layers layers.
+        if (offsets[s] > static_cast<std::int64_t>(num_layers)) {
+            offset_setting.fail(fmt::format(
+                "stage {} would hold {} + {} layers, more than the model's {} (num_layers {} // "
+                "pipeline_stage {} = {} plus its offset)",
+                s, base, offsets[s], num_layers, num_layers, layout.num_stages, base));
+        }
         const std::int64_t n = base + offsets[s];
         if (n < 0) {
             offset_setting.fail(fmt::format(
