@@ -157,23 +157,27 @@ BOOST_AUTO_TEST_CASE(top_level_members) {
                     "{\"layers_description\": [...]}), got an empty array");
     PPB_CHECK_ERROR(InputError, parse("{}"),
                     "layers.json: missing required field 'layers_description'");
-    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": {}})"),
-                    "layers.json: layers_description: expected an array, got an empty object");
+    PPB_CHECK_ERROR(
+        InputError, parse(R"({"layers_description": {}})"),
+        "layers.json: layers_description: expected an array of layer entries, got an empty "
+        "object");
     PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": []})"),
                     "layers.json: layers_description: the list is empty");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1)") + ", 3")),
-                    "layers.json: layers_description[1]: expected an object, got 3");
+    PPB_CHECK_ERROR(
+        InputError, parse(layers(body(R"("time": 1)") + ", 3")),
+        "layers.json: layers_description[1]: expected an object (a layer entry), got 3");
     PPB_CHECK_ERROR(InputError, parse(R"({"layer_description": []})"),
                     "layers.json: unknown field 'layer_description' (did you mean "
                     "'layers_description'? expected one of: layers_description, "
                     "constant_memory_mb, comment)");
     PPB_CHECK_ERROR(InputError, parse(R"({"comment": 5, "layers_description": []})"),
                     "layers.json: comment: expected a string, got 5");
-    PPB_CHECK_ERROR(InputError, parse(R"({"constant_memory_mb": -1, "layers_description": []})"),
-                    "layers.json: constant_memory_mb: expected a non-negative number, got -1");
+    PPB_CHECK_ERROR(
+        InputError, parse(R"({"constant_memory_mb": -1, "layers_description": []})"),
+        "layers.json: constant_memory_mb: negative memory -1 (a memory in MB is at least 0)");
     PPB_CHECK_ERROR(
         InputError, parse(R"({"constant_memory_mb": "3072", "layers_description": []})"),
-        "layers.json: constant_memory_mb: expected a non-negative number, got \"3072\"");
+        "layers.json: constant_memory_mb: expected a number of MB (at least 0), got \"3072\"");
 }
 
 BOOST_AUTO_TEST_CASE(malformed_json) {
@@ -348,11 +352,11 @@ BOOST_AUTO_TEST_CASE(memory_fields_are_checked) {
            "memory_recompute": 0)"));
     BOOST_TEST(model.body_time[PPB_KIND_NONE] == 3.0);
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "memory_parameter": -1)")),
-                    "layers.json: layers_description[0].memory_parameter: expected a "
-                    "non-negative number, got -1");
+                    "layers.json: layers_description[0].memory_parameter: negative memory -1 (a "
+                    "memory in MB is at least 0)");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "memory_recompute": "16")")),
-                    "layers_description[0].memory_recompute: expected a non-negative number, got "
-                    "\"16\"");
+                    "layers_description[0].memory_recompute: expected a number of MB (at least 0), "
+                    "got \"16\"");
 }
 
 BOOST_AUTO_TEST_CASE(exactly_one_body_entry) {

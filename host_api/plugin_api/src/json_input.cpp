@@ -2,6 +2,8 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 
+#include "json_text.hpp"
+
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/error.hpp>
 #include <boost/json/parse_options.hpp>
@@ -27,15 +29,6 @@ namespace {
 namespace json = boost::json;
 
 constexpr std::size_t max_nesting = 64;
-
-// Shortest text that reads back to `d`; integral values keep a ".0" so they read back as
-// doubles (the same convention as to_pretty_json).
-std::string number_text(double d) {
-    std::string text = fmt::format("{}", d);
-    if (std::isfinite(d) && text.find_first_of(".eE") == std::string::npos)
-        text += ".0";
-    return text;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Parsing
@@ -441,21 +434,17 @@ std::string json_path_element(std::string_view path, std::size_t index) {
 
 std::string describe_json(const json::value& value) {
     switch (value.kind()) {
-        case json::kind::null:
-            return "null";
-        case json::kind::bool_:
-            return value.get_bool() ? "true" : "false";
-        case json::kind::int64:
-            return std::to_string(value.get_int64());
-        case json::kind::uint64:
-            return std::to_string(value.get_uint64());
         case json::kind::double_:
-            return number_text(value.get_double());
+            // Only in a value built by code, or by Boost.JSON's own parser: parse_json refuses
+            // a number a double cannot hold.
+            if (!std::isfinite(value.get_double()))
+                return "a number out of range";
+            break;
         case json::kind::string: {
             constexpr std::size_t max_length = 40;
             std::string_view s = value.get_string();
             if (s.size() <= max_length)
-                return json::serialize(value.get_string());
+                break;
             std::size_t cut = max_length - 3;
             while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0u) == 0x80u)
                 --cut;
@@ -467,21 +456,28 @@ std::string describe_json(const json::value& value) {
             return value.get_array().empty() ? "an empty array" : "an array";
         case json::kind::object:
             return value.get_object().empty() ? "an empty object" : "an object";
+        default:
+            break;
     }
-    return "a value";
+    return json_scalar_text(value);
 }
 
 // ---------------------------------------------------------------------------------------------
 // JsonNode
 
-std::string JsonNode::message(std::string_view problem) const {
+std::string located_message(std::string_view source, std::string_view path,
+                            std::string_view problem) {
     std::string out;
-    if (!source_.empty())
-        out.append(source_).append(": ");
-    if (!path_.empty())
-        out.append(path_).append(": ");
+    if (!source.empty())
+        out.append(source).append(": ");
+    if (!path.empty())
+        out.append(path).append(": ");
     out.append(problem);
     return out;
+}
+
+std::string JsonNode::message(std::string_view problem) const {
+    return located_message(source_, path_, problem);
 }
 
 void JsonNode::fail(std::string_view problem) const {
@@ -517,7 +513,7 @@ double JsonNode::as_number() const {
         case json::kind::double_: {
             const double d = value_->get_double();
             if (!std::isfinite(d))
-                fail("number out of range: " + describe_json(*value_));
+                fail("number out of range: " + json_number_text(value_->get_double()));
             return d;
         }
         default:
@@ -574,7 +570,7 @@ std::int64_t JsonNode::as_integer(std::int64_t min, std::int64_t max) const {
         case json::kind::double_: {
             const double d = value_->get_double();
             if (!std::isfinite(d))
-                fail("number out of range: " + describe_json(*value_));
+                fail("number out of range: " + json_number_text(value_->get_double()));
             if (d != std::floor(d))
                 return wrong();
             constexpr double two_63 = 9223372036854775808.0;

@@ -11,6 +11,8 @@
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 
+#include "json_text.hpp"
+
 #include <boost/json/serialize.hpp>
 
 #include <fmt/core.h>
@@ -45,10 +47,7 @@ std::string double_text(double d, const PathLink* where) {
             "cannot write {} as JSON{}{}: JSON has no NaN or infinity", d,
             where != nullptr ? " at " : "", where != nullptr ? where->text() : std::string()));
     }
-    std::string text = fmt::format("{}", d);
-    if (text.find_first_of(".eE") == std::string::npos)
-        text += ".0";
-    return text;
+    return json_number_text(d);
 }
 
 std::string string_text(std::string_view s) {
@@ -75,22 +74,9 @@ class Writer {
 
   private:
     static std::string scalar(const json::value& v, const PathLink* path) {
-        switch (v.kind()) {
-            case json::kind::null:
-                return "null";
-            case json::kind::bool_:
-                return v.get_bool() ? "true" : "false";
-            case json::kind::int64:
-                return std::to_string(v.get_int64());
-            case json::kind::uint64:
-                return std::to_string(v.get_uint64());
-            case json::kind::double_:
-                return double_text(v.get_double(), path);
-            case json::kind::string:
-                return string_text(v.get_string());
-            default:
-                return {};
-        }
+        if (v.is_double())
+            return double_text(v.get_double(), path);
+        return json_scalar_text(v);
     }
 
     void newline(std::size_t depth) {
@@ -158,6 +144,32 @@ class Writer {
 };
 
 }  // namespace
+
+std::string json_number_text(double d) {
+    std::string text = fmt::format("{}", d);
+    if (std::isfinite(d) && text.find_first_of(".eE") == std::string::npos)
+        text += ".0";
+    return text;
+}
+
+std::string json_scalar_text(const boost::json::value& v) {
+    switch (v.kind()) {
+        case json::kind::null:
+            return "null";
+        case json::kind::bool_:
+            return v.get_bool() ? "true" : "false";
+        case json::kind::int64:
+            return std::to_string(v.get_int64());
+        case json::kind::uint64:
+            return std::to_string(v.get_uint64());
+        case json::kind::double_:
+            return json_number_text(v.get_double());
+        case json::kind::string:
+            return string_text(v.get_string());
+        default:
+            return {};
+    }
+}
 
 std::string to_pretty_json(const boost::json::value& value) {
     Writer writer;

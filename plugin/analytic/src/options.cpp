@@ -4,7 +4,6 @@
 #include <ppb/plugin.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <algorithm>
@@ -82,29 +81,6 @@ std::string format_number(double x) {
     return buffer;
 }
 
-std::string describe(const json::value& v) {
-    switch (v.kind()) {
-        case json::kind::null:
-            return "null";
-        case json::kind::bool_:
-            return v.get_bool() ? "true" : "false";
-        case json::kind::double_:
-            if (!std::isfinite(v.get_double()))
-                return "a number out of range";
-            return format_number(v.get_double());
-        case json::kind::int64:
-        case json::kind::uint64:
-            return json::serialize(v);
-        case json::kind::string:
-            return "a string";
-        case json::kind::array:
-            return "an array";
-        case json::kind::object:
-            return "an object";
-    }
-    return "an unknown JSON value";
-}
-
 std::string quoted(std::string_view key) {
     return "analytic option '" + std::string(key) + "'";
 }
@@ -176,26 +152,26 @@ std::uint32_t parse_integer(const json::value& v, std::string_view key) {
     if (v.is_int64()) {
         n = v.get_int64();
     } else if (v.is_uint64()) {
-        throw InvalidInput(quoted(key) + range + ", got " + describe(v));
+        throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
     } else if (v.is_double()) {
         const double d = v.get_double();
         if (!std::isfinite(d) || d != std::floor(d) || d < 1.0 ||
             d > static_cast<double>(max_integer)) {
-            throw InvalidInput(quoted(key) + range + ", got " + describe(v));
+            throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
         }
         n = static_cast<std::int64_t>(d);
     } else {
-        throw InvalidInput(quoted(key) + range + ", got " + describe(v));
+        throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
     }
     if (n < 1 || n > max_integer) {
-        throw InvalidInput(quoted(key) + range + ", got " + describe(v));
+        throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
     }
     return static_cast<std::uint32_t>(n);
 }
 
 bool parse_bool(const json::value& v, std::string_view key) {
     if (!v.is_bool()) {
-        throw InvalidInput(quoted(key) + " must be true or false, got " + describe(v));
+        throw InvalidInput(quoted(key) + " must be true or false, got " + describe_json(v));
     }
     return v.get_bool();
 }
@@ -206,13 +182,13 @@ double parse_number(const json::value& v, const NumberOption& option) {
         format_number(option.min) + (option.min_exclusive ? " and at most " : " to ") +
         format_number(option.max);
     if (!v.is_number()) {
-        throw InvalidInput(quoted(option.key) + range + ", got " + describe(v));
+        throw InvalidInput(quoted(option.key) + range + ", got " + describe_json(v));
     }
     json::error_code ec;
     const double x = v.to_number<double>(ec);
     const bool below = option.min_exclusive ? x <= option.min : x < option.min;
     if (ec || !std::isfinite(x) || below || x > option.max) {
-        throw InvalidInput(quoted(option.key) + range + ", got " + describe(v));
+        throw InvalidInput(quoted(option.key) + range + ", got " + describe_json(v));
     }
     return x;
 }
@@ -264,7 +240,7 @@ ShapeOptions parse_options(std::string_view options_json) {
         throw InvalidInput("analytic options are not valid JSON: " + ec.message());
     }
     if (!root.is_object()) {
-        throw InvalidInput("analytic options must be a JSON object, got " + describe(root));
+        throw InvalidInput("analytic options must be a JSON object, got " + describe_json(root));
     }
     const json::object& object = root.get_object();
     reject_foreign_document(object);

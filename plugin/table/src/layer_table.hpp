@@ -4,6 +4,7 @@
 #define PPB_TABLE_LAYER_TABLE_HPP
 
 #include <ppb/abi.h>
+#include <ppb/sapp/layer_file.hpp>
 
 #include <array>
 #include <cstdint>
@@ -15,9 +16,7 @@
 namespace ppb::table {
 
 // The BODY entry's field giving the activation memory of each recompute kind (ppb_kind order).
-inline constexpr std::array<std::string_view, PPB_KIND_COUNT> activation_keys = {
-    "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
-    "memory_recompute"};
+inline constexpr const auto& activation_keys = sapp::activation_fields;
 
 struct LayerTable {
     // Coefficients in MB, as in ppb_linear_parameters.
@@ -37,11 +36,12 @@ struct LayerTable {
     std::vector<std::string> warnings;
 };
 
-// Reads the options JSON: {"layers_description": [...], "constant_memory_mb"?: C,
-// "comment"?: "..."} with HEAD/BODY/TAIL entries (see README.md). Strict: throws
-// ppb::plugin::InvalidInput naming the JSON path for malformed JSON, unknown keys, wrong types,
-// a missing or several BODY entries, negative memory, a BODY without memory_parameter, and
-// options that are plainly another model's.
+// Reads the options JSON, a SAPP layer file read by ppb::sapp (ppb/sapp/layer_file.hpp):
+// {"layers_description": [...], "constant_memory_mb"?: C, "comment"?: "..."} with
+// HEAD/BODY/TAIL entries (see README.md). Strict: throws ppb::plugin::InvalidInput naming the
+// JSON path for malformed JSON, unknown keys, wrong types, a missing or several BODY entries,
+// negative memory, a BODY without memory_parameter or activation memory, and options that are
+// plainly another model's.
 [[nodiscard]] LayerTable parse_layer_table(std::string_view options_json);
 
 // The report() text {"parameters": {...}, "diagnostics": {...}} described in README.md.

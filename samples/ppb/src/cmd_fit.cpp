@@ -63,7 +63,7 @@ int run_fit(std::span<const std::string> words) {
     const FittedModel fitted = fit_selected_model(args, dryrun, path);
     if (export_path) {
         const auto layers = sapp_layer_file(fitted.document, dryrun, args.value("model-desc"));
-        write_file_atomically(*export_path, to_pretty_json(layers));
+        write_file_atomically(*export_path, sapp::write_layer_file(layers));
         fmt::print(stderr,
                    "ppb: wrote the fit as a SAPP layer file to {} (its constant_memory_mb is the "
                    "per-stage constant, which SAPP takes as a separate setting)\n",

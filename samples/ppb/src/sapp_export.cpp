@@ -6,7 +6,8 @@
 #include <ppb/partition/time_model.hpp>
 
 #include <fmt/format.h>
-#include <boost/json.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <array>
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <unistd.h>
@@ -24,11 +26,6 @@
 namespace ppb::cli {
 namespace json = boost::json;
 namespace {
-
-// SAPP's memory field for each recompute kind.
-constexpr std::array<const char*, PPB_KIND_COUNT> memory_fields = {
-    "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
-    "memory_recompute"};
 
 // A layer file holds memory >= 0; a negative estimate is refused, not written.
 double non_negative(double value, std::string_view key) {
@@ -88,23 +85,22 @@ std::optional<std::uint64_t> complete_dry_run_layers(const DryRunSet& dryrun) {
     return most;
 }
 
-void set_body_memory(json::object& entry, double per_layer, const json::object& activation) {
-    entry["memory_parameter"] = per_layer;
+void set_body_memory(sapp::Entry& entry, double per_layer, const json::object& activation) {
+    entry.memory_parameter = per_layer;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
         const auto& v = activation.at(kind_names[k]);
-        if (v.is_null()) {
-            entry.erase(memory_fields[k]);
-        } else {
-            entry[memory_fields[k]] =
-                non_negative(v.to_number<double>(), fmt::format("activation_mb.{}", kind_names[k]));
-        }
+        entry.memory_activation[k] =
+            v.is_null()
+                ? std::nullopt
+                : std::optional<double>(non_negative(
+                      v.to_number<double>(), fmt::format("activation_mb.{}", kind_names[k])));
     }
 }
 
 }  // namespace
 
-json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& dryrun,
-                             const std::optional<std::string>& layer_template) {
+sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSet& dryrun,
+                                const std::optional<std::string>& layer_template) {
     const auto& params = fit_document.at("parameters").as_object();
     const double head = required(params, "head_mb");
     const double tail = required(params, "tail_mb");
@@ -113,27 +109,28 @@ json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& 
     const auto& c = params.at("const_mb");
     const double constant = c.is_null() ? 0.0 : non_negative(c.to_number<double>(), "const_mb");
 
-    json::object out;
+    sapp::LayerFile out;
     if (layer_template) {
-        const std::string text = read_text_file(*layer_template);
-        // Validates the template as a layer file (one BODY entry, known fields).
-        (void)partition::parse_time_model(text, source_name(*layer_template));
-        out = parse_json(text, source_name(*layer_template)).as_object();
+        out = sapp::load_layer_file(*layer_template);
+        // The template must be a layer file the partitioner can time with.
+        (void)partition::time_model(out, source_name(*layer_template));
         bool head_set = false;
         bool tail_set = false;
-        for (auto& item : out.at("layers_description").as_array()) {
-            auto& entry = item.as_object();
-            const auto type = entry.at("type").as_string();
-            const double count = entry.at("nb_layer").to_number<double>();
-            if (type == "BODY") {
-                set_body_memory(entry, per_layer, activation);
-            } else if (type == "HEAD") {
-                // H is the whole head: it goes on the first HEAD entry, per layer of it.
-                entry["memory_parameter"] = head_set ? 0.0 : per_layer_share(head, count);
-                head_set = true;
-            } else if (type == "TAIL") {
-                entry["memory_parameter"] = tail_set ? 0.0 : per_layer_share(tail, count);
-                tail_set = true;
+        for (sapp::Entry& entry : out.entries) {
+            const auto count = static_cast<double>(entry.nb_layer);
+            switch (entry.type) {
+                case sapp::EntryType::body:
+                    set_body_memory(entry, per_layer, activation);
+                    break;
+                case sapp::EntryType::head:
+                    // H is the whole head: it goes on the first HEAD entry, per layer of it.
+                    entry.memory_parameter = head_set ? 0.0 : per_layer_share(head, count);
+                    head_set = true;
+                    break;
+                case sapp::EntryType::tail:
+                    entry.memory_parameter = tail_set ? 0.0 : per_layer_share(tail, count);
+                    tail_set = true;
+                    break;
             }
         }
         if (!head_set || !tail_set) {
@@ -149,18 +146,31 @@ json::object sapp_layer_file(const json::object& fit_document, const DryRunSet& 
                 "number of body layers is unknown: give --model-desc LAYERS (your SAPP layer "
                 "file) to export into");
         }
-        json::object body{{"name", "body"}, {"type", "BODY"}, {"nb_layer", *layers}};
+        if (*layers > std::numeric_limits<std::uint32_t>::max()) {
+            throw InputError(fmt::format(
+                "--export-sapp: the dry runs' {} body layers are more than a layer file's "
+                "nb_layer holds",
+                *layers));
+        }
+        sapp::Entry body{.name = "body",
+                         .type = sapp::EntryType::body,
+                         .nb_layer = static_cast<std::uint32_t>(*layers)};
         set_body_memory(body, per_layer, activation);
-        out["comment"] =
+        out.comment =
             "memory fitted by ppb (dryrun-lsq); add each entry's time before timing with it";
-        out["layers_description"] = json::array{
-            json::object{
-                {"name", "head"}, {"type", "HEAD"}, {"nb_layer", 1}, {"memory_parameter", head}},
+        out.entries = {
+            sapp::Entry{.name = "head",
+                        .type = sapp::EntryType::head,
+                        .nb_layer = 1,
+                        .memory_parameter = head},
             std::move(body),
-            json::object{
-                {"name", "tail"}, {"type", "TAIL"}, {"nb_layer", 1}, {"memory_parameter", tail}}};
+            sapp::Entry{.name = "tail",
+                        .type = sapp::EntryType::tail,
+                        .nb_layer = 1,
+                        .memory_parameter = tail},
+        };
     }
-    out["constant_memory_mb"] = constant;
+    out.constant_memory_mb = constant;
     return out;
 }
 

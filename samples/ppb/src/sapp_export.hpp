@@ -3,6 +3,7 @@
 #define PPB_SAPP_EXPORT_HPP
 
 #include <ppb/dryrun_format.hpp>
+#include <ppb/sapp/layer_file.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -19,9 +20,10 @@ namespace ppb::cli {
 // memory fields are replaced; without it, entries are named head/body/tail and the body's
 // nb_layer is the layer count of a dry run that covers every stage. Throws ppb::InputError when
 // H, T or P is not determined, or the layer count cannot be told.
-[[nodiscard]] boost::json::object sapp_layer_file(const boost::json::object& fit_document,
-                                                  const DryRunSet& dryrun,
-                                                  const std::optional<std::string>& layer_template);
+// The template is read with ppb::sapp and must also be one the partitioner can time with.
+[[nodiscard]] sapp::LayerFile sapp_layer_file(const boost::json::object& fit_document,
+                                              const DryRunSet& dryrun,
+                                              const std::optional<std::string>& layer_template);
 
 // Writes `text` to `path` atomically (a temporary file renamed over it).
 void write_file_atomically(const std::string& path, const std::string& text);

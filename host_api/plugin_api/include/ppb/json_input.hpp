@@ -51,6 +51,11 @@ namespace ppb {
 // How a file is named in messages: its path, or "<stdin>" for "-".
 [[nodiscard]] std::string source_name(const std::filesystem::path& path);
 
+// "<source>: <path>: <problem>", the parts that are empty left out: how every message about a
+// place in a document reads (JsonNode::fail), for readers that find a problem after reading.
+[[nodiscard]] std::string located_message(std::string_view source, std::string_view path,
+                                          std::string_view problem);
+
 // "a.b[3].c": `key` appended to a JSON path (bracketed and quoted when it is not a plain name).
 [[nodiscard]] std::string json_path_member(std::string_view path, std::string_view key);
 // "a.b[3]": `index` appended to a JSON path.

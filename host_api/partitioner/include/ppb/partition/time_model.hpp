@@ -1,11 +1,13 @@
 // ppb/partition/time_model.hpp — the layers' compute times, from a SAPP layer file.
 //
 // The file is the public SAPP balancer's layer description: {"layers_description": [...]} with
-// HEAD, BODY and TAIL entries. Times are in the file's own unit; ppb only adds and compares them.
+// HEAD, BODY and TAIL entries, read by ppb::sapp (ppb/sapp/layer_file.hpp). Times are in the
+// file's own unit; ppb only adds and compares them.
 #ifndef PPB_PARTITION_TIME_MODEL_HPP
 #define PPB_PARTITION_TIME_MODEL_HPP
 
 #include <ppb/abi.h>
+#include <ppb/sapp/layer_file.hpp>
 
 #include <array>
 #include <cstdint>
@@ -35,7 +37,11 @@ struct TimeModel {
 // coefficient field (backward_coef, select_rec_coef, select_comm_coef, both_comm_select_coef,
 // recompute_coef) if given, else the default above. A kind's time and coefficient together are
 // an error. HEAD and TAIL entries contribute nb_layer x (F + backward of none).
-// Exactly one BODY entry is supported. Throws ppb::InputError naming the JSON path.
+// Exactly one BODY entry is supported. Throws ppb::InputError naming the JSON path: the
+// reader's errors (ppb::sapp::read_layer_file), an entry with neither time nor forward_time, a
+// kind's time and coefficient together, times too large to add up.
+// `source` names the file in messages.
+[[nodiscard]] TimeModel time_model(const sapp::LayerFile& file, std::string_view source);
 [[nodiscard]] TimeModel parse_time_model(std::string_view json_text, std::string_view source);
 [[nodiscard]] TimeModel read_time_model(const std::filesystem::path& path);
 

@@ -1,0 +1,258 @@
+// ppb/sapp/layer_file.hpp: the one reader and writer of the SAPP layer file.
+#include <ppb/errors.hpp>
+#include <ppb/json_input.hpp>
+#include <ppb/sapp/layer_file.hpp>
+
+#include "../common/error_testing.hpp"
+
+#include <boost/json/value.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+using ppb::InputError;
+namespace sapp = ppb::sapp;
+
+namespace {
+
+sapp::LayerFile parse(const std::string& text) {
+    return sapp::parse_layer_file(text, "layers.json");
+}
+
+// A file with the given entries (without the brackets) and extra top-level members.
+std::string layers(const std::string& entries, const std::string& extra = "") {
+    return R"({"layers_description": [)" + entries + "]" + (extra.empty() ? "" : ", " + extra) +
+           "}";
+}
+
+// A BODY entry named "decoder" with 8 layers and the given further members.
+std::string body(const std::string& members = R"("time": 1)") {
+    return R"({"name": "decoder", "type": "BODY", "nb_layer": 8)" +
+           (members.empty() ? "" : ", " + members) + "}";
+}
+
+// Every field set, with values that are hard to write exactly.
+sapp::LayerFile full_file() {
+    sapp::LayerFile file;
+    file.comment = "all fields \"quoted\"";
+    file.constant_memory_mb = 3071.9999999999995;
+    sapp::Entry head{.name = "embedding", .type = sapp::EntryType::head, .nb_layer = 1};
+    head.time = 0.1;
+    head.memory_parameter = 4210.123456789012;
+    sapp::Entry decoder{.name = "decoder", .type = sapp::EntryType::body, .nb_layer = 80};
+    decoder.time = 30.0;
+    decoder.forward_time = 1.0 / 3.0;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        decoder.backward_time[k] = std::nextafter(2.0 + static_cast<double>(k), 10.0);
+        decoder.backward_coef[k] = -0.999 + 1e-17 * static_cast<double>(k);
+        decoder.memory_activation[k] = 820.0 / (3.0 + static_cast<double>(k));
+    }
+    decoder.memory_parameter = 1e-300;
+    sapp::Entry tail{
+        .name = "lm head \u00e9", .type = sapp::EntryType::tail, .nb_layer = 4000000000u};
+    tail.memory_parameter = std::numeric_limits<double>::max() / 1e10;
+    file.entries = {head, decoder, tail};
+    return file;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sapp_layer_file)
+
+BOOST_AUTO_TEST_CASE(reads_every_field) {
+    const sapp::LayerFile file = parse(layers(
+        R"({"name": "embedding", "type": "HEAD", "nb_layer": 2.0, "time": 12,
+            "memory_parameter": 0},
+           {"name": "decoder", "type": "BODY", "nb_layer": 80, "time": 30, "forward_time": 29,
+            "backward_time": 60, "select_rec_coef": 0.04, "recompute_time": 91,
+            "memory_parameter": 1710, "memory_activation": 820, "memory_recompute": 0.5},
+           {"name": "lm_head", "type": "TAIL", "nb_layer": 1})",
+        R"("constant_memory_mb": 3072, "comment": "llama")"));
+    BOOST_TEST_REQUIRE(file.entries.size() == 3u);
+    BOOST_TEST(file.body_index() == 1u);
+    BOOST_TEST(file.comment.value() == "llama");
+    BOOST_TEST(file.constant_memory_mb.value() == 3072.0);
+    const sapp::Entry& head = file.entries[0];
+    BOOST_TEST((head.type == sapp::EntryType::head));
+    BOOST_TEST(head.nb_layer == 2u);
+    BOOST_TEST(head.time.value() == 12.0);
+    BOOST_TEST(head.memory_parameter.value() == 0.0);
+    const sapp::Entry& decoder = file.entries[1];
+    BOOST_TEST(decoder.forward_time.value() == 29.0);
+    BOOST_TEST(decoder.backward_time[PPB_KIND_NONE].value() == 60.0);
+    BOOST_TEST(decoder.backward_time[PPB_KIND_FULL].value() == 91.0);
+    BOOST_TEST(!decoder.backward_time[PPB_KIND_SELECT].has_value());
+    BOOST_TEST(decoder.backward_coef[PPB_KIND_SELECT].value() == 0.04);
+    BOOST_TEST(decoder.memory_activation[PPB_KIND_NONE].value() == 820.0);
+    BOOST_TEST(decoder.memory_activation[PPB_KIND_FULL].value() == 0.5);
+    BOOST_TEST(!decoder.memory_activation[PPB_KIND_COMM].has_value());
+    const sapp::Entry& tail = file.entries[2];
+    BOOST_TEST(!tail.time.has_value());
+    BOOST_TEST(!tail.memory_parameter.has_value());
+    // Optional top-level members.
+    const sapp::LayerFile bare = parse(layers(body()));
+    BOOST_TEST(!bare.comment.has_value());
+    BOOST_TEST(!bare.constant_memory_mb.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(read_write_read_is_exact) {
+    const sapp::LayerFile original = full_file();
+    const std::string text = sapp::write_layer_file(original);
+    const sapp::LayerFile read = parse(text);
+    BOOST_TEST((read == original), text);
+    // Writing what was read gives the same text.
+    BOOST_TEST(sapp::write_layer_file(read) == text);
+    // A file as people write it: integers for times, fields in another order.
+    const std::string hand = layers(
+        R"({"memory_activation": 0.1, "type": "BODY", "name": "d", "time": 3, "nb_layer": 5,
+            "memory_parameter": 123456789.12345679})",
+        R"("constant_memory_mb": 0.30000000000000004)");
+    const sapp::LayerFile first = parse(hand);
+    const sapp::LayerFile again = parse(sapp::write_layer_file(first));
+    BOOST_TEST((again == first));
+    BOOST_TEST(again.entries[0].memory_parameter.value() == 123456789.12345679);
+    BOOST_TEST(again.constant_memory_mb.value() == 0.30000000000000004);
+}
+
+BOOST_AUTO_TEST_CASE(writes_fields_in_a_fixed_order) {
+    sapp::LayerFile file;
+    file.comment = "c";
+    file.constant_memory_mb = 2.0;
+    sapp::Entry entry{.name = "b", .type = sapp::EntryType::body, .nb_layer = 3};
+    entry.memory_activation[PPB_KIND_FULL] = 1.0;
+    entry.time = 4.0;
+    file.entries.push_back(entry);
+    BOOST_TEST(sapp::write_layer_file(file) == R"({
+  "comment": "c",
+  "layers_description": [
+    {
+      "name": "b",
+      "type": "BODY",
+      "nb_layer": 3,
+      "time": 4.0,
+      "memory_recompute": 1.0
+    }
+  ],
+  "constant_memory_mb": 2.0
+}
+)");
+    // JSON has no infinity: the writer refuses it rather than write a file no one can read.
+    file.entries[0].time = std::numeric_limits<double>::infinity();
+    BOOST_CHECK_THROW((void)sapp::write_layer_file(file), std::domain_error);
+}
+
+BOOST_AUTO_TEST_CASE(the_document_and_the_list) {
+    PPB_CHECK_ERROR(InputError, parse("[]"),
+                    "layers.json: expected a JSON object (a SAPP layer file: "
+                    "{\"layers_description\": [...]}), got an empty array");
+    PPB_CHECK_ERROR(InputError, parse("{\"layers_description\": [\n  {\"name\": }]}"),
+                    "layers.json:2:12: malformed JSON");
+    PPB_CHECK_ERROR(InputError, parse("{}"),
+                    "layers.json: missing required field 'layers_description' (a SAPP layer "
+                    "file is {\"layers_description\": [");
+    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": 5})"),
+                    "layers.json: layers_description: expected an array of layer entries, got 5");
+    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": []})"),
+                    "layers.json: layers_description: the list is empty");
+    PPB_CHECK_ERROR(InputError, parse(layers(body() + R"(, "HEAD")")),
+                    "layers.json: layers_description[1]: expected an object (a layer entry), got "
+                    "\"HEAD\"");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("comment": ["x"])")),
+                    "layers.json: comment: expected a string, got an array");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_fields_with_did_you_mean) {
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("constant_memory": 1)")),
+                    "layers.json: unknown field 'constant_memory' (did you mean "
+                    "'constant_memory_mb'? expected one of: layers_description, "
+                    "constant_memory_mb, comment)");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1, "memory_activations": 5)"))),
+                    "layers.json: layers_description[0]: unknown field 'memory_activations' (did "
+                    "you mean 'memory_activation'? expected one of: name, type, nb_layer, time, "
+                    "forward_time, backward_time, backward_coef,");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("colour": "red")"))),
+                    "layers_description[0]: unknown field 'colour' (expected one of: name,");
+}
+
+BOOST_AUTO_TEST_CASE(entry_fields) {
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"type": "BODY", "nb_layer": 1})")),
+                    "layers.json: layers_description[0]: missing required field 'name' (the "
+                    "entry's name)");
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "nb_layer": 1})")),
+                    "layers_description[0]: missing required field 'type' (HEAD, BODY or TAIL)");
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "BODY"})")),
+                    "layers_description[0]: missing required field 'nb_layer' (the number of "
+                    "layers of this entry)");
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": null, "type": "BODY", "nb_layer": 1})")),
+                    "layers_description[0].name: expected a string, got null");
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "Body", "nb_layer": 1})")),
+                    "layers_description[0].type: expected one of \"HEAD\", \"BODY\", \"TAIL\", "
+                    "got \"Body\"");
+    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 0.5})")),
+                    "layers_description[0].nb_layer: expected a positive integer, got 0.5");
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 4294967296})")),
+                    "layers_description[0].nb_layer: number out of range: 4294967296 is more "
+                    "than 4294967295");
+}
+
+BOOST_AUTO_TEST_CASE(times_and_coefficients) {
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 0)"))),
+                    "layers.json: layers_description[0].time: expected a positive number, got 0");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("forward_time": "3")"))),
+                    "layers_description[0].forward_time: expected a positive number, got \"3\"");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("both_comm_select_time": -2.5)"))),
+                    "layers_description[0].both_comm_select_time: expected a positive number, "
+                    "got -2.5");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("select_comm_coef": -1)"))),
+                    "layers_description[0].select_comm_coef: expected a number greater than -1");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1e400)"))),
+                    "layers_description[0].time: number out of range: 1e400");
+    // Times are optional to the reader: a memory-only file is a layer file.
+    BOOST_CHECK_NO_THROW((void)parse(layers(body(R"("memory_parameter": 1)"))));
+}
+
+BOOST_AUTO_TEST_CASE(memory) {
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("memory_parameter": -0.25)"))),
+                    "layers.json: layers_description[0].memory_parameter: negative memory -0.25 "
+                    "(a memory in MB is at least 0)");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("memory_select_comm": true)"))),
+                    "layers_description[0].memory_select_comm: expected a number of MB (at least "
+                    "0), got true");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("constant_memory_mb": -1)")),
+                    "layers.json: constant_memory_mb: negative memory -1");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("constant_memory_mb": {})")),
+                    "constant_memory_mb: expected a number of MB (at least 0), got an empty "
+                    "object");
+}
+
+BOOST_AUTO_TEST_CASE(exactly_one_body) {
+    const std::string head = R"({"name": "e", "type": "HEAD", "nb_layer": 1})";
+    PPB_CHECK_ERROR(InputError, parse(layers(head)),
+                    "layers.json: layers_description: no BODY entry: exactly one entry must have "
+                    "\"type\": \"BODY\"");
+    PPB_CHECK_ERROR(InputError, parse(layers(body() + ", " + head + ", " + body())),
+                    "layers.json: layers_description: several BODY entries are not supported yet: "
+                    "layers_description[0] (\"decoder\") and layers_description[2] (\"decoder\") "
+                    "are both BODY");
+}
+
+BOOST_AUTO_TEST_CASE(a_parsed_document_keeps_its_source_and_paths) {
+    const boost::json::value document = ppb::parse_json(
+        R"({"layers_description": [{"name": "d", "type": "BODY", "nb_layer": 0}]})", "");
+    PPB_CHECK_ERROR(InputError, sapp::read_layer_file(ppb::JsonNode(document, "options")),
+                    "options: layers_description[0].nb_layer: expected a positive integer");
+}
+
+BOOST_AUTO_TEST_CASE(paths_for_consumers) {
+    BOOST_TEST(sapp::entry_path(3) == "layers_description[3]");
+    BOOST_TEST(sapp::entry_field_path(0, "memory_parameter") ==
+               "layers_description[0].memory_parameter");
+    const sapp::LayerFile file = full_file();
+    BOOST_TEST(sapp::describe_entry(file, 0) == "layers_description[0] (HEAD \"embedding\")");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
