@@ -119,6 +119,22 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_rejected_naming_the_key) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_repeated_option_key_is_refused) {
+    // Boost.JSON alone would keep the last value; ppb::parse_json refuses the document.
+    try {
+        DryRunLsqModel model(R"({"rank_tolerance": 1e-8, "rank_tolerance": 0.5})");
+        BOOST_ERROR("a repeated option was accepted: rank_tolerance "
+                    << model.options().rank_tolerance);
+    } catch (const InvalidInput& e) {
+        const std::string message = e.what();
+        BOOST_TEST(message.starts_with("dryrun-lsq options are not valid JSON: line 1, column "),
+                   message);
+        BOOST_TEST(message.ends_with(": duplicate field 'rank_tolerance' (a JSON object must not "
+                                     "repeat a key)"),
+                   message);
+    }
+}
+
 // The coefficients carry a bit for exactly what predict() uses: the identified parameters and,
 // when folded, const_mb as 0. A host evaluating them inline gets predict()'s answer.
 BOOST_AUTO_TEST_CASE(coefficients_evaluate_like_predict) {
