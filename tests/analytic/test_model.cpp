@@ -1,6 +1,7 @@
 // The model class: predictions for whole stages (the bundled sample), chunks, single-stage
 // pipelines, malformed placements, allocation-free prediction, and the report.
 #include "../common/allocation_counter.hpp"
+#include "../common/c_boundary.hpp"
 #include "analytic_support.hpp"
 
 #include <ppb/fit_format.hpp>
@@ -39,7 +40,8 @@ ppb_chunk chunk_of(ppb_kind kind, std::uint32_t layers, std::uint32_t in_flight)
     return c;
 }
 
-std::string rejection(const AnalyticModel& model, const ppb_placement& placement) {
+template <class M>
+std::string rejection(const M& model, const ppb_placement& placement) {
     try {
         (void)model.predict(placement);
     } catch (const ppb::plugin::InvalidInput& e) {
@@ -140,7 +142,9 @@ BOOST_AUTO_TEST_CASE(single_stage_pipelines) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_placements_are_invalid_input) {
-    const AnalyticModel model = sample_model();
+    // The structural checks run at the C boundary, before the model (ppb::plugin::check_*).
+    const ppb::test::ThroughBoundary<AnalyticModel> model(
+        read_file(std::string(PPB_SAMPLE_DATA_DIR) + "/llama70b-shape.json"));
     ppb_chunk chunk = chunk_of(PPB_KIND_NONE, 4, 1);
     BOOST_TEST(contains(rejection(model, {0, 0, 1, &chunk}), "num_stages is 0"));
     BOOST_TEST(contains(rejection(model, {4, 4, 1, &chunk}), "stage 4 is out of range"));

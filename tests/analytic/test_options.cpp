@@ -108,8 +108,8 @@ BOOST_AUTO_TEST_CASE(bad_values_are_rejected_naming_the_key) {
         const std::string rest = options_without(minimal, key);
         const std::string message =
             rejection(rest.substr(0, rest.size() - 1) + ", \"" + key + "\": 1e400}");
-        BOOST_TEST(contains(message, std::string("'") + key + "'"), message);
-        BOOST_TEST(contains(message, "out of range"), message);
+        // ppb::parse_json refuses it while parsing, naming the option by its JSON path.
+        BOOST_TEST(contains(message, std::string(key) + ": number out of range: 1e400"), message);
     }
 }
 

@@ -1,6 +1,8 @@
 // ppb plugins, plugin selection and broken plugins, end to end.
 #include "cli_fixture.hpp"
 
+#include <ppb/abi.h>
+
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -39,7 +41,7 @@ BOOST_AUTO_TEST_CASE(json_listing_gives_every_verdict) {
     const auto doc = parse_json(r.out).as_object();
     const auto& plugins = doc.at("plugins").as_array();
     const std::map<std::string, std::string> expected = {
-        {"ppb-wrong-abi-1.0.0.so", "incompatible"}, {"ppb-newer-api-1.0.0.so", "incompatible"},
+        {"ppb-wrong-abi-1.0.0.so", "incompatible"}, {"ppb-newer-api-1.0.0.so", "usable"},
         {"ppb-no-entry-1.0.0.so", "not-a-plugin"},  {"ppb-not-a-library-1.0.0.so", "not-a-plugin"},
         {"ppb-no-factory-1.0.0.so", "usable"},      {"ppb-abort-on-load-1.0.0.so", "usable"},
         {"ppb-dryrun-lsq-1.0.0.so", "usable"}};
@@ -53,9 +55,33 @@ BOOST_AUTO_TEST_CASE(json_listing_gives_every_verdict) {
     }
     BOOST_TEST(entry(plugins, "ppb-abort-on-load-1.0.0.so")->at("name").as_string() ==
                "abort-on-load");
-    BOOST_TEST(entry(plugins, "ppb-newer-api-1.0.0.so")->at("api").as_string() == "1.99");
+    const auto* newer = entry(plugins, "ppb-newer-api-1.0.0.so");
+    BOOST_TEST(newer->at("api").as_string() == "1.9");
+    BOOST_TEST(newer->at("newer_than_host").as_bool());
+    const std::string host = "1." + std::to_string(PPB_API_MINOR);
+    BOOST_TEST(newer->at("reason").as_string() ==
+               "plugin API 1.9 > host " + host + ": fields beyond " + host + " not used");
+    BOOST_TEST(!entry(plugins, "ppb-dryrun-lsq-1.0.0.so")->at("newer_than_host").as_bool());
+    BOOST_TEST(doc.at("host_api").as_string() == host);
     BOOST_TEST(entry(plugins, "ppb-not-a-library-1.0.0.so")->at("api").is_null());
     BOOST_TEST(doc.at("search_path").as_array().size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(table_listing_says_which_newer_api_fields_are_not_used) {
+    const auto r = ppb({"plugins", "--plugin-path", fixture_dir});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const std::string host = "1." + std::to_string(PPB_API_MINOR);
+    BOOST_TEST(r.out.find("\nNewer plugin API than this ppb's " + host +
+                          ":\n  ppb-newer-api-1.0.0.so: plugin API 1.9 > host " + host +
+                          ": fields beyond " + host + " not used\n") != std::string::npos,
+               r.out);
+    // Not among the unusable ones.
+    const std::size_t not_usable = r.out.find("\nNot usable:\n");
+    BOOST_TEST_REQUIRE(not_usable != std::string::npos, r.out);
+    const std::string unusable = r.out.substr(not_usable, r.out.find("\nNewer") - not_usable);
+    BOOST_TEST(unusable.find("newer-api") == std::string::npos, unusable);
+    BOOST_TEST(unusable.find("ppb-wrong-abi-1.0.0.so: built for plugin ABI 2") != std::string::npos,
+               unusable);
 }
 
 BOOST_AUTO_TEST_CASE(search_path_problems_are_warnings) {
@@ -81,7 +107,8 @@ BOOST_AUTO_TEST_CASE(broken_plugins_exit_3_and_say_why) {
     expect_failure(fit_with("unresolved"), 3, {"ppb_fixture_symbol_that_does_not_exist"});
     expect_failure(fit_with("mismatch"), 3, {"the file name says 'mismatch' 1.0.0"});
     expect_failure(fit_with("wrong-abi"), 3, {"incompatible", "plugin ABI 2"});
-    expect_failure(fit_with("newer-api"), 3, {"incompatible", "API 1.99"});
+    expect_failure(fit_with("short-table"), 3,
+                   {"its function table is", "bytes that API 1.2 (which it claims) needs"});
     expect_failure(fit_with("no-such-model"), 3, {"no memory-model plugin named 'no-such-model'"});
     expect_failure(fit_with("dryrun-lsq@2"), 3,
                    {"no usable plugin matches 'dryrun-lsq@2'", "dryrun-lsq 1.0.0: usable"});
@@ -124,6 +151,11 @@ BOOST_AUTO_TEST_CASE(check_loads_each_plugin_in_a_child_process) {
         {"ppb-throwing-fit-1.0.0.so", {"usable", "loaded in a child process: ok"}},
         {"ppb-older-api-1.0.0.so", {"usable", "built for API 1.0: no options help"}},
         {"ppb-dryrun-lsq-1.0.0.so", {"usable", "loaded in a child process: ok"}},
+        {"ppb-newer-api-1.0.0.so",
+         {"usable", "fields beyond 1." + std::to_string(PPB_API_MINOR) +
+                        " not used; loaded in a child process: ok"}},
+        {"ppb-short-table-1.0.0.so",
+         {"failed", "bytes that API 1.2 (which it claims) needs"}},
         {"ppb-wrong-abi-1.0.0.so", {"incompatible", "plugin ABI 2"}}};
     for (const auto& [file, verdict_reason] : expected) {
         const auto* o = entry(plugins, file);

@@ -3,6 +3,7 @@
 #define PPB_PLUGIN_NAME "dryrun-lsq"
 #define PPB_PLUGIN_VERSION "1.0.0"
 
+#include "../common/c_boundary.hpp"
 #include "fit_support.hpp"
 #include "model.hpp"
 
@@ -119,6 +120,22 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_rejected_naming_the_key) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_repeated_option_key_is_refused) {
+    // Boost.JSON alone would keep the last value; ppb::parse_json refuses the document.
+    try {
+        DryRunLsqModel model(R"({"rank_tolerance": 1e-8, "rank_tolerance": 0.5})");
+        BOOST_ERROR("a repeated option was accepted: rank_tolerance "
+                    << model.options().rank_tolerance);
+    } catch (const InvalidInput& e) {
+        const std::string message = e.what();
+        BOOST_TEST(message.starts_with("dryrun-lsq options are not valid JSON: line 1, column "),
+                   message);
+        BOOST_TEST(message.ends_with(": duplicate field 'rank_tolerance' (a JSON object must not "
+                                     "repeat a key)"),
+                   message);
+    }
+}
+
 // The coefficients carry a bit for exactly what predict() uses: the identified parameters and,
 // when folded, const_mb as 0. A host evaluating them inline gets predict()'s answer.
 BOOST_AUTO_TEST_CASE(coefficients_evaluate_like_predict) {
@@ -168,9 +185,13 @@ BOOST_AUTO_TEST_CASE(predict_batch_matches_predict_and_names_the_failing_placeme
     }
 
     batch[2].stage = 9;
-    BOOST_CHECK_EXCEPTION(model.predict_batch(batch, out), InvalidInput, [](const InvalidInput& e) {
-        return mentions(e.what(), "placement 2: ");
-    });
+    // Malformed placements are refused at the C boundary, naming the index.
+    ppb::test::ThroughBoundary<DryRunLsqModel> boundary("{}");
+    boundary.fit(views);
+    BOOST_CHECK_EXCEPTION(boundary.predict_batch(batch, out), InvalidInput,
+                          [](const InvalidInput& e) {
+                              return mentions(e.what(), "placement 2: stage 9 is out of range");
+                          });
     batch[2].stage = 2;
     ppb_chunk comm = *owned[5].chunks.data();
     comm.layers[PPB_KIND_COMM] = 1;
@@ -186,9 +207,8 @@ BOOST_AUTO_TEST_CASE(a_failed_fit_leaves_the_model_unfitted) {
     const DryRuns good = separable_run();
     const auto good_views = good.views();
     model.fit(good_views);
-    auto bad_views = good.views();
-    bad_views[1].peak_memory_mb = -1.0;
-    BOOST_CHECK_THROW(model.fit(bad_views), InvalidInput);
+    // A fit the model refuses (malformed observations never reach it: the boundary refuses them).
+    BOOST_CHECK_THROW(model.fit({}), InvalidInput);
     const auto placement = stage(8, 3, none(3), 8);
     BOOST_CHECK_THROW(static_cast<void>(model.predict(placement.view())), NotFitted);
 }

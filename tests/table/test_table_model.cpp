@@ -1,6 +1,7 @@
 // The table model linked directly: coefficients read from a layer file, predictions checked by
 // hand, absent kinds, placement validation and the report.
 #include "../common/allocation_counter.hpp"
+#include "../common/c_boundary.hpp"
 #include "model.hpp"
 #include "table_support.hpp"
 
@@ -249,7 +250,8 @@ BOOST_AUTO_TEST_CASE(head_and_tail_entries_without_memory_or_with_activations_wa
 }
 
 BOOST_AUTO_TEST_CASE(placements_are_validated) {
-    const TableModel model(small_file);
+    // The structural checks run at the C boundary, before the model (ppb::plugin::check_*).
+    const ppb::test::ThroughBoundary<TableModel> model(small_file);
     ppb_chunk c = chunk({1, 0, 0, 0, 0}, 1);
     check_throws<InvalidInput>(
         [&] {
@@ -303,7 +305,8 @@ BOOST_AUTO_TEST_CASE(predict_batch_agrees_with_predict) {
                                {"placement 2: stage 1 of 4 holds 1 'comm' layer,"});
     ppb_chunk idle = chunk({1, 0, 0, 0, 0}, 0);
     const std::vector<ppb_placement> with_idle = {views[0], ppb_placement{4, 1, 1, &idle}};
-    check_throws<InvalidInput>([&] { model.predict_batch(with_idle, out); },
+    const ppb::test::ThroughBoundary<TableModel> boundary(small_file);
+    check_throws<InvalidInput>([&] { boundary.predict_batch(with_idle, out); },
                                {"placement 1: chunk 0: in_flight is 0"});
 }
 

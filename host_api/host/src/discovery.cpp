@@ -150,18 +150,18 @@ void judge(PluginCandidate& c) {
     if (entry.abi_major != PPB_ABI_MAJOR) {
         c.verdict = Verdict::incompatible;
         c.reason = fmt::format(
-            "built for plugin ABI {} (entry point {}); this ppb supports ABI {} only: rebuild the "
-            "plugin against this ppb's headers",
-            entry.abi_major, entry.symbol, PPB_ABI_MAJOR);
+            "built for plugin ABI {} (API {}.{}, entry point {}); this ppb supports ABI {} only "
+            "(plugin API {}.x, its own being {}.{}): rebuild the plugin against this ppb's headers",
+            entry.abi_major, entry.abi_major, entry.api_minor, entry.symbol, PPB_ABI_MAJOR,
+            PPB_ABI_MAJOR, PPB_ABI_MAJOR, PPB_API_MINOR);
         return;
     }
     if (entry.api_minor > PPB_API_MINOR) {
-        c.verdict = Verdict::incompatible;
-        c.reason = fmt::format(
-            "built for plugin API {}.{}, newer than this ppb's {}.{}: upgrade ppb, or use a build "
-            "of the plugin for API {}.{} or older",
-            entry.abi_major, entry.api_minor, PPB_ABI_MAJOR, PPB_API_MINOR, PPB_ABI_MAJOR,
-            PPB_API_MINOR);
+        // Fields are only ever appended: the host reads the part of the table it knows.
+        c.verdict = Verdict::usable;
+        c.reason = fmt::format("plugin API {}.{} > host {}.{}: fields beyond {}.{} not used",
+                               entry.abi_major, entry.api_minor, PPB_ABI_MAJOR, PPB_API_MINOR,
+                               PPB_ABI_MAJOR, PPB_API_MINOR);
         return;
     }
     c.verdict = Verdict::usable;

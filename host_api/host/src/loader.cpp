@@ -6,6 +6,8 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <exception>
 
 namespace ppb {
@@ -14,6 +16,22 @@ namespace {
 // A plugin built for API 1.0 has at least the table of 1.0; newer fields are read only when
 // its api_minor and struct_size say they are there.
 constexpr std::size_t minimum_table_size = PPB_API_1_0_TABLE_SIZE;
+
+// The bytes a table claiming API <major>.`minor` must have. A minor newer than this host's
+// appends to the table this host knows, so it has at least all of it.
+constexpr std::size_t table_size_of_minor(std::uint32_t minor) noexcept {
+    static_assert(PPB_API_MINOR == 2, "give the table size of the new API minor here");
+    switch (minor) {
+        case 0:
+            return PPB_API_1_0_TABLE_SIZE;
+        case 1:
+            return PPB_API_1_1_TABLE_SIZE;
+        case 2:
+            return PPB_API_1_2_TABLE_SIZE;
+        default:
+            return sizeof(ppb_memory_model_api);
+    }
+}
 
 std::string describe(const PluginCandidate& c) {
     return fmt::format("plugin '{}' {} ({})", c.name, c.version ? c.version->to_string() : "?",
@@ -46,6 +64,15 @@ void check_table(const PluginCandidate& c, const ppb_memory_model_api* t) {
     if (t->abi_major != c.abi_major || t->api_minor != c.api_minor) {
         fail(fmt::format("its table says plugin API {}.{} but its entry point {} says {}.{}",
                          t->abi_major, t->api_minor, c.entry_point, c.abi_major, c.api_minor));
+    }
+    if (const std::size_t needed = table_size_of_minor(t->api_minor); t->struct_size < needed) {
+        fail(fmt::format(
+            "its function table is {} bytes, smaller than the {} bytes that API {}.{} (which it "
+            "claims) needs{}",
+            t->struct_size, needed, t->abi_major, t->api_minor,
+            t->api_minor > PPB_API_MINOR
+                ? fmt::format(" (all of this ppb's API {}.{} table)", PPB_ABI_MAJOR, PPB_API_MINOR)
+                : std::string()));
     }
     if (t->name == nullptr || t->version == nullptr)
         fail("its table has no name or version");

@@ -38,29 +38,13 @@ AnalyticModel::AnalyticModel(const ShapeOptions& options)
       coefficients_(coefficients_of(options_, terms_)) {}
 
 double AnalyticModel::predict(const ppb_placement& placement) const {
+    // The placement is well formed: the C boundary checked it (ppb/plugin/placement_checks.hpp).
     const std::uint32_t p = placement.num_stages;
-    if (p == 0)
-        reject("num_stages is 0; a pipeline has at least one stage");
-    if (placement.stage >= p) {
-        reject("stage " + std::to_string(placement.stage) + " is out of range for a pipeline of " +
-               std::to_string(p) + " stages (0.." + std::to_string(p - 1) + ")");
-    }
-    if (placement.num_chunks == 0)
-        reject("num_chunks is 0; a stage holds at least one chunk");
-    if (placement.chunks == nullptr) {
-        reject("chunks is null although num_chunks is " + std::to_string(placement.num_chunks));
-    }
-
     const Coefficients& k = coefficients_;
     std::uint64_t layers = 0;
     double activation = 0.0;
     for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
         const ppb_chunk& chunk = placement.chunks[c];
-        if (chunk.in_flight == 0) {
-            reject("chunk " + std::to_string(c) +
-                   ": in_flight is 0; a chunk holds the activations of at least one "
-                   "micro-batch at its peak");
-        }
         const double f = chunk.in_flight;
         for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
             layers += chunk.layers[kind];

@@ -1,9 +1,10 @@
 #include "options.hpp"
 
+#include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/plugin.hpp>
+#include <ppb/plugin/report_support.hpp>
 
-#include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include <algorithm>
@@ -76,9 +77,7 @@ constexpr std::array<NumberOption, 4> number_options = {{
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.15g", x);
-    return buffer;
+    return ppb::plugin::format_number(x, 15);
 }
 
 std::string quoted(std::string_view key) {
@@ -234,10 +233,13 @@ void check_shape(const ShapeOptions& o) {
 }  // namespace
 
 ShapeOptions parse_options(std::string_view options_json) {
-    json::error_code ec;
-    const json::value root = json::parse(options_json, ec);
-    if (ec) {
-        throw InvalidInput("analytic options are not valid JSON: " + ec.message());
+    // ppb::parse_json, like every plugin's options: it also refuses a repeated key, which
+    // Boost.JSON alone would silently resolve to the last value.
+    json::value root;
+    try {
+        root = ppb::parse_json(options_json, {});
+    } catch (const ppb::InputError& e) {
+        throw InvalidInput(std::string("analytic options are not valid JSON: ") + e.what());
     }
     if (!root.is_object()) {
         throw InvalidInput("analytic options must be a JSON object, got " + describe_json(root));

@@ -3,6 +3,7 @@
 #include "model.hpp"
 
 #include <ppb/kinds.hpp>
+#include <ppb/plugin/report_support.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -20,23 +21,13 @@ namespace ppb::analytic {
 namespace {
 
 namespace json = boost::json;
-
-// JSON has no NaN or infinity; valid options never produce them, and the report refuses one.
-double finite(double v) {
-    if (!std::isfinite(v))
-        throw std::runtime_error("the analytic report would contain a non-finite number");
-    return v;
-}
+using ppb::plugin::finite;
+using ppb::plugin::format_number;
+using ppb::plugin::strings;
 
 std::string format_mb(double mb) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.1f MB", mb);
-    return buffer;
-}
-
-std::string format_number(double x) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%g", x);
     return buffer;
 }
 
@@ -117,13 +108,6 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
     return out;
 }
 
-json::array strings(const std::vector<std::string>& texts) {
-    json::array out;
-    for (const auto& t : texts)
-        out.emplace_back(t);
-    return out;
-}
-
 }  // namespace
 
 std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const Coefficients& c) {
@@ -172,9 +156,7 @@ std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const C
         {"assumptions", strings(assumptions_of(o, terms, c))},
         {"warnings", strings(option_warnings(o))},
     };
-    const json::object report{{"parameters", std::move(parameters)},
-                              {"diagnostics", std::move(diagnostics)}};
-    return json::serialize(report);
+    return ppb::plugin::make_report(std::move(parameters), std::move(diagnostics));
 }
 
 }  // namespace ppb::analytic

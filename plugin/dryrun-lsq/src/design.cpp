@@ -1,21 +1,8 @@
 #include "design.hpp"
 
-#include "text.hpp"
-
-#include <ppb/plugin.hpp>
-
-#include <cmath>
-#include <string>
-
 namespace ppb::dryrun_lsq {
 
 namespace {
-
-using ppb::plugin::InvalidInput;
-
-[[noreturn]] void reject(std::string_view context, const std::string& problem) {
-    throw InvalidInput(std::string(context) + ": " + problem);
-}
 
 std::uint64_t total_layers(const ppb_chunk& chunk) noexcept {
     std::uint64_t n = 0;
@@ -42,47 +29,6 @@ bool is_body(const ppb_placement& p) noexcept {
 }
 
 }  // namespace
-
-void validate_placement(const ppb_placement& placement, std::string_view context) {
-    if (placement.num_stages == 0) {
-        reject(context, "num_stages is 0; a pipeline has at least one stage");
-    }
-    if (placement.stage >= placement.num_stages) {
-        reject(context, "stage " + std::to_string(placement.stage) +
-                            " is out of range for a pipeline of " +
-                            std::to_string(placement.num_stages) + " stages (0.." +
-                            std::to_string(placement.num_stages - 1) + ")");
-    }
-    if (placement.num_chunks == 0) {
-        reject(context, "num_chunks is 0; a stage holds at least one chunk");
-    }
-    if (placement.chunks == nullptr) {
-        reject(context,
-               "chunks is null although num_chunks is " + std::to_string(placement.num_chunks));
-    }
-    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
-        if (placement.chunks[c].in_flight == 0) {
-            reject(context, "chunk " + std::to_string(c) +
-                                ": in_flight is 0; a chunk holds the activations of at least "
-                                "one micro-batch at its peak");
-        }
-    }
-}
-
-void validate_observations(std::span<const ppb_observation> observations) {
-    if (observations.empty()) {
-        throw InvalidInput("no observations: a fit needs at least one dry-run measurement");
-    }
-    for (std::size_t i = 0; i < observations.size(); ++i) {
-        const std::string context = "observation " + std::to_string(i);
-        validate_placement(observations[i].placement, context);
-        const double peak = observations[i].peak_memory_mb;
-        if (!std::isfinite(peak) || peak <= 0.0) {
-            reject(context, "peak_memory_mb is " + format_number(peak, 10) +
-                                "; it must be a finite number of MB greater than 0");
-        }
-    }
-}
 
 ParameterVector design_row(const ppb_placement& placement) noexcept {
     ParameterVector x{};

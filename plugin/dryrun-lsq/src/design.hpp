@@ -1,5 +1,5 @@
-// From what crosses the plugin boundary to rows of the design matrix: validation of placements
-// and observations, the row of the model equation, and facts about the observed data that the
+// From what crosses the plugin boundary (checked there, ppb/plugin/placement_checks.hpp) to rows
+// of the design matrix: the row of the model equation, and facts about the observed data that the
 // explanations of unidentified parameters rely on.
 #ifndef PPB_DRYRUN_LSQ_DESIGN_HPP
 #define PPB_DRYRUN_LSQ_DESIGN_HPP
@@ -17,15 +17,6 @@
 #include <vector>
 
 namespace ppb::dryrun_lsq {
-
-// Throws ppb::plugin::InvalidInput, its message starting with `context` ("placement",
-// "observation 3"), unless: num_stages >= 1, stage < num_stages, num_chunks >= 1, chunks not
-// null and every chunk's in_flight >= 1. Does not allocate unless it throws.
-void validate_placement(const ppb_placement& placement, std::string_view context);
-
-// Validates every observation as above plus a finite peak_memory_mb > 0, and that there is at
-// least one. Messages name the observation by its index: "observation 3: ...".
-void validate_observations(std::span<const ppb_observation> observations);
 
 // The row x of the model equation M = x . theta for a valid placement:
 //   x = (1, [s = 0], [s = p-1], n, sum_c n_c,none f_c, ..., sum_c n_c,full f_c).

@@ -1,8 +1,7 @@
 #include "explain.hpp"
 
-#include "text.hpp"
-
 #include <ppb/kinds.hpp>
+#include <ppb/plugin/report_support.hpp>
 
 #include <algorithm>
 #include <array>
@@ -11,6 +10,9 @@
 #include <vector>
 
 namespace ppb::dryrun_lsq {
+
+using ppb::plugin::format_number;
+using ppb::plugin::join_words;
 
 namespace {
 

@@ -1,13 +1,15 @@
 #include "identifiability.hpp"
 
-#include "text.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <ppb/plugin/report_support.hpp>
 #include <stdexcept>
 
 namespace ppb::dryrun_lsq {
+
+using ppb::plugin::format_number;
+using ppb::plugin::join_words;
 
 namespace {
 

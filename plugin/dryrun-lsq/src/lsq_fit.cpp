@@ -3,14 +3,18 @@
 #include "columns.hpp"
 #include "design.hpp"
 #include "linear_algebra.hpp"
-#include "text.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <ppb/plugin.hpp>
+#include <ppb/plugin/report_support.hpp>
 #include <stdexcept>
 #include <utility>
 
 namespace ppb::dryrun_lsq {
+
+using ppb::plugin::format_number;
+using ppb::plugin::join_words;
 
 namespace {
 
@@ -149,7 +153,11 @@ const UnidentifiedParameter* FitResult::why_not_identified(Parameter p) const {
 }
 
 FitResult fit(std::span<const ppb_observation> observations, const FitOptions& options) {
-    validate_observations(observations);
+    // The observations are well formed (ppb::plugin::check_observations, at the boundary).
+    if (observations.empty()) {
+        throw ppb::plugin::InvalidInput(
+            "no observations: a fit needs at least one dry-run measurement");
+    }
     const ObservationSummary summary = summarize(observations);
     std::vector<ParameterVector> rows;
     rows.reserve(observations.size());

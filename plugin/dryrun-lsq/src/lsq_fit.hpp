@@ -75,13 +75,14 @@ struct FitResult {
 };
 
 // Fits the model to `observations` jointly, whatever their pipeline degree or configuration.
-// Throws ppb::plugin::InvalidInput for invalid observations ("observation 3: ...") and when the
+// `observations` are well formed (ppb::plugin::check_observations; the C boundary checks them).
+// Throws ppb::plugin::InvalidInput when there are none and when the
 // observations identify no single parameter (saying why and which dry run would help).
 // A partially identified fit is a success: see FitResult::not_identifiable.
 [[nodiscard]] FitResult fit(std::span<const ppb_observation> observations,
                             const FitOptions& options);
 
-// Peak memory in MB of `placement`. Throws ppb::plugin::InvalidInput for an invalid placement,
+// Peak memory in MB of a well-formed `placement` (ppb::plugin::check_placement). Throws
 // ppb::plugin::NotEstimable when the fitted data do not determine it (naming the parameters it
 // needs). With const_mb folded, const_mb counts as 0. Allocates only when it throws.
 [[nodiscard]] double predict(const FitResult& fit, const ppb_placement& placement);

@@ -1,8 +1,9 @@
 #include "options.hpp"
 
+#include <ppb/errors.hpp>
+#include <ppb/json_input.hpp>
 #include <ppb/plugin.hpp>
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
@@ -55,10 +56,13 @@ double parse_rank_tolerance(const boost::json::value& v) {
 }  // namespace
 
 FitOptions parse_options(std::string_view options_json) {
-    boost::json::error_code ec;
-    const boost::json::value root = boost::json::parse(options_json, ec);
-    if (ec) {
-        throw InvalidInput("dryrun-lsq options are not valid JSON: " + ec.message());
+    // ppb::parse_json, like every plugin's options: it also refuses a repeated key, which
+    // Boost.JSON alone would silently resolve to the last value.
+    boost::json::value root;
+    try {
+        root = ppb::parse_json(options_json, {});
+    } catch (const ppb::InputError& e) {
+        throw InvalidInput(std::string("dryrun-lsq options are not valid JSON: ") + e.what());
     }
     if (!root.is_object()) {
         throw InvalidInput("dryrun-lsq options must be a JSON object, got " + kind_name(root));

@@ -4,11 +4,15 @@
 #define PPB_DRYRUN_LSQ_PARAMETERS_HPP
 
 #include <ppb/abi.h>
+#include <ppb/plugin/report_support.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ppb::dryrun_lsq {
 
@@ -77,6 +81,15 @@ using ParameterVector = std::array<double, parameter_count>;
         default:
             return PPB_PARAM_ACTIVATION(static_cast<unsigned>(kind_of(p)));
     }
+}
+
+// "a", "a and b", "a, b and c" of the parameters' names.
+[[nodiscard]] inline std::string join_names(std::span<const Parameter> parameters) {
+    std::vector<std::string> words;
+    words.reserve(parameters.size());
+    for (const Parameter p : parameters)
+        words.emplace_back(name(p));
+    return ppb::plugin::join_words(words);
 }
 
 }  // namespace ppb::dryrun_lsq

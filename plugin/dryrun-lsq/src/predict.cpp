@@ -2,16 +2,19 @@
 // parameters), and never by allocating on the success path, since hosts call it in their search.
 #include "design.hpp"
 #include "lsq_fit.hpp"
-#include "text.hpp"
 
 #include <ppb/kinds.hpp>
 #include <ppb/plugin.hpp>
+#include <ppb/plugin/report_support.hpp>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
 namespace ppb::dryrun_lsq {
+
+using ppb::plugin::format_number;
+using ppb::plugin::join_words;
 
 namespace {
 
@@ -44,7 +47,6 @@ std::string describe(const ppb_placement& placement) {
 }  // namespace
 
 double predict(const FitResult& fit, const ppb_placement& placement) {
-    validate_placement(placement, "placement");
     const ParameterVector x = design_row(placement);
     const EstimableSpace& space = fit.estimable;
 

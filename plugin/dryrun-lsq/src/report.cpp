@@ -2,38 +2,19 @@
 #include "lsq_fit.hpp"
 
 #include <ppb/kinds.hpp>
+#include <ppb/plugin/report_support.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-
-#include <cmath>
-#include <stdexcept>
 
 namespace ppb::dryrun_lsq {
 
 namespace {
 
-// JSON has no NaN or infinity; a fit never produces them, and the report refuses to carry one.
-double finite(double v) {
-    if (!std::isfinite(v))
-        throw std::runtime_error("the fit report would contain a non-finite number");
-    return v;
-}
-
-boost::json::value number_or_null(const std::optional<double>& v) {
-    if (!v)
-        return nullptr;
-    return finite(*v);
-}
-
-boost::json::array strings(const std::vector<std::string>& texts) {
-    boost::json::array out;
-    for (const auto& t : texts)
-        out.emplace_back(t);
-    return out;
-}
+using ppb::plugin::finite;
+using ppb::plugin::number_or_null;
+using ppb::plugin::strings;
 
 boost::json::object parameters_of(const FitResult& fit) {
     boost::json::object parameters;
@@ -98,9 +79,7 @@ boost::json::object diagnostics_of(const FitResult& fit) {
 }  // namespace
 
 std::string report_json(const FitResult& fit) {
-    const boost::json::object report{{"parameters", parameters_of(fit)},
-                                     {"diagnostics", diagnostics_of(fit)}};
-    return boost::json::serialize(report);
+    return ppb::plugin::make_report(parameters_of(fit), diagnostics_of(fit));
 }
 
 }  // namespace ppb::dryrun_lsq

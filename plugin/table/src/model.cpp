@@ -9,44 +9,13 @@ namespace ppb::table {
 
 namespace {
 
-using ppb::plugin::InvalidInput;
 using ppb::plugin::NotEstimable;
 
 std::string context(std::size_t index) {
     return index == no_index ? std::string("placement") : "placement " + std::to_string(index);
 }
 
-[[noreturn]] void reject(std::size_t index, const std::string& problem) {
-    throw InvalidInput(context(index) + ": " + problem);
-}
-
 }  // namespace
-
-void validate_placement(const ppb_placement& placement, std::size_t index) {
-    if (placement.num_stages == 0) {
-        reject(index, "num_stages is 0; a pipeline has at least one stage");
-    }
-    if (placement.stage >= placement.num_stages) {
-        reject(index, "stage " + std::to_string(placement.stage) +
-                          " is out of range for a pipeline of " +
-                          std::to_string(placement.num_stages) + " stages (0.." +
-                          std::to_string(placement.num_stages - 1) + ")");
-    }
-    if (placement.num_chunks == 0) {
-        reject(index, "num_chunks is 0; a stage holds at least one chunk");
-    }
-    if (placement.chunks == nullptr) {
-        reject(index,
-               "chunks is null although num_chunks is " + std::to_string(placement.num_chunks));
-    }
-    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
-        if (placement.chunks[c].in_flight == 0) {
-            reject(index, "chunk " + std::to_string(c) +
-                              ": in_flight is 0; a chunk holds the activations of at least "
-                              "one micro-batch at its peak");
-        }
-    }
-}
 
 TableModel::TableModel(std::string_view options_json)
     : TableModel(parse_layer_table(options_json)) {}
@@ -67,8 +36,8 @@ TableModel::TableModel(LayerTable table) : table_(std::move(table)) {
 // M = x . theta with x = (1, [s = 0], [s = p-1], n, sum_c n_c,none f_c, ..., sum_c n_c,full f_c),
 // summed in that order: the same arithmetic as dryrun-lsq's prediction, so that a layer file
 // exported from a dryrun-lsq fit predicts bit for bit what the fit predicts.
+// The placement is well formed: the C boundary checked it (ppb/plugin/placement_checks.hpp).
 double TableModel::evaluate(const ppb_placement& placement, std::size_t index) const {
-    validate_placement(placement, index);
     std::array<double, coefficient_count> x{};
     x[0] = 1.0;
     x[1] = placement.stage == 0 ? 1.0 : 0.0;

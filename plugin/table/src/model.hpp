@@ -69,11 +69,6 @@ class TableModel final : public ppb::plugin::MemoryModelBase {
 
 inline constexpr std::size_t no_index = static_cast<std::size_t>(-1);
 
-// Throws ppb::plugin::InvalidInput unless: num_stages >= 1, stage < num_stages, num_chunks >= 1,
-// chunks not null and every chunk's in_flight >= 1. The message starts with "placement: ", or
-// "placement 3: " for the placement of index 3 in a batch. Does not allocate unless it throws.
-void validate_placement(const ppb_placement& placement, std::size_t index = no_index);
-
 }  // namespace ppb::table
 
 #endif  // PPB_TABLE_MODEL_HPP

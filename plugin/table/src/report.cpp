@@ -3,32 +3,18 @@
 #include "layer_table.hpp"
 
 #include <ppb/kinds.hpp>
+#include <ppb/plugin/report_support.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-
-#include <cmath>
-#include <stdexcept>
 
 namespace ppb::table {
 
 namespace {
 
-// JSON has no NaN or infinity; the reader refuses them, and the report never carries one.
-double finite(double v) {
-    if (!std::isfinite(v))
-        throw std::runtime_error("the table report would contain a non-finite number");
-    return v;
-}
-
-boost::json::array strings(const std::vector<std::string>& texts) {
-    boost::json::array out;
-    for (const auto& t : texts)
-        out.emplace_back(t);
-    return out;
-}
+using ppb::plugin::finite;
+using ppb::plugin::strings;
 
 std::string activation_name(std::size_t k) {
     return "activation_mb." + std::string(kind_names[k]);
@@ -71,9 +57,7 @@ boost::json::object diagnostics_of(const LayerTable& table) {
 }  // namespace
 
 std::string report_json(const LayerTable& table) {
-    const boost::json::object report{{"parameters", parameters_of(table)},
-                                     {"diagnostics", diagnostics_of(table)}};
-    return boost::json::serialize(report);
+    return ppb::plugin::make_report(parameters_of(table), diagnostics_of(table));
 }
 
 }  // namespace ppb::table

@@ -113,6 +113,9 @@ int run_plugins(std::span<const std::string> words) {
             o["path"] = c.path.string();
             o["verdict"] = verdict_name(c.verdict);
             o["reason"] = c.reason;
+            // A newer API minor of this ppb's ABI loads; the fields it appends are not used.
+            o["newer_than_host"] = !c.entry_point.empty() && c.abi_major == PPB_ABI_MAJOR &&
+                                   c.api_minor > PPB_API_MINOR;
             if (args.flag("check")) {
                 o["checked"] = checked[i].done;
                 for (const auto& [key, value] : checked[i].details) {
@@ -127,8 +130,10 @@ int run_plugins(std::span<const std::string> words) {
         for (const auto& d : path.dirs) {
             dirs.push_back(boost::json::object{{"path", d.path.string()}, {"origin", d.origin}});
         }
-        fmt::print("{}", to_pretty_json(boost::json::object{{"plugins", std::move(plugins)},
-                                                            {"search_path", std::move(dirs)}}));
+        fmt::print("{}", to_pretty_json(boost::json::object{
+                             {"plugins", std::move(plugins)},
+                             {"host_api", fmt::format("{}.{}", PPB_ABI_MAJOR, PPB_API_MINOR)},
+                             {"search_path", std::move(dirs)}}));
         return 0;
     }
 
@@ -149,6 +154,16 @@ int run_plugins(std::span<const std::string> words) {
                 continue;
             if (!header)
                 out += "\nNot usable:\n";
+            header = true;
+            out += fmt::format("  {}: {}\n", c.path.filename().string(), c.reason);
+        }
+        header = false;
+        for (const auto& c : candidates) {
+            if (c.verdict != Verdict::usable || c.api_minor <= PPB_API_MINOR)
+                continue;
+            if (!header)
+                out += fmt::format("\nNewer plugin API than this ppb's {}.{}:\n", PPB_ABI_MAJOR,
+                                   PPB_API_MINOR);
             header = true;
             out += fmt::format("  {}: {}\n", c.path.filename().string(), c.reason);
         }

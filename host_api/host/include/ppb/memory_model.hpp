@@ -68,6 +68,12 @@ inline const char* status_name(ppb_status status) noexcept {
     return std::string(api.options_help);
 }
 
+// Whether the table is of a newer API minor than this host's, whose appended fields the host
+// does not use.
+[[nodiscard]] inline bool newer_than_host(const ppb_memory_model_api& api) noexcept {
+    return api.api_minor > PPB_API_MINOR;
+}
+
 class MemoryModel {
   public:
     // `api` must share ownership with the library that holds the table.
@@ -108,6 +114,11 @@ class MemoryModel {
 
     // The plugin API minor it was built for; features newer than it are unavailable.
     [[nodiscard]] std::uint32_t api_minor() const noexcept { return api_->api_minor; }
+    // Built for a newer API minor than this host's (ppb/abi.h, Versioning): the host uses the
+    // part of the table it knows and ignores the fields appended after it.
+    [[nodiscard]] bool newer_than_host() const noexcept {
+        return ppb::newer_than_host(*api_);
+    }
 
     // Text describing the model's options (API 1.1), or nullopt when the plugin is older or
     // gives none.

@@ -6,11 +6,17 @@
  * plugins built by other teams, with other compilers or standard libraries, keep working, and
  * so that a host written in another language (Python with ctypes) can load the same file.
  *
- * Versioning
+ * Versioning (OpenCV's rule)
  *   PPB_ABI_MAJOR changes when an existing field or function changes meaning or layout. A host
  *   refuses a plugin of another major. PPB_API_MINOR grows when fields are appended to the end
- *   of a struct; a host accepts plugins of its own or an older minor and checks `struct_size`
- *   before it touches a field newer than the plugin's minor. A host refuses a newer minor.
+ *   of the table; nothing is ever removed or moved, and `struct_size` says how much of the
+ *   table exists. So a host loads a plugin of any API minor of its own major:
+ *     - an older minor: the host reads a field only when the plugin's api_minor and struct_size
+ *       both say it is there, and treats a missing one as "not offered";
+ *     - a newer minor: the host reads the fields it knows (the first sizeof(its table) bytes)
+ *       and ignores those appended after them.
+ *   A table must be at least as large as the API minor it claims needs (PPB_API_1_<m>_TABLE_SIZE;
+ *   a newer minor's table covers all of this header's), and never smaller than API 1.0's.
  *
  * Entry point
  *   A plugin exports exactly one symbol, a Boost.DLL alias (a `const void*` variable whose value
@@ -161,8 +167,11 @@ typedef struct ppb_memory_model_api {
                                     double* out_mb);
 } ppb_memory_model_api;
 
-/* Size of the table of API 1.0, the smallest a host of ABI 1 accepts. */
+/* Size of the table of API 1.0, the smallest a host of ABI 1 accepts, and of the later minors:
+ * a table claiming API 1.m is at least PPB_API_1_m_TABLE_SIZE bytes. */
 #define PPB_API_1_0_TABLE_SIZE (offsetof(ppb_memory_model_api, last_error) + sizeof(void*))
+#define PPB_API_1_1_TABLE_SIZE (offsetof(ppb_memory_model_api, options_help) + sizeof(void*))
+#define PPB_API_1_2_TABLE_SIZE (offsetof(ppb_memory_model_api, predict_std_error) + sizeof(void*))
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,10 @@
 // file. The macro generates the C table of ppb/abi.h: every exception thrown by the class is
 // caught at the boundary and becomes a status code plus a message for last_error().
 //
+// The generated table checks what it is given before the class sees it (ppb/plugin/
+// placement_checks.hpp): predict, predict_batch and predict_std_error get well-formed placements
+// and fit well-formed observations, so a model checks only what is its own to refuse.
+//
 // The plugin's name and version come from the compile definitions PPB_PLUGIN_NAME and
 // PPB_PLUGIN_VERSION, which the CMake function ppb_add_plugin() sets from the same values it
 // uses to name the file, so the file name and the manifest cannot disagree.
@@ -12,18 +16,21 @@
 #define PPB_PLUGIN_HPP
 
 #include <ppb/abi.h>
+#include <ppb/plugin/placement_checks.hpp>
 
 #include <boost/config.hpp>
 #include <boost/dll/alias.hpp>
 
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ppb::plugin {
 
@@ -77,9 +84,6 @@ class MemoryModelBase {
     }
     // JSON object text {"parameters": {...}, "diagnostics": {...}}.
     [[nodiscard]] virtual std::string report() const = 0;
-
-    // Storage for the text returned by the C report() call.
-    std::string report_text;
 };
 
 namespace detail {
@@ -142,16 +146,30 @@ inline ppb_status null_argument(std::string_view message) noexcept {
     return PPB_ERR_INVALID_INPUT;
 }
 
+// What a ppb_model* points to: the author's model and what the C boundary keeps for it.
+struct Instance {
+    explicit Instance(std::unique_ptr<MemoryModelBase> m) noexcept : model(std::move(m)) {}
+    std::unique_ptr<MemoryModelBase> model;
+    // The text returned by the C report() call, valid until the next call on the model.
+    mutable std::string report_text;
+};
+
+inline Instance* instance(ppb_model* m) noexcept {
+    return reinterpret_cast<Instance*>(m);
+}
+inline const Instance* instance(const ppb_model* m) noexcept {
+    return reinterpret_cast<const Instance*>(m);
+}
 inline MemoryModelBase* self(ppb_model* m) noexcept {
-    return reinterpret_cast<MemoryModelBase*>(m);
+    return instance(m)->model.get();
 }
 inline const MemoryModelBase* self(const ppb_model* m) noexcept {
-    return reinterpret_cast<const MemoryModelBase*>(m);
+    return instance(m)->model.get();
 }
 
 // The C functions of the table, shared by every model; only create() depends on the class.
 inline void destroy(ppb_model* model) noexcept {
-    delete self(model);
+    delete instance(model);
 }
 
 inline ppb_status fit(ppb_model* model, const ppb_observation* obs, size_t count) noexcept {
@@ -159,7 +177,11 @@ inline ppb_status fit(ppb_model* model, const ppb_observation* obs, size_t count
         return null_argument("null argument: model");
     if (obs == nullptr && count != 0)
         return null_argument("null argument: observations");
-    return guarded([&] { self(model)->fit(std::span<const ppb_observation>(obs, count)); });
+    return guarded([&] {
+        const std::span<const ppb_observation> observations(obs, count);
+        check_observations(observations);
+        self(model)->fit(observations);
+    });
 }
 
 inline ppb_status predict(const ppb_model* model, const ppb_placement* placement,
@@ -170,7 +192,10 @@ inline ppb_status predict(const ppb_model* model, const ppb_placement* placement
         return null_argument("null argument: placement");
     if (out_mb == nullptr)
         return null_argument("null argument: out_mb");
-    return guarded([&] { *out_mb = self(model)->predict(*placement); });
+    return guarded([&] {
+        check_placement(*placement);
+        *out_mb = self(model)->predict(*placement);
+    });
 }
 
 inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* placements,
@@ -181,8 +206,9 @@ inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* pla
         return null_argument("null argument: placements or out_mb");
     }
     return guarded([&] {
-        self(model)->predict_batch(std::span<const ppb_placement>(placements, count),
-                                   std::span<double>(out_mb, count));
+        const std::span<const ppb_placement> all(placements, count);
+        check_placements(all);
+        self(model)->predict_batch(all, std::span<double>(out_mb, count));
     });
 }
 
@@ -195,6 +221,7 @@ inline ppb_status predict_std_error(const ppb_model* model, const ppb_placement*
     if (out_mb == nullptr)
         return null_argument("null argument: out_mb");
     return guarded([&] {
+        check_placement(*placement);
         const auto error = self(model)->predict_std_error(*placement);
         if (!error)
             throw Unsupported("this memory model has no estimate of its uncertainty");
@@ -226,10 +253,10 @@ inline ppb_status report(const ppb_model* model, const char** out_json) noexcept
     if (out_json == nullptr)
         return null_argument("null argument: out_json");
     return guarded([&] {
-        // The text is owned by the model so that it outlives this call (see abi.h).
-        auto* m = const_cast<MemoryModelBase*>(self(model));
-        m->report_text = m->report();
-        *out_json = m->report_text.c_str();
+        // The text is owned by the instance so that it outlives this call (see abi.h).
+        const Instance* i = instance(model);
+        i->report_text = i->model->report();
+        *out_json = i->report_text.c_str();
     });
 }
 
@@ -244,7 +271,8 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
     *out = nullptr;
     return guarded([&] {
         std::string_view options = options_json != nullptr ? options_json : "{}";
-        *out = reinterpret_cast<ppb_model*>(static_cast<MemoryModelBase*>(new Model(options)));
+        auto created = std::make_unique<Instance>(std::make_unique<Model>(options));
+        *out = reinterpret_cast<ppb_model*>(created.release());
     });
 }
 
