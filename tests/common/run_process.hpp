@@ -1,8 +1,8 @@
-// The tests run programs (mostly the ppb executable) with ppb's own process runner.
+// Runs a program with arguments and extra environment, capturing stdout, stderr and status: a
+// thin use of ppb::run_process (ppb/process.hpp), kept apart so that test files, which call
+// their helper ppb(...), do not see the namespace ppb.
 #ifndef PPB_TEST_RUN_PROCESS_HPP
 #define PPB_TEST_RUN_PROCESS_HPP
-
-#include <ppb/process.hpp>
 
 #include <map>
 #include <string>
@@ -10,20 +10,20 @@
 
 namespace ppb_test {
 
-using ppb::ProcessResult;
+struct ProcessResult {
+    int exit_code = -1;  // -1 when killed by a signal
+    int signal = 0;
+    std::string out;
+    std::string err;
+};
 
 // `env` entries are added to (or, when the value is empty, removed from) this process's
-// environment for the child; a non-empty `working_directory` is where the child starts.
-inline ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
-                                 const std::map<std::string, std::string>& env = {},
-                                 const std::string& stdin_text = {},
-                                 const std::string& working_directory = {}) {
-    ppb::ProcessOptions options;
-    options.env = env;
-    options.stdin_text = stdin_text;
-    options.working_directory = working_directory;
-    return ppb::run_process(program, args, options);
-}
+// environment for the child. No shell is involved: arguments are passed as they are.
+// A non-empty `working_directory` is where the child starts.
+ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& env = {},
+                          const std::string& stdin_text = {},
+                          const std::string& working_directory = {});
 
 }  // namespace ppb_test
 

@@ -116,18 +116,17 @@ CLI::Validator finite_number() {
 }
 
 CLI::Validator fraction() {
-    return finite_number() & CLI::Validator(
-                                 [](std::string& text) -> std::string {
-                                     const double v = std::stod(text);
-                                     if (v < 0.0 || v >= 1.0) {
-                                         return fmt::format(
-                                             "expected a fraction in [0, 1), e.g. 0.01 for 1 %, "
-                                             "got {}",
-                                             text);
-                                     }
-                                     return {};
-                                 },
-                                 "", "fraction");
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            std::string problem = finite_number()(text);
+            if (!problem.empty())
+                return problem;
+            const double v = std::stod(text);
+            if (v < 0.0 || v >= 1.0)
+                return fmt::format("expected a fraction in [0, 1), e.g. 0.01 for 1 %, got {}", text);
+            return {};
+        },
+        "", "fraction");
 }
 
 CLI::Validator recompute_kind() {
