@@ -39,14 +39,18 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
     expect_input_error(ppb({"fit"}), {"FILE is required", "ppb fit --help"});
     expect_input_error(ppb({"fit", sample_dryrun, "--frobnicate"}),
                        {"not expected: --frobnicate", "ppb fit --help"});
-    expect_input_error(ppb({"fit", sample_dryrun, "--model"}), {"--model: 1 required NAME[@VERSION] missing"});
-    expect_input_error(ppb({"fit", sample_dryrun, sample_dryrun}), {"not expected: " + sample_dryrun});
-    expect_input_error(ppb({"fit", sample_dryrun, "--json=yes"}), {"json was given a disallowed flag override"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--model"}),
+                       {"--model: 1 required NAME[@VERSION] missing"});
+    expect_input_error(ppb({"fit", sample_dryrun, sample_dryrun}),
+                       {"not expected: " + sample_dryrun});
+    expect_input_error(ppb({"fit", sample_dryrun, "--json=yes"}),
+                       {"json was given a disallowed flag override"});
     expect_input_error(ppb({"fit", sample_dryrun, "--duplicate-tolerance", "abc"}),
                        {"--duplicate-tolerance: expected a number, got 'abc'"});
     expect_input_error(ppb({"fit", sample_dryrun, "--duplicate-tolerance", "2"}),
                        {"--duplicate-tolerance: expected a fraction"});
-    expect_input_error(ppb({"predict", sample_dryrun, "--layers", "none=4"}), {"--stage is required", "ppb predict --help"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--layers", "none=4"}),
+                       {"--stage is required", "ppb predict --help"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1"}), {"--layers is required"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "x", "--layers", "none=4"}),
                        {"--stage: expected a whole number, got 'x'"});

@@ -153,7 +153,8 @@ BOOST_AUTO_TEST_CASE(exported_fit_read_by_the_table_model_predicts_exactly_the_s
 }
 
 BOOST_AUTO_TEST_CASE(compare_usage_errors) {
-    expect_input_error(ppb({"compare", sample_dryrun}), {"--model is required", "ppb compare --help"});
+    expect_input_error(ppb({"compare", sample_dryrun}),
+                       {"--model is required", "ppb compare --help"});
     expect_input_error(ppb({"compare", "--model", "dryrun-lsq"}),
                        {"dry-run FILE and/or --partition"});
     expect_input_error(ppb({"compare", sample_dryrun, "--model", "dryrun-lsq@x"}),

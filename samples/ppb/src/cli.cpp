@@ -123,7 +123,8 @@ CLI::Validator fraction() {
                 return problem;
             const double v = std::stod(text);
             if (v < 0.0 || v >= 1.0)
-                return fmt::format("expected a fraction in [0, 1), e.g. 0.01 for 1 %, got {}", text);
+                return fmt::format("expected a fraction in [0, 1), e.g. 0.01 for 1 %, got {}",
+                                   text);
             return {};
         },
         "", "fraction");
@@ -226,6 +227,13 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         fmt::print("{}\n", e.what());
         return 0;
+    } catch (const CLI::RequiredError& e) {
+        // An unknown option or argument is the first mistake to name: CLI11 checks for
+        // missing options before it looks at what is left over.
+        CLI::App* at = selected(app);
+        const auto extras = at->remaining();
+        throw UsageError(extras.empty() ? std::string(e.what()) : CLI::ExtrasError(extras).what(),
+                         command_path(*at));
     } catch (const CLI::ParseError& e) {
         throw UsageError(e.what(), command_path(*selected(app)));
     }
