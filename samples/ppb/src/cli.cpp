@@ -96,6 +96,13 @@ void check_command_words(const CLI::App& app, const Commands& commands,
 
 }  // namespace
 
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& summary,
+                      const std::string& details) {
+    CLI::App* command = parent.add_subcommand(name, summary);
+    command->footer(details);
+    return command;
+}
+
 CLI::Validator whole_number(std::uint32_t min) {
     return CLI::Validator([min](std::string& text) { return whole_number_problem(text, min); }, "",
                           "whole number");

@@ -37,6 +37,11 @@ struct Command {
 };
 using Commands = std::vector<Command>;
 
+// Adds the subcommand `name` to `parent`: `summary` is its line in the parent's help and the
+// first line of its own; `details` (what it does, its exit statuses) end its help.
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& summary,
+                      const std::string& details);
+
 // Checks for option values; CLI11 puts the option's name before the message.
 // A whole number, at least `min`.
 [[nodiscard]] CLI::Validator whole_number(std::uint32_t min = 0);

@@ -192,9 +192,8 @@ int run_compare(const CompareArgs& args) {
 
 void add_compare_command(CLI::App& app, Commands& commands) {
     auto args = std::make_shared<CompareArgs>();
-    CLI::App* compare = app.add_subcommand(
-        "compare", "several models' predictions beside measured memory, with their errors");
-    compare->footer(
+    CLI::App* compare = add_command(
+        app, "compare", "several models' predictions beside measured memory, with their errors",
         "Predicts the peak memory of a set of placements with each model given, beside the\n"
         "measured memory where there is one, with the error in MB and %. The placements are the\n"
         "observations of the dry-run file FILE, and/or the stages of a partition (--partition).\n"
@@ -204,7 +203,7 @@ void add_compare_command(CLI::App& app, Commands& commands) {
         "\n\n"
         "Exit status: 0 compared (a model that cannot predict a placement says why in its cell),\n"
         "2 invalid input or usage, 3 plugin not found or failed, 1 other errors.");
-    compare->add_option("FILE", args->file, "the dry-run file (ppb.dryrun/1); '-' reads stdin");
+    add_dryrun_file_argument(*compare, args->file);
     compare->add_option("--model", args->models, "a model to compare (repeatable, at least one)")
         ->type_name("NAME[@VERSION][=OPTIONS]")
         ->allow_extra_args(false)

@@ -49,16 +49,14 @@ int run_fit(const FitArgs& args) {
 
 void add_fit_command(CLI::App& app, Commands& commands) {
     auto args = std::make_shared<FitArgs>();
-    CLI::App* fit = app.add_subcommand(
-        "fit", "fit a memory model to a dry-run file and print its parameters (MB)");
-    fit->footer(
+    CLI::App* fit = add_command(
+        app, "fit", "fit a memory model to a dry-run file and print its parameters (MB)",
         "Fits a memory model to the dry-run observations in FILE (format ppb.dryrun/1) and prints\n"
         "the fitted parameters in MB, with what the data cannot determine and why."
         "\n\n"
         "Exit status: 0 fitted (also when some parameters are not identifiable), 2 invalid input\n"
         "or usage, 3 plugin not found or failed, 1 other errors.");
-    fit->add_option("FILE", args->file, "the dry-run file (ppb.dryrun/1); '-' reads stdin")
-        ->required();
+    add_dryrun_file_argument(*fit, args->file)->required();
     add_model_options(*fit, args->choice);
     add_duplicate_tolerance_option(*fit, args->read);
     fit->add_flag("--json", args->json, "print the fit as ppb.fit/1 JSON instead of a table");

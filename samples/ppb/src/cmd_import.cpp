@@ -218,9 +218,8 @@ std::function<int()> runner(Import import, std::shared_ptr<Args> args) {
 
 void add_mindspore(CLI::App& import, Commands& commands) {
     auto args = std::make_shared<MindSporeArgs>();
-    CLI::App* ms = import.add_subcommand(
-        "mindspore", "MindSpore dry-run logs and the MindFormers configuration");
-    ms->footer(
+    CLI::App* ms = add_command(
+        import, "mindspore", "MindSpore dry-run logs and the MindFormers configuration",
         "Reads each rank's peak memory from MindSpore dry-run logs and the pipeline layout from\n"
         "the MindFormers training configuration that produced them, and writes one ppb.dryrun/1\n"
         "observation per pipeline stage.\n\n"
@@ -281,8 +280,8 @@ void add_mindspore(CLI::App& import, Commands& commands) {
 
 void add_megatron(CLI::App& import, Commands& commands) {
     auto args = std::make_shared<MegatronArgs>();
-    CLI::App* mg = import.add_subcommand("megatron", "Megatron-LM logs and training flags");
-    mg->footer(
+    CLI::App* mg = add_command(
+        import, "megatron", "Megatron-LM logs and training flags",
         "Reads each rank's peak memory from the lines Megatron-LM prints,\n"
         "  [Rank N] (after K iterations) memory (MB) | allocated: ... | max allocated: ... | ...\n"
         "and writes one ppb.dryrun/1 observation per pipeline stage, with the layout given by\n"
@@ -348,9 +347,8 @@ void add_megatron(CLI::App& import, Commands& commands) {
 }  // namespace
 
 void add_import_command(CLI::App& app, Commands& commands) {
-    CLI::App* import = app.add_subcommand(
-        "import", "build a dry-run file from MindSpore or Megatron logs and configs");
-    import->footer(
+    CLI::App* import = add_command(
+        app, "import", "build a dry-run file from MindSpore or Megatron logs and configs",
         "Builds a dry-run file (ppb.dryrun/1) from the logs of a dry run and the configuration\n"
         "that produced it: one observation per pipeline stage, with the stage's body layers per\n"
         "recompute kind and its peak memory, ready for 'ppb fit' and 'ppb partition'. The file\n"

@@ -73,9 +73,8 @@ int run_partition(const PartitionArgs& args) {
 
 void add_partition_command(CLI::App& app, Commands& commands) {
     auto args = std::make_shared<PartitionArgs>();
-    CLI::App* partition = app.add_subcommand(
-        "partition", "choose layers and recompute kinds per stage under a memory limit");
-    partition->footer(
+    CLI::App* partition = add_command(
+        app, "partition", "choose layers and recompute kinds per stage under a memory limit",
         "Chooses how many body layers each pipeline stage holds and which recompute kind each\n"
         "layer uses so that every stage's predicted peak memory stays within X - Y MB and the\n"
         "1F1B iteration estimate, sum of stage times + (M - 1) x the slowest stage, is as small\n"

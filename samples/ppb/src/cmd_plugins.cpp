@@ -170,9 +170,8 @@ int run_probe_plugin(const std::string& file) {
 
 void add_plugins_command(CLI::App& app, Commands& commands) {
     auto args = std::make_shared<PluginsArgs>();
-    CLI::App* plugins = app.add_subcommand(
-        "plugins", "list the memory-model plugins found and whether they can be used");
-    plugins->footer(
+    CLI::App* plugins = add_command(
+        app, "plugins", "list the memory-model plugins found and whether they can be used",
         "Lists every plugin file (*.so) found on the search path with its name, version, plugin\n"
         "API, verdict and reason, without running any plugin code. Verdicts: usable,\n"
         "incompatible, not-a-plugin, refused, shadowed, failed. With --check, each usable plugin\n"

@@ -95,9 +95,8 @@ int run_predict(const PredictArgs& args) {
 
 void add_predict_command(CLI::App& app, Commands& commands) {
     auto args = std::make_shared<PredictArgs>();
-    CLI::App* predict =
-        app.add_subcommand("predict", "fit, then predict the peak memory of one stage placement");
-    predict->footer(
+    CLI::App* predict = add_command(
+        app, "predict", "fit, then predict the peak memory of one stage placement",
         "Fits a memory model to the dry-run observations in FILE, then predicts the peak memory\n"
         "of stage S holding the given body layers. The in-flight micro-batch count is the 1F1B\n"
         "one, min(P - S, M), unless --in-flight is given. A model configured by its options\n"
@@ -105,7 +104,7 @@ void add_predict_command(CLI::App& app, Commands& commands) {
         "\n\n"
         "Exit status: 0 predicted, 2 invalid input or usage (also when the observations do not\n"
         "determine this prediction), 3 plugin not found or failed, 1 other errors.");
-    predict->add_option("FILE", args->file, "the dry-run file (ppb.dryrun/1); '-' reads stdin");
+    add_dryrun_file_argument(*predict, args->file);
     predict->add_option("--stage", args->stage, "the stage, 0 .. P-1")
         ->type_name("S")
         ->required()

@@ -31,6 +31,10 @@ void add_model_options(CLI::App& app, ModelChoice& choice) {
     add_plugin_path_option(app, choice.plugin_paths);
 }
 
+CLI::Option* add_dryrun_file_argument(CLI::App& app, std::string& file) {
+    return app.add_option("FILE", file, "the dry-run file (ppb.dryrun/1); '-' reads stdin");
+}
+
 void add_duplicate_tolerance_option(CLI::App& app, DryRunReadOptions& options) {
     app.add_option("--duplicate-tolerance", options.duplicate_tolerance,
                    "largest relative difference between two observations of the same\n"

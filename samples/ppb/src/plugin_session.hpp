@@ -30,6 +30,8 @@ struct ModelChoice {
 void add_plugin_path_option(CLI::App& app, std::vector<std::string>& paths);
 // Declares --model, --model-options and --plugin-path on `app`.
 void add_model_options(CLI::App& app, ModelChoice& choice);
+// Declares the dry-run FILE argument ('-' reads stdin) on `app`.
+CLI::Option* add_dryrun_file_argument(CLI::App& app, std::string& file);
 // Declares --duplicate-tolerance X on `app`.
 void add_duplicate_tolerance_option(CLI::App& app, DryRunReadOptions& options);
 // Checks NAME[@VERSION] (the part before any '=').
