@@ -19,7 +19,7 @@ BOOST_AUTO_TEST_CASE(version_and_help) {
 
     r = ppb({"--help"});
     BOOST_TEST(r.exit_code == 0);
-    BOOST_TEST(r.out.find("Usage: ppb COMMAND") != std::string::npos);
+    BOOST_TEST(r.out.find("Usage: ppb [OPTIONS] [COMMAND]") != std::string::npos);
     BOOST_TEST(r.out.find("Exit status") != std::string::npos);
 
     for (const char* command : {"fit", "predict", "plugins"}) {
@@ -36,18 +36,22 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
     BOOST_TEST(r.err.find("Usage:") != std::string::npos);
 
     expect_input_error(ppb({"frobnicate"}), {"unknown command 'frobnicate'", "ppb --help"});
-    expect_input_error(ppb({"fit"}), {"missing the dry-run FILE argument"});
+    expect_input_error(ppb({"fit"}), {"FILE is required", "ppb fit --help"});
     expect_input_error(ppb({"fit", sample_dryrun, "--frobnicate"}),
-                       {"unknown option '--frobnicate'"});
-    expect_input_error(ppb({"fit", sample_dryrun, "--model"}), {"option '--model' needs a value"});
-    expect_input_error(ppb({"fit", sample_dryrun, sample_dryrun}), {"unexpected argument"});
-    expect_input_error(ppb({"fit", sample_dryrun, "--json=yes"}), {"'--json' takes no value"});
+                       {"not expected: --frobnicate", "ppb fit --help"});
+    expect_input_error(ppb({"fit", sample_dryrun, "--model"}),
+                       {"--model: 1 required NAME[@VERSION] missing"});
+    expect_input_error(ppb({"fit", sample_dryrun, sample_dryrun}),
+                       {"not expected: " + sample_dryrun});
+    expect_input_error(ppb({"fit", sample_dryrun, "--json=yes"}),
+                       {"json was given a disallowed flag override"});
     expect_input_error(ppb({"fit", sample_dryrun, "--duplicate-tolerance", "abc"}),
                        {"--duplicate-tolerance: expected a number, got 'abc'"});
     expect_input_error(ppb({"fit", sample_dryrun, "--duplicate-tolerance", "2"}),
                        {"--duplicate-tolerance: expected a fraction"});
-    expect_input_error(ppb({"predict", sample_dryrun, "--layers", "none=4"}), {"missing --stage"});
-    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1"}), {"missing --layers"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--layers", "none=4"}),
+                       {"--stage is required", "ppb predict --help"});
+    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1"}), {"--layers is required"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "x", "--layers", "none=4"}),
                        {"--stage: expected a whole number, got 'x'"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "8", "--layers", "none=4"}),
@@ -55,7 +59,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "nope=4"}),
                        {"unknown recompute kind 'nope'"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=-4"}),
-                       {"--layers none: expected a whole number, got '-4'"});
+                       {"--layers: 'none=-4': expected a whole number, got '-4'"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=4,none=2"}),
                        {"kind 'none' is given twice"});
     expect_input_error(

@@ -153,7 +153,8 @@ BOOST_AUTO_TEST_CASE(exported_fit_read_by_the_table_model_predicts_exactly_the_s
 }
 
 BOOST_AUTO_TEST_CASE(compare_usage_errors) {
-    expect_input_error(ppb({"compare", sample_dryrun}), {"at least one --model"});
+    expect_input_error(ppb({"compare", sample_dryrun}),
+                       {"--model is required", "ppb compare --help"});
     expect_input_error(ppb({"compare", "--model", "dryrun-lsq"}),
                        {"dry-run FILE and/or --partition"});
     expect_input_error(ppb({"compare", sample_dryrun, "--model", "dryrun-lsq@x"}),
@@ -204,7 +205,7 @@ BOOST_AUTO_TEST_CASE(export_sapp_writes_the_fit_as_a_layer_file) {
 
     expect_input_error(ppb({"fit", sample_dryrun, "--export-sapp", "-"}), {"give a file name"});
     expect_input_error(ppb({"fit", sample_dryrun, "--model-desc", layers_file}),
-                       {"--model-desc goes with --export-sapp"});
+                       {"--model-desc requires --export-sapp"});
     // Head memory undetermined: the layer file cannot be written, and nothing is printed.
     const std::string partial =
         write_file(R"({"format": "ppb.dryrun/1", "num_stages": 4, "micro_batches": 8,

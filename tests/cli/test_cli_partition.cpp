@@ -123,13 +123,13 @@ BOOST_AUTO_TEST_CASE(infeasible_limit_exits_4_with_the_smallest_feasible_limit) 
 
 BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
     expect_input_error(ppb({"partition", "--stages", "8", "--memory-limit-mb", "1000"}),
-                       {"missing --model-desc"});
+                       {"--model-desc is required", "ppb partition --help"});
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--memory-limit-mb", "1000"}),
-                       {"missing --stages"});
+                       {"--stages is required"});
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--stages", "8"}),
-                       {"missing --memory-limit-mb"});
-    expect_input_error(ppb(partition_args("58000", {"--stages", "0"})),
-                       {"option '--stages' is given more than once"});
+                       {"--memory-limit-mb is required"});
+    expect_input_error(ppb(partition_args("58000", {"--stages", "4"})),
+                       {"--stages: At Most 1 required but received 2"});
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun,
                             "--stages", "0", "--memory-limit-mb", "1000"}),
                        {"--stages: expected at least 1"});

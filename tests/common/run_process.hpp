@@ -1,4 +1,6 @@
-// Runs a program with arguments and extra environment, capturing stdout, stderr and status.
+// Runs a program with arguments and extra environment, capturing stdout, stderr and status: a
+// thin use of ppb::run_process (ppb/process.hpp), kept apart so that test files, which call
+// their helper ppb(...), do not see the namespace ppb.
 #ifndef PPB_TEST_RUN_PROCESS_HPP
 #define PPB_TEST_RUN_PROCESS_HPP
 

@@ -255,37 +255,44 @@ BOOST_AUTO_TEST_CASE(ranks_given_on_the_command_line) {
 }
 
 BOOST_AUTO_TEST_CASE(usage_mistakes) {
-    const auto usage = [](const ProcessResult& r, std::initializer_list<std::string> parts) {
+    // The hint names the command whose --help to read.
+    const auto usage = [](const ProcessResult& r, std::initializer_list<std::string> parts,
+                          const std::string& command = "ppb import mindspore") {
         expect_input_error(r, parts);
-        BOOST_TEST(r.err.find("Try 'ppb --help'") != std::string::npos, r.err);
+        BOOST_TEST(r.err.find("Try '" + command + " --help'") != std::string::npos, r.err);
     };
-    usage(ppb({"import"}), {"missing the log format"});
-    usage(ppb({"import", "pytorch"}), {"unknown log format 'pytorch'"});
+    // --append wants an existing dry-run file.
+    Scratch dir;
+    const std::string existing = dir.write("existing.json", "{}").string();
+    usage(ppb({"import"}), {"missing the log format"}, "ppb import");
+    usage(ppb({"import", "pytorch"}),
+          {"unknown log format 'pytorch' (expected mindspore, megatron)"}, "ppb import");
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
-          {"missing LOG arguments"});
+          {"LOG is required"});
     usage(ppb({"import", "mindspore", ms + "/run_a"}), {"missing --pipeline-stage P"});
     usage(ppb({"import", "mindspore", "--memory", "peak", ms + "/run_a"}),
-          {"--memory: expected used or actual, got 'peak'"});
-    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", "x.json",
+          {"--memory: peak not in {used,actual}"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", existing,
                ms + "/run_a"}),
-          {"--append FILE needs --label NAME"});
-    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", "x.json",
+          {"--append requires --label"});
+    usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", existing,
                "--label", "B", "-o", "y.json", ms + "/run_a"}),
-          {"either -o/--output FILE or --append FILE"});
+          {"--output excludes --append"});
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append",
                "no-such-dryrun.json", "--label", "B", ms + "/run_a"}),
-          {"--append no-such-dryrun.json: no such file", "-o FILE"});
+          {"--append: no such file 'no-such-dryrun.json'", "-o FILE"});
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--offset", "[1, 0]",
                ms + "/run_a"}),
           {"--offset: has 2 entries but the pipeline has 4 stages"});
     usage(ppb(join({"import", "megatron", mg + "/selective.log"}, {"--num-layers", "32"})),
-          {"missing --pipeline-model-parallel-size P"});
+          {"--pipeline-model-parallel-size is required"}, "ppb import megatron");
     usage(ppb(join({"import", "megatron", mg + "/selective.log", "--recompute-granularity", "full"},
                    megatron_layout)),
-          {"needs --recompute-method uniform or block"});
+          {"needs --recompute-method uniform or block"}, "ppb import megatron");
     usage(ppb(join({"import", "megatron", mg + "/selective.log", "--memory", "peak"},
                    megatron_layout)),
-          {"--memory: expected allocated, max-allocated, reserved or max-reserved"});
+          {"--memory: peak not in {max-allocated,allocated,reserved,max-reserved}"},
+          "ppb import megatron");
 }
 
 BOOST_AUTO_TEST_CASE(help_says_which_memory_figure_is_the_default) {
@@ -294,11 +301,10 @@ BOOST_AUTO_TEST_CASE(help_says_which_memory_figure_is_the_default) {
     expect_in(r.out, {"ppb import mindspore", "ppb import megatron"});
     r = ppb({"import", "mindspore", "--help"});
     expect_success(r);
-    expect_in(r.out, {"--memory used|actual", "(default used)", "--select-comm-recompute"});
+    expect_in(r.out, {"--memory FIGURE:{used,actual}=used", "--select-comm-recompute"});
     r = ppb({"import", "megatron", "-h"});
     expect_success(r);
-    expect_in(r.out, {"default\n                               max-allocated",
-                      "--decoder-first-pipeline-num-layers"});
+    expect_in(r.out, {"=max-allocated", "--decoder-first-pipeline-num-layers"});
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_import_writes_nothing) {

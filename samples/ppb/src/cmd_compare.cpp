@@ -12,33 +12,21 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <memory>
 #include <set>
 
 namespace ppb::cli {
 namespace {
 
-constexpr std::string_view usage =
-    R"(Usage: ppb compare [FILE] --model NAME[@VERSION][=OPTIONS] [--model ...] [options]
-
-Predicts the peak memory of a set of placements with each model given, beside the measured
-memory where there is one, with the error in MB and %. The placements are the observations of
-the dry-run file FILE, and/or the stages of a partition (--partition). Models fitted to
-observations (dryrun-lsq) are fitted to FILE; OPTIONS (a JSON object, or a file holding one)
-configure the others, e.g. table=samples/data/llama70b-layers.json.
-
-Options:
-  --model NAME[@VERSION][=OPTIONS]  a model to compare (repeatable, at least one)
-  --partition FILE             also compare the stages of a ppb.partition/1 plan
-  --cross-validate             fitted models predict each config of FILE from a fit to the
-                               other configs only (an honest error for unseen dry runs)
-  --duplicate-tolerance X      see 'ppb fit --help'
-  --plugin-path DIR            search DIR for plugins first (repeatable)
-  --json                       print ppb.compare/1 JSON instead of tables
-  -h, --help                   show this help
-
-Exit status: 0 compared (a model that cannot predict a placement says why in its cell),
-2 invalid input or usage, 3 plugin not found or failed, 1 other errors.
-)";
+struct CompareArgs {
+    std::string file;
+    std::vector<std::string> models;  // NAME[@VERSION][=OPTIONS]
+    std::string partition;
+    bool cross_validate = false;
+    std::vector<std::string> plugin_paths;
+    DryRunReadOptions read;
+    bool json = false;
+};
 
 struct ModelRequest {
     std::string spec;     // NAME[@VERSION]
@@ -102,32 +90,11 @@ void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& plac
     }
 }
 
-}  // namespace
-
-int run_compare(std::span<const std::string> words) {
-    const OptionSpec specs[] = {{"plugin-path", true, true},
-                                {"model", true, true},
-                                {"partition", true},
-                                {"cross-validate"},
-                                {"duplicate-tolerance", true},
-                                {"json"},
-                                {"help"}};
-    const Args args(words, specs);
-    if (args.flag("help")) {
-        fmt::print("{}", usage);
-        return 0;
-    }
-    if (args.positional().size() > 1) {
-        throw UsageError(
-            fmt::format("unexpected argument '{}' (one dry-run FILE only)", args.positional()[1]));
-    }
+int run_compare(const CompareArgs& args) {
     std::vector<ModelRequest> requests;
-    for (const auto& m : args.values("model"))
+    for (const auto& m : args.models)
         requests.push_back(parse_model_argument(m));
-    if (requests.empty())
-        throw UsageError("give at least one --model NAME[=OPTIONS] to compare");
-    const auto partition_path = args.value("partition");
-    if (args.positional().empty() && !partition_path) {
+    if (args.file.empty() && args.partition.empty()) {
         throw UsageError("give a dry-run FILE and/or --partition FILE: the placements to compare");
     }
 
@@ -135,29 +102,29 @@ int run_compare(std::span<const std::string> words) {
     std::optional<DryRunSet> dryrun;
     std::string dryrun_path;
     std::vector<std::string> sources;
-    if (!args.positional().empty()) {
-        dryrun_path = args.positional().front();
-        dryrun = read_dryrun(args, dryrun_path);
+    if (!args.file.empty()) {
+        dryrun_path = args.file;
+        dryrun = read_dryrun_file(dryrun_path, args.read);
         for (const auto& o : dryrun->observations) {
             comparison.placements.push_back(ComparedPlacement{
                 o.config.empty() ? "-" : o.config, o.placement, o.peak_memory_mb, {}});
         }
         sources.push_back(dryrun_path);
     }
-    if (partition_path) {
-        for (auto& p : read_partition(*partition_path))
+    if (!args.partition.empty()) {
+        for (auto& p : read_partition(args.partition))
             comparison.placements.push_back(std::move(p));
-        sources.push_back(*partition_path);
+        sources.push_back(args.partition);
     }
     comparison.source = fmt::format("{}", fmt::join(sources, " and "));
-    comparison.cross_validated = args.flag("cross-validate");
+    comparison.cross_validated = args.cross_validate;
     if (comparison.cross_validated && !dryrun) {
         throw UsageError("--cross-validate needs a dry-run FILE");
     }
     for (auto& p : comparison.placements)
         p.predictions.resize(requests.size());
 
-    const auto candidates = discover_from_args(args);
+    const auto candidates = discover_from_args(args.plugin_paths);
     std::vector<std::size_t> all(comparison.placements.size());
     for (std::size_t i = 0; i < all.size(); ++i)
         all[i] = i;
@@ -215,10 +182,44 @@ int run_compare(std::span<const std::string> words) {
         }
         comparison.models.push_back(std::move(described));
     }
-    const std::string out = args.flag("json") ? to_pretty_json(comparison_document(comparison))
-                                              : render_comparison(comparison);
+    const std::string out =
+        args.json ? to_pretty_json(comparison_document(comparison)) : render_comparison(comparison);
     fmt::print("{}", out);
     return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Commands& commands) {
+    auto args = std::make_shared<CompareArgs>();
+    CLI::App* compare = add_command(
+        app, "compare", "several models' predictions beside measured memory, with their errors",
+        "Predicts the peak memory of a set of placements with each model given, beside the\n"
+        "measured memory where there is one, with the error in MB and %. The placements are the\n"
+        "observations of the dry-run file FILE, and/or the stages of a partition (--partition).\n"
+        "Models fitted to observations (dryrun-lsq) are fitted to FILE; OPTIONS (a JSON object,\n"
+        "or a file holding one) configure the others, e.g.\n"
+        "table=samples/data/llama70b-layers.json."
+        "\n\n"
+        "Exit status: 0 compared (a model that cannot predict a placement says why in its cell),\n"
+        "2 invalid input or usage, 3 plugin not found or failed, 1 other errors.");
+    add_dryrun_file_argument(*compare, args->file);
+    compare->add_option("--model", args->models, "a model to compare (repeatable, at least one)")
+        ->type_name("NAME[@VERSION][=OPTIONS]")
+        ->allow_extra_args(false)
+        ->required()
+        ->check(model_spec());
+    compare
+        ->add_option("--partition", args->partition,
+                     "also compare the stages of a ppb.partition/1 plan")
+        ->type_name("FILE");
+    compare->add_flag("--cross-validate", args->cross_validate,
+                      "fitted models predict each config of FILE from a fit to the\n"
+                      "other configs only (an honest error for unseen dry runs)");
+    add_duplicate_tolerance_option(*compare, args->read);
+    add_plugin_path_option(*compare, args->plugin_paths);
+    compare->add_flag("--json", args->json, "print ppb.compare/1 JSON instead of tables");
+    commands.push_back({compare, [args] { return run_compare(*args); }, {}});
 }
 
 }  // namespace ppb::cli

@@ -17,30 +17,16 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 namespace ppb::cli {
 namespace {
 
-constexpr std::string_view usage = R"(Usage: ppb plugins [--check] [--json] [--plugin-path DIR]...
-
-Lists every plugin file (*.so) found on the search path with its name, version, plugin API,
-verdict and reason, without running any plugin code. Verdicts: usable, incompatible,
-not-a-plugin, refused, shadowed, failed. With --check, each usable plugin is also loaded in a
-child process, so that what only loading reveals (the dynamic loader's error, a factory that
-throws, a crash) is reported without taking ppb down.
-
-Search path, in order: each --plugin-path DIR, each entry of PPB_PLUGIN_PATH (colon-separated),
-then the install location <prefix>/lib/ppb/plugins next to this executable.
-Set PPB_DEBUG_PLUGINS=1 to trace discovery on stderr.
-
-Options:
-  --plugin-path DIR   search DIR first (repeatable)
-  --check             load each usable plugin in a child process (10 s at most each)
-  --json              print {"plugins": [...], "search_path": [...]} instead of a table
-  -h, --help          show this help
-)";
-
-constexpr OptionSpec specs[] = {{"plugin-path", true, true}, {"json"}, {"help"}, {"check"}};
+struct PluginsArgs {
+    std::vector<std::string> plugin_paths;
+    bool check = false;
+    bool json = false;
+};
 
 // What a child process reported after loading a plugin (see run_probe_plugin).
 struct Checked {
@@ -84,23 +70,13 @@ std::string api_text(const PluginCandidate& c) {
     return c.entry_point.empty() ? "" : fmt::format("{}.{}", c.abi_major, c.api_minor);
 }
 
-}  // namespace
-
-int run_plugins(std::span<const std::string> words) {
-    const Args args(words, specs);
-    if (args.flag("help")) {
-        fmt::print("{}", usage);
-        return 0;
-    }
-    if (!args.positional().empty()) {
-        throw UsageError(fmt::format("unexpected argument '{}'", args.positional().front()));
-    }
+int run_plugins(const PluginsArgs& args) {
     SearchPath path;
-    auto candidates = discover_from_args(args, &path);
+    auto candidates = discover_from_args(args.plugin_paths, &path);
     const std::vector<Checked> checked =
-        args.flag("check") ? check_all(candidates) : std::vector<Checked>(candidates.size());
+        args.check ? check_all(candidates) : std::vector<Checked>(candidates.size());
 
-    if (args.flag("json")) {
+    if (args.json) {
         boost::json::array plugins;
         for (std::size_t i = 0; i < candidates.size(); ++i) {
             const auto& c = candidates[i];
@@ -116,7 +92,7 @@ int run_plugins(std::span<const std::string> words) {
             // A newer API minor of this ppb's ABI loads; the fields it appends are not used.
             o["newer_than_host"] = !c.entry_point.empty() && c.abi_major == PPB_ABI_MAJOR &&
                                    c.api_minor > PPB_API_MINOR;
-            if (args.flag("check")) {
+            if (args.check) {
                 o["checked"] = checked[i].done;
                 for (const auto& [key, value] : checked[i].details) {
                     if (key == "description" || key == "build_id" || key == "options_help") {
@@ -177,12 +153,10 @@ int run_plugins(std::span<const std::string> words) {
     return 0;
 }
 
-int run_probe_plugin(std::span<const std::string> words) {
+int run_probe_plugin(const std::string& file) {
     // Runs in the child process of 'ppb plugins --check': whatever the plugin does here can only
     // end this process.
-    if (words.size() != 1)
-        throw UsageError("__probe-plugin takes one plugin file");
-    const PluginCandidate candidate = inspect_plugin_file(words.front());
+    const PluginCandidate candidate = inspect_plugin_file(file);
     const auto api = load_plugin(candidate);
     boost::json::object report{{"name", api->name},
                                {"version", api->version},
@@ -205,6 +179,37 @@ int run_probe_plugin(std::span<const std::string> words) {
     }
     fmt::print("{}", boost::json::serialize(report));
     return 0;
+}
+
+}  // namespace
+
+void add_plugins_command(CLI::App& app, Commands& commands) {
+    auto args = std::make_shared<PluginsArgs>();
+    CLI::App* plugins = add_command(
+        app, "plugins", "list the memory-model plugins found and whether they can be used",
+        "Lists every plugin file (*.so) found on the search path with its name, version, plugin\n"
+        "API, verdict and reason, without running any plugin code. Verdicts: usable,\n"
+        "incompatible, not-a-plugin, refused, shadowed, failed. With --check, each usable plugin\n"
+        "is also loaded in a child process, so that what only loading reveals (the dynamic\n"
+        "loader's error, a factory that throws, a crash) is reported without taking ppb down."
+        "\n\n"
+        "Search path, in order: each --plugin-path DIR, each entry of PPB_PLUGIN_PATH\n"
+        "(colon-separated), then the install location <prefix>/lib/ppb/plugins next to this\n"
+        "executable. Set PPB_DEBUG_PLUGINS=1 to trace discovery on stderr.");
+    add_plugin_path_option(*plugins, args->plugin_paths);
+    plugins->add_flag("--check", args->check,
+                      "load each usable plugin in a child process (10 s at most each)");
+    plugins->add_flag("--json", args->json,
+                      "print {\"plugins\": [...], \"search_path\": [...]} instead of a table");
+    commands.push_back({plugins, [args] { return run_plugins(*args); }, {}});
+}
+
+void add_probe_plugin_command(CLI::App& app, Commands& commands) {
+    auto file = std::make_shared<std::string>();
+    CLI::App* probe = app.add_subcommand("__probe-plugin", "load one plugin file and report it");
+    probe->group("");  // hidden: the child side of 'ppb plugins --check'
+    probe->add_option("FILE", *file, "the plugin file")->required();
+    commands.push_back({probe, [file] { return run_probe_plugin(*file); }, {}});
 }
 
 }  // namespace ppb::cli

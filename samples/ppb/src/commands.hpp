@@ -1,22 +1,21 @@
-// The ppb subcommands. Each takes the words after its name, writes its result to stdout only
-// when it has fully succeeded, and reports failure by throwing (main.cpp maps exceptions to
-// exit statuses).
+// The ppb subcommands. Each declares its options on a CLI11 subcommand of `app` and adds what
+// runs it to `commands`. A command writes its result to stdout only when it has fully
+// succeeded, and reports failure by throwing (main.cpp maps exceptions to exit statuses).
 #ifndef PPB_COMMANDS_HPP
 #define PPB_COMMANDS_HPP
 
-#include <span>
-#include <string>
+#include "cli.hpp"
 
 namespace ppb::cli {
 
-int run_plugins(std::span<const std::string> args);
-int run_fit(std::span<const std::string> args);
-int run_predict(std::span<const std::string> args);
-int run_partition(std::span<const std::string> args);
-int run_compare(std::span<const std::string> args);
-int run_import(std::span<const std::string> args);
+void add_plugins_command(CLI::App& app, Commands& commands);
+void add_fit_command(CLI::App& app, Commands& commands);
+void add_predict_command(CLI::App& app, Commands& commands);
+void add_partition_command(CLI::App& app, Commands& commands);
+void add_compare_command(CLI::App& app, Commands& commands);
+void add_import_command(CLI::App& app, Commands& commands);
 // The child-process side of 'ppb plugins --check' (hidden command __probe-plugin).
-int run_probe_plugin(std::span<const std::string> args);
+void add_probe_plugin_command(CLI::App& app, Commands& commands);
 
 }  // namespace ppb::cli
 

@@ -14,10 +14,53 @@
 
 namespace ppb::cli {
 
-std::vector<PluginCandidate> discover_from_args(const Args& args, SearchPath* search_path_out) {
-    const SearchPath path = make_search_path(args.values("plugin-path"),
-                                             std::getenv(std::string(plugin_path_variable).c_str()),
-                                             current_executable());
+void add_plugin_path_option(CLI::App& app, std::vector<std::string>& paths) {
+    app.add_option("--plugin-path", paths, "search DIR for plugins first (repeatable)")
+        ->type_name("DIR")
+        ->allow_extra_args(false);
+}
+
+void add_model_options(CLI::App& app, ModelChoice& choice) {
+    app.add_option("--model", choice.model, "memory model plugin; @1, @1.4, @1.4.2 pin its version")
+        ->type_name("NAME[@VERSION]")
+        ->capture_default_str()
+        ->check(model_spec());
+    app.add_option("--model-options", choice.options,
+                   "options for the model, a JSON object or a file holding one")
+        ->type_name("JSON|FILE");
+    add_plugin_path_option(app, choice.plugin_paths);
+}
+
+CLI::Option* add_dryrun_file_argument(CLI::App& app, std::string& file) {
+    return app.add_option("FILE", file, "the dry-run file (ppb.dryrun/1); '-' reads stdin");
+}
+
+void add_duplicate_tolerance_option(CLI::App& app, DryRunReadOptions& options) {
+    app.add_option("--duplicate-tolerance", options.duplicate_tolerance,
+                   "largest relative difference between two observations of the same\n"
+                   "placement (0.01 = 1 %)")
+        ->type_name("X")
+        ->capture_default_str()
+        ->check(fraction());
+}
+
+CLI::Validator model_spec() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            try {
+                (void)ModelSpec::parse(text.substr(0, text.find('=')));
+            } catch (const std::exception& e) {
+                return e.what();
+            }
+            return {};
+        },
+        "", "model");
+}
+
+std::vector<PluginCandidate> discover_from_args(const std::vector<std::string>& plugin_paths,
+                                                SearchPath* search_path_out) {
+    const SearchPath path = make_search_path(
+        plugin_paths, std::getenv(std::string(plugin_path_variable).c_str()), current_executable());
     for (const auto& warning : path.warnings)
         fmt::print(stderr, "ppb: warning: {} (skipped)\n", warning);
     const char* debug = std::getenv("PPB_DEBUG_PLUGINS");
@@ -50,35 +93,16 @@ MemoryModel open_model_spec(const std::vector<PluginCandidate>& candidates, std:
     return open_model(select_plugin(candidates, ModelSpec::parse(spec)), options);
 }
 
-MemoryModel open_selected_model(const Args& args) {
-    const std::string spec = args.value("model").value_or(std::string(default_model));
-    (void)ModelSpec::parse(spec);  // a malformed name is a usage error before any discovery
-    const auto options = args.value("model-options");
-    const std::string text = options ? options_text(*options, "--model-options") : "{}";
-    return open_model_spec(discover_from_args(args), spec, text);
+MemoryModel open_selected_model(const ModelChoice& choice) {
+    const std::string text =
+        choice.options.empty() ? "{}" : options_text(choice.options, "--model-options");
+    return open_model_spec(discover_from_args(choice.plugin_paths), choice.model, text);
 }
 
-DryRunSet read_dryrun_argument(const Args& args, std::string& path_out) {
-    const auto& positional = args.positional();
-    if (positional.empty())
-        throw UsageError("missing the dry-run FILE argument");
-    if (positional.size() > 1) {
-        throw UsageError(
-            fmt::format("unexpected argument '{}' (one dry-run FILE only)", positional[1]));
-    }
-    path_out = positional.front();
-    return read_dryrun(args, path_out);
-}
-
-DryRunSet read_dryrun(const Args& args, const std::string& path) {
-    DryRunReadOptions options;
-    if (const auto tolerance = args.double_value("duplicate-tolerance")) {
-        if (*tolerance < 0.0 || *tolerance >= 1.0) {
-            throw UsageError(
-                "--duplicate-tolerance: expected a fraction in [0, 1), e.g. 0.01 for 1 %");
-        }
-        options.duplicate_tolerance = *tolerance;
-    }
+std::optional<DryRunSet> read_optional_dryrun(const std::string& path,
+                                              const DryRunReadOptions& options) {
+    if (path.empty())
+        return std::nullopt;
     return read_dryrun_file(path, options);
 }
 
@@ -107,8 +131,16 @@ PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,
     return PreparedModel{std::move(model), std::move(source)};
 }
 
-FittedModel fit_selected_model(const Args& args, const DryRunSet& dryrun, std::string_view source) {
-    MemoryModel model = open_selected_model(args);
+PreparedModel prepare_selected_model(const ModelChoice& choice,
+                                     const std::optional<DryRunSet>& dryrun,
+                                     const std::string& dryrun_path, std::string_view how) {
+    return prepare_model(open_selected_model(choice), dryrun ? &*dryrun : nullptr, dryrun_path,
+                         how);
+}
+
+FittedModel fit_selected_model(const ModelChoice& choice, const DryRunSet& dryrun,
+                               std::string_view source) {
+    MemoryModel model = open_selected_model(choice);
     if (!model.needs_fit()) {
         throw UsageError(fmt::format(
             "memory model '{}' is configured by its options, not fitted to observations: use "

@@ -3,7 +3,7 @@
 #ifndef PPB_PLUGIN_SESSION_HPP
 #define PPB_PLUGIN_SESSION_HPP
 
-#include "cli_args.hpp"
+#include "cli.hpp"
 
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
@@ -19,17 +19,28 @@ namespace ppb::cli {
 
 inline constexpr std::string_view default_model = "dryrun-lsq";
 
-// The options every plugin-using command accepts.
-inline constexpr OptionSpec plugin_option_specs[] = {
-    {"plugin-path", true, true},
-    {"model", true, false},
-    {"model-options", true, false},
+// What selects and configures the memory model: --plugin-path, --model, --model-options.
+struct ModelChoice {
+    std::vector<std::string> plugin_paths;
+    std::string model{default_model};  // NAME[@VERSION]
+    std::string options;               // JSON text or a file holding it; empty: none
 };
+
+// Declares --plugin-path DIR (repeatable) on `app`.
+void add_plugin_path_option(CLI::App& app, std::vector<std::string>& paths);
+// Declares --model, --model-options and --plugin-path on `app`.
+void add_model_options(CLI::App& app, ModelChoice& choice);
+// Declares the dry-run FILE argument ('-' reads stdin) on `app`.
+CLI::Option* add_dryrun_file_argument(CLI::App& app, std::string& file);
+// Declares --duplicate-tolerance X on `app`.
+void add_duplicate_tolerance_option(CLI::App& app, DryRunReadOptions& options);
+// Checks NAME[@VERSION] (the part before any '=').
+[[nodiscard]] CLI::Validator model_spec();
 
 // The search path from --plugin-path, PPB_PLUGIN_PATH and the install location; skipped
 // entries are reported on stderr. PPB_DEBUG_PLUGINS=1 traces discovery on stderr.
 [[nodiscard]] std::vector<PluginCandidate> discover_from_args(
-    const Args& args, SearchPath* search_path_out = nullptr);
+    const std::vector<std::string>& plugin_paths, SearchPath* search_path_out = nullptr);
 
 // `text` as options for a model: a JSON object as it is, otherwise the contents of that file.
 // `what` names the option in messages.
@@ -41,13 +52,11 @@ inline constexpr OptionSpec plugin_option_specs[] = {
                                           std::string_view spec, const std::string& options);
 
 // Selects --model (default dryrun-lsq) and creates it with --model-options.
-[[nodiscard]] MemoryModel open_selected_model(const Args& args);
+[[nodiscard]] MemoryModel open_selected_model(const ModelChoice& choice);
 
-// Reads FILE (the single positional argument) as ppb.dryrun/1 honouring --duplicate-tolerance.
-[[nodiscard]] DryRunSet read_dryrun_argument(const Args& args, std::string& path_out);
-
-// Reads `path` as ppb.dryrun/1 honouring --duplicate-tolerance.
-[[nodiscard]] DryRunSet read_dryrun(const Args& args, const std::string& path);
+// Reads `path` as ppb.dryrun/1; none when `path` is empty.
+[[nodiscard]] std::optional<DryRunSet> read_optional_dryrun(const std::string& path,
+                                                            const DryRunReadOptions& options);
 
 // Fits `model` to the observations read from `source`; a model's complaint about the data
 // names that file.
@@ -65,6 +74,13 @@ struct PreparedModel {
 [[nodiscard]] PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,
                                           const std::string& dryrun_path, std::string_view how);
 
+// Opens the selected model and prepares it (prepare_model): the steps 'ppb predict' and
+// 'ppb partition' share once the command line is checked.
+[[nodiscard]] PreparedModel prepare_selected_model(const ModelChoice& choice,
+                                                   const std::optional<DryRunSet>& dryrun,
+                                                   const std::string& dryrun_path,
+                                                   std::string_view how);
+
 struct FittedModel {
     MemoryModel model;
     boost::json::object document;  // ppb.fit/1
@@ -72,7 +88,7 @@ struct FittedModel {
 
 // Opens the selected model and fits it to the observations read from `source` (`ppb fit`):
 // a model configured by its options, not fitted, is a usage error.
-[[nodiscard]] FittedModel fit_selected_model(const Args& args, const DryRunSet& dryrun,
+[[nodiscard]] FittedModel fit_selected_model(const ModelChoice& choice, const DryRunSet& dryrun,
                                              std::string_view source);
 
 }  // namespace ppb::cli

@@ -1,0 +1,259 @@
+#include "cli.hpp"
+#include "commands.hpp"
+
+#include <ppb/abi.h>
+#include <ppb/kinds.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <system_error>
+
+#ifndef PPB_VERSION
+#define PPB_VERSION "unknown"
+#endif
+
+namespace ppb::cli {
+namespace {
+
+constexpr std::string_view description =
+    R"(ppb plans pipeline-parallel training with pluggable memory models: it fits a model to a few
+dry-run measurements of peak memory per stage and predicts any other placement.)";
+
+constexpr std::string_view footer =
+    R"(Run 'ppb COMMAND --help' for a command's options.
+
+Exit status: 0 success, 2 invalid input or usage, 3 no usable plugin or a plugin failed,
+4 no feasible partition, 1 anything else.)";
+
+constexpr std::string_view kind_list = "none, select, comm, both or full";
+
+std::string whole_number_problem(std::string_view text, std::uint32_t min) {
+    std::uint32_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+        return fmt::format("expected a whole number, got '{}'", text);
+    if (value < min)
+        return fmt::format("expected at least {}, got {}", min, value);
+    return {};
+}
+
+std::string unknown_kind(std::string_view name) {
+    return fmt::format("unknown recompute kind '{}' (expected {})", name, kind_list);
+}
+
+// "ppb import megatron" for the App of that subcommand.
+std::string command_path(const CLI::App& app) {
+    std::string path = app.get_name();
+    for (const CLI::App* a = app.get_parent(); a != nullptr; a = a->get_parent())
+        path = a->get_name() + " " + path;
+    return path;
+}
+
+// The subcommand the command line selected, the deepest one.
+CLI::App* selected(CLI::App& app) {
+    CLI::App* at = &app;
+    while (!at->get_subcommands().empty())
+        at = at->get_subcommands().front();
+    return at;
+}
+
+// The words before the first option name commands: an unknown one is named as such (CLI11
+// would call it an unexpected argument).
+void check_command_words(const CLI::App& app, const Commands& commands,
+                         const std::vector<std::string>& words) {
+    const CLI::App* at = &app;
+    std::string noun = "command";
+    for (const std::string& word : words) {
+        if (word.empty() || word.front() == '-')
+            return;
+        const auto subcommands = at->get_subcommands([](const CLI::App*) { return true; });
+        if (subcommands.empty())
+            return;
+        const CLI::App* next = nullptr;
+        std::vector<std::string> names;
+        for (const CLI::App* sub : subcommands) {
+            if (sub->check_name(word))
+                next = sub;
+            if (!sub->get_group().empty())
+                names.push_back(sub->get_name());
+        }
+        if (next == nullptr) {
+            throw UsageError(
+                fmt::format("unknown {} '{}' (expected {})", noun, word, fmt::join(names, ", ")),
+                command_path(*at));
+        }
+        at = next;
+        for (const Command& c : commands) {
+            if (c.app == at)
+                noun = c.subcommand_noun;
+        }
+    }
+}
+
+}  // namespace
+
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& summary,
+                      const std::string& details) {
+    CLI::App* command = parent.add_subcommand(name, summary);
+    command->footer(details);
+    return command;
+}
+
+CLI::Validator whole_number(std::uint32_t min) {
+    return CLI::Validator([min](std::string& text) { return whole_number_problem(text, min); }, "",
+                          "whole number");
+}
+
+CLI::Validator finite_number() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            double v = 0.0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc{} || end != text.data() + text.size() ||
+                !std::isfinite(v)) {
+                return fmt::format("expected a number, got '{}'", text);
+            }
+            return {};
+        },
+        "", "number");
+}
+
+CLI::Validator fraction() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            std::string problem = finite_number()(text);
+            if (!problem.empty())
+                return problem;
+            const double v = std::stod(text);
+            if (v < 0.0 || v >= 1.0)
+                return fmt::format("expected a fraction in [0, 1), e.g. 0.01 for 1 %, got {}",
+                                   text);
+            return {};
+        },
+        "", "fraction");
+}
+
+CLI::Validator recompute_kind() {
+    return CLI::Validator(
+        [](std::string& text) { return kind_from_name(text) ? std::string() : unknown_kind(text); },
+        "", "recompute kind");
+}
+
+CLI::Validator kind_count() {
+    return CLI::Validator(
+        [](std::string& item) -> std::string {
+            const std::size_t eq = item.find('=');
+            if (eq == std::string::npos)
+                return fmt::format("expected KIND=N, got '{}'", item);
+            const std::string kind = item.substr(0, eq);
+            if (!kind_from_name(kind))
+                return unknown_kind(kind);
+            const std::string problem = whole_number_problem(item.substr(eq + 1), 0);
+            return problem.empty() ? problem : fmt::format("'{}': {}", item, problem);
+        },
+        "", "KIND=N");
+}
+
+CLI::Option* as_comma_list(CLI::Option* option) {
+    return option->delimiter(',')->allow_extra_args(false);
+}
+
+ppb_chunk chunk_from_items(const std::vector<std::string>& items, std::string_view option) {
+    ppb_chunk chunk{};
+    bool seen[PPB_KIND_COUNT] = {};
+    for (const std::string& item : items) {
+        const std::size_t eq = item.find('=');
+        const std::string name = item.substr(0, eq);
+        const auto kind = kind_from_name(name);
+        if (!kind || eq == std::string::npos)
+            throw UsageError(fmt::format("{}: expected KIND=N, got '{}'", option, item));
+        if (seen[*kind])
+            throw UsageError(fmt::format("{}: kind '{}' is given twice", option, name));
+        seen[*kind] = true;
+        chunk.layers[*kind] = static_cast<std::uint32_t>(std::stoul(item.substr(eq + 1)));
+    }
+    return chunk;
+}
+
+std::uint32_t kind_mask(const std::vector<std::string>& names) {
+    std::uint32_t mask = 0;
+    for (const std::string& name : names) {
+        const auto kind = kind_from_name(name);
+        if (!kind)
+            throw UsageError(unknown_kind(name));
+        mask |= PPB_KIND_BIT(*kind);
+    }
+    return mask;
+}
+
+int run(int argc, char** argv) {
+    CLI::App app(std::string(description), "ppb");
+    app.footer(std::string(footer));
+    app.set_version_flag("--version",
+                         fmt::format("ppb {} (plugin ABI {}, API {}.{})", PPB_VERSION,
+                                     PPB_ABI_MAJOR, PPB_ABI_MAJOR, PPB_API_MINOR),
+                         "show ppb's version and plugin API");
+    app.set_help_flag("-h,--help", "show this help");
+    auto formatter = std::make_shared<CLI::Formatter>();
+    formatter->column_width(34);
+    formatter->label("SUBCOMMAND", "COMMAND");
+    app.formatter(formatter);
+    app.option_defaults()->disable_flag_override();
+
+    Commands commands;
+    add_plugins_command(app, commands);
+    add_fit_command(app, commands);
+    add_predict_command(app, commands);
+    add_partition_command(app, commands);
+    add_compare_command(app, commands);
+    add_import_command(app, commands);
+    add_probe_plugin_command(app, commands);
+
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    if (words.empty()) {
+        fmt::print(stderr, "{}", app.help());
+        return 2;
+    }
+    if (words.front() == "help") {
+        fmt::print("{}", app.help());
+        return 0;
+    }
+    check_command_words(app, commands, words);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        fmt::print("{}", app.help());
+        return 0;
+    } catch (const CLI::CallForAllHelp&) {
+        fmt::print("{}", app.help("", CLI::AppFormatMode::All));
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        fmt::print("{}\n", e.what());
+        return 0;
+    } catch (const CLI::RequiredError& e) {
+        // An unknown option or argument is the first mistake to name: CLI11 checks for
+        // missing options before it looks at what is left over.
+        CLI::App* at = selected(app);
+        const auto extras = at->remaining();
+        throw UsageError(extras.empty() ? std::string(e.what()) : CLI::ExtrasError(extras).what(),
+                         command_path(*at));
+    } catch (const CLI::ParseError& e) {
+        throw UsageError(e.what(), command_path(*selected(app)));
+    }
+    CLI::App* chosen = selected(app);
+    try {
+        for (const Command& c : commands) {
+            if (c.app == chosen)
+                return c.run();
+        }
+        throw UsageError("missing the command: 'ppb COMMAND ...'");
+    } catch (const UsageError& e) {
+        throw UsageError(e.what(), command_path(*chosen));
+    }
+}
+
+}  // namespace ppb::cli

@@ -1,0 +1,74 @@
+// The ppb command line, declared with CLI11: each option once, with its description, type,
+// default and check, so that the help text is generated from what is parsed.
+#ifndef PPB_CLI_HPP
+#define PPB_CLI_HPP
+
+#include <ppb/abi.h>
+#include <ppb/errors.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ppb::cli {
+
+// A usage mistake: exit status 2, with a hint to read the command's --help.
+class UsageError : public InputError {
+  public:
+    using InputError::InputError;
+    UsageError(const std::string& message, std::string command)
+        : InputError(message), command_(std::move(command)) {}
+    // The command whose --help to read: "ppb", "ppb fit", "ppb import megatron".
+    [[nodiscard]] const std::string& command() const noexcept { return command_; }
+
+  private:
+    std::string command_ = "ppb";
+};
+
+// A subcommand, and what runs it once the command line is parsed.
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+    std::string subcommand_noun;  // what its subcommands are ("log format"), if it has some
+};
+using Commands = std::vector<Command>;
+
+// Adds the subcommand `name` to `parent`: `summary` is its line in the parent's help and the
+// first line of its own; `details` (what it does, its exit statuses) end its help.
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& summary,
+                      const std::string& details);
+
+// Checks for option values; CLI11 puts the option's name before the message.
+// A whole number, at least `min`.
+[[nodiscard]] CLI::Validator whole_number(std::uint32_t min = 0);
+// A finite number.
+[[nodiscard]] CLI::Validator finite_number();
+// A fraction in [0, 1).
+[[nodiscard]] CLI::Validator fraction();
+// One recompute kind: none, select, comm, both or full.
+[[nodiscard]] CLI::Validator recompute_kind();
+// KIND=N, a recompute kind and a layer count.
+[[nodiscard]] CLI::Validator kind_count();
+
+// The items of a comma-separated list option: each occurrence takes one word, split at commas,
+// each item checked on its own.
+CLI::Option* as_comma_list(CLI::Option* option);
+
+// Layer counts per kind from KIND=N items (checked by kind_count); a kind given twice is an
+// error naming `option`.
+[[nodiscard]] ppb_chunk chunk_from_items(const std::vector<std::string>& items,
+                                         std::string_view option);
+// A mask of PPB_KIND_BIT from kind names (checked by recompute_kind).
+[[nodiscard]] std::uint32_t kind_mask(const std::vector<std::string>& names);
+
+// Parses argv and runs the selected command; CLI11's parse errors are usage errors (exit 2,
+// with a hint naming the command's --help), help and version go to stdout (exit 0).
+int run(int argc, char** argv);
+
+}  // namespace ppb::cli
+
+#endif  // PPB_CLI_HPP
