@@ -184,14 +184,23 @@ inline ppb_status fit(ppb_model* model, const ppb_observation* obs, size_t count
     });
 }
 
-inline ppb_status predict(const ppb_model* model, const ppb_placement* placement,
-                          double* out_mb) noexcept {
+// The arguments every one-placement call takes: PPB_OK, or the status of the first null one.
+inline ppb_status check_one_placement_arguments(const ppb_model* model,
+                                                const ppb_placement* placement,
+                                                const double* out_mb) noexcept {
     if (model == nullptr)
         return null_argument("null argument: model");
     if (placement == nullptr)
         return null_argument("null argument: placement");
     if (out_mb == nullptr)
         return null_argument("null argument: out_mb");
+    return PPB_OK;
+}
+
+inline ppb_status predict(const ppb_model* model, const ppb_placement* placement,
+                          double* out_mb) noexcept {
+    if (const ppb_status s = check_one_placement_arguments(model, placement, out_mb); s != PPB_OK)
+        return s;
     return guarded([&] {
         check_placement(*placement);
         *out_mb = self(model)->predict(*placement);
@@ -214,12 +223,8 @@ inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* pla
 
 inline ppb_status predict_std_error(const ppb_model* model, const ppb_placement* placement,
                                     double* out_mb) noexcept {
-    if (model == nullptr)
-        return null_argument("null argument: model");
-    if (placement == nullptr)
-        return null_argument("null argument: placement");
-    if (out_mb == nullptr)
-        return null_argument("null argument: out_mb");
+    if (const ppb_status s = check_one_placement_arguments(model, placement, out_mb); s != PPB_OK)
+        return s;
     return guarded([&] {
         check_placement(*placement);
         const auto error = self(model)->predict_std_error(*placement);
