@@ -123,18 +123,19 @@ void BM_DiscoverPlugins(benchmark::State& state) {
 }
 BENCHMARK(BM_DiscoverPlugins)->Unit(benchmark::kMicrosecond);
 
-// A partition where all five recompute kinds trade time for memory (none is dominated) and the
-// limit binds on most stages: the hardest case for the per-stage search.
-void BM_Partition(benchmark::State& state) {
-    namespace pt = ppb::partition;
-    pt::Problem problem;
-    problem.num_stages = static_cast<std::uint32_t>(state.range(0));
-    problem.time.body_layers = static_cast<std::uint32_t>(state.range(1));
+// P stages x L layers of a LLaMA-like decoder, 32 micro-batches, times per recompute kind.
+ppb::partition::Problem llama_like_problem(std::uint32_t stages, std::uint32_t layers) {
+    ppb::partition::Problem problem;
+    problem.num_stages = stages;
+    problem.time.body_layers = layers;
     problem.micro_batches = 32;
     problem.time.body_name = "decoder";
     problem.time.body_time = {90.0, 92.4, 97.5, 99.9, 120.0};
-    problem.time.head_time = 36.0;
-    problem.time.tail_time = 75.0;
+    return problem;
+}
+
+// Every coefficient identified; constant, head and tail of a 70B model (MB).
+ppb_linear_parameters llama_like_coefficients() {
     ppb_linear_parameters c{};
     c.struct_size = sizeof c;
     c.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER |
@@ -142,6 +143,18 @@ void BM_Partition(benchmark::State& state) {
     c.const_mb = 3072;
     c.head_mb = 4210;
     c.tail_mb = 5630;
+    return c;
+}
+
+// A partition where all five recompute kinds trade time for memory (none is dominated) and the
+// limit binds on most stages: the hardest case for the per-stage search.
+void BM_Partition(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    pt::Problem problem = llama_like_problem(static_cast<std::uint32_t>(state.range(0)),
+                                             static_cast<std::uint32_t>(state.range(1)));
+    problem.time.head_time = 36.0;
+    problem.time.tail_time = 75.0;
+    ppb_linear_parameters c = llama_like_coefficients();
     // Per-layer memory shrinks with the layers per stage so that every stage stays in range.
     const double layers_per_stage =
         static_cast<double>(state.range(1)) / static_cast<double>(state.range(0));
@@ -183,19 +196,8 @@ BENCHMARK(BM_Partition)->Args({16, 96})->Args({64, 512})->Unit(benchmark::kMilli
 // feasible limit, the fullest stage) must stay near-linear in the layer count.
 void BM_ExplainInfeasible(benchmark::State& state) {
     namespace pt = ppb::partition;
-    pt::Problem problem;
-    problem.num_stages = 8;
-    problem.time.body_layers = static_cast<std::uint32_t>(state.range(0));
-    problem.micro_batches = 32;
-    problem.time.body_name = "decoder";
-    problem.time.body_time = {90.0, 92.4, 97.5, 99.9, 120.0};
-    ppb_linear_parameters c{};
-    c.struct_size = sizeof c;
-    c.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER |
-                   (PPB_ALL_KINDS << 4);
-    c.const_mb = 3072;
-    c.head_mb = 4210;
-    c.tail_mb = 5630;
+    pt::Problem problem = llama_like_problem(8, static_cast<std::uint32_t>(state.range(0)));
+    ppb_linear_parameters c = llama_like_coefficients();
     c.per_layer_mb = 1710;
     const double act[PPB_KIND_COUNT] = {820, 300, 690, 140, 16};
     std::copy(std::begin(act), std::end(act), std::begin(c.activation_mb));
