@@ -21,10 +21,10 @@
  * Entry point
  *   A plugin exports exactly one symbol, a Boost.DLL alias (a `const void*` variable whose value
  *   is the address of a `ppb_memory_model_api` table) named
- *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_0
+ *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_2
  *   and placed in the ELF section "ppbabi<ABI_MAJOR>". Both versions are in the symbol's name so
  *   that a host can tell compatibility from the file alone, without running plugin code.
- *   Python: lib = ctypes.CDLL(path); p = ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_0");
+ *   Python: lib = ctypes.CDLL(path); p = ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_2");
  *           table = ctypes.cast(p.value, ctypes.POINTER(PpbMemoryModelApi)).contents
  *
  * Errors
