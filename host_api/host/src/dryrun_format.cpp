@@ -3,6 +3,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/limits.hpp>
 
 #include <fmt/core.h>
 
@@ -107,13 +108,13 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
 
     std::uint32_t p = set.num_stages;
     if (auto node = obs.optional("num_stages")) {
-        p = node->as_uint32(1);
+        p = node->as_count(limits::stages);
     } else if (p == 0) {
         obs.fail("missing required field 'num_stages' (the file gives no top-level default)");
     }
     out.micro_batches = set.micro_batches;
     if (auto node = obs.optional("micro_batches"))
-        out.micro_batches = node->as_uint32(1);
+        out.micro_batches = node->as_count(limits::micro_batches);
 
     const JsonNode stage_node = obs.required("stage");
     const std::uint32_t s = stage_node.as_uint32(0);
@@ -128,11 +129,11 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     layers.allow_only(kind_names, "recompute kind");
     for (const auto& [name, node] : layers.members()) {
         const auto kind = kind_from_name(name);  // allow_only has checked the name
-        chunk.layers[static_cast<std::size_t>(*kind)] = node.as_uint32(0);
+        chunk.layers[static_cast<std::size_t>(*kind)] = node.as_count(limits::layers_or_none);
     }
 
     if (auto node = obs.optional("in_flight")) {
-        chunk.in_flight = node->as_uint32(1);
+        chunk.in_flight = node->as_count(limits::in_flight);
     } else {
         chunk.in_flight = in_flight_counts(set.schedule, p, s, out.micro_batches).front();
     }
@@ -144,6 +145,10 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     out.peak_memory_mb = memory.as_number();  // refuses a non-finite number
     if (!(out.peak_memory_mb > 0.0)) {
         memory.fail("expected a positive number of MB, got " + describe_json(memory.value()));
+    }
+    if (!limits::positive_memory_mb.contains(out.peak_memory_mb)) {
+        memory.fail(
+            limits::out_of_range(describe_json(memory.value()), limits::positive_memory_mb));
     }
 
     out.placement.num_stages = p;
@@ -236,9 +241,9 @@ DryRunSet parse_dryrun(std::string_view json_text, std::string_view source,
 
     DryRunSet set;
     if (auto node = top.optional("num_stages"))
-        set.num_stages = node->as_uint32(1);
+        set.num_stages = node->as_count(limits::stages);
     if (auto node = top.optional("micro_batches"))
-        set.micro_batches = node->as_uint32(1);
+        set.micro_batches = node->as_count(limits::micro_batches);
     if (auto node = top.optional("schedule"))
         set.schedule = read_schedule(*node);
 

@@ -1,5 +1,6 @@
 // Megatron-LM runs: layout from Megatron's flags, memory from report_memory() lines.
 #include <ppb/importers/megatron.hpp>
+#include <ppb/limits.hpp>
 
 #include <fmt/format.h>
 
@@ -225,8 +226,18 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
         throw FlagError("missing --num-layers L");
     const std::uint32_t p = *flags.pipeline_size;
     const std::uint32_t layers = *flags.num_layers;
-    if (p == 0)
-        throw FlagError("--pipeline-model-parallel-size: expected at least 1");
+    if (!limits::stages.contains(p)) {
+        throw FlagError("--pipeline-model-parallel-size: " +
+                        limits::out_of_range(std::to_string(p), limits::stages));
+    }
+    if (!limits::layers.contains(layers))
+        throw FlagError("--num-layers: " +
+                        limits::out_of_range(std::to_string(layers), limits::layers));
+    if (flags.micro_batches && !limits::micro_batches.contains(*flags.micro_batches)) {
+        throw FlagError(
+            "--num-microbatches: " +
+            limits::out_of_range(std::to_string(*flags.micro_batches), limits::micro_batches));
+    }
 
     PipelineLayout layout;
     layout.num_stages = p;

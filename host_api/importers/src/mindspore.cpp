@@ -1,6 +1,7 @@
 // MindSpore / MindFormers dry runs: layout from the training YAML (yaml-cpp), memory from logs.
 #include <ppb/importers/mindspore.hpp>
 #include <ppb/json_input.hpp>
+#include <ppb/limits.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -134,6 +135,16 @@ std::uint32_t positive_integer(const Setting& setting) {
     const auto value = integer_of(setting.node());
     if (!value || *value < 1 || *value > std::numeric_limits<std::uint32_t>::max())
         setting.fail(fmt::format("expected a positive integer, got {}", describe(setting.node())));
+    return static_cast<std::uint32_t>(*value);
+}
+
+// A positive integer within its documented range (ppb/limits.hpp).
+std::uint32_t count_in(const Setting& setting, const limits::CountRange& range) {
+    const auto value = integer_of(setting.node());
+    if (!value)
+        setting.fail(fmt::format("expected a positive integer, got {}", describe(setting.node())));
+    if (*value < range.min || *value > range.max)
+        setting.fail(limits::out_of_range(describe(setting.node()), range));
     return static_cast<std::uint32_t>(*value);
 }
 
@@ -431,7 +442,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
                                           {"parallel_config", "pipeline_stage"});
     if (!pipeline.present())
         missing_setting(settings.config(), "parallel_config.pipeline_stage", "--pipeline-stage P");
-    layout.num_stages = positive_integer(pipeline);
+    layout.num_stages = count_in(pipeline, limits::stages);
 
     const Setting interleave =
         settings.get(std::nullopt, "", {"model", "model_config", "pp_interleave_num"});
@@ -468,7 +479,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     const Setting micro = settings.get(flags.micro_batch_num, "--micro-batch-num",
                                        {"parallel_config", "micro_batch_num"});
     if (micro.present() && !micro.node().IsNull()) {
-        layout.micro_batches = positive_integer(micro);
+        layout.micro_batches = count_in(micro, limits::micro_batches);
     } else {
         add_note(messages,
                  "no micro_batch_num (parallel_config.micro_batch_num or --micro-batch-num): the "
@@ -480,7 +491,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         settings.get(flags.num_layers, "--num-layers", {"model", "model_config", "num_layers"});
     if (!num_layers_setting.present())
         missing_setting(settings.config(), "model.model_config.num_layers", "--num-layers L");
-    const std::uint32_t num_layers = positive_integer(num_layers_setting);
+    const std::uint32_t num_layers = count_in(num_layers_setting, limits::layers);
 
     const std::string stages_from =
         fmt::format("pipeline_stage {} from {}", layout.num_stages, source_of(pipeline));

@@ -14,6 +14,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/limits.hpp>
 #include <ppb/partition/problem.hpp>
 
 #include <fmt/format.h>
@@ -31,6 +32,21 @@ void validate(const Problem& problem) {
         throw InputError("a pipeline has at least one stage");
     if (problem.micro_batches == 0)
         throw InputError("at least one micro-batch is needed");
+    // The documented ranges (ppb/limits.hpp) keep the stage tables bounded and every sum finite.
+    if (!limits::stages.contains(problem.num_stages)) {
+        throw InputError("the number of stages: " +
+                         limits::out_of_range(std::to_string(problem.num_stages), limits::stages));
+    }
+    if (!limits::micro_batches.contains(problem.micro_batches)) {
+        throw InputError(
+            "the number of micro-batches: " +
+            limits::out_of_range(std::to_string(problem.micro_batches), limits::micro_batches));
+    }
+    if (!limits::layers.contains(problem.time.body_layers)) {
+        throw InputError(
+            "the number of body layers: " +
+            limits::out_of_range(std::to_string(problem.time.body_layers), limits::layers));
+    }
     if (!std::isfinite(problem.memory_limit_mb) || problem.memory_limit_mb <= 0.0) {
         throw InputError(fmt::format("the memory limit must be a positive number of MB, not {}",
                                      problem.memory_limit_mb));
@@ -239,6 +255,22 @@ Plan make_plan(const Problem& problem, const std::vector<StageTable>& tables,
         times.push_back(choice.time);
     }
     plan.iteration_time = iteration_time(times, problem.micro_batches);
+    // Finite inputs within their ranges cannot overflow; a model's huge memory could. Never
+    // hand on an infinite number to be printed as "inf".
+    for (const StagePlan& s : plan.stages) {
+        if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
+            throw InputError(fmt::format(
+                "the {} of stage {} overflowed (it is not a finite number: {}); the inputs are "
+                "too large to plan with",
+                std::isfinite(s.time) ? "memory" : "time", s.stage,
+                std::isfinite(s.time) ? s.memory_mb : s.time));
+        }
+    }
+    if (!std::isfinite(plan.iteration_time)) {
+        throw InputError(
+            "the iteration time estimate overflowed (the stages' times over the micro-batches "
+            "are not a finite number); the layer times are too large to plan with");
+    }
     return plan;
 }
 

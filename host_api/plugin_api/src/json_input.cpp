@@ -596,6 +596,32 @@ std::uint32_t JsonNode::as_uint32(std::uint32_t min) const {
         as_integer(min, static_cast<std::int64_t>(std::numeric_limits<std::uint32_t>::max())));
 }
 
+std::uint32_t JsonNode::as_count(const limits::CountRange& range) const {
+    const auto wrong = [&] {
+        fail(fmt::format("expected an integer, {}, got {}", limits::describe(range),
+                         describe_json(*value_)));
+    };
+    if (!value_->is_number())
+        wrong();
+    const double d = as_number();
+    if (d != std::floor(d))
+        wrong();
+    if (!(d >= static_cast<double>(range.min) && d <= static_cast<double>(range.max)))
+        fail(limits::out_of_range(describe_json(*value_), range));
+    return static_cast<std::uint32_t>(as_integer(range.min, range.max));
+}
+
+double JsonNode::as_number_in(const limits::RealRange& range) const {
+    if (!value_->is_number()) {
+        fail(fmt::format("expected a number, {}, got {}", limits::describe(range),
+                         describe_json(*value_)));
+    }
+    const double d = as_number();
+    if (!range.contains(d))
+        fail(limits::out_of_range(describe_json(*value_), range));
+    return d;
+}
+
 // ---------------------------------------------------------------------------------------------
 // JsonObject
 

@@ -1,5 +1,6 @@
 // The SAPP layer file (ppb/sapp/layer_file.hpp): reading with JSON-path messages, writing.
 #include <ppb/json_output.hpp>
+#include <ppb/limits.hpp>
 #include <ppb/sapp/layer_file.hpp>
 
 #include <boost/json/array.hpp>
@@ -28,6 +29,8 @@ double read_memory(const JsonNode& node) {
         node.fail("negative memory " + describe_json(node.value()) +
                   " (a memory in MB is at least 0)");
     }
+    if (!limits::memory_mb.contains(d))
+        node.fail(limits::out_of_range(describe_json(node.value()), limits::memory_mb));
     return d;
 }
 
@@ -44,6 +47,8 @@ double read_coefficient(const JsonNode& node) {
     const double c = node.as_number();
     if (!(c > -1.0))
         wrong();
+    if (!limits::backward_coefficient.contains(c))
+        node.fail(limits::out_of_range(describe_json(node.value()), limits::backward_coefficient));
     return c;
 }
 
@@ -75,7 +80,10 @@ auto read_optional(const JsonObject& object, std::string_view key, Read read)
 }
 
 double read_time(const JsonNode& node) {
-    return node.as_positive_number();
+    const double t = node.as_positive_number();
+    if (!limits::time.contains(t))
+        node.fail(limits::out_of_range(describe_json(node.value()), limits::time));
+    return t;
 }
 
 Entry read_entry(const JsonNode& node) {
@@ -88,7 +96,7 @@ Entry read_entry(const JsonNode& node) {
     entry.name = std::string(required(object, "name", "the entry's name").as_string());
     entry.type = read_type(required(object, "type", "HEAD, BODY or TAIL"));
     entry.nb_layer =
-        required(object, "nb_layer", "the number of layers of this entry").as_uint32(1);
+        required(object, "nb_layer", "the number of layers of this entry").as_count(limits::layers);
     entry.time = read_optional(object, "time", read_time);
     entry.forward_time = read_optional(object, "forward_time", read_time);
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {

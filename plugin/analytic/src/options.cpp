@@ -2,6 +2,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
+#include <ppb/limits.hpp>
 #include <ppb/plugin.hpp>
 #include <ppb/plugin/report_support.hpp>
 
@@ -29,6 +30,7 @@ struct IntegerOption {
     std::uint32_t ShapeOptions::*member;
     bool required;
     std::string_view meaning;
+    std::int64_t max = max_integer;
 };
 
 struct BoolOption {
@@ -52,7 +54,8 @@ constexpr std::array<IntegerOption, 10> integer_options = {{
     {"seq_length", &ShapeOptions::seq_length, true, "the sequence length s"},
     {"micro_batch_size", &ShapeOptions::micro_batch_size, true, "the micro-batch size b"},
     {"vocab_size", &ShapeOptions::vocab_size, true, "the vocabulary size V"},
-    {"num_layers", &ShapeOptions::num_layers, true, "the number of transformer layers L"},
+    {"num_layers", &ShapeOptions::num_layers, true, "the number of transformer layers L",
+     ppb::limits::layers.max},
     {"tensor_parallel", &ShapeOptions::tensor_parallel, true, "the tensor-parallel degree t"},
     {"num_kv_heads", &ShapeOptions::num_kv_heads, false, "the number of key/value heads"},
     {"data_parallel", &ShapeOptions::data_parallel, false, "the data-parallel degree d"},
@@ -72,7 +75,7 @@ constexpr std::array<NumberOption, 4> number_options = {{
     {"param_bytes", &ShapeOptions::param_bytes, 0.0, true, 64.0},
     {"grad_bytes", &ShapeOptions::grad_bytes, 0.0, false, 64.0},
     {"optimizer_bytes", &ShapeOptions::optimizer_bytes, 0.0, false, 256.0},
-    {"constant_mb", &ShapeOptions::constant_mb, 0.0, false, 1e12},
+    {"constant_mb", &ShapeOptions::constant_mb, 0.0, false, ppb::limits::memory_mb.max},
 }};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
@@ -145,8 +148,8 @@ void reject_foreign_document(const json::object& root) {
     }
 }
 
-std::uint32_t parse_integer(const json::value& v, std::string_view key) {
-    const std::string range = " must be an integer from 1 to " + std::to_string(max_integer);
+std::uint32_t parse_integer(const json::value& v, std::string_view key, std::int64_t max) {
+    const std::string range = " must be an integer from 1 to " + std::to_string(max);
     std::int64_t n = 0;
     if (v.is_int64()) {
         n = v.get_int64();
@@ -154,15 +157,14 @@ std::uint32_t parse_integer(const json::value& v, std::string_view key) {
         throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
     } else if (v.is_double()) {
         const double d = v.get_double();
-        if (!std::isfinite(d) || d != std::floor(d) || d < 1.0 ||
-            d > static_cast<double>(max_integer)) {
+        if (!std::isfinite(d) || d != std::floor(d) || d < 1.0 || d > static_cast<double>(max)) {
             throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
         }
         n = static_cast<std::int64_t>(d);
     } else {
         throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
     }
-    if (n < 1 || n > max_integer) {
+    if (n < 1 || n > max) {
         throw InvalidInput(quoted(key) + range + ", got " + describe_json(v));
     }
     return static_cast<std::uint32_t>(n);
@@ -253,7 +255,8 @@ ShapeOptions parse_options(std::string_view options_json) {
         bool known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
             if (integer_options[i].key == key) {
-                options.*(integer_options[i].member) = parse_integer(value, key);
+                options.*(integer_options[i].member) =
+                    parse_integer(value, key, integer_options[i].max);
                 seen[i] = true;
                 known = true;
             }

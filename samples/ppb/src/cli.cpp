@@ -122,6 +122,37 @@ CLI::Validator finite_number() {
         "", "number");
 }
 
+CLI::Validator count_in(const limits::CountRange& range) {
+    return CLI::Validator(
+        [range](std::string& text) -> std::string {
+            std::uint64_t value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (text.empty() || end != text.data() + text.size() ||
+                (ec != std::errc{} && ec != std::errc::result_out_of_range)) {
+                return fmt::format("expected a whole number, got '{}'", text);
+            }
+            if (ec == std::errc::result_out_of_range || !range.contains(value))
+                return limits::out_of_range(text, range);
+            return {};
+        },
+        "", "whole number");
+}
+
+CLI::Validator number_in(const limits::RealRange& range) {
+    return CLI::Validator(
+        [range](std::string& text) -> std::string {
+            std::string problem = finite_number()(text);
+            if (!problem.empty())
+                return problem;
+            double v = 0.0;
+            std::from_chars(text.data(), text.data() + text.size(), v);
+            if (!range.contains(v))
+                return limits::out_of_range(text, range);
+            return {};
+        },
+        "", "number");
+}
+
 CLI::Validator fraction() {
     return CLI::Validator(
         [](std::string& text) -> std::string {
@@ -152,7 +183,8 @@ CLI::Validator kind_count() {
             const std::string kind = item.substr(0, eq);
             if (!kind_from_name(kind))
                 return unknown_kind(kind);
-            const std::string problem = whole_number_problem(item.substr(eq + 1), 0);
+            std::string count = item.substr(eq + 1);
+            const std::string problem = count_in(limits::layers_or_none)(count);
             return problem.empty() ? problem : fmt::format("'{}': {}", item, problem);
         },
         "", "KIND=N");

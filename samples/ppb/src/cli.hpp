@@ -5,6 +5,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/errors.hpp>
+#include <ppb/limits.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -47,6 +48,10 @@ CLI::App* add_command(CLI::App& parent, const std::string& name, const std::stri
 [[nodiscard]] CLI::Validator whole_number(std::uint32_t min = 0);
 // A finite number.
 [[nodiscard]] CLI::Validator finite_number();
+// A whole number within `range` (ppb/limits.hpp): "4294967295 is out of range (1 to 1024 stages)".
+[[nodiscard]] CLI::Validator count_in(const limits::CountRange& range);
+// A number within `range`: "1e307 is out of range (greater than 0, at most 1e9 MB)".
+[[nodiscard]] CLI::Validator number_in(const limits::RealRange& range);
 // A fraction in [0, 1).
 [[nodiscard]] CLI::Validator fraction();
 // One recompute kind: none, select, comm, both or full.

@@ -3,11 +3,13 @@
 #include "commands.hpp"
 #include "plugin_session.hpp"
 
+#include <limits>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/importers/dryrun_builder.hpp>
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/mindspore.hpp>
 #include <ppb/json_input.hpp>
+#include <ppb/limits.hpp>
 
 #include <fmt/format.h>
 
@@ -310,19 +312,21 @@ void add_megatron(CLI::App& import, Commands& commands) {
                        "the rank of a log whose memory lines lack [Rank N] (repeatable)");
     const std::string group = "Layout (Megatron's flags)";
     const auto count = [&](const char* name, std::optional<std::uint32_t>& field, const char* help,
-                           const char* value_name, std::uint32_t min) {
+                           const char* value_name, const limits::CountRange& range) {
         return mg->add_option(name, field, help)
             ->group(group)
             ->type_name(value_name)
-            ->check(whole_number(min));
+            ->check(count_in(range));
     };
-    count("--pipeline-model-parallel-size", args->flags.pipeline_size, "pipeline degree", "P", 1)
+    count("--pipeline-model-parallel-size", args->flags.pipeline_size, "pipeline degree", "P",
+          limits::stages)
         ->required();
-    count("--num-layers", args->flags.num_layers, "transformer layers", "L", 1)->required();
+    count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers)
+        ->required();
     count("--decoder-first-pipeline-num-layers", args->flags.first_stage_layers,
-          "layers of the first stage", "N", 0);
+          "layers of the first stage", "N", limits::layers_or_none);
     count("--decoder-last-pipeline-num-layers", args->flags.last_stage_layers,
-          "layers of the last stage", "N", 0);
+          "layers of the last stage", "N", limits::layers_or_none);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
                    "full or selective")
         ->group(group)
@@ -334,13 +338,14 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->type_name("uniform|block")
         ->check(CLI::IsMember({"uniform", "block"}));
     count("--recompute-num-layers", args->flags.recompute_num_layers,
-          "with the block method: layers fully recomputed per stage", "N", 1);
+          "with the block method: layers fully recomputed per stage", "N", limits::layers);
     count("--world-size", args->flags.world_size,
-          "number of ranks (default: the log's 'using world size' line)", "N", 1);
+          "number of ranks (default: the log's 'using world size' line)", "N",
+          {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
     count("--num-microbatches", args->flags.micro_batches,
           "micro-batches per iteration (global batch size / (micro batch\n"
           "size x data-parallel size))",
-          "M", 1);
+          "M", limits::micro_batches);
     commands.push_back({mg, runner(import_megatron, args), {}});
 }
 

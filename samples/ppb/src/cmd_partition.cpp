@@ -92,22 +92,22 @@ void add_partition_command(CLI::App& app, Commands& commands) {
     partition->add_option("--stages", args->stages, "pipeline degree")
         ->type_name("P")
         ->required()
-        ->check(whole_number(1));
+        ->check(count_in(limits::stages));
     partition
         ->add_option("--micro-batches", args->micro_batches,
                      "micro-batches per iteration (default: the dry-run file's)")
         ->type_name("M")
-        ->check(whole_number(1));
+        ->check(count_in(limits::micro_batches));
     partition
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
                      "device memory available to a stage, MB")
         ->type_name("X")
         ->required()
-        ->check(finite_number());
+        ->check(number_in(limits::positive_memory_mb));
     partition->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y")
         ->type_name("Y")
         ->capture_default_str()
-        ->check(finite_number());
+        ->check(number_in(limits::memory_mb));
     as_comma_list(
         partition->add_option("--kinds", args->kinds,
                               "recompute kinds allowed (default: all the model predicts)"))

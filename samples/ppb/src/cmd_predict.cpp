@@ -108,7 +108,7 @@ void add_predict_command(CLI::App& app, Commands& commands) {
     predict->add_option("--stage", args->stage, "the stage, 0 .. P-1")
         ->type_name("S")
         ->required()
-        ->check(whole_number());
+        ->check(count_in({0, limits::stages.max - 1, ""}));
     as_comma_list(predict->add_option("--layers", args->layers,
                                       "body layers per recompute kind (none, select, comm,\n"
                                       "both, full), e.g. none=4,full=1"))
@@ -118,17 +118,17 @@ void add_predict_command(CLI::App& app, Commands& commands) {
     predict
         ->add_option("--stages", args->stages, "pipeline degree (default: the file's num_stages)")
         ->type_name("P")
-        ->check(whole_number(1));
+        ->check(count_in(limits::stages));
     predict
         ->add_option("--micro-batches", args->micro_batches,
                      "micro-batches per iteration (default: the file's micro_batches)")
         ->type_name("M")
-        ->check(whole_number(1));
+        ->check(count_in(limits::micro_batches));
     predict
         ->add_option("--in-flight", args->in_flight,
                      "micro-batches in flight at the stage's peak (overrides P, M)")
         ->type_name("F")
-        ->check(whole_number(1));
+        ->check(count_in(limits::in_flight));
     add_model_options(*predict, args->choice);
     add_duplicate_tolerance_option(*predict, args->read);
     predict->add_flag("--json", args->json, "print ppb.prediction/1 JSON instead of text");

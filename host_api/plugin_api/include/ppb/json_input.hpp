@@ -15,6 +15,8 @@
 #ifndef PPB_JSON_INPUT_HPP
 #define PPB_JSON_INPUT_HPP
 
+#include <ppb/limits.hpp>
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -114,6 +116,13 @@ class JsonNode {
     // "number out of range".
     [[nodiscard]] std::int64_t as_integer(std::int64_t min, std::int64_t max) const;
     [[nodiscard]] std::uint32_t as_uint32(std::uint32_t min = 0) const;
+    // A count within its documented range (ppb/limits.hpp): an integer beyond it fails with
+    // "4294967295 is out of range (1 to 10000 layers)", anything else but an integer with
+    // "expected an integer, 1 to 10000 layers, got 2.5".
+    [[nodiscard]] std::uint32_t as_count(const limits::CountRange& range) const;
+    // A number within its documented range: "1e+307 is out of range (0 to 1e9 MB)", or
+    // "expected a number, 0 to 1e9 MB, got \"x\"".
+    [[nodiscard]] double as_number_in(const limits::RealRange& range) const;
 
   private:
     const boost::json::value* value_;

@@ -1,3 +1,4 @@
+#include <ppb/limits.hpp>
 #include <ppb/plugin.hpp>
 #include <ppb/plugin/placement_checks.hpp>
 #include <ppb/plugin/report_support.hpp>
@@ -23,6 +24,11 @@ void check(const ppb_placement& placement, std::string_view context, std::string
     if (placement.num_stages == 0) {
         reject(context, index, "num_stages is 0; a pipeline has at least one stage");
     }
+    if (placement.num_stages > limits::stages.max) {
+        reject(context, index,
+               "num_stages: " +
+                   limits::out_of_range(std::to_string(placement.num_stages), limits::stages));
+    }
     if (placement.stage >= placement.num_stages) {
         reject(context, index,
                "stage " + std::to_string(placement.stage) + " is out of range for a pipeline of " +
@@ -31,6 +37,11 @@ void check(const ppb_placement& placement, std::string_view context, std::string
     }
     if (placement.num_chunks == 0) {
         reject(context, index, "num_chunks is 0; a stage holds at least one chunk");
+    }
+    if (placement.num_chunks > limits::chunks.max) {
+        reject(context, index,
+               "num_chunks: " +
+                   limits::out_of_range(std::to_string(placement.num_chunks), limits::chunks));
     }
     if (placement.chunks == nullptr) {
         reject(context, index,
@@ -42,6 +53,20 @@ void check(const ppb_placement& placement, std::string_view context, std::string
                    "chunk " + std::to_string(c) +
                        ": in_flight is 0; a chunk holds the activations of at least one "
                        "micro-batch at its peak");
+        }
+        if (placement.chunks[c].in_flight > limits::in_flight.max) {
+            reject(context, index,
+                   "chunk " + std::to_string(c) + ": in_flight: " +
+                       limits::out_of_range(std::to_string(placement.chunks[c].in_flight),
+                                            limits::in_flight));
+        }
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            if (placement.chunks[c].layers[k] > limits::layers_or_none.max) {
+                reject(context, index,
+                       "chunk " + std::to_string(c) + ": layers[" + std::to_string(k) + "]: " +
+                           limits::out_of_range(std::to_string(placement.chunks[c].layers[k]),
+                                                limits::layers_or_none));
+            }
         }
     }
 }
@@ -84,6 +109,11 @@ void check_observations(std::span<const ppb_observation> observations) {
             reject("observation", index.view(),
                    "peak_memory_mb is " + format_number(peak, 10) +
                        "; it must be a finite number of MB greater than 0");
+        }
+        if (!limits::positive_memory_mb.contains(peak)) {
+            reject("observation", index.view(),
+                   "peak_memory_mb: " +
+                       limits::out_of_range(format_number(peak, 10), limits::positive_memory_mb));
         }
     }
 }

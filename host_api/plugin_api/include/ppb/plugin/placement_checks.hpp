@@ -16,6 +16,7 @@
 namespace ppb::plugin {
 
 // Throws ppb::plugin::InvalidInput, its message "<context>: <problem>", unless num_stages >= 1,
+// every count is within its range in ppb/limits.hpp (stages, chunks, in_flight, layers),
 // stage < num_stages, num_chunks >= 1, chunks is not null and every chunk has in_flight >= 1.
 // `context` names the placement for the reader: "placement", "observation 3".
 void check_placement(const ppb_placement& placement, std::string_view context = "placement");

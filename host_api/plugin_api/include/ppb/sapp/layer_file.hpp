@@ -14,7 +14,8 @@
 //         "memory_parameter": 1710.0, "memory_activation": 820.0, ...}, ...]}
 //
 // The reader checks the form of every field it knows, whoever will use it (times > 0,
-// coefficients > -1, memory >= 0, nb_layer a positive integer), refuses unknown fields with a
+// coefficients > -1, memory >= 0, nb_layer a positive integer, each within its range in
+// ppb/limits.hpp), refuses unknown fields with a
 // "did you mean", and requires exactly one BODY entry. What a consumer needs beyond that (the
 // time model: a time for every entry; the table model: the BODY's memory) it checks itself,
 // naming the place with entry_path() / entry_field_path().

@@ -1,0 +1,85 @@
+// ppb/limits.hpp — the documented range of every count, size and value ppb reads.
+//
+// Every reader (the ppb.dryrun/1 reader, the SAPP layer file, the boundary checks of a plugin's
+// C table, the importers' flags and YAML values, the command line, the models' options) checks
+// its numbers against these ranges where it reads them and refuses a value outside with a message
+// naming the field and the range ("nb_layer: 4294967295 is out of range (1 to 10000 layers)").
+//
+// The bounds are generous for any real training run and chosen so that the arithmetic after
+// them cannot overflow and memory use stays bounded:
+//   - counts fit in 32 bits with room to spare, so `n + 1`, P x chunks, Σ layers over the
+//     kinds and entries cannot wrap;
+//   - the partitioner's per-stage tables have P x (L + 1) <= 1024 x 10001 cells;
+//   - a stage's memory is at most const + head + tail + per_layer x L + activation x L x f
+//     <= 1e9 x (3 + 1e4 + 1e4 x 1e6) ≈ 1e19 MB, and an iteration time at most
+//     (Σ_s t_s) + (M - 1) max_s t_s with t_s <= (L + 2) x (1 + 1001) x 1e9 ≈ 1e16, so
+//     ≈ 1e22: both far below the largest double (1.8e308), so never infinite.
+// README.md "## Ranges" lists them for users.
+#ifndef PPB_LIMITS_HPP
+#define PPB_LIMITS_HPP
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ppb::limits {
+
+// An inclusive range of counts, and the unit that names them in messages.
+struct CountRange {
+    std::uint32_t min;
+    std::uint32_t max;
+    std::string_view unit;
+
+    [[nodiscard]] constexpr bool contains(std::uint64_t n) const noexcept {
+        return n >= min && n <= max;
+    }
+};
+
+// A range of real numbers: [min, max], or (min, max] when min_exclusive.
+struct RealRange {
+    double min;
+    double max;
+    bool min_exclusive;
+    std::string_view unit;
+
+    [[nodiscard]] constexpr bool contains(double x) const noexcept {
+        // false for NaN
+        return (min_exclusive ? x > min : x >= min) && x <= max;
+    }
+};
+
+// Pipeline stages P. The largest published pipelines use a few hundred stages at most.
+inline constexpr CountRange stages{1, 1024, "stages"};
+// Body layers of a model, of one SAPP entry, of one chunk, of one kind. Real models have a few
+// hundred; 10 000 keeps the partitioner's P x (L + 1) tables at most ~1e7 cells.
+inline constexpr CountRange layers{1, 10'000, "layers"};
+// Layers that may be 0 (a placement's layers of one kind, a dry run's "layers" values).
+inline constexpr CountRange layers_or_none{0, layers.max, "layers"};
+// Micro-batches M per iteration (gradient accumulation steps).
+inline constexpr CountRange micro_batches{1, 1'000'000, "micro-batches"};
+// Micro-batches in flight in one chunk at its peak: at most M.
+inline constexpr CountRange in_flight{1, micro_batches.max, "micro-batches"};
+// Virtual pipeline chunks of one stage (interleaved schedules use 2 to 8).
+inline constexpr CountRange chunks{1, 64, "chunks"};
+
+// Memory in MB (a coefficient, a measured peak, a limit): up to 1e9 MB, about a petabyte.
+inline constexpr RealRange memory_mb{0.0, 1e9, false, "MB"};
+// A measured peak memory, or a memory limit: positive.
+inline constexpr RealRange positive_memory_mb{0.0, 1e9, true, "MB"};
+// The time of one layer, in the layer file's own unit: positive, at most 1e9.
+inline constexpr RealRange time{0.0, 1e9, true, ""};
+// A backward-time coefficient c (backward = (1 + c) x forward): above -1, at most 1000.
+inline constexpr RealRange backward_coefficient{-1.0, 1000.0, true, ""};
+
+// "1 to 10000 layers"; "0 to 1e9 MB"; "greater than 0, at most 1e9 MB".
+[[nodiscard]] std::string describe(const CountRange& range);
+[[nodiscard]] std::string describe(const RealRange& range);
+// "<value> is out of range (<describe(range)>)", how every reader words a value beyond its range.
+[[nodiscard]] std::string out_of_range(std::string_view value, const CountRange& range);
+[[nodiscard]] std::string out_of_range(std::string_view value, const RealRange& range);
+// The shortest text of a bound: 1e9, 1000, 0.5, -1.
+[[nodiscard]] std::string bound_text(double x);
+
+}  // namespace ppb::limits
+
+#endif  // PPB_LIMITS_HPP
