@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
                        {"kind 'none' is given twice"});
     expect_input_error(
         ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=4", "--stages", "0"}),
-        {"--stages: expected at least 1, got 0"});
+        {"--stages: 0 is out of range (1 to 1024 stages)"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

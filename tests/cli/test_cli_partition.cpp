@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
                        {"--stages: At Most 1 required but received 2"});
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun,
                             "--stages", "0", "--memory-limit-mb", "1000"}),
-                       {"--stages: expected at least 1"});
+                       {"--stages: 0 is out of range (1 to 1024 stages)"});
     expect_input_error(ppb(partition_args("-5")), {"--memory-limit-mb"});
     expect_input_error(ppb(partition_args("1000", {"--memory-margin-mb", "1000"})),
                        {"--memory-margin-mb"});

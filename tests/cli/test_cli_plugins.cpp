@@ -154,8 +154,7 @@ BOOST_AUTO_TEST_CASE(check_loads_each_plugin_in_a_child_process) {
         {"ppb-newer-api-1.0.0.so",
          {"usable", "fields beyond 1." + std::to_string(PPB_API_MINOR) +
                         " not used; loaded in a child process: ok"}},
-        {"ppb-short-table-1.0.0.so",
-         {"failed", "bytes that API 1.2 (which it claims) needs"}},
+        {"ppb-short-table-1.0.0.so", {"failed", "bytes that API 1.2 (which it claims) needs"}},
         {"ppb-wrong-abi-1.0.0.so", {"incompatible", "plugin ABI 2"}}};
     for (const auto& [file, verdict_reason] : expected) {
         const auto* o = entry(plugins, file);

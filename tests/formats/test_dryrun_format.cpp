@@ -169,11 +169,11 @@ BOOST_AUTO_TEST_CASE(top_level_members) {
                     "one of: format, num_stages, micro_batches, schedule, observations, comment, "
                     "description)");
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 0)", obs)),
-                    "dryrun.json: num_stages: expected a positive integer, got 0");
+                    "dryrun.json: num_stages: 0 is out of range (1 to 1024 stages)");
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": "8")", obs)),
-                    "num_stages: expected a positive integer, got \"8\"");
+                    "num_stages: expected an integer, 1 to 1024 stages, got \"8\"");
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8, "micro_batches": 0)", obs)),
-                    "dryrun.json: micro_batches: expected a positive integer, got 0");
+                    "dryrun.json: micro_batches: 0 is out of range (1 to 1000000 micro-batches)");
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8, "comment": 5)", obs)),
                     "dryrun.json: comment: expected a string, got 5");
     PPB_CHECK_ERROR(
@@ -223,24 +223,25 @@ BOOST_AUTO_TEST_CASE(observation_members) {
         InputError,
         parse(with_observation(R"("config": 1, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
         "dryrun.json: observations[0].config: expected a string, got 1");
-    PPB_CHECK_ERROR(InputError,
-                    parse(with_observation(
-                        R"("num_stages": 0, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
-                    "dryrun.json: observations[0].num_stages: expected a positive integer, got 0");
     PPB_CHECK_ERROR(
         InputError,
-        parse(with_observation(
-            R"("micro_batches": -2, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
-        "dryrun.json: observations[0].micro_batches: expected a positive integer, got -2");
+        parse(
+            with_observation(R"("num_stages": 0, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
+        "dryrun.json: observations[0].num_stages: 0 is out of range (1 to 1024 stages)");
+    PPB_CHECK_ERROR(InputError,
+                    parse(with_observation(
+                        R"("micro_batches": -2, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
+                    "dryrun.json: observations[0].micro_batches: -2 is out of range (1 to 1000000 "
+                    "micro-batches)");
     PPB_CHECK_ERROR(
         InputError,
         parse(with_observation(R"("in_flight": 0, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
-        "dryrun.json: observations[0].in_flight: expected a positive integer, got 0");
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(with_observation(
-            R"("in_flight": null, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
-        "dryrun.json: observations[0].in_flight: expected a positive integer, got null");
+        "dryrun.json: observations[0].in_flight: 0 is out of range (1 to 1000000 micro-batches)");
+    PPB_CHECK_ERROR(InputError,
+                    parse(with_observation(
+                        R"("in_flight": null, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
+                    "dryrun.json: observations[0].in_flight: expected an integer, 1 to 1000000 "
+                    "micro-batches, got null");
 }
 
 BOOST_AUTO_TEST_CASE(stage_range) {
@@ -287,12 +288,13 @@ BOOST_AUTO_TEST_CASE(layer_counts) {
                     "expected one of: none, select, comm, both, full)");
     PPB_CHECK_ERROR(
         InputError, parse(obs(R"({"full": -1})")),
-        "dryrun.json: observations[0].layers.full: expected a non-negative integer, got -1");
+        "dryrun.json: observations[0].layers.full: -1 is out of range (0 to 10000 layers)");
     PPB_CHECK_ERROR(InputError, parse(obs(R"({"select": 1.5})")),
-                    "dryrun.json: observations[0].layers.select: expected a non-negative integer, "
-                    "got 1.5");
-    PPB_CHECK_ERROR(InputError, parse(obs(R"({"select": "2"})")),
-                    "observations[0].layers.select: expected a non-negative integer, got \"2\"");
+                    "dryrun.json: observations[0].layers.select: expected an integer, 0 to 10000 "
+                    "layers, got 1.5");
+    PPB_CHECK_ERROR(
+        InputError, parse(obs(R"({"select": "2"})")),
+        "observations[0].layers.select: expected an integer, 0 to 10000 layers, got \"2\"");
     PPB_CHECK_ERROR(InputError, parse(obs("[3]")),
                     "dryrun.json: observations[0].layers: expected an object, got an array");
     PPB_CHECK_ERROR(InputError, parse(obs("3")),

@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(layer_file_huge_memory_and_time) {
                     "(0 to 1e9 MB)");
     PPB_CHECK_ERROR(InputError,
                     parse(layer_file(R"("nb_layer": 8, "time": 1, "memory_activation": 1e10)")),
-                    "llama.json: layers_description[1].memory_activation: 10000000000 is out "
+                    "llama.json: layers_description[1].memory_activation: 10000000000.0 is out "
                     "of range (0 to 1e9 MB)");
     PPB_CHECK_ERROR(InputError, parse(layer_file(R"("nb_layer": 8, "time": 1e307)")),
                     "llama.json: layers_description[1].time: 1e+307 is out of range (greater "

@@ -51,9 +51,8 @@ sapp::LayerFile full_file() {
         decoder.memory_activation[k] = 820.0 / (3.0 + static_cast<double>(k));
     }
     decoder.memory_parameter = 1e-300;
-    sapp::Entry tail{
-        .name = "lm head \u00e9", .type = sapp::EntryType::tail, .nb_layer = 4000000000u};
-    tail.memory_parameter = std::numeric_limits<double>::max() / 1e10;
+    sapp::Entry tail{.name = "lm head \u00e9", .type = sapp::EntryType::tail, .nb_layer = 10000u};
+    tail.memory_parameter = std::nextafter(1e9, 0.0);  // the largest memory below the range's end
     file.entries = {head, decoder, tail};
     return file;
 }
@@ -191,12 +190,13 @@ BOOST_AUTO_TEST_CASE(entry_fields) {
     PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "Body", "nb_layer": 1})")),
                     "layers_description[0].type: expected one of \"HEAD\", \"BODY\", \"TAIL\", "
                     "got \"Body\"");
-    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 0.5})")),
-                    "layers_description[0].nb_layer: expected a positive integer, got 0.5");
+    PPB_CHECK_ERROR(
+        InputError, parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 0.5})")),
+        "layers_description[0].nb_layer: expected an integer, 1 to 10000 layers, got 0.5");
     PPB_CHECK_ERROR(InputError,
                     parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 4294967296})")),
-                    "layers_description[0].nb_layer: number out of range: 4294967296 is more "
-                    "than 4294967295");
+                    "layers_description[0].nb_layer: 4294967296 is out of range (1 to 10000 "
+                    "layers)");
 }
 
 BOOST_AUTO_TEST_CASE(times_and_coefficients) {
@@ -243,8 +243,9 @@ BOOST_AUTO_TEST_CASE(exactly_one_body) {
 BOOST_AUTO_TEST_CASE(a_parsed_document_keeps_its_source_and_paths) {
     const boost::json::value document = ppb::parse_json(
         R"({"layers_description": [{"name": "d", "type": "BODY", "nb_layer": 0}]})", "");
-    PPB_CHECK_ERROR(InputError, sapp::read_layer_file(ppb::JsonNode(document, "options")),
-                    "options: layers_description[0].nb_layer: expected a positive integer");
+    PPB_CHECK_ERROR(
+        InputError, sapp::read_layer_file(ppb::JsonNode(document, "options")),
+        "options: layers_description[0].nb_layer: 0 is out of range (1 to 10000 layers)");
 }
 
 BOOST_AUTO_TEST_CASE(paths_for_consumers) {

@@ -286,7 +286,8 @@ BOOST_AUTO_TEST_CASE(bad_values_are_named) {
     PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "parallel_config.pipeline_stage",
                      "expected a positive integer, got '4'");
     yaml.pipeline_stage = "0";
-    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "expected a positive integer, got '0'");
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "parallel_config.pipeline_stage: 0 is out of range (1 to 1024 stages)");
     yaml = Yaml{};
     yaml.offset = "[0, true, 0, 0]";
     PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "offset[1]", "expected an integer offset");

@@ -230,22 +230,24 @@ BOOST_AUTO_TEST_CASE(nb_layer) {
     PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "BODY", "time": 1})")),
                     "layers.json: layers_description[0]: missing required field 'nb_layer'");
     PPB_CHECK_ERROR(InputError, parse(counted("0")),
-                    "layers.json: layers_description[0].nb_layer: expected a positive integer, "
-                    "got 0");
-    PPB_CHECK_ERROR(InputError, parse(counted("2.5")),
-                    "layers_description[0].nb_layer: expected a positive integer, got 2.5");
+                    "layers.json: layers_description[0].nb_layer: 0 is out of range (1 to 10000 "
+                    "layers)");
+    PPB_CHECK_ERROR(
+        InputError, parse(counted("2.5")),
+        "layers_description[0].nb_layer: expected an integer, 1 to 10000 layers, got 2.5");
     PPB_CHECK_ERROR(InputError, parse(counted("-1")),
-                    "layers_description[0].nb_layer: expected a positive integer, got -1");
-    PPB_CHECK_ERROR(InputError, parse(counted("\"80\"")),
-                    "layers_description[0].nb_layer: expected a positive integer, got \"80\"");
+                    "layers_description[0].nb_layer: -1 is out of range (1 to 10000 layers)");
+    PPB_CHECK_ERROR(
+        InputError, parse(counted("\"80\"")),
+        "layers_description[0].nb_layer: expected an integer, 1 to 10000 layers, got \"80\"");
     PPB_CHECK_ERROR(InputError, parse(counted("4294967296")),
-                    "layers_description[0].nb_layer: number out of range: 4294967296 is more than "
-                    "4294967295");
+                    "layers_description[0].nb_layer: 4294967296 is out of range (1 to 10000 "
+                    "layers)");
     // HEAD and TAIL entries too.
     PPB_CHECK_ERROR(InputError,
                     parse(with_body(R"("time": 1)", R"({"name": "e", "type": "HEAD", "nb_layer": 0,
                                             "time": 1})")),
-                    "layers_description[0].nb_layer: expected a positive integer, got 0");
+                    "layers_description[0].nb_layer: 0 is out of range (1 to 10000 layers)");
 }
 
 BOOST_AUTO_TEST_CASE(times) {
@@ -274,17 +276,17 @@ BOOST_AUTO_TEST_CASE(times) {
                                     R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 1,
                             "select_comm_time": -0.0})")),
                     "layers_description[1].select_comm_time: expected a positive number, got -0.0");
-    // Times that are finite but add up to more than a double holds.
+    // Times beyond their range (which keeps every sum of times finite).
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1e308)")),
-                    "layers.json: layers_description[0]: the forward + backward time of 80 "
-                    "layer(s) of recompute kind 'none' is out of range");
+                    "layers.json: layers_description[0].time: 1e+308 is out of range (greater "
+                    "than 0, at most 1e9)");
     PPB_CHECK_ERROR(
         InputError,
         parse(layers(R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 3e307},
                         {"name": "f", "type": "HEAD", "nb_layer": 1, "time": 3e307},)" +
                      body(R"("time": 1)"))),
-        "layers.json: layers_description: the HEAD entries' times add up to more than a number "
-        "can hold");
+        "layers.json: layers_description[0].time: 3e+307 is out of range (greater than 0, at "
+        "most 1e9)");
 }
 
 BOOST_AUTO_TEST_CASE(coefficients) {

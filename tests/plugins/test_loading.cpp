@@ -272,12 +272,12 @@ BOOST_AUTO_TEST_CASE(a_table_smaller_than_its_claimed_minor_is_refused) {
         (void)ppb::load_plugin(fixture("ppb-short-table-1.0.0.so"));
         BOOST_ERROR("a table too small for its API minor was loaded");
     } catch (const ppb::PluginError& e) {
-        BOOST_TEST(contains(e.what(), "its function table is " +
-                                          std::to_string(PPB_API_1_1_TABLE_SIZE) +
-                                          " bytes, smaller than the " +
-                                          std::to_string(PPB_API_1_2_TABLE_SIZE) +
-                                          " bytes that API 1.2 (which it claims) needs"),
-                   e.what());
+        BOOST_TEST(
+            contains(e.what(), "its function table is " + std::to_string(PPB_API_1_1_TABLE_SIZE) +
+                                   " bytes, smaller than the " +
+                                   std::to_string(PPB_API_1_2_TABLE_SIZE) +
+                                   " bytes that API 1.2 (which it claims) needs"),
+            e.what());
     }
 }
 
@@ -288,8 +288,10 @@ BOOST_AUTO_TEST_CASE(another_abi_major_is_refused_naming_both_versions) {
     } catch (const ppb::PluginError& e) {
         BOOST_TEST(contains(e.what(), "is incompatible: built for plugin ABI 2 (API 2.0"),
                    e.what());
-        BOOST_TEST(contains(e.what(), "this ppb supports ABI 1 only (plugin API 1.x, its own being "
-                                      "1." + std::to_string(PPB_API_MINOR) + ")"),
+        BOOST_TEST(contains(e.what(),
+                            "this ppb supports ABI 1 only (plugin API 1.x, its own being "
+                            "1." +
+                                std::to_string(PPB_API_MINOR) + ")"),
                    e.what());
     }
 }

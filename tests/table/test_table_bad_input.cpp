@@ -125,11 +125,13 @@ BOOST_AUTO_TEST_CASE(entry_fields_are_checked) {
     check_invalid(file({R"({"name": "e", "type": "HEAD"})", body()}),
                   {"layers_description[0]: missing required field 'nb_layer'"});
     check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 0})", body()}),
-                  {"layers_description[0].nb_layer: expected a positive integer", "got 0"});
-    check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 1.5})", body()}),
-                  {"layers_description[0].nb_layer: expected a positive integer", "got 1.5"});
-    check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 5000000000})", body()}),
-                  {"layers_description[0].nb_layer: number out of range"});
+                  {"layers_description[0].nb_layer: 0 is out of range (1 to 10000 layers)"});
+    check_invalid(
+        file({R"({"name": "e", "type": "HEAD", "nb_layer": 1.5})", body()}),
+        {"layers_description[0].nb_layer: expected an integer, 1 to 10000 layers, got 1.5"});
+    check_invalid(
+        file({R"({"name": "e", "type": "HEAD", "nb_layer": 5000000000})", body()}),
+        {"layers_description[0].nb_layer: 5000000000 is out of range (1 to 10000 layers)"});
     check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": "fast"})", body()}),
                   {R"(layers_description[0].time: expected a positive number, got "fast")"});
     check_invalid(file({body()}, R"("comment": 5)"), {"comment: expected a string, got 5"});
@@ -167,11 +169,11 @@ BOOST_AUTO_TEST_CASE(non_finite_memory) {
                   {"layers_description[1].memory_parameter: number out of range: -1E+400"});
     check_invalid(file({body()}, R"("constant_memory_mb": 2e308)"),
                   {"constant_memory_mb: number out of range: 2e308"});
-    // Finite values that add up to more than a double holds.
-    check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 4000000000,
+    // Finite values beyond their range (which keeps every sum of memories finite).
+    check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 1,
                             "memory_parameter": 1e300})",
                         body()}),
-                  {"layers_description: the HEAD entries' memory", "more than a number can hold"});
+                  {"layers_description[0].memory_parameter: 1e+300 is out of range (0 to 1e9 MB)"});
     // Not numbers at all.
     check_invalid(
         file({head, body(R"("memory_parameter": 20, "memory_activation": "820")")}),

@@ -144,7 +144,7 @@ std::uint32_t count_in(const Setting& setting, const limits::CountRange& range) 
     if (!value)
         setting.fail(fmt::format("expected a positive integer, got {}", describe(setting.node())));
     if (*value < range.min || *value > range.max)
-        setting.fail(limits::out_of_range(describe(setting.node()), range));
+        setting.fail(limits::out_of_range(std::to_string(*value), range));
     return static_cast<std::uint32_t>(*value);
 }
 
