@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -14,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 using namespace ppb_test;
@@ -132,6 +135,18 @@ BOOST_AUTO_TEST_CASE(output_to_a_directory_is_refused) {
     expect_input_error(ppb({"fit", sample_dryrun, "--export-sapp", dir.path.string()}),
                        {dir.path.string(), "is a directory"});
     BOOST_TEST(fs::is_empty(dir.path), "a temporary file was left behind");
+    // A socket is not replaced either.
+    const fs::path socket_path = dir.path / "sock";
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    BOOST_REQUIRE(fd >= 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
+    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    expect_input_error(ppb(import_to({"-o", socket_path.string()})),
+                       {socket_path.string(), "is a socket"});
+    BOOST_TEST(S_ISSOCK(mode_of(socket_path)));
+    ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(a_full_stdout_is_an_error) {
