@@ -248,6 +248,8 @@ BOOST_AUTO_TEST_CASE(read_text_file_and_errors) {
                     path.string() + ": cannot read: No such file or directory");
     PPB_CHECK_ERROR(InputError, ppb::read_text_file(std::filesystem::temp_directory_path()),
                     ": cannot read: Is a directory");
+    PPB_CHECK_ERROR(InputError, ppb::read_text_file("/tmp/" + std::string(5000, 'x')),
+                    ": cannot read: path too long (5005 bytes, the limit is PATH_MAX=4096)");
     BOOST_TEST(ppb::source_name("-") == "<stdin>");
 }
 

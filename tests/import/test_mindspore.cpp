@@ -302,6 +302,14 @@ BOOST_AUTO_TEST_CASE(files_that_are_not_mindformers_configurations) {
                      cfg() + ":3: not UTF-8 text", "0xFF", "'  data_parallel: \\xFF'");
     PPB_CHECK_THROWS(ppb::InputError, layout_text("parallel_config:\n  pipeline_stage: [4\n"),
                      cfg() + ":3:", "not valid YAML");
+    // yaml-cpp stops at its nesting limit, with the message "bad file": say what it is.
+    const std::string deep_flow = "a: " + std::string(100000, '[') + std::string(100000, ']');
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(deep_flow), cfg() + ":1: not valid YAML",
+                     "nesting deeper than");
+    std::string deep_block;
+    for (int i = 0; i < 5000; ++i)
+        deep_block += std::string(static_cast<std::size_t>(i), ' ') + "k:\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(deep_block), cfg() + ":", "nesting deeper than");
     PPB_CHECK_THROWS(ppb::InputError, layout_text("- just\n- a list\n"), "a YAML mapping");
     PPB_CHECK_THROWS(ppb::InputError, layout_text("parallel_config: 4\n"), "parallel_config",
                      "expected a mapping");

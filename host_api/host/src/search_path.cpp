@@ -1,5 +1,7 @@
 #include <ppb/search_path.hpp>
 
+#include <climits>
+#include <string>
 #include <system_error>
 
 #include <unistd.h>
@@ -7,6 +9,24 @@
 namespace ppb {
 namespace fs = std::filesystem;
 namespace {
+
+// Why `path` cannot be looked at: ENAMETOOLONG said with the limit that was exceeded.
+std::string unusable_reason(const fs::path& path, const std::error_code& ec) {
+    if (ec == std::errc::filename_too_long) {
+        const std::size_t length = path.native().size();
+        if (length >= PATH_MAX) {
+            return "path too long (" + std::to_string(length) +
+                   " bytes, the limit is PATH_MAX=" + std::to_string(PATH_MAX) + ")";
+        }
+        for (const auto& part : path) {
+            if (part.native().size() > NAME_MAX) {
+                return "a path component too long (" + std::to_string(part.native().size()) +
+                       " bytes, the limit is NAME_MAX=" + std::to_string(NAME_MAX) + ")";
+            }
+        }
+    }
+    return ec.message();
+}
 
 void add_entry(SearchPath& out, std::string_view entry, const std::string& origin) {
     if (entry.empty())
@@ -20,6 +40,16 @@ void add_entry(SearchPath& out, std::string_view entry, const std::string& origi
     }
     path = path.lexically_normal();
     const auto status = fs::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+        // An entry too long to use is shown shortened.
+        const std::string shown = entry.size() <= 200
+                                      ? std::string(entry)
+                                      : std::string(entry.substr(0, 100)) + "..." +
+                                            std::string(entry.substr(entry.size() - 40));
+        out.warnings.push_back(origin + " entry '" + shown +
+                               "' cannot be used: " + unusable_reason(path, ec));
+        return;
+    }
     if (!fs::exists(status)) {
         out.warnings.push_back(origin + " entry '" + std::string(entry) + "' does not exist");
         return;

@@ -1,4 +1,5 @@
 #include <ppb/importers/dryrun_builder.hpp>
+#include <ppb/importers/output_file.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
@@ -209,56 +210,7 @@ std::string appended_dryrun_text(std::string_view existing, std::string_view sou
 }
 
 void write_file_atomically(const fs::path& path, std::string_view text) {
-    const auto fail = [&](const std::string& reason) {
-        return InputError(fmt::format("{}: cannot write: {}", path.string(), reason));
-    };
-    std::error_code ec;
-    fs::path target = path;
-    if (fs::is_symlink(path, ec)) {
-        target = fs::canonical(path, ec);
-        if (ec)
-            throw fail(ec.message());
-    }
-    const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    fs::path temporary = directory / fmt::format(".{}.ppb-{}.tmp", target.filename().string(),
-                                                 static_cast<long>(::getpid()));
-    mode_t mode = 0666;
-    struct stat info {};
-    const bool exists = ::stat(target.c_str(), &info) == 0;
-    if (exists)
-        mode = info.st_mode & 07777;
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        throw fail(std::strerror(errno));
-    const auto abandon = [&](int error) {
-        ::close(fd);
-        ::unlink(temporary.c_str());
-        throw fail(std::strerror(error));
-    };
-    std::size_t written = 0;
-    while (written < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            abandon(errno);
-        }
-        written += static_cast<std::size_t>(n);
-    }
-    if (exists)
-        (void)::fchmod(fd, mode);  // as before, whatever the umask
-    if (::fsync(fd) != 0)
-        abandon(errno);
-    if (::close(fd) != 0) {
-        const int error = errno;
-        ::unlink(temporary.c_str());
-        throw fail(std::strerror(error));
-    }
-    if (::rename(temporary.c_str(), target.c_str()) != 0) {
-        const int error = errno;
-        ::unlink(temporary.c_str());
-        throw fail(std::strerror(error));
-    }
+    write_output_file(path, text);
 }
 
 }  // namespace ppb::importers

@@ -4,6 +4,7 @@
 #include <ppb/limits.hpp>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -175,6 +176,10 @@ class Config {
         }
         try {
             root_.reset(YAML::Load(text));
+        } catch (const YAML::DeepRecursion& e) {
+            // yaml-cpp's own message for this is "bad file".
+            throw InputError(fmt::format("{}:{}: not valid YAML: nesting deeper than {} levels",
+                                         origin_.name, e.mark.line + 1, e.depth()));
         } catch (const YAML::ParserException& e) {
             throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", origin_.name,
                                          e.mark.line + 1, e.mark.column + 1, e.msg));

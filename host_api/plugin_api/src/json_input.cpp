@@ -16,12 +16,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <system_error>
 #include <unordered_set>
+
+#include <sys/stat.h>
 
 namespace ppb {
 namespace {
@@ -299,8 +302,12 @@ std::string integer_expectation(std::int64_t min, std::int64_t max) {
 }
 
 [[noreturn]] void cannot_read(const std::filesystem::path& path, int error) {
-    throw InputError(source_name(path) +
-                     ": cannot read: " + std::generic_category().message(error));
+    std::string reason = std::generic_category().message(error);
+    if (error == ENAMETOOLONG && path.native().size() >= PATH_MAX) {
+        reason = "path too long (" + std::to_string(path.native().size()) +
+                 " bytes, the limit is PATH_MAX=" + std::to_string(PATH_MAX) + ")";
+    }
+    throw InputError(source_name(path) + ": cannot read: " + reason);
 }
 
 }  // namespace
@@ -392,6 +399,9 @@ std::string read_text_file(const std::filesystem::path& path) {
         if (!owned)
             cannot_read(path, errno != 0 ? errno : EIO);
         file = owned.get();
+        struct stat info {};
+        if (::fstat(::fileno(file), &info) == 0 && S_ISDIR(info.st_mode))
+            cannot_read(path, EISDIR);
     }
     std::string text;
     char buffer[65536];

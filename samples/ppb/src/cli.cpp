@@ -251,20 +251,20 @@ int run(int argc, char** argv) {
         return 2;
     }
     if (words.front() == "help") {
-        fmt::print("{}", app.help());
+        write_stdout(app.help());
         return 0;
     }
     check_command_words(app, commands, words);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
-        fmt::print("{}", app.help());
+        write_stdout(app.help());
         return 0;
     } catch (const CLI::CallForAllHelp&) {
-        fmt::print("{}", app.help("", CLI::AppFormatMode::All));
+        write_stdout(app.help("", CLI::AppFormatMode::All));
         return 0;
     } catch (const CLI::CallForVersion& e) {
-        fmt::print("{}\n", e.what());
+        write_stdout(std::string(e.what()) + "\n");
         return 0;
     } catch (const CLI::RequiredError& e) {
         // An unknown option or argument is the first mistake to name: CLI11 checks for

@@ -29,13 +29,13 @@ struct CompareArgs {
 };
 
 struct ModelRequest {
-    std::string spec;     // NAME[@VERSION]
-    std::string options;  // JSON text
+    std::string spec;  // NAME[@VERSION]
+    ModelOptions options;
 };
 
 ModelRequest parse_model_argument(const std::string& text) {
     const std::size_t eq = text.find('=');
-    ModelRequest request{text.substr(0, eq), "{}"};
+    ModelRequest request{text.substr(0, eq), {}};
     (void)ModelSpec::parse(request.spec);
     if (eq != std::string::npos) {
         request.options =
@@ -184,7 +184,7 @@ int run_compare(const CompareArgs& args) {
     }
     const std::string out =
         args.json ? to_pretty_json(comparison_document(comparison)) : render_comparison(comparison);
-    fmt::print("{}", out);
+    write_stdout(out);
     return 0;
 }
 

@@ -32,7 +32,7 @@ int run_fit(const FitArgs& args) {
         const auto desc =
             args.model_desc.empty() ? std::nullopt : std::optional<std::string>(args.model_desc);
         const auto layers = sapp_layer_file(fitted.document, dryrun, desc);
-        write_file_atomically(args.export_sapp, sapp::write_layer_file(layers));
+        write_output_file(args.export_sapp, sapp::write_layer_file(layers));
         fmt::print(stderr,
                    "ppb: wrote the fit as a SAPP layer file to {} (its constant_memory_mb is the "
                    "per-stage constant, which SAPP takes as a separate setting)\n",
@@ -41,7 +41,7 @@ int run_fit(const FitArgs& args) {
     const std::string out =
         args.json ? to_pretty_json(fitted.document)
                   : render_fit(fitted.document, args.file, dryrun.observations.size());
-    fmt::print("{}", out);
+    write_stdout(out);
     return 0;
 }
 

@@ -79,7 +79,8 @@ void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::
         ->check(CLI::IsMember(memories));
     const std::string output_group = "Output";
     auto* output = app.add_option("-o,--output", args.output,
-                                  "write FILE (replaced atomically) instead of stdout")
+                                  "write FILE instead of stdout (a file is replaced atomically;\n"
+                                  "a FIFO or device is written to; '-' is stdout)")
                        ->group(output_group)
                        ->type_name("FILE");
     auto* label = app.add_option("--label", args.label,
@@ -141,16 +142,15 @@ int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
         const std::filesystem::path file(destination.append);
         text = imp::appended_dryrun_text(read_text_file(file), source_name(file), run,
                                          destination.read, messages);
-        imp::write_file_atomically(file, text);
+        write_output_file(file, text);
         where = fmt::format("{} (appended)", destination.append);
     } else {
         text = imp::new_dryrun_text(run, destination.read);
         if (!destination.output.empty() && destination.output != "-") {
-            imp::write_file_atomically(destination.output, text);
+            write_output_file(destination.output, text);
             where = destination.output;
         } else {
-            fmt::print("{}", text);
-            std::fflush(stdout);
+            write_stdout(text);
         }
     }
     std::vector<std::uint32_t> stages;

@@ -65,7 +65,7 @@ int run_partition(const PartitionArgs& args) {
     const partition::Plan plan = partition::solve(problem, memory);
     const std::string out = args.json ? to_pretty_json(partition_document(problem, plan, context))
                                       : render_partition(problem, plan, context);
-    fmt::print("{}", out);
+    write_stdout(out);
     return 0;
 }
 

@@ -106,10 +106,10 @@ int run_plugins(const PluginsArgs& args) {
         for (const auto& d : path.dirs) {
             dirs.push_back(boost::json::object{{"path", d.path.string()}, {"origin", d.origin}});
         }
-        fmt::print("{}", to_pretty_json(boost::json::object{
-                             {"plugins", std::move(plugins)},
-                             {"host_api", fmt::format("{}.{}", PPB_ABI_MAJOR, PPB_API_MINOR)},
-                             {"search_path", std::move(dirs)}}));
+        write_stdout(to_pretty_json(
+            boost::json::object{{"plugins", std::move(plugins)},
+                                {"host_api", fmt::format("{}.{}", PPB_ABI_MAJOR, PPB_API_MINOR)},
+                                {"search_path", std::move(dirs)}}));
         return 0;
     }
 
@@ -149,7 +149,7 @@ int run_plugins(const PluginsArgs& args) {
         out += "  (empty)\n";
     for (const auto& d : path.dirs)
         out += fmt::format("  {}  ({})\n", d.path.string(), d.origin);
-    fmt::print("{}", out);
+    write_stdout(out);
     return 0;
 }
 
@@ -177,7 +177,7 @@ int run_probe_plugin(const std::string& file) {
             throw;
         report["note"] = "needs options to be created";
     }
-    fmt::print("{}", boost::json::serialize(report));
+    write_stdout(boost::json::serialize(report));
     return 0;
 }
 

@@ -87,7 +87,7 @@ int run_predict(const PredictArgs& args) {
             std_error ? fmt::format(" ± {} (one standard error)", format_mb(*std_error)) : "",
             model.name(), model.version(), prepared.source);
     }
-    fmt::print("{}", out);
+    write_stdout(out);
     return 0;
 }
 

@@ -7,10 +7,14 @@
 
 #include <fmt/format.h>
 
+#include <ppb/json_input.hpp>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <system_error>
+
+#include <sys/stat.h>
 
 namespace ppb::cli {
 
@@ -74,28 +78,42 @@ std::vector<PluginCandidate> discover_from_args(const std::vector<std::string>& 
     return candidates;
 }
 
-std::string options_text(const std::string& text, std::string_view what) {
+ModelOptions options_text(const std::string& text, std::string_view what) {
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && text[first] == '{')
-        return text;
-    std::ifstream in(text, std::ios::binary);
-    if (!in) {
-        throw UsageError(
-            fmt::format("{}: '{}' is neither a JSON object nor a readable file", what, text));
+        return ModelOptions{text, ""};
+    struct stat info {};
+    if (::stat(text.c_str(), &info) != 0) {
+        const int error = errno;
+        throw UsageError(fmt::format("{}: '{}' is neither a JSON object nor a readable file ({})",
+                                     what, text, std::generic_category().message(error)));
     }
-    std::ostringstream contents;
-    contents << in.rdbuf();
-    return contents.str();
+    if (S_ISDIR(info.st_mode)) {
+        throw UsageError(fmt::format(
+            "{}: '{}' is a directory, not a JSON object or a file holding one", what, text));
+    }
+    ModelOptions options{read_text_file(text), text};
+    if (options.json.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw InputError(
+            fmt::format("{}: {}: the file is empty (expected a JSON object)", what, text));
+    return options;
 }
 
 MemoryModel open_model_spec(const std::vector<PluginCandidate>& candidates, std::string_view spec,
-                            const std::string& options) {
-    return open_model(select_plugin(candidates, ModelSpec::parse(spec)), options);
+                            const ModelOptions& options) {
+    const PluginCandidate& candidate = select_plugin(candidates, ModelSpec::parse(spec));
+    try {
+        return open_model(candidate, options.json);
+    } catch (const ModelError& e) {
+        if (options.file.empty() || !e.is_input_error())
+            throw;
+        throw ModelError(e.status(), fmt::format("{}: {}", options.file, e.what()));
+    }
 }
 
 MemoryModel open_selected_model(const ModelChoice& choice) {
-    const std::string text =
-        choice.options.empty() ? "{}" : options_text(choice.options, "--model-options");
+    const ModelOptions text =
+        choice.options.empty() ? ModelOptions{} : options_text(choice.options, "--model-options");
     return open_model_spec(discover_from_args(choice.plugin_paths), choice.model, text);
 }
 

@@ -42,14 +42,21 @@ void add_duplicate_tolerance_option(CLI::App& app, DryRunReadOptions& options);
 [[nodiscard]] std::vector<PluginCandidate> discover_from_args(
     const std::vector<std::string>& plugin_paths, SearchPath* search_path_out = nullptr);
 
-// `text` as options for a model: a JSON object as it is, otherwise the contents of that file.
-// `what` names the option in messages.
-[[nodiscard]] std::string options_text(const std::string& text, std::string_view what);
+// Options for a model: the JSON text, and the file it came from (empty when given inline).
+struct ModelOptions {
+    std::string json = "{}";
+    std::string file;
+};
+
+// `text` as options for a model: a JSON object as it is, otherwise the contents of that file
+// (a directory, a missing or unreadable file: an error naming the path and why). `what` names
+// the option in messages.
+[[nodiscard]] ModelOptions options_text(const std::string& text, std::string_view what);
 
 // Opens the model `spec` (NAME[@VERSION]) with the given options, from the plugins that
-// `candidates` lists.
+// `candidates` lists. The plugin's complaints about options read from a file name the file.
 [[nodiscard]] MemoryModel open_model_spec(const std::vector<PluginCandidate>& candidates,
-                                          std::string_view spec, const std::string& options);
+                                          std::string_view spec, const ModelOptions& options);
 
 // Selects --model (default dryrun-lsq) and creates it with --model-options.
 [[nodiscard]] MemoryModel open_selected_model(const ModelChoice& choice);

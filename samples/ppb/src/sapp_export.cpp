@@ -174,25 +174,4 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
     return out;
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    const fs::path temp =
-        target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), ::getpid());
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        if (!out || !(out << text) || !out.flush()) {
-            std::error_code ec;
-            fs::remove(temp, ec);
-            throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-        }
-    }
-    std::error_code ec;
-    fs::rename(temp, target, ec);
-    if (ec) {
-        fs::remove(temp, ec);
-        throw InputError(fmt::format("{}: cannot write: {}", path, ec.message()));
-    }
-}
-
 }  // namespace ppb::cli

@@ -25,9 +25,6 @@ namespace ppb::cli {
                                               const DryRunSet& dryrun,
                                               const std::optional<std::string>& layer_template);
 
-// Writes `text` to `path` atomically (a temporary file renamed over it).
-void write_file_atomically(const std::string& path, const std::string& text);
-
 }  // namespace ppb::cli
 
 #endif  // PPB_SAPP_EXPORT_HPP

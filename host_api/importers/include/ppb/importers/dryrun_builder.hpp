@@ -59,9 +59,11 @@ struct ImportedDryRun {
                                                const DryRunReadOptions& options,
                                                Messages& messages);
 
-// Replaces `path` with `text` atomically: a temporary file in the same directory, flushed to
-// disk, then renamed over `path` (a symbolic link is followed; an existing file's permissions
-// are kept). Throws InputError "<path>: cannot write: <reason>".
+// write_output_file (output_file.hpp): a regular file or a new path is replaced atomically (a
+// temporary file in the same directory, flushed to disk, then renamed over `path`; a symbolic
+// link is followed; an existing file's permissions are kept), a FIFO or a character device is
+// written through, anything else is refused. Throws InputError or OutputError
+// "<path>: cannot write: <reason>".
 void write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace ppb::importers

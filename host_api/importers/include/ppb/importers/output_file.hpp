@@ -1,0 +1,40 @@
+// Writing a result where the user asked for it, without clobbering what is not a file and
+// without losing it silently: the one way ppb writes -o FILE, --append FILE, --export-sapp FILE
+// and stdout.
+#ifndef PPB_IMPORTERS_OUTPUT_FILE_HPP
+#define PPB_IMPORTERS_OUTPUT_FILE_HPP
+
+#include <filesystem>
+#include <stdexcept>
+#include <string_view>
+
+namespace ppb::importers {
+
+// A result that could not be written (no space left, an I/O error, a closed stdout): not the
+// input's fault. ppb exits 1 on it.
+class OutputError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// Writes `text` to `path`:
+//   - "-": standard output (written and flushed);
+//   - a regular file or a new path: replaced atomically (a temporary file in the same
+//     directory, flushed to disk, renamed over it; a symbolic link is followed; an existing
+//     file's permission bits, and as far as allowed its owner, are kept);
+//   - a FIFO or a character device (/dev/null, /dev/stdout, a terminal): written through, in
+//     place;
+//   - anything else (a directory, a socket, a block device) is left alone.
+// Throws ppb::InputError "<path>: cannot write: <reason>" when the path cannot be written at
+// all (not a writable kind of file, missing directory, permission denied), and OutputError
+// "<path>: cannot write: <reason>" ("cannot write to stdout: <reason>") when writing fails
+// part-way (no space left, I/O error); in the atomic case the old file is then unchanged.
+void write_output_file(const std::filesystem::path& path, std::string_view text);
+
+// Writes `text` to standard output and flushes it; throws OutputError
+// "cannot write to stdout: <reason>".
+void write_stdout(std::string_view text);
+
+}  // namespace ppb::importers
+
+#endif  // PPB_IMPORTERS_OUTPUT_FILE_HPP
