@@ -180,4 +180,15 @@ BOOST_AUTO_TEST_CASE(options_without_effect_are_warned_about) {
     BOOST_TEST(ppb::analytic::option_warnings(parse_options(options_json(minimal, ""))).empty());
 }
 
+// The options are read by ppb::parse_json, like every reader: a repeated key is refused (Boost.JSON
+// alone would keep the last value) and a UTF-8 byte-order mark is skipped.
+BOOST_AUTO_TEST_CASE(a_repeated_key_is_refused_and_a_byte_order_mark_accepted) {
+    const std::string one = options_json(minimal, "");
+    const std::string twice = one.substr(0, one.size() - 1) + R"(, "hidden_size": 8192})";
+    const std::string message = rejection(twice);
+    BOOST_TEST(contains(message, "duplicate field 'hidden_size'"), message);
+    const ShapeOptions o = parse_options("\xEF\xBB\xBF" + one);
+    BOOST_TEST(o.kv_heads() == 32u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -116,6 +116,42 @@ BOOST_AUTO_TEST_CASE(broken_plugins_exit_3_and_say_why) {
     expect_input_error(fit_with("../evil"), {"a model is named, not given as a path"});
 }
 
+// What a plugin hands back is checked before ppb uses it: its fault, exit 3, nothing printed.
+BOOST_AUTO_TEST_CASE(plugins_returning_what_the_host_must_not_trust_exit_3) {
+    const auto with = [](const std::string& command, const std::string& model,
+                         std::vector<std::string> more = {}) {
+        std::vector<std::string> args = {command, sample_dryrun,   "--model",
+                                         model,   "--plugin-path", fixture_dir};
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const std::vector<std::string> stage_3 = {"--stage", "3", "--layers", "none=4"};
+    const std::vector<std::string> stage_1 = {"--stage", "1", "--layers", "none=4"};
+    expect_failure(with("predict", "returns-nan", stage_3), 3,
+                   {"plugin returns-nan 1.0.0 returned a prediction that is not a number (NaN) "
+                    "for stage 3 of 8"});
+    expect_failure(with("predict", "returns-infinite", stage_3), 3,
+                   {"plugin returns-infinite 1.0.0 returned a prediction that is infinite (inf)"});
+    // Its prediction for stage 1 is fine; its standard error is negative.
+    expect_failure(with("predict", "returns-negative", stage_1), 3,
+                   {"plugin returns-negative 1.0.0 returned a standard error that is negative"});
+    expect_failure(with("predict", "bad-status", stage_1), 3,
+                   {"plugin bad-status 1.0.0 returned status 42 from predict"});
+    expect_failure(with("fit", "bad-report-json"), 3,
+                   {"plugin bad-report-json 1.0.0 returned a report that is not valid JSON"});
+    expect_failure(with("fit", "bad-last-error"), 3,
+                   {"plugin bad-last-error 1.0.0 failed in fit (invalid input) and its "
+                    "last_error() returned a null pointer"});
+    expect_failure(
+        ppb({"partition", "--model-desc", std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json",
+             "--dryrun", sample_dryrun, "--stages", "8", "--micro-batches", "32",
+             "--memory-limit-mb", "30000", "--model", "stray-parameter-bits", "--plugin-path",
+             fixture_dir}),
+        3,
+        {"plugin stray-parameter-bits 1.0.0 returned linear coefficients with bits "
+         "0x400 set in 'identified' that are not PPB_PARAM_* bits"});
+}
+
 BOOST_AUTO_TEST_CASE(model_options_reach_the_plugin) {
     expect_input_error(ppb({"fit", sample_dryrun, "--model-options", R"({"rank_tolerance": -1})"}),
                        {"rank_tolerance"});

@@ -291,4 +291,10 @@ BOOST_AUTO_TEST_CASE(generated_c_table_round_trip) {
     BOOST_TEST(mentions(api->last_error(), "null argument"));
 }
 
+BOOST_AUTO_TEST_CASE(a_byte_order_mark_before_the_options_is_accepted) {
+    // ppb::parse_json skips a UTF-8 byte-order mark, like every reader.
+    const DryRunLsqModel model("\xEF\xBB\xBF{\"rank_tolerance\": 0.5}");
+    BOOST_TEST(model.options().rank_tolerance == 0.5);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

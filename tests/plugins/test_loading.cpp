@@ -74,6 +74,40 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
+// `call` fails with a ModelError that is the plugin's fault (PPB_ERR_INTERNAL, not the caller's
+// input) and whose message starts "plugin <name> 1.0.0 " and contains `part`.
+template <class Call>
+void expect_fault(const std::string& name, Call&& call, const std::string& part) {
+    try {
+        call();
+        BOOST_ERROR("no error for " << name << ": expected '" << part << "'");
+    } catch (const ppb::ModelError& e) {
+        const std::string message = e.what();
+        BOOST_TEST(e.status() == PPB_ERR_INTERNAL, message);
+        BOOST_TEST(!e.is_input_error());
+        BOOST_TEST(message.starts_with("plugin " + name + " 1.0.0 "), message);
+        BOOST_TEST(contains(message, part), message);
+    }
+}
+
+// A misbehaving fixture, opened with `options` and fitted.
+ppb::MemoryModel fitted_fixture(const std::string& name, const std::string& options = "{}") {
+    ppb::MemoryModel model = ppb::open_model(fixture("ppb-" + name + "-1.0.0.so"), options);
+    const std::vector<ppb::Observation> obs = {
+        ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
+    const std::vector<ppb_observation> views = ppb::views(obs);
+    model.fit(views);
+    return model;
+}
+
+// The eight stages of one pipeline, each with two layers.
+std::vector<ppb::StagePlacement> pipeline() {
+    std::vector<ppb::StagePlacement> out;
+    for (std::uint32_t s = 0; s < 8; ++s)
+        out.push_back(ppb::StagePlacement{8, s, {ppb_chunk{{2}, 1}}});
+    return out;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(loading)
@@ -307,6 +341,118 @@ BOOST_AUTO_TEST_CASE(incompatible_candidates_are_never_loaded) {
     model.fit(ppb::views(observations));
     BOOST_TEST(model.predict(observations[3].placement.view()) == observations[3].peak_memory_mb,
                boost::test_tools::tolerance(1e-9));
+}
+
+// What a plugin hands back is checked by the host (ppb::MemoryModel) and never passed on.
+BOOST_AUTO_TEST_CASE(nan_infinite_or_negative_predictions_are_the_plugins_fault) {
+    const std::vector<ppb::StagePlacement> stages = pipeline();
+    std::vector<ppb_placement> views;
+    for (const auto& s : stages)
+        views.push_back(s.view());
+    const std::pair<std::string, std::string> cases[] = {
+        {"returns-nan", "that is not a number (NaN)"},
+        {"returns-infinite", "that is infinite (inf)"},
+        {"returns-negative", "that is negative (-1.5 MB)"}};
+    for (const auto& [name, what] : cases) {
+        BOOST_TEST_CONTEXT(name) {
+            const ppb::MemoryModel model = fitted_fixture(name);
+            BOOST_TEST(model.predict(views[2]) == 1200.0);
+            expect_fault(
+                name, [&] { (void)model.predict(views[3]); },
+                "returned a prediction " + what + " for stage 3 of 8");
+            expect_fault(
+                name, [&] { (void)model.predict_batch(views); },
+                "returned a prediction " + what + " for placement 3");
+            expect_fault(
+                name, [&] { (void)model.predict_std_error(views[0]); },
+                "returned a standard error " + what + " for stage 0 of 8");
+        }
+    }
+    const ppb::MemoryModel nan = fitted_fixture("returns-nan");
+    expect_fault(
+        "returns-nan", [&] { (void)nan.predict_batch(views); },
+        "plugin returns-nan 1.0.0 returned a prediction that is not a number (NaN) for "
+        "placement 3");
+}
+
+BOOST_AUTO_TEST_CASE(a_report_that_is_not_the_documented_json_is_the_plugins_fault) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"truncated", "returned a report that is not valid JSON: line 1, column"},
+        {"repeated-key", "returned a report that is not valid JSON: line 1, column"},
+        {"array", R"(returned a report that is not a JSON object with "parameters" and)"},
+        {"no-diagnostics", R"(returned a report that is not a JSON object with "parameters" and)"}};
+    for (const auto& [mode, part] : cases) {
+        BOOST_TEST_CONTEXT(mode) {
+            const ppb::MemoryModel model =
+                fitted_fixture("bad-report-json", R"({"mode": ")" + mode + R"("})");
+            expect_fault(
+                "bad-report-json", [&] { (void)model.report(); }, part);
+        }
+    }
+    const ppb::MemoryModel repeated =
+        fitted_fixture("bad-report-json", R"({"mode": "repeated-key"})");
+    expect_fault(
+        "bad-report-json", [&] { (void)repeated.report(); }, "duplicate field 'diagnostics'");
+}
+
+BOOST_AUTO_TEST_CASE(coefficients_with_stray_bits_or_non_finite_values_are_the_plugins_fault) {
+    const ppb::MemoryModel stray = fitted_fixture("stray-parameter-bits");
+    expect_fault(
+        "stray-parameter-bits", [&] { (void)stray.parameters(); },
+        "returned linear coefficients with bits 0x400 set in 'identified' that are not "
+        "PPB_PARAM_* bits");
+    const ppb::MemoryModel nan = fitted_fixture("stray-parameter-bits", R"({"mode": "nan"})");
+    expect_fault(
+        "stray-parameter-bits", [&] { (void)nan.parameters(); },
+        "returned the linear coefficient per_layer_mb as nan, not a finite number");
+    // The well-behaved model's coefficients pass.
+    const ppb::MemoryModel good = fitted_fixture("returns-nan");
+    BOOST_TEST(good.parameters()->identified == (PPB_PARAM_CONST | PPB_PARAM_PER_LAYER));
+}
+
+BOOST_AUTO_TEST_CASE(a_status_outside_the_defined_range_is_the_plugins_fault) {
+    const ppb::MemoryModel model = fitted_fixture("bad-status");
+    const ppb::StagePlacement placement{8, 1, {ppb_chunk{{2}, 1}}};
+    const ppb_placement view = placement.view();
+    expect_fault(
+        "bad-status", [&] { (void)model.predict(view); },
+        "returned status 42 from predict, which is not a ppb_status (0 to 6)");
+    expect_fault(
+        "bad-status",
+        [&] {
+            (void)model.predict_batch({&view, 1});
+        },
+        "returned status -1 from predict_batch");
+    expect_fault(
+        "bad-status", [&] { (void)model.predict_std_error(view); },
+        "returned status 7 from predict_std_error");
+    expect_fault(
+        "bad-status", [&] { (void)model.parameters(); }, "returned status 1000 from parameters");
+    BOOST_TEST(!model.report().empty());
+}
+
+BOOST_AUTO_TEST_CASE(null_or_over_long_texts_are_the_plugins_fault) {
+    const std::vector<ppb::Observation> obs = {
+        ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
+    const std::vector<ppb_observation> views = ppb::views(obs);
+    const auto candidate = fixture("ppb-bad-last-error-1.0.0.so");
+
+    ppb::MemoryModel null_texts = ppb::open_model(candidate, R"({"mode": "null"})");
+    expect_fault(
+        "bad-last-error", [&] { null_texts.fit(views); },
+        "failed in fit (invalid input) and its last_error() returned a null pointer");
+    expect_fault(
+        "bad-last-error", [&] { (void)null_texts.report(); },
+        "returned a null pointer for its report");
+
+    ppb::MemoryModel long_texts = ppb::open_model(candidate, R"({"mode": "long"})");
+    expect_fault(
+        "bad-last-error", [&] { long_texts.fit(views); },
+        "failed in fit (invalid input) and its last_error() message is longer than "
+        "65536 bytes");
+    expect_fault(
+        "bad-last-error", [&] { (void)long_texts.report(); },
+        "returned a report longer than 16777216 bytes");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

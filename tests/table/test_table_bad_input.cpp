@@ -228,4 +228,17 @@ BOOST_AUTO_TEST_CASE(options_of_another_model) {
                                                              "constant_memory_mb, comment"});
 }
 
+// The layer file is read by ppb::parse_json, like every reader: a UTF-8 byte-order mark (as some
+// editors write) is skipped; repeated keys are refused (duplicate_keys).
+BOOST_AUTO_TEST_CASE(a_byte_order_mark_is_accepted) {
+    const std::string text = read_text(samples_dir / "llama70b-layers.json");
+    const TableModel plain(text);
+    const TableModel with_bom("\xEF\xBB\xBF" + text);
+    const auto a = plain.parameters();
+    const auto b = with_bom.parameters();
+    BOOST_TEST_REQUIRE((a.has_value() && b.has_value()));
+    BOOST_TEST(a->identified == b->identified);
+    BOOST_TEST(a->per_layer_mb == b->per_layer_mb);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,11 +3,27 @@
 // MemoryModel owns one plugin instance and turns the C statuses of ppb/abi.h back into
 // exceptions. It holds the plugin's table through a shared_ptr that shares ownership with the
 // loaded library (see ppb/loader.hpp), so the library stays mapped while any model lives.
+//
+// It also checks what the plugin hands back and passes nothing on that breaks the contract of
+// ppb/abi.h: a prediction or standard error that is NaN, infinite or negative; coefficients with
+// bits outside the PPB_PARAM_* set or a non-finite value for a set bit; a report that is not a
+// JSON object with "parameters" and "diagnostics" objects; a status outside PPB_OK ..
+// PPB_ERR_INTERNAL; a null or over-long last_error() or report text. Each is the plugin's fault:
+// a ModelError with PPB_ERR_INTERNAL whose message names the plugin and its version, e.g.
+//     plugin nan-model 1.0.0 returned a prediction that is not a number (NaN) for placement 3
 #ifndef PPB_MEMORY_MODEL_HPP
 #define PPB_MEMORY_MODEL_HPP
 
 #include <ppb/abi.h>
+#include <ppb/errors.hpp>
+#include <ppb/json_input.hpp>
+#include <ppb/kinds.hpp>
 
+#include <boost/json/value.hpp>
+
+#include <array>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,6 +72,16 @@ inline const char* status_name(ppb_status status) noexcept {
             return "unknown status";
     }
 }
+
+// Every PPB_PARAM_* bit of ppb_linear_parameters.identified.
+inline constexpr std::uint32_t all_parameter_bits =
+    PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER |
+    (PPB_PARAM_ACTIVATION(PPB_KIND_COUNT) - PPB_PARAM_ACTIVATION(0));
+
+// The longest texts a host reads from a plugin: a last_error() message and a report. A text
+// without its terminating NUL within these is the plugin's fault, never read further.
+inline constexpr std::size_t max_error_message_bytes = std::size_t{64} << 10;
+inline constexpr std::size_t max_report_bytes = std::size_t{16} << 20;
 
 // The options help of a table (API 1.1): nullopt for a plugin built for API 1.0, whose table
 // ends before the field, or one that gives none.
@@ -116,9 +142,7 @@ class MemoryModel {
     [[nodiscard]] std::uint32_t api_minor() const noexcept { return api_->api_minor; }
     // Built for a newer API minor than this host's (ppb/abi.h, Versioning): the host uses the
     // part of the table it knows and ignores the fields appended after it.
-    [[nodiscard]] bool newer_than_host() const noexcept {
-        return ppb::newer_than_host(*api_);
-    }
+    [[nodiscard]] bool newer_than_host() const noexcept { return ppb::newer_than_host(*api_); }
 
     // Text describing the model's options (API 1.1), or nullopt when the plugin is older or
     // gives none.
@@ -133,6 +157,7 @@ class MemoryModel {
     [[nodiscard]] double predict(const ppb_placement& placement) const {
         double out = 0.0;
         check(api_->predict(model_, &placement, &out), "predict");
+        check_value(out, "a prediction", [&] { return describe(placement); });
         return out;
     }
 
@@ -141,6 +166,8 @@ class MemoryModel {
         std::vector<double> out(placements.size());
         check(api_->predict_batch(model_, placements.data(), placements.size(), out.data()),
               "predict_batch");
+        for (std::size_t i = 0; i < out.size(); ++i)
+            check_value(out[i], "a prediction", [&] { return "placement " + std::to_string(i); });
         return out;
     }
 
@@ -159,6 +186,7 @@ class MemoryModel {
         if (status == PPB_ERR_UNSUPPORTED)
             return std::nullopt;
         check(status, "predict_std_error");
+        check_value(out, "a standard error", [&] { return describe(placement); });
         return out;
     }
 
@@ -170,6 +198,7 @@ class MemoryModel {
         if (status == PPB_ERR_UNSUPPORTED)
             return std::nullopt;
         check(status, "parameters");
+        check_parameters(out);
         return out;
     }
 
@@ -178,8 +207,15 @@ class MemoryModel {
         const char* text = nullptr;
         check(api_->report(model_, &text), "report");
         if (text == nullptr)
-            throw ModelError(PPB_ERR_INTERNAL, context("report") + ": no text");
-        return text;
+            fault("returned a null pointer for its report");
+        const std::size_t length = bounded_length(text, max_report_bytes);
+        if (length > max_report_bytes) {
+            fault("returned a report longer than " + std::to_string(max_report_bytes) +
+                  " bytes (or without its terminating NUL)");
+        }
+        std::string report(text, length);
+        check_report(report);
+        return report;
     }
 
   private:
@@ -193,13 +229,112 @@ class MemoryModel {
         return std::string("memory model '") + api_->name + "' " + api_->version + ": " + call;
     }
 
+    // "plugin <name> <version> <what>": a contract broken by the plugin, never the caller.
+    [[noreturn]] void fault(const std::string& what) const {
+        throw ModelError(PPB_ERR_INTERNAL,
+                         std::string("plugin ") + api_->name + " " + api_->version + " " + what);
+    }
+
+    // The length of `text`, or `limit` + 1 when it has no NUL within `limit` bytes. Reads one
+    // byte at a time so as never to look past the terminator.
+    [[nodiscard]] static std::size_t bounded_length(const char* text, std::size_t limit) noexcept {
+        std::size_t n = 0;
+        while (n <= limit && text[n] != '\0')
+            ++n;
+        return n;
+    }
+
+    [[nodiscard]] static std::string number(double value) {
+        std::array<char, 32> buffer{};
+        const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+        return std::string(buffer.data(), result.ptr);
+    }
+
+    [[nodiscard]] static std::string describe(const ppb_placement& placement) {
+        return "stage " + std::to_string(placement.stage) + " of " +
+               std::to_string(placement.num_stages);
+    }
+
+    // A memory in MB from the plugin: finite and not negative. `where` names the placement.
+    template <class Where>
+    void check_value(double value, const char* what, const Where& where) const {
+        if (std::isnan(value))
+            fault(std::string("returned ") + what + " that is not a number (NaN) for " + where());
+        if (std::isinf(value)) {
+            fault(std::string("returned ") + what + " that is infinite (" + number(value) +
+                  ") for " + where());
+        }
+        if (value < 0.0) {
+            fault(std::string("returned ") + what + " that is negative (" + number(value) +
+                  " MB) for " + where());
+        }
+    }
+
+    void check_parameters(const ppb_linear_parameters& p) const {
+        if (const std::uint32_t stray = p.identified & ~all_parameter_bits; stray != 0) {
+            char bits[16] = {};
+            const auto r = std::to_chars(bits, bits + sizeof(bits), stray, 16);
+            fault("returned linear coefficients with bits 0x" + std::string(bits, r.ptr) +
+                  " set in 'identified' that are not PPB_PARAM_* bits");
+        }
+        const auto finite = [&](std::uint32_t bit, double value, const std::string& name) {
+            if ((p.identified & bit) != 0 && !std::isfinite(value)) {
+                fault("returned the linear coefficient " + name + " as " + number(value) +
+                      ", not a finite number");
+            }
+        };
+        finite(PPB_PARAM_CONST, p.const_mb, "const_mb");
+        finite(PPB_PARAM_HEAD, p.head_mb, "head_mb");
+        finite(PPB_PARAM_TAIL, p.tail_mb, "tail_mb");
+        finite(PPB_PARAM_PER_LAYER, p.per_layer_mb, "per_layer_mb");
+        for (std::uint32_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            finite(PPB_PARAM_ACTIVATION(k), p.activation_mb[k],
+                   "activation_mb." + std::string(kind_names[k]));
+        }
+    }
+
+    // {"parameters": {...}, "diagnostics": {...}}, read by ppb::parse_json (no repeated keys,
+    // no numbers out of range).
+    void check_report(const std::string& report) const {
+        boost::json::value document;
+        try {
+            document = parse_json(report, {});
+        } catch (const InputError& e) {
+            fault(std::string("returned a report that is not valid JSON: ") + e.what());
+        }
+        const auto* object = document.if_object();
+        const auto is_object_member = [&](const char* key) {
+            const auto* member = object->if_contains(key);
+            return member != nullptr && member->is_object();
+        };
+        if (object == nullptr || !is_object_member("parameters") ||
+            !is_object_member("diagnostics")) {
+            fault(
+                "returned a report that is not a JSON object with \"parameters\" and "
+                "\"diagnostics\" objects");
+        }
+    }
+
     void check(ppb_status status, const char* call) const {
         if (status == PPB_OK)
             return;
+        if (status < PPB_OK || status > PPB_ERR_INTERNAL) {
+            fault("returned status " + std::to_string(status) + " from " + call +
+                  ", which is not a ppb_status (0 to " + std::to_string(PPB_ERR_INTERNAL) + ")");
+        }
         const char* message = api_->last_error != nullptr ? api_->last_error() : nullptr;
-        throw ModelError(
-            status, context(call) + " failed (" + status_name(status) +
-                        "): " + (message != nullptr && *message != '\0' ? message : "no message"));
+        if (message == nullptr) {
+            fault(std::string("failed in ") + call + " (" + status_name(status) +
+                  ") and its last_error() returned a null pointer");
+        }
+        const std::size_t length = bounded_length(message, max_error_message_bytes);
+        if (length > max_error_message_bytes) {
+            fault(std::string("failed in ") + call + " (" + status_name(status) +
+                  ") and its last_error() message is longer than " +
+                  std::to_string(max_error_message_bytes) + " bytes (or has no terminating NUL)");
+        }
+        throw ModelError(status, context(call) + " failed (" + status_name(status) + "): " +
+                                     (length != 0 ? std::string(message, length) : "no message"));
     }
 
     std::shared_ptr<const ppb_memory_model_api> api_;

@@ -18,10 +18,12 @@ struct StagePlacement {
     std::uint32_t stage = 0;
     std::vector<ppb_chunk> chunks;  // one per virtual pipeline chunk; usually one
 
-    [[nodiscard]] ppb_placement view() const noexcept {
+    // A view points into `chunks`: a temporary's would dangle, so only an lvalue gives one.
+    [[nodiscard]] ppb_placement view() const& noexcept {
         return ppb_placement{num_stages, stage, static_cast<std::uint32_t>(chunks.size()),
                              chunks.data()};
     }
+    ppb_placement view() const&& = delete;
     [[nodiscard]] std::uint64_t total_layers() const noexcept {
         std::uint64_t n = 0;
         for (const auto& c : chunks) {
@@ -38,9 +40,10 @@ struct Observation {
     std::string config;               // the user's label of the dry run, for messages only
     std::uint32_t micro_batches = 0;  // 0 = not given
 
-    [[nodiscard]] ppb_observation view() const noexcept {
+    [[nodiscard]] ppb_observation view() const& noexcept {
         return ppb_observation{placement.view(), peak_memory_mb};
     }
+    ppb_observation view() const&& = delete;
 };
 
 // Boundary views of a set of observations; valid while `observations` is unchanged.
@@ -52,6 +55,8 @@ struct Observation {
         out.push_back(o.view());
     return out;
 }
+// The views would point into a temporary's placements.
+std::vector<ppb_observation> views(const std::vector<Observation>&&) = delete;
 
 }  // namespace ppb
 
