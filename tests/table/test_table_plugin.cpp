@@ -157,7 +157,8 @@ BOOST_AUTO_TEST_CASE(statuses_through_the_c_boundary) {
     const auto with_both = stage(8, 2, {0, 5, 0, 5, 0}, 6);
     check_status([&] { (void)partial.predict(with_both.view()); }, PPB_ERR_NOT_ESTIMABLE,
                  {"the layer file gives no memory_both_comm_select for the BODY entry 'decoder'"});
-    const std::vector<ppb_placement> batch = {stage(8, 2, {0, 10, 0, 0, 0}, 6).view()};
+    const auto no_both_kind = stage(8, 2, {0, 10, 0, 0, 0}, 6);  // owns the chunks batch points at
+    const std::vector<ppb_placement> batch = {no_both_kind.view()};
     BOOST_TEST(partial.predict_batch(batch).size() == 1u);
     const auto p = partial.parameters();
     BOOST_TEST_REQUIRE(p.has_value());
