@@ -32,7 +32,7 @@ const fs::path plugin_dir = PPB_BUILD_PLUGIN_DIR;
 const fs::path samples_dir = PPB_SAMPLES_DIR;
 
 constexpr unsigned thread_count = 8;
-constexpr unsigned rounds = 20;
+constexpr unsigned rounds = 50;
 
 std::string read_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
