@@ -68,7 +68,12 @@ stage_tsan() {
 stage_fuzz() {
     local cxx="${PPB_FUZZ_CXX:-}"
     if [ -z "$cxx" ]; then
-        cxx="$(command -v clang++ || command -v clang++-14 || true)"
+        for candidate in clang++ clang++-14; do
+            if command -v "$candidate" >/dev/null; then
+                cxx="$candidate"
+                break
+            fi
+        done
     fi
     if [ -z "$cxx" ]; then
         echo "run-all: stage fuzz needs clang++ (samples/scripts/install-deps.sh installs it)" >&2
