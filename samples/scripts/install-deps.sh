@@ -5,6 +5,7 @@ packages=(
     build-essential cmake
     libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev libboost-filesystem1.81-dev
     libarmadillo-dev libfmt-dev libyaml-cpp-dev libcli11-dev libbenchmark-dev
+    clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do
