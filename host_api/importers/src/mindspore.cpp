@@ -1,4 +1,6 @@
 // MindSpore / MindFormers dry runs: layout from the training YAML (yaml-cpp), memory from logs.
+#include "yaml_config.hpp"
+
 #include <ppb/importers/mindspore.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
@@ -19,214 +21,24 @@
 namespace ppb::importers {
 namespace {
 
+using detail::boolean_of;
+using detail::Config;
+using detail::count_in;
+using detail::describe;
+using detail::integer_of;
+using detail::Origin;
+using detail::positive_integer;
+using detail::Setting;
+
 constexpr std::string_view used_marker = "Used peak memory usage (without fragments):";
 constexpr std::string_view actual_marker = "Actual peak memory usage (with fragments):";
-
-// Where settings come from: the configuration file, or one command-line flag.
-struct Origin {
-    std::string name;  // the file as the user named it, or the flag ("--offset")
-    bool flag = false;
-};
-
-// One configuration value and where it is, for messages.
-class Setting {
-  public:
-    Setting() = default;
-    Setting(const Origin* origin, YAML::Node node, std::string path)
-        : origin_(origin), node_(std::move(node)), path_(std::move(path)), present_(true) {}
-    Setting(const Setting&) = default;
-    // YAML::Node's assignment writes through to the node it refers to (it edits the document);
-    // a Setting rebinds instead.
-    Setting& operator=(const Setting& other) {
-        origin_ = other.origin_;
-        node_.reset(other.node_);
-        path_ = other.path_;
-        present_ = other.present_;
-        return *this;
-    }
-    ~Setting() = default;
-
-    [[nodiscard]] bool present() const noexcept { return present_; }
-    [[nodiscard]] const YAML::Node& node() const noexcept { return node_; }
-    [[nodiscard]] const std::string& path() const noexcept { return path_; }
-    [[nodiscard]] bool from_flag() const noexcept { return origin_ != nullptr && origin_->flag; }
-
-    // "llama.yaml:14: model.model_config.offset", "--offset", "--offset[2]".
-    [[nodiscard]] std::string where() const {
-        if (origin_ == nullptr || origin_->flag)
-            return path_;
-        const YAML::Mark mark = node_.Mark();
-        if (mark.is_null() || mark.line < 0)
-            return fmt::format("{}: {}", origin_->name, path_);
-        return fmt::format("{}:{}: {}", origin_->name, mark.line + 1, path_);
-    }
-
-    [[nodiscard]] Setting element(std::size_t index) const {
-        return Setting(origin_, node_[index], fmt::format("{}[{}]", path_, index));
-    }
-    [[nodiscard]] Setting member(const YAML::Node& value, std::string_view key) const {
-        return Setting(origin_, value, fmt::format("{}.{}", path_, key));
-    }
-
-    [[noreturn]] void fail(std::string_view problem) const {
-        const std::string message = fmt::format("{}: {}", where(), problem);
-        if (from_flag())
-            throw FlagError(message);
-        throw InputError(message);
-    }
-
-  private:
-    const Origin* origin_ = nullptr;
-    YAML::Node node_;
-    std::string path_;
-    bool present_ = false;
-};
-
-// A short description of a YAML value for messages.
-std::string describe(const YAML::Node& node) {
-    switch (node.Type()) {
-        case YAML::NodeType::Null:
-            return "nothing";
-        case YAML::NodeType::Scalar:
-            return quote_excerpt(node.Scalar(), 40);
-        case YAML::NodeType::Sequence:
-            return "a list";
-        case YAML::NodeType::Map:
-            return "a mapping";
-        default:
-            return "an undefined value";
-    }
-}
-
-// A plain (unquoted) scalar: quoted text is a string in YAML, as MindFormers' parser reads it.
-bool plain_scalar(const YAML::Node& node) {
-    return node.IsScalar() && node.Tag() != "!";
-}
-
-std::optional<std::int64_t> integer_of(const YAML::Node& node) {
-    if (!plain_scalar(node))
-        return std::nullopt;
-    std::string_view text = node.Scalar();
-    if (text.starts_with('+'))
-        text.remove_prefix(1);
-    std::int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-        return std::nullopt;
-    return value;
-}
-
-// YAML 1.1 booleans, as PyYAML (and so MindFormers) reads them.
-std::optional<bool> boolean_of(const YAML::Node& node) {
-    if (!plain_scalar(node))
-        return std::nullopt;
-    const std::string& text = node.Scalar();
-    for (const char* word : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
-        if (text == word)
-            return true;
-    }
-    for (const char* word : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
-        if (text == word)
-            return false;
-    }
-    return std::nullopt;
-}
-
-std::uint32_t positive_integer(const Setting& setting) {
-    const auto value = integer_of(setting.node());
-    if (!value || *value < 1 || *value > std::numeric_limits<std::uint32_t>::max())
-        setting.fail(fmt::format("expected a positive integer, got {}", describe(setting.node())));
-    return static_cast<std::uint32_t>(*value);
-}
-
-// A positive integer within its documented range (ppb/limits.hpp).
-std::uint32_t count_in(const Setting& setting, const limits::CountRange& range) {
-    const auto value = integer_of(setting.node());
-    if (!value)
-        setting.fail(fmt::format("expected a positive integer, got {}", describe(setting.node())));
-    if (*value < range.min || *value > range.max)
-        setting.fail(limits::out_of_range(std::to_string(*value), range));
-    return static_cast<std::uint32_t>(*value);
-}
-
-// The member `key` of a mapping (the last one, as PyYAML keeps it), or nothing.
-std::optional<YAML::Node> find_member(const YAML::Node& map, std::string_view key) {
-    std::optional<YAML::Node> found;
-    for (const auto& member : map) {
-        if (member.first.IsScalar() && member.first.Scalar() == key)
-            found = member.second;
-    }
-    return found;
-}
-
-class Config {
-  public:
-    explicit Config(const std::filesystem::path& path) : origin_{source_name(path), false} {
-        const std::string text = read_text_file(path);
-        const std::size_t bad = invalid_utf8_at(text);
-        if (bad != std::string::npos) {
-            const std::size_t line_start = text.rfind('\n', bad) + 1;  // npos + 1 == 0
-            const auto line = 1 + std::count(text.begin(), text.begin() + line_start, '\n');
-            const std::size_t line_end = text.find('\n', bad);
-            throw InputError(fmt::format(
-                "{}:{}: not UTF-8 text (byte 0x{:02X} at byte {} of the line: {}); a YAML file "
-                "must be UTF-8",
-                origin_.name, line, static_cast<unsigned char>(text[bad]), bad - line_start + 1,
-                quote_excerpt(std::string_view(text).substr(line_start, line_end - line_start))));
-        }
-        try {
-            root_.reset(YAML::Load(text));
-        } catch (const YAML::DeepRecursion& e) {
-            // yaml-cpp's own message for this is "bad file".
-            throw InputError(fmt::format("{}:{}: not valid YAML: nesting deeper than {} levels",
-                                         origin_.name, e.mark.line + 1, e.depth()));
-        } catch (const YAML::ParserException& e) {
-            throw InputError(fmt::format("{}:{}:{}: not valid YAML: {}", origin_.name,
-                                         e.mark.line + 1, e.mark.column + 1, e.msg));
-        } catch (const YAML::Exception& e) {
-            throw InputError(fmt::format("{}: not valid YAML: {}", origin_.name, e.what()));
-        }
-        if (!root_.IsMap() && !root_.IsNull()) {
-            throw InputError(fmt::format(
-                "{}: expected a MindFormers training configuration (a YAML mapping), got {}",
-                origin_.name, describe(root_)));
-        }
-    }
-
-    [[nodiscard]] const std::string& name() const noexcept { return origin_.name; }
-
-    // The value at `keys` (parallel_config, data_parallel), or an absent setting.
-    [[nodiscard]] Setting lookup(std::initializer_list<std::string_view> keys) const {
-        if (root_.IsNull())
-            return {};
-        Setting at(&origin_, root_, "");
-        for (const std::string_view key : keys) {
-            if (at.node().IsNull())
-                return {};  // "recompute_config:" with nothing under it
-            if (!at.node().IsMap()) {
-                at.fail(fmt::format("expected a mapping (holding '{}'), got {}", key,
-                                    describe(at.node())));
-            }
-            const auto member = find_member(at.node(), key);
-            if (!member)
-                return {};
-            at = at.path().empty() ? Setting(&origin_, *member, std::string(key))
-                                   : at.member(*member, key);
-        }
-        return at;
-    }
-
-  private:
-    Origin origin_;
-    YAML::Node root_;
-};
 
 // The settings of a layout: the flag when given, else the configuration's value, else absent.
 class Settings {
   public:
     explicit Settings(const std::optional<std::filesystem::path>& config) {
         if (config)
-            config_.emplace(*config);
+            config_.emplace(*config, "a MindFormers training configuration");
     }
 
     [[nodiscard]] const std::optional<Config>& config() const noexcept { return config_; }

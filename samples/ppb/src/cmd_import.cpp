@@ -8,6 +8,7 @@
 #include <ppb/importers/dryrun_builder.hpp>
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/mindspore.hpp>
+#include <ppb/importers/sapp.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
 
@@ -43,6 +44,11 @@ struct MindSporeArgs {
     imp::MindSporeFlags flags;
 };
 
+struct SappArgs {
+    CommonArgs common;
+    std::string init;
+};
+
 struct MegatronArgs {
     CommonArgs common;
     imp::MegatronFlags flags;
@@ -65,18 +71,8 @@ CLI::Validator non_empty() {
         "non-empty");
 }
 
-// Declares what every format shares: LOG..., --memory (one of `memories`, the first the
-// default), the output options, --rank and --duplicate-tolerance.
-void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::string>& memories,
-                        const std::string& memory_help, const std::string& rank_help) {
-    args.memory = memories.front();
-    app.add_option("LOG", args.logs, "a log file, or a directory searched for *.log, *.txt, *.out")
-        ->required();
-    app.add_option("--memory", args.memory, memory_help)
-        ->group("Memory")
-        ->type_name("FIGURE")
-        ->capture_default_str()
-        ->check(CLI::IsMember(memories));
+// Declares where the result goes: -o, --label, --append and --duplicate-tolerance.
+void add_output_options(CLI::App& app, CommonArgs& args) {
     const std::string output_group = "Output";
     auto* output = app.add_option("-o,--output", args.output,
                                   "write FILE instead of stdout (a file is replaced atomically;\n"
@@ -96,12 +92,27 @@ void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::
         ->excludes(output)
         ->needs(label)
         ->check(existing_dryrun_file());
-    app.add_option("--rank", args.ranks, rank_help)
-        ->group(output_group)
-        ->type_name("FILE=ID")
-        ->allow_extra_args(false);
     add_duplicate_tolerance_option(app, args.read);
     app.get_option("--duplicate-tolerance")->group(output_group);
+}
+
+// Declares what every log format shares: LOG..., --memory (one of `memories`, the first the
+// default), the output options, --rank and --duplicate-tolerance.
+void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::string>& memories,
+                        const std::string& memory_help, const std::string& rank_help) {
+    args.memory = memories.front();
+    app.add_option("LOG", args.logs, "a log file, or a directory searched for *.log, *.txt, *.out")
+        ->required();
+    app.add_option("--memory", args.memory, memory_help)
+        ->group("Memory")
+        ->type_name("FIGURE")
+        ->capture_default_str()
+        ->check(CLI::IsMember(memories));
+    add_output_options(app, args);
+    app.add_option("--rank", args.ranks, rank_help)
+        ->group("Output")
+        ->type_name("FILE=ID")
+        ->allow_extra_args(false);
 }
 
 std::string layout_summary(const imp::PipelineLayout& layout) {
@@ -125,6 +136,38 @@ void print_messages(const imp::Messages& messages) {
     }
 }
 
+// Builds the document of `runs` (the first a new document or appended to --append FILE, the
+// others appended to it), checks it, writes it where the user asked; returns where it went.
+std::string write_runs(const CommonArgs& destination, const std::vector<imp::ImportedDryRun>& runs,
+                       imp::Messages& messages) {
+    std::string text;
+    std::string where = "stdout";
+    std::string source = "<import>";
+    bool have_document = false;
+    if (!destination.append.empty()) {
+        have_document = true;
+        const std::filesystem::path file(destination.append);
+        text = read_text_file(file);
+        source = source_name(file);
+        where = fmt::format("{} (appended)", destination.append);
+    }
+    for (const imp::ImportedDryRun& run : runs) {
+        text = have_document
+                   ? imp::appended_dryrun_text(text, source, run, destination.read, messages)
+                   : imp::new_dryrun_text(run, destination.read);
+        have_document = true;
+    }
+    if (!destination.append.empty()) {
+        write_output_file(destination.append, text);
+    } else if (!destination.output.empty() && destination.output != "-") {
+        write_output_file(destination.output, text);
+        where = destination.output;
+    } else {
+        write_stdout(text);
+    }
+    return where;
+}
+
 // Builds the document, checks it, writes it where the user asked, and tells what was done.
 int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
            std::vector<imp::StageObservation> observations, std::string comment,
@@ -136,23 +179,7 @@ int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
     run.comment = std::move(comment);
     run.observations = std::move(observations);
 
-    std::string text;
-    std::string where = "stdout";
-    if (!destination.append.empty()) {
-        const std::filesystem::path file(destination.append);
-        text = imp::appended_dryrun_text(read_text_file(file), source_name(file), run,
-                                         destination.read, messages);
-        write_output_file(file, text);
-        where = fmt::format("{} (appended)", destination.append);
-    } else {
-        text = imp::new_dryrun_text(run, destination.read);
-        if (!destination.output.empty() && destination.output != "-") {
-            write_output_file(destination.output, text);
-            where = destination.output;
-        } else {
-            write_stdout(text);
-        }
-    }
+    const std::string where = write_runs(destination, {run}, messages);
     std::vector<std::uint32_t> stages;
     for (const auto& o : run.observations)
         stages.push_back(o.stage);
@@ -204,6 +231,54 @@ int import_megatron(const MegatronArgs& args) {
         fmt::format("imported by 'ppb import megatron' from {} log file{}; memory: {}", logs.size(),
                     logs.size() == 1 ? "" : "s", imp::megatron_memory_field(memory));
     return finish(args.common, layout, std::move(observations), comment, logs.size(), messages);
+}
+
+int import_sapp(const SappArgs& args) {
+    imp::Messages messages;
+    const imp::SappDryRuns runs = imp::read_sapp_init(args.init, messages);
+    const std::size_t rounds = runs.rounds.size();
+    std::vector<imp::ImportedDryRun> documents;
+    std::string summary;
+    for (std::size_t r = 0; r < rounds; ++r) {
+        imp::ImportedDryRun run;
+        run.num_stages = runs.num_stages;
+        run.label =
+            rounds == 1 ? args.common.label : fmt::format("{}-{}", args.common.label, r + 1);
+        run.comment = fmt::format(
+            "imported by 'ppb import sapp' from {} (a SAPP -init "
+            "description{})",
+            args.init, rounds == 1 ? std::string() : fmt::format(", {} dry runs", rounds));
+        run.observations = runs.rounds[r].observations;
+        std::string stages;
+        for (std::size_t s = 0; s < runs.rounds[r].stages.size(); ++s) {
+            stages += fmt::format("{}stage {}: {}", stages.empty() ? "" : "; ", s,
+                                  imp::describe_layers(runs.rounds[r].stages[s]));
+        }
+        std::vector<std::uint32_t> measured;
+        for (const auto& o : run.observations)
+            measured.push_back(o.stage);
+        messages.insert(
+            messages.begin() + static_cast<std::ptrdiff_t>(r),
+            {imp::Message::Level::note,
+             fmt::format("dry run {} of {} (config '{}'): {} stages, {}; memory of "
+                         "stage{} {}",
+                         r + 1, rounds, run.label, runs.num_stages, stages,
+                         measured.size() == 1 ? "" : "s", imp::describe_numbers(measured))});
+        summary += fmt::format("{}{} ('{}')", summary.empty() ? "" : ", ", run.observations.size(),
+                               run.label);
+        documents.push_back(std::move(run));
+    }
+    add_note(messages,
+             "SAPP gives no micro-batch count: each stage's in-flight count is taken "
+             "as pipeline_num - stage");
+    const std::string where = write_runs(args.common, documents, messages);
+    print_messages(messages);
+    std::size_t total = 0;
+    for (const auto& d : documents)
+        total += d.observations.size();
+    fmt::print(stderr, "ppb: imported {} observation{} of {} dry run{} ({}) from {} to {}\n", total,
+               total == 1 ? "" : "s", rounds, rounds == 1 ? "" : "s", summary, args.init, where);
+    return 0;
 }
 
 // Importer complaints about flags are usage errors.
@@ -349,28 +424,63 @@ void add_megatron(CLI::App& import, Commands& commands) {
     commands.push_back({mg, runner(import_megatron, args), {}});
 }
 
+void add_sapp(CLI::App& import, Commands& commands) {
+    auto args = std::make_shared<SappArgs>();
+    CLI::App* sapp = add_command(
+        import, "sapp", "the dry runs of a SAPP -init description",
+        "Reads the YAML that the public SAPP pipeline balancer (MindFormers\n"
+        "toolkit/pipeline_balance) takes with -init, and writes one ppb.dryrun/1 observation per\n"
+        "stage whose peak memory it gives:\n"
+        "  pipeline_config:  pipeline_num P, num_layer L, offset\n"
+        "  recompute_config: recompute, select_recompute, select_comm_recompute\n"
+        "  memory_usage:     head_memory (stage 0), tail_memory (stage P-1),\n"
+        "                    body_memories: stage_id and memories (other stages)\n"
+        "time_config is not read. Stage s holds L // P + offset[s] body layers (the stages must\n"
+        "sum to L). Recompute settings give per stage the layers recomputed that way (true:\n"
+        "all, false or 0: none); kinds as SAPP reads them: full = recompute; both =\n"
+        "min(select, comm) - full (at least 0); select and comm the rest of their counts; none\n"
+        "the remaining layers. Memories are whole stages' peaks in MB."
+        "\n\n"
+        "Several dry runs are lists of such lists, one per dry run; they become configs\n"
+        "NAME-1, NAME-2, ... (NAME is --label). A single head_memory / tail_memory then belongs\n"
+        "to the last dry run, as SAPP reads it; a list gives one per dry run.\n\n"
+        "Exit status: 0 imported, 2 invalid input or usage (the message names the file, line\n"
+        "and key), 1 other errors.");
+    sapp->add_option("INIT", args->init, "SAPP's -init YAML")
+        ->required()
+        ->type_name("INIT.yaml")
+        ->check(CLI::ExistingFile);
+    add_output_options(*sapp, args->common);
+    commands.push_back({sapp, runner(import_sapp, args), {}});
+}
+
 }  // namespace
 
 void add_import_command(CLI::App& app, Commands& commands) {
     CLI::App* import = add_command(
-        app, "import", "build a dry-run file from MindSpore or Megatron logs and configs",
+        app, "import",
+        "build a dry-run file from MindSpore or Megatron logs and configs,\n"
+        "or from SAPP's dry-run description",
         "Builds a dry-run file (ppb.dryrun/1) from the logs of a dry run and the configuration\n"
         "that produced it: one observation per pipeline stage, with the stage's body layers per\n"
         "recompute kind and its peak memory, ready for 'ppb fit' and 'ppb partition'. The file\n"
         "goes to stdout, to -o FILE, or is appended to an existing dry-run file with\n"
         "--append FILE --label NAME."
         "\n\n"
-        "Run 'ppb import mindspore --help' or 'ppb import megatron --help' for each format's\n"
-        "options.");
+        "'ppb import sapp INIT.yaml' reads the dry runs that the public SAPP pipeline balancer's\n"
+        "-init YAML describes.\n\n"
+        "Run 'ppb import mindspore --help', 'ppb import megatron --help' or 'ppb import sapp\n"
+        "--help' for each format's options.");
     commands.push_back({import,
                         []() -> int {
                             throw UsageError(
-                                "missing the log format: 'ppb import mindspore ...' or 'ppb "
-                                "import megatron ...'");
+                                "missing the log format: 'ppb import mindspore ...', 'ppb "
+                                "import megatron ...' or 'ppb import sapp ...'");
                         },
                         "log format"});
     add_mindspore(*import, commands);
     add_megatron(*import, commands);
+    add_sapp(*import, commands);
 }
 
 }  // namespace ppb::cli
