@@ -67,6 +67,11 @@ class Settings {
         return config_ ? config_->lookup(keys) : Setting{};
     }
 
+    // The value at `keys` in the configuration file, or an absent setting.
+    [[nodiscard]] Setting file(std::initializer_list<std::string_view> keys) const {
+        return config_ ? config_->lookup(keys) : Setting{};
+    }
+
   private:
     std::optional<Config> config_;
     std::vector<std::unique_ptr<Origin>> flag_origins_;
@@ -210,6 +215,31 @@ std::vector<std::uint32_t> recompute_counts(const Setting& setting,
     return counts;
 }
 
+bool given(const Setting& setting) {
+    return setting.present() && !setting.node().IsNull();
+}
+
+[[noreturn]] void layouts_disagree(const Setting& classic, std::string_view classic_value,
+                                   const Setting& newer, std::string_view newer_value) {
+    throw InputError(fmt::format(
+        "{} is {}, but {} is {}: the classic and the newer MindFormers layout disagree; give "
+        "one of them, or make them agree",
+        classic.where(), classic_value, newer.where(), newer_value));
+}
+
+// A count that the classic layout (or its flag) and the newer layout both may give: whichever is
+// given, and when both are, they must agree.
+Setting agreed_count(const Setting& classic, const Setting& newer,
+                     const limits::CountRange& range) {
+    if (!given(classic) || classic.from_flag() || !given(newer))
+        return given(classic) || !given(newer) ? classic : newer;
+    const std::uint32_t a = count_in(classic, range);
+    const std::uint32_t b = count_in(newer, range);
+    if (a != b)
+        layouts_disagree(classic, std::to_string(a), newer, std::to_string(b));
+    return classic;
+}
+
 std::string source_of(const Setting& setting) {
     return setting.from_flag() ? setting.path() : setting.where();
 }
@@ -255,48 +285,128 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     Settings settings(config);
 
     PipelineLayout layout;
-    const Setting pipeline = settings.get(flags.pipeline_stage, "--pipeline-stage",
-                                          {"parallel_config", "pipeline_stage"});
-    if (!pipeline.present())
-        missing_setting(settings.config(), "parallel_config.pipeline_stage", "--pipeline-stage P");
+    // MindFormers' newer layout (LLMTrainer) keeps the parallel settings here.
+    const Setting distributed = settings.file({"distribute_parallel_config"});
+    const bool newer_layout = given(distributed);
+    const auto newer = [&](std::initializer_list<std::string_view> keys) {
+        if (!newer_layout)
+            return Setting{};
+        Setting at = distributed;
+        for (const std::string_view key : keys) {
+            if (!given(at))
+                return Setting{};
+            if (!at.node().IsMap()) {
+                at.fail(fmt::format("expected a mapping (holding '{}'), got {}", key,
+                                    describe(at.node())));
+            }
+            const auto member = detail::find_member(at.node(), key);
+            if (!member)
+                return Setting{};
+            at = at.member(*member, key);
+        }
+        return at;
+    };
+
+    const Setting pipeline = agreed_count(settings.get(flags.pipeline_stage, "--pipeline-stage",
+                                                       {"parallel_config", "pipeline_stage"}),
+                                          newer({"pipeline_model_parallel_size"}), limits::stages);
+    if (!given(pipeline)) {
+        missing_setting(settings.config(),
+                        "parallel_config.pipeline_stage (or "
+                        "distribute_parallel_config.pipeline_model_parallel_size)",
+                        "--pipeline-stage P");
+    }
     layout.num_stages = count_in(pipeline, limits::stages);
 
-    const Setting interleave =
-        settings.get(std::nullopt, "", {"model", "model_config", "pp_interleave_num"});
-    if (interleave.present() && !interleave.node().IsNull() && positive_integer(interleave) > 1) {
-        interleaving_refused(
-            interleave, fmt::format("{} pipeline chunks per stage", interleave.node().Scalar()));
+    for (const Setting& interleave :
+         {settings.file({"model", "model_config", "pp_interleave_num"}),
+          settings.file({"model_config", "pp_interleave_num"}),
+          newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"})}) {
+        if (given(interleave) && positive_integer(interleave) > 1) {
+            const std::string_view path = interleave.path();
+            interleave.fail(fmt::format(
+                "interleaved ({} {}) dry runs are not supported yet: ppb.dryrun/1 has one chunk "
+                "per stage",
+                path.substr(path.rfind('.') + 1), interleave.node().Scalar()));
+        }
     }
 
     std::uint64_t ranks = 1;
-    const std::pair<const std::optional<std::string>*,
-                    std::pair<std::string_view, std::string_view>>
-        parallel[] = {{&flags.data_parallel, {"--data-parallel", "data_parallel"}},
-                      {&flags.model_parallel, {"--model-parallel", "model_parallel"}},
-                      {&flags.context_parallel, {"--context-parallel", "context_parallel"}}};
-    for (const auto& [flag_value, names] : parallel) {
-        const Setting setting =
-            settings.get(*flag_value, names.first, {"parallel_config", names.second});
-        if (!setting.present() || setting.node().IsNull()) {
-            if (names.second != "context_parallel") {
-                layout.ranks_explained += fmt::format(
-                    "{}{} 1 (default)", layout.ranks_explained.empty() ? "" : " x ", names.second);
+    struct Dimension {
+        const std::optional<std::string>* flag_value;
+        std::string_view flag;
+        std::string_view classic;
+        std::string_view newer;
+    };
+    const Dimension dimensions[] = {
+        {&flags.data_parallel, "--data-parallel", "data_parallel", "data_parallel_size"},
+        {&flags.model_parallel, "--model-parallel", "model_parallel", "tensor_model_parallel_size"},
+        {&flags.context_parallel, "--context-parallel", "context_parallel",
+         "context_parallel_size"}};
+    std::optional<std::uint32_t> data_parallel;
+    for (const Dimension& d : dimensions) {
+        const Setting classic = settings.get(*d.flag_value, d.flag, {"parallel_config", d.classic});
+        const Setting from_newer = newer({d.newer});
+        const Setting setting = agreed_count(
+            classic, from_newer, {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
+        if (!given(setting)) {
+            if (d.classic == "data_parallel" && newer_layout) {
+                const Setting& at = from_newer.present() ? from_newer : distributed;
+                at.fail(fmt::format(
+                    "{}data_parallel_size is not given: MindFormers then uses the devices that "
+                    "tensor, pipeline and context parallelism leave, which the configuration "
+                    "does not tell; give --data-parallel N",
+                    from_newer.present() ? "" : "no "));
             }
+            if (d.classic != "context_parallel") {
+                layout.ranks_explained += fmt::format(
+                    "{}{} 1 (default)", layout.ranks_explained.empty() ? "" : " x ", d.classic);
+            }
+            if (d.classic == "data_parallel")
+                data_parallel = 1;
             continue;
         }
         const std::uint32_t value = positive_integer(setting);
+        if (d.classic == "data_parallel")
+            data_parallel = value;
         ranks *= value;
         if (ranks > std::numeric_limits<std::uint32_t>::max())
             setting.fail("too many ranks per stage");
-        layout.ranks_explained += fmt::format(
-            "{}{} {}", layout.ranks_explained.empty() ? "" : " x ", names.second, value);
+        layout.ranks_explained +=
+            fmt::format("{}{} {}", layout.ranks_explained.empty() ? "" : " x ", d.classic, value);
     }
     layout.ranks_per_stage = static_cast<std::uint32_t>(ranks);
 
-    const Setting micro = settings.get(flags.micro_batch_num, "--micro-batch-num",
-                                       {"parallel_config", "micro_batch_num"});
-    if (micro.present() && !micro.node().IsNull()) {
+    const Setting micro = agreed_count(settings.get(flags.micro_batch_num, "--micro-batch-num",
+                                                    {"parallel_config", "micro_batch_num"}),
+                                       newer({"micro_batch_num"}), limits::micro_batches);
+    const Setting global_batch = settings.file({"training_args", "global_batch_size"});
+    if (given(micro)) {
         layout.micro_batches = count_in(micro, limits::micro_batches);
+    } else if (newer_layout && given(global_batch)) {
+        // The newer layout derives it: global_batch_size // (data_parallel_size x
+        // micro_batch_size x micro_batch_interleave_num).
+        const Setting micro_size = settings.file({"training_args", "micro_batch_size"});
+        const Setting interleave_num = newer({"micro_batch_interleave_num"});
+        const std::uint64_t gbs = positive_integer(global_batch);
+        const std::uint64_t mbs = given(micro_size) ? positive_integer(micro_size) : 1;
+        const std::uint64_t mbi = given(interleave_num) ? positive_integer(interleave_num) : 1;
+        const std::uint64_t per_micro_batch = *data_parallel * mbs * mbi;
+        if (gbs % per_micro_batch != 0) {
+            global_batch.fail(
+                fmt::format("{} is not a multiple of data_parallel_size {} x micro_batch_size {} x "
+                            "micro_batch_interleave_num {} = {}, as MindFormers requires",
+                            gbs, *data_parallel, mbs, mbi, per_micro_batch));
+        }
+        const std::uint64_t m = gbs / per_micro_batch;
+        if (!limits::micro_batches.contains(m))
+            global_batch.fail(limits::out_of_range(std::to_string(m), limits::micro_batches));
+        layout.micro_batches = static_cast<std::uint32_t>(m);
+        add_note(messages,
+                 fmt::format("micro-batches: {} = global_batch_size {} // (data_parallel_size {} "
+                             "x micro_batch_size {} x micro_batch_interleave_num {}), as "
+                             "MindFormers derives it ({})",
+                             m, gbs, *data_parallel, mbs, mbi, global_batch.where()));
     } else {
         add_note(messages,
                  "no micro_batch_num (parallel_config.micro_batch_num or --micro-batch-num): the "
@@ -304,18 +414,31 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
                  "taken as pipeline_stage - stage");
     }
 
-    const Setting num_layers_setting =
-        settings.get(flags.num_layers, "--num-layers", {"model", "model_config", "num_layers"});
+    const Setting num_layers_setting = agreed_count(
+        settings.get(flags.num_layers, "--num-layers", {"model", "model_config", "num_layers"}),
+        settings.file({"model_config", "num_layers"}), limits::layers);
     if (!num_layers_setting.present())
         missing_setting(settings.config(), "model.model_config.num_layers", "--num-layers L");
     const std::uint32_t num_layers = count_in(num_layers_setting, limits::layers);
 
     const std::string stages_from =
         fmt::format("pipeline_stage {} from {}", layout.num_stages, source_of(pipeline));
-    const Setting offset_setting =
+    Setting offset_setting =
         settings.get(flags.offset, "--offset", {"model", "model_config", "offset"});
-    const std::vector<std::int64_t> offsets =
+    if (!given(offset_setting) && !offset_setting.from_flag())
+        offset_setting = settings.file({"model_config", "offset"});
+    std::vector<std::int64_t> offsets =
         stage_offsets(offset_setting, layout.num_stages, stages_from);
+    if (const Setting stage_offset = newer({"pipeline_parallel_config", "pipeline_stage_offset"});
+        given(stage_offset) && !offset_setting.from_flag()) {
+        const auto newer_offsets = stage_offsets(stage_offset, layout.num_stages, stages_from);
+        if (given(offset_setting) && newer_offsets != offsets) {
+            layouts_disagree(offset_setting, fmt::format("[{}]", fmt::join(offsets, ", ")),
+                             stage_offset, fmt::format("[{}]", fmt::join(newer_offsets, ", ")));
+        }
+        offsets = newer_offsets;
+        offset_setting = stage_offset;
+    }
     const std::int64_t base = num_layers / layout.num_stages;
     std::vector<std::uint32_t> layers;
     std::int64_t sum = 0;
