@@ -318,6 +318,110 @@ BOOST_AUTO_TEST_CASE(files_that_are_not_mindformers_configurations) {
                      "missing.yaml: cannot read");
 }
 
+// MindFormers' newer layout (LLMTrainer): distribute_parallel_config, top-level model_config,
+// micro-batches derived from training_args.
+const std::string newer_layout =
+    "distribute_parallel_config:\n"
+    "  data_parallel_size: 2\n"
+    "  tensor_model_parallel_size: 4\n"
+    "  pipeline_model_parallel_size: 4\n"
+    "  context_parallel_size: 1\n"
+    "  pipeline_parallel_config:\n"
+    "    pipeline_interleave: False\n"
+    "    pipeline_scheduler: \"1f1b\"\n"
+    "    virtual_pipeline_model_parallel_size: 1\n"
+    "    pipeline_stage_offset: [-1, 0, 0, 1]\n"
+    "  micro_batch_interleave_num: 1\n"
+    "training_args:\n"
+    "  micro_batch_size: 1\n"
+    "  global_batch_size: 32\n"
+    "model_config:\n"
+    "  num_layers: 40\n"
+    "recompute_config:\n"
+    "  recompute: [3, 1, 0, 0]\n"
+    "  select_recompute: True\n";
+
+BOOST_AUTO_TEST_CASE(newer_distribute_parallel_config_layout) {
+    const PipelineLayout l = layout_text(newer_layout);
+    BOOST_TEST(l.num_stages == 4u);
+    BOOST_TEST(l.ranks_per_stage == 8u);
+    BOOST_TEST(l.ranks_explained == "data_parallel 2 x model_parallel 4 x context_parallel 1");
+    // global_batch_size 32 // (data_parallel_size 2 x micro_batch_size 1 x interleave 1)
+    BOOST_TEST(l.micro_batches.value_or(0) == 16u);
+    BOOST_TEST_REQUIRE(l.stages.size() == 4u);
+    // Layers 9, 10, 10, 11 (40 // 4 + offset); full on the first 3 / 1, select on the rest.
+    BOOST_TEST(l.stages[0] == kinds(0, 6, 0, 0, 3));
+    BOOST_TEST(l.stages[1] == kinds(0, 9, 0, 0, 1));
+    BOOST_TEST(l.stages[2] == kinds(0, 10, 0, 0, 0));
+    BOOST_TEST(l.stages[3] == kinds(0, 11, 0, 0, 0));
+
+    // The same layout written both ways, agreeing: read as one.
+    const std::string both = newer_layout +
+                             "parallel_config:\n  data_parallel: 2\n  model_parallel: 4\n"
+                             "  pipeline_stage: 4\n  micro_batch_num: 16\n";
+    BOOST_TEST(layout_text(both).stages[3] == kinds(0, 11, 0, 0, 0));
+
+    // An explicit micro_batch_num wins over the derivation.
+    std::string text = newer_layout;
+    text.replace(text.find("  micro_batch_interleave_num"), 0, "  micro_batch_num: 8\n");
+    BOOST_TEST(layout_text(text).micro_batches.value_or(0) == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(newer_layout_interleaved_runs_are_refused) {
+    std::string text = newer_layout;
+    const std::string one = "virtual_pipeline_model_parallel_size: 1";
+    text.replace(text.find(one), one.size(), "virtual_pipeline_model_parallel_size: 2");
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(text),
+                     at_line(cfg(), text, "virtual_pipeline_model_parallel_size") +
+                         "distribute_parallel_config.pipeline_parallel_config."
+                         "virtual_pipeline_model_parallel_size: interleaved "
+                         "(virtual_pipeline_model_parallel_size 2) dry runs are not supported yet");
+}
+
+BOOST_AUTO_TEST_CASE(newer_and_classic_layouts_that_disagree) {
+    const std::string pp2 = newer_layout + "parallel_config:\n  pipeline_stage: 2\n";
+    PPB_CHECK_THROWS(
+        ppb::InputError, layout_text(pp2),
+        at_line(cfg(), pp2, "pipeline_stage: 2") + "parallel_config.pipeline_stage is 2",
+        at_line(cfg(), pp2, "pipeline_model_parallel_size") +
+            "distribute_parallel_config.pipeline_model_parallel_size is 4",
+        "disagree");
+    const std::string offsets =
+        newer_layout + "model:\n  model_config:\n    offset: [0, 0, 0, 0]\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(offsets),
+                     "model.model_config.offset is [0, 0, 0, 0]",
+                     "distribute_parallel_config.pipeline_parallel_config.pipeline_stage_offset "
+                     "is [-1, 0, 0, 1]");
+    const std::string layers = newer_layout + "model:\n  model_config:\n    num_layers: 32\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(layers), "model.model_config.num_layers is 32",
+                     "model_config.num_layers is 40");
+    const std::string tp = newer_layout + "parallel_config:\n  model_parallel: 2\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(tp), "parallel_config.model_parallel is 2",
+                     "distribute_parallel_config.tensor_model_parallel_size is 4");
+    // A flag wins over both, as over the classic layout.
+    MindSporeFlags flags;
+    flags.pipeline_stage = "4";
+    flags.offset = "[-2, 1, 1, 0]";
+    BOOST_TEST(layout_text(offsets, flags).stages[0] == kinds(0, 5, 0, 0, 3));
+}
+
+BOOST_AUTO_TEST_CASE(newer_layout_without_data_parallel_size) {
+    std::string text = newer_layout;
+    text.replace(text.find("data_parallel_size: 2"), 21, "data_parallel_size: null");
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(text), "data_parallel_size is not given",
+                     "--data-parallel N");
+    MindSporeFlags flags;
+    flags.data_parallel = "4";
+    const PipelineLayout l = layout_text(text, flags);
+    BOOST_TEST(l.ranks_per_stage == 16u);
+    BOOST_TEST(l.micro_batches.value_or(0) == 8u);  // 32 // (4 x 1 x 1)
+    text = newer_layout;
+    text.replace(text.find("global_batch_size: 32"), 21, "global_batch_size: 33");
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(text),
+                     at_line(cfg(), text, "global_batch_size") +
+                         "training_args.global_batch_size: 33 is not a multiple of");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(mindspore_logs, Fixture)
