@@ -21,6 +21,7 @@ namespace {
 const std::string samples = PPB_IMPORT_SAMPLES_DIR;
 const std::string ms = samples + "/mindspore";
 const std::string mg = samples + "/megatron";
+const std::string sapp_init = samples + "/sapp/init_pp4.yaml";
 
 ProcessResult ppb(const std::vector<std::string>& args) {
     return ppb_test::run_process(PPB_EXE, args,
@@ -96,6 +97,70 @@ std::vector<std::string> join(std::vector<std::string> a, const std::vector<std:
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(import_cli)
+
+// samples/data/import/sapp/init_pp4.yaml: the coefficients its memories were made from (exact).
+const std::map<std::string, double> sapp_truth = {
+    {"const_mb", 3100},           {"head_mb", 2400},           {"tail_mb", 3300},
+    {"param_per_layer_mb", 1150}, {"activation_mb.none", 410}, {"activation_mb.select", 190},
+    {"activation_mb.full", 30}};
+
+BOOST_AUTO_TEST_CASE(sapp_init_to_fitted_coefficients) {
+    // ppb import sapp INIT.yaml | ppb fit -
+    ProcessResult r = ppb({"import", "sapp", sapp_init});
+    expect_success(r);
+    expect_in(r.err,
+              {"dry run 3 of 3 (config 'A-3')", "stage 1: 8 layers (full 2, select 3, none 3)",
+               "imported 8 observations of 3 dry runs (2 ('A-1'), 2 ('A-2'), 4 ('A-3'))"});
+    const json::object doc = json::parse(r.out).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/1");
+    BOOST_TEST(doc.at("num_stages").to_number<int>() == 4);
+    BOOST_TEST(doc.at("observations").as_array().size() == 8u);
+    const ProcessResult fit =
+        ppb_test::run_process(PPB_EXE, {"fit", "-", "--json"},
+                              {{"PPB_PLUGIN_PATH", ""}, {"PPB_DEBUG_PLUGINS", ""}}, r.out);
+    expect_success(fit);
+    const json::object fitted = json::parse(fit.out).as_object();
+    for (const auto& [name, value] : sapp_truth) {
+        const bool activation = name.rfind("activation_mb.", 0) == 0;
+        const json::value& estimate =
+            activation ? fitted.at("parameters").at("activation_mb").at(name.substr(14))
+                       : fitted.at("parameters").at(name);
+        BOOST_TEST(std::abs(estimate.to_number<double>() - value) < 0.5, name);
+    }
+
+    // -o, then --append under another label: configs NAME-1 ... NAME-3.
+    Scratch dir;
+    const std::string out = (dir / "sapp.json").string();
+    expect_success(ppb({"import", "sapp", sapp_init, "-o", out, "--label", "S"}));
+    r = ppb({"import", "sapp", sapp_init, "--append", out, "--label", "T"});
+    expect_success(r);
+    expect_in(r.err, {"(appended)"});
+    const json::object both = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(both.at("observations").as_array().size() == 16u);
+    BOOST_TEST(both.at("observations").at(0).at("config").as_string() == "S-1");
+    BOOST_TEST(both.at("observations").at(15).at("config").as_string() == "T-3");
+    check_fit(out, sapp_truth, 16);
+}
+
+BOOST_AUTO_TEST_CASE(sapp_input_errors) {
+    Scratch dir;
+    const std::string bad = dir.write("init.yaml",
+                                      "pipeline_config:\n"
+                                      "  pipeline_num: 4\n"
+                                      "  num_layer: 16\n"
+                                      "  offset: [1, 1, 1, -1]\n"
+                                      "memory_usage:\n"
+                                      "  head_memory: 100\n"
+                                      "  tail_memory: 100\n")
+                                .string();
+    expect_input_error(ppb({"import", "sapp", bad}),
+                       {bad + ":4: pipeline_config.offset: the stages hold 5 + 5 + 5 + 3 = 18 "
+                              "layers, but num_layer is 16"});
+    const std::string broken =
+        dir.write("broken.yaml", "pipeline_config: {pipeline_num: 4\n").string();
+    expect_input_error(ppb({"import", "sapp", broken}), {broken + ":", "not valid YAML"});
+    expect_input_error(ppb({"import", "sapp", (dir / "missing.yaml").string()}), {"missing.yaml"});
+}
 
 BOOST_AUTO_TEST_CASE(mindspore_from_logs_to_fitted_coefficients) {
     Scratch dir;
