@@ -207,9 +207,8 @@ BOOST_AUTO_TEST_CASE(sapp_top_level_fields) {
     const std::string head = R"({"name": "emb", "model_name": "llama", "type": "HEAD",
                                  "nb_layer": 1})";
     const std::string tail = R"({"name": "norm", "type": "TAIL", "nb_layer": 1})";
-    const sapp::LayerFile file =
-        parse(layers(head + ", " + body() + ", " + tail,
-                     R"("name": "llama", "stage_const_mem": -12.5,
+    const sapp::LayerFile file = parse(layers(head + ", " + body() + ", " + tail,
+                                              R"("name": "llama", "stage_const_mem": -12.5,
                         "pre_defined_layer": {"emb": 0, "norm": -1, "lm_head-Linear": -1},
                         "auto_partition_layer": {"decoder": 8})"));
     BOOST_TEST(file.name.value() == "llama");

@@ -97,8 +97,8 @@ void warn_unknown(const JsonObject& object, std::span<const std::string_view> kn
         const std::string_view key = member.key();
         if (std::find(known.begin(), known.end(), key) != known.end())
             continue;
-        std::string problem =
-            fmt::format("unknown field {} is ignored (neither SAPP nor ppb knows it", quoted_key(key));
+        std::string problem = fmt::format(
+            "unknown field {} is ignored (neither SAPP nor ppb knows it", quoted_key(key));
         if (const auto guess = closest_name(key, known))
             problem += fmt::format("; did you mean '{}'?", *guess);
         problem += fmt::format(" known here: {})", fmt::join(known, ", "));
@@ -152,7 +152,8 @@ template <class Read>
 std::vector<NamedValue> read_named_values(const JsonNode& node, std::string_view meaning,
                                           Read read_value) {
     if (!node.value().is_object())
-        node.fail(fmt::format("expected an object ({}), got {}", meaning, describe_json(node.value())));
+        node.fail(
+            fmt::format("expected an object ({}), got {}", meaning, describe_json(node.value())));
     std::vector<NamedValue> out;
     for (const auto& [key, value] : node.as_object().members())
         out.push_back({std::string(key), read_value(value)});

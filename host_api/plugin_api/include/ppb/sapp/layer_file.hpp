@@ -133,10 +133,10 @@ struct NamedValue {
 };
 
 struct LayerFile {
-    std::vector<Entry> entries;  // in file order; as read: not empty, exactly one BODY
-    std::optional<std::string> name;             // SAPP's model name
-    std::optional<double> stage_const_mem;       // MB on every stage; may be negative
-    std::vector<NamedValue> pre_defined_layer;   // stage of each HEAD (0) and TAIL (-1) layer
+    std::vector<Entry> entries;             // in file order; as read: not empty, exactly one BODY
+    std::optional<std::string> name;        // SAPP's model name
+    std::optional<double> stage_const_mem;  // MB on every stage; may be negative
+    std::vector<NamedValue> pre_defined_layer;     // stage of each HEAD (0) and TAIL (-1) layer
     std::vector<NamedValue> auto_partition_layer;  // the BODY layers and their number
     std::optional<std::string> comment;
     // What the reader noticed and the reader's user should be told (unknown fields, the old
