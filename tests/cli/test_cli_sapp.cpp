@@ -51,7 +51,7 @@ std::vector<std::string> partition_args(const std::string& desc, std::vector<std
     return args;
 }
 
-// --- SAPP's memory formula, written from SAPP's solver (sapp_solver.py) and compute_memory.py.
+// --- SAPP's memory formula (its solver's memory constraint), written out independently.
 // Memory of stage s of p (one chunk per stage): the BODY's memory_parameter per layer placed,
 // HEAD memory_parameter on stage 0 and TAIL memory_parameter on the last stage (each entry's
 // value as given, once), each recompute kind's activation memory per layer times SAPP's
@@ -61,7 +61,7 @@ constexpr std::array<const char*, 5> sapp_activation_keys = {
     "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
     "memory_recompute"};
 
-// SAPP's compute_activation_nums: without interleaving p - s; with v chunks, p for every chunk,
+// SAPP's activation counts: without interleaving p - s; with v chunks, p for every chunk,
 // plus max(0, p - 2s - 1) on the first and min(0, p - 2s - 1) on the last, capped at m.
 std::uint32_t sapp_activation_count(std::uint32_t p, std::uint32_t s, std::uint32_t v,
                                     std::uint32_t m, std::uint32_t chunk) {

@@ -1,6 +1,6 @@
 // ppb/sapp/layer_file.hpp — the SAPP layer file: its one reader and its one writer.
 //
-// The public SAPP balancer (MindFormers' toolkit/pipeline_balance) describes a model as
+// The public SAPP balancer describes a model as
 //
 //     {"name": "llama", "stage_const_mem": C,
 //      "pre_defined_layer": {"embedding": 0, "lm_head": -1},
