@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(export_sapp_writes_the_fit_as_a_layer_file) {
     BOOST_TEST(r.err.find("wrote the fit as a SAPP layer file") != std::string::npos, r.err);
     const auto params = parse_json(r.out).at("parameters").as_object();
     const auto layers = parse_json(slurp(out_file)).as_object();
-    BOOST_TEST(layers.at("constant_memory_mb").to_number<double>() ==
+    BOOST_TEST(layers.at("stage_const_mem").to_number<double>() ==
                params.at("const_mb").to_number<double>());
     const auto& entries = layers.at("layers_description").as_array();
     BOOST_TEST_REQUIRE(entries.size() == 3u);

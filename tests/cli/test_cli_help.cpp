@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
         {{"plugins"}, {"-h", "--help", "--plugin-path", "--check", "--json"}},
         {{"fit"},
          with(plugin_options, {"-h", "--help", "--duplicate-tolerance", "--json", "--export-sapp",
-                               "--model-desc"})},
+                               "--model-desc", "--sapp-fold-negative-constant"})},
         {{"predict"},
          with(plugin_options, {"-h", "--help", "--stage", "--layers", "--stages", "--micro-batches",
                                "--in-flight", "--duplicate-tolerance", "--json"})},

@@ -38,10 +38,14 @@ std::string body(const std::string& members = R"("time": 1)") {
 sapp::LayerFile full_file() {
     sapp::LayerFile file;
     file.comment = "all fields \"quoted\"";
-    file.constant_memory_mb = 3071.9999999999995;
+    file.stage_const_mem = -3071.9999999999995;
+    file.name = "llama";
+    file.pre_defined_layer = {{"embedding", 0}, {"lm head \u00e9", -1}};
+    file.auto_partition_layer = {{"decoder", 80}};
     sapp::Entry head{.name = "embedding", .type = sapp::EntryType::head, .nb_layer = 1};
     head.time = 0.1;
     head.memory_parameter = 4210.123456789012;
+    head.model_name = "llama";
     sapp::Entry decoder{.name = "decoder", .type = sapp::EntryType::body, .nb_layer = 80};
     decoder.time = 30.0;
     decoder.forward_time = 1.0 / 3.0;
@@ -69,11 +73,12 @@ BOOST_AUTO_TEST_CASE(reads_every_field) {
             "backward_time": 60, "select_rec_coef": 0.04, "recompute_time": 91,
             "memory_parameter": 1710, "memory_activation": 820, "memory_recompute": 0.5},
            {"name": "lm_head", "type": "TAIL", "nb_layer": 1})",
-        R"("constant_memory_mb": 3072, "comment": "llama")"));
+        R"("stage_const_mem": 3072, "comment": "llama")"));
     BOOST_TEST_REQUIRE(file.entries.size() == 3u);
     BOOST_TEST(file.body_index() == 1u);
     BOOST_TEST(file.comment.value() == "llama");
-    BOOST_TEST(file.constant_memory_mb.value() == 3072.0);
+    BOOST_TEST(file.stage_const_mem.value() == 3072.0);
+    BOOST_TEST(file.warnings.empty());
     const sapp::Entry& head = file.entries[0];
     BOOST_TEST((head.type == sapp::EntryType::head));
     BOOST_TEST(head.nb_layer == 2u);
@@ -94,7 +99,7 @@ BOOST_AUTO_TEST_CASE(reads_every_field) {
     // Optional top-level members.
     const sapp::LayerFile bare = parse(layers(body()));
     BOOST_TEST(!bare.comment.has_value());
-    BOOST_TEST(!bare.constant_memory_mb.has_value());
+    BOOST_TEST(!bare.stage_const_mem.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(read_write_read_is_exact) {
@@ -108,34 +113,47 @@ BOOST_AUTO_TEST_CASE(read_write_read_is_exact) {
     const std::string hand = layers(
         R"({"memory_activation": 0.1, "type": "BODY", "name": "d", "time": 3, "nb_layer": 5,
             "memory_parameter": 123456789.12345679})",
-        R"("constant_memory_mb": 0.30000000000000004)");
+        R"("stage_const_mem": 0.30000000000000004)");
     const sapp::LayerFile first = parse(hand);
     const sapp::LayerFile again = parse(sapp::write_layer_file(first));
     BOOST_TEST((again == first));
     BOOST_TEST(again.entries[0].memory_parameter.value() == 123456789.12345679);
-    BOOST_TEST(again.constant_memory_mb.value() == 0.30000000000000004);
+    BOOST_TEST(again.stage_const_mem.value() == 0.30000000000000004);
 }
 
 BOOST_AUTO_TEST_CASE(writes_fields_in_a_fixed_order) {
     sapp::LayerFile file;
     file.comment = "c";
-    file.constant_memory_mb = 2.0;
+    file.stage_const_mem = 2.0;
+    file.name = "m";
+    file.auto_partition_layer = {{"b", 3}};
+    file.pre_defined_layer = {{"h", 0}};
     sapp::Entry entry{.name = "b", .type = sapp::EntryType::body, .nb_layer = 3};
     entry.memory_activation[PPB_KIND_FULL] = 1.0;
     entry.time = 4.0;
+    entry.model_name = "m";
     file.entries.push_back(entry);
+    file.warnings = {"not written"};
     BOOST_TEST(sapp::write_layer_file(file) == R"({
   "comment": "c",
+  "name": "m",
+  "pre_defined_layer": {
+    "h": 0
+  },
+  "auto_partition_layer": {
+    "b": 3
+  },
+  "stage_const_mem": 2.0,
   "layers_description": [
     {
       "name": "b",
+      "model_name": "m",
       "type": "BODY",
       "nb_layer": 3,
       "time": 4.0,
       "memory_recompute": 1.0
     }
-  ],
-  "constant_memory_mb": 2.0
+  ]
 }
 )");
     // JSON has no infinity: the writer refuses it rather than write a file no one can read.
@@ -163,17 +181,100 @@ BOOST_AUTO_TEST_CASE(the_document_and_the_list) {
                     "layers.json: comment: expected a string, got an array");
 }
 
-BOOST_AUTO_TEST_CASE(unknown_fields_with_did_you_mean) {
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("constant_memory": 1)")),
-                    "layers.json: unknown field 'constant_memory' (did you mean "
-                    "'constant_memory_mb'? expected one of: layers_description, "
-                    "constant_memory_mb, comment)");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1, "memory_activations": 5)"))),
-                    "layers.json: layers_description[0]: unknown field 'memory_activations' (did "
-                    "you mean 'memory_activation'? expected one of: name, type, nb_layer, time, "
-                    "forward_time, backward_time, backward_coef,");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("colour": "red")"))),
-                    "layers_description[0]: unknown field 'colour' (expected one of: name,");
+BOOST_AUTO_TEST_CASE(unknown_fields_warn_with_did_you_mean) {
+    // SAPP versions add fields: a field neither SAPP nor ppb knows is a warning, not a refusal.
+    const sapp::LayerFile file = parse(layers(body(R"("time": 1, "memory_activations": 5)"),
+                                              R"("stage_const_memory": 1, "colour": "red")"));
+    BOOST_TEST_REQUIRE(file.warnings.size() == 3u);
+    BOOST_TEST(file.warnings[0].starts_with(
+                   "layers.json: unknown field 'stage_const_memory' is ignored (neither SAPP nor "
+                   "ppb knows it; did you mean 'stage_const_mem'? known here: comment, name, "
+                   "pre_defined_layer, auto_partition_layer, stage_const_mem, "
+                   "layers_description, constant_memory_mb)"),
+               file.warnings[0]);
+    BOOST_TEST(file.warnings[1].starts_with("layers.json: unknown field 'colour' is ignored "
+                                            "(neither SAPP nor ppb knows it known here:"),
+               file.warnings[1]);
+    BOOST_TEST(file.warnings[2].starts_with(
+                   "layers.json: layers_description[0]: unknown field 'memory_activations' is "
+                   "ignored (neither SAPP nor ppb knows it; did you mean 'memory_activation'?"),
+               file.warnings[2]);
+    BOOST_TEST(!file.stage_const_mem.has_value());
+    BOOST_TEST(!file.entries[0].memory_activation[PPB_KIND_NONE].has_value());
+}
+
+BOOST_AUTO_TEST_CASE(sapp_top_level_fields) {
+    const std::string head = R"({"name": "emb", "model_name": "llama", "type": "HEAD",
+                                 "nb_layer": 1})";
+    const std::string tail = R"({"name": "norm", "type": "TAIL", "nb_layer": 1})";
+    const sapp::LayerFile file = parse(layers(head + ", " + body() + ", " + tail,
+                                              R"("name": "llama", "stage_const_mem": -12.5,
+                        "pre_defined_layer": {"emb": 0, "norm": -1, "lm_head-Linear": -1},
+                        "auto_partition_layer": {"decoder": 8})"));
+    BOOST_TEST(file.name.value() == "llama");
+    BOOST_TEST(file.stage_const_mem.value() == -12.5);
+    BOOST_TEST(file.entries[0].model_name.value() == "llama");
+    BOOST_TEST_REQUIRE(file.pre_defined_layer.size() == 3u);
+    BOOST_TEST(file.pre_defined_layer[1].name == "norm");
+    BOOST_TEST(file.pre_defined_layer[1].value == -1);
+    BOOST_TEST((file.auto_partition_layer == std::vector<sapp::NamedValue>{{"decoder", 8}}));
+    // A predefined name that is no entry is a note.
+    BOOST_TEST_REQUIRE(file.warnings.size() == 1u);
+    BOOST_TEST(file.warnings[0] ==
+               "layers.json: pre_defined_layer.lm_head-Linear: \"lm_head-Linear\" is no entry "
+               "of layers_description: ppb places every HEAD entry on stage 0 and every TAIL "
+               "entry on the last stage");
+    // An auto-partitioned name other than the BODY's is a note when the number agrees.
+    const sapp::LayerFile other =
+        parse(layers(body(), R"("auto_partition_layer": {"LLamaDecodeLayer": 8})"));
+    BOOST_TEST_REQUIRE(other.warnings.size() == 1u);
+    BOOST_TEST(other.warnings[0].find("\"LLamaDecodeLayer\" is not the name of the BODY entry "
+                                      "(\"decoder\")") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(auto_partition_layer_must_agree) {
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": {"decoder": 96})")),
+                    "layers.json: auto_partition_layer.decoder: 96 layers, but "
+                    "layers_description[0] (BODY \"decoder\") has nb_layer 8: the two must agree");
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(body(), R"("auto_partition_layer": {"enc": 4, "dec": 4})")),
+                    "layers.json: auto_partition_layer: several auto-partitioned layers (\"enc\" "
+                    "and \"dec\") are not supported yet by this ppb version");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": {"decoder": 0})")),
+                    "auto_partition_layer.decoder: 0 is out of range (1 to 10000 layers)");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": [8])")),
+                    "layers.json: auto_partition_layer: expected an object");
+}
+
+BOOST_AUTO_TEST_CASE(pre_defined_layer_stages) {
+    const std::string head = R"({"name": "emb", "type": "HEAD", "nb_layer": 1})";
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(head + ", " + body(), R"("pre_defined_layer": {"emb": 3})")),
+                    "layers.json: pre_defined_layer.emb: stage 3 is not supported: ppb places "
+                    "the layers SAPP predefines on stage 0");
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(head + ", " + body(), R"("pre_defined_layer": {"emb": -1})")),
+                    "pre_defined_layer.emb: stage -1 contradicts layers_description[0] (HEAD "
+                    "\"emb\"): stage 0 is for HEAD entries, -1 (the last stage) for TAIL entries");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("pre_defined_layer": {"decoder": 0})")),
+                    "and the BODY entry is distributed, not placed");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("pre_defined_layer": {"x": 0.5})")),
+                    "pre_defined_layer.x: expected");
+}
+
+BOOST_AUTO_TEST_CASE(the_old_constant_name) {
+    const sapp::LayerFile file = parse(layers(body(), R"("constant_memory_mb": 3072)"));
+    BOOST_TEST(file.stage_const_mem.value() == 3072.0);
+    BOOST_TEST_REQUIRE(file.warnings.size() == 1u);
+    BOOST_TEST(file.warnings[0].starts_with(
+                   "layers.json: constant_memory_mb: 'constant_memory_mb' is the old name of "
+                   "SAPP's 'stage_const_mem'"),
+               file.warnings[0]);
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(body(), R"("constant_memory_mb": 1, "stage_const_mem": 1)")),
+                    "layers.json: constant_memory_mb: give 'stage_const_mem' only");
+    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("stage_const_mem": -2e9)")),
+                    "layers.json: stage_const_mem: -2000000000.0 is out of range (-1e9 to 1e9 MB)");
 }
 
 BOOST_AUTO_TEST_CASE(entry_fields) {
@@ -235,9 +336,9 @@ BOOST_AUTO_TEST_CASE(exactly_one_body) {
                     "layers.json: layers_description: no BODY entry: exactly one entry must have "
                     "\"type\": \"BODY\"");
     PPB_CHECK_ERROR(InputError, parse(layers(body() + ", " + head + ", " + body())),
-                    "layers.json: layers_description: several BODY entries are not supported yet: "
-                    "layers_description[0] (\"decoder\") and layers_description[2] (\"decoder\") "
-                    "are both BODY");
+                    "layers.json: layers_description: several BODY entries are not supported yet "
+                    "by this ppb version: layers_description[0] (\"decoder\") and "
+                    "layers_description[2] (\"decoder\") are both BODY");
 }
 
 BOOST_AUTO_TEST_CASE(a_parsed_document_keeps_its_source_and_paths) {

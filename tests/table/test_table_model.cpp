@@ -23,7 +23,7 @@ namespace {
 // select 2, full 0.5; comm and both absent. Every prediction below is exact in binary.
 constexpr std::string_view small_file = R"({
   "comment": "hand-checked example",
-  "constant_memory_mb": 100,
+  "stage_const_mem": 100,
   "layers_description": [
     {"name": "embedding", "type": "HEAD", "nb_layer": 2, "time": 1.0, "memory_parameter": 50},
     {"name": "decoder", "type": "BODY", "nb_layer": 12, "time": 3.0, "backward_coef": 1.0,
@@ -219,7 +219,8 @@ BOOST_AUTO_TEST_CASE(defaults_are_reported) {
     BOOST_TEST(d.at("tail_entries").as_array().empty());
     const auto warnings = strings(d.at("warnings"));
     BOOST_TEST_REQUIRE(warnings.size() == 3u);
-    BOOST_TEST(contains(warnings[0], "no constant_memory_mb: const_mb is taken as 0 MB"));
+    BOOST_TEST(
+        contains(warnings[0], "no stage_const_mem: const_mb is taken as 0 MB, as SAPP takes it"));
     BOOST_TEST(contains(warnings[1], "no HEAD entry: head_mb is 0 MB"));
     BOOST_TEST(contains(warnings[2], "no TAIL entry: tail_mb is 0 MB"));
     BOOST_TEST(report.at("parameters").at("const_mb").to_number<double>() == 0.0);
@@ -229,7 +230,7 @@ BOOST_AUTO_TEST_CASE(defaults_are_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(head_and_tail_entries_without_memory_or_with_activations_warn) {
-    const TableModel model(R"({"constant_memory_mb": 1, "layers_description": [
+    const TableModel model(R"({"stage_const_mem": 1, "layers_description": [
         {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 1},
         {"name": "block", "type": "BODY", "nb_layer": 4, "time": 1,
          "memory_parameter": 8, "memory_recompute": 3},
@@ -338,13 +339,81 @@ BOOST_AUTO_TEST_CASE(fit_is_unsupported) {
 
 BOOST_AUTO_TEST_CASE(report_numbers_at_the_range_ends_are_exact) {
     // The extremes of the memory range are reported exactly.
-    const TableModel model(R"({"constant_memory_mb": 1e9,
+    const TableModel model(R"({"stage_const_mem": 1e9,
         "layers_description": [{"name": "b", "type": "BODY", "nb_layer": 10000,
         "memory_parameter": 1e9, "memory_activation": 5e-324}]})");
     const auto report = report_of(model);
     const auto& p = report.at("parameters");
     BOOST_TEST(p.at("const_mb").to_number<double>() == 1e9);
     BOOST_TEST(p.at("activation_mb").at("none").to_number<double>() == 5e-324);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sapp_files)
+
+// A file in SAPP's own shape (name, pre_defined_layer, auto_partition_layer, stage_const_mem,
+// model_name, two TAIL entries): read without a warning, stage_const_mem on every stage.
+BOOST_AUTO_TEST_CASE(a_sapp_shaped_file) {
+    const TableModel model(read_text(samples_dir / "sapp" / "llama-layers.json"));
+    const auto& t = model.table();
+    BOOST_TEST(t.warnings.empty());
+    BOOST_TEST(!t.const_defaulted);
+    BOOST_TEST(t.const_mb == 3072.0);
+    BOOST_TEST(t.head_mb == 4210.0);
+    BOOST_TEST(t.tail_mb == 5630.0);  // LlamaRMSNorm 30 + lm_head-Linear 5600
+    BOOST_TEST(t.body_name == "LLamaDecodeLayer");
+    // SAPP: stage_const_mem + HEAD on stage 0 + n x memory_parameter + n x activation x in-flight.
+    BOOST_TEST(predict(model, stage(8, 0, {10, 0, 0, 0, 0}, 8)) ==
+               3072.0 + 4210.0 + 10 * 1710.0 + 10 * 820.0 * 8);
+    BOOST_TEST(predict(model, stage(8, 3, {4, 0, 0, 0, 6}, 5)) ==
+               3072.0 + 10 * 1710.0 + (4 * 820.0 + 6 * 16.0) * 5);
+    BOOST_TEST(predict(model, stage(8, 7, {10, 0, 0, 0, 0}, 1)) ==
+               3072.0 + 5630.0 + 10 * 1710.0 + 10 * 820.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_negative_constant_is_taken_with_a_warning) {
+    const TableModel model(R"({"stage_const_mem": -500, "layers_description": [
+        {"name": "block", "type": "BODY", "nb_layer": 4, "memory_parameter": 800,
+         "memory_activation": 3}]})");
+    BOOST_TEST(model.table().const_mb == -500.0);
+    BOOST_TEST(predict(model, stage(2, 1, {2, 0, 0, 0, 0}, 1)) == -500.0 + 1600.0 + 6.0);
+    const auto& warnings = model.table().warnings;
+    BOOST_TEST_REQUIRE(!warnings.empty());
+    BOOST_TEST(contains(warnings[0], "stage_const_mem is negative (-500.0 MB)"), warnings[0]);
+}
+
+BOOST_AUTO_TEST_CASE(the_old_constant_name_is_read_with_a_warning) {
+    const TableModel model(R"({"constant_memory_mb": 64, "layers_description": [
+        {"name": "block", "type": "BODY", "nb_layer": 4, "memory_parameter": 8,
+         "memory_activation": 3}]})");
+    BOOST_TEST(model.table().const_mb == 64.0);
+    BOOST_TEST(!model.table().const_defaulted);
+    const auto report = report_of(model);
+    const auto warnings = strings(report.at("diagnostics").at("warnings"));
+    BOOST_TEST_REQUIRE(!warnings.empty());
+    BOOST_TEST(contains(warnings[0],
+                        "'constant_memory_mb' is the old name of SAPP's "
+                        "'stage_const_mem'"),
+               warnings[0]);
+}
+
+BOOST_AUTO_TEST_CASE(several_body_entries_are_refused) {
+    try {
+        const TableModel model(R"({"layers_description": [
+            {"name": "encoder", "type": "BODY", "nb_layer": 4, "memory_parameter": 8,
+             "memory_activation": 3},
+            {"name": "decoder", "type": "BODY", "nb_layer": 4, "memory_parameter": 8,
+             "memory_activation": 3}]})");
+        BOOST_FAIL("several BODY entries were accepted");
+    } catch (const InvalidInput& e) {
+        const std::string message = e.what();
+        BOOST_TEST(contains(message,
+                            "several BODY entries are not supported yet by this ppb "
+                            "version: layers_description[0] (\"encoder\") and "
+                            "layers_description[1] (\"decoder\") are both BODY"),
+                   message);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

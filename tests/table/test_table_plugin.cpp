@@ -58,7 +58,7 @@ std::string shortest(double d) {
 
 // What `ppb fit --export-sapp` writes for a fit: the BODY's memory keys from P and the
 // activations (a kind whose bit is unset is left out), HEAD and TAIL memory_parameter = H and T,
-// constant_memory_mb = C; numbers in their shortest round-trip form.
+// stage_const_mem = C; numbers in their shortest round-trip form.
 std::string export_sapp(const ppb_linear_parameters& p) {
     static constexpr std::array<const char*, PPB_KIND_COUNT> keys = {
         "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
@@ -71,7 +71,7 @@ std::string export_sapp(const ppb_linear_parameters& p) {
             body += std::string(", \"") + keys[k] + "\": " + shortest(p.activation_mb[k]);
     }
     body += "}";
-    return R"({"constant_memory_mb": )" + shortest(p.const_mb) +
+    return R"({"stage_const_mem": )" + shortest(p.const_mb) +
            R"(, "layers_description": [)"
            R"({"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 12.0, )"
            R"("memory_parameter": )" +

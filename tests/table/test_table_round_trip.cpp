@@ -45,7 +45,7 @@ std::string layer_file(const Coefficients& c, std::string (*text)(double)) {
     static constexpr std::array<const char*, PPB_KIND_COUNT> keys = {
         "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
         "memory_recompute"};
-    std::string out = "{\n  \"constant_memory_mb\": " + text(c[0]) +
+    std::string out = "{\n  \"stage_const_mem\": " + text(c[0]) +
                       ",\n  \"layers_description\": [\n"
                       "    {\"name\": \"embedding\", \"type\": \"HEAD\", \"nb_layer\": 1, "
                       "\"time\": 1.0, \"memory_parameter\": " +

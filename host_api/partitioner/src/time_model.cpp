@@ -61,6 +61,7 @@ std::array<double, PPB_KIND_COUNT> layer_times(const sapp::Entry& entry, std::si
 
 TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
     TimeModel model;
+    model.warnings = file.warnings;
     for (std::size_t i = 0; i < file.entries.size(); ++i) {
         const sapp::Entry& entry = file.entries[i];
         const auto times = layer_times(entry, i, source);

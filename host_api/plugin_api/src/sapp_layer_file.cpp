@@ -6,9 +6,12 @@
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
+#include <span>
 #include <utility>
 
 namespace ppb::sapp {
@@ -86,14 +89,33 @@ double read_time(const JsonNode& node) {
     return t;
 }
 
-Entry read_entry(const JsonNode& node) {
+// Each member of `object` not in `known`: a warning naming it, with a "did you mean". SAPP
+// versions add fields, so a field nobody here knows is reported and ignored, not refused.
+void warn_unknown(const JsonObject& object, std::span<const std::string_view> known,
+                  std::vector<std::string>& warnings) {
+    for (const auto& member : object.object()) {
+        const std::string_view key = member.key();
+        if (std::find(known.begin(), known.end(), key) != known.end())
+            continue;
+        std::string problem = fmt::format(
+            "unknown field {} is ignored (neither SAPP nor ppb knows it", quoted_key(key));
+        if (const auto guess = closest_name(key, known))
+            problem += fmt::format("; did you mean '{}'?", *guess);
+        problem += fmt::format(" known here: {})", fmt::join(known, ", "));
+        warnings.push_back(object.node().message(problem));
+    }
+}
+
+Entry read_entry(const JsonNode& node, std::vector<std::string>& warnings) {
     if (!node.value().is_object())
         node.fail("expected an object (a layer entry), got " + describe_json(node.value()));
     const JsonObject object = node.as_object();
-    object.allow_only(entry_fields);
+    warn_unknown(object, entry_fields, warnings);
 
     Entry entry;
     entry.name = std::string(required(object, "name", "the entry's name").as_string());
+    if (auto model_name = object.optional("model_name"))
+        entry.model_name = std::string(model_name->as_string());
     entry.type = read_type(required(object, "type", "HEAD, BODY or TAIL"));
     entry.nb_layer =
         required(object, "nb_layer", "the number of layers of this entry").as_count(limits::layers);
@@ -114,6 +136,97 @@ void put(json::object& out, std::string_view key, const std::optional<double>& v
         out[key] = *value;
 }
 
+// '"a", "b" and "c"' for messages.
+std::string and_list(const std::vector<std::string>& items) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i != 0)
+            out += i + 1 == items.size() ? " and " : ", ";
+        out += items[i];
+    }
+    return out;
+}
+
+// A {name: integer} object, in document order, each value read by `read_value`.
+template <class Read>
+std::vector<NamedValue> read_named_values(const JsonNode& node, std::string_view meaning,
+                                          Read read_value) {
+    if (!node.value().is_object())
+        node.fail(
+            fmt::format("expected an object ({}), got {}", meaning, describe_json(node.value())));
+    std::vector<NamedValue> out;
+    for (const auto& [key, value] : node.as_object().members())
+        out.push_back({std::string(key), read_value(value)});
+    return out;
+}
+
+// pre_defined_layer: each name's stage must be 0 (HEAD, stage 0) or -1 (TAIL, the last stage),
+// and agree with the type of the entry of that name; a name that is no entry is a note.
+void check_pre_defined(const LayerFile& file, const JsonNode& node,
+                       std::vector<std::string>& warnings) {
+    for (const NamedValue& layer : file.pre_defined_layer) {
+        const JsonNode at(node.value().as_object().at(layer.name), node.source(),
+                          json_path_member(node.path(), layer.name));
+        if (layer.value != 0 && layer.value != -1) {
+            at.fail(fmt::format(
+                "stage {} is not supported: ppb places the layers SAPP predefines on stage 0 "
+                "(0: the HEAD entries) or on the last stage (-1: the TAIL entries), not in "
+                "between",
+                layer.value));
+        }
+        const auto entry = std::find_if(file.entries.begin(), file.entries.end(),
+                                        [&](const Entry& e) { return e.name == layer.name; });
+        if (entry == file.entries.end()) {
+            warnings.push_back(at.message(
+                fmt::format("{} is no entry of layers_description: ppb places every HEAD entry on "
+                            "stage 0 and every TAIL entry on the last stage",
+                            describe_json(json::value(layer.name)))));
+            continue;
+        }
+        const auto index = static_cast<std::size_t>(entry - file.entries.begin());
+        const EntryType wanted = layer.value == 0 ? EntryType::head : EntryType::tail;
+        if (entry->type != wanted) {
+            at.fail(fmt::format(
+                "stage {} contradicts {}: stage 0 is for HEAD entries, -1 (the last stage) for "
+                "TAIL entries{}",
+                layer.value, describe_entry(file, index),
+                entry->type == EntryType::body ? ", and the BODY entry is distributed, not placed"
+                                               : ""));
+        }
+    }
+}
+
+// auto_partition_layer: the BODY layers and their number, which must be the BODY entry's.
+void check_auto_partition(const LayerFile& file, const JsonNode& node,
+                          std::vector<std::string>& warnings) {
+    const auto& layers = file.auto_partition_layer;
+    if (layers.empty())
+        return;
+    if (layers.size() > 1) {
+        std::vector<std::string> names;
+        for (const NamedValue& layer : layers)
+            names.push_back(describe_json(json::value(layer.name)));
+        node.fail(fmt::format(
+            "several auto-partitioned layers ({}) are not supported yet by this ppb version: it "
+            "distributes one BODY entry",
+            and_list(names)));
+    }
+    const std::size_t body = file.body_index();
+    const Entry& entry = file.entries[body];
+    const NamedValue& layer = layers.front();
+    const JsonNode at(node.value().as_object().at(layer.name), node.source(),
+                      json_path_member(node.path(), layer.name));
+    if (static_cast<std::uint64_t>(layer.value) != entry.nb_layer) {
+        at.fail(fmt::format("{} layers, but {} has nb_layer {}: the two must agree", layer.value,
+                            describe_entry(file, body), entry.nb_layer));
+    }
+    if (layer.name != entry.name) {
+        warnings.push_back(at.message(fmt::format(
+            "{} is not the name of the BODY entry ({}): taken as its layers, whose number agrees",
+            describe_json(json::value(layer.name)), describe_json(json::value(entry.name)))));
+    }
+}
+
 }  // namespace
 
 std::size_t LayerFile::body_index() const noexcept {
@@ -130,12 +243,33 @@ LayerFile read_layer_file(const JsonNode& root) {
             describe_json(root.value()));
     }
     const JsonObject top = root.as_object();
-    top.allow_only(top_level_fields);
-
     LayerFile file;
+    {
+        std::vector<std::string_view> known(top_level_fields.begin(), top_level_fields.end());
+        known.push_back(old_constant_field);
+        warn_unknown(top, known, file.warnings);
+    }
+
     if (auto node = top.optional(comment_field))
         file.comment = std::string(node->as_string());
-    file.constant_memory_mb = read_optional(top, constant_memory_field, read_memory);
+    if (auto node = top.optional(name_field))
+        file.name = std::string(node->as_string());
+    if (auto node = top.optional(stage_const_field))
+        file.stage_const_mem = node->as_number_in(limits::signed_memory_mb);
+    if (auto node = top.optional(old_constant_field)) {
+        if (file.stage_const_mem) {
+            node->fail(fmt::format(
+                "give '{}' only: '{}' is its old name (files written by ppb fit --export-sapp "
+                "before it wrote SAPP's name), and the file gives both",
+                stage_const_field, old_constant_field));
+        }
+        file.stage_const_mem = read_memory(*node);
+        file.warnings.push_back(node->message(fmt::format(
+            "'{}' is the old name of SAPP's '{}' (ppb fit --export-sapp wrote it before): read "
+            "as the constant memory of every stage; write '{}' instead (ppb fit --export-sapp "
+            "does)",
+            old_constant_field, stage_const_field, stage_const_field)));
+    }
 
     const auto list_node = top.optional(list_field);
     if (!list_node) {
@@ -151,7 +285,7 @@ LayerFile read_layer_file(const JsonNode& root) {
         list.fail("the list is empty (expected the layers' entries, exactly one of them BODY)");
     file.entries.reserve(list.size());
     for (const JsonNode& element : list.elements())
-        file.entries.push_back(read_entry(element));
+        file.entries.push_back(read_entry(element, file.warnings));
 
     std::vector<std::size_t> bodies;
     for (std::size_t i = 0; i < file.entries.size(); ++i) {
@@ -164,17 +298,31 @@ LayerFile read_layer_file(const JsonNode& root) {
             "that are distributed over the stages)");
     }
     if (bodies.size() > 1) {
-        std::string which;
-        for (std::size_t i = 0; i < bodies.size(); ++i) {
-            if (i != 0)
-                which += i + 1 == bodies.size() ? " and " : ", ";
-            which += fmt::format("{} ({})", entry_path(bodies[i]),
-                                 describe_json(json::value(file.entries[bodies[i]].name)));
+        std::vector<std::string> which;
+        for (const std::size_t i : bodies) {
+            which.push_back(fmt::format("{} ({})", entry_path(i),
+                                        describe_json(json::value(file.entries[i].name))));
         }
         list.fail(fmt::format(
-            "several BODY entries are not supported yet: {} are {} BODY (describe the repeated "
-            "layers as one BODY entry)",
-            which, bodies.size() == 2 ? "both" : "all"));
+            "several BODY entries are not supported yet by this ppb version: {} are {} BODY (an "
+            "encoder and a decoder need layer groups; describe the repeated layers as one BODY "
+            "entry)",
+            and_list(which), bodies.size() == 2 ? "both" : "all"));
+    }
+
+    if (auto node = top.optional(pre_defined_field)) {
+        file.pre_defined_layer = read_named_values(
+            *node, "each predefined layer's stage: 0 or -1", [](const JsonNode& value) {
+                return value.as_integer(std::numeric_limits<std::int32_t>::min(),
+                                        std::numeric_limits<std::int32_t>::max());
+            });
+        check_pre_defined(file, *node, file.warnings);
+    }
+    if (auto node = top.optional(auto_partition_field)) {
+        file.auto_partition_layer = read_named_values(
+            *node, "the auto-partitioned layer and its number of layers",
+            [](const JsonNode& value) -> std::int64_t { return value.as_count(limits::layers); });
+        check_auto_partition(file, *node, file.warnings);
     }
     return file;
 }
@@ -193,11 +341,26 @@ json::object to_json(const LayerFile& file) {
     json::object out;
     if (file.comment)
         out[comment_field] = *file.comment;
+    if (file.name)
+        out[name_field] = *file.name;
+    const auto put_named = [&](std::string_view key, const std::vector<NamedValue>& values) {
+        if (values.empty())
+            return;
+        json::object o;
+        for (const NamedValue& v : values)
+            o[v.name] = v.value;
+        out[key] = std::move(o);
+    };
+    put_named(pre_defined_field, file.pre_defined_layer);
+    put_named(auto_partition_field, file.auto_partition_layer);
+    put(out, stage_const_field, file.stage_const_mem);
     json::array entries;
     entries.reserve(file.entries.size());
     for (const Entry& entry : file.entries) {
         json::object e;
         e["name"] = entry.name;
+        if (entry.model_name)
+            e["model_name"] = *entry.model_name;
         e["type"] = type_name(entry.type);
         e["nb_layer"] = entry.nb_layer;
         put(e, "time", entry.time);
@@ -212,7 +375,6 @@ json::object to_json(const LayerFile& file) {
         entries.emplace_back(std::move(e));
     }
     out[list_field] = std::move(entries);
-    put(out, constant_memory_field, file.constant_memory_mb);
     return out;
 }
 

@@ -26,7 +26,7 @@ using sapp::EntryType;
 constexpr std::string_view expected_shape =
     "{\"layers_description\": [{\"name\": ..., \"type\": \"HEAD\" | \"BODY\" | \"TAIL\", "
     "\"nb_layer\": ..., \"memory_parameter\": ..., \"memory_activation\": ..., ...}, ...], "
-    "\"constant_memory_mb\": ...}";
+    "\"stage_const_mem\": ...}";
 
 // Top-level keys that show the options were written for another model (or are another file).
 struct ForeignKey {
@@ -150,7 +150,6 @@ sapp::LayerFile read_options(std::string_view options_json) {
         }
         refuse_foreign(*root);
         const JsonNode node(document, {});
-        node.as_object().allow_only(sapp::top_level_fields);
         if (!root->contains(sapp::list_field)) {
             throw InvalidInput(
                 "missing required field 'layers_description': the table model takes a SAPP "
@@ -196,8 +195,9 @@ LayerTable parse_layer_table(std::string_view options_json) {
     const sapp::LayerFile file = read_options(options_json);
 
     LayerTable table;
-    if (file.constant_memory_mb) {
-        table.const_mb = *file.constant_memory_mb;
+    // SAPP adds stage_const_mem to every stage, as the model adds C: the same coefficient.
+    if (file.stage_const_mem) {
+        table.const_mb = *file.stage_const_mem;
         table.const_defaulted = false;
     }
     for (std::size_t i = 0; i < file.entries.size(); ++i) {
@@ -242,9 +242,16 @@ LayerTable parse_layer_table(std::string_view options_json) {
 
     if (table.const_defaulted) {
         table.warnings.insert(table.warnings.begin(),
-                              "no constant_memory_mb: const_mb is taken as 0 MB (SAPP layer files "
-                              "have no such field; ppb fit --export-sapp writes it)");
+                              "no stage_const_mem: const_mb is taken as 0 MB, as SAPP takes it");
+    } else if (table.const_mb < 0.0) {
+        table.warnings.insert(
+            table.warnings.begin(),
+            "stage_const_mem is negative (" + describe_json(json::value(table.const_mb)) +
+                " MB): every stage's prediction is lowered by it, as in SAPP; a fitted constant "
+                "below 0 is not physical (fit more varied dry runs to get one that is)");
     }
+    // The reader's warnings (unknown fields, the old constant_memory_mb name, ...) first.
+    table.warnings.insert(table.warnings.begin(), file.warnings.begin(), file.warnings.end());
     if (table.head_entries.empty()) {
         table.warnings.push_back(
             "no HEAD entry: head_mb is 0 MB (stage 0 holds nothing beyond const_mb and its body "

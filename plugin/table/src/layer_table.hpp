@@ -20,7 +20,7 @@ inline constexpr const auto& activation_keys = sapp::activation_fields;
 
 struct LayerTable {
     // Coefficients in MB, as in ppb_linear_parameters.
-    double const_mb = 0.0;            // constant_memory_mb, 0 when absent
+    double const_mb = 0.0;            // stage_const_mem, 0 when absent; may be < 0
     double head_mb = 0.0;             // sum over HEAD entries of nb_layer x memory_parameter
     double tail_mb = 0.0;             // the same over TAIL entries
     double param_per_layer_mb = 0.0;  // the BODY entry's memory_parameter
@@ -32,14 +32,15 @@ struct LayerTable {
     std::uint32_t num_layers = 0;           // the BODY entry's nb_layer
     std::vector<std::string> head_entries;  // names of the HEAD entries, in file order
     std::vector<std::string> tail_entries;
-    bool const_defaulted = true;  // constant_memory_mb was absent
+    bool const_defaulted = true;  // stage_const_mem (or the old constant_memory_mb) was absent
     std::vector<std::string> warnings;
 };
 
 // Reads the options JSON, a SAPP layer file read by ppb::sapp (ppb/sapp/layer_file.hpp):
-// {"layers_description": [...], "constant_memory_mb"?: C, "comment"?: "..."} with
-// HEAD/BODY/TAIL entries (see README.md). Strict: throws ppb::plugin::InvalidInput naming the
-// JSON path for malformed JSON, unknown keys, wrong types, a missing or several BODY entries,
+// {"layers_description": [...], "stage_const_mem"?: C, "name"?, "pre_defined_layer"?,
+// "auto_partition_layer"?, "comment"?} with HEAD/BODY/TAIL entries (see README.md). Unknown
+// keys are warnings (in `warnings`, and the report's). Throws ppb::plugin::InvalidInput naming
+// the JSON path for malformed JSON, wrong types, a missing or several BODY entries,
 // negative memory, a BODY without memory_parameter or activation memory, and options that are
 // plainly another model's.
 [[nodiscard]] LayerTable parse_layer_table(std::string_view options_json);

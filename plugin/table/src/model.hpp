@@ -27,13 +27,14 @@ inline constexpr std::uint32_t model_kinds = PPB_ALL_KINDS;
 inline constexpr std::uint32_t model_flags = 0;
 inline constexpr char model_options_help[] =
     "the options are a SAPP layer file (--model-options FILE): {\"layers_description\": [...], "
-    "\"constant_memory_mb\": C}\n"
+    "\"stage_const_mem\": C}\n"
     "layers_description: HEAD, BODY and TAIL entries; exactly one BODY entry, with "
     "memory_parameter (MB per layer) and memory_activation, memory_select_rec, "
     "memory_select_comm, memory_both_comm_select, memory_recompute (MB per layer and in-flight "
     "micro-batch of kinds none, select, comm, both, full; an absent kind is not predicted)\n"
     "HEAD and TAIL entries: nb_layer x memory_parameter is added to stage 0 and the last stage\n"
-    "constant_memory_mb: memory of every stage (default 0)";
+    "stage_const_mem: memory of every stage, as SAPP adds it (default 0; the old name "
+    "constant_memory_mb is read with a warning)";
 
 class TableModel final : public ppb::plugin::MemoryModelBase {
   public:

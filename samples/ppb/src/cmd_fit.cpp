@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -21,6 +22,7 @@ struct FitArgs {
     bool json = false;
     std::string export_sapp;
     std::string model_desc;
+    bool fold_negative_constant = false;
 };
 
 int run_fit(const FitArgs& args) {
@@ -29,13 +31,20 @@ int run_fit(const FitArgs& args) {
     const DryRunSet dryrun = read_dryrun_file(args.file, args.read);
     const FittedModel fitted = fit_selected_model(args.choice, dryrun, args.file);
     if (!args.export_sapp.empty()) {
-        const auto desc =
-            args.model_desc.empty() ? std::nullopt : std::optional<std::string>(args.model_desc);
-        const auto layers = sapp_layer_file(fitted.document, dryrun, desc);
+        SappExportOptions options;
+        if (!args.model_desc.empty())
+            options.layer_template = args.model_desc;
+        options.name = std::filesystem::path(args.file).stem().string();
+        if (options.name.empty() || args.file == "-")
+            options.name = "model";
+        options.fold_negative_constant = args.fold_negative_constant;
+        const auto layers = sapp_layer_file(fitted.document, dryrun, options);
+        for (const std::string& warning : layers.warnings)
+            fmt::print(stderr, "ppb: warning: {}\n", warning);
         write_output_file(args.export_sapp, sapp::write_layer_file(layers));
         fmt::print(stderr,
-                   "ppb: wrote the fit as a SAPP layer file to {} (its constant_memory_mb is the "
-                   "per-stage constant, which SAPP takes as a separate setting)\n",
+                   "ppb: wrote the fit as a SAPP layer file to {} (stage_const_mem is the "
+                   "per-stage constant, which SAPP adds to every stage)\n",
                    args.export_sapp);
     }
     const std::string out =
@@ -62,13 +71,17 @@ void add_fit_command(CLI::App& app, Commands& commands) {
     fit->add_flag("--json", args->json, "print the fit as ppb.fit/1 JSON instead of a table");
     auto* export_sapp = fit->add_option("--export-sapp", args->export_sapp,
                                         "also write the fit as a SAPP layer file (memory fields\n"
-                                        "from the coefficients, constant_memory_mb = const_mb)")
+                                        "from the coefficients, stage_const_mem = const_mb)")
                             ->type_name("FILE");
     fit->add_option("--model-desc", args->model_desc,
                     "your SAPP layer file, whose entries, names and times the export\n"
                     "keeps (otherwise head/body/tail, without times)")
         ->type_name("LAYERS")
         ->check(CLI::ExistingFile)
+        ->needs(export_sapp);
+    fit->add_flag("--sapp-fold-negative-constant", args->fold_negative_constant,
+                  "with --export-sapp: write a negative fitted const_mb as stage_const_mem = 0\n"
+                  "(every stage predicted |const_mb| MB higher: conservative)")
         ->needs(export_sapp);
     commands.push_back({fit, [args] { return run_fit(*args); }, {}});
 }

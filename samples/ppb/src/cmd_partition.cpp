@@ -44,6 +44,8 @@ int run_partition(const PartitionArgs& args) {
     if (!args.kinds.empty())
         problem.kinds = kind_mask(args.kinds);
     problem.time = partition::read_time_model(args.model_desc);
+    for (const std::string& warning : problem.time.warnings)
+        fmt::print(stderr, "ppb: warning: {}\n", warning);
 
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
     problem.micro_batches = args.micro_batches.value_or(dryrun ? dryrun->micro_batches : 0);

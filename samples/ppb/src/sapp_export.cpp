@@ -100,14 +100,16 @@ void set_body_memory(sapp::Entry& entry, double per_layer, const json::object& a
 }  // namespace
 
 sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSet& dryrun,
-                                const std::optional<std::string>& layer_template) {
+                                const SappExportOptions& options) {
+    const auto& layer_template = options.layer_template;
     const auto& params = fit_document.at("parameters").as_object();
     const double head = required(params, "head_mb");
     const double tail = required(params, "tail_mb");
     const double per_layer = required(params, "param_per_layer_mb");
     const auto& activation = params.at("activation_mb").as_object();
     const auto& c = params.at("const_mb");
-    const double constant = c.is_null() ? 0.0 : non_negative(c.to_number<double>(), "const_mb");
+    // SAPP adds its constant to every stage and reads any number: a negative one is written.
+    const double constant = c.is_null() ? 0.0 : c.to_number<double>();
 
     sapp::LayerFile out;
     if (layer_template) {
@@ -170,7 +172,48 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
                         .memory_parameter = tail},
         };
     }
-    out.constant_memory_mb = constant;
+    if (!out.name)
+        out.name = options.name;
+    for (sapp::Entry& entry : out.entries) {
+        if (!entry.model_name)
+            entry.model_name = out.name;
+    }
+    if (out.pre_defined_layer.empty()) {
+        for (const sapp::Entry& entry : out.entries) {
+            if (entry.type != sapp::EntryType::body)
+                out.pre_defined_layer.push_back(
+                    {entry.name, entry.type == sapp::EntryType::head ? 0 : -1});
+        }
+    }
+    if (out.auto_partition_layer.empty()) {
+        const sapp::Entry& body = out.entries[out.body_index()];
+        out.auto_partition_layer.push_back({body.name, body.nb_layer});
+    }
+    out.stage_const_mem = constant;
+    if (constant < 0.0) {
+        const std::string what = fmt::format(
+            "the fitted constant memory of every stage (const_mb) is negative ({} MB): the dry "
+            "runs do not pin it down well (the per-layer terms absorb part of it), though the "
+            "fit's predictions are right where it was fitted",
+            constant);
+        if (options.fold_negative_constant) {
+            out.stage_const_mem = 0.0;
+            out.warnings.push_back(fmt::format(
+                "--export-sapp: {}; --sapp-fold-negative-constant wrote stage_const_mem = 0 "
+                "instead, so the file predicts every stage {} MB higher than the fit: "
+                "conservative. Fit more varied dry runs (other layer counts per stage and "
+                "pipeline sizes) for a physical constant",
+                what, -constant));
+        } else {
+            out.warnings.push_back(fmt::format(
+                "--export-sapp: {}; written as stage_const_mem = {} so that SAPP predicts what "
+                "the fit predicts. For a physical (non-negative) constant fit more varied dry "
+                "runs (other layer counts per stage and pipeline sizes); for a conservative file "
+                "give --sapp-fold-negative-constant (stage_const_mem = 0, every stage {} MB "
+                "higher)",
+                what, constant, -constant));
+        }
+    }
     return out;
 }
 

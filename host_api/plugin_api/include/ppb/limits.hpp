@@ -64,6 +64,8 @@ inline constexpr CountRange chunks{1, 64, "chunks"};
 
 // Memory in MB (a coefficient, a measured peak, a limit): up to 1e9 MB, about a petabyte.
 inline constexpr RealRange memory_mb{0.0, 1e9, false, "MB"};
+// A memory that may be negative (a fitted constant, SAPP's stage_const_mem): -1e9 to 1e9 MB.
+inline constexpr RealRange signed_memory_mb{-1e9, 1e9, false, "MB"};
 // A measured peak memory, or a memory limit: positive.
 inline constexpr RealRange positive_memory_mb{0.0, 1e9, true, "MB"};
 // The time of one layer, in the layer file's own unit: positive, at most 1e9.

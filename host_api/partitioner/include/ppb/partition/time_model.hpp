@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ppb::partition {
 
@@ -29,6 +30,10 @@ struct TimeModel {
     std::array<double, PPB_KIND_COUNT> body_time{};
     double head_time = 0.0;  // forward + backward of all HEAD entries (stage 0)
     double tail_time = 0.0;  // forward + backward of all TAIL entries (last stage)
+    // The reader's warnings about the file (ppb::sapp::LayerFile::warnings), for the caller to
+    // show. The file's memory fields, stage_const_mem among them, are the memory model's: the
+    // time model neither needs nor refuses them.
+    std::vector<std::string> warnings;
 };
 
 // Per entry: forward F = forward_time, else time. Backward base = backward_time, else 2 F.

@@ -1,24 +1,31 @@
 // ppb/sapp/layer_file.hpp — the SAPP layer file: its one reader and its one writer.
 //
-// The public SAPP balancer describes a model as {"layers_description": [...]} with HEAD, BODY
-// and TAIL entries, each giving its layer count, per-layer times and per-layer memory; ppb adds
-// a top-level "constant_memory_mb" (and allows a "comment"). The table model reads its memory,
-// the partitioner its times, and ppb fit --export-sapp writes one: all of them through this
-// module, so the fields and their rules are stated once.
+// The public SAPP balancer describes a model as
 //
-//     {"comment": "...", "constant_memory_mb": C,
+//     {"name": "llama", "stage_const_mem": C,
+//      "pre_defined_layer": {"embedding": 0, "lm_head": -1},
+//      "auto_partition_layer": {"decoder": 80},
 //      "layers_description": [
-//        {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 12.0,
-//         "memory_parameter": 4210.0},
+//        {"name": "embedding", "model_name": "llama", "type": "HEAD", "nb_layer": 1,
+//         "time": 12.0, "memory_parameter": 4210.0},
 //        {"name": "decoder", "type": "BODY", "nb_layer": 80, "time": 30.0,
 //         "memory_parameter": 1710.0, "memory_activation": 820.0, ...}, ...]}
 //
+// SAPP's memory of stage s (its solver's constraint) is
+//     stage_const_mem + [s = 0] sum_HEAD memory_parameter + [s = last] sum_TAIL memory_parameter
+//     + n_s x BODY memory_parameter + sum_kinds n_s,kind x memory_<kind> x in-flight(s),
+// so stage_const_mem is on every stage and HEAD/TAIL memory excludes it. ppb adds an optional
+// top-level "comment". ppb fit --export-sapp wrote the constant as "constant_memory_mb" before
+// it wrote stage_const_mem; the reader still takes that name, with a warning.
+//
 // The reader checks the form of every field it knows, whoever will use it (times > 0,
 // coefficients > -1, memory >= 0, nb_layer a positive integer, each within its range in
-// ppb/limits.hpp), refuses unknown fields with a
-// "did you mean", and requires exactly one BODY entry. What a consumer needs beyond that (the
-// time model: a time for every entry; the table model: the BODY's memory) it checks itself,
-// naming the place with entry_path() / entry_field_path().
+// ppb/limits.hpp). A field it does not know is a warning with a "did you mean" (SAPP versions
+// add fields), not a refusal. It requires exactly one BODY entry (several, an encoder and a
+// decoder, are refused as not supported yet), auto_partition_layer to agree with it, and
+// pre_defined_layer stages of 0 (HEAD) or -1 (TAIL). What a consumer needs beyond that (the time
+// model: a time for every entry; the table model: the BODY's memory) it checks itself, naming
+// the place with entry_path() / entry_field_path().
 #ifndef PPB_SAPP_LAYER_FILE_HPP
 #define PPB_SAPP_LAYER_FILE_HPP
 
@@ -38,12 +45,19 @@
 
 namespace ppb::sapp {
 
-// Field names.
+// Top-level field names.
 inline constexpr std::string_view list_field = "layers_description";
-inline constexpr std::string_view constant_memory_field = "constant_memory_mb";  // ppb's own
-inline constexpr std::string_view comment_field = "comment";                     // ppb's own
-inline constexpr std::array<std::string_view, 3> top_level_fields = {
-    list_field, constant_memory_field, comment_field};
+inline constexpr std::string_view name_field = "name";
+inline constexpr std::string_view stage_const_field = "stage_const_mem";
+inline constexpr std::string_view pre_defined_field = "pre_defined_layer";
+inline constexpr std::string_view auto_partition_field = "auto_partition_layer";
+inline constexpr std::string_view comment_field = "comment";  // ppb's own
+// The name ppb fit --export-sapp gave stage_const_mem before it wrote SAPP's own: still read.
+inline constexpr std::string_view old_constant_field = "constant_memory_mb";
+// The fields SAPP and ppb know, in the order the writer writes them.
+inline constexpr std::array<std::string_view, 6> top_level_fields = {
+    comment_field,        name_field,        pre_defined_field,
+    auto_partition_field, stage_const_field, list_field};
 
 // Per recompute kind (ppb_kind order: none, select, comm, both, full): the backward time of one
 // layer, its coefficient c (backward = (1 + c) x base), and the activation memory of one layer
@@ -59,8 +73,9 @@ inline constexpr std::array<std::string_view, PPB_KIND_COUNT> activation_fields 
     "memory_recompute"};
 
 // Every field of an entry, in the order the writer writes them.
-inline constexpr std::array<std::string_view, 21> entry_fields = {
+inline constexpr std::array<std::string_view, 22> entry_fields = {
     "name",
+    "model_name",
     "type",
     "nb_layer",
     "time",
@@ -93,6 +108,7 @@ inline constexpr std::array<std::string_view, 3> entry_type_names = {"HEAD", "BO
 // One entry of layers_description. Absent fields are nullopt.
 struct Entry {
     std::string name;
+    std::optional<std::string> model_name{};  // SAPP's: the model the layer belongs to
     EntryType type = EntryType::body;
     std::uint32_t nb_layer = 1;  // >= 1
     // Times of one layer, in the file's own unit, each > 0.
@@ -107,29 +123,53 @@ struct Entry {
     friend bool operator==(const Entry&, const Entry&) = default;
 };
 
+// A name and a number, in file order: pre_defined_layer (layer name -> stage, 0 or -1 = last)
+// and auto_partition_layer (layer name -> number of layers).
+struct NamedValue {
+    std::string name;
+    std::int64_t value = 0;
+
+    friend bool operator==(const NamedValue&, const NamedValue&) = default;
+};
+
 struct LayerFile {
-    std::vector<Entry> entries;  // in file order; as read: not empty, exactly one BODY
-    std::optional<double> constant_memory_mb;  // >= 0
+    std::vector<Entry> entries;             // in file order; as read: not empty, exactly one BODY
+    std::optional<std::string> name;        // SAPP's model name
+    std::optional<double> stage_const_mem;  // MB on every stage; may be negative
+    std::vector<NamedValue> pre_defined_layer;     // stage of each HEAD (0) and TAIL (-1) layer
+    std::vector<NamedValue> auto_partition_layer;  // the BODY layers and their number
     std::optional<std::string> comment;
+    // What the reader noticed and the reader's user should be told (unknown fields, the old
+    // constant_memory_mb name, names that match no entry), each a sentence without "warning:".
+    // Not part of the file's content: the writer ignores it, operator== does not compare it.
+    std::vector<std::string> warnings;
 
     // The index of the (first) BODY entry; entries.size() when there is none.
     [[nodiscard]] std::size_t body_index() const noexcept;
 
-    friend bool operator==(const LayerFile&, const LayerFile&) = default;
+    friend bool operator==(const LayerFile& a, const LayerFile& b) {
+        return a.entries == b.entries && a.name == b.name &&
+               a.stage_const_mem == b.stage_const_mem &&
+               a.pre_defined_layer == b.pre_defined_layer &&
+               a.auto_partition_layer == b.auto_partition_layer && a.comment == b.comment;
+    }
 };
 
 // Reads a parsed document. Throws ppb::InputError "<source>: <JSON path>: <problem>" (the
-// node's source and path) for: a root that is not an object, an unknown field (with "did you
-// mean"), a missing name, type or nb_layer, a value of the wrong form, an empty list, no BODY
-// entry or several.
+// node's source and path) for: a root that is not an object, a missing name, type or nb_layer,
+// a value of the wrong form, an empty list, no BODY entry or several, both stage_const_mem and
+// constant_memory_mb, auto_partition_layer not agreeing with the BODY entry's nb_layer (or
+// naming several layers), a pre_defined_layer stage other than 0 and -1 or one that contradicts
+// the entry's type. Unknown fields are warnings ("<source>: <path>: unknown field ...").
 [[nodiscard]] LayerFile read_layer_file(const JsonNode& root);
 // Parses `text` with ppb::parse_json (exact numbers, no repeated keys) and reads it.
 [[nodiscard]] LayerFile parse_layer_file(std::string_view text, std::string_view source);
 // Reads the file at `path` ("-": standard input).
 [[nodiscard]] LayerFile load_layer_file(const std::filesystem::path& path);
 
-// The document: comment, layers_description, constant_memory_mb, the fields of each entry in
-// entry_fields order, absent ones left out. nb_layer is written as an integer, every other
+// The document: the top-level fields in top_level_fields order, the fields of each entry in
+// entry_fields order, absent ones left out (an empty pre_defined_layer or auto_partition_layer
+// too). nb_layer is written as an integer, every other
 // number as a double; read back, it gives `file` again bit for bit.
 [[nodiscard]] boost::json::object to_json(const LayerFile& file);
 // to_json() as indented text (ppb::to_pretty_json). Throws std::domain_error for a non-finite

@@ -1,0 +1,348 @@
+// SAPP layer files as SAPP ships and writes them, end to end: partitioning with a SAPP-shaped
+// file, warnings for unknown keys, refusals (exit 2), and ppb fit --export-sapp checked against
+// SAPP's own memory formula over a grid of placements.
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ppb_test;
+namespace json = boost::json;
+
+namespace {
+
+const std::string sapp_file = std::string(PPB_SAMPLES_DIR) + "/sapp/llama-layers.json";
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// The SAPP file with `edit` applied to its JSON.
+template <class Edit>
+std::string edited_sapp_file(const std::string& name, Edit edit) {
+    json::object doc = parse_json(read_all(sapp_file)).as_object();
+    edit(doc);
+    return write_file(json::serialize(doc), name);
+}
+
+std::vector<std::string> partition_args(const std::string& desc, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"partition", "--model-desc",    desc, "--stages",
+                                     "8",         "--micro-batches", "32", "--memory-limit-mb",
+                                     "60000",     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+}
+
+// --- SAPP's memory formula (its solver's memory constraint), written out independently.
+// Memory of stage s of p (one chunk per stage): the BODY's memory_parameter per layer placed,
+// HEAD memory_parameter on stage 0 and TAIL memory_parameter on the last stage (each entry's
+// value as given, once), each recompute kind's activation memory per layer times SAPP's
+// activation count for the stage, and stage_const_mem on every stage.
+constexpr std::array<const char*, 5> kinds = {"none", "select", "comm", "both", "full"};
+constexpr std::array<const char*, 5> sapp_activation_keys = {
+    "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
+    "memory_recompute"};
+
+// SAPP's activation counts: without interleaving p - s; with v chunks, p for every chunk,
+// plus max(0, p - 2s - 1) on the first and min(0, p - 2s - 1) on the last, capped at m.
+std::uint32_t sapp_activation_count(std::uint32_t p, std::uint32_t s, std::uint32_t v,
+                                    std::uint32_t m, std::uint32_t chunk) {
+    if (v == 1)
+        return p - s;
+    std::int64_t n = p;
+    const std::int64_t d = static_cast<std::int64_t>(p) - 2 * static_cast<std::int64_t>(s) - 1;
+    if (chunk == 0)
+        n += std::max<std::int64_t>(0, d);
+    if (chunk == v - 1)
+        n += std::min<std::int64_t>(0, d);
+    return static_cast<std::uint32_t>(std::min<std::int64_t>(n, m));
+}
+
+double sapp_stage_memory(const json::object& file, std::uint32_t p, std::uint32_t s,
+                         const std::array<std::uint32_t, 5>& layers, std::uint32_t activations) {
+    double memory =
+        file.contains("stage_const_mem") ? file.at("stage_const_mem").to_number<double>() : 0.0;
+    for (const auto& e : file.at("layers_description").as_array()) {
+        const auto& entry = e.as_object();
+        const std::string type(entry.at("type").as_string());
+        const double param = entry.contains("memory_parameter")
+                                 ? entry.at("memory_parameter").to_number<double>()
+                                 : 0.0;
+        if (type == "HEAD" && s == 0)
+            memory += param;
+        if (type == "TAIL" && s == p - 1)
+            memory += param;
+        if (type != "BODY")
+            continue;
+        for (std::size_t k = 0; k < kinds.size(); ++k) {
+            if (layers[k] == 0)
+                continue;
+            memory += layers[k] * param;
+            memory +=
+                layers[k] * entry.at(sapp_activation_keys[k]).to_number<double>() * activations;
+        }
+    }
+    return memory;
+}
+
+struct GridPoint {
+    std::uint32_t p;
+    std::uint32_t s;
+    std::array<std::uint32_t, 5> layers;
+    std::uint32_t in_flight;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_sapp)
+
+BOOST_AUTO_TEST_CASE(a_sapp_shaped_file_partitions_with_every_model) {
+    const auto lsq =
+        ppb(partition_args(sapp_file, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun}));
+    const auto table =
+        ppb(partition_args(sapp_file, {"--model", "table", "--model-options", sapp_file}));
+    const auto analytic =
+        ppb(partition_args(sapp_file, {"--model", "analytic", "--model-options",
+                                       std::string(PPB_SAMPLES_DIR) + "/llama70b-shape.json"}));
+    for (const auto* run : {&lsq, &table, &analytic}) {
+        BOOST_TEST_REQUIRE(run->exit_code == 0, run->err);
+        BOOST_TEST(!has(run->err, "warning"), run->err);  // every key is SAPP's
+        const auto plan = parse_json(run->out);
+        BOOST_TEST(plan.at("num_layers").to_number<int>() == 80);
+        BOOST_TEST(plan.at("stages").as_array().size() == 8u);
+    }
+    // The table reads stage_const_mem as its constant: every stage carries 3072 MB of it.
+    const auto report = ppb({"compare", "--partition", write_file(table.out, "plan.json"),
+                             "--model", "table=" + sapp_file, "--json"});
+    BOOST_TEST(report.exit_code == 0, report.err);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_keys_warn_with_did_you_mean) {
+    const std::string file = edited_sapp_file("unknown-keys.json", [](json::object& doc) {
+        doc["stage_const_memory"] = 1;  // a typo
+        doc["sapp_version"] = "2.0";    // a key of a newer SAPP
+        doc["layers_description"].as_array()[1].as_object()["memory_activations"] = 5;
+    });
+    const auto r = ppb(partition_args(file, {"--model", "table", "--model-options", file}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(has(r.err, "ppb: warning: " + file +
+                              ": unknown field 'stage_const_memory' is ignored (neither SAPP nor "
+                              "ppb knows it; did you mean 'stage_const_mem'?"),
+               r.err);
+    BOOST_TEST(has(r.err, "ppb: warning: " + file + ": unknown field 'sapp_version' is ignored"),
+               r.err);
+    BOOST_TEST(has(r.err, file + ": layers_description[1]: unknown field 'memory_activations' is "
+                                 "ignored (neither SAPP nor ppb knows it; did you mean "
+                                 "'memory_activation'?"),
+               r.err);
+    // Printed once, by the reader of --model-desc (the table model, reading the same file as its
+    // options, keeps them in its report's diagnostics.warnings: tests/table).
+    BOOST_TEST(r.err.find("'sapp_version'") == r.err.rfind("'sapp_version'"), r.err);
+}
+
+BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_exits_2) {
+    const std::string file = edited_sapp_file("disagree.json", [](json::object& doc) {
+        doc["auto_partition_layer"].as_object()["LLamaDecodeLayer"] = 96;
+    });
+    expect_input_error(
+        ppb(partition_args(file, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun})),
+        {file + ": auto_partition_layer.LLamaDecodeLayer: 96 layers, but "
+                "layers_description[1] (BODY \"LLamaDecodeLayer\") has nb_layer 80: "
+                "the two must agree"});
+    const std::string staged = edited_sapp_file("staged.json", [](json::object& doc) {
+        doc["pre_defined_layer"].as_object()["LlamaRMSNorm"] = 3;
+    });
+    expect_input_error(
+        ppb(partition_args(staged, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun})),
+        {"pre_defined_layer.LlamaRMSNorm: stage 3 is not supported"});
+}
+
+BOOST_AUTO_TEST_CASE(several_body_entries_exit_2) {
+    const std::string file = edited_sapp_file("encoder-decoder.json", [](json::object& doc) {
+        auto& list = doc["layers_description"].as_array();
+        json::object encoder = list[1].as_object();
+        encoder["name"] = "EncoderLayer";
+        encoder["nb_layer"] = 24;
+        list.insert(list.begin() + 1, encoder);
+        doc.erase("auto_partition_layer");
+    });
+    expect_input_error(
+        ppb(partition_args(file, {"--model", "table", "--model-options", file})),
+        {"several BODY entries are not supported yet by this ppb version: layers_description[1] "
+         "(\"EncoderLayer\") and layers_description[2] (\"LLamaDecodeLayer\") are both BODY"});
+}
+
+BOOST_AUTO_TEST_CASE(export_writes_what_sapp_reads) {
+    const std::string out_file = write_file("", "export-sapp.json");
+    const auto r = ppb({"fit", sample_dryrun, "--json", "--export-sapp", out_file});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto params = parse_json(r.out).at("parameters").as_object();
+    const auto file = parse_json(read_all(out_file)).as_object();
+    BOOST_TEST(!file.contains("constant_memory_mb"));
+    BOOST_TEST(file.at("stage_const_mem").to_number<double>() ==
+               params.at("const_mb").to_number<double>());
+    BOOST_TEST(file.at("name").as_string() == "llama70b-pp8-dryrun");
+    BOOST_TEST((file.at("pre_defined_layer") == json::parse(R"({"head": 0, "tail": -1})")));
+    BOOST_TEST((file.at("auto_partition_layer") == json::parse(R"({"body": 80})")));
+    for (const auto& e : file.at("layers_description").as_array())
+        BOOST_TEST(e.at("model_name").as_string() == "llama70b-pp8-dryrun");
+    // HEAD memory excludes the constant (SAPP adds it to every stage).
+    BOOST_TEST(file.at("layers_description").at(0).at("memory_parameter").to_number<double>() ==
+               params.at("head_mb").to_number<double>());
+
+    // The grid: pipelines of 2 to 16 stages, every stage, layer mixes of every observed kind,
+    // SAPP's activation counts for 1F1B and for interleaved schedules (v = 2, 3; m = 4, 32).
+    std::vector<GridPoint> grid;
+    const std::vector<std::array<std::uint32_t, 5>> mixes = {
+        {10, 0, 0, 0, 0}, {0, 7, 0, 0, 3}, {2, 3, 4, 0, 1}, {1, 0, 0, 0, 0}, {0, 0, 9, 0, 0}};
+    for (const std::uint32_t p : {2u, 3u, 4u, 8u, 16u}) {
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (std::size_t i = 0; i < mixes.size(); ++i) {
+                const auto& mix = mixes[(i + s) % mixes.size()];
+                grid.push_back({p, s, mix, sapp_activation_count(p, s, 1, 32, 0)});
+                for (const std::uint32_t v : {2u, 3u}) {
+                    for (const std::uint32_t m : {4u, 32u}) {
+                        for (std::uint32_t chunk = 0; chunk < v; ++chunk)
+                            grid.push_back({p, s, mix, sapp_activation_count(p, s, v, m, chunk)});
+                    }
+                }
+            }
+        }
+    }
+    // dryrun-lsq's predictions of the grid: one plan per pipeline size, through ppb compare.
+    std::size_t checked = 0;
+    for (const std::uint32_t p : {2u, 3u, 4u, 8u, 16u}) {
+        json::array stages;
+        std::vector<const GridPoint*> points;
+        for (const auto& g : grid) {
+            if (g.p != p)
+                continue;
+            json::object layers;
+            for (std::size_t k = 0; k < kinds.size(); ++k)
+                layers[kinds[k]] = g.layers[k];
+            stages.push_back(
+                json::object{{"stage", g.s}, {"layers", layers}, {"in_flight", g.in_flight}});
+            points.push_back(&g);
+        }
+        const json::object plan{
+            {"format", "ppb.partition/1"}, {"num_stages", p}, {"stages", stages}};
+        const std::string plan_file =
+            write_file(json::serialize(plan), fmt::format("grid-{}.json", p));
+        const auto c = ppb({"compare", sample_dryrun, "--partition", plan_file, "--model",
+                            "dryrun-lsq", "--model", "table=" + out_file, "--json"});
+        BOOST_TEST_REQUIRE(c.exit_code == 0, c.err);
+        std::size_t i = 0;
+        const auto compared = parse_json(c.out);
+        for (const auto& placement : compared.at("placements").as_array()) {
+            if (placement.at("label").as_string() != "plan")
+                continue;
+            BOOST_TEST_REQUIRE(i < points.size());
+            const GridPoint& g = *points[i++];
+            const auto& predictions = placement.at("predictions").as_array();
+            const double lsq = predictions.at(0).at("memory_mb").to_number<double>();
+            const double table = predictions.at(1).at("memory_mb").to_number<double>();
+            const double sapp = sapp_stage_memory(file, g.p, g.s, g.layers, g.in_flight);
+            // SAPP sums in another order: equal up to rounding.
+            BOOST_TEST(std::abs(sapp - lsq) <= 1e-9 * std::abs(lsq),
+                       fmt::format("p={} s={} f={}: SAPP {} vs dryrun-lsq {}", g.p, g.s,
+                                   g.in_flight, sapp, lsq));
+            // The table model reads the file bit for bit as dryrun-lsq predicts.
+            BOOST_TEST(table == lsq);
+            ++checked;
+        }
+        BOOST_TEST(i == points.size());
+    }
+    BOOST_TEST(checked == grid.size());
+}
+
+// A dry run made from C = -500 MB exactly (the fit returns it): the export writes it with a
+// warning, or folds it to 0 with --sapp-fold-negative-constant.
+BOOST_AUTO_TEST_CASE(a_negative_constant_is_written_with_a_warning_or_folded) {
+    // p = 4, m = 8, 1F1B: in-flight p - s. M = -500 + 1000 [s=0] + 2000 [s=3] + 100 n + 10 n f.
+    std::string observations;
+    const auto add = [&](const char* config, std::uint32_t s, std::uint32_t n) {
+        const double f = 4.0 - s;
+        const double m =
+            -500.0 + (s == 0 ? 1000.0 : 0.0) + (s == 3 ? 2000.0 : 0.0) + 100.0 * n + 10.0 * n * f;
+        observations += fmt::format(
+            R"({}{{"config": "{}", "stage": {}, "layers": {{"none": {}}}, "peak_memory_mb": {}}})",
+            observations.empty() ? "" : ", ", config, s, n, m);
+    };
+    const std::array<std::uint32_t, 4> a = {4, 6, 5, 5};
+    const std::array<std::uint32_t, 4> b = {3, 7, 8, 2};
+    for (std::uint32_t s = 0; s < 4; ++s) {
+        add("A", s, a[s]);
+        add("B", s, b[s]);
+    }
+    const std::string dryrun = write_file(
+        R"({"format": "ppb.dryrun/1", "num_stages": 4, "micro_batches": 8, "schedule": "1f1b", )"
+        R"("observations": [)" +
+            observations + "]}",
+        "negative-constant.json");
+    const std::string out_file = write_file("", "negative-export.json");
+    auto r = ppb({"fit", dryrun, "--json", "--export-sapp", out_file});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const double c = parse_json(r.out).at("parameters").at("const_mb").to_number<double>();
+    BOOST_TEST(std::abs(c + 500.0) < 1e-6);
+    BOOST_TEST(parse_json(read_all(out_file)).at("stage_const_mem").to_number<double>() == c);
+    BOOST_TEST(has(r.err,
+                   "ppb: warning: --export-sapp: the fitted constant memory of every stage "
+                   "(const_mb) is negative"),
+               r.err);
+    BOOST_TEST(has(r.err, "fit more varied dry runs"), r.err);
+    BOOST_TEST(has(r.err, "--sapp-fold-negative-constant"), r.err);
+    // The table model reads the negative constant back and says what it is.
+    const auto t =
+        ppb({"compare", dryrun, "--model", "dryrun-lsq", "--model", "table=" + out_file, "--json"});
+    BOOST_TEST_REQUIRE(t.exit_code == 0, t.err);
+    const auto compared = parse_json(t.out);
+    for (const auto& p : compared.at("placements").as_array()) {
+        const auto& pr = p.at("predictions").as_array();
+        BOOST_TEST(pr[0].at("memory_mb").as_double() == pr[1].at("memory_mb").as_double());
+    }
+
+    const std::string folded = write_file("", "folded-export.json");
+    r = ppb({"fit", dryrun, "--export-sapp", folded, "--sapp-fold-negative-constant"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(parse_json(read_all(folded)).at("stage_const_mem").to_number<double>() == 0.0);
+    BOOST_TEST(has(r.err,
+                   "--sapp-fold-negative-constant wrote stage_const_mem = 0 instead, so the "
+                   "file predicts every stage"),
+               r.err);
+    BOOST_TEST(has(r.err, "conservative"), r.err);
+    expect_input_error(ppb({"fit", dryrun, "--sapp-fold-negative-constant"}),
+                       {"--sapp-fold-negative-constant requires --export-sapp"});
+}
+
+BOOST_AUTO_TEST_CASE(the_old_constant_name_is_read_with_a_warning) {
+    const std::string file = edited_sapp_file("old-name.json", [](json::object& doc) {
+        doc["constant_memory_mb"] = doc["stage_const_mem"];
+        doc.erase("stage_const_mem");
+    });
+    const auto r = ppb(partition_args(file, {"--model", "table", "--model-options", file}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(has(r.err, "ppb: warning: " + file +
+                              ": constant_memory_mb: 'constant_memory_mb' is "
+                              "the old name of SAPP's 'stage_const_mem'"),
+               r.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
