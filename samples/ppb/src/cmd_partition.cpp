@@ -118,11 +118,11 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->check(recompute_kind());
     partition
         ->add_option("--recompute-rule", args->recompute_rule,
-                     "mixes of recompute kinds a stage may hold: 'mindformers' (only what\n"
-                     "MindFormers' per-stage recompute counts can build: no stage mixes\n"
-                     "'select' and 'comm' layers; the printed arrays rebuild the plan exactly)\n"
-                     "or 'any' (every mix, for runtimes that set recompute layer by layer;\n"
-                     "MindFormers arrays are printed only when the plan happens to fit them)")
+                     "mixes of recompute kinds a stage may hold: 'mindformers', what\n"
+                     "MindFormers' per-stage counts can build (no stage mixes 'select'\n"
+                     "and 'comm' layers; the arrays printed rebuild the plan exactly), or\n"
+                     "'any', every mix (for runtimes that set recompute layer by layer;\n"
+                     "arrays are printed only if the plan happens to be expressible)")
         ->type_name("RULE")
         ->capture_default_str()
         ->check(CLI::IsMember({"mindformers", "any"}));
