@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <regex>
+#include <vector>
 
 using namespace ppb_test;
 namespace json = boost::json;
@@ -24,9 +26,146 @@ std::vector<std::string> partition_args(const std::string& limit,
     return args;
 }
 
+// What MindFormers builds on each stage from the `mindformers` arrays of a ppb.partition/1
+// document, applying its rule layer by layer: the first `recompute` layers of a stage fully
+// recomputed; of the others, a layer below both the select and the comm count 'both', below one
+// of them 'select' or 'comm', below neither 'none'. Per stage: none, select, comm, both, full.
+std::vector<std::array<std::int64_t, 5>> built_by_mindformers(const json::object& doc) {
+    const auto& mf = doc.at("mindformers").as_object();
+    const auto at = [&](const char* key, std::size_t s) {
+        return mf.at(key).at(0).at(s).to_number<std::int64_t>();
+    };
+    const std::int64_t stages = doc.at("num_stages").to_number<std::int64_t>();
+    const std::int64_t base = doc.at("num_layers").to_number<std::int64_t>() / stages;
+    std::vector<std::array<std::int64_t, 5>> built;
+    for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s) {
+        std::array<std::int64_t, 5> kinds{};
+        const std::int64_t layers = base + at("offset", s);
+        for (std::int64_t j = 0; j < layers; ++j) {
+            const bool select = j < at("select_recompute", s);
+            const bool comm = j < at("select_comm_recompute", s);
+            ++kinds[j < at("recompute", s) ? 4 : select && comm ? 3 : comm ? 2 : select ? 1 : 0];
+        }
+        built.push_back(kinds);
+    }
+    return built;
+}
+
+std::vector<std::array<std::int64_t, 5>> planned(const json::object& doc) {
+    std::vector<std::array<std::int64_t, 5>> plan;
+    for (const auto& st : doc.at("stages").as_array()) {
+        std::array<std::int64_t, 5> kinds{};
+        std::size_t k = 0;
+        for (const char* kind : {"none", "select", "comm", "both", "full"})
+            kinds[k++] = st.at("layers").at(kind).to_number<std::int64_t>();
+        plan.push_back(kinds);
+    }
+    return plan;
+}
+
+std::string text(const std::vector<std::array<std::int64_t, 5>>& stages) {
+    std::string out;
+    for (const auto& k : stages)
+        out += fmt::format("[{}]", fmt::join(k, ","));
+    return out;
+}
+
+// A model whose 'select' is fast and heavy and 'comm' slow and light: within a tight limit the
+// fastest mix of a stage holds both, which MindFormers cannot configure.
+std::string select_comm_layers() {
+    return write_file(R"({"constant_memory_mb": 1000, "layers_description": [
+        {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 10, "memory_parameter": 2000},
+        {"name": "decoder", "type": "BODY", "nb_layer": 12, "time": 10,
+         "backward_coef": 0, "select_rec_coef": 0.05, "select_comm_coef": 0.3,
+         "both_comm_select_coef": 0.35, "recompute_coef": 1.0,
+         "memory_parameter": 500, "memory_activation": 1000, "memory_select_rec": 600,
+         "memory_select_comm": 300, "memory_both_comm_select": 250, "memory_recompute": 20},
+        {"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 10, "memory_parameter": 2000}
+    ]})");
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cli_partition)
+
+// The arrays ppb prints rebuild its plan exactly when MindFormers applies them (the default
+// rule), at limits from generous to tight and with every set of kinds that can mix.
+BOOST_AUTO_TEST_CASE(printed_arrays_rebuild_the_plan) {
+    std::size_t plans = 0;
+    for (const std::string limit : {"58000", "40000", "32000", "27000"}) {
+        for (const std::string kinds : {"", "none,select,comm", "select,comm,full"}) {
+            std::vector<std::string> extra = {"--json"};
+            if (!kinds.empty())
+                extra.insert(extra.end(), {"--kinds", kinds});
+            const auto r = ppb(partition_args(limit, extra));
+            if (r.exit_code == 4)
+                continue;  // this limit does not fit these kinds
+            BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+            const auto doc = parse_json(r.out).as_object();
+            BOOST_TEST(doc.at("recompute_rule").as_string() == "mindformers");
+            BOOST_TEST(text(built_by_mindformers(doc)) == text(planned(doc)),
+                       "limit " << limit << " kinds " << kinds);
+            ++plans;
+        }
+    }
+    BOOST_TEST(plans >= 8u);
+
+    // A model where the free optimum mixes 'select' and 'comm' on a stage.
+    const std::string layers = select_comm_layers();
+    std::size_t mixed = 0;
+    for (int limit = 4000; limit <= 12000; limit += 250) {
+        auto args = [&](const std::string& rule, bool json) {
+            std::vector<std::string> a = {"partition",
+                                          "--model-desc",
+                                          layers,
+                                          "--model",
+                                          "table",
+                                          "--model-options",
+                                          layers,
+                                          "--stages",
+                                          "2",
+                                          "--micro-batches",
+                                          "4",
+                                          "--memory-limit-mb",
+                                          std::to_string(limit),
+                                          "--kinds",
+                                          "select,comm",
+                                          "--recompute-rule",
+                                          rule};
+            if (json)
+                a.push_back("--json");
+            return a;
+        };
+        const auto strict = ppb(args("mindformers", true));
+        const auto free = ppb(args("any", true));
+        BOOST_TEST_REQUIRE(strict.exit_code == free.exit_code, strict.err << free.err);
+        if (strict.exit_code != 0)
+            continue;
+        const auto strict_doc = parse_json(strict.out).as_object();
+        const auto free_doc = parse_json(free.out).as_object();
+        BOOST_TEST(text(built_by_mindformers(strict_doc)) == text(planned(strict_doc)));
+        BOOST_TEST(free_doc.at("recompute_rule").as_string() == "any");
+        BOOST_TEST(free_doc.at("iteration_time").to_number<double>() <=
+                   strict_doc.at("iteration_time").to_number<double>());
+        bool free_mixes = false;
+        for (const auto& k : planned(free_doc))
+            free_mixes = free_mixes || (k[1] > 0 && k[2] > 0);
+        if (free_mixes) {
+            ++mixed;
+            // No arrays could build it: none are printed, and the table says why.
+            BOOST_TEST(free_doc.at("mindformers").is_null());
+            const auto table = ppb(args("any", false));
+            BOOST_TEST(
+                table.out.find("MindFormers / SAPP configuration: none") != std::string::npos,
+                table.out);
+            BOOST_TEST(free_doc.at("iteration_time").to_number<double>() <
+                       strict_doc.at("iteration_time").to_number<double>());
+        } else {
+            BOOST_TEST(text(built_by_mindformers(free_doc)) == text(planned(free_doc)));
+        }
+    }
+    BOOST_TEST(mixed > 0u);
+}
 
 BOOST_AUTO_TEST_CASE(plan_respects_the_limit_and_is_consistent) {
     for (const std::string limit : {"58000", "36000", "26000"}) {
@@ -136,6 +275,8 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
     expect_input_error(ppb(partition_args("-5")), {"--memory-limit-mb"});
     expect_input_error(ppb(partition_args("1000", {"--memory-margin-mb", "1000"})),
                        {"--memory-margin-mb"});
+    expect_input_error(ppb(partition_args("1000", {"--recompute-rule", "megatron"})),
+                       {"--recompute-rule"});
     expect_input_error(ppb(partition_args("1000", {"--kinds", "none,most"})),
                        {"unknown recompute kind 'most'"});
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--stages", "8",

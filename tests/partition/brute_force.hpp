@@ -116,6 +116,53 @@ void for_each_composition(std::uint32_t n, std::uint32_t allowed, Visit&& visit)
     place(place, 0, n);
 }
 
+// What MindFormers builds on a stage of n layers from its counts, applied layer by layer as its
+// layer setting does: layer j < recompute is fully recomputed; otherwise it gets selective
+// recompute when j < select and communication recompute when j < comm ('both' when both).
+// Written from MindFormers' rule, not from the code under test.
+inline KindCounts mindformers_build(std::uint32_t n, std::uint32_t recompute, std::uint32_t select,
+                                    std::uint32_t comm) {
+    KindCounts built{};
+    for (std::uint32_t j = 0; j < n; ++j) {
+        if (j < recompute)
+            ++built[PPB_KIND_FULL];
+        else if (j < select && j < comm)
+            ++built[PPB_KIND_BOTH];
+        else if (j < select)
+            ++built[PPB_KIND_SELECT];
+        else if (j < comm)
+            ++built[PPB_KIND_COMM];
+        else
+            ++built[PPB_KIND_NONE];
+    }
+    return built;
+}
+
+// Whether a stage may hold `mix` under `rule`: always under `any`; under `mindformers` when some
+// counts (each 0 .. n) make MindFormers build exactly it, found by trying them all.
+inline bool oracle_expressible(const KindCounts& mix, RecomputeRule rule) {
+    if (rule == RecomputeRule::any)
+        return true;
+    std::uint32_t n = 0;
+    for (const std::uint32_t c : mix)
+        n += c;
+    static std::vector<std::vector<KindCounts>> buildable;  // per n, sorted
+    while (buildable.size() <= n) {
+        const auto m = static_cast<std::uint32_t>(buildable.size());
+        std::vector<KindCounts> all;
+        for (std::uint32_t r = 0; r <= m; ++r) {
+            for (std::uint32_t sel = 0; sel <= m; ++sel) {
+                for (std::uint32_t com = 0; com <= m; ++com)
+                    all.push_back(mindformers_build(m, r, sel, com));
+            }
+        }
+        std::sort(all.begin(), all.end());
+        all.erase(std::unique(all.begin(), all.end()), all.end());
+        buildable.push_back(std::move(all));
+    }
+    return std::binary_search(buildable[n].begin(), buildable[n].end(), mix);
+}
+
 struct Option {
     KindCounts layers{};
     double time = 0.0;
@@ -123,7 +170,8 @@ struct Option {
 };
 
 // options[s][n]: every composition stage s may hold with n body layers (none when n is below the
-// stage's minimum). Independent of the memory limit: build once, search at many limits.
+// stage's minimum; only those problem.rule admits). Independent of the memory limit: build once,
+// search at many limits.
 struct OptionTable {
     std::uint32_t stages = 0;
     std::uint32_t layers = 0;
@@ -142,6 +190,8 @@ inline OptionTable make_options(const Problem& problem, std::uint32_t allowed,
         table.options[s].resize(table.layers + 1);
         for (std::uint32_t n = oracle_min_layers(table.stages, s); n <= table.layers; ++n) {
             for_each_composition(n, allowed, [&](const KindCounts& counts) {
+                if (!oracle_expressible(counts, problem.rule))
+                    return;
                 table.options[s][n].push_back(
                     Option{counts, stage_time(problem, s, counts), memory(s, counts)});
             });
@@ -468,8 +518,10 @@ inline Coefficients draw(std::mt19937& rng, Variant variant, std::uint32_t allow
 }
 
 inline Problem make_problem(std::uint32_t stages, std::uint32_t micro_batches, std::uint32_t kinds,
-                            const Coefficients& c, double budget_mb) {
+                            const Coefficients& c, double budget_mb,
+                            RecomputeRule rule = RecomputeRule::any) {
     Problem problem;
+    problem.rule = rule;
     problem.num_stages = stages;
     problem.micro_batches = micro_batches;
     problem.time = c.time;
@@ -505,15 +557,16 @@ inline std::string describe(const Problem& problem, const ppb_linear_parameters&
     const auto& t = problem.time;
     return fmt::format(
         "P={} L={} M={} memory_limit_mb={:.17g} memory_margin_mb={:.17g} (budget {:.17g}) "
-        "problem.kinds={} memory.kinds={} body_time=[{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}] "
+        "problem.kinds={} rule={} memory.kinds={} "
+        "body_time=[{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}] "
         "head_time={:.17g} tail_time={:.17g} const_mb={:.17g} head_mb={:.17g} tail_mb={:.17g} "
         "per_layer_mb={:.17g} activation_mb=[{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}]",
         problem.num_stages, t.body_layers, problem.micro_batches, problem.memory_limit_mb,
         problem.memory_margin_mb, problem.budget_mb(), kinds_text(problem.kinds),
-        kinds_text(model_kinds), t.body_time[0], t.body_time[1], t.body_time[2], t.body_time[3],
-        t.body_time[4], t.head_time, t.tail_time, c.const_mb, c.head_mb, c.tail_mb, c.per_layer_mb,
-        c.activation_mb[0], c.activation_mb[1], c.activation_mb[2], c.activation_mb[3],
-        c.activation_mb[4]);
+        problem.rule == RecomputeRule::any ? "any" : "mindformers", kinds_text(model_kinds),
+        t.body_time[0], t.body_time[1], t.body_time[2], t.body_time[3], t.body_time[4], t.head_time,
+        t.tail_time, c.const_mb, c.head_mb, c.tail_mb, c.per_layer_mb, c.activation_mb[0],
+        c.activation_mb[1], c.activation_mb[2], c.activation_mb[3], c.activation_mb[4]);
 }
 
 inline std::string describe(const Optimum& o) {
@@ -558,6 +611,9 @@ inline std::string plan_defects(const Plan& plan, const Problem& problem, std::u
                 defect(fmt::format("stage {} uses kind {}, not allowed", s, k));
         }
         total += n;
+        if (!oracle_expressible(sp.layers, problem.rule))
+            defect(fmt::format("stage {} mix {} cannot be built by MindFormers", s,
+                               counts_text(sp.layers)));
         if (sp.stage != s)
             defect(fmt::format("stages[{}].stage is {}", s, sp.stage));
         if (sp.total_layers() != n)

@@ -33,6 +33,7 @@ using ppb::partition::KindCounts;
 using ppb::partition::MemorySource;
 using ppb::partition::Plan;
 using ppb::partition::Problem;
+using ppb::partition::RecomputeRule;
 
 namespace {
 
@@ -190,6 +191,7 @@ struct Stats {
     std::size_t with_margin = 0;
     std::size_t missing_unneeded_bit = 0;  // extra solve() without bits of kinds not allowed
     std::size_t knife_edges = 0;
+    std::size_t rule_binds = 0;  // the rule's optimum is slower than the unrestricted one
     std::array<std::size_t, pt::variant_count> variants{};
     std::uint64_t oracle_plans = 0;
     std::uint64_t batch_placements = 0;
@@ -212,7 +214,7 @@ struct Shape {
 // One coefficient set of the sweep (drawn from a seed fixed by its shape), at every budget of
 // budgets(): solve() through each memory path against the brute force.
 void sweep_set(std::uint32_t stages, std::uint32_t layers, std::uint32_t m, std::uint32_t allowed,
-               std::size_t seq, Stats& stats, pt::Findings& findings) {
+               RecomputeRule rule, std::size_t seq, Stats& stats, pt::Findings& findings) {
     std::mt19937 rng(static_cast<std::uint32_t>(7919u * stages + 104729u * layers + 31u * m +
                                                 1000003u * allowed));
     const auto variant = static_cast<pt::Variant>(seq % pt::variant_count);
@@ -222,9 +224,15 @@ void sweep_set(std::uint32_t stages, std::uint32_t layers, std::uint32_t m, std:
     ++stats.coefficient_sets;
 
     auto oracle_start = std::chrono::steady_clock::now();
-    const Problem base = pt::make_problem(stages, m, problem_kinds, c, 1e12);
+    const Problem base = pt::make_problem(stages, m, problem_kinds, c, 1e12, rule);
     const pt::OptionTable table =
         pt::make_options(base, allowed, pt::canonical_memory(c.memory, base));
+    // Every mix, to tell where the rule costs time (only when there is a rule).
+    std::optional<pt::OptionTable> every_mix;
+    if (rule != RecomputeRule::any) {
+        const Problem free = pt::make_problem(stages, m, problem_kinds, c, 1e12);
+        every_mix = pt::make_options(free, allowed, pt::canonical_memory(c.memory, free));
+    }
     const pt::Optimum unconstrained = pt::brute_force(table, 1e12);
     const pt::LeastMemory least = pt::least_memory(table);
     stats.oracle_seconds += seconds_since(oracle_start);
@@ -232,9 +240,13 @@ void sweep_set(std::uint32_t stages, std::uint32_t layers, std::uint32_t m, std:
 
     std::size_t instance = 0;
     for (const double budget : budgets(table, unconstrained, least, &stats.knife_edges)) {
-        const Problem problem = pt::make_problem(stages, m, problem_kinds, c, budget);
+        const Problem problem = pt::make_problem(stages, m, problem_kinds, c, budget, rule);
         oracle_start = std::chrono::steady_clock::now();
         const pt::Optimum expected = pt::brute_force(table, problem.budget_mb());
+        if (every_mix && expected.feasible &&
+            pt::brute_force(*every_mix, problem.budget_mb()).iteration_time <
+                expected.iteration_time * (1 - 1e-12))
+            ++stats.rule_binds;
         stats.oracle_seconds += seconds_since(oracle_start);
         stats.oracle_plans += expected.plans;
 
@@ -468,8 +480,10 @@ BOOST_AUTO_TEST_CASE(solve_matches_brute_force_on_every_small_shape) {
     for (const Shape& shape : shapes) {
         for (const std::uint32_t layers : shape.layers) {
             for (const std::uint32_t m : {1u, 2u, 8u}) {
-                for (std::uint32_t allowed = 1; allowed <= PPB_ALL_KINDS; ++allowed, ++seq)
-                    sweep_set(shape.stages, layers, m, allowed, seq, stats, findings);
+                for (std::uint32_t allowed = 1; allowed <= PPB_ALL_KINDS; ++allowed, ++seq) {
+                    sweep_set(shape.stages, layers, m, allowed, RecomputeRule::any, seq, stats,
+                              findings);
+                }
             }
         }
     }
@@ -495,6 +509,44 @@ BOOST_AUTO_TEST_CASE(solve_matches_brute_force_on_every_small_shape) {
         BOOST_TEST(n > 0u);
     BOOST_TEST(stats.missing_unneeded_bit > 0u);
     BOOST_TEST(stats.knife_edges < stats.instances / 100);
+}
+
+// Under MindFormers' rule the optimum is over the mixes MindFormers can build: the oracle keeps
+// only the compositions some (recompute, select_recompute, select_comm_recompute) counts build
+// when applied layer by layer. Every set of allowed kinds holding both 'select' and 'comm' (the
+// others are not restricted by the rule), through each memory path.
+BOOST_AUTO_TEST_CASE(solve_matches_brute_force_under_the_mindformers_rule) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::array<Shape, 4> shapes = {Shape{1, {1, 2, 4, 7}}, Shape{2, {1, 2, 4, 7}},
+                                         Shape{3, {1, 2, 4, 7}}, Shape{4, {2, 3, 5, 7}}};
+    const std::uint32_t select_comm = PPB_KIND_BIT(PPB_KIND_SELECT) | PPB_KIND_BIT(PPB_KIND_COMM);
+    Stats stats;
+    pt::Findings findings;
+    std::size_t seq = 0;
+    for (const Shape& shape : shapes) {
+        for (const std::uint32_t layers : shape.layers) {
+            for (const std::uint32_t m : {1u, 2u, 8u}) {
+                for (std::uint32_t allowed = 1; allowed <= PPB_ALL_KINDS; ++allowed, ++seq) {
+                    if ((allowed & select_comm) != select_comm)
+                        continue;
+                    sweep_set(shape.stages, layers, m, allowed, RecomputeRule::mindformers, seq,
+                              stats, findings);
+                }
+            }
+        }
+    }
+    findings.report("optimality sweep under MindFormers' rule");
+    BOOST_TEST_MESSAGE(fmt::format(
+        "MindFormers' rule: {} coefficient sets, {} instances ({} feasible, {} infeasible, {} "
+        "where the rule costs time, {} with a binding limit); oracle {:.2f} s, solve() {:.2f} s, "
+        "total {:.2f} s",
+        stats.coefficient_sets, stats.instances, stats.feasible, stats.infeasible, stats.rule_binds,
+        stats.binding, stats.oracle_seconds, stats.solve_seconds, seconds_since(started)));
+    BOOST_TEST(stats.rule_binds > 0u);
+    BOOST_TEST(stats.binding > stats.feasible / 4);
+    BOOST_TEST(stats.infeasible > 0u);
+    for (const std::size_t n : stats.variants)
+        BOOST_TEST(n > 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

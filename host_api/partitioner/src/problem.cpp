@@ -46,6 +46,22 @@ bool within_budget(double memory_mb, double budget_mb) {
     return memory_mb <= budget_mb + 1e-9 * std::max(1.0, std::abs(budget_mb));
 }
 
+bool expressible(const KindCounts& layers, RecomputeRule rule) {
+    if (rule == RecomputeRule::any)
+        return true;
+    return layers[PPB_KIND_SELECT] == 0 || layers[PPB_KIND_COMM] == 0;
+}
+
+std::optional<MindFormersCounts> mindformers_counts(const KindCounts& layers) {
+    if (!expressible(layers, RecomputeRule::mindformers))
+        return std::nullopt;
+    // Full layers first, then 'both', then the 'select' or the 'comm' ones, then 'none'.
+    const std::uint32_t full = layers[PPB_KIND_FULL];
+    const std::uint32_t both = layers[PPB_KIND_BOTH];
+    return MindFormersCounts{full, full + both + layers[PPB_KIND_SELECT],
+                             full + both + layers[PPB_KIND_COMM]};
+}
+
 double linear_stage_memory(const ppb_linear_parameters& c, const Problem& problem,
                            std::uint32_t stage, const KindCounts& layers) {
     const double f = problem.in_flight(stage);

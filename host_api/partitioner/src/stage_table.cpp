@@ -52,17 +52,40 @@ std::vector<std::size_t> undominated(const std::vector<std::size_t>& kinds,
     return out;
 }
 
+// What one more layer of each kind adds to a stage's time and memory.
+struct UnitCosts {
+    std::array<double, PPB_KIND_COUNT> time{};
+    std::array<double, PPB_KIND_COUNT> memory{};
+};
+
+UnitCosts unit_costs(const Problem& problem, const ppb_linear_parameters& c, std::uint32_t stage,
+                     const std::vector<std::size_t>& kinds) {
+    const double f = problem.in_flight(stage);
+    UnitCosts unit;
+    for (const std::size_t k : kinds) {
+        unit.time[k] = problem.time.body_time[k];
+        unit.memory[k] = c.per_layer_mb + c.activation_mb[k] * f;
+    }
+    return unit;
+}
+
+bool holds(const std::vector<std::size_t>& kinds, std::size_t kind) {
+    return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+std::vector<std::size_t> without(std::vector<std::size_t> kinds, std::size_t kind) {
+    kinds.erase(std::remove(kinds.begin(), kinds.end(), kind), kinds.end());
+    return kinds;
+}
+
+// Every mix of `kinds` is a candidate.
 StageTable linear_table(const Problem& problem, const ppb_linear_parameters& c, std::uint32_t stage,
                         const std::vector<std::size_t>& kinds) {
     const std::uint32_t layers = problem.time.body_layers;
     const double budget = problem.budget_mb();
-    const double f = problem.in_flight(stage);
-    std::array<double, PPB_KIND_COUNT> unit_time{};
-    std::array<double, PPB_KIND_COUNT> unit_memory{};
-    for (const std::size_t k : kinds) {
-        unit_time[k] = problem.time.body_time[k];
-        unit_memory[k] = c.per_layer_mb + c.activation_mb[k] * f;
-    }
+    const UnitCosts unit = unit_costs(problem, c, stage, kinds);
+    const auto& unit_time = unit.time;
+    const auto& unit_memory = unit.memory;
     const auto useful = undominated(kinds, unit_time, unit_memory);
     // With no kind that frees memory, a mix over budget stays over budget as layers are added.
     const bool monotone = std::all_of(useful.begin(), useful.end(),
@@ -124,6 +147,37 @@ StageTable linear_table(const Problem& problem, const ppb_linear_parameters& c, 
             break;  // monotone: no mix of more layers fits either
     }
     return table;
+}
+
+// The faster choice of two tables per n (the first on ties), and the lesser least memory: the
+// table over the union of two families of mixes.
+StageTable merged(StageTable a, const StageTable& b) {
+    for (std::size_t n = 0; n < a.fastest.size(); ++n) {
+        if (b.fastest[n] && (!a.fastest[n] || b.fastest[n]->time < a.fastest[n]->time))
+            a.fastest[n] = b.fastest[n];
+    }
+    if (!a.least_memory.empty() && b.least_memory.back() < a.least_memory.back())
+        a.least_memory_kind = b.least_memory_kind;
+    for (std::size_t n = 0; n < a.least_memory.size(); ++n)
+        a.least_memory[n] = std::min(a.least_memory[n], b.least_memory[n]);
+    return a;
+}
+
+// The candidates the problem's rule admits. Under MindFormers' rule the expressible mixes are
+// those without 'comm' and those without 'select': two families, each searched exactly, the
+// faster answer kept. When the unrestricted frontier cannot hold both kinds (one of them is not
+// allowed, or another kind beats it on time and memory), its answers are expressible already and
+// one search suffices.
+StageTable linear_table_under_rule(const Problem& problem, const ppb_linear_parameters& c,
+                                   std::uint32_t stage, const std::vector<std::size_t>& kinds) {
+    if (problem.rule == RecomputeRule::any)
+        return linear_table(problem, c, stage, kinds);
+    const UnitCosts unit = unit_costs(problem, c, stage, kinds);
+    const auto useful = undominated(kinds, unit.time, unit.memory);
+    if (!holds(useful, PPB_KIND_SELECT) || !holds(useful, PPB_KIND_COMM))
+        return linear_table(problem, c, stage, kinds);
+    return merged(linear_table(problem, c, stage, without(kinds, PPB_KIND_COMM)),
+                  linear_table(problem, c, stage, without(kinds, PPB_KIND_SELECT)));
 }
 
 // ---- other models ----------------------------------------------------------------------------
@@ -193,6 +247,8 @@ StageTable predicted_table(const Problem& problem, const MemorySource& memory, s
         mixes.clear();
         KindCounts current{};
         compositions(n, kinds, 0, current, mixes);
+        std::erase_if(mixes,
+                      [&](const KindCounts& mix) { return !expressible(mix, problem.rule); });
         chunks.assign(mixes.size(), ppb_chunk{});
         placements.clear();
         for (std::size_t i = 0; i < mixes.size(); ++i) {
@@ -249,7 +305,7 @@ std::vector<StageTable> build_stage_tables(const Problem& problem, const MemoryS
     std::vector<StageTable> tables;
     tables.reserve(problem.num_stages);
     for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
-        tables.push_back(memory.linear ? linear_table(problem, *memory.linear, s, list)
+        tables.push_back(memory.linear ? linear_table_under_rule(problem, *memory.linear, s, list)
                                        : predicted_table(problem, memory, s, list));
     }
     return tables;

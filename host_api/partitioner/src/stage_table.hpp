@@ -38,9 +38,10 @@ struct StageTable {
 // activation coefficient is known.
 [[nodiscard]] std::uint32_t candidate_kinds(const Problem& problem, const MemorySource& memory);
 
-// One table per stage. Linear models: an exact Pareto search over (time, memory), layer by
-// layer. Other models: every mix of n layers is predicted, n = 0, 1, ... until no mix fits
-// (memory is assumed not to fall when a layer is added).
+// One table per stage, over the mixes problem.rule admits. Linear models: an exact Pareto search
+// over (time, memory), layer by layer (under MindFormers' rule, one per family of expressible
+// mixes). Other models: every admitted mix of n layers is predicted, n = 0, 1, ... until no mix
+// fits (memory is assumed not to fall when a layer is added).
 [[nodiscard]] std::vector<StageTable> build_stage_tables(const Problem& problem,
                                                          const MemorySource& memory,
                                                          std::uint32_t kinds);

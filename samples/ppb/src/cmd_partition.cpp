@@ -28,6 +28,7 @@ struct PartitionArgs {
     double memory_limit_mb = 0.0;
     double memory_margin_mb = 0.0;
     std::vector<std::string> kinds;
+    std::string recompute_rule = "mindformers";
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -43,6 +44,8 @@ int run_partition(const PartitionArgs& args) {
     }
     if (!args.kinds.empty())
         problem.kinds = kind_mask(args.kinds);
+    problem.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
+                                                : partition::RecomputeRule::mindformers;
     problem.time = partition::read_time_model(args.model_desc);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -115,6 +118,16 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                               "recompute kinds allowed (default: all the model predicts)"))
         ->type_name("KIND,...")
         ->check(recompute_kind());
+    partition
+        ->add_option("--recompute-rule", args->recompute_rule,
+                     "mixes of recompute kinds a stage may hold: 'mindformers', what\n"
+                     "MindFormers' per-stage counts can build (no stage mixes 'select'\n"
+                     "and 'comm' layers; the arrays printed rebuild the plan exactly), or\n"
+                     "'any', every mix (for runtimes that set recompute layer by layer;\n"
+                     "arrays are printed only if the plan happens to be expressible)")
+        ->type_name("RULE")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"mindformers", "any"}));
     add_model_options(*partition, args->choice);
     partition
         ->add_option("--dryrun", args->dryrun,

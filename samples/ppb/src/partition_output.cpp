@@ -32,17 +32,23 @@ std::string array_text(const json::value& v) {
     return out + "]";
 }
 
+std::string_view rule_name(partition::RecomputeRule rule) {
+    return rule == partition::RecomputeRule::mindformers ? "mindformers" : "any";
+}
+
 }  // namespace
 
-json::object mindformers_arrays(const Problem& problem, const Plan& plan) {
+std::optional<json::object> mindformers_arrays(const Problem& problem, const Plan& plan) {
     const std::int64_t base = problem.time.body_layers / problem.num_stages;
     std::vector<std::int64_t> offset, recompute, select, comm;
     for (const auto& s : plan.stages) {
-        const auto& n = s.layers;
+        const auto counts = partition::mindformers_counts(s.layers);
+        if (!counts)
+            return std::nullopt;
         offset.push_back(static_cast<std::int64_t>(s.total_layers()) - base);
-        recompute.push_back(n[PPB_KIND_FULL]);
-        select.push_back(n[PPB_KIND_SELECT] + n[PPB_KIND_BOTH] + n[PPB_KIND_FULL]);
-        comm.push_back(n[PPB_KIND_COMM] + n[PPB_KIND_BOTH] + n[PPB_KIND_FULL]);
+        recompute.push_back(counts->recompute);
+        select.push_back(counts->select_recompute);
+        comm.push_back(counts->select_comm_recompute);
     }
     return json::object{{"offset", one_chunk(offset)},
                         {"recompute", one_chunk(recompute)},
@@ -72,9 +78,14 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["num_layers"] = problem.time.body_layers;
     doc["memory_limit_mb"] = problem.memory_limit_mb;
     doc["memory_margin_mb"] = problem.memory_margin_mb;
+    doc["recompute_rule"] = rule_name(problem.rule);
     doc["iteration_time"] = plan.iteration_time;
     doc["stages"] = std::move(stages);
-    doc["mindformers"] = mindformers_arrays(problem, plan);
+    if (auto arrays = mindformers_arrays(problem, plan)) {
+        doc["mindformers"] = std::move(*arrays);
+    } else {
+        doc["mindformers"] = nullptr;
+    }
     return doc;
 }
 
@@ -113,9 +124,23 @@ std::string render_partition(const Problem& problem, const Plan& plan,
         plan.iteration_time, problem.micro_batches - 1);
 
     const auto arrays = mindformers_arrays(problem, plan);
+    if (!arrays) {
+        std::string stages;
+        for (const auto& s : plan.stages) {
+            if (!partition::expressible(s.layers, partition::RecomputeRule::mindformers))
+                stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s.stage);
+        }
+        out += fmt::format(
+            "\nMindFormers / SAPP configuration: none (stage{} {} mix{} 'select' and 'comm' "
+            "layers, which MindFormers' recompute counts cannot build; plan with --recompute-rule "
+            "mindformers for a plan it can)\n",
+            stages.find(',') == std::string::npos ? "" : "s", stages,
+            stages.find(',') == std::string::npos ? "es" : "");
+        return out;
+    }
     out += "\nMindFormers / SAPP configuration:\n";
     for (const char* key : {"offset", "recompute", "select_recompute", "select_comm_recompute"}) {
-        out += fmt::format("  {}: {}\n", key, array_text(arrays.at(key)));
+        out += fmt::format("  {}: {}\n", key, array_text(arrays->at(key)));
     }
     return out;
 }

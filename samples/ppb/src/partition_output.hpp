@@ -6,6 +6,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <optional>
 #include <string>
 
 namespace ppb::cli {
@@ -18,9 +19,12 @@ struct PartitionContext {
 
 // The arrays MindFormers and the SAPP tools take, one row per chunk: offset (layers minus
 // floor(L / P)), recompute (full), select_recompute (select + both + full),
-// select_comm_recompute (comm + both + full).
-[[nodiscard]] boost::json::object mindformers_arrays(const partition::Problem& problem,
-                                                     const partition::Plan& plan);
+// select_comm_recompute (comm + both + full) — partition::mindformers_counts(), which
+// MindFormers applies to the first layers of each stage and so rebuilds exactly the plan.
+// nullopt when a stage mixes 'select' and 'comm' layers (possible only under
+// RecomputeRule::any), which no counts express.
+[[nodiscard]] std::optional<boost::json::object> mindformers_arrays(
+    const partition::Problem& problem, const partition::Plan& plan);
 
 [[nodiscard]] boost::json::object partition_document(const partition::Problem& problem,
                                                      const partition::Plan& plan,

@@ -28,13 +28,40 @@ struct MemorySource {
     std::uint32_t kinds = PPB_ALL_KINDS;  // kinds the model can predict
 };
 
+// Which mixes of recompute kinds a stage may hold.
+//   any:         every mix (what a Megatron-style runtime can apply layer by layer).
+//   mindformers: only mixes MindFormers can build from its per-stage counts. MindFormers
+//                recomputes the first `recompute` layers of a stage fully; of the others, a
+//                layer below both the `select_recompute` and the `select_comm_recompute` count
+//                is 'both', below only one of them 'select' or 'comm', below neither 'none'. So a
+//                stage holds 'select' layers or 'comm' layers, never both (with any number of
+//                'none', 'both' and 'full' layers).
+enum class RecomputeRule { any, mindformers };
+
+// Whether a stage holding `layers` can be configured under `rule`.
+[[nodiscard]] bool expressible(const KindCounts& layers, RecomputeRule rule);
+
+// A stage's MindFormers counts: the first `recompute` layers fully recomputed, selective
+// recompute on the first `select_recompute`, communication recompute on the first
+// `select_comm_recompute` (the full layers counted in both, as the SAPP tools write them).
+struct MindFormersCounts {
+    std::uint32_t recompute = 0;
+    std::uint32_t select_recompute = 0;
+    std::uint32_t select_comm_recompute = 0;
+};
+
+// The counts that make MindFormers build exactly `layers`, or nullopt when no counts do (the
+// stage holds both 'select' and 'comm' layers).
+[[nodiscard]] std::optional<MindFormersCounts> mindformers_counts(const KindCounts& layers);
+
 struct Problem {
-    std::uint32_t num_stages = 1;         // P
-    std::uint32_t micro_batches = 1;      // M
-    double memory_limit_mb = 0.0;         // X
-    double memory_margin_mb = 0.0;        // Y: plan against X - Y
-    TimeModel time;                       // L = time.body_layers
-    std::uint32_t kinds = PPB_ALL_KINDS;  // candidate kinds (also limited by the memory source)
+    std::uint32_t num_stages = 1;             // P
+    std::uint32_t micro_batches = 1;          // M
+    double memory_limit_mb = 0.0;             // X
+    double memory_margin_mb = 0.0;            // Y: plan against X - Y
+    TimeModel time;                           // L = time.body_layers
+    std::uint32_t kinds = PPB_ALL_KINDS;      // candidate kinds (also limited by the memory source)
+    RecomputeRule rule = RecomputeRule::any;  // candidate mixes of kinds per stage
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).
@@ -88,7 +115,8 @@ class Infeasible : public std::runtime_error {
                                          std::uint32_t stage, const KindCounts& layers);
 
 // The optimal plan: every body layer placed, every stage within budget_mb(), every stage but the
-// first and last with at least one layer, minimum iteration_time. Throws Infeasible when no plan
+// first and last with at least one layer, every stage's mix expressible under `rule`, minimum
+// iteration_time (the optimum over the plans `rule` admits). Throws Infeasible when no plan
 // exists, ppb::InputError for an impossible problem (no candidate kinds, P = 0, ...).
 [[nodiscard]] Plan solve(const Problem& problem, const MemorySource& memory);
 
