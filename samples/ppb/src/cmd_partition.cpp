@@ -135,9 +135,10 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->check(recompute_kind());
     partition
         ->add_option("--memory-margin-sigma", args->memory_margin_sigma,
-                     "add K standard errors of each stage's predicted memory to that stage\n"
-                     "(the fit's uncertainty, plugin API 1.2; K = 2: about 97.7% one-sided per\n"
-                     "stage under normal errors); with --memory-margin-mb, both are subtracted")
+                     "plan each stage against its predicted memory + K standard\n"
+                     "errors of that prediction (the fit's uncertainty; K = 2: about\n"
+                     "97.7% one-sided per stage under normal errors); subtracted\n"
+                     "along with --memory-margin-mb")
         ->type_name("K")
         ->capture_default_str()
         ->check(number_in(limits::margin_sigma));

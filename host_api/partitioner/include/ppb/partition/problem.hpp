@@ -74,6 +74,8 @@ class Infeasible : public std::runtime_error {
         : std::runtime_error(message), smallest_limit_mb_(smallest_feasible_limit_mb) {}
     // The smallest --memory-limit-mb (margin included) for which a placement exists; infinity
     // when none exists at any limit (e.g. a model whose memory does not depend on the limit).
+    // With memory_margin_sigma > 0 it is a limit at which a placement exists, not always the
+    // least (the least need of a mix of many layers is not searched for exactly).
     [[nodiscard]] double smallest_feasible_limit_mb() const noexcept { return smallest_limit_mb_; }
 
   private:
