@@ -297,4 +297,104 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
     expect_input_error(r, {two_bodies, "not supported yet"});
 }
 
+// --memory-margin-sigma 2: every stage's memory + 2 standard errors fits the limit, and the margin
+// reported per stage is 2 x the standard error 'ppb predict --json' gives for that placement.
+BOOST_AUTO_TEST_CASE(sigma_margin_holds_at_two_standard_errors) {
+    for (const std::string limit : {"34000", "30000"}) {
+        const auto r = ppb(partition_args(limit, {"--json", "--memory-margin-sigma", "2"}));
+        BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+        const auto doc = parse_json(r.out).as_object();
+        BOOST_TEST(doc.at("memory_margin_sigma").to_number<double>() == 2.0);
+        const auto plain = parse_json(ppb(partition_args(limit, {"--json"})).out).as_object();
+        BOOST_TEST(plain.at("memory_margin_sigma").to_number<double>() == 0.0);
+        // Planning against more memory is never faster.
+        BOOST_TEST(doc.at("iteration_time").to_number<double>() >=
+                   plain.at("iteration_time").to_number<double>());
+        for (const auto& stage : doc.at("stages").as_array()) {
+            const auto& st = stage.as_object();
+            const double memory = st.at("memory_mb").to_number<double>();
+            const double margin = st.at("uncertainty_margin_mb").to_number<double>();
+            BOOST_TEST(margin > 0.0);
+            BOOST_TEST(memory + margin <= std::stod(limit) + 1e-6);
+            BOOST_TEST(
+                st.at("headroom_mb").to_number<double>() == std::stod(limit) - memory - margin,
+                boost::test_tools::tolerance(1e-9));
+            std::string layers;
+            for (const char* kind : {"none", "select", "comm", "both", "full"}) {
+                const auto n = st.at("layers").at(kind).to_number<std::int64_t>();
+                if (n != 0)
+                    layers += fmt::format("{}{}={}", layers.empty() ? "" : ",", kind, n);
+            }
+            const auto stage_index = st.at("stage").to_number<std::uint32_t>();
+            const auto p = ppb({"predict", sample_dryrun, "--stage", std::to_string(stage_index),
+                                "--layers", layers, "--json"});
+            BOOST_TEST_REQUIRE(p.exit_code == 0, p.err);
+            const auto prediction = parse_json(p.out).as_object();
+            const double se = prediction.at("std_error_mb").to_number<double>();
+            BOOST_TEST(margin == 2.0 * se, boost::test_tools::tolerance(1e-9));
+            BOOST_TEST(memory == prediction.at("peak_memory_mb").to_number<double>(),
+                       boost::test_tools::tolerance(1e-9));
+            BOOST_TEST(memory + 2.0 * se <= std::stod(limit) + 1e-6);
+        }
+    }
+    // At 34000 MB the margin binds: the plan differs from the prediction-only one.
+    const auto with =
+        parse_json(ppb(partition_args("34000", {"--json", "--memory-margin-sigma", "2"})).out);
+    const auto without = parse_json(ppb(partition_args("34000", {"--json"})).out);
+    BOOST_TEST(with.at("iteration_time").to_number<double>() >
+               without.at("iteration_time").to_number<double>());
+}
+
+BOOST_AUTO_TEST_CASE(sigma_margin_in_the_table_and_with_the_mb_margin) {
+    const auto r =
+        ppb(partition_args("34000", {"--memory-margin-sigma", "2", "--memory-margin-mb", "500"}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.out.find("with a 500.0 MB margin and 2 standard errors of each stage's "
+                          "prediction (MARGIN)") != std::string::npos,
+               r.out);
+    BOOST_TEST(r.out.find(" MARGIN ") != std::string::npos, r.out);
+    // Both subtract: every stage's memory + margin fits 34000 - 500.
+    const auto doc =
+        parse_json(ppb(partition_args("34000", {"--memory-margin-sigma", "2", "--memory-margin-mb",
+                                                "500", "--json"}))
+                       .out);
+    for (const auto& st : doc.at("stages").as_array()) {
+        BOOST_TEST(st.at("memory_mb").to_number<double>() +
+                       st.at("uncertainty_margin_mb").to_number<double>() <=
+                   33500.0 + 1e-6);
+    }
+    // K = 0 (the default) is today's output: no MARGIN column.
+    const auto plain = ppb(partition_args("34000", {"--memory-margin-sigma", "0"}));
+    BOOST_TEST_REQUIRE(plain.exit_code == 0, plain.err);
+    BOOST_TEST(plain.out == ppb(partition_args("34000")).out);
+    BOOST_TEST(plain.out.find("MARGIN") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(sigma_margin_needs_an_uncertainty_estimate_and_a_valid_k) {
+    for (const std::string k : {"-1", "101", "nan", "inf", "x"}) {
+        expect_input_error(ppb(partition_args("34000", {"--memory-margin-sigma", k})),
+                           {"--memory-margin-sigma"});
+    }
+    const std::vector<std::string> analytic = {
+        "partition",
+        "--model-desc",
+        layers_file,
+        "--stages",
+        "8",
+        "--micro-batches",
+        "32",
+        "--memory-limit-mb",
+        "30000",
+        "--model",
+        "analytic",
+        "--model-options",
+        std::string(PPB_SAMPLES_DIR) + "/llama70b-shape.json"};
+    auto with_k = analytic;
+    with_k.insert(with_k.end(), {"--memory-margin-sigma", "2"});
+    expect_input_error(ppb(with_k), {"memory model 'analytic'", "no uncertainty estimate"});
+    // K = 0 asks for no estimate.
+    with_k.back() = "0";
+    BOOST_TEST(ppb(with_k).exit_code == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

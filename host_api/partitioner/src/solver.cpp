@@ -57,6 +57,11 @@ void validate(const Problem& problem) {
             "the memory margin must be at least 0 and below the limit ({:.1f} MB), not {}",
             problem.memory_limit_mb, problem.memory_margin_mb));
     }
+    if (!std::isfinite(problem.memory_margin_sigma) || problem.memory_margin_sigma < 0.0) {
+        throw InputError(fmt::format(
+            "the uncertainty margin must be a finite number of standard errors, at least 0, not {}",
+            problem.memory_margin_sigma));
+    }
     const std::uint32_t p = problem.num_stages;
     const std::uint32_t needed = p >= 2 ? p - 2 : 0;
     if (problem.time.body_layers < needed) {
@@ -199,6 +204,11 @@ std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable
     const double smallest_limit =
         least_budget ? *least_budget + problem.memory_margin_mb : detail::infinity;
 
+    // With an uncertainty margin a stage's need is its memory + K standard errors.
+    const std::string need_text =
+        problem.memory_margin_sigma > 0.0
+            ? fmt::format(" (memory + {:g} standard errors)", problem.memory_margin_sigma)
+            : std::string();
     std::string reason;
     double worst_excess = 0.0;
     for (const auto& t : tables) {
@@ -207,8 +217,9 @@ std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable
         if (!within_budget(need, budget) && need - budget > worst_excess) {
             worst_excess = need - budget;
             reason = fmt::format(
-                "stage {} needs at least {:.1f} MB even with {}, more than the {:.1f} MB available",
-                t.stage, need, layer_phrase(n, t.least_memory_kind), budget);
+                "stage {} needs at least {:.1f} MB{} even with {}, more than the {:.1f} MB "
+                "available",
+                t.stage, need, need_text, layer_phrase(n, t.least_memory_kind), budget);
         }
     }
     if (reason.empty()) {
@@ -250,8 +261,8 @@ Plan make_plan(const Problem& problem, const std::vector<StageTable>& tables,
     std::vector<double> times;
     for (std::uint32_t s = 0; s < tables.size(); ++s) {
         const auto& choice = *tables[s].fastest[counts[s]];
-        plan.stages.push_back(
-            StagePlan{s, choice.layers, problem.in_flight(s), choice.memory, choice.time});
+        plan.stages.push_back(StagePlan{s, choice.layers, problem.in_flight(s), choice.memory,
+                                        choice.time, choice.margin});
         times.push_back(choice.time);
     }
     plan.iteration_time = iteration_time(times, problem.micro_batches);
@@ -280,7 +291,11 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
     validate(problem);
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
     check_memory_source(problem, memory, kinds);
-    const std::vector<StageTable> tables = detail::build_stage_tables(problem, memory, kinds);
+    // Against the uncertainty the stage tables are searched differently (sigma_table.cpp); the
+    // rest of the solver is the same, with memory + margin as each mix's need.
+    const std::vector<StageTable> tables = problem.memory_margin_sigma > 0.0
+                                               ? detail::build_sigma_tables(problem, memory, kinds)
+                                               : detail::build_stage_tables(problem, memory, kinds);
     const std::uint32_t layers = problem.time.body_layers;
 
     std::vector<std::vector<double>> cost(tables.size());

@@ -17,6 +17,7 @@ struct StageChoice {
     KindCounts layers{};
     double time = 0.0;    // stage_time()
     double memory = 0.0;  // the model's memory for it
+    double margin = 0.0;  // K x its standard error (Problem::memory_margin_sigma > 0 only)
 };
 
 struct StageTable {
@@ -43,6 +44,14 @@ struct StageTable {
 // mixes). Other models: every admitted mix of n layers is predicted, n = 0, 1, ... until no mix
 // fits (memory is assumed not to fall when a layer is added).
 [[nodiscard]] std::vector<StageTable> build_stage_tables(const Problem& problem,
+                                                         const MemorySource& memory,
+                                                         std::uint32_t kinds);
+
+// The tables when the stages are planned against memory + K x standard error (K =
+// Problem::memory_margin_sigma > 0), exact for any model (sigma_table.cpp). least_memory[n] is
+// then the need (memory + margin) of some mix of n layers, at least the least need: within the
+// budget exactly when some mix of n layers fits.
+[[nodiscard]] std::vector<StageTable> build_sigma_tables(const Problem& problem,
                                                          const MemorySource& memory,
                                                          std::uint32_t kinds);
 

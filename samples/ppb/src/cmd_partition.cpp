@@ -27,6 +27,7 @@ struct PartitionArgs {
     std::optional<std::uint32_t> micro_batches;
     double memory_limit_mb = 0.0;
     double memory_margin_mb = 0.0;
+    double memory_margin_sigma = 0.0;
     std::vector<std::string> kinds;
     std::string recompute_rule = "mindformers";
 };
@@ -42,6 +43,7 @@ int run_partition(const PartitionArgs& args) {
     if (problem.memory_margin_mb < 0.0 || problem.memory_margin_mb >= problem.memory_limit_mb) {
         throw UsageError("--memory-margin-mb: expected at least 0 and less than --memory-limit-mb");
     }
+    problem.memory_margin_sigma = args.memory_margin_sigma;
     if (!args.kinds.empty())
         problem.kinds = kind_mask(args.kinds);
     problem.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
@@ -66,6 +68,24 @@ int run_partition(const PartitionArgs& args) {
     memory.kinds = model.kinds();
     memory.predict_batch = [&model](std::span<const ppb_placement> placements) {
         return model.predict_batch(placements);
+    };
+    // Asked only with K > 0. A model without an estimate (a table or analytic model, a fit with
+    // no degrees of freedom, a plugin older than API 1.2) cannot be planned against one.
+    memory.std_error = [&model](std::span<const ppb_placement> placements) {
+        std::vector<double> out;
+        out.reserve(placements.size());
+        for (const ppb_placement& placement : placements) {
+            const std::optional<double> se = model.predict_std_error(placement);
+            if (!se) {
+                throw InputError(fmt::format(
+                    "--memory-margin-sigma: the memory model '{}' {} has no uncertainty estimate "
+                    "(no standard error of its predictions{}); use --memory-margin-mb instead",
+                    model.name(), model.version(),
+                    model.api_minor() < 2 ? ": its plugin is older than API 1.2" : ""));
+            }
+            out.push_back(*se);
+        }
+        return out;
     };
     const partition::Plan plan = partition::solve(problem, memory);
     const std::string out = args.json ? to_pretty_json(partition_document(problem, plan, context))
@@ -128,6 +148,15 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->type_name("RULE")
         ->capture_default_str()
         ->check(CLI::IsMember({"mindformers", "any"}));
+    partition
+        ->add_option("--memory-margin-sigma", args->memory_margin_sigma,
+                     "plan each stage against its predicted memory + K standard\n"
+                     "errors of that prediction (the fit's uncertainty; K = 2: about\n"
+                     "97.7% one-sided per stage under normal errors); subtracted\n"
+                     "along with --memory-margin-mb")
+        ->type_name("K")
+        ->capture_default_str()
+        ->check(number_in(limits::margin_sigma));
     add_model_options(*partition, args->choice);
     partition
         ->add_option("--dryrun", args->dryrun,

@@ -63,12 +63,14 @@ json::object partition_document(const Problem& problem, const Plan& plan,
         json::object layers;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
             layers[kind_names[k]] = s.layers[k];
-        stages.push_back(json::object{{"stage", s.stage},
-                                      {"layers", std::move(layers)},
-                                      {"in_flight", s.in_flight},
-                                      {"memory_mb", s.memory_mb},
-                                      {"headroom_mb", problem.budget_mb() - s.memory_mb},
-                                      {"time", s.time}});
+        stages.push_back(
+            json::object{{"stage", s.stage},
+                         {"layers", std::move(layers)},
+                         {"in_flight", s.in_flight},
+                         {"memory_mb", s.memory_mb},
+                         {"uncertainty_margin_mb", s.margin_mb},
+                         {"headroom_mb", problem.budget_mb() - s.memory_mb - s.margin_mb},
+                         {"time", s.time}});
     }
     json::object doc;
     doc["format"] = "ppb.partition/1";
@@ -79,6 +81,7 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["memory_limit_mb"] = problem.memory_limit_mb;
     doc["memory_margin_mb"] = problem.memory_margin_mb;
     doc["recompute_rule"] = rule_name(problem.rule);
+    doc["memory_margin_sigma"] = problem.memory_margin_sigma;
     doc["iteration_time"] = plan.iteration_time;
     doc["stages"] = std::move(stages);
     if (auto arrays = mindformers_arrays(problem, plan)) {
@@ -98,14 +101,23 @@ std::string render_partition(const Problem& problem, const Plan& plan,
     if (problem.memory_margin_mb > 0.0) {
         out += fmt::format(" with a {} margin", format_mb(problem.memory_margin_mb));
     }
+    const bool sigma = problem.memory_margin_sigma > 0.0;
+    if (sigma) {
+        out += fmt::format("{} {:g} standard errors of each stage's prediction (MARGIN)",
+                           problem.memory_margin_mb > 0.0 ? " and" : " with",
+                           problem.memory_margin_sigma);
+    }
     out += fmt::format("\nmemory model {} {} ({})\n\n", context.model_name, context.model_version,
                        context.source);
 
     using A = TextTable::Align;
-    TextTable table({"STAGE", "LAYERS", "NONE", "SELECT", "COMM", "BOTH", "FULL", "IN FLIGHT",
-                     "MEMORY", "HEADROOM", "TIME"},
-                    {A::right, A::right, A::right, A::right, A::right, A::right, A::right, A::right,
-                     A::right, A::right, A::right});
+    std::vector<std::string> header = {"STAGE", "LAYERS", "NONE",      "SELECT", "COMM",
+                                       "BOTH",  "FULL",   "IN FLIGHT", "MEMORY"};
+    if (sigma)
+        header.emplace_back("MARGIN");  // K standard errors, shown only when K > 0
+    header.emplace_back("HEADROOM");
+    header.emplace_back("TIME");
+    TextTable table(header, std::vector<A>(header.size(), A::right));
     for (const auto& s : plan.stages) {
         std::vector<std::string> row = {fmt::format("{}", s.stage),
                                         fmt::format("{}", s.total_layers())};
@@ -113,7 +125,9 @@ std::string render_partition(const Problem& problem, const Plan& plan,
             row.push_back(fmt::format("{}", n));
         row.push_back(fmt::format("{}", s.in_flight));
         row.push_back(format_mb(s.memory_mb));
-        row.push_back(format_mb(problem.budget_mb() - s.memory_mb));
+        if (sigma)
+            row.push_back(format_mb(s.margin_mb));
+        row.push_back(format_mb(problem.budget_mb() - s.memory_mb - s.margin_mb));
         row.push_back(fmt::format("{:.1f}", s.time));
         table.add_row(std::move(row));
     }

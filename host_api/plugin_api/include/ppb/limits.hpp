@@ -72,6 +72,9 @@ inline constexpr RealRange positive_memory_mb{0.0, 1e9, true, "MB"};
 inline constexpr RealRange time{0.0, 1e9, true, ""};
 // A backward-time coefficient c (backward = (1 + c) x forward): above -1, at most 1000.
 inline constexpr RealRange backward_coefficient{-1.0, 1000.0, true, ""};
+// Standard errors K of a stage's predicted memory planned against (ppb partition
+// --memory-margin-sigma): finite, at least 0; beyond 100 a one-sided normal bound means nothing.
+inline constexpr RealRange margin_sigma{0.0, 100.0, false, "standard errors"};
 
 // "1 to 10000 layers"; "0 to 1e9 MB"; "greater than 0, at most 1e9 MB".
 [[nodiscard]] std::string describe(const CountRange& range);

@@ -22,10 +22,15 @@ using KindCounts = std::array<std::uint32_t, PPB_KIND_COUNT>;
 // memory is evaluated inline: kinds whose activation bit is unset are not candidates, and an
 // unset const, per-layer, head or tail bit is an InputError (the model cannot predict every
 // stage). Without it each candidate mix goes through `predict_batch` (non-linear models).
+//
+// `std_error` gives the standard error in MB of each placement's predicted memory; it is needed
+// only when the problem plans against the uncertainty (Problem::memory_margin_sigma > 0), and it
+// may throw (e.g. ppb::InputError when the model has no estimate).
 struct MemorySource {
     std::optional<ppb_linear_parameters> linear;
     std::function<std::vector<double>(std::span<const ppb_placement>)> predict_batch;
     std::uint32_t kinds = PPB_ALL_KINDS;  // kinds the model can predict
+    std::function<std::vector<double>(std::span<const ppb_placement>)> std_error = {};
 };
 
 // Which mixes of recompute kinds a stage may hold.
@@ -55,10 +60,13 @@ struct MindFormersCounts {
 [[nodiscard]] std::optional<MindFormersCounts> mindformers_counts(const KindCounts& layers);
 
 struct Problem {
-    std::uint32_t num_stages = 1;             // P
-    std::uint32_t micro_batches = 1;          // M
-    double memory_limit_mb = 0.0;             // X
-    double memory_margin_mb = 0.0;            // Y: plan against X - Y
+    std::uint32_t num_stages = 1;     // P
+    std::uint32_t micro_batches = 1;  // M
+    double memory_limit_mb = 0.0;     // X
+    double memory_margin_mb = 0.0;    // Y: plan against X - Y
+    // K: every stage's predicted memory + K x its standard error must fit X - Y (0: the
+    // prediction alone, and MemorySource::std_error is never called).
+    double memory_margin_sigma = 0.0;
     TimeModel time;                           // L = time.body_layers
     std::uint32_t kinds = PPB_ALL_KINDS;      // candidate kinds (also limited by the memory source)
     RecomputeRule rule = RecomputeRule::any;  // candidate mixes of kinds per stage
@@ -74,8 +82,9 @@ struct StagePlan {
     std::uint32_t stage = 0;
     KindCounts layers{};
     std::uint32_t in_flight = 0;
-    double memory_mb = 0.0;
+    double memory_mb = 0.0;  // the model's prediction
     double time = 0.0;
+    double margin_mb = 0.0;  // K x the standard error of memory_mb (0 when K = 0)
     [[nodiscard]] std::uint32_t total_layers() const;
 };
 
@@ -92,6 +101,8 @@ class Infeasible : public std::runtime_error {
         : std::runtime_error(message), smallest_limit_mb_(smallest_feasible_limit_mb) {}
     // The smallest --memory-limit-mb (margin included) for which a placement exists; infinity
     // when none exists at any limit (e.g. a model whose memory does not depend on the limit).
+    // With memory_margin_sigma > 0 it is a limit at which a placement exists, not always the
+    // least (the least need of a mix of many layers is not searched for exactly).
     [[nodiscard]] double smallest_feasible_limit_mb() const noexcept { return smallest_limit_mb_; }
 
   private:
@@ -114,8 +125,9 @@ class Infeasible : public std::runtime_error {
 [[nodiscard]] double linear_stage_memory(const ppb_linear_parameters& c, const Problem& problem,
                                          std::uint32_t stage, const KindCounts& layers);
 
-// The optimal plan: every body layer placed, every stage within budget_mb(), every stage but the
-// first and last with at least one layer, every stage's mix expressible under `rule`, minimum
+// The optimal plan: every body layer placed, every stage's memory_mb + margin_mb within budget_mb()
+// (margin_mb = memory_margin_sigma x the stage's standard error), every stage but the first and
+// last with at least one layer, every stage's mix expressible under `rule`, minimum
 // iteration_time (the optimum over the plans `rule` admits). Throws Infeasible when no plan
 // exists, ppb::InputError for an impossible problem (no candidate kinds, P = 0, ...).
 [[nodiscard]] Plan solve(const Problem& problem, const MemorySource& memory);
