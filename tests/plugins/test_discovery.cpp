@@ -7,7 +7,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <elf.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -115,6 +119,26 @@ BOOST_AUTO_TEST_CASE(truncated_library_fails_with_a_reason) {
     const auto c = ppb::inspect_plugin_file(dir.path() / "ppb-truncated-1.0.0.so");
     BOOST_TEST((c.verdict == Verdict::failed), c.reason);
     BOOST_TEST(contains(c.reason, "truncated ELF file"), c.reason);
+}
+
+// Found by fuzz_plugin_file: a section-name table typed NOBITS with a huge size made Boost.DLL
+// allocate that size. The name table must lie within the file whatever type it claims.
+BOOST_AUTO_TEST_CASE(a_section_name_table_beyond_the_file_is_refused) {
+    ppb_test::TempDir dir;
+    std::ifstream in(build_plugin_dir / "ppb-dryrun-lsq-1.0.0.so", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Elf64_Ehdr header{};
+    std::memcpy(&header, bytes.data(), sizeof header);
+    const std::size_t at = header.e_shoff + std::size_t{header.e_shstrndx} * sizeof(Elf64_Shdr);
+    Elf64_Shdr names{};
+    std::memcpy(&names, bytes.data() + at, sizeof names);
+    names.sh_type = SHT_NOBITS;
+    names.sh_size = std::uint64_t{1} << 50;
+    std::memcpy(bytes.data() + at, &names, sizeof names);
+    std::ofstream(dir.path() / "ppb-huge-names-1.0.0.so", std::ios::binary) << bytes;
+    const auto c = ppb::inspect_plugin_file(dir.path() / "ppb-huge-names-1.0.0.so");
+    BOOST_TEST((c.verdict == Verdict::failed), c.reason);
+    BOOST_TEST(contains(c.reason, "truncated ELF file: section"), c.reason);
 }
 
 BOOST_AUTO_TEST_CASE(unsafe_permissions_are_refused) {

@@ -58,7 +58,9 @@ ElfCheckResult check_elf_file(const fs::path& path) {
     }
     for (std::size_t i = 0; i < sections.size(); ++i) {
         const auto& s = sections[i];
-        if (s.sh_type == SHT_NOBITS || s.sh_type == SHT_NULL)
+        // The section-name table is read by its index, whatever type it claims (Boost.DLL sizes
+        // a buffer from it), so it must lie within the file even when typed NOBITS or NULL.
+        if ((s.sh_type == SHT_NOBITS || s.sh_type == SHT_NULL) && i != header.e_shstrndx)
             continue;
         if (s.sh_offset > size || s.sh_size > size - s.sh_offset) {
             return {ElfCheck::malformed, "truncated ELF file: section " + std::to_string(i) +
