@@ -1,4 +1,5 @@
-// Reader of the dry-run observation format "ppb.dryrun/1" (host_api/docs/design.md §7.1).
+// Reader of the dry-run observation format "ppb.dryrun/1" (host_api/docs/design.md,
+// "ppb.dryrun/1").
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>

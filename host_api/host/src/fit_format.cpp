@@ -1,4 +1,5 @@
-// The fit result document "ppb.fit/1" (host_api/docs/design.md §7.2), built from a plugin's report.
+// The fit result document "ppb.fit/1" (host_api/docs/design.md, "ppb.fit/1"), built from a plugin's
+// report.
 #include <ppb/errors.hpp>
 #include <ppb/fit_format.hpp>
 #include <ppb/json_input.hpp>

@@ -7,8 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <exception>
+#include <string>
 
 namespace ppb {
 namespace {

@@ -196,23 +196,7 @@ std::vector<std::uint32_t> recompute_counts(const Setting& setting,
             return layers;  // operator patterns: every layer, as MindFormers applies them
         }
     }
-    std::vector<std::uint32_t> counts;
-    std::size_t s = 0;
-    for (const Setting& entry : stage_entries(setting, stages, stages_from)) {
-        const std::uint32_t stage_layers = layers[s++];
-        if (const auto flag = boolean_of(entry.node())) {
-            counts.push_back(*flag ? stage_layers : 0);
-            continue;
-        }
-        const auto value = integer_of(entry.node());
-        if (!value || *value < 0) {
-            entry.fail("expected a count of layers (0 or more), true or false, got " +
-                       describe(entry.node()));
-        }
-        counts.push_back(static_cast<std::uint32_t>(
-            std::min<std::int64_t>(*value, static_cast<std::int64_t>(stage_layers))));
-    }
-    return counts;
+    return detail::layer_counts(stage_entries(setting, stages, stages_from), layers);
 }
 
 bool given(const Setting& setting) {

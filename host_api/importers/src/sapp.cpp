@@ -139,24 +139,7 @@ std::vector<std::uint32_t> recompute_counts(const Setting& setting,
             "expected true, false, 0 or a list of one count of layers per stage, got {}",
             describe(node)));
     }
-    std::vector<std::uint32_t> counts;
-    std::size_t s = 0;
-    for (const Setting& entry : per_stage(setting, stages)) {
-        const std::uint32_t stage_layers = layers[s++];
-        if (const auto flag = boolean_of(entry.node())) {
-            counts.push_back(*flag ? stage_layers : 0);
-            continue;
-        }
-        const auto value = integer_of(entry.node());
-        if (!value || *value < 0) {
-            entry.fail("expected a count of layers (0 or more), true or false, got " +
-                       describe(entry.node()));
-        }
-        // More than the stage holds means all of them, as in MindFormers.
-        counts.push_back(static_cast<std::uint32_t>(
-            std::min<std::int64_t>(*value, static_cast<std::int64_t>(stage_layers))));
-    }
-    return counts;
+    return detail::layer_counts(per_stage(setting, stages), layers);
 }
 
 double memory_of(const Setting& setting) {

@@ -151,4 +151,25 @@ Setting Config::lookup(std::initializer_list<std::string_view> keys) const {
     return at;
 }
 
+std::vector<std::uint32_t> layer_counts(const std::vector<Setting>& entries,
+                                        std::span<const std::uint32_t> layers) {
+    std::vector<std::uint32_t> counts;
+    std::size_t s = 0;
+    for (const Setting& entry : entries) {
+        const std::uint32_t stage_layers = layers[s++];
+        if (const auto flag = boolean_of(entry.node())) {
+            counts.push_back(*flag ? stage_layers : 0);
+            continue;
+        }
+        const auto value = integer_of(entry.node());
+        if (!value || *value < 0) {
+            entry.fail("expected a count of layers (0 or more), true or false, got " +
+                       describe(entry.node()));
+        }
+        counts.push_back(static_cast<std::uint32_t>(
+            std::min<std::int64_t>(*value, static_cast<std::int64_t>(stage_layers))));
+    }
+    return counts;
+}
+
 }  // namespace ppb::importers::detail

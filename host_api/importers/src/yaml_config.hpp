@@ -16,9 +16,11 @@
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace ppb::importers::detail {
 
@@ -100,6 +102,12 @@ class Setting {
 
 // A positive integer within its documented range (ppb/limits.hpp).
 [[nodiscard]] std::uint32_t count_in(const Setting& setting, const limits::CountRange& range);
+
+// One recompute count per stage from its entries: `true` is every layer of the stage, `false`
+// none, an integer that many (more than the stage holds means all of them, as in MindFormers).
+// layers[s] is stage s's layer count. Fails naming the entry that is none of these.
+[[nodiscard]] std::vector<std::uint32_t> layer_counts(const std::vector<Setting>& entries,
+                                                      std::span<const std::uint32_t> layers);
 
 // The member `key` of a mapping (the last one, as PyYAML keeps it), or nothing.
 [[nodiscard]] std::optional<YAML::Node> find_member(const YAML::Node& map, std::string_view key);

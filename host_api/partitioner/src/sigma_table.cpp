@@ -71,23 +71,6 @@ std::vector<double> ask(const Batch& batch, const char* what, const Problem& pro
     return out;
 }
 
-// Every way to spread n layers over `kinds`.
-void compositions(std::uint32_t n, const std::vector<std::size_t>& kinds, std::size_t index,
-                  KindCounts& current, std::vector<KindCounts>& out) {
-    const std::size_t k = kinds[index];
-    if (index + 1 == kinds.size()) {
-        current[k] = n;
-        out.push_back(current);
-        current[k] = 0;
-        return;
-    }
-    for (std::uint32_t i = 0; i <= n; ++i) {
-        current[k] = i;
-        compositions(n - i, kinds, index + 1, current, out);
-    }
-    current[k] = 0;
-}
-
 void too_many(std::uint32_t stage, std::uint32_t n) {
     throw InputError(fmt::format(
         "planning against the uncertainty would check more than {} recompute mixes of {} layers "

@@ -182,23 +182,6 @@ StageTable linear_table_under_rule(const Problem& problem, const ppb_linear_para
 
 // ---- other models ----------------------------------------------------------------------------
 
-// Every way to spread n layers over `kinds`, in a fixed order.
-void compositions(std::uint32_t n, const std::vector<std::size_t>& kinds, std::size_t index,
-                  KindCounts& current, std::vector<KindCounts>& out) {
-    const std::size_t k = kinds[index];
-    if (index + 1 == kinds.size()) {
-        current[k] = n;
-        out.push_back(current);
-        current[k] = 0;
-        return;
-    }
-    for (std::uint32_t i = 0; i <= n; ++i) {
-        current[k] = i;
-        compositions(n - i, kinds, index + 1, current, out);
-    }
-    current[k] = 0;
-}
-
 // Past the last n that fits, the least memory of n layers is taken from the single-kind mixes
 // (exact for linear models, where the least memory always puts every layer on one kind); it
 // only serves to explain infeasibility, and predicting every mix of many layers would be slow.
@@ -287,6 +270,22 @@ StageTable predicted_table(const Problem& problem, const MemorySource& memory, s
 }
 
 }  // namespace
+
+void compositions(std::uint32_t n, const std::vector<std::size_t>& kinds, std::size_t index,
+                  KindCounts& current, std::vector<KindCounts>& out) {
+    const std::size_t k = kinds[index];
+    if (index + 1 == kinds.size()) {
+        current[k] = n;
+        out.push_back(current);
+        current[k] = 0;
+        return;
+    }
+    for (std::uint32_t i = 0; i <= n; ++i) {
+        current[k] = i;
+        compositions(n - i, kinds, index + 1, current, out);
+    }
+    current[k] = 0;
+}
 
 std::uint32_t candidate_kinds(const Problem& problem, const MemorySource& memory) {
     std::uint32_t kinds = problem.kinds & memory.kinds & PPB_ALL_KINDS;

@@ -55,6 +55,11 @@ struct StageTable {
                                                          const MemorySource& memory,
                                                          std::uint32_t kinds);
 
+// Every way to spread n layers over kinds[index..] (the counts of kinds before `index` as in
+// `current`), appended to `out` in a fixed order; `current` is restored.
+void compositions(std::uint32_t n, const std::vector<std::size_t>& kinds, std::size_t index,
+                  KindCounts& current, std::vector<KindCounts>& out);
+
 }  // namespace ppb::partition::detail
 
 #endif  // PPB_PARTITION_STAGE_TABLE_HPP

@@ -1,5 +1,5 @@
 // ppb/dryrun_format.hpp — reader of the dry-run observation format "ppb.dryrun/1"
-// (host_api/docs/design.md §7.1).
+// (host_api/docs/design.md, "ppb.dryrun/1").
 #ifndef PPB_DRYRUN_FORMAT_HPP
 #define PPB_DRYRUN_FORMAT_HPP
 

@@ -1,4 +1,4 @@
-// ppb/fit_format.hpp — the fit result document "ppb.fit/1" (host_api/docs/design.md §7.2).
+// ppb/fit_format.hpp — the fit result document "ppb.fit/1" (host_api/docs/design.md, "ppb.fit/1").
 #ifndef PPB_FIT_FORMAT_HPP
 #define PPB_FIT_FORMAT_HPP
 

@@ -1,5 +1,5 @@
-// ppb/importers/logs.hpp — finding training logs, telling which rank wrote each, reading them line by
-// line, and keeping one memory reading per rank.
+// ppb/importers/logs.hpp — finding training logs, telling which rank wrote each, reading them line
+// by line, and keeping one memory reading per rank.
 //
 // Logs are read as bytes. Lines an importer does not use may hold anything (logs written in a
 // GBK locale, colour escapes, partial writes); a line an importer takes a number from must be

@@ -1,5 +1,5 @@
-// ppb/importers/megatron.hpp — Megatron-LM runs: the pipeline layout from Megatron's own flags, peak
-// memory from the lines Megatron's report_memory() prints,
+// ppb/importers/megatron.hpp — Megatron-LM runs: the pipeline layout from Megatron's own flags,
+// peak memory from the lines Megatron's report_memory() prints,
 //
 //   [Rank 3] (after 10 iterations) memory (MB) | allocated: 9334.4 | max allocated: 12680.6 |
 //       reserved: 13236.0 | max reserved: 13236.0
