@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(partition_huge_memory_and_time) {
         expect_no_inf(r);
         args[2] = time;
         r = ppb(args);
-        expect_input_error(r, {"time: 1e+307 is out of range (greater than 0, at most 1e9)"});
+        expect_input_error(r, {"time: 1e+307 is out of range (0 to 1e9)"});
         expect_no_inf(r);
     }
 }

@@ -301,13 +301,16 @@ BOOST_AUTO_TEST_CASE(entry_fields) {
 }
 
 BOOST_AUTO_TEST_CASE(times_and_coefficients) {
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 0)"))),
-                    "layers.json: layers_description[0].time: expected a positive number, got 0");
+    // Times may be 0 (SAPP's template gives its HEAD and TAIL "time": 0), not negative.
+    BOOST_TEST(*parse(layers(body(R"("time": 0)"))).entries[0].time == 0.0);
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": -0.5)"))),
+                    "layers.json: layers_description[0].time: expected a non-negative number, got "
+                    "-0.5");
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("forward_time": "3")"))),
-                    "layers_description[0].forward_time: expected a positive number, got \"3\"");
+                    "layers_description[0].forward_time: expected a non-negative number, got \"3\"");
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("both_comm_select_time": -2.5)"))),
-                    "layers_description[0].both_comm_select_time: expected a positive number, "
-                    "got -2.5");
+                    "layers_description[0].both_comm_select_time: expected a non-negative "
+                    "number, got -2.5");
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("select_comm_coef": -1)"))),
                     "layers_description[0].select_comm_coef: expected a number greater than -1");
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1e400)"))),

@@ -69,10 +69,13 @@ BOOST_AUTO_TEST_CASE(default_coefficients) {
             "memory_parameter": 5630})"));
     BOOST_TEST(model.body_name == "decoder");
     BOOST_TEST(model.body_layers == 80u);
-    // F = 30, base = 2F = 60: F + (1 + c_r) 60 with c = 0, 0.04, 0.125, 0.165, 0.5.
-    check_body(model, {90.0, 92.4, 97.5, 99.9, 120.0});
-    BOOST_TEST(model.head_time == 36.0);  // 3 x 12
-    BOOST_TEST(model.tail_time == 75.0);  // 3 x 25
+    // As SAPP reads `time` = 30: forward 10, backward 20; 10 + (1 + c_r) 20 with
+    // c = 0, 0.04, 0.125, 0.165, 0.5.
+    check_body(model, {30.0, 30.8, 32.5, 33.3, 40.0});
+    // A HEAD or TAIL entry's forward + backward is its time.
+    BOOST_TEST(model.head_time == 12.0);
+    BOOST_TEST(model.tail_time == 25.0);
+    BOOST_TEST(model.warnings.empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_default_coefficients_are_sapps) {
@@ -82,9 +85,14 @@ BOOST_AUTO_TEST_CASE(the_default_coefficients_are_sapps) {
 }
 
 BOOST_AUTO_TEST_CASE(explicit_forward_and_backward_times) {
-    // forward_time wins over time; backward_time is the base of every coefficient.
+    // With `time`, as SAPP: forward_time replaces the forward third, backward_time is kind
+    // none's backward, and the other kinds scale two thirds of `time` (66).
+    check_body(parse(with_body(R"("time": 99, "forward_time": 10, "backward_time": 25)")),
+               {35.0, 78.64, 84.25, 86.89, 109.0});
+    // Without `time` (ppb's own form), backward_time is the base of every kind, else 2 x
+    // forward_time.
     const TimeModel model =
-        parse(with_body(R"("time": 99, "forward_time": 10, "backward_time": 25)",
+        parse(with_body(R"("forward_time": 10, "backward_time": 25)",
                         R"({"name": "e", "type": "HEAD", "nb_layer": 1, "forward_time": 4,
                       "backward_time": 6})",
                         R"({"name": "t", "type": "TAIL", "nb_layer": 1, "forward_time": 5})"));
@@ -95,37 +103,41 @@ BOOST_AUTO_TEST_CASE(explicit_forward_and_backward_times) {
 }
 
 BOOST_AUTO_TEST_CASE(per_kind_times_override) {
-    check_body(parse(with_body(R"("time": 10, "select_rec_time": 21, "select_comm_time": 22,
+    // time 30: forward 10, backward base 20.
+    check_body(parse(with_body(R"("time": 30, "select_rec_time": 21, "select_comm_time": 22,
                                   "both_comm_select_time": 23, "recompute_time": 30)")),
                {30.0, 31.0, 32.0, 33.0, 40.0});
-    // A kind's own time overrides; the others still scale the backward base.
-    check_body(parse(with_body(R"("time": 10, "backward_time": 40, "recompute_time": 50)")),
-               {50.0, 51.6, 55.0, 56.6, 60.0});
+    // A kind's own time overrides; the others still scale the base.
+    check_body(parse(with_body(R"("time": 30, "backward_time": 40, "recompute_time": 50)")),
+               {50.0, 30.8, 32.5, 33.3, 60.0});
     // A time may be given with another kind's coefficient.
-    check_body(parse(with_body(R"("time": 10, "select_rec_time": 25, "recompute_coef": 1)")),
+    check_body(parse(with_body(R"("time": 30, "select_rec_time": 25, "recompute_coef": 1)")),
                {30.0, 35.0, 32.5, 33.3, 50.0});
+    // A kind's time of 0 is not given, as in SAPP: its coefficient applies.
+    check_body(parse(with_body(R"("time": 30, "select_rec_time": 0, "select_rec_coef": 1)")),
+               {30.0, 50.0, 32.5, 33.3, 40.0});
 }
 
 BOOST_AUTO_TEST_CASE(per_kind_coefficients) {
-    // Each coefficient scales the base 2F = 20; backward_coef changes only kind none.
-    check_body(parse(with_body(R"("time": 10, "backward_coef": 0.5, "select_rec_coef": 0.1,
+    // Each coefficient scales the base 20; backward_coef changes only kind none.
+    check_body(parse(with_body(R"("time": 30, "backward_coef": 0.5, "select_rec_coef": 0.1,
                                   "select_comm_coef": 0.2, "both_comm_select_coef": 0.3,
                                   "recompute_coef": 1.0)")),
                {40.0, 32.0, 34.0, 36.0, 50.0});
     // Coefficients between -1 and 0 shorten the backward pass; integers are numbers too.
-    check_body(parse(with_body(R"("time": 10, "backward_time": 40, "select_rec_coef": -0.5,
+    check_body(parse(with_body(R"("time": 30, "backward_time": 40, "select_rec_coef": -0.5,
                                   "recompute_coef": 2)")),
-               {50.0, 30.0, 55.0, 56.6, 130.0});
+               {50.0, 20.0, 32.5, 33.3, 70.0});
     // HEAD and TAIL count forward + backward of kind none, with its coefficient.
     const TimeModel model = parse(with_body(
-        R"("time": 10)", R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2,
+        R"("time": 30)", R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 6,
                            "backward_coef": 1, "recompute_coef": 5})",
-        R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 5, "recompute_time": 100})"));
-    BOOST_TEST(model.head_time == 10.0);  // 2 + 2 x 2 x 2
+        R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 15, "recompute_time": 100})"));
+    BOOST_TEST(model.head_time == 10.0);  // 2 + 2 x 4
     BOOST_TEST(model.tail_time == 15.0);  // recompute_time plays no part
 }
 
-BOOST_AUTO_TEST_CASE(several_head_and_tail_entries_are_summed) {
+BOOST_AUTO_TEST_CASE(several_head_and_tail_entries_are_summed_once_each) {
     const TimeModel model = parse(layers(
         R"({"name": "embedding", "type": "HEAD", "nb_layer": 2, "forward_time": 4,
             "backward_time": 6},
@@ -133,15 +145,42 @@ BOOST_AUTO_TEST_CASE(several_head_and_tail_entries_are_summed) {
            {"name": "decoder", "type": "BODY", "nb_layer": 7, "time": 30},
            {"name": "norm", "type": "TAIL", "nb_layer": 1, "time": 0.5},
            {"name": "lm_head", "type": "TAIL", "nb_layer": 2.0, "time": 25})"));
-    BOOST_TEST(model.head_time == 29.0);   // 2 x (4 + 6) + 3 x (1 + 2)
-    BOOST_TEST(model.tail_time == 151.5);  // 1 x 1.5 + 2 x 75
+    // SAPP adds each entry once, whatever its nb_layer; ppb says so for each such entry.
+    BOOST_TEST(model.head_time == 11.0);  // (4 + 6) + 1
+    BOOST_TEST(model.tail_time == 25.5);  // 0.5 + 25
     BOOST_TEST(model.body_layers == 7u);
+    BOOST_TEST_REQUIRE(model.warnings.size() == 3u);
+    BOOST_TEST(model.warnings[0] ==
+               "layers_description[0] (HEAD \"embedding\") has nb_layer 2: its time is counted "
+               "once, as SAPP counts it (give the time of all its layers together)");
+    BOOST_TEST(model.warnings[1].starts_with("layers_description[1] (HEAD \"rotary\") has "
+                                             "nb_layer 3"));
+    BOOST_TEST(model.warnings[2].starts_with("layers_description[4] (TAIL \"lm_head\") has "
+                                             "nb_layer 2"));
     // No HEAD or TAIL entry: no such time; the entries' order does not matter.
     const TimeModel bare = parse(layers(tail_entry + ", " + body(R"("time": 1)")));
     BOOST_TEST(bare.head_time == 0.0);
-    BOOST_TEST(bare.tail_time == 75.0);
+    BOOST_TEST(bare.tail_time == 25.0);
     BOOST_TEST(parse(with_body(R"("time": 1)")).head_time == 0.0);
     BOOST_TEST(parse(with_body(R"("time": 1)")).tail_time == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(sapps_template_times_of_zero) {
+    // SAPP's own template gives its HEAD and TAIL "time": 0.
+    const TimeModel model = parse(with_body(
+        R"("time": 30)", R"({"name": "LlamaEmbedding", "type": "HEAD", "nb_layer": 1, "time": 0})",
+        R"({"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 0})"));
+    BOOST_TEST(model.head_time == 0.0);
+    BOOST_TEST(model.tail_time == 0.0);
+    BOOST_TEST(model.body_time[PPB_KIND_NONE] == 30.0);
+    // A body layer of time 0 leaves nothing to balance.
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 0)")),
+                    "layers.json: layers_description[0]: the BODY entry's time is 0: the "
+                    "partitioner balances the stages' times and needs the time of a body layer "
+                    "(give 'time' > 0)");
+    // forward_time alone may make it positive.
+    BOOST_TEST(parse(with_body(R"("time": 0, "forward_time": 3)")).body_time[PPB_KIND_NONE] ==
+               3.0);
 }
 
 BOOST_AUTO_TEST_CASE(top_level_members) {
@@ -257,40 +296,40 @@ BOOST_AUTO_TEST_CASE(nb_layer) {
 BOOST_AUTO_TEST_CASE(times) {
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("backward_time": 2)")),
                     "layers.json: layers_description[0]: missing required field 'time' (the "
-                    "forward time of one layer; or give 'forward_time')");
-    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 0)")),
-                    "layers.json: layers_description[0].time: expected a positive number, got 0");
+                    "forward + backward time of one layer without recompute; or give "
+                    "'forward_time')");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": -30)")),
-                    "layers_description[0].time: expected a positive number, got -30");
+                    "layers_description[0].time: expected a non-negative number, got -30");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": "30")")),
-                    "layers_description[0].time: expected a positive number, got \"30\"");
+                    "layers_description[0].time: expected a non-negative number, got \"30\"");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": null)")),
-                    "layers_description[0].time: expected a positive number, got null");
+                    "layers_description[0].time: expected a non-negative number, got null");
     // time is checked even when forward_time is given.
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": -1, "forward_time": 3)")),
-                    "layers_description[0].time: expected a positive number, got -1");
-    PPB_CHECK_ERROR(InputError, parse(with_body(R"("forward_time": 0)")),
-                    "layers_description[0].forward_time: expected a positive number, got 0");
-    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "backward_time": 0)")),
-                    "layers_description[0].backward_time: expected a positive number, got 0");
+                    "layers_description[0].time: expected a non-negative number, got -1");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("forward_time": -2)")),
+                    "layers_description[0].forward_time: expected a non-negative number, got -2");
+    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "backward_time": -0.5)")),
+                    "layers_description[0].backward_time: expected a non-negative number, got "
+                    "-0.5");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "recompute_time": -1.5)")),
-                    "layers_description[0].recompute_time: expected a positive number, got -1.5");
+                    "layers_description[0].recompute_time: expected a non-negative number, got -1.5");
     PPB_CHECK_ERROR(InputError,
                     parse(with_body(R"("time": 1)", "",
                                     R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 1,
-                            "select_comm_time": -0.0})")),
-                    "layers_description[1].select_comm_time: expected a positive number, got -0.0");
+                            "select_comm_time": -1e-9})")),
+                    "layers_description[1].select_comm_time: expected a non-negative number, got "
+                    "-1e-09");
     // Times beyond their range (which keeps every sum of times finite).
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1e308)")),
-                    "layers.json: layers_description[0].time: 1e+308 is out of range (greater "
-                    "than 0, at most 1e9)");
+                    "layers.json: layers_description[0].time: 1e+308 is out of range (0 to "
+                    "1e9)");
     PPB_CHECK_ERROR(
         InputError,
         parse(layers(R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 3e307},
                         {"name": "f", "type": "HEAD", "nb_layer": 1, "time": 3e307},)" +
                      body(R"("time": 1)"))),
-        "layers.json: layers_description[0].time: 3e+307 is out of range (greater than 0, at "
-        "most 1e9)");
+        "layers.json: layers_description[0].time: 3e+307 is out of range (0 to 1e9)");
 }
 
 BOOST_AUTO_TEST_CASE(coefficients) {
@@ -344,13 +383,13 @@ BOOST_AUTO_TEST_CASE(unknown_fields_are_warnings) {
                    "SAPP nor ppb knows it; did you mean 'time'? known here: name, model_name, "
                    "type, nb_layer, time, forward_time,"),
                model.warnings[0]);
-    const TimeModel coeff = parse(with_body(R"("time": 1, "recompute_coeff": 0.5)"));
+    const TimeModel coeff = parse(with_body(R"("time": 3, "recompute_coeff": 0.5)"));
     BOOST_TEST_REQUIRE(coeff.warnings.size() == 1u);
     BOOST_TEST(coeff.warnings[0].find("unknown field 'recompute_coeff' is ignored (neither SAPP "
                                       "nor ppb knows it; did you mean 'recompute_coef'?") !=
                std::string::npos);
     // Ignored means ignored: the default coefficient applies.
-    BOOST_TEST(coeff.body_time[PPB_KIND_FULL] == 1.0 + 1.5 * 2.0);
+    BOOST_TEST(coeff.body_time[PPB_KIND_FULL] == 1.0 + 1.5 * 2.0);  // forward 1, backward 2
     // A misspelt required field is still missing.
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("tme": 1)")),
                     "layers_description[0]: missing required field 'time'");
@@ -358,7 +397,7 @@ BOOST_AUTO_TEST_CASE(unknown_fields_are_warnings) {
 
 BOOST_AUTO_TEST_CASE(memory_fields_are_checked) {
     const TimeModel model = parse(with_body(
-        R"("time": 1, "memory_parameter": 1710, "memory_activation": 820,
+        R"("time": 3, "memory_parameter": 1710, "memory_activation": 820,
            "memory_select_rec": 142, "memory_select_comm": 690, "memory_both_comm_select": 110,
            "memory_recompute": 0)"));
     BOOST_TEST(model.body_time[PPB_KIND_NONE] == 3.0);
@@ -399,10 +438,10 @@ BOOST_AUTO_TEST_CASE(read_from_a_file) {
     {
         std::ofstream out(path);
         out << "{\"layers_description\": [\n"
-               "  {\"name\": \"decoder\", \"type\": \"BODY\", \"nb_layer\": 8, \"time\": 0}]}\n";
+               "  {\"name\": \"decoder\", \"type\": \"BODY\", \"nb_layer\": 8, \"time\": -1}]}\n";
     }
     PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
-                    path.string() + ": layers_description[0].time: expected a positive number");
+                    path.string() + ": layers_description[0].time: expected a non-negative number");
     {
         std::ofstream out(path);
         out << "{\"layers_description\": [\n  {\"name\": 1e999}]}\n";
@@ -411,11 +450,11 @@ BOOST_AUTO_TEST_CASE(read_from_a_file) {
                     path.string() + ":2:", "layers_description[0].name: number out of range");
     {
         std::ofstream out(path);
-        out << with_body(R"("time": 2)");
+        out << with_body(R"("time": 6)");
     }
     const TimeModel model = ppb::partition::read_time_model(path);
     BOOST_TEST(model.body_layers == 80u);
-    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 8.0);
+    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 8.0);  // 2 + 1.5 x 4
     std::filesystem::remove(path);
     PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
                     path.string() + ": cannot read: No such file or directory");
@@ -445,9 +484,9 @@ BOOST_AUTO_TEST_CASE(the_sapp_shaped_sample_file) {
     BOOST_TEST(model.warnings.empty());
     BOOST_TEST(model.body_name == "LLamaDecodeLayer");
     BOOST_TEST(model.body_layers == 80u);
-    check_body(model, {90.0, 92.4, 97.5, 99.9, 120.0});
-    BOOST_TEST(model.head_time == 36.0);
-    BOOST_TEST(model.tail_time == 75.0);
+    check_body(model, {30.0, 30.8, 32.5, 33.3, 40.0});
+    BOOST_TEST(model.head_time == 12.0);
+    BOOST_TEST(model.tail_time == 25.0);
 }
 
 BOOST_AUTO_TEST_CASE(the_sample_file) {
@@ -455,9 +494,9 @@ BOOST_AUTO_TEST_CASE(the_sample_file) {
                                                             "llama70b-layers.json");
     BOOST_TEST(model.body_name == "decoder");
     BOOST_TEST(model.body_layers == 80u);
-    check_body(model, {90.0, 92.4, 97.5, 99.9, 120.0});
-    BOOST_TEST(model.head_time == 36.0);
-    BOOST_TEST(model.tail_time == 75.0);
+    check_body(model, {30.0, 30.8, 32.5, 33.3, 40.0});
+    BOOST_TEST(model.head_time == 12.0);
+    BOOST_TEST(model.tail_time == 25.0);
 }
 #endif
 

@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(entry_fields_are_checked) {
         file({R"({"name": "e", "type": "HEAD", "nb_layer": 5000000000})", body()}),
         {"layers_description[0].nb_layer: 5000000000 is out of range (1 to 10000 layers)"});
     check_invalid(file({R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": "fast"})", body()}),
-                  {R"(layers_description[0].time: expected a positive number, got "fast")"});
+                  {R"(layers_description[0].time: expected a non-negative number, got "fast")"});
     check_invalid(file({body()}, R"("comment": 5)"), {"comment: expected a string, got 5"});
 }
 

@@ -25,7 +25,7 @@ constexpr std::string_view small_file = R"({
   "comment": "hand-checked example",
   "stage_const_mem": 100,
   "layers_description": [
-    {"name": "embedding", "type": "HEAD", "nb_layer": 2, "time": 1.0, "memory_parameter": 50},
+    {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 1.0, "memory_parameter": 100},
     {"name": "decoder", "type": "BODY", "nb_layer": 12, "time": 3.0, "backward_coef": 1.0,
      "memory_parameter": 10, "memory_activation": 4, "memory_select_rec": 2,
      "memory_recompute": 0.5},
@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(coefficients_come_from_the_layer_file) {
     const TableModel model(small_file);
     const auto& t = model.table();
     BOOST_TEST(t.const_mb == 100.0);
-    BOOST_TEST(t.head_mb == 125.0);  // 2 x 50 + 1 x 25
+    BOOST_TEST(t.head_mb == 125.0);  // 100 + 25
     BOOST_TEST(t.tail_mb == 300.0);
     BOOST_TEST(t.param_per_layer_mb == 10.0);
     BOOST_TEST(t.activation_mb[PPB_KIND_NONE].value() == 4.0);
@@ -238,16 +238,21 @@ BOOST_AUTO_TEST_CASE(head_and_tail_entries_without_memory_or_with_activations_wa
          "memory_activation": 99}]})");
     const auto& t = model.table();
     BOOST_TEST(t.head_mb == 0.0);
-    BOOST_TEST(t.tail_mb == 21.0);  // 3 x 7; the activation is not counted
-    BOOST_TEST_REQUIRE(t.warnings.size() == 2u);
+    // SAPP counts an entry's memory_parameter once, whatever its nb_layer; the activation is
+    // not counted.
+    BOOST_TEST(t.tail_mb == 7.0);
+    BOOST_TEST_REQUIRE(t.warnings.size() == 3u);
     BOOST_TEST(contains(t.warnings[0],
                         "layers_description[0] (HEAD \"embedding\") gives no "
                         "memory_parameter: it adds 0 MB to stage 0"));
-    BOOST_TEST(contains(t.warnings[1],
+    BOOST_TEST(t.warnings[1] == "layers_description[2] (TAIL \"head\") has nb_layer 3: its "
+                                "memory_parameter is counted once, as SAPP counts it (give the "
+                                "memory of all its layers together)");
+    BOOST_TEST(contains(t.warnings[2],
                         "layers_description[2] (TAIL \"head\"): "
                         "'memory_activation' is ignored"));
-    // Last stage of 3, 2 full layers, f = 1: 1 + 21 + 8*2 + 3*2 = 44.
-    BOOST_TEST(predict(model, stage(3, 2, {0, 0, 0, 0, 2}, 1)) == 44.0);
+    // Last stage of 3, 2 full layers, f = 1: 1 + 7 + 8*2 + 3*2 = 30.
+    BOOST_TEST(predict(model, stage(3, 2, {0, 0, 0, 0, 2}, 1)) == 30.0);
 }
 
 BOOST_AUTO_TEST_CASE(placements_are_validated) {

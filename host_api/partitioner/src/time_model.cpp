@@ -22,29 +22,33 @@ namespace {
 std::array<double, PPB_KIND_COUNT> layer_times(const sapp::Entry& entry, std::size_t index,
                                                std::string_view source) {
     const std::string path = sapp::entry_path(index);
-    // Forward time: forward_time, else time (one of them is required).
     if (!entry.time && !entry.forward_time) {
         fail(source, path,
-             "missing required field 'time' (the forward time of one layer; or give "
-             "'forward_time')");
+             "missing required field 'time' (the forward + backward time of one layer without "
+             "recompute; or give 'forward_time')");
     }
-    const double forward = entry.forward_time ? *entry.forward_time : *entry.time;
-    // Backward base: backward_time, else twice the forward time.
+    // As SAPP reads a layer: `time` is a whole layer's forward + backward, split a third
+    // forward, two thirds backward; forward_time overrides the forward part only. Without
+    // `time` (ppb's own form), the backward base is backward_time, else twice the forward.
+    const double forward = entry.forward_time ? *entry.forward_time : *entry.time / 3.0;
     const auto& backward_time = entry.backward_time;
-    const double base =
-        backward_time[PPB_KIND_NONE] ? *backward_time[PPB_KIND_NONE] : 2.0 * forward;
+    const double base = entry.time ? *entry.time * (2.0 / 3.0)
+                        : backward_time[PPB_KIND_NONE] ? *backward_time[PPB_KIND_NONE]
+                                                       : 2.0 * forward;
 
     std::array<double, PPB_KIND_COUNT> times{};
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        if (backward_time[k] && entry.backward_coef[k]) {
+        if (backward_time[k] && *backward_time[k] > 0.0 && entry.backward_coef[k]) {
             fail(source, path,
                  fmt::format("give either '{}' or '{}', not both (the backward time of "
                              "recompute kind '{}')",
                              sapp::backward_time_fields[k], sapp::backward_coef_fields[k],
                              kind_names[k]));
         }
+        // SAPP takes a kind's time of 0 as not given, and so does ppb.
+        const bool timed = backward_time[k] && *backward_time[k] > 0.0;
         const double c = entry.backward_coef[k].value_or(default_backward_coefficients[k]);
-        const double backward = backward_time[k] ? *backward_time[k] : (1.0 + c) * base;
+        const double backward = timed ? *backward_time[k] : (1.0 + c) * base;
         times[k] = forward + backward;
         // nb_layer layers of one kind must add up to a finite time, whatever the stage.
         if (!std::isfinite(static_cast<double>(entry.nb_layer) * times[k])) {
@@ -65,9 +69,21 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
     for (std::size_t i = 0; i < file.entries.size(); ++i) {
         const sapp::Entry& entry = file.entries[i];
         const auto times = layer_times(entry, i, source);
-        const double total = static_cast<double>(entry.nb_layer) * times[PPB_KIND_NONE];
+        // SAPP adds a HEAD or TAIL entry's time once, whatever its nb_layer.
+        const double total = times[PPB_KIND_NONE];
+        if (entry.type != sapp::EntryType::body && entry.nb_layer != 1) {
+            model.warnings.push_back(fmt::format(
+                "{} has nb_layer {}: its time is counted once, as SAPP counts it (give the time "
+                "of all its layers together)",
+                sapp::describe_entry(file, i), entry.nb_layer));
+        }
         switch (entry.type) {
             case sapp::EntryType::body:
+                if (!(times[PPB_KIND_NONE] > 0.0)) {
+                    fail(source, sapp::entry_path(i),
+                         "the BODY entry's time is 0: the partitioner balances the stages' "
+                         "times and needs the time of a body layer (give 'time' > 0)");
+                }
                 model.body_name = entry.name;
                 model.body_layers = entry.nb_layer;
                 model.body_time = times;

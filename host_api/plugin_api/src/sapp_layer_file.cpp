@@ -83,7 +83,7 @@ auto read_optional(const JsonObject& object, std::string_view key, Read read)
 }
 
 double read_time(const JsonNode& node) {
-    const double t = node.as_positive_number();
+    const double t = node.as_non_negative_number();
     if (!limits::time.contains(t))
         node.fail(limits::out_of_range(describe_json(node.value()), limits::time));
     return t;

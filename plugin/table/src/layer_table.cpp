@@ -162,15 +162,22 @@ sapp::LayerFile read_options(std::string_view options_json) {
     }
 }
 
-// HEAD and TAIL entries: their memory_parameter times nb_layer, added up; activations ignored.
+// HEAD and TAIL entries: their memory_parameter, added up; activations ignored. SAPP counts an
+// entry's memory once whatever its nb_layer, and so does the model (with a warning).
 void add_end_entry(const sapp::LayerFile& file, std::size_t index, double& total,
                    std::vector<std::string>& names, std::vector<std::string>& warnings) {
     const sapp::Entry& entry = file.entries[index];
     const bool head = entry.type == EntryType::head;
     const std::string stage = head ? "stage 0" : "the last stage";
     names.push_back(entry.name);
+    if (entry.nb_layer != 1) {
+        warnings.push_back(sapp::describe_entry(file, index) + " has nb_layer " +
+                           std::to_string(entry.nb_layer) +
+                           ": its memory_parameter is counted once, as SAPP counts it (give the "
+                           "memory of all its layers together)");
+    }
     if (entry.memory_parameter) {
-        total += static_cast<double>(entry.nb_layer) * *entry.memory_parameter;
+        total += *entry.memory_parameter;
     } else {
         warnings.push_back(sapp::describe_entry(file, index) +
                            " gives no memory_parameter: it adds 0 MB to " + stage);
@@ -184,7 +191,7 @@ void add_end_entry(const sapp::LayerFile& file, std::size_t index, double& total
         warnings.push_back(sapp::describe_entry(file, index) + ": " + quoted_list(ignored) +
                            (ignored.size() == 1 ? " is" : " are") +
                            " ignored: the model has no per-micro-batch activation memory for "
-                           "HEAD and TAIL entries, only their memory_parameter (x nb_layer) on " +
+                           "HEAD and TAIL entries, only their memory_parameter on " +
                            stage);
     }
 }
@@ -215,7 +222,7 @@ LayerTable parse_layer_table(std::string_view options_json) {
     if (!std::isfinite(table.head_mb) || !std::isfinite(table.tail_mb)) {
         fail(sapp::list_field,
              std::string("the ") + (std::isfinite(table.head_mb) ? "TAIL" : "HEAD") +
-                 " entries' memory (nb_layer x memory_parameter, added up) is more than a number "
+                 " entries' memory (their memory_parameter, added up) is more than a number "
                  "can hold");
     }
 

@@ -21,7 +21,7 @@ inline constexpr const auto& activation_keys = sapp::activation_fields;
 struct LayerTable {
     // Coefficients in MB, as in ppb_linear_parameters.
     double const_mb = 0.0;            // stage_const_mem, 0 when absent; may be < 0
-    double head_mb = 0.0;             // sum over HEAD entries of nb_layer x memory_parameter
+    double head_mb = 0.0;             // sum over HEAD entries of memory_parameter (once each)
     double tail_mb = 0.0;             // the same over TAIL entries
     double param_per_layer_mb = 0.0;  // the BODY entry's memory_parameter
     // The BODY entry's activation_keys[k]; nullopt when the file does not give it (that kind

@@ -68,8 +68,9 @@ inline constexpr RealRange memory_mb{0.0, 1e9, false, "MB"};
 inline constexpr RealRange signed_memory_mb{-1e9, 1e9, false, "MB"};
 // A measured peak memory, or a memory limit: positive.
 inline constexpr RealRange positive_memory_mb{0.0, 1e9, true, "MB"};
-// The time of one layer, in the layer file's own unit: positive, at most 1e9.
-inline constexpr RealRange time{0.0, 1e9, true, ""};
+// The time of one layer, in the layer file's own unit: 0 to 1e9. SAPP's own layer template gives
+// its HEAD and TAIL entries "time": 0, so 0 is a time (the time model refuses a BODY of time 0).
+inline constexpr RealRange time{0.0, 1e9, false, ""};
 // A backward-time coefficient c (backward = (1 + c) x forward): above -1, at most 1000.
 inline constexpr RealRange backward_coefficient{-1.0, 1000.0, true, ""};
 // Standard errors K of a stage's predicted memory planned against (ppb partition

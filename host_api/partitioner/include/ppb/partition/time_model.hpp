@@ -36,12 +36,15 @@ struct TimeModel {
     std::vector<std::string> warnings;
 };
 
-// Per entry: forward F = forward_time, else time. Backward base = backward_time, else 2 F.
-// Backward of kind r = the kind's time field (backward_time, select_rec_time, select_comm_time,
-// both_comm_select_time, recompute_time) if given, else (1 + c_r) x base, c_r being the kind's
-// coefficient field (backward_coef, select_rec_coef, select_comm_coef, both_comm_select_coef,
-// recompute_coef) if given, else the default above. A kind's time and coefficient together are
-// an error. HEAD and TAIL entries contribute nb_layer x (F + backward of none).
+// Per entry, as SAPP reads it: `time` T is a layer's forward + backward without recompute.
+// Forward F = forward_time, else T / 3. Backward base = 2 T / 3 (without time: backward_time,
+// else 2 F). Backward of kind r = the kind's time field (backward_time, select_rec_time,
+// select_comm_time, both_comm_select_time, recompute_time) if given and positive (SAPP takes 0
+// as not given), else (1 + c_r) x base, c_r being the kind's coefficient field (backward_coef,
+// select_rec_coef, select_comm_coef, both_comm_select_coef, recompute_coef) if given, else the
+// default above. A kind's time and coefficient together are an error. HEAD and TAIL entries
+// contribute F + backward of none once each, whatever their nb_layer (as SAPP; a warning when
+// nb_layer is not 1). A BODY entry of time 0 is an error.
 // Exactly one BODY entry is supported. Throws ppb::InputError naming the JSON path: the
 // reader's errors (ppb::sapp::read_layer_file), an entry with neither time nor forward_time, a
 // kind's time and coefficient together, times too large to add up.

@@ -18,7 +18,7 @@
 // top-level "comment". ppb fit --export-sapp wrote the constant as "constant_memory_mb" before
 // it wrote stage_const_mem; the reader still takes that name, with a warning.
 //
-// The reader checks the form of every field it knows, whoever will use it (times > 0,
+// The reader checks the form of every field it knows, whoever will use it (times >= 0,
 // coefficients > -1, memory >= 0, nb_layer a positive integer, each within its range in
 // ppb/limits.hpp). A field it does not know is a warning with a "did you mean" (SAPP versions
 // add fields), not a refusal. It requires exactly one BODY entry (several, an encoder and a
@@ -111,9 +111,11 @@ struct Entry {
     std::optional<std::string> model_name{};  // SAPP's: the model the layer belongs to
     EntryType type = EntryType::body;
     std::uint32_t nb_layer = 1;  // >= 1
-    // Times of one layer, in the file's own unit, each > 0.
-    std::optional<double> time{};          // the forward time
-    std::optional<double> forward_time{};  // the forward time, preferred to `time`
+    // Times of one layer, in the file's own unit, each >= 0. As SAPP reads them: `time` is the
+    // whole forward + backward time of a layer without recompute, `forward_time` its forward
+    // part (else a third of `time`), the backward_time_fields the backward of each kind.
+    std::optional<double> time{};
+    std::optional<double> forward_time{};
     std::array<std::optional<double>, PPB_KIND_COUNT> backward_time{};  // backward_time_fields
     std::array<std::optional<double>, PPB_KIND_COUNT> backward_coef{};  // each > -1
     // Memory of one layer in MB, each >= 0.
