@@ -244,8 +244,18 @@ std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable
     std::string limit_text = "no memory limit would make a placement feasible";
     if (least_budget) {
         // Rounded up, so that the figure shown is itself feasible.
-        limit_text = fmt::format("the smallest memory limit that would be feasible is {:.1f} MB",
-                                 std::ceil(smallest_limit * 10.0) / 10.0);
+        // With K standard errors a stage's least need is the least among the mixes whose
+        // standard error was asked for (sigma_table.cpp): a need some mix has, so the limit is
+        // feasible, but a mix never asked about might need less. Say which it is.
+        const double shown = std::ceil(smallest_limit * 10.0) / 10.0;
+        limit_text =
+            problem.memory_margin_sigma > 0.0
+                ? fmt::format("a memory limit that would be feasible is {:.1f} MB (with the "
+                              "standard-error margin ppb does not search every mix for the "
+                              "least one)",
+                              shown)
+                : fmt::format("the smallest memory limit that would be feasible is {:.1f} MB",
+                              shown);
         if (problem.memory_margin_mb > 0.0) {
             limit_text += fmt::format(" (with the {:.1f} MB margin)", problem.memory_margin_mb);
         }
