@@ -345,4 +345,64 @@ BOOST_AUTO_TEST_CASE(the_old_constant_name_is_read_with_a_warning) {
                r.err);
 }
 
+// The README's walk-through for SAPP users: SAPP's -init YAML and SAPP's layer file in, a plan
+// and the arrays MindFormers takes out, with every figure checked by hand.
+BOOST_AUTO_TEST_CASE(a_sapp_users_walk_through) {
+    const std::string init = std::string(PPB_SAMPLES_DIR) + "/import/sapp/init_pp4.yaml";
+    const std::string layers = std::string(PPB_SAMPLES_DIR) + "/sapp/llama2_7b-layers.json";
+    const std::string dryrun = write_file("", "walk-dryrun.json");
+    auto r = ppb({"import", "sapp", init, "-o", dryrun});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(has(r.err, "imported 8 observations of 3 dry runs"), r.err);
+
+    // The sample's dry runs were made from C 3100, H 2400, T 3300, P 1150 and activations
+    // none 410, select 190, full 30 MB: the fit recovers them.
+    r = ppb({"fit", dryrun, "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value fit = parse_json(r.out);
+    const json::object& c = fit.at("parameters").as_object();
+    const auto close = [](const json::value& v, double x) {
+        return std::abs(v.to_number<double>() - x) < 1e-6;
+    };
+    BOOST_TEST(close(c.at("const_mb"), 3100.0));
+    BOOST_TEST(close(c.at("head_mb"), 2400.0));
+    BOOST_TEST(close(c.at("tail_mb"), 3300.0));
+    BOOST_TEST(close(c.at("param_per_layer_mb"), 1150.0));
+    BOOST_TEST(close(c.at("activation_mb").at("none"), 410.0));
+    BOOST_TEST(close(c.at("activation_mb").at("select"), 190.0));
+    BOOST_TEST(close(c.at("activation_mb").at("full"), 30.0));
+
+    const std::vector<std::string> plan_args = {
+        "partition", "--model-desc",      layers,  "--stages", "4", "--micro-batches",
+        "16",        "--memory-limit-mb", "22000", "--json"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = plan_args;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    };
+    r = ppb(with({"--dryrun", dryrun}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value plan = parse_json(r.out);
+    // Stage 0: 3 none + 4 select layers, 4 in flight:
+    //   3100 + 2400 + 7 x 1150 + (3 x 410 + 4 x 190) x 4 = 21510 MB;
+    //   time 12 + 3 x 10 + 4 x (10/3 + 1.04 x 20/3) = 83.0667 (SAPP's split of 'time').
+    const json::object& s0 = plan.at("stages").at(0).as_object();
+    BOOST_TEST(close(s0.at("memory_mb"), 21510.0));
+    BOOST_TEST(std::abs(s0.at("time").to_number<double>() -
+                        (42.0 + 4.0 * (10.0 / 3.0 + 1.04 * 20.0 / 3.0))) < 1e-9);
+    const json::value expected_arrays = parse_json(
+        R"({"offset": [[-1, 1, 1, -1]], "recompute": [[0, 0, 0, 0]],
+            "select_recompute": [[4, 4, 0, 0]], "select_comm_recompute": [[0, 0, 0, 0]]})");
+    BOOST_TEST(plan.at("mindformers") == expected_arrays, json::serialize(plan.at("mindformers")));
+
+    // The fit written as the layer file SAPP reads, partitioned with the table model: the same
+    // plan.
+    const std::string exported = write_file("", "walk-llama2_7b.json");
+    r = ppb({"fit", dryrun, "--export-sapp", exported, "--model-desc", layers});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    r = ppb(with({"--model", "table", "--model-options", exported}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(parse_json(r.out).at("mindformers") == expected_arrays, r.out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
