@@ -306,8 +306,9 @@ BOOST_AUTO_TEST_CASE(times_and_coefficients) {
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": -0.5)"))),
                     "layers.json: layers_description[0].time: expected a non-negative number, got "
                     "-0.5");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("forward_time": "3")"))),
-                    "layers_description[0].forward_time: expected a non-negative number, got \"3\"");
+    PPB_CHECK_ERROR(
+        InputError, parse(layers(body(R"("forward_time": "3")"))),
+        "layers_description[0].forward_time: expected a non-negative number, got \"3\"");
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("both_comm_select_time": -2.5)"))),
                     "layers_description[0].both_comm_select_time: expected a non-negative "
                     "number, got -2.5");

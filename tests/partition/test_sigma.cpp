@@ -298,7 +298,8 @@ BOOST_AUTO_TEST_CASE(solve_matches_brute_force_over_memory_plus_k_standard_error
         }
     }
     BOOST_TEST_MESSAGE(fmt::format(
-        "sigma sweep: {} instances ({} under MindFormers' rule), {} where the margin changes the optimum, {} infeasible, {} "
+        "sigma sweep: {} instances ({} under MindFormers' rule), {} where the margin changes the "
+        "optimum, {} infeasible, {} "
         "standard errors asked for in {} calls",
         instances, under_mindformers, binding, infeasible, se_log->placements, se_log->calls));
     findings.report("sigma sweep");

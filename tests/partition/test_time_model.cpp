@@ -153,10 +153,12 @@ BOOST_AUTO_TEST_CASE(several_head_and_tail_entries_are_summed_once_each) {
     BOOST_TEST(model.warnings[0] ==
                "layers_description[0] (HEAD \"embedding\") has nb_layer 2: its time is counted "
                "once, as SAPP counts it (give the time of all its layers together)");
-    BOOST_TEST(model.warnings[1].starts_with("layers_description[1] (HEAD \"rotary\") has "
-                                             "nb_layer 3"));
-    BOOST_TEST(model.warnings[2].starts_with("layers_description[4] (TAIL \"lm_head\") has "
-                                             "nb_layer 2"));
+    BOOST_TEST(
+        model.warnings[1].starts_with("layers_description[1] (HEAD \"rotary\") has "
+                                      "nb_layer 3"));
+    BOOST_TEST(
+        model.warnings[2].starts_with("layers_description[4] (TAIL \"lm_head\") has "
+                                      "nb_layer 2"));
     // No HEAD or TAIL entry: no such time; the entries' order does not matter.
     const TimeModel bare = parse(layers(tail_entry + ", " + body(R"("time": 1)")));
     BOOST_TEST(bare.head_time == 0.0);
@@ -179,8 +181,7 @@ BOOST_AUTO_TEST_CASE(sapps_template_times_of_zero) {
                     "partitioner balances the stages' times and needs the time of a body layer "
                     "(give 'time' > 0)");
     // forward_time alone may make it positive.
-    BOOST_TEST(parse(with_body(R"("time": 0, "forward_time": 3)")).body_time[PPB_KIND_NONE] ==
-               3.0);
+    BOOST_TEST(parse(with_body(R"("time": 0, "forward_time": 3)")).body_time[PPB_KIND_NONE] == 3.0);
 }
 
 BOOST_AUTO_TEST_CASE(top_level_members) {
@@ -312,8 +313,9 @@ BOOST_AUTO_TEST_CASE(times) {
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "backward_time": -0.5)")),
                     "layers_description[0].backward_time: expected a non-negative number, got "
                     "-0.5");
-    PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1, "recompute_time": -1.5)")),
-                    "layers_description[0].recompute_time: expected a non-negative number, got -1.5");
+    PPB_CHECK_ERROR(
+        InputError, parse(with_body(R"("time": 1, "recompute_time": -1.5)")),
+        "layers_description[0].recompute_time: expected a non-negative number, got -1.5");
     PPB_CHECK_ERROR(InputError,
                     parse(with_body(R"("time": 1)", "",
                                     R"({"name": "t", "type": "TAIL", "nb_layer": 1, "time": 1,
@@ -324,12 +326,11 @@ BOOST_AUTO_TEST_CASE(times) {
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": 1e308)")),
                     "layers.json: layers_description[0].time: 1e+308 is out of range (0 to "
                     "1e9)");
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(layers(R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 3e307},
+    PPB_CHECK_ERROR(InputError,
+                    parse(layers(R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 3e307},
                         {"name": "f", "type": "HEAD", "nb_layer": 1, "time": 3e307},)" +
-                     body(R"("time": 1)"))),
-        "layers.json: layers_description[0].time: 3e+307 is out of range (0 to 1e9)");
+                                 body(R"("time": 1)"))),
+                    "layers.json: layers_description[0].time: 3e+307 is out of range (0 to 1e9)");
 }
 
 BOOST_AUTO_TEST_CASE(coefficients) {

@@ -245,9 +245,10 @@ BOOST_AUTO_TEST_CASE(head_and_tail_entries_without_memory_or_with_activations_wa
     BOOST_TEST(contains(t.warnings[0],
                         "layers_description[0] (HEAD \"embedding\") gives no "
                         "memory_parameter: it adds 0 MB to stage 0"));
-    BOOST_TEST(t.warnings[1] == "layers_description[2] (TAIL \"head\") has nb_layer 3: its "
-                                "memory_parameter is counted once, as SAPP counts it (give the "
-                                "memory of all its layers together)");
+    BOOST_TEST(t.warnings[1] ==
+               "layers_description[2] (TAIL \"head\") has nb_layer 3: its "
+               "memory_parameter is counted once, as SAPP counts it (give the "
+               "memory of all its layers together)");
     BOOST_TEST(contains(t.warnings[2],
                         "layers_description[2] (TAIL \"head\"): "
                         "'memory_activation' is ignored"));

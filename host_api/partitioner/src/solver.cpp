@@ -250,10 +250,11 @@ std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable
         const double shown = std::ceil(smallest_limit * 10.0) / 10.0;
         limit_text =
             problem.memory_margin_sigma > 0.0
-                ? fmt::format("a memory limit that would be feasible is {:.1f} MB (with the "
-                              "standard-error margin ppb does not search every mix for the "
-                              "least one)",
-                              shown)
+                ? fmt::format(
+                      "a memory limit that would be feasible is {:.1f} MB (with the "
+                      "standard-error margin ppb does not search every mix for the "
+                      "least one)",
+                      shown)
                 : fmt::format("the smallest memory limit that would be feasible is {:.1f} MB",
                               shown);
         if (problem.memory_margin_mb > 0.0) {

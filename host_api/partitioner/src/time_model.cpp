@@ -32,7 +32,7 @@ std::array<double, PPB_KIND_COUNT> layer_times(const sapp::Entry& entry, std::si
     // `time` (ppb's own form), the backward base is backward_time, else twice the forward.
     const double forward = entry.forward_time ? *entry.forward_time : *entry.time / 3.0;
     const auto& backward_time = entry.backward_time;
-    const double base = entry.time ? *entry.time * (2.0 / 3.0)
+    const double base = entry.time                     ? *entry.time * (2.0 / 3.0)
                         : backward_time[PPB_KIND_NONE] ? *backward_time[PPB_KIND_NONE]
                                                        : 2.0 * forward;
 

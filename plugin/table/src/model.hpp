@@ -32,7 +32,8 @@ inline constexpr char model_options_help[] =
     "memory_parameter (MB per layer) and memory_activation, memory_select_rec, "
     "memory_select_comm, memory_both_comm_select, memory_recompute (MB per layer and in-flight "
     "micro-batch of kinds none, select, comm, both, full; an absent kind is not predicted)\n"
-    "HEAD and TAIL entries: memory_parameter (once, whatever nb_layer) is added to stage 0 and the last stage\n"
+    "HEAD and TAIL entries: memory_parameter (once, whatever nb_layer) is added to stage 0 and the "
+    "last stage\n"
     "stage_const_mem: memory of every stage, as SAPP adds it (default 0; the old name "
     "constant_memory_mb is read with a warning)";
 
