@@ -87,4 +87,47 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
     return out;
 }
 
+std::uint32_t model_position(Schedule schedule, std::uint32_t num_stages, std::uint32_t chunks,
+                             StageChunk at) {
+    if (at.stage >= num_stages || at.chunk >= chunks) {
+        throw std::invalid_argument("chunk " + std::to_string(at.chunk) + " of stage " +
+                                    std::to_string(at.stage) + " is not a position of a " +
+                                    std::to_string(num_stages) + "-stage, " +
+                                    std::to_string(chunks) + "-chunk pipeline");
+    }
+    if (schedule == Schedule::dualpipe_v && at.chunk == 1)
+        return 2 * num_stages - 1 - at.stage;
+    return at.chunk * num_stages + at.stage;
+}
+
+StageChunk position_at(Schedule schedule, std::uint32_t num_stages, std::uint32_t chunks,
+                       std::uint32_t position) {
+    if (num_stages == 0 || position >= num_stages * chunks) {
+        throw std::invalid_argument("position " + std::to_string(position) + " is not one of a " +
+                                    std::to_string(num_stages) + "-stage, " +
+                                    std::to_string(chunks) + "-chunk pipeline");
+    }
+    const std::uint32_t chunk = position / num_stages;
+    const std::uint32_t offset = position % num_stages;
+    if (schedule == Schedule::dualpipe_v && chunk == 1)
+        return {num_stages - 1 - offset, 1};
+    return {offset, chunk};
+}
+
+StageEnds stage_ends(Schedule schedule, std::uint32_t num_stages, std::uint32_t chunks,
+                     std::uint32_t stage) {
+    const StageChunk last = position_at(schedule, num_stages, chunks, num_stages * chunks - 1);
+    return {stage == 0, stage == last.stage};
+}
+
+AbiStage abi_stage(Schedule schedule, std::uint32_t num_stages, std::uint32_t chunks,
+                   std::uint32_t stage) {
+    const StageEnds ends = stage_ends(schedule, num_stages, chunks, stage);
+    if (ends.head && ends.tail)
+        return {1, 0};
+    if (!ends.tail && stage + 1 == num_stages)
+        return {num_stages + 1, stage};
+    return {num_stages, stage};
+}
+
 }  // namespace ppb

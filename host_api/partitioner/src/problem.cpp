@@ -12,8 +12,22 @@ std::uint32_t Problem::in_flight(std::uint32_t stage) const {
     return std::min(num_stages - stage, micro_batches);
 }
 
+std::uint32_t Problem::in_flight(std::uint32_t stage, std::uint32_t chunk) const {
+    if (!chunked())
+        return in_flight(stage);
+    return ppb::in_flight_counts(schedule, num_stages, stage, micro_batches, chunks).at(chunk);
+}
+
 std::uint32_t Problem::min_layers(std::uint32_t stage) const {
-    return (stage == 0 || stage + 1 == num_stages) ? 0 : 1;
+    std::uint32_t sum = 0;
+    for (std::uint32_t c = 0; c < chunks; ++c)
+        sum += min_layers(stage, c);
+    return sum;
+}
+
+std::uint32_t Problem::min_layers(std::uint32_t stage, std::uint32_t chunk) const {
+    const std::uint32_t position = model_position(schedule, num_stages, chunks, {stage, chunk});
+    return (position == 0 || position + 1 == num_stages * chunks) ? 0 : 1;
 }
 
 std::uint32_t StagePlan::total_layers() const {
@@ -28,6 +42,25 @@ double iteration_time(std::span<const double> stage_times, std::uint32_t micro_b
         max = std::max(max, t);
     }
     return sum + static_cast<double>(micro_batches - 1) * max;
+}
+
+double schedule_iteration_time(std::span<const std::vector<double>> chunk_times,
+                               std::uint32_t micro_batches) {
+    double busiest = 0.0;
+    double slowest_sum = 0.0;
+    double slowest_max = 0.0;
+    for (const auto& stage : chunk_times) {
+        double total = 0.0;
+        double slowest = 0.0;
+        for (const double t : stage) {
+            total += t;
+            slowest = std::max(slowest, t);
+        }
+        busiest = std::max(busiest, total);
+        slowest_sum += slowest;
+        slowest_max = std::max(slowest_max, slowest);
+    }
+    return static_cast<double>(micro_batches) * busiest + (slowest_sum - slowest_max);
 }
 
 double stage_time(const Problem& problem, std::uint32_t stage, const KindCounts& layers) {

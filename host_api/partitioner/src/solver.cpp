@@ -10,6 +10,7 @@
 // stage times that occur; T is swept upwards from the smallest feasible value and the sweep
 // stops once (least unconstrained sum) + (M - 1) T cannot beat the best plan found.
 #include "assignment.hpp"
+#include "chunk_tables.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -179,9 +180,10 @@ std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable
     return fullest;
 }
 
+}  // namespace
+
 // Why nothing fits, in numbers, and the smallest limit that would.
-[[noreturn]] void explain_infeasible(const Problem& problem,
-                                     const std::vector<StageTable>& tables) {
+void detail::explain_infeasible(const Problem& problem, const std::vector<StageTable>& tables) {
     const double budget = problem.budget_mb();
     const std::uint32_t layers = problem.time.body_layers;
 
@@ -266,14 +268,24 @@ std::uint32_t fullest_stage(const Problem& problem, const std::vector<StageTable
     throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
 }
 
-Plan make_plan(const Problem& problem, const std::vector<StageTable>& tables,
-               const std::vector<std::uint32_t>& counts) {
+namespace {
+
+Plan make_plan(const Problem& problem, const MemorySource& memory,
+               const std::vector<StageTable>& tables, const std::vector<std::uint32_t>& counts) {
     Plan plan;
     std::vector<double> times;
     for (std::uint32_t s = 0; s < tables.size(); ++s) {
         const auto& choice = *tables[s].fastest[counts[s]];
-        plan.stages.push_back(StagePlan{s, choice.layers, problem.in_flight(s), choice.memory,
-                                        choice.time, choice.margin});
+        StagePlan stage{
+            s, choice.layers, problem.in_flight(s), choice.memory, choice.time, choice.margin, {}};
+        const double forward = detail::chunk_forward_time(problem, s, 0, choice.layers);
+        ChunkPlan chunk{0, choice.layers, stage.in_flight, forward, choice.time - forward, 0.0};
+        if (memory.linear) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                chunk.activation_mb += choice.layers[k] * memory.linear->activation_mb[k];
+        }
+        stage.chunks.push_back(chunk);
+        plan.stages.push_back(std::move(stage));
         times.push_back(choice.time);
     }
     plan.iteration_time = iteration_time(times, problem.micro_batches);
@@ -302,6 +314,8 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
     validate(problem);
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
     check_memory_source(problem, memory, kinds);
+    if (problem.chunked())
+        return detail::solve_chunked(problem, memory, kinds);
     // Against the uncertainty the stage tables are searched differently (sigma_table.cpp); the
     // rest of the solver is the same, with memory + margin as each mix's need.
     const std::vector<StageTable> tables = problem.memory_margin_sigma > 0.0
@@ -321,9 +335,9 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
     });
     const auto unconstrained = detail::min_sum_assignment(fits, layers, cost);
     if (!unconstrained)
-        explain_infeasible(problem, tables);
+        detail::explain_infeasible(problem, tables);
     if (problem.micro_batches == 1)
-        return make_plan(problem, tables, unconstrained->layers);
+        return make_plan(problem, memory, tables, unconstrained->layers);
 
     const auto under = [&](double threshold) {
         return allowed_counts(problem, tables, [&](std::uint32_t s, std::uint32_t n) {
@@ -359,7 +373,7 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
             best_counts = assignment->layers;
         }
     }
-    return make_plan(problem, tables, best_counts);
+    return make_plan(problem, memory, tables, best_counts);
 }
 
 }  // namespace ppb::partition

@@ -28,30 +28,6 @@ struct Point {
     KindCounts layers;
 };
 
-// Kinds that another kind beats on both time and memory can never be needed: swapping them
-// for the better kind keeps every plan valid and no slower. Removing them keeps the search small.
-std::vector<std::size_t> undominated(const std::vector<std::size_t>& kinds,
-                                     const std::array<double, PPB_KIND_COUNT>& time,
-                                     const std::array<double, PPB_KIND_COUNT>& memory) {
-    std::vector<std::size_t> out;
-    for (const std::size_t k : kinds) {
-        bool dominated = false;
-        for (const std::size_t o : kinds) {
-            if (o == k)
-                continue;
-            const bool no_worse = time[o] <= time[k] && memory[o] <= memory[k];
-            const bool better = time[o] < time[k] || memory[o] < memory[k] || o < k;
-            if (no_worse && better) {
-                dominated = true;
-                break;
-            }
-        }
-        if (!dominated)
-            out.push_back(k);
-    }
-    return out;
-}
-
 // What one more layer of each kind adds to a stage's time and memory.
 struct UnitCosts {
     std::array<double, PPB_KIND_COUNT> time{};
@@ -270,6 +246,30 @@ StageTable predicted_table(const Problem& problem, const MemorySource& memory, s
 }
 
 }  // namespace
+
+// Kinds that another kind beats on both time and memory can never be needed: swapping them
+// for the better kind keeps every plan valid and no slower. Removing them keeps the search small.
+std::vector<std::size_t> undominated(const std::vector<std::size_t>& kinds,
+                                     const std::array<double, PPB_KIND_COUNT>& time,
+                                     const std::array<double, PPB_KIND_COUNT>& memory) {
+    std::vector<std::size_t> out;
+    for (const std::size_t k : kinds) {
+        bool dominated = false;
+        for (const std::size_t o : kinds) {
+            if (o == k)
+                continue;
+            const bool no_worse = time[o] <= time[k] && memory[o] <= memory[k];
+            const bool better = time[o] < time[k] || memory[o] < memory[k] || o < k;
+            if (no_worse && better) {
+                dominated = true;
+                break;
+            }
+        }
+        if (!dominated)
+            out.push_back(k);
+    }
+    return out;
+}
 
 void compositions(std::uint32_t n, const std::vector<std::size_t>& kinds, std::size_t index,
                   KindCounts& current, std::vector<KindCounts>& out) {

@@ -5,6 +5,8 @@
 
 #include <ppb/partition/problem.hpp>
 
+#include <array>
+#include <cstddef>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -54,6 +56,18 @@ struct StageTable {
 [[nodiscard]] std::vector<StageTable> build_sigma_tables(const Problem& problem,
                                                          const MemorySource& memory,
                                                          std::uint32_t kinds);
+
+// The kinds that no other kind beats on both time and memory (ties broken by kind index): the
+// others can never be needed, since swapping them for the better kind keeps every plan valid and
+// no slower.
+[[nodiscard]] std::vector<std::size_t> undominated(
+    const std::vector<std::size_t>& kinds, const std::array<double, PPB_KIND_COUNT>& time,
+    const std::array<double, PPB_KIND_COUNT>& memory);
+
+// Throws Infeasible: why no plan fits, in numbers (the tightest stage or the capacity), and the
+// smallest limit that would (solver.cpp). tables[s].least_memory and problem.min_layers() are
+// all it uses.
+[[noreturn]] void explain_infeasible(const Problem& problem, const std::vector<StageTable>& tables);
 
 // Every way to spread n layers over kinds[index..] (the counts of kinds before `index` as in
 // `current`), appended to `out` in a fixed order; `current` is restored.

@@ -18,9 +18,13 @@ namespace {
     throw InputError(located_message(source, path, problem));
 }
 
-// Forward + backward time of one layer of each recompute kind.
-std::array<double, PPB_KIND_COUNT> layer_times(const sapp::Entry& entry, std::size_t index,
-                                               std::string_view source) {
+struct LayerTimes {
+    double forward = 0.0;
+    std::array<double, PPB_KIND_COUNT> total{};  // forward + backward, per recompute kind
+};
+
+// Forward, and forward + backward, time of one layer of each recompute kind.
+LayerTimes layer_times(const sapp::Entry& entry, std::size_t index, std::string_view source) {
     const std::string path = sapp::entry_path(index);
     if (!entry.time && !entry.forward_time) {
         fail(source, path,
@@ -58,7 +62,7 @@ std::array<double, PPB_KIND_COUNT> layer_times(const sapp::Entry& entry, std::si
                              entry.nb_layer, kind_names[k]));
         }
     }
-    return times;
+    return {forward, times};
 }
 
 }  // namespace
@@ -68,7 +72,8 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
     model.warnings = file.warnings;
     for (std::size_t i = 0; i < file.entries.size(); ++i) {
         const sapp::Entry& entry = file.entries[i];
-        const auto times = layer_times(entry, i, source);
+        const LayerTimes layer = layer_times(entry, i, source);
+        const auto& times = layer.total;
         // SAPP adds a HEAD or TAIL entry's time once, whatever its nb_layer.
         const double total = times[PPB_KIND_NONE];
         if (entry.type != sapp::EntryType::body && entry.nb_layer != 1) {
@@ -87,12 +92,15 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
                 model.body_name = entry.name;
                 model.body_layers = entry.nb_layer;
                 model.body_time = times;
+                model.body_forward = layer.forward;
                 break;
             case sapp::EntryType::head:
                 model.head_time += total;
+                model.head_forward += layer.forward;
                 break;
             case sapp::EntryType::tail:
                 model.tail_time += total;
+                model.tail_forward += layer.forward;
                 break;
         }
     }

@@ -33,6 +33,46 @@ enum class Schedule {
                                                           std::uint32_t micro_batches,
                                                           std::uint32_t chunks = 1);
 
+// Where the model's layers go. A pipeline of P stages and v chunks per stage has P x v
+// *positions*, each a (stage, chunk) holding one contiguous block of the model's layers, in model
+// order: position 0 holds the first layers (after the embedding, the "head"), position P·v − 1
+// the last (before the LM head and loss, the "tail").
+//   1F1B and the interleaved schedules: position q is chunk q / P of stage q mod P (Megatron's
+//     virtual pipeline: chunk c of stage s is position c·P + s).
+//   dualpipe-v: chunk 0 runs down the stages and chunk 1 back up (a V): chunk 0 of stage s is
+//     position s, chunk 1 of stage s is position 2P − 1 − s. So stage 0 holds the head and the
+//     tail.
+struct StageChunk {
+    std::uint32_t stage = 0;
+    std::uint32_t chunk = 0;
+    friend bool operator==(const StageChunk&, const StageChunk&) = default;
+};
+[[nodiscard]] std::uint32_t model_position(Schedule schedule, std::uint32_t num_stages,
+                                           std::uint32_t chunks, StageChunk at);
+[[nodiscard]] StageChunk position_at(Schedule schedule, std::uint32_t num_stages,
+                                     std::uint32_t chunks, std::uint32_t position);
+
+// What a stage holds of the model's ends.
+struct StageEnds {
+    bool head = false;  // the embedding: stage 0, chunk 0, always
+    bool tail = false;  // the LM head and loss: the stage of the last position
+};
+[[nodiscard]] StageEnds stage_ends(Schedule schedule, std::uint32_t num_stages,
+                                   std::uint32_t chunks, std::uint32_t stage);
+
+// How a stage is described to a memory model. The plugin contract (ppb/abi.h) says "stage 0
+// holds the head, stage p − 1 the tail"; a model knows a stage's ends only from its
+// (num_stages, stage). For 1F1B and the interleaved schedules that is the stage itself. For
+// dualpipe-v, where stage 0 holds both ends and stage P − 1 neither, the host asks about the
+// stage that holds the same ends: (1, 0) for a stage with both, (P + 1, s) for a stage s = P − 1
+// with neither. Every in-flight count travels in the chunks, so nothing else changes.
+struct AbiStage {
+    std::uint32_t num_stages = 1;
+    std::uint32_t stage = 0;
+};
+[[nodiscard]] AbiStage abi_stage(Schedule schedule, std::uint32_t num_stages, std::uint32_t chunks,
+                                 std::uint32_t stage);
+
 }  // namespace ppb
 
 #endif  // PPB_SCHEDULE_HPP

@@ -4,6 +4,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/partition/time_model.hpp>
+#include <ppb/schedule.hpp>
 
 #include <array>
 #include <cstdint>
@@ -69,28 +70,59 @@ struct Problem {
     double memory_margin_sigma = 0.0;
     TimeModel time;                           // L = time.body_layers
     std::uint32_t kinds = PPB_ALL_KINDS;      // candidate kinds (also limited by the memory source)
-    RecomputeRule rule = RecomputeRule::any;  // candidate mixes of kinds per stage
+    RecomputeRule rule = RecomputeRule::any;  // candidate mixes of kinds per (stage, chunk)
+    // The pipeline schedule and its chunks per stage v (ppb/schedule.hpp: 1 for 1F1B, at least 2
+    // for the interleaved schedules, 2 for dualpipe-v). Each (stage, chunk) holds one contiguous
+    // block of the model's layers, in the schedule's position order.
+    Schedule schedule = Schedule::one_f_one_b;
+    std::uint32_t chunks = 1;
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).
     [[nodiscard]] std::uint32_t in_flight(std::uint32_t stage) const;
-    // Fewest body layers stage s may hold: 1, except the first and last stage (0).
+    // The schedule's in-flight count of chunk c of stage s (ppb::in_flight_counts, capped at M).
+    [[nodiscard]] std::uint32_t in_flight(std::uint32_t stage, std::uint32_t chunk) const;
+    // Fewest body layers stage s may hold: the sum over its chunks.
     [[nodiscard]] std::uint32_t min_layers(std::uint32_t stage) const;
+    // Fewest body layers chunk c of stage s may hold: 0 where it holds the model's first or last
+    // block (beside the embedding or the LM head), 1 elsewhere.
+    [[nodiscard]] std::uint32_t min_layers(std::uint32_t stage, std::uint32_t chunk) const;
+    // Whether the plan has several chunks per stage or a schedule other than 1F1B (the chunked
+    // solver), rather than one chunk under 1F1B.
+    [[nodiscard]] bool chunked() const { return chunks != 1 || schedule != Schedule::one_f_one_b; }
+};
+
+// One chunk of a stage in a plan.
+struct ChunkPlan {
+    std::uint32_t chunk = 0;
+    KindCounts layers{};
+    std::uint32_t in_flight = 0;
+    // Per micro-batch, in the layer file's unit, the embedding's and LM head's where this chunk
+    // holds them. The backward includes recompute's repeated forward.
+    double forward_time = 0.0;
+    double backward_time = 0.0;
+    // MB of activations this chunk holds per in-flight micro-batch (linear models; 0 when the
+    // model does not say), for drawing memory over time.
+    double activation_mb = 0.0;
+    [[nodiscard]] double time() const { return forward_time + backward_time; }
 };
 
 struct StagePlan {
     std::uint32_t stage = 0;
-    KindCounts layers{};
-    std::uint32_t in_flight = 0;
-    double memory_mb = 0.0;  // the model's prediction
-    double time = 0.0;
-    double margin_mb = 0.0;  // K x the standard error of memory_mb (0 when K = 0)
+    KindCounts layers{};            // over all chunks
+    std::uint32_t in_flight = 0;    // chunk 0's
+    double memory_mb = 0.0;         // the model's prediction
+    double time = 0.0;              // over all chunks
+    double margin_mb = 0.0;         // K x the standard error of memory_mb (0 when K = 0)
+    std::vector<ChunkPlan> chunks;  // one per chunk (one for 1F1B)
     [[nodiscard]] std::uint32_t total_layers() const;
 };
 
 struct Plan {
     std::vector<StagePlan> stages;
-    double iteration_time = 0.0;  // sum_s t_s + (M - 1) max_s t_s
+    // The objective: 1F1B's sum_s t_s + (M - 1) max_s t_s, or with chunks
+    // schedule_iteration_time().
+    double iteration_time = 0.0;
 };
 
 // No placement satisfies the memory limit. what() says why in numbers: the tightest
@@ -112,6 +144,15 @@ class Infeasible : public std::runtime_error {
 // The iteration-time estimate the partitioner minimises, for any plan (also for tests).
 [[nodiscard]] double iteration_time(std::span<const double> stage_times,
                                     std::uint32_t micro_batches);
+
+// The objective with chunks (host_api/docs/design.md, "Every schedule"): with T_s the sum of stage
+// s's chunk times and m_s its slowest chunk,
+//     M x max_s T_s + sum_s m_s - max_s m_s:
+// M micro-batches through the busiest stage, plus one micro-batch's way through the others'
+// slowest chunks. With one chunk per stage it is 1F1B's iteration_time(). `chunk_times[s]` holds
+// stage s's chunk times.
+[[nodiscard]] double schedule_iteration_time(std::span<const std::vector<double>> chunk_times,
+                                             std::uint32_t micro_batches);
 
 // Time of one stage holding `layers` (head on stage 0, tail on the last), as the solver counts it.
 [[nodiscard]] double stage_time(const Problem& problem, std::uint32_t stage,

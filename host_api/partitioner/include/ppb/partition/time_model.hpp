@@ -30,6 +30,11 @@ struct TimeModel {
     std::array<double, PPB_KIND_COUNT> body_time{};
     double head_time = 0.0;  // forward + backward of all HEAD entries (stage 0)
     double tail_time = 0.0;  // forward + backward of all TAIL entries (last stage)
+    // The forward parts (the same for every recompute kind: recompute lengthens the backward),
+    // for simulating a schedule, where forwards and backwards are separate operations.
+    double body_forward = 0.0;
+    double head_forward = 0.0;
+    double tail_forward = 0.0;
     // The reader's warnings about the file (ppb::sapp::LayerFile::warnings), for the caller to
     // show. The file's memory fields, stage_const_mem among them, are the memory model's: the
     // time model neither needs nor refuses them.

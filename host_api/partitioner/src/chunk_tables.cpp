@@ -1,0 +1,473 @@
+// Stage options with several chunks per stage (chunk_tables.hpp).
+//
+// Exactness. Within a stage, a chunk's time and memory are sums over its layers, and the stage's
+// memory is the sum over its chunks. So, as for one chunk (stage_table.cpp), every option worth
+// keeping is built from Pareto-optimal mixes of each chunk: replacing a chunk's mix by one no
+// slower and no larger keeps the stage within budget and lowers neither the stage's total nor
+// its slowest chunk. The chunks are then combined one at a time, keeping the options that are
+// Pareto-optimal in (total, slowest chunk, memory); for the last chunk only the fastest mix that
+// still fits matters, which leaves options Pareto-optimal in (total, slowest chunk).
+#include "chunk_tables.hpp"
+#include "stage_table.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/kinds.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ppb::partition::detail {
+namespace {
+
+std::vector<std::size_t> kind_list(std::uint32_t kinds) {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        if ((kinds & PPB_KIND_BIT(k)) != 0)
+            out.push_back(k);
+    }
+    return out;
+}
+
+// ---- the affine description -----------------------------------------------------------------
+
+AffineStage linear_stage(const Problem& problem, const ppb_linear_parameters& c,
+                         std::uint32_t stage) {
+    const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
+    AffineStage a;
+    a.base = c.const_mb + (ends.head ? c.head_mb : 0.0) + (ends.tail ? c.tail_mb : 0.0);
+    for (std::uint32_t chunk = 0; chunk < problem.chunks; ++chunk) {
+        const double f = problem.in_flight(stage, chunk);
+        std::array<double, PPB_KIND_COUNT> unit{};
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+            unit[k] = c.per_layer_mb + c.activation_mb[k] * f;
+        a.unit.push_back(unit);
+        a.activation.push_back(std::array<double, PPB_KIND_COUNT>{
+            c.activation_mb[0], c.activation_mb[1], c.activation_mb[2], c.activation_mb[3],
+            c.activation_mb[4]});
+    }
+    return a;
+}
+
+// Placements of one stage, as the model is asked about it (ppb::abi_stage).
+class Probe {
+  public:
+    Probe(const Problem& problem, std::uint32_t stage) : problem_(problem), stage_(stage) {}
+
+    // A placement with `layers[c]` in chunk c; in-flight counts the schedule's, plus
+    // `extra_in_flight` on chunk `more`.
+    void add(const std::vector<KindCounts>& layers, std::uint32_t more = 0,
+             std::uint32_t extra_in_flight = 0) {
+        std::vector<ppb_chunk> chunks(problem_.chunks);
+        for (std::uint32_t c = 0; c < problem_.chunks; ++c) {
+            std::copy(layers[c].begin(), layers[c].end(), chunks[c].layers);
+            chunks[c].in_flight = problem_.in_flight(stage_, c) + (c == more ? extra_in_flight : 0);
+        }
+        chunks_.push_back(std::move(chunks));
+        layers_.push_back(layers);
+    }
+
+    std::vector<double> predict(const MemorySource& memory) const {
+        const AbiStage view =
+            abi_stage(problem_.schedule, problem_.num_stages, problem_.chunks, stage_);
+        std::vector<ppb_placement> placements;
+        for (const auto& chunks : chunks_) {
+            placements.push_back(
+                ppb_placement{view.num_stages, view.stage, problem_.chunks, chunks.data()});
+        }
+        return memory.predict_batch(placements);
+    }
+
+    [[nodiscard]] const std::vector<KindCounts>& layers(std::size_t i) const { return layers_[i]; }
+
+  private:
+    const Problem& problem_;
+    std::uint32_t stage_;
+    std::vector<std::vector<ppb_chunk>> chunks_;
+    std::vector<std::vector<KindCounts>> layers_;
+};
+
+std::string describe_layers(const std::vector<KindCounts>& layers) {
+    std::string out;
+    for (std::size_t c = 0; c < layers.size(); ++c) {
+        std::string mix;
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            if (layers[c][k] != 0) {
+                mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", layers[c][k],
+                                   kind_name(static_cast<ppb_kind>(k)));
+            }
+        }
+        out += fmt::format("{}chunk {}: {}", c == 0 ? "" : "; ", c, mix.empty() ? "none" : mix);
+    }
+    return out;
+}
+
+// A model without coefficients, probed: the empty stage, one layer of each kind in each chunk
+// (the units), the same with one more micro-batch in flight (the activation per micro-batch),
+// and check placements that an affine model must predict exactly.
+AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std::uint32_t stage,
+                         const std::vector<std::size_t>& kinds) {
+    const std::uint32_t v = problem.chunks;
+    const std::vector<KindCounts> empty(v, KindCounts{});
+    Probe probe(problem, stage);
+    probe.add(empty);
+    for (std::uint32_t c = 0; c < v; ++c) {
+        for (const std::size_t k : kinds) {
+            std::vector<KindCounts> one = empty;
+            one[c][k] = 1;
+            probe.add(one);
+            probe.add(one, c, 1);
+        }
+        probe.add(empty, c, 1);
+    }
+    // Checks: three layers of each kind in each chunk; every kind in every chunk at once.
+    const std::size_t first_check = 1 + v * (2 * kinds.size() + 1);
+    std::vector<KindCounts> all = empty;
+    for (std::uint32_t c = 0; c < v; ++c) {
+        for (const std::size_t k : kinds) {
+            std::vector<KindCounts> three = empty;
+            three[c][k] = 3;
+            probe.add(three);
+            all[c][k] = c + 1;
+        }
+    }
+    probe.add(all);
+    const std::vector<double> predicted = probe.predict(memory);
+
+    AffineStage a;
+    a.base = predicted[0];
+    std::size_t i = 1;
+    for (std::uint32_t c = 0; c < v; ++c) {
+        std::array<double, PPB_KIND_COUNT> unit{};
+        std::array<double, PPB_KIND_COUNT> activation{};
+        std::vector<double> with_more;
+        for (const std::size_t k : kinds) {
+            unit[k] = predicted[i] - a.base;
+            with_more.push_back(predicted[i + 1]);
+            i += 2;
+        }
+        const double empty_more = predicted[i++];
+        for (std::size_t j = 0; j < kinds.size(); ++j) {
+            const std::size_t k = kinds[j];
+            activation[k] = (with_more[j] - empty_more) - unit[k];
+        }
+        a.unit.push_back(unit);
+        a.activation.push_back(activation);
+    }
+    for (std::size_t check = first_check; check < predicted.size(); ++check) {
+        const auto& layers = probe.layers(check);
+        double affine = a.base;
+        for (std::uint32_t c = 0; c < v; ++c) {
+            for (const std::size_t k : kinds)
+                affine += a.unit[c][k] * layers[c][k];
+        }
+        const double tolerance = 1e-9 * std::max(1.0, std::abs(predicted[check]));
+        if (!(std::abs(predicted[check] - affine) <= tolerance)) {
+            throw InputError(fmt::format(
+                "the memory model is not affine in the layer counts of a stage (stage {}, {}: "
+                "predicted {:.6g} MB, the sum of its parts {:.6g} MB); planning several chunks "
+                "per stage needs a model whose stage memory is a constant plus a cost per layer "
+                "of each kind and chunk",
+                stage, describe_layers(layers), predicted[check], affine));
+        }
+    }
+    return a;
+}
+
+// ---- chunk frontiers -------------------------------------------------------------------------
+
+struct ChunkPoint {
+    double time = 0.0;    // body layers only
+    double memory = 0.0;  // body layers only
+    KindCounts layers{};
+};
+using Frontier = std::vector<std::vector<ChunkPoint>>;  // [n]: by increasing time
+
+void keep_pareto_2d(std::vector<ChunkPoint>& points) {
+    std::sort(points.begin(), points.end(), [](const ChunkPoint& a, const ChunkPoint& b) {
+        return a.time != b.time ? a.time < b.time : a.memory < b.memory;
+    });
+    std::vector<ChunkPoint> kept;
+    for (const ChunkPoint& p : points) {
+        if (kept.empty() || p.memory < kept.back().memory)
+            kept.push_back(p);
+    }
+    points = std::move(kept);
+}
+
+// The Pareto frontier over (time, memory) of the mixes of `kinds`, for every n, built layer by
+// layer; mixes whose memory alone exceeds `room` are dropped when no kind frees memory.
+Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& kinds,
+                         const std::array<double, PPB_KIND_COUNT>& time,
+                         const std::array<double, PPB_KIND_COUNT>& memory, double base,
+                         double budget) {
+    const auto useful = undominated(kinds, time, memory);
+    const bool monotone =
+        std::all_of(useful.begin(), useful.end(), [&](std::size_t k) { return memory[k] >= 0.0; });
+    Frontier frontier(layers + 1);
+    frontier[0] = {ChunkPoint{}};
+    for (std::uint32_t n = 1; n <= layers; ++n) {
+        std::vector<ChunkPoint>& next = frontier[n];
+        for (const ChunkPoint& p : frontier[n - 1]) {
+            for (const std::size_t k : useful) {
+                ChunkPoint q = p;
+                q.time += time[k];
+                q.memory += memory[k];
+                ++q.layers[k];
+                if (monotone && !within_budget(base + q.memory, budget))
+                    continue;
+                next.push_back(q);
+            }
+        }
+        keep_pareto_2d(next);
+        if (next.empty() && monotone)
+            break;
+    }
+    return frontier;
+}
+
+// The frontier over the mixes `rule` admits: under MindFormers' rule, the mixes without 'comm'
+// and those without 'select', merged (stage_table.cpp's families).
+Frontier chunk_frontier(const Problem& problem, const std::vector<std::size_t>& kinds,
+                        const std::array<double, PPB_KIND_COUNT>& memory, double base) {
+    const std::uint32_t layers = problem.time.body_layers;
+    const auto& time = problem.time.body_time;
+    const double budget = problem.budget_mb();
+    const auto useful = undominated(kinds, time, memory);
+    const auto has = [&](std::size_t k) {
+        return std::find(useful.begin(), useful.end(), k) != useful.end();
+    };
+    if (problem.rule == RecomputeRule::any || !has(PPB_KIND_SELECT) || !has(PPB_KIND_COMM))
+        return family_frontier(layers, kinds, time, memory, base, budget);
+    auto without = [&](std::size_t kind) {
+        std::vector<std::size_t> out = kinds;
+        std::erase(out, kind);
+        return out;
+    };
+    Frontier a = family_frontier(layers, without(PPB_KIND_COMM), time, memory, base, budget);
+    const Frontier b =
+        family_frontier(layers, without(PPB_KIND_SELECT), time, memory, base, budget);
+    for (std::uint32_t n = 0; n <= layers; ++n) {
+        a[n].insert(a[n].end(), b[n].begin(), b[n].end());
+        keep_pareto_2d(a[n]);
+    }
+    return a;
+}
+
+// ---- combining the chunks of a stage ---------------------------------------------------------
+
+struct Partial {
+    double total = 0.0;
+    double slowest = 0.0;
+    double memory = 0.0;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;  // per chunk: (n, frontier index)
+};
+
+void keep_pareto_3d(std::vector<Partial>& options) {
+    std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
+        if (a.total != b.total)
+            return a.total < b.total;
+        if (a.slowest != b.slowest)
+            return a.slowest < b.slowest;
+        return a.memory < b.memory;
+    });
+    std::vector<Partial> kept;
+    for (Partial& p : options) {
+        const bool dominated = std::any_of(kept.begin(), kept.end(), [&](const Partial& q) {
+            return q.slowest <= p.slowest && q.memory <= p.memory;
+        });
+        if (!dominated)
+            kept.push_back(std::move(p));
+    }
+    options = std::move(kept);
+}
+
+void keep_pareto_time(std::vector<Partial>& options) {
+    std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
+        return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
+    });
+    std::vector<Partial> kept;
+    for (Partial& p : options) {
+        if (kept.empty() || p.slowest < kept.back().slowest)
+            kept.push_back(std::move(p));
+    }
+    options = std::move(kept);
+}
+
+// Index of the fastest point of `points` (by increasing time, decreasing memory) whose memory
+// is at most `room` under within_budget, or points.size().
+std::size_t fastest_within(const std::vector<ChunkPoint>& points, double used, double budget) {
+    // The points that fit are a suffix: memory falls as time rises.
+    std::size_t lo = 0;
+    std::size_t hi = points.size();
+    while (lo < hi) {
+        const std::size_t mid = (lo + hi) / 2;
+        if (within_budget(used + points[mid].memory, budget))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage affine,
+                     const std::vector<std::size_t>& kinds) {
+    const std::uint32_t layers = problem.time.body_layers;
+    const std::uint32_t v = problem.chunks;
+    const double budget = problem.budget_mb();
+
+    bool monotone = true;  // no kind frees memory: a partial option over budget stays over
+    for (const auto& unit : affine.unit) {
+        for (const std::size_t k : kinds)
+            monotone = monotone && unit[k] >= 0.0;
+    }
+    std::vector<Frontier> frontiers;
+    std::vector<double> extra;  // the ends' time per chunk
+    std::vector<std::uint32_t> fewest;
+    for (std::uint32_t c = 0; c < v; ++c) {
+        frontiers.push_back(chunk_frontier(problem, kinds, affine.unit[c], affine.base));
+        extra.push_back(chunk_time(problem, stage, c, KindCounts{}));
+        fewest.push_back(problem.min_layers(stage, c));
+    }
+
+    ChunkedStage out;
+    out.stage = stage;
+    // The least memory of n layers: each chunk's minimum on its lightest kind, the rest on the
+    // lightest (chunk, kind) (exact for an affine stage).
+    double lightest = infinity;
+    double required = affine.base;
+    std::uint32_t required_layers = 0;
+    for (std::uint32_t c = 0; c < v; ++c) {
+        double chunk_lightest = infinity;
+        for (const std::size_t k : kinds) {
+            chunk_lightest = std::min(chunk_lightest, affine.unit[c][k]);
+            if (affine.unit[c][k] < lightest) {
+                lightest = affine.unit[c][k];
+                out.least_memory_kind = static_cast<ppb_kind>(k);
+            }
+        }
+        required += fewest[c] * chunk_lightest;
+        required_layers += fewest[c];
+    }
+    out.least_memory.assign(layers + 1, infinity);
+    for (std::uint32_t n = required_layers; n <= layers; ++n)
+        out.least_memory[n] = required + (n - required_layers) * lightest;
+
+    // Chunk 0 alone, then each further chunk added.
+    std::vector<std::vector<Partial>> partial(layers + 1);
+    for (std::uint32_t n = fewest[0]; n <= layers; ++n) {
+        const auto& points = frontiers[0][n];
+        for (std::uint32_t i = 0; i < points.size(); ++i) {
+            const double t = points[i].time + extra[0];
+            partial[n].push_back(Partial{t, t, points[i].memory, {{n, i}}});
+        }
+    }
+    for (std::uint32_t c = 1; c < v; ++c) {
+        const bool last = c + 1 == v;
+        std::vector<std::vector<Partial>> next(layers + 1);
+        for (std::uint32_t held = 0; held <= layers; ++held) {
+            for (const Partial& p : partial[held]) {
+                for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
+                    const auto& points = frontiers[c][n];
+                    std::size_t i = 0;
+                    std::size_t end = points.size();
+                    if (last) {
+                        // Only the fastest mix that still fits can be worth having.
+                        i = fastest_within(points, affine.base + p.memory, budget);
+                        end = std::min(end, i + 1);
+                    }
+                    for (; i < end; ++i) {
+                        const double t = points[i].time + extra[c];
+                        const double memory = p.memory + points[i].memory;
+                        if (!last && monotone && !within_budget(affine.base + memory, budget))
+                            continue;
+                        Partial q{p.total + t, std::max(p.slowest, t), memory, p.picks};
+                        q.picks.emplace_back(n, static_cast<std::uint32_t>(i));
+                        next[held + n].push_back(std::move(q));
+                    }
+                }
+            }
+        }
+        for (auto& options : next) {
+            if (last)
+                keep_pareto_time(options);
+            else
+                keep_pareto_3d(options);
+        }
+        partial = std::move(next);
+    }
+
+    out.options.resize(layers + 1);
+    for (std::uint32_t n = 0; n <= layers; ++n) {
+        std::vector<Partial>& options = partial[n];
+        std::erase_if(options, [&](const Partial& p) {
+            return !within_budget(affine.base + p.memory, budget);
+        });
+        if (v == 1)
+            keep_pareto_time(options);
+        for (const Partial& p : options) {
+            StageOption option{p.total, p.slowest, affine.base + p.memory, {}};
+            for (std::uint32_t c = 0; c < v; ++c) {
+                const auto [count, index] = p.picks[c];
+                option.chunks.push_back(frontiers[c][count][index].layers);
+            }
+            out.options[n].push_back(std::move(option));
+        }
+    }
+    out.affine = std::move(affine);
+    return out;
+}
+
+}  // namespace
+
+double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
+                  const KindCounts& layers) {
+    const std::uint32_t position =
+        model_position(problem.schedule, problem.num_stages, problem.chunks, {stage, chunk});
+    double t = 0.0;
+    if (position == 0)
+        t += problem.time.head_time;
+    if (position + 1 == problem.num_stages * problem.chunks)
+        t += problem.time.tail_time;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        t += static_cast<double>(layers[k]) * problem.time.body_time[k];
+    return t;
+}
+
+double chunk_forward_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
+                          const KindCounts& layers) {
+    const std::uint32_t position =
+        model_position(problem.schedule, problem.num_stages, problem.chunks, {stage, chunk});
+    double t = 0.0;
+    if (position == 0)
+        t += problem.time.head_forward;
+    if (position + 1 == problem.num_stages * problem.chunks)
+        t += problem.time.tail_forward;
+    const std::uint32_t n = std::accumulate(layers.begin(), layers.end(), 0u);
+    return t + static_cast<double>(n) * problem.time.body_forward;
+}
+
+std::vector<AffineStage> affine_stages(const Problem& problem, const MemorySource& memory,
+                                       std::uint32_t kinds) {
+    const auto list = kind_list(kinds);
+    std::vector<AffineStage> stages;
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        stages.push_back(memory.linear ? linear_stage(problem, *memory.linear, s)
+                                       : probed_stage(problem, memory, s, list));
+    }
+    return stages;
+}
+
+std::vector<ChunkedStage> build_chunked_stages(const Problem& problem,
+                                               std::vector<AffineStage> affine,
+                                               std::uint32_t kinds) {
+    const auto list = kind_list(kinds);
+    std::vector<ChunkedStage> stages;
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s)
+        stages.push_back(combine(problem, s, std::move(affine[s]), list));
+    return stages;
+}
+
+}  // namespace ppb::partition::detail

@@ -1,0 +1,74 @@
+// Internal: per-stage options when stages hold several chunks (interleaved, dualpipe-v).
+//
+// Every model ppb plans with several chunks is affine in the layer counts of a stage once the
+// stage, its chunks' in-flight counts and its ends are fixed: the memory of stage s is
+//     base_s + sum_c sum_k unit_s[c][k] x n_{c,k}.
+// Linear models give base and units from their coefficients; other models are probed through
+// predict_batch and the probes are checked (chunk_tables.cpp).
+#ifndef PPB_PARTITION_CHUNK_TABLES_HPP
+#define PPB_PARTITION_CHUNK_TABLES_HPP
+
+#include <ppb/partition/problem.hpp>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace ppb::partition::detail {
+
+struct AffineStage {
+    double base = 0.0;  // MB with no body layer (constant, ends)
+    // MB per body layer of kind k in chunk c: unit[c][k]; only candidate kinds are meaningful.
+    std::vector<std::array<double, PPB_KIND_COUNT>> unit;
+    // MB of activations per layer of kind k and in-flight micro-batch in chunk c, where known
+    // (linear models), for ChunkPlan::activation_mb.
+    std::vector<std::array<double, PPB_KIND_COUNT>> activation;
+};
+
+// One way to fill a stage: per chunk, its layers of each kind.
+struct StageOption {
+    double total = 0.0;    // sum of the chunks' times
+    double slowest = 0.0;  // the slowest chunk's time
+    double memory = 0.0;   // the stage's memory
+    std::vector<KindCounts> chunks;
+};
+
+// options[n]: for a stage holding n body layers, the options that fit the budget and are
+// Pareto-optimal in (total, slowest), by increasing total (so decreasing slowest). least_memory[n]
+// is the least memory of any n layers on the stage (infinity below the stage's minimum).
+struct ChunkedStage {
+    std::uint32_t stage = 0;
+    AffineStage affine;
+    std::vector<std::vector<StageOption>> options;
+    std::vector<double> least_memory;
+    ppb_kind least_memory_kind = PPB_KIND_NONE;
+};
+
+// The affine description of every stage (throws InputError for a model that is not affine per
+// stage, naming the stage and the placements that show it).
+[[nodiscard]] std::vector<AffineStage> affine_stages(const Problem& problem,
+                                                     const MemorySource& memory,
+                                                     std::uint32_t kinds);
+
+// The options of every stage, exactly: per chunk a Pareto frontier over (time, memory) of the
+// mixes `rule` admits, combined chunk by chunk.
+[[nodiscard]] std::vector<ChunkedStage> build_chunked_stages(const Problem& problem,
+                                                             std::vector<AffineStage> affine,
+                                                             std::uint32_t kinds);
+
+// Time of chunk c of stage s holding `layers`: the body layers, plus the embedding's and the LM
+// head's time where the chunk holds them.
+[[nodiscard]] double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
+                                const KindCounts& layers);
+// Its forward part.
+[[nodiscard]] double chunk_forward_time(const Problem& problem, std::uint32_t stage,
+                                        std::uint32_t chunk, const KindCounts& layers);
+
+// The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
+// problem.chunked().
+[[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,
+                                 std::uint32_t kinds);
+
+}  // namespace ppb::partition::detail
+
+#endif  // PPB_PARTITION_CHUNK_TABLES_HPP

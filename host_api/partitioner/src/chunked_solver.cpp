@@ -1,0 +1,330 @@
+// The partitioner with several chunks per stage (host_api/docs/design.md, "Every schedule").
+//
+// The objective, with T_s the sum of stage s's chunk times and m_s its slowest chunk:
+//     Phi = M x max_s T_s + sum_s m_s - max_s m_s.
+// Write sum_s m_s - max_s m_s as min over one stage s* of sum_{s != s*} m_s (dropping the largest
+// term is the least sum of all but one). Then for a threshold A on max_s T_s,
+//     D(A) = min over plans with every T_s <= A and a stage s* of sum_{s != s*} m_s
+// is a knapsack over stages with one extra bit (s* chosen or not), where a stage holding n layers
+// costs the least slowest chunk among its options with total <= A (chunk_tables.cpp keeps them
+// Pareto-optimal in (total, slowest)), or 0 as s*. Every value M x A + D(A) is at least the
+// objective of the plan it comes from, and at A = the optimum's max T_s with s* its slowest-chunk
+// stage it equals the optimum: so min over A of M x A + D(A) is the optimum. A is swept upwards
+// over the totals that occur, from the smallest feasible one, until M x A + D(infinity) cannot
+// beat the best value found (D only falls as A grows).
+#include "assignment.hpp"
+#include "chunk_tables.hpp"
+#include "stage_table.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/limits.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace ppb::partition::detail {
+namespace {
+
+void validate_chunked(const Problem& problem) {
+    const std::uint32_t p = problem.num_stages;
+    const std::uint32_t v = problem.chunks;
+    const std::string_view name = schedule_name(problem.schedule);
+    if (!limits::chunks.contains(v)) {
+        throw InputError("the number of chunks per stage: " +
+                         limits::out_of_range(std::to_string(v), limits::chunks));
+    }
+    switch (problem.schedule) {
+        case Schedule::one_f_one_b:
+            if (v != 1) {
+                throw InputError(fmt::format(
+                    "1f1b has one chunk per stage, not {} (several chunks per stage are the "
+                    "interleaved schedules: --schedule interleaved or interleaved-less-memory)",
+                    v));
+            }
+            break;
+        case Schedule::interleaved:
+        case Schedule::interleaved_less_memory:
+            if (v < 2) {
+                throw InputError(fmt::format(
+                    "{} needs at least 2 chunks per stage, not {} (with one chunk it is 1f1b)",
+                    name, v));
+            }
+            // Megatron's interleaved order runs the micro-batches in groups of P per chunk.
+            if (problem.micro_batches < p) {
+                throw InputError(fmt::format(
+                    "{} needs at least as many micro-batches as stages ({}), not {}: its order "
+                    "runs each chunk over groups of P micro-batches",
+                    name, p, problem.micro_batches));
+            }
+            break;
+        case Schedule::dualpipe_v:
+            if (v != 2) {
+                throw InputError(fmt::format(
+                    "dualpipe-v has exactly 2 chunks per stage (down and back up the V), not {}",
+                    v));
+            }
+            if (problem.micro_batches < 2 * p) {
+                throw InputError(fmt::format(
+                    "dualpipe-v needs at least twice as many micro-batches as stages ({}), not {}",
+                    2 * p, problem.micro_batches));
+            }
+            // A stage holding neither end is described to the model as a middle stage of P + 1.
+            if (p >= limits::stages.max) {
+                throw InputError(fmt::format("dualpipe-v plans at most {} stages, not {}",
+                                             limits::stages.max - 1, p));
+            }
+            break;
+    }
+    if (problem.memory_margin_sigma > 0.0) {
+        throw InputError(
+            "--memory-margin-sigma is not supported yet with several chunks per stage or a "
+            "schedule other than 1f1b; use --memory-margin-mb");
+    }
+    std::uint32_t needed = 0;
+    for (std::uint32_t s = 0; s < p; ++s)
+        needed += problem.min_layers(s);
+    if (problem.time.body_layers < needed) {
+        throw InputError(fmt::format(
+            "{} stages of {} chunks need at least {} body layers (every chunk holds one, but the "
+            "model's first and last), but the model has {}",
+            p, v, needed, problem.time.body_layers));
+    }
+}
+
+std::uint32_t fewest(const Problem& problem, std::uint32_t stage) {
+    return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);
+}
+
+// The least slowest chunk among stage s's options of n layers with total <= A (the last such
+// option), or nullptr.
+const StageOption* best_under(const ChunkedStage& stage, std::uint32_t n, double threshold) {
+    const auto& options = stage.options[n];
+    const auto it =
+        std::upper_bound(options.begin(), options.end(), threshold,
+                         [](double a, const StageOption& option) { return a < option.total; });
+    return it == options.begin() ? nullptr : &*std::prev(it);
+}
+
+struct Knapsack {
+    double value = infinity;  // D(A)
+    std::vector<std::uint32_t> layers;
+};
+
+// D(A), and with `trace` the layers per stage that reach it.
+Knapsack least_other_slowest(const Problem& problem, const std::vector<ChunkedStage>& stages,
+                             double threshold, bool trace) {
+    const std::uint32_t total = problem.time.body_layers;
+    const std::size_t width = total + 1;
+    // best[flag][j]: least sum over the stages so far holding j layers; flag: s* among them.
+    std::vector<double> best0(width, infinity), best1(width, infinity);
+    best0[0] = 0.0;
+    struct Step {
+        std::uint32_t n = 0;
+        std::uint8_t from_flag = 0;
+    };
+    std::vector<std::vector<Step>> steps0, steps1;  // per stage, per j (trace only)
+    std::vector<double> next0(width), next1(width);
+    for (const ChunkedStage& stage : stages) {
+        std::fill(next0.begin(), next0.end(), infinity);
+        std::fill(next1.begin(), next1.end(), infinity);
+        std::vector<Step> s0(trace ? width : 0), s1(trace ? width : 0);
+        for (std::uint32_t n = fewest(problem, stage.stage); n <= total; ++n) {
+            const StageOption* option = best_under(stage, n, threshold);
+            if (option == nullptr)
+                continue;
+            for (std::uint32_t j = 0; j + n <= total; ++j) {
+                if (best0[j] < infinity) {
+                    const double as_other = best0[j] + option->slowest;
+                    if (as_other < next0[j + n]) {
+                        next0[j + n] = as_other;
+                        if (trace)
+                            s0[j + n] = {n, 0};
+                    }
+                    if (best0[j] < next1[j + n]) {  // this stage is s*
+                        next1[j + n] = best0[j];
+                        if (trace)
+                            s1[j + n] = {n, 0};
+                    }
+                }
+                if (best1[j] < infinity) {
+                    const double as_other = best1[j] + option->slowest;
+                    if (as_other < next1[j + n]) {
+                        next1[j + n] = as_other;
+                        if (trace)
+                            s1[j + n] = {n, 1};
+                    }
+                }
+            }
+        }
+        best0.swap(next0);
+        best1.swap(next1);
+        if (trace) {
+            steps0.push_back(std::move(s0));
+            steps1.push_back(std::move(s1));
+        }
+    }
+    Knapsack out;
+    out.value = best1[total];
+    if (!trace || !(out.value < infinity))
+        return out;
+    out.layers.assign(stages.size(), 0);
+    std::uint32_t j = total;
+    std::uint8_t flag = 1;
+    for (std::size_t s = stages.size(); s-- > 0;) {
+        const Step step = flag ? steps1[s][j] : steps0[s][j];
+        out.layers[s] = step.n;
+        j -= step.n;
+        flag = step.from_flag;
+    }
+    return out;
+}
+
+// Whether some plan has every stage's total <= A.
+bool feasible_under(const Problem& problem, const std::vector<ChunkedStage>& stages,
+                    double threshold) {
+    std::vector<std::vector<std::uint32_t>> allowed(stages.size());
+    for (const ChunkedStage& stage : stages) {
+        for (std::uint32_t n = fewest(problem, stage.stage); n <= problem.time.body_layers; ++n) {
+            if (best_under(stage, n, threshold) != nullptr)
+                allowed[stage.stage].push_back(n);
+        }
+    }
+    return can_sum_to(allowed, problem.time.body_layers);
+}
+
+[[noreturn]] void explain(const Problem& problem, const std::vector<ChunkedStage>& stages) {
+    std::vector<StageTable> tables;
+    for (const ChunkedStage& stage : stages) {
+        StageTable table;
+        table.stage = stage.stage;
+        table.least_memory = stage.least_memory;
+        table.least_memory_kind = stage.least_memory_kind;
+        table.fastest.assign(stage.least_memory.size(), std::nullopt);
+        tables.push_back(std::move(table));
+    }
+    explain_infeasible(problem, tables);
+}
+
+Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
+                       const std::vector<ChunkedStage>& stages,
+                       const std::vector<std::uint32_t>& layers, double threshold) {
+    Plan plan;
+    std::vector<std::vector<double>> chunk_times;
+    std::vector<std::vector<ppb_chunk>> placements_chunks;
+    for (const ChunkedStage& stage : stages) {
+        const StageOption* option = best_under(stage, layers[stage.stage], threshold);
+        if (option == nullptr)
+            throw std::logic_error("the chosen plan has a stage without an option");
+        StagePlan sp;
+        sp.stage = stage.stage;
+        sp.in_flight = problem.in_flight(stage.stage, 0);
+        sp.memory_mb = option->memory;
+        std::vector<double> times;
+        std::vector<ppb_chunk> abi_chunks(problem.chunks);
+        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+            const KindCounts& mix = option->chunks[c];
+            ChunkPlan chunk;
+            chunk.chunk = c;
+            chunk.layers = mix;
+            chunk.in_flight = problem.in_flight(stage.stage, c);
+            const double t = chunk_time(problem, stage.stage, c, mix);
+            chunk.forward_time = chunk_forward_time(problem, stage.stage, c, mix);
+            chunk.backward_time = t - chunk.forward_time;
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                sp.layers[k] += mix[k];
+                chunk.activation_mb += mix[k] * stage.affine.activation[c][k];
+            }
+            std::copy(mix.begin(), mix.end(), abi_chunks[c].layers);
+            abi_chunks[c].in_flight = chunk.in_flight;
+            sp.time += t;
+            times.push_back(t);
+            sp.chunks.push_back(chunk);
+        }
+        chunk_times.push_back(std::move(times));
+        placements_chunks.push_back(std::move(abi_chunks));
+        plan.stages.push_back(std::move(sp));
+    }
+    // A probed model reports its own prediction for the plan (it agreed with the affine sum
+    // on the probes; any rounding is the model's own).
+    if (!memory.linear) {
+        std::vector<ppb_placement> placements;
+        for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+            const AbiStage view =
+                abi_stage(problem.schedule, problem.num_stages, problem.chunks, s);
+            placements.push_back(ppb_placement{view.num_stages, view.stage, problem.chunks,
+                                               placements_chunks[s].data()});
+        }
+        const std::vector<double> predicted = memory.predict_batch(placements);
+        for (std::uint32_t s = 0; s < problem.num_stages; ++s)
+            plan.stages[s].memory_mb = predicted[s];
+    }
+    plan.iteration_time = schedule_iteration_time(chunk_times, problem.micro_batches);
+    for (const StagePlan& s : plan.stages) {
+        if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
+            throw InputError(
+                fmt::format("the {} of stage {} overflowed; the inputs are too large to plan with",
+                            std::isfinite(s.time) ? "memory" : "time", s.stage));
+        }
+    }
+    if (!std::isfinite(plan.iteration_time)) {
+        throw InputError(
+            "the iteration time estimate overflowed; the layer times are too large to plan with");
+    }
+    return plan;
+}
+
+}  // namespace
+
+Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
+    validate_chunked(problem);
+    if (!memory.linear && !memory.predict_batch)
+        throw InputError("the memory model offers no way to predict");
+    const std::vector<ChunkedStage> stages =
+        build_chunked_stages(problem, affine_stages(problem, memory, kinds), kinds);
+
+    const Knapsack unconstrained = least_other_slowest(problem, stages, infinity, false);
+    if (!(unconstrained.value < infinity))
+        explain(problem, stages);
+
+    std::vector<double> thresholds;
+    for (const ChunkedStage& stage : stages) {
+        for (const auto& options : stage.options) {
+            for (const StageOption& option : options)
+                thresholds.push_back(option.total);
+        }
+    }
+    std::sort(thresholds.begin(), thresholds.end());
+    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+    // The smallest feasible threshold, by bisection (feasibility is monotone in A).
+    std::size_t lo = 0;
+    std::size_t hi = thresholds.size() - 1;
+    while (lo < hi) {
+        const std::size_t mid = (lo + hi) / 2;
+        if (feasible_under(problem, stages, thresholds[mid]))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+
+    const double m = problem.micro_batches;
+    double best = infinity;
+    double best_threshold = thresholds.back();
+    for (std::size_t i = lo; i < thresholds.size(); ++i) {
+        const double a = thresholds[i];
+        if (m * a + unconstrained.value >= best)
+            break;  // D(A) >= D(infinity): no larger threshold can do better
+        const Knapsack k = least_other_slowest(problem, stages, a, false);
+        if (k.value < infinity && m * a + k.value < best) {
+            best = m * a + k.value;
+            best_threshold = a;
+        }
+    }
+    const Knapsack chosen = least_other_slowest(problem, stages, best_threshold, true);
+    return make_chunked_plan(problem, memory, stages, chosen.layers, best_threshold);
+}
+
+}  // namespace ppb::partition::detail
