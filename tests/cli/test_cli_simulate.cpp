@@ -136,6 +136,10 @@ BOOST_AUTO_TEST_CASE(missing_or_wrong_fields_are_named_by_path) {
     negative.at("stages").at(0).as_object()["forward_time"] = -1;
     expect_input_error(ppb({"simulate", write_file(json::serialize(negative))}),
                        {"stages[0].forward_time", "-1"});
+    json::value recompute = json::parse(plan);
+    recompute.at("stages").at(1).as_object()["recompute_time"] = 2.5;
+    expect_input_error(ppb({"simulate", write_file(json::serialize(recompute))}),
+                       {"stages[1].recompute_time", "2.5 exceeds the backward_time 2"});
     json::value wrong = json::parse(plan);
     wrong.as_object()["format"] = "ppb.fit/1";
     expect_input_error(ppb({"simulate", write_file(json::serialize(wrong))}),

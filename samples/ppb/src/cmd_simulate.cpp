@@ -48,7 +48,8 @@ void add_simulate_command(CLI::App& app, Commands& commands) {
         app, "simulate", "time one iteration of a plan's pipeline schedule, and draw it",
         "Reads a plan (ppb.partition/1: its schedule, num_stages, num_chunks, micro_batches and\n"
         "per stage each chunk's forward_time and backward_time, or the stage's own for one\n"
-        "chunk) and runs every forward and backward in the order the schedule gives each stage:\n"
+        "chunk; an optional recompute_time says how much of a backward is recomputation) and\n"
+        "runs every forward and backward in the order the schedule gives each stage:\n"
         "an operation starts when its stage is free and its input is ready; communication takes\n"
         "no time. Prints per stage the busy and idle time, the peak micro-batches in flight per\n"
         "chunk and, when the plan gives memory_mb and each chunk's activation_mb and in_flight,\n"

@@ -43,6 +43,12 @@ ChunkRead read_chunk(const JsonObject& object) {
     ChunkRead chunk;
     chunk.cost.forward_time = object.required("forward_time").as_number_in(chunk_time);
     chunk.cost.backward_time = object.required("backward_time").as_number_in(chunk_time);
+    if (const auto r = object.optional("recompute_time")) {
+        chunk.cost.recompute_time = r->as_number_in(chunk_time);
+        if (chunk.cost.recompute_time > chunk.cost.backward_time)
+            r->fail(fmt::format("{} exceeds the backward_time {} that includes it",
+                                chunk.cost.recompute_time, chunk.cost.backward_time));
+    }
     if (const auto a = object.optional("activation_mb"))
         chunk.activation_mb = a->as_number_in(limits::memory_mb);
     if (const auto f = object.optional("in_flight"))
