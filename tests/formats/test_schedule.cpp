@@ -45,34 +45,36 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_is_capped_by_micro_batches) {
 }
 
 BOOST_AUTO_TEST_CASE(interleaved) {
-    // Every chunk p; chunk 0 adds max(0, p - 2s - 1); chunk v-1 adds min(0, p - 2s - 1).
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 2) == Counts{7, 4}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 1, 0, 2) == Counts{5, 4}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 2, 0, 2) == Counts{4, 3}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 0, 2) == Counts{4, 1}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 3) == Counts{7, 4, 4}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 0, 3) == Counts{4, 4, 1}));
-    // Each capped at m.
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 5, 2) == Counts{5, 4}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 2, 3) == Counts{2, 2, 1}));
+    // Megatron-LM's order (design.md §4): chunk c < v - 1 holds p + clamp((v - 2c)p - 2s - 1, 0,
+    // p), the last chunk min(p, 2p - 2s - 1). tests/schedule checks these against the simulator.
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 2) == Counts{8, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 1, 0, 2) == Counts{8, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 2, 0, 2) == Counts{7, 3}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 0, 2) == Counts{5, 1}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 3) == Counts{8, 7, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 0, 3) == Counts{8, 4, 1}));
+    // Each capped at m, a multiple of p.
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 4, 2) == Counts{4, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 8, 2) == Counts{8, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 3, 4, 3) == Counts{4, 4, 1}));
 }
 
 BOOST_AUTO_TEST_CASE(interleaved_less_memory) {
-    // Every chunk p; chunk v-1 subtracts s.
-    BOOST_TEST((in_flight_counts(Schedule::interleaved_less_memory, 4, 0, 0, 2) == Counts{4, 4}));
-    BOOST_TEST((in_flight_counts(Schedule::interleaved_less_memory, 4, 3, 0, 2) == Counts{4, 1}));
+    // Chunk c < v - 1 holds p + clamp((v - 1 - 2c)p - s, 0, p), the last chunk p - s.
+    BOOST_TEST((in_flight_counts(Schedule::interleaved_less_memory, 4, 0, 0, 2) == Counts{8, 4}));
+    BOOST_TEST((in_flight_counts(Schedule::interleaved_less_memory, 4, 3, 0, 2) == Counts{5, 1}));
     BOOST_TEST(
-        (in_flight_counts(Schedule::interleaved_less_memory, 4, 2, 0, 3) == Counts{4, 4, 2}));
+        (in_flight_counts(Schedule::interleaved_less_memory, 4, 2, 0, 3) == Counts{8, 4, 2}));
     BOOST_TEST(
-        (in_flight_counts(Schedule::interleaved_less_memory, 4, 1, 2, 3) == Counts{2, 2, 2}));
+        (in_flight_counts(Schedule::interleaved_less_memory, 4, 1, 4, 3) == Counts{4, 4, 3}));
 }
 
 BOOST_AUTO_TEST_CASE(dualpipe_v) {
-    // Chunk 0: min(2p - s, m); chunk 1: min(s + 1, m).
+    // Chunk 0: 2p - s; chunk 1: s + 1 (m >= 2p, so never capped).
     BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 0, 0, 2) == Counts{8, 1}));
     BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 3, 0, 2) == Counts{5, 4}));
-    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 0, 6, 2) == Counts{6, 1}));
-    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 3, 2, 2) == Counts{2, 2}));
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 0, 8, 2) == Counts{8, 1}));
+    BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 4, 3, 20, 2) == Counts{5, 4}));
     BOOST_TEST((in_flight_counts(Schedule::dualpipe_v, 1, 0, 0, 2) == Counts{2, 1}));
 }
 
@@ -95,6 +97,21 @@ BOOST_AUTO_TEST_CASE(impossible_arguments_throw) {
                       std::invalid_argument);
     BOOST_CHECK_THROW((void)in_flight_counts(Schedule::dualpipe_v, 4, 4, 0, 2),
                       std::invalid_argument);
+    // Micro-batch counts the schedule cannot run.
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::interleaved, 4, 0, 6, 2),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::interleaved_less_memory, 4, 0, 2, 2),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)in_flight_counts(Schedule::dualpipe_v, 4, 0, 7, 2),
+                      std::invalid_argument);
+    try {
+        (void)in_flight_counts(Schedule::dualpipe_v, 4, 0, 6, 2);
+        BOOST_ERROR("dualpipe-v with 6 micro-batches on 4 stages should throw");
+    } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()) ==
+                   "dualpipe-v needs at least twice as many micro-batches as stages (2 x 4 = 8), "
+                   "got 6");
+    }
     try {
         (void)in_flight_counts(Schedule::one_f_one_b, 8, 9, 0);
     } catch (const std::invalid_argument& e) {

@@ -1,5 +1,8 @@
-// In-flight counts per schedule, as the public SAPP balancing solver computes them.
+// In-flight counts per schedule: closed forms of the peaks of the orders in schedule_order.cpp
+// (derived in design.md §4; tests/schedule/test_simulator.cpp checks them against the
+// simulator).
 #include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
 
 #include <algorithm>
 #include <array>
@@ -21,8 +24,8 @@ constexpr std::array<ScheduleName, 4> schedule_names = {{
     {Schedule::dualpipe_v, "dualpipe-v"},
 }};
 
-std::int64_t cap(std::int64_t count, std::uint32_t micro_batches) {
-    return micro_batches == 0 ? count : std::min<std::int64_t>(count, micro_batches);
+std::int64_t clamp_count(std::int64_t count, std::int64_t most) {
+    return std::clamp<std::int64_t>(count, 0, most);
 }
 
 }  // namespace
@@ -52,38 +55,44 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
         throw std::invalid_argument("stage " + std::to_string(stage) + " is not a stage of a " +
                                     std::to_string(num_stages) + "-stage pipeline");
     }
+    // A known micro-batch count must be one the schedule runs. 0 stands for "many": 4P is a
+    // count every schedule runs, so only the chunk count is checked then.
+    const std::string problem = schedule_shape_problem(
+        schedule, num_stages, chunks, micro_batches == 0 ? 4 * num_stages : micro_batches);
+    if (!problem.empty())
+        throw std::invalid_argument(problem);
     const std::int64_t p = num_stages;
     const std::int64_t s = stage;
-    std::vector<std::int64_t> counts;
+    const std::int64_t v = chunks;
+    std::vector<std::int64_t> counts(chunks);
     switch (schedule) {
         case Schedule::one_f_one_b:
-            if (chunks != 1)
-                throw std::invalid_argument("1f1b has one chunk per stage");
-            counts = {p - s};
+            counts[0] = p - s;
             break;
         case Schedule::interleaved:
+            // Chunk c < v − 1 holds its first group's P micro-batches and as many of the next
+            // group's as start before its own first backward; the last chunk starts backwards
+            // before its first group is complete.
+            for (std::int64_t c = 0; c + 1 < v; ++c)
+                counts[c] = p + clamp_count((v - 2 * c) * p - 2 * s - 1, p);
+            counts[v - 1] = std::min(p, 2 * p - 2 * s - 1);
+            break;
         case Schedule::interleaved_less_memory:
-            if (chunks < 2) {
-                throw std::invalid_argument("an interleaved schedule has at least two chunks");
-            }
-            counts.assign(chunks, p);
-            if (schedule == Schedule::interleaved) {
-                counts.front() += std::max<std::int64_t>(0, p - 2 * s - 1);
-                counts.back() += std::min<std::int64_t>(0, p - 2 * s - 1);
-            } else {
-                counts.back() -= s;
-            }
+            // The same with P − s − 1 fewer warm-up forwards than interleaved's 2(P − s − 1).
+            for (std::int64_t c = 0; c + 1 < v; ++c)
+                counts[c] = p + clamp_count((v - 1 - 2 * c) * p - s, p);
+            counts[v - 1] = p - s;
             break;
         case Schedule::dualpipe_v:
-            if (chunks != 2)
-                throw std::invalid_argument("dualpipe-v has two chunks per stage");
             counts = {2 * p - s, s + 1};
             break;
     }
     std::vector<std::uint32_t> out;
     out.reserve(counts.size());
-    for (auto c : counts)
-        out.push_back(static_cast<std::uint32_t>(std::max<std::int64_t>(1, cap(c, micro_batches))));
+    for (const auto c : counts) {
+        out.push_back(static_cast<std::uint32_t>(
+            micro_batches == 0 ? c : std::min<std::int64_t>(c, micro_batches)));
+    }
     return out;
 }
 

@@ -1,0 +1,55 @@
+// ppb/schedule_order.hpp — the order in which each pipeline stage runs its forward and backward
+// passes under each schedule (host_api/docs/design.md §4).
+//
+// One order per stage, fixed before anything runs, as the training frameworks fix it: the
+// simulator (ppb/simulator.hpp) times these orders, and the in-flight counts of
+// ppb/schedule.hpp are read off them, so both agree by construction.
+#ifndef PPB_SCHEDULE_ORDER_HPP
+#define PPB_SCHEDULE_ORDER_HPP
+
+#include <ppb/schedule.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ppb {
+
+enum class Pass : std::uint8_t { forward, backward };
+
+// One operation of a stage: the forward or backward pass of one micro-batch through one chunk.
+struct StageStep {
+    std::uint32_t chunk = 0;
+    std::uint32_t micro_batch = 0;
+    Pass pass = Pass::forward;
+};
+
+// What is wrong with running `schedule` on (P, v, M), in words that say what the schedule
+// requires ("dualpipe-v needs at least twice as many micro-batches as stages (2 x 4 = 8), got
+// 6"); empty when it can run.
+[[nodiscard]] std::string schedule_shape_problem(Schedule schedule, std::uint32_t num_stages,
+                                                 std::uint32_t num_chunks,
+                                                 std::uint32_t micro_batches);
+
+// Where chunk `chunk` of stage `stage` sits along a micro-batch's path through the model, 0 ..
+// P·v − 1: c·P + s for 1F1B and the interleaved schedules, s for DualPipe-V's chunk 0 and
+// 2P − 1 − s for its chunk 1 (the V comes back up).
+[[nodiscard]] std::uint32_t pipeline_position(Schedule schedule, std::uint32_t num_stages,
+                                              std::uint32_t stage, std::uint32_t chunk);
+
+// Every operation of `stage` in the order the stage runs them: M·v forwards and M·v backwards.
+// Throws ppb::InputError with schedule_shape_problem() when (P, v, M) cannot run, or when
+// stage >= P.
+[[nodiscard]] std::vector<StageStep> stage_order(Schedule schedule, std::uint32_t num_stages,
+                                                 std::uint32_t num_chunks,
+                                                 std::uint32_t micro_batches, std::uint32_t stage);
+
+// The most micro-batches each chunk of a stage holds activations for while running `order`:
+// +1 when a forward starts (its activations are being built), −1 when its backward ends. On one
+// stage operations run one at a time, so this depends on the order alone, not on any time.
+[[nodiscard]] std::vector<std::uint32_t> peak_in_flight(const std::vector<StageStep>& order,
+                                                        std::uint32_t num_chunks);
+
+}  // namespace ppb
+
+#endif  // PPB_SCHEDULE_ORDER_HPP

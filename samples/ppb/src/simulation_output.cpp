@@ -1,0 +1,105 @@
+#include "simulation_output.hpp"
+
+#include "text_table.hpp"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ppb::cli {
+namespace json = boost::json;
+
+namespace {
+
+std::string counts_text(const std::vector<std::uint32_t>& counts) {
+    std::string out;
+    for (const auto c : counts)
+        out += fmt::format("{}{}", out.empty() ? "" : ", ", c);
+    return out;
+}
+
+}  // namespace
+
+std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
+                              std::string_view source) {
+    std::string out = fmt::format(
+        "{} schedule, {} stages, {} chunk{} per stage, {} micro-batches ({})\n"
+        "makespan {:.1f}, bubble {:.1f}% of stage time (communication takes no time)\n\n",
+        schedule_name(sim.schedule), sim.num_stages, sim.num_chunks, sim.num_chunks == 1 ? "" : "s",
+        sim.micro_batches, source, sim.makespan, 100.0 * sim.bubble_fraction);
+    using A = TextTable::Align;
+    std::vector<std::string> header = {"STAGE", "BUSY", "IDLE", "PEAK IN FLIGHT"};
+    if (sim.with_memory) {
+        header.emplace_back("PEAK MEMORY");
+        header.emplace_back("PLANNED");
+    }
+    TextTable table(header, std::vector<A>(header.size(), A::right));
+    for (std::uint32_t s = 0; s < sim.num_stages; ++s) {
+        const StageSimulation& st = sim.stages[s];
+        std::vector<std::string> row = {fmt::format("{}", s), fmt::format("{:.1f}", st.busy_time),
+                                        fmt::format("{:.1f}", st.idle_time),
+                                        counts_text(st.peak_in_flight)};
+        if (sim.with_memory) {
+            row.push_back(format_mb(st.peak_memory_mb));
+            row.push_back(format_mb(plan.planned_memory_mb[s]));
+        }
+        table.add_row(std::move(row));
+    }
+    out += table.render(2);
+    out += fmt::format(
+        "\nPEAK IN FLIGHT: per chunk, the most micro-batches whose activations the stage holds "
+        "at once.\n");
+    if (sim.with_memory) {
+        out +=
+            "PEAK MEMORY: the plan's static memory (planned peak less its in-flight activations) "
+            "plus the activations held, at the worst moment.\n";
+    }
+    return out;
+}
+
+json::object simulation_document(const Simulation& sim, const SimulationPlan& plan,
+                                 std::string_view source) {
+    json::array stages;
+    for (std::uint32_t s = 0; s < sim.num_stages; ++s) {
+        const StageSimulation& st = sim.stages[s];
+        json::array peaks;
+        for (const auto c : st.peak_in_flight)
+            peaks.push_back(c);
+        json::object stage{{"stage", s},
+                           {"busy_time", st.busy_time},
+                           {"idle_time", st.idle_time},
+                           {"peak_in_flight", std::move(peaks)}};
+        stage["peak_memory_mb"] = sim.with_memory ? json::value(st.peak_memory_mb) : nullptr;
+        stage["planned_memory_mb"] =
+            sim.with_memory ? json::value(plan.planned_memory_mb[s]) : nullptr;
+        stages.push_back(std::move(stage));
+    }
+    json::array operations;
+    operations.reserve(sim.operations.size());
+    for (const SimulatedOperation& op : sim.operations) {
+        operations.push_back(
+            json::object{{"stage", op.stage},
+                         {"chunk", op.chunk},
+                         {"micro_batch", op.micro_batch},
+                         {"pass", op.pass == Pass::forward ? "forward" : "backward"},
+                         {"start", op.start},
+                         {"end", op.end}});
+    }
+    json::object doc;
+    doc["format"] = "ppb.simulation/1";
+    doc["plan"] = source;
+    doc["schedule"] = schedule_name(sim.schedule);
+    doc["num_stages"] = sim.num_stages;
+    doc["num_chunks"] = sim.num_chunks;
+    doc["micro_batches"] = sim.micro_batches;
+    doc["communication_time"] = 0.0;
+    doc["makespan"] = sim.makespan;
+    doc["bubble_fraction"] = sim.bubble_fraction;
+    doc["stages"] = std::move(stages);
+    doc["operations"] = std::move(operations);
+    return doc;
+}
+
+}  // namespace ppb::cli

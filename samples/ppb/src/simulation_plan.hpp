@@ -1,0 +1,36 @@
+// Reading a plan (ppb.partition/1, as `ppb partition --json` writes it) into what the schedule
+// simulator needs: the schedule, P, v, M, and per stage and chunk the forward and backward
+// times and, when the plan has them, the activation memory and the stage's static memory.
+#ifndef PPB_SIMULATION_PLAN_HPP
+#define PPB_SIMULATION_PLAN_HPP
+
+#include <ppb/schedule.hpp>
+#include <ppb/simulator.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb::cli {
+
+struct PlanOverrides {
+    std::optional<Schedule> schedule;
+    std::optional<std::uint32_t> micro_batches;
+};
+
+struct SimulationPlan {
+    SimulationInput input;
+    // The planned peak memory of each stage, when the plan has memory (for comparison).
+    std::vector<double> planned_memory_mb;
+};
+
+// Throws ppb::InputError naming the source and the JSON path of anything missing or wrong, or
+// the override that makes the plan one its schedule cannot run.
+[[nodiscard]] SimulationPlan read_simulation_plan(std::string_view text, std::string_view source,
+                                                  const PlanOverrides& overrides);
+
+}  // namespace ppb::cli
+
+#endif  // PPB_SIMULATION_PLAN_HPP
