@@ -104,9 +104,7 @@ std::uint32_t model_position(Schedule schedule, std::uint32_t num_stages, std::u
                                     std::to_string(num_stages) + "-stage, " +
                                     std::to_string(chunks) + "-chunk pipeline");
     }
-    if (schedule == Schedule::dualpipe_v && at.chunk == 1)
-        return 2 * num_stages - 1 - at.stage;
-    return at.chunk * num_stages + at.stage;
+    return pipeline_position(schedule, num_stages, at.stage, at.chunk);
 }
 
 StageChunk position_at(Schedule schedule, std::uint32_t num_stages, std::uint32_t chunks,

@@ -19,6 +19,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/schedule_order.hpp>
 
 #include <fmt/format.h>
 
@@ -32,52 +33,21 @@ namespace {
 void validate_chunked(const Problem& problem) {
     const std::uint32_t p = problem.num_stages;
     const std::uint32_t v = problem.chunks;
-    const std::string_view name = schedule_name(problem.schedule);
     if (!limits::chunks.contains(v)) {
         throw InputError("the number of chunks per stage: " +
                          limits::out_of_range(std::to_string(v), limits::chunks));
     }
-    switch (problem.schedule) {
-        case Schedule::one_f_one_b:
-            if (v != 1) {
-                throw InputError(fmt::format(
-                    "1f1b has one chunk per stage, not {} (several chunks per stage are the "
-                    "interleaved schedules: --schedule interleaved or interleaved-less-memory)",
-                    v));
-            }
-            break;
-        case Schedule::interleaved:
-        case Schedule::interleaved_less_memory:
-            if (v < 2) {
-                throw InputError(fmt::format(
-                    "{} needs at least 2 chunks per stage, not {} (with one chunk it is 1f1b)",
-                    name, v));
-            }
-            // Megatron's interleaved order runs the micro-batches in groups of P per chunk.
-            if (problem.micro_batches < p) {
-                throw InputError(fmt::format(
-                    "{} needs at least as many micro-batches as stages ({}), not {}: its order "
-                    "runs each chunk over groups of P micro-batches",
-                    name, p, problem.micro_batches));
-            }
-            break;
-        case Schedule::dualpipe_v:
-            if (v != 2) {
-                throw InputError(fmt::format(
-                    "dualpipe-v has exactly 2 chunks per stage (down and back up the V), not {}",
-                    v));
-            }
-            if (problem.micro_batches < 2 * p) {
-                throw InputError(fmt::format(
-                    "dualpipe-v needs at least twice as many micro-batches as stages ({}), not {}",
-                    2 * p, problem.micro_batches));
-            }
-            // A stage holding neither end is described to the model as a middle stage of P + 1.
-            if (p >= limits::stages.max) {
-                throw InputError(fmt::format("dualpipe-v plans at most {} stages, not {}",
-                                             limits::stages.max - 1, p));
-            }
-            break;
+    // What the schedule's order needs (ppb/schedule_order.hpp), said as the simulator says it.
+    if (const std::string problem_text =
+            schedule_shape_problem(problem.schedule, p, v, problem.micro_batches);
+        !problem_text.empty()) {
+        throw InputError(problem_text);
+    }
+    // A dualpipe-v stage holding neither end is described to the model as a middle stage of
+    // P + 1 (ppb::abi_stage).
+    if (problem.schedule == Schedule::dualpipe_v && p >= limits::stages.max) {
+        throw InputError(
+            fmt::format("dualpipe-v plans at most {} stages, not {}", limits::stages.max - 1, p));
     }
     if (problem.memory_margin_sigma > 0.0) {
         throw InputError(
