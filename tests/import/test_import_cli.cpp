@@ -326,6 +326,59 @@ BOOST_AUTO_TEST_CASE(several_memory_lines_take_the_last_and_say_so) {
                       "took the last, line 17"});
 }
 
+// A Megatron interleaved run (4 layers per virtual stage: 2 chunks of 4 per stage, selective
+// recompute), its memory lines made here from the sample's coefficients with the host's
+// in-flight counts, appended to the three 1F1B runs of the sample: one fit.
+BOOST_AUTO_TEST_CASE(megatron_interleaved_run_joins_the_fit) {
+    Scratch dir;
+    const std::string out = (dir / "llama7b-dryrun.json").string();
+    expect_success(ppb(join(
+        {"import", "megatron"},
+        join(megatron_layout,
+             {"--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7",
+              "--recompute-granularity", "selective", mg + "/selective.log", "-o", out}))));
+    expect_success(
+        ppb(join({"import", "megatron"},
+                 join(megatron_layout,
+                      {"--num-layers-in-first-pipeline-stage", "6",
+                       "--num-layers-in-last-pipeline-stage", "6", "--recompute-granularity",
+                       "full", "--recompute-method", "block", "--recompute-num-layers", "2",
+                       mg + "/full-block.log", "--append", out, "--label", "B"}))));
+    std::string log;
+    const auto& t = megatron_truth;
+    for (std::uint32_t rank = 0; rank < 8; ++rank) {
+        const std::uint32_t s = rank / 2;
+        const auto f = ppb_test::interleaved_in_flight(4, s, 32, 2);
+        const double mb = t.at("const_mb") + (s == 0 ? t.at("head_mb") : 0.0) +
+                          (s == 3 ? t.at("tail_mb") : 0.0) + 8 * t.at("param_per_layer_mb") +
+                          t.at("activation_mb.select") * 4 * (f[0] + f[1]);
+        log += fmt::format(
+            "[Rank {}] (after 1 iterations) memory (MB) | allocated: 100.0 | max allocated: "
+            "{:.3f} | reserved: {:.1f} | max reserved: {:.1f}\n",
+            rank, mb, mb + 500, mb + 500);
+    }
+    ProcessResult r =
+        ppb(join({"import", "megatron"},
+                 join(megatron_layout,
+                      {"--num-layers-per-virtual-pipeline-stage", "4", "--recompute-granularity",
+                       "selective", "--world-size", "8", dir.write("interleaved.log", log).string(),
+                       "--append", out, "--label", "V"})));
+    expect_success(r);
+    expect_in(r.err, {"2 chunks per stage (interleaved schedule)",
+                      "stage 0: chunk 0 4 layers (select 4), chunk 1 4 layers (select 4)"});
+    const json::object doc = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/2");
+    BOOST_TEST(doc.at("observations").at(8).at("num_chunks").to_number<int>() == 2);
+    check_fit(out, megatron_truth, 12);
+
+    // Bad virtual-pipeline flags are usage errors.
+    r = ppb(join({"import", "megatron"},
+                 join(megatron_layout, {"--num-layers-per-virtual-pipeline-stage", "3",
+                                        "--world-size", "8", dir.write("x.log", log).string()})));
+    BOOST_TEST(r.exit_code == 2, r.err);
+    expect_in(r.err, {"--num-layers-per-virtual-pipeline-stage 3 does not divide the 8 layers"});
+}
+
 BOOST_AUTO_TEST_CASE(configurations_that_do_not_describe_a_layout) {
     Scratch dir;
     const std::string config = ppb_test::read_file(ms + "/llama13b_pp4_a.yaml");

@@ -378,10 +378,11 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "left out. stderr says each time."
         "\n\n"
         "Layers per stage: L / P (must divide), unless the first and/or last stage's count is\n"
-        "given; the other stages share the rest evenly (must divide). Recompute kinds: selective\n"
-        "granularity, every layer 'select'; full + uniform, every layer 'full'; full + block, the\n"
-        "first N layers of each stage 'full', the rest 'none'; no granularity, every layer\n"
-        "'none'.\n\n"
+        "given; the other stages share the rest evenly (must divide). With virtual pipeline\n"
+        "chunks (interleaved schedule, written as ppb.dryrun/2) each stage's layers split evenly\n"
+        "over its chunks. Recompute kinds: selective granularity, every layer 'select'; full +\n"
+        "uniform, every layer 'full'; full + block, the first N layers of each stage (of each\n"
+        "chunk) 'full', the rest 'none'; no granularity, every layer 'none'.\n\n"
         "Exit status: 0 imported, 2 invalid input or usage (the message names the file and\n"
         "line), 1 other errors.");
     add_common_options(*mg, args->common,
@@ -405,10 +406,19 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->required();
     count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers)
         ->required();
-    count("--decoder-first-pipeline-num-layers", args->flags.first_stage_layers,
-          "layers of the first stage", "N", limits::layers_or_none);
-    count("--decoder-last-pipeline-num-layers", args->flags.last_stage_layers,
-          "layers of the last stage", "N", limits::layers_or_none);
+    count("--decoder-first-pipeline-num-layers,--num-layers-in-first-pipeline-stage",
+          args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
+    count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
+          args->flags.last_stage_layers, "layers of the last stage", "N", limits::layers_or_none);
+    count("--num-layers-per-virtual-pipeline-stage", args->flags.layers_per_virtual_stage,
+          "layers per virtual pipeline chunk: each stage runs\n"
+          "L / P / N chunks (interleaved schedule)",
+          "N", limits::layers);
+    count("--num-virtual-stages-per-pipeline-rank,--virtual-pipeline-model-parallel-size",
+          args->flags.virtual_stages,
+          "virtual pipeline chunks per stage (interleaved schedule\n"
+          "when above 1); each stage's layers split evenly over them",
+          "V", limits::chunks);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
                    "full or selective")
         ->group(group)
