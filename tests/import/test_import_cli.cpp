@@ -248,6 +248,13 @@ BOOST_AUTO_TEST_CASE(mindspore_interleaved_run_joins_the_fit) {
     BOOST_TEST(row.at("chunks").as_array().size() == 2u);
     const auto f = ppb_test::interleaved_in_flight(4, 0, 16, 2);
     BOOST_TEST(row.at("in_flight").at(1).to_number<std::uint32_t>() == f[1]);
+    // A chunked file with a mistake: exit 2, naming the JSON path.
+    std::string bad = ppb_test::read_file(out);
+    bad.replace(bad.find("\"num_chunks\": 2"), 15, "\"num_chunks\": 3");
+    const std::string bad_file = dir.write("bad.json", bad).string();
+    expect_input_error(ppb({"fit", bad_file}),
+                       {bad_file + ": observations[7].chunks: has 2 entries but schedule "
+                                   "'interleaved' runs 3 chunks per stage"});
     r = ppb({"compare", out, "--model", "dryrun-lsq"});
     expect_success(r);
     expect_in(r.out, {"2 select, 2 full | 4 select, 1 full", fmt::format("{}/{}", f[0], f[1])});
