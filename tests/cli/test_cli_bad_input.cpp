@@ -46,8 +46,8 @@ BOOST_AUTO_TEST_CASE(unreadable_and_malformed_files) {
 BOOST_AUTO_TEST_CASE(format_and_top_level_fields) {
     expect_fit_rejects(R"({"num_stages": 4, "observations": [)" + ok0 + "]}", {"format"});
     expect_fit_rejects(
-        R"({"format": "ppb.dryrun/2", "num_stages": 4, "observations": [)" + ok0 + "]}",
-        {"ppb.dryrun/2", "ppb.dryrun/1"});
+        R"({"format": "ppb.dryrun/9", "num_stages": 4, "observations": [)" + ok0 + "]}",
+        {"ppb.dryrun/9", "ppb.dryrun/1", "ppb.dryrun/2"});
     expect_fit_rejects(dryrun(ok0, R"("num_stages": "4")"), {"num_stages"});
     expect_fit_rejects(dryrun(ok0, R"("num_stages": 0)"), {"num_stages"});
     expect_fit_rejects(dryrun(""), {"observations", "empty"});

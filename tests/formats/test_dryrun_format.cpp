@@ -153,9 +153,9 @@ BOOST_AUTO_TEST_CASE(format_member) {
                     "dryrun.json: expected a JSON object (a ppb dry-run file), got an empty array");
     PPB_CHECK_ERROR(InputError, parse(R"({"observations": []})"),
                     "dryrun.json: missing required field 'format'");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/2", "future": 1})"),
-                    "dryrun.json: format: unsupported format version 'ppb.dryrun/2' (this ppb "
-                    "reads ppb.dryrun/1)");
+    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/9", "future": 1})"),
+                    "dryrun.json: format: unsupported format version 'ppb.dryrun/9' (this ppb "
+                    "reads ppb.dryrun/1 and ppb.dryrun/2)");
     PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.fit/1"})"),
                     "dryrun.json: format: \"ppb.fit/1\" is not a ppb dry-run file format");
     PPB_CHECK_ERROR(InputError, parse(R"({"format": 1})"),

@@ -28,11 +28,25 @@ PipelineLayout layout_4x2() {
     return l;
 }
 
+// layout_4x2 interleaved: two chunks per stage, the same totals.
+PipelineLayout interleaved_4x2() {
+    PipelineLayout l = layout_4x2();
+    l.schedule = ppb::Schedule::interleaved;
+    l.num_chunks = 2;
+    l.chunks = {{KindCounts{0, 2, 0, 0, 3}, KindCounts{0, 4, 0, 0, 0}},
+                {KindCounts{0, 5, 0, 0, 0}, KindCounts{0, 5, 0, 0, 0}},
+                {KindCounts{2, 3, 0, 0, 0}, KindCounts{0, 5, 0, 0, 0}},
+                {KindCounts{5, 0, 0, 0, 0}, KindCounts{6, 0, 0, 0, 0}}};
+    return l;
+}
+
 ImportedDryRun run_of(const PipelineLayout& layout, std::vector<StageObservation> observations,
                       std::string label = "A") {
     ImportedDryRun run;
     run.num_stages = layout.num_stages;
     run.micro_batches = layout.micro_batches;
+    run.schedule = layout.schedule;
+    run.num_chunks = layout.num_chunks;
     run.label = std::move(label);
     run.observations = std::move(observations);
     return run;
@@ -171,6 +185,91 @@ BOOST_AUTO_TEST_CASE(appending_a_dry_run_of_another_shape) {
     BOOST_TEST(!added.contains("micro_batches"));
     BOOST_TEST_REQUIRE(messages.size() == 1u);
     ppb_test::check_contains(messages[0].text, {"file.json has micro_batches 8", "in_flight"});
+}
+
+BOOST_AUTO_TEST_CASE(an_interleaved_run_round_trips_through_ppb_dryrun_2) {
+    const PipelineLayout layout = interleaved_4x2();
+    const auto observations =
+        observations_of(layout, {{0, 1000.0, "a.log", 1}, {5, 900.0, "b.log", 2}});
+    BOOST_TEST_REQUIRE(observations.size() == 2u);
+    BOOST_TEST(observations[1].chunks == layout.chunks[2]);
+    BOOST_TEST(observations[1].layers == layout.stages[2]);
+    const std::string text = new_dryrun_text(run_of(layout, observations));
+    const json::object doc = json::parse(text).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/2");
+    BOOST_TEST(doc.at("schedule").as_string() == "interleaved");
+    BOOST_TEST(doc.at("num_chunks").to_number<int>() == 2);
+    const json::object first = doc.at("observations").at(0).as_object();
+    BOOST_TEST(!first.contains("layers"));
+    BOOST_TEST(first.at("chunks").as_array().size() == 2u);
+
+    const ppb::DryRunSet set = ppb::parse_dryrun(text);
+    BOOST_TEST(set.num_chunks == 2u);
+    BOOST_TEST_REQUIRE(set.observations.size() == 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto& placement = set.observations[i].placement;
+        const std::uint32_t stage = placement.stage;
+        BOOST_TEST_REQUIRE(placement.chunks.size() == 2u);
+        const auto counts = ppb::in_flight_counts(ppb::Schedule::interleaved, 4, stage, 8, 2);
+        for (std::size_t c = 0; c < 2; ++c) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                BOOST_TEST(placement.chunks[c].layers[k] == layout.chunks[stage][c][k]);
+            BOOST_TEST(placement.chunks[c].in_flight == counts[c]);
+        }
+    }
+    // A one-chunk 1F1B run still writes ppb.dryrun/1, which every ppb reads.
+    const PipelineLayout plain = layout_4x2();
+    const std::string v1 =
+        new_dryrun_text(run_of(plain, observations_of(plain, {{0, 1000.0, "a.log", 1}})));
+    BOOST_TEST(json::parse(v1).at("format").as_string() == "ppb.dryrun/1");
+}
+
+BOOST_AUTO_TEST_CASE(appending_an_interleaved_run_to_a_1f1b_file) {
+    const PipelineLayout plain = layout_4x2();
+    const std::string existing =
+        new_dryrun_text(run_of(plain, observations_of(plain, {{0, 1000.0, "a.log", 1}})));
+    const PipelineLayout layout = interleaved_4x2();
+    Messages messages;
+    std::string text = appended_dryrun_text(
+        existing, "file.json",
+        run_of(layout, observations_of(layout, {{2, 950.0, "b.log", 1}}), "B"), {}, messages);
+    json::object doc = json::parse(text).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/2");
+    BOOST_TEST(doc.at("schedule").as_string() == "1f1b");  // the old observations keep theirs
+    const json::object added = doc.at("observations").at(1).as_object();
+    BOOST_TEST(added.at("schedule").as_string() == "interleaved");
+    BOOST_TEST(added.at("num_chunks").to_number<int>() == 2);
+    BOOST_TEST_REQUIRE(messages.size() == 1u);
+    ppb_test::check_contains(messages[0].text, {"file.json was ppb.dryrun/1", "now ppb.dryrun/2"});
+    const ppb::DryRunSet set = ppb::parse_dryrun(text);
+    BOOST_TEST(set.observations[0].placement.chunks.size() == 1u);
+    BOOST_TEST(set.observations[1].placement.chunks.size() == 2u);
+
+    // Appending a 1F1B run to the interleaved file: its observations say "1f1b" themselves.
+    messages.clear();
+    const std::string interleaved =
+        new_dryrun_text(run_of(layout, observations_of(layout, {{2, 950.0, "b.log", 1}})));
+    text = appended_dryrun_text(
+        interleaved, "i.json",
+        run_of(plain, observations_of(plain, {{0, 1000.0, "a.log", 1}}), "C"), {}, messages);
+    doc = json::parse(text).as_object();
+    const json::object plain_added = doc.at("observations").at(1).as_object();
+    BOOST_TEST(plain_added.at("schedule").as_string() == "1f1b");
+    BOOST_TEST(!plain_added.contains("num_chunks"));
+    BOOST_TEST(plain_added.contains("layers"));
+    BOOST_TEST(ppb::parse_dryrun(text).observations[1].placement.chunks.size() == 1u);
+
+    // Without a micro-batch count in the run but with one in the file: explicit counts per chunk.
+    PipelineLayout unknown = layout;
+    unknown.micro_batches.reset();
+    messages.clear();
+    text = appended_dryrun_text(
+        existing, "file.json",
+        run_of(unknown, observations_of(unknown, {{0, 990.0, "c.log", 1}}), "D"), {}, messages);
+    const auto chunks = json::parse(text).at("observations").at(1).at("chunks").as_array();
+    const auto counts = ppb::in_flight_counts(ppb::Schedule::interleaved, 4, 0, 0, 2);
+    BOOST_TEST(chunks.at(0).at("in_flight").to_number<std::uint32_t>() == counts[0]);
+    BOOST_TEST(chunks.at(1).at("in_flight").to_number<std::uint32_t>() == counts[1]);
 }
 
 BOOST_AUTO_TEST_CASE(appending_refuses_contradictions_and_bad_files) {

@@ -1,8 +1,10 @@
 // 'ppb import' end to end: from the sample logs and configurations to fitted coefficients, and
 // the errors a user meets, with exit statuses and what is (not) written.
 #include "../common/run_process.hpp"
+#include "in_flight.hpp"
 #include "scratch.hpp"
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -188,6 +190,76 @@ BOOST_AUTO_TEST_CASE(mindspore_from_logs_to_fitted_coefficients) {
     BOOST_TEST(b0.at("layers").at("select").to_number<int>() == 6);
 }
 
+// An interleaved MindFormers dry run (samples/data/import/mindspore/llama13b_pp4_interleaved.yaml,
+// pp 4, 2 chunks per stage) whose logs are made here from the sample's coefficients with the
+// in-flight counts ppb::in_flight_counts gives today, appended to the 1F1B dry runs A and B: one
+// fit.
+BOOST_AUTO_TEST_CASE(mindspore_interleaved_run_joins_the_fit) {
+    Scratch dir;
+    const std::string out = (dir / "llama13b-dryrun.json").string();
+    expect_success(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml",
+                        ms + "/run_a", "-o", out}));
+    expect_success(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml",
+                        ms + "/run_b", "--append", out, "--label", "B"}));
+
+    // Chunk layers per stage [chunk 0, chunk 1], as (select, full), worked out by hand: offsets
+    // [[-1, 0, 0, 0], [0, 0, 0, 1]] on 40 // 8 = 5, recompute [[2, 1, 0, 0], [1, 0, 0, 0]],
+    // select_recompute everywhere.
+    const int layers[4][2][2] = {
+        {{2, 2}, {4, 1}}, {{4, 1}, {5, 0}}, {{5, 0}, {5, 0}}, {{5, 0}, {6, 0}}};
+    const auto& t = mindspore_truth;
+    for (std::uint32_t s = 0; s < 4; ++s) {
+        const auto f = ppb_test::interleaved_in_flight(4, s, 16, 2);
+        double mb =
+            t.at("const_mb") + (s == 0 ? t.at("head_mb") : 0.0) + (s == 3 ? t.at("tail_mb") : 0.0);
+        for (int c = 0; c < 2; ++c) {
+            const int select = layers[s][c][0];
+            const int full = layers[s][c][1];
+            mb += t.at("param_per_layer_mb") * (select + full);
+            mb += (t.at("activation_mb.select") * select + t.at("activation_mb.full") * full) *
+                  f[static_cast<std::size_t>(c)];
+        }
+        dir.write(fmt::format("run_c/rank_{}/dryrun.log", 8 * s),
+                  fmt::format("Used peak memory usage (without fragments): {:.3f}M\n", mb));
+    }
+    ProcessResult r = ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_interleaved.yaml",
+                           (dir / "run_c").string(), "--append", out, "--label", "C"});
+    expect_success(r);
+    expect_in(r.err, {"2 chunks per stage (interleaved schedule)",
+                      "stage 0: chunk 0 4 layers (full 2, select 2), chunk 1 5 layers (full 1, "
+                      "select 4)",
+                      "was ppb.dryrun/1: it is now ppb.dryrun/2"});
+    const json::object doc = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/2");
+    const json::object& c0 = doc.at("observations").at(7).as_object();
+    BOOST_TEST(c0.at("schedule").as_string() == "interleaved");
+    BOOST_TEST(c0.at("chunks").at(1).at("layers").at("select").to_number<int>() == 4);
+    check_fit(out, mindspore_truth, 11);
+
+    // Prediction and the fit table work on the chunked file.
+    expect_success(ppb({"fit", out}));
+    r = ppb({"predict", out, "--stage", "1", "--layers", "select=10"});
+    expect_success(r);
+    expect_in(r.out, {"Stage 1 of 4 with 10 body layers"});
+    r = ppb({"compare", out, "--model", "dryrun-lsq", "--json"});
+    expect_success(r);
+    const json::object row = json::parse(r.out).at("placements").at(7).as_object();
+    BOOST_TEST(row.at("layers").at("select").to_number<int>() == 6);  // 2 + 4 over the chunks
+    BOOST_TEST(row.at("chunks").as_array().size() == 2u);
+    const auto f = ppb_test::interleaved_in_flight(4, 0, 16, 2);
+    BOOST_TEST(row.at("in_flight").at(1).to_number<std::uint32_t>() == f[1]);
+    // A chunked file with a mistake: exit 2, naming the JSON path.
+    std::string bad = ppb_test::read_file(out);
+    bad.replace(bad.find("\"num_chunks\": 2"), 15, "\"num_chunks\": 3");
+    const std::string bad_file = dir.write("bad.json", bad).string();
+    expect_input_error(ppb({"fit", bad_file}),
+                       {bad_file + ": observations[7].chunks: has 2 entries but schedule "
+                                   "'interleaved' runs 3 chunks per stage"});
+    r = ppb({"compare", out, "--model", "dryrun-lsq"});
+    expect_success(r);
+    expect_in(r.out, {"2 select, 2 full | 4 select, 1 full", fmt::format("{}/{}", f[0], f[1])});
+}
+
 BOOST_AUTO_TEST_CASE(megatron_from_logs_to_fitted_coefficients) {
     Scratch dir;
     const std::string out = (dir / "llama7b-dryrun.json").string();
@@ -261,6 +333,59 @@ BOOST_AUTO_TEST_CASE(several_memory_lines_take_the_last_and_say_so) {
                       "took the last, line 17"});
 }
 
+// A Megatron interleaved run (4 layers per virtual stage: 2 chunks of 4 per stage, selective
+// recompute), its memory lines made here from the sample's coefficients with the host's
+// in-flight counts, appended to the three 1F1B runs of the sample: one fit.
+BOOST_AUTO_TEST_CASE(megatron_interleaved_run_joins_the_fit) {
+    Scratch dir;
+    const std::string out = (dir / "llama7b-dryrun.json").string();
+    expect_success(ppb(join(
+        {"import", "megatron"},
+        join(megatron_layout,
+             {"--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7",
+              "--recompute-granularity", "selective", mg + "/selective.log", "-o", out}))));
+    expect_success(
+        ppb(join({"import", "megatron"},
+                 join(megatron_layout,
+                      {"--num-layers-in-first-pipeline-stage", "6",
+                       "--num-layers-in-last-pipeline-stage", "6", "--recompute-granularity",
+                       "full", "--recompute-method", "block", "--recompute-num-layers", "2",
+                       mg + "/full-block.log", "--append", out, "--label", "B"}))));
+    std::string log;
+    const auto& t = megatron_truth;
+    for (std::uint32_t rank = 0; rank < 8; ++rank) {
+        const std::uint32_t s = rank / 2;
+        const auto f = ppb_test::interleaved_in_flight(4, s, 32, 2);
+        const double mb = t.at("const_mb") + (s == 0 ? t.at("head_mb") : 0.0) +
+                          (s == 3 ? t.at("tail_mb") : 0.0) + 8 * t.at("param_per_layer_mb") +
+                          t.at("activation_mb.select") * 4 * (f[0] + f[1]);
+        log += fmt::format(
+            "[Rank {}] (after 1 iterations) memory (MB) | allocated: 100.0 | max allocated: "
+            "{:.3f} | reserved: {:.1f} | max reserved: {:.1f}\n",
+            rank, mb, mb + 500, mb + 500);
+    }
+    ProcessResult r =
+        ppb(join({"import", "megatron"},
+                 join(megatron_layout,
+                      {"--num-layers-per-virtual-pipeline-stage", "4", "--recompute-granularity",
+                       "selective", "--world-size", "8", dir.write("interleaved.log", log).string(),
+                       "--append", out, "--label", "V"})));
+    expect_success(r);
+    expect_in(r.err, {"2 chunks per stage (interleaved schedule)",
+                      "stage 0: chunk 0 4 layers (select 4), chunk 1 4 layers (select 4)"});
+    const json::object doc = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/2");
+    BOOST_TEST(doc.at("observations").at(8).at("num_chunks").to_number<int>() == 2);
+    check_fit(out, megatron_truth, 12);
+
+    // Bad virtual-pipeline flags are usage errors.
+    r = ppb(join({"import", "megatron"},
+                 join(megatron_layout, {"--num-layers-per-virtual-pipeline-stage", "3",
+                                        "--world-size", "8", dir.write("x.log", log).string()})));
+    BOOST_TEST(r.exit_code == 2, r.err);
+    expect_in(r.err, {"--num-layers-per-virtual-pipeline-stage 3 does not divide the 8 layers"});
+}
+
 BOOST_AUTO_TEST_CASE(configurations_that_do_not_describe_a_layout) {
     Scratch dir;
     const std::string config = ppb_test::read_file(ms + "/llama13b_pp4_a.yaml");
@@ -280,7 +405,8 @@ BOOST_AUTO_TEST_CASE(configurations_that_do_not_describe_a_layout) {
                         "has 4 stages"});
     cfg = with("offset: [-1, 0, 0, 1]", "offset: [[-1, 0, 0, 1], [0, 0, 0, 0]]");
     expect_input_error(ppb({"import", "mindspore", "--config", cfg, ms + "/run_a"}),
-                       {"interleaved layouts are not supported yet"});
+                       {"model.model_config.offset: has 2 rows (one per pipeline chunk) but the "
+                        "layout has one chunk per stage"});
     cfg = with("model_parallel: 4", "model_parallel: 2");  // ranks 16 and 24 are beyond 4 x 4
     expect_input_error(ppb({"import", "mindspore", "--config", cfg, ms + "/run_a"}),
                        {"rank_16/dryrun.log:15: rank 16 is not a rank of this job",

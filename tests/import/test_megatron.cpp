@@ -122,6 +122,70 @@ BOOST_AUTO_TEST_CASE(recompute_kinds) {
     BOOST_TEST(megatron_layout(f, MegatronScan{}, messages).stages[1] == kinds(0, 0, 0, 0, 8));
 }
 
+// pp 4, 32 layers, 2 layers per virtual stage: 8 layers per stage in 4 chunks of 2.
+BOOST_AUTO_TEST_CASE(virtual_pipeline_chunks) {
+    MegatronFlags f = flags(4, 32);
+    f.layers_per_virtual_stage = 2;
+    f.recompute_granularity = "full";
+    f.recompute_method = "block";
+    f.recompute_num_layers = 1;  // the first layer of each chunk: 4 per stage
+    PipelineLayout l = megatron_layout(f, MegatronScan{}, messages);
+    BOOST_TEST(l.num_chunks == 4u);
+    BOOST_TEST((l.schedule == ppb::Schedule::interleaved));
+    BOOST_TEST_REQUIRE(l.chunks.size() == 4u);
+    BOOST_TEST_REQUIRE(l.chunks[2].size() == 4u);
+    BOOST_TEST(l.chunks[2][3] == kinds(1, 0, 0, 0, 1));
+    BOOST_TEST(l.stages[2] == kinds(4, 0, 0, 0, 4));
+
+    // By chunk count; uneven first and last stages (6, 8, 8, 6) split per chunk too.
+    f = flags(4, 28);
+    f.virtual_stages = 2;
+    f.first_stage_layers = 6;
+    f.last_stage_layers = 6;
+    f.recompute_granularity = "selective";
+    l = megatron_layout(f, MegatronScan{}, messages);
+    BOOST_TEST(l.num_chunks == 2u);
+    BOOST_TEST(l.chunks[0][1] == kinds(0, 3, 0, 0, 0));
+    BOOST_TEST(l.chunks[1][0] == kinds(0, 4, 0, 0, 0));
+    BOOST_TEST(l.stages[3] == kinds(0, 6, 0, 0, 0));
+    BOOST_TEST(describe_stages(l).starts_with(
+        "stage 0: chunk 0 3 layers (select 3), chunk 1 3 layers (select 3); stage 1:"));
+    // One chunk per stage is the plain 1F1B layout.
+    f.virtual_stages = 1;
+    l = megatron_layout(f, MegatronScan{}, messages);
+    BOOST_TEST(l.num_chunks == 1u);
+    BOOST_TEST(l.chunks.empty());
+}
+
+BOOST_AUTO_TEST_CASE(virtual_pipeline_flags_megatron_refuses) {
+    MegatronFlags f = flags(4, 32);
+    f.layers_per_virtual_stage = 2;
+    f.virtual_stages = 4;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
+                     "must not be given together");
+    f.virtual_stages.reset();
+    f.layers_per_virtual_stage = 3;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
+                     "--num-layers-per-virtual-pipeline-stage 3 does not divide the 8 layers of "
+                     "each stage");
+    f.layers_per_virtual_stage = 2;
+    f.first_stage_layers = 8;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
+                     "cannot be combined with --decoder-first-pipeline-num-layers",
+                     "--num-virtual-stages-per-pipeline-rank instead");
+    f = flags(4, 28);
+    f.first_stage_layers = 7;
+    f.last_stage_layers = 7;
+    f.virtual_stages = 2;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
+                     "--num-virtual-stages-per-pipeline-rank 2: stage 0 holds 7 layers, which do "
+                     "not split evenly into 2 chunks");
+    f = flags(1, 8, 2);
+    f.virtual_stages = 2;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
+                     "2 virtual pipeline chunks per stage need --pipeline-model-parallel-size 2");
+}
+
 BOOST_AUTO_TEST_CASE(recompute_flags_megatron_refuses) {
     MegatronFlags f = flags(4, 32);
     f.recompute_granularity = "full";

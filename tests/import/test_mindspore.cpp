@@ -231,22 +231,156 @@ BOOST_AUTO_TEST_CASE(arrays_of_the_wrong_length) {
     PPB_CHECK_THROWS(FlagError, layout(Yaml{}, flags), "--select-recompute: has 2 entries");
 }
 
-BOOST_AUTO_TEST_CASE(interleaved_layouts_are_refused) {
+// pp = 4, v = 2, 36 layers: each (chunk, stage) cell holds 36 // 8 = 4 plus its offset; the
+// numbers below are worked out by hand from MindFormers' rules.
+Yaml interleaved_yaml() {
     Yaml yaml;
-    yaml.offset = "[[-1, 0, 0, 1], [0, 0, 0, 0]]";
-    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.offset", "2 rows",
-                     "ppb.dryrun/1 has one chunk per stage",
-                     "interleaved layouts are not supported yet");
-    yaml = Yaml{};
+    yaml.num_layers = "36";
     yaml.extra_model = "    pp_interleave_num: 2\n";
-    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.pp_interleave_num",
-                     "ppb.dryrun/1 has one chunk per stage");
+    yaml.offset = "[[1, 0, 0, 0], [0, 1, 1, 1]]";  // chunk 0: 5 4 4 4, chunk 1: 4 5 5 5
+    yaml.recompute = "[[2, 1, 0, 0], [1, 0, 0, 3]]";
+    // One count per stage, spread over the stage's chunks a layer at a time from chunk 0:
+    // stage 0 (5, 4): 4 -> (2, 2); stage 1 (4, 5): 2 -> (1, 1); stage 3 (4, 5): 9 -> (4, 5).
+    yaml.select_recompute = "[4, 2, 0, 9]";
+    yaml.select_comm_recompute = "False";
+    return yaml;
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_layout_per_chunk) {
+    const PipelineLayout l = layout(interleaved_yaml());
+    BOOST_TEST(l.num_chunks == 2u);
+    BOOST_TEST((l.schedule == ppb::Schedule::interleaved));
+    BOOST_TEST(l.micro_batches.value_or(0) == 16u);
+    BOOST_TEST_REQUIRE(l.chunks.size() == 4u);
+    // kinds(none, select, comm, both, full); full first, then select beyond it, per cell.
+    const std::vector<std::vector<KindCounts>> expected = {
+        {kinds(3, 0, 0, 0, 2), kinds(2, 1, 0, 0, 1)},   // 5: full 2, select 2; 4: full 1, sel 2
+        {kinds(3, 0, 0, 0, 1), kinds(4, 1, 0, 0, 0)},   // 4: full 1, sel 1;   5: sel 1
+        {kinds(4, 0, 0, 0, 0), kinds(5, 0, 0, 0, 0)},   // nothing recomputed
+        {kinds(0, 4, 0, 0, 0), kinds(0, 2, 0, 0, 3)}};  // 4: sel 4;  5: full 3, sel 5
+    for (std::size_t s = 0; s < 4; ++s) {
+        BOOST_TEST_CONTEXT("stage " << s) {
+            BOOST_TEST_REQUIRE(l.chunks[s].size() == 2u);
+            BOOST_TEST(l.chunks[s][0] == expected[s][0]);
+            BOOST_TEST(l.chunks[s][1] == expected[s][1]);
+            KindCounts sum{};
+            for (std::size_t k = 0; k < sum.size(); ++k)
+                sum[k] = expected[s][0][k] + expected[s][1][k];
+            BOOST_TEST(l.stages[s] == sum);
+            BOOST_TEST(total_layers(l.stages[s]) == 9u);
+        }
+    }
+    BOOST_TEST(describe_stages(l).starts_with(
+        "stage 0: chunk 0 5 layers (full 2, none 3), chunk 1 4 layers (full 1, select 1, none "
+        "2); stage 1:"));
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_settings_in_every_form) {
+    Yaml yaml = interleaved_yaml();
+    // One offset per stage applies to every chunk: 36 = 8 x 4 + 4 cannot be split that way
+    // (each chunk row would add the 4), but 40 = 8 x 5 can with offsets summing to 0.
+    yaml.offset = "[1, 1, 1, 1]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     at_line(cfg(), yaml.text(), "offset:") +
+                         "model.model_config.offset: the "
+                         "chunks of the stages hold",
+                     "= 40 layers, but num_layers is 36",
+                     "num_layers 36 // (pipeline_stage 4 x pp_interleave_num 2) = 4 plus its "
+                     "offset, so the offsets must sum to 4, not 8 (one offset per stage applies "
+                     "to every chunk)");
+    yaml.num_layers = "40";
+    yaml.offset = "[-1, 0, 0, 1]";
+    yaml.recompute = "true";
+    yaml.select_recompute = "0";
+    PipelineLayout l = layout(yaml);
+    BOOST_TEST(l.chunks[0][0] == kinds(0, 0, 0, 0, 4));
+    BOOST_TEST(l.chunks[3][1] == kinds(0, 0, 0, 0, 6));
+    // A scalar count is per stage, spread over the chunks; rows may mix counts and booleans.
+    yaml.recompute = "3";
+    yaml.select_recompute = "[[true, 0, 0, 0], [false, 1, 1, 1]]";
+    l = layout(yaml);
+    BOOST_TEST(l.chunks[0][0] == kinds(0, 2, 0, 0, 2));  // 4 layers, full 2 of 3, select all
+    BOOST_TEST(l.chunks[0][1] == kinds(3, 0, 0, 0, 1));  // 4 layers, full 1 of 3
+    BOOST_TEST(l.chunks[1][1] == kinds(4, 0, 0, 0, 1));  // 5 layers, full 1 of 3; select 1
+    // MindFormers ignores pp_interleave_num unless MindSpore's pipeline_interleave is on.
+    yaml = interleaved_yaml();
+    yaml.offset = "[0, 0, 0, 0]";
+    yaml.recompute = "[2, 1, 0, 0]";
+    l = layout_text(yaml.text() +
+                    "parallel:\n  pipeline_config:\n    pipeline_interleave: false\n");
+    BOOST_TEST(l.num_chunks == 1u);
+    BOOST_TEST(l.chunks.empty());
+    BOOST_TEST(l.stages[0] == kinds(5, 2, 0, 0, 2));  // 9 layers: full 2, select 4
+    BOOST_TEST_REQUIRE(!messages.empty());
+    BOOST_TEST(messages.back().text.find("pipeline_interleave is false") != std::string::npos,
+               messages.back().text);
+    // The --pp-interleave-num flag.
+    MindSporeFlags flags;
+    flags.pp_interleave_num = "1";
+    yaml = interleaved_yaml();
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml, flags), "model.model_config.offset: has 2 rows",
+                     "the layout has one chunk per stage");
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_settings_of_the_wrong_shape) {
+    Yaml yaml = interleaved_yaml();
+    yaml.offset = "[[1, 0, 0, 0], [0, 1, 1, 1], [0, 0, 0, 0]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     at_line(cfg(), yaml.text(), "offset:") +
+                         "model.model_config.offset: has 3 rows (one per pipeline chunk) but "
+                         "there are 2 chunks per stage (pp_interleave_num 2 from " +
+                         at_line(cfg(), yaml.text(), "pp_interleave_num") +
+                         "model.model_config.pp_interleave_num): give 2 rows");
+    yaml = interleaved_yaml();
+    yaml.offset = "[[1, 0, 0, 0], [0, 1, 1]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "model.model_config.offset[1]: has 3 entries but the pipeline has 4 stages");
+    yaml = interleaved_yaml();
+    yaml.offset = "[[1, 0, 0, 0], [0, 1, 1, 0]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.offset: the chunks",
+                     "= 35 layers, but num_layers is 36", "must sum to 4, not 3");
+    yaml = interleaved_yaml();
+    yaml.offset = "[[1, 0, 0, 0], [0, 1, 1, -5]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "model.model_config.offset: chunk 1 of stage 3 would hold 4 + (-5) = -1 "
+                     "layers");
+    yaml = interleaved_yaml();
+    yaml.recompute = "[[2, 1, 0, 0]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "recompute_config.recompute: has 1 row (one per pipeline chunk) but there "
+                     "are 2 chunks per stage");
+    yaml = interleaved_yaml();
+    yaml.select_recompute = "[[1, 1, 1, 1], 2]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "recompute_config.select_recompute",
+                     "mixes lists and single values");
+    // Rows without interleaving.
+    yaml = Yaml{};
+    yaml.offset = "[[-1, 0, 0, 1], [0, 0, 0, 0]]";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "model.model_config.offset: has 2 rows",
+                     "the layout has one chunk per stage (no pp_interleave_num above 1)");
+    yaml = Yaml{};
     yaml.extra_model = "    pp_interleave_num: 1\n";
     yaml.offset = "[[-1, 0, 0, 1]]";
     yaml.recompute = "[[3, 1, 0, 0]]";
     BOOST_TEST(layout(yaml).stages[0] == kinds(0, 6, 0, 0, 3));
+    BOOST_TEST(layout(yaml).chunks.empty());
     yaml.recompute = "[[3, 1, 0, 0], 2]";
     PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "mixes lists and single values");
+    // Chunk counts out of range, or without a pipeline.
+    yaml = interleaved_yaml();
+    yaml.extra_model = "    pp_interleave_num: 65\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "model.model_config.pp_interleave_num: 65 is out of range (1 to 64 chunks)");
+    yaml.extra_model = "    pp_interleave_num: 0\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml), "pp_interleave_num: 0 is out of range");
+    yaml = Yaml{};
+    yaml.pipeline_stage = "1";
+    yaml.offset = "";
+    yaml.recompute = "";
+    yaml.extra_model = "    pp_interleave_num: 2\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout(yaml),
+                     "model.model_config.pp_interleave_num: 2 chunks per stage need a pipeline "
+                     "of at least 2 stages");
 }
 
 BOOST_AUTO_TEST_CASE(recompute_settings_in_every_form_mindformers_takes) {
@@ -367,15 +501,27 @@ BOOST_AUTO_TEST_CASE(newer_distribute_parallel_config_layout) {
     BOOST_TEST(layout_text(text).micro_batches.value_or(0) == 8u);
 }
 
-BOOST_AUTO_TEST_CASE(newer_layout_interleaved_runs_are_refused) {
+BOOST_AUTO_TEST_CASE(newer_layout_interleaved_runs) {
     std::string text = newer_layout;
     const std::string one = "virtual_pipeline_model_parallel_size: 1";
     text.replace(text.find(one), one.size(), "virtual_pipeline_model_parallel_size: 2");
-    PPB_CHECK_THROWS(ppb::InputError, layout_text(text),
-                     at_line(cfg(), text, "virtual_pipeline_model_parallel_size") +
-                         "distribute_parallel_config.pipeline_parallel_config."
-                         "virtual_pipeline_model_parallel_size: interleaved "
-                         "(virtual_pipeline_model_parallel_size 2) dry runs are not supported yet");
+    // 40 // 8 = 5 per cell; the per-stage offsets apply to both chunks: 4 5 5 6 twice.
+    // recompute [3, 1, 0, 0] per stage, spread: stage 0 (2, 1), stage 1 (1, 0); select all.
+    const PipelineLayout l = layout_text(text);
+    BOOST_TEST(l.num_chunks == 2u);
+    BOOST_TEST_REQUIRE(l.chunks.size() == 4u);
+    BOOST_TEST(l.chunks[0][0] == kinds(0, 2, 0, 0, 2));
+    BOOST_TEST(l.chunks[0][1] == kinds(0, 3, 0, 0, 1));
+    BOOST_TEST(l.chunks[1][0] == kinds(0, 4, 0, 0, 1));
+    BOOST_TEST(l.chunks[1][1] == kinds(0, 5, 0, 0, 0));
+    BOOST_TEST(l.chunks[3][1] == kinds(0, 6, 0, 0, 0));
+    BOOST_TEST(l.stages[3] == kinds(0, 12, 0, 0, 0));
+
+    // The classic pp_interleave_num must agree with it.
+    const std::string disagreeing = text + "model:\n  model_config:\n    pp_interleave_num: 3\n";
+    PPB_CHECK_THROWS(ppb::InputError, layout_text(disagreeing),
+                     "model.model_config.pp_interleave_num is 3, but",
+                     "virtual_pipeline_model_parallel_size is 2");
 }
 
 BOOST_AUTO_TEST_CASE(newer_and_classic_layouts_that_disagree) {

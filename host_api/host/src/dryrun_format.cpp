@@ -1,19 +1,20 @@
-// Reader of the dry-run observation format "ppb.dryrun/1" (host_api/docs/design.md,
-// "ppb.dryrun/1").
+// Reader of the dry-run observation formats "ppb.dryrun/1" and "ppb.dryrun/2"
+// (host_api/docs/design.md, "ppb.dryrun/1 and /2").
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
-#include <tuple>
+#include <vector>
 
 namespace ppb {
 namespace {
@@ -24,13 +25,25 @@ constexpr std::string_view format_family = "ppb.dryrun/";
 constexpr std::string_view comment_key = "comment";
 constexpr std::string_view description_key = "description";
 
-constexpr std::array<std::string_view, 7> top_level_keys = {
+// ppb.dryrun/1 is read exactly as it always was, so its members stay as they were.
+constexpr std::array<std::string_view, 7> top_level_keys_v1 = {
     "format",       "num_stages", "micro_batches", "schedule",
     "observations", comment_key,  description_key};
-
-constexpr std::array<std::string_view, 8> observation_keys = {
+constexpr std::array<std::string_view, 8> observation_keys_v1 = {
     "config", "num_stages", "micro_batches",  "stage",
     "layers", "in_flight",  "peak_memory_mb", comment_key};
+
+constexpr std::array<std::string_view, 8> top_level_keys_v2 = {
+    "format",     "num_stages",   "micro_batches", "schedule",
+    "num_chunks", "observations", comment_key,     description_key};
+constexpr std::array<std::string_view, 11> observation_keys_v2 = {
+    "config", "num_stages", "micro_batches", "schedule",       "num_chunks", "stage",
+    "layers", "chunks",     "in_flight",     "peak_memory_mb", comment_key};
+constexpr std::array<std::string_view, 2> chunk_keys = {"layers", "in_flight"};
+
+constexpr std::array<Schedule, 4> all_schedules = {Schedule::one_f_one_b, Schedule::interleaved,
+                                                   Schedule::interleaved_less_memory,
+                                                   Schedule::dualpipe_v};
 
 // "a"/"an" before a number as spoken: an 8-stage, an 11-stage, a 16-stage pipeline.
 std::string_view article_for(std::uint32_t n) {
@@ -51,7 +64,8 @@ std::string mb_text(double mb) {
     return text;
 }
 
-void check_format(const JsonObject& top) {
+// The document's revision: 1 or 2.
+std::uint32_t check_format(const JsonObject& top) {
     const auto found = top.optional("format");
     if (!found) {
         top.fail(
@@ -66,32 +80,113 @@ void check_format(const JsonObject& top) {
     }
     const std::string_view format = node.as_string();
     if (format == dryrun_format_v1)
-        return;
+        return 1;
+    if (format == dryrun_format_v2)
+        return 2;
     if (format.starts_with(format_family)) {
-        node.fail(fmt::format("unsupported format version '{}' (this ppb reads {})", format,
-                              dryrun_format_v1));
+        node.fail(fmt::format("unsupported format version '{}' (this ppb reads {} and {})", format,
+                              dryrun_format_v1, dryrun_format_v2));
     }
     node.fail(fmt::format("{} is not a ppb dry-run file format (expected \"{}\")",
                           describe_json(node.value()), dryrun_format_v1));
 }
 
-Schedule read_schedule(const JsonNode& node) {
+Schedule read_schedule(const JsonNode& node, std::uint32_t revision) {
     const std::string_view name = node.as_string();
     const auto schedule = schedule_from_name(name);
     if (!schedule) {
-        node.fail(
-            fmt::format("unknown schedule '{}' (expected one of: 1f1b, interleaved, "
-                        "interleaved-less-memory, dualpipe-v; {} accepts only \"1f1b\")",
-                        name, dryrun_format_v1));
+        std::vector<std::string_view> names;
+        for (const Schedule known : all_schedules)
+            names.push_back(schedule_name(known));
+        const auto guess = closest_name(name, names);
+        node.fail(fmt::format(
+            "unknown schedule '{}' ({}expected one of: {}{})", name,
+            guess ? fmt::format("did you mean '{}'? ", *guess) : std::string(),
+            fmt::join(names, ", "),
+            revision == 1 ? fmt::format("; {} accepts only \"1f1b\"", dryrun_format_v1) : ""));
     }
-    if (*schedule != Schedule::one_f_one_b) {
+    if (revision == 1 && *schedule != Schedule::one_f_one_b) {
         node.fail(fmt::format(
             "schedule '{}' runs several chunks per stage, but {} describes one chunk per stage; "
-            "only \"1f1b\" is valid here (give \"in_flight\" per observation if your schedule's "
-            "counts differ)",
-            name, dryrun_format_v1));
+            "only \"1f1b\" is valid here (write \"format\": \"{}\" to give the layers of each "
+            "chunk, or give \"in_flight\" per observation if your schedule's counts differ)",
+            name, dryrun_format_v1, dryrun_format_v2));
     }
     return *schedule;
+}
+
+// The chunks per stage a schedule has when the file does not say: none for the interleaved
+// schedules, which run any number from 2.
+std::optional<std::uint32_t> default_chunks(Schedule schedule) {
+    switch (schedule) {
+        case Schedule::one_f_one_b:
+            return 1;
+        case Schedule::dualpipe_v:
+            return 2;
+        case Schedule::interleaved:
+        case Schedule::interleaved_less_memory:
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+// Why `chunks` chunks per stage is impossible for `schedule`, or nothing.
+std::optional<std::string> chunk_count_problem(Schedule schedule, std::uint32_t chunks) {
+    const std::string_view name = schedule_name(schedule);
+    switch (schedule) {
+        case Schedule::one_f_one_b:
+            if (chunks != 1)
+                return fmt::format("schedule '{}' runs one chunk per stage, not {}", name, chunks);
+            break;
+        case Schedule::interleaved:
+        case Schedule::interleaved_less_memory:
+            if (chunks < 2) {
+                return fmt::format("schedule '{}' runs 2 or more chunks per stage, not {}", name,
+                                   chunks);
+            }
+            break;
+        case Schedule::dualpipe_v:
+            if (chunks != 2)
+                return fmt::format("schedule '{}' runs 2 chunks per stage, not {}", name, chunks);
+            break;
+    }
+    return std::nullopt;
+}
+
+[[noreturn]] void missing_chunk_count(const JsonObject& where, Schedule schedule) {
+    where.fail(fmt::format(
+        "missing required field 'num_chunks' (schedule '{}' runs 2 or more chunks per stage: say "
+        "how many)",
+        schedule_name(schedule)));
+}
+
+// A schedule and its chunks per stage, and the nodes that gave them (for messages).
+struct ScheduleChoice {
+    Schedule schedule = Schedule::one_f_one_b;
+    std::uint32_t num_chunks = 1;
+};
+
+// Reads "schedule" and "num_chunks" of `object` over `inherited` (the top level's, for an
+// observation; 1F1B with one chunk for the top level). An object that names another schedule
+// than the inherited one does not inherit its chunk count.
+ScheduleChoice read_schedule_choice(const JsonObject& object, const ScheduleChoice& inherited,
+                                    std::uint32_t revision) {
+    ScheduleChoice choice = inherited;
+    const auto schedule_node = object.optional("schedule");
+    if (schedule_node)
+        choice.schedule = read_schedule(*schedule_node, revision);
+    const auto chunks_node = revision == 2 ? object.optional("num_chunks") : std::nullopt;
+    if (chunks_node) {
+        choice.num_chunks = chunks_node->as_count(limits::chunks);
+        if (const auto problem = chunk_count_problem(choice.schedule, choice.num_chunks))
+            chunks_node->fail(*problem);
+    } else if (schedule_node && choice.schedule != inherited.schedule) {
+        const auto chunks = default_chunks(choice.schedule);
+        if (!chunks)
+            missing_chunk_count(object, choice.schedule);
+        choice.num_chunks = *chunks;
+    }
+    return choice;
 }
 
 void check_optional_text(const JsonObject& object, std::string_view key) {
@@ -99,8 +194,83 @@ void check_optional_text(const JsonObject& object, std::string_view key) {
         (void)node->as_string();
 }
 
+void read_layers(const JsonObject& layers, ppb_chunk& chunk) {
+    layers.allow_only(kind_names, "recompute kind");
+    for (const auto& [name, node] : layers.members()) {
+        const auto kind = kind_from_name(name);  // allow_only has checked the name
+        chunk.layers[static_cast<std::size_t>(*kind)] = node.as_count(limits::layers_or_none);
+    }
+}
+
+// A chunk's own in-flight count: at most the dry run's micro-batches when it says how many (a
+// chunk cannot hold more micro-batches than the iteration has).
+std::uint32_t read_chunk_in_flight(const JsonNode& node, std::uint32_t micro_batches) {
+    const std::uint32_t f = node.as_count(limits::in_flight);
+    if (micro_batches != 0 && f > micro_batches) {
+        node.fail(fmt::format(
+            "{} is out of range (1 to {} micro-batches: a chunk holds at most the {} micro-batches "
+            "of the iteration)",
+            f, micro_batches, micro_batches));
+    }
+    return f;
+}
+
+// The "chunks" of a multi-chunk observation: exactly `choice.num_chunks` entries, each with its
+// layers and optionally its in-flight count (default: the schedule's count for the chunk).
+std::vector<ppb_chunk> read_chunks(const JsonObject& obs, const ScheduleChoice& choice,
+                                   std::uint32_t p, std::uint32_t s, std::uint32_t micro_batches) {
+    const std::string_view name = schedule_name(choice.schedule);
+    if (auto layers = obs.optional("layers")) {
+        layers->fail(fmt::format(
+            "schedule '{}' runs {} chunks per stage: give \"chunks\", one entry per chunk with "
+            "its \"layers\", instead of \"layers\"",
+            name, choice.num_chunks));
+    }
+    if (auto in_flight = obs.optional("in_flight")) {
+        in_flight->fail(
+            fmt::format("schedule '{}' runs {} chunks per stage: give \"in_flight\" per chunk "
+                        "(chunks[c].in_flight), not per observation",
+                        name, choice.num_chunks));
+    }
+    const JsonArray list = obs.required("chunks").as_array();
+    if (list.size() != choice.num_chunks) {
+        list.fail(
+            fmt::format("has {} entr{} but schedule '{}' runs {} chunks per stage "
+                        "(num_chunks): give one entry per chunk",
+                        list.size(), list.size() == 1 ? "y" : "ies", name, choice.num_chunks));
+    }
+    const std::vector<std::uint32_t> defaults =
+        in_flight_counts(choice.schedule, p, s, micro_batches, choice.num_chunks);
+    std::vector<ppb_chunk> chunks;
+    for (std::size_t c = 0; c < list.size(); ++c) {
+        const JsonObject entry = list.at(c).as_object();
+        entry.allow_only(chunk_keys);
+        ppb_chunk chunk{};
+        read_layers(entry.required("layers").as_object(), chunk);
+        if (auto node = entry.optional("in_flight")) {
+            chunk.in_flight = read_chunk_in_flight(*node, micro_batches);
+        } else {
+            chunk.in_flight = defaults[c];
+        }
+        chunks.push_back(chunk);
+    }
+    return chunks;
+}
+
 Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
-    obs.allow_only(observation_keys);
+    if (set.revision == 1) {
+        for (const std::string_view key : {"chunks", "num_chunks"}) {
+            if (auto node = obs.optional(key)) {
+                node->fail(
+                    fmt::format("'{}' needs \"format\": \"{}\" ({} describes one chunk per "
+                                "stage, with its \"layers\")",
+                                key, dryrun_format_v2, dryrun_format_v1));
+            }
+        }
+        obs.allow_only(observation_keys_v1);
+    } else {
+        obs.allow_only(observation_keys_v2);
+    }
     check_optional_text(obs, comment_key);
 
     Observation out;
@@ -116,6 +286,8 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     out.micro_batches = set.micro_batches;
     if (auto node = obs.optional("micro_batches"))
         out.micro_batches = node->as_count(limits::micro_batches);
+    const ScheduleChoice choice =
+        read_schedule_choice(obs, {set.schedule, set.num_chunks}, set.revision);
 
     const JsonNode stage_node = obs.required("stage");
     const std::uint32_t s = stage_node.as_uint32(0);
@@ -125,18 +297,23 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
                                     p == 1 ? std::string("0") : fmt::format("0..{}", p - 1)));
     }
 
-    ppb_chunk chunk{};
-    const JsonObject layers = obs.required("layers").as_object();
-    layers.allow_only(kind_names, "recompute kind");
-    for (const auto& [name, node] : layers.members()) {
-        const auto kind = kind_from_name(name);  // allow_only has checked the name
-        chunk.layers[static_cast<std::size_t>(*kind)] = node.as_count(limits::layers_or_none);
-    }
-
-    if (auto node = obs.optional("in_flight")) {
-        chunk.in_flight = node->as_count(limits::in_flight);
+    if (choice.num_chunks == 1) {
+        if (auto chunks = obs.optional("chunks")) {
+            chunks->fail(fmt::format(
+                "schedule '{}' runs one chunk per stage: give \"layers\" (and \"in_flight\") "
+                "instead of \"chunks\"",
+                schedule_name(choice.schedule)));
+        }
+        ppb_chunk chunk{};
+        read_layers(obs.required("layers").as_object(), chunk);
+        if (auto node = obs.optional("in_flight")) {
+            chunk.in_flight = node->as_count(limits::in_flight);
+        } else {
+            chunk.in_flight = in_flight_counts(choice.schedule, p, s, out.micro_batches).front();
+        }
+        out.placement.chunks = {chunk};
     } else {
-        chunk.in_flight = in_flight_counts(set.schedule, p, s, out.micro_batches).front();
+        out.placement.chunks = read_chunks(obs, choice, p, s, out.micro_batches);
     }
 
     const JsonNode memory = obs.required("peak_memory_mb");
@@ -154,21 +331,28 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
 
     out.placement.num_stages = p;
     out.placement.stage = s;
-    out.placement.chunks = {chunk};
     return out;
 }
 
-std::string describe_placement(const Observation& o) {
-    const ppb_chunk& chunk = o.placement.chunks.front();
+std::string chunk_text(const ppb_chunk& chunk) {
     std::string layers;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
         if (chunk.layers[k] == 0)
             continue;
         layers += fmt::format("{}{}={}", layers.empty() ? "" : " ", kind_names[k], chunk.layers[k]);
     }
-    return fmt::format("stage {} of {}, {} in flight, {}", o.placement.stage,
-                       o.placement.num_stages, chunk.in_flight,
+    return fmt::format("{} in flight, {}", chunk.in_flight,
                        layers.empty() ? std::string("no body layers") : "layers " + layers);
+}
+
+std::string describe_placement(const Observation& o) {
+    const auto& chunks = o.placement.chunks;
+    std::string text = fmt::format("stage {} of {}, ", o.placement.stage, o.placement.num_stages);
+    if (chunks.size() == 1)
+        return text + chunk_text(chunks.front());
+    for (std::size_t c = 0; c < chunks.size(); ++c)
+        text += fmt::format("{}chunk {}: {}", c == 0 ? "" : "; ", c, chunk_text(chunks[c]));
+    return text;
 }
 
 // Repeated measurements of one placement are fine; measurements that disagree are not. Two
@@ -178,8 +362,9 @@ std::string describe_placement(const Observation& o) {
 // however many repeat one placement.
 void check_duplicates(const std::vector<Observation>& observations, double tolerance,
                       std::string_view source) {
-    using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t,
-                           std::array<std::uint32_t, PPB_KIND_COUNT>>;
+    // Pipeline degree, stage, then each chunk's in-flight count and layers per kind: the chunk
+    // structure is part of the placement.
+    using Key = std::vector<std::uint32_t>;
     struct Extremes {
         std::size_t smallest;
         std::size_t largest;
@@ -190,11 +375,12 @@ void check_duplicates(const std::vector<Observation>& observations, double toler
     };
     for (std::size_t j = 0; j < observations.size(); ++j) {
         const Observation& b = observations[j];
-        const ppb_chunk& chunk = b.placement.chunks.front();
-        std::array<std::uint32_t, PPB_KIND_COUNT> layers{};
-        std::copy(std::begin(chunk.layers), std::end(chunk.layers), layers.begin());
-        const Key key{b.placement.num_stages, b.placement.stage, chunk.in_flight, layers};
-        const auto [it, first] = seen.try_emplace(key, Extremes{j, j});
+        Key key{b.placement.num_stages, b.placement.stage};
+        for (const ppb_chunk& chunk : b.placement.chunks) {
+            key.push_back(chunk.in_flight);
+            key.insert(key.end(), std::begin(chunk.layers), std::end(chunk.layers));
+        }
+        const auto [it, first] = seen.try_emplace(std::move(key), Extremes{j, j});
         if (first)
             continue;
         Extremes& group = it->second;
@@ -235,18 +421,29 @@ DryRunSet parse_dryrun(std::string_view json_text, std::string_view source,
         root.fail("expected a JSON object (a ppb dry-run file), got " + describe_json(document));
     }
     const JsonObject top = root.as_object();
-    check_format(top);
-    top.allow_only(top_level_keys);
+    DryRunSet set;
+    set.revision = check_format(top);
+    if (set.revision == 1) {
+        if (auto node = top.optional("num_chunks")) {
+            node->fail(
+                fmt::format("'num_chunks' needs \"format\": \"{}\" ({} describes one "
+                            "chunk per stage)",
+                            dryrun_format_v2, dryrun_format_v1));
+        }
+        top.allow_only(top_level_keys_v1);
+    } else {
+        top.allow_only(top_level_keys_v2);
+    }
     check_optional_text(top, comment_key);
     check_optional_text(top, description_key);
 
-    DryRunSet set;
     if (auto node = top.optional("num_stages"))
         set.num_stages = node->as_count(limits::stages);
     if (auto node = top.optional("micro_batches"))
         set.micro_batches = node->as_count(limits::micro_batches);
-    if (auto node = top.optional("schedule"))
-        set.schedule = read_schedule(*node);
+    const ScheduleChoice choice = read_schedule_choice(top, {}, set.revision);
+    set.schedule = choice.schedule;
+    set.num_chunks = choice.num_chunks;
 
     const JsonArray list = top.required("observations").as_array();
     if (list.empty())

@@ -25,29 +25,63 @@ namespace {
 // A relative difference above which the ranks of one stage look like different runs.
 constexpr double replica_tolerance = 0.01;
 
+json::object layers_json(const KindCounts& counts) {
+    json::object layers;
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+        if (counts[k] != 0)
+            layers[kind_names[k]] = counts[k];
+    }
+    return layers;
+}
+
+// What an appended observation must say for itself because the document's top level says
+// otherwise.
+struct OwnSettings {
+    std::optional<std::uint32_t> num_stages;
+    std::optional<std::uint32_t> micro_batches;
+    bool schedule = false;  // the run's schedule and num_chunks
+    // Explicit in-flight counts, one per chunk (the run has no micro-batch count but the
+    // document has one, which would otherwise cap them).
+    std::vector<std::uint32_t> in_flight;
+};
+
 json::object observation_json(const ImportedDryRun& run, const StageObservation& o,
-                              std::optional<std::uint32_t> num_stages,
-                              std::optional<std::uint32_t> micro_batches,
-                              std::optional<std::uint32_t> in_flight) {
+                              const OwnSettings& own) {
     json::object obj;
     obj["config"] = run.label;
-    if (num_stages)
-        obj["num_stages"] = *num_stages;
-    if (micro_batches)
-        obj["micro_batches"] = *micro_batches;
-    obj["stage"] = o.stage;
-    json::object layers;
-    for (std::size_t k = 0; k < o.layers.size(); ++k) {
-        if (o.layers[k] != 0)
-            layers[kind_names[k]] = o.layers[k];
+    if (own.num_stages)
+        obj["num_stages"] = *own.num_stages;
+    if (own.micro_batches)
+        obj["micro_batches"] = *own.micro_batches;
+    if (own.schedule) {
+        obj["schedule"] = schedule_name(run.schedule);
+        if (run.num_chunks != 1)
+            obj["num_chunks"] = run.num_chunks;
     }
-    obj["layers"] = std::move(layers);
-    if (in_flight)
-        obj["in_flight"] = *in_flight;
+    obj["stage"] = o.stage;
+    if (o.chunks.empty()) {
+        obj["layers"] = layers_json(o.layers);
+        if (!own.in_flight.empty())
+            obj["in_flight"] = own.in_flight.front();
+    } else {
+        json::array chunks;
+        for (std::size_t c = 0; c < o.chunks.size(); ++c) {
+            json::object chunk{{"layers", layers_json(o.chunks[c])}};
+            if (!own.in_flight.empty())
+                chunk["in_flight"] = own.in_flight.at(c);
+            chunks.push_back(std::move(chunk));
+        }
+        obj["chunks"] = std::move(chunks);
+    }
     obj["peak_memory_mb"] = o.peak_memory_mb;
     if (!o.comment.empty())
         obj["comment"] = o.comment;
     return obj;
+}
+
+// A run that ppb.dryrun/1 cannot describe.
+bool needs_revision_2(const ImportedDryRun& run) {
+    return run.num_chunks != 1 || run.schedule != Schedule::one_f_one_b;
 }
 
 std::string checked_text(const json::value& document, std::string_view source,
@@ -93,6 +127,8 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
         StageObservation o;
         o.stage = stage;
         o.layers = layout.stages.at(stage);
+        if (!layout.chunks.empty())
+            o.chunks = layout.chunks.at(stage);
         o.peak_memory_mb = r.mb;
         if (list.size() == 1) {
             o.comment = fmt::format("rank {}, {}:{}", r.rank, r.file, r.line);
@@ -139,16 +175,18 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
 std::string new_dryrun_text(const ImportedDryRun& run, const DryRunReadOptions& options) {
     check_label(run.label);
     json::object doc;
-    doc["format"] = dryrun_format_v1;
+    doc["format"] = needs_revision_2(run) ? dryrun_format_v2 : dryrun_format_v1;
     if (!run.comment.empty())
         doc["comment"] = run.comment;
     doc["num_stages"] = run.num_stages;
     if (run.micro_batches)
         doc["micro_batches"] = *run.micro_batches;
-    doc["schedule"] = "1f1b";
+    doc["schedule"] = schedule_name(run.schedule);
+    if (run.num_chunks != 1)
+        doc["num_chunks"] = run.num_chunks;
     json::array observations;
     for (const StageObservation& o : run.observations)
-        observations.push_back(observation_json(run, o, std::nullopt, std::nullopt, std::nullopt));
+        observations.push_back(observation_json(run, o, {}));
     doc["observations"] = std::move(observations);
     return checked_text(doc, "the imported dry run", options);
 }
@@ -168,8 +206,19 @@ std::string appended_dryrun_text(std::string_view existing, std::string_view sou
     }
     json::value document = parse_json(existing, source);
     json::object& top = document.as_object();
+    if (set.revision == 1 && needs_revision_2(run)) {
+        top["format"] = dryrun_format_v2;
+        add_note(messages,
+                 fmt::format("{} was {}: it is now {}, which describes the {} chunks per stage "
+                             "of the appended '{}' dry run (its other observations mean what "
+                             "they meant)",
+                             source, dryrun_format_v1, dryrun_format_v2, run.num_chunks,
+                             schedule_name(run.schedule)));
+    }
 
-    std::optional<std::uint32_t> num_stages;
+    OwnSettings own;
+    own.schedule = set.schedule != run.schedule || set.num_chunks != run.num_chunks;
+    std::optional<std::uint32_t>& num_stages = own.num_stages;
     if (set.num_stages != run.num_stages) {
         num_stages = run.num_stages;
         add_note(messages,
@@ -181,7 +230,7 @@ std::string appended_dryrun_text(std::string_view existing, std::string_view sou
                                    "its own num_stages ({})",
                                    source, set.num_stages, run.num_stages));
     }
-    std::optional<std::uint32_t> micro_batches;
+    std::optional<std::uint32_t>& micro_batches = own.micro_batches;
     bool explicit_in_flight = false;
     if (run.micro_batches && *run.micro_batches != set.micro_batches) {
         micro_batches = run.micro_batches;
@@ -196,15 +245,17 @@ std::string appended_dryrun_text(std::string_view existing, std::string_view sou
         explicit_in_flight = true;
         add_note(messages, fmt::format("{} has micro_batches {} but the appended dry run has no "
                                        "micro-batch count: each appended observation gives its "
-                                       "in_flight as P - stage",
+                                       "in_flight counts, uncapped (1F1B: P - stage)",
                                        source, set.micro_batches));
     }
     json::value& list = top["observations"];
     for (const StageObservation& o : run.observations) {
-        std::optional<std::uint32_t> in_flight;
-        if (explicit_in_flight)
-            in_flight = run.num_stages - o.stage;
-        list.as_array().push_back(observation_json(run, o, num_stages, micro_batches, in_flight));
+        own.in_flight.clear();
+        if (explicit_in_flight) {
+            own.in_flight =
+                in_flight_counts(run.schedule, run.num_stages, o.stage, 0, run.num_chunks);
+        }
+        list.as_array().push_back(observation_json(run, o, own));
     }
     return checked_text(document, source, options);
 }

@@ -28,6 +28,22 @@ std::string describe_layers(const KindCounts& counts) {
     return text;
 }
 
+std::string describe_stages(const PipelineLayout& layout) {
+    std::string text;
+    for (std::size_t s = 0; s < layout.stages.size(); ++s) {
+        text += fmt::format("{}stage {}: ", text.empty() ? "" : "; ", s);
+        if (layout.chunks.empty()) {
+            text += describe_layers(layout.stages[s]);
+            continue;
+        }
+        for (std::size_t c = 0; c < layout.chunks.at(s).size(); ++c) {
+            text += fmt::format("{}chunk {} {}", c == 0 ? "" : ", ", c,
+                                describe_layers(layout.chunks[s][c]));
+        }
+    }
+    return text;
+}
+
 KindCounts split_recompute(std::uint32_t layers, std::uint32_t full, std::uint32_t select,
                            std::uint32_t comm) noexcept {
     full = std::min(full, layers);

@@ -314,6 +314,59 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
         std::fill(per_stage.begin(), per_stage.end(), layers / p);
     }
 
+    // Virtual pipeline chunks: each stage's layers split evenly over them.
+    const auto& per_virtual = flags.layers_per_virtual_stage;
+    const auto& virtual_stages = flags.virtual_stages;
+    if (per_virtual && virtual_stages) {
+        throw FlagError(
+            "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank "
+            "must not be given together (Megatron refuses it): give one");
+    }
+    std::uint32_t chunks = 1;
+    if (per_virtual) {
+        if (first || last) {
+            throw FlagError(
+                "--num-layers-per-virtual-pipeline-stage cannot be combined with "
+                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers "
+                "(Megatron refuses it): give --num-virtual-stages-per-pipeline-rank instead");
+        }
+        const std::uint32_t stage_layers = layers / p;  // layers % p == 0 checked above
+        if (*per_virtual == 0 || stage_layers % *per_virtual != 0) {
+            throw FlagError(fmt::format(
+                "--num-layers-per-virtual-pipeline-stage {} does not divide the {} layers of "
+                "each stage (--num-layers {} / --pipeline-model-parallel-size {}), as Megatron "
+                "requires",
+                *per_virtual, stage_layers, layers, p));
+        }
+        chunks = stage_layers / *per_virtual;
+        if (!limits::chunks.contains(chunks)) {
+            throw FlagError(fmt::format(
+                "--num-layers-per-virtual-pipeline-stage {} gives {} chunks per stage: {}",
+                *per_virtual, chunks,
+                limits::out_of_range(std::to_string(chunks), limits::chunks)));
+        }
+    } else if (virtual_stages) {
+        chunks = *virtual_stages;
+        for (std::uint32_t s = 0; s < p; ++s) {
+            if (per_stage[s] % chunks != 0) {
+                throw FlagError(fmt::format(
+                    "--num-virtual-stages-per-pipeline-rank {}: stage {} holds {} layers, which "
+                    "do not split evenly into {} chunks (Megatron requires it)",
+                    chunks, s, per_stage[s], chunks));
+            }
+        }
+    }
+    if (chunks > 1) {
+        if (p < 2) {
+            throw FlagError(fmt::format(
+                "{} virtual pipeline chunks per stage need --pipeline-model-parallel-size 2 or "
+                "more",
+                chunks));
+        }
+        layout.schedule = Schedule::interleaved;
+        layout.num_chunks = chunks;
+    }
+
     // Recompute kinds.
     enum class Recompute { none, select, full_uniform, full_block };
     Recompute recompute = Recompute::none;
@@ -357,7 +410,7 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
             fmt::format("--recompute-method: expected uniform or block, got '{}'", *method));
     }
 
-    for (const std::uint32_t n : per_stage) {
+    const auto kinds_of = [&](std::uint32_t n) {
         KindCounts counts{};
         switch (recompute) {
             case Recompute::none:
@@ -374,7 +427,20 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
                 counts[PPB_KIND_NONE] = n - counts[PPB_KIND_FULL];
                 break;
         }
-        layout.stages.push_back(counts);
+        return counts;
+    };
+    for (const std::uint32_t n : per_stage) {
+        if (chunks == 1) {
+            layout.stages.push_back(kinds_of(n));
+            continue;
+        }
+        // Each chunk is a transformer block of its own: block recompute counts per chunk.
+        const KindCounts chunk = kinds_of(n / chunks);
+        KindCounts total{};
+        for (std::size_t k = 0; k < total.size(); ++k)
+            total[k] = chunk[k] * chunks;
+        layout.stages.push_back(total);
+        layout.chunks.push_back(std::vector<KindCounts>(chunks, chunk));
     }
     return layout;
 }

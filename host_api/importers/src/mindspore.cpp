@@ -88,102 +88,165 @@ class Settings {
         flag, key));
 }
 
-[[noreturn]] void interleaving_refused(const Setting& setting, std::string_view what) {
-    setting.fail(fmt::format(
-        "{}; ppb.dryrun/1 has one chunk per stage; interleaved layouts are not supported yet",
-        what));
-}
+// [chunk][stage]: MindFormers' layout of per-chunk settings, one row per chunk.
+template <typename T>
+using Grid = std::vector<std::vector<T>>;
 
-// The per-stage entries of a setting: a scalar repeated for every stage, a flat list of one per
-// stage, or the single row of a nested list (MindFormers' one-row-per-chunk form).
-std::vector<Setting> stage_entries(const Setting& setting, std::uint32_t stages,
-                                   std::string_view stages_from) {
+// Where the chunk count and the stage count come from, for messages.
+struct Shape {
+    std::uint32_t chunks = 1;
+    std::uint32_t stages = 1;
+    std::string stages_from;  // "pipeline_stage 4 from llama.yaml:3: parallel_config..."
+    std::string chunks_from;  // "pp_interleave_num 2 from ..." (empty with one chunk)
+};
+
+// The entries of a setting: a scalar or a flat list give one entry per stage (per_stage, one
+// row), a nested list one row of entries per chunk (MindFormers' per-chunk form).
+struct Entries {
+    bool per_stage = true;
+    Grid<Setting> rows;
+};
+
+Entries setting_entries(const Setting& setting, const Shape& shape) {
     const YAML::Node& node = setting.node();
     if (node.IsScalar())
-        return std::vector<Setting>(stages, setting);
-    if (!node.IsSequence())
-        setting.fail(
-            fmt::format("expected a list with one entry per stage, got {}", describe(node)));
+        return {true, {std::vector<Setting>(shape.stages, setting)}};
+    if (!node.IsSequence()) {
+        setting.fail(fmt::format("expected a list with one entry per stage{}, got {}",
+                                 shape.chunks > 1 ? " (or one such row per chunk)" : "",
+                                 describe(node)));
+    }
     std::size_t rows = 0;
     for (std::size_t i = 0; i < node.size(); ++i) {
         if (node[i].IsSequence())
             ++rows;
     }
-    Setting row = setting;
-    if (rows > 0) {
-        if (rows != node.size()) {
-            setting.fail(
-                "mixes lists and single values (expected one entry per stage, or one row of "
-                "them)");
-        }
-        if (rows > 1) {
-            interleaving_refused(
-                setting, fmt::format("has {} rows, one per interleaved pipeline chunk", rows));
-        }
-        row = setting.element(0);
+    if (rows > 0 && rows != node.size()) {
+        setting.fail(
+            "mixes lists and single values (expected one entry per stage, or one row of them per "
+            "chunk)");
+    }
+    if (rows > 0 && rows != shape.chunks) {
+        setting.fail(fmt::format(
+            "has {} row{} (one per pipeline chunk) but {}: give {}", rows, rows == 1 ? "" : "s",
+            shape.chunks == 1 ? std::string("the layout has one chunk per stage (no "
+                                            "pp_interleave_num above 1)")
+                              : fmt::format("there are {} chunks per stage ({})", shape.chunks,
+                                            shape.chunks_from),
+            shape.chunks == 1 ? std::string("one row, or a flat list")
+                              : fmt::format("{} rows", shape.chunks)));
+    }
+    Entries entries{rows == 0, {}};
+    const std::vector<Setting> row_settings = rows == 0 ? std::vector<Setting>{setting} : [&] {
+        std::vector<Setting> out;
+        for (std::size_t i = 0; i < rows; ++i)
+            out.push_back(setting.element(i));
+        return out;
+    }();
+    for (const Setting& row : row_settings) {
         for (std::size_t i = 0; i < row.node().size(); ++i) {
             if (!row.node()[i].IsScalar() && !row.node()[i].IsNull())
                 row.element(i).fail("expected a single value, got " + describe(row.node()[i]));
         }
+        if (row.node().size() != shape.stages) {
+            row.fail(
+                fmt::format("has {} entr{} but the pipeline has {} stages ({}): give one per stage",
+                            row.node().size(), row.node().size() == 1 ? "y" : "ies", shape.stages,
+                            shape.stages_from));
+        }
+        std::vector<Setting> cells;
+        for (std::size_t i = 0; i < shape.stages; ++i)
+            cells.push_back(row.element(i));
+        entries.rows.push_back(std::move(cells));
     }
-    if (row.node().size() != stages) {
-        row.fail(fmt::format(
-            "has {} entr{} but the pipeline has {} stages ({}): give one per stage",
-            row.node().size(), row.node().size() == 1 ? "y" : "ies", stages, stages_from));
-    }
-    std::vector<Setting> entries;
-    for (std::size_t i = 0; i < stages; ++i)
-        entries.push_back(row.element(i));
     return entries;
 }
 
-std::vector<std::int64_t> stage_offsets(const Setting& setting, std::uint32_t stages,
-                                        std::string_view stages_from) {
+// Offsets per (chunk, stage). One entry per stage applies to every chunk, as MindFormers
+// broadcasts it.
+Grid<std::int64_t> cell_offsets(const Setting& setting, const Shape& shape) {
     if (!setting.present() || setting.node().IsNull())
-        return std::vector<std::int64_t>(stages, 0);
-    std::vector<std::int64_t> offsets;
-    for (const Setting& entry : stage_entries(setting, stages, stages_from)) {
-        const auto value = integer_of(entry.node());
-        if (!value)
-            entry.fail("expected an integer offset (layers), got " + describe(entry.node()));
-        offsets.push_back(*value);
+        return Grid<std::int64_t>(shape.chunks, std::vector<std::int64_t>(shape.stages, 0));
+    const Entries entries = setting_entries(setting, shape);
+    Grid<std::int64_t> offsets;
+    for (const auto& row : entries.rows) {
+        std::vector<std::int64_t> values;
+        for (const Setting& entry : row) {
+            const auto value = integer_of(entry.node());
+            if (!value)
+                entry.fail("expected an integer offset (layers), got " + describe(entry.node()));
+            values.push_back(*value);
+        }
+        offsets.push_back(std::move(values));
     }
+    if (entries.per_stage)
+        offsets.resize(shape.chunks, offsets.front());
     return offsets;
 }
 
-// Layers per stage covered by a recompute setting, each at most the stage's layers.
-std::vector<std::uint32_t> recompute_counts(const Setting& setting,
-                                            const std::vector<std::uint32_t>& layers,
-                                            std::string_view stages_from, bool allow_patterns) {
-    const auto stages = static_cast<std::uint32_t>(layers.size());
+// A stage's count spread over its chunks one layer at a time, chunk 0 first, skipping full
+// chunks: how MindFormers allocates a per-stage recompute count when the stage has several.
+std::vector<std::uint32_t> spread_over_chunks(std::uint32_t count,
+                                              const std::vector<std::uint32_t>& chunk_layers) {
+    std::vector<std::uint32_t> out(chunk_layers.size(), 0);
+    std::uint64_t room = 0;
+    for (const auto n : chunk_layers)
+        room += n;
+    std::uint64_t left = std::min<std::uint64_t>(count, room);
+    while (left > 0) {
+        for (std::size_t c = 0; c < out.size() && left > 0; ++c) {
+            if (out[c] < chunk_layers[c]) {
+                ++out[c];
+                --left;
+            }
+        }
+    }
+    return out;
+}
+
+std::string grid_text(const Grid<std::uint32_t>& grid) {
+    if (grid.size() == 1)
+        return fmt::format("{}", fmt::join(grid.front(), ", "));
+    std::string text;
+    for (const auto& row : grid)
+        text += fmt::format("{}[{}]", text.empty() ? "" : ", ", fmt::join(row, ", "));
+    return text;
+}
+
+// Layers per (chunk, stage) covered by a recompute setting, each at most the cell's layers:
+// the first layers of each chunk of each stage, as MindFormers applies them.
+Grid<std::uint32_t> recompute_counts(const Setting& setting, const Grid<std::uint32_t>& layers,
+                                     const Shape& shape, bool allow_patterns) {
     const YAML::Node& node = setting.node();
+    const Grid<std::uint32_t> none(shape.chunks, std::vector<std::uint32_t>(shape.stages, 0));
     if (!setting.present() || node.IsNull())
-        return std::vector<std::uint32_t>(stages, 0);
+        return none;
     if (node.IsMap()) {
         if (!allow_patterns)
             setting.fail("expected a count of layers, true or false, got a mapping");
-        std::optional<std::vector<std::uint32_t>> common;
+        std::optional<Grid<std::uint32_t>> common;
         std::string common_pattern;
         for (const auto& member : node) {
             const std::string pattern = member.first.IsScalar() ? member.first.Scalar() : "?";
             const Setting value = setting.member(member.second, pattern);
-            auto counts = recompute_counts(value, layers, stages_from, false);
+            auto counts = recompute_counts(value, layers, shape, false);
             if (!common) {
                 common = std::move(counts);
                 common_pattern = pattern;
             } else if (counts != *common) {
                 setting.fail(fmt::format(
                     "the patterns '{}' and '{}' cover different layers ({} and {} layers per "
-                    "stage); ppb counts a layer as recomputed this way only as a whole, so give "
+                    "stage{}); ppb counts a layer as recomputed this way only as a whole, so give "
                     "every pattern the same layers",
-                    common_pattern, pattern, fmt::join(*common, ", "), fmt::join(counts, ", ")));
+                    common_pattern, pattern, grid_text(*common), grid_text(counts),
+                    shape.chunks > 1 ? " and chunk" : ""));
             }
         }
-        return common.value_or(std::vector<std::uint32_t>(stages, 0));
+        return common.value_or(none);
     }
     if (node.IsSequence()) {
         if (node.size() == 0)
-            return std::vector<std::uint32_t>(stages, 0);  // as MindFormers reads []
+            return none;  // as MindFormers reads []
         bool patterns = true;
         for (std::size_t i = 0; i < node.size(); ++i) {
             const YAML::Node& item = node[i];
@@ -196,7 +259,30 @@ std::vector<std::uint32_t> recompute_counts(const Setting& setting,
             return layers;  // operator patterns: every layer, as MindFormers applies them
         }
     }
-    return detail::layer_counts(stage_entries(setting, stages, stages_from), layers);
+    const Entries entries = setting_entries(setting, shape);
+    if (!entries.per_stage) {
+        Grid<std::uint32_t> counts;
+        for (std::size_t c = 0; c < shape.chunks; ++c)
+            counts.push_back(detail::layer_counts(entries.rows[c], layers[c]));
+        return counts;
+    }
+    // One count per stage: of the stage's layers, spread over its chunks.
+    std::vector<std::uint32_t> stage_layers(shape.stages, 0);
+    for (const auto& row : layers) {
+        for (std::size_t s = 0; s < shape.stages; ++s)
+            stage_layers[s] += row[s];
+    }
+    const auto per_stage = detail::layer_counts(entries.rows.front(), stage_layers);
+    Grid<std::uint32_t> counts = none;
+    for (std::size_t s = 0; s < shape.stages; ++s) {
+        std::vector<std::uint32_t> chunk_layers;
+        for (const auto& row : layers)
+            chunk_layers.push_back(row[s]);
+        const auto spread = spread_over_chunks(per_stage[s], chunk_layers);
+        for (std::size_t c = 0; c < shape.chunks; ++c)
+            counts[c][s] = spread[c];
+    }
+    return counts;
 }
 
 bool given(const Setting& setting) {
@@ -302,16 +388,35 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     }
     layout.num_stages = count_in(pipeline, limits::stages);
 
-    for (const Setting& interleave :
-         {settings.file({"model", "model_config", "pp_interleave_num"}),
-          settings.file({"model_config", "pp_interleave_num"}),
-          newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"})}) {
-        if (given(interleave) && positive_integer(interleave) > 1) {
-            const std::string_view path = interleave.path();
+    // Chunks per stage: MindFormers' pp_interleave_num (the classic layout keeps it in the
+    // model's configuration) or the newer layout's virtual pipeline size; they must agree.
+    Setting interleave = settings.get(flags.pp_interleave_num, "--pp-interleave-num",
+                                      {"model", "model_config", "pp_interleave_num"});
+    if (!given(interleave) && !interleave.from_flag())
+        interleave = settings.file({"model_config", "pp_interleave_num"});
+    interleave = agreed_count(
+        interleave, newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"}),
+        limits::chunks);
+    if (given(interleave))
+        layout.num_chunks = count_in(interleave, limits::chunks);
+    // MindFormers runs the chunks only when MindSpore's pipeline_interleave is on, and
+    // otherwise takes pp_interleave_num as 1; a configuration that says so explicitly is obeyed.
+    if (const Setting switch_on =
+            settings.file({"parallel", "pipeline_config", "pipeline_interleave"});
+        layout.num_chunks > 1 && given(switch_on) && boolean_of(switch_on.node()) == false &&
+        !interleave.from_flag()) {
+        add_note(messages,
+                 fmt::format("{} is {}, but {} is false: MindFormers then runs one chunk per "
+                             "stage, and so does this import",
+                             interleave.where(), layout.num_chunks, switch_on.where()));
+        layout.num_chunks = 1;
+    }
+    if (layout.num_chunks > 1) {
+        layout.schedule = Schedule::interleaved;
+        if (layout.num_stages < 2) {
             interleave.fail(fmt::format(
-                "interleaved ({} {}) dry runs are not supported yet: ppb.dryrun/1 has one chunk "
-                "per stage",
-                path.substr(path.rfind('.') + 1), interleave.node().Scalar()));
+                "{} chunks per stage need a pipeline of at least 2 stages (pipeline_stage is 1)",
+                layout.num_chunks));
         }
     }
 
@@ -405,55 +510,84 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         missing_setting(settings.config(), "model.model_config.num_layers", "--num-layers L");
     const std::uint32_t num_layers = count_in(num_layers_setting, limits::layers);
 
-    const std::string stages_from =
+    Shape shape;
+    shape.chunks = layout.num_chunks;
+    shape.stages = layout.num_stages;
+    shape.stages_from =
         fmt::format("pipeline_stage {} from {}", layout.num_stages, source_of(pipeline));
+    if (shape.chunks > 1) {
+        shape.chunks_from =
+            fmt::format("pp_interleave_num {} from {}", shape.chunks, source_of(interleave));
+    }
     Setting offset_setting =
         settings.get(flags.offset, "--offset", {"model", "model_config", "offset"});
     if (!given(offset_setting) && !offset_setting.from_flag())
         offset_setting = settings.file({"model_config", "offset"});
-    std::vector<std::int64_t> offsets =
-        stage_offsets(offset_setting, layout.num_stages, stages_from);
+    Grid<std::int64_t> offsets = cell_offsets(offset_setting, shape);
     if (const Setting stage_offset = newer({"pipeline_parallel_config", "pipeline_stage_offset"});
         given(stage_offset) && !offset_setting.from_flag()) {
-        const auto newer_offsets = stage_offsets(stage_offset, layout.num_stages, stages_from);
+        const auto newer_offsets = cell_offsets(stage_offset, shape);
         if (given(offset_setting) && newer_offsets != offsets) {
-            layouts_disagree(offset_setting, fmt::format("[{}]", fmt::join(offsets, ", ")),
-                             stage_offset, fmt::format("[{}]", fmt::join(newer_offsets, ", ")));
+            const auto text = [](const Grid<std::int64_t>& grid) {
+                std::vector<std::string> rows;
+                for (const auto& row : grid)
+                    rows.push_back(fmt::format("[{}]", fmt::join(row, ", ")));
+                return rows.size() == 1 ? rows.front() : fmt::format("[{}]", fmt::join(rows, ", "));
+            };
+            layouts_disagree(offset_setting, text(offsets), stage_offset, text(newer_offsets));
         }
         offsets = newer_offsets;
         offset_setting = stage_offset;
     }
-    const std::int64_t base = num_layers / layout.num_stages;
-    std::vector<std::uint32_t> layers;
+    // MindFormers gives chunk c of stage s num_layers // (pipeline_stage x pp_interleave_num)
+    // layers plus its offset; chunk 0 of every stage first, then chunk 1, ...
+    const std::uint32_t cells = layout.num_stages * layout.num_chunks;
+    const std::int64_t base = num_layers / cells;
+    const std::string base_text =
+        layout.num_chunks == 1
+            ? fmt::format("num_layers {} // pipeline_stage {} = {}", num_layers, layout.num_stages,
+                          base)
+            : fmt::format("num_layers {} // (pipeline_stage {} x pp_interleave_num {}) = {}",
+                          num_layers, layout.num_stages, layout.num_chunks, base);
+    Grid<std::uint32_t> layers(layout.num_chunks);
     std::int64_t sum = 0;
     std::string terms;
-    for (std::uint32_t s = 0; s < layout.num_stages; ++s) {
-        // Checked before the sum so that no offset, however large, can overflow it: each stage
-        // then holds 0 .. num_layers layers.
-        if (offsets[s] > static_cast<std::int64_t>(num_layers)) {
-            offset_setting.fail(fmt::format(
-                "stage {} would hold {} + {} layers, more than the model's {} (num_layers {} // "
-                "pipeline_stage {} = {} plus its offset)",
-                s, base, offsets[s], num_layers, num_layers, layout.num_stages, base));
+    for (std::uint32_t c = 0; c < layout.num_chunks; ++c) {
+        for (std::uint32_t s = 0; s < layout.num_stages; ++s) {
+            const std::string cell = layout.num_chunks == 1
+                                         ? fmt::format("stage {}", s)
+                                         : fmt::format("chunk {} of stage {}", c, s);
+            // Checked before the sum so that no offset, however large, can overflow it: each
+            // cell then holds 0 .. num_layers layers.
+            const std::int64_t offset = offsets[c][s];
+            if (offset > static_cast<std::int64_t>(num_layers)) {
+                offset_setting.fail(fmt::format(
+                    "{} would hold {} + {} layers, more than the model's {} ({} plus its offset)",
+                    cell, base, offset, num_layers, base_text));
+            }
+            const std::int64_t n = base + offset;
+            if (n < 0) {
+                offset_setting.fail(
+                    fmt::format("{} would hold {} + ({}) = {} layers ({} plus its "
+                                "offset)",
+                                cell, base, offset, n, base_text));
+            }
+            layers[c].push_back(static_cast<std::uint32_t>(n));
+            sum += n;
+            terms += fmt::format("{}{}", terms.empty() ? "" : " + ", n);
         }
-        const std::int64_t n = base + offsets[s];
-        if (n < 0) {
-            offset_setting.fail(fmt::format(
-                "stage {} would hold {} + ({}) = {} layers (num_layers {} // pipeline_stage {} = "
-                "{} plus its offset)",
-                s, base, offsets[s], n, num_layers, layout.num_stages, base));
-        }
-        layers.push_back(static_cast<std::uint32_t>(n));
-        sum += n;
-        terms += fmt::format("{}{}", terms.empty() ? "" : " + ", n);
     }
     if (sum != num_layers) {
         const std::string message = fmt::format(
-            "the stages hold {} = {} layers, but num_layers is {} (from {}): each stage holds "
-            "num_layers // pipeline_stage = {} plus its offset, so the offsets must sum to {}, "
-            "not {}",
-            terms, sum, num_layers, source_of(num_layers_setting), base,
-            num_layers - base * layout.num_stages, sum - base * layout.num_stages);
+            "the {} hold {} = {} layers, but num_layers is {} (from {}): each {} holds {} plus "
+            "its offset, so the offsets must sum to {}, not {}{}",
+            layout.num_chunks == 1 ? "stages" : "chunks of the stages", terms, sum, num_layers,
+            source_of(num_layers_setting), layout.num_chunks == 1 ? "stage" : "chunk of a stage",
+            base_text, num_layers - base * cells, sum - base * cells,
+            layout.num_chunks > 1 && offsets.size() > 1 && offset_setting.present() &&
+                    setting_entries(offset_setting, shape).per_stage
+                ? " (one offset per stage applies to every chunk)"
+                : "");
         if (offset_setting.present())
             offset_setting.fail(message);
         num_layers_setting.fail(message);
@@ -465,12 +599,22 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
                                         {"recompute_config", "select_recompute"});
     const Setting comm = settings.get(flags.select_comm_recompute, "--select-comm-recompute",
                                       {"recompute_config", "select_comm_recompute"});
-    const auto full_counts = recompute_counts(full, layers, stages_from, true);
-    const auto select_counts = recompute_counts(select, layers, stages_from, true);
-    const auto comm_counts = recompute_counts(comm, layers, stages_from, true);
+    const auto full_counts = recompute_counts(full, layers, shape, true);
+    const auto select_counts = recompute_counts(select, layers, shape, true);
+    const auto comm_counts = recompute_counts(comm, layers, shape, true);
     for (std::uint32_t s = 0; s < layout.num_stages; ++s) {
-        layout.stages.push_back(
-            split_recompute(layers[s], full_counts[s], select_counts[s], comm_counts[s]));
+        KindCounts total{};
+        std::vector<KindCounts> chunks;
+        for (std::uint32_t c = 0; c < layout.num_chunks; ++c) {
+            const KindCounts kinds = split_recompute(layers[c][s], full_counts[c][s],
+                                                     select_counts[c][s], comm_counts[c][s]);
+            for (std::size_t k = 0; k < kinds.size(); ++k)
+                total[k] += kinds[k];
+            chunks.push_back(kinds);
+        }
+        layout.stages.push_back(total);
+        if (layout.num_chunks > 1)
+            layout.chunks.push_back(std::move(chunks));
     }
     return layout;
 }

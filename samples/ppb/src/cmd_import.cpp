@@ -116,17 +116,16 @@ void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::
 }
 
 std::string layout_summary(const imp::PipelineLayout& layout) {
-    std::string stages;
-    for (std::size_t s = 0; s < layout.stages.size(); ++s) {
-        stages += fmt::format("{}stage {}: {}", stages.empty() ? "" : "; ", s,
-                              imp::describe_layers(layout.stages[s]));
-    }
-    return fmt::format("layout: {} stage{} of {} rank{} ({}), {}; {}", layout.num_stages,
+    return fmt::format("layout: {} stage{} of {} rank{} ({}), {}{}; {}", layout.num_stages,
                        layout.num_stages == 1 ? "" : "s", layout.ranks_per_stage,
                        layout.ranks_per_stage == 1 ? "" : "s", layout.ranks_explained,
                        layout.micro_batches ? fmt::format("{} micro-batches", *layout.micro_batches)
                                             : std::string("micro-batch count not given"),
-                       stages);
+                       layout.num_chunks == 1
+                           ? std::string()
+                           : fmt::format(", {} chunks per stage ({} schedule)", layout.num_chunks,
+                                         schedule_name(layout.schedule)),
+                       imp::describe_stages(layout));
 }
 
 void print_messages(const imp::Messages& messages) {
@@ -175,6 +174,8 @@ int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
     imp::ImportedDryRun run;
     run.num_stages = layout.num_stages;
     run.micro_batches = layout.micro_batches;
+    run.schedule = layout.schedule;
+    run.num_chunks = layout.num_chunks;
     run.label = destination.label;
     run.comment = std::move(comment);
     run.observations = std::move(observations);
@@ -310,8 +311,10 @@ void add_mindspore(CLI::App& import, Commands& commands) {
         "true or false (also as an entry) all or none of a stage's layers. Kinds per stage, as\n"
         "the public SAPP tool reads them: full = recompute; both = min(select, comm) - full (at\n"
         "least 0); select and comm the rest of their counts; none the remaining layers.\n"
-        "Interleaved layouts (several rows, pp_interleave_num > 1) are refused: ppb.dryrun/1 has\n"
-        "one chunk per stage.\n\n"
+        "With pp_interleave_num v > 1 each stage runs v chunks (schedule 'interleaved', written\n"
+        "as ppb.dryrun/2): chunk c of stage s holds L // (P x v) + offset[c][s] layers, and\n"
+        "settings take one row per chunk ([[...], [...]]); one entry per stage means that offset\n"
+        "for every chunk, or that recompute count spread over the stage's chunks from chunk 0.\n\n"
         "Exit status: 0 imported, 2 invalid input or usage (the message names the file and\n"
         "line), 1 other errors.");
     add_common_options(*ms, args->common, {"used", "actual"},
@@ -342,6 +345,10 @@ void add_mindspore(CLI::App& import, Commands& commands) {
     layout("--micro-batch-num", args->flags.micro_batch_num, "parallel_config.micro_batch_num",
            "M");
     layout("--num-layers", args->flags.num_layers, "model.model_config.num_layers (required)", "L");
+    layout("--pp-interleave-num", args->flags.pp_interleave_num,
+           "model.model_config.pp_interleave_num: chunks per stage\n"
+           "(interleaved schedule when above 1; default 1)",
+           "V");
     layout("--offset", args->flags.offset,
            "model.model_config.offset: stage s holds L // P + offset[s]\n"
            "layers; the stages must sum to L (default 0)",
@@ -371,10 +378,11 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "left out. stderr says each time."
         "\n\n"
         "Layers per stage: L / P (must divide), unless the first and/or last stage's count is\n"
-        "given; the other stages share the rest evenly (must divide). Recompute kinds: selective\n"
-        "granularity, every layer 'select'; full + uniform, every layer 'full'; full + block, the\n"
-        "first N layers of each stage 'full', the rest 'none'; no granularity, every layer\n"
-        "'none'.\n\n"
+        "given; the other stages share the rest evenly (must divide). With virtual pipeline\n"
+        "chunks (interleaved schedule, written as ppb.dryrun/2) each stage's layers split evenly\n"
+        "over its chunks. Recompute kinds: selective granularity, every layer 'select'; full +\n"
+        "uniform, every layer 'full'; full + block, the first N layers of each stage (of each\n"
+        "chunk) 'full', the rest 'none'; no granularity, every layer 'none'.\n\n"
         "Exit status: 0 imported, 2 invalid input or usage (the message names the file and\n"
         "line), 1 other errors.");
     add_common_options(*mg, args->common,
@@ -398,10 +406,19 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->required();
     count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers)
         ->required();
-    count("--decoder-first-pipeline-num-layers", args->flags.first_stage_layers,
-          "layers of the first stage", "N", limits::layers_or_none);
-    count("--decoder-last-pipeline-num-layers", args->flags.last_stage_layers,
-          "layers of the last stage", "N", limits::layers_or_none);
+    count("--decoder-first-pipeline-num-layers,--num-layers-in-first-pipeline-stage",
+          args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
+    count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
+          args->flags.last_stage_layers, "layers of the last stage", "N", limits::layers_or_none);
+    count("--num-layers-per-virtual-pipeline-stage", args->flags.layers_per_virtual_stage,
+          "layers per virtual pipeline chunk: each stage runs\n"
+          "L / P / N chunks (interleaved schedule)",
+          "N", limits::layers);
+    count("--num-virtual-stages-per-pipeline-rank,--virtual-pipeline-model-parallel-size",
+          args->flags.virtual_stages,
+          "virtual pipeline chunks per stage (interleaved schedule\n"
+          "when above 1); each stage's layers split evenly over them",
+          "V", limits::chunks);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
                    "full or selective")
         ->group(group)

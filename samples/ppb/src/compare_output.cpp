@@ -42,16 +42,31 @@ std::vector<ErrorSummary> summarise(const Comparison& c) {
     return out;
 }
 
+// "3 none, 1 full"; the chunks separated by " | " when there are several.
 std::string layer_text(const StagePlacement& p) {
     std::string out;
-    for (const auto& chunk : p.chunks) {
+    for (std::size_t c = 0; c < p.chunks.size(); ++c) {
+        std::string chunk;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            if (chunk.layers[k] == 0)
+            if (p.chunks[c].layers[k] == 0)
                 continue;
-            out += fmt::format("{}{} {}", out.empty() ? "" : ", ", chunk.layers[k], kind_names[k]);
+            chunk += fmt::format("{}{} {}", chunk.empty() ? "" : ", ", p.chunks[c].layers[k],
+                                 kind_names[k]);
         }
+        if (p.chunks.size() > 1)
+            out += fmt::format("{}{}", c == 0 ? "" : " | ", chunk.empty() ? "-" : chunk);
+        else
+            out = chunk;
     }
     return out.empty() ? "-" : out;
+}
+
+// "8", or each chunk's count: "7/4".
+std::string in_flight_text(const StagePlacement& p) {
+    std::string out;
+    for (const auto& chunk : p.chunks)
+        out += fmt::format("{}{}", out.empty() ? "" : "/", chunk.in_flight);
+    return out;
 }
 
 }  // namespace
@@ -64,9 +79,13 @@ json::object comparison_document(const Comparison& c) {
     }
     json::array placements;
     for (const auto& p : c.placements) {
+        // Layers summed over the chunks; several chunks are listed besides.
         json::object layers;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            layers[kind_names[k]] = p.placement.chunks.front().layers[k];
+            std::uint64_t n = 0;
+            for (const auto& chunk : p.placement.chunks)
+                n += chunk.layers[k];
+            layers[kind_names[k]] = n;
         }
         json::array predictions;
         for (std::size_t m = 0; m < c.models.size(); ++m) {
@@ -87,8 +106,23 @@ json::object comparison_document(const Comparison& c) {
         json::object row{{"label", p.label},
                          {"num_stages", p.placement.num_stages},
                          {"stage", p.placement.stage},
-                         {"layers", std::move(layers)},
-                         {"in_flight", p.placement.chunks.front().in_flight}};
+                         {"layers", std::move(layers)}};
+        if (p.placement.chunks.size() == 1) {
+            row["in_flight"] = p.placement.chunks.front().in_flight;
+        } else {
+            json::array in_flight;
+            json::array chunks;
+            for (const auto& chunk : p.placement.chunks) {
+                json::object chunk_layers;
+                for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                    chunk_layers[kind_names[k]] = chunk.layers[k];
+                in_flight.push_back(chunk.in_flight);
+                chunks.push_back(json::object{{"layers", std::move(chunk_layers)},
+                                              {"in_flight", chunk.in_flight}});
+            }
+            row["in_flight"] = std::move(in_flight);
+            row["chunks"] = std::move(chunks);
+        }
         row["measured_mb"] = p.measured_mb ? json::value(*p.measured_mb) : json::value(nullptr);
         row["predictions"] = std::move(predictions);
         placements.push_back(std::move(row));
@@ -154,7 +188,7 @@ std::string render_comparison(const Comparison& c) {
                                         fmt::format("{}", p.placement.num_stages),
                                         fmt::format("{}", p.placement.stage),
                                         layer_text(p.placement),
-                                        fmt::format("{}", p.placement.chunks.front().in_flight),
+                                        in_flight_text(p.placement),
                                         p.measured_mb ? format_mb(*p.measured_mb) : "-"};
         for (std::size_t m = 0; m < c.models.size(); ++m) {
             const auto& pr = p.predictions[m];

@@ -1,5 +1,6 @@
-// ppb/dryrun_format.hpp — reader of the dry-run observation format "ppb.dryrun/1"
-// (host_api/docs/design.md, "ppb.dryrun/1").
+// ppb/dryrun_format.hpp — reader of the dry-run observation formats "ppb.dryrun/1" (one chunk per
+// stage, 1F1B) and "ppb.dryrun/2" (its revision: any schedule, layers per chunk)
+// (host_api/docs/design.md, "ppb.dryrun/1 and /2").
 #ifndef PPB_DRYRUN_FORMAT_HPP
 #define PPB_DRYRUN_FORMAT_HPP
 
@@ -14,21 +15,29 @@
 namespace ppb {
 
 inline constexpr std::string_view dryrun_format_v1 = "ppb.dryrun/1";
+// The revision that adds "schedule" beyond 1F1B, "num_chunks" and per-chunk "chunks"; a
+// ppb.dryrun/1 document is read exactly as before, and a /2 document without chunks means the
+// same as the /1 document it would otherwise be.
+inline constexpr std::string_view dryrun_format_v2 = "ppb.dryrun/2";
 
 struct DryRunReadOptions {
-    // Two observations with the same pipeline degree, stage, in-flight count and layer counts
-    // must agree within this fraction of the larger memory; otherwise the input is contradictory.
+    // Two observations with the same pipeline degree, stage, and in-flight count and layer
+    // counts of every chunk must agree within this fraction of the larger memory; otherwise the
+    // input is contradictory.
     double duplicate_tolerance = 0.01;
 };
 
 struct DryRunSet {
+    std::uint32_t revision = 1;  // the document's format: 1 (ppb.dryrun/1) or 2 (ppb.dryrun/2)
     // Top-level defaults as given in the file (0 = not given).
     std::uint32_t num_stages = 0;
     std::uint32_t micro_batches = 0;
     Schedule schedule = Schedule::one_f_one_b;
-    // In input order, each with its in-flight count filled in: the observation's own
-    // "in_flight" when given, else the schedule's count (1F1B: min(p - s, m), or p - s when no
-    // micro-batch count is known).
+    std::uint32_t num_chunks = 1;  // the top-level schedule's chunks per stage
+    // In input order, each with one chunk per virtual pipeline chunk of its schedule and the
+    // in-flight count of every chunk filled in: the file's own "in_flight" when given, else
+    // ppb::in_flight_counts() of the observation's schedule (1F1B: min(p - s, m), or p - s when
+    // no micro-batch count is known).
     std::vector<Observation> observations;
 };
 

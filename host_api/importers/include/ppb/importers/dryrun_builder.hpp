@@ -21,7 +21,8 @@ namespace ppb::importers {
 
 struct StageObservation {
     std::uint32_t stage = 0;
-    KindCounts layers{};
+    KindCounts layers{};             // summed over the chunks when there are several
+    std::vector<KindCounts> chunks;  // per chunk with an interleaved layout; empty for one chunk
     double peak_memory_mb = 0.0;
     std::string comment;  // which rank and log line the figure comes from
 };
@@ -38,22 +39,28 @@ struct StageObservation {
 struct ImportedDryRun {
     std::uint32_t num_stages = 1;
     std::optional<std::uint32_t> micro_batches;
+    Schedule schedule = Schedule::one_f_one_b;
+    std::uint32_t num_chunks = 1;
     std::string label = "A";
     std::string comment;  // the new document's top-level "comment"; empty for none
     std::vector<StageObservation> observations;
 };
 
-// A new ppb.dryrun/1 document (num_stages, micro_batches when known, schedule "1f1b"), checked
-// with parse_dryrun under `options`.
+// A new dry-run document (num_stages, micro_batches when known, the schedule), checked with
+// parse_dryrun under `options`: ppb.dryrun/1 for a 1F1B run with one chunk per stage (what
+// every ppb reads), ppb.dryrun/2 with "num_chunks" and per-chunk "chunks" otherwise.
 [[nodiscard]] std::string new_dryrun_text(const ImportedDryRun& run,
                                           const DryRunReadOptions& options = {});
 
-// `existing` (a ppb.dryrun/1 document read from `source`) with `run`'s observations appended,
-// everything else as it was. The label must be new to the document. Where the document's
-// top-level num_stages or micro_batches differ from the run's, the appended observations carry
-// their own (and an explicit in_flight when the run has no micro-batch count but the document
-// has one), noted in `messages`. Checked with parse_dryrun, so appended observations that
-// contradict existing ones (--duplicate-tolerance) are refused. Throws InputError.
+// `existing` (a ppb.dryrun/1 or /2 document read from `source`) with `run`'s observations
+// appended, everything else as it was, except that a /1 document becomes /2 when the run needs
+// it (several chunks or another schedule; noted in `messages`); observations whose schedule or
+// chunk count differs from the document's top level carry their own. The label must be new to the
+// document. Where the document's top-level num_stages or micro_batches differ from the run's, the
+// appended observations carry their own (and an explicit in_flight when the run has no micro-batch
+// count but the document has one), noted in `messages`. Checked with parse_dryrun, so appended
+// observations that contradict existing ones (--duplicate-tolerance) are refused. Throws
+// InputError.
 [[nodiscard]] std::string appended_dryrun_text(std::string_view existing, std::string_view source,
                                                const ImportedDryRun& run,
                                                const DryRunReadOptions& options,

@@ -5,6 +5,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/errors.hpp>
+#include <ppb/schedule.hpp>
 
 #include <array>
 #include <cstdint>
@@ -41,18 +42,27 @@ using KindCounts = std::array<std::uint32_t, PPB_KIND_COUNT>;
 
 // A pipeline of `num_stages` stages in which stage s is run by the consecutive ranks
 // s * ranks_per_stage ... (s + 1) * ranks_per_stage - 1 (MindSpore's and Megatron's default
-// rank order), holding stages[s] body layers.
+// rank order), holding stages[s] body layers; with an interleaved schedule each stage holds
+// num_chunks chunks, chunks[s][c] the layers of chunk c.
 struct PipelineLayout {
     std::uint32_t num_stages = 1;
     std::uint32_t ranks_per_stage = 1;
     std::optional<std::uint32_t> micro_batches;  // when the configuration says
-    std::vector<KindCounts> stages;              // one per stage
-    std::string ranks_explained;                 // "data_parallel 2 x model_parallel 4"
+    std::vector<KindCounts> stages;              // one per stage: its chunks' layers summed
+    Schedule schedule = Schedule::one_f_one_b;
+    std::uint32_t num_chunks = 1;
+    // [stage][chunk] when num_chunks > 1; empty with one chunk per stage (stages says it all).
+    std::vector<std::vector<KindCounts>> chunks;
+    std::string ranks_explained;  // "data_parallel 2 x model_parallel 4"
 
     [[nodiscard]] std::uint64_t world_size() const noexcept {
         return std::uint64_t{num_stages} * ranks_per_stage;
     }
 };
+
+// "stage 0: 10 layers (full 3, select 7); stage 1: ...", with each stage's chunks
+// ("stage 0: chunk 0 5 layers, chunk 1 5 layers (full 2); ...") when it has several.
+[[nodiscard]] std::string describe_stages(const PipelineLayout& layout);
 
 // What an import tells the user besides its result: notes (choices made for them) and warnings
 // (something looks wrong but the import went on).

@@ -36,10 +36,14 @@ enum class MegatronMemory { allocated, max_allocated, reserved, max_reserved };
 // The layout, with Megatron's flag names; plus the world size and micro-batch count, which
 // Megatron derives from its environment and batch sizes.
 struct MegatronFlags {
-    std::optional<std::uint32_t> pipeline_size;        // --pipeline-model-parallel-size
-    std::optional<std::uint32_t> num_layers;           // --num-layers
-    std::optional<std::uint32_t> first_stage_layers;   // --decoder-first-pipeline-num-layers
-    std::optional<std::uint32_t> last_stage_layers;    // --decoder-last-pipeline-num-layers
+    std::optional<std::uint32_t> pipeline_size;       // --pipeline-model-parallel-size
+    std::optional<std::uint32_t> num_layers;          // --num-layers
+    std::optional<std::uint32_t> first_stage_layers;  // --decoder-first-pipeline-num-layers
+    std::optional<std::uint32_t> last_stage_layers;   // --decoder-last-pipeline-num-layers
+    // Virtual pipeline (interleaved schedule): one of the two.
+    std::optional<std::uint32_t>
+        layers_per_virtual_stage;                      // --num-layers-per-virtual-pipeline-stage
+    std::optional<std::uint32_t> virtual_stages;       // --num-virtual-stages-per-pipeline-rank
     std::optional<std::string> recompute_granularity;  // full | selective
     std::optional<std::string> recompute_method;       // uniform | block
     std::optional<std::uint32_t> recompute_num_layers;
@@ -64,9 +68,13 @@ struct MegatronScan {
 //   layers: --num-layers / P per stage (it must divide); with --decoder-first- or
 //     --decoder-last-pipeline-num-layers, the first / last stage holds that many and the other
 //     stages share the rest evenly (it must divide);
+//   chunks: with --num-layers-per-virtual-pipeline-stage N (not with first / last stage layers;
+//     N must divide L / P) each stage runs v = L / P / N chunks of N layers; with
+//     --num-virtual-stages-per-pipeline-rank v each stage's layers split evenly into v chunks (it
+//     must divide them); v > 1 is the interleaved schedule, and needs P >= 2;
 //   kinds: selective -> every layer 'select'; full + uniform -> every layer 'full'; full + block
-//     + --recompute-num-layers N -> the first N layers of each stage 'full', the rest 'none';
-//     no granularity -> 'none';
+//     + --recompute-num-layers N -> the first N layers of each stage's chunk 'full' (each chunk
+//     is a transformer block of its own), the rest 'none'; no granularity -> 'none';
 //   ranks: stage = rank / (world size / P), Megatron's default rank order; the world size is
 //     --world-size, else the logs' "using world size" line.
 // Throws FlagError for flags Megatron itself would refuse or that do not fit together.

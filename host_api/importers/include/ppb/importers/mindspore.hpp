@@ -4,17 +4,23 @@
 // The configuration, where MindFormers keeps it:
 //   parallel_config.{data_parallel, model_parallel, context_parallel, pipeline_stage,
 //                    micro_batch_num}
-//   model.model_config.{num_layers, offset, pp_interleave_num}
+//   model.model_config.{num_layers, offset, pp_interleave_num}  (chunks per stage)
 //   recompute_config.{recompute, select_recompute, select_comm_recompute}
 // A stage is run by data_parallel x model_parallel (x context_parallel) consecutive ranks and
 // holds num_layers // pipeline_stage + offset[s] body layers; the offsets must make the stages
-// sum to num_layers (MindFormers' own rule). Offsets and recompute settings may be a list with
-// one entry per stage, a list with one row of those (MindFormers' per-chunk form; more rows
-// mean interleaving, which ppb.dryrun/1 cannot describe), or an integer meaning that value for
-// every stage; for recompute settings true / false mean every layer / none, in a list too, a
-// list of operator patterns means every layer, and a mapping of patterns to such values is
-// accepted when all patterns cover the same layers. Counts above a stage's layers mean all of
-// them, as in MindFormers. The split into recompute kinds is split_recompute() (layout.hpp).
+// sum to num_layers (MindFormers' own rule). With v = pp_interleave_num > 1 (newer layout:
+// distribute_parallel_config.pipeline_parallel_config.virtual_pipeline_model_parallel_size)
+// each stage runs v chunks under the interleaved schedule, and chunk c of stage s holds
+// num_layers // (pipeline_stage x v) + offset[c][s] layers, the cells summing to num_layers.
+// Offsets and recompute settings may be a list with one entry per stage, a list of rows of
+// those, one row per chunk (MindFormers' per-chunk form), or an integer meaning that value for
+// every stage; one offset per stage applies to every chunk, one recompute count per stage is
+// spread over the stage's chunks a layer at a time from chunk 0 (as MindFormers allocates it);
+// for recompute settings true / false mean every layer / none, in a list too, a list of operator
+// patterns means every layer, and a mapping of patterns to such values is accepted when all
+// patterns cover the same layers. Counts above a cell's layers mean all of them, as in
+// MindFormers, and cover the first layers of each chunk of each stage. The split into recompute
+// kinds, per chunk, is split_recompute() (layout.hpp).
 #ifndef PPB_IMPORTERS_MINDSPORE_HPP
 #define PPB_IMPORTERS_MINDSPORE_HPP
 
@@ -52,6 +58,7 @@ struct MindSporeFlags {
     std::optional<std::string> pipeline_stage;
     std::optional<std::string> micro_batch_num;
     std::optional<std::string> num_layers;
+    std::optional<std::string> pp_interleave_num;
     std::optional<std::string> offset;
     std::optional<std::string> recompute;
     std::optional<std::string> select_recompute;
