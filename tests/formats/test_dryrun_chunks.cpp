@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(explicit_counts_and_schedules_per_observation) {
                                 {"layers": {"none": 1}}, {"layers": {"select": 1}}],
          "peak_memory_mb": 10},
         {"stage": 1, "schedule": "1f1b", "layers": {"none": 3}, "peak_memory_mb": 11},
-        {"stage": 3, "schedule": "dualpipe-v", "micro_batches": 5,
+        {"stage": 3, "schedule": "dualpipe-v", "micro_batches": 9,
          "chunks": [{"layers": {"comm": 2}}, {"layers": {"both": 1}, "in_flight": 5}],
          "peak_memory_mb": 12})"));
     BOOST_TEST((set.schedule == Schedule::interleaved_less_memory));
@@ -106,10 +106,21 @@ BOOST_AUTO_TEST_CASE(explicit_counts_and_schedules_per_observation) {
                    ppb::in_flight_counts(Schedule::one_f_one_b, 4, 1, 0, 1),
                boost::test_tools::per_element());
 
-    const auto dualpipe = ppb::in_flight_counts(Schedule::dualpipe_v, 4, 3, 5, 2);
+    const auto dualpipe = ppb::in_flight_counts(Schedule::dualpipe_v, 4, 3, 9, 2);
     const std::vector<std::uint32_t> third = {dualpipe[0], 5};
     BOOST_TEST(in_flight_of(set.observations[2]) == third, boost::test_tools::per_element());
-    BOOST_TEST(set.observations[2].micro_batches == 5u);
+    BOOST_TEST(set.observations[2].micro_batches == 9u);
+
+    // A micro-batch count the schedule's order cannot run has no default counts: the chunks
+    // must say theirs.
+    PPB_CHECK_ERROR(InputError,
+                    parse(document_v2(R"("num_stages": 4, "schedule": "dualpipe-v")", R"(
+        {"stage": 3, "micro_batches": 5, "chunks": [{"layers": {"none": 2}, "in_flight": 5},
+                                                    {"layers": {"none": 1}}],
+         "peak_memory_mb": 12})")),
+                    "observations[0].chunks[1]: no in-flight count to default to: dualpipe-v needs "
+                    "at least twice as many micro-batches as stages (2 x 4 = 8), got 5; give each "
+                    "chunk's \"in_flight\" as measured");
 }
 
 BOOST_AUTO_TEST_CASE(a_v2_file_without_chunks_reads_as_the_v1_file) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -239,8 +240,23 @@ std::vector<ppb_chunk> read_chunks(const JsonObject& obs, const ScheduleChoice& 
                         "(num_chunks): give one entry per chunk",
                         list.size(), list.size() == 1 ? "y" : "ies", name, choice.num_chunks));
     }
-    const std::vector<std::uint32_t> defaults =
-        in_flight_counts(choice.schedule, p, s, micro_batches, choice.num_chunks);
+    // The schedule's counts, asked only when a chunk does not give its own: a micro-batch count
+    // the modelled order cannot run (ppb/schedule_order.hpp) has no counts to default to.
+    std::vector<std::uint32_t> defaults;
+    const auto default_in_flight = [&](std::size_t c, const JsonNode& at) {
+        if (defaults.empty()) {
+            try {
+                defaults =
+                    in_flight_counts(choice.schedule, p, s, micro_batches, choice.num_chunks);
+            } catch (const std::invalid_argument& e) {
+                at.fail(
+                    fmt::format("no in-flight count to default to: {}; give each chunk's "
+                                "\"in_flight\" as measured",
+                                e.what()));
+            }
+        }
+        return defaults[c];
+    };
     std::vector<ppb_chunk> chunks;
     for (std::size_t c = 0; c < list.size(); ++c) {
         const JsonObject entry = list.at(c).as_object();
@@ -250,7 +266,7 @@ std::vector<ppb_chunk> read_chunks(const JsonObject& obs, const ScheduleChoice& 
         if (auto node = entry.optional("in_flight")) {
             chunk.in_flight = read_chunk_in_flight(*node, micro_batches);
         } else {
-            chunk.in_flight = defaults[c];
+            chunk.in_flight = default_in_flight(c, list.at(c));
         }
         chunks.push_back(chunk);
     }
@@ -331,6 +347,7 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
 
     out.placement.num_stages = p;
     out.placement.stage = s;
+    out.placement.schedule = choice.schedule;
     return out;
 }
 
@@ -375,7 +392,9 @@ void check_duplicates(const std::vector<Observation>& observations, double toler
     };
     for (std::size_t j = 0; j < observations.size(); ++j) {
         const Observation& b = observations[j];
-        Key key{b.placement.num_stages, b.placement.stage};
+        // The same question to a model: the stage as the model is asked about it (its ends).
+        const ppb_placement asked = b.placement.view();
+        Key key{asked.num_stages, asked.stage};
         for (const ppb_chunk& chunk : b.placement.chunks) {
             key.push_back(chunk.in_flight);
             key.insert(key.end(), std::begin(chunk.layers), std::end(chunk.layers));

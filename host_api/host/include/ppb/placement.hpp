@@ -6,6 +6,7 @@
 #define PPB_PLACEMENT_HPP
 
 #include <ppb/abi.h>
+#include <ppb/schedule.hpp>
 
 #include <cstdint>
 #include <string>
@@ -17,11 +18,22 @@ struct StagePlacement {
     std::uint32_t num_stages = 1;
     std::uint32_t stage = 0;
     std::vector<ppb_chunk> chunks;  // one per virtual pipeline chunk; usually one
+    // The schedule the stage runs: it decides which stage holds the model's ends.
+    Schedule schedule = Schedule::one_f_one_b;
 
-    // A view points into `chunks`: a temporary's would dangle, so only an lvalue gives one.
+    // A view points into `chunks`: a temporary's would dangle, so only an lvalue gives one. The
+    // stage is described to the model by the ends it holds (ppb::abi_stage): under dualpipe-v
+    // stage 0 holds the embedding and the LM head, stage P - 1 neither.
     [[nodiscard]] ppb_placement view() const& noexcept {
-        return ppb_placement{num_stages, stage, static_cast<std::uint32_t>(chunks.size()),
-                             chunks.data()};
+        std::uint32_t p = num_stages;
+        std::uint32_t s = stage;
+        if (schedule == Schedule::dualpipe_v && chunks.size() == 2) {
+            if (s == 0)
+                p = 1;
+            else if (s + 1 == p)
+                p = num_stages + 1;
+        }
+        return ppb_placement{p, s, static_cast<std::uint32_t>(chunks.size()), chunks.data()};
     }
     ppb_placement view() const&& = delete;
     [[nodiscard]] std::uint64_t total_layers() const noexcept {
