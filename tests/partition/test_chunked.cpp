@@ -1,0 +1,407 @@
+// The partitioner with several chunks per stage (interleaved, interleaved-less-memory,
+// dualpipe-v), proved against exhaustive enumeration: every way to spread the layers over the
+// (stage, chunk) positions and every mix of kinds in every chunk, evaluated with the documented
+// objective M max_s T_s + sum_s m_s - max_s m_s, the memory written out from the coefficients
+// here (the ends where the schedule puts them), and compared with solve() through both a linear
+// source and predict_batch (where the host probes the model and describes dualpipe-v stages by
+// their ends).
+#include "brute_force.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <span>
+#include <tuple>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace pt = ppb::partition::test;
+using ppb::Schedule;
+using ppb::partition::Infeasible;
+using ppb::partition::KindCounts;
+using ppb::partition::MemorySource;
+using ppb::partition::Plan;
+using ppb::partition::Problem;
+using ppb::partition::RecomputeRule;
+
+namespace {
+
+struct Coefficients {
+    double c = 0, h = 0, t = 0, per_layer = 0;
+    std::array<double, PPB_KIND_COUNT> a{};
+};
+
+// Memory of stage s holding `chunks` (kinds per chunk), written out: the constant, the
+// embedding on stage 0, the LM head on the stage of the model's last position, and per layer its
+// parameters and its activations times its chunk's in-flight count.
+double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
+                    const std::vector<KindCounts>& chunks) {
+    const std::uint32_t last_stage =
+        p.schedule == Schedule::dualpipe_v ? 0 : p.num_stages - 1;  // V comes back to stage 0
+    double m = k.c + (s == 0 ? k.h : 0.0) + (s == last_stage ? k.t : 0.0);
+    for (std::uint32_t c = 0; c < chunks.size(); ++c) {
+        const double f = ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches,
+                                               p.chunks)[c];
+        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+            m += chunks[c][kind] * (k.per_layer + k.a[kind] * f);
+    }
+    return m;
+}
+
+// The same through the plugin contract: head on stage 0, tail on stage num_stages - 1 of the
+// placement as the host describes it.
+double placement_memory(const Coefficients& k, const ppb_placement& p) {
+    double m = k.c + (p.stage == 0 ? k.h : 0.0) + (p.stage + 1 == p.num_stages ? k.t : 0.0);
+    for (std::uint32_t c = 0; c < p.num_chunks; ++c) {
+        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+            m += p.chunks[c].layers[kind] * (k.per_layer + k.a[kind] * p.chunks[c].in_flight);
+    }
+    return m;
+}
+
+double chunk_time(const Problem& p, std::uint32_t s, std::uint32_t c, const KindCounts& mix) {
+    const std::uint32_t q = ppb::pipeline_position(p.schedule, p.num_stages, s, c);
+    double t = (q == 0 ? p.time.head_time : 0.0) +
+               (q + 1 == p.num_stages * p.chunks ? p.time.tail_time : 0.0);
+    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+        t += mix[kind] * p.time.body_time[kind];
+    return t;
+}
+
+std::uint32_t min_layers(const Problem& p, std::uint32_t s, std::uint32_t c) {
+    const std::uint32_t q = ppb::pipeline_position(p.schedule, p.num_stages, s, c);
+    return (q == 0 || q + 1 == p.num_stages * p.chunks) ? 0 : 1;
+}
+
+// One stage's distinct feasible outcomes: n layers, total T, slowest chunk m.
+struct Outcome {
+    std::uint32_t n;
+    double total;
+    double slowest;
+};
+
+std::vector<Outcome> stage_outcomes(const Problem& p, const Coefficients& k, std::uint32_t s,
+                                    std::uint32_t allowed) {
+    std::map<std::tuple<std::uint32_t, double, double>, bool> seen;
+    std::vector<KindCounts> chunks(p.chunks);
+    const std::uint32_t layers = p.time.body_layers;
+    auto rec = [&](auto& self, std::uint32_t c, std::uint32_t used) -> void {
+        if (c == p.chunks) {
+            if (p.num_stages == 1 && used != layers)
+                return;
+            if (!ppb::partition::within_budget(stage_memory(k, p, s, chunks), p.budget_mb()))
+                return;
+            double total = 0, slowest = 0;
+            for (std::uint32_t i = 0; i < p.chunks; ++i) {
+                const double t = chunk_time(p, s, i, chunks[i]);
+                total += t;
+                slowest = std::max(slowest, t);
+            }
+            seen[{used, total, slowest}] = true;
+            return;
+        }
+        for (std::uint32_t n = min_layers(p, s, c); used + n <= layers; ++n) {
+            pt::for_each_composition(n, allowed, [&](const KindCounts& mix) {
+                if (!pt::oracle_expressible(mix, p.rule))
+                    return;
+                chunks[c] = mix;
+                self(self, c + 1, used + n);
+            });
+        }
+        chunks[c] = KindCounts{};
+    };
+    rec(rec, 0, 0);
+    std::vector<Outcome> out;
+    for (const auto& [key, unused] : seen)
+        out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+    return out;
+}
+
+// The least objective over every plan, or infinity.
+double brute_force(const Problem& p, const Coefficients& k, std::uint32_t allowed) {
+    std::vector<std::vector<Outcome>> stages;
+    for (std::uint32_t s = 0; s < p.num_stages; ++s)
+        stages.push_back(stage_outcomes(p, k, s, allowed));
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<std::vector<double>> times(p.num_stages);
+    auto rec = [&](auto& self, std::uint32_t s, std::uint32_t left, double max_total,
+                   double sum_slowest, double max_slowest) -> void {
+        if (s == p.num_stages) {
+            if (left == 0) {
+                best = std::min(best, p.micro_batches * max_total + sum_slowest - max_slowest);
+            }
+            return;
+        }
+        for (const Outcome& o : stages[s]) {
+            if (o.n > left)
+                continue;
+            self(self, s + 1, left - o.n, std::max(max_total, o.total), sum_slowest + o.slowest,
+                 std::max(max_slowest, o.slowest));
+        }
+    };
+    rec(rec, 0, p.time.body_layers, 0.0, 0.0, 0.0);
+    return best;
+}
+
+struct Case {
+    Schedule schedule;
+    std::uint32_t chunks;
+};
+
+// The plan solve() returns obeys every rule, and its objective is what it says.
+std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k,
+                       std::uint32_t allowed) {
+    std::uint32_t layers = 0;
+    std::vector<std::vector<double>> chunk_times;
+    for (const auto& stage : plan.stages) {
+        std::vector<KindCounts> mixes;
+        std::vector<double> times;
+        for (const auto& chunk : stage.chunks) {
+            for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+                if (chunk.layers[kind] != 0 && (allowed & PPB_KIND_BIT(kind)) == 0)
+                    return "a kind that is not allowed";
+                layers += chunk.layers[kind];
+            }
+            if (!pt::oracle_expressible(chunk.layers, p.rule))
+                return fmt::format("stage {} chunk {}: a mix the rule does not admit", stage.stage,
+                                   chunk.chunk);
+            const std::uint32_t n = std::accumulate(chunk.layers.begin(), chunk.layers.end(), 0u);
+            if (p.num_stages > 1 && n < min_layers(p, stage.stage, chunk.chunk))
+                return fmt::format("stage {} chunk {} is empty", stage.stage, chunk.chunk);
+            const double t = chunk_time(p, stage.stage, chunk.chunk, chunk.layers);
+            if (std::abs(t - chunk.time()) > 1e-9 * std::max(1.0, t))
+                return fmt::format("stage {} chunk {}: time {} != {}", stage.stage, chunk.chunk,
+                                   chunk.time(), t);
+            if (chunk.in_flight != ppb::in_flight_counts(p.schedule, p.num_stages, stage.stage,
+                                                         p.micro_batches,
+                                                         p.chunks)[chunk.chunk])
+                return "wrong in-flight count";
+            mixes.push_back(chunk.layers);
+            times.push_back(t);
+        }
+        const double memory = stage_memory(k, p, stage.stage, mixes);
+        if (std::abs(memory - stage.memory_mb) > 1e-6 * std::max(1.0, std::abs(memory)))
+            return fmt::format("stage {}: memory {} != {}", stage.stage, stage.memory_mb, memory);
+        if (!ppb::partition::within_budget(memory, p.budget_mb()))
+            return fmt::format("stage {} over budget", stage.stage);
+        chunk_times.push_back(times);
+    }
+    if (layers != p.time.body_layers)
+        return fmt::format("{} layers placed of {}", layers, p.time.body_layers);
+    const double objective = ppb::partition::schedule_iteration_time(chunk_times, p.micro_batches);
+    if (std::abs(objective - plan.iteration_time) > 1e-9 * std::max(1.0, objective))
+        return fmt::format("iteration_time {} but the plan's objective is {}", plan.iteration_time,
+                           objective);
+    return {};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(partition_chunked)
+
+BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
+    const std::array<Case, 4> cases = {{{Schedule::interleaved, 2},
+                                        {Schedule::interleaved_less_memory, 2},
+                                        {Schedule::dualpipe_v, 2},
+                                        {Schedule::interleaved, 3}}};
+    const std::array<std::uint32_t, 4> masks = {0x01, 0x11, 0x13, 0x07};
+    std::mt19937 rng(2026);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::size_t instances = 0, infeasible = 0, seq = 0;
+    std::map<std::string, std::size_t> per_schedule;
+    for (const Case& c : cases) {
+        for (std::uint32_t stages = 1; stages <= 3; ++stages) {
+            const std::uint32_t max_layers = c.chunks == 3 ? 5 : (stages <= 2 ? 9 : 6);
+            for (std::uint32_t layers = 1; layers <= max_layers; ++layers) {
+                for (const std::uint32_t allowed : masks) {
+                    ++seq;
+                    Problem p;
+                    p.schedule = c.schedule;
+                    p.chunks = c.chunks;
+                    p.num_stages = stages;
+                    p.rule = seq % 2 ? RecomputeRule::mindformers : RecomputeRule::any;
+                    // Micro-batches the schedule can run: a multiple of P, or at least 2P.
+                    p.micro_batches = c.schedule == Schedule::dualpipe_v
+                                          ? 2 * stages + static_cast<std::uint32_t>(seq % 3)
+                                          : stages * (1 + static_cast<std::uint32_t>(seq % 3));
+                    p.kinds = allowed;
+                    p.time.body_layers = layers;
+                    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                        p.time.body_time[k] = 1.0 + std::round(9.0 * unit(rng)) / 2.0;
+                    p.time.head_time = std::round(8.0 * unit(rng)) / 2.0;
+                    p.time.tail_time = std::round(8.0 * unit(rng)) / 2.0;
+                    p.time.body_forward = 0.25;
+                    Coefficients k;
+                    k.c = 100.0 * unit(rng);
+                    k.h = 200.0 * unit(rng);
+                    k.t = 200.0 * unit(rng);
+                    k.per_layer = 10.0 + 40.0 * unit(rng);
+                    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+                        k.a[kind] = 40.0 * unit(rng) * (1.0 - 0.18 * kind);
+                    std::vector<KindCounts> none(c.chunks);
+                    if (!ppb::schedule_shape_problem(p.schedule, p.num_stages, p.chunks,
+                                                     p.micro_batches)
+                             .empty())
+                        continue;
+                    // Too few layers for the positions: refused, not planned.
+                    std::uint32_t needed = 0;
+                    for (std::uint32_t s = 0; s < stages; ++s)
+                        for (std::uint32_t ch = 0; ch < c.chunks; ++ch)
+                            needed += min_layers(p, s, ch);
+                    // Budgets from generous to tight: the largest memory of an even spread,
+                    // scaled.
+                    double spread = 0.0;
+                    for (std::uint32_t s = 0; s < stages; ++s) {
+                        std::vector<KindCounts> even(c.chunks);
+                        even[0][PPB_KIND_NONE] = layers;
+                        spread = std::max(spread, stage_memory(k, p, s, even));
+                    }
+                    for (const double scale : {1.2, 0.8, 0.55, 0.35}) {
+                        p.memory_limit_mb = spread * scale;
+                        MemorySource linear;
+                        ppb_linear_parameters params{};
+                        params.struct_size = sizeof params;
+                        params.identified = 0xFFu | 0x1F0u;
+                        params.const_mb = k.c;
+                        params.head_mb = k.h;
+                        params.tail_mb = k.t;
+                        params.per_layer_mb = k.per_layer;
+                        std::copy(k.a.begin(), k.a.end(), params.activation_mb);
+                        linear.linear = params;
+                        MemorySource probed;
+                        probed.predict_batch = [k](std::span<const ppb_placement> placements) {
+                            std::vector<double> out;
+                            for (const auto& placement : placements)
+                                out.push_back(placement_memory(k, placement));
+                            return out;
+                        };
+                        const std::string context = fmt::format(
+                            "{} v={} P={} L={} M={} kinds={:#x} rule={} limit={}",
+                            ppb::schedule_name(c.schedule), c.chunks, stages, layers,
+                            p.micro_batches, allowed,
+                            p.rule == RecomputeRule::any ? "any" : "mindformers",
+                            p.memory_limit_mb);
+                        if (layers < needed) {
+                            BOOST_CHECK_THROW((void)ppb::partition::solve(p, linear),
+                                              ppb::InputError);
+                            continue;
+                        }
+                        const double expected = brute_force(p, k, allowed);
+                        ++instances;
+                        ++per_schedule[std::string(ppb::schedule_name(c.schedule))];
+                        for (const MemorySource* source : {&linear, &probed}) {
+                            BOOST_TEST_CONTEXT(context
+                                               << (source == &linear ? " linear" : " probed")) {
+                                try {
+                                    const Plan plan = ppb::partition::solve(p, *source);
+                                    BOOST_TEST(std::isfinite(expected));
+                                    BOOST_TEST(plan.iteration_time ==
+                                               expected, boost::test_tools::tolerance(1e-9));
+                                    const std::string defect = check_plan(plan, p, k, allowed);
+                                    BOOST_TEST(defect.empty(), defect);
+                                } catch (const Infeasible& e) {
+                                    BOOST_TEST(!std::isfinite(expected), e.what());
+                                    if (source == &linear)
+                                        ++infeasible;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(fmt::format("chunked enumeration: {} instances, {} infeasible", instances,
+                                   infeasible));
+    // The sweep covers what it claims: every schedule, and some budgets that leave no plan.
+    for (const Case& c : cases)
+        BOOST_TEST(per_schedule[std::string(ppb::schedule_name(c.schedule))] > 20u);
+    BOOST_TEST(infeasible > 0u);
+    BOOST_TEST(infeasible < instances / 2);
+}
+
+BOOST_AUTO_TEST_CASE(uniform_layers_balance_the_chunks) {
+    // 16 identical layers, 2 stages, 2 chunks, no memory pressure: 4 layers per chunk, so that
+    // no chunk is slower than it must be (the sum over stages of their slowest chunk counts).
+    Problem p;
+    p.schedule = Schedule::interleaved;
+    p.chunks = 2;
+    p.num_stages = 2;
+    p.micro_batches = 4;
+    p.time.body_layers = 16;
+    p.time.body_time = {3.0, 3.0, 3.0, 3.0, 3.0};
+    p.time.body_forward = 1.0;
+    p.kinds = 0x01;
+    p.memory_limit_mb = 1e6;
+    MemorySource source;
+    ppb_linear_parameters params{};
+    params.struct_size = sizeof params;
+    params.identified = 0xFFu | 0x1F0u;
+    params.per_layer_mb = 10.0;
+    params.activation_mb[0] = 1.0;
+    source.linear = params;
+    const Plan plan = ppb::partition::solve(p, source);
+    for (const auto& stage : plan.stages) {
+        for (const auto& chunk : stage.chunks) {
+            BOOST_TEST(chunk.layers[PPB_KIND_NONE] == 4u);
+            BOOST_TEST(chunk.forward_time == 4.0);
+            BOOST_TEST(chunk.backward_time == 8.0);
+        }
+    }
+    // M x 24 (the busiest stage) + 12 (the other stage's slowest chunk) = 108: what the
+    // simulator gives for uniform chunks, (M v + P - 1) x chunk time = (8 + 1) x 12.
+    BOOST_TEST(plan.iteration_time == 4.0 * 24.0 + 12.0);
+}
+
+BOOST_AUTO_TEST_CASE(shapes_the_schedule_cannot_run_are_refused) {
+    Problem p;
+    p.num_stages = 4;
+    p.micro_batches = 6;
+    p.time.body_layers = 16;
+    p.time.body_time = {3.0, 3.0, 3.0, 3.0, 3.0};
+    p.memory_limit_mb = 1e6;
+    MemorySource source;
+    ppb_linear_parameters params{};
+    params.struct_size = sizeof params;
+    params.identified = 0xFFu | 0x1F0u;
+    params.per_layer_mb = 1.0;
+    source.linear = params;
+    const auto refused = [&](Schedule schedule, std::uint32_t chunks, std::uint32_t m,
+                             const std::string& text) {
+        p.schedule = schedule;
+        p.chunks = chunks;
+        p.micro_batches = m;
+        try {
+            (void)ppb::partition::solve(p, source);
+            BOOST_ERROR("no error for " << text);
+        } catch (const ppb::InputError& e) {
+            BOOST_TEST(std::string(e.what()).find(text) != std::string::npos, e.what());
+        }
+    };
+    refused(Schedule::interleaved, 2, 6,
+            "interleaved needs a multiple of the 4 stages as micro-batches");
+    refused(Schedule::interleaved, 1, 8, "interleaved runs at least two chunks per stage, got 1");
+    refused(Schedule::dualpipe_v, 3, 8, "dualpipe-v runs two chunks per stage, got 3");
+    refused(Schedule::dualpipe_v, 2, 7,
+            "dualpipe-v needs at least twice as many micro-batches as stages (2 x 4 = 8), got 7");
+    refused(Schedule::one_f_one_b, 2, 8, "1f1b runs one chunk per stage, got 2");
+    refused(Schedule::interleaved, 65, 8, "65 is out of range (1 to 64 chunks)");
+    // Too few layers for every chunk but the model's first and last to hold one.
+    p.time.body_layers = 5;
+    refused(Schedule::interleaved, 2, 8, "4 stages of 2 chunks need at least 6 body layers");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
