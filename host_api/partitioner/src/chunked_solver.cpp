@@ -233,6 +233,7 @@ Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
             plan.stages[s].memory_mb = predicted[s];
     }
     plan.iteration_time = schedule_iteration_time(chunk_times, problem.micro_batches);
+    plan.activations_known = true;
     for (const StagePlan& s : plan.stages) {
         if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
             throw InputError(

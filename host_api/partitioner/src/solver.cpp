@@ -289,6 +289,7 @@ Plan make_plan(const Problem& problem, const MemorySource& memory,
         times.push_back(choice.time);
     }
     plan.iteration_time = iteration_time(times, problem.micro_batches);
+    plan.activations_known = memory.linear.has_value();
     // Finite inputs within their ranges cannot overflow; a model's huge memory could. Never
     // hand on an infinite number to be printed as "inf".
     for (const StagePlan& s : plan.stages) {

@@ -7,7 +7,10 @@
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
+#include <ppb/simulator.hpp>
+#include <ppb/timeline_svg.hpp>
 
 #include <fmt/format.h>
 
@@ -30,6 +33,9 @@ struct PartitionArgs {
     double memory_margin_sigma = 0.0;
     std::vector<std::string> kinds;
     std::string recompute_rule = "mindformers";
+    std::string schedule = "1f1b";
+    std::optional<std::uint32_t> chunks;
+    std::string timeline;
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -48,6 +54,9 @@ int run_partition(const PartitionArgs& args) {
         problem.kinds = kind_mask(args.kinds);
     problem.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
                                                 : partition::RecomputeRule::mindformers;
+    problem.schedule = *schedule_from_name(args.schedule);  // checked by CLI11
+    // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
+    problem.chunks = args.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
     problem.time = partition::read_time_model(args.model_desc);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -88,8 +97,14 @@ int run_partition(const PartitionArgs& args) {
         return out;
     };
     const partition::Plan plan = partition::solve(problem, memory);
-    const std::string out = args.json ? to_pretty_json(partition_document(problem, plan, context))
-                                      : render_partition(problem, plan, context);
+    // The plan's iteration, timed by the schedule's own order: beside the estimate the
+    // partitioner minimised, and drawn with --timeline.
+    const Simulation simulation = simulate(partition::simulation_input(problem, plan));
+    const std::string out = args.json
+                                ? to_pretty_json(partition_document(problem, plan, context, simulation))
+                                : render_partition(problem, plan, context, simulation);
+    if (!args.timeline.empty())
+        write_output_file(args.timeline, timeline_svg(simulation));
     write_stdout(out);
     return 0;
 }
@@ -103,7 +118,12 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         "Chooses how many body layers each pipeline stage holds and which recompute kind each\n"
         "layer uses so that every stage's predicted peak memory stays within X - Y MB and the\n"
         "1F1B iteration estimate, sum of stage times + (M - 1) x the slowest stage, is as small\n"
-        "as possible. The answer is the optimum of that model, not a heuristic's."
+        "as possible. The answer is the optimum of that model, not a heuristic's.\n"
+        "With --schedule interleaved, interleaved-less-memory or dualpipe-v each stage holds\n"
+        "--chunks blocks of layers (model order: chunk c of stage s is block c x P + s; under\n"
+        "dualpipe-v chunk 1 comes back up, so stage 0 holds the first and last blocks), and the\n"
+        "estimate is M x the busiest stage + the other stages' slowest chunks. Every plan is\n"
+        "also timed by the schedule's own order (the simulated iteration)."
         "\n\n"
         "Exit status: 0 partitioned, 2 invalid input or usage, 3 plugin not found or failed,\n"
         "4 no placement fits the memory limit (stderr says why, and the smallest limit that\n"
@@ -157,6 +177,22 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->type_name("K")
         ->capture_default_str()
         ->check(number_in(limits::margin_sigma));
+    partition
+        ->add_option("--schedule", args->schedule,
+                     "pipeline schedule: 1f1b, interleaved (Megatron's virtual pipeline,\n"
+                     "MindFormers' pp_interleave_num), interleaved-less-memory, dualpipe-v")
+        ->type_name("NAME")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+    partition
+        ->add_option("--chunks", args->chunks,
+                     "chunks per stage (default: 1 for 1f1b, 2 otherwise; dualpipe-v has 2)")
+        ->type_name("V")
+        ->check(count_in(limits::chunks));
+    partition
+        ->add_option("--timeline", args->timeline,
+                     "also draw the plan's simulated iteration as SVG to FILE")
+        ->type_name("FILE.svg");
     add_model_options(*partition, args->choice);
     partition
         ->add_option("--dryrun", args->dryrun,

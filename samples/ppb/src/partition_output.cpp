@@ -5,6 +5,8 @@
 #include <ppb/kinds.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
 
 namespace ppb::cli {
@@ -13,13 +15,6 @@ using partition::Plan;
 using partition::Problem;
 
 namespace {
-
-json::array one_chunk(const std::vector<std::int64_t>& row) {
-    json::array inner;
-    for (const auto v : row)
-        inner.push_back(v);
-    return json::array{inner};
-}
 
 // "[[1, 0, -1]]": the arrays as they are written into a MindFormers YAML file.
 std::string array_text(const json::value& v) {
@@ -39,43 +34,70 @@ std::string_view rule_name(partition::RecomputeRule rule) {
 }  // namespace
 
 std::optional<json::object> mindformers_arrays(const Problem& problem, const Plan& plan) {
-    const std::int64_t base = problem.time.body_layers / problem.num_stages;
-    std::vector<std::int64_t> offset, recompute, select, comm;
+    // MindFormers gives chunk c of stage s floor(L / (P v)) + offset[c][s] layers, and applies
+    // each recompute count to the first layers of that (chunk, stage).
+    const std::int64_t base = problem.time.body_layers / (problem.num_stages * problem.chunks);
+    const auto rows = [&] {
+        return json::array(problem.chunks, json::value(json::array()));
+    };
+    json::array offset = rows(), recompute = rows(), select = rows(), comm = rows();
     for (const auto& s : plan.stages) {
-        const auto counts = partition::mindformers_counts(s.layers);
-        if (!counts)
-            return std::nullopt;
-        offset.push_back(static_cast<std::int64_t>(s.total_layers()) - base);
-        recompute.push_back(counts->recompute);
-        select.push_back(counts->select_recompute);
-        comm.push_back(counts->select_comm_recompute);
+        for (const auto& chunk : s.chunks) {
+            const auto counts = partition::mindformers_counts(chunk.layers);
+            if (!counts)
+                return std::nullopt;
+            std::int64_t layers = 0;
+            for (const auto n : chunk.layers)
+                layers += n;
+            offset[chunk.chunk].as_array().push_back(layers - base);
+            recompute[chunk.chunk].as_array().push_back(counts->recompute);
+            select[chunk.chunk].as_array().push_back(counts->select_recompute);
+            comm[chunk.chunk].as_array().push_back(counts->select_comm_recompute);
+        }
     }
-    return json::object{{"offset", one_chunk(offset)},
-                        {"recompute", one_chunk(recompute)},
-                        {"select_recompute", one_chunk(select)},
-                        {"select_comm_recompute", one_chunk(comm)}};
+    return json::object{{"offset", std::move(offset)},
+                        {"recompute", std::move(recompute)},
+                        {"select_recompute", std::move(select)},
+                        {"select_comm_recompute", std::move(comm)}};
 }
 
 json::object partition_document(const Problem& problem, const Plan& plan,
-                                const PartitionContext& context) {
-    json::array stages;
-    for (const auto& s : plan.stages) {
+                                const PartitionContext& context, const Simulation& simulation) {
+    const auto kinds_object = [](const partition::KindCounts& counts) {
         json::object layers;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-            layers[kind_names[k]] = s.layers[k];
+            layers[kind_names[k]] = counts[k];
+        return layers;
+    };
+    json::array stages;
+    for (const auto& s : plan.stages) {
+        json::array chunks;
+        for (const auto& c : s.chunks) {
+            json::object chunk{{"chunk", c.chunk},
+                               {"layers", kinds_object(c.layers)},
+                               {"in_flight", c.in_flight},
+                               {"forward_time", c.forward_time},
+                               {"backward_time", c.backward_time}};
+            if (plan.activations_known)
+                chunk["activation_mb"] = c.activation_mb;
+            chunks.push_back(std::move(chunk));
+        }
         stages.push_back(
             json::object{{"stage", s.stage},
-                         {"layers", std::move(layers)},
+                         {"layers", kinds_object(s.layers)},
                          {"in_flight", s.in_flight},
                          {"memory_mb", s.memory_mb},
                          {"uncertainty_margin_mb", s.margin_mb},
                          {"headroom_mb", problem.budget_mb() - s.memory_mb - s.margin_mb},
-                         {"time", s.time}});
+                         {"time", s.time},
+                         {"chunks", std::move(chunks)}});
     }
     json::object doc;
     doc["format"] = "ppb.partition/1";
     doc["model"] = json::object{{"name", context.model_name}, {"version", context.model_version}};
+    doc["schedule"] = schedule_name(problem.schedule);
     doc["num_stages"] = problem.num_stages;
+    doc["num_chunks"] = problem.chunks;
     doc["micro_batches"] = problem.micro_batches;
     doc["num_layers"] = problem.time.body_layers;
     doc["memory_limit_mb"] = problem.memory_limit_mb;
@@ -83,6 +105,8 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["recompute_rule"] = rule_name(problem.rule);
     doc["memory_margin_sigma"] = problem.memory_margin_sigma;
     doc["iteration_time"] = plan.iteration_time;
+    doc["simulated"] = json::object{{"makespan", simulation.makespan},
+                                    {"bubble_fraction", simulation.bubble_fraction}};
     doc["stages"] = std::move(stages);
     if (auto arrays = mindformers_arrays(problem, plan)) {
         doc["mindformers"] = std::move(*arrays);
@@ -93,11 +117,16 @@ json::object partition_document(const Problem& problem, const Plan& plan,
 }
 
 std::string render_partition(const Problem& problem, const Plan& plan,
-                             const PartitionContext& context) {
+                             const PartitionContext& context, const Simulation& simulation) {
+    const bool chunked = problem.chunked();
+    const std::string schedule =
+        chunked ? fmt::format("{}, {} chunks per stage", schedule_name(problem.schedule),
+                              problem.chunks)
+                : std::string("1F1B");
     std::string out =
-        fmt::format("{} '{}' layers over {} stages, {} micro-batches, 1F1B; memory limit {}",
+        fmt::format("{} '{}' layers over {} stages, {} micro-batches, {}; memory limit {}",
                     problem.time.body_layers, problem.time.body_name, problem.num_stages,
-                    problem.micro_batches, format_mb(problem.memory_limit_mb));
+                    problem.micro_batches, schedule, format_mb(problem.memory_limit_mb));
     if (problem.memory_margin_mb > 0.0) {
         out += fmt::format(" with a {} margin", format_mb(problem.memory_margin_mb));
     }
@@ -111,37 +140,66 @@ std::string render_partition(const Problem& problem, const Plan& plan,
                        context.source);
 
     using A = TextTable::Align;
-    std::vector<std::string> header = {"STAGE", "LAYERS", "NONE",      "SELECT", "COMM",
-                                       "BOTH",  "FULL",   "IN FLIGHT", "MEMORY"};
+    std::vector<std::string> header = {"STAGE"};
+    if (chunked)
+        header.emplace_back("CHUNK");  // one row per (stage, chunk)
+    for (const char* h : {"LAYERS", "NONE", "SELECT", "COMM", "BOTH", "FULL", "IN FLIGHT",
+                          "MEMORY"})
+        header.emplace_back(h);
     if (sigma)
         header.emplace_back("MARGIN");  // K standard errors, shown only when K > 0
     header.emplace_back("HEADROOM");
     header.emplace_back("TIME");
     TextTable table(header, std::vector<A>(header.size(), A::right));
     for (const auto& s : plan.stages) {
-        std::vector<std::string> row = {fmt::format("{}", s.stage),
-                                        fmt::format("{}", s.total_layers())};
-        for (const auto n : s.layers)
-            row.push_back(fmt::format("{}", n));
-        row.push_back(fmt::format("{}", s.in_flight));
-        row.push_back(format_mb(s.memory_mb));
-        if (sigma)
-            row.push_back(format_mb(s.margin_mb));
-        row.push_back(format_mb(problem.budget_mb() - s.memory_mb - s.margin_mb));
-        row.push_back(fmt::format("{:.1f}", s.time));
-        table.add_row(std::move(row));
+        for (const auto& c : s.chunks) {
+            // With chunks, the stage's memory and headroom on its first chunk's row.
+            const bool first = c.chunk == 0;
+            std::vector<std::string> row = {first ? fmt::format("{}", s.stage) : std::string()};
+            if (chunked)
+                row.push_back(fmt::format("{}", c.chunk));
+            const auto& layers = chunked ? c.layers : s.layers;
+            std::uint32_t total = 0;
+            for (const auto n : layers)
+                total += n;
+            row.push_back(fmt::format("{}", total));
+            for (const auto n : layers)
+                row.push_back(fmt::format("{}", n));
+            row.push_back(fmt::format("{}", chunked ? c.in_flight : s.in_flight));
+            row.push_back(first ? format_mb(s.memory_mb) : std::string());
+            if (sigma)
+                row.push_back(format_mb(s.margin_mb));
+            row.push_back(first ? format_mb(problem.budget_mb() - s.memory_mb - s.margin_mb)
+                                : std::string());
+            row.push_back(fmt::format("{:.1f}", chunked ? c.time() : s.time));
+            table.add_row(std::move(row));
+        }
     }
     out += table.render(2);
-    out += fmt::format(
-        "\nIteration time estimate: {:.1f} (sum of stage times + {} x the slowest stage; stage "
-        "times are forward + backward per micro-batch, in the layer file's unit)\n",
-        plan.iteration_time, problem.micro_batches - 1);
+    if (chunked) {
+        out += fmt::format(
+            "\nIteration time estimate: {:.1f} ({} x the busiest stage + the other stages' "
+            "slowest chunks; times are forward + backward per micro-batch, in the layer file's "
+            "unit)\n",
+            plan.iteration_time, problem.micro_batches);
+    } else {
+        out += fmt::format(
+            "\nIteration time estimate: {:.1f} (sum of stage times + {} x the slowest stage; "
+            "stage times are forward + backward per micro-batch, in the layer file's unit)\n",
+            plan.iteration_time, problem.micro_batches - 1);
+    }
+    out += fmt::format("Simulated iteration ({} order): {:.1f}, bubble {:.1f}%\n",
+                       schedule_name(problem.schedule), simulation.makespan,
+                       100.0 * simulation.bubble_fraction);
 
     const auto arrays = mindformers_arrays(problem, plan);
     if (!arrays) {
         std::string stages;
         for (const auto& s : plan.stages) {
-            if (!partition::expressible(s.layers, partition::RecomputeRule::mindformers))
+            const bool mixed = std::any_of(s.chunks.begin(), s.chunks.end(), [](const auto& c) {
+                return !partition::expressible(c.layers, partition::RecomputeRule::mindformers);
+            });
+            if (mixed)
                 stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s.stage);
         }
         out += fmt::format(

@@ -3,6 +3,7 @@
 #define PPB_PARTITION_OUTPUT_HPP
 
 #include <ppb/partition/problem.hpp>
+#include <ppb/simulator.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -18,7 +19,7 @@ struct PartitionContext {
 };
 
 // The arrays MindFormers and the SAPP tools take, one row per chunk: offset (layers minus
-// floor(L / P)), recompute (full), select_recompute (select + both + full),
+// floor(L / (P v))), recompute (full), select_recompute (select + both + full),
 // select_comm_recompute (comm + both + full) — partition::mindformers_counts(), which
 // MindFormers applies to the first layers of each stage and so rebuilds exactly the plan.
 // nullopt when a stage mixes 'select' and 'comm' layers (possible only under
@@ -26,13 +27,17 @@ struct PartitionContext {
 [[nodiscard]] std::optional<boost::json::object> mindformers_arrays(
     const partition::Problem& problem, const partition::Plan& plan);
 
+// `simulation`: the plan's iteration as the schedule simulator times it (its makespan and bubble
+// are shown beside the estimate the partitioner minimised).
 [[nodiscard]] boost::json::object partition_document(const partition::Problem& problem,
                                                      const partition::Plan& plan,
-                                                     const PartitionContext& context);
+                                                     const PartitionContext& context,
+                                                     const Simulation& simulation);
 
 [[nodiscard]] std::string render_partition(const partition::Problem& problem,
                                            const partition::Plan& plan,
-                                           const PartitionContext& context);
+                                           const PartitionContext& context,
+                                           const Simulation& simulation);
 
 }  // namespace ppb::cli
 

@@ -123,6 +123,9 @@ struct Plan {
     // The objective: 1F1B's sum_s t_s + (M - 1) max_s t_s, or with chunks
     // schedule_iteration_time().
     double iteration_time = 0.0;
+    // Whether every ChunkPlan::activation_mb is the model's (linear and probed models), not 0
+    // for want of it.
+    bool activations_known = false;
 };
 
 // No placement satisfies the memory limit. what() says why in numbers: the tightest
