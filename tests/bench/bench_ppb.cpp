@@ -200,6 +200,49 @@ BENCHMARK(BM_Partition)
     ->Args({64, 512, 1})
     ->Unit(benchmark::kMillisecond);
 
+// Several chunks per stage (issue target: P = 16, v = 2, 96 layers, 5 kinds within 100 ms): the
+// same hard coefficients as BM_Partition under each schedule with chunks. Arguments: stages,
+// layers, schedule (1 interleaved, 2 interleaved-less-memory, 3 dualpipe-v), chunks, objective
+// (0 stages, 1 slots).
+void BM_PartitionChunked(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const auto stages = static_cast<std::uint32_t>(state.range(0));
+    const auto layers = static_cast<std::uint32_t>(state.range(1));
+    pt::Problem problem = llama_like_problem(stages, layers);
+    problem.schedule = static_cast<ppb::Schedule>(state.range(2));
+    problem.chunks = static_cast<std::uint32_t>(state.range(3));
+    problem.objective = state.range(4) == 0 ? pt::ChunkObjective::stages : pt::ChunkObjective::slots;
+    problem.micro_batches = 4 * stages;
+    problem.time.head_time = 36.0;
+    problem.time.tail_time = 75.0;
+    problem.rule = pt::RecomputeRule::mindformers;
+    ppb_linear_parameters c = llama_like_coefficients();
+    const double layers_per_stage = static_cast<double>(layers) / stages;
+    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage;
+    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    problem.memory_limit_mb = 30000;
+    pt::MemorySource memory;
+    memory.linear = c;
+    pt::Plan plan;
+    for (auto _ : state) {
+        plan = pt::solve(problem, memory);
+        benchmark::DoNotOptimize(plan);
+    }
+    double recomputing = 0;
+    for (const auto& s : plan.stages)
+        recomputing += s.total_layers() - s.layers[PPB_KIND_NONE];
+    state.counters["recomputing_layers"] = recomputing;
+}
+BENCHMARK(BM_PartitionChunked)
+    ->Args({16, 96, 1, 2, 0})
+    ->Args({16, 96, 1, 2, 1})
+    ->Args({16, 96, 2, 2, 1})
+    ->Args({16, 96, 3, 2, 0})
+    ->Args({8, 96, 1, 3, 1})
+    ->Unit(benchmark::kMillisecond);
+
 // An infeasible problem with many layers: explaining it (the binding constraint, the smallest
 // feasible limit, the fullest stage) must stay near-linear in the layer count.
 void BM_ExplainInfeasible(benchmark::State& state) {

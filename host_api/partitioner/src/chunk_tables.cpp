@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace ppb::partition::detail {
@@ -198,11 +199,15 @@ void keep_pareto_2d(std::vector<ChunkPoint>& points) {
 }
 
 // The Pareto frontier over (time, memory) of the mixes of `kinds`, for every n, built layer by
-// layer; mixes whose memory alone exceeds `room` are dropped when no kind frees memory.
+// layer; mixes whose memory alone exceeds `room` are dropped when no kind frees memory. A point
+// is also dropped when a faster one is *safe*: it fits with any L - n more layers anywhere on
+// the stage (each adding at most `worst` MB), so no completion needs the slower one. (A point
+// built from a dropped one is beaten by the same layer added to the safe one, which stays safe:
+// exact, and a generous limit leaves one point per n.)
 Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& kinds,
                          const std::array<double, PPB_KIND_COUNT>& time,
                          const std::array<double, PPB_KIND_COUNT>& memory, double base,
-                         double budget) {
+                         double budget, double worst) {
     const auto useful = undominated(kinds, time, memory);
     const bool monotone =
         std::all_of(useful.begin(), useful.end(), [&](std::size_t k) { return memory[k] >= 0.0; });
@@ -222,6 +227,11 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
             }
         }
         keep_pareto_2d(next);
+        const auto safe = std::find_if(next.begin(), next.end(), [&](const ChunkPoint& q) {
+            return within_budget(base + q.memory + (layers - n) * worst, budget);
+        });
+        if (safe != next.end())
+            next.erase(std::next(safe), next.end());
         if (next.empty() && monotone)
             break;
     }
@@ -231,7 +241,8 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
 // The frontier over the mixes `rule` admits: under MindFormers' rule, the mixes without 'comm'
 // and those without 'select', merged (stage_table.cpp's families).
 Frontier chunk_frontier(const Problem& problem, const std::vector<std::size_t>& kinds,
-                        const std::array<double, PPB_KIND_COUNT>& memory, double base) {
+                        const std::array<double, PPB_KIND_COUNT>& memory, double base,
+                        double worst) {
     const std::uint32_t layers = problem.time.body_layers;
     const auto& time = problem.time.body_time;
     const double budget = problem.budget_mb();
@@ -240,15 +251,15 @@ Frontier chunk_frontier(const Problem& problem, const std::vector<std::size_t>& 
         return std::find(useful.begin(), useful.end(), k) != useful.end();
     };
     if (problem.rule == RecomputeRule::any || !has(PPB_KIND_SELECT) || !has(PPB_KIND_COMM))
-        return family_frontier(layers, kinds, time, memory, base, budget);
+        return family_frontier(layers, kinds, time, memory, base, budget, worst);
     auto without = [&](std::size_t kind) {
         std::vector<std::size_t> out = kinds;
         std::erase(out, kind);
         return out;
     };
-    Frontier a = family_frontier(layers, without(PPB_KIND_COMM), time, memory, base, budget);
+    Frontier a = family_frontier(layers, without(PPB_KIND_COMM), time, memory, base, budget, worst);
     const Frontier b =
-        family_frontier(layers, without(PPB_KIND_SELECT), time, memory, base, budget);
+        family_frontier(layers, without(PPB_KIND_SELECT), time, memory, base, budget, worst);
     for (std::uint32_t n = 0; n <= layers; ++n) {
         a[n].insert(a[n].end(), b[n].begin(), b[n].end());
         keep_pareto_2d(a[n]);
@@ -265,7 +276,11 @@ struct Partial {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;  // per chunk: (n, frontier index)
 };
 
-void keep_pareto_3d(std::vector<Partial>& options) {
+// `safe(p)`: every way to complete p fits the budget, so its memory no longer matters — it
+// dominates any p' no faster in total and slowest chunk, whatever p' holds in memory (p' is
+// completed by the same layers as p). Without it a generous limit would keep every memory.
+template <class Safe>
+void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
     std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
         if (a.total != b.total)
             return a.total < b.total;
@@ -273,13 +288,23 @@ void keep_pareto_3d(std::vector<Partial>& options) {
             return a.slowest < b.slowest;
         return a.memory < b.memory;
     });
+    // The kept points' staircase over (slowest, memory): memory falls as slowest rises, so the
+    // least memory among kept points no slower than p is the entry at or below p.slowest.
+    std::map<double, double> staircase;
     std::vector<Partial> kept;
     for (Partial& p : options) {
-        const bool dominated = std::any_of(kept.begin(), kept.end(), [&](const Partial& q) {
-            return q.slowest <= p.slowest && q.memory <= p.memory;
-        });
-        if (!dominated)
-            kept.push_back(std::move(p));
+        const double memory = safe(p) ? -infinity : p.memory;
+        auto it = staircase.upper_bound(p.slowest);
+        if (it != staircase.begin() && std::prev(it)->second <= memory)
+            continue;  // dominated (its total is no smaller either)
+        // Entries p now dominates: no faster slowest chunk, no less memory.
+        auto from = staircase.lower_bound(p.slowest);
+        auto to = from;
+        while (to != staircase.end() && to->second >= memory)
+            ++to;
+        staircase.erase(from, to);
+        staircase.emplace(p.slowest, memory);
+        kept.push_back(std::move(p));
     }
     options = std::move(kept);
 }
@@ -323,11 +348,18 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         for (const std::size_t k : kinds)
             monotone = monotone && unit[k] >= 0.0;
     }
+    // The most memory one more layer can add anywhere on the stage (at least 0).
+    double worst_anywhere = 0.0;
+    for (const auto& unit : affine.unit) {
+        for (const std::size_t k : kinds)
+            worst_anywhere = std::max(worst_anywhere, unit[k]);
+    }
     std::vector<Frontier> frontiers;
     std::vector<double> extra;  // the ends' time per chunk
     std::vector<std::uint32_t> fewest;
     for (std::uint32_t c = 0; c < v; ++c) {
-        frontiers.push_back(chunk_frontier(problem, kinds, affine.unit[c], affine.base));
+        frontiers.push_back(
+            chunk_frontier(problem, kinds, affine.unit[c], affine.base, worst_anywhere));
         extra.push_back(chunk_time(problem, stage, c, KindCounts{}));
         fewest.push_back(problem.min_layers(stage, c));
     }
@@ -390,31 +422,60 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                 }
             }
         }
-        for (auto& options : next) {
-            if (last)
-                keep_pareto_time(options);
-            else
-                keep_pareto_3d(options);
+        if (!last) {
+            // The most memory a layer can add in the chunks still to come.
+            double worst = 0.0;
+            for (std::uint32_t later = c + 1; later < v; ++later) {
+                for (const std::size_t k : kinds)
+                    worst = std::max(worst, affine.unit[later][k]);
+            }
+            for (std::uint32_t held = 0; held <= layers; ++held) {
+                keep_pareto_3d(next[held], [&](const Partial& p) {
+                    return monotone &&
+                           within_budget(affine.base + p.memory + (layers - held) * worst, budget);
+                });
+            }
         }
         partial = std::move(next);
     }
 
     out.options.resize(layers + 1);
+    out.alternatives.resize(layers + 1);
+    const auto option_of = [&](const Partial& p) {
+        StageOption option{p.total, p.slowest, affine.base + p.memory, {}, {}};
+        for (std::uint32_t c = 0; c < v; ++c) {
+            const auto [count, index] = p.picks[c];
+            const ChunkPoint& point = frontiers[c][count][index];
+            option.chunks.push_back(point.layers);
+            option.chunk_times.push_back(point.time + extra[c]);
+        }
+        return option;
+    };
     for (std::uint32_t n = 0; n <= layers; ++n) {
         std::vector<Partial>& options = partial[n];
         std::erase_if(options, [&](const Partial& p) {
             return !within_budget(affine.base + p.memory, budget);
         });
-        if (v == 1)
-            keep_pareto_time(options);
-        for (const Partial& p : options) {
-            StageOption option{p.total, p.slowest, affine.base + p.memory, {}};
-            for (std::uint32_t c = 0; c < v; ++c) {
-                const auto [count, index] = p.picks[c];
-                option.chunks.push_back(frontiers[c][count][index].layers);
+        if (v == 2) {
+            // Pareto-optimal in (chunk 0's time, chunk 1's time).
+            std::vector<StageOption> all;
+            for (const Partial& p : options)
+                all.push_back(option_of(p));
+            std::sort(all.begin(), all.end(), [](const StageOption& a, const StageOption& b) {
+                return a.chunk_times[0] != b.chunk_times[0] ? a.chunk_times[0] < b.chunk_times[0]
+                                                            : a.chunk_times[1] < b.chunk_times[1];
+            });
+            for (StageOption& o : all) {
+                if (out.alternatives[n].empty() ||
+                    o.chunk_times[1] < out.alternatives[n].back().chunk_times[1])
+                    out.alternatives[n].push_back(std::move(o));
             }
-            out.options[n].push_back(std::move(option));
         }
+        keep_pareto_time(options);
+        for (const Partial& p : options)
+            out.options[n].push_back(option_of(p));
+        if (v != 2)
+            out.alternatives[n] = out.options[n];
     }
     out.affine = std::move(affine);
     return out;

@@ -31,6 +31,7 @@ struct StageOption {
     double slowest = 0.0;  // the slowest chunk's time
     double memory = 0.0;   // the stage's memory
     std::vector<KindCounts> chunks;
+    std::vector<double> chunk_times;  // per chunk, the ends' time included
 };
 
 // options[n]: for a stage holding n body layers, the options that fit the budget and are
@@ -40,6 +41,10 @@ struct ChunkedStage {
     std::uint32_t stage = 0;
     AffineStage affine;
     std::vector<std::vector<StageOption>> options;
+    // alternatives[n]: with two chunks, every option that fits and is Pareto-optimal in the
+    // pair of chunk times (a superset of options[n]); with more, options[n]. For searching the
+    // simulated makespan, where which chunk is slow matters.
+    std::vector<std::vector<StageOption>> alternatives;
     std::vector<double> least_memory;
     ppb_kind least_memory_kind = PPB_KIND_NONE;
 };
@@ -63,6 +68,12 @@ struct ChunkedStage {
 // Its forward part.
 [[nodiscard]] double chunk_forward_time(const Problem& problem, std::uint32_t stage,
                                         std::uint32_t chunk, const KindCounts& layers);
+
+// The plan holding options[s] on stage s (memory from the model, times, in-flight counts, the
+// objective).
+[[nodiscard]] Plan plan_from_options(const Problem& problem, const MemorySource& memory,
+                                     const std::vector<ChunkedStage>& stages,
+                                     const std::vector<const StageOption*>& options);
 
 // The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
 // problem.chunked().

@@ -79,6 +79,12 @@ const StageOption* best_under(const ChunkedStage& stage, std::uint32_t n, double
     return it == options.begin() ? nullptr : &*std::prev(it);
 }
 
+// The least option of a stage by its slowest chunk: the last of the Pareto list.
+const StageOption* least_slowest(const ChunkedStage& stage, std::uint32_t n) {
+    const auto& options = stage.options[n];
+    return options.empty() ? nullptr : &options.back();
+}
+
 struct Knapsack {
     double value = infinity;  // D(A)
     std::vector<std::uint32_t> layers;
@@ -179,14 +185,16 @@ bool feasible_under(const Problem& problem, const std::vector<ChunkedStage>& sta
     explain_infeasible(problem, tables);
 }
 
-Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
+}  // namespace
+
+Plan plan_from_options(const Problem& problem, const MemorySource& memory,
                        const std::vector<ChunkedStage>& stages,
-                       const std::vector<std::uint32_t>& layers, double threshold) {
+                       const std::vector<const StageOption*>& options) {
     Plan plan;
     std::vector<std::vector<double>> chunk_times;
     std::vector<std::vector<ppb_chunk>> placements_chunks;
     for (const ChunkedStage& stage : stages) {
-        const StageOption* option = best_under(stage, layers[stage.stage], threshold);
+        const StageOption* option = options.at(stage.stage);
         if (option == nullptr)
             throw std::logic_error("the chosen plan has a stage without an option");
         StagePlan sp;
@@ -232,7 +240,8 @@ Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
         for (std::uint32_t s = 0; s < problem.num_stages; ++s)
             plan.stages[s].memory_mb = predicted[s];
     }
-    plan.iteration_time = schedule_iteration_time(chunk_times, problem.micro_batches);
+    plan.iteration_time = schedule_iteration_time(chunk_times, problem.micro_batches,
+                                                  problem.objective);
     plan.activations_known = true;
     for (const StagePlan& s : plan.stages) {
         if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
@@ -248,6 +257,73 @@ Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
     return plan;
 }
 
+namespace {
+
+// The plan of `layers` per stage: each stage's option with total <= `threshold` and the least
+// slowest chunk, or (by_slowest) its option with the least slowest chunk.
+Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
+                       const std::vector<ChunkedStage>& stages,
+                       const std::vector<std::uint32_t>& layers, double threshold,
+                       bool by_slowest) {
+    std::vector<const StageOption*> options;
+    for (const ChunkedStage& stage : stages) {
+        options.push_back(by_slowest ? least_slowest(stage, layers[stage.stage])
+                                     : best_under(stage, layers[stage.stage], threshold));
+    }
+    return plan_from_options(problem, memory, stages, options);
+}
+
+// The chunk-slot objective, (M v - 1) max_s m_s + sum_s m_s: 1F1B's form over the stages'
+// slowest chunks, so 1F1B's exact sweep (solver.cpp) applies with the cost m_s(n).
+std::vector<std::uint32_t> solve_slots(const Problem& problem,
+                                       const std::vector<ChunkedStage>& stages) {
+    const std::uint32_t layers = problem.time.body_layers;
+    std::vector<std::vector<double>> cost(stages.size(), std::vector<double>(layers + 1, infinity));
+    std::vector<double> thresholds;
+    for (const ChunkedStage& stage : stages) {
+        for (std::uint32_t n = fewest(problem, stage.stage); n <= layers; ++n) {
+            if (const StageOption* o = least_slowest(stage, n)) {
+                cost[stage.stage][n] = o->slowest;
+                thresholds.push_back(o->slowest);
+            }
+        }
+    }
+    const auto under = [&](double threshold) {
+        std::vector<std::vector<std::uint32_t>> allowed(stages.size());
+        for (std::uint32_t s = 0; s < stages.size(); ++s) {
+            for (std::uint32_t n = fewest(problem, s); n <= layers; ++n) {
+                if (cost[s][n] <= threshold)
+                    allowed[s].push_back(n);
+            }
+        }
+        return allowed;
+    };
+    const auto unconstrained = min_sum_assignment(under(infinity), layers, cost);
+    if (!unconstrained)
+        explain(problem, stages);
+    std::sort(thresholds.begin(), thresholds.end());
+    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+    const double wait = static_cast<double>(problem.micro_batches) * problem.chunks - 1.0;
+    double best = infinity;
+    std::vector<std::uint32_t> best_layers = unconstrained->layers;
+    for (const double threshold : thresholds) {
+        if (unconstrained->sum + wait * threshold >= best)
+            break;
+        const auto assignment = min_sum_assignment(under(threshold), layers, cost);
+        if (!assignment)
+            continue;
+        double most = 0.0;
+        for (std::uint32_t s = 0; s < stages.size(); ++s)
+            most = std::max(most, cost[s][assignment->layers[s]]);
+        const double objective = assignment->sum + wait * most;
+        if (objective < best) {
+            best = objective;
+            best_layers = assignment->layers;
+        }
+    }
+    return best_layers;
+}
+
 }  // namespace
 
 Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
@@ -257,6 +333,10 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     const std::vector<ChunkedStage> stages =
         build_chunked_stages(problem, affine_stages(problem, memory, kinds), kinds);
 
+    if (problem.objective == ChunkObjective::slots) {
+        return make_chunked_plan(problem, memory, stages, solve_slots(problem, stages), infinity,
+                                 true);
+    }
     const Knapsack unconstrained = least_other_slowest(problem, stages, infinity, false);
     if (!(unconstrained.value < infinity))
         explain(problem, stages);
@@ -295,7 +375,7 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
         }
     }
     const Knapsack chosen = least_other_slowest(problem, stages, best_threshold, true);
-    return make_chunked_plan(problem, memory, stages, chosen.layers, best_threshold);
+    return make_chunked_plan(problem, memory, stages, chosen.layers, best_threshold, false);
 }
 
 }  // namespace ppb::partition::detail

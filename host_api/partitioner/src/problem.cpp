@@ -45,7 +45,7 @@ double iteration_time(std::span<const double> stage_times, std::uint32_t micro_b
 }
 
 double schedule_iteration_time(std::span<const std::vector<double>> chunk_times,
-                               std::uint32_t micro_batches) {
+                               std::uint32_t micro_batches, ChunkObjective objective) {
     double busiest = 0.0;
     double slowest_sum = 0.0;
     double slowest_max = 0.0;
@@ -59,6 +59,10 @@ double schedule_iteration_time(std::span<const std::vector<double>> chunk_times,
         busiest = std::max(busiest, total);
         slowest_sum += slowest;
         slowest_max = std::max(slowest_max, slowest);
+    }
+    if (objective == ChunkObjective::slots) {
+        const double chunks = chunk_times.empty() ? 1.0 : chunk_times.front().size();
+        return (static_cast<double>(micro_batches) * chunks - 1.0) * slowest_max + slowest_sum;
     }
     return static_cast<double>(micro_batches) * busiest + (slowest_sum - slowest_max);
 }

@@ -44,6 +44,16 @@ struct MemorySource {
 //                'none', 'both' and 'full' layers).
 enum class RecomputeRule { any, mindformers };
 
+// The iteration-time estimate minimised with several chunks per stage (host_api/docs/design.md,
+// "Every schedule"), with T_s the sum of stage s's chunk times and m_s its slowest chunk; both
+// are 1F1B's sum_s t_s + (M - 1) max_s t_s with one chunk.
+//   stages: M max_s T_s + sum_s m_s - max_s m_s — M micro-batches through the busiest stage,
+//           plus one micro-batch's way through the other stages' slowest chunks.
+//   slots:  (M v - 1) max_s m_s + sum_s m_s — 1F1B over M v chunk slots, each as long as the
+//           slowest chunk: what the interleaved orders pay when one chunk index is slow on one
+//           stage, since every stage runs chunk c of a micro-batch group in the same window.
+enum class ChunkObjective { stages, slots };
+
 // Whether a stage holding `layers` can be configured under `rule`.
 [[nodiscard]] bool expressible(const KindCounts& layers, RecomputeRule rule);
 
@@ -76,6 +86,7 @@ struct Problem {
     // block of the model's layers, in the schedule's position order.
     Schedule schedule = Schedule::one_f_one_b;
     std::uint32_t chunks = 1;
+    ChunkObjective objective = ChunkObjective::stages;
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).
@@ -155,7 +166,8 @@ class Infeasible : public std::runtime_error {
 // slowest chunks. With one chunk per stage it is 1F1B's iteration_time(). `chunk_times[s]` holds
 // stage s's chunk times.
 [[nodiscard]] double schedule_iteration_time(std::span<const std::vector<double>> chunk_times,
-                                             std::uint32_t micro_batches);
+                                             std::uint32_t micro_batches,
+                                             ChunkObjective objective = ChunkObjective::stages);
 
 // Time of one stage holding `layers` (head on stage 0, tail on the last), as the solver counts it.
 [[nodiscard]] double stage_time(const Problem& problem, std::uint32_t stage,

@@ -1,0 +1,26 @@
+// ppb/partition/refine.hpp — a local search on the simulated iteration, from a plan.
+//
+// The partitioner's objectives are estimates; the schedule simulator (ppb/simulator.hpp) times
+// the schedule's real order. This search starts from a plan (the exact optimum of an estimate)
+// and moves to neighbouring plans while the simulated makespan falls: another option of the same
+// stage with the same layers (another split between its chunks or mix of kinds), or one layer
+// moved from one stage to another, each stage keeping to the memory limit and the recompute
+// rule. It stops at a plan no neighbour improves, or when `budget` has passed.
+#ifndef PPB_PARTITION_REFINE_HPP
+#define PPB_PARTITION_REFINE_HPP
+
+#include <ppb/partition/problem.hpp>
+
+#include <chrono>
+
+namespace ppb::partition {
+
+// For problems with several chunks per stage (problem.chunked()); `start` must be a plan of
+// `problem`. The returned plan's iteration_time is the problem's objective for it, as every
+// plan's; it simulates no slower than `start`.
+[[nodiscard]] Plan refine_by_simulation(const Problem& problem, const MemorySource& memory,
+                                        const Plan& start, std::chrono::milliseconds budget);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_REFINE_HPP

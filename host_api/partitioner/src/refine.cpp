@@ -1,0 +1,137 @@
+// Local search on the simulated makespan (ppb/partition/refine.hpp).
+#include "chunk_tables.hpp"
+#include "stage_table.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/partition/refine.hpp>
+#include <ppb/partition/simulate_plan.hpp>
+#include <ppb/simulator.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ppb::partition {
+namespace {
+
+using detail::ChunkedStage;
+using detail::StageOption;
+
+// The makespan of the plan holding `choice[s]` on each stage, simulated without memory.
+double makespan(const Problem& problem, const std::vector<const StageOption*>& choice) {
+    SimulationInput input;
+    input.schedule = problem.schedule;
+    input.num_stages = problem.num_stages;
+    input.num_chunks = problem.chunks;
+    input.micro_batches = problem.micro_batches;
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        std::vector<ChunkCost> costs;
+        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+            const double forward =
+                detail::chunk_forward_time(problem, s, c, choice[s]->chunks[c]);
+            costs.push_back(ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0});
+        }
+        input.costs.push_back(std::move(costs));
+    }
+    return simulate(input).makespan;
+}
+
+std::uint32_t layers_of(const StageOption& option) {
+    std::uint32_t n = 0;
+    for (const auto& chunk : option.chunks) {
+        for (const auto k : chunk)
+            n += k;
+    }
+    return n;
+}
+
+}  // namespace
+
+Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, const Plan& start,
+                          std::chrono::milliseconds budget) {
+    if (!problem.chunked())
+        return start;
+    const auto deadline = std::chrono::steady_clock::now() + budget;
+    const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
+    const std::vector<ChunkedStage> stages =
+        detail::build_chunked_stages(problem, detail::affine_stages(problem, memory, kinds), kinds);
+
+    // The start, as options of the stages.
+    std::vector<const StageOption*> choice;
+    for (const StagePlan& sp : start.stages) {
+        const auto& list = stages.at(sp.stage).alternatives.at(sp.total_layers());
+        const auto it = std::find_if(list.begin(), list.end(), [&](const StageOption& o) {
+            for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+                if (o.chunks[c] != sp.chunks.at(c).layers)
+                    return false;
+            }
+            return true;
+        });
+        // A start outside the alternatives (equal times, another mix): the option with the
+        // same chunk times.
+        const auto same_times = std::find_if(list.begin(), list.end(), [&](const StageOption& o) {
+            for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+                if (o.chunk_times[c] != sp.chunks.at(c).time())
+                    return false;
+            }
+            return true;
+        });
+        if (it != list.end())
+            choice.push_back(&*it);
+        else if (same_times != list.end())
+            choice.push_back(&*same_times);
+        else
+            throw std::invalid_argument("refine_by_simulation: the start is not a plan of the problem");
+    }
+
+    double best = makespan(problem, choice);
+    const std::uint32_t p = problem.num_stages;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::vector<const StageOption*> best_neighbour;
+        double best_value = best;
+        const auto consider = [&](std::vector<const StageOption*>& candidate) {
+            const double value = makespan(problem, candidate);
+            if (value < best_value * (1.0 - 1e-12)) {
+                best_value = value;
+                best_neighbour = candidate;
+            }
+        };
+        std::vector<const StageOption*> candidate = choice;
+        // Another option of one stage with the same layers.
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (const StageOption& o : stages[s].alternatives[layers_of(*choice[s])]) {
+                if (&o == choice[s])
+                    continue;
+                candidate[s] = &o;
+                consider(candidate);
+            }
+            candidate[s] = choice[s];
+        }
+        // One layer from stage a to stage b, each taking any of its options.
+        for (std::uint32_t a = 0; a < p && std::chrono::steady_clock::now() < deadline; ++a) {
+            const std::uint32_t na = layers_of(*choice[a]);
+            if (na == 0)
+                continue;
+            for (std::uint32_t b = 0; b < p; ++b) {
+                const std::uint32_t nb = layers_of(*choice[b]);
+                if (a == b || nb + 1 >= stages[b].alternatives.size())
+                    continue;
+                for (const StageOption& oa : stages[a].alternatives[na - 1]) {
+                    for (const StageOption& ob : stages[b].alternatives[nb + 1]) {
+                        candidate[a] = &oa;
+                        candidate[b] = &ob;
+                        consider(candidate);
+                    }
+                }
+                candidate[a] = choice[a];
+                candidate[b] = choice[b];
+            }
+        }
+        if (best_neighbour.empty())
+            break;
+        choice = std::move(best_neighbour);
+        best = best_value;
+    }
+    return detail::plan_from_options(problem, memory, stages, choice);
+}
+
+}  // namespace ppb::partition
