@@ -125,8 +125,7 @@ int main(int argc, char** argv) {
                 slot_gain += (sim_stages - sim_slots) / sim_stages;
                 const double best_start = std::min(sim_stages, sim_slots);
                 const Plan refined = ppb::partition::refine_by_simulation(
-                    p, memory, sim_slots <= sim_stages ? by_slots : by_stages,
-                    std::chrono::milliseconds(200));
+                    p, memory, sim_slots <= sim_stages ? by_slots : by_stages, 50);
                 refine_gain += (best_start - simulate(p, refined)) / best_start;
                 ++solved;
             } catch (const ppb::partition::Infeasible&) {

@@ -121,6 +121,75 @@ BOOST_AUTO_TEST_CASE(expressible_plans_come_back_from_their_arrays) {
     BOOST_TEST(stages_checked > 1000u);
 }
 
+// The same with chunks: v = 2 or 3 chunks per stage (MindFormers' pp_interleave_num), each
+// (stage, chunk) a random expressible mix, the arrays one row per chunk as `ppb partition
+// --schedule interleaved` prints them (chunk c of stage s: floor(L / (P v)) + offset[c][s]
+// layers, its counts on its first layers); the importer reads back every chunk's mix.
+BOOST_AUTO_TEST_CASE(interleaved_plans_come_back_from_their_arrays) {
+    std::mt19937 rng(20261130u);
+    std::size_t chunks_checked = 0;
+    const auto rows = [](const std::vector<std::vector<std::int64_t>>& values) {
+        std::vector<std::string> out;
+        for (const auto& r : values)
+            out.push_back(fmt::format("[{}]", fmt::join(r, ", ")));
+        return fmt::format("[{}]", fmt::join(out, ", "));
+    };
+    for (int trial = 0; trial < 300; ++trial) {
+        const std::uint32_t p = pt::int_in(rng, 2, 6);
+        const std::uint32_t v = pt::int_in(rng, 2, 3);
+        std::vector<std::vector<KindCounts>> plan(p);
+        std::int64_t layers = 0;
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (std::uint32_t c = 0; c < v; ++c) {
+                KindCounts mix = expressible_mix(rng);
+                if (mix == KindCounts{})
+                    mix[PPB_KIND_NONE] = 1;  // MindFormers gives every chunk a layer
+                plan[s].push_back(mix);
+                for (const std::uint32_t n : mix)
+                    layers += n;
+            }
+        }
+        const std::int64_t base = layers / (p * v);
+        std::vector<std::vector<std::int64_t>> offset(v), recompute(v), select(v), comm(v);
+        for (std::uint32_t c = 0; c < v; ++c) {
+            for (std::uint32_t s = 0; s < p; ++s) {
+                const auto counts = ppb::partition::mindformers_counts(plan[s][c]);
+                BOOST_TEST_REQUIRE(counts.has_value());
+                std::int64_t n = 0;
+                for (const std::uint32_t k : plan[s][c])
+                    n += k;
+                offset[c].push_back(n - base);
+                recompute[c].push_back(counts->recompute);
+                select[c].push_back(counts->select_recompute);
+                comm[c].push_back(counts->select_comm_recompute);
+            }
+        }
+        ppb::importers::MindSporeFlags flags;
+        flags.pipeline_stage = std::to_string(p);
+        flags.num_layers = std::to_string(layers);
+        flags.micro_batch_num = std::to_string(4 * p);
+        flags.pp_interleave_num = std::to_string(v);
+        flags.offset = rows(offset);
+        flags.recompute = rows(recompute);
+        flags.select_recompute = rows(select);
+        flags.select_comm_recompute = rows(comm);
+        ppb::importers::Messages messages;
+        const auto layout = ppb::importers::mindspore_layout(std::nullopt, flags, messages);
+        BOOST_TEST_REQUIRE(layout.num_chunks == v);
+        BOOST_TEST_REQUIRE(layout.chunks.size() == p);
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (std::uint32_t c = 0; c < v; ++c) {
+                BOOST_TEST(layout.chunks[s][c] == plan[s][c],
+                           fmt::format("trial {} stage {} chunk {}: {} imported as {} (offset {})",
+                                       trial, s, c, pt::counts_text(plan[s][c]),
+                                       pt::counts_text(layout.chunks[s][c]), *flags.offset));
+                ++chunks_checked;
+            }
+        }
+    }
+    BOOST_TEST(chunks_checked > 1500u);
+}
+
 // A stage with select-only and comm-only layers has no counts: mindformers_counts says so
 // (and the rule rejects it). Counts written as select + both + full and comm + both + full would
 // build a different mix, with min(select, comm) more 'both' layers.

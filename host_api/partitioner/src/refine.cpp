@@ -47,10 +47,14 @@ std::uint32_t layers_of(const StageOption& option) {
 }  // namespace
 
 Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, const Plan& start,
-                          std::chrono::milliseconds budget) {
+                          std::uint32_t max_moves, std::chrono::milliseconds budget) {
     if (!problem.chunked())
         return start;
-    const auto deadline = std::chrono::steady_clock::now() + budget;
+    const auto now = std::chrono::steady_clock::now();
+    const auto deadline = budget >= std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::time_point::max() - now)
+                              ? std::chrono::steady_clock::time_point::max()
+                              : now + budget;
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
     const std::vector<ChunkedStage> stages =
         detail::build_chunked_stages(problem, detail::affine_stages(problem, memory, kinds), kinds);
@@ -85,7 +89,8 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
 
     double best = makespan(problem, choice);
     const std::uint32_t p = problem.num_stages;
-    while (std::chrono::steady_clock::now() < deadline) {
+    for (std::uint32_t move = 0; move < max_moves && std::chrono::steady_clock::now() < deadline;
+         ++move) {
         std::vector<const StageOption*> best_neighbour;
         double best_value = best;
         const auto consider = [&](std::vector<const StageOption*>& candidate) {

@@ -7,6 +7,7 @@
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/refine.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/simulator.hpp>
@@ -19,6 +20,10 @@
 
 namespace ppb::cli {
 namespace {
+
+// Moves of the --refine local search: enough to settle on the instances measured in the README
+// (most stop by themselves well before), and a bound that does not depend on the machine.
+constexpr std::uint32_t refine_moves = 100;
 
 struct PartitionArgs {
     std::string model_desc;
@@ -36,6 +41,8 @@ struct PartitionArgs {
     std::string schedule = "1f1b";
     std::optional<std::uint32_t> chunks;
     std::string timeline;
+    std::string objective;
+    bool refine = false;
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -57,6 +64,10 @@ int run_partition(const PartitionArgs& args) {
     problem.schedule = *schedule_from_name(args.schedule);  // checked by CLI11
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
     problem.chunks = args.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
+    problem.objective = args.objective.empty()
+                            ? partition::default_objective(problem.schedule)
+                            : (args.objective == "slots" ? partition::ChunkObjective::slots
+                                                         : partition::ChunkObjective::stages);
     problem.time = partition::read_time_model(args.model_desc);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -96,7 +107,13 @@ int run_partition(const PartitionArgs& args) {
         }
         return out;
     };
-    const partition::Plan plan = partition::solve(problem, memory);
+    partition::Plan plan = partition::solve(problem, memory);
+    if (args.refine) {
+        if (!problem.chunked())
+            throw UsageError("--refine: 1f1b plans are exact already; it is for the schedules "
+                             "with chunks");
+        plan = partition::refine_by_simulation(problem, memory, plan, refine_moves);
+    }
     // The plan's iteration, timed by the schedule's own order: beside the estimate the
     // partitioner minimised, and drawn with --timeline.
     const Simulation simulation = simulate(partition::simulation_input(problem, plan));
@@ -189,6 +206,18 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "chunks per stage (default: 1 for 1f1b, 2 otherwise; dualpipe-v has 2)")
         ->type_name("V")
         ->check(count_in(limits::chunks));
+    partition
+        ->add_option("--objective", args->objective,
+                     "the estimate minimised with chunks: 'stages' (M x the busiest stage +\n"
+                     "the other stages' slowest chunks) or 'slots' ((M v - 1) x the slowest\n"
+                     "chunk + every stage's slowest chunk); default: the one closer to the\n"
+                     "simulated iteration for the schedule (README, \"Every schedule\")")
+        ->type_name("NAME")
+        ->check(CLI::IsMember({"stages", "slots"}));
+    partition->add_flag("--refine", args->refine,
+                        "then improve the plan on the simulated iteration: a local search\n"
+                        "from the optimum (at most 100 moves; the estimate is then no longer\n"
+                        "the minimum, the simulated iteration is lower)");
     partition
         ->add_option("--timeline", args->timeline,
                      "also draw the plan's simulated iteration as SVG to FILE")

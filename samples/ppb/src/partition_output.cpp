@@ -104,6 +104,9 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["memory_margin_mb"] = problem.memory_margin_mb;
     doc["recompute_rule"] = rule_name(problem.rule);
     doc["memory_margin_sigma"] = problem.memory_margin_sigma;
+    doc["objective"] = problem.objective == partition::ChunkObjective::slots && problem.chunked()
+                           ? "slots"
+                           : "stages";
     doc["iteration_time"] = plan.iteration_time;
     doc["simulated"] = json::object{{"makespan", simulation.makespan},
                                     {"bubble_fraction", simulation.bubble_fraction}};
@@ -176,12 +179,19 @@ std::string render_partition(const Problem& problem, const Plan& plan,
         }
     }
     out += table.render(2);
-    if (chunked) {
+    if (chunked && problem.objective == partition::ChunkObjective::stages) {
         out += fmt::format(
             "\nIteration time estimate: {:.1f} ({} x the busiest stage + the other stages' "
             "slowest chunks; times are forward + backward per micro-batch, in the layer file's "
             "unit)\n",
             plan.iteration_time, problem.micro_batches);
+    } else if (chunked) {
+        out += fmt::format(
+            "\nIteration time estimate: {:.1f} ({} x the slowest chunk + every stage's slowest "
+            "chunk: {} micro-batches x {} chunks as slots; times are forward + backward per "
+            "micro-batch, in the layer file's unit)\n",
+            plan.iteration_time, problem.micro_batches * problem.chunks - 1,
+            problem.micro_batches, problem.chunks);
     } else {
         out += fmt::format(
             "\nIteration time estimate: {:.1f} (sum of stage times + {} x the slowest stage; "

@@ -1,0 +1,188 @@
+// ppb partition with every schedule, end to end: chunks per stage in the plan and in the
+// MindFormers arrays, the simulated iteration beside the estimate (and equal to what ppb
+// simulate says of the plan), the timeline picture read back with an XML parser, --refine, and
+// the shapes a schedule cannot run refused with what it requires.
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ppb_test;
+namespace json = boost::json;
+
+namespace {
+
+const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+
+std::vector<std::string> partition(const std::string& schedule, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"partition",         "--model-desc", layers_file,
+                                     "--dryrun",          sample_dryrun,  "--stages",
+                                     "8",                 "--micro-batches", "32",
+                                     "--memory-limit-mb", "30000",        "--schedule",
+                                     schedule};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+}
+
+// The same with M micro-batches instead of 32.
+std::vector<std::string> with_micro_batches(std::vector<std::string> args, const std::string& m) {
+    for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+        if (args[i] == "--micro-batches")
+            args[i + 1] = m;
+    }
+    return args;
+}
+
+std::string temp_path(const std::string& name) {
+    return (std::filesystem::path(write_file("", "placeholder-" + name)).parent_path() / name)
+        .string();
+}
+
+double number(const json::value& v) {
+    return v.to_number<double>();
+}
+
+std::size_t count_op_blocks(const std::string& svg_path) {
+    namespace pt = boost::property_tree;
+    std::ifstream in(svg_path);
+    pt::ptree tree;
+    pt::read_xml(in, tree);  // a real XML parser: throws on malformed XML
+    std::size_t ops = 0;
+    std::function<void(const pt::ptree&)> walk = [&](const pt::ptree& node) {
+        for (const auto& [tag, child] : node) {
+            if (tag == "<xmlattr>" || tag == "<xmlcomment>")
+                continue;
+            if (tag == "rect" && child.get<std::string>("<xmlattr>.class", "") == "op")
+                ++ops;
+            walk(child);
+        }
+    };
+    walk(tree);
+    return ops;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_schedules)
+
+BOOST_AUTO_TEST_CASE(every_schedule_plans_simulates_and_draws) {
+    for (const std::string schedule :
+         {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}) {
+        BOOST_TEST_CONTEXT(schedule) {
+            const std::string svg = temp_path(schedule + ".svg");
+            const auto r = ppb(partition(schedule, {"--json", "--timeline", svg}));
+            BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+            const json::value plan = parse_json(r.out);
+            const std::uint32_t v = schedule == "1f1b" ? 1 : 2;
+            BOOST_TEST(plan.at("schedule").as_string() == schedule);
+            BOOST_TEST(plan.at("num_chunks").to_number<std::uint32_t>() == v);
+            // Every layer placed, once; every stage within the limit; per chunk, forward +
+            // backward is the chunk's share of the stage time.
+            std::uint64_t layers = 0;
+            const auto& stages = plan.at("stages").as_array();
+            BOOST_TEST_REQUIRE(stages.size() == 8u);
+            for (const auto& stage : stages) {
+                BOOST_TEST(number(stage.at("memory_mb")) <= 30000.0 * (1 + 1e-9));
+                const auto& chunks = stage.at("chunks").as_array();
+                BOOST_TEST_REQUIRE(chunks.size() == v);
+                double time = 0.0;
+                for (const auto& chunk : chunks) {
+                    for (const auto& [kind, n] : chunk.at("layers").as_object())
+                        layers += n.to_number<std::uint64_t>();
+                    time += number(chunk.at("forward_time")) + number(chunk.at("backward_time"));
+                    BOOST_TEST(number(chunk.at("activation_mb")) >= 0.0);
+                }
+                BOOST_TEST(std::abs(time - number(stage.at("time"))) < 1e-6);
+            }
+            BOOST_TEST(layers == 80u);
+            // MindFormers' arrays: one row per chunk, floor(80 / (8 v)) + offset layers each.
+            const auto& offset = plan.at("mindformers").at("offset").as_array();
+            BOOST_TEST_REQUIRE(offset.size() == v);
+            std::int64_t placed = 0;
+            for (std::uint32_t c = 0; c < v; ++c) {
+                const auto& row = offset[c].as_array();
+                BOOST_TEST_REQUIRE(row.size() == 8u);
+                for (std::uint32_t s = 0; s < 8; ++s) {
+                    const std::int64_t n = row[s].to_number<std::int64_t>() + 80 / (8 * v);
+                    std::int64_t in_plan = 0;
+                    for (const auto& [kind, k] :
+                         stages[s].at("chunks").at(c).at("layers").as_object())
+                        in_plan += k.to_number<std::int64_t>();
+                    BOOST_TEST(n == in_plan);
+                    placed += n;
+                }
+            }
+            BOOST_TEST(placed == 80);
+            // The simulated iteration is what ppb simulate says of the same plan.
+            const double makespan = number(plan.at("simulated").at("makespan"));
+            BOOST_TEST(makespan > 0.0);
+            const auto sim = ppb({"simulate", write_file(r.out, schedule + "-plan.json"), "--json"});
+            BOOST_TEST_REQUIRE(sim.exit_code == 0, sim.err);
+            BOOST_TEST(std::abs(number(parse_json(sim.out).at("makespan")) - makespan) <
+                       1e-6 * makespan);
+            // The picture: one block per forward and per backward of every micro-batch.
+            BOOST_TEST(count_op_blocks(svg) == 2u * 8u * v * 32u);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_table_shows_chunks_and_both_iterations) {
+    const auto r = ppb(partition("interleaved", {}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.out.find("8 stages, 32 micro-batches, interleaved, 2 chunks per stage") !=
+               std::string::npos, r.out);
+    BOOST_TEST(r.out.find("STAGE  CHUNK  LAYERS") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("Iteration time estimate: ") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("Simulated iteration (interleaved order): ") != std::string::npos,
+               r.out);
+    BOOST_TEST(r.out.find("  offset: [[") != std::string::npos, r.out);
+}
+
+BOOST_AUTO_TEST_CASE(refine_never_simulates_slower) {
+    for (const std::string schedule : {"interleaved", "interleaved-less-memory", "dualpipe-v"}) {
+        BOOST_TEST_CONTEXT(schedule) {
+            const auto exact = ppb(partition(schedule, {"--json"}));
+            const auto refined = ppb(partition(schedule, {"--json", "--refine"}));
+            BOOST_TEST_REQUIRE(exact.exit_code == 0, exact.err);
+            BOOST_TEST_REQUIRE(refined.exit_code == 0, refined.err);
+            const double before = number(parse_json(exact.out).at("simulated").at("makespan"));
+            const double after = number(parse_json(refined.out).at("simulated").at("makespan"));
+            BOOST_TEST(after <= before);
+            // The estimate is the exact optimum's: the refined plan's is no lower.
+            BOOST_TEST(number(parse_json(refined.out).at("iteration_time")) >=
+                       number(parse_json(exact.out).at("iteration_time")) * (1 - 1e-12));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(shapes_a_schedule_cannot_run_exit_2) {
+    expect_input_error(ppb(partition("dualpipe-v", {"--chunks", "3"})),
+                       {"dualpipe-v runs two chunks per stage, got 3"});
+    expect_input_error(ppb(with_micro_batches(partition("interleaved", {}), "12")),
+                       {"interleaved needs a multiple of the 8 stages as micro-batches"});
+    expect_input_error(ppb(with_micro_batches(partition("dualpipe-v", {}), "15")),
+                       {"dualpipe-v needs at least twice as many micro-batches as stages"});
+    expect_input_error(ppb(partition("1f1b", {"--chunks", "2"})),
+                       {"1f1b runs one chunk per stage, got 2"});
+    expect_input_error(ppb(partition("interleaved", {"--chunks", "1"})),
+                       {"interleaved runs at least two chunks per stage, got 1"});
+    expect_input_error(ppb(partition("1f1b", {"--refine"})), {"--refine"});
+    expect_input_error(ppb(partition("interleaved", {"--memory-margin-sigma", "2"})),
+                       {"--memory-margin-sigma is not supported yet with several chunks"});
+    expect_input_error(ppb(partition("zigzag", {})), {"--schedule"});
+    expect_input_error(ppb(partition("interleaved", {"--objective", "fastest"})),
+                       {"--objective"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
