@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
          with(plugin_options,
               {"-h", "--help", "--model-desc", "--stages", "--micro-batches", "--memory-limit-mb",
                "--memory-margin-mb", "--memory-margin-sigma", "--kinds", "--recompute-rule",
-               "--schedule", "--chunks", "--timeline",
+               "--schedule", "--chunks", "--objective", "--refine", "--timeline",
                "--dryrun", "--duplicate-tolerance", "--json"})},
         {{"compare"},
          {"-h", "--help", "--model", "--partition", "--cross-validate", "--duplicate-tolerance",
