@@ -211,7 +211,8 @@ void BM_PartitionChunked(benchmark::State& state) {
     pt::Problem problem = llama_like_problem(stages, layers);
     problem.schedule = static_cast<ppb::Schedule>(state.range(2));
     problem.chunks = static_cast<std::uint32_t>(state.range(3));
-    problem.objective = state.range(4) == 0 ? pt::ChunkObjective::stages : pt::ChunkObjective::slots;
+    problem.objective =
+        state.range(4) == 0 ? pt::ChunkObjective::stages : pt::ChunkObjective::slots;
     problem.micro_batches = 4 * stages;
     problem.time.head_time = 36.0;
     problem.time.tail_time = 75.0;

@@ -104,8 +104,7 @@ int main(int argc, char** argv) {
             for (std::size_t kind = 0; kind < 5; ++kind)
                 k.activation_mb[kind] = a * share[kind];
             // A limit between "everything on 'none' fits" and "barely anything fits".
-            const double layers_per_stage =
-                static_cast<double>(p.time.body_layers) / p.num_stages;
+            const double layers_per_stage = static_cast<double>(p.time.body_layers) / p.num_stages;
             const double roomy = k.const_mb + k.head_mb + k.tail_mb +
                                  layers_per_stage * (k.per_layer_mb + a * 2 * p.num_stages);
             const double tight = k.const_mb + k.head_mb + k.tail_mb +
@@ -131,12 +130,12 @@ int main(int argc, char** argv) {
             } catch (const ppb::partition::Infeasible&) {
             }
         }
-        fmt::print("{:<28} {:>9} {:>13.1f}% / {:>4.1f}% {:>13.1f}% / {:>4.1f}% {:>15.1f}% {:>15.1f}%\n",
-                   fmt::format("{} v={}", ppb::schedule_name(c.schedule), c.chunks), solved,
-                   100 * stages_stats.mean_abs(), 100 * stages_stats.worst(),
-                   100 * slots_stats.mean_abs(), 100 * slots_stats.worst(),
-                   solved ? 100 * slot_gain / solved : 0.0,
-                   solved ? 100 * refine_gain / solved : 0.0);
+        fmt::print(
+            "{:<28} {:>9} {:>13.1f}% / {:>4.1f}% {:>13.1f}% / {:>4.1f}% {:>15.1f}% {:>15.1f}%\n",
+            fmt::format("{} v={}", ppb::schedule_name(c.schedule), c.chunks), solved,
+            100 * stages_stats.mean_abs(), 100 * stages_stats.worst(), 100 * slots_stats.mean_abs(),
+            100 * slots_stats.worst(), solved ? 100 * slot_gain / solved : 0.0,
+            solved ? 100 * refine_gain / solved : 0.0);
     }
     return 0;
 }

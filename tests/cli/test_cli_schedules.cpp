@@ -26,11 +26,11 @@ namespace {
 const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
 
 std::vector<std::string> partition(const std::string& schedule, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"partition",         "--model-desc", layers_file,
-                                     "--dryrun",          sample_dryrun,  "--stages",
-                                     "8",                 "--micro-batches", "32",
-                                     "--memory-limit-mb", "30000",        "--schedule",
-                                     schedule};
+    std::vector<std::string> args = {
+        "partition",   "--model-desc",      layers_file, "--dryrun",
+        sample_dryrun, "--stages",          "8",         "--micro-batches",
+        "32",          "--memory-limit-mb", "30000",     "--schedule",
+        schedule};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
 }
@@ -127,7 +127,8 @@ BOOST_AUTO_TEST_CASE(every_schedule_plans_simulates_and_draws) {
             // The simulated iteration is what ppb simulate says of the same plan.
             const double makespan = number(plan.at("simulated").at("makespan"));
             BOOST_TEST(makespan > 0.0);
-            const auto sim = ppb({"simulate", write_file(r.out, schedule + "-plan.json"), "--json"});
+            const auto sim =
+                ppb({"simulate", write_file(r.out, schedule + "-plan.json"), "--json"});
             BOOST_TEST_REQUIRE(sim.exit_code == 0, sim.err);
             BOOST_TEST(std::abs(number(parse_json(sim.out).at("makespan")) - makespan) <
                        1e-6 * makespan);
@@ -137,15 +138,43 @@ BOOST_AUTO_TEST_CASE(every_schedule_plans_simulates_and_draws) {
     }
 }
 
+// ppb compare --partition reads a plan's chunks and schedule: the model predicts each stage as
+// planned (dualpipe-v: stage 0 with both ends).
+BOOST_AUTO_TEST_CASE(compare_predicts_a_chunked_plan_as_planned) {
+    for (const std::string schedule : {"interleaved", "dualpipe-v"}) {
+        BOOST_TEST_CONTEXT(schedule) {
+            const auto r = ppb(partition(schedule, {"--json"}));
+            BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+            const json::value plan = parse_json(r.out);
+            const auto c = ppb({"compare", sample_dryrun, "--partition",
+                                write_file(r.out, schedule + "-compare.json"), "--model",
+                                "dryrun-lsq", "--json"});
+            BOOST_TEST_REQUIRE(c.exit_code == 0, c.err);
+            std::size_t s = 0;
+            const json::value compared = parse_json(c.out);
+            for (const auto& placement : compared.at("placements").as_array()) {
+                if (placement.at("label").as_string() != "plan")
+                    continue;
+                const double predicted = number(placement.at("predictions").at(0).at("memory_mb"));
+                const double planned = number(plan.at("stages").at(s).at("memory_mb"));
+                BOOST_TEST(std::abs(predicted - planned) <= 1e-9 * planned,
+                           "stage " << s << ": " << predicted << " vs " << planned);
+                ++s;
+            }
+            BOOST_TEST(s == 8u);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(the_table_shows_chunks_and_both_iterations) {
     const auto r = ppb(partition("interleaved", {}));
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     BOOST_TEST(r.out.find("8 stages, 32 micro-batches, interleaved, 2 chunks per stage") !=
-               std::string::npos, r.out);
+                   std::string::npos,
+               r.out);
     BOOST_TEST(r.out.find("STAGE  CHUNK  LAYERS") != std::string::npos, r.out);
     BOOST_TEST(r.out.find("Iteration time estimate: ") != std::string::npos, r.out);
-    BOOST_TEST(r.out.find("Simulated iteration (interleaved order): ") != std::string::npos,
-               r.out);
+    BOOST_TEST(r.out.find("Simulated iteration (interleaved order): ") != std::string::npos, r.out);
     BOOST_TEST(r.out.find("  offset: [[") != std::string::npos, r.out);
 }
 
@@ -181,8 +210,7 @@ BOOST_AUTO_TEST_CASE(shapes_a_schedule_cannot_run_exit_2) {
     expect_input_error(ppb(partition("interleaved", {"--memory-margin-sigma", "2"})),
                        {"--memory-margin-sigma is not supported yet with several chunks"});
     expect_input_error(ppb(partition("zigzag", {})), {"--schedule"});
-    expect_input_error(ppb(partition("interleaved", {"--objective", "fastest"})),
-                       {"--objective"});
+    expect_input_error(ppb(partition("interleaved", {"--objective", "fastest"})), {"--objective"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,10 +22,10 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <span>
-#include <tuple>
 #include <random>
+#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pt = ppb::partition::test;
@@ -53,8 +53,8 @@ double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
         p.schedule == Schedule::dualpipe_v ? 0 : p.num_stages - 1;  // V comes back to stage 0
     double m = k.c + (s == 0 ? k.h : 0.0) + (s == last_stage ? k.t : 0.0);
     for (std::uint32_t c = 0; c < chunks.size(); ++c) {
-        const double f = ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches,
-                                               p.chunks)[c];
+        const double f =
+            ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches, p.chunks)[c];
         for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
             m += chunks[c][kind] * (k.per_layer + k.a[kind] * f);
     }
@@ -186,8 +186,7 @@ std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k
                 return fmt::format("stage {} chunk {}: time {} != {}", stage.stage, chunk.chunk,
                                    chunk.time(), t);
             if (chunk.in_flight != ppb::in_flight_counts(p.schedule, p.num_stages, stage.stage,
-                                                         p.micro_batches,
-                                                         p.chunks)[chunk.chunk])
+                                                         p.micro_batches, p.chunks)[chunk.chunk])
                 return "wrong in-flight count";
             mixes.push_back(chunk.layers);
             times.push_back(t);
@@ -288,12 +287,12 @@ BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
                                 out.push_back(placement_memory(k, placement));
                             return out;
                         };
-                        const std::string context = fmt::format(
-                            "{} v={} P={} L={} M={} kinds={:#x} rule={} limit={}",
-                            ppb::schedule_name(c.schedule), c.chunks, stages, layers,
-                            p.micro_batches, allowed,
-                            p.rule == RecomputeRule::any ? "any" : "mindformers",
-                            p.memory_limit_mb);
+                        const std::string context =
+                            fmt::format("{} v={} P={} L={} M={} kinds={:#x} rule={} limit={}",
+                                        ppb::schedule_name(c.schedule), c.chunks, stages, layers,
+                                        p.micro_batches, allowed,
+                                        p.rule == RecomputeRule::any ? "any" : "mindformers",
+                                        p.memory_limit_mb);
                         if (layers < needed) {
                             BOOST_CHECK_THROW((void)ppb::partition::solve(p, linear),
                                               ppb::InputError);
@@ -308,8 +307,8 @@ BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
                                 try {
                                     const Plan plan = ppb::partition::solve(p, *source);
                                     BOOST_TEST(std::isfinite(expected));
-                                    BOOST_TEST(plan.iteration_time ==
-                                               expected, boost::test_tools::tolerance(1e-9));
+                                    BOOST_TEST(plan.iteration_time == expected,
+                                               boost::test_tools::tolerance(1e-9));
                                     const std::string defect = check_plan(plan, p, k, allowed);
                                     BOOST_TEST(defect.empty(), defect);
                                 } catch (const Infeasible& e) {
@@ -324,8 +323,8 @@ BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
             }
         }
     }
-    BOOST_TEST_MESSAGE(fmt::format("chunked enumeration: {} instances, {} infeasible", instances,
-                                   infeasible));
+    BOOST_TEST_MESSAGE(
+        fmt::format("chunked enumeration: {} instances, {} infeasible", instances, infeasible));
     // The sweep covers what it claims: every schedule, and some budgets that leave no plan.
     for (const Case& c : cases)
         BOOST_TEST(per_schedule[std::string(ppb::schedule_name(c.schedule))] > 20u);

@@ -240,8 +240,8 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
         for (std::uint32_t s = 0; s < problem.num_stages; ++s)
             plan.stages[s].memory_mb = predicted[s];
     }
-    plan.iteration_time = schedule_iteration_time(chunk_times, problem.micro_batches,
-                                                  problem.objective);
+    plan.iteration_time =
+        schedule_iteration_time(chunk_times, problem.micro_batches, problem.objective);
     plan.activations_known = true;
     for (const StagePlan& s : plan.stages) {
         if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {

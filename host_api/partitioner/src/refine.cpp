@@ -26,8 +26,7 @@ double makespan(const Problem& problem, const std::vector<const StageOption*>& c
     for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
         std::vector<ChunkCost> costs;
         for (std::uint32_t c = 0; c < problem.chunks; ++c) {
-            const double forward =
-                detail::chunk_forward_time(problem, s, c, choice[s]->chunks[c]);
+            const double forward = detail::chunk_forward_time(problem, s, c, choice[s]->chunks[c]);
             costs.push_back(ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0});
         }
         input.costs.push_back(std::move(costs));
@@ -84,7 +83,8 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         else if (same_times != list.end())
             choice.push_back(&*same_times);
         else
-            throw std::invalid_argument("refine_by_simulation: the start is not a plan of the problem");
+            throw std::invalid_argument(
+                "refine_by_simulation: the start is not a plan of the problem");
     }
 
     double best = makespan(problem, choice);

@@ -54,22 +54,43 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
         format.fail("expected \"ppb.partition/1\" (the output of 'ppb partition --json')");
     }
     const std::uint32_t stages = top.required("num_stages").as_uint32(1);
-    std::vector<ComparedPlacement> out;
-    for (const auto& node : JsonArray(top.required("stages")).elements()) {
-        const JsonObject stage(node);
+    // A plan with chunks (ppb partition --schedule) gives each chunk's layers and in-flight
+    // count; its schedule says which stage holds the model's ends (StagePlacement::schedule).
+    Schedule schedule = Schedule::one_f_one_b;
+    if (auto name = top.optional("schedule")) {
+        const auto known = schedule_from_name(name->as_string());
+        if (!known)
+            name->fail("unknown schedule (1f1b, interleaved, interleaved-less-memory, dualpipe-v)");
+        schedule = *known;
+    }
+    const auto read_chunk = [](const JsonObject& object) {
         ppb_chunk chunk{};
-        for (const auto& [kind, count] : JsonObject(stage.required("layers")).members()) {
+        for (const auto& [kind, count] : JsonObject(object.required("layers")).members()) {
             const auto k = kind_from_name(kind);
             if (!k)
                 count.fail("unknown recompute kind");
             chunk.layers[*k] = count.as_uint32();
         }
-        chunk.in_flight = stage.required("in_flight").as_uint32(1);
+        chunk.in_flight = object.required("in_flight").as_uint32(1);
+        return chunk;
+    };
+    std::vector<ComparedPlacement> out;
+    for (const auto& node : JsonArray(top.required("stages")).elements()) {
+        const JsonObject stage(node);
+        std::vector<ppb_chunk> chunks;
+        if (auto list = stage.optional("chunks")) {
+            for (const auto& chunk : JsonArray(*list).elements())
+                chunks.push_back(read_chunk(JsonObject(chunk)));
+            if (chunks.empty())
+                list->fail("a stage has at least one chunk");
+        } else {
+            chunks.push_back(read_chunk(stage));
+        }
         const std::uint32_t s = stage.required("stage").as_uint32();
         if (s >= stages)
             stage.required("stage").fail("not a stage of this pipeline");
-        out.push_back(
-            ComparedPlacement{"plan", StagePlacement{stages, s, {chunk}}, std::nullopt, {}});
+        out.push_back(ComparedPlacement{
+            "plan", StagePlacement{stages, s, std::move(chunks), schedule}, std::nullopt, {}});
     }
     return out;
 }

@@ -110,16 +110,17 @@ int run_partition(const PartitionArgs& args) {
     partition::Plan plan = partition::solve(problem, memory);
     if (args.refine) {
         if (!problem.chunked())
-            throw UsageError("--refine: 1f1b plans are exact already; it is for the schedules "
-                             "with chunks");
+            throw UsageError(
+                "--refine: 1f1b plans are exact already; it is for the schedules "
+                "with chunks");
         plan = partition::refine_by_simulation(problem, memory, plan, refine_moves);
     }
     // The plan's iteration, timed by the schedule's own order: beside the estimate the
     // partitioner minimised, and drawn with --timeline.
     const Simulation simulation = simulate(partition::simulation_input(problem, plan));
-    const std::string out = args.json
-                                ? to_pretty_json(partition_document(problem, plan, context, simulation))
-                                : render_partition(problem, plan, context, simulation);
+    const std::string out =
+        args.json ? to_pretty_json(partition_document(problem, plan, context, simulation))
+                  : render_partition(problem, plan, context, simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     write_stdout(out);

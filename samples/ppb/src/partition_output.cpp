@@ -37,9 +37,7 @@ std::optional<json::object> mindformers_arrays(const Problem& problem, const Pla
     // MindFormers gives chunk c of stage s floor(L / (P v)) + offset[c][s] layers, and applies
     // each recompute count to the first layers of that (chunk, stage).
     const std::int64_t base = problem.time.body_layers / (problem.num_stages * problem.chunks);
-    const auto rows = [&] {
-        return json::array(problem.chunks, json::value(json::array()));
-    };
+    const auto rows = [&] { return json::array(problem.chunks, json::value(json::array())); };
     json::array offset = rows(), recompute = rows(), select = rows(), comm = rows();
     for (const auto& s : plan.stages) {
         for (const auto& chunk : s.chunks) {
@@ -122,10 +120,10 @@ json::object partition_document(const Problem& problem, const Plan& plan,
 std::string render_partition(const Problem& problem, const Plan& plan,
                              const PartitionContext& context, const Simulation& simulation) {
     const bool chunked = problem.chunked();
-    const std::string schedule =
-        chunked ? fmt::format("{}, {} chunks per stage", schedule_name(problem.schedule),
-                              problem.chunks)
-                : std::string("1F1B");
+    const std::string schedule = chunked
+                                     ? fmt::format("{}, {} chunks per stage",
+                                                   schedule_name(problem.schedule), problem.chunks)
+                                     : std::string("1F1B");
     std::string out =
         fmt::format("{} '{}' layers over {} stages, {} micro-batches, {}; memory limit {}",
                     problem.time.body_layers, problem.time.body_name, problem.num_stages,
@@ -146,8 +144,8 @@ std::string render_partition(const Problem& problem, const Plan& plan,
     std::vector<std::string> header = {"STAGE"};
     if (chunked)
         header.emplace_back("CHUNK");  // one row per (stage, chunk)
-    for (const char* h : {"LAYERS", "NONE", "SELECT", "COMM", "BOTH", "FULL", "IN FLIGHT",
-                          "MEMORY"})
+    for (const char* h :
+         {"LAYERS", "NONE", "SELECT", "COMM", "BOTH", "FULL", "IN FLIGHT", "MEMORY"})
         header.emplace_back(h);
     if (sigma)
         header.emplace_back("MARGIN");  // K standard errors, shown only when K > 0
@@ -190,8 +188,8 @@ std::string render_partition(const Problem& problem, const Plan& plan,
             "\nIteration time estimate: {:.1f} ({} x the slowest chunk + every stage's slowest "
             "chunk: {} micro-batches x {} chunks as slots; times are forward + backward per "
             "micro-batch, in the layer file's unit)\n",
-            plan.iteration_time, problem.micro_batches * problem.chunks - 1,
-            problem.micro_batches, problem.chunks);
+            plan.iteration_time, problem.micro_batches * problem.chunks - 1, problem.micro_batches,
+            problem.chunks);
     } else {
         out += fmt::format(
             "\nIteration time estimate: {:.1f} (sum of stage times + {} x the slowest stage; "

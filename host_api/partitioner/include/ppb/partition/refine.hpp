@@ -22,8 +22,7 @@ namespace ppb::partition {
 // `problem`. The returned plan's iteration_time is the problem's objective for it, as every
 // plan's; it simulates no slower than `start`.
 [[nodiscard]] Plan refine_by_simulation(
-    const Problem& problem, const MemorySource& memory, const Plan& start,
-    std::uint32_t max_moves,
+    const Problem& problem, const MemorySource& memory, const Plan& start, std::uint32_t max_moves,
     std::chrono::milliseconds budget = std::chrono::milliseconds::max());
 
 }  // namespace ppb::partition
