@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -124,7 +125,8 @@ int main(int argc, char** argv) {
                 slot_gain += (sim_stages - sim_slots) / sim_stages;
                 const double best_start = std::min(sim_stages, sim_slots);
                 const Plan refined = ppb::partition::refine_by_simulation(
-                    p, memory, sim_slots <= sim_stages ? by_slots : by_stages, 50);
+                    p, memory, sim_slots <= sim_stages ? by_slots : by_stages, 100,
+                    std::chrono::milliseconds(500));
                 refine_gain += (best_start - simulate(p, refined)) / best_start;
                 ++solved;
             } catch (const ppb::partition::Infeasible&) {

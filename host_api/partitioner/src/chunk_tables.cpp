@@ -23,15 +23,6 @@
 namespace ppb::partition::detail {
 namespace {
 
-std::vector<std::size_t> kind_list(std::uint32_t kinds) {
-    std::vector<std::size_t> out;
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        if ((kinds & PPB_KIND_BIT(k)) != 0)
-            out.push_back(k);
-    }
-    return out;
-}
-
 // ---- the affine description -----------------------------------------------------------------
 
 AffineStage linear_stage(const Problem& problem, const ppb_linear_parameters& c,
@@ -483,15 +474,22 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
 
 }  // namespace
 
-double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
-                  const KindCounts& layers) {
+namespace {
+
+// `head` if chunk c of stage s holds the model's first block, plus `tail` if it holds the last.
+double ends(const Problem& problem, std::uint32_t stage, std::uint32_t chunk, double head,
+            double tail) {
     const std::uint32_t position =
         model_position(problem.schedule, problem.num_stages, problem.chunks, {stage, chunk});
-    double t = 0.0;
-    if (position == 0)
-        t += problem.time.head_time;
-    if (position + 1 == problem.num_stages * problem.chunks)
-        t += problem.time.tail_time;
+    return (position == 0 ? head : 0.0) +
+           (position + 1 == problem.num_stages * problem.chunks ? tail : 0.0);
+}
+
+}  // namespace
+
+double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
+                  const KindCounts& layers) {
+    double t = ends(problem, stage, chunk, problem.time.head_time, problem.time.tail_time);
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         t += static_cast<double>(layers[k]) * problem.time.body_time[k];
     return t;
@@ -499,15 +497,9 @@ double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chu
 
 double chunk_forward_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
                           const KindCounts& layers) {
-    const std::uint32_t position =
-        model_position(problem.schedule, problem.num_stages, problem.chunks, {stage, chunk});
-    double t = 0.0;
-    if (position == 0)
-        t += problem.time.head_forward;
-    if (position + 1 == problem.num_stages * problem.chunks)
-        t += problem.time.tail_forward;
     const std::uint32_t n = std::accumulate(layers.begin(), layers.end(), 0u);
-    return t + static_cast<double>(n) * problem.time.body_forward;
+    return ends(problem, stage, chunk, problem.time.head_forward, problem.time.tail_forward) +
+           static_cast<double>(n) * problem.time.body_forward;
 }
 
 std::vector<AffineStage> affine_stages(const Problem& problem, const MemorySource& memory,

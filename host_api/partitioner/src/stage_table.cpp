@@ -11,15 +11,6 @@
 namespace ppb::partition::detail {
 namespace {
 
-std::vector<std::size_t> kind_list(std::uint32_t kinds) {
-    std::vector<std::size_t> out;
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        if ((kinds & PPB_KIND_BIT(k)) != 0)
-            out.push_back(k);
-    }
-    return out;
-}
-
 // ---- linear models ---------------------------------------------------------------------------
 
 struct Point {
@@ -246,6 +237,15 @@ StageTable predicted_table(const Problem& problem, const MemorySource& memory, s
 }
 
 }  // namespace
+
+std::vector<std::size_t> kind_list(std::uint32_t kinds) {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        if ((kinds & PPB_KIND_BIT(k)) != 0)
+            out.push_back(k);
+    }
+    return out;
+}
 
 // Kinds that another kind beats on both time and memory can never be needed: swapping them
 // for the better kind keeps every plan valid and no slower. Removing them keeps the search small.

@@ -57,6 +57,9 @@ struct StageTable {
                                                          const MemorySource& memory,
                                                          std::uint32_t kinds);
 
+// The kinds of a PPB_KIND_BIT mask, in kind order.
+[[nodiscard]] std::vector<std::size_t> kind_list(std::uint32_t kinds);
+
 // The kinds that no other kind beats on both time and memory (ties broken by kind index): the
 // others can never be needed, since swapping them for the better kind keeps every plan valid and
 // no slower.
