@@ -2,6 +2,7 @@
 // on random instances; and whether a local search on the simulated makespan, started from the
 // exact optimum, finds faster plans. Not a test and not run by CI: a measurement for the README
 // ("Every schedule"). Usage: objective_gap [instances per schedule, default 200].
+#include <ppb/errors.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/refine.hpp>
 #include <ppb/partition/simulate_plan.hpp>
@@ -68,12 +69,18 @@ int main(int argc, char** argv) {
     fmt::print("{:<28} {:>9} {:>22} {:>22} {:>16} {:>16}\n", "schedule", "instances",
                "stages: |gap| mean/max", "slots: |gap| mean/max", "slots vs stages",
                "refined gain");
+    // A second argument runs only the case of that index (0 .. 3).
+    const int only = argc > 2 ? std::atoi(argv[2]) : -1;
+    int index = -1;
     for (const Case& c : cases) {
+        if (++index, only >= 0 && index != only)
+            continue;
         std::mt19937 rng(12345 + static_cast<unsigned>(c.schedule) * 7 + c.chunks);
         std::uniform_real_distribution<double> u(0.0, 1.0);
         Stats stages_stats, slots_stats;
         double slot_gain = 0, refine_gain = 0;
         int solved = 0;
+        int refused = 0;
         for (int i = 0; i < instances; ++i) {
             Problem p;
             p.schedule = c.schedule;
@@ -113,11 +120,17 @@ int main(int argc, char** argv) {
             p.memory_limit_mb = tight + (roomy - tight) * (0.15 + 0.6 * u(rng));
             MemorySource memory;
             memory.linear = k;
+            const auto began = std::chrono::steady_clock::now();
             try {
                 p.objective = ChunkObjective::stages;
                 const Plan by_stages = ppb::partition::solve(p, memory);
+                const double t_stages = std::chrono::duration<double>(
+                                            std::chrono::steady_clock::now() - began)
+                                            .count();
                 p.objective = ChunkObjective::slots;
                 const Plan by_slots = ppb::partition::solve(p, memory);
+                if (t_stages > 1.0)
+                    std::fprintf(stderr, "  solve (stages objective) took %.1f s\n", t_stages);
                 const double sim_stages = simulate(p, by_stages);
                 const double sim_slots = simulate(p, by_slots);
                 stages_stats.add(by_stages.iteration_time, sim_stages);
@@ -130,6 +143,15 @@ int main(int argc, char** argv) {
                 refine_gain += (best_start - simulate(p, refined)) / best_start;
                 ++solved;
             } catch (const ppb::partition::Infeasible&) {
+            } catch (const ppb::InputError&) {
+                ++refused;  // too large to search exactly (three chunks, a loose limit)
+            }
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+            if (seconds > 2.0) {
+                std::fprintf(stderr, "slow instance: P=%u L=%u M=%u limit=%.0f: %.1f s\n",
+                             p.num_stages, p.time.body_layers, p.micro_batches, p.memory_limit_mb,
+                             seconds);
             }
         }
         fmt::print(

@@ -260,6 +260,11 @@ Frontier chunk_frontier(const Problem& problem, const std::vector<std::size_t>& 
 
 // ---- combining the chunks of a stage ---------------------------------------------------------
 
+// The most options of one stage combined over its chunks before the last: beyond it (three or
+// more chunks, many layers, a loosely binding limit) the exact search would take seconds and
+// gigabytes, and the problem is refused with what to change instead.
+constexpr std::size_t max_partial_options = 2'000'000;
+
 struct Partial {
     double total = 0.0;
     double slowest = 0.0;
@@ -296,18 +301,6 @@ void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
         staircase.erase(from, to);
         staircase.emplace(p.slowest, memory);
         kept.push_back(std::move(p));
-    }
-    options = std::move(kept);
-}
-
-void keep_pareto_time(std::vector<Partial>& options) {
-    std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
-        return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
-    });
-    std::vector<Partial> kept;
-    for (Partial& p : options) {
-        if (kept.empty() || p.slowest < kept.back().slowest)
-            kept.push_back(std::move(p));
     }
     options = std::move(kept);
 }
@@ -387,25 +380,28 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             partial[n].push_back(Partial{t, t, points[i].memory, {{n, i}}});
         }
     }
-    for (std::uint32_t c = 1; c < v; ++c) {
-        const bool last = c + 1 == v;
+    // The chunks between the first and the last: options kept Pareto-optimal in (total,
+    // slowest chunk, memory).
+    for (std::uint32_t c = 1; c + 1 < v; ++c) {
         std::vector<std::vector<Partial>> next(layers + 1);
+        std::size_t made = 0;
         for (std::uint32_t held = 0; held <= layers; ++held) {
             for (const Partial& p : partial[held]) {
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
                     const auto& points = frontiers[c][n];
-                    std::size_t i = 0;
-                    std::size_t end = points.size();
-                    if (last) {
-                        // Only the fastest mix that still fits can be worth having.
-                        i = fastest_within(points, affine.base + p.memory, budget);
-                        end = std::min(end, i + 1);
-                    }
-                    for (; i < end; ++i) {
+                    for (std::size_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
                         const double memory = p.memory + points[i].memory;
-                        if (!last && monotone && !within_budget(affine.base + memory, budget))
+                        if (monotone && !within_budget(affine.base + memory, budget))
                             continue;
+                        if (++made > max_partial_options) {
+                            throw InputError(fmt::format(
+                                "planning {} chunks per stage exactly needs more than {} partial "
+                                "options on stage {} (a limit that binds loosely leaves many "
+                                "mixes to weigh); plan with --chunks 2, fewer kinds (--kinds) "
+                                "or a tighter --memory-limit-mb",
+                                v, max_partial_options, stage));
+                        }
                         Partial q{p.total + t, std::max(p.slowest, t), memory, p.picks};
                         q.picks.emplace_back(n, static_cast<std::uint32_t>(i));
                         next[held + n].push_back(std::move(q));
@@ -413,29 +409,67 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                 }
             }
         }
-        if (!last) {
-            // The most memory a layer can add in the chunks still to come.
-            double worst = 0.0;
-            for (std::uint32_t later = c + 1; later < v; ++later) {
-                for (const std::size_t k : kinds)
-                    worst = std::max(worst, affine.unit[later][k]);
-            }
-            for (std::uint32_t held = 0; held <= layers; ++held) {
-                keep_pareto_3d(next[held], [&](const Partial& p) {
-                    return monotone &&
-                           within_budget(affine.base + p.memory + (layers - held) * worst, budget);
-                });
-            }
+        // The most memory a layer can add in the chunks still to come.
+        double worst = 0.0;
+        for (std::uint32_t later = c + 1; later < v; ++later) {
+            for (const std::size_t k : kinds)
+                worst = std::max(worst, affine.unit[later][k]);
+        }
+        for (std::uint32_t held = 0; held <= layers; ++held) {
+            keep_pareto_3d(next[held], [&](const Partial& p) {
+                return within_budget(affine.base + p.memory + (layers - held) * worst, budget);
+            });
         }
         partial = std::move(next);
     }
 
+    // The last chunk: for each partial option and count, only the fastest mix that still fits
+    // can be worth having. Candidates stay small (no copy of the picks) until kept.
+    struct Candidate {
+        double total = 0.0;
+        double slowest = 0.0;
+        double memory = 0.0;
+        double last_time = 0.0;
+        const Partial* prefix = nullptr;
+        std::uint32_t n = 0;
+        std::uint32_t index = 0;
+    };
+    std::vector<std::vector<Candidate>> candidates(layers + 1);
+    if (v == 1) {
+        for (std::uint32_t n = 0; n <= layers; ++n) {
+            for (const Partial& p : partial[n]) {
+                if (within_budget(affine.base + p.memory, budget))
+                    candidates[n].push_back({p.total, p.slowest, p.memory, p.total, &p, 0, 0});
+            }
+        }
+    } else {
+        const std::uint32_t c = v - 1;
+        for (std::uint32_t held = 0; held <= layers; ++held) {
+            for (const Partial& p : partial[held]) {
+                for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
+                    const auto& points = frontiers[c][n];
+                    const std::size_t i = fastest_within(points, affine.base + p.memory, budget);
+                    if (i == points.size())
+                        continue;
+                    const double t = points[i].time + extra[c];
+                    candidates[held + n].push_back({p.total + t, std::max(p.slowest, t),
+                                                    p.memory + points[i].memory, t, &p, n,
+                                                    static_cast<std::uint32_t>(i)});
+                }
+            }
+        }
+    }
+
     out.options.resize(layers + 1);
     out.alternatives.resize(layers + 1);
-    const auto option_of = [&](const Partial& p) {
-        StageOption option{p.total, p.slowest, affine.base + p.memory, {}, {}};
+    const auto option_of = [&](const Candidate& candidate) {
+        StageOption option{candidate.total, candidate.slowest, affine.base + candidate.memory, {},
+                           {}};
+        auto picks = candidate.prefix->picks;
+        if (v > 1)
+            picks.emplace_back(candidate.n, candidate.index);
         for (std::uint32_t c = 0; c < v; ++c) {
-            const auto [count, index] = p.picks[c];
+            const auto [count, index] = picks[c];
             const ChunkPoint& point = frontiers[c][count][index];
             option.chunks.push_back(point.layers);
             option.chunk_times.push_back(point.time + extra[c]);
@@ -443,28 +477,28 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         return option;
     };
     for (std::uint32_t n = 0; n <= layers; ++n) {
-        std::vector<Partial>& options = partial[n];
-        std::erase_if(options, [&](const Partial& p) {
-            return !within_budget(affine.base + p.memory, budget);
-        });
+        std::vector<Candidate>& list = candidates[n];
         if (v == 2) {
-            // Pareto-optimal in (chunk 0's time, chunk 1's time).
-            std::vector<StageOption> all;
-            for (const Partial& p : options)
-                all.push_back(option_of(p));
-            std::sort(all.begin(), all.end(), [](const StageOption& a, const StageOption& b) {
-                return a.chunk_times[0] != b.chunk_times[0] ? a.chunk_times[0] < b.chunk_times[0]
-                                                            : a.chunk_times[1] < b.chunk_times[1];
+            // Pareto-optimal in (chunk 0's time, chunk 1's time): chunk 0's is the prefix's.
+            std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+                return a.prefix->total != b.prefix->total ? a.prefix->total < b.prefix->total
+                                                          : a.last_time < b.last_time;
             });
-            for (StageOption& o : all) {
-                if (out.alternatives[n].empty() ||
-                    o.chunk_times[1] < out.alternatives[n].back().chunk_times[1])
-                    out.alternatives[n].push_back(std::move(o));
+            double least_last = infinity;
+            for (const Candidate& candidate : list) {
+                if (candidate.last_time < least_last) {
+                    least_last = candidate.last_time;
+                    out.alternatives[n].push_back(option_of(candidate));
+                }
             }
         }
-        keep_pareto_time(options);
-        for (const Partial& p : options)
-            out.options[n].push_back(option_of(p));
+        std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+            return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
+        });
+        for (const Candidate& candidate : list) {
+            if (out.options[n].empty() || candidate.slowest < out.options[n].back().slowest)
+                out.options[n].push_back(option_of(candidate));
+        }
         if (v != 2)
             out.alternatives[n] = out.options[n];
     }

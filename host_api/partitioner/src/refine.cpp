@@ -101,8 +101,10 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
             }
         };
         std::vector<const StageOption*> candidate = choice;
-        // Another option of one stage with the same layers.
-        for (std::uint32_t s = 0; s < p; ++s) {
+        const auto out_of_time = [&] { return std::chrono::steady_clock::now() >= deadline; };
+        // Another option of one stage with the same layers: with two chunks every split that is
+        // Pareto-optimal in the chunk times, since which chunk is slow matters to the order.
+        for (std::uint32_t s = 0; s < p && !out_of_time(); ++s) {
             for (const StageOption& o : stages[s].alternatives[layers_of(*choice[s])]) {
                 if (&o == choice[s])
                     continue;
@@ -111,17 +113,18 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
             }
             candidate[s] = choice[s];
         }
-        // One layer from stage a to stage b, each taking any of its options.
-        for (std::uint32_t a = 0; a < p && std::chrono::steady_clock::now() < deadline; ++a) {
+        // One layer from stage a to stage b, each taking one of its options Pareto-optimal in
+        // (total, slowest chunk) — few per stage, so a round stays O(P^2).
+        for (std::uint32_t a = 0; a < p && !out_of_time(); ++a) {
             const std::uint32_t na = layers_of(*choice[a]);
             if (na == 0)
                 continue;
             for (std::uint32_t b = 0; b < p; ++b) {
                 const std::uint32_t nb = layers_of(*choice[b]);
-                if (a == b || nb + 1 >= stages[b].alternatives.size())
+                if (a == b || nb + 1 >= stages[b].options.size())
                     continue;
-                for (const StageOption& oa : stages[a].alternatives[na - 1]) {
-                    for (const StageOption& ob : stages[b].alternatives[nb + 1]) {
+                for (const StageOption& oa : stages[a].options[na - 1]) {
+                    for (const StageOption& ob : stages[b].options[nb + 1]) {
                         candidate[a] = &oa;
                         candidate[b] = &ob;
                         consider(candidate);
