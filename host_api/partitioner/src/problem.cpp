@@ -44,13 +44,6 @@ double iteration_time(std::span<const double> stage_times, std::uint32_t micro_b
     return sum + static_cast<double>(micro_batches - 1) * max;
 }
 
-ChunkObjective default_objective(Schedule schedule) noexcept {
-    // DualPipe-V runs its two chunks of a stage back to back in the V, so a stage's total is
-    // what gates it; the interleaved orders run chunk c of a group on every stage in the same
-    // window, so the slowest chunk gates every slot.
-    return schedule == Schedule::dualpipe_v ? ChunkObjective::stages : ChunkObjective::slots;
-}
-
 double schedule_iteration_time(std::span<const std::vector<double>> chunk_times,
                                std::uint32_t micro_batches, ChunkObjective objective) {
     double busiest = 0.0;

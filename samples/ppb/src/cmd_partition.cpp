@@ -41,7 +41,7 @@ struct PartitionArgs {
     std::string schedule = "1f1b";
     std::optional<std::uint32_t> chunks;
     std::string timeline;
-    std::string objective;
+    std::string objective = "auto";
     bool refine = false;
 };
 
@@ -64,10 +64,8 @@ int run_partition(const PartitionArgs& args) {
     problem.schedule = *schedule_from_name(args.schedule);  // checked by CLI11
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
     problem.chunks = args.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
-    problem.objective = args.objective.empty()
-                            ? partition::default_objective(problem.schedule)
-                            : (args.objective == "slots" ? partition::ChunkObjective::slots
-                                                         : partition::ChunkObjective::stages);
+    problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
+                                                  : partition::ChunkObjective::stages;
     problem.time = partition::read_time_model(args.model_desc);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -108,6 +106,20 @@ int run_partition(const PartitionArgs& args) {
         return out;
     };
     partition::Plan plan = partition::solve(problem, memory);
+    if (problem.chunked() && args.objective == "auto") {
+        // Both estimates' exact optima, and the one whose iteration simulates faster (README,
+        // "Every schedule": neither estimate wins on every instance).
+        partition::Problem by_slots = problem;
+        by_slots.objective = partition::ChunkObjective::slots;
+        partition::Plan other = partition::solve(by_slots, memory);
+        const auto makespan = [](const partition::Problem& p, const partition::Plan& candidate) {
+            return simulate(partition::simulation_input(p, candidate)).makespan;
+        };
+        if (makespan(by_slots, other) < makespan(problem, plan)) {
+            problem = by_slots;
+            plan = std::move(other);
+        }
+    }
     if (args.refine) {
         if (!problem.chunked())
             throw UsageError(
@@ -210,11 +222,12 @@ void add_partition_command(CLI::App& app, Commands& commands) {
     partition
         ->add_option("--objective", args->objective,
                      "the estimate minimised with chunks: 'stages' (M x the busiest stage +\n"
-                     "the other stages' slowest chunks) or 'slots' ((M v - 1) x the slowest\n"
-                     "chunk + every stage's slowest chunk); default: the one closer to the\n"
-                     "simulated iteration for the schedule (README, \"Every schedule\")")
+                     "the other stages' slowest chunks), 'slots' ((M v - 1) x the slowest\n"
+                     "chunk + every stage's slowest chunk), or 'auto': the exact optimum of\n"
+                     "each, keeping the one whose iteration simulates faster")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"stages", "slots"}));
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "stages", "slots"}));
     partition->add_flag("--refine", args->refine,
                         "then improve the plan on the simulated iteration: a local search\n"
                         "from the optimum (at most 100 moves; the estimate is then no longer\n"

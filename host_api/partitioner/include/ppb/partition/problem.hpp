@@ -54,10 +54,6 @@ enum class RecomputeRule { any, mindformers };
 //           stage, since every stage runs chunk c of a micro-batch group in the same window.
 enum class ChunkObjective { stages, slots };
 
-// The objective `ppb partition` uses for a schedule unless told: the one whose plans simulate
-// faster on the random instances measured in the README ("Every schedule").
-[[nodiscard]] ChunkObjective default_objective(Schedule schedule) noexcept;
-
 // Whether a stage holding `layers` can be configured under `rule`.
 [[nodiscard]] bool expressible(const KindCounts& layers, RecomputeRule rule);
 
