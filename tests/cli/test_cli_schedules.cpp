@@ -166,6 +166,57 @@ BOOST_AUTO_TEST_CASE(compare_predicts_a_chunked_plan_as_planned) {
     }
 }
 
+// ppb predict --chunk (once per chunk) predicts a planned stage as the plan does.
+BOOST_AUTO_TEST_CASE(predict_takes_chunks) {
+    for (const std::string schedule : {"interleaved", "dualpipe-v"}) {
+        BOOST_TEST_CONTEXT(schedule) {
+            const auto r = ppb(partition(schedule, {"--json"}));
+            BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+            const json::value plan = parse_json(r.out);
+            for (const std::uint32_t s : {0u, 7u}) {
+                std::vector<std::string> args = {"predict",         sample_dryrun, "--stage",
+                                                 std::to_string(s), "--schedule",  schedule,
+                                                 "--json"};
+                for (const auto& chunk : plan.at("stages").at(s).at("chunks").as_array()) {
+                    std::string items;
+                    for (const auto& [kind, n] : chunk.at("layers").as_object()) {
+                        items += (items.empty() ? "" : ",") + std::string(kind) + "=" +
+                                 std::to_string(n.to_number<std::uint32_t>());
+                    }
+                    args.insert(args.end(), {"--chunk", items});
+                }
+                const auto p = ppb(args);
+                BOOST_TEST_REQUIRE(p.exit_code == 0, p.err);
+                const json::value predicted = parse_json(p.out);
+                const double planned = number(plan.at("stages").at(s).at("memory_mb"));
+                BOOST_TEST(
+                    std::abs(number(predicted.at("peak_memory_mb")) - planned) <= 1e-9 * planned,
+                    "stage " << s);
+                BOOST_TEST(predicted.at("placement").at("chunks").as_array().size() == 2u);
+            }
+        }
+    }
+    const std::vector<std::string> base = {"predict", sample_dryrun, "--stage", "0"};
+    auto with = [&](std::vector<std::string> extra) {
+        auto args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    };
+    expect_input_error(ppb(with({"--chunk", "full=4", "--chunk", "select=5"})),
+                       {"--chunk twice: give --schedule"});
+    expect_input_error(ppb(with({"--layers", "none=1", "--chunk", "full=1"})),
+                       {"--layers for one chunk, or --chunk once per chunk"});
+    expect_input_error(
+        ppb(with({"--chunk", "full=4", "--chunk", "select=x", "--schedule", "interleaved"})),
+        {"--chunk: expected KIND=N with N from 0 to 10000 layers, got 'select=x'"});
+    expect_input_error(ppb(with({"--chunk", "full=4", "--chunk", "select=5", "--schedule",
+                                 "dualpipe-v", "--micro-batches", "8"})),
+                       {"dualpipe-v needs at least twice as many micro-batches as stages"});
+    expect_input_error(ppb(with({"--chunk", "full=4", "--chunk", "select=5", "--schedule",
+                                 "interleaved", "--in-flight", "3"})),
+                       {"--in-flight is for one chunk"});
+}
+
 BOOST_AUTO_TEST_CASE(the_table_shows_chunks_and_both_iterations) {
     const auto r = ppb(partition("interleaved", {}));
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);

@@ -206,7 +206,16 @@ ppb_chunk chunk_from_items(const std::vector<std::string>& items, std::string_vi
         if (seen[*kind])
             throw UsageError(fmt::format("{}: kind '{}' is given twice", option, name));
         seen[*kind] = true;
-        chunk.layers[*kind] = static_cast<std::uint32_t>(std::stoul(item.substr(eq + 1)));
+        // Checked here as well as by kind_count(): --chunk's items come unsplit from CLI11.
+        const std::string number = item.substr(eq + 1);
+        std::uint32_t n = 0;
+        const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), n);
+        if (number.empty() || error != std::errc() || end != number.data() + number.size() ||
+            !limits::layers_or_none.contains(n)) {
+            throw UsageError(fmt::format("{}: expected KIND=N with N from {}, got '{}'", option,
+                                         limits::describe(limits::layers_or_none), item));
+        }
+        chunk.layers[*kind] = n;
     }
     return chunk;
 }
