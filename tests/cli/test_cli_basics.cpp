@@ -51,7 +51,9 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
                        {"--duplicate-tolerance: expected a fraction"});
     expect_input_error(ppb({"predict", sample_dryrun, "--layers", "none=4"}),
                        {"--stage is required", "ppb predict --help"});
-    expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1"}), {"--layers is required"});
+    expect_input_error(
+        ppb({"predict", sample_dryrun, "--stage", "1"}),
+        {"give the stage's layers: --layers for one chunk, or --chunk once per chunk"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "x", "--layers", "none=4"}),
                        {"--stage: expected a whole number, got 'x'"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "8", "--layers", "none=4"}),
