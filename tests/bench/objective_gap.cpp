@@ -124,9 +124,8 @@ int main(int argc, char** argv) {
             try {
                 p.objective = ChunkObjective::stages;
                 const Plan by_stages = ppb::partition::solve(p, memory);
-                const double t_stages = std::chrono::duration<double>(
-                                            std::chrono::steady_clock::now() - began)
-                                            .count();
+                const double t_stages =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
                 p.objective = ChunkObjective::slots;
                 const Plan by_slots = ppb::partition::solve(p, memory);
                 if (t_stages > 1.0)

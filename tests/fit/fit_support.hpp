@@ -1,5 +1,6 @@
 // Synthetic dry runs for the fit tests: observations generated from known coefficients with the
-// model equation of host_api/docs/design.md §2, written here independently of the code under test.
+// model equation of host_api/docs/design.md, "The memory model", written here independently of the
+// code under test.
 #ifndef PPB_TESTS_FIT_SUPPORT_HPP
 #define PPB_TESTS_FIT_SUPPORT_HPP
 

@@ -1,4 +1,5 @@
-// ppb/schedule.hpp: in-flight micro-batch counts per schedule (host_api/docs/design.md §4).
+// ppb/schedule.hpp: in-flight micro-batch counts per schedule (host_api/docs/design.md, "In-flight
+// micro-batch counts per schedule").
 #define BOOST_TEST_MODULE ppb schedule
 #include <ppb/schedule.hpp>
 
@@ -45,8 +46,9 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_is_capped_by_micro_batches) {
 }
 
 BOOST_AUTO_TEST_CASE(interleaved) {
-    // Megatron-LM's order (design.md §4): chunk c < v - 1 holds p + clamp((v - 2c)p - 2s - 1, 0,
-    // p), the last chunk min(p, 2p - 2s - 1). tests/schedule checks these against the simulator.
+    // Megatron-LM's order (host_api/docs/design.md, "In-flight micro-batch counts per schedule"):
+    // chunk c < v - 1 holds p + clamp((v - 2c)p - 2s - 1, 0, p), the last chunk min(p, 2p - 2s -
+    // 1). tests/schedule checks these against the simulator.
     BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 0, 0, 2) == Counts{8, 4}));
     BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 1, 0, 2) == Counts{8, 4}));
     BOOST_TEST((in_flight_counts(Schedule::interleaved, 4, 2, 0, 2) == Counts{7, 3}));

@@ -1,6 +1,6 @@
 // In-flight counts per schedule: closed forms of the peaks of the orders in schedule_order.cpp
-// (derived in design.md §4; tests/schedule/test_simulator.cpp checks them against the
-// simulator).
+// (derived in host_api/docs/design.md, "In-flight micro-batch counts per schedule";
+// tests/schedule/test_simulator.cpp checks them against the simulator).
 #include <ppb/schedule.hpp>
 #include <ppb/schedule_order.hpp>
 

@@ -1,6 +1,6 @@
-// The per-stage orders of the four schedules (design.md §4), written from the public
-// descriptions of Megatron-LM's interleaved schedule, MindFormers' pipeline simulator and
-// DeepSeek's DualPipe-V.
+// The per-stage orders of the four schedules (host_api/docs/design.md, "In-flight micro-batch
+// counts per schedule"), written from the public descriptions of Megatron-LM's interleaved
+// schedule, MindFormers' pipeline simulator and DeepSeek's DualPipe-V.
 #include <ppb/errors.hpp>
 #include <ppb/schedule_order.hpp>
 

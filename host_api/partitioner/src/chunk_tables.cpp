@@ -463,8 +463,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     out.options.resize(layers + 1);
     out.alternatives.resize(layers + 1);
     const auto option_of = [&](const Candidate& candidate) {
-        StageOption option{candidate.total, candidate.slowest, affine.base + candidate.memory, {},
-                           {}};
+        StageOption option{
+            candidate.total, candidate.slowest, affine.base + candidate.memory, {}, {}};
         auto picks = candidate.prefix->picks;
         if (v > 1)
             picks.emplace_back(candidate.n, candidate.index);

@@ -1,5 +1,5 @@
 // The partitioner: optimal layer placement and recompute per stage under a memory limit
-// (host_api/docs/design.md §6).
+// (host_api/docs/design.md, "The partitioner").
 //
 // Each stage, for each number n of body layers it might hold, uses the fastest mix of recompute
 // kinds that fits the memory budget (stage_table.cpp): a slower mix never lowers the sum of the

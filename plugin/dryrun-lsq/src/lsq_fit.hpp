@@ -1,6 +1,6 @@
-// The dry-run least-squares memory model (host_api/docs/design.md §2): fit, prediction,
-// coefficients and report. The core's entry point for the plugin and for the tests; free of
-// Armadillo.
+// The dry-run least-squares memory model (host_api/docs/design.md, "The memory model"): fit,
+// prediction, coefficients and report. The core's entry point for the plugin and for the tests;
+// free of Armadillo.
 //
 // Model, for a stage s of p stages holding n_{c,k} body layers of kind k in chunk c, with
 // in-flight count f_c:

@@ -1,5 +1,5 @@
-// The unknowns of the dry-run memory model (host_api/docs/design.md §2), their names and their ABI
-// bits.
+// The unknowns of the dry-run memory model (host_api/docs/design.md, "The memory model"), their
+// names and their ABI bits.
 #ifndef PPB_DRYRUN_LSQ_PARAMETERS_HPP
 #define PPB_DRYRUN_LSQ_PARAMETERS_HPP
 

@@ -1,5 +1,6 @@
 // The table model's options: a layer file in the public SAPP shape, read into the coefficients
-// of the linear memory model (design.md §2) and what the report says about them.
+// of the linear memory model (host_api/docs/design.md, "The memory model") and what the report says
+// about them.
 #ifndef PPB_TABLE_LAYER_TABLE_HPP
 #define PPB_TABLE_LAYER_TABLE_HPP
 

@@ -1,10 +1,10 @@
 // ppb — the reference host: a command-line front end to ppb's memory-model plugins.
 //
-// Exit statuses (design.md §4): 0 success, 1 anything unexpected, 2 invalid input or usage,
-// 3 no usable plugin / plugin failed to load / plugin failed while running, 4 no feasible
-// partition. Results go to stdout only on success; diagnostics always go to stderr. A result
-// that cannot be written (stdout or an output file full, closed, failing) is exit status 1 with
-// a message naming where it went, never a silent 0.
+// Exit statuses (host_api/docs/design.md, "In-flight micro-batch counts per schedule"): 0 success,
+// 1 anything unexpected, 2 invalid input or usage, 3 no usable plugin / plugin failed to load /
+// plugin failed while running, 4 no feasible partition. Results go to stdout only on success;
+// diagnostics always go to stderr. A result that cannot be written (stdout or an output file full,
+// closed, failing) is exit status 1 with a message naming where it went, never a silent 0.
 #include "cli.hpp"
 
 #include <ppb/errors.hpp>

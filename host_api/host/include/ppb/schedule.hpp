@@ -25,10 +25,11 @@ enum class Schedule {
 
 // In-flight count of each of the `chunks` chunks of `stage` in a `num_stages`-stage pipeline: the
 // most micro-batches whose activations the chunk holds at once under the schedule's order
-// (ppb/schedule_order.hpp; design.md §4 gives the closed forms). micro_batches == 0 means "not
-// known": the counts of a long iteration, uncapped. Throws std::invalid_argument for an
-// impossible combination: stage >= num_stages, a chunk count the schedule does not have, or a
-// known micro-batch count the schedule cannot run (the message says what it requires).
+// (ppb/schedule_order.hpp; host_api/docs/design.md, "In-flight micro-batch counts per schedule"
+// gives the closed forms). micro_batches == 0 means "not known": the counts of a long iteration,
+// uncapped. Throws std::invalid_argument for an impossible combination: stage >= num_stages, a
+// chunk count the schedule does not have, or a known micro-batch count the schedule cannot run (the
+// message says what it requires).
 [[nodiscard]] std::vector<std::uint32_t> in_flight_counts(Schedule schedule,
                                                           std::uint32_t num_stages,
                                                           std::uint32_t stage,

@@ -1,5 +1,6 @@
 // ppb/schedule_order.hpp — the order in which each pipeline stage runs its forward and backward
-// passes under each schedule (host_api/docs/design.md §4).
+// passes under each schedule (host_api/docs/design.md, "In-flight micro-batch counts per
+// schedule").
 //
 // One order per stage, fixed before anything runs, as the training frameworks fix it: the
 // simulator (ppb/simulator.hpp) times these orders, and the in-flight counts of

@@ -1,5 +1,6 @@
-// ppb/timeline_svg.hpp — a simulated iteration as a picture (design.md §4.2): one row per stage
-// with its forward and backward blocks, and each stage's memory over time beneath.
+// ppb/timeline_svg.hpp — a simulated iteration as a picture (host_api/docs/design.md, "The
+// simulator"): one row per stage with its forward and backward blocks, and each stage's memory over
+// time beneath.
 //
 // A plain SVG document that opens in any browser: no scripts, no external resources. Each
 // operation is one <rect class="op"> with data-stage, data-chunk, data-micro-batch, data-pass

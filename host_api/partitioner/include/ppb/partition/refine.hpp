@@ -5,9 +5,9 @@
 // and moves to neighbouring plans while the simulated makespan falls: another option of the same
 // stage with the same layers (another split between its chunks or mix of kinds), or one layer
 // moved from one stage to another (each taking one of its options Pareto-optimal in total and
-// slowest chunk), each stage keeping to the memory limit and the recompute rule. It takes the best neighbour each round and stops at a plan no neighbour improves, after
-// `max_moves` moves, or when `budget` has passed (a budget makes the result depend on the
-// machine; moves alone do not).
+// slowest chunk), each stage keeping to the memory limit and the recompute rule. It takes the best
+// neighbour each round and stops at a plan no neighbour improves, after `max_moves` moves, or when
+// `budget` has passed (a budget makes the result depend on the machine; moves alone do not).
 #ifndef PPB_PARTITION_REFINE_HPP
 #define PPB_PARTITION_REFINE_HPP
 
