@@ -202,6 +202,129 @@ class MemoryModel {
         return out;
     }
 
+    // ---- Groups of body layers (plugin API 1.3) ----
+
+    // Whether the plugin has the grouped calls: built for API 1.3 or newer.
+    [[nodiscard]] bool supports_groups() const noexcept {
+        return api_->api_minor >= 3 &&
+               api_->struct_size >= offsetof(ppb_memory_model_api, group_parameters) +
+                                        sizeof(api_->group_parameters) &&
+               api_->groups != nullptr && api_->fit_grouped != nullptr &&
+               api_->predict_grouped != nullptr && api_->predict_grouped_batch != nullptr &&
+               api_->predict_grouped_std_error != nullptr && api_->group_parameters != nullptr;
+    }
+
+    // The model's groups of body layers, in model order: {"body"} for a plugin older than API 1.3
+    // (it knows one kind of body layer).
+    [[nodiscard]] std::vector<std::string> groups() const {
+        if (!supports_groups())
+            return {"body"};
+        const char* const* names = nullptr;
+        std::uint32_t count = 0;
+        check(api_->groups(model_, &names, &count), "groups");
+        if (count == 0 || count > limits_max_groups)
+            fault("returned " + std::to_string(count) + " groups of layers (1 to " +
+                  std::to_string(limits_max_groups) + " are possible)");
+        if (names == nullptr)
+            fault("returned a null pointer for its group names");
+        std::vector<std::string> out;
+        for (std::uint32_t g = 0; g < count; ++g) {
+            if (names[g] == nullptr)
+                fault("returned a null name for group " + std::to_string(g));
+            const std::size_t length = bounded_length(names[g], max_error_message_bytes);
+            if (length > max_error_message_bytes)
+                fault("returned a name for group " + std::to_string(g) + " without its end");
+            out.emplace_back(names[g], length);
+        }
+        return out;
+    }
+
+    // fit() with layers counted per group, `names` naming the groups of group_layers. A plugin
+    // older than API 1.3 takes one group as a plain fit and refuses more (ppb::InputError).
+    void fit_grouped(std::span<const std::string> names,
+                     std::span<const ppb_grouped_observation> observations) {
+        if (!supports_groups()) {
+            if (names.size() != 1)
+                throw InputError(too_old_for_groups(names));
+            std::vector<ppb_observation> plain;
+            plain.reserve(observations.size());
+            for (const auto& o : observations)
+                plain.push_back(ppb_observation{o.placement.placement, o.peak_memory_mb});
+            fit(plain);
+            return;
+        }
+        std::vector<const char*> pointers;
+        pointers.reserve(names.size());
+        for (const auto& n : names)
+            pointers.push_back(n.c_str());
+        check(api_->fit_grouped(model_, pointers.data(), static_cast<std::uint32_t>(names.size()),
+                                observations.data(), observations.size()),
+              "fit_grouped");
+    }
+
+    [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const {
+        if (!supports_groups()) {
+            require_one_group(placement.num_groups);
+            return predict(placement.placement);
+        }
+        double out = 0.0;
+        check(api_->predict_grouped(model_, &placement, &out), "predict_grouped");
+        check_value(out, "a prediction", [&] { return describe(placement.placement); });
+        return out;
+    }
+
+    [[nodiscard]] std::vector<double> predict_grouped_batch(
+        std::span<const ppb_grouped_placement> placements) const {
+        if (!supports_groups()) {
+            std::vector<ppb_placement> plain;
+            plain.reserve(placements.size());
+            for (const auto& p : placements) {
+                require_one_group(p.num_groups);
+                plain.push_back(p.placement);
+            }
+            return predict_batch(plain);
+        }
+        std::vector<double> out(placements.size());
+        check(api_->predict_grouped_batch(model_, placements.data(), placements.size(), out.data()),
+              "predict_grouped_batch");
+        for (std::size_t i = 0; i < out.size(); ++i)
+            check_value(out[i], "a prediction", [&] { return "placement " + std::to_string(i); });
+        return out;
+    }
+
+    [[nodiscard]] std::optional<double> predict_grouped_std_error(
+        const ppb_grouped_placement& placement) const {
+        if (!supports_groups()) {
+            require_one_group(placement.num_groups);
+            return predict_std_error(placement.placement);
+        }
+        double out = 0.0;
+        const ppb_status status = api_->predict_grouped_std_error(model_, &placement, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "predict_grouped_std_error");
+        check_value(out, "a standard error", [&] { return describe(placement.placement); });
+        return out;
+    }
+
+    // Coefficients of group `group` (shared const, head and tail; the group's per-layer and
+    // activation), or nullopt when the model is not linear.
+    [[nodiscard]] std::optional<ppb_linear_parameters> group_parameters(std::uint32_t group) const {
+        if (!supports_groups()) {
+            if (group != 0)
+                throw InputError(too_old_for_groups({}));
+            return parameters();
+        }
+        ppb_linear_parameters out{};
+        out.struct_size = sizeof(out);
+        const ppb_status status = api_->group_parameters(model_, group, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "group_parameters");
+        check_parameters(out);
+        return out;
+    }
+
     // JSON object {"parameters": {...}, "diagnostics": {...}}.
     [[nodiscard]] std::string report() const {
         const char* text = nullptr;
@@ -219,6 +342,32 @@ class MemoryModel {
     }
 
   private:
+    // limits::groups.max, without making every host include ppb/limits.hpp's implementation.
+    static constexpr std::uint32_t limits_max_groups = 64;
+
+    // Why a plugin older than API 1.3 cannot take layers counted per group.
+    [[nodiscard]] std::string too_old_for_groups(std::span<const std::string> names,
+                                                 std::uint32_t count = 0) const {
+        std::string which;
+        if (count > 1)
+            which = " (" + std::to_string(count) + " groups)";
+        if (!names.empty()) {
+            which = " (" + std::to_string(names.size()) + " groups: ";
+            for (std::size_t g = 0; g < names.size(); ++g)
+                which += (g == 0 ? "" : ", ") + names[g];
+            which += ")";
+        }
+        return std::string("memory model '") + api_->name + "' " + api_->version +
+               " is built for plugin API " + std::to_string(api_->abi_major) + "." +
+               std::to_string(api_->api_minor) +
+               ", which knows one group of body layers; layers counted per group" + which +
+               " need a plugin built for API 1.3 or newer";
+    }
+    void require_one_group(std::uint32_t num_groups) const {
+        if (num_groups != 1)
+            throw InputError(too_old_for_groups({}, num_groups));
+    }
+
     void reset() noexcept {
         if (model_ != nullptr && api_ && api_->destroy != nullptr)
             api_->destroy(model_);

@@ -36,6 +36,44 @@ struct StagePlacement {
         return ppb_placement{p, s, static_cast<std::uint32_t>(chunks.size()), chunks.data()};
     }
     ppb_placement view() const&& = delete;
+
+    // Layers per group of body layers (plugin API 1.3), or empty when the layers are not counted
+    // per group: num_groups() x PPB_KIND_COUNT counts per chunk, chunk by chunk, group by group,
+    // as ppb_grouped_placement::group_layers. chunks[c].layers must be their sums over groups
+    // (set_group_layers() keeps them so).
+    std::vector<std::uint32_t> group_layers{};
+
+    [[nodiscard]] std::uint32_t num_groups() const noexcept {
+        if (group_layers.empty() || chunks.empty())
+            return 1;
+        return static_cast<std::uint32_t>(group_layers.size() / (chunks.size() * PPB_KIND_COUNT));
+    }
+    [[nodiscard]] bool grouped() const noexcept { return !group_layers.empty(); }
+    [[nodiscard]] std::uint32_t group_layer(std::size_t chunk, std::size_t group,
+                                            std::size_t kind) const noexcept {
+        return group_layers[(chunk * num_groups() + group) * PPB_KIND_COUNT + kind];
+    }
+    // Sets the layers per group (`counts` as group_layers, for chunks.size() chunks) and each
+    // chunk's layers to their sums.
+    void set_group_layers(std::vector<std::uint32_t> counts) {
+        group_layers = std::move(counts);
+        const std::size_t groups = num_groups();
+        for (std::size_t c = 0; c < chunks.size(); ++c) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                std::uint32_t sum = 0;
+                for (std::size_t g = 0; g < groups; ++g)
+                    sum += group_layer(c, g, k);
+                chunks[c].layers[k] = sum;
+            }
+        }
+    }
+    // The grouped view (API 1.3) of a grouped() placement; it points into `chunks` and
+    // `group_layers`.
+    [[nodiscard]] ppb_grouped_placement grouped_view() const& noexcept {
+        return ppb_grouped_placement{view(), num_groups(), group_layers.data()};
+    }
+    ppb_grouped_placement grouped_view() const&& = delete;
+
     [[nodiscard]] std::uint64_t total_layers() const noexcept {
         std::uint64_t n = 0;
         for (const auto& c : chunks) {
@@ -56,6 +94,10 @@ struct Observation {
         return ppb_observation{placement.view(), peak_memory_mb};
     }
     ppb_observation view() const&& = delete;
+    [[nodiscard]] ppb_grouped_observation grouped_view() const& noexcept {
+        return ppb_grouped_observation{placement.grouped_view(), peak_memory_mb};
+    }
+    ppb_grouped_observation grouped_view() const&& = delete;
 };
 
 // Boundary views of a set of observations; valid while `observations` is unchanged.

@@ -21,10 +21,10 @@
  * Entry point
  *   A plugin exports exactly one symbol, a Boost.DLL alias (a `const void*` variable whose value
  *   is the address of a `ppb_memory_model_api` table) named
- *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_2
+ *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_3
  *   and placed in the ELF section "ppbabi<ABI_MAJOR>". Both versions are in the symbol's name so
  *   that a host can tell compatibility from the file alone, without running plugin code.
- *   Python: lib = ctypes.CDLL(path); p = ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_2");
+ *   Python: lib = ctypes.CDLL(path); p = ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_3");
  *           table = ctypes.cast(p.value, ctypes.POINTER(PpbMemoryModelApi)).contents
  *
  * Errors
@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define PPB_ABI_MAJOR 1
-#define PPB_API_MINOR 2
+#define PPB_API_MINOR 3
 
 /* Name prefixes of the entry point and of the ELF section holding it (section names are at
  * most 8 bytes on some platforms: "ppbabi" + a one-digit major fits). */
@@ -99,6 +99,27 @@ typedef struct ppb_observation {
     ppb_placement placement;
     double peak_memory_mb; /* MB = 2^20 bytes */
 } ppb_observation;
+
+/* Groups of body layers (API 1.3). A model whose body layers are not all alike (dense and MoE
+ * layers, an encoder and a decoder stack) names its groups, in model order (groups() below); a
+ * grouped placement says how many layers of each group and recompute kind every chunk holds.
+ *   group_layers: num_chunks x num_groups x PPB_KIND_COUNT counts, chunk by chunk, group by group:
+ *                 group_layers[(c * num_groups + g) * PPB_KIND_COUNT + k]
+ *   placement.chunks[c].layers[k] must be the sum over the groups, so that the plain placement
+ *   inside stays a true description of the stage.
+ * For predict_grouped*, num_groups is the model's number of groups, in the order groups() gives
+ * them; a model of one group takes num_groups = 1 and then means exactly what predict() does. */
+typedef struct ppb_grouped_placement {
+    ppb_placement placement;
+    uint32_t num_groups;
+    const uint32_t* group_layers;
+} ppb_grouped_placement;
+
+/* One stage of one dry run, its layers counted per group. */
+typedef struct ppb_grouped_observation {
+    ppb_grouped_placement placement;
+    double peak_memory_mb; /* MB = 2^20 bytes */
+} ppb_grouped_observation;
 
 /* Coefficients of a linear memory model, in MB:
  *   M = const + head*[s == 0] + tail*[s == p-1] + per_layer * n + sum_k activation[k] * n_k * f
@@ -165,6 +186,36 @@ typedef struct ppb_memory_model_api {
      * or a fit with no degrees of freedom). */
     ppb_status (*predict_std_error)(const ppb_model* model, const ppb_placement* placement,
                                     double* out_mb);
+
+    /* ---- API 1.3 ---- read only when api_minor >= 3 and struct_size covers it */
+
+    /* The model's groups of body layers, in model order: *out_count names, valid until the next
+     * fit, fit_grouped or destroy of `model`. A configured model knows them from its options, a
+     * fitted one from its last fit (a model of one kind of layer has one group, "body"). */
+    ppb_status (*groups)(const ppb_model* model, const char* const** out_names,
+                         uint32_t* out_count);
+    /* fit() with layers counted per group: group_names[g] (distinct, not empty) names the g-th
+     * group of every observation's group_layers, each observation having num_groups groups. A
+     * model of one group accepts num_groups = 1 whatever the name. */
+    ppb_status (*fit_grouped)(ppb_model* model, const char* const* group_names, uint32_t num_groups,
+                              const ppb_grouped_observation* observations, size_t count);
+    /* predict, predict_batch and predict_std_error of grouped placements. */
+    ppb_status (*predict_grouped)(const ppb_model* model, const ppb_grouped_placement* placement,
+                                  double* out_mb);
+    ppb_status (*predict_grouped_batch)(const ppb_model* model,
+                                        const ppb_grouped_placement* placements, size_t count,
+                                        double* out_mb);
+    ppb_status (*predict_grouped_std_error)(const ppb_model* model,
+                                            const ppb_grouped_placement* placement,
+                                            double* out_mb);
+    /* The linear coefficients of group `group` (0 .. groups - 1): const, head and tail are the
+     * model's, shared by every group; per_layer and activation are those of the group's layers:
+     *   M = const + head*[s == 0] + tail*[s == p-1]
+     *       + sum_g (per_layer_g * n_g + sum_k activation_g[k] * n_gk * f)
+     * PPB_ERR_UNSUPPORTED when the model is not linear. A model of several groups answers
+     * parameters() with PPB_ERR_UNSUPPORTED: one set of coefficients cannot describe it. */
+    ppb_status (*group_parameters)(const ppb_model* model, uint32_t group,
+                                   ppb_linear_parameters* out);
 } ppb_memory_model_api;
 
 /* Size of the table of API 1.0, the smallest a host of ABI 1 accepts, and of the later minors:
@@ -172,6 +223,7 @@ typedef struct ppb_memory_model_api {
 #define PPB_API_1_0_TABLE_SIZE (offsetof(ppb_memory_model_api, last_error) + sizeof(void*))
 #define PPB_API_1_1_TABLE_SIZE (offsetof(ppb_memory_model_api, options_help) + sizeof(void*))
 #define PPB_API_1_2_TABLE_SIZE (offsetof(ppb_memory_model_api, predict_std_error) + sizeof(void*))
+#define PPB_API_1_3_TABLE_SIZE (offsetof(ppb_memory_model_api, group_parameters) + sizeof(void*))
 
 #ifdef __cplusplus
 }

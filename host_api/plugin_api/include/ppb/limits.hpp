@@ -61,6 +61,9 @@ inline constexpr CountRange micro_batches{1, 1'000'000, "micro-batches"};
 inline constexpr CountRange in_flight{1, micro_batches.max, "micro-batches"};
 // Virtual pipeline chunks of one stage (interleaved schedules use 2 to 8).
 inline constexpr CountRange chunks{1, 64, "chunks"};
+// Groups of body layers a model distinguishes (dense and MoE, encoder and decoder, ...); real
+// models have two or three.
+inline constexpr CountRange groups{1, 64, "groups"};
 
 // Memory in MB (a coefficient, a measured peak, a limit): up to 1e9 MB, about a petabyte.
 inline constexpr RealRange memory_mb{0.0, 1e9, false, "MB"};

@@ -16,6 +16,7 @@
 #define PPB_PLUGIN_HPP
 
 #include <ppb/abi.h>
+#include <ppb/limits.hpp>
 #include <ppb/plugin/placement_checks.hpp>
 
 #include <boost/config.hpp>
@@ -31,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace ppb::plugin {
 
@@ -84,6 +86,55 @@ class MemoryModelBase {
     }
     // JSON object text {"parameters": {...}, "diagnostics": {...}}.
     [[nodiscard]] virtual std::string report() const = 0;
+
+    // ---- Groups of body layers (API 1.3) ----
+    // A model of one kind of body layer keeps these defaults: one group, "body", and a grouped
+    // placement or observation of one group means the plain one inside it. A model of several
+    // groups overrides them all; the generated table then refuses plain placements and
+    // parameters() for it, and checks that every grouped placement has groups().size() groups.
+
+    // The groups, in model order; never empty, names distinct and not empty.
+    [[nodiscard]] virtual std::vector<std::string> groups() const { return {"body"}; }
+    // Observations whose group_layers have names.size() groups, named so.
+    virtual void fit_grouped(std::span<const std::string> names,
+                             std::span<const ppb_grouped_observation> observations) {
+        if (names.size() != 1) {
+            throw InvalidInput(
+                "this memory model has one group of body layers; it cannot be fitted "
+                "to layers counted in " +
+                std::to_string(names.size()) + " groups");
+        }
+        std::vector<ppb_observation> plain;
+        plain.reserve(observations.size());
+        for (const auto& o : observations)
+            plain.push_back(ppb_observation{o.placement.placement, o.peak_memory_mb});
+        fit(plain);
+    }
+    [[nodiscard]] virtual double predict_grouped(const ppb_grouped_placement& placement) const {
+        return predict(placement.placement);
+    }
+    virtual void predict_grouped_batch(std::span<const ppb_grouped_placement> placements,
+                                       std::span<double> out_mb) const {
+        for (std::size_t i = 0; i < placements.size(); ++i) {
+            try {
+                out_mb[i] = predict_grouped(placements[i]);
+            } catch (const NotEstimable& e) {
+                throw NotEstimable("placement " + std::to_string(i) + ": " + e.what());
+            } catch (const InvalidInput& e) {
+                throw InvalidInput("placement " + std::to_string(i) + ": " + e.what());
+            }
+        }
+    }
+    [[nodiscard]] virtual std::optional<double> predict_grouped_std_error(
+        const ppb_grouped_placement& placement) const {
+        return predict_std_error(placement.placement);
+    }
+    // Coefficients of group `group` (< groups().size()) as ppb/abi.h's group_parameters describes
+    // them, or nullopt for a model that is not linear.
+    [[nodiscard]] virtual std::optional<ppb_linear_parameters> group_parameters(
+        std::uint32_t /*group*/) const {
+        return parameters();
+    }
 };
 
 namespace detail {
@@ -152,6 +203,48 @@ struct Instance {
     std::unique_ptr<MemoryModelBase> model;
     // The text returned by the C report() call, valid until the next call on the model.
     mutable std::string report_text;
+    // The model's groups as groups() hands them out: read again after create and every fit (the
+    // only calls that may change them), so that the const calls only read.
+    std::vector<std::string> group_names;
+    std::vector<const char*> group_pointers;
+
+    void refresh_groups() {
+        std::vector<std::string> names = model->groups();
+        if (names.empty())
+            throw std::logic_error("the model's groups() returned no group");
+        group_names = std::move(names);
+        group_pointers.clear();
+        for (const auto& n : group_names)
+            group_pointers.push_back(n.c_str());
+    }
+    [[nodiscard]] std::uint32_t group_count() const noexcept {
+        return static_cast<std::uint32_t>(group_names.size());
+    }
+    // "2 groups (dense, moe)"
+    [[nodiscard]] std::string describe_groups() const {
+        std::string text = std::to_string(group_names.size()) + " groups (";
+        for (std::size_t g = 0; g < group_names.size(); ++g)
+            text += (g == 0 ? "" : ", ") + group_names[g];
+        return text + ")";
+    }
+    // A plain placement means nothing to a model of several groups.
+    void require_one_group(const char* what) const {
+        if (group_count() > 1) {
+            throw InvalidInput(std::string("this memory model distinguishes ") + describe_groups() +
+                               " of body layers: " + what +
+                               " must count its layers per group (the grouped calls of plugin "
+                               "API 1.3)");
+        }
+    }
+    void require_group_count(const ppb_grouped_placement& p, std::string_view context) const {
+        if (p.num_groups != group_count()) {
+            throw InvalidInput(std::string(context) + ": num_groups is " +
+                               std::to_string(p.num_groups) + " but this memory model has " +
+                               (group_count() == 1
+                                    ? std::string("one group (") + group_names.front() + ")"
+                                    : describe_groups()));
+        }
+    }
 };
 
 inline Instance* instance(ppb_model* m) noexcept {
@@ -180,7 +273,14 @@ inline ppb_status fit(ppb_model* model, const ppb_observation* obs, size_t count
     return guarded([&] {
         const std::span<const ppb_observation> observations(obs, count);
         check_observations(observations);
-        self(model)->fit(observations);
+        Instance* i = instance(model);
+        try {
+            i->model->fit(observations);
+        } catch (...) {
+            i->refresh_groups();
+            throw;
+        }
+        i->refresh_groups();
     });
 }
 
@@ -203,6 +303,7 @@ inline ppb_status predict(const ppb_model* model, const ppb_placement* placement
         return s;
     return guarded([&] {
         check_placement(*placement);
+        instance(model)->require_one_group("a placement");
         *out_mb = self(model)->predict(*placement);
     });
 }
@@ -217,6 +318,7 @@ inline ppb_status predict_batch(const ppb_model* model, const ppb_placement* pla
     return guarded([&] {
         const std::span<const ppb_placement> all(placements, count);
         check_placements(all);
+        instance(model)->require_one_group("every placement");
         self(model)->predict_batch(all, std::span<double>(out_mb, count));
     });
 }
@@ -227,6 +329,7 @@ inline ppb_status predict_std_error(const ppb_model* model, const ppb_placement*
         return s;
     return guarded([&] {
         check_placement(*placement);
+        instance(model)->require_one_group("a placement");
         const auto error = self(model)->predict_std_error(*placement);
         if (!error)
             throw Unsupported("this memory model has no estimate of its uncertainty");
@@ -244,6 +347,11 @@ inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out)
         return PPB_ERR_INVALID_INPUT;
     }
     return guarded([&] {
+        const Instance* i = instance(model);
+        if (i->group_count() > 1) {
+            throw Unsupported("this memory model distinguishes " + i->describe_groups() +
+                              " of body layers: each has its coefficients (group_parameters)");
+        }
         auto p = self(model)->parameters();
         if (!p)
             throw Unsupported("this memory model is not linear: it has no coefficients");
@@ -269,6 +377,140 @@ inline const char* last_error() noexcept {
     return last_error_buffer();
 }
 
+// ---- API 1.3: groups of body layers ----
+
+inline ppb_status groups(const ppb_model* model, const char* const** out_names,
+                         uint32_t* out_count) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (out_names == nullptr || out_count == nullptr)
+        return null_argument("null argument: out_names or out_count");
+    const Instance* i = instance(model);
+    *out_names = i->group_pointers.data();
+    *out_count = i->group_count();
+    return PPB_OK;
+}
+
+inline ppb_status fit_grouped(ppb_model* model, const char* const* group_names, uint32_t num_groups,
+                              const ppb_grouped_observation* obs, size_t count) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (group_names == nullptr)
+        return null_argument("null argument: group_names");
+    if (obs == nullptr && count != 0)
+        return null_argument("null argument: observations");
+    return guarded([&] {
+        if (num_groups == 0 || num_groups > limits::groups.max) {
+            throw InvalidInput("num_groups: " +
+                               limits::out_of_range(std::to_string(num_groups), limits::groups));
+        }
+        std::vector<std::string> names;
+        for (std::uint32_t g = 0; g < num_groups; ++g) {
+            if (group_names[g] == nullptr)
+                throw InvalidInput("group_names[" + std::to_string(g) + "] is null");
+            std::string name(group_names[g]);
+            if (name.empty())
+                throw InvalidInput("group_names[" + std::to_string(g) + "] is empty");
+            for (std::uint32_t h = 0; h < g; ++h) {
+                if (names[h] == name) {
+                    throw InvalidInput("group_names[" + std::to_string(h) + "] and [" +
+                                       std::to_string(g) + "] are both '" + name + "'");
+                }
+            }
+            names.push_back(std::move(name));
+        }
+        const std::span<const ppb_grouped_observation> observations(obs, count);
+        check_grouped_observations(observations);
+        for (std::size_t o = 0; o < observations.size(); ++o) {
+            if (observations[o].placement.num_groups != num_groups) {
+                throw InvalidInput("observation " + std::to_string(o) + ": num_groups is " +
+                                   std::to_string(observations[o].placement.num_groups) +
+                                   " but the fit names " + std::to_string(num_groups) + " groups");
+            }
+        }
+        Instance* i = instance(model);
+        try {
+            i->model->fit_grouped(names, observations);
+        } catch (...) {
+            i->refresh_groups();
+            throw;
+        }
+        i->refresh_groups();
+    });
+}
+
+inline ppb_status predict_grouped(const ppb_model* model, const ppb_grouped_placement* placement,
+                                  double* out_mb) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (placement == nullptr || out_mb == nullptr)
+        return null_argument("null argument: placement or out_mb");
+    return guarded([&] {
+        check_grouped_placement(*placement);
+        instance(model)->require_group_count(*placement, "placement");
+        *out_mb = self(model)->predict_grouped(*placement);
+    });
+}
+
+inline ppb_status predict_grouped_batch(const ppb_model* model,
+                                        const ppb_grouped_placement* placements, size_t count,
+                                        double* out_mb) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (count != 0 && (placements == nullptr || out_mb == nullptr))
+        return null_argument("null argument: placements or out_mb");
+    return guarded([&] {
+        const std::span<const ppb_grouped_placement> all(placements, count);
+        check_grouped_placements(all);
+        for (std::size_t p = 0; p < all.size(); ++p) {
+            if (all[p].num_groups != instance(model)->group_count())
+                instance(model)->require_group_count(all[p], "placement " + std::to_string(p));
+        }
+        self(model)->predict_grouped_batch(all, std::span<double>(out_mb, count));
+    });
+}
+
+inline ppb_status predict_grouped_std_error(const ppb_model* model,
+                                            const ppb_grouped_placement* placement,
+                                            double* out_mb) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (placement == nullptr || out_mb == nullptr)
+        return null_argument("null argument: placement or out_mb");
+    return guarded([&] {
+        check_grouped_placement(*placement);
+        instance(model)->require_group_count(*placement, "placement");
+        const auto error = self(model)->predict_grouped_std_error(*placement);
+        if (!error)
+            throw Unsupported("this memory model has no estimate of its uncertainty");
+        *out_mb = *error;
+    });
+}
+
+inline ppb_status group_parameters(const ppb_model* model, uint32_t group,
+                                   ppb_linear_parameters* out) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (out == nullptr)
+        return null_argument("null argument: out");
+    if (out->struct_size < sizeof(ppb_linear_parameters)) {
+        set_last_error("ppb_linear_parameters.struct_size is smaller than this plugin's");
+        return PPB_ERR_INVALID_INPUT;
+    }
+    return guarded([&] {
+        const Instance* i = instance(model);
+        if (group >= i->group_count()) {
+            throw InvalidInput("group " + std::to_string(group) +
+                               " is out of range: the model has " + i->describe_groups());
+        }
+        auto p = self(model)->group_parameters(group);
+        if (!p)
+            throw Unsupported("this memory model is not linear: it has no coefficients");
+        *out = *p;
+        out->struct_size = sizeof(ppb_linear_parameters);
+    });
+}
+
 template <class Model>
 ppb_status create(const char* options_json, ppb_model** out) noexcept {
     if (out == nullptr)
@@ -277,6 +519,7 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
     return guarded([&] {
         std::string_view options = options_json != nullptr ? options_json : "{}";
         auto created = std::make_unique<Instance>(std::make_unique<Model>(options));
+        created->refresh_groups();
         *out = reinterpret_cast<ppb_model*>(created.release());
     });
 }
@@ -337,6 +580,12 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
         &::ppb::plugin::detail::last_error,                                                 \
         OptionsHelp,                                                                        \
         &::ppb::plugin::detail::predict_std_error,                                          \
+        &::ppb::plugin::detail::groups,                                                     \
+        &::ppb::plugin::detail::fit_grouped,                                                \
+        &::ppb::plugin::detail::predict_grouped,                                            \
+        &::ppb::plugin::detail::predict_grouped_batch,                                      \
+        &::ppb::plugin::detail::predict_grouped_std_error,                                  \
+        &::ppb::plugin::detail::group_parameters,                                           \
     };                                                                                      \
     }                                                                                       \
     BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                                  \

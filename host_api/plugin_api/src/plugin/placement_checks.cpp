@@ -71,6 +71,36 @@ void check(const ppb_placement& placement, std::string_view context, std::string
     }
 }
 
+void check_groups(const ppb_grouped_placement& grouped, std::string_view context,
+                  std::string_view index) {
+    check(grouped.placement, context, index);
+    const std::uint32_t groups = grouped.num_groups;
+    if (groups == 0)
+        reject(context, index, "num_groups is 0; a model has at least one group of layers");
+    if (groups > limits::groups.max) {
+        reject(context, index,
+               "num_groups: " + limits::out_of_range(std::to_string(groups), limits::groups));
+    }
+    if (grouped.group_layers == nullptr) {
+        reject(context, index,
+               "group_layers is null although num_groups is " + std::to_string(groups));
+    }
+    const ppb_placement& p = grouped.placement;
+    for (std::uint32_t c = 0; c < p.num_chunks; ++c) {
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            std::uint64_t sum = 0;
+            for (std::uint32_t g = 0; g < groups; ++g)
+                sum += grouped.group_layers[(std::size_t{c} * groups + g) * PPB_KIND_COUNT + k];
+            if (sum != p.chunks[c].layers[k]) {
+                reject(context, index,
+                       "chunk " + std::to_string(c) + ": layers[" + std::to_string(k) + "] is " +
+                           std::to_string(p.chunks[c].layers[k]) +
+                           " but the groups' layers of that kind add up to " + std::to_string(sum));
+            }
+        }
+    }
+}
+
 // " 12" without allocating: indices are at most 20 digits.
 struct IndexText {
     char buffer[24];
@@ -89,6 +119,19 @@ struct IndexText {
     [[nodiscard]] std::string_view view() const noexcept { return {buffer, size}; }
 };
 
+void check_peak(double peak, std::string_view index) {
+    if (!std::isfinite(peak) || peak <= 0.0) {
+        reject("observation", index,
+               "peak_memory_mb is " + format_number(peak, 10) +
+                   "; it must be a finite number of MB greater than 0");
+    }
+    if (!limits::positive_memory_mb.contains(peak)) {
+        reject("observation", index,
+               "peak_memory_mb: " +
+                   limits::out_of_range(format_number(peak, 10), limits::positive_memory_mb));
+    }
+}
+
 }  // namespace
 
 void check_placement(const ppb_placement& placement, std::string_view context) {
@@ -104,17 +147,24 @@ void check_observations(std::span<const ppb_observation> observations) {
     for (std::size_t i = 0; i < observations.size(); ++i) {
         const IndexText index(i);
         check(observations[i].placement, "observation", index.view());
-        const double peak = observations[i].peak_memory_mb;
-        if (!std::isfinite(peak) || peak <= 0.0) {
-            reject("observation", index.view(),
-                   "peak_memory_mb is " + format_number(peak, 10) +
-                       "; it must be a finite number of MB greater than 0");
-        }
-        if (!limits::positive_memory_mb.contains(peak)) {
-            reject("observation", index.view(),
-                   "peak_memory_mb: " +
-                       limits::out_of_range(format_number(peak, 10), limits::positive_memory_mb));
-        }
+        check_peak(observations[i].peak_memory_mb, index.view());
+    }
+}
+
+void check_grouped_placement(const ppb_grouped_placement& placement, std::string_view context) {
+    check_groups(placement, context, {});
+}
+
+void check_grouped_placements(std::span<const ppb_grouped_placement> placements) {
+    for (std::size_t i = 0; i < placements.size(); ++i)
+        check_groups(placements[i], "placement", IndexText(i).view());
+}
+
+void check_grouped_observations(std::span<const ppb_grouped_observation> observations) {
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+        const IndexText index(i);
+        check_groups(observations[i].placement, "observation", index.view());
+        check_peak(observations[i].peak_memory_mb, index.view());
     }
 }
 

@@ -29,6 +29,16 @@ void check_placements(std::span<const ppb_placement> placements);
 // the model's to say).
 void check_observations(std::span<const ppb_observation> observations);
 
+// A grouped placement (API 1.3): its placement as check_placement(), num_groups within
+// limits::groups, group_layers not null, and every chunk's per-group counts summing to the
+// chunk's layers of each kind.
+void check_grouped_placement(const ppb_grouped_placement& placement,
+                             std::string_view context = "placement");
+void check_grouped_placements(std::span<const ppb_grouped_placement> placements);
+
+// Grouped observations as check_observations() does plain ones.
+void check_grouped_observations(std::span<const ppb_grouped_observation> observations);
+
 }  // namespace ppb::plugin
 
 #endif  // PPB_PLUGIN_PLACEMENT_CHECKS_HPP
