@@ -294,7 +294,7 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
         {"name": "b", "type": "BODY", "nb_layer": 4, "time": 1}]})");
     auto r = ppb({"partition", "--model-desc", two_bodies, "--dryrun", sample_dryrun, "--stages",
                   "2", "--memory-limit-mb", "58000"});
-    expect_input_error(r, {two_bodies, "not supported yet"});
+    expect_input_error(r, {"2 groups of body layers"});
 }
 
 // --memory-margin-sigma 2: every stage's memory + 2 standard errors fits the limit, and the margin

@@ -334,15 +334,63 @@ BOOST_AUTO_TEST_CASE(memory) {
                     "object");
 }
 
-BOOST_AUTO_TEST_CASE(exactly_one_body) {
+BOOST_AUTO_TEST_CASE(at_least_one_body) {
     const std::string head = R"({"name": "e", "type": "HEAD", "nb_layer": 1})";
     PPB_CHECK_ERROR(InputError, parse(layers(head)),
-                    "layers.json: layers_description: no BODY entry: exactly one entry must have "
+                    "layers.json: layers_description: no BODY entry: at least one entry must have "
                     "\"type\": \"BODY\"");
-    PPB_CHECK_ERROR(InputError, parse(layers(body() + ", " + head + ", " + body())),
-                    "layers.json: layers_description: several BODY entries are not supported yet "
-                    "by this ppb version: layers_description[0] (\"decoder\") and "
-                    "layers_description[2] (\"decoder\") are both BODY");
+}
+
+BOOST_AUTO_TEST_CASE(body_entries_of_one_name_are_one_group) {
+    const std::string head = R"({"name": "e", "type": "HEAD", "nb_layer": 1})";
+    const auto file = parse(layers(body() + ", " + head + ", " + body()));
+    const auto groups = file.body_groups();
+    BOOST_TEST_REQUIRE(groups.size() == 1u);
+    BOOST_TEST(groups[0].name == "decoder");
+    BOOST_TEST(groups[0].layers == 2 * file.entries[0].nb_layer);
+    BOOST_TEST((groups[0].entries == std::vector<std::size_t>{0, 2}));
+    BOOST_TEST(file.body_layers() == groups[0].layers);
+    BOOST_TEST(file.body_sequence() == std::vector<std::uint32_t>(groups[0].layers, 0u),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(body_groups_in_model_order) {
+    // dense, moe, dense, moe: two groups, the sequence following the entries.
+    const std::string dense = R"({"name": "dense", "type": "BODY", "nb_layer": 1, "time": 1})";
+    const std::string moe = R"({"name": "moe", "type": "BODY", "nb_layer": 2, "time": 3})";
+    const auto file = parse(layers(dense + ", " + moe + ", " + dense + ", " + moe));
+    const auto groups = file.body_groups();
+    BOOST_TEST_REQUIRE(groups.size() == 2u);
+    BOOST_TEST(groups[0].name == "dense");
+    BOOST_TEST(groups[0].layers == 2u);
+    BOOST_TEST(groups[1].name == "moe");
+    BOOST_TEST(groups[1].layers == 4u);
+    BOOST_TEST(file.body_layers() == 6u);
+    BOOST_TEST(file.body_sequence() == (std::vector<std::uint32_t>{0, 1, 1, 0, 1, 1}),
+               boost::test_tools::per_element());
+    BOOST_TEST(file.body_index() == 0u);
+
+    // Entries of one name must be alike but for nb_layer.
+    const std::string other_moe = R"({"name": "moe", "type": "BODY", "nb_layer": 2, "time": 4})";
+    PPB_CHECK_ERROR(InputError, parse(layers(dense + ", " + moe + ", " + other_moe)),
+                    "layers.json: layers_description: layers_description[1] and "
+                    "layers_description[2] are both BODY \"moe\" but differ in more than "
+                    "nb_layer");
+    // auto_partition_layer names groups, each with its number of layers.
+    const auto with = [&](const std::string& extra) { return layers(dense + ", " + moe, extra); };
+    BOOST_TEST(parse(with(R"("auto_partition_layer": {"dense": 1, "moe": 2})"))
+                   .auto_partition_layer.size() == 2u);
+    PPB_CHECK_ERROR(InputError, parse(with(R"("auto_partition_layer": {"dense": 1, "mlp": 2})")),
+                    "auto_partition_layer.mlp: \"mlp\" is not the name of a BODY entry (the "
+                    "BODY groups are \"dense\" and \"moe\")");
+    PPB_CHECK_ERROR(InputError, parse(with(R"("auto_partition_layer": {"moe": 3})")),
+                    "auto_partition_layer.moe: 3 layers, but the BODY entries named \"moe\" have "
+                    "2 in all");
+    // More body layers in all than a model may have.
+    const std::string big = R"({"name": "a", "type": "BODY", "nb_layer": 6000, "time": 1})";
+    const std::string big2 = R"({"name": "b", "type": "BODY", "nb_layer": 6000, "time": 1})";
+    PPB_CHECK_ERROR(InputError, parse(layers(big + ", " + big2)),
+                    "layers_description: the BODY entries hold 12000 layers in all");
 }
 
 BOOST_AUTO_TEST_CASE(a_parsed_document_keeps_its_source_and_paths) {

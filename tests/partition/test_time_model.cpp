@@ -410,25 +410,36 @@ BOOST_AUTO_TEST_CASE(memory_fields_are_checked) {
                     "got \"16\"");
 }
 
-BOOST_AUTO_TEST_CASE(exactly_one_body_entry) {
+BOOST_AUTO_TEST_CASE(body_groups) {
     PPB_CHECK_ERROR(InputError, parse(layers(head_entry + ", " + tail_entry)),
-                    "layers.json: layers_description: no BODY entry: exactly one entry must have "
+                    "layers.json: layers_description: no BODY entry: at least one entry must have "
                     "\"type\": \"BODY\"");
-    PPB_CHECK_ERROR(
-        InputError,
+    // decoder (80 layers, time 1) then moe (2 layers, time 3): two groups in model order.
+    const TimeModel model =
         parse(layers(head_entry + ", " + body(R"("time": 1)") + R"(, {"name": "moe",
                      "type": "BODY", "nb_layer": 2, "time": 3}, )" +
-                     tail_entry)),
-        "layers.json: layers_description: several BODY entries are not supported yet by this ppb "
-        "version: layers_description[1] (\"decoder\") and layers_description[2] (\"moe\") are "
-        "both BODY");
-    PPB_CHECK_ERROR(InputError,
-                    parse(layers(body(R"("time": 1)") + ", " + tail_entry + ", " +
-                                 body(R"("time": 2)") + ", " + body(R"("time": 3)"))),
-                    "several BODY entries are not supported yet by this ppb version: "
-                    "layers_description[0] "
-                    "(\"decoder\"), layers_description[2] (\"decoder\") and "
-                    "layers_description[3] (\"decoder\") are all BODY");
+                     tail_entry));
+    BOOST_TEST(model.grouped());
+    BOOST_TEST(model.body_layers == 82u);
+    BOOST_TEST_REQUIRE(model.groups.size() == 2u);
+    BOOST_TEST(model.groups[0].name == "decoder");
+    BOOST_TEST(model.groups[0].layers == 80u);
+    BOOST_TEST(model.groups[1].name == "moe");
+    BOOST_TEST(model.groups[1].layers == 2u);
+    // SAPP's reading of each: forward T/3, backward (1 + c_k) 2T/3.
+    BOOST_TEST(model.groups[1].forward == 1.0);
+    BOOST_TEST(model.groups[1].time[PPB_KIND_NONE] == 3.0);
+    BOOST_TEST(model.groups[1].time[PPB_KIND_FULL] == 1.0 + 1.5 * 2.0);
+    BOOST_TEST(model.groups[0].time[PPB_KIND_NONE] == 1.0);
+    std::vector<std::uint32_t> sequence(80, 0u);
+    sequence.insert(sequence.end(), 2, 1u);
+    BOOST_TEST(model.sequence == sequence, boost::test_tools::per_element());
+    // One BODY name, several entries: one group.
+    const TimeModel one =
+        parse(layers(body(R"("time": 1)") + ", " + tail_entry + ", " + body(R"("time": 1)")));
+    BOOST_TEST(!one.grouped());
+    BOOST_TEST(one.body_layers == 160u);
+    BOOST_TEST(one.body_time[PPB_KIND_NONE] == 1.0);
     // Entries are checked before the BODY count.
     PPB_CHECK_ERROR(InputError, parse(layers(head_entry + R"(, {"name": "x"})")),
                     "layers_description[1]: missing required field 'type'");

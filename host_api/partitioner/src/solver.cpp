@@ -63,6 +63,12 @@ void validate(const Problem& problem) {
             "the uncertainty margin must be a finite number of standard errors, at least 0, not {}",
             problem.memory_margin_sigma));
     }
+    if (problem.time.grouped()) {
+        throw InputError(fmt::format(
+            "the layer file has {} groups of body layers; planning several groups is not in this "
+            "build yet",
+            problem.time.groups.size()));
+    }
     const std::uint32_t p = problem.num_stages;
     const std::uint32_t needed = p >= 2 ? p - 2 : 0;
     if (problem.time.body_layers < needed) {

@@ -89,10 +89,12 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
                          "the BODY entry's time is 0: the partitioner balances the stages' "
                          "times and needs the time of a body layer (give 'time' > 0)");
                 }
-                model.body_name = entry.name;
-                model.body_layers = entry.nb_layer;
-                model.body_time = times;
-                model.body_forward = layer.forward;
+                if (model.groups.empty()) {
+                    model.body_name = entry.name;
+                    model.body_time = times;
+                    model.body_forward = layer.forward;
+                }
+                model.body_layers += entry.nb_layer;
                 break;
             case sapp::EntryType::head:
                 model.head_time += total;
@@ -104,6 +106,12 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
                 break;
         }
     }
+    for (const auto& group : file.body_groups()) {
+        const std::size_t first = group.entries.front();
+        const LayerTimes layer = layer_times(file.entries[first], first, source);
+        model.groups.push_back(BodyGroupTime{group.name, group.layers, layer.total, layer.forward});
+    }
+    model.sequence = file.body_sequence();
     if (!std::isfinite(model.head_time) || !std::isfinite(model.tail_time)) {
         fail(source, sapp::list_field,
              fmt::format("the {} entries' times add up to more than a number can hold",

@@ -196,34 +196,90 @@ void check_pre_defined(const LayerFile& file, const JsonNode& node,
     }
 }
 
-// auto_partition_layer: the BODY layers and their number, which must be the BODY entry's.
+// auto_partition_layer: the BODY layers and their number, which must be the BODY group's.
 void check_auto_partition(const LayerFile& file, const JsonNode& node,
                           std::vector<std::string>& warnings) {
     const auto& layers = file.auto_partition_layer;
     if (layers.empty())
         return;
-    if (layers.size() > 1) {
-        std::vector<std::string> names;
-        for (const NamedValue& layer : layers)
-            names.push_back(describe_json(json::value(layer.name)));
-        node.fail(fmt::format(
-            "several auto-partitioned layers ({}) are not supported yet by this ppb version: it "
-            "distributes one BODY entry",
-            and_list(names)));
+    const auto groups = file.body_groups();
+    const auto at = [&](const NamedValue& layer) {
+        return JsonNode(node.value().as_object().at(layer.name), node.source(),
+                        json_path_member(node.path(), layer.name));
+    };
+    if (groups.size() == 1) {
+        // One BODY: SAPP's own files name it freely (the layer class, not the entry), so any
+        // name is taken as it, with a warning when it differs; the number must agree.
+        if (layers.size() > 1) {
+            std::vector<std::string> names;
+            for (const NamedValue& layer : layers)
+                names.push_back(describe_json(json::value(layer.name)));
+            node.fail(fmt::format(
+                "several auto-partitioned layers ({}), but the file has one BODY entry ({}); "
+                "each auto-partitioned layer is a BODY entry's name",
+                and_list(names), describe_json(json::value(groups.front().name))));
+        }
+        const std::size_t body = file.body_index();
+        const Entry& entry = file.entries[body];
+        const NamedValue& layer = layers.front();
+        if (static_cast<std::uint64_t>(layer.value) != groups.front().layers) {
+            at(layer).fail(fmt::format("{} layers, but {} has nb_layer {}: the two must agree",
+                                       layer.value, describe_entry(file, body), entry.nb_layer));
+        }
+        if (layer.name != entry.name) {
+            warnings.push_back(at(layer).message(fmt::format(
+                "{} is not the name of the BODY entry ({}): taken as its layers, whose number "
+                "agrees",
+                describe_json(json::value(layer.name)), describe_json(json::value(entry.name)))));
+        }
+        return;
     }
-    const std::size_t body = file.body_index();
-    const Entry& entry = file.entries[body];
-    const NamedValue& layer = layers.front();
-    const JsonNode at(node.value().as_object().at(layer.name), node.source(),
-                      json_path_member(node.path(), layer.name));
-    if (static_cast<std::uint64_t>(layer.value) != entry.nb_layer) {
-        at.fail(fmt::format("{} layers, but {} has nb_layer {}: the two must agree", layer.value,
-                            describe_entry(file, body), entry.nb_layer));
+    // Several groups: every name must be one of them, with its number of layers.
+    for (const NamedValue& layer : layers) {
+        const auto group = std::find_if(groups.begin(), groups.end(),
+                                        [&](const auto& g) { return g.name == layer.name; });
+        if (group == groups.end()) {
+            std::vector<std::string> names;
+            for (const auto& g : groups)
+                names.push_back(describe_json(json::value(g.name)));
+            at(layer).fail(
+                fmt::format("{} is not the name of a BODY entry (the BODY groups are {})",
+                            describe_json(json::value(layer.name)), and_list(names)));
+        }
+        if (static_cast<std::uint64_t>(layer.value) != group->layers) {
+            at(layer).fail(fmt::format(
+                "{} layers, but the BODY entries named {} have {} in all: the two must agree",
+                layer.value, describe_json(json::value(layer.name)), group->layers));
+        }
     }
-    if (layer.name != entry.name) {
-        warnings.push_back(at.message(fmt::format(
-            "{} is not the name of the BODY entry ({}): taken as its layers, whose number agrees",
-            describe_json(json::value(layer.name)), describe_json(json::value(entry.name)))));
+}
+
+// BODY entries of one name are one group: alike in every field but nb_layer.
+void check_body_groups(const LayerFile& file, const JsonArray& list) {
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < file.entries.size(); ++i) {
+        const Entry& e = file.entries[i];
+        if (e.type != EntryType::body)
+            continue;
+        total += e.nb_layer;
+        for (std::size_t j = 0; j < i; ++j) {
+            Entry first = file.entries[j];
+            if (first.type != EntryType::body || first.name != e.name)
+                continue;
+            first.nb_layer = e.nb_layer;
+            if (!(first == e)) {
+                list.fail(fmt::format(
+                    "{} and {} are both BODY {} but differ in more than nb_layer: BODY entries of "
+                    "one name are one group of layers and must be alike (give the other layers "
+                    "another name)",
+                    entry_path(j), entry_path(i), describe_json(json::value(e.name))));
+            }
+            break;
+        }
+    }
+    if (total > limits::layers.max) {
+        list.fail(fmt::format("the BODY entries hold {} layers in all; {}", total,
+                              limits::out_of_range(std::to_string(total), limits::layers)));
     }
 }
 
@@ -233,6 +289,47 @@ std::size_t LayerFile::body_index() const noexcept {
     const auto it = std::find_if(entries.begin(), entries.end(),
                                  [](const Entry& e) { return e.type == EntryType::body; });
     return static_cast<std::size_t>(it - entries.begin());
+}
+
+std::vector<LayerFile::BodyGroup> LayerFile::body_groups() const {
+    std::vector<BodyGroup> groups;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].type != EntryType::body)
+            continue;
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const BodyGroup& g) { return g.name == entries[i].name; });
+        if (it == groups.end()) {
+            groups.push_back(BodyGroup{entries[i].name, {}, 0});
+            it = groups.end() - 1;
+        }
+        it->entries.push_back(i);
+        it->layers += entries[i].nb_layer;
+    }
+    return groups;
+}
+
+std::vector<std::uint32_t> LayerFile::body_sequence() const {
+    const auto groups = body_groups();
+    std::vector<std::uint32_t> sequence;
+    for (const Entry& e : entries) {
+        if (e.type != EntryType::body)
+            continue;
+        const auto g = static_cast<std::uint32_t>(
+            std::find_if(groups.begin(), groups.end(),
+                         [&](const BodyGroup& group) { return group.name == e.name; }) -
+            groups.begin());
+        sequence.insert(sequence.end(), e.nb_layer, g);
+    }
+    return sequence;
+}
+
+std::uint32_t LayerFile::body_layers() const noexcept {
+    std::uint32_t n = 0;
+    for (const Entry& e : entries) {
+        if (e.type == EntryType::body)
+            n += e.nb_layer;
+    }
+    return n;
 }
 
 LayerFile read_layer_file(const JsonNode& root) {
@@ -282,7 +379,7 @@ LayerFile read_layer_file(const JsonNode& root) {
     }
     const JsonArray list = list_node->as_array();
     if (list.empty())
-        list.fail("the list is empty (expected the layers' entries, exactly one of them BODY)");
+        list.fail("the list is empty (expected the layers' entries, at least one of them BODY)");
     file.entries.reserve(list.size());
     for (const JsonNode& element : list.elements())
         file.entries.push_back(read_entry(element, file.warnings));
@@ -294,21 +391,10 @@ LayerFile read_layer_file(const JsonNode& root) {
     }
     if (bodies.empty()) {
         list.fail(
-            "no BODY entry: exactly one entry must have \"type\": \"BODY\" (the repeated layers "
+            "no BODY entry: at least one entry must have \"type\": \"BODY\" (the repeated layers "
             "that are distributed over the stages)");
     }
-    if (bodies.size() > 1) {
-        std::vector<std::string> which;
-        for (const std::size_t i : bodies) {
-            which.push_back(fmt::format("{} ({})", entry_path(i),
-                                        describe_json(json::value(file.entries[i].name))));
-        }
-        list.fail(fmt::format(
-            "several BODY entries are not supported yet by this ppb version: {} are {} BODY (an "
-            "encoder and a decoder need layer groups; describe the repeated layers as one BODY "
-            "entry)",
-            and_list(which), bodies.size() == 2 ? "both" : "all"));
-    }
+    check_body_groups(file, list);
 
     if (auto node = top.optional(pre_defined_field)) {
         file.pre_defined_layer = read_named_values(

@@ -226,6 +226,12 @@ LayerTable parse_layer_table(std::string_view options_json) {
                  "can hold");
     }
 
+    if (const auto groups = file.body_groups(); groups.size() > 1) {
+        fail(sapp::list_field, "the file has " + std::to_string(groups.size()) +
+                                   " groups of BODY layers (" +
+                                   describe_json(json::value(groups.front().name)) +
+                                   " and more); this version of the table model reads one");
+    }
     const std::size_t body_index = file.body_index();
     const sapp::Entry& body = file.entries[body_index];
     const std::string body_path = sapp::entry_path(body_index);

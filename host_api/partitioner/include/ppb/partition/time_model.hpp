@@ -23,9 +23,20 @@ namespace ppb::partition {
 inline constexpr std::array<double, PPB_KIND_COUNT> default_backward_coefficients = {
     0.0, 0.04, 0.125, 0.165, 0.5};
 
+// The times of one group of body layers (a BODY name of the layer file).
+struct BodyGroupTime {
+    std::string name;
+    std::uint32_t layers = 0;                   // its layers in all
+    std::array<double, PPB_KIND_COUNT> time{};  // forward + backward of one layer, per kind
+    double forward = 0.0;
+};
+
 struct TimeModel {
+    // With one group of body layers: its name, layers, times. With several (grouped()), the
+    // first group's name and times, and body_layers is L, all of them: the solver then reads
+    // `groups` and `sequence`, never body_time.
     std::string body_name;
-    std::uint32_t body_layers = 0;  // L: the BODY entry's nb_layer
+    std::uint32_t body_layers = 0;  // L
     // Forward + backward time of one body layer of each recompute kind.
     std::array<double, PPB_KIND_COUNT> body_time{};
     double head_time = 0.0;  // forward + backward of all HEAD entries (stage 0)
@@ -35,6 +46,11 @@ struct TimeModel {
     double body_forward = 0.0;
     double head_forward = 0.0;
     double tail_forward = 0.0;
+    // The groups of body layers in order of first appearance (one per BODY name), and the group
+    // of each of the L body layers in model order.
+    std::vector<BodyGroupTime> groups;
+    std::vector<std::uint32_t> sequence;
+    [[nodiscard]] bool grouped() const noexcept { return groups.size() > 1; }
     // The reader's warnings about the file (ppb::sapp::LayerFile::warnings), for the caller to
     // show. The file's memory fields, stage_const_mem among them, are the memory model's: the
     // time model neither needs nor refuses them.
@@ -49,11 +65,11 @@ struct TimeModel {
 // select_rec_coef, select_comm_coef, both_comm_select_coef, recompute_coef) if given, else the
 // default above. A kind's time and coefficient together are an error. HEAD and TAIL entries
 // contribute F + backward of none once each, whatever their nb_layer (as SAPP; a warning when
-// nb_layer is not 1). A BODY entry of time 0 is an error.
-// Exactly one BODY entry is supported. Throws ppb::InputError naming the JSON path: the
-// reader's errors (ppb::sapp::read_layer_file), an entry with neither time nor forward_time, a
-// kind's time and coefficient together, times too large to add up.
-// `source` names the file in messages.
+// nb_layer is not 1). A BODY entry of time 0 is an error. Each BODY name is a group of body
+// layers (ppb::sapp::LayerFile::body_groups), the BODY entries in file order the model's order.
+// Throws ppb::InputError naming the JSON path: the reader's errors (ppb::sapp::read_layer_file), an
+// entry with neither time nor forward_time, a kind's time and coefficient together, times too large
+// to add up. `source` names the file in messages.
 [[nodiscard]] TimeModel time_model(const sapp::LayerFile& file, std::string_view source);
 [[nodiscard]] TimeModel parse_time_model(std::string_view json_text, std::string_view source);
 [[nodiscard]] TimeModel read_time_model(const std::filesystem::path& path);

@@ -21,9 +21,14 @@
 // The reader checks the form of every field it knows, whoever will use it (times >= 0,
 // coefficients > -1, memory >= 0, nb_layer a positive integer, each within its range in
 // ppb/limits.hpp). A field it does not know is a warning with a "did you mean" (SAPP versions
-// add fields), not a refusal. It requires exactly one BODY entry (several, an encoder and a
-// decoder, are refused as not supported yet), auto_partition_layer to agree with it, and
-// pre_defined_layer stages of 0 (HEAD) or -1 (TAIL). What a consumer needs beyond that (the time
+// add fields), not a refusal. It requires at least one BODY entry, auto_partition_layer to agree
+// with them, and pre_defined_layer stages of 0 (HEAD) or -1 (TAIL).
+//
+// Several BODY entries describe a model whose body layers are not all alike (dense and MoE
+// layers, an encoder and a decoder): each BODY name is a *group* of layers, and the body layers in
+// model order are the BODY entries in file order, nb_layer each. Entries of the same name are the
+// same group, so a pattern (dense, MoE, dense, MoE, ...) is written as repeated entries; they must
+// then be alike in every field but nb_layer. What a consumer needs beyond that (the time
 // model: a time for every entry; the table model: the BODY's memory) it checks itself, naming
 // the place with entry_path() / entry_field_path().
 #ifndef PPB_SAPP_LAYER_FILE_HPP
@@ -149,6 +154,18 @@ struct LayerFile {
     // The index of the (first) BODY entry; entries.size() when there is none.
     [[nodiscard]] std::size_t body_index() const noexcept;
 
+    // The groups of body layers: one per BODY name, in order of first appearance.
+    struct BodyGroup {
+        std::string name;
+        std::vector<std::size_t> entries;  // its BODY entries, in file order
+        std::uint32_t layers = 0;          // their nb_layer summed
+    };
+    [[nodiscard]] std::vector<BodyGroup> body_groups() const;
+    // The group (index into body_groups()) of every body layer, in model order.
+    [[nodiscard]] std::vector<std::uint32_t> body_sequence() const;
+    // All body layers.
+    [[nodiscard]] std::uint32_t body_layers() const noexcept;
+
     friend bool operator==(const LayerFile& a, const LayerFile& b) {
         return a.entries == b.entries && a.name == b.name &&
                a.stage_const_mem == b.stage_const_mem &&
@@ -159,9 +176,10 @@ struct LayerFile {
 
 // Reads a parsed document. Throws ppb::InputError "<source>: <JSON path>: <problem>" (the
 // node's source and path) for: a root that is not an object, a missing name, type or nb_layer,
-// a value of the wrong form, an empty list, no BODY entry or several, both stage_const_mem and
-// constant_memory_mb, auto_partition_layer not agreeing with the BODY entry's nb_layer (or
-// naming several layers), a pre_defined_layer stage other than 0 and -1 or one that contradicts
+// a value of the wrong form, an empty list, no BODY entry, BODY entries of one name that differ
+// in more than nb_layer, more body layers in all than limits::layers, both stage_const_mem and
+// constant_memory_mb, auto_partition_layer naming a layer that is no BODY group or a number that
+// is not the group's, a pre_defined_layer stage other than 0 and -1 or one that contradicts
 // the entry's type. Unknown fields are warnings ("<source>: <path>: unknown field ...").
 [[nodiscard]] LayerFile read_layer_file(const JsonNode& root);
 // Parses `text` with ppb::parse_json (exact numbers, no repeated keys) and reads it.
