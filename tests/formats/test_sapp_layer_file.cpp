@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(auto_partition_layer_must_agree) {
     PPB_CHECK_ERROR(InputError,
                     parse(layers(body(), R"("auto_partition_layer": {"enc": 4, "dec": 4})")),
                     "layers.json: auto_partition_layer: several auto-partitioned layers (\"enc\" "
-                    "and \"dec\") are not supported yet by this ppb version");
+                    "and \"dec\"), but the file has one BODY entry (\"decoder\")");
     PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": {"decoder": 0})")),
                     "auto_partition_layer.decoder: 0 is out of range (1 to 10000 layers)");
     PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": [8])")),
