@@ -294,7 +294,8 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
         {"name": "b", "type": "BODY", "nb_layer": 4, "time": 1}]})");
     auto r = ppb({"partition", "--model-desc", two_bodies, "--dryrun", sample_dryrun, "--stages",
                   "2", "--memory-limit-mb", "58000"});
-    expect_input_error(r, {"2 groups of body layers"});
+    expect_input_error(r, {"the layer file's group of body layers 'a' is not a group of the memory "
+                           "model 'dryrun-lsq'"});
 }
 
 // --memory-margin-sigma 2: every stage's memory + 2 standard errors fits the limit, and the margin

@@ -456,3 +456,84 @@ BOOST_AUTO_TEST_CASE(null_or_over_long_texts_are_the_plugins_fault) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Plugin API 1.3: a model of two groups of body layers, loaded from disk, answers the grouped
+// calls, refuses plain placements, and a plugin older than 1.3 is refused groups with the API it
+// would need.
+BOOST_AUTO_TEST_CASE(groups_of_layers_cross_the_boundary) {
+    ppb::MemoryModel model = ppb::open_model(fixture("ppb-two-groups-1.0.0.so"));
+    BOOST_TEST(model.supports_groups());
+    BOOST_TEST((model.groups() == std::vector<std::string>{"dense", "moe"}));
+
+    // Stage 0 of 4, in-flight 4: dense 2 none + 1 full, moe 3 none.
+    ppb::StagePlacement placement{4, 0, {ppb_chunk{{}, 4}}};
+    std::vector<std::uint32_t> counts(2 * PPB_KIND_COUNT, 0);
+    counts[PPB_KIND_NONE] = 2;
+    counts[PPB_KIND_FULL] = 1;
+    counts[PPB_KIND_COUNT + PPB_KIND_NONE] = 3;
+    placement.set_group_layers(counts);
+    BOOST_TEST(placement.chunks[0].layers[PPB_KIND_NONE] == 5u);
+    const double expected = 100 + 40 + 3 * 10 + (2 * 5 + 1 * 1) * 4 + 3 * 50 + 3 * 20 * 4;
+    BOOST_TEST(model.predict_grouped(placement.grouped_view()) == expected);
+    const std::vector<ppb_grouped_placement> batch = {placement.grouped_view(),
+                                                      placement.grouped_view()};
+    BOOST_TEST(model.predict_grouped_batch(batch) == (std::vector<double>{expected, expected}));
+    // The coefficients per group, and none for the model as a whole.
+    BOOST_TEST(model.group_parameters(1).value().per_layer_mb == 50.0);
+    BOOST_TEST(!model.parameters().has_value());
+    // A plain placement means nothing to it.
+    try {
+        (void)model.predict(placement.view());
+        BOOST_ERROR("a plain placement was predicted by a model of two groups");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INVALID_INPUT);
+        BOOST_TEST(contains(e.what(),
+                            "distinguishes 2 groups (dense, moe) of body layers: a "
+                            "placement must count its layers per group"),
+                   e.what());
+    }
+    // Counts of another number of groups, or not adding up to the chunk's.
+    ppb::StagePlacement three = placement;
+    three.set_group_layers(std::vector<std::uint32_t>(3 * PPB_KIND_COUNT, 1));
+    try {
+        (void)model.predict_grouped(three.grouped_view());
+        BOOST_ERROR("three groups were predicted by a model of two");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(contains(e.what(),
+                            "placement: num_groups is 3 but this memory model has 2 "
+                            "groups (dense, moe)"),
+                   e.what());
+    }
+    ppb::StagePlacement wrong = placement;
+    wrong.chunks[0].layers[PPB_KIND_NONE] = 4;
+    try {
+        (void)model.predict_grouped(wrong.grouped_view());
+        BOOST_ERROR("counts that do not add up were predicted");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(contains(e.what(),
+                            "chunk 0: layers[0] is 4 but the groups' layers of that "
+                            "kind add up to 5"),
+                   e.what());
+    }
+    try {
+        (void)model.group_parameters(2);
+        BOOST_ERROR("group 2 of 2 was answered");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(contains(e.what(), "group 2 is out of range"), e.what());
+    }
+
+    // A plugin built for API 1.0: one group, and a clear refusal of more.
+    ppb::MemoryModel older = ppb::open_model(fixture("ppb-older-api-1.0.0.so"));
+    BOOST_TEST(!older.supports_groups());
+    BOOST_TEST((older.groups() == std::vector<std::string>{"body"}));
+    try {
+        (void)older.predict_grouped(placement.grouped_view());
+        BOOST_ERROR("an API 1.0 plugin was given two groups");
+    } catch (const ppb::InputError& e) {
+        BOOST_TEST(contains(e.what(),
+                            "is built for plugin API 1.0, which knows one group of body "
+                            "layers; layers counted per group (2 groups) need a plugin "
+                            "built for API 1.3 or newer"),
+                   e.what());
+    }
+}

@@ -79,6 +79,57 @@ double stage_time(const Problem& problem, std::uint32_t stage, const KindCounts&
     return t;
 }
 
+double grouped_stage_time(const Problem& problem, std::uint32_t stage,
+                          std::span<const KindCounts> group_layers) {
+    double t = 0.0;
+    if (stage == 0)
+        t += problem.time.head_time;
+    if (stage + 1 == problem.num_stages)
+        t += problem.time.tail_time;
+    for (std::size_t g = 0; g < group_layers.size(); ++g) {
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            t += static_cast<double>(group_layers[g][k]) * problem.time.groups[g].time[k];
+        }
+    }
+    return t;
+}
+
+double grouped_linear_stage_memory(std::span<const ppb_linear_parameters> c, const Problem& problem,
+                                   std::uint32_t stage, std::span<const KindCounts> group_layers) {
+    const double f = problem.in_flight(stage);
+    double m = c[0].const_mb;
+    if (stage == 0)
+        m += c[0].head_mb;
+    if (stage + 1 == problem.num_stages)
+        m += c[0].tail_mb;
+    for (std::size_t g = 0; g < group_layers.size(); ++g) {
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            const double n = group_layers[g][k];
+            m += n * c[g].per_layer_mb + n * c[g].activation_mb[k] * f;
+        }
+    }
+    return m;
+}
+
+std::vector<KindCounts> positional_group_layers(const Problem& problem, std::uint32_t first,
+                                                std::uint32_t n, const MindFormersCounts& counts) {
+    std::vector<KindCounts> out(problem.time.groups.size(), KindCounts{});
+    const std::uint32_t both_end = std::min(counts.select_recompute, counts.select_comm_recompute);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        std::size_t kind = PPB_KIND_NONE;
+        if (i < counts.recompute)
+            kind = PPB_KIND_FULL;
+        else if (i < both_end)
+            kind = PPB_KIND_BOTH;
+        else if (i < counts.select_recompute)
+            kind = PPB_KIND_SELECT;
+        else if (i < counts.select_comm_recompute)
+            kind = PPB_KIND_COMM;
+        ++out[problem.time.sequence.at(first + i)][kind];
+    }
+    return out;
+}
+
 bool within_budget(double memory_mb, double budget_mb) {
     return memory_mb <= budget_mb + 1e-9 * std::max(1.0, std::abs(budget_mb));
 }

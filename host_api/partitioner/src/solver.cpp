@@ -11,6 +11,7 @@
 // stops once (least unconstrained sum) + (M - 1) T cannot beat the best plan found.
 #include "assignment.hpp"
 #include "chunk_tables.hpp"
+#include "grouped_solver.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -63,12 +64,6 @@ void validate(const Problem& problem) {
             "the uncertainty margin must be a finite number of standard errors, at least 0, not {}",
             problem.memory_margin_sigma));
     }
-    if (problem.time.grouped()) {
-        throw InputError(fmt::format(
-            "the layer file has {} groups of body layers; planning several groups is not in this "
-            "build yet",
-            problem.time.groups.size()));
-    }
     const std::uint32_t p = problem.num_stages;
     const std::uint32_t needed = p >= 2 ? p - 2 : 0;
     if (problem.time.body_layers < needed) {
@@ -77,7 +72,8 @@ void validate(const Problem& problem) {
             "one), but the model has {}",
             p, needed, problem.time.body_layers));
     }
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+    // With several groups each group's times are checked by the grouped solver.
+    for (std::size_t k = 0; k < PPB_KIND_COUNT && !problem.time.grouped(); ++k) {
         const double t = problem.time.body_time[k];
         if ((problem.kinds & PPB_KIND_BIT(k)) != 0 && !(std::isfinite(t) && t > 0.0)) {
             throw InputError(fmt::format("the time of a '{}' body layer must be positive, not {}",
@@ -319,6 +315,8 @@ Plan make_plan(const Problem& problem, const MemorySource& memory,
 
 Plan solve(const Problem& problem, const MemorySource& memory) {
     validate(problem);
+    if (problem.time.grouped())
+        return detail::solve_grouped(problem, memory, problem.kinds & memory.kinds & PPB_ALL_KINDS);
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
     check_memory_source(problem, memory, kinds);
     if (problem.chunked())

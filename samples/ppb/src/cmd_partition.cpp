@@ -21,6 +21,85 @@
 namespace ppb::cli {
 namespace {
 
+std::string quoted_list(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names)
+        out += fmt::format("{}'{}'", out.empty() ? "" : ", ", n);
+    return out;
+}
+
+// The memory model's groups of body layers matched to the layer file's by name: each group's
+// coefficients into memory.group_linear in the layer file's order, or (one group in the file)
+// the coefficients to plan with as one group.
+std::optional<ppb_linear_parameters> connect_groups(const partition::Problem& problem,
+                                                    const MemoryModel& model,
+                                                    partition::MemorySource& memory) {
+    const auto& time = problem.time;
+    std::vector<std::string> file_groups;
+    for (const auto& g : time.groups)
+        file_groups.push_back(g.name);
+    if (time.grouped() && !model.supports_groups()) {
+        throw InputError(fmt::format(
+            "the layer file has {} groups of body layers ({}), but the memory model '{}' {} is "
+            "built for plugin API {}.{}, which knows one group; groups need a plugin built for "
+            "API 1.3 or newer",
+            file_groups.size(), quoted_list(file_groups), model.name(), model.version(),
+            model.api().abi_major, model.api_minor()));
+    }
+    const std::vector<std::string> model_groups = model.groups();
+    const auto index_of = [&](const std::string& name) -> std::optional<std::uint32_t> {
+        const auto it = std::find(model_groups.begin(), model_groups.end(), name);
+        if (it == model_groups.end())
+            return std::nullopt;
+        return static_cast<std::uint32_t>(it - model_groups.begin());
+    };
+    if (!time.grouped()) {
+        if (model_groups.size() == 1)
+            return model.parameters();
+        const auto g = index_of(time.body_name);
+        if (!g) {
+            throw InputError(fmt::format(
+                "the layer file's BODY entry '{}' is not one of the memory model's groups of body "
+                "layers ({}): name the BODY entry after the group its layers are, or give one "
+                "BODY entry per group",
+                time.body_name, quoted_list(model_groups)));
+        }
+        auto coefficients = model.group_parameters(*g);
+        if (!coefficients) {
+            throw InputError(
+                fmt::format("the memory model '{}' {} has several groups of body "
+                            "layers and is not linear: ppb plans groups with linear "
+                            "models",
+                            model.name(), model.version()));
+        }
+        return coefficients;
+    }
+    for (const auto& name : file_groups) {
+        const auto g = index_of(name);
+        if (!g) {
+            const std::string hint =
+                model_groups.size() == 1
+                    ? " (it knows one group: fit it to dry runs that count layers per group, "
+                      "ppb.dryrun/3, or configure a model with these groups)"
+                    : "";
+            throw InputError(fmt::format(
+                "the layer file's group of body layers '{}' is not a group of the memory model "
+                "'{}' {} (its groups: {}){}; the layer file's groups are {}",
+                name, model.name(), model.version(), quoted_list(model_groups), hint,
+                quoted_list(file_groups)));
+        }
+        auto coefficients = model.group_parameters(*g);
+        if (!coefficients) {
+            throw InputError(fmt::format(
+                "the memory model '{}' {} is not linear: ppb plans several groups of body layers "
+                "with each group's linear coefficients",
+                model.name(), model.version()));
+        }
+        memory.group_linear.push_back(*coefficients);
+    }
+    return std::nullopt;
+}
+
 // Moves of the --refine local search: enough to settle on the instances measured in the README
 // (most stop by themselves well before), and a bound that does not depend on the machine.
 constexpr std::uint32_t refine_moves = 100;
@@ -82,8 +161,8 @@ int run_partition(const PartitionArgs& args) {
     MemoryModel& model = prepared.model;
     const PartitionContext context{model.name(), model.version(), prepared.source};
     partition::MemorySource memory;
-    memory.linear = model.parameters();
     memory.kinds = model.kinds();
+    memory.linear = connect_groups(problem, model, memory);
     memory.predict_batch = [&model](std::span<const ppb_placement> placements) {
         return model.predict_batch(placements);
     };

@@ -44,6 +44,12 @@ std::optional<json::object> mindformers_arrays(const Problem& problem, const Pla
             const auto counts = partition::mindformers_counts(chunk.layers);
             if (!counts)
                 return std::nullopt;
+            // With several groups MindFormers applies the counts by position in the stage,
+            // whatever each layer's group: they describe the plan only if that rebuilds it.
+            if (!s.group_layers.empty() &&
+                partition::positional_group_layers(problem, s.first_layer, s.total_layers(),
+                                                   *counts) != s.group_layers)
+                return std::nullopt;
             std::int64_t layers = 0;
             for (const auto n : chunk.layers)
                 layers += n;
@@ -80,15 +86,24 @@ json::object partition_document(const Problem& problem, const Plan& plan,
                 chunk["activation_mb"] = c.activation_mb;
             chunks.push_back(std::move(chunk));
         }
-        stages.push_back(
-            json::object{{"stage", s.stage},
-                         {"layers", kinds_object(s.layers)},
-                         {"in_flight", s.in_flight},
-                         {"memory_mb", s.memory_mb},
-                         {"uncertainty_margin_mb", s.margin_mb},
-                         {"headroom_mb", problem.budget_mb() - s.memory_mb - s.margin_mb},
-                         {"time", s.time},
-                         {"chunks", std::move(chunks)}});
+        json::object stage{{"stage", s.stage},
+                           {"layers", kinds_object(s.layers)},
+                           {"in_flight", s.in_flight},
+                           {"memory_mb", s.memory_mb},
+                           {"uncertainty_margin_mb", s.margin_mb},
+                           {"headroom_mb", problem.budget_mb() - s.memory_mb - s.margin_mb},
+                           {"time", s.time},
+                           {"chunks", std::move(chunks)}};
+        if (!s.group_layers.empty()) {
+            // The stage's range of the layer sequence and its layers per group.
+            stage["first_layer"] = s.first_layer;
+            stage["last_layer"] = s.first_layer + s.total_layers() - 1;
+            json::object groups;
+            for (std::size_t g = 0; g < s.group_layers.size(); ++g)
+                groups[problem.time.groups[g].name] = kinds_object(s.group_layers[g]);
+            stage["groups"] = std::move(groups);
+        }
+        stages.push_back(std::move(stage));
     }
     json::object doc;
     doc["format"] = "ppb.partition/1";
@@ -98,6 +113,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["num_chunks"] = problem.chunks;
     doc["micro_batches"] = problem.micro_batches;
     doc["num_layers"] = problem.time.body_layers;
+    if (problem.time.grouped()) {
+        json::array groups;
+        for (const auto& g : problem.time.groups)
+            groups.push_back(json::object{{"name", g.name}, {"layers", g.layers}});
+        doc["groups"] = std::move(groups);
+    }
     doc["memory_limit_mb"] = problem.memory_limit_mb;
     doc["memory_margin_mb"] = problem.memory_margin_mb;
     doc["recompute_rule"] = rule_name(problem.rule);
@@ -124,10 +145,17 @@ std::string render_partition(const Problem& problem, const Plan& plan,
                                      ? fmt::format("{}, {} chunks per stage",
                                                    schedule_name(problem.schedule), problem.chunks)
                                      : std::string("1F1B");
+    std::string what = fmt::format("'{}'", problem.time.body_name);
+    if (problem.time.grouped()) {
+        what.clear();
+        for (const auto& g : problem.time.groups)
+            what += fmt::format("{}{} '{}'", what.empty() ? "(" : ", ", g.layers, g.name);
+        what += ")";
+    }
     std::string out =
-        fmt::format("{} '{}' layers over {} stages, {} micro-batches, {}; memory limit {}",
-                    problem.time.body_layers, problem.time.body_name, problem.num_stages,
-                    problem.micro_batches, schedule, format_mb(problem.memory_limit_mb));
+        fmt::format("{} {} layers over {} stages, {} micro-batches, {}; memory limit {}",
+                    problem.time.body_layers, what, problem.num_stages, problem.micro_batches,
+                    schedule, format_mb(problem.memory_limit_mb));
     if (problem.memory_margin_mb > 0.0) {
         out += fmt::format(" with a {} margin", format_mb(problem.memory_margin_mb));
     }
@@ -151,7 +179,15 @@ std::string render_partition(const Problem& problem, const Plan& plan,
         header.emplace_back("MARGIN");  // K standard errors, shown only when K > 0
     header.emplace_back("HEADROOM");
     header.emplace_back("TIME");
-    TextTable table(header, std::vector<A>(header.size(), A::right));
+    const bool grouped = problem.time.grouped();
+    if (grouped) {
+        header.emplace_back("RANGE");   // the stage's layers in model order
+        header.emplace_back("GROUPS");  // its layers per group
+    }
+    std::vector<A> align(header.size(), A::right);
+    if (grouped)
+        align.back() = A::left;
+    TextTable table(header, align);
     for (const auto& s : plan.stages) {
         for (const auto& c : s.chunks) {
             // With chunks, the stage's memory and headroom on its first chunk's row.
@@ -173,6 +209,22 @@ std::string render_partition(const Problem& problem, const Plan& plan,
             row.push_back(first ? format_mb(problem.budget_mb() - s.memory_mb - s.margin_mb)
                                 : std::string());
             row.push_back(fmt::format("{:.1f}", chunked ? c.time() : s.time));
+            if (grouped) {
+                const std::uint32_t n = s.total_layers();
+                row.push_back(n == 0 ? std::string("-")
+                                     : fmt::format("{}-{}", s.first_layer, s.first_layer + n - 1));
+                std::string groups;
+                for (std::size_t g = 0; g < s.group_layers.size(); ++g) {
+                    std::uint32_t count = 0;
+                    for (const auto k : s.group_layers[g])
+                        count += k;
+                    if (count != 0) {
+                        groups += fmt::format("{}{} {}", groups.empty() ? "" : ", ",
+                                              problem.time.groups[g].name, count);
+                    }
+                }
+                row.push_back(groups);
+            }
             table.add_row(std::move(row));
         }
     }
@@ -201,6 +253,14 @@ std::string render_partition(const Problem& problem, const Plan& plan,
                        100.0 * simulation.bubble_fraction);
 
     const auto arrays = mindformers_arrays(problem, plan);
+    if (!arrays && grouped && problem.rule == partition::RecomputeRule::any) {
+        out +=
+            "\nMindFormers / SAPP configuration: none (MindFormers applies its recompute "
+            "counts to the first layers of a stage whatever their group, which does not "
+            "rebuild this plan's kinds per group; plan with --recompute-rule mindformers for a "
+            "plan it can)\n";
+        return out;
+    }
     if (!arrays) {
         std::string stages;
         for (const auto& s : plan.stages) {

@@ -32,6 +32,11 @@ struct MemorySource {
     std::function<std::vector<double>(std::span<const ppb_placement>)> predict_batch;
     std::uint32_t kinds = PPB_ALL_KINDS;  // kinds the model can predict
     std::function<std::vector<double>(std::span<const ppb_placement>)> std_error = {};
+    // A model of several groups of body layers (Problem::time.grouped()): the coefficients of
+    // each group of the time model, in its order, as plugin API 1.3's group_parameters gives them
+    // (const, head and tail shared, per-layer and activation the group's). `linear` and
+    // `predict_batch` are then unused.
+    std::vector<ppb_linear_parameters> group_linear = {};
 };
 
 // Which mixes of recompute kinds a stage may hold.
@@ -126,6 +131,11 @@ struct StagePlan {
     double time = 0.0;              // over all chunks
     double margin_mb = 0.0;         // K x the standard error of memory_mb (0 when K = 0)
     std::vector<ChunkPlan> chunks;  // one per chunk (one for 1F1B)
+    // With several groups of body layers: the stage's first body layer in model order (0-based;
+    // it holds layers first_layer .. first_layer + total_layers() - 1) and its layers per group
+    // of the time model and kind.
+    std::uint32_t first_layer = 0;
+    std::vector<KindCounts> group_layers = {};
     [[nodiscard]] std::uint32_t total_layers() const;
 };
 
@@ -172,6 +182,21 @@ class Infeasible : public std::runtime_error {
 // Time of one stage holding `layers` (head on stage 0, tail on the last), as the solver counts it.
 [[nodiscard]] double stage_time(const Problem& problem, std::uint32_t stage,
                                 const KindCounts& layers);
+
+// With several groups of body layers (Problem::time.grouped()): the time and the memory (from each
+// group's coefficients, MemorySource::group_linear) of a stage holding group_layers[g] layers of
+// group g of the time model.
+[[nodiscard]] double grouped_stage_time(const Problem& problem, std::uint32_t stage,
+                                        std::span<const KindCounts> group_layers);
+[[nodiscard]] double grouped_linear_stage_memory(std::span<const ppb_linear_parameters> c,
+                                                 const Problem& problem, std::uint32_t stage,
+                                                 std::span<const KindCounts> group_layers);
+// What MindFormers builds from `counts` on a stage holding body layers first .. first + n - 1
+// of the model: its recompute applies by position within the stage (the first `recompute` layers
+// fully, ...), whatever group each layer belongs to. Per group of the time model and kind.
+[[nodiscard]] std::vector<KindCounts> positional_group_layers(const Problem& problem,
+                                                              std::uint32_t first, std::uint32_t n,
+                                                              const MindFormersCounts& counts);
 
 // Whether a stage needing `memory_mb` fits `budget_mb`: memory <= budget + 1e-9 max(1, |budget|),
 // so that rounding in the last bits never turns a plan that fits exactly into one that does not.

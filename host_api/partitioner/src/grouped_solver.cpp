@@ -1,0 +1,780 @@
+// Planning a model of several groups of body layers (host_api/docs/design.md, "Groups of layers"):
+// dense and MoE layers, an encoder and a decoder. The layers keep model order, so each stage
+// holds one contiguous range of the whole layer sequence and may straddle a group boundary; its
+// time and memory are sums over its layers, each by its group and recompute kind.
+//
+// For stage s and range [a, b) the fastest choice of kinds within the budget is a small exact
+// search (below); what remains is the 1F1B objective
+//     sum_s t_s + (M - 1) max_s t_s
+// over the ways to cut the sequence into P ranges. As in the one-group solver, for a threshold T
+// on the maximum the least sum is a shortest path over (stage, cut position), and the optimum is
+// the least over thresholds T of that sum + (M - 1) T, T swept upwards from the smallest feasible
+// value until (least unconstrained sum) + (M - 1) T cannot beat the best plan found.
+//
+// The fastest choice for a range:
+//   any:         only the counts per group and kind matter. Each group's Pareto frontier over
+//                (time, memory) of its mixes of n layers is built layer by layer (as for one
+//                group) and the groups' frontiers are combined: the fastest sum within the budget.
+//                Ranges with the same counts per group share the answer.
+//   mindformers: MindFormers applies its per-stage counts by position within the stage: the first
+//                r layers full, then 'both', then 'select' (or 'comm'), then 'none', whatever
+//                group each layer is of. The choice is then four cut points in the range, each
+//                option's time and memory a difference of prefix sums: all options are searched,
+//                the scan over the last cut stopping at the first that fits when a later one can
+//                only be slower.
+#include "grouped_solver.hpp"
+
+#include "stage_table.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/partition/problem.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace ppb::partition::detail {
+namespace {
+
+constexpr std::size_t kinds_count = PPB_KIND_COUNT;
+using UnitArray = std::array<double, kinds_count>;
+
+struct Choice {
+    std::vector<KindCounts> groups;
+    double time = infinity;
+    double memory = 0.0;
+};
+
+// What every stage shares: the sequence, the groups' costs and which kinds each group may take.
+struct Groups {
+    const Problem& problem;
+    std::span<const ppb_linear_parameters> c;
+    std::uint32_t layers = 0;
+    std::size_t count = 0;
+    std::vector<std::array<bool, kinds_count>> allowed;  // [g][k]
+    std::vector<std::vector<std::size_t>> kinds;         // [g]: the allowed kinds
+    std::vector<UnitArray> time;                         // [g][k]
+    // Prefix counts per group: prefix[g][i] layers of group g among the first i.
+    std::vector<std::vector<std::uint32_t>> prefix;
+
+    Groups(const Problem& p, std::span<const ppb_linear_parameters> coefficients,
+           std::uint32_t candidate_kinds)
+        : problem(p), c(coefficients), layers(p.time.body_layers), count(p.time.groups.size()) {
+        for (std::size_t g = 0; g < count; ++g) {
+            std::array<bool, kinds_count> a{};
+            std::vector<std::size_t> list;
+            for (std::size_t k = 0; k < kinds_count; ++k) {
+                a[k] = (candidate_kinds & PPB_KIND_BIT(k)) != 0 &&
+                       (c[g].identified & PPB_PARAM_ACTIVATION(k)) != 0;
+                if (a[k])
+                    list.push_back(k);
+            }
+            allowed.push_back(a);
+            kinds.push_back(std::move(list));
+            time.push_back(p.time.groups[g].time);
+        }
+        prefix.assign(count, std::vector<std::uint32_t>(layers + 1, 0));
+        for (std::uint32_t i = 0; i < layers; ++i) {
+            for (std::size_t g = 0; g < count; ++g)
+                prefix[g][i + 1] = prefix[g][i] + (p.time.sequence[i] == g ? 1 : 0);
+        }
+    }
+
+    [[nodiscard]] std::uint32_t in_range(std::size_t g, std::uint32_t a, std::uint32_t b) const {
+        return prefix[g][b] - prefix[g][a];
+    }
+};
+
+// Memory of one more layer of each group and kind at a stage, and the stage's fixed memory.
+struct StageCosts {
+    std::uint32_t stage = 0;
+    double base_memory = 0.0;
+    double base_time = 0.0;
+    std::vector<UnitArray> memory;  // [g][k]
+    std::vector<double> least;      // [g]: the least memory of one layer of the group
+    bool monotone = true;           // no candidate layer frees memory
+
+    StageCosts(const Groups& groups, std::uint32_t s) : stage(s) {
+        const Problem& p = groups.problem;
+        const double f = p.in_flight(s);
+        base_memory = groups.c[0].const_mb + (s == 0 ? groups.c[0].head_mb : 0.0) +
+                      (s + 1 == p.num_stages ? groups.c[0].tail_mb : 0.0);
+        base_time = grouped_stage_time(p, s, {});
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            UnitArray m{};
+            double lowest = infinity;
+            for (const std::size_t k : groups.kinds[g]) {
+                m[k] = groups.c[g].per_layer_mb + groups.c[g].activation_mb[k] * f;
+                lowest = std::min(lowest, m[k]);
+                monotone = monotone && m[k] >= 0.0;
+            }
+            memory.push_back(m);
+            least.push_back(lowest);
+        }
+    }
+};
+
+// ---- any mix per group --------------------------------------------------------------------
+
+struct Point {
+    double time;
+    double memory;
+    KindCounts layers;
+};
+
+// Points sorted by time, keeping only those that need less memory than every faster one.
+void keep_pareto(std::vector<Point>& points) {
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+        return a.time != b.time ? a.time < b.time : a.memory < b.memory;
+    });
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        if (kept == 0 || points[i].memory < points[kept - 1].memory)
+            points[kept++] = points[i];
+    }
+    points.resize(kept);
+}
+
+class AnyMixStage {
+  public:
+    AnyMixStage(const Groups& groups, std::uint32_t stage)
+        : groups_(groups), costs_(groups, stage), frontiers_(groups.count) {
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            useful_.push_back(undominated(groups.kinds[g], groups.time[g], costs_.memory[g]));
+            frontiers_[g].push_back({Point{0.0, 0.0, {}}});
+        }
+    }
+
+    [[nodiscard]] const StageCosts& costs() const { return costs_; }
+
+    // The fastest mix of the range's layers within the budget (time infinity when none fits).
+    Choice fastest(std::uint32_t a, std::uint32_t b) {
+        key_.clear();
+        for (std::size_t g = 0; g < groups_.count; ++g)
+            key_.push_back(groups_.in_range(g, a, b));
+        if (const auto it = memo_.find(key_); it != memo_.end())
+            return it->second;
+        Choice choice = solve(key_);
+        memo_.emplace(key_, choice);
+        return choice;
+    }
+
+  private:
+    struct KeyHash {
+        std::size_t operator()(const std::vector<std::uint32_t>& key) const noexcept {
+            std::size_t h = 0;
+            for (const std::uint32_t v : key)
+                h = h * 1'000'003u + v;
+            return h;
+        }
+    };
+
+    [[nodiscard]] bool fits(double memory) const {
+        return within_budget(costs_.base_memory + memory, groups_.problem.budget_mb());
+    }
+
+    // Group g's frontier of n layers, pruned to what fits when memory only grows.
+    const std::vector<Point>& frontier(std::size_t g, std::uint32_t n) {
+        auto& list = frontiers_[g];
+        while (list.size() <= n) {
+            std::vector<Point> next;
+            for (const Point& p : list.back()) {
+                for (const std::size_t k : useful_[g]) {
+                    Point q = p;
+                    q.time += groups_.time[g][k];
+                    q.memory += costs_.memory[g][k];
+                    ++q.layers[k];
+                    if (costs_.monotone && !fits(q.memory))
+                        continue;
+                    next.push_back(q);
+                }
+            }
+            keep_pareto(next);
+            list.push_back(std::move(next));
+        }
+        return list[n];
+    }
+
+    Choice solve(const std::vector<std::uint32_t>& counts) {
+        std::vector<std::size_t> active;
+        for (std::size_t g = 0; g < counts.size(); ++g) {
+            if (counts[g] != 0)
+                active.push_back(g);
+        }
+        Choice best;
+        best.groups.assign(groups_.count, KindCounts{});
+        if (active.empty()) {
+            if (fits(0.0)) {
+                best.time = costs_.base_time;
+                best.memory = costs_.base_memory;
+            }
+            return best;
+        }
+        // Fold every active group but the last into one Pareto set; each point remembers its
+        // index in every folded group's frontier.
+        struct Folded {
+            double time;
+            double memory;
+            std::vector<std::uint32_t> index;
+        };
+        std::vector<Folded> folded = {Folded{0.0, 0.0, {}}};
+        for (std::size_t i = 0; i + 1 < active.size(); ++i) {
+            const auto& f = frontier(active[i], counts[active[i]]);
+            std::vector<Folded> next;
+            for (const Folded& p : folded) {
+                for (std::uint32_t j = 0; j < f.size(); ++j) {
+                    const double m = p.memory + f[j].memory;
+                    if (costs_.monotone && !fits(m))
+                        continue;
+                    Folded q{p.time + f[j].time, m, p.index};
+                    q.index.push_back(j);
+                    next.push_back(std::move(q));
+                }
+            }
+            std::sort(next.begin(), next.end(), [](const Folded& x, const Folded& y) {
+                return x.time != y.time ? x.time < y.time : x.memory < y.memory;
+            });
+            folded.clear();
+            for (Folded& q : next) {
+                if (folded.empty() || q.memory < folded.back().memory)
+                    folded.push_back(std::move(q));
+            }
+        }
+        // The last group: for each folded point the fastest of its frontier that still fits. Its
+        // frontier's memory falls as time rises, so that is the first point that fits.
+        const std::size_t last = active.back();
+        const auto& f = frontier(last, counts[last]);
+        const Folded* best_folded = nullptr;
+        std::size_t best_j = 0;
+        for (const Folded& p : folded) {
+            const auto it = std::partition_point(
+                f.begin(), f.end(), [&](const Point& q) { return !fits(p.memory + q.memory); });
+            if (it == f.end())
+                continue;
+            const double t = p.time + it->time;
+            if (t < best.time) {
+                best.time = t;
+                best_folded = &p;
+                best_j = static_cast<std::size_t>(it - f.begin());
+            }
+        }
+        if (best_folded == nullptr) {
+            best.time = infinity;
+            return best;
+        }
+        for (std::size_t i = 0; i + 1 < active.size(); ++i) {
+            best.groups[active[i]] =
+                frontier(active[i], counts[active[i]])[best_folded->index[i]].layers;
+        }
+        best.groups[last] = f[best_j].layers;
+        best.time = grouped_stage_time(groups_.problem, costs_.stage, best.groups);
+        best.memory =
+            grouped_linear_stage_memory(groups_.c, groups_.problem, costs_.stage, best.groups);
+        if (!within_budget(best.memory, groups_.problem.budget_mb()))
+            best.time = infinity;  // rounding in the sums put it over: keep the plan honest
+        return best;
+    }
+
+    const Groups& groups_;
+    StageCosts costs_;
+    std::vector<std::vector<std::size_t>> useful_;
+    std::vector<std::vector<std::vector<Point>>> frontiers_;  // [g][n]
+    std::unordered_map<std::vector<std::uint32_t>, Choice, KeyHash> memo_;
+    std::vector<std::uint32_t> key_;
+};
+
+// ---- MindFormers' positional counts ----------------------------------------------------------
+
+// Prefix sums over the sequence of each kind's time, parameter and activation memory, and of the
+// layers that may not take the kind.
+struct Prefixes {
+    std::array<std::vector<double>, kinds_count> time;
+    std::vector<double> parameter;
+    std::array<std::vector<double>, kinds_count> activation;
+    std::array<std::vector<std::uint32_t>, kinds_count> barred;
+
+    explicit Prefixes(const Groups& groups) {
+        const std::uint32_t n = groups.layers;
+        parameter.assign(n + 1, 0.0);
+        for (std::size_t k = 0; k < kinds_count; ++k) {
+            time[k].assign(n + 1, 0.0);
+            activation[k].assign(n + 1, 0.0);
+            barred[k].assign(n + 1, 0);
+        }
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::size_t g = groups.problem.time.sequence[i];
+            parameter[i + 1] = parameter[i] + groups.c[g].per_layer_mb;
+            for (std::size_t k = 0; k < kinds_count; ++k) {
+                const bool ok = groups.allowed[g][k];
+                time[k][i + 1] = time[k][i] + (ok ? groups.time[g][k] : 0.0);
+                activation[k][i + 1] = activation[k][i] + (ok ? groups.c[g].activation_mb[k] : 0.0);
+                barred[k][i + 1] = barred[k][i] + (ok ? 0 : 1);
+            }
+        }
+    }
+};
+
+class PositionalStage {
+  public:
+    PositionalStage(const Groups& groups, const Prefixes& prefixes, std::uint32_t stage)
+        : groups_(groups),
+          prefixes_(prefixes),
+          costs_(groups, stage),
+          f_(groups.problem.in_flight(stage)) {
+        // A later last cut is never faster when, for every group, 'select' (or 'comm') is no
+        // faster than 'none': then the scan stops at the first cut that fits.
+        for (const std::size_t v : {std::size_t{PPB_KIND_SELECT}, std::size_t{PPB_KIND_COMM}}) {
+            bool slower = true;
+            for (std::size_t g = 0; g < groups.count; ++g) {
+                if (groups.allowed[g][v] && groups.allowed[g][PPB_KIND_NONE])
+                    slower = slower && groups.time[g][v] >= groups.time[g][PPB_KIND_NONE];
+            }
+            monotone_scan_[v] = slower;
+        }
+    }
+
+    [[nodiscard]] const StageCosts& costs() const { return costs_; }
+
+    Choice fastest(std::uint32_t a, std::uint32_t b) {
+        const double budget = groups_.problem.budget_mb();
+        double best_time = infinity;
+        std::array<std::uint32_t, 4> best_cuts{};
+        std::size_t best_variant = PPB_KIND_SELECT;
+        const auto usable = [&](std::size_t k, std::uint32_t i, std::uint32_t j) {
+            return i == j || prefixes_.barred[k][j] - prefixes_.barred[k][i] == 0;
+        };
+        const auto time_of = [&](std::size_t k, std::uint32_t i, std::uint32_t j) {
+            return prefixes_.time[k][j] - prefixes_.time[k][i];
+        };
+        const auto activation_of = [&](std::size_t k, std::uint32_t i, std::uint32_t j) {
+            return prefixes_.activation[k][j] - prefixes_.activation[k][i];
+        };
+        const double fixed = costs_.base_memory + prefixes_.parameter[b] - prefixes_.parameter[a];
+        for (std::uint32_t p1 = a; p1 <= b; ++p1) {
+            if (!usable(PPB_KIND_FULL, a, p1))
+                break;
+            const double t1 = time_of(PPB_KIND_FULL, a, p1);
+            const double m1 = activation_of(PPB_KIND_FULL, a, p1);
+            for (std::uint32_t p2 = p1; p2 <= b; ++p2) {
+                if (!usable(PPB_KIND_BOTH, p1, p2))
+                    break;
+                const double t2 = t1 + time_of(PPB_KIND_BOTH, p1, p2);
+                const double m2 = m1 + activation_of(PPB_KIND_BOTH, p1, p2);
+                for (const std::size_t v :
+                     {std::size_t{PPB_KIND_SELECT}, std::size_t{PPB_KIND_COMM}}) {
+                    for (std::uint32_t p3 = p2; p3 <= b; ++p3) {
+                        if (!usable(v, p2, p3))
+                            break;
+                        if (!usable(PPB_KIND_NONE, p3, b))
+                            continue;
+                        const double t = costs_.base_time + t2 + time_of(v, p2, p3) +
+                                         time_of(PPB_KIND_NONE, p3, b);
+                        const double m = fixed + f_ * (m2 + activation_of(v, p2, p3) +
+                                                       activation_of(PPB_KIND_NONE, p3, b));
+                        if (!within_budget(m, budget))
+                            continue;
+                        if (t < best_time) {
+                            best_time = t;
+                            best_cuts = {p1, p2, p3, b};
+                            best_variant = v;
+                        }
+                        if (monotone_scan_[v])
+                            break;
+                    }
+                }
+            }
+        }
+        Choice choice;
+        choice.groups.assign(groups_.count, KindCounts{});
+        if (!std::isfinite(best_time))
+            return choice;
+        const MindFormersCounts counts{
+            best_cuts[0] - a,
+            best_cuts[1] - a + (best_variant == PPB_KIND_SELECT ? best_cuts[2] - best_cuts[1] : 0),
+            best_cuts[1] - a + (best_variant == PPB_KIND_COMM ? best_cuts[2] - best_cuts[1] : 0)};
+        choice.groups = positional_group_layers(groups_.problem, a, b - a, counts);
+        choice.time = grouped_stage_time(groups_.problem, costs_.stage, choice.groups);
+        choice.memory =
+            grouped_linear_stage_memory(groups_.c, groups_.problem, costs_.stage, choice.groups);
+        if (!within_budget(choice.memory, budget))
+            choice.time = infinity;
+        return choice;
+    }
+
+  private:
+    const Groups& groups_;
+    const Prefixes& prefixes_;
+    StageCosts costs_;
+    double f_;
+    std::array<bool, kinds_count> monotone_scan_{};
+};
+
+// ---- the cut of the sequence into stages ------------------------------------------------------
+
+// Each stage's fastest time for every range it may take: time[s][a * width + n] for the range of
+// n layers from a (infinity where nothing fits), n from the stage's fewest layers up to `width`
+// - 1.
+struct RangeTimes {
+    std::uint32_t width = 0;
+    std::vector<std::vector<double>> time;
+    [[nodiscard]] double at(std::uint32_t s, std::uint32_t a, std::uint32_t n) const {
+        return n < width ? time[s][std::size_t{a} * width + n] : infinity;
+    }
+};
+
+struct Cut {
+    std::vector<std::uint32_t> first;  // per stage, its first layer; first[P] = L
+    double sum = 0.0;
+};
+
+std::uint32_t fewest_layers(const Problem& problem, std::uint32_t stage) {
+    return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);
+}
+
+// The cut whose stage times, each at most `threshold`, add up to the least; nullopt if none.
+std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& ranges,
+                                 double threshold) {
+    const std::uint32_t P = problem.num_stages;
+    const std::uint32_t L = problem.time.body_layers;
+    std::vector<double> previous(L + 1, infinity);
+    std::vector<double> current(L + 1, infinity);
+    std::vector<std::vector<std::uint32_t>> from(P, std::vector<std::uint32_t>(L + 1, 0));
+    previous[0] = 0.0;  // before stage 0, no layer is placed
+    for (std::uint32_t s = 0; s < P; ++s) {
+        std::fill(current.begin(), current.end(), infinity);
+        const std::uint32_t fewest = fewest_layers(problem, s);
+        for (std::uint32_t a = 0; a <= L; ++a) {
+            if (!std::isfinite(previous[a]))
+                continue;
+            const std::uint32_t most = std::min(ranges.width - 1, L - a);
+            for (std::uint32_t n = fewest; n <= most; ++n) {
+                const double t = ranges.at(s, a, n);
+                if (!(t <= threshold))
+                    continue;
+                const double sum = previous[a] + t;
+                if (sum < current[a + n]) {
+                    current[a + n] = sum;
+                    from[s][a + n] = a;
+                }
+            }
+        }
+        std::swap(previous, current);
+    }
+    if (!std::isfinite(previous[L]))
+        return std::nullopt;
+    Cut cut;
+    cut.sum = previous[L];
+    cut.first.assign(P + 1, L);
+    std::uint32_t end = L;
+    for (std::uint32_t s = P; s-- > 0;) {
+        cut.first[s] = from[s][end];
+        end = cut.first[s];
+    }
+    return cut;
+}
+
+// Why nothing fits: the least limit is the least over cuts of the largest stage need, each
+// stage's need being its layers all at their group's least-memory kind (exact for linear
+// models). A min-max shortest path over every range.
+[[noreturn]] void explain_grouped_infeasible(const Problem& problem, const Groups& groups,
+                                             const std::vector<StageCosts>& costs) {
+    const std::uint32_t P = problem.num_stages;
+    const std::uint32_t L = problem.time.body_layers;
+    const double budget = problem.budget_mb();
+    std::vector<double> previous(L + 1, infinity);
+    std::vector<double> current(L + 1, infinity);
+    std::vector<std::vector<std::uint32_t>> from(P, std::vector<std::uint32_t>(L + 1, 0));
+    std::vector<double> least_prefix(L + 1, 0.0);
+    previous[0] = -infinity;
+    std::string reason;
+    for (std::uint32_t s = 0; s < P; ++s) {
+        const StageCosts& c = costs[s];
+        for (std::uint32_t i = 0; i < L; ++i)
+            least_prefix[i + 1] = least_prefix[i] + c.least[problem.time.sequence[i]];
+        std::fill(current.begin(), current.end(), infinity);
+        const std::uint32_t fewest = fewest_layers(problem, s);
+        for (std::uint32_t a = 0; a <= L; ++a) {
+            if (previous[a] == infinity)
+                continue;
+            for (std::uint32_t b = a + fewest; b <= L; ++b) {
+                const double need = c.base_memory + least_prefix[b] - least_prefix[a];
+                const double worst = std::max(previous[a], need);
+                if (worst < current[b]) {
+                    current[b] = worst;
+                    from[s][b] = a;
+                }
+            }
+        }
+        if (fewest == 0 && !within_budget(c.base_memory, budget) && reason.empty()) {
+            reason = fmt::format(
+                "stage {} needs {:.1f} MB even with no body layer, more than the {:.1f} MB "
+                "available",
+                s, c.base_memory, budget);
+        }
+        std::swap(previous, current);
+    }
+    const double least = previous[L];
+    if (!std::isfinite(least)) {
+        throw Infeasible("no placement fits: no memory limit would make one feasible", infinity);
+    }
+    std::uint32_t fullest = 0;
+    {
+        std::uint32_t end = L;
+        double most = -infinity;
+        for (std::uint32_t s = P; s-- > 0;) {
+            const std::uint32_t a = from[s][end];
+            double need = costs[s].base_memory;
+            for (std::uint32_t i = a; i < end; ++i)
+                need += costs[s].least[problem.time.sequence[i]];
+            if (need >= most) {
+                most = need;
+                fullest = s;
+            }
+            end = a;
+        }
+    }
+    if (reason.empty()) {
+        reason = fmt::format(
+            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} stages fits, even "
+            "with every layer at its group's least-memory recompute kind",
+            budget, L, groups.count, P);
+    }
+    const double smallest_limit = least + problem.memory_margin_mb;
+    std::string limit_text = fmt::format(
+        "the smallest memory limit that would be feasible is "
+        "{:.1f} MB",
+        std::ceil(smallest_limit * 10.0) / 10.0);
+    if (problem.memory_margin_mb > 0.0)
+        limit_text += fmt::format(" (with the {:.1f} MB margin)", problem.memory_margin_mb);
+    limit_text += fmt::format(", where stage {} is the fullest", fullest);
+    throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
+}
+
+void check_group_count(const Problem& problem, const MemorySource& memory) {
+    const std::size_t G = problem.time.groups.size();
+    if (memory.group_linear.size() != G) {
+        throw InputError(fmt::format(
+            "planning {} groups of body layers needs each group's linear coefficients from the "
+            "memory model (plugin API 1.3 group_parameters); this model gives {}",
+            G, memory.group_linear.empty() ? "none (it is not linear)"
+                                           : std::to_string(memory.group_linear.size())));
+    }
+}
+
+void check_sources(const Problem& problem, const MemorySource& memory, const Groups& groups) {
+    const std::size_t G = problem.time.groups.size();
+    const struct {
+        std::uint32_t bit;
+        const char* name;
+    } shared[] = {
+        {PPB_PARAM_CONST, "const_mb"}, {PPB_PARAM_HEAD, "head_mb"}, {PPB_PARAM_TAIL, "tail_mb"}};
+    for (const auto& r : shared) {
+        if ((memory.group_linear[0].identified & r.bit) == 0) {
+            throw InputError(fmt::format(
+                "the memory model cannot predict every stage of a {}-stage pipeline: its {} is "
+                "not determined (see 'ppb fit' for why and which dry run would determine it)",
+                problem.num_stages, r.name));
+        }
+    }
+    for (std::size_t g = 0; g < G; ++g) {
+        const std::string& name = problem.time.groups[g].name;
+        if (problem.time.groups[g].layers == 0)
+            continue;
+        if ((memory.group_linear[g].identified & PPB_PARAM_PER_LAYER) == 0) {
+            throw InputError(fmt::format(
+                "the memory model cannot predict a stage holding '{}' layers: the parameter "
+                "memory of that group is not determined (see 'ppb fit')",
+                name));
+        }
+        if (groups.kinds[g].empty()) {
+            throw InputError(fmt::format(
+                "no recompute kind can be used for the '{}' layers: none is both allowed and "
+                "predictable by the memory model for that group",
+                name));
+        }
+        for (const std::size_t k : groups.kinds[g]) {
+            const double t = problem.time.groups[g].time[k];
+            if (!(std::isfinite(t) && t > 0.0)) {
+                throw InputError(
+                    fmt::format("the time of a '{}' layer of group '{}' must be positive, not {}",
+                                kind_name(static_cast<ppb_kind>(k)), name, t));
+            }
+        }
+    }
+}
+
+}  // namespace
+
+Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
+    if (problem.chunked()) {
+        throw InputError(
+            "several groups of body layers are planned for 1F1B in this version; plan them with "
+            "--schedule 1f1b (the schedules with chunks take one group)");
+    }
+    if (problem.memory_margin_sigma > 0.0) {
+        throw InputError(
+            "--memory-margin-sigma is not supported yet with several groups of body layers; use "
+            "--memory-margin-mb");
+    }
+    check_group_count(problem, memory);
+    const Groups groups(problem, memory.group_linear, kinds);
+    check_sources(problem, memory, groups);
+    const std::uint32_t P = problem.num_stages;
+    const std::uint32_t L = problem.time.body_layers;
+    const double budget = problem.budget_mb();
+
+    std::vector<StageCosts> costs;
+    for (std::uint32_t s = 0; s < P; ++s)
+        costs.emplace_back(groups, s);
+
+    // The longest range any stage may take: its layers all at their least-memory kind must fit.
+    std::uint32_t width = 1;
+    std::vector<std::vector<std::uint32_t>> longest(P, std::vector<std::uint32_t>(L + 1, 0));
+    for (std::uint32_t s = 0; s < P; ++s) {
+        const StageCosts& c = costs[s];
+        for (std::uint32_t a = 0; a <= L; ++a) {
+            std::uint32_t n = 0;
+            double need = c.base_memory;
+            if (c.monotone) {
+                while (a + n < L) {
+                    need += c.least[problem.time.sequence[a + n]];
+                    if (!within_budget(need, budget))
+                        break;
+                    ++n;
+                }
+            } else {
+                n = L - a;
+            }
+            longest[s][a] = n;
+            width = std::max(width, n + 1);
+        }
+    }
+
+    RangeTimes ranges;
+    ranges.width = width;
+    ranges.time.assign(P, std::vector<double>(std::size_t{L + 1} * width, infinity));
+    std::optional<Prefixes> prefixes;
+    if (problem.rule == RecomputeRule::mindformers)
+        prefixes.emplace(groups);
+    const auto fill = [&](auto& stage, std::uint32_t s) {
+        const std::uint32_t fewest = fewest_layers(problem, s);
+        for (std::uint32_t a = 0; a <= L; ++a) {
+            for (std::uint32_t n = fewest; n <= longest[s][a]; ++n)
+                ranges.time[s][std::size_t{a} * width + n] = stage.fastest(a, a + n).time;
+        }
+    };
+    const auto choice_of = [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+        if (prefixes) {
+            PositionalStage stage(groups, *prefixes, s);
+            return stage.fastest(a, b);
+        }
+        AnyMixStage stage(groups, s);
+        return stage.fastest(a, b);
+    };
+    for (std::uint32_t s = 0; s < P; ++s) {
+        if (prefixes) {
+            PositionalStage stage(groups, *prefixes, s);
+            fill(stage, s);
+        } else {
+            AnyMixStage stage(groups, s);
+            fill(stage, s);
+        }
+    }
+
+    const auto unconstrained = least_sum_cut(problem, ranges, infinity);
+    if (!unconstrained)
+        explain_grouped_infeasible(problem, groups, costs);
+
+    const auto times_of = [&](const Cut& cut) {
+        std::vector<double> times;
+        for (std::uint32_t s = 0; s < P; ++s)
+            times.push_back(ranges.at(s, cut.first[s], cut.first[s + 1] - cut.first[s]));
+        return times;
+    };
+    Cut best_cut = *unconstrained;
+    if (problem.micro_batches > 1) {
+        std::vector<double> thresholds;
+        for (const auto& stage : ranges.time) {
+            for (const double t : stage) {
+                if (std::isfinite(t))
+                    thresholds.push_back(t);
+            }
+        }
+        std::sort(thresholds.begin(), thresholds.end());
+        thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+        // The smallest threshold with a cut: feasibility is monotone in it.
+        std::size_t lo = 0;
+        std::size_t hi = thresholds.size();
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            if (least_sum_cut(problem, ranges, thresholds[mid]))
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        const double wait = static_cast<double>(problem.micro_batches - 1);
+        double best = iteration_time(times_of(best_cut), problem.micro_batches);
+        for (std::size_t i = lo; i < thresholds.size(); ++i) {
+            if (unconstrained->sum + wait * thresholds[i] >= best)
+                break;  // no later threshold can do better
+            const auto cut = least_sum_cut(problem, ranges, thresholds[i]);
+            if (!cut)
+                continue;
+            const double objective = iteration_time(times_of(*cut), problem.micro_batches);
+            if (objective < best) {
+                best = objective;
+                best_cut = *cut;
+            }
+        }
+    }
+
+    Plan plan;
+    std::vector<double> times;
+    for (std::uint32_t s = 0; s < P; ++s) {
+        const std::uint32_t a = best_cut.first[s];
+        const std::uint32_t b = best_cut.first[s + 1];
+        const Choice choice = choice_of(s, a, b);
+        StagePlan stage;
+        stage.stage = s;
+        stage.in_flight = problem.in_flight(s);
+        stage.memory_mb = choice.memory;
+        stage.time = choice.time;
+        stage.first_layer = a;
+        stage.group_layers = choice.groups;
+        double forward = 0.0;
+        if (s == 0)
+            forward += problem.time.head_forward;
+        if (s + 1 == P)
+            forward += problem.time.tail_forward;
+        double activation = 0.0;
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            for (std::size_t k = 0; k < kinds_count; ++k) {
+                stage.layers[k] += choice.groups[g][k];
+                forward += choice.groups[g][k] * problem.time.groups[g].forward;
+                activation += choice.groups[g][k] * memory.group_linear[g].activation_mb[k];
+            }
+        }
+        stage.chunks.push_back(ChunkPlan{0, stage.layers, stage.in_flight, forward,
+                                         choice.time - forward, activation});
+        if (!std::isfinite(stage.memory_mb) || !std::isfinite(stage.time)) {
+            throw InputError(fmt::format(
+                "the {} of stage {} overflowed (it is not a finite number); the inputs are too "
+                "large to plan with",
+                std::isfinite(stage.time) ? "memory" : "time", s));
+        }
+        times.push_back(choice.time);
+        plan.stages.push_back(std::move(stage));
+    }
+    plan.iteration_time = iteration_time(times, problem.micro_batches);
+    plan.activations_known = true;
+    return plan;
+}
+
+}  // namespace ppb::partition::detail

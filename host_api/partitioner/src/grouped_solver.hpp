@@ -1,0 +1,20 @@
+// Internal: the plan of a model of several groups of body layers (grouped_solver.cpp).
+#ifndef PPB_PARTITION_GROUPED_SOLVER_HPP
+#define PPB_PARTITION_GROUPED_SOLVER_HPP
+
+#include <ppb/partition/problem.hpp>
+
+#include <cstdint>
+
+namespace ppb::partition::detail {
+
+// The optimal plan when problem.time.grouped(): each stage a contiguous range of the layer
+// sequence, its kinds chosen per layer (RecomputeRule::any) or by MindFormers' positional counts,
+// memory from MemorySource::group_linear. `kinds`: the candidate kinds before each group's own
+// (those whose activation coefficient the group has).
+[[nodiscard]] Plan solve_grouped(const Problem& problem, const MemorySource& memory,
+                                 std::uint32_t kinds);
+
+}  // namespace ppb::partition::detail
+
+#endif  // PPB_PARTITION_GROUPED_SOLVER_HPP

@@ -1,0 +1,415 @@
+// The partitioner with several groups of body layers, proved against exhaustive enumeration:
+// every cut of the layer sequence into contiguous stage ranges, and in every stage every choice
+// of kinds the rule admits — any: every count of each kind in each group; mindformers: every
+// (recompute, select_recompute, select_comm_recompute) MindFormers could be given, applied by
+// position within the stage — with the memory written out from each group's coefficients here.
+#include "brute_force.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/partition/problem.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace pt = ppb::partition::test;
+using ppb::partition::Infeasible;
+using ppb::partition::KindCounts;
+using ppb::partition::MemorySource;
+using ppb::partition::MindFormersCounts;
+using ppb::partition::Plan;
+using ppb::partition::Problem;
+using ppb::partition::RecomputeRule;
+
+namespace {
+
+constexpr std::size_t K = PPB_KIND_COUNT;
+
+struct Instance {
+    Problem problem;
+    std::vector<ppb_linear_parameters> c;  // per group
+    std::vector<std::uint32_t> sequence;
+    std::string text;
+};
+
+// Memory of stage s holding `groups` (kinds per group), written out from the coefficients.
+double memory_of(const Instance& in, std::uint32_t s, const std::vector<KindCounts>& groups) {
+    const Problem& p = in.problem;
+    const double f = std::min(p.num_stages - s, p.micro_batches);
+    double m = in.c[0].const_mb + (s == 0 ? in.c[0].head_mb : 0.0) +
+               (s + 1 == p.num_stages ? in.c[0].tail_mb : 0.0);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        for (std::size_t k = 0; k < K; ++k)
+            m += groups[g][k] * (in.c[g].per_layer_mb + in.c[g].activation_mb[k] * f);
+    }
+    return m;
+}
+
+double time_of(const Instance& in, std::uint32_t s, const std::vector<KindCounts>& groups) {
+    const Problem& p = in.problem;
+    double t = (s == 0 ? p.time.head_time : 0.0) + (s + 1 == p.num_stages ? p.time.tail_time : 0.0);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        for (std::size_t k = 0; k < K; ++k)
+            t += groups[g][k] * p.time.groups[g].time[k];
+    }
+    return t;
+}
+
+bool allowed(const Instance& in, std::size_t g, std::size_t k) {
+    return (in.problem.kinds & PPB_KIND_BIT(k)) != 0 &&
+           (in.c[g].identified & PPB_PARAM_ACTIVATION(k)) != 0;
+}
+
+// Every way to give `n` layers of group g kinds (allowed ones only).
+void spread(const Instance& in, std::size_t g, std::uint32_t n, std::size_t k, KindCounts& current,
+            std::vector<KindCounts>& out) {
+    if (k + 1 == K) {
+        if (n == 0 || allowed(in, g, k)) {
+            current[k] = n;
+            out.push_back(current);
+            current[k] = 0;
+        }
+        return;
+    }
+    const std::uint32_t most = allowed(in, g, k) ? n : 0;
+    for (std::uint32_t i = 0; i <= most; ++i) {
+        current[k] = i;
+        spread(in, g, n - i, k + 1, current, out);
+    }
+    current[k] = 0;
+}
+
+// The fastest choice of stage s over [a, b) within the budget, by enumeration; infinity if none.
+double fastest(const Instance& in, std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+    const std::size_t G = in.c.size();
+    const double budget = in.problem.budget_mb();
+    double best = pt::infinity;
+    if (in.problem.rule == RecomputeRule::mindformers) {
+        const std::uint32_t n = b - a;
+        for (std::uint32_t r = 0; r <= n; ++r) {
+            for (std::uint32_t sel = r; sel <= n; ++sel) {
+                for (std::uint32_t comm = r; comm <= n; ++comm) {
+                    // Position i of the stage: full below r, both below both counts, select or
+                    // comm below one, none after.
+                    std::vector<KindCounts> groups(G, KindCounts{});
+                    bool ok = true;
+                    for (std::uint32_t i = 0; i < n && ok; ++i) {
+                        const std::size_t kind = i < r                     ? PPB_KIND_FULL
+                                                 : i < std::min(sel, comm) ? PPB_KIND_BOTH
+                                                 : i < sel                 ? PPB_KIND_SELECT
+                                                 : i < comm                ? PPB_KIND_COMM
+                                                                           : PPB_KIND_NONE;
+                        const std::size_t g = in.sequence[a + i];
+                        ok = allowed(in, g, kind);
+                        ++groups[g][kind];
+                    }
+                    if (ok && pt::fits_budget(memory_of(in, s, groups), budget))
+                        best = std::min(best, time_of(in, s, groups));
+                }
+            }
+        }
+        return best;
+    }
+    std::vector<std::vector<KindCounts>> options(G);
+    for (std::size_t g = 0; g < G; ++g) {
+        std::uint32_t n = 0;
+        for (std::uint32_t i = a; i < b; ++i)
+            n += in.sequence[i] == g ? 1 : 0;
+        KindCounts current{};
+        spread(in, g, n, 0, current, options[g]);
+    }
+    std::vector<std::size_t> index(G, 0);
+    while (true) {
+        std::vector<KindCounts> groups;
+        bool empty = false;
+        for (std::size_t g = 0; g < G; ++g) {
+            if (options[g].empty()) {
+                empty = true;
+                break;
+            }
+            groups.push_back(options[g][index[g]]);
+        }
+        if (empty)
+            return pt::infinity;
+        if (pt::fits_budget(memory_of(in, s, groups), budget))
+            best = std::min(best, time_of(in, s, groups));
+        std::size_t g = 0;
+        while (g < G && ++index[g] == options[g].size())
+            index[g++] = 0;
+        if (g == G)
+            break;
+    }
+    return best;
+}
+
+// The least iteration time over every cut and choice, or infinity.
+double oracle(const Instance& in) {
+    const Problem& p = in.problem;
+    const std::uint32_t P = p.num_stages;
+    const std::uint32_t L = p.time.body_layers;
+    std::vector<std::vector<std::vector<double>>> t(
+        P, std::vector<std::vector<double>>(L + 1, std::vector<double>(L + 1, pt::infinity)));
+    for (std::uint32_t s = 0; s < P; ++s) {
+        for (std::uint32_t a = 0; a <= L; ++a) {
+            for (std::uint32_t b = a; b <= L; ++b)
+                t[s][a][b] = fastest(in, s, a, b);
+        }
+    }
+    double best = pt::infinity;
+    std::vector<double> times;
+    // Every cut: stage s takes [first, next), at least one layer unless it is the first or last.
+    const auto walk = [&](auto&& self, std::uint32_t s, std::uint32_t first) -> void {
+        if (s + 1 == P) {
+            const double ts = t[s][first][L];
+            if (!std::isfinite(ts) || (P == 1 && first != 0))
+                return;
+            times.push_back(ts);
+            best = std::min(best, ppb::partition::iteration_time(times, p.micro_batches));
+            times.pop_back();
+            return;
+        }
+        const std::uint32_t fewest = s == 0 ? 0 : 1;
+        for (std::uint32_t next = first + fewest; next <= L; ++next) {
+            const double ts = t[s][first][next];
+            if (!std::isfinite(ts))
+                continue;
+            times.push_back(ts);
+            self(self, s + 1, next);
+            times.pop_back();
+        }
+    };
+    walk(walk, 0, 0);
+    return best;
+}
+
+Instance random_instance(std::mt19937& rng, RecomputeRule rule) {
+    std::uniform_int_distribution<std::uint32_t> stages(1, 4), groups(2, 3), micro(1, 6);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    Instance in;
+    Problem& p = in.problem;
+    p.rule = rule;
+    p.num_stages = stages(rng);
+    p.micro_batches = micro(rng);
+    const std::size_t G = groups(rng);
+    const std::uint32_t L = std::max<std::uint32_t>(
+        p.num_stages >= 2 ? p.num_stages - 2 : 0,
+        std::uniform_int_distribution<std::uint32_t>(2, p.num_stages <= 2 ? 7 : 6)(rng));
+    // The sequence: blocks (dense then MoE), alternating, or random.
+    const int shape = std::uniform_int_distribution<int>(0, 2)(rng);
+    for (std::uint32_t i = 0; i < L; ++i) {
+        std::uint32_t g = 0;
+        if (shape == 0)
+            g = static_cast<std::uint32_t>(i * G / L);
+        else if (shape == 1)
+            g = static_cast<std::uint32_t>(i % G);
+        else
+            g = std::uniform_int_distribution<std::uint32_t>(0, G - 1)(rng);
+        in.sequence.push_back(g);
+    }
+    // Kinds: a random subset of at least two, the same for every group or one group missing one.
+    std::uint32_t mask = 0;
+    while (__builtin_popcount(mask) < 2)
+        mask = std::uniform_int_distribution<std::uint32_t>(0, PPB_ALL_KINDS)(rng);
+    p.kinds = mask;
+    p.time.head_time = 1.0 + 3.0 * unit(rng);
+    p.time.tail_time = 1.0 + 3.0 * unit(rng);
+    p.time.body_layers = L;
+    p.time.sequence = in.sequence;
+    for (std::size_t g = 0; g < G; ++g) {
+        ppb::partition::BodyGroupTime group;
+        group.name = fmt::format("g{}", g);
+        const double base = 1.0 + 4.0 * unit(rng);
+        group.forward = base / 3.0;
+        // Recompute costs time and saves memory: times rise, activations fall, with the kind.
+        double rise = 0.0;
+        for (std::size_t k = 0; k < K; ++k) {
+            rise += 0.3 * unit(rng) * (k == 0 ? 0.0 : 1.0);
+            group.time[k] = base * (1.0 + rise);
+        }
+        in.problem.time.groups.push_back(group);
+        ppb_linear_parameters c{};
+        c.struct_size = sizeof(c);
+        c.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER;
+        c.const_mb = 100.0;
+        c.head_mb = 40.0 + 40.0 * unit(rng);
+        c.tail_mb = 40.0 + 40.0 * unit(rng);
+        c.per_layer_mb = 10.0 + 30.0 * unit(rng);
+        double activation = 20.0 + 30.0 * unit(rng);
+        for (std::size_t k = 0; k < K; ++k) {
+            c.activation_mb[k] = activation;
+            activation *= 0.4 + 0.5 * unit(rng);
+            // One group in four lacks a kind the others have.
+            if (!(g == 1 && k == 2 && unit(rng) < 0.25))
+                c.identified |= PPB_PARAM_ACTIVATION(k);
+        }
+        in.c.push_back(c);
+    }
+    for (auto& c : in.c) {
+        c.const_mb = in.c[0].const_mb;
+        c.head_mb = in.c[0].head_mb;
+        c.tail_mb = in.c[0].tail_mb;
+    }
+    for (const std::uint32_t g : in.sequence)
+        ++p.time.groups[g].layers;
+    p.time.groups[0].name = "dense";
+    p.time.body_time = p.time.groups[0].time;
+    p.time.body_forward = p.time.groups[0].forward;
+    p.time.head_forward = p.time.head_time / 3.0;
+    p.time.tail_forward = p.time.tail_time / 3.0;
+    // A limit between what the leanest and the fullest stage would need.
+    const double full = 100.0 + 80.0 + L * (40.0 + 50.0 * p.micro_batches) / p.num_stages;
+    p.memory_limit_mb = 120.0 + (full - 120.0) * (0.2 + 1.2 * unit(rng));
+    in.text = fmt::format("P={} M={} L={} G={} shape={} kinds={:#x} limit={:.3f} rule={}",
+                          p.num_stages, p.micro_batches, L, G, shape, mask, p.memory_limit_mb,
+                          rule == RecomputeRule::any ? "any" : "mindformers");
+    return in;
+}
+
+// The plan keeps model order, places every layer, fits, and its numbers are its own.
+void check_plan(const Instance& in, const Plan& plan) {
+    const Problem& p = in.problem;
+    BOOST_TEST_REQUIRE(plan.stages.size() == p.num_stages);
+    std::uint32_t next = 0;
+    std::vector<double> times;
+    for (const auto& stage : plan.stages) {
+        BOOST_TEST(stage.first_layer == next, in.text);
+        BOOST_TEST_REQUIRE(stage.group_layers.size() == in.c.size());
+        std::vector<std::uint32_t> in_range(in.c.size(), 0);
+        for (std::uint32_t i = 0; i < stage.total_layers(); ++i)
+            ++in_range.at(in.sequence.at(next + i));
+        for (std::size_t g = 0; g < in.c.size(); ++g) {
+            std::uint32_t n = 0;
+            for (std::size_t k = 0; k < K; ++k) {
+                n += stage.group_layers[g][k];
+                if (stage.group_layers[g][k] != 0)
+                    BOOST_TEST(allowed(in, g, k), in.text);
+            }
+            BOOST_TEST(n == in_range[g], in.text);
+        }
+        const double m = memory_of(in, stage.stage, stage.group_layers);
+        BOOST_TEST(pt::close(m, stage.memory_mb), in.text);
+        BOOST_TEST(pt::fits_budget(m, p.budget_mb()), in.text);
+        BOOST_TEST(pt::close(time_of(in, stage.stage, stage.group_layers), stage.time), in.text);
+        if (p.rule == RecomputeRule::mindformers) {
+            // MindFormers' counts of the stage rebuild its groups' kinds by position.
+            const auto counts = ppb::partition::mindformers_counts(stage.layers);
+            BOOST_TEST_REQUIRE(counts.has_value(), in.text);
+            const auto rebuilt = ppb::partition::positional_group_layers(
+                p, stage.first_layer, stage.total_layers(), *counts);
+            BOOST_TEST((rebuilt == stage.group_layers), in.text);
+        }
+        times.push_back(stage.time);
+        next += stage.total_layers();
+    }
+    BOOST_TEST(next == p.time.body_layers, in.text);
+    BOOST_TEST(
+        pt::close(ppb::partition::iteration_time(times, p.micro_batches), plan.iteration_time),
+        in.text);
+}
+
+MemorySource source_of(const Instance& in) {
+    MemorySource memory;
+    memory.group_linear = in.c;
+    return memory;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(grouped)
+
+BOOST_AUTO_TEST_CASE(positional_counts_follow_the_stage_order) {
+    Problem p;
+    p.time.groups.resize(2);
+    // dense dense moe moe moe: a stage of layers 1..4 (dense, moe, moe, moe).
+    p.time.sequence = {0, 0, 1, 1, 1};
+    // recompute 2 (full), select 3 (so one 'select'), comm 0.
+    const auto groups =
+        ppb::partition::positional_group_layers(p, 1, 4, MindFormersCounts{2, 3, 0});
+    BOOST_TEST_REQUIRE(groups.size() == 2u);
+    BOOST_TEST(groups[0][PPB_KIND_FULL] == 1u);  // layer 1, dense
+    BOOST_TEST(groups[1][PPB_KIND_FULL] == 1u);  // layer 2, moe
+    BOOST_TEST(groups[1][PPB_KIND_SELECT] == 1u);
+    BOOST_TEST(groups[1][PPB_KIND_NONE] == 1u);
+    BOOST_TEST(groups[0][PPB_KIND_NONE] == 0u);
+    // select 3 and comm 4: positions 2 'both', 3 'comm'.
+    const auto both = ppb::partition::positional_group_layers(p, 1, 4, MindFormersCounts{2, 3, 4});
+    BOOST_TEST(both[1][PPB_KIND_BOTH] == 1u);
+    BOOST_TEST(both[1][PPB_KIND_COMM] == 1u);
+}
+
+// Every random instance: the solver's plan is valid and as fast as the best of all plans, or
+// both find none (and the limit the solver names then admits a plan).
+BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
+    std::mt19937 rng(20261201);
+    int solved = 0;
+    int infeasible = 0;
+    for (int i = 0; i < 700; ++i) {
+        const RecomputeRule rule = i % 2 == 0 ? RecomputeRule::any : RecomputeRule::mindformers;
+        Instance in = random_instance(rng, rule);
+        const double best = oracle(in);
+        try {
+            const Plan plan = ppb::partition::solve(in.problem, source_of(in));
+            BOOST_TEST_REQUIRE(std::isfinite(best), in.text << ": the enumeration finds no plan");
+            check_plan(in, plan);
+            BOOST_TEST(pt::close(plan.iteration_time, best),
+                       in.text << ": " << plan.iteration_time << " vs " << best);
+            ++solved;
+        } catch (const Infeasible& e) {
+            BOOST_TEST(!std::isfinite(best), in.text << ": infeasible but the best is " << best);
+            ++infeasible;
+            // The smallest limit named admits a plan under any mix (the least need of a layer
+            // is its group's most-recompute kind, which 'any' can always choose).
+            if (rule == RecomputeRule::any && std::isfinite(e.smallest_feasible_limit_mb())) {
+                Instance at = in;
+                at.problem.memory_limit_mb = e.smallest_feasible_limit_mb();
+                BOOST_TEST(std::isfinite(oracle(at)), in.text << ": " << e.what());
+                at.problem.memory_limit_mb = e.smallest_feasible_limit_mb() * (1.0 - 1e-6) - 1e-3;
+                BOOST_TEST(!std::isfinite(oracle(at)), in.text << ": " << e.what());
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(fmt::format("{} solved, {} infeasible", solved, infeasible));
+    BOOST_TEST(solved > 300);
+    BOOST_TEST(infeasible > 20);
+}
+
+BOOST_AUTO_TEST_CASE(what_groups_cannot_do_yet_is_refused) {
+    std::mt19937 rng(7);
+    Instance in = random_instance(rng, RecomputeRule::any);
+    in.problem.num_stages = 2;
+    Problem chunked = in.problem;
+    chunked.schedule = ppb::Schedule::interleaved;
+    chunked.chunks = 2;
+    chunked.micro_batches = 4;
+    BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(chunked, source_of(in)), ppb::InputError,
+                          [](const ppb::InputError& e) {
+                              return std::string(e.what()).find("--schedule 1f1b") !=
+                                     std::string::npos;
+                          });
+    MemorySource none;
+    BOOST_CHECK_EXCEPTION(
+        (void)ppb::partition::solve(in.problem, none), ppb::InputError,
+        [](const ppb::InputError& e) {
+            return std::string(e.what()).find("needs each group's linear coefficients") !=
+                   std::string::npos;
+        });
+    MemorySource unknown = source_of(in);
+    const std::uint32_t holder = in.problem.time.sequence.front();  // a group with layers
+    unknown.group_linear[holder].identified &= ~PPB_PARAM_PER_LAYER;
+    BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, unknown), ppb::InputError,
+                          [](const ppb::InputError& e) {
+                              return std::string(e.what()).find(
+                                         "the parameter memory of that group is not determined") !=
+                                     std::string::npos;
+                          });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
