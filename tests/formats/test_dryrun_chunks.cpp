@@ -159,9 +159,9 @@ BOOST_AUTO_TEST_CASE(version_1_keeps_refusing_chunks_and_names_the_revision) {
         parse(R"({"format": "ppb.dryrun/1", "schedule": "interleaved", "observations": []})"),
         "dryrun.json: schedule: schedule 'interleaved' runs several chunks per stage",
         "write \"format\": \"ppb.dryrun/2\"");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/3", "observations": []})"),
-                    "format: unsupported format version 'ppb.dryrun/3' (this ppb reads "
-                    "ppb.dryrun/1 and ppb.dryrun/2)");
+    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/4", "observations": []})"),
+                    "format: unsupported format version 'ppb.dryrun/4' (this ppb reads "
+                    "ppb.dryrun/1, ppb.dryrun/2 and ppb.dryrun/3)");
 }
 
 BOOST_AUTO_TEST_CASE(schedule_names_and_chunk_counts) {

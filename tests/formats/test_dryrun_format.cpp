@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(format_member) {
                     "dryrun.json: missing required field 'format'");
     PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/9", "future": 1})"),
                     "dryrun.json: format: unsupported format version 'ppb.dryrun/9' (this ppb "
-                    "reads ppb.dryrun/1 and ppb.dryrun/2)");
+                    "reads ppb.dryrun/1, ppb.dryrun/2 and ppb.dryrun/3)");
     PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.fit/1"})"),
                     "dryrun.json: format: \"ppb.fit/1\" is not a ppb dry-run file format");
     PPB_CHECK_ERROR(InputError, parse(R"({"format": 1})"),

@@ -1,5 +1,5 @@
-// Reader of the dry-run observation formats "ppb.dryrun/1" and "ppb.dryrun/2"
-// (host_api/docs/design.md, "ppb.dryrun/1 and /2").
+// Reader of the dry-run observation formats "ppb.dryrun/1", "ppb.dryrun/2" and "ppb.dryrun/3"
+// (host_api/docs/design.md, "ppb.dryrun/1, /2 and /3").
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ constexpr std::array<std::string_view, 8> top_level_keys_v2 = {
 constexpr std::array<std::string_view, 11> observation_keys_v2 = {
     "config", "num_stages", "micro_batches", "schedule",       "num_chunks", "stage",
     "layers", "chunks",     "in_flight",     "peak_memory_mb", comment_key};
+// ppb.dryrun/3: /2 with the model's groups of body layers, and layers counted per group.
+constexpr std::array<std::string_view, 9> top_level_keys_v3 = {
+    "format",       "num_stages", "micro_batches", "schedule",     "num_chunks",
+    "observations", "groups",     comment_key,     description_key};
 constexpr std::array<std::string_view, 2> chunk_keys = {"layers", "in_flight"};
 
 constexpr std::array<Schedule, 4> all_schedules = {Schedule::one_f_one_b, Schedule::interleaved,
@@ -65,7 +70,7 @@ std::string mb_text(double mb) {
     return text;
 }
 
-// The document's revision: 1 or 2.
+// The document's revision: 1, 2 or 3.
 std::uint32_t check_format(const JsonObject& top) {
     const auto found = top.optional("format");
     if (!found) {
@@ -84,9 +89,11 @@ std::uint32_t check_format(const JsonObject& top) {
         return 1;
     if (format == dryrun_format_v2)
         return 2;
+    if (format == dryrun_format_v3)
+        return 3;
     if (format.starts_with(format_family)) {
-        node.fail(fmt::format("unsupported format version '{}' (this ppb reads {} and {})", format,
-                              dryrun_format_v1, dryrun_format_v2));
+        node.fail(fmt::format("unsupported format version '{}' (this ppb reads {}, {} and {})",
+                              format, dryrun_format_v1, dryrun_format_v2, dryrun_format_v3));
     }
     node.fail(fmt::format("{} is not a ppb dry-run file format (expected \"{}\")",
                           describe_json(node.value()), dryrun_format_v1));
@@ -176,7 +183,7 @@ ScheduleChoice read_schedule_choice(const JsonObject& object, const ScheduleChoi
     const auto schedule_node = object.optional("schedule");
     if (schedule_node)
         choice.schedule = read_schedule(*schedule_node, revision);
-    const auto chunks_node = revision == 2 ? object.optional("num_chunks") : std::nullopt;
+    const auto chunks_node = revision >= 2 ? object.optional("num_chunks") : std::nullopt;
     if (chunks_node) {
         choice.num_chunks = chunks_node->as_count(limits::chunks);
         if (const auto problem = chunk_count_problem(choice.schedule, choice.num_chunks))
@@ -195,11 +202,43 @@ void check_optional_text(const JsonObject& object, std::string_view key) {
         (void)node->as_string();
 }
 
-void read_layers(const JsonObject& layers, ppb_chunk& chunk) {
+// The layers of one chunk per recompute kind, into `counts` (PPB_KIND_COUNT entries).
+void read_kind_counts(const JsonObject& layers, std::span<std::uint32_t> counts) {
     layers.allow_only(kind_names, "recompute kind");
     for (const auto& [name, node] : layers.members()) {
         const auto kind = kind_from_name(name);  // allow_only has checked the name
-        chunk.layers[static_cast<std::size_t>(*kind)] = node.as_count(limits::layers_or_none);
+        counts[static_cast<std::size_t>(*kind)] = node.as_count(limits::layers_or_none);
+    }
+}
+
+// A chunk's "layers": per recompute kind (/1, /2) into `chunk`, or, in /3, per group of `groups`
+// and then per kind, appended to `group_layers` (groups.size() x PPB_KIND_COUNT counts; the
+// chunk's own layers become their sums when the observation is complete).
+void read_layers(const JsonObject& layers, ppb_chunk& chunk, const std::vector<std::string>& groups,
+                 std::vector<std::uint32_t>& group_layers) {
+    if (groups.empty()) {
+        read_kind_counts(layers, chunk.layers);
+        return;
+    }
+    const std::vector<std::string_view> names(groups.begin(), groups.end());
+    for (const auto& [name, node] : layers.members()) {
+        // Kinds straight under "layers", as /2 writes them: say where they go.
+        if (kind_from_name(name) && std::find(names.begin(), names.end(), name) == names.end()) {
+            layers.fail(
+                fmt::format("'{}' is a recompute kind, but {} counts layers per group: write "
+                            "\"layers\": {{\"{}\": {{\"{}\": ...}}}} with a group of: {}",
+                            name, dryrun_format_v3, groups.front(), name, fmt::join(groups, ", ")));
+        }
+    }
+    layers.allow_only(names, "group");
+    const std::size_t first = group_layers.size();
+    group_layers.resize(first + groups.size() * PPB_KIND_COUNT, 0);
+    for (const auto& [name, node] : layers.members()) {
+        const auto g = static_cast<std::size_t>(std::find(names.begin(), names.end(), name) -
+                                                names.begin());  // allow_only checked
+        read_kind_counts(
+            node.as_object(),
+            std::span(group_layers).subspan(first + g * PPB_KIND_COUNT, PPB_KIND_COUNT));
     }
 }
 
@@ -219,7 +258,9 @@ std::uint32_t read_chunk_in_flight(const JsonNode& node, std::uint32_t micro_bat
 // The "chunks" of a multi-chunk observation: exactly `choice.num_chunks` entries, each with its
 // layers and optionally its in-flight count (default: the schedule's count for the chunk).
 std::vector<ppb_chunk> read_chunks(const JsonObject& obs, const ScheduleChoice& choice,
-                                   std::uint32_t p, std::uint32_t s, std::uint32_t micro_batches) {
+                                   std::uint32_t p, std::uint32_t s, std::uint32_t micro_batches,
+                                   const std::vector<std::string>& groups,
+                                   std::vector<std::uint32_t>& group_layers) {
     const std::string_view name = schedule_name(choice.schedule);
     if (auto layers = obs.optional("layers")) {
         layers->fail(fmt::format(
@@ -262,7 +303,7 @@ std::vector<ppb_chunk> read_chunks(const JsonObject& obs, const ScheduleChoice& 
         const JsonObject entry = list.at(c).as_object();
         entry.allow_only(chunk_keys);
         ppb_chunk chunk{};
-        read_layers(entry.required("layers").as_object(), chunk);
+        read_layers(entry.required("layers").as_object(), chunk, groups, group_layers);
         if (auto node = entry.optional("in_flight")) {
             chunk.in_flight = read_chunk_in_flight(*node, micro_batches);
         } else {
@@ -285,7 +326,7 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
         }
         obs.allow_only(observation_keys_v1);
     } else {
-        obs.allow_only(observation_keys_v2);
+        obs.allow_only(observation_keys_v2);  // /3 adds no member to an observation
     }
     check_optional_text(obs, comment_key);
 
@@ -313,6 +354,7 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
                                     p == 1 ? std::string("0") : fmt::format("0..{}", p - 1)));
     }
 
+    std::vector<std::uint32_t> group_layers;  // /3: chunk by chunk, group by group, kind by kind
     if (choice.num_chunks == 1) {
         if (auto chunks = obs.optional("chunks")) {
             chunks->fail(fmt::format(
@@ -321,7 +363,7 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
                 schedule_name(choice.schedule)));
         }
         ppb_chunk chunk{};
-        read_layers(obs.required("layers").as_object(), chunk);
+        read_layers(obs.required("layers").as_object(), chunk, set.groups, group_layers);
         if (auto node = obs.optional("in_flight")) {
             chunk.in_flight = node->as_count(limits::in_flight);
         } else {
@@ -329,8 +371,11 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
         }
         out.placement.chunks = {chunk};
     } else {
-        out.placement.chunks = read_chunks(obs, choice, p, s, out.micro_batches);
+        out.placement.chunks =
+            read_chunks(obs, choice, p, s, out.micro_batches, set.groups, group_layers);
     }
+    if (!set.groups.empty())
+        out.placement.set_group_layers(std::move(group_layers));
 
     const JsonNode memory = obs.required("peak_memory_mb");
     if (!memory.is_number()) {
@@ -351,24 +396,46 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     return out;
 }
 
-std::string chunk_text(const ppb_chunk& chunk) {
+// "none=3 full=1": the non-zero counts of PPB_KIND_COUNT entries.
+std::string kind_counts_text(std::span<const std::uint32_t> counts) {
     std::string layers;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        if (chunk.layers[k] == 0)
+        if (counts[k] == 0)
             continue;
-        layers += fmt::format("{}{}={}", layers.empty() ? "" : " ", kind_names[k], chunk.layers[k]);
+        layers += fmt::format("{}{}={}", layers.empty() ? "" : " ", kind_names[k], counts[k]);
+    }
+    return layers;
+}
+
+// Chunk `c` of `placement`: its in-flight count and its layers, per group when counted so
+// ("dense: none=1, moe: full=2").
+std::string chunk_text(const StagePlacement& placement, std::size_t c,
+                       const std::vector<std::string>& groups) {
+    const ppb_chunk& chunk = placement.chunks[c];
+    std::string layers = kind_counts_text(chunk.layers);
+    if (!groups.empty() && !layers.empty()) {
+        layers.clear();
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            const std::string counts = kind_counts_text(
+                std::span(placement.group_layers)
+                    .subspan((c * groups.size() + g) * PPB_KIND_COUNT, PPB_KIND_COUNT));
+            if (!counts.empty())
+                layers += fmt::format("{}{}: {}", layers.empty() ? "" : ", ", groups[g], counts);
+        }
     }
     return fmt::format("{} in flight, {}", chunk.in_flight,
                        layers.empty() ? std::string("no body layers") : "layers " + layers);
 }
 
-std::string describe_placement(const Observation& o) {
+std::string describe_placement(const Observation& o, const std::vector<std::string>& groups) {
     const auto& chunks = o.placement.chunks;
     std::string text = fmt::format("stage {} of {}, ", o.placement.stage, o.placement.num_stages);
     if (chunks.size() == 1)
-        return text + chunk_text(chunks.front());
-    for (std::size_t c = 0; c < chunks.size(); ++c)
-        text += fmt::format("{}chunk {}: {}", c == 0 ? "" : "; ", c, chunk_text(chunks[c]));
+        return text + chunk_text(o.placement, 0, groups);
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+        text += fmt::format("{}chunk {}: {}", c == 0 ? "" : "; ", c,
+                            chunk_text(o.placement, c, groups));
+    }
     return text;
 }
 
@@ -377,10 +444,12 @@ std::string describe_placement(const Observation& o) {
 // largest at the smallest earlier a below b and at the largest earlier a above it, so each
 // placement keeps only its smallest and largest memory so far: linear in the observations,
 // however many repeat one placement.
-void check_duplicates(const std::vector<Observation>& observations, double tolerance,
+void check_duplicates(const std::vector<Observation>& observations,
+                      const std::vector<std::string>& groups, double tolerance,
                       std::string_view source) {
     // Pipeline degree, stage, then each chunk's in-flight count and layers per kind: the chunk
-    // structure is part of the placement.
+    // structure is part of the placement. Layers counted per group (/3) are compared per group:
+    // the same totals of other groups are another placement.
     using Key = std::vector<std::uint32_t>;
     struct Extremes {
         std::size_t smallest;
@@ -399,6 +468,7 @@ void check_duplicates(const std::vector<Observation>& observations, double toler
             key.push_back(chunk.in_flight);
             key.insert(key.end(), std::begin(chunk.layers), std::end(chunk.layers));
         }
+        key.insert(key.end(), b.placement.group_layers.begin(), b.placement.group_layers.end());
         const auto [it, first] = seen.try_emplace(std::move(key), Extremes{j, j});
         if (first)
             continue;
@@ -414,7 +484,7 @@ void check_duplicates(const std::vector<Observation>& observations, double toler
                 "{}{}observations[{}] and observations[{}] describe the same placement ({}) but "
                 "their memories differ by {:.3g} % ({} MB vs {} MB), more than the {:g} % "
                 "tolerance (--duplicate-tolerance)",
-                source, source.empty() ? "" : ": ", i, j, describe_placement(b),
+                source, source.empty() ? "" : ": ", i, j, describe_placement(b, groups),
                 100.0 * difference / larger, mb_text(a.peak_memory_mb), mb_text(b.peak_memory_mb),
                 100.0 * tolerance));
         }
@@ -423,6 +493,55 @@ void check_duplicates(const std::vector<Observation>& observations, double toler
         if (b.peak_memory_mb > observations[group.largest].peak_memory_mb)
             group.largest = j;
     }
+}
+
+// "groups" is the revision /3's: an older document that has it means layers per group, which its
+// reader would otherwise refuse as an unknown field without saying which format has them.
+void refuse_groups_before_v3(const JsonObject& top, std::uint32_t revision) {
+    if (auto node = top.optional("groups")) {
+        node->fail(fmt::format(
+            "'groups' needs \"format\": \"{}\" (in {} every layer is of one group; in {} "
+            "each observation's \"layers\" are counted per group)",
+            dryrun_format_v3, revision == 1 ? dryrun_format_v1 : dryrun_format_v2,
+            dryrun_format_v3));
+    }
+}
+
+// The /3 document's groups of body layers: 1 to limits::groups.max distinct names, not empty.
+std::vector<std::string> read_groups(const JsonObject& top) {
+    const auto found = top.optional("groups");
+    if (!found) {
+        top.fail(fmt::format(
+            "missing required field 'groups' ({} counts layers per group: name the model's "
+            "groups of body layers in model order, e.g. \"groups\": [\"dense\", \"moe\"])",
+            dryrun_format_v3));
+    }
+    const JsonArray list = found->as_array();
+    if (list.empty() || list.size() > limits::groups.max) {
+        list.fail(fmt::format("has {} names (expected {} to {} groups of body layers)", list.size(),
+                              limits::groups.min, limits::groups.max));
+    }
+    std::vector<std::string> groups;
+    for (std::size_t g = 0; g < list.size(); ++g) {
+        const JsonNode node = list.at(g);
+        if (!node.value().is_string()) {
+            node.fail("expected the name of a group of body layers (a string), got " +
+                      describe_json(node.value()));
+        }
+        std::string name(node.as_string());
+        if (name.empty())
+            node.fail("the name of a group is empty");
+        for (std::size_t h = 0; h < groups.size(); ++h) {
+            if (groups[h] == name) {
+                node.fail(
+                    fmt::format("group '{}' is named twice (also groups[{}]): names must "
+                                "be distinct",
+                                name, h));
+            }
+        }
+        groups.push_back(std::move(name));
+    }
+    return groups;
 }
 
 }  // namespace
@@ -449,9 +568,14 @@ DryRunSet parse_dryrun(std::string_view json_text, std::string_view source,
                             "chunk per stage)",
                             dryrun_format_v2, dryrun_format_v1));
         }
+        refuse_groups_before_v3(top, set.revision);
         top.allow_only(top_level_keys_v1);
-    } else {
+    } else if (set.revision == 2) {
+        refuse_groups_before_v3(top, set.revision);
         top.allow_only(top_level_keys_v2);
+    } else {
+        top.allow_only(top_level_keys_v3);
+        set.groups = read_groups(top);
     }
     check_optional_text(top, comment_key);
     check_optional_text(top, description_key);
@@ -471,7 +595,7 @@ DryRunSet parse_dryrun(std::string_view json_text, std::string_view source,
     for (const JsonNode& element : list.elements()) {
         set.observations.push_back(read_observation(element.as_object(), set));
     }
-    check_duplicates(set.observations, options.duplicate_tolerance, source);
+    check_duplicates(set.observations, set.groups, options.duplicate_tolerance, source);
     return set;
 }
 

@@ -20,6 +20,7 @@ namespace json = boost::json;
 constexpr std::array<std::string_view, 4> scalar_parameters = {"const_mb", "head_mb", "tail_mb",
                                                                "param_per_layer_mb"};
 constexpr std::string_view activation_key = "activation_mb";
+constexpr std::string_view groups_key = "groups";
 
 // A number or null, copied as it is.
 json::value number_or_null(const JsonNode& node) {
@@ -47,11 +48,10 @@ void check_numbers(const JsonNode& node) {
     }
 }
 
-json::object read_parameters(const JsonObject& parameters) {
-    json::object out;
-    for (const auto key : scalar_parameters) {
-        out.emplace(key, number_or_null(parameters.required(key)));
-    }
+// A group's own coefficients (or, without groups, the model's): param_per_layer_mb and
+// activation_mb, into `out`.
+void read_layer_parameters(const JsonObject& parameters, json::object& out) {
+    out.emplace("param_per_layer_mb", number_or_null(parameters.required("param_per_layer_mb")));
     const JsonObject activation = parameters.required(activation_key).as_object();
     activation.allow_only(kind_names, "recompute kind");
     json::object activation_out;
@@ -59,6 +59,32 @@ json::object read_parameters(const JsonObject& parameters) {
         activation_out.emplace(kind, number_or_null(activation.required(kind)));
     }
     out.emplace(activation_key, std::move(activation_out));
+}
+
+// A model of several groups of body layers (plugin API 1.3) reports the shared const_mb, head_mb
+// and tail_mb, and "groups": {<name>: {param_per_layer_mb, activation_mb}} in model order.
+json::object read_parameters(const JsonObject& parameters) {
+    json::object out;
+    const auto groups = parameters.optional(groups_key);
+    for (const auto key : scalar_parameters) {
+        if (groups && key == "param_per_layer_mb")
+            continue;
+        out.emplace(key, number_or_null(parameters.required(key)));
+    }
+    if (groups) {
+        const JsonObject by_group = groups->as_object();
+        if (by_group.empty())
+            groups->fail("expected the parameters of one or more groups, got an empty object");
+        json::object groups_out;
+        for (const auto& [name, node] : by_group.members()) {
+            const JsonObject group = node.as_object();
+            group.allow_only({"param_per_layer_mb", activation_key});
+            read_layer_parameters(group, groups_out[name].emplace_object());
+        }
+        out.emplace(groups_key, std::move(groups_out));
+    } else {
+        read_layer_parameters(parameters, out);
+    }
     // Further parameters of a model are kept, after the standard ones.
     for (const auto& [key, node] : parameters.members()) {
         if (out.contains(key))

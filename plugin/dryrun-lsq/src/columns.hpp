@@ -27,13 +27,14 @@ struct ColumnChoice {
     Analysis fitted;            // the design to solve
     bool const_folded = false;  // const_mb was dropped: the other columns absorb it
     // Every undetermined parameter with its explanation, in parameter order.
-    std::vector<std::pair<Parameter, Explanation>> undetermined;
+    std::vector<std::pair<Unknown, Explanation>> undetermined;
 };
 
-// `rows` are the design rows of validated observations. Throws ppb::plugin::InvalidInput when
-// the data identify no single parameter, saying why and what would fix it.
+// `rows` are the design rows of validated observations of a model of data.groups.size() groups.
+// Throws ppb::plugin::InvalidInput when the data identify no single parameter, saying why and
+// what would fix it.
 [[nodiscard]] ColumnChoice choose_columns(const std::vector<ParameterVector>& rows,
-                                          const ObservationSummary& summary, double rank_tolerance);
+                                          const DataSummary& data, double rank_tolerance);
 
 }  // namespace ppb::dryrun_lsq
 

@@ -1,5 +1,7 @@
 #include "design.hpp"
 
+#include <vector>
+
 namespace ppb::dryrun_lsq {
 
 namespace {
@@ -44,6 +46,60 @@ ParameterVector design_row(const ppb_placement& placement) noexcept {
         }
     }
     return x;
+}
+
+ParameterVector design_row(const ppb_grouped_placement& grouped) noexcept {
+    const ppb_placement& placement = grouped.placement;
+    ParameterVector x{};
+    x[index(Parameter::const_mb)] = 1.0;
+    x[index(Parameter::head_mb)] = is_head(placement) ? 1.0 : 0.0;
+    x[index(Parameter::tail_mb)] = is_tail(placement) ? 1.0 : 0.0;
+    const std::uint32_t groups = grouped.num_groups;
+    // Summed as design_row(ppb_placement) sums, so that one group gives the same row bit for bit.
+    for (std::uint32_t g = 0; g < groups; ++g) {
+        std::uint64_t n = 0;
+        for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                n += grouped.group_layers[(c * groups + g) * PPB_KIND_COUNT + k];
+        }
+        x[index(Unknown(Parameter::param_per_layer_mb, g))] = static_cast<double>(n);
+    }
+    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
+        const double in_flight = static_cast<double>(placement.chunks[c].in_flight);
+        for (std::uint32_t g = 0; g < groups; ++g) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                const std::uint32_t layers =
+                    grouped.group_layers[(c * groups + g) * PPB_KIND_COUNT + k];
+                x[index(Unknown(activation(static_cast<ppb_kind>(k)), g))] +=
+                    static_cast<double>(layers) * in_flight;
+            }
+        }
+    }
+    return x;
+}
+
+ObservationSummary summarize_group(std::span<const ppb_grouped_observation> observations,
+                                   std::uint32_t group) {
+    std::vector<std::vector<ppb_chunk>> chunks;
+    chunks.reserve(observations.size());
+    std::vector<ppb_observation> projected;
+    projected.reserve(observations.size());
+    for (const ppb_grouped_observation& o : observations) {
+        const ppb_grouped_placement& grouped = o.placement;
+        std::vector<ppb_chunk>& own = chunks.emplace_back();
+        for (std::uint32_t c = 0; c < grouped.placement.num_chunks; ++c) {
+            ppb_chunk chunk = grouped.placement.chunks[c];
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                chunk.layers[k] =
+                    grouped.group_layers[(c * grouped.num_groups + group) * PPB_KIND_COUNT + k];
+            }
+            own.push_back(chunk);
+        }
+        ppb_placement placement = grouped.placement;
+        placement.chunks = own.data();
+        projected.push_back(ppb_observation{placement, o.peak_memory_mb});
+    }
+    return summarize(projected);
 }
 
 ObservationSummary summarize(std::span<const ppb_observation> observations) {

@@ -19,8 +19,12 @@
 namespace ppb::dryrun_lsq {
 
 // The row x of the model equation M = x . theta for a valid placement:
-//   x = (1, [s = 0], [s = p-1], n, sum_c n_c,none f_c, ..., sum_c n_c,full f_c).
+//   x = (1, [s = 0], [s = p-1], n, sum_c n_c,none f_c, ..., sum_c n_c,full f_c),
+// its layers all of group 0 (the plain model's).
 [[nodiscard]] ParameterVector design_row(const ppb_placement& placement) noexcept;
+// The row of a valid grouped placement: the shared entries as above, then for each group g its
+// layers n_g and sum_c n_c,g,k f_c. For one group, the row of placement.placement.
+[[nodiscard]] ParameterVector design_row(const ppb_grouped_placement& placement) noexcept;
 
 // What the explanations of unidentified parameters need to know about the data.
 struct ObservationSummary {
@@ -42,6 +46,10 @@ struct ObservationSummary {
 
 // For validated observations.
 [[nodiscard]] ObservationSummary summarize(std::span<const ppb_observation> observations);
+// The summary of the observations as if they held only the layers of group `group`: what the
+// explanations of that group's parameters rely on.
+[[nodiscard]] ObservationSummary summarize_group(
+    std::span<const ppb_grouped_observation> observations, std::uint32_t group);
 
 }  // namespace ppb::dryrun_lsq
 

@@ -8,6 +8,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ppb::dryrun_lsq {
 
@@ -18,14 +19,29 @@ struct Explanation {
     bool specific = true;
 };
 
-// A parameter whose column is zero in every observation: head_mb (no stage 0 observed),
-// tail_mb (no last stage observed) or param_per_layer_mb (no body layer observed).
-[[nodiscard]] Explanation explain_unobserved(Parameter p);
+// What the explanations know about the data: the summary of all observations and, per group of
+// body layers, of the observations as if they held only that group's layers.
+struct DataSummary {
+    ObservationSummary overall;
+    std::vector<ObservationSummary> per_group;  // one per group
+    std::vector<std::string> groups;            // the model's groups, in order
 
-// A parameter confounded with `others` (its component among the columns). `combination`, when
+    [[nodiscard]] bool grouped() const noexcept { return groups.size() > 1; }
+    // The summary that explains `u`: its group's for a group parameter of a model of several
+    // groups, otherwise the overall one.
+    [[nodiscard]] const ObservationSummary& of(Unknown u) const {
+        return grouped() && !is_shared(u.parameter) ? per_group[u.group] : overall;
+    }
+};
+
+// An unknown whose column is zero in every observation: head_mb (no stage 0 observed),
+// tail_mb (no last stage observed) or param_per_layer_mb (no body layer (of its group) observed).
+[[nodiscard]] Explanation explain_unobserved(Unknown p, const DataSummary& data);
+
+// An unknown confounded with `others` (its component among the columns). `combination`, when
 // not empty, is an estimable combination involving `p` and is quoted in the reason.
-[[nodiscard]] Explanation explain_confounded(Parameter p, std::span<const Parameter> others,
-                                             const ObservationSummary& summary,
+[[nodiscard]] Explanation explain_confounded(Unknown p, std::span<const Unknown> others,
+                                             const DataSummary& data,
                                              const std::string& combination);
 
 // Why no parameter at all is identified, from the combinations the data do determine and the

@@ -44,11 +44,11 @@ class Components {
 // The rows of the reduced row echelon form of a null-space basis are the fundamental circuits
 // (minimal column dependencies) with respect to the non-pivot columns; the components they
 // connect are the components of the matroid, whatever basis the decomposition returned.
-std::vector<std::vector<Parameter>> confounding_groups(arma::mat null_basis, double zero,
-                                                       const std::vector<bool>& identified,
-                                                       const std::vector<Parameter>& columns) {
+std::vector<std::vector<Unknown>> confounding_groups(arma::mat null_basis, double zero,
+                                                     const std::vector<bool>& identified,
+                                                     const std::vector<Unknown>& columns) {
     const std::size_t n = columns.size();
-    std::vector<std::vector<Parameter>> groups(n);
+    std::vector<std::vector<Unknown>> groups(n);
     if (null_basis.n_cols == 0)
         return groups;  // full column rank: nothing is confounded
     for (std::size_t j = 0; j < n; ++j) {
@@ -74,7 +74,8 @@ std::vector<std::vector<Parameter>> confounding_groups(arma::mat null_basis, dou
     return groups;
 }
 
-std::string format_term(double coefficient, Parameter p, bool first) {
+std::string format_term(double coefficient, Unknown p, std::span<const std::string> groups,
+                        bool first) {
     std::string text;
     if (first) {
         if (coefficient < 0)
@@ -85,14 +86,15 @@ std::string format_term(double coefficient, Parameter p, bool first) {
     const double magnitude = std::abs(coefficient);
     if (std::abs(magnitude - 1.0) > 1e-9)
         text += format_number(magnitude) + " * ";
-    text += name(p);
+    text += name(p, groups);
     return text;
 }
 
 // Estimable combinations: the reduced row echelon form of the row space, converted from the
 // column-scaled coordinates of the decomposition to the parameters' own units.
 std::vector<Combination> estimable_combinations(const ColumnSpace& space,
-                                                const std::vector<Parameter>& columns) {
+                                                const std::vector<Unknown>& columns,
+                                                std::span<const std::string> groups) {
     std::vector<Combination> out;
     if (space.rank == 0)
         return out;
@@ -106,7 +108,7 @@ std::vector<Combination> estimable_combinations(const ColumnSpace& space,
         Combination combination;
         for (const std::size_t j : members) {
             const double coefficient = echelon(i, j) * space.scale(j) / pivot;
-            combination.text += format_term(coefficient, columns[j], j == members.front());
+            combination.text += format_term(coefficient, columns[j], groups, j == members.front());
             combination.parameters.push_back(columns[j]);
         }
         out.push_back(std::move(combination));
@@ -116,14 +118,14 @@ std::vector<Combination> estimable_combinations(const ColumnSpace& space,
 
 }  // namespace
 
-std::optional<std::size_t> Identifiability::column_of(Parameter p) const {
+std::optional<std::size_t> Identifiability::column_of(Unknown p) const {
     const auto it = std::find(columns.begin(), columns.end(), p);
     if (it == columns.end())
         return std::nullopt;
     return static_cast<std::size_t>(it - columns.begin());
 }
 
-bool Identifiability::is_identified(Parameter p) const {
+bool Identifiability::is_identified(Unknown p) const {
     const auto j = column_of(p);
     return j.has_value() && identified[*j];
 }
@@ -132,14 +134,14 @@ bool Identifiability::any_identified() const {
     return std::find(identified.begin(), identified.end(), true) != identified.end();
 }
 
-const std::vector<Parameter>& Identifiability::confounded(Parameter p) const {
+const std::vector<Unknown>& Identifiability::confounded(Unknown p) const {
     const auto j = column_of(p);
     if (!j)
         throw std::logic_error("confounded(): parameter is not a column of the design");
     return confounded_with[*j];
 }
 
-const Combination* Identifiability::combination_involving(Parameter p) const {
+const Combination* Identifiability::combination_involving(Unknown p) const {
     for (const Combination& c : combinations) {
         if (std::find(c.parameters.begin(), c.parameters.end(), p) != c.parameters.end()) {
             return &c;
@@ -148,7 +150,8 @@ const Combination* Identifiability::combination_involving(Parameter p) const {
     return nullptr;
 }
 
-Identifiability assess_identifiability(const ColumnSpace& space, std::vector<Parameter> columns) {
+Identifiability assess_identifiability(const ColumnSpace& space, std::vector<Unknown> columns,
+                                       std::span<const std::string> groups) {
     Identifiability result;
     const arma::mat null_basis = space.null_space();
     result.identified.resize(columns.size());
@@ -159,7 +162,7 @@ Identifiability assess_identifiability(const ColumnSpace& space, std::vector<Par
     }
     result.confounded_with =
         confounding_groups(null_basis, space.zero_tolerance, result.identified, columns);
-    result.combinations = estimable_combinations(space, columns);
+    result.combinations = estimable_combinations(space, columns, groups);
     result.columns = std::move(columns);
     return result;
 }

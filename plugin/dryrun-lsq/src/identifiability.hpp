@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,31 +18,33 @@ namespace ppb::dryrun_lsq {
 // parameters is determined alone, e.g. "const_mb + 4 * param_per_layer_mb".
 struct Combination {
     std::string text;
-    std::vector<Parameter> parameters;
+    std::vector<Unknown> parameters;
 };
 
 struct Identifiability {
-    std::vector<Parameter> columns;  // the design's columns, in order
+    std::vector<Unknown> columns;  // the design's columns, in order
     // Per column: whether the parameter's unit vector is orthogonal to the null space.
     std::vector<bool> identified;
     // Per column: the other parameters in its connected component of the column matroid (two
     // parameters are in one component when some minimal dependency among the columns involves
     // both). Empty for identified parameters.
-    std::vector<std::vector<Parameter>> confounded_with;
+    std::vector<std::vector<Unknown>> confounded_with;
     // A basis of the estimable functions (reduced row echelon form of the row space), without
     // the single-parameter ones.
     std::vector<Combination> combinations;
 
-    [[nodiscard]] std::optional<std::size_t> column_of(Parameter p) const;
-    [[nodiscard]] bool is_identified(Parameter p) const;
+    [[nodiscard]] std::optional<std::size_t> column_of(Unknown p) const;
+    [[nodiscard]] bool is_identified(Unknown p) const;
     [[nodiscard]] bool any_identified() const;
-    [[nodiscard]] const std::vector<Parameter>& confounded(Parameter p) const;
-    [[nodiscard]] const Combination* combination_involving(Parameter p) const;
+    [[nodiscard]] const std::vector<Unknown>& confounded(Unknown p) const;
+    [[nodiscard]] const Combination* combination_involving(Unknown p) const;
 };
 
-// `columns` names the columns of the design that `space` analysed.
+// `columns` names the columns of the design that `space` analysed; `groups` names the model's
+// groups of body layers (for the combinations' text).
 [[nodiscard]] Identifiability assess_identifiability(const ColumnSpace& space,
-                                                     std::vector<Parameter> columns);
+                                                     std::vector<Unknown> columns,
+                                                     std::span<const std::string> groups);
 
 }  // namespace ppb::dryrun_lsq
 

@@ -52,12 +52,12 @@ void require_finite(const arma::vec& v, const char* what) {
 
 std::vector<std::string> warnings_for(const FitResult& result, double mean_observed) {
     std::vector<std::string> warnings;
-    for (std::size_t j = 0; j < parameter_count; ++j) {
+    for (std::size_t j = 0; j < result.estimates.size(); ++j) {
         const auto& value = result.estimates[j];
         if (!value || *value >= 0.0)
             continue;
         std::string text =
-            std::string(parameter_names[j]) + " is estimated at " + format_number(*value) + " MB";
+            result.name_of(unknown_at(j)) + " is estimated at " + format_number(*value) + " MB";
         if (result.std_errors[j]) {
             text += " (standard error " + format_number(*result.std_errors[j]) + " MB)";
         }
@@ -88,7 +88,7 @@ std::vector<std::string> warnings_for(const FitResult& result, double mean_obser
 void record_solution(FitResult& result, const Analysis& fitted, const arma::vec& y) {
     const ColumnSpace& space = fitted.space;
     const Identifiability& identifiability = fitted.identifiability;
-    const std::vector<Parameter>& columns = identifiability.columns;
+    const std::vector<Unknown>& columns = identifiability.columns;
 
     arma::vec theta = minimum_norm_solution(space, y);
     require_finite(theta, "estimate");
@@ -144,7 +144,7 @@ void record_solution(FitResult& result, const Analysis& fitted, const arma::vec&
 
 }  // namespace
 
-const UnidentifiedParameter* FitResult::why_not_identified(Parameter p) const {
+const UnidentifiedParameter* FitResult::why_not_identified(Unknown p) const {
     for (const auto& e : not_identifiable) {
         if (e.parameter == p)
             return &e;
@@ -152,29 +152,33 @@ const UnidentifiedParameter* FitResult::why_not_identified(Parameter p) const {
     return nullptr;
 }
 
-FitResult fit(std::span<const ppb_observation> observations, const FitOptions& options) {
-    // The observations are well formed (ppb::plugin::check_observations, at the boundary).
-    if (observations.empty()) {
-        throw ppb::plugin::InvalidInput(
-            "no observations: a fit needs at least one dry-run measurement");
-    }
-    const ObservationSummary summary = summarize(observations);
-    std::vector<ParameterVector> rows;
-    rows.reserve(observations.size());
-    arma::vec y(observations.size());
-    for (std::size_t i = 0; i < observations.size(); ++i) {
-        rows.push_back(design_row(observations[i].placement));
-        y(i) = observations[i].peak_memory_mb;
-    }
-    ColumnChoice choice = choose_columns(rows, summary, options.rank_tolerance);
+namespace {
+
+// The joint fit of design rows `rows` with observed memories `y`, for a model of data.groups.
+FitResult fit_rows(const std::vector<ParameterVector>& rows, const arma::vec& y,
+                   const DataSummary& data, const FitOptions& options) {
+    ColumnChoice choice = choose_columns(rows, data, options.rank_tolerance);
 
     FitResult result;
     result.rank_tolerance = options.rank_tolerance;
     result.rows = rows.size();
     result.rank = choice.fitted.space.rank;
+    result.groups = data.groups;
+    result.estimates.resize(unknown_count(data.groups.size()));
+    result.std_errors.resize(unknown_count(data.groups.size()));
     result.unknowns = choice.fitted.identifiability.columns;
     result.const_folded = choice.const_folded;
-    result.kind_considered = summary.kind_observed;
+    result.kind_considered = data.overall.kind_observed;
+    for (std::uint32_t g = 0; g < data.groups.size(); ++g) {
+        std::array<bool, PPB_KIND_COUNT> considered{};
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            const std::size_t column = index(Unknown(activation(static_cast<ppb_kind>(k)), g));
+            considered[k] =
+                std::any_of(rows.begin(), rows.end(),
+                            [column](const ParameterVector& x) { return x[column] != 0.0; });
+        }
+        result.group_kind_considered.push_back(considered);
+    }
     for (auto& [p, e] : choice.undetermined) {
         result.not_identifiable.push_back({p, std::move(e.reason), std::move(e.suggestion)});
     }
@@ -186,14 +190,77 @@ FitResult fit(std::span<const ppb_observation> observations, const FitOptions& o
     return result;
 }
 
+void require_observations(std::size_t count) {
+    if (count == 0) {
+        throw ppb::plugin::InvalidInput(
+            "no observations: a fit needs at least one dry-run measurement");
+    }
+}
+
+}  // namespace
+
+FitResult fit(std::span<const ppb_observation> observations, const FitOptions& options) {
+    // The observations are well formed (ppb::plugin::check_observations, at the boundary).
+    require_observations(observations.size());
+    DataSummary data;
+    data.overall = summarize(observations);
+    data.per_group = {data.overall};
+    data.groups = {"body"};
+    std::vector<ParameterVector> rows;
+    rows.reserve(observations.size());
+    arma::vec y(observations.size());
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+        rows.push_back(design_row(observations[i].placement));
+        y(i) = observations[i].peak_memory_mb;
+    }
+    return fit_rows(rows, y, data, options);
+}
+
+FitResult fit_grouped(std::span<const std::string> groups,
+                      std::span<const ppb_grouped_observation> observations,
+                      const FitOptions& options) {
+    // The observations are well formed (ppb::plugin::check_grouped_observations, at the
+    // boundary), each of groups.size() groups.
+    require_observations(observations.size());
+    if (groups.empty() || groups.size() > max_groups) {
+        throw ppb::plugin::InvalidInput("a fit needs 1 to " + std::to_string(max_groups) +
+                                        " groups of body layers, not " +
+                                        std::to_string(groups.size()));
+    }
+    DataSummary data;
+    data.groups.assign(groups.begin(), groups.end());
+    std::vector<ppb_observation> plain;
+    plain.reserve(observations.size());
+    for (const ppb_grouped_observation& o : observations)
+        plain.push_back(ppb_observation{o.placement.placement, o.peak_memory_mb});
+    data.overall = summarize(plain);
+    for (std::uint32_t g = 0; g < groups.size(); ++g) {
+        data.per_group.push_back(groups.size() == 1 ? data.overall
+                                                    : summarize_group(observations, g));
+    }
+    std::vector<ParameterVector> rows;
+    rows.reserve(observations.size());
+    arma::vec y(observations.size());
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+        rows.push_back(design_row(observations[i].placement));
+        y(i) = observations[i].peak_memory_mb;
+    }
+    return fit_rows(rows, y, data, options);
+}
+
 ppb_linear_parameters linear_parameters(const FitResult& fit) noexcept {
+    return group_parameters(fit, 0);
+}
+
+ppb_linear_parameters group_parameters(const FitResult& fit, std::size_t group) noexcept {
+    const auto g = static_cast<std::uint32_t>(group);
     ppb_linear_parameters out{};
     out.struct_size = sizeof(ppb_linear_parameters);
-    auto value = [&](Parameter p) {
+    auto value = [&](Unknown p) {
         const auto& estimate = fit.estimates[index(p)];
         if (!estimate)
             return 0.0;
-        out.identified |= abi_bit(p);
+        out.identified |= abi_bit(p.parameter);
         return *estimate;
     };
     out.const_mb = value(Parameter::const_mb);
@@ -202,9 +269,9 @@ ppb_linear_parameters linear_parameters(const FitResult& fit) noexcept {
         out.identified |= PPB_PARAM_CONST;
     out.head_mb = value(Parameter::head_mb);
     out.tail_mb = value(Parameter::tail_mb);
-    out.per_layer_mb = value(Parameter::param_per_layer_mb);
+    out.per_layer_mb = value(Unknown(Parameter::param_per_layer_mb, g));
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        out.activation_mb[k] = value(activation(static_cast<ppb_kind>(k)));
+        out.activation_mb[k] = value(Unknown(activation(static_cast<ppb_kind>(k)), g));
     }
     return out;
 }

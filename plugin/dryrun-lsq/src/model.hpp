@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ppb::dryrun_lsq {
 
@@ -38,6 +39,16 @@ class DryRunLsqModel final : public ppb::plugin::MemoryModelBase {
     [[nodiscard]] std::optional<double> predict_std_error(
         const ppb_placement& placement) const override;
     [[nodiscard]] std::string report() const override;
+
+    // Groups of body layers (plugin API 1.3): {"body"} until a fit, then the fit's groups.
+    [[nodiscard]] std::vector<std::string> groups() const override;
+    void fit_grouped(std::span<const std::string> names,
+                     std::span<const ppb_grouped_observation> observations) override;
+    [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const override;
+    [[nodiscard]] std::optional<double> predict_grouped_std_error(
+        const ppb_grouped_placement& placement) const override;
+    [[nodiscard]] std::optional<ppb_linear_parameters> group_parameters(
+        std::uint32_t group) const override;
 
     [[nodiscard]] const FitOptions& options() const noexcept { return options_; }
     // The current fit; throws ppb::plugin::NotFitted before a successful fit.

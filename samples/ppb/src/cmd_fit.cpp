@@ -29,6 +29,17 @@ int run_fit(const FitArgs& args) {
     if (args.export_sapp == "-")
         throw UsageError("--export-sapp: give a file name (stdout carries the fit)");
     const DryRunSet dryrun = read_dryrun_file(args.file, args.read);
+    if (!args.export_sapp.empty() && dryrun.groups.size() > 1) {
+        // One BODY entry per group would need each group's layer count in the model and where
+        // its layers sit among the others, which a dry-run file does not say: refused rather
+        // than guessed.
+        throw UsageError(fmt::format(
+            "--export-sapp: {} counts layers in {} groups ({}); a SAPP layer file would need one "
+            "BODY entry per group with its number of layers (nb_layer) and their order in the "
+            "model, which a dry-run file does not give: write the layer file by hand from the "
+            "per-group coefficients of 'ppb fit --json'",
+            args.file, dryrun.groups.size(), fmt::join(dryrun.groups, ", ")));
+    }
     const FittedModel fitted = fit_selected_model(args.choice, dryrun, args.file);
     if (!args.export_sapp.empty()) {
         SappExportOptions options;
@@ -60,8 +71,10 @@ void add_fit_command(CLI::App& app, Commands& commands) {
     auto args = std::make_shared<FitArgs>();
     CLI::App* fit = add_command(
         app, "fit", "fit a memory model to a dry-run file and print its parameters (MB)",
-        "Fits a memory model to the dry-run observations in FILE (format ppb.dryrun/1) and prints\n"
-        "the fitted parameters in MB, with what the data cannot determine and why."
+        "Fits a memory model to the dry-run observations in FILE (format ppb.dryrun/1, /2 or /3)\n"
+        "and prints the fitted parameters in MB, with what the data cannot determine and why.\n"
+        "A ppb.dryrun/3 FILE counts layers per group (dense and MoE layers): the model is fitted\n"
+        "with each group's own per-layer and activation coefficients (plugin API 1.3)."
         "\n\n"
         "Exit status: 0 fitted (also when some parameters are not identifiable), 2 invalid input\n"
         "or usage, 3 plugin not found or failed, 1 other errors.");

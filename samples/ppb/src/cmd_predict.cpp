@@ -3,6 +3,7 @@
 #include "plugin_session.hpp"
 #include "text_table.hpp"
 
+#include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/schedule.hpp>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <boost/json/object.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -44,18 +46,97 @@ std::vector<std::string> split_items(const std::string& text) {
     return items;
 }
 
+// "moe.full=2" -> the group ("moe") and the rest ("full=2"); an item without a group (no '.'
+// before the '=') has none. The group is what precedes the last '.', so that names may hold dots.
+struct GroupItem {
+    std::string group;
+    std::string kind_item;
+};
+std::optional<GroupItem> split_group(const std::string& item) {
+    const std::size_t eq = item.find('=');
+    const std::size_t dot = item.rfind('.', eq);
+    if (dot == std::string::npos || (eq != std::string::npos && dot > eq))
+        return std::nullopt;
+    return GroupItem{item.substr(0, dot), item.substr(dot + 1)};
+}
+
+// --layers' and --chunk's items: KIND=N, or GROUP.KIND=N for a model of several groups.
+CLI::Validator layer_item() {
+    return CLI::Validator(
+        [](std::string& item) -> std::string {
+            if (const auto grouped = split_group(item)) {
+                if (grouped->group.empty())
+                    return fmt::format("expected GROUP.KIND=N, got '{}' (no group)", item);
+                std::string kind_item = grouped->kind_item;
+                return kind_count()(kind_item);
+            }
+            return kind_count()(item);
+        },
+        "", "[GROUP.]KIND=N");
+}
+
+// Every chunk's layers per group (chunk by chunk, group by group, kind by kind: as
+// StagePlacement::group_layers) from GROUP.KIND=N items, `groups` the model's groups.
+std::vector<std::uint32_t> group_layers_from_items(
+    const std::vector<std::vector<std::string>>& chunk_items,
+    const std::vector<std::string>& groups, std::string_view option) {
+    std::vector<std::uint32_t> counts(chunk_items.size() * groups.size() * PPB_KIND_COUNT, 0);
+    const std::vector<std::string_view> names(groups.begin(), groups.end());
+    for (std::size_t c = 0; c < chunk_items.size(); ++c) {
+        std::vector<std::vector<std::string>> per_group(groups.size());
+        for (const std::string& item : chunk_items[c]) {
+            const auto grouped = split_group(item);
+            if (!grouped) {
+                throw UsageError(fmt::format(
+                    "{}: '{}' does not say its group, but the memory model distinguishes {} "
+                    "groups of body layers ({}): give GROUP.KIND=N, e.g. {}.{}",
+                    option, item, groups.size(), fmt::join(groups, ", "), groups.back(), item));
+            }
+            const auto it = std::find(names.begin(), names.end(), grouped->group);
+            if (it == names.end()) {
+                const auto guess = closest_name(grouped->group, names);
+                throw UsageError(
+                    fmt::format("{}: unknown group '{}' in '{}' ({}the model's groups "
+                                "are: {})",
+                                option, grouped->group, item,
+                                guess ? fmt::format("did you mean '{}'? ", *guess) : std::string(),
+                                fmt::join(groups, ", ")));
+            }
+            per_group[static_cast<std::size_t>(it - names.begin())].push_back(grouped->kind_item);
+        }
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            const ppb_chunk chunk =
+                chunk_from_items(per_group[g], fmt::format("{} (group '{}')", option, groups[g]));
+            std::copy(std::begin(chunk.layers), std::end(chunk.layers),
+                      counts.begin() +
+                          static_cast<std::ptrdiff_t>((c * groups.size() + g) * PPB_KIND_COUNT));
+        }
+    }
+    return counts;
+}
+
 int run_predict(const PredictArgs& args) {
     if (args.layers.empty() == args.chunks.empty())
         throw UsageError(
             "give the stage's layers: --layers for one chunk, or --chunk once per "
             "chunk (not both)");
-    std::vector<ppb_chunk> chunks;
+    const std::string_view option = args.layers.empty() ? "--chunk" : "--layers";
+    std::vector<std::vector<std::string>> chunk_items;
     if (!args.layers.empty()) {
-        chunks.push_back(chunk_from_items(args.layers, "--layers"));
+        chunk_items.push_back(args.layers);
     } else {
         for (const std::string& text : args.chunks)
-            chunks.push_back(chunk_from_items(split_items(text), "--chunk"));
+            chunk_items.push_back(split_items(text));
     }
+    // Layers counted per group (GROUP.KIND=N) are resolved once the model says its groups.
+    bool any_grouped = false;
+    for (const auto& items : chunk_items) {
+        for (const std::string& item : items)
+            any_grouped = any_grouped || split_group(item).has_value();
+    }
+    std::vector<ppb_chunk> chunks;
+    for (const auto& items : chunk_items)
+        chunks.push_back(any_grouped ? ppb_chunk{} : chunk_from_items(items, option));
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.file, args.read);
     const std::uint32_t stages = args.stages.value_or(dryrun ? dryrun->num_stages : 0);
     if (stages == 0) {
@@ -100,23 +181,53 @@ int run_predict(const PredictArgs& args) {
         for (std::uint32_t c = 0; c < v; ++c)
             chunks[c].in_flight = counts[c];
     }
-    const ppb_chunk& chunk = chunks.front();
-
     const PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.file, "a dry-run FILE");
     const MemoryModel& model = prepared.model;
-    const StagePlacement placement{stages, stage, chunks, schedule};
-    const double memory = model.predict(placement.view());
-    // From the fit's residuals (API 1.2); models without an uncertainty estimate give none.
-    const std::optional<double> std_error = model.predict_std_error(placement.view());
+    StagePlacement placement{stages, stage, chunks, schedule};
+    const std::vector<std::string> groups = model.groups();
+    if (any_grouped || groups.size() > 1) {
+        placement.set_group_layers(group_layers_from_items(chunk_items, groups, option));
+        chunks = placement.chunks;
+    }
+    double memory = 0.0;
+    std::optional<double> std_error;
+    if (placement.grouped()) {
+        memory = model.predict_grouped(placement.grouped_view());
+        std_error = model.predict_grouped_std_error(placement.grouped_view());
+    } else {
+        memory = model.predict(placement.view());
+        // From the fit's residuals (API 1.2); models without an uncertainty estimate give none.
+        std_error = model.predict_std_error(placement.view());
+    }
+    const ppb_chunk& chunk = chunks.front();
 
-    const auto describe = [](const ppb_chunk& c, boost::json::object& layers) {
+    // Chunk c's layers: "2 none, 1 full" (in `layers`, {"none": 2, "full": 1}); counted per
+    // group, "dense: 1 none; moe: 2 full" ({"dense": {"none": 1}, "moe": {"full": 2}}).
+    const auto describe_kinds = [](const std::uint32_t* counts, boost::json::object& layers) {
         std::string list;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            if (c.layers[k] == 0)
+            if (counts[k] == 0)
                 continue;
-            layers[kind_names[k]] = c.layers[k];
-            list += fmt::format("{}{} {}", list.empty() ? "" : ", ", c.layers[k], kind_names[k]);
+            layers[kind_names[k]] = counts[k];
+            list += fmt::format("{}{} {}", list.empty() ? "" : ", ", counts[k], kind_names[k]);
+        }
+        return list;
+    };
+    const auto describe_chunk = [&](std::size_t c, boost::json::object& layers) {
+        std::string list;
+        if (!placement.grouped()) {
+            list = describe_kinds(chunks[c].layers, layers);
+        } else {
+            for (std::size_t g = 0; g < groups.size(); ++g) {
+                boost::json::object of_group;
+                const std::string text = describe_kinds(
+                    &placement.group_layers[(c * groups.size() + g) * PPB_KIND_COUNT], of_group);
+                if (text.empty())
+                    continue;
+                layers[groups[g]] = std::move(of_group);
+                list += fmt::format("{}{}: {}", list.empty() ? "" : "; ", groups[g], text);
+            }
         }
         return list.empty() ? std::string("none") : list;
     };
@@ -126,7 +237,7 @@ int run_predict(const PredictArgs& args) {
         doc["format"] = "ppb.prediction/1";
         doc["model"] = boost::json::object{{"name", model.name()}, {"version", model.version()}};
         boost::json::object layers;
-        (void)describe(chunk, layers);
+        (void)describe_chunk(0, layers);
         boost::json::object where{{"num_stages", stages},
                                   {"stage", stage},
                                   {"layers", std::move(layers)},
@@ -135,11 +246,11 @@ int run_predict(const PredictArgs& args) {
             // With chunks: the schedule and every chunk; "layers" and "in_flight" are chunk 0's.
             where["schedule"] = schedule_name(schedule);
             boost::json::array list;
-            for (const ppb_chunk& c : chunks) {
+            for (std::size_t c = 0; c < chunks.size(); ++c) {
                 boost::json::object l;
-                (void)describe(c, l);
-                list.push_back(
-                    boost::json::object{{"layers", std::move(l)}, {"in_flight", c.in_flight}});
+                (void)describe_chunk(c, l);
+                list.push_back(boost::json::object{{"layers", std::move(l)},
+                                                   {"in_flight", chunks[c].in_flight}});
             }
             where["chunks"] = std::move(list);
         }
@@ -153,10 +264,10 @@ int run_predict(const PredictArgs& args) {
         for (std::uint32_t c = 0; c < v; ++c) {
             boost::json::object unused;
             held += v == 1 ? fmt::format("{} body layers ({}), {} micro-batches in flight",
-                                         placement.total_layers(), describe(chunks[c], unused),
+                                         placement.total_layers(), describe_chunk(c, unused),
                                          chunks[c].in_flight)
                            : fmt::format("{}chunk {}: {} ({} in flight)", c == 0 ? "" : "; ", c,
-                                         describe(chunks[c], unused), chunks[c].in_flight);
+                                         describe_chunk(c, unused), chunks[c].in_flight);
         }
         out = fmt::format(
             "Stage {} of {}{} with {}:\n"
@@ -190,15 +301,17 @@ void add_predict_command(CLI::App& app, Commands& commands) {
         ->check(count_in({0, limits::stages.max - 1, ""}));
     as_comma_list(predict->add_option("--layers", args->layers,
                                       "body layers per recompute kind (none, select, comm,\n"
-                                      "both, full), e.g. none=4,full=1"))
-        ->type_name("KIND=N,...")
-        ->check(kind_count());
+                                      "both, full), e.g. none=4,full=1; for a model of several\n"
+                                      "groups of layers (a ppb.dryrun/3 FILE), GROUP.KIND=N,\n"
+                                      "e.g. dense.none=1,moe.none=2,moe.full=1"))
+        ->type_name("[GROUP.]KIND=N,...")
+        ->check(layer_item());
     predict
         ->add_option("--chunk", args->chunks,
                      "instead of --layers, once per chunk in chunk order: that chunk's\n"
                      "layers, e.g. --chunk none=3 --chunk full=2 (in-flight counts from\n"
-                     "--schedule)")
-        ->type_name("KIND=N,...");
+                     "--schedule); per group as for --layers, --chunk moe.full=2")
+        ->type_name("[GROUP.]KIND=N,...");
     predict
         ->add_option("--schedule", args->schedule,
                      "schedule of the chunks (default: the file's, for as many chunks)")

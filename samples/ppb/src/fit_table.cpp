@@ -85,12 +85,30 @@ std::string render_fit(const json::object& doc, std::string_view source, std::si
     add("const_mb", find(params, "const_mb"), "constant per stage");
     add("head_mb", find(params, "head_mb"), "extra on stage 0 (embedding)");
     add("tail_mb", find(params, "tail_mb"), "extra on the last stage (LM head, loss)");
-    add("param_per_layer_mb", find(params, "param_per_layer_mb"), "per body layer");
-    const auto& activation = object_at(params, "activation_mb");
-    for (const auto name : kind_names) {
-        const std::string key = "activation_mb." + std::string(name);
-        add(key, find(activation, name),
-            fmt::format("per '{}' layer and in-flight micro-batch", name));
+    // A model of several groups of body layers (dense and MoE layers): each group's per-layer
+    // and activation coefficients, named as the diagnostics name them ("param_per_layer_mb[moe]").
+    const auto& groups = object_at(params, "groups");
+    if (groups.empty()) {
+        add("param_per_layer_mb", find(params, "param_per_layer_mb"), "per body layer");
+        const auto& activation = object_at(params, "activation_mb");
+        for (const auto name : kind_names) {
+            const std::string key = "activation_mb." + std::string(name);
+            add(key, find(activation, name),
+                fmt::format("per '{}' layer and in-flight micro-batch", name));
+        }
+    }
+    for (const auto& [group_key, group_value] : groups) {
+        if (!group_value.is_object())
+            continue;
+        const std::string group(group_key);
+        const auto& group_params = group_value.get_object();
+        add(fmt::format("param_per_layer_mb[{}]", group), find(group_params, "param_per_layer_mb"),
+            fmt::format("per '{}' layer", group));
+        const auto& activation = object_at(group_params, "activation_mb");
+        for (const auto name : kind_names) {
+            add(fmt::format("activation_mb.{}[{}]", name, group), find(activation, name),
+                fmt::format("per '{}' {} layer and in-flight micro-batch", group, name));
+        }
     }
     out += table.render(2);
 

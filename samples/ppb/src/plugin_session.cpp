@@ -125,13 +125,25 @@ std::optional<DryRunSet> read_optional_dryrun(const std::string& path,
 }
 
 void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source) {
-    const auto observations = views(dryrun.observations);
     try {
-        model.fit(observations);
+        if (dryrun.groups.empty()) {
+            const auto observations = views(dryrun.observations);
+            model.fit(observations);
+        } else {
+            // ppb.dryrun/3: layers counted per group, fitted per group (plugin API 1.3).
+            std::vector<ppb_grouped_observation> observations;
+            observations.reserve(dryrun.observations.size());
+            for (const Observation& o : dryrun.observations)
+                observations.push_back(o.grouped_view());
+            model.fit_grouped(dryrun.groups, observations);
+        }
     } catch (const ModelError& e) {
         if (!e.is_input_error())
             throw;
         throw ModelError(e.status(), fmt::format("{}: {}", source, e.what()));
+    } catch (const InputError& e) {
+        // The host's own refusal: a plugin older than API 1.3 and layers in several groups.
+        throw InputError(fmt::format("{}: {}", source, e.what()));
     }
 }
 

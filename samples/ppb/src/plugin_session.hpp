@@ -66,7 +66,8 @@ struct ModelOptions {
                                                             const DryRunReadOptions& options);
 
 // Fits `model` to the observations read from `source`; a model's complaint about the data
-// names that file.
+// names that file. A ppb.dryrun/3 set (layers counted per group) is fitted with fit_grouped and
+// the file's groups; a plugin older than API 1.3 refuses more than one group (ppb::InputError).
 void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source);
 
 // A model ready to predict, and a phrase saying where its numbers come from.

@@ -1,6 +1,7 @@
 // ppb/dryrun_format.hpp — reader of the dry-run observation formats "ppb.dryrun/1" (one chunk per
-// stage, 1F1B) and "ppb.dryrun/2" (its revision: any schedule, layers per chunk)
-// (host_api/docs/design.md, "ppb.dryrun/1 and /2").
+// stage, 1F1B), "ppb.dryrun/2" (its revision: any schedule, layers per chunk) and "ppb.dryrun/3"
+// (/2 with layers counted per group of body layers) (host_api/docs/design.md,
+// "ppb.dryrun/1, /2 and /3").
 #ifndef PPB_DRYRUN_FORMAT_HPP
 #define PPB_DRYRUN_FORMAT_HPP
 
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +21,10 @@ inline constexpr std::string_view dryrun_format_v1 = "ppb.dryrun/1";
 // ppb.dryrun/1 document is read exactly as before, and a /2 document without chunks means the
 // same as the /1 document it would otherwise be.
 inline constexpr std::string_view dryrun_format_v2 = "ppb.dryrun/2";
+// The revision for models whose body layers are not all alike (dense and MoE layers): a required
+// top-level "groups" names them, and every "layers" is an object keyed by group name whose
+// values are /2's kind objects. Everything else is /2's.
+inline constexpr std::string_view dryrun_format_v3 = "ppb.dryrun/3";
 
 struct DryRunReadOptions {
     // Two observations with the same pipeline degree, stage, and in-flight count and layer
@@ -28,7 +34,11 @@ struct DryRunReadOptions {
 };
 
 struct DryRunSet {
-    std::uint32_t revision = 1;  // the document's format: 1 (ppb.dryrun/1) or 2 (ppb.dryrun/2)
+    std::uint32_t revision = 1;  // the document's format: 1, 2 or 3 (ppb.dryrun/1, /2, /3)
+    // The model's groups of body layers in model order (/3); empty for /1 and /2, whose layers
+    // are of one group. When not empty, every observation's placement is grouped()
+    // (StagePlacement::group_layers, in this order) and its chunks' layers are their sums.
+    std::vector<std::string> groups;
     // Top-level defaults as given in the file (0 = not given).
     std::uint32_t num_stages = 0;
     std::uint32_t micro_batches = 0;

@@ -16,6 +16,8 @@ inline constexpr std::string_view fit_format_v1 = "ppb.fit/1";
 // from a plugin: it must be a JSON object with object members "parameters" and "diagnostics",
 // the parameters must hold const_mb, head_mb, tail_mb, param_per_layer_mb (number or null) and
 // activation_mb (an object of the five kinds, number or null), and no number may be non-finite.
+// A model of several groups of body layers has, instead of param_per_layer_mb and
+// activation_mb, "groups": {<group>: {"param_per_layer_mb", "activation_mb"}} in model order.
 // Throws ppb::ModelError(PPB_ERR_INTERNAL, ...) naming the plugin and the defect otherwise.
 [[nodiscard]] boost::json::object make_fit_document(std::string_view model_name,
                                                     std::string_view model_version,
