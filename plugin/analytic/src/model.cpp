@@ -1,6 +1,9 @@
 #include "model.hpp"
 
+#include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ppb::analytic {
 
@@ -26,6 +29,18 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.per_layer_mb = terms.layer_parameters * bpp / bytes_per_mb;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
+    for (const LayerGroup& g : layer_groups(options)) {
+        GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
+        if (g.moe) {
+            const MoeLayerTerms& moe = *terms.moe;
+            group.per_layer_mb = (moe.dense_parameters * bpp +
+                                  moe.expert_parameters * moe.bytes_per_expert_parameter) /
+                                 bytes_per_mb;
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
+        }
+        c.groups.push_back(std::move(group));
+    }
     return c;
 }
 
@@ -38,25 +53,74 @@ AnalyticModel::AnalyticModel(const ShapeOptions& options)
       coefficients_(coefficients_of(options_, terms_)) {}
 
 double AnalyticModel::predict(const ppb_placement& placement) const {
-    // The placement is well formed: the C boundary checked it (ppb/plugin/placement_checks.hpp).
+    if (coefficients_.groups.size() != 1) {
+        throw InvalidInput(
+            "placement: this model has several groups of body layers: count the layers per group "
+            "(predict_grouped)");
+    }
+    return stage_memory(placement, 1, nullptr);
+}
+
+double AnalyticModel::predict_grouped(const ppb_grouped_placement& placement) const {
+    if (placement.num_groups != coefficients_.groups.size()) {
+        throw InvalidInput("placement: num_groups is " + std::to_string(placement.num_groups) +
+                           " but the model has " + std::to_string(coefficients_.groups.size()));
+    }
+    return stage_memory(placement.placement, placement.num_groups, placement.group_layers);
+}
+
+std::vector<std::string> AnalyticModel::groups() const {
+    std::vector<std::string> names;
+    for (const auto& g : coefficients_.groups)
+        names.push_back(g.name);
+    return names;
+}
+
+double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t num_groups,
+                                   const std::uint32_t* group_layers) const {
+    // The placement is well formed: the C boundary checked it (ppb/plugin/placement_checks.hpp),
+    // and for a grouped one that the groups add up to the plain counts.
     const std::uint32_t p = placement.num_stages;
     const Coefficients& k = coefficients_;
-    std::uint64_t layers = 0;
+    // At most two groups (dense and MoE): counted without allocating.
+    std::array<std::uint64_t, 2> layers{};
     double activation = 0.0;
     for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
         const ppb_chunk& chunk = placement.chunks[c];
         const double f = chunk.in_flight;
-        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
-            layers += chunk.layers[kind];
-            activation += k.activation_mb[kind] * static_cast<double>(chunk.layers[kind]) * f;
+        for (std::uint32_t g = 0; g < num_groups; ++g) {
+            const GroupCoefficients& group = k.groups[g];
+            for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+                const std::uint32_t n =
+                    group_layers == nullptr
+                        ? chunk.layers[kind]
+                        : group_layers[(static_cast<std::size_t>(c) * num_groups + g) *
+                                           PPB_KIND_COUNT +
+                                       kind];
+                layers[g] += n;
+                activation += group.activation_mb[kind] * static_cast<double>(n) * f;
+            }
         }
     }
-    if (layers > options_.num_layers) {
-        reject("the stage holds " + std::to_string(layers) + " body layers, more than the " +
+    std::uint64_t total = 0;
+    for (std::uint32_t g = 0; g < num_groups; ++g) {
+        total += layers[g];
+        if (layers[g] > k.groups[g].layers_in_model && options_.moe) {
+            reject("the stage holds " + std::to_string(layers[g]) + " layers of group '" +
+                   k.groups[g].name + "', more than the " +
+                   std::to_string(k.groups[g].layers_in_model) +
+                   " of the model (options num_layers and the moe layout)");
+        }
+    }
+    if (total > options_.num_layers) {
+        reject("the stage holds " + std::to_string(total) + " body layers, more than the " +
                std::to_string(options_.num_layers) + " of the model (option num_layers)");
     }
 
-    double memory = k.const_mb + k.per_layer_mb * static_cast<double>(layers) + activation;
+    double memory = k.const_mb;
+    for (std::uint32_t g = 0; g < num_groups; ++g)
+        memory += k.groups[g].per_layer_mb * static_cast<double>(layers[g]);
+    memory += activation;
     if (placement.stage == 0) {
         // The embedding belongs to the first chunk (the model's first layers).
         memory += k.head_mb + k.head_activation_mb * placement.chunks[0].in_flight;

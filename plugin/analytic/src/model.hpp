@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ppb::analytic {
 
@@ -22,6 +23,15 @@ inline constexpr char model_description[] =
 inline constexpr std::uint32_t model_kinds = PPB_ALL_KINDS;
 inline constexpr std::uint32_t model_flags = 0;  // configured from options, never fitted
 
+// One group's terms in MB, as predict_grouped() adds them.
+struct GroupCoefficients {
+    std::string name;
+    bool moe = false;
+    std::uint32_t layers_in_model = 0;  // the most a placement may hold
+    double per_layer_mb = 0.0;          // parameters (+ grads, optimizer) per layer
+    std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
+};
+
 // The model's terms in MB, as predict() adds them.
 struct Coefficients {
     double const_mb = 0.0;
@@ -30,8 +40,11 @@ struct Coefficients {
     double tail_mb = 0.0;               // last stage of p > 1: final norm + LM head parameters
     double tail_single_stage_mb = 0.0;  // the same for p = 1 (a tied LM head is the embedding)
     double tail_activation_mb = 0.0;    // last stage: per in-flight micro-batch of its last chunk
-    double per_layer_mb = 0.0;          // parameters (+ grads, optimizer) per body layer
+    // A dense layer's terms (those of every body layer without the `moe` option).
+    double per_layer_mb = 0.0;  // parameters (+ grads, optimizer) per body layer
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
+    // The groups of body layers in model order (layer_groups()): one, "body", without `moe`.
+    std::vector<GroupCoefficients> groups;
 };
 
 [[nodiscard]] Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& terms);
@@ -47,11 +60,24 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     //   M = const + P * sum n + sum_c sum_k A_k * n_{c,k} * f_c
     //       + [s = 0] * (H + H_act * f_0) + [s = p-1] * (T + T_act * f_last)
     // Never allocates unless it throws InvalidInput for a malformed placement.
+    // A model of one group only (the generated table refuses plain placements otherwise).
     [[nodiscard]] double predict(const ppb_placement& placement) const override;
+    // The same sum with per_layer and activation taken per group:
+    //   M = const + sum_g P_g * n_g + sum_c sum_g sum_k A_gk * n_{c,g,k} * f_c + head + tail
+    [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const override;
+    // layer_groups(): "body" without `moe`; with it "dense" and/or "moe" (or the names the
+    // options give), in model order of first appearance.
+    [[nodiscard]] std::vector<std::string> groups() const override;
     // Not linear in the ABI's sense: the head and tail activations grow with the in-flight count
     // of stage 0 and of the last stage, which ppb_linear_parameters cannot express (its head and
     // tail are constants). Hosts use predict_batch instead.
     [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const override {
+        return std::nullopt;
+    }
+    // Not linear per group either, for the same reason; the report's diagnostics give each
+    // group's per-layer and activation coefficients, which predict_grouped() adds as they are.
+    [[nodiscard]] std::optional<ppb_linear_parameters> group_parameters(
+        std::uint32_t /*group*/) const override {
         return std::nullopt;
     }
     [[nodiscard]] std::string report() const override;
@@ -61,6 +87,11 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     [[nodiscard]] const Coefficients& coefficients() const noexcept { return coefficients_; }
 
   private:
+    // predict() and predict_grouped(): `group_layers` as ppb_grouped_placement has them, or null
+    // for a plain placement of a one-group model.
+    [[nodiscard]] double stage_memory(const ppb_placement& placement, std::uint32_t num_groups,
+                                      const std::uint32_t* group_layers) const;
+
     ShapeOptions options_;
     MemoryTerms terms_;
     Coefficients coefficients_;

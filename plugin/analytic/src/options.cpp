@@ -100,6 +100,7 @@ std::string known_options() {
         add(o.key);
     for (const auto& o : number_options)
         add(o.key);
+    add("moe");
     return out;
 }
 
@@ -112,6 +113,7 @@ std::optional<std::string_view> closest_key(std::string_view key) {
         known.push_back(o.key);
     for (const auto& o : number_options)
         known.push_back(o.key);
+    known.push_back("moe");
     return ppb::closest_name(key, known);
 }
 
@@ -232,6 +234,236 @@ void check_shape(const ShapeOptions& o) {
     }
 }
 
+// ---- The "moe" object ----
+
+constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
+                                                       "top_k",
+                                                       "moe_ffn_hidden_size",
+                                                       "shared_experts",
+                                                       "shared_expert_ffn_hidden_size",
+                                                       "expert_parallel",
+                                                       "expert_tensor_parallel",
+                                                       "capacity_factor",
+                                                       "first_k_dense",
+                                                       "layer_freq",
+                                                       "dense_group",
+                                                       "moe_group"};
+
+std::string moe_key(std::string_view key) {
+    return "moe." + std::string(key);
+}
+
+// A count that may be 0 (shared_experts, first_k_dense).
+std::uint32_t parse_count(const json::value& v, std::string_view key) {
+    if (v.is_int64() && v.get_int64() == 0)
+        return 0;
+    if (v.is_double() && v.get_double() == 0.0)
+        return 0;
+    return parse_integer(v, key, max_integer);
+}
+
+std::string parse_group_name(const json::value& v, std::string_view key) {
+    if (!v.is_string() || v.get_string().empty()) {
+        throw InvalidInput(quoted(key) + " must be a group name (a non-empty string), got " +
+                           describe_json(v));
+    }
+    return std::string(v.get_string());
+}
+
+// --moe-layer-freq as a 0/1 list of one entry per layer.
+std::vector<bool> parse_layer_list(const json::array& list, std::uint32_t num_layers) {
+    if (list.size() != num_layers) {
+        throw InvalidInput(quoted("moe.layer_freq") +
+                           " as a list has one 0 or 1 per layer: " + std::to_string(list.size()) +
+                           " entries, but num_layers is " + std::to_string(num_layers));
+    }
+    std::vector<bool> out;
+    out.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const json::value& e = list[i];
+        const bool zero =
+            (e.is_int64() && e.get_int64() == 0) || (e.is_double() && e.get_double() == 0.0);
+        const bool one =
+            (e.is_int64() && e.get_int64() == 1) || (e.is_double() && e.get_double() == 1.0);
+        if (!zero && !one) {
+            throw InvalidInput(quoted("moe.layer_freq") + " entry " + std::to_string(i) +
+                               " must be 0 (dense) or 1 (MoE), got " + describe_json(e));
+        }
+        out.push_back(one);
+    }
+    return out;
+}
+
+MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
+    if (!value.is_object()) {
+        throw InvalidInput(quoted("moe") + " must be an object (num_experts, top_k, ...), got " +
+                           describe_json(value));
+    }
+    MoeOptions m;
+    bool has_ffn = false;
+    bool has_shared_ffn = false;
+    bool has_etp = false;
+    bool has_first_k = false;
+    const json::array* layer_list = nullptr;
+    for (const auto& [key, v] : value.get_object()) {
+        const std::string name = moe_key(key);
+        if (key == "num_experts") {
+            m.num_experts = parse_integer(v, name, max_integer);
+        } else if (key == "top_k") {
+            m.top_k = parse_integer(v, name, max_integer);
+        } else if (key == "moe_ffn_hidden_size") {
+            m.moe_ffn_hidden_size = parse_integer(v, name, max_integer);
+            has_ffn = true;
+        } else if (key == "shared_experts") {
+            m.shared_experts = parse_count(v, name);
+        } else if (key == "shared_expert_ffn_hidden_size") {
+            m.shared_expert_ffn_hidden_size = parse_integer(v, name, max_integer);
+            has_shared_ffn = true;
+        } else if (key == "expert_parallel") {
+            m.expert_parallel = parse_integer(v, name, max_integer);
+        } else if (key == "expert_tensor_parallel") {
+            m.expert_tensor_parallel = parse_integer(v, name, max_integer);
+            has_etp = true;
+        } else if (key == "capacity_factor") {
+            m.capacity_factor =
+                parse_number(v, NumberOption{"moe.capacity_factor", nullptr, 0.0, true, 1024.0});
+        } else if (key == "first_k_dense") {
+            m.first_k_dense = parse_count(v, name);
+            has_first_k = true;
+        } else if (key == "layer_freq") {
+            if (v.is_array()) {
+                layer_list = &v.get_array();
+                m.layer_freq_list = true;
+            } else if (v.is_number()) {
+                m.layer_freq_every = parse_integer(v, name, max_integer);
+            } else {
+                throw InvalidInput((quoted)(name) +
+                                   " must be an integer N (every N-th layer is MoE) or a list of "
+                                   "0/1, one per layer, got " +
+                                   describe_json(v));
+            }
+        } else if (key == "dense_group") {
+            m.dense_group = parse_group_name(v, name);
+        } else if (key == "moe_group") {
+            m.moe_group = parse_group_name(v, name);
+        } else {
+            const std::vector<std::string_view> known(moe_keys.begin(), moe_keys.end());
+            std::string message = "analytic option 'moe' has no member '" + std::string(key) + "'";
+            if (const auto suggestion = ppb::closest_name(key, known))
+                message += " (did you mean '" + std::string(*suggestion) + "'?)";
+            std::string list;
+            for (const auto k : known)
+                list += (list.empty() ? "" : ", ") + std::string(k);
+            throw InvalidInput(message + "; its members: " + list);
+        }
+    }
+    if (m.num_experts == 0)
+        throw InvalidInput("analytic: missing required option 'moe.num_experts' (routed experts)");
+    if (m.top_k == 0) {
+        throw InvalidInput(
+            "analytic: missing required option 'moe.top_k' (experts each token is routed to)");
+    }
+    if (m.num_experts == 1) {
+        throw InvalidInput(
+            "analytic options: moe.num_experts is 1: a mixture of one expert is a dense MLP; "
+            "drop 'moe' (and give its size as ffn_hidden_size)");
+    }
+    if (m.top_k > m.num_experts) {
+        throw InvalidInput("analytic options: moe.top_k " + std::to_string(m.top_k) +
+                           " exceeds moe.num_experts " + std::to_string(m.num_experts) +
+                           ": a token is routed to top_k distinct experts");
+    }
+    if (has_shared_ffn && m.shared_experts == 0) {
+        throw InvalidInput(
+            "analytic options: moe.shared_expert_ffn_hidden_size is given but moe.shared_experts "
+            "is 0 (the default): give the number of shared experts, or drop their size");
+    }
+    if (!has_ffn)
+        m.moe_ffn_hidden_size = shape.ffn_hidden_size;
+    if (!has_shared_ffn)
+        m.shared_expert_ffn_hidden_size = m.moe_ffn_hidden_size;
+    if (!has_etp)
+        m.expert_tensor_parallel = shape.tensor_parallel;  // Megatron-LM's default
+
+    // Layout: Megatron-LM's --moe-layer-freq (layer i is MoE when i % N == 0, or the list's
+    // i-th entry), with DeepSeek's first_k_dense_replace making the first k layers dense.
+    const std::uint32_t L = shape.num_layers;
+    if (has_first_k && m.first_k_dense >= L) {
+        throw InvalidInput("analytic options: moe.first_k_dense " +
+                           std::to_string(m.first_k_dense) + " is not below num_layers " +
+                           std::to_string(L) +
+                           ": no layer would be MoE (drop 'moe' for a dense "
+                           "model)");
+    }
+    if (layer_list != nullptr) {
+        m.moe_layer = parse_layer_list(*layer_list, L);
+        if (has_first_k) {
+            std::uint32_t leading_dense = 0;
+            while (leading_dense < L && !m.moe_layer[leading_dense])
+                ++leading_dense;
+            if (leading_dense != m.first_k_dense) {
+                throw InvalidInput("analytic options: moe.first_k_dense " +
+                                   std::to_string(m.first_k_dense) +
+                                   " disagrees with the moe.layer_freq list, which starts with " +
+                                   std::to_string(leading_dense) +
+                                   " dense layers: give one of the two, or make them agree");
+            }
+        }
+    } else {
+        const std::uint32_t every = m.layer_freq_every.value_or(1);
+        m.moe_layer.resize(L);
+        for (std::uint32_t i = 0; i < L; ++i)
+            m.moe_layer[i] = i >= m.first_k_dense && i % every == 0;
+    }
+    if (m.moe_layers() == 0) {
+        throw InvalidInput("analytic options: moe.layer_freq" +
+                           std::string(has_first_k ? " with moe.first_k_dense" : "") +
+                           " makes no layer MoE (an integer N makes layers 0, N, 2N, ... MoE, from "
+                           "first_k_dense on): drop 'moe' for a dense model");
+    }
+    if (m.moe_layers() < L && m.dense_group == m.moe_group) {
+        throw InvalidInput("analytic options: moe.dense_group and moe.moe_group are both '" +
+                           m.dense_group + "': the two groups of body layers need two names");
+    }
+
+    // Splits the formulas need (README.md, "Mixture of experts").
+    require_divisible(m.num_experts, "moe.num_experts", m.expert_parallel, "moe.expert_parallel",
+                      "expert parallelism gives every rank num_experts / expert_parallel whole "
+                      "experts (Megatron-LM requires it)");
+    require_divisible(m.moe_ffn_hidden_size, "moe.moe_ffn_hidden_size", m.expert_tensor_parallel,
+                      "moe.expert_tensor_parallel",
+                      "expert tensor parallelism splits each routed expert's inner dimension");
+    if (m.shared_experts > 0) {
+        require_divisible(
+            static_cast<std::uint64_t>(m.shared_experts) * m.shared_expert_ffn_hidden_size,
+            "moe.shared_experts * moe.shared_expert_ffn_hidden_size", shape.tensor_parallel,
+            "tensor_parallel",
+            "the shared experts are one MLP of that inner size, split like a dense "
+            "MLP");
+    }
+    const std::uint64_t expert_grid =
+        static_cast<std::uint64_t>(m.expert_parallel) * m.expert_tensor_parallel;
+    const std::uint64_t dense_grid =
+        static_cast<std::uint64_t>(shape.tensor_parallel) * shape.data_parallel;
+    if (dense_grid % expert_grid != 0) {
+        throw InvalidInput(
+            "analytic options: tensor_parallel * data_parallel = " + std::to_string(dense_grid) +
+            " is not divisible by moe.expert_parallel * moe.expert_tensor_parallel = " +
+            std::to_string(expert_grid) +
+            ": the expert layers fold the same ranks of a pipeline stage into expert-tensor x "
+            "expert x expert-data parallel groups (Megatron-LM requires its world size to be a "
+            "multiple of ETP * EP * PP); give data_parallel");
+    }
+    if (shape.tensor_parallel > 1 && !shape.sequence_parallel) {
+        throw InvalidInput(
+            "analytic options: 'moe' with tensor_parallel " +
+            std::to_string(shape.tensor_parallel) +
+            " needs sequence_parallel: Megatron-LM requires sequence parallelism for MoE with "
+            "tensor parallelism, and the token counts of the experts assume it");
+    }
+    return m;
+}
+
 }  // namespace
 
 ShapeOptions parse_options(std::string_view options_json) {
@@ -251,8 +483,11 @@ ShapeOptions parse_options(std::string_view options_json) {
 
     ShapeOptions options;
     std::array<bool, integer_options.size()> seen{};
+    const json::value* moe = nullptr;
     for (const auto& [key, value] : object) {
-        bool known = false;
+        bool known = key == "moe";
+        if (known)
+            moe = &value;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
             if (integer_options[i].key == key) {
                 options.*(integer_options[i].member) =
@@ -288,7 +523,26 @@ ShapeOptions parse_options(std::string_view options_json) {
         }
     }
     check_shape(options);
+    if (moe != nullptr)
+        options.moe = parse_moe(*moe, options);
     return options;
+}
+
+std::vector<LayerGroup> layer_groups(const ShapeOptions& o) {
+    if (!o.moe)
+        return {LayerGroup{"body", false, o.num_layers}};
+    std::vector<LayerGroup> out;
+    for (const bool moe : o.moe->moe_layer) {
+        const std::string& name = moe ? o.moe->moe_group : o.moe->dense_group;
+        auto it =
+            std::find_if(out.begin(), out.end(), [&](const LayerGroup& g) { return g.moe == moe; });
+        if (it == out.end()) {
+            out.push_back(LayerGroup{name, moe, 0});
+            it = out.end() - 1;
+        }
+        ++it->layers;
+    }
+    return out;
 }
 
 std::vector<std::string> option_warnings(const ShapeOptions& o) {

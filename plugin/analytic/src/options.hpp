@@ -4,11 +4,49 @@
 #define PPB_ANALYTIC_OPTIONS_HPP
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ppb::analytic {
+
+// The optional "moe" object: a mixture of experts in place of the MLP of some or all layers.
+// parse_options() resolves every default, so each member holds the value the formulas use.
+struct MoeOptions {
+    std::uint32_t num_experts = 0;                    // E, routed experts per MoE layer
+    std::uint32_t top_k = 0;                          // experts each token is routed to
+    std::uint32_t moe_ffn_hidden_size = 0;            // inner size of one routed expert (default F)
+    std::uint32_t shared_experts = 0;                 // experts every token passes through
+    std::uint32_t shared_expert_ffn_hidden_size = 0;  // inner size of one shared expert
+    std::uint32_t expert_parallel = 1;         // EP: ranks the routed experts are spread over
+    std::uint32_t expert_tensor_parallel = 0;  // ETP: ranks one routed expert is sliced over
+    // Tokens per expert as a multiple of the balanced share; nullopt: dropless routing, taken
+    // at its balanced expectation.
+    std::optional<double> capacity_factor;
+    std::uint32_t first_k_dense = 0;  // DeepSeek's first_k_dense_replace
+    // Megatron-LM's --moe-layer-freq as given: an integer N, or a 0/1 list (nullopt: none given).
+    std::optional<std::uint32_t> layer_freq_every;
+    bool layer_freq_list = false;
+    std::string dense_group = "dense";
+    std::string moe_group = "moe";
+    // The resolved layout: moe_layer[i] says whether layer i (0-based, model order) is MoE.
+    std::vector<bool> moe_layer;
+
+    [[nodiscard]] std::uint32_t moe_layers() const noexcept {
+        std::uint32_t n = 0;
+        for (const bool m : moe_layer)
+            n += m ? 1U : 0U;
+        return n;
+    }
+};
+
+// One group of body layers as the model names it: dense layers or MoE layers.
+struct LayerGroup {
+    std::string name;
+    bool moe = false;
+    std::uint32_t layers = 0;  // layers of the group in the whole model
+};
 
 struct ShapeOptions {
     // Required.
@@ -37,6 +75,7 @@ struct ShapeOptions {
     double grad_bytes = 4.0;
     double optimizer_bytes = 12.0;
     double constant_mb = 0.0;
+    std::optional<MoeOptions> moe;
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {
@@ -48,6 +87,11 @@ struct ShapeOptions {
 // malformed JSON, unknown keys, a missing required key, wrong types, values out of range, shapes
 // the formulas cannot split (divisibility), and options that belong to another model's input.
 [[nodiscard]] ShapeOptions parse_options(std::string_view options_json);
+
+// The groups of body layers in model order of first appearance: one group "body" without `moe`;
+// with it the groups the layout holds ("dense" then "moe" for DeepSeek-V3, only "moe" when every
+// layer is MoE).
+[[nodiscard]] std::vector<LayerGroup> layer_groups(const ShapeOptions& options);
 
 // Remarks about options that are valid but have no effect ("sequence_parallel has no effect
 // with tensor_parallel = 1"), for the report's warnings.

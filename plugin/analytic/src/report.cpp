@@ -10,6 +10,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -103,8 +104,47 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
         "them as constant_mb");
     out.emplace_back(
         "not linear in the ABI's sense: head and tail activations grow with the in-flight count "
-        "of stage 0 and of the last stage, so parameters() is unsupported and hosts call "
-        "predict_batch");
+        "of stage 0 and of the last stage, so parameters() and group_parameters() are unsupported "
+        "and hosts call predict_batch (predict_grouped_batch)");
+    if (o.moe) {
+        const MoeOptions& m = *o.moe;
+        const MoeLayerTerms& moe = *terms.moe;
+        out.emplace_back(
+            m.capacity_factor
+                ? "tokens per routed expert: capacity_factor " + format_number(*m.capacity_factor) +
+                      " times the balanced share top_k * s * b / num_experts (token drop or "
+                      "padding to capacity)"
+                : std::string("tokens per routed expert: the balanced expectation top_k * s * b / "
+                              "num_experts (dropless routing without capacity_factor); an "
+                              "unbalanced router puts more on some ranks"));
+        out.emplace_back(
+            "MoE layers: attention and norms as a dense layer's; router scores in fp32 and a "
+            "one-byte routing map per token and expert; shared experts as a dense MLP split over "
+            "tensor_parallel; routed experts keep their input, inner activations and the outputs "
+            "the combine weights, " +
+            format_number(moe.routed_tokens) + " routed tokens per rank and micro-batch");
+        out.emplace_back(
+            "recompute kinds on MoE layers: 'select' recomputes the attention core only (the "
+            "experts keep their activations), 'comm' re-gathers the QKV and shared-expert inputs "
+            "under sequence parallelism (the all-to-all of the dispatch is not recomputed), "
+            "'full' keeps only the layer input");
+        out.emplace_back(
+            "routed expert parameters: num_experts / expert_parallel experts per rank, each "
+            "sliced over expert_tensor_parallel; bytes per expert parameter " +
+            format_number(moe.bytes_per_expert_parameter) +
+            (o.distributed_optimizer
+                 ? " (optimizer state sharded over the expert data parallel ranks, tensor_parallel "
+                   "* data_parallel / (expert_parallel * expert_tensor_parallel) = " +
+                       format_number(moe.expert_data_parallel) + ")"
+                 : std::string()));
+    }
+    return out;
+}
+
+json::object activation_object(const std::array<double, PPB_KIND_COUNT>& mb) {
+    json::object out;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        out[kind_name(static_cast<ppb_kind>(k))] = finite(mb[k]);
     return out;
 }
 
@@ -126,6 +166,20 @@ std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const C
         {"param_per_layer_mb", finite(c.per_layer_mb)},
         {"activation_mb", std::move(activation_mb)},
     };
+    if (o.moe) {
+        // One group: its coefficients; several: no one set describes the layers (each group's
+        // are in the diagnostics).
+        if (c.groups.size() == 1) {
+            parameters["param_per_layer_mb"] = finite(c.groups.front().per_layer_mb);
+            parameters["activation_mb"] = activation_object(c.groups.front().activation_mb);
+        } else {
+            parameters["param_per_layer_mb"] = nullptr;
+            json::object none;
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                none[kind_name(static_cast<ppb_kind>(k))] = nullptr;
+            parameters["activation_mb"] = std::move(none);
+        }
+    }
 
     const LayerActivationTerms& layer = terms.layer;
     json::object diagnostics{
@@ -156,6 +210,42 @@ std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const C
         {"assumptions", strings(assumptions_of(o, terms, c))},
         {"warnings", strings(option_warnings(o))},
     };
+    if (o.moe) {
+        const MoeLayerTerms& moe = *terms.moe;
+        json::array groups;
+        for (const GroupCoefficients& g : c.groups) {
+            groups.push_back(json::object{
+                {"name", g.name},
+                {"moe", g.moe},
+                {"layers_in_model", g.layers_in_model},
+                {"param_per_layer_mb", finite(g.per_layer_mb)},
+                {"activation_mb", activation_object(g.activation_mb)},
+            });
+        }
+        json::array layout;
+        for (const bool m : o.moe->moe_layer)
+            layout.push_back(m ? 1 : 0);
+        diagnostics["groups"] = std::move(groups);
+        diagnostics["active_parameters"] = finite(terms.active_parameters);
+        diagnostics["moe"] = json::object{
+            {"moe_layer", std::move(layout)},
+            {"dense_parameters_per_layer_per_rank", finite(moe.dense_parameters)},
+            {"expert_parameters_per_layer_per_rank", finite(moe.expert_parameters)},
+            {"expert_data_parallel", finite(moe.expert_data_parallel)},
+            {"bytes_per_expert_parameter", finite(moe.bytes_per_expert_parameter)},
+            {"routed_tokens_per_rank", finite(moe.routed_tokens)},
+            {"activation_terms_mb",
+             json::object{
+                 {"replicated", finite(moe.layer.replicated / bytes_per_mb)},
+                 {"router", finite(moe.router / bytes_per_mb)},
+                 {"tensor_parallel", finite(moe.layer.tensor_parallel / bytes_per_mb)},
+                 {"shared_experts", finite(moe.shared_experts / bytes_per_mb)},
+                 {"attention_core", finite(moe.layer.attention_core / bytes_per_mb)},
+                 {"gathered_inputs", finite(moe.layer.gathered_inputs / bytes_per_mb)},
+                 {"routed_experts_per_rank", finite(moe.routed_experts / bytes_per_mb)},
+             }},
+        };
+    }
     return ppb::plugin::make_report(std::move(parameters), std::move(diagnostics));
 }
 

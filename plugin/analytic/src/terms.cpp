@@ -2,6 +2,112 @@
 
 namespace ppb::analytic {
 
+namespace {
+
+// Activation bytes per layer per micro-batch on one rank for each recompute kind, from a layer's
+// whole-tensor terms (README.md, the table "Per layer and micro-batch on one rank").
+std::array<double, PPB_KIND_COUNT> bytes_by_kind(const LayerActivationTerms& layer,
+                                                 const ShapeOptions& o) noexcept {
+    const double t = o.tensor_parallel;
+    const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
+    // Under sequence parallelism, what keeping the all-gathered inputs adds to the shards.
+    const double kept_gathered =
+        split_sequence && o.keep_gathered_inputs ? layer.gathered_inputs * (1.0 - 1.0 / t) : 0.0;
+    double with_core = 0.0;     // attention core stored
+    double without_core = 0.0;  // attention core recomputed (selective) or never stored (flash)
+    if (split_sequence) {
+        without_core = (layer.replicated + layer.tensor_parallel) / t;
+        with_core = without_core + layer.attention_core / t;
+    } else {
+        without_core = layer.replicated + layer.tensor_parallel / t;
+        with_core = without_core + layer.attention_core / t;
+    }
+    std::array<double, PPB_KIND_COUNT> out{};
+    out[PPB_KIND_NONE] = with_core + kept_gathered;
+    out[PPB_KIND_SELECT] = without_core + kept_gathered;
+    out[PPB_KIND_COMM] = with_core;
+    out[PPB_KIND_BOTH] = without_core;
+    out[PPB_KIND_FULL] = split_sequence ? layer.layer_input / t : layer.layer_input;
+    return out;
+}
+
+double mlp_inner_bytes_per_token(const ShapeOptions& o, double inner_size) noexcept {
+    // Gated: the activation's two inputs (gate and up) and the down projection's input;
+    // two matrices: the activation's input and the second linear's input. 2 bytes each.
+    return (o.gated_mlp ? 6.0 : 4.0) * inner_size;
+}
+
+double mlp_matrices(const ShapeOptions& o) noexcept {
+    return o.gated_mlp ? 3.0 : 2.0;
+}
+
+// An MoE layer's terms (README.md, "Mixture of experts"). `dense` is a dense layer's, whose
+// attention block, norms and their activations the MoE layer shares.
+MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
+                              const LayerActivationTerms& dense, double attention_parameters,
+                              double attention_activations) noexcept {
+    const double h = o.hidden_size;
+    const double s = o.seq_length;
+    const double b = o.micro_batch_size;
+    const double t = o.tensor_parallel;
+    const double d = o.data_parallel;
+    const double E = m.num_experts;
+    const double k = m.top_k;
+    const double ep = m.expert_parallel;
+    const double etp = m.expert_tensor_parallel;
+    const double sbh = s * b * h;
+
+    MoeLayerTerms out;
+    LayerActivationTerms& layer = out.layer;
+    // The router's fp32 scores (kept by the softmax or sigmoid for its backward) and the routing
+    // map of one byte per token and expert, for this rank's tokens (sequence-sharded with SP).
+    out.router = 5.0 * s * b * E;
+    layer.replicated = dense.replicated + out.router;
+    // The shared experts are one MLP of shared_experts * shared_expert_ffn_hidden_size, split
+    // over t like a dense MLP; the dense MLP's inner activations are not there.
+    const double shared_inner =
+        static_cast<double>(m.shared_experts) * m.shared_expert_ffn_hidden_size;
+    out.shared_experts = s * b * mlp_inner_bytes_per_token(o, shared_inner);
+    layer.tensor_parallel = attention_activations + out.shared_experts;
+    layer.attention_core = dense.attention_core;
+    // Column-parallel linears whose input is all-gathered under SP: QKV, and the shared experts'
+    // first linear. The router runs on the sequence shard; the routed experts receive their
+    // tokens by all-to-all.
+    layer.gathered_inputs = 2.0 * sbh + (m.shared_experts > 0 ? 2.0 * sbh : 0.0);
+    layer.layer_input = dense.layer_input;
+
+    // Routed tokens on this rank: its s*b/t tokens (MoE with t > 1 requires SP) go top_k times
+    // each to the experts, the all-to-all over EP ranks keeps the balanced count per rank, and the
+    // all-gather over the ETP ranks of one expert multiplies it by ETP.
+    const double own_tokens = s * b / t;
+    const double factor = m.capacity_factor.value_or(1.0);
+    const double own_copies = factor * k * own_tokens;
+    out.routed_tokens = own_copies * etp;
+    out.routed_experts =
+        out.routed_tokens * (2.0 * h) +
+        out.routed_tokens * mlp_inner_bytes_per_token(o, m.moe_ffn_hidden_size) / etp +
+        own_copies * (2.0 * h);
+    out.activation_bytes = bytes_by_kind(layer, o);
+    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+        // Full recompute keeps only the layer's input: the experts are recomputed with the rest.
+        if (kind != PPB_KIND_FULL)
+            out.activation_bytes[kind] += out.routed_experts;
+    }
+
+    const double norms = 2.0 * h;
+    const double router = h * E;  // replicated on every rank (Megatron-LM's TopKRouter weight)
+    const double shared = mlp_matrices(o) * h * shared_inner;
+    out.dense_parameters = (attention_parameters + shared) / t + norms + router;
+    out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
+    out.expert_data_parallel = t * d / (ep * etp);
+    const double optimizer_share =
+        o.distributed_optimizer ? o.optimizer_bytes / out.expert_data_parallel : o.optimizer_bytes;
+    out.bytes_per_expert_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
+    return out;
+}
+
+}  // namespace
+
 MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double h = o.hidden_size;
     const double a = o.num_attention_heads;
@@ -26,30 +132,15 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // keeps the expanded copies; a fused (flash) kernel keeps the grouped K and V.
     const double kv_width = o.flash_attention ? h_kv : h;
     const double mlp_inner = (o.gated_mlp ? 6.0 : 4.0) * s * b * F;
-    layer.tensor_parallel = 2.0 * sbh + 4.0 * s * b * kv_width + 2.0 * sbh + mlp_inner;
+    // Q, K and V, and the projection's input: the attention block's share, which MoE layers keep.
+    const double attention_activations = 2.0 * sbh + 4.0 * s * b * kv_width + 2.0 * sbh;
+    layer.tensor_parallel = attention_activations + mlp_inner;
     layer.attention_core = o.flash_attention ? 0.0 : (2.0 + 3.0 * dropout) * a * s * s * b;
     layer.gathered_inputs = 4.0 * sbh;
     layer.layer_input = 2.0 * sbh;
 
     const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
-    // Under sequence parallelism, what keeping the all-gathered inputs adds to the shards.
-    const double kept_gathered =
-        split_sequence && o.keep_gathered_inputs ? layer.gathered_inputs * (1.0 - 1.0 / t) : 0.0;
-    double with_core = 0.0;     // attention core stored
-    double without_core = 0.0;  // attention core recomputed (selective) or never stored (flash)
-    if (split_sequence) {
-        without_core = (layer.replicated + layer.tensor_parallel) / t;
-        with_core = without_core + layer.attention_core / t;
-    } else {
-        without_core = layer.replicated + layer.tensor_parallel / t;
-        with_core = without_core + layer.attention_core / t;
-    }
-    out.activation_bytes[PPB_KIND_NONE] = with_core + kept_gathered;
-    out.activation_bytes[PPB_KIND_SELECT] = without_core + kept_gathered;
-    out.activation_bytes[PPB_KIND_COMM] = with_core;
-    out.activation_bytes[PPB_KIND_BOTH] = without_core;
-    out.activation_bytes[PPB_KIND_FULL] =
-        split_sequence ? layer.layer_input / t : layer.layer_input;
+    out.activation_bytes = bytes_by_kind(layer, o);
 
     // --- Head and tail activations per micro-batch (paper §4.3).
     const double sequence_share = split_sequence ? 1.0 / t : 1.0;
@@ -69,12 +160,28 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double lm_head = V * h / t;
     out.tail_parameters = h + lm_head;
     out.tail_parameters_single_stage = o.untie_embeddings ? h + lm_head : h;
-    out.model_parameters =
-        L * (attention + mlp + norms) + V * h * (o.untie_embeddings ? 2.0 : 1.0) + h;
+    const double embeddings = V * h * (o.untie_embeddings ? 2.0 : 1.0) + h;
+    out.model_parameters = L * (attention + mlp + norms) + embeddings;
+    out.active_parameters = out.model_parameters;
 
     const double optimizer_share =
         o.distributed_optimizer ? o.optimizer_bytes / d : o.optimizer_bytes;
     out.bytes_per_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
+
+    if (o.moe) {
+        const MoeOptions& m = *o.moe;
+        out.moe = moe_layer_terms(o, m, layer, attention, attention_activations);
+        const double moe_layers = m.moe_layers();
+        const double dense_layers = L - moe_layers;
+        const double expert = mlp_matrices(o) * h * m.moe_ffn_hidden_size;
+        const double moe_common = attention + norms + h * m.num_experts +
+                                  mlp_matrices(o) * h * m.shared_experts *
+                                      static_cast<double>(m.shared_expert_ffn_hidden_size);
+        out.model_parameters = dense_layers * (attention + mlp + norms) +
+                               moe_layers * (moe_common + m.num_experts * expert) + embeddings;
+        out.active_parameters = dense_layers * (attention + mlp + norms) +
+                                moe_layers * (moe_common + m.top_k * expert) + embeddings;
+    }
     return out;
 }
 

@@ -9,6 +9,7 @@
 #include <ppb/abi.h>
 
 #include <array>
+#include <optional>
 
 namespace ppb::analytic {
 
@@ -37,6 +38,35 @@ struct LayerActivationTerms {
     double layer_input = 0.0;
 };
 
+// What a mixture-of-experts layer holds beyond the dense layer's terms (README.md, "Mixture of
+// experts"). Its `layer` terms are those of its attention block, norms and shared experts, split
+// as a dense layer's are; the routed experts' activations are per rank already.
+struct MoeLayerTerms {
+    // replicated: the dense layer's plus the router's scores and routing map; tensor_parallel:
+    // attention as a dense layer's plus the shared experts' inner activations; gathered_inputs:
+    // the QKV input, plus the shared experts' input when there are shared experts.
+    LayerActivationTerms layer;
+    double router = 0.0;          // router scores (fp32) and routing map (1 byte), whole: 5sbE
+    double shared_experts = 0.0;  // inner activations of the shared experts, whole
+    // Tokens (copies) entering this rank's local experts per micro-batch: the balanced share
+    // top_k * s*b / t * ETP, times capacity_factor when given.
+    double routed_tokens = 0.0;
+    // Bytes per rank per micro-batch of the routed experts: their inputs (2 bytes x h per routed
+    // token), inner activations (6 or 4 bytes x moe_ffn_hidden_size / ETP per routed token) and
+    // the expert outputs the combine keeps (2 bytes x h per token copy of this rank's own tokens).
+    double routed_experts = 0.0;
+    std::array<double, PPB_KIND_COUNT> activation_bytes{};
+
+    // Parameters one rank holds per MoE layer: sharded like dense parameters (attention and shared
+    // experts over t, norms and router replicated), and the routed experts (E/EP experts sliced
+    // over ETP), whose optimizer state the distributed optimizer shards over the expert data
+    // parallel ranks instead of d.
+    double dense_parameters = 0.0;
+    double expert_parameters = 0.0;
+    double expert_data_parallel = 0.0;  // t * d / (EP * ETP)
+    double bytes_per_expert_parameter = 0.0;
+};
+
 struct MemoryTerms {
     LayerActivationTerms layer;
     // Activation bytes per layer per in-flight micro-batch on one rank, for each recompute kind.
@@ -53,7 +83,14 @@ struct MemoryTerms {
     double tail_parameters_single_stage = 0.0;  // p = 1: tied LM head shares the embedding
     // Parameters of the whole model (every rank, counted once): for checking against its size.
     double model_parameters = 0.0;
+    // Parameters a token passes through: model_parameters with top_k of the routed experts of each
+    // MoE layer (= model_parameters without MoE).
+    double active_parameters = 0.0;
     double bytes_per_parameter = 0.0;
+
+    // With the `moe` option: the terms of an MoE layer (`layer`, `activation_bytes` and
+    // `layer_parameters` above are those of a dense layer).
+    std::optional<MoeLayerTerms> moe;
 };
 
 // Evaluates every formula for valid options (parse_options() has checked divisibility).
