@@ -321,6 +321,31 @@ MemorySource source_of(const Instance& in) {
     return memory;
 }
 
+// The same model seen only through its predictions (as the host probes a model that gives no
+// coefficients); `extra` adds a term that is not affine in the counts.
+MemorySource probed_source_of(const Instance& in, double extra = 0.0) {
+    MemorySource memory;
+    memory.predict_grouped_batch = [in, extra](std::span<const ppb_grouped_placement> batch) {
+        std::vector<double> out;
+        for (const auto& p : batch) {
+            std::vector<KindCounts> groups(p.num_groups, KindCounts{});
+            double n = 0.0;
+            for (std::uint32_t g = 0; g < p.num_groups; ++g) {
+                for (std::size_t k = 0; k < K; ++k) {
+                    groups[g][k] = p.group_layers[g * K + k];
+                    n += groups[g][k];
+                }
+            }
+            BOOST_TEST_REQUIRE(
+                p.placement.chunks[0].in_flight ==
+                std::min(p.placement.num_stages - p.placement.stage, in.problem.micro_batches));
+            out.push_back(memory_of(in, p.placement.stage, groups) + extra * n * n);
+        }
+        return out;
+    };
+    return memory;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(grouped)
@@ -379,6 +404,41 @@ BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
     BOOST_TEST_MESSAGE(fmt::format("{} solved, {} infeasible", solved, infeasible));
     BOOST_TEST(solved > 300);
     BOOST_TEST(infeasible > 20);
+}
+
+// The same through a model known only by its predictions: every stage probed, the plan as fast as
+// the best of all plans.
+BOOST_AUTO_TEST_CASE(probed_models_are_optimal_too) {
+    std::mt19937 rng(1201);
+    int solved = 0;
+    for (int i = 0; i < 300; ++i) {
+        const RecomputeRule rule = i % 2 == 0 ? RecomputeRule::any : RecomputeRule::mindformers;
+        Instance in = random_instance(rng, rule);
+        for (auto& c : in.c)
+            c.identified |= PPB_PARAM_ACTIVATION(2);  // a probed model predicts every kind
+        const double best = oracle(in);
+        try {
+            const Plan plan = ppb::partition::solve(in.problem, probed_source_of(in));
+            BOOST_TEST_REQUIRE(std::isfinite(best), in.text);
+            check_plan(in, plan);
+            BOOST_TEST(pt::close(plan.iteration_time, best),
+                       in.text << ": " << plan.iteration_time << " vs " << best);
+            BOOST_TEST(!plan.activations_known);
+            ++solved;
+        } catch (const Infeasible&) {
+            BOOST_TEST(!std::isfinite(best), in.text);
+        }
+    }
+    BOOST_TEST(solved > 150);
+    // A model that is not affine in the counts is refused, not planned wrongly.
+    Instance in = random_instance(rng, RecomputeRule::any);
+    in.problem.memory_limit_mb = 1e6;
+    BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, probed_source_of(in, 0.5)),
+                          ppb::InputError, [](const ppb::InputError& e) {
+                              return std::string(e.what()).find(
+                                         "the memory model is not affine in the layer counts at "
+                                         "stage 0") != std::string::npos;
+                          });
 }
 
 BOOST_AUTO_TEST_CASE(what_groups_cannot_do_yet_is_refused) {

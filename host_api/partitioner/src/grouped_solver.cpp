@@ -64,6 +64,8 @@ struct Groups {
     // Prefix counts per group: prefix[g][i] layers of group g among the first i.
     std::vector<std::vector<std::uint32_t>> prefix;
 
+    // `coefficients` empty: a model probed through predict_grouped_batch, whose kinds are
+    // `candidate_kinds` for every group.
     Groups(const Problem& p, std::span<const ppb_linear_parameters> coefficients,
            std::uint32_t candidate_kinds)
         : problem(p), c(coefficients), layers(p.time.body_layers), count(p.time.groups.size()) {
@@ -72,7 +74,7 @@ struct Groups {
             std::vector<std::size_t> list;
             for (std::size_t k = 0; k < kinds_count; ++k) {
                 a[k] = (candidate_kinds & PPB_KIND_BIT(k)) != 0 &&
-                       (c[g].identified & PPB_PARAM_ACTIVATION(k)) != 0;
+                       (c.empty() || (c[g].identified & PPB_PARAM_ACTIVATION(k)) != 0);
                 if (a[k])
                     list.push_back(k);
             }
@@ -92,7 +94,9 @@ struct Groups {
     }
 };
 
-// Memory of one more layer of each group and kind at a stage, and the stage's fixed memory.
+// Memory of one more layer of each group and kind at a stage, and the stage's fixed memory: a
+// stage's memory is base_memory + sum over its layers of memory[g][k], from linear coefficients
+// or from probing the model (stage_costs()).
 struct StageCosts {
     std::uint32_t stage = 0;
     double base_memory = 0.0;
@@ -103,23 +107,163 @@ struct StageCosts {
 
     StageCosts(const Groups& groups, std::uint32_t s) : stage(s) {
         const Problem& p = groups.problem;
+        base_time = grouped_stage_time(p, s, {});
+        if (groups.c.empty())
+            return;  // probed: filled by stage_costs()
         const double f = p.in_flight(s);
         base_memory = groups.c[0].const_mb + (s == 0 ? groups.c[0].head_mb : 0.0) +
                       (s + 1 == p.num_stages ? groups.c[0].tail_mb : 0.0);
-        base_time = grouped_stage_time(p, s, {});
         for (std::size_t g = 0; g < groups.count; ++g) {
             UnitArray m{};
+            for (const std::size_t k : groups.kinds[g])
+                m[k] = groups.c[g].per_layer_mb + groups.c[g].activation_mb[k] * f;
+            memory.push_back(m);
+        }
+        finish(groups);
+    }
+
+    void finish(const Groups& groups) {
+        least.clear();
+        monotone = true;
+        for (std::size_t g = 0; g < groups.count; ++g) {
             double lowest = infinity;
             for (const std::size_t k : groups.kinds[g]) {
-                m[k] = groups.c[g].per_layer_mb + groups.c[g].activation_mb[k] * f;
-                lowest = std::min(lowest, m[k]);
-                monotone = monotone && m[k] >= 0.0;
+                lowest = std::min(lowest, memory[g][k]);
+                monotone = monotone && memory[g][k] >= 0.0;
             }
-            memory.push_back(m);
             least.push_back(lowest);
         }
     }
+
+    [[nodiscard]] double memory_of(const std::vector<KindCounts>& counts) const {
+        double m = base_memory;
+        for (std::size_t g = 0; g < counts.size(); ++g) {
+            for (std::size_t k = 0; k < kinds_count; ++k)
+                m += counts[g][k] * memory[g][k];
+        }
+        return m;
+    }
 };
+
+// Placements of one chunk per stage with counts per group, for predict_grouped_batch.
+class GroupedPlacements {
+  public:
+    explicit GroupedPlacements(std::size_t groups) : groups_(groups) {}
+    void add(const Problem& problem, std::uint32_t stage, const std::vector<KindCounts>& counts) {
+        stages_.push_back(stage);
+        ppb_chunk chunk{};
+        chunk.in_flight = problem.in_flight(stage);
+        for (std::size_t g = 0; g < groups_; ++g) {
+            for (std::size_t k = 0; k < kinds_count; ++k) {
+                chunk.layers[k] += counts[g][k];
+                layers_.push_back(counts[g][k]);
+            }
+        }
+        chunks_.push_back(chunk);
+    }
+    [[nodiscard]] std::vector<double> predict(const Problem& problem,
+                                              const MemorySource& memory) const {
+        std::vector<ppb_grouped_placement> views;
+        views.reserve(chunks_.size());
+        for (std::size_t i = 0; i < chunks_.size(); ++i) {
+            views.push_back(ppb_grouped_placement{
+                ppb_placement{problem.num_stages, stages_[i], 1, &chunks_[i]},
+                static_cast<std::uint32_t>(groups_), layers_.data() + i * groups_ * kinds_count});
+        }
+        return memory.predict_grouped_batch(views);
+    }
+
+  private:
+    std::size_t groups_;
+    std::vector<std::uint32_t> stages_;
+    std::vector<ppb_chunk> chunks_;
+    std::vector<std::uint32_t> layers_;
+};
+
+// Each stage's costs: from the coefficients, or by probing the model (no layer, then one layer of
+// each group and kind) and checking exactly that it is affine in the counts at that stage (two
+// layers of each group and kind, and a mix of every group and kind): the search below is exact
+// for such a model, and a model that is not is refused rather than planned wrongly.
+std::vector<StageCosts> stage_costs(const Problem& problem, const Groups& groups,
+                                    const MemorySource& memory) {
+    std::vector<StageCosts> costs;
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s)
+        costs.emplace_back(groups, s);
+    if (!groups.c.empty())
+        return costs;
+    GroupedPlacements probes(groups.count);
+    const auto single = [&](std::size_t g, std::size_t k, std::uint32_t n) {
+        std::vector<KindCounts> counts(groups.count, KindCounts{});
+        counts[g][k] = n;
+        return counts;
+    };
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        probes.add(problem, s, std::vector<KindCounts>(groups.count, KindCounts{}));
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            const std::uint32_t twice = std::min<std::uint32_t>(2, problem.time.groups[g].layers);
+            for (const std::size_t k : groups.kinds[g]) {
+                probes.add(problem, s, single(g, k, 1));
+                probes.add(problem, s, single(g, k, twice));
+            }
+        }
+        std::vector<KindCounts> mix(groups.count, KindCounts{});
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            std::uint32_t left = problem.time.groups[g].layers;
+            for (const std::size_t k : groups.kinds[g]) {
+                if (left == 0)
+                    break;
+                mix[g][k] = 1;
+                --left;
+            }
+        }
+        probes.add(problem, s, mix);
+    }
+    const std::vector<double> predicted = probes.predict(problem, memory);
+    std::size_t i = 0;
+    const auto affine_check = [&](std::uint32_t s, double expected, double got) {
+        if (std::abs(expected - got) > 1e-9 * std::max({1.0, std::abs(expected), std::abs(got)})) {
+            throw InputError(fmt::format(
+                "the memory model is not affine in the layer counts at stage {} (a probe predicted "
+                "{} MB where the one-layer probes imply {} MB): ppb plans several groups of body "
+                "layers with models whose memory at a stage is a constant plus a memory per layer "
+                "of each group and kind",
+                s, got, expected));
+        }
+    };
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        StageCosts& c = costs[s];
+        c.base_memory = predicted[i++];
+        c.memory.assign(groups.count, UnitArray{});
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            const std::uint32_t twice = std::min<std::uint32_t>(2, problem.time.groups[g].layers);
+            for (const std::size_t k : groups.kinds[g]) {
+                c.memory[g][k] = predicted[i++] - c.base_memory;
+                affine_check(s, c.base_memory + twice * c.memory[g][k], predicted[i++]);
+            }
+        }
+        std::vector<KindCounts> mix(groups.count, KindCounts{});
+        for (std::size_t g = 0; g < groups.count; ++g) {
+            std::uint32_t left = problem.time.groups[g].layers;
+            for (const std::size_t k : groups.kinds[g]) {
+                if (left == 0)
+                    break;
+                mix[g][k] = 1;
+                --left;
+            }
+        }
+        affine_check(s, c.memory_of(mix), predicted[i++]);
+        c.finish(groups);
+    }
+    return costs;
+}
+
+// A stage's memory: the linear model's own formula, or the probed costs.
+double memory_of(const Groups& groups, const StageCosts& costs,
+                 const std::vector<KindCounts>& counts) {
+    if (!groups.c.empty())
+        return grouped_linear_stage_memory(groups.c, groups.problem, costs.stage, counts);
+    return costs.memory_of(counts);
+}
 
 // ---- any mix per group --------------------------------------------------------------------
 
@@ -144,8 +288,8 @@ void keep_pareto(std::vector<Point>& points) {
 
 class AnyMixStage {
   public:
-    AnyMixStage(const Groups& groups, std::uint32_t stage)
-        : groups_(groups), costs_(groups, stage), frontiers_(groups.count) {
+    AnyMixStage(const Groups& groups, const StageCosts& costs)
+        : groups_(groups), costs_(costs), frontiers_(groups.count) {
         for (std::size_t g = 0; g < groups.count; ++g) {
             useful_.push_back(undominated(groups.kinds[g], groups.time[g], costs_.memory[g]));
             frontiers_[g].push_back({Point{0.0, 0.0, {}}});
@@ -275,15 +419,14 @@ class AnyMixStage {
         }
         best.groups[last] = f[best_j].layers;
         best.time = grouped_stage_time(groups_.problem, costs_.stage, best.groups);
-        best.memory =
-            grouped_linear_stage_memory(groups_.c, groups_.problem, costs_.stage, best.groups);
+        best.memory = memory_of(groups_, costs_, best.groups);
         if (!within_budget(best.memory, groups_.problem.budget_mb()))
             best.time = infinity;  // rounding in the sums put it over: keep the plan honest
         return best;
     }
 
     const Groups& groups_;
-    StageCosts costs_;
+    const StageCosts& costs_;
     std::vector<std::vector<std::size_t>> useful_;
     std::vector<std::vector<std::vector<Point>>> frontiers_;  // [g][n]
     std::unordered_map<std::vector<std::uint32_t>, Choice, KeyHash> memo_;
@@ -292,29 +435,22 @@ class AnyMixStage {
 
 // ---- MindFormers' positional counts ----------------------------------------------------------
 
-// Prefix sums over the sequence of each kind's time, parameter and activation memory, and of the
-// layers that may not take the kind.
+// Prefix sums over the sequence of each kind's time, and of the layers that may not take the kind.
 struct Prefixes {
     std::array<std::vector<double>, kinds_count> time;
-    std::vector<double> parameter;
-    std::array<std::vector<double>, kinds_count> activation;
     std::array<std::vector<std::uint32_t>, kinds_count> barred;
 
     explicit Prefixes(const Groups& groups) {
         const std::uint32_t n = groups.layers;
-        parameter.assign(n + 1, 0.0);
         for (std::size_t k = 0; k < kinds_count; ++k) {
             time[k].assign(n + 1, 0.0);
-            activation[k].assign(n + 1, 0.0);
             barred[k].assign(n + 1, 0);
         }
         for (std::uint32_t i = 0; i < n; ++i) {
             const std::size_t g = groups.problem.time.sequence[i];
-            parameter[i + 1] = parameter[i] + groups.c[g].per_layer_mb;
             for (std::size_t k = 0; k < kinds_count; ++k) {
                 const bool ok = groups.allowed[g][k];
                 time[k][i + 1] = time[k][i] + (ok ? groups.time[g][k] : 0.0);
-                activation[k][i + 1] = activation[k][i] + (ok ? groups.c[g].activation_mb[k] : 0.0);
                 barred[k][i + 1] = barred[k][i] + (ok ? 0 : 1);
             }
         }
@@ -323,11 +459,17 @@ struct Prefixes {
 
 class PositionalStage {
   public:
-    PositionalStage(const Groups& groups, const Prefixes& prefixes, std::uint32_t stage)
-        : groups_(groups),
-          prefixes_(prefixes),
-          costs_(groups, stage),
-          f_(groups.problem.in_flight(stage)) {
+    PositionalStage(const Groups& groups, const Prefixes& prefixes, const StageCosts& costs)
+        : groups_(groups), prefixes_(prefixes), costs_(costs) {
+        // This stage's memory of each kind over the sequence, as prefix sums.
+        for (std::size_t k = 0; k < kinds_count; ++k) {
+            memory_[k].assign(groups.layers + 1, 0.0);
+            for (std::uint32_t i = 0; i < groups.layers; ++i) {
+                const std::size_t g = groups.problem.time.sequence[i];
+                memory_[k][i + 1] =
+                    memory_[k][i] + (groups.allowed[g][k] ? costs.memory[g][k] : 0.0);
+            }
+        }
         // A later last cut is never faster when, for every group, 'select' (or 'comm') is no
         // faster than 'none': then the scan stops at the first cut that fits.
         for (const std::size_t v : {std::size_t{PPB_KIND_SELECT}, std::size_t{PPB_KIND_COMM}}) {
@@ -353,20 +495,20 @@ class PositionalStage {
         const auto time_of = [&](std::size_t k, std::uint32_t i, std::uint32_t j) {
             return prefixes_.time[k][j] - prefixes_.time[k][i];
         };
-        const auto activation_of = [&](std::size_t k, std::uint32_t i, std::uint32_t j) {
-            return prefixes_.activation[k][j] - prefixes_.activation[k][i];
+        const auto memory_of_run = [&](std::size_t k, std::uint32_t i, std::uint32_t j) {
+            return memory_[k][j] - memory_[k][i];
         };
-        const double fixed = costs_.base_memory + prefixes_.parameter[b] - prefixes_.parameter[a];
+        const double fixed = costs_.base_memory;
         for (std::uint32_t p1 = a; p1 <= b; ++p1) {
             if (!usable(PPB_KIND_FULL, a, p1))
                 break;
             const double t1 = time_of(PPB_KIND_FULL, a, p1);
-            const double m1 = activation_of(PPB_KIND_FULL, a, p1);
+            const double m1 = memory_of_run(PPB_KIND_FULL, a, p1);
             for (std::uint32_t p2 = p1; p2 <= b; ++p2) {
                 if (!usable(PPB_KIND_BOTH, p1, p2))
                     break;
                 const double t2 = t1 + time_of(PPB_KIND_BOTH, p1, p2);
-                const double m2 = m1 + activation_of(PPB_KIND_BOTH, p1, p2);
+                const double m2 = m1 + memory_of_run(PPB_KIND_BOTH, p1, p2);
                 for (const std::size_t v :
                      {std::size_t{PPB_KIND_SELECT}, std::size_t{PPB_KIND_COMM}}) {
                     for (std::uint32_t p3 = p2; p3 <= b; ++p3) {
@@ -376,8 +518,8 @@ class PositionalStage {
                             continue;
                         const double t = costs_.base_time + t2 + time_of(v, p2, p3) +
                                          time_of(PPB_KIND_NONE, p3, b);
-                        const double m = fixed + f_ * (m2 + activation_of(v, p2, p3) +
-                                                       activation_of(PPB_KIND_NONE, p3, b));
+                        const double m = fixed + m2 + memory_of_run(v, p2, p3) +
+                                         memory_of_run(PPB_KIND_NONE, p3, b);
                         if (!within_budget(m, budget))
                             continue;
                         if (t < best_time) {
@@ -401,8 +543,7 @@ class PositionalStage {
             best_cuts[1] - a + (best_variant == PPB_KIND_COMM ? best_cuts[2] - best_cuts[1] : 0)};
         choice.groups = positional_group_layers(groups_.problem, a, b - a, counts);
         choice.time = grouped_stage_time(groups_.problem, costs_.stage, choice.groups);
-        choice.memory =
-            grouped_linear_stage_memory(groups_.c, groups_.problem, costs_.stage, choice.groups);
+        choice.memory = memory_of(groups_, costs_, choice.groups);
         if (!within_budget(choice.memory, budget))
             choice.time = infinity;
         return choice;
@@ -411,8 +552,8 @@ class PositionalStage {
   private:
     const Groups& groups_;
     const Prefixes& prefixes_;
-    StageCosts costs_;
-    double f_;
+    const StageCosts& costs_;
+    std::array<std::vector<double>, kinds_count> memory_;  // [k][i]
     std::array<bool, kinds_count> monotone_scan_{};
 };
 
@@ -559,12 +700,14 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
 
 void check_group_count(const Problem& problem, const MemorySource& memory) {
     const std::size_t G = problem.time.groups.size();
+    if (memory.group_linear.empty() && memory.predict_grouped_batch)
+        return;  // probed
     if (memory.group_linear.size() != G) {
         throw InputError(fmt::format(
-            "planning {} groups of body layers needs each group's linear coefficients from the "
-            "memory model (plugin API 1.3 group_parameters); this model gives {}",
-            G, memory.group_linear.empty() ? "none (it is not linear)"
-                                           : std::to_string(memory.group_linear.size())));
+            "planning {} groups of body layers needs each group's linear coefficients or grouped "
+            "predictions from the memory model (plugin API 1.3); this model gives {}",
+            G,
+            memory.group_linear.empty() ? "neither" : std::to_string(memory.group_linear.size())));
     }
 }
 
@@ -576,7 +719,7 @@ void check_sources(const Problem& problem, const MemorySource& memory, const Gro
     } shared[] = {
         {PPB_PARAM_CONST, "const_mb"}, {PPB_PARAM_HEAD, "head_mb"}, {PPB_PARAM_TAIL, "tail_mb"}};
     for (const auto& r : shared) {
-        if ((memory.group_linear[0].identified & r.bit) == 0) {
+        if (!memory.group_linear.empty() && (memory.group_linear[0].identified & r.bit) == 0) {
             throw InputError(fmt::format(
                 "the memory model cannot predict every stage of a {}-stage pipeline: its {} is "
                 "not determined (see 'ppb fit' for why and which dry run would determine it)",
@@ -587,7 +730,8 @@ void check_sources(const Problem& problem, const MemorySource& memory, const Gro
         const std::string& name = problem.time.groups[g].name;
         if (problem.time.groups[g].layers == 0)
             continue;
-        if ((memory.group_linear[g].identified & PPB_PARAM_PER_LAYER) == 0) {
+        if (!memory.group_linear.empty() &&
+            (memory.group_linear[g].identified & PPB_PARAM_PER_LAYER) == 0) {
             throw InputError(fmt::format(
                 "the memory model cannot predict a stage holding '{}' layers: the parameter "
                 "memory of that group is not determined (see 'ppb fit')",
@@ -630,9 +774,7 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
     const std::uint32_t L = problem.time.body_layers;
     const double budget = problem.budget_mb();
 
-    std::vector<StageCosts> costs;
-    for (std::uint32_t s = 0; s < P; ++s)
-        costs.emplace_back(groups, s);
+    const std::vector<StageCosts> costs = stage_costs(problem, groups, memory);
 
     // The longest range any stage may take: its layers all at their least-memory kind must fit.
     std::uint32_t width = 1;
@@ -672,18 +814,18 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
     };
     const auto choice_of = [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
         if (prefixes) {
-            PositionalStage stage(groups, *prefixes, s);
+            PositionalStage stage(groups, *prefixes, costs[s]);
             return stage.fastest(a, b);
         }
-        AnyMixStage stage(groups, s);
+        AnyMixStage stage(groups, costs[s]);
         return stage.fastest(a, b);
     };
     for (std::uint32_t s = 0; s < P; ++s) {
         if (prefixes) {
-            PositionalStage stage(groups, *prefixes, s);
+            PositionalStage stage(groups, *prefixes, costs[s]);
             fill(stage, s);
         } else {
-            AnyMixStage stage(groups, s);
+            AnyMixStage stage(groups, costs[s]);
             fill(stage, s);
         }
     }
@@ -758,7 +900,8 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
             for (std::size_t k = 0; k < kinds_count; ++k) {
                 stage.layers[k] += choice.groups[g][k];
                 forward += choice.groups[g][k] * problem.time.groups[g].forward;
-                activation += choice.groups[g][k] * memory.group_linear[g].activation_mb[k];
+                if (!memory.group_linear.empty())
+                    activation += choice.groups[g][k] * memory.group_linear[g].activation_mb[k];
             }
         }
         stage.chunks.push_back(ChunkPlan{0, stage.layers, stage.in_flight, forward,
@@ -772,8 +915,24 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
         times.push_back(choice.time);
         plan.stages.push_back(std::move(stage));
     }
+    if (memory.group_linear.empty()) {
+        // A probed model: the memory shown is the model's own prediction of each stage.
+        GroupedPlacements chosen(groups.count);
+        for (const StagePlan& stage : plan.stages)
+            chosen.add(problem, stage.stage, stage.group_layers);
+        const std::vector<double> predicted = chosen.predict(problem, memory);
+        for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+            if (!within_budget(predicted[s], budget)) {
+                throw InputError(fmt::format(
+                    "the memory model predicts {} MB for stage {} of the plan, over the {} MB "
+                    "budget its probes implied it fits: it is not affine in the layer counts",
+                    predicted[s], s, budget));
+            }
+            plan.stages[s].memory_mb = predicted[s];
+        }
+    }
     plan.iteration_time = iteration_time(times, problem.micro_batches);
-    plan.activations_known = true;
+    plan.activations_known = !memory.group_linear.empty();
     return plan;
 }
 

@@ -74,6 +74,7 @@ std::optional<ppb_linear_parameters> connect_groups(const partition::Problem& pr
         }
         return coefficients;
     }
+    std::vector<std::uint32_t> model_index;
     for (const auto& name : file_groups) {
         const auto g = index_of(name);
         if (!g) {
@@ -88,12 +89,40 @@ std::optional<ppb_linear_parameters> connect_groups(const partition::Problem& pr
                 name, model.name(), model.version(), quoted_list(model_groups), hint,
                 quoted_list(file_groups)));
         }
-        auto coefficients = model.group_parameters(*g);
+        model_index.push_back(*g);
+    }
+    for (const std::uint32_t g : model_index) {
+        auto coefficients = model.group_parameters(g);
         if (!coefficients) {
-            throw InputError(fmt::format(
-                "the memory model '{}' {} is not linear: ppb plans several groups of body layers "
-                "with each group's linear coefficients",
-                model.name(), model.version()));
+            // Not linear: the partitioner probes it through grouped predictions, the layer
+            // file's groups put in the model's order (a group the file lacks holds none).
+            memory.group_linear.clear();
+            const std::size_t model_count = model_groups.size();
+            memory.predict_grouped_batch = [&model, model_index, model_count](
+                                               std::span<const ppb_grouped_placement> placements) {
+                std::vector<std::vector<std::uint32_t>> counts;
+                counts.reserve(placements.size());
+                std::vector<ppb_grouped_placement> in_model_order;
+                in_model_order.reserve(placements.size());
+                for (const auto& p : placements) {
+                    std::vector<std::uint32_t> layers(
+                        p.placement.num_chunks * model_count * PPB_KIND_COUNT, 0);
+                    for (std::uint32_t c = 0; c < p.placement.num_chunks; ++c) {
+                        for (std::uint32_t t = 0; t < p.num_groups; ++t) {
+                            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                                layers[(c * model_count + model_index[t]) * PPB_KIND_COUNT + k] =
+                                    p.group_layers[(c * p.num_groups + t) * PPB_KIND_COUNT + k];
+                            }
+                        }
+                    }
+                    counts.push_back(std::move(layers));
+                    in_model_order.push_back(
+                        ppb_grouped_placement{p.placement, static_cast<std::uint32_t>(model_count),
+                                              counts.back().data()});
+                }
+                return model.predict_grouped_batch(in_model_order);
+            };
+            return std::nullopt;
         }
         memory.group_linear.push_back(*coefficients);
     }

@@ -37,6 +37,11 @@ struct MemorySource {
     // (const, head and tail shared, per-layer and activation the group's). `linear` and
     // `predict_batch` are then unused.
     std::vector<ppb_linear_parameters> group_linear = {};
+    // Or, for a model that gives no coefficients, its predictions of placements whose groups are
+    // the time model's, in its order: the partitioner probes each stage and plans exactly when
+    // the model is affine in the layer counts at every stage (and refuses it otherwise).
+    std::function<std::vector<double>(std::span<const ppb_grouped_placement>)>
+        predict_grouped_batch = {};
 };
 
 // Which mixes of recompute kinds a stage may hold.
