@@ -67,7 +67,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
          with(import_common,
               {"--config", "--pipeline-stage", "--data-parallel", "--model-parallel",
                "--context-parallel", "--micro-batch-num", "--num-layers", "--pp-interleave-num",
-               "--offset", "--recompute", "--select-recompute", "--select-comm-recompute"})},
+               "--offset", "--recompute", "--select-recompute", "--select-comm-recompute",
+               "--expert-num", "--num-experts-chosen", "--first-k-dense-replace"})},
         {{"import", "megatron"},
          with(import_common,
               {"--pipeline-model-parallel-size", "--num-layers",
@@ -75,8 +76,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                "--num-layers-in-first-pipeline-stage", "--num-layers-in-last-pipeline-stage",
                "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
                "--virtual-pipeline-model-parallel-size", "--recompute-granularity",
-               "--recompute-method", "--recompute-num-layers", "--world-size",
-               "--num-microbatches"})},
+               "--recompute-method", "--recompute-num-layers", "--num-experts", "--moe-layer-freq",
+               "--first-k-dense-replace", "--world-size", "--num-microbatches"})},
     };
     for (const auto& [words, expected] : commands) {
         std::string command = "ppb";

@@ -524,3 +524,122 @@ BOOST_AUTO_TEST_CASE(a_failed_import_writes_nothing) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(import_cli_moe)
+
+namespace {
+
+// The counts of one "layers" object of a ppb.dryrun/3 observation: {group: {kind: n}}, as text
+// in a fixed order for comparison: "dense: none 1, full 1; moe: none 2".
+std::string group_counts(const json::object& layers) {
+    std::string text;
+    for (const auto& [group, kinds] : layers) {
+        text += (text.empty() ? "" : "; ") + std::string(group) + ":";
+        bool first = true;
+        for (const char* kind : {"none", "select", "comm", "both", "full"}) {
+            if (const auto* n = kinds.as_object().if_contains(kind)) {
+                text += fmt::format("{} {} {}", first ? "" : ",", kind, n->to_number<int>());
+                first = false;
+            }
+        }
+    }
+    return text;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(megatron_deepseek_like_writes_layers_per_group) {
+    Scratch dir;
+    const std::string out = (dir / "moe.json").string();
+    const ProcessResult r = ppb({"import",
+                                 "megatron",
+                                 mg + "/moe-block.log",
+                                 "--pipeline-model-parallel-size",
+                                 "4",
+                                 "--num-layers",
+                                 "16",
+                                 "--num-microbatches",
+                                 "16",
+                                 "--num-experts",
+                                 "8",
+                                 "--moe-layer-freq",
+                                 "[0]*2+[1]*14",
+                                 "--recompute-granularity",
+                                 "full",
+                                 "--recompute-method",
+                                 "block",
+                                 "--recompute-num-layers",
+                                 "1",
+                                 "-o",
+                                 out});
+    expect_success(r);
+    expect_in(r.err, {"MoE: 2 dense and 14 MoE layers",
+                      "stage 0: 4 layers (full 1, none 3) [dense 2 (full 1, none 1), moe 2 "
+                      "(none 2)]"});
+    const json::object doc = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/3");
+    BOOST_TEST(json::serialize(doc.at("groups")) == R"(["dense","moe"])");
+    const auto& observations = doc.at("observations").as_array();
+    BOOST_TEST_REQUIRE(observations.size() == 4u);
+    const std::vector<std::string> expected = {"dense: none 1, full 1; moe: none 2",
+                                               "moe: none 3, full 1", "moe: none 3, full 1",
+                                               "moe: none 3, full 1"};
+    const std::vector<double> peaks = {37231.4, 38185.3, 32497.9, 28330.2};
+    for (std::size_t s = 0; s < 4; ++s) {
+        const json::object& o = observations[s].as_object();
+        BOOST_TEST(o.at("stage").to_number<int>() == static_cast<int>(s));
+        BOOST_TEST(group_counts(o.at("layers").as_object()) == expected[s]);
+        BOOST_TEST(o.at("peak_memory_mb").to_number<double>() == peaks[s]);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(mindspore_moe_config_writes_layers_per_group) {
+    Scratch dir;
+    const std::string out = (dir / "moe.json").string();
+    const ProcessResult r = ppb({"import", "mindspore", "--config",
+                                 ms + "/deepseek_like_pp4_moe.yaml", ms + "/run_moe", "-o", out});
+    expect_success(r);
+    expect_in(r.err, {"MoE: the first 4 layers dense (first_k_dense_replace), the other 12 MoE"});
+    const json::object doc = json::parse(ppb_test::read_file(out)).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/3");
+    BOOST_TEST(json::serialize(doc.at("groups")) == R"(["dense","moe"])");
+    const auto& observations = doc.at("observations").as_array();
+    BOOST_TEST_REQUIRE(observations.size() == 4u);
+    const std::vector<std::string> expected = {"dense: none 1, full 2",
+                                               "dense: full 1; moe: none 2, select 1",
+                                               "moe: none 4", "moe: none 5"};
+    const std::vector<double> peaks = {10481, 19908, 23187, 28044};
+    for (std::size_t s = 0; s < 4; ++s) {
+        const json::object& o = observations[s].as_object();
+        BOOST_TEST(group_counts(o.at("layers").as_object()) == expected[s]);
+        BOOST_TEST(o.at("peak_memory_mb").to_number<double>() == peaks[s]);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(contradictory_moe_settings_exit_2) {
+    const std::vector<std::string> layout = {
+        "import",       "megatron", mg + "/moe-block.log", "--pipeline-model-parallel-size", "4",
+        "--num-layers", "16"};
+    expect_input_error(ppb(join(layout, {"--moe-layer-freq", "[0]*2+[1]*14"})),
+                       {"--moe-layer-freq describes MoE layers, but --num-experts is not given"});
+    expect_input_error(
+        ppb(join(layout, {"--num-experts", "8", "--moe-layer-freq", "[0]*2+[1]*13"})),
+        {"--moe-layer-freq '[0]*2+[1]*13' gives 15 layers, but --num-layers is 16"});
+    expect_input_error(ppb(join(layout, {"--num-experts", "8", "--first-k-dense-replace", "16"})),
+                       {"--first-k-dense-replace 16 leaves no MoE layer"});
+    expect_input_error(ppb(join(layout, {"--num-experts", "8", "--moe-layer-freq", "[0]*16"})),
+                       {"makes no layer an MoE layer, but --num-experts 8 is given"});
+    expect_input_error(
+        ppb(join(layout, {"--num-experts", "8", "--moe-layer-freq", "list(range(16))"})),
+        {"--moe-layer-freq 'list(range(16))': expected '[' or '(' at character 1"});
+    expect_input_error(ppb({"import", "mindspore", "--config", ms + "/deepseek_like_pp4_moe.yaml",
+                            ms + "/run_moe", "--first-k-dense-replace", "16"}),
+                       {"--first-k-dense-replace: 16 dense layers leave no MoE layer of the "
+                        "model's 16, but expert_num is 8"});
+    expect_input_error(ppb({"import", "mindspore", "--config", ms + "/deepseek_like_pp4_moe.yaml",
+                            ms + "/run_moe", "--expert-num", "1", "--num-experts-chosen", "1"}),
+                       {"moe_config.first_k_dense_replace: 4 dense layers before the MoE layers, "
+                        "but expert_num is 1 (--expert-num)"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <vector>
 
 using namespace ppb::table_test;
 using ppb::plugin::InvalidInput;
@@ -162,9 +163,12 @@ BOOST_AUTO_TEST_CASE(entry_fields_are_checked) {
 
 BOOST_AUTO_TEST_CASE(no_body_or_several_bodies) {
     check_invalid(file({head, tail}), {"layers_description: no BODY entry"});
-    check_invalid(
-        file({head, body(), body(R"("memory_parameter": 1, "memory_activation": 1)", "mlp")}),
-        {"layers_description: the file has 2 groups of BODY layers (\"decoder\" and more)"});
+    // Several BODY names are groups of layers (test_table_groups.cpp), each needing its memory.
+    const TableModel model(
+        file({head, body(), body(R"("memory_parameter": 1, "memory_activation": 1)", "mlp")}));
+    BOOST_TEST(model.groups() == (std::vector<std::string>{"decoder", "mlp"}));
+    check_invalid(file({head, body(), body(R"("memory_activation": 1)", "mlp")}),
+                  {"layers_description[2]: the BODY entry \"mlp\" has no memory_parameter"});
 }
 
 BOOST_AUTO_TEST_CASE(negative_memory) {

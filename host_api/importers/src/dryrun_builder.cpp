@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <system_error>
 
 #include <fcntl.h>
@@ -30,6 +31,17 @@ json::object layers_json(const KindCounts& counts) {
     for (std::size_t k = 0; k < counts.size(); ++k) {
         if (counts[k] != 0)
             layers[kind_names[k]] = counts[k];
+    }
+    return layers;
+}
+
+// {"dense": {"none": 3}, "moe": {"full": 1, "none": 2}}: groups without layers left out.
+json::object group_layers_json(const std::vector<std::string>& names,
+                               const std::vector<KindCounts>& counts) {
+    json::object layers;
+    for (std::size_t g = 0; g < names.size(); ++g) {
+        if (total_layers(counts.at(g)) != 0)
+            layers[names[g]] = layers_json(counts[g]);
     }
     return layers;
 }
@@ -59,14 +71,18 @@ json::object observation_json(const ImportedDryRun& run, const StageObservation&
             obj["num_chunks"] = run.num_chunks;
     }
     obj["stage"] = o.stage;
+    const bool grouped = !run.groups.empty();
+    const auto chunk_layers = [&](std::size_t c, const KindCounts& plain) {
+        return grouped ? group_layers_json(run.groups, o.group_layers.at(c)) : layers_json(plain);
+    };
     if (o.chunks.empty()) {
-        obj["layers"] = layers_json(o.layers);
+        obj["layers"] = chunk_layers(0, o.layers);
         if (!own.in_flight.empty())
             obj["in_flight"] = own.in_flight.front();
     } else {
         json::array chunks;
         for (std::size_t c = 0; c < o.chunks.size(); ++c) {
-            json::object chunk{{"layers", layers_json(o.chunks[c])}};
+            json::object chunk{{"layers", chunk_layers(c, o.chunks[c])}};
             if (!own.in_flight.empty())
                 chunk["in_flight"] = own.in_flight.at(c);
             chunks.push_back(std::move(chunk));
@@ -94,6 +110,31 @@ std::string checked_text(const json::value& document, std::string_view source,
 void check_label(const std::string& label) {
     if (label.empty())
         throw FlagError("--label: the label must not be empty");
+}
+
+// A run with groups: every observation counts its layers per group, and they add up to the
+// chunk's. A defect of the importer when not (std::logic_error).
+void check_groups(const ImportedDryRun& run) {
+    for (const StageObservation& o : run.observations) {
+        const std::size_t chunks = o.chunks.empty() ? 1 : o.chunks.size();
+        if (o.group_layers.size() != chunks) {
+            throw std::logic_error(fmt::format("stage {}: {} chunks counted per group, {} chunks",
+                                               o.stage, o.group_layers.size(), chunks));
+        }
+        for (std::size_t c = 0; c < chunks; ++c) {
+            KindCounts sum{};
+            if (o.group_layers[c].size() != run.groups.size())
+                throw std::logic_error(fmt::format("stage {}: wrong number of groups", o.stage));
+            for (const KindCounts& group : o.group_layers[c]) {
+                for (std::size_t k = 0; k < sum.size(); ++k)
+                    sum[k] += group[k];
+            }
+            if (sum != (o.chunks.empty() ? o.layers : o.chunks[c])) {
+                throw std::logic_error(fmt::format(
+                    "stage {}: the groups' layers do not add up to the chunk's", o.stage));
+            }
+        }
+    }
 }
 
 }  // namespace
@@ -129,6 +170,8 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
         o.layers = layout.stages.at(stage);
         if (!layout.chunks.empty())
             o.chunks = layout.chunks.at(stage);
+        if (!layout.group_layers.empty())
+            o.group_layers = layout.group_layers.at(stage);
         o.peak_memory_mb = r.mb;
         if (list.size() == 1) {
             o.comment = fmt::format("rank {}, {}:{}", r.rank, r.file, r.line);
@@ -174,6 +217,10 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
 
 std::string new_dryrun_text(const ImportedDryRun& run, const DryRunReadOptions& options) {
     check_label(run.label);
+    // A document of one group (/1 or /2); with groups, the /3 document is this one with its
+    // layers counted per group, so this one is what parse_dryrun checks.
+    ImportedDryRun plain = run;
+    plain.groups.clear();
     json::object doc;
     doc["format"] = needs_revision_2(run) ? dryrun_format_v2 : dryrun_format_v1;
     if (!run.comment.empty())
@@ -186,15 +233,42 @@ std::string new_dryrun_text(const ImportedDryRun& run, const DryRunReadOptions& 
         doc["num_chunks"] = run.num_chunks;
     json::array observations;
     for (const StageObservation& o : run.observations)
-        observations.push_back(observation_json(run, o, {}));
+        observations.push_back(observation_json(plain, o, {}));
     doc["observations"] = std::move(observations);
-    return checked_text(doc, "the imported dry run", options);
+    std::string text = checked_text(doc, "the imported dry run", options);
+    if (run.groups.empty())
+        return text;
+
+    check_groups(run);
+    doc["format"] = grouped_dryrun_format;
+    json::array groups;
+    for (const std::string& name : run.groups)
+        groups.emplace_back(name);
+    // "groups" right after "schedule" / "num_chunks", before the observations.
+    json::object grouped;
+    for (const auto& member : doc) {
+        if (member.key() == "observations")
+            grouped["groups"] = groups;
+        grouped[member.key()] = member.value();
+    }
+    json::array grouped_observations;
+    for (const StageObservation& o : run.observations)
+        grouped_observations.push_back(observation_json(run, o, {}));
+    grouped["observations"] = std::move(grouped_observations);
+    return to_pretty_json(grouped);
 }
 
 std::string appended_dryrun_text(std::string_view existing, std::string_view source,
                                  const ImportedDryRun& run, const DryRunReadOptions& options,
                                  Messages& messages) {
     check_label(run.label);
+    if (!run.groups.empty()) {
+        throw InputError(fmt::format(
+            "{}: cannot append: the imported dry run counts its layers per group of body layers "
+            "({}), which only a {} file can say, and appending to one is not supported yet; "
+            "write a new file (--output) instead",
+            source, fmt::join(run.groups, ", "), grouped_dryrun_format));
+    }
     const DryRunSet set = parse_dryrun(existing, source, options);
     for (std::size_t i = 0; i < set.observations.size(); ++i) {
         if (set.observations[i].config == run.label) {

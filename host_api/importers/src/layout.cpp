@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <utility>
 
 namespace ppb::importers {
@@ -29,16 +32,22 @@ std::string describe_layers(const KindCounts& counts) {
 }
 
 std::string describe_stages(const PipelineLayout& layout) {
+    // With groups: "stage 0: 4 layers (full 1, none 3) [dense 3 (none 3), moe 1 (full 1)]".
+    const auto groups_of = [&](std::size_t s, std::size_t c) {
+        if (layout.group_layers.empty())
+            return std::string();
+        return " [" + describe_group_layers(layout.groups, layout.group_layers.at(s).at(c)) + "]";
+    };
     std::string text;
     for (std::size_t s = 0; s < layout.stages.size(); ++s) {
         text += fmt::format("{}stage {}: ", text.empty() ? "" : "; ", s);
         if (layout.chunks.empty()) {
-            text += describe_layers(layout.stages[s]);
+            text += describe_layers(layout.stages[s]) + groups_of(s, 0);
             continue;
         }
         for (std::size_t c = 0; c < layout.chunks.at(s).size(); ++c) {
-            text += fmt::format("{}chunk {} {}", c == 0 ? "" : ", ", c,
-                                describe_layers(layout.chunks[s][c]));
+            text += fmt::format("{}chunk {} {}{}", c == 0 ? "" : ", ", c,
+                                describe_layers(layout.chunks[s][c]), groups_of(s, c));
         }
     }
     return text;
@@ -59,6 +68,74 @@ KindCounts split_recompute(std::uint32_t layers, std::uint32_t full, std::uint32
     // full + max(select_beyond, comm_beyond) <= layers, so this does not wrap.
     counts[PPB_KIND_NONE] = layers - full - std::max(select_beyond, comm_beyond);
     return counts;
+}
+
+LayerGroups moe_groups(const std::vector<bool>& is_moe) {
+    LayerGroups groups;
+    std::optional<std::uint32_t> dense;
+    std::optional<std::uint32_t> moe;
+    for (const bool layer_is_moe : is_moe) {
+        std::optional<std::uint32_t>& index = layer_is_moe ? moe : dense;
+        if (!index) {
+            index = static_cast<std::uint32_t>(groups.names.size());
+            groups.names.emplace_back(layer_is_moe ? "moe" : "dense");
+        }
+        groups.group_of.push_back(*index);
+    }
+    return groups;
+}
+
+void split_into_groups(PipelineLayout& layout, const LayerGroups& groups) {
+    layout.groups.clear();
+    layout.group_layers.clear();
+    if (groups.names.size() < 2)
+        return;
+    const std::size_t num_groups = groups.names.size();
+    const std::uint32_t chunks = layout.num_chunks;
+    const auto chunk_kinds = [&](std::size_t s, std::size_t c) -> const KindCounts& {
+        return layout.chunks.empty() ? layout.stages.at(s) : layout.chunks.at(s).at(c);
+    };
+    // The kinds by position within a chunk, the most recomputed first.
+    constexpr std::array<ppb_kind, PPB_KIND_COUNT> position_order = {
+        PPB_KIND_FULL, PPB_KIND_BOTH, PPB_KIND_SELECT, PPB_KIND_COMM, PPB_KIND_NONE};
+    std::vector<std::vector<std::vector<KindCounts>>> out(
+        layout.stages.size(),
+        std::vector<std::vector<KindCounts>>(chunks, std::vector<KindCounts>(num_groups)));
+    std::size_t next_layer = 0;
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+        for (std::size_t s = 0; s < layout.stages.size(); ++s) {
+            const KindCounts& kinds = chunk_kinds(s, c);
+            for (const ppb_kind kind : position_order) {
+                for (std::uint32_t i = 0; i < kinds[kind]; ++i) {
+                    if (next_layer >= groups.group_of.size()) {
+                        throw std::logic_error(
+                            "split_into_groups: the layout holds more layers than the groups");
+                    }
+                    ++out[s][c][groups.group_of[next_layer++]][kind];
+                }
+            }
+        }
+    }
+    if (next_layer != groups.group_of.size())
+        throw std::logic_error("split_into_groups: the layout holds fewer layers than the groups");
+    layout.groups = groups.names;
+    layout.group_layers = std::move(out);
+}
+
+std::string describe_group_layers(const std::vector<std::string>& names,
+                                  const std::vector<KindCounts>& counts) {
+    std::string text;
+    for (std::size_t g = 0; g < names.size(); ++g) {
+        std::string parts;
+        for (std::size_t k = PPB_KIND_COUNT; k-- > 0;) {
+            if (counts.at(g)[k] != 0)
+                parts +=
+                    fmt::format("{}{} {}", parts.empty() ? "" : ", ", kind_names[k], counts[g][k]);
+        }
+        text += fmt::format("{}{} {}{}", g == 0 ? "" : ", ", names[g], total_layers(counts[g]),
+                            parts.empty() ? std::string() : " (" + parts + ")");
+    }
+    return text;
 }
 
 void add_note(Messages& messages, std::string text) {

@@ -8,7 +8,9 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace ppb::importers {
 namespace {
@@ -36,6 +38,120 @@ std::optional<std::pair<std::uint32_t, std::size_t>> rank_prefix(std::string_vie
         return std::nullopt;
     return std::pair{rank, rank_marker.size() + static_cast<std::size_t>(end - rest.data()) + 1};
 }
+
+// --moe-layer-freq's list expressions: the small part of Python that Megatron's scripts use.
+//   expression := term ('+' term)*
+//   term       := integer '*' atom | atom ('*' integer)*
+//   atom       := '[' [bit (',' bit)*] ']' | '(' expression ')'
+//   bit        := '0' | '1'
+class PatternParser {
+  public:
+    PatternParser(std::string_view text, std::string_view given) : text_(text), given_(given) {}
+
+    std::vector<bool> parse() {
+        std::vector<bool> pattern = expression();
+        skip_spaces();
+        if (at_ < text_.size())
+            fail("unexpected '" + std::string(1, text_[at_]) + "'");
+        return pattern;
+    }
+
+  private:
+    // Longer than any model: refused before repetition could exhaust memory.
+    static constexpr std::size_t max_length = limits::layers.max;
+
+    [[noreturn]] void fail(const std::string& problem) const {
+        throw FlagError(fmt::format(
+            "--moe-layer-freq '{}': {} at character {}; expected an integer N (every N-th layer "
+            "is an MoE layer) or a list expression of 0 (dense) and 1 (MoE) per layer, such as "
+            "[0]*3+[1]*58 or ([1]*3+[0])*2",
+            given_, problem, at_ + 1));
+    }
+    void skip_spaces() {
+        while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t'))
+            ++at_;
+    }
+    bool accept(char c) {
+        skip_spaces();
+        if (at_ < text_.size() && text_[at_] == c) {
+            ++at_;
+            return true;
+        }
+        return false;
+    }
+    bool at_digit() {
+        skip_spaces();
+        return at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9';
+    }
+    std::uint64_t integer() {
+        if (!at_digit())
+            fail("expected an integer");
+        std::uint64_t value = 0;
+        const auto [end, ec] =
+            std::from_chars(text_.data() + at_, text_.data() + text_.size(), value);
+        if (ec != std::errc{})
+            fail("the integer is too large");
+        at_ = static_cast<std::size_t>(end - text_.data());
+        return value;
+    }
+    std::vector<bool> repeated(const std::vector<bool>& pattern, std::uint64_t times) {
+        if (!pattern.empty() && times > max_length / pattern.size())
+            fail(fmt::format("the list is longer than {} layers", max_length));
+        std::vector<bool> out;
+        out.reserve(pattern.size() * times);
+        for (std::uint64_t i = 0; i < times; ++i)
+            out.insert(out.end(), pattern.begin(), pattern.end());
+        return out;
+    }
+    std::vector<bool> expression() {
+        std::vector<bool> pattern = term();
+        while (accept('+')) {
+            const std::vector<bool> next = term();
+            if (pattern.size() + next.size() > max_length)
+                fail(fmt::format("the list is longer than {} layers", max_length));
+            pattern.insert(pattern.end(), next.begin(), next.end());
+        }
+        return pattern;
+    }
+    std::vector<bool> term() {
+        if (at_digit()) {
+            const std::uint64_t times = integer();
+            if (!accept('*'))
+                fail("expected '*' after an integer in a list expression");
+            return repeated(atom(), times);
+        }
+        std::vector<bool> pattern = atom();
+        while (accept('*'))
+            pattern = repeated(pattern, integer());
+        return pattern;
+    }
+    std::vector<bool> atom() {
+        if (accept('(')) {
+            std::vector<bool> inner = expression();
+            if (!accept(')'))
+                fail("expected ')'");
+            return inner;
+        }
+        if (!accept('['))
+            fail("expected '[' or '('");
+        std::vector<bool> list;
+        if (accept(']'))
+            return list;
+        do {
+            const std::uint64_t bit = integer();
+            if (bit > 1)
+                fail(fmt::format("{} is neither 0 (dense) nor 1 (MoE)", bit));
+            list.push_back(bit == 1);
+        } while (accept(','));
+        if (!accept(']'))
+            fail("expected ',' or ']'");
+        return list;
+    }
+
+    std::string_view text_;
+    std::string_view given_;
+    std::size_t at_ = 0;
+};
 
 struct MemoryRecord {
     std::optional<std::uint32_t> rank;  // from "[Rank N]"
@@ -216,6 +332,39 @@ MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory me
         throw InputError("none of the logs read has a Megatron memory line");
     scan.readings = last_reading_per_rank(readings, "memory lines", messages);
     return scan;
+}
+
+std::vector<bool> moe_layer_pattern(std::string_view given, std::uint32_t num_layers) {
+    std::string_view text = trim(given);
+    // Quotes a shell left in place ("'([1]*48)'"), possibly nested.
+    while (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') &&
+           text.back() == text.front()) {
+        text = trim(text.substr(1, text.size() - 2));
+    }
+    if (!text.empty() &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        std::uint64_t every = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), every);
+        if (ec != std::errc{} || every == 0) {
+            throw FlagError(fmt::format(
+                "--moe-layer-freq {}: expected an integer N of at least 1 (every N-th layer is an "
+                "MoE layer) or a list expression such as [0]*3+[1]*58",
+                given));
+        }
+        // Megatron: layer i is an MoE layer when i % N == 0.
+        std::vector<bool> pattern(num_layers);
+        for (std::uint32_t i = 0; i < num_layers; ++i)
+            pattern[i] = i % every == 0;
+        return pattern;
+    }
+    std::vector<bool> pattern = PatternParser(text, given).parse();
+    if (pattern.size() != num_layers) {
+        throw FlagError(fmt::format(
+            "--moe-layer-freq '{}' gives {} layer{}, but --num-layers is {}: the list needs one "
+            "entry per layer (Megatron refuses it otherwise)",
+            given, pattern.size(), pattern.size() == 1 ? "" : "s", num_layers));
+    }
+    return pattern;
 }
 
 PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
@@ -441,6 +590,65 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
             total[k] = chunk[k] * chunks;
         layout.stages.push_back(total);
         layout.chunks.push_back(std::vector<KindCounts>(chunks, chunk));
+    }
+
+    // MoE layers: which layers are, from --num-experts and --moe-layer-freq or
+    // --first-k-dense-replace; then each chunk's layers by group.
+    if (!flags.num_experts) {
+        if (flags.moe_layer_freq || flags.first_k_dense_replace) {
+            throw FlagError(fmt::format(
+                "{} describes MoE layers, but --num-experts is not given (without it Megatron "
+                "builds no MoE layer): give --num-experts N",
+                flags.moe_layer_freq ? "--moe-layer-freq" : "--first-k-dense-replace"));
+        }
+        return layout;
+    }
+    std::vector<bool> is_moe;
+    std::string pattern_from;
+    if (flags.first_k_dense_replace) {
+        const std::uint32_t k = *flags.first_k_dense_replace;
+        if (flags.moe_layer_freq && trim(*flags.moe_layer_freq) != "1") {
+            throw FlagError(fmt::format(
+                "--first-k-dense-replace {} and --moe-layer-freq '{}' both say which layers are "
+                "MoE layers: give one (MindSpeed-LLM refuses --first-k-dense-replace with a "
+                "--moe-layer-freq other than 1)",
+                k, *flags.moe_layer_freq));
+        }
+        if (k >= layers) {
+            throw FlagError(fmt::format(
+                "--first-k-dense-replace {} leaves no MoE layer of the --num-layers {}, but "
+                "--num-experts {} is given: the first K layers are dense, so K must be below {}",
+                k, layers, *flags.num_experts, layers));
+        }
+        is_moe.assign(layers, true);
+        std::fill(is_moe.begin(), is_moe.begin() + k, false);
+        pattern_from = fmt::format("--first-k-dense-replace {}", k);
+    } else {
+        const std::string freq = flags.moe_layer_freq.value_or("1");
+        is_moe = moe_layer_pattern(freq, layers);
+        pattern_from = flags.moe_layer_freq
+                           ? fmt::format("--moe-layer-freq '{}'", freq)
+                           : std::string("--moe-layer-freq 1 (Megatron's default)");
+    }
+    const auto moe_count =
+        static_cast<std::uint32_t>(std::count(is_moe.begin(), is_moe.end(), true));
+    if (moe_count == 0) {
+        throw FlagError(fmt::format(
+            "{} makes no layer an MoE layer, but --num-experts {} is given: give a pattern with "
+            "MoE layers (1), or leave --num-experts out for a dense model",
+            pattern_from, *flags.num_experts));
+    }
+    split_into_groups(layout, moe_groups(is_moe));
+    if (layout.groups.empty()) {
+        add_note(messages, fmt::format("MoE: every one of the {} layers is an MoE layer ({}, "
+                                       "--num-experts {}): one group of body layers",
+                                       layers, pattern_from, *flags.num_experts));
+    } else {
+        add_note(messages,
+                 fmt::format("MoE: {} dense and {} MoE layers ({}, --num-experts {}): the layers "
+                             "are counted per group, {}",
+                             layers - moe_count, moe_count, pattern_from, *flags.num_experts,
+                             fmt::join(layout.groups, " and ")));
     }
     return layout;
 }

@@ -336,6 +336,70 @@ double parse_megabytes(std::string_view rest, const LogFile& log, std::size_t li
     return mb;
 }
 
+// MindFormers' moe_config: expert_num > 1 makes the layers MoE layers but for the first
+// first_k_dense_replace (dense FFN for layer_id < first_k_dense_replace in its DeepSeek models).
+void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32_t num_layers,
+                    PipelineLayout& layout, Messages& messages) {
+    const Setting expert_num =
+        settings.get(flags.expert_num, "--expert-num", {"moe_config", "expert_num"});
+    const Setting chosen = settings.get(flags.num_experts_chosen, "--num-experts-chosen",
+                                        {"moe_config", "num_experts_chosen"});
+    const Setting first_k = settings.get(flags.first_k_dense_replace, "--first-k-dense-replace",
+                                         {"moe_config", "first_k_dense_replace"});
+    const std::uint32_t experts = given(expert_num) ? positive_integer(expert_num) : 1;
+    if (given(chosen)) {
+        const std::uint32_t n = positive_integer(chosen);
+        if (n > experts) {
+            chosen.fail(fmt::format(
+                "{} experts chosen per token, but expert_num is {}{}: num_experts_chosen must "
+                "not exceed expert_num (MindFormers refuses it)",
+                n, experts,
+                given(expert_num) ? " (" + source_of(expert_num) + ")" : " (not given)"));
+        }
+    }
+    std::uint32_t dense = 0;
+    if (given(first_k)) {
+        const auto value = integer_of(first_k.node());
+        if (!value || *value < 0 || *value > static_cast<std::int64_t>(limits::layers.max)) {
+            first_k.fail(
+                fmt::format("expected the number of dense layers before the MoE layers "
+                            "(an integer, 0 to {}), got {}",
+                            limits::layers.max, describe(first_k.node())));
+        }
+        dense = static_cast<std::uint32_t>(*value);
+    }
+    if (experts <= 1) {
+        if (dense > 0) {
+            first_k.fail(fmt::format(
+                "{} dense layers before the MoE layers, but expert_num is {}: MindFormers builds "
+                "MoE layers only with expert_num above 1 (give moe_config.expert_num)",
+                dense,
+                given(expert_num) ? std::to_string(experts) + " (" + source_of(expert_num) + ")"
+                                  : std::string("not given")));
+        }
+        return;
+    }
+    if (dense >= num_layers) {
+        first_k.fail(fmt::format(
+            "{} dense layers leave no MoE layer of the model's {}, but expert_num is {} ({}): "
+            "first_k_dense_replace must be below num_layers",
+            dense, num_layers, experts, source_of(expert_num)));
+    }
+    std::vector<bool> is_moe(num_layers, true);
+    std::fill(is_moe.begin(), is_moe.begin() + dense, false);
+    split_into_groups(layout, moe_groups(is_moe));
+    if (layout.groups.empty()) {
+        add_note(messages, fmt::format("MoE: all {} layers are MoE layers (expert_num {}): one "
+                                       "group of body layers",
+                                       num_layers, experts));
+    } else {
+        add_note(messages,
+                 fmt::format("MoE: the first {} layers dense (first_k_dense_replace), the other {} "
+                             "MoE (expert_num {}): the layers are counted per group, dense and moe",
+                             dense, num_layers - dense, experts));
+    }
+}
+
 }  // namespace
 
 std::optional<MindSporeMemory> mindspore_memory_from_name(std::string_view name) {
@@ -616,6 +680,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         if (layout.num_chunks > 1)
             layout.chunks.push_back(std::move(chunks));
     }
+    add_moe_groups(settings, flags, num_layers, layout, messages);
     return layout;
 }
 

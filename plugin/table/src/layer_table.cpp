@@ -226,32 +226,37 @@ LayerTable parse_layer_table(std::string_view options_json) {
                  "can hold");
     }
 
-    if (const auto groups = file.body_groups(); groups.size() > 1) {
-        fail(sapp::list_field, "the file has " + std::to_string(groups.size()) +
-                                   " groups of BODY layers (" +
-                                   describe_json(json::value(groups.front().name)) +
-                                   " and more); this version of the table model reads one");
+    // Each group of body layers (one per BODY name) has its own memory, read from its first entry:
+    // the reader has checked that the entries of one name are alike.
+    for (const sapp::LayerFile::BodyGroup& group : file.body_groups()) {
+        const std::size_t body_index = group.entries.front();
+        const sapp::Entry& body = file.entries[body_index];
+        const std::string body_path = sapp::entry_path(body_index);
+        if (!body.memory_parameter) {
+            fail(body_path, "the BODY entry " + describe_json(json::value(body.name)) +
+                                " has no memory_parameter (the parameter, gradient and optimizer "
+                                "memory of one layer, in MB), which the table model needs");
+        }
+        if (std::none_of(body.memory_activation.begin(), body.memory_activation.end(),
+                         [](const auto& a) { return a.has_value(); })) {
+            fail(body_path,
+                 "the BODY entry " + describe_json(json::value(body.name)) +
+                     " gives no activation memory: the table model needs at least one of " +
+                     join(activation_keys) +
+                     " (the memory per layer and in-flight micro-batch of recompute kinds "
+                     "none, select, comm, both and full)");
+        }
+        table.groups.push_back(BodyGroupTable{.name = body.name,
+                                              .num_layers = group.layers,
+                                              .first_entry = body_index,
+                                              .param_per_layer_mb = *body.memory_parameter,
+                                              .activation_mb = body.memory_activation});
     }
-    const std::size_t body_index = file.body_index();
-    const sapp::Entry& body = file.entries[body_index];
-    const std::string body_path = sapp::entry_path(body_index);
-    if (!body.memory_parameter) {
-        fail(body_path, "the BODY entry " + describe_json(json::value(body.name)) +
-                            " has no memory_parameter (the parameter, gradient and optimizer "
-                            "memory of one layer, in MB), which the table model needs");
-    }
-    if (std::none_of(body.memory_activation.begin(), body.memory_activation.end(),
-                     [](const auto& a) { return a.has_value(); })) {
-        fail(body_path, "the BODY entry " + describe_json(json::value(body.name)) +
-                            " gives no activation memory: the table model needs at least one of " +
-                            join(activation_keys) +
-                            " (the memory per layer and in-flight micro-batch of recompute kinds "
-                            "none, select, comm, both and full)");
-    }
-    table.param_per_layer_mb = *body.memory_parameter;
-    table.activation_mb = body.memory_activation;
-    table.body_name = body.name;
-    table.num_layers = body.nb_layer;
+    const BodyGroupTable& first = table.groups.front();
+    table.param_per_layer_mb = first.param_per_layer_mb;
+    table.activation_mb = first.activation_mb;
+    table.body_name = first.name;
+    table.num_layers = first.num_layers;
 
     if (table.const_defaulted) {
         table.warnings.insert(table.warnings.begin(),

@@ -176,6 +176,7 @@ int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
     run.micro_batches = layout.micro_batches;
     run.schedule = layout.schedule;
     run.num_chunks = layout.num_chunks;
+    run.groups = layout.groups;
     run.label = destination.label;
     run.comment = std::move(comment);
     run.observations = std::move(observations);
@@ -315,6 +316,11 @@ void add_mindspore(CLI::App& import, Commands& commands) {
         "as ppb.dryrun/2): chunk c of stage s holds L // (P x v) + offset[c][s] layers, and\n"
         "settings take one row per chunk ([[...], [...]]); one entry per stage means that offset\n"
         "for every chunk, or that recompute count spread over the stage's chunks from chunk 0.\n\n"
+        "MoE models (moe_config): with expert_num above 1 the layers are MoE layers but for the\n"
+        "first first_k_dense_replace; with both, each stage's layers are counted per group\n"
+        "'dense' and 'moe' by their index in the model, each layer's recompute kind by its\n"
+        "position in its chunk (the first layers are the recomputed ones), written as\n"
+        "ppb.dryrun/3.\n\n"
         "Exit status: 0 imported, 2 invalid input or usage (the message names the file and\n"
         "line), 1 other errors.");
     add_common_options(*ms, args->common, {"used", "actual"},
@@ -359,6 +365,14 @@ void add_mindspore(CLI::App& import, Commands& commands) {
            "LIST");
     layout("--select-comm-recompute", args->flags.select_comm_recompute,
            "recompute_config.select_comm_recompute", "LIST");
+    layout("--expert-num", args->flags.expert_num,
+           "moe_config.expert_num: MoE layers when above 1 (default 1)", "E");
+    layout("--num-experts-chosen", args->flags.num_experts_chosen,
+           "moe_config.num_experts_chosen (at most expert_num)", "K");
+    layout("--first-k-dense-replace", args->flags.first_k_dense_replace,
+           "moe_config.first_k_dense_replace: the first K layers dense,\n"
+           "the rest MoE (default 0)",
+           "K");
     commands.push_back({ms, runner(import_mindspore, args), {}});
 }
 
@@ -383,6 +397,10 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "over its chunks. Recompute kinds: selective granularity, every layer 'select'; full +\n"
         "uniform, every layer 'full'; full + block, the first N layers of each stage (of each\n"
         "chunk) 'full', the rest 'none'; no granularity, every layer 'none'.\n\n"
+        "MoE models: with --num-experts, --moe-layer-freq (or --first-k-dense-replace) says\n"
+        "which layers are MoE layers; when some are dense, each stage's layers are counted per\n"
+        "group 'dense' and 'moe' by their index in the model (each chunk's recomputed layers\n"
+        "are its first), written as ppb.dryrun/3.\n\n"
         "Exit status: 0 imported, 2 invalid input or usage (the message names the file and\n"
         "line), 1 other errors.");
     add_common_options(*mg, args->common,
@@ -431,6 +449,23 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->check(CLI::IsMember({"uniform", "block"}));
     count("--recompute-num-layers", args->flags.recompute_num_layers,
           "with the block method: layers fully recomputed per stage", "N", limits::layers);
+    const std::string moe_group = "MoE layers (Megatron's flags)";
+    mg->add_option("--num-experts", args->flags.num_experts,
+                   "experts per MoE layer: the model has MoE layers")
+        ->group(moe_group)
+        ->type_name("N")
+        ->check(count_in({1, std::numeric_limits<std::uint32_t>::max(), "experts"}));
+    mg->add_option("--moe-layer-freq", args->flags.moe_layer_freq,
+                   "which layers are MoE layers: an integer N (layer i when\n"
+                   "i % N == 0; default 1, every layer) or a list of 0/1 per\n"
+                   "layer such as '[0]*3+[1]*58'")
+        ->group(moe_group)
+        ->type_name("N|LIST");
+    mg->add_option("--first-k-dense-replace", args->flags.first_k_dense_replace,
+                   "the first K layers dense, the rest MoE (MindSpeed-LLM)")
+        ->group(moe_group)
+        ->type_name("K")
+        ->check(count_in(limits::layers_or_none));
     count("--world-size", args->flags.world_size,
           "number of ranks (default: the log's 'using world size' line)", "N",
           {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});

@@ -19,10 +19,18 @@
 
 namespace ppb::importers {
 
+// The dry-run revision whose layers are counted per group of body layers (dense and MoE
+// layers): /2 plus a top-level "groups" list (model order), and every "layers" object keyed by
+// group name, its values the usual kind objects ({"dense": {"none": 3}, "moe": {"full": 1}}).
+inline constexpr std::string_view grouped_dryrun_format = "ppb.dryrun/3";
+
 struct StageObservation {
     std::uint32_t stage = 0;
     KindCounts layers{};             // summed over the chunks when there are several
     std::vector<KindCounts> chunks;  // per chunk with an interleaved layout; empty for one chunk
+    // [chunk][group] when the layout has groups of layers (PipelineLayout::group_layers); the
+    // chunks' layers (or `layers` for one chunk) are their sums over the groups.
+    std::vector<std::vector<KindCounts>> group_layers;
     double peak_memory_mb = 0.0;
     std::string comment;  // which rank and log line the figure comes from
 };
@@ -43,12 +51,17 @@ struct ImportedDryRun {
     std::uint32_t num_chunks = 1;
     std::string label = "A";
     std::string comment;  // the new document's top-level "comment"; empty for none
+    // The groups of body layers, in model order, when the model has several (every observation
+    // then has group_layers); empty for one.
+    std::vector<std::string> groups;
     std::vector<StageObservation> observations;
 };
 
 // A new dry-run document (num_stages, micro_batches when known, the schedule), checked with
 // parse_dryrun under `options`: ppb.dryrun/1 for a 1F1B run with one chunk per stage (what
-// every ppb reads), ppb.dryrun/2 with "num_chunks" and per-chunk "chunks" otherwise.
+// every ppb reads), ppb.dryrun/2 with "num_chunks" and per-chunk "chunks" otherwise; for a run
+// with groups, ppb.dryrun/3 (grouped_dryrun_format), whose group counts are checked to add up
+// to each chunk's and whose /2 equivalent (the groups summed) is checked with parse_dryrun.
 [[nodiscard]] std::string new_dryrun_text(const ImportedDryRun& run,
                                           const DryRunReadOptions& options = {});
 
@@ -60,7 +73,7 @@ struct ImportedDryRun {
 // appended observations carry their own (and an explicit in_flight when the run has no micro-batch
 // count but the document has one), noted in `messages`. Checked with parse_dryrun, so appended
 // observations that contradict existing ones (--duplicate-tolerance) are refused. Throws
-// InputError.
+// InputError; a run with groups cannot be appended yet (InputError saying so).
 [[nodiscard]] std::string appended_dryrun_text(std::string_view existing, std::string_view source,
                                                const ImportedDryRun& run,
                                                const DryRunReadOptions& options,

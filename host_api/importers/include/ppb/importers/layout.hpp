@@ -54,11 +54,41 @@ struct PipelineLayout {
     // [stage][chunk] when num_chunks > 1; empty with one chunk per stage (stages says it all).
     std::vector<std::vector<KindCounts>> chunks;
     std::string ranks_explained;  // "data_parallel 2 x model_parallel 4"
+    // Groups of body layers (dense and MoE layers), in model order; empty when the body layers
+    // are all alike (one group), and then group_layers is empty too.
+    std::vector<std::string> groups;
+    // [stage][chunk][group]: the layers of each group and recompute kind in each chunk (one chunk
+    // per stage without interleaving); summed over the groups they are the chunk's layers.
+    std::vector<std::vector<std::vector<KindCounts>>> group_layers;
 
     [[nodiscard]] std::uint64_t world_size() const noexcept {
         return std::uint64_t{num_stages} * ranks_per_stage;
     }
 };
+
+// Which group of body layers each of the model's layers belongs to.
+struct LayerGroups {
+    std::vector<std::string> names;       // in model order (order of first appearance)
+    std::vector<std::uint32_t> group_of;  // per body layer in model order: index into names
+};
+
+// The groups "dense" and "moe" of a model whose layer i is an MoE layer when is_moe[i], named in
+// the order they first appear.
+[[nodiscard]] LayerGroups moe_groups(const std::vector<bool>& is_moe);
+
+// Sets layout.groups and layout.group_layers from `groups` when it has several (leaves them empty
+// for one). The chunks hold the model's layers in order: chunk 0 of every stage, stage 0 first,
+// then chunk 1 of every stage, ... (Megatron's and MindFormers' virtual pipeline order; one chunk
+// per stage: stage 0's layers first). Within a chunk the layers take their recompute kinds by
+// position, the most recomputed first: full, then both, select, comm, none, as MindFormers and
+// Megatron's block method recompute the first layers of a chunk (the counts are split_recompute's
+// or the importer's own). Each layer's group is that of its global index. Throws
+// std::logic_error when the layout's layers are not groups.group_of.size().
+void split_into_groups(PipelineLayout& layout, const LayerGroups& groups);
+
+// "dense 3 (none 3), moe 1 (full 1)".
+[[nodiscard]] std::string describe_group_layers(const std::vector<std::string>& names,
+                                                const std::vector<KindCounts>& counts);
 
 // "stage 0: 10 layers (full 3, select 7); stage 1: ...", with each stage's chunks
 // ("stage 0: chunk 0 5 layers, chunk 1 5 layers (full 2); ...") when it has several.

@@ -49,7 +49,20 @@ struct MegatronFlags {
     std::optional<std::uint32_t> recompute_num_layers;
     std::optional<std::uint32_t> world_size;     // --world-size
     std::optional<std::uint32_t> micro_batches;  // --num-microbatches
+    // MoE layers (see moe_layer_pattern).
+    std::optional<std::uint32_t> num_experts;            // --num-experts
+    std::optional<std::string> moe_layer_freq;           // --moe-layer-freq, as given
+    std::optional<std::uint32_t> first_k_dense_replace;  // --first-k-dense-replace
 };
+
+// Which of `num_layers` layers --moe-layer-freq `text` makes MoE layers, as Megatron-LM's
+// moe_freq_type and transformer layer specs read it: an integer N makes layer i an MoE layer when
+// i % N == 0 (Megatron's default 1: every layer); a Python list expression of 0 (dense) and 1
+// (MoE) gives one entry per layer, as Megatron's scripts pass it: lists "[0, 1]", repetition
+// "[0]*3" (or "3*[0]"), concatenation "+", parentheses, optionally the whole in quotes
+// ("'([1]*48)'"). Throws FlagError naming --moe-layer-freq for anything else, N = 0, or a list
+// whose length is not num_layers.
+[[nodiscard]] std::vector<bool> moe_layer_pattern(std::string_view text, std::uint32_t num_layers);
 
 // What the logs say.
 struct MegatronScan {
@@ -76,8 +89,16 @@ struct MegatronScan {
 //     + --recompute-num-layers N -> the first N layers of each stage's chunk 'full' (each chunk
 //     is a transformer block of its own), the rest 'none'; no granularity -> 'none';
 //   ranks: stage = rank / (world size / P), Megatron's default rank order; the world size is
-//     --world-size, else the logs' "using world size" line.
-// Throws FlagError for flags Megatron itself would refuse or that do not fit together.
+//     --world-size, else the logs' "using world size" line;
+//   groups: with --num-experts, the MoE layers are those of --moe-layer-freq (moe_layer_pattern;
+//     default 1, every layer) or, with --first-k-dense-replace K (MindSpeed-LLM's flag for
+//     DeepSeek-like models), every layer from K on; with both dense and MoE layers the layout
+//     counts each chunk's layers per group "dense" / "moe" by global layer index
+//     (split_into_groups: chunk c of stage s follows chunk c of stage s - 1, and the chunks'
+//     first layers are the recomputed ones).
+// Throws FlagError for flags Megatron itself would refuse or that do not fit together (MoE flags
+// without --num-experts, --first-k-dense-replace K >= --num-layers or with a --moe-layer-freq
+// other than 1, a pattern without MoE layers).
 [[nodiscard]] PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
                                              Messages& messages);
 

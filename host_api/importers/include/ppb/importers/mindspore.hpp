@@ -21,6 +21,12 @@
 // patterns cover the same layers. Counts above a cell's layers mean all of them, as in
 // MindFormers, and cover the first layers of each chunk of each stage. The split into recompute
 // kinds, per chunk, is split_recompute() (layout.hpp).
+//
+// MoE models (MindFormers' moe_config): with expert_num above 1 the layers are MoE layers, but for
+// the first first_k_dense_replace, which are dense (MindFormers' DeepSeek models build a dense FFN
+// for layer_id < first_k_dense_replace); num_experts_chosen must not exceed expert_num. With
+// dense and MoE layers the layout counts each chunk's layers per group "dense" / "moe" by global
+// layer index, each layer's recompute kind by its position in its chunk (split_into_groups).
 #ifndef PPB_IMPORTERS_MINDSPORE_HPP
 #define PPB_IMPORTERS_MINDSPORE_HPP
 
@@ -63,12 +69,17 @@ struct MindSporeFlags {
     std::optional<std::string> recompute;
     std::optional<std::string> select_recompute;
     std::optional<std::string> select_comm_recompute;
+    std::optional<std::string> expert_num;             // moe_config.expert_num
+    std::optional<std::string> num_experts_chosen;     // moe_config.num_experts_chosen
+    std::optional<std::string> first_k_dense_replace;  // moe_config.first_k_dense_replace
 };
 
 // The layout from `config` (a MindFormers training YAML; optional when the flags say
 // everything) and `flags`. Required: pipeline_stage and num_layers; data_parallel,
 // model_parallel and context_parallel default to 1 and offset to 0 as in MindFormers; without
-// micro_batch_num the layout has no micro-batch count (noted in `messages`). Throws InputError
+// micro_batch_num the layout has no micro-batch count (noted in `messages`). MoE settings that
+// contradict each other (first_k_dense_replace without expert_num above 1, or leaving no MoE
+// layer; num_experts_chosen above expert_num) are refused naming the keys. Throws InputError
 // "<config>:<line>: <key>: <problem>" for a problem in the file, FlagError for one in a flag.
 [[nodiscard]] PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& config,
                                               const MindSporeFlags& flags, Messages& messages);
