@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_exits_2) {
         {"pre_defined_layer.LlamaRMSNorm: stage 3 is not supported"});
 }
 
-BOOST_AUTO_TEST_CASE(several_body_entries_exit_2) {
+BOOST_AUTO_TEST_CASE(an_encoder_decoder_file_partitions_in_model_order) {
     const std::string file = edited_sapp_file("encoder-decoder.json", [](json::object& doc) {
         auto& list = doc["layers_description"].as_array();
         json::object encoder = list[1].as_object();
@@ -184,10 +184,35 @@ BOOST_AUTO_TEST_CASE(several_body_entries_exit_2) {
         list.insert(list.begin() + 1, encoder);
         doc.erase("auto_partition_layer");
     });
-    // The table model reads both groups; the partitioner of this build plans one.
-    expect_input_error(ppb(partition_args(file, {"--model", "table", "--model-options", file})),
-                       {"the layer file has 2 groups of body layers; planning several groups is "
-                        "not in this build yet"});
+    // Two stacks, 24 encoder then 80 decoder layers: each stage a contiguous range, the encoder
+    // layers on the first stages, the stage straddling the boundary holding both.
+    const auto r = ppb(partition_args(file, {"--model", "table", "--model-options", file}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out).as_object();
+    BOOST_TEST(doc.at("num_layers").as_int64() == 104);
+    std::int64_t next = 0;
+    std::int64_t encoder_seen = 0;
+    for (const auto& value : doc.at("stages").as_array()) {
+        const auto& stage = value.as_object();
+        const auto& groups = stage.at("groups").as_object();
+        const auto count = [&](const char* group) {
+            std::int64_t n = 0;
+            for (const auto& kind : groups.at(group).as_object())
+                n += kind.value().as_int64();
+            return n;
+        };
+        BOOST_TEST(stage.at("first_layer").as_int64() == next);
+        // Layers next .. next + n - 1: those below 24 are encoder layers.
+        const std::int64_t n = count("EncoderLayer") + count("LLamaDecodeLayer");
+        const std::int64_t encoder =
+            std::max<std::int64_t>(0, std::min<std::int64_t>(24, next + n) - next);
+        BOOST_TEST(count("EncoderLayer") == encoder);
+        BOOST_TEST(stage.at("memory_mb").as_double() <= 60000.0);
+        encoder_seen += encoder;
+        next += n;
+    }
+    BOOST_TEST(next == 104);
+    BOOST_TEST(encoder_seen == 24);
 }
 
 BOOST_AUTO_TEST_CASE(export_writes_what_sapp_reads) {
