@@ -255,7 +255,8 @@ std::string new_dryrun_text(const ImportedDryRun& run, const DryRunReadOptions& 
     for (const StageObservation& o : run.observations)
         grouped_observations.push_back(observation_json(run, o, {}));
     grouped["observations"] = std::move(grouped_observations);
-    return to_pretty_json(grouped);
+    // Read back by the /3 reader as any file would be.
+    return checked_text(grouped, "the imported dry run", options);
 }
 
 std::string appended_dryrun_text(std::string_view existing, std::string_view source,

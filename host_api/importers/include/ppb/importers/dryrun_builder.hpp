@@ -22,7 +22,7 @@ namespace ppb::importers {
 // The dry-run revision whose layers are counted per group of body layers (dense and MoE
 // layers): /2 plus a top-level "groups" list (model order), and every "layers" object keyed by
 // group name, its values the usual kind objects ({"dense": {"none": 3}, "moe": {"full": 1}}).
-inline constexpr std::string_view grouped_dryrun_format = "ppb.dryrun/3";
+inline constexpr std::string_view grouped_dryrun_format = dryrun_format_v3;
 
 struct StageObservation {
     std::uint32_t stage = 0;
