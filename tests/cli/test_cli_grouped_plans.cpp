@@ -135,3 +135,105 @@ BOOST_AUTO_TEST_CASE(groups_the_model_does_not_know_exit_2) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A dense + MoE model plans end to end with each of the three models on the bundled samples.
+BOOST_AUTO_TEST_SUITE(cli_grouped_samples)
+
+namespace {
+
+const std::string moe_dir = std::string(PPB_SAMPLES_DIR) + "/moe";
+
+// Every stage's range follows the last, its groups are those of its range (`dense` first, then
+// `moe`), its memory within the limit; returns the stages.
+json::array check_model_order(const ppb_test::ProcessResult& r, std::int64_t dense,
+                              std::int64_t layers, double limit) {
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out).as_object();
+    BOOST_TEST(doc.at("num_layers").as_int64() == layers);
+    std::int64_t next = 0;
+    for (const auto& value : doc.at("stages").as_array()) {
+        const auto& stage = value.as_object();
+        std::int64_t n = 0;
+        std::int64_t dense_planned = 0;
+        for (const auto& [group, kinds] : stage.at("groups").as_object()) {
+            for (const auto& kind : kinds.as_object()) {
+                n += kind.value().as_int64();
+                if (group == "dense")
+                    dense_planned += kind.value().as_int64();
+            }
+        }
+        BOOST_TEST(stage.at("first_layer").as_int64() == next);
+        BOOST_TEST(dense_planned ==
+                   std::max<std::int64_t>(0, std::min(dense, next + n) - std::min(dense, next)));
+        BOOST_TEST(stage.at("memory_mb").as_double() <= limit);
+        next += n;
+    }
+    BOOST_TEST(next == layers);
+    return doc.at("stages").as_array();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(dryrun_lsq_fitted_to_grouped_dry_runs) {
+    const auto r = ppb({"partition", "--model-desc", moe_dir + "/deepseek-like-layers.json",
+                        "--dryrun", moe_dir + "/deepseek-like-pp4-dryrun.json", "--stages", "4",
+                        "--micro-batches", "8", "--memory-limit-mb", "50000", "--json"});
+    const auto stages = check_model_order(r, 3, 15, 50000.0);
+    // Stage 0 holds the three dense layers and its memory is the fit's (the dry runs' true
+    // coefficients, recovered exactly): 3100 + 4650 + dense 1210 + 702 f per 'none' layer, ...
+    const auto& first = stages[0].as_object();
+    const auto& groups = first.at("groups").as_object();
+    const double f = static_cast<double>(first.at("in_flight").as_int64());
+    const auto n = [&](const char* g, const char* k) {
+        const auto* group = groups.if_contains(g);
+        return group == nullptr ? 0.0 : static_cast<double>(group->as_object().at(k).as_int64());
+    };
+    const double expected = 3100 + 4650 + (n("dense", "none") + n("dense", "full")) * 1210 +
+                            n("dense", "none") * 702 * f +
+                            (n("moe", "none") + n("moe", "full")) * 8640 +
+                            (n("moe", "none") * 1530 + n("moe", "full") * 60) * f;
+    BOOST_TEST(std::abs(first.at("memory_mb").as_double() - expected) < 1e-6 * expected,
+               first.at("memory_mb").as_double() << " vs " << expected);
+}
+
+BOOST_AUTO_TEST_CASE(table_model_of_the_layer_file) {
+    const std::string file = moe_dir + "/deepseek-like-layers.json";
+    const auto r =
+        ppb({"partition", "--model-desc", file, "--model", "table", "--model-options", file,
+             "--stages", "4", "--micro-batches", "8", "--memory-limit-mb", "80000", "--json"});
+    const auto stages = check_model_order(r, 3, 15, 80000.0);
+    // Stage 1, four 'moe' layers without recompute, 3 in flight: SAPP's formula by hand,
+    // 2048 + 4 x 6144 + 4 x 896 x 3.
+    const auto& second = stages[1].as_object();
+    BOOST_TEST(second.at("in_flight").as_int64() == 3);
+    BOOST_TEST(second.at("groups").at("moe").at("none").as_int64() == 4);
+    BOOST_TEST(second.at("memory_mb").as_double() == 37376.0);
+}
+
+BOOST_AUTO_TEST_CASE(analytic_model_of_deepseek_v3) {
+    const auto r =
+        ppb({"partition", "--model-desc", moe_dir + "/deepseek-v3-layers.json", "--model",
+             "analytic", "--model-options", moe_dir + "/deepseek-v3-shape.json", "--stages", "16",
+             "--micro-batches", "64", "--memory-limit-mb", "76000", "--json"});
+    const auto stages = check_model_order(r, 3, 61, 76000.0);
+    BOOST_TEST(stages.size() == 16u);
+    // The memory shown is the model's own prediction of the stage.
+    const auto& first = stages[0].as_object();
+    std::string layers;
+    for (const auto& [group, kinds] : first.at("groups").as_object()) {
+        for (const auto& kind : kinds.as_object()) {
+            if (kind.value().as_int64() != 0) {
+                layers += (layers.empty() ? "" : ",") + std::string(group) + "." +
+                          std::string(kind.key()) + "=" + std::to_string(kind.value().as_int64());
+            }
+        }
+    }
+    const auto predicted = ppb({"predict", "--model", "analytic", "--model-options",
+                                moe_dir + "/deepseek-v3-shape.json", "--stages", "16", "--stage",
+                                "0", "--micro-batches", "64", "--layers", layers, "--json"});
+    BOOST_TEST_REQUIRE(predicted.exit_code == 0, predicted.err);
+    BOOST_TEST(parse_json(predicted.out).at("peak_memory_mb").as_double() ==
+               first.at("memory_mb").as_double());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
