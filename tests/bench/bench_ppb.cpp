@@ -244,6 +244,67 @@ BENCHMARK(BM_PartitionChunked)
     ->Args({8, 96, 1, 3, 1})
     ->Unit(benchmark::kMillisecond);
 
+// Two groups of body layers (dense and MoE, the MoE layer 1.6 times slower and with 4 times the
+// parameter memory) under the same hard coefficients as BM_Partition, the limit binding.
+// Arguments: stages, layers, layout (0: the first 1/16 dense then MoE, as DeepSeek-V3; 1: dense
+// and MoE alternating), rule (0 every mix, 1 MindFormers').
+void BM_PartitionGrouped(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const auto stages = static_cast<std::uint32_t>(state.range(0));
+    const auto layers = static_cast<std::uint32_t>(state.range(1));
+    pt::Problem problem = llama_like_problem(stages, layers);
+    problem.time.head_time = 36.0;
+    problem.time.tail_time = 75.0;
+    problem.rule = state.range(3) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
+    const double layers_per_stage = static_cast<double>(layers) / stages;
+    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
+    std::vector<ppb_linear_parameters> groups;
+    for (std::size_t g = 0; g < 2; ++g) {
+        ppb_linear_parameters c = llama_like_coefficients();
+        const double scale = g == 0 ? 0.25 : 1.0;
+        c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage * scale;
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+            c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+        groups.push_back(c);
+        pt::BodyGroupTime time;
+        time.name = g == 0 ? "dense" : "moe";
+        time.time = problem.time.body_time;
+        for (auto& t : time.time)
+            t *= g == 0 ? 1.0 : 1.6;
+        time.forward = time.time[PPB_KIND_NONE] / 3.0;
+        problem.time.groups.push_back(time);
+    }
+    for (std::uint32_t i = 0; i < layers; ++i) {
+        const std::uint32_t g = state.range(2) == 0 ? (i < layers / 16 ? 0 : 1) : i % 2;
+        problem.time.sequence.push_back(g);
+        ++problem.time.groups[g].layers;
+    }
+    problem.memory_limit_mb = 30000;
+    pt::MemorySource memory;
+    memory.group_linear = groups;
+    pt::Plan plan;
+    for (auto _ : state) {
+        plan = pt::solve(problem, memory);
+        benchmark::DoNotOptimize(plan);
+    }
+    double recomputing = 0;
+    double tight = 0;
+    for (const auto& s : plan.stages) {
+        recomputing += s.total_layers() - s.layers[PPB_KIND_NONE];
+        if (s.memory_mb > 0.98 * problem.memory_limit_mb)
+            tight += 1;
+    }
+    state.counters["recomputing_layers"] = recomputing;
+    state.counters["tight_stages"] = tight;
+}
+BENCHMARK(BM_PartitionGrouped)
+    ->Args({16, 96, 0, 1})
+    ->Args({64, 512, 0, 0})
+    ->Args({64, 512, 0, 1})
+    ->Args({64, 512, 1, 0})
+    ->Args({64, 512, 1, 1})
+    ->Unit(benchmark::kMillisecond);
+
 // An infeasible problem with many layers: explaining it (the binding constraint, the smallest
 // feasible limit, the fullest stage) must stay near-linear in the layer count.
 void BM_ExplainInfeasible(benchmark::State& state) {

@@ -439,9 +439,18 @@ class AnyMixStage {
 struct Prefixes {
     std::array<std::vector<double>, kinds_count> time;
     std::array<std::vector<std::uint32_t>, kinds_count> barred;
+    std::vector<double> fastest;  // each layer at its group's fastest allowed kind
 
     explicit Prefixes(const Groups& groups) {
         const std::uint32_t n = groups.layers;
+        fastest.assign(n + 1, 0.0);
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::size_t g = groups.problem.time.sequence[i];
+            double t = infinity;
+            for (const std::size_t k : groups.kinds[g])
+                t = std::min(t, groups.time[g][k]);
+            fastest[i + 1] = fastest[i] + t;
+        }
         for (std::size_t k = 0; k < kinds_count; ++k) {
             time[k].assign(n + 1, 0.0);
             barred[k].assign(n + 1, 0);
@@ -470,15 +479,23 @@ class PositionalStage {
                     memory_[k][i] + (groups.allowed[g][k] ? costs.memory[g][k] : 0.0);
             }
         }
+        least_.assign(groups.layers + 1, 0.0);
+        for (std::uint32_t i = 0; i < groups.layers; ++i)
+            least_[i + 1] = least_[i] + costs.least[groups.problem.time.sequence[i]];
         // A later last cut is never faster when, for every group, 'select' (or 'comm') is no
-        // faster than 'none': then the scan stops at the first cut that fits.
+        // faster than 'none': then the scan stops at the first cut that fits. When it also never
+        // needs more memory, the first cut that fits is found by bisection.
         for (const std::size_t v : {std::size_t{PPB_KIND_SELECT}, std::size_t{PPB_KIND_COMM}}) {
             bool slower = true;
+            bool leaner = true;
             for (std::size_t g = 0; g < groups.count; ++g) {
-                if (groups.allowed[g][v] && groups.allowed[g][PPB_KIND_NONE])
+                if (groups.allowed[g][v] && groups.allowed[g][PPB_KIND_NONE]) {
                     slower = slower && groups.time[g][v] >= groups.time[g][PPB_KIND_NONE];
+                    leaner = leaner && costs.memory[g][v] <= costs.memory[g][PPB_KIND_NONE];
+                }
             }
             monotone_scan_[v] = slower;
+            bisect_[v] = slower && leaner;
         }
     }
 
@@ -499,34 +516,83 @@ class PositionalStage {
             return memory_[k][j] - memory_[k][i];
         };
         const double fixed = costs_.base_memory;
+        // Lower bounds of the rest of the range from position i: each layer at its fastest kind,
+        // at its least-memory kind. A prefix of full (or 'both') layers only grows the first as
+        // it grows, so once it cannot beat the best, no longer prefix can.
+        const auto fastest_rest = [&](std::uint32_t i) {
+            return prefixes_.fastest[b] - prefixes_.fastest[i];
+        };
+        const auto least_rest = [&](std::uint32_t i) { return least_[b] - least_[i]; };
+        const auto& barred_none = prefixes_.barred[PPB_KIND_NONE];
         for (std::uint32_t p1 = a; p1 <= b; ++p1) {
             if (!usable(PPB_KIND_FULL, a, p1))
                 break;
             const double t1 = time_of(PPB_KIND_FULL, a, p1);
             const double m1 = memory_of_run(PPB_KIND_FULL, a, p1);
+            if (costs_.base_time + t1 + fastest_rest(p1) >= best_time)
+                break;
+            if (!within_budget(fixed + m1 + least_rest(p1), budget))
+                continue;
             for (std::uint32_t p2 = p1; p2 <= b; ++p2) {
                 if (!usable(PPB_KIND_BOTH, p1, p2))
                     break;
                 const double t2 = t1 + time_of(PPB_KIND_BOTH, p1, p2);
                 const double m2 = m1 + memory_of_run(PPB_KIND_BOTH, p1, p2);
+                if (costs_.base_time + t2 + fastest_rest(p2) >= best_time)
+                    break;
+                if (!within_budget(fixed + m2 + least_rest(p2), budget))
+                    continue;
+                // 'none' from the last cut on: it may not start before the range's last layer
+                // that cannot be 'none'.
+                const auto lo = static_cast<std::uint32_t>(
+                    std::lower_bound(barred_none.begin() + p2, barred_none.begin() + b + 1,
+                                     barred_none[b]) -
+                    barred_none.begin());
                 for (const std::size_t v :
                      {std::size_t{PPB_KIND_SELECT}, std::size_t{PPB_KIND_COMM}}) {
-                    for (std::uint32_t p3 = p2; p3 <= b; ++p3) {
-                        if (!usable(v, p2, p3))
-                            break;
-                        if (!usable(PPB_KIND_NONE, p3, b))
-                            continue;
-                        const double t = costs_.base_time + t2 + time_of(v, p2, p3) +
-                                         time_of(PPB_KIND_NONE, p3, b);
-                        const double m = fixed + m2 + memory_of_run(v, p2, p3) +
-                                         memory_of_run(PPB_KIND_NONE, p3, b);
-                        if (!within_budget(m, budget))
-                            continue;
+                    // 'v' from p2 up to the last cut: no further than its first barred layer.
+                    const auto& barred = prefixes_.barred[v];
+                    const auto hi = static_cast<std::uint32_t>(
+                        std::upper_bound(barred.begin() + p2, barred.begin() + b + 1, barred[p2]) -
+                        barred.begin() - 1);
+                    if (lo > hi)
+                        continue;
+                    const auto time_at = [&](std::uint32_t p3) {
+                        return costs_.base_time + t2 + time_of(v, p2, p3) +
+                               time_of(PPB_KIND_NONE, p3, b);
+                    };
+                    const auto fits_at = [&](std::uint32_t p3) {
+                        return within_budget(fixed + m2 + memory_of_run(v, p2, p3) +
+                                                 memory_of_run(PPB_KIND_NONE, p3, b),
+                                             budget);
+                    };
+                    const auto consider = [&](std::uint32_t p3) {
+                        const double t = time_at(p3);
                         if (t < best_time) {
                             best_time = t;
                             best_cuts = {p1, p2, p3, b};
                             best_variant = v;
                         }
+                    };
+                    if (bisect_[v]) {
+                        // Memory falls and time rises with the cut: the first that fits.
+                        std::uint32_t first = lo;
+                        std::uint32_t last = hi + 1;
+                        while (first < last) {
+                            const std::uint32_t mid = first + (last - first) / 2;
+                            if (fits_at(mid))
+                                last = mid;
+                            else
+                                first = mid + 1;
+                        }
+                        if (first <= hi)
+                            consider(first);
+                        continue;
+                    }
+                    for (std::uint32_t p3 = lo; p3 <= hi; ++p3) {
+                        if (!fits_at(p3))
+                            continue;
+                        consider(p3);
                         if (monotone_scan_[v])
                             break;
                     }
@@ -554,7 +620,9 @@ class PositionalStage {
     const Prefixes& prefixes_;
     const StageCosts& costs_;
     std::array<std::vector<double>, kinds_count> memory_;  // [k][i]
+    std::vector<double> least_;  // each layer at its group's least-memory kind, at this stage
     std::array<bool, kinds_count> monotone_scan_{};
+    std::array<bool, kinds_count> bisect_{};
 };
 
 // ---- the cut of the sequence into stages ------------------------------------------------------
