@@ -191,6 +191,17 @@ std::vector<StageCosts> stage_costs(const Problem& problem, const Groups& groups
         costs.emplace_back(groups, s);
     if (!groups.c.empty())
         return costs;
+    // One layer of every group and kind at once (as far as each group has layers).
+    std::vector<KindCounts> mix(groups.count, KindCounts{});
+    for (std::size_t g = 0; g < groups.count; ++g) {
+        std::uint32_t left = problem.time.groups[g].layers;
+        for (const std::size_t k : groups.kinds[g]) {
+            if (left == 0)
+                break;
+            mix[g][k] = 1;
+            --left;
+        }
+    }
     GroupedPlacements probes(groups.count);
     const auto single = [&](std::size_t g, std::size_t k, std::uint32_t n) {
         std::vector<KindCounts> counts(groups.count, KindCounts{});
@@ -204,16 +215,6 @@ std::vector<StageCosts> stage_costs(const Problem& problem, const Groups& groups
             for (const std::size_t k : groups.kinds[g]) {
                 probes.add(problem, s, single(g, k, 1));
                 probes.add(problem, s, single(g, k, twice));
-            }
-        }
-        std::vector<KindCounts> mix(groups.count, KindCounts{});
-        for (std::size_t g = 0; g < groups.count; ++g) {
-            std::uint32_t left = problem.time.groups[g].layers;
-            for (const std::size_t k : groups.kinds[g]) {
-                if (left == 0)
-                    break;
-                mix[g][k] = 1;
-                --left;
             }
         }
         probes.add(problem, s, mix);
@@ -239,16 +240,6 @@ std::vector<StageCosts> stage_costs(const Problem& problem, const Groups& groups
             for (const std::size_t k : groups.kinds[g]) {
                 c.memory[g][k] = predicted[i++] - c.base_memory;
                 affine_check(s, c.base_memory + twice * c.memory[g][k], predicted[i++]);
-            }
-        }
-        std::vector<KindCounts> mix(groups.count, KindCounts{});
-        for (std::size_t g = 0; g < groups.count; ++g) {
-            std::uint32_t left = problem.time.groups[g].layers;
-            for (const std::size_t k : groups.kinds[g]) {
-                if (left == 0)
-                    break;
-                mix[g][k] = 1;
-                --left;
             }
         }
         affine_check(s, c.memory_of(mix), predicted[i++]);

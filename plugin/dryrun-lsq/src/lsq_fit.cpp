@@ -197,6 +197,20 @@ void require_observations(std::size_t count) {
     }
 }
 
+// One design row and peak per observation (plain or grouped), then the fit.
+template <class Observation>
+FitResult fit_observations(std::span<const Observation> observations, const DataSummary& data,
+                           const FitOptions& options) {
+    std::vector<ParameterVector> rows;
+    rows.reserve(observations.size());
+    arma::vec y(observations.size());
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+        rows.push_back(design_row(observations[i].placement));
+        y(i) = observations[i].peak_memory_mb;
+    }
+    return fit_rows(rows, y, data, options);
+}
+
 }  // namespace
 
 FitResult fit(std::span<const ppb_observation> observations, const FitOptions& options) {
@@ -206,14 +220,7 @@ FitResult fit(std::span<const ppb_observation> observations, const FitOptions& o
     data.overall = summarize(observations);
     data.per_group = {data.overall};
     data.groups = {"body"};
-    std::vector<ParameterVector> rows;
-    rows.reserve(observations.size());
-    arma::vec y(observations.size());
-    for (std::size_t i = 0; i < observations.size(); ++i) {
-        rows.push_back(design_row(observations[i].placement));
-        y(i) = observations[i].peak_memory_mb;
-    }
-    return fit_rows(rows, y, data, options);
+    return fit_observations(observations, data, options);
 }
 
 FitResult fit_grouped(std::span<const std::string> groups,
@@ -238,14 +245,7 @@ FitResult fit_grouped(std::span<const std::string> groups,
         data.per_group.push_back(groups.size() == 1 ? data.overall
                                                     : summarize_group(observations, g));
     }
-    std::vector<ParameterVector> rows;
-    rows.reserve(observations.size());
-    arma::vec y(observations.size());
-    for (std::size_t i = 0; i < observations.size(); ++i) {
-        rows.push_back(design_row(observations[i].placement));
-        y(i) = observations[i].peak_memory_mb;
-    }
-    return fit_rows(rows, y, data, options);
+    return fit_observations(observations, data, options);
 }
 
 ppb_linear_parameters linear_parameters(const FitResult& fit) noexcept {

@@ -64,15 +64,7 @@ class MemoryModelBase {
     [[nodiscard]] virtual double predict(const ppb_placement& placement) const = 0;
     virtual void predict_batch(std::span<const ppb_placement> placements,
                                std::span<double> out_mb) const {
-        for (std::size_t i = 0; i < placements.size(); ++i) {
-            try {
-                out_mb[i] = predict(placements[i]);
-            } catch (const NotEstimable& e) {
-                throw NotEstimable("placement " + std::to_string(i) + ": " + e.what());
-            } catch (const InvalidInput& e) {
-                throw InvalidInput("placement " + std::to_string(i) + ": " + e.what());
-            }
-        }
+        predict_each(placements, out_mb, [this](const ppb_placement& p) { return predict(p); });
     }
     // Standard error in MB of predict()'s value, or nullopt when the model has no estimate of
     // its uncertainty (API 1.2).
@@ -87,6 +79,23 @@ class MemoryModelBase {
     // JSON object text {"parameters": {...}, "diagnostics": {...}}.
     [[nodiscard]] virtual std::string report() const = 0;
 
+  protected:
+    // out_mb[i] = predict_one(placements[i]), a failure naming the placement it is about.
+    template <class Placement, class PredictOne>
+    static void predict_each(std::span<const Placement> placements, std::span<double> out_mb,
+                             const PredictOne& predict_one) {
+        for (std::size_t i = 0; i < placements.size(); ++i) {
+            try {
+                out_mb[i] = predict_one(placements[i]);
+            } catch (const NotEstimable& e) {
+                throw NotEstimable("placement " + std::to_string(i) + ": " + e.what());
+            } catch (const InvalidInput& e) {
+                throw InvalidInput("placement " + std::to_string(i) + ": " + e.what());
+            }
+        }
+    }
+
+  public:
     // ---- Groups of body layers (API 1.3) ----
     // A model of one kind of body layer keeps these defaults: one group, "body", and a grouped
     // placement or observation of one group means the plain one inside it. A model of several
@@ -115,15 +124,8 @@ class MemoryModelBase {
     }
     virtual void predict_grouped_batch(std::span<const ppb_grouped_placement> placements,
                                        std::span<double> out_mb) const {
-        for (std::size_t i = 0; i < placements.size(); ++i) {
-            try {
-                out_mb[i] = predict_grouped(placements[i]);
-            } catch (const NotEstimable& e) {
-                throw NotEstimable("placement " + std::to_string(i) + ": " + e.what());
-            } catch (const InvalidInput& e) {
-                throw InvalidInput("placement " + std::to_string(i) + ": " + e.what());
-            }
-        }
+        predict_each(placements, out_mb,
+                     [this](const ppb_grouped_placement& p) { return predict_grouped(p); });
     }
     [[nodiscard]] virtual std::optional<double> predict_grouped_std_error(
         const ppb_grouped_placement& placement) const {
