@@ -237,3 +237,40 @@ BOOST_AUTO_TEST_CASE(analytic_model_of_deepseek_v3) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ppb compare with layers counted per group: the dry runs of a ppb.dryrun/3 file and the stages of
+// a grouped plan go to each model per group, in the model's own order of groups.
+BOOST_AUTO_TEST_CASE(compare_predicts_grouped_dry_runs_and_plans) {
+    const std::string moe = std::string(PPB_SAMPLES_DIR) + "/moe";
+    const std::string layers = moe + "/deepseek-like-layers.json";
+    const auto plan =
+        ppb({"partition", "--model-desc", layers, "--model", "table", "--model-options", layers,
+             "--stages", "4", "--micro-batches", "8", "--memory-limit-mb", "40000", "--json"});
+    BOOST_TEST_REQUIRE(plan.exit_code == 0, plan.err);
+    const std::string plan_file = write_file(plan.out, "grouped-plan.json");
+    const auto r = ppb({"compare", moe + "/deepseek-like-pp4-dryrun.json", "--model", "dryrun-lsq",
+                        "--model", "table=" + layers, "--partition", plan_file, "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto doc = parse_json(r.out).as_object();
+    const auto planned = parse_json(plan.out).at("stages").as_array();
+    std::size_t plan_rows = 0;
+    for (const auto& value : doc.at("placements").as_array()) {
+        const auto& p = value.as_object();
+        const auto& predictions = p.at("predictions").as_array();
+        BOOST_TEST_REQUIRE(predictions.size() == 2u);
+        // dryrun-lsq recovers the dry runs' coefficients exactly: it predicts what was measured.
+        if (p.at("label").as_string() != "plan") {
+            const double measured = p.at("measured_mb").as_double();
+            BOOST_TEST(
+                std::abs(predictions[0].at("memory_mb").as_double() - measured) < 1e-6 * measured,
+                p);
+            continue;
+        }
+        // The table model predicts each planned stage at the memory the plan states.
+        const auto stage = static_cast<std::size_t>(p.at("stage").as_int64());
+        BOOST_TEST(predictions[1].at("memory_mb").as_double() ==
+                   planned.at(stage).at("memory_mb").as_double());
+        ++plan_rows;
+    }
+    BOOST_TEST(plan_rows == 4u);
+}

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -74,6 +75,13 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
         chunk.in_flight = object.required("in_flight").as_uint32(1);
         return chunk;
     };
+    // With several groups of body layers, the plan's groups (in model order) and each stage's
+    // layers per group.
+    std::vector<std::string> groups;
+    if (auto list = top.optional("groups")) {
+        for (const auto& group : JsonArray(*list).elements())
+            groups.emplace_back(JsonObject(group).required("name").as_string());
+    }
     std::vector<ComparedPlacement> out;
     for (const auto& node : JsonArray(top.required("stages")).elements()) {
         const JsonObject stage(node);
@@ -89,8 +97,32 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
         const std::uint32_t s = stage.required("stage").as_uint32();
         if (s >= stages)
             stage.required("stage").fail("not a stage of this pipeline");
-        out.push_back(ComparedPlacement{
-            "plan", StagePlacement{stages, s, std::move(chunks), schedule}, std::nullopt, {}});
+        StagePlacement placement{stages, s, std::move(chunks), schedule};
+        if (!groups.empty()) {
+            if (placement.chunks.size() != 1)
+                stage.required("chunks").fail("a plan of several groups has one chunk per stage");
+            const auto per_group = stage.required("groups");
+            std::vector<std::uint32_t> counts(groups.size() * PPB_KIND_COUNT, 0);
+            for (const auto& [name, kinds] : JsonObject(per_group).members()) {
+                const auto g = std::find(groups.begin(), groups.end(), name);
+                if (g == groups.end())
+                    kinds.fail("not one of the plan's groups");
+                for (const auto& [kind, count] : JsonObject(kinds).members()) {
+                    const auto k = kind_from_name(kind);
+                    if (!k)
+                        count.fail("unknown recompute kind");
+                    counts[static_cast<std::size_t>(g - groups.begin()) * PPB_KIND_COUNT + *k] =
+                        count.as_uint32();
+                }
+            }
+            const ppb_chunk totals = placement.chunks.front();
+            placement.set_group_layers(std::move(counts));
+            if (!std::equal(std::begin(totals.layers), std::end(totals.layers),
+                            std::begin(placement.chunks.front().layers))) {
+                per_group.fail("the groups' layers do not add up to the stage's layers");
+            }
+        }
+        out.push_back(ComparedPlacement{"plan", std::move(placement), std::nullopt, {}, groups});
     }
     return out;
 }
@@ -99,13 +131,23 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
 // does not hide the others.
 void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& placements,
                   const std::vector<std::size_t>& which, std::size_t slot) {
+    const std::vector<std::string> model_groups = model.groups();
     for (const std::size_t i : which) {
+        const ComparedPlacement& p = placements[i];
         try {
-            placements[i].predictions[slot].memory_mb =
-                model.predict(placements[i].placement.view());
+            // Layers counted per group go to the model in its own groups' order.
+            if (p.groups.empty()) {
+                placements[i].predictions[slot].memory_mb = model.predict(p.placement.view());
+            } else {
+                const StagePlacement regroup = regrouped(p.placement, p.groups, model_groups);
+                placements[i].predictions[slot].memory_mb =
+                    model.predict_grouped(regroup.grouped_view());
+            }
         } catch (const ModelError& e) {
             if (!e.is_input_error())
                 throw;
+            placements[i].predictions[slot].error = e.what();
+        } catch (const InputError& e) {
             placements[i].predictions[slot].error = e.what();
         }
     }
@@ -127,8 +169,11 @@ int run_compare(const CompareArgs& args) {
         dryrun_path = args.file;
         dryrun = read_dryrun_file(dryrun_path, args.read);
         for (const auto& o : dryrun->observations) {
-            comparison.placements.push_back(ComparedPlacement{
-                o.config.empty() ? "-" : o.config, o.placement, o.peak_memory_mb, {}});
+            comparison.placements.push_back(ComparedPlacement{o.config.empty() ? "-" : o.config,
+                                                              o.placement,
+                                                              o.peak_memory_mb,
+                                                              {},
+                                                              dryrun->groups});
         }
         sources.push_back(dryrun_path);
     }
@@ -179,7 +224,7 @@ int run_compare(const CompareArgs& args) {
                 MemoryModel fold =
                     open_model_spec(candidates, requests[m].spec, requests[m].options);
                 try {
-                    fold.fit(views(training.observations));
+                    fit_model(fold, training, dryrun_path);
                 } catch (const ModelError& e) {
                     if (!e.is_input_error())
                         throw;

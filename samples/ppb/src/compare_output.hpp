@@ -28,6 +28,8 @@ struct ComparedPlacement {
     StagePlacement placement;
     std::optional<double> measured_mb;
     std::vector<Prediction> predictions;  // one per model
+    // The groups of placement.group_layers, in their order (empty: not counted per group).
+    std::vector<std::string> groups = {};
 };
 
 struct Comparison {

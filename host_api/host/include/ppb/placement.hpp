@@ -6,6 +6,7 @@
 #define PPB_PLACEMENT_HPP
 
 #include <ppb/abi.h>
+#include <ppb/errors.hpp>
 #include <ppb/schedule.hpp>
 
 #include <cstdint>
@@ -83,6 +84,41 @@ struct StagePlacement {
         return n;
     }
 };
+
+// `placement`'s layers per group, whose groups are `from` (in group_layers' order), recounted in
+// the order of `to` (a group of `to` absent from `from` holds none). Throws ppb::InputError naming
+// a group of `from` that `to` lacks and holds layers: the model cannot predict it.
+[[nodiscard]] inline StagePlacement regrouped(const StagePlacement& placement,
+                                              const std::vector<std::string>& from,
+                                              const std::vector<std::string>& to) {
+    std::vector<std::uint32_t> counts(placement.chunks.size() * to.size() * PPB_KIND_COUNT, 0);
+    for (std::size_t g = 0; g < from.size(); ++g) {
+        std::size_t target = to.size();
+        for (std::size_t t = 0; t < to.size(); ++t) {
+            if (to[t] == from[g])
+                target = t;
+        }
+        for (std::size_t c = 0; c < placement.chunks.size(); ++c) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                const std::uint32_t n = placement.group_layer(c, g, k);
+                if (n == 0)
+                    continue;
+                if (target == to.size()) {
+                    std::string known;
+                    for (const auto& name : to)
+                        known += (known.empty() ? "'" : ", '") + name + "'";
+                    throw InputError(
+                        "the placement holds layers of group '" + from[g] +
+                        "', which is not a group of the memory model (its groups: " + known + ")");
+                }
+                counts[(c * to.size() + target) * PPB_KIND_COUNT + k] += n;
+            }
+        }
+    }
+    StagePlacement out = placement;
+    out.set_group_layers(std::move(counts));
+    return out;
+}
 
 struct Observation {
     StagePlacement placement;
