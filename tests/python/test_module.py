@@ -53,7 +53,7 @@ def test_fit_accepts_a_dict_and_a_dryrun_object():
     with open(LLAMA_DRYRUN, encoding="utf-8") as f:
         document = json.load(f)
     dryrun = ppb.read_dryrun(LLAMA_DRYRUN)
-    assert len(dryrun) == len(document["observations"]) == 16
+    assert len(dryrun) == len(document["observations"]) == 13
     assert dryrun.num_stages == 8 and dryrun.micro_batches == 32 and dryrun.schedule == "1f1b"
     first = dryrun.observations[0]
     assert first["stage"] == 0 and first["peak_memory_mb"] == 29874.2

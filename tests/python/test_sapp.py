@@ -103,32 +103,34 @@ def test_undetermined_values_are_none():
     assert "no observation of stage 0" in reasons["head_mb"]
 
 
-def test_sapp_head_formula_reproduces_the_head_stage_when_the_constant_is_folded():
-    # One configuration whose body stages hold the same number of layers: the constant cannot be
-    # told from the per-layer memory, so the fit folds it (SAPP's case without a constant). SAPP
-    # then predicts stage 0 as head + layers, which must give back the measured memory.
+def test_folded_constant_is_none_and_the_ends_hold_it():
+    # One configuration whose two body stages hold 4 layers each: the constant cannot be told
+    # from the per-layer memory (SAPP's case without a constant component: 1 recompute type + 3
+    # stages), so the fit folds it. By hand, with C spread over the 4 layers of a body stage:
+    # P' = P + C/4 = 900; head = H + C - 3 C/4 = 2000 (3 layers on stage 0); tail = T + C - 5 C/4
+    # = 2000 (5 layers on stage 3); the activation is untouched.
     p = 4
-    mixes = [{SappType.SLCT: 3, SappType.FULL: 1}, {SappType.SLCT: 4, SappType.FULL: 1},
-             {SappType.NONE: 1, SappType.SLCT: 3, SappType.FULL: 1},
-             {SappType.NONE: 3, SappType.SLCT: 2}]
-    stages = [stage(s, p, mixes[s]) for s in range(p)]
+    counts = [3, 4, 4, 5]
+    stages = [stage(s, p, {SappType.NONE: counts[s]}) for s in range(p)]
     cm = ComputeMemory(p, stages)
     assert cm.get_memory_const() is None
     assert cm.report["diagnostics"]["const_folded"] is True
-    head = stages[0]
-    rebuilt = cm.get_memory_head() + head.nb_layer_ * cm.get_memory_parameter() + p * sum(
-        n * cm.get_memory_activation(r) for r, n in head.nb_layer_rec_.items())
-    assert rebuilt == pytest.approx(head.memory_usage_)
-    tail = stages[-1]
-    rebuilt = cm.get_memory_tail() + tail.nb_layer_ * cm.get_memory_parameter() + 1 * sum(
-        n * cm.get_memory_activation(r) for r, n in tail.nb_layer_rec_.items())
-    assert rebuilt == pytest.approx(tail.memory_usage_)
+    assert cm.get_memory_parameter() == pytest.approx(P + C / 4)
+    assert cm.get_memory_activation(SappType.NONE) == pytest.approx(60.0)
+    assert cm.get_memory_head() == pytest.approx(2000.0)
+    assert cm.get_memory_tail() == pytest.approx(2000.0)
+    # SAPP's own formulas then give back every measured stage: head + layers with p in flight.
+    head, tail = stages[0], stages[-1]
+    assert cm.get_memory_head() + head.nb_layer_ * cm.get_memory_parameter() + p * 3 * 60.0 == \
+        pytest.approx(head.memory_usage_)
+    assert cm.get_memory_tail() + tail.nb_layer_ * cm.get_memory_parameter() + 1 * 5 * 60.0 == \
+        pytest.approx(tail.memory_usage_)
 
 
 def test_bad_stages_are_invalid_input():
     bad = stages_a()
-    bad[1].nb_layer_ = 9
-    with pytest.raises(ppb.InvalidInput, match=r"stages_a\[1\]: nb_layer_ is 9"):
+    bad[2].nb_layer_ = 9  # its nb_layer_rec_ gives NONE: 1, SLCT: 4
+    with pytest.raises(ppb.InvalidInput, match=r"stages_a\[2\]: nb_layer_ is 9"):
         ComputeMemory(4, bad).get_memory_parameter()
     with pytest.raises(ppb.InvalidInput, match="unknown recompute type 7"):
         ComputeMemory(4, [SappStage(0, 4, 1, {7: 1}, 100.0)]).get_memory_parameter()
