@@ -3,7 +3,8 @@
 #   1. build  — everything, warnings as errors, then every test suite with CTest in parallel
 #               (BUILD_DIR overrides ./build; extra arguments go to this build's configure step);
 #   2. asan   — everything again under AddressSanitizer + UndefinedBehaviorSanitizer (-O1,
-#               no benchmarks, ./build-asan), every test suite;
+#               no benchmarks, ./build-asan), every test suite but the Python module's
+#               (-DPPB_PYTHON=OFF: an ASan-built extension cannot load into a plain python);
 #   3. tsan   — ThreadSanitizer build of test_threads and the plugins it loads (./build-tsan):
 #               one model of each plugin used from eight threads at once;
 #   4. fuzz   — the libFuzzer harnesses of tests/fuzz built with Clang (./build-fuzz), each run
@@ -53,14 +54,14 @@ stage_build() {
 # instrumentation make GCC warn differently, and the warning gate is the normal build.
 stage_asan() {
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-        -DPPB_SANITIZE=address,undefined -DPPB_BUILD_BENCHMARKS=OFF
+        -DPPB_SANITIZE=address,undefined -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PYTHON=OFF
     cmake --build build-asan -j "$jobs"
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
 }
 
 stage_tsan() {
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-        -DPPB_SANITIZE=thread -DPPB_BUILD_BENCHMARKS=OFF
+        -DPPB_SANITIZE=thread -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PYTHON=OFF
     cmake --build build-tsan -j "$jobs" --target test_threads
     ctest --test-dir build-tsan --output-on-failure -R '^test_threads$'
 }

@@ -6,6 +6,7 @@ packages=(
     libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev libboost-filesystem1.81-dev
     libarmadillo-dev libfmt-dev libyaml-cpp-dev libcli11-dev libbenchmark-dev
     clang libclang-rt-14-dev
+    pybind11-dev python3-pybind11 python3-numpy python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do

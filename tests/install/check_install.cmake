@@ -32,6 +32,17 @@ function(run_installed root)
     if(NOT rc EQUAL 0 OR NOT out MATCHES "\"name\": \"dryrun-lsq\"")
         message(FATAL_ERROR "installed ppb in ${root} failed (${rc}): ${err}\n${out}")
     endif()
+    if(PYTHON)
+        # The installed Python package finds the plugins installed beside it, wherever the
+        # prefix is.
+        execute_process(
+            COMMAND ${CMAKE_COMMAND} -E env --unset=PPB_PLUGIN_PATH "PYTHONPATH=${root}/${PYTHON_DIR}"
+                "${PYTHON}" -c "import ppb; print(sorted(r['path'] for r in ppb.plugins() if r['verdict'] == 'usable'))"
+            RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+        if(NOT rc EQUAL 0 OR NOT out MATCHES "${root}/lib/ppb/plugins/ppb-dryrun-lsq-")
+            message(FATAL_ERROR "installed ppb module in ${root} does not find its plugins (${rc}): ${out}${err}")
+        endif()
+    endif()
     execute_process(COMMAND "${root}/bin/ppb" plugins --json
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if(NOT rc EQUAL 0 OR NOT out MATCHES "${root}/lib/ppb/plugins/ppb-dryrun-lsq-1.0.0.so")

@@ -67,11 +67,13 @@ void add_entry(SearchPath& out, std::string_view entry, const std::string& origi
 
 }  // namespace
 
-SearchPath make_search_path(const std::vector<std::string>& explicit_dirs, const char* env_value,
-                            const fs::path& executable) {
+SearchPath make_search_path_with_install_dir(const std::vector<std::string>& explicit_dirs,
+                                             const char* env_value,
+                                             const fs::path& install_plugin_dir,
+                                             const std::string& explicit_origin) {
     SearchPath out;
     for (const auto& dir : explicit_dirs)
-        add_entry(out, dir, "--plugin-path");
+        add_entry(out, dir, explicit_origin);
     if (env_value != nullptr) {
         const std::string_view env(env_value);
         std::size_t start = 0;
@@ -82,15 +84,22 @@ SearchPath make_search_path(const std::vector<std::string>& explicit_dirs, const
             start = end + 1;
         }
     }
-    if (!executable.empty()) {
-        const fs::path install =
-            (executable.parent_path() / ".." / fs::path(plugin_install_subdir)).lexically_normal();
+    if (!install_plugin_dir.empty()) {
+        const fs::path install = install_plugin_dir.lexically_normal();
         std::error_code ec;
         // The install location is not an error when absent (a host built elsewhere).
         if (fs::is_directory(install, ec))
             add_entry(out, install.string(), "install location");
     }
     return out;
+}
+
+SearchPath make_search_path(const std::vector<std::string>& explicit_dirs, const char* env_value,
+                            const fs::path& executable) {
+    const fs::path install =
+        executable.empty() ? fs::path()
+                           : executable.parent_path() / ".." / fs::path(plugin_install_subdir);
+    return make_search_path_with_install_dir(explicit_dirs, env_value, install);
 }
 
 fs::path current_executable() {

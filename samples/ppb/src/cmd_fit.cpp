@@ -2,9 +2,9 @@
 #include "commands.hpp"
 #include "fit_table.hpp"
 #include "plugin_session.hpp"
-#include "sapp_export.hpp"
 
 #include <ppb/json_output.hpp>
+#include <ppb/partition/sapp_export.hpp>
 
 #include <fmt/format.h>
 
@@ -42,14 +42,14 @@ int run_fit(const FitArgs& args) {
     }
     const FittedModel fitted = fit_selected_model(args.choice, dryrun, args.file);
     if (!args.export_sapp.empty()) {
-        SappExportOptions options;
+        partition::SappExportOptions options;
         if (!args.model_desc.empty())
             options.layer_template = args.model_desc;
         options.name = std::filesystem::path(args.file).stem().string();
         if (options.name.empty() || args.file == "-")
             options.name = "model";
         options.fold_negative_constant = args.fold_negative_constant;
-        const auto layers = sapp_layer_file(fitted.document, dryrun, options);
+        const auto layers = partition::sapp_layer_file(fitted.document, dryrun, options);
         for (const std::string& warning : layers.warnings)
             fmt::print(stderr, "ppb: warning: {}\n", warning);
         write_output_file(args.export_sapp, sapp::write_layer_file(layers));

@@ -6,9 +6,9 @@
 
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
-#include <ppb/partition/refine.hpp>
-#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/simulator.hpp>
 #include <ppb/timeline_svg.hpp>
@@ -20,118 +20,6 @@
 
 namespace ppb::cli {
 namespace {
-
-std::string quoted_list(const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names)
-        out += fmt::format("{}'{}'", out.empty() ? "" : ", ", n);
-    return out;
-}
-
-// The memory model's groups of body layers matched to the layer file's by name: each group's
-// coefficients into memory.group_linear in the layer file's order, or (one group in the file)
-// the coefficients to plan with as one group.
-std::optional<ppb_linear_parameters> connect_groups(const partition::Problem& problem,
-                                                    const MemoryModel& model,
-                                                    partition::MemorySource& memory) {
-    const auto& time = problem.time;
-    std::vector<std::string> file_groups;
-    for (const auto& g : time.groups)
-        file_groups.push_back(g.name);
-    if (time.grouped() && !model.supports_groups()) {
-        throw InputError(fmt::format(
-            "the layer file has {} groups of body layers ({}), but the memory model '{}' {} is "
-            "built for plugin API {}.{}, which knows one group; groups need a plugin built for "
-            "API 1.3 or newer",
-            file_groups.size(), quoted_list(file_groups), model.name(), model.version(),
-            model.api().abi_major, model.api_minor()));
-    }
-    const std::vector<std::string> model_groups = model.groups();
-    const auto index_of = [&](const std::string& name) -> std::optional<std::uint32_t> {
-        const auto it = std::find(model_groups.begin(), model_groups.end(), name);
-        if (it == model_groups.end())
-            return std::nullopt;
-        return static_cast<std::uint32_t>(it - model_groups.begin());
-    };
-    if (!time.grouped()) {
-        if (model_groups.size() == 1)
-            return model.parameters();
-        const auto g = index_of(time.body_name);
-        if (!g) {
-            throw InputError(fmt::format(
-                "the layer file's BODY entry '{}' is not one of the memory model's groups of body "
-                "layers ({}): name the BODY entry after the group its layers are, or give one "
-                "BODY entry per group",
-                time.body_name, quoted_list(model_groups)));
-        }
-        auto coefficients = model.group_parameters(*g);
-        if (!coefficients) {
-            throw InputError(
-                fmt::format("the memory model '{}' {} has several groups of body "
-                            "layers and is not linear: ppb plans groups with linear "
-                            "models",
-                            model.name(), model.version()));
-        }
-        return coefficients;
-    }
-    std::vector<std::uint32_t> model_index;
-    for (const auto& name : file_groups) {
-        const auto g = index_of(name);
-        if (!g) {
-            const std::string hint =
-                model_groups.size() == 1
-                    ? " (it knows one group: fit it to dry runs that count layers per group, "
-                      "ppb.dryrun/3, or configure a model with these groups)"
-                    : "";
-            throw InputError(fmt::format(
-                "the layer file's group of body layers '{}' is not a group of the memory model "
-                "'{}' {} (its groups: {}){}; the layer file's groups are {}",
-                name, model.name(), model.version(), quoted_list(model_groups), hint,
-                quoted_list(file_groups)));
-        }
-        model_index.push_back(*g);
-    }
-    for (const std::uint32_t g : model_index) {
-        auto coefficients = model.group_parameters(g);
-        if (!coefficients) {
-            // Not linear: the partitioner probes it through grouped predictions, the layer
-            // file's groups put in the model's order (a group the file lacks holds none).
-            memory.group_linear.clear();
-            const std::size_t model_count = model_groups.size();
-            memory.predict_grouped_batch = [&model, model_index, model_count](
-                                               std::span<const ppb_grouped_placement> placements) {
-                std::vector<std::vector<std::uint32_t>> counts;
-                counts.reserve(placements.size());
-                std::vector<ppb_grouped_placement> in_model_order;
-                in_model_order.reserve(placements.size());
-                for (const auto& p : placements) {
-                    std::vector<std::uint32_t> layers(
-                        p.placement.num_chunks * model_count * PPB_KIND_COUNT, 0);
-                    for (std::uint32_t c = 0; c < p.placement.num_chunks; ++c) {
-                        for (std::uint32_t t = 0; t < p.num_groups; ++t) {
-                            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-                                layers[(c * model_count + model_index[t]) * PPB_KIND_COUNT + k] =
-                                    p.group_layers[(c * p.num_groups + t) * PPB_KIND_COUNT + k];
-                            }
-                        }
-                    }
-                    counts.push_back(std::move(layers));
-                    in_model_order.push_back(
-                        ppb_grouped_placement{p.placement, static_cast<std::uint32_t>(model_count),
-                                              counts.back().data()});
-                }
-                return model.predict_grouped_batch(in_model_order);
-            };
-            return std::nullopt;
-        }
-        memory.group_linear.push_back(*coefficients);
-    }
-    return std::nullopt;
-}
-
-// Moves of the --refine local search: enough to settle on the instances measured in the README
-// (most stop by themselves well before), and a bound that does not depend on the machine.
-constexpr std::uint32_t refine_moves = 100;
 
 struct PartitionArgs {
     std::string model_desc;
@@ -185,62 +73,20 @@ int run_partition(const PartitionArgs& args) {
             "missing --micro-batches M (the dry-run file does not give micro_batches)");
     }
 
+    if (args.refine && !problem.chunked())
+        throw UsageError(
+            "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
-    MemoryModel& model = prepared.model;
+    const MemoryModel& model = prepared.model;
     const PartitionContext context{model.name(), model.version(), prepared.source};
-    partition::MemorySource memory;
-    memory.kinds = model.kinds();
-    memory.linear = connect_groups(problem, model, memory);
-    memory.predict_batch = [&model](std::span<const ppb_placement> placements) {
-        return model.predict_batch(placements);
-    };
-    // Asked only with K > 0. A model without an estimate (a table or analytic model, a fit with
-    // no degrees of freedom, a plugin older than API 1.2) cannot be planned against one.
-    memory.std_error = [&model](std::span<const ppb_placement> placements) {
-        std::vector<double> out;
-        out.reserve(placements.size());
-        for (const ppb_placement& placement : placements) {
-            const std::optional<double> se = model.predict_std_error(placement);
-            if (!se) {
-                throw InputError(fmt::format(
-                    "--memory-margin-sigma: the memory model '{}' {} has no uncertainty estimate "
-                    "(no standard error of its predictions{}); use --memory-margin-mb instead",
-                    model.name(), model.version(),
-                    model.api_minor() < 2 ? ": its plugin is older than API 1.2" : ""));
-            }
-            out.push_back(*se);
-        }
-        return out;
-    };
-    partition::Plan plan = partition::solve(problem, memory);
-    if (problem.chunked() && args.objective == "auto") {
-        // Both estimates' exact optima, and the one whose iteration simulates faster (README,
-        // "Every schedule": neither estimate wins on every instance).
-        partition::Problem by_slots = problem;
-        by_slots.objective = partition::ChunkObjective::slots;
-        partition::Plan other = partition::solve(by_slots, memory);
-        const auto makespan = [](const partition::Problem& p, const partition::Plan& candidate) {
-            return simulate(partition::simulation_input(p, candidate)).makespan;
-        };
-        if (makespan(by_slots, other) < makespan(problem, plan)) {
-            problem = by_slots;
-            plan = std::move(other);
-        }
-    }
-    if (args.refine) {
-        if (!problem.chunked())
-            throw UsageError(
-                "--refine: 1f1b plans are exact already; it is for the schedules "
-                "with chunks");
-        plan = partition::refine_by_simulation(problem, memory, plan, refine_moves);
-    }
-    // The plan's iteration, timed by the schedule's own order: beside the estimate the
-    // partitioner minimised, and drawn with --timeline.
-    const Simulation simulation = simulate(partition::simulation_input(problem, plan));
+    const partition::PlannedPartition planned = partition::plan_with_model(
+        problem, model, {.choose_objective = args.objective == "auto", .refine = args.refine});
+    const Simulation& simulation = planned.simulation;
     const std::string out =
-        args.json ? to_pretty_json(partition_document(problem, plan, context, simulation))
-                  : render_partition(problem, plan, context, simulation);
+        args.json ? to_pretty_json(partition::partition_document(planned.problem, planned.plan,
+                                                                 context, simulation))
+                  : render_partition(planned.problem, planned.plan, context, simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     write_stdout(out);

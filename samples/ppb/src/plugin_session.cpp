@@ -2,6 +2,7 @@
 
 #include <ppb/fit_format.hpp>
 #include <ppb/loader.hpp>
+#include <ppb/model_session.hpp>
 #include <ppb/search_path.hpp>
 #include <ppb/semver.hpp>
 
@@ -101,14 +102,7 @@ ModelOptions options_text(const std::string& text, std::string_view what) {
 
 MemoryModel open_model_spec(const std::vector<PluginCandidate>& candidates, std::string_view spec,
                             const ModelOptions& options) {
-    const PluginCandidate& candidate = select_plugin(candidates, ModelSpec::parse(spec));
-    try {
-        return open_model(candidate, options.json);
-    } catch (const ModelError& e) {
-        if (options.file.empty() || !e.is_input_error())
-            throw;
-        throw ModelError(e.status(), fmt::format("{}: {}", options.file, e.what()));
-    }
+    return ppb::open_model_spec(candidates, spec, options.json, options.file);
 }
 
 MemoryModel open_selected_model(const ModelChoice& choice) {
@@ -122,29 +116,6 @@ std::optional<DryRunSet> read_optional_dryrun(const std::string& path,
     if (path.empty())
         return std::nullopt;
     return read_dryrun_file(path, options);
-}
-
-void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source) {
-    try {
-        if (dryrun.groups.empty()) {
-            const auto observations = views(dryrun.observations);
-            model.fit(observations);
-        } else {
-            // ppb.dryrun/3: layers counted per group, fitted per group (plugin API 1.3).
-            std::vector<ppb_grouped_observation> observations;
-            observations.reserve(dryrun.observations.size());
-            for (const Observation& o : dryrun.observations)
-                observations.push_back(o.grouped_view());
-            model.fit_grouped(dryrun.groups, observations);
-        }
-    } catch (const ModelError& e) {
-        if (!e.is_input_error())
-            throw;
-        throw ModelError(e.status(), fmt::format("{}: {}", source, e.what()));
-    } catch (const InputError& e) {
-        // The host's own refusal: a plugin older than API 1.3 and layers in several groups.
-        throw InputError(fmt::format("{}: {}", source, e.what()));
-    }
 }
 
 PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,

@@ -8,6 +8,7 @@
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/memory_model.hpp>
+#include <ppb/model_session.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -65,10 +66,8 @@ struct ModelOptions {
 [[nodiscard]] std::optional<DryRunSet> read_optional_dryrun(const std::string& path,
                                                             const DryRunReadOptions& options);
 
-// Fits `model` to the observations read from `source`; a model's complaint about the data
-// names that file. A ppb.dryrun/3 set (layers counted per group) is fitted with fit_grouped and
-// the file's groups; a plugin older than API 1.3 refuses more than one group (ppb::InputError).
-void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source);
+// Fits a model to a dry-run file: ppb::fit_model (ppb/model_session.hpp).
+using ppb::fit_model;
 
 // A model ready to predict, and a phrase saying where its numbers come from.
 struct PreparedModel {

@@ -35,6 +35,15 @@ struct SearchPath {
                                           const char* env_value,
                                           const std::filesystem::path& executable);
 
+// As make_search_path, for a host that is not an executable in <prefix>/bin (the Python module,
+// which knows where its package sits in the prefix): the install location is the plugin
+// directory `install_plugin_dir` itself (none when empty), and `explicit_origin` names the
+// explicit entries in warnings ("plugin_path").
+[[nodiscard]] SearchPath make_search_path_with_install_dir(
+    const std::vector<std::string>& explicit_dirs, const char* env_value,
+    const std::filesystem::path& install_plugin_dir,
+    const std::string& explicit_origin = "--plugin-path");
+
 // The absolute path of the running executable.
 [[nodiscard]] std::filesystem::path current_executable();
 

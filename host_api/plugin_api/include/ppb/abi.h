@@ -24,8 +24,8 @@
  *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_3
  *   and placed in the ELF section "ppbabi<ABI_MAJOR>". Both versions are in the symbol's name so
  *   that a host can tell compatibility from the file alone, without running plugin code.
- *   Python: lib = ctypes.CDLL(path); p = ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_3");
- *           table = ctypes.cast(p.value, ctypes.POINTER(PpbMemoryModelApi)).contents
+ *   Its minor is the plugin's own (nm -D --defined-only lists it); a ctypes host tries those it
+ *   knows, newest first: ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_3") (ctypes_host.py)
  *
  * Errors
  *   Every function returning ppb_status reports failure with a code and leaves a message for

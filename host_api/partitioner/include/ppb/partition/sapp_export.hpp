@@ -1,6 +1,7 @@
-// Writing a fit as a layer file in the public SAPP shape (ppb fit --export-sapp).
-#ifndef PPB_SAPP_EXPORT_HPP
-#define PPB_SAPP_EXPORT_HPP
+// ppb/partition/sapp_export.hpp — a fit written as a layer file in the public SAPP shape, the
+// partitioner's own input (ppb fit --export-sapp, ppb.sapp in Python).
+#ifndef PPB_PARTITION_SAPP_EXPORT_HPP
+#define PPB_PARTITION_SAPP_EXPORT_HPP
 
 #include <ppb/dryrun_format.hpp>
 #include <ppb/sapp/layer_file.hpp>
@@ -10,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace ppb::cli {
+namespace ppb::partition {
 
 struct SappExportOptions {
     // A SAPP layer file whose entries, names and times are kept (--model-desc), if any.
@@ -40,6 +41,6 @@ struct SappExportOptions {
                                               const DryRunSet& dryrun,
                                               const SappExportOptions& options);
 
-}  // namespace ppb::cli
+}  // namespace ppb::partition
 
-#endif  // PPB_SAPP_EXPORT_HPP
+#endif  // PPB_PARTITION_SAPP_EXPORT_HPP

@@ -1,4 +1,4 @@
-#include "sapp_export.hpp"
+#include <ppb/partition/sapp_export.hpp>
 
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
@@ -23,7 +23,7 @@
 
 #include <unistd.h>
 
-namespace ppb::cli {
+namespace ppb::partition {
 namespace json = boost::json;
 namespace {
 
@@ -115,7 +115,7 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
     if (layer_template) {
         out = sapp::load_layer_file(*layer_template);
         // The template must be a layer file the partitioner can time with.
-        (void)partition::time_model(out, source_name(*layer_template));
+        (void)time_model(out, source_name(*layer_template));
         bool head_set = false;
         bool tail_set = false;
         for (sapp::Entry& entry : out.entries) {
@@ -217,4 +217,4 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
     return out;
 }
 
-}  // namespace ppb::cli
+}  // namespace ppb::partition

@@ -1,0 +1,50 @@
+// ppb/partition/model_plan.hpp — planning with a loaded memory model: its coefficients (per group
+// of body layers, matched to the layer file's groups by name) or its predictions as the memory
+// source, the exact optimum, and the plan's simulated iteration. What `ppb partition` and the
+// Python module's partition() run.
+#ifndef PPB_PARTITION_MODEL_PLAN_HPP
+#define PPB_PARTITION_MODEL_PLAN_HPP
+
+#include <ppb/memory_model.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/simulator.hpp>
+
+#include <cstdint>
+
+namespace ppb::partition {
+
+// Moves of the refine_by_simulation local search: enough to settle on the instances measured in
+// the README (most stop by themselves well before), and a bound that does not depend on the
+// machine.
+inline constexpr std::uint32_t refine_moves = 100;
+
+struct PlanWithModelOptions {
+    // With chunks: solve for both estimates (ChunkObjective::stages and slots) and keep the plan
+    // whose iteration simulates faster (README, "Every schedule": neither estimate wins on every
+    // instance); otherwise `problem.objective` alone.
+    bool choose_objective = true;
+    // Then improve the plan on the simulated iteration (refine_by_simulation, refine_moves);
+    // for problems with chunks only (ppb::InputError otherwise).
+    bool refine = false;
+};
+
+struct PlannedPartition {
+    Problem problem;  // as solved: its objective is the one chosen
+    Plan plan;
+    Simulation simulation;  // the plan's iteration timed by the schedule's own order
+};
+
+// The memory source over `model` (which must outlive it) for `problem`: the model's linear
+// coefficients when it has them — per group of the layer file's body layers, by name —, else its
+// batch predictions; its standard errors for a margin in standard errors. Throws ppb::InputError
+// when the layer file's groups and the model's do not match.
+[[nodiscard]] MemorySource model_memory_source(const Problem& problem, const MemoryModel& model);
+
+// The optimal plan of `problem` with memory from `model`, as `ppb partition` makes it. Throws
+// Infeasible, ppb::InputError, or the model's errors.
+[[nodiscard]] PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
+                                               const PlanWithModelOptions& options = {});
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_MODEL_PLAN_HPP

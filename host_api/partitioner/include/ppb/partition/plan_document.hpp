@@ -1,0 +1,44 @@
+// ppb/partition/plan_document.hpp — a plan as the document "ppb.partition/1"
+// (host_api/docs/design.md, "ppb.partition/1"), what `ppb partition --json` prints and the Python
+// module returns, and the arrays MindFormers applies.
+#ifndef PPB_PARTITION_PLAN_DOCUMENT_HPP
+#define PPB_PARTITION_PLAN_DOCUMENT_HPP
+
+#include <ppb/partition/problem.hpp>
+#include <ppb/simulator.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ppb::partition {
+
+// Where the plan's memory came from, for the document's "model" and for people.
+struct PartitionContext {
+    std::string model_name;
+    std::string model_version;
+    std::string source;  // what the model was configured or fitted from, for people
+};
+
+// "mindformers" or "any".
+[[nodiscard]] std::string_view rule_name(RecomputeRule rule) noexcept;
+
+// The arrays MindFormers and the SAPP tools take, one row per chunk: offset (layers minus
+// floor(L / (P v))), recompute (full), select_recompute (select + both + full),
+// select_comm_recompute (comm + both + full) — mindformers_counts(), which MindFormers applies
+// to the first layers of each stage and so rebuilds exactly the plan. nullopt when a stage mixes
+// 'select' and 'comm' layers (possible only under RecomputeRule::any), which no counts express.
+[[nodiscard]] std::optional<boost::json::object> mindformers_arrays(const Problem& problem,
+                                                                    const Plan& plan);
+
+// The ppb.partition/1 document of `plan`. `simulation`: the plan's iteration as the schedule
+// simulator times it (its makespan and bubble beside the estimate the partitioner minimised).
+[[nodiscard]] boost::json::object partition_document(const Problem& problem, const Plan& plan,
+                                                     const PartitionContext& context,
+                                                     const Simulation& simulation);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_PLAN_DOCUMENT_HPP

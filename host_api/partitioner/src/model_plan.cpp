@@ -1,0 +1,191 @@
+#include <ppb/partition/model_plan.hpp>
+
+#include <ppb/errors.hpp>
+#include <ppb/partition/refine.hpp>
+#include <ppb/partition/simulate_plan.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ppb::partition {
+namespace {
+
+std::string quoted_list(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names)
+        out += fmt::format("{}'{}'", out.empty() ? "" : ", ", n);
+    return out;
+}
+
+// The memory model's groups of body layers matched to the layer file's by name: each group's
+// coefficients into memory.group_linear in the layer file's order, or (one group in the file)
+// the coefficients to plan with as one group.
+std::optional<ppb_linear_parameters> connect_groups(const Problem& problem,
+                                                    const MemoryModel& model,
+                                                    MemorySource& memory) {
+    const auto& time = problem.time;
+    std::vector<std::string> file_groups;
+    for (const auto& g : time.groups)
+        file_groups.push_back(g.name);
+    if (time.grouped() && !model.supports_groups()) {
+        throw InputError(fmt::format(
+            "the layer file has {} groups of body layers ({}), but the memory model '{}' {} is "
+            "built for plugin API {}.{}, which knows one group; groups need a plugin built for "
+            "API 1.3 or newer",
+            file_groups.size(), quoted_list(file_groups), model.name(), model.version(),
+            model.api().abi_major, model.api_minor()));
+    }
+    const std::vector<std::string> model_groups = model.groups();
+    const auto index_of = [&](const std::string& name) -> std::optional<std::uint32_t> {
+        const auto it = std::find(model_groups.begin(), model_groups.end(), name);
+        if (it == model_groups.end())
+            return std::nullopt;
+        return static_cast<std::uint32_t>(it - model_groups.begin());
+    };
+    if (!time.grouped()) {
+        if (model_groups.size() == 1)
+            return model.parameters();
+        const auto g = index_of(time.body_name);
+        if (!g) {
+            throw InputError(fmt::format(
+                "the layer file's BODY entry '{}' is not one of the memory model's groups of body "
+                "layers ({}): name the BODY entry after the group its layers are, or give one "
+                "BODY entry per group",
+                time.body_name, quoted_list(model_groups)));
+        }
+        auto coefficients = model.group_parameters(*g);
+        if (!coefficients) {
+            throw InputError(
+                fmt::format("the memory model '{}' {} has several groups of body "
+                            "layers and is not linear: ppb plans groups with linear "
+                            "models",
+                            model.name(), model.version()));
+        }
+        return coefficients;
+    }
+    std::vector<std::uint32_t> model_index;
+    for (const auto& name : file_groups) {
+        const auto g = index_of(name);
+        if (!g) {
+            const std::string hint =
+                model_groups.size() == 1
+                    ? " (it knows one group: fit it to dry runs that count layers per group, "
+                      "ppb.dryrun/3, or configure a model with these groups)"
+                    : "";
+            throw InputError(fmt::format(
+                "the layer file's group of body layers '{}' is not a group of the memory model "
+                "'{}' {} (its groups: {}){}; the layer file's groups are {}",
+                name, model.name(), model.version(), quoted_list(model_groups), hint,
+                quoted_list(file_groups)));
+        }
+        model_index.push_back(*g);
+    }
+    for (const std::uint32_t g : model_index) {
+        auto coefficients = model.group_parameters(g);
+        if (!coefficients) {
+            // Not linear: the partitioner probes it through grouped predictions, the layer
+            // file's groups put in the model's order (a group the file lacks holds none).
+            memory.group_linear.clear();
+            const std::size_t model_count = model_groups.size();
+            memory.predict_grouped_batch = [&model, model_index, model_count](
+                                               std::span<const ppb_grouped_placement> placements) {
+                std::vector<std::vector<std::uint32_t>> counts;
+                counts.reserve(placements.size());
+                std::vector<ppb_grouped_placement> in_model_order;
+                in_model_order.reserve(placements.size());
+                for (const auto& p : placements) {
+                    std::vector<std::uint32_t> layers(
+                        p.placement.num_chunks * model_count * PPB_KIND_COUNT, 0);
+                    for (std::uint32_t c = 0; c < p.placement.num_chunks; ++c) {
+                        for (std::uint32_t t = 0; t < p.num_groups; ++t) {
+                            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                                layers[(c * model_count + model_index[t]) * PPB_KIND_COUNT + k] =
+                                    p.group_layers[(c * p.num_groups + t) * PPB_KIND_COUNT + k];
+                            }
+                        }
+                    }
+                    counts.push_back(std::move(layers));
+                    in_model_order.push_back(
+                        ppb_grouped_placement{p.placement, static_cast<std::uint32_t>(model_count),
+                                              counts.back().data()});
+                }
+                return model.predict_grouped_batch(in_model_order);
+            };
+            return std::nullopt;
+        }
+        memory.group_linear.push_back(*coefficients);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+MemorySource model_memory_source(const Problem& problem, const MemoryModel& model) {
+    MemorySource memory;
+    memory.kinds = model.kinds();
+    memory.linear = connect_groups(problem, model, memory);
+    memory.predict_batch = [&model](std::span<const ppb_placement> placements) {
+        return model.predict_batch(placements);
+    };
+    // Asked only with K > 0. A model without an estimate (a table or analytic model, a fit with
+    // no degrees of freedom, a plugin older than API 1.2) cannot be planned against one.
+    memory.std_error = [&model](std::span<const ppb_placement> placements) {
+        std::vector<double> out;
+        out.reserve(placements.size());
+        for (const ppb_placement& placement : placements) {
+            const std::optional<double> se = model.predict_std_error(placement);
+            if (!se) {
+                throw InputError(fmt::format(
+                    "--memory-margin-sigma: the memory model '{}' {} has no uncertainty estimate "
+                    "(no standard error of its predictions{}); use --memory-margin-mb instead",
+                    model.name(), model.version(),
+                    model.api_minor() < 2 ? ": its plugin is older than API 1.2" : ""));
+            }
+            out.push_back(*se);
+        }
+        return out;
+    };
+    return memory;
+}
+
+PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
+                                 const PlanWithModelOptions& options) {
+    if (options.refine && !problem.chunked())
+        throw InputError(
+            "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
+    const MemorySource memory = model_memory_source(problem, model);
+    Plan plan;
+    if (problem.chunked() && options.choose_objective) {
+        // Both estimates' exact optima, and the one whose iteration simulates faster (README,
+        // "Every schedule": neither estimate wins on every instance; a tie keeps 'stages').
+        Problem by_stages = problem;
+        by_stages.objective = ChunkObjective::stages;
+        Problem by_slots = problem;
+        by_slots.objective = ChunkObjective::slots;
+        Plan stages_plan = solve(by_stages, memory);
+        Plan slots_plan = solve(by_slots, memory);
+        const auto makespan = [](const Problem& p, const Plan& candidate) {
+            return simulate(simulation_input(p, candidate)).makespan;
+        };
+        if (makespan(by_slots, slots_plan) < makespan(by_stages, stages_plan)) {
+            problem = std::move(by_slots);
+            plan = std::move(slots_plan);
+        } else {
+            problem = std::move(by_stages);
+            plan = std::move(stages_plan);
+        }
+    } else {
+        plan = solve(problem, memory);
+    }
+    if (options.refine)
+        plan = refine_by_simulation(problem, memory, plan, refine_moves);
+    Simulation simulation = simulate(simulation_input(problem, plan));
+    return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation)};
+}
+
+}  // namespace ppb::partition

@@ -1,0 +1,308 @@
+"""ppb — memory models for pipeline-parallel training, as plugins, from Python.
+
+The same host library as the ``ppb`` command: plugin discovery (``--plugin-path`` is
+``plugin_path``, then ``PPB_PLUGIN_PATH``, then the install location next to this package), version
+choice (``"dryrun-lsq@1"``), the refusal of plugin files writable by others, the dry-run reader and
+its checks, the fit document and the partitioner. Numbers and messages are the command's.
+
+    import ppb
+    with ppb.load_model("dryrun-lsq") as model:
+        model.fit("samples/data/llama70b-pp8-dryrun.json")
+        model.predict(3, {"select": 9, "full": 1})       # MB
+        plan = ppb.partition("samples/data/llama70b-layers.json", model=model,
+                             stages=8, memory_limit_mb=30000)
+
+Errors are :class:`InvalidInput`, :class:`PluginError` and :class:`Infeasible`. NumPy is needed
+only by :meth:`Model.predict_batch`.
+"""
+
+import json as _json
+import os as _os
+import warnings as _warnings
+
+from . import _ppb
+from ._errors import Error, Infeasible, InvalidInput, PluginError
+from ._location import PLUGIN_DIR as _PLUGIN_DIR
+
+__all__ = [
+    "Error",
+    "Infeasible",
+    "InvalidInput",
+    "PluginError",
+    "DryRun",
+    "Model",
+    "KINDS",
+    "plugins",
+    "load_model",
+    "read_dryrun",
+    "partition",
+]
+
+#: The recompute kinds, in the order of every per-kind array: none, select, comm, both, full.
+KINDS = tuple(_ppb.kind_names)
+#: The plugin API this module hosts: (ABI major, API minor).
+PLUGIN_API = (_ppb.abi_major, _ppb.api_minor)
+
+DryRun = _ppb.DryRun
+DryRun.__doc__ = """Observations read from a dry-run file (ppb.dryrun/1, /2 or /3), checked.
+
+``observations`` is a list of dicts: config, num_stages, stage, schedule, micro_batches (or None),
+chunks (each ``{"layers": {kind: n}, "in_flight": f}``, plus ``"groups"`` for /3 files) and
+peak_memory_mb, with every in-flight count filled in as the fit sees it. Also ``source``,
+``revision``, ``groups``, ``num_stages``, ``micro_batches``, ``schedule``, ``num_chunks``, ``len()``.
+"""
+
+_INSTALL_DIR = _os.path.normpath(_os.path.join(_os.path.dirname(__file__), _PLUGIN_DIR))
+
+
+def _paths(plugin_path):
+    """plugin_path as a list of directory names: None, one path, or several."""
+    if plugin_path is None:
+        return []
+    if isinstance(plugin_path, (str, bytes, _os.PathLike)):
+        return [_os.fsdecode(plugin_path)]
+    return [_os.fsdecode(p) for p in plugin_path]
+
+
+def _warn(messages):
+    for message in messages:
+        _warnings.warn(f"{message} (skipped)", stacklevel=3)
+
+
+def plugins(plugin_path=None):
+    """Every ``*.so`` file on the search path, judged without running its code (``ppb plugins``).
+
+    Returns a list of dicts with ``name``, ``version`` (or None), ``api`` ("1.3", or None without
+    an entry point), ``verdict`` (usable, incompatible, not-a-plugin, refused, shadowed, failed),
+    ``reason`` and ``path``. ``plugin_path``: a directory or a list of them, searched first.
+    """
+    records, skipped = _ppb.discover(_paths(plugin_path), _INSTALL_DIR)
+    _warn(skipped)
+    return records
+
+
+def read_dryrun(path, duplicate_tolerance=0.01):
+    """Reads and checks a dry-run file (``"-"`` is standard input): a :class:`DryRun`.
+
+    Two observations of the same placement must agree within ``duplicate_tolerance`` (a fraction
+    of the larger memory). Raises :class:`InvalidInput` naming the file and the JSON path.
+    """
+    return _ppb.read_dryrun(_os.fsdecode(path), float(duplicate_tolerance))
+
+
+def _dryrun(observations, duplicate_tolerance=0.01):
+    """A DryRun from a DryRun, a file name, or a ppb.dryrun document given as a dict."""
+    if isinstance(observations, DryRun):
+        return observations
+    if isinstance(observations, dict):
+        return _ppb.parse_dryrun(_json.dumps(observations), "<observations>",
+                                 float(duplicate_tolerance))
+    if isinstance(observations, (str, bytes, _os.PathLike)):
+        return read_dryrun(observations, duplicate_tolerance)
+    raise TypeError("observations: expected a ppb.DryRun, a dry-run file name or a "
+                    f"ppb.dryrun document (dict), got {type(observations).__name__}")
+
+
+class Model:
+    """A loaded memory model (``ppb.load_model``). The plugin's library stays loaded while the model
+    lives; ``close()`` (or leaving a ``with`` block) destroys the model at once.
+
+    Placements are described as ``ppb predict`` takes them: ``stage``; ``layers`` per recompute
+    kind ``{"none": 3, "full": 1}``, or per group ``{"dense": {"none": 1}, "moe": {"full": 2}}``
+    for a model of several groups of body layers; or ``chunks``, one such dict per chunk. The
+    pipeline degree ``num_stages`` and ``micro_batches`` default to the fitted file's; each chunk's
+    in-flight count is the schedule's (1F1B: min(P - s, M), or P - s without a micro-batch count)
+    unless ``in_flight`` is given (one chunk); ``schedule`` defaults to the file's when it has as
+    many chunks.
+    """
+
+    def __init__(self, native):
+        self._native = native
+
+    # ---- identity ----
+    @property
+    def name(self):
+        """The plugin's name, e.g. ``"dryrun-lsq"``."""
+        return self._native.name
+
+    @property
+    def version(self):
+        """The plugin's version, ``"MAJOR.MINOR.PATCH"``."""
+        return self._native.version
+
+    @property
+    def api(self):
+        """The plugin API it was built for, ``"1.3"``."""
+        return self._native.api
+
+    @property
+    def needs_fit(self):
+        """Whether the model is fitted to observations (dryrun-lsq) rather than configured by its
+        options (table, analytic)."""
+        return self._native.needs_fit
+
+    @property
+    def fitted(self):
+        """Whether :meth:`fit` has succeeded."""
+        return self._native.fitted
+
+    @property
+    def kinds(self):
+        """The recompute kinds the model predicts."""
+        return self._native.kinds
+
+    @property
+    def groups(self):
+        """The model's groups of body layers in model order (``["body"]`` for one group)."""
+        return self._native.groups
+
+    @property
+    def options_help(self):
+        """The plugin's description of its options, or None."""
+        return self._native.options_help
+
+    # ---- fitting ----
+    def fit(self, observations, duplicate_tolerance=0.01):
+        """Fits the model to dry-run observations: a :class:`DryRun`, a file name, or a
+        ppb.dryrun document as a dict. Returns the model. Raises :class:`InvalidInput` when the
+        data are invalid or the plugin refuses them (the message names the file)."""
+        self._native.fit(_dryrun(observations, duplicate_tolerance))
+        return self
+
+    @property
+    def dryrun(self):
+        """The :class:`DryRun` the model was fitted to, or None."""
+        return self._native.dryrun
+
+    @property
+    def report(self):
+        """The ppb.fit/1 document as a dict, exactly what ``ppb fit --json`` prints: ``format``,
+        ``model``, ``parameters`` and ``diagnostics`` (identifiability, residuals, standard
+        errors)."""
+        return self._native.fit_document()
+
+    @property
+    def parameters(self):
+        """The fitted coefficients in MB (``report["parameters"]``): const_mb, head_mb, tail_mb,
+        param_per_layer_mb, activation_mb per kind (None where not determined); per group under
+        ``groups`` for a model of several groups."""
+        return self.report["parameters"]
+
+    # ---- predicting ----
+    def predict(self, stage, layers=None, *, num_stages=None, micro_batches=None, in_flight=None,
+                schedule=None, chunks=None):
+        """Peak memory in MB of ``stage`` holding ``layers`` (see the class docstring), as
+        ``ppb predict`` computes it. Raises :class:`InvalidInput` when the fitted observations do
+        not determine this prediction, saying which parameter and why."""
+        return self._native.predict(stage, layers, chunks, num_stages, micro_batches, in_flight,
+                                    schedule)
+
+    def std_error(self, stage, layers=None, *, num_stages=None, micro_batches=None,
+                  in_flight=None, schedule=None, chunks=None):
+        """One standard error in MB of :meth:`predict`'s value for the same placement, from the
+        fit's residuals, or None when the model has no uncertainty estimate (no degrees of
+        freedom, a table or analytic model, a plugin older than API 1.2)."""
+        return self._native.std_error(stage, layers, chunks, num_stages, micro_batches, in_flight,
+                                      schedule)
+
+    def predict_batch(self, stage, layers, *, num_stages=None, in_flight=None,
+                      micro_batches=None):
+        """Peak memory of n placements of one chunk each under 1F1B, in one call into the plugin
+        (no Python loop). Needs NumPy; lists are converted.
+
+        - ``stage``: integers, shape (n,);
+        - ``layers``: integers, shape (n, 5), columns in the order of :data:`KINDS` (none, select,
+          comm, both, full); for a model of several groups shape (n, G, 5), groups in the order
+          of :attr:`groups`;
+        - ``num_stages``: an integer or shape (n,); default the fitted file's;
+        - ``in_flight``: an integer or shape (n,); default the 1F1B count min(P - s, M) with
+          ``micro_batches`` (default the fitted file's; none known: P - s).
+
+        Returns a float64 array of shape (n,), equal to :meth:`predict` row by row.
+        """
+        import numpy as np
+
+        stage = np.asarray(stage)
+        if num_stages is None:
+            fitted = self.dryrun
+            num_stages = fitted.num_stages if fitted is not None else None
+            if num_stages is None:
+                raise InvalidInput("missing num_stages (the fitted observations do not give "
+                                   "num_stages)")
+        return self._native.predict_batch(
+            stage, np.asarray(layers), np.asarray(num_stages),
+            np.zeros(0, dtype=np.int64) if in_flight is None else np.asarray(in_flight),
+            micro_batches)
+
+    # ---- lifetime ----
+    def close(self):
+        """Destroys the model now; later calls raise ValueError."""
+        self._native.close()
+
+    @property
+    def closed(self):
+        return self._native.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self.closed:
+            return f"<ppb.Model {self._native.spec!r} (closed)>"
+        return f"<ppb.Model {self.name} {self.version} ({self._native.source})>"
+
+
+def load_model(model="dryrun-lsq", options=None, plugin_path=None):
+    """Loads the memory model ``model`` (``NAME[@VERSION]``: ``"dryrun-lsq"``, ``"dryrun-lsq@1"``,
+    ``"table@1.0"``; the highest usable version matching the pin) and creates it with ``options``
+    (a dict, or JSON text: ``{"rank_tolerance": 1e-10}`` for dryrun-lsq, a SAPP layer file's
+    contents for table, the model's shape for analytic).
+
+    Raises :class:`PluginError` when no usable plugin matches (the message lists what is
+    installed) or it fails to load, :class:`InvalidInput` for a malformed name or options the
+    model refuses.
+    """
+    if options is None:
+        options_json = "{}"
+    elif isinstance(options, str):
+        options_json = options
+    else:
+        options_json = _json.dumps(options)
+    return Model(_ppb.open_model(model, options_json, _paths(plugin_path), _INSTALL_DIR))
+
+
+def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun=None,
+              micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
+              recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
+              refine=False, model_options=None, plugin_path=None, duplicate_tolerance=0.01):
+    """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
+
+    ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
+    :class:`Model` (fitted, or configured by its options), or a ``NAME[@VERSION]`` to load with
+    ``model_options`` and fit to ``dryrun`` (a file, a dict or a :class:`DryRun`). The other
+    arguments are ``ppb partition``'s options (``--memory-margin-mb`` is ``memory_margin_mb``,
+    ...); ``micro_batches`` defaults to the dry-run file's.
+
+    Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
+    """
+    owned = None
+    if isinstance(model, Model):
+        loaded = model
+        if dryrun is not None:
+            loaded.fit(dryrun, duplicate_tolerance)
+    else:
+        owned = loaded = load_model(model, model_options, plugin_path)
+        if dryrun is not None:
+            loaded.fit(dryrun, duplicate_tolerance)
+    try:
+        return loaded._native.partition(
+            _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
+            float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
+            recompute_rule, schedule, chunks, objective, bool(refine))
+    finally:
+        if owned is not None:
+            owned.close()

@@ -1,0 +1,724 @@
+// ppb._ppb — the Python binding of the host library: discovery, version choice, loading, the
+// dry-run reader, the fit document, the partitioner and the SAPP layer-file writer are the same
+// code as the ppb command's. The package ppb (python/ppb/__init__.py) wraps it with the Pythonic
+// surface; this file turns Python values into the library's types and back, and the library's
+// exceptions into ppb.InvalidInput, ppb.PluginError and ppb.Infeasible.
+#include <ppb/discovery.hpp>
+#include <ppb/dryrun_format.hpp>
+#include <ppb/errors.hpp>
+#include <ppb/fit_format.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/limits.hpp>
+#include <ppb/memory_model.hpp>
+#include <ppb/model_session.hpp>
+#include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/plan_document.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/partition/sapp_export.hpp>
+#include <ppb/partition/time_model.hpp>
+#include <ppb/placement.hpp>
+#include <ppb/schedule.hpp>
+#include <ppb/search_path.hpp>
+
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace ppb::python {
+namespace {
+
+using IntArray = py::array_t<long long, py::array::c_style | py::array::forcecast>;
+
+// ---- Values across the boundary ----
+
+// A JSON document as Python dicts, lists and numbers: through the json module, whose float
+// parsing gives back each double exactly as Boost.JSON wrote it.
+py::object to_python(const boost::json::value& value) {
+    return py::module_::import("json").attr("loads")(boost::json::serialize(value));
+}
+
+// A count from Python: a non-negative integer within `range`, or ppb.InvalidInput naming `what`.
+std::uint32_t count_in(py::handle value, const limits::CountRange& range, std::string_view what) {
+    if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
+        throw InputError(fmt::format("{}: expected a whole number, got {}", what,
+                                     py::str(py::repr(value)).cast<std::string>()));
+    }
+    const auto n = value.cast<long long>();
+    if (n < static_cast<long long>(range.min) || n > static_cast<long long>(range.max))
+        throw InputError(
+            fmt::format("{}: {}", what, limits::out_of_range(std::to_string(n), range)));
+    return static_cast<std::uint32_t>(n);
+}
+
+// {"none": 3, "full": 1}: counts per kind, each kind once.
+std::array<std::uint32_t, PPB_KIND_COUNT> kind_counts(const py::dict& layers,
+                                                      std::string_view what) {
+    std::array<std::uint32_t, PPB_KIND_COUNT> counts{};
+    for (const auto& [key, value] : layers) {
+        const auto name = py::str(key).cast<std::string>();
+        const auto kind = kind_from_name(name);
+        if (!kind) {
+            throw InputError(fmt::format(
+                "{}: unknown recompute kind '{}' (expected none, select, comm, both or full)", what,
+                name));
+        }
+        counts[*kind] = count_in(value, limits::layers_or_none, fmt::format("{}.{}", what, name));
+    }
+    return counts;
+}
+
+bool counts_per_group(const py::dict& layers) {
+    for (const auto& item : layers) {
+        if (py::isinstance<py::dict>(item.second))
+            return true;
+    }
+    return false;
+}
+
+// ---- The dry-run set ----
+
+struct DryRun {
+    DryRunSet set;
+    std::string source;  // the file name, or "<observations>" for a document given as a dict
+};
+
+py::dict chunk_dict(const ppb_chunk& chunk) {
+    py::dict layers;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        if (chunk.layers[k] != 0)
+            layers[py::str(std::string(kind_names[k]))] = chunk.layers[k];
+    }
+    py::dict out;
+    out["layers"] = layers;
+    out["in_flight"] = chunk.in_flight;
+    return out;
+}
+
+// One observation as a dict: the placement, as the reader completed it (in-flight counts filled
+// in), and its peak.
+py::dict observation_dict(const DryRunSet& set, const Observation& o) {
+    py::dict out;
+    out["config"] = o.config;
+    out["num_stages"] = o.placement.num_stages;
+    out["stage"] = o.placement.stage;
+    out["schedule"] = std::string(schedule_name(o.placement.schedule));
+    out["micro_batches"] =
+        o.micro_batches == 0 ? py::object(py::none()) : py::object(py::int_(o.micro_batches));
+    py::list chunks;
+    for (std::size_t c = 0; c < o.placement.chunks.size(); ++c) {
+        py::dict chunk = chunk_dict(o.placement.chunks[c]);
+        if (o.placement.grouped()) {
+            py::dict groups;
+            for (std::size_t g = 0; g < set.groups.size(); ++g) {
+                py::dict of_group;
+                for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                    const auto n = o.placement.group_layer(c, g, k);
+                    if (n != 0)
+                        of_group[py::str(std::string(kind_names[k]))] = n;
+                }
+                groups[py::str(set.groups[g])] = of_group;
+            }
+            chunk["groups"] = groups;
+        }
+        chunks.append(chunk);
+    }
+    out["chunks"] = chunks;
+    out["peak_memory_mb"] = o.peak_memory_mb;
+    return out;
+}
+
+// ---- The model ----
+
+class Model {
+  public:
+    Model(MemoryModel model, std::string spec) : model_(std::move(model)), spec_(std::move(spec)) {}
+
+    MemoryModel& get() {
+        if (!model_)
+            throw py::value_error("this ppb model is closed");
+        return *model_;
+    }
+    const MemoryModel& get() const { return const_cast<Model*>(this)->get(); }
+
+    void close() noexcept { model_.reset(); }
+    [[nodiscard]] bool closed() const noexcept { return !model_.has_value(); }
+
+    void fit(const DryRun& dryrun) {
+        fit_model(get(), dryrun.set, dryrun.source);
+        fitted_ = dryrun;
+    }
+    [[nodiscard]] const std::optional<DryRun>& fitted() const noexcept { return fitted_; }
+    [[nodiscard]] const std::string& spec() const noexcept { return spec_; }
+
+    // "fitted to 13 observations of FILE" or "configured by its options", as `ppb` says it.
+    [[nodiscard]] std::string source() const {
+        if (fitted_) {
+            return fmt::format("fitted to {} observations of {}", fitted_->set.observations.size(),
+                               fitted_->source);
+        }
+        return get().needs_fit() ? "not fitted" : "configured by its options";
+    }
+
+    // The ppb.fit/1 document (what `ppb fit --json` prints).
+    [[nodiscard]] boost::json::object fit_document() const {
+        const MemoryModel& m = get();
+        return make_fit_document(m.name(), m.version(), m.report());
+    }
+
+  private:
+    std::optional<MemoryModel> model_;
+    std::string spec_;
+    std::optional<DryRun> fitted_;
+};
+
+// A stage placement from predict()'s arguments, as `ppb predict` builds it from its options:
+// the pipeline and micro-batches default to the fitted file's; the schedule is the one given,
+// else the file's when it has as many chunks, else 1F1B (one chunk) or interleaved (more than
+// two); each chunk's in-flight count is the schedule's unless `in_flight` is given (one chunk).
+StagePlacement stage_placement(const Model& model, py::handle stage_arg, py::handle layers_arg,
+                               py::handle chunks_arg, py::handle num_stages_arg,
+                               py::handle micro_batches_arg, py::handle in_flight_arg,
+                               py::handle schedule_arg) {
+    const MemoryModel& m = model.get();
+    const DryRunSet* dryrun = model.fitted() ? &model.fitted()->set : nullptr;
+    std::vector<py::dict> chunk_layers;
+    if (layers_arg.is_none() == chunks_arg.is_none()) {
+        throw InputError(
+            "give the stage's layers: layers for one chunk, or chunks (a list of layers, one per "
+            "chunk), not both");
+    }
+    if (!layers_arg.is_none()) {
+        chunk_layers.push_back(py::cast<py::dict>(layers_arg));
+    } else {
+        for (const auto item : py::cast<py::list>(chunks_arg))
+            chunk_layers.push_back(py::cast<py::dict>(item));
+        if (chunk_layers.empty())
+            throw InputError("chunks: give one layers dict per chunk (none given)");
+    }
+    const std::uint32_t stages = num_stages_arg.is_none()
+                                     ? (dryrun ? dryrun->num_stages : 0)
+                                     : count_in(num_stages_arg, limits::stages, "num_stages");
+    if (stages == 0) {
+        throw InputError(dryrun ? fmt::format("{} has no top-level num_stages: give num_stages",
+                                              model.fitted()->source)
+                                : std::string("missing num_stages"));
+    }
+    const std::uint32_t stage = count_in(stage_arg, {0, limits::stages.max - 1, ""}, "stage");
+    if (stage >= stages) {
+        throw InputError(
+            fmt::format("stage {} is not a stage of a {}-stage pipeline (expected 0..{})", stage,
+                        stages, stages - 1));
+    }
+    const std::uint32_t micro_batches =
+        micro_batches_arg.is_none()
+            ? (dryrun ? dryrun->micro_batches : 0)
+            : count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
+    const auto v = static_cast<std::uint32_t>(chunk_layers.size());
+    Schedule schedule = Schedule::one_f_one_b;
+    if (!schedule_arg.is_none()) {
+        const auto name = py::str(schedule_arg).cast<std::string>();
+        const auto parsed = schedule_from_name(name);
+        if (!parsed) {
+            throw InputError(
+                fmt::format("schedule: unknown schedule '{}' (expected 1f1b, interleaved, "
+                            "interleaved-less-memory or dualpipe-v)",
+                            name));
+        }
+        schedule = *parsed;
+    } else if (dryrun && dryrun->num_chunks == v) {
+        schedule = dryrun->schedule;
+    } else if (v == 2) {
+        throw InputError(
+            "two chunks: give schedule (interleaved, interleaved-less-memory or dualpipe-v)");
+    } else if (v > 2) {
+        schedule = Schedule::interleaved;
+    }
+
+    const std::vector<std::string> groups = m.groups();
+    bool grouped = false;
+    for (const auto& layers : chunk_layers)
+        grouped = grouped || counts_per_group(layers);
+    StagePlacement placement{stages, stage, std::vector<ppb_chunk>(v), schedule};
+    if (grouped || groups.size() > 1) {
+        std::vector<std::uint32_t> counts(std::size_t{v} * groups.size() * PPB_KIND_COUNT, 0);
+        for (std::uint32_t c = 0; c < v; ++c) {
+            const std::string what = v == 1 ? "layers" : fmt::format("chunks[{}]", c);
+            for (const auto& [key, value] : chunk_layers[c]) {
+                const auto name = py::str(key).cast<std::string>();
+                if (!py::isinstance<py::dict>(value)) {
+                    throw InputError(fmt::format(
+                        "{}: '{}' does not say its group, but the memory model distinguishes {} "
+                        "groups of body layers ({}): give {{GROUP: {{KIND: N}}}}, e.g. "
+                        "{{\"{}\": {{\"{}\": ...}}}}",
+                        what, name, groups.size(), fmt::join(groups, ", "), groups.back(), name));
+                }
+                const auto it = std::find(groups.begin(), groups.end(), name);
+                if (it == groups.end()) {
+                    throw InputError(
+                        fmt::format("{}: unknown group '{}' (the model's groups are: {})", what,
+                                    name, fmt::join(groups, ", ")));
+                }
+                const auto g = static_cast<std::size_t>(it - groups.begin());
+                const auto of_group =
+                    kind_counts(py::cast<py::dict>(value), fmt::format("{}.{}", what, name));
+                std::copy(of_group.begin(), of_group.end(),
+                          counts.begin() + static_cast<std::ptrdiff_t>((c * groups.size() + g) *
+                                                                       PPB_KIND_COUNT));
+            }
+        }
+        placement.set_group_layers(std::move(counts));
+    } else {
+        for (std::uint32_t c = 0; c < v; ++c) {
+            const auto counts =
+                kind_counts(chunk_layers[c], v == 1 ? "layers" : fmt::format("chunks[{}]", c));
+            std::copy(counts.begin(), counts.end(), placement.chunks[c].layers);
+        }
+    }
+    if (!in_flight_arg.is_none()) {
+        if (v != 1)
+            throw InputError(
+                "in_flight is for one chunk; with chunks the schedule's counts are used");
+        placement.chunks.front().in_flight =
+            count_in(in_flight_arg, limits::in_flight, "in_flight");
+    } else {
+        std::vector<std::uint32_t> counts;
+        try {
+            counts = in_flight_counts(schedule, stages, stage, micro_batches, v);
+        } catch (const std::exception& e) {
+            throw InputError(fmt::format("schedule {}: {}", schedule_name(schedule), e.what()));
+        }
+        for (std::uint32_t c = 0; c < v; ++c)
+            placement.chunks[c].in_flight = counts[c];
+    }
+    return placement;
+}
+
+double predict(const Model& model, const StagePlacement& placement) {
+    const MemoryModel& m = model.get();
+    return placement.grouped() ? m.predict_grouped(placement.grouped_view())
+                               : m.predict(placement.view());
+}
+
+std::optional<double> std_error(const Model& model, const StagePlacement& placement) {
+    const MemoryModel& m = model.get();
+    return placement.grouped() ? m.predict_grouped_std_error(placement.grouped_view())
+                               : m.predict_std_error(placement.view());
+}
+
+// predict_batch: n placements of one chunk each under 1F1B, from arrays (see the Python
+// docstring for the layout). One call into the plugin for all of them.
+py::array_t<double> predict_batch(const Model& model, const IntArray& stage, const IntArray& layers,
+                                  const IntArray& num_stages, const IntArray& in_flight,
+                                  std::optional<long long> micro_batches) {
+    const MemoryModel& m = model.get();
+    if (stage.ndim() != 1)
+        throw InputError(
+            fmt::format("stage: expected a 1-D array, got {} dimensions", stage.ndim()));
+    const auto n = static_cast<std::size_t>(stage.shape(0));
+    const std::vector<std::string> groups = m.groups();
+    const bool grouped = layers.ndim() == 3;
+    if (layers.ndim() != 2 && layers.ndim() != 3) {
+        throw InputError(fmt::format(
+            "layers: expected an array of shape (n, 5) or (n, groups, 5), got {} dimensions",
+            layers.ndim()));
+    }
+    const auto group_count = grouped ? static_cast<std::size_t>(layers.shape(1)) : 1;
+    if (static_cast<std::size_t>(layers.shape(0)) != n ||
+        static_cast<std::size_t>(layers.shape(layers.ndim() - 1)) != PPB_KIND_COUNT) {
+        throw InputError(fmt::format(
+            "layers: expected shape ({}, {}5), got ({})", n,
+            grouped ? fmt::format("{}, ", group_count) : "",
+            fmt::join(std::vector<long long>(layers.shape(), layers.shape() + layers.ndim()),
+                      ", ")));
+    }
+    if (grouped && group_count != groups.size()) {
+        throw InputError(
+            fmt::format("layers: {} groups per placement, but the memory model has {} ({})",
+                        group_count, groups.size(), fmt::join(groups, ", ")));
+    }
+    if (!grouped && groups.size() > 1) {
+        throw InputError(fmt::format(
+            "layers: the memory model distinguishes {} groups of body layers ({}): give an array "
+            "of shape (n, {}, 5)",
+            groups.size(), fmt::join(groups, ", "), groups.size()));
+    }
+    const auto per_row = [&](const IntArray& a, std::string_view what) {
+        if (a.ndim() == 0)
+            return false;
+        if (a.ndim() != 1 || static_cast<std::size_t>(a.shape(0)) != n)
+            throw InputError(
+                fmt::format("{}: expected a number or an array of shape ({})", what, n));
+        return true;
+    };
+    const bool stages_per_row = per_row(num_stages, "num_stages");
+    const bool in_flight_given = in_flight.size() != 0;
+    const bool in_flight_per_row = in_flight_given && per_row(in_flight, "in_flight");
+    const std::uint32_t m_count =
+        micro_batches ? count_in(py::int_(*micro_batches), limits::micro_batches, "micro_batches")
+                      : (model.fitted() ? model.fitted()->set.micro_batches : 0);
+    const auto s_view = stage.unchecked<1>();
+    const auto* p_data = num_stages.data();
+    const auto* f_data = in_flight.data();
+    const auto* l_data = layers.data();
+    const auto check = [](long long value, const limits::CountRange& range, std::string_view what,
+                          std::size_t row) {
+        if (value < static_cast<long long>(range.min) ||
+            value > static_cast<long long>(range.max)) {
+            throw InputError(fmt::format("{}[{}]: {}", what, row,
+                                         limits::out_of_range(std::to_string(value), range)));
+        }
+        return static_cast<std::uint32_t>(value);
+    };
+    std::vector<StagePlacement> placements(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        StagePlacement& p = placements[i];
+        p.num_stages = check(p_data[stages_per_row ? i : 0], limits::stages, "num_stages", i);
+        p.stage =
+            check(s_view(static_cast<py::ssize_t>(i)), {0, limits::stages.max - 1, ""}, "stage", i);
+        if (p.stage >= p.num_stages) {
+            throw InputError(fmt::format(
+                "placement {}: stage {} is not a stage of a {}-stage pipeline (expected 0..{})", i,
+                p.stage, p.num_stages, p.num_stages - 1));
+        }
+        p.chunks.assign(1, ppb_chunk{});
+        if (in_flight_given) {
+            p.chunks[0].in_flight =
+                check(f_data[in_flight_per_row ? i : 0], limits::in_flight, "in_flight", i);
+        } else {
+            p.chunks[0].in_flight =
+                in_flight_counts(Schedule::one_f_one_b, p.num_stages, p.stage, m_count)[0];
+        }
+        const long long* row = l_data + i * group_count * PPB_KIND_COUNT;
+        std::vector<std::uint32_t> counts(group_count * PPB_KIND_COUNT);
+        for (std::size_t j = 0; j < counts.size(); ++j)
+            counts[j] = check(row[j], limits::layers_or_none, "layers", i);
+        if (grouped) {
+            p.set_group_layers(std::move(counts));
+        } else {
+            std::copy(counts.begin(), counts.end(), p.chunks[0].layers);
+        }
+    }
+    std::vector<double> out;
+    if (grouped) {
+        std::vector<ppb_grouped_placement> views;
+        views.reserve(n);
+        for (const auto& p : placements)
+            views.push_back(p.grouped_view());
+        out = m.predict_grouped_batch(views);
+    } else {
+        std::vector<ppb_placement> views;
+        views.reserve(n);
+        for (const auto& p : placements)
+            views.push_back(p.view());
+        out = m.predict_batch(views);
+    }
+    py::array_t<double> result(static_cast<py::ssize_t>(n));
+    std::copy(out.begin(), out.end(), result.mutable_data());
+    return result;
+}
+
+// ppb.partition/1 of the optimal plan, as `ppb partition --json` prints it.
+py::object plan_partition(const Model& model, const std::string& model_desc, py::handle stages_arg,
+                          double memory_limit_mb, py::handle micro_batches_arg,
+                          double memory_margin_mb, double memory_margin_sigma,
+                          const std::vector<std::string>& kinds, const std::string& recompute_rule,
+                          const std::string& schedule, py::handle chunks_arg,
+                          const std::string& objective, bool refine) {
+    partition::Problem problem;
+    problem.num_stages = count_in(stages_arg, limits::stages, "stages");
+    if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
+        throw InputError("memory_limit_mb: expected a positive number of MB");
+    problem.memory_limit_mb = memory_limit_mb;
+    if (!(memory_margin_mb >= 0.0) || memory_margin_mb >= memory_limit_mb)
+        throw InputError("memory_margin_mb: expected at least 0 and less than memory_limit_mb");
+    problem.memory_margin_mb = memory_margin_mb;
+    if (!(memory_margin_sigma >= limits::margin_sigma.min) ||
+        memory_margin_sigma > limits::margin_sigma.max) {
+        throw InputError(fmt::format(
+            "memory_margin_sigma: {}",
+            limits::out_of_range(fmt::format("{}", memory_margin_sigma), limits::margin_sigma)));
+    }
+    problem.memory_margin_sigma = memory_margin_sigma;
+    if (!kinds.empty()) {
+        std::uint32_t mask = 0;
+        for (const auto& name : kinds) {
+            const auto kind = kind_from_name(name);
+            if (!kind) {
+                throw InputError(fmt::format(
+                    "kinds: unknown recompute kind '{}' (expected none, select, comm, both or "
+                    "full)",
+                    name));
+            }
+            mask |= PPB_KIND_BIT(*kind);
+        }
+        problem.kinds = mask;
+    }
+    if (recompute_rule != "mindformers" && recompute_rule != "any") {
+        throw InputError(fmt::format("recompute_rule: expected 'mindformers' or 'any', got '{}'",
+                                     recompute_rule));
+    }
+    problem.rule = recompute_rule == "any" ? partition::RecomputeRule::any
+                                           : partition::RecomputeRule::mindformers;
+    const auto parsed_schedule = schedule_from_name(schedule);
+    if (!parsed_schedule) {
+        throw InputError(fmt::format(
+            "schedule: unknown schedule '{}' (expected 1f1b, interleaved, interleaved-less-memory "
+            "or dualpipe-v)",
+            schedule));
+    }
+    problem.schedule = *parsed_schedule;
+    problem.chunks = chunks_arg.is_none() ? (problem.schedule == Schedule::one_f_one_b ? 1 : 2)
+                                          : count_in(chunks_arg, limits::chunks, "chunks");
+    if (objective != "auto" && objective != "stages" && objective != "slots") {
+        throw InputError(
+            fmt::format("objective: expected 'auto', 'stages' or 'slots', got '{}'", objective));
+    }
+    problem.objective =
+        objective == "slots" ? partition::ChunkObjective::slots : partition::ChunkObjective::stages;
+    problem.time = partition::read_time_model(model_desc);
+    if (!problem.time.warnings.empty()) {
+        const auto warn = py::module_::import("warnings").attr("warn");
+        for (const std::string& warning : problem.time.warnings)
+            warn(warning, py::module_::import("builtins").attr("UserWarning"), 2);
+    }
+    const DryRunSet* dryrun = model.fitted() ? &model.fitted()->set : nullptr;
+    problem.micro_batches =
+        micro_batches_arg.is_none()
+            ? (dryrun ? dryrun->micro_batches : 0)
+            : count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
+    if (problem.micro_batches == 0)
+        throw InputError("missing micro_batches (the dry-run file does not give micro_batches)");
+    const MemoryModel& m = model.get();
+    if (m.needs_fit() && !model.fitted()) {
+        throw InputError(fmt::format(
+            "memory model '{}' is fitted to dry-run observations: fit it first, or give dryrun",
+            m.name()));
+    }
+    if (refine && !problem.chunked())
+        throw InputError(
+            "refine: 1f1b plans are exact already; it is for the schedules with chunks");
+    const partition::PlannedPartition planned = partition::plan_with_model(
+        problem, m, {.choose_objective = objective == "auto", .refine = refine});
+    const partition::PartitionContext context{m.name(), m.version(), model.source()};
+    return to_python(
+        partition::partition_document(planned.problem, planned.plan, context, planned.simulation));
+}
+
+// Python exceptions of the package (ppb/_errors.py), raised from the library's with their
+// messages: the ppb command's words.
+py::object error_class(const char* name) {
+    return py::module_::import("ppb._errors").attr(name);
+}
+void raise_instance(const py::object& instance) {
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
+}
+
+void translate(std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const partition::Infeasible& e) {
+        // The smallest feasible limit, or None when no limit would do.
+        const double limit = e.smallest_feasible_limit_mb();
+        raise_instance(error_class("Infeasible")(
+            std::string(e.what()),
+            std::isfinite(limit) ? py::object(py::float_(limit)) : py::object(py::none())));
+    } catch (const ModelError& e) {
+        // The model refused the caller's data (invalid, or not determining the answer): the
+        // input is at fault. Anything else is the plugin's failure.
+        raise_instance(error_class(e.is_input_error() ? "InvalidInput"
+                                                      : "PluginError")(std::string(e.what())));
+    } catch (const InputError& e) {
+        raise_instance(error_class("InvalidInput")(std::string(e.what())));
+    } catch (const PluginError& e) {
+        raise_instance(error_class("PluginError")(std::string(e.what())));
+    }
+}
+
+}  // namespace
+}  // namespace ppb::python
+
+PYBIND11_MODULE(_ppb, module) {
+    using namespace ppb;
+    using namespace ppb::python;
+    module.doc() =
+        "The ppb host library (discovery, loading, formats, partitioner); use the package ppb.";
+    module.attr("abi_major") = PPB_ABI_MAJOR;
+    module.attr("api_minor") = PPB_API_MINOR;
+    module.attr("kind_names") = std::vector<std::string>(kind_names.begin(), kind_names.end());
+    py::register_exception_translator(&translate);
+
+    module.def(
+        "discover",
+        [](const std::vector<std::string>& plugin_path, const std::string& install_dir) {
+            const char* env = std::getenv(std::string(plugin_path_variable).c_str());
+            const SearchPath path =
+                make_search_path_with_install_dir(plugin_path, env, install_dir, "plugin_path");
+            const char* debug = std::getenv("PPB_DEBUG_PLUGINS");
+            DiscoveryTrace trace;
+            if (debug != nullptr && *debug != '\0' && std::string_view(debug) != "0") {
+                trace = [](const std::string& line) {
+                    fmt::print(stderr, "ppb: plugins: {}\n", line);
+                };
+            }
+            py::list records;
+            for (const PluginCandidate& c : discover_plugins(path, trace)) {
+                py::dict r;
+                r["name"] = c.name;
+                r["version"] = c.version ? py::object(py::str(c.version->to_string()))
+                                         : py::object(py::none());
+                r["api"] =
+                    c.entry_point.empty()
+                        ? py::object(py::none())
+                        : py::object(py::str(fmt::format("{}.{}", c.abi_major, c.api_minor)));
+                r["verdict"] = std::string(verdict_name(c.verdict));
+                r["reason"] = c.reason;
+                r["path"] = c.path.string();
+                records.append(r);
+            }
+            return py::make_tuple(records, path.warnings);
+        },
+        py::arg("plugin_path"), py::arg("install_dir"));
+
+    py::class_<DryRun>(module, "DryRun")
+        .def_property_readonly("source", [](const DryRun& d) { return d.source; })
+        .def_property_readonly("revision", [](const DryRun& d) { return d.set.revision; })
+        .def_property_readonly("groups", [](const DryRun& d) { return d.set.groups; })
+        .def_property_readonly("num_stages",
+                               [](const DryRun& d) -> py::object {
+                                   return d.set.num_stages == 0 ? py::object(py::none())
+                                                                : py::int_(d.set.num_stages);
+                               })
+        .def_property_readonly("micro_batches",
+                               [](const DryRun& d) -> py::object {
+                                   return d.set.micro_batches == 0 ? py::object(py::none())
+                                                                   : py::int_(d.set.micro_batches);
+                               })
+        .def_property_readonly(
+            "schedule", [](const DryRun& d) { return std::string(schedule_name(d.set.schedule)); })
+        .def_property_readonly("num_chunks", [](const DryRun& d) { return d.set.num_chunks; })
+        .def_property_readonly("observations",
+                               [](const DryRun& d) {
+                                   py::list out;
+                                   for (const auto& o : d.set.observations)
+                                       out.append(observation_dict(d.set, o));
+                                   return out;
+                               })
+        .def("__len__", [](const DryRun& d) { return d.set.observations.size(); });
+
+    module.def(
+        "read_dryrun",
+        [](const std::string& path, double tolerance) {
+            return DryRun{read_dryrun_file(path, {tolerance}), path};
+        },
+        py::arg("path"), py::arg("duplicate_tolerance"));
+    module.def(
+        "parse_dryrun",
+        [](const std::string& text, const std::string& source, double tolerance) {
+            return DryRun{parse_dryrun(text, source, {tolerance}), source};
+        },
+        py::arg("text"), py::arg("source"), py::arg("duplicate_tolerance"));
+
+    module.def(
+        "open_model",
+        [](const std::string& spec, const std::string& options_json,
+           const std::vector<std::string>& plugin_path, const std::string& install_dir) {
+            const char* env = std::getenv(std::string(plugin_path_variable).c_str());
+            const SearchPath path =
+                make_search_path_with_install_dir(plugin_path, env, install_dir, "plugin_path");
+            return Model(open_model_spec(discover_plugins(path), spec, options_json), spec);
+        },
+        py::arg("spec"), py::arg("options_json"), py::arg("plugin_path"), py::arg("install_dir"));
+
+    py::class_<Model>(module, "Model")
+        .def_property_readonly("name", [](const Model& m) { return m.get().name(); })
+        .def_property_readonly("version", [](const Model& m) { return m.get().version(); })
+        .def_property_readonly("spec", &Model::spec)
+        .def_property_readonly("api",
+                               [](const Model& m) {
+                                   return fmt::format("{}.{}", m.get().api().abi_major,
+                                                      m.get().api_minor());
+                               })
+        .def_property_readonly("needs_fit", [](const Model& m) { return m.get().needs_fit(); })
+        .def_property_readonly("fitted", [](const Model& m) { return m.fitted().has_value(); })
+        .def_property_readonly("kinds",
+                               [](const Model& m) {
+                                   std::vector<std::string> out;
+                                   for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                                       if ((m.get().kinds() & PPB_KIND_BIT(k)) != 0)
+                                           out.emplace_back(kind_names[k]);
+                                   }
+                                   return out;
+                               })
+        .def_property_readonly("groups", [](const Model& m) { return m.get().groups(); })
+        .def_property_readonly("options_help",
+                               [](const Model& m) { return m.get().options_help(); })
+        .def_property_readonly("source", &Model::source)
+        .def_property_readonly("dryrun",
+                               [](const Model& m) -> py::object {
+                                   return m.fitted() ? py::cast(*m.fitted()) : py::none();
+                               })
+        .def_property_readonly("closed", &Model::closed)
+        .def("close", &Model::close)
+        .def("fit", &Model::fit, py::arg("dryrun"))
+        .def("fit_document", [](const Model& m) { return to_python(m.fit_document()); })
+        .def(
+            "predict",
+            [](const Model& m, py::handle stage, py::handle layers, py::handle chunks,
+               py::handle num_stages, py::handle micro_batches, py::handle in_flight,
+               py::handle schedule) {
+                return predict(m, stage_placement(m, stage, layers, chunks, num_stages,
+                                                  micro_batches, in_flight, schedule));
+            },
+            py::arg("stage"), py::arg("layers"), py::arg("chunks"), py::arg("num_stages"),
+            py::arg("micro_batches"), py::arg("in_flight"), py::arg("schedule"))
+        .def(
+            "std_error",
+            [](const Model& m, py::handle stage, py::handle layers, py::handle chunks,
+               py::handle num_stages, py::handle micro_batches, py::handle in_flight,
+               py::handle schedule) {
+                return std_error(m, stage_placement(m, stage, layers, chunks, num_stages,
+                                                    micro_batches, in_flight, schedule));
+            },
+            py::arg("stage"), py::arg("layers"), py::arg("chunks"), py::arg("num_stages"),
+            py::arg("micro_batches"), py::arg("in_flight"), py::arg("schedule"))
+        .def("predict_batch", &predict_batch, py::arg("stage"), py::arg("layers"),
+             py::arg("num_stages"), py::arg("in_flight"), py::arg("micro_batches"))
+        .def("partition", &plan_partition, py::arg("model_desc"), py::arg("stages"),
+             py::arg("memory_limit_mb"), py::arg("micro_batches"), py::arg("memory_margin_mb"),
+             py::arg("memory_margin_sigma"), py::arg("kinds"), py::arg("recompute_rule"),
+             py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"))
+        .def(
+            "sapp_layer_file",
+            [](const Model& m, std::optional<std::string> layer_template, const std::string& name,
+               bool fold_negative_constant) {
+                if (!m.fitted())
+                    throw InputError(
+                        "the SAPP layer file is written from a fit: fit the model first");
+                partition::SappExportOptions options;
+                options.layer_template = std::move(layer_template);
+                options.name = name;
+                options.fold_negative_constant = fold_negative_constant;
+                const auto layers =
+                    partition::sapp_layer_file(m.fit_document(), m.fitted()->set, options);
+                return py::make_tuple(sapp::write_layer_file(layers), layers.warnings);
+            },
+            py::arg("layer_template"), py::arg("name"), py::arg("fold_negative_constant"));
+}

@@ -1,0 +1,209 @@
+"""The module against the ppb command on the bundled samples: the same numbers, documents and
+messages, since both run the host library's code."""
+
+import json
+import math
+import os
+import stat
+
+import pytest
+
+import ppb
+from conftest import LLAMA_DRYRUN, LLAMA_LAYERS, MOE_DRYRUN, MOE_LAYERS, error_message
+
+
+def test_plugins_lists_the_built_plugins_as_the_command_does(cli):
+    records = ppb.plugins()
+    listed = cli.json("plugins")
+    by_path = {r["path"]: r for r in records}
+    assert {(p["name"], p["version"], p["verdict"]) for p in listed["plugins"]} == {
+        (r["name"], r["version"], r["verdict"]) for r in records}
+    lsq = [r for r in records if r["name"] == "dryrun-lsq"]
+    assert len(lsq) == 1 and lsq[0]["verdict"] == "usable" and lsq[0]["api"] == "1.3"
+    assert os.path.basename(lsq[0]["path"]) == f"ppb-dryrun-lsq-{lsq[0]['version']}.so"
+    assert all(os.path.isabs(p) for p in by_path)
+
+
+def test_fit_report_is_ppb_fit_json(cli):
+    with ppb.load_model("dryrun-lsq@1") as model:
+        model.fit(LLAMA_DRYRUN)
+        assert model.report == cli.json("fit", LLAMA_DRYRUN)
+        assert model.parameters == model.report["parameters"]
+        assert model.groups == ["body"]
+        assert model.name == "dryrun-lsq" and model.api == "1.3" and model.fitted
+
+
+def test_predict_and_std_error_equal_ppb_predict(cli):
+    model = ppb.load_model().fit(str(LLAMA_DRYRUN))
+    for stage, layers, flags in [
+        (3, {"select": 9, "full": 1}, []),
+        (0, {"select": 5, "full": 4}, []),
+        (7, {"none": 6, "select": 5}, []),
+        (2, {"none": 4, "full": 6}, ["--in-flight", "3"]),
+    ]:
+        items = ",".join(f"{k}={n}" for k, n in layers.items())
+        expected = cli.json("predict", LLAMA_DRYRUN, "--stage", stage, "--layers", items, *flags)
+        in_flight = int(flags[1]) if flags else None
+        assert model.predict(stage, layers, in_flight=in_flight) == expected["peak_memory_mb"]
+        assert model.std_error(stage, layers, in_flight=in_flight) == expected["std_error_mb"]
+        assert expected["std_error_mb"] is not None and expected["std_error_mb"] > 0
+
+
+def test_fit_accepts_a_dict_and_a_dryrun_object():
+    with open(LLAMA_DRYRUN, encoding="utf-8") as f:
+        document = json.load(f)
+    dryrun = ppb.read_dryrun(LLAMA_DRYRUN)
+    assert len(dryrun) == len(document["observations"]) == 13
+    assert dryrun.num_stages == 8 and dryrun.micro_batches == 32 and dryrun.schedule == "1f1b"
+    first = dryrun.observations[0]
+    assert first["stage"] == 0 and first["peak_memory_mb"] == 29874.2
+    # The reader fills in 1F1B's in-flight count, min(P - s, M).
+    assert first["chunks"] == [{"layers": {"select": 6, "full": 3}, "in_flight": 8}]
+    a = ppb.load_model().fit(document)
+    b = ppb.load_model().fit(dryrun)
+    assert a.parameters == b.parameters
+    assert a.predict(4, {"select": 10}) == b.predict(4, {"select": 10})
+
+
+def test_partition_is_ppb_partition_json(cli):
+    expected = cli.json("partition", "--model-desc", LLAMA_LAYERS, "--dryrun", LLAMA_DRYRUN,
+                        "--stages", 8, "--memory-limit-mb", 30000)
+    plan = ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8, memory_limit_mb=30000)
+    assert plan == expected
+    assert plan["format"] == "ppb.partition/1" and len(plan["stages"]) == 8
+    # With a model already fitted, and a schedule with chunks (the objective chosen by simulation).
+    model = ppb.load_model().fit(LLAMA_DRYRUN)
+    expected = cli.json("partition", "--model-desc", LLAMA_LAYERS, "--dryrun", LLAMA_DRYRUN,
+                        "--stages", 4, "--memory-limit-mb", 60000, "--schedule", "interleaved",
+                        "--micro-batches", 16)
+    assert ppb.partition(LLAMA_LAYERS, model=model, stages=4, memory_limit_mb=60000,
+                         schedule="interleaved", micro_batches=16) == expected
+
+
+def test_grouped_dense_and_moe_prediction_equals_the_command(cli):
+    model = ppb.load_model().fit(MOE_DRYRUN)
+    assert model.groups == ["dense", "moe"]
+    expected = cli.json("predict", MOE_DRYRUN, "--stage", 1,
+                        "--layers", "dense.none=1,moe.none=2,moe.full=1")
+    got = model.predict(1, {"dense": {"none": 1}, "moe": {"none": 2, "full": 1}})
+    assert got == expected["peak_memory_mb"]
+    # The sample's comment gives the coefficients it was generated from: const 3100, dense
+    # P 1210 and A_none 702, MoE P 8640, A_none 1530, A_full 60; stage 1 of 4 holds 3 in flight.
+    assert got == pytest.approx(3100 + 1210 + 3 * 702 + 3 * 8640 + 3 * (2 * 1530 + 60))
+    groups = model.parameters["groups"]
+    assert groups["moe"]["param_per_layer_mb"] == pytest.approx(8640)
+    assert groups["dense"]["activation_mb"]["none"] == pytest.approx(702)
+    with pytest.raises(ppb.InvalidInput, match="does not say its group"):
+        model.predict(1, {"none": 3})
+    plan = ppb.partition(MOE_LAYERS, model=model, stages=4, memory_limit_mb=120000)
+    assert plan == cli.json("partition", "--model-desc", MOE_LAYERS, "--dryrun", MOE_DRYRUN,
+                            "--stages", 4, "--memory-limit-mb", 120000)
+    assert [g["name"] for g in plan["groups"]] == ["dense", "moe"]
+
+
+def test_bad_json_is_invalid_input_with_the_commands_message(cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "ppb.dryrun/1", "observations": [}')
+    message = error_message(cli.run("fit", bad, expect=2).stderr)
+    with pytest.raises(ppb.InvalidInput) as caught:
+        ppb.read_dryrun(bad)
+    assert str(caught.value) == message
+    assert str(bad) in message
+    with pytest.raises(ValueError):  # InvalidInput is a ValueError too
+        ppb.load_model().fit(bad)
+
+
+def test_unknown_plugin_is_plugin_error_with_the_commands_message(cli):
+    message = error_message(cli.run("fit", LLAMA_DRYRUN, "--model", "no-such-model",
+                                    expect=3).stderr)
+    with pytest.raises(ppb.PluginError) as caught:
+        ppb.load_model("no-such-model")
+    assert str(caught.value) == message
+    assert "no-such-model" in message
+    with pytest.raises(ppb.PluginError, match="dryrun-lsq"):
+        ppb.load_model("dryrun-lsq@9")
+    with pytest.raises(ppb.InvalidInput):
+        ppb.load_model("dryrun-lsq@x.y")
+
+
+def test_infeasible_carries_the_smallest_feasible_limit(cli):
+    done = cli.run("partition", "--model-desc", LLAMA_LAYERS, "--dryrun", LLAMA_DRYRUN,
+                   "--stages", 8, "--memory-limit-mb", 20000, expect=4)
+    message = error_message(done.stderr)
+    with pytest.raises(ppb.Infeasible) as caught:
+        ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8, memory_limit_mb=20000)
+    assert str(caught.value) == message
+    limit = caught.value.smallest_feasible_limit_mb
+    assert isinstance(limit, float) and limit > 20000
+    assert f"{limit:.1f}" in message
+    # The limit it names is feasible, and it is the least: a little less is not.
+    plan = ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8, memory_limit_mb=limit)
+    assert max(s["memory_mb"] for s in plan["stages"]) <= limit + 1e-6
+    with pytest.raises(ppb.Infeasible):
+        ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8, memory_limit_mb=limit - 1.0)
+
+
+def test_not_estimable_prediction_is_invalid_input(cli, tmp_path):
+    # Only body stages observed: the head is not determined.
+    with open(LLAMA_DRYRUN, encoding="utf-8") as f:
+        document = json.load(f)
+    document["observations"] = [o for o in document["observations"] if o["stage"] != 0]
+    path = tmp_path / "no-head.json"
+    path.write_text(json.dumps(document))
+    message = error_message(cli.run("predict", path, "--stage", 0, "--layers", "select=9",
+                                    expect=2).stderr)
+    model = ppb.load_model().fit(path)
+    with pytest.raises(ppb.InvalidInput) as caught:
+        model.predict(0, {"select": 9})
+    assert str(caught.value) == message
+    assert model.parameters["head_mb"] is None
+
+
+def test_unsafe_plugin_directory_is_refused(tmp_path):
+    unsafe = tmp_path / "plugins"
+    unsafe.mkdir()
+    source = next(r["path"] for r in ppb.plugins() if r["name"] == "table")
+    copy = unsafe / os.path.basename(source)
+    copy.write_bytes(open(source, "rb").read())
+    os.chmod(copy, 0o666)
+    os.chmod(unsafe, 0o755)
+    record = next(r for r in ppb.plugins(plugin_path=unsafe) if r["path"] == str(copy))
+    assert record["verdict"] == "refused"
+    assert "writable" in record["reason"]
+
+
+def test_missing_plugin_path_entry_warns(tmp_path):
+    with pytest.warns(UserWarning, match="does not exist"):
+        ppb.plugins(plugin_path=tmp_path / "absent")
+
+
+def test_model_as_context_manager_closes():
+    with ppb.load_model() as model:
+        model.fit(LLAMA_DRYRUN)
+        assert not model.closed
+    assert model.closed
+    with pytest.raises(ValueError, match="closed"):
+        model.predict(1, {"select": 7, "full": 3})
+
+
+def test_configured_models_and_options(cli):
+    # The table model, configured by its options (a SAPP layer file), needs no fit.
+    with open(LLAMA_LAYERS, encoding="utf-8") as f:
+        options = json.load(f)
+    table = ppb.load_model("table", options)
+    assert not table.needs_fit
+    expected = cli.json("predict", "--model", "table", "--model-options", LLAMA_LAYERS,
+                        "--stages", 8, "--stage", 2, "--layers", "none=4,full=6")
+    assert table.predict(2, {"none": 4, "full": 6}, num_stages=8) == expected["peak_memory_mb"]
+    with pytest.raises(ppb.InvalidInput, match="rank_tolerance"):
+        ppb.load_model("dryrun-lsq", {"rank_tolerance": 2})
+
+
+def test_argument_errors_name_the_argument():
+    model = ppb.load_model().fit(LLAMA_DRYRUN)
+    with pytest.raises(ppb.InvalidInput, match="unknown recompute kind 'partial'"):
+        model.predict(1, {"partial": 3})
+    with pytest.raises(ppb.InvalidInput, match="stage 8 is not a stage of a 8-stage pipeline"):
+        model.predict(8, {"none": 3})
+    with pytest.raises(ppb.InvalidInput, match="memory_limit_mb: expected a positive number"):
+        ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=-1)
