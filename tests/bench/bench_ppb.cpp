@@ -9,7 +9,9 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -149,7 +151,8 @@ ppb_linear_parameters llama_like_coefficients() {
 // A partition where all five recompute kinds trade time for memory (none is dominated) and the
 // limit binds on most stages: the hardest case for the per-stage search. The third argument is
 // the rule: 0 every mix, 1 MindFormers' (two searches per stage, one without 'comm', one without
-// 'select').
+// 'select'). The fourth is the memory limit in MB: 30000 binds, 1e9 does not (then the time
+// bound on each stage's layer count, not memory, keeps the tables small).
 void BM_Partition(benchmark::State& state) {
     namespace pt = ppb::partition;
     pt::Problem problem = llama_like_problem(static_cast<std::uint32_t>(state.range(0)),
@@ -166,7 +169,7 @@ void BM_Partition(benchmark::State& state) {
         c.activation_mb[k] =
             act[k] * 10.0 / layers_per_stage * 8.0 / static_cast<double>(state.range(0));
     }
-    problem.memory_limit_mb = 30000;
+    problem.memory_limit_mb = static_cast<double>(state.range(3));
     problem.rule = state.range(2) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
     pt::MemorySource memory;
     memory.linear = c;
@@ -194,8 +197,68 @@ void BM_Partition(benchmark::State& state) {
     state.counters["kinds_used"] = std::popcount(kinds);
 }
 BENCHMARK(BM_Partition)
-    ->Args({16, 96, 0})
-    ->Args({16, 96, 1})
+    ->Args({16, 96, 0, 30000})
+    ->Args({16, 96, 1, 30000})
+    ->Args({64, 512, 0, 30000})
+    ->Args({64, 512, 1, 30000})
+    ->Args({16, 96, 0, 1000000000})
+    ->Args({16, 96, 1, 1000000000})
+    ->Args({64, 512, 0, 1000000000})
+    ->Args({64, 512, 1, 1000000000})
+    ->Unit(benchmark::kMillisecond);
+
+// A model without coefficients, like the analytic plugin: BM_Partition's hard coefficients, but
+// the head and tail memory grow with the square root of the stage's in-flight count, so the model
+// is not linear overall yet affine in the layer counts at each stage (the partitioner probes it).
+// Arguments: stages, layers, rule (0 every mix, 1 MindFormers').
+void BM_PartitionProbed(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const auto stages = static_cast<std::uint32_t>(state.range(0));
+    const auto layers = static_cast<std::uint32_t>(state.range(1));
+    pt::Problem problem = llama_like_problem(stages, layers);
+    problem.time.head_time = 36.0;
+    problem.time.tail_time = 75.0;
+    problem.rule = state.range(2) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
+    problem.memory_limit_mb = 30000;
+    const double layers_per_stage = static_cast<double>(layers) / stages;
+    const double per_layer = 1710.0 * 10.0 / layers_per_stage;
+    std::array<double, PPB_KIND_COUNT> activation{};
+    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        activation[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    pt::MemorySource memory;
+    memory.predict_batch = [=](std::span<const ppb_placement> placements) {
+        std::vector<double> out;
+        out.reserve(placements.size());
+        for (const ppb_placement& p : placements) {
+            const ppb_chunk& chunk = p.chunks[0];
+            const double f = chunk.in_flight;
+            double m = 3072.0;
+            if (p.stage == 0)
+                m += 4210.0 + 300.0 * std::sqrt(f);
+            if (p.stage + 1 == p.num_stages)
+                m += 5630.0 + 500.0 * std::sqrt(f);
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                m += chunk.layers[k] * (per_layer + activation[k] * f);
+            out.push_back(m);
+        }
+        return out;
+    };
+    pt::Plan plan;
+    for (auto _ : state) {
+        plan = pt::solve(problem, memory);
+        benchmark::DoNotOptimize(plan);
+    }
+    double tight = 0;
+    for (const auto& s : plan.stages) {
+        if (s.memory_mb > 0.98 * problem.memory_limit_mb)
+            tight += 1;
+    }
+    state.counters["tight_stages"] = tight;
+}
+BENCHMARK(BM_PartitionProbed)
+    ->Args({8, 160, 0})
+    ->Args({8, 160, 1})
     ->Args({64, 512, 0})
     ->Args({64, 512, 1})
     ->Unit(benchmark::kMillisecond);

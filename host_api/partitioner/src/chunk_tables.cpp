@@ -155,8 +155,7 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
             for (const std::size_t k : kinds)
                 affine += a.unit[c][k] * layers[c][k];
         }
-        const double tolerance = 1e-9 * std::max(1.0, std::abs(predicted[check]));
-        if (!(std::abs(predicted[check] - affine) <= tolerance)) {
+        if (!affine_agrees(affine, predicted[check])) {
             throw InputError(fmt::format(
                 "the memory model is not affine in the layer counts of a stage (stage {}, {}: "
                 "predicted {:.6g} MB, the sum of its parts {:.6g} MB); planning several chunks "

@@ -222,7 +222,7 @@ std::vector<StageCosts> stage_costs(const Problem& problem, const Groups& groups
     const std::vector<double> predicted = probes.predict(problem, memory);
     std::size_t i = 0;
     const auto affine_check = [&](std::uint32_t s, double expected, double got) {
-        if (std::abs(expected - got) > 1e-9 * std::max({1.0, std::abs(expected), std::abs(got)})) {
+        if (!affine_agrees(expected, got)) {
             throw InputError(fmt::format(
                 "the memory model is not affine in the layer counts at stage {} (a probe predicted "
                 "{} MB where the one-layer probes imply {} MB): ppb plans several groups of body "

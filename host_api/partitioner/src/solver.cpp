@@ -311,23 +311,15 @@ Plan make_plan(const Problem& problem, const MemorySource& memory,
     return plan;
 }
 
-}  // namespace
+// The best plan over the stage tables (counts of each stage limited to where its table has a
+// choice), or nullopt when none exists.
+struct Sweep {
+    std::vector<std::uint32_t> counts;
+    double objective = 0.0;
+};
 
-Plan solve(const Problem& problem, const MemorySource& memory) {
-    validate(problem);
-    if (problem.time.grouped())
-        return detail::solve_grouped(problem, memory, problem.kinds & memory.kinds & PPB_ALL_KINDS);
-    const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
-    check_memory_source(problem, memory, kinds);
-    if (problem.chunked())
-        return detail::solve_chunked(problem, memory, kinds);
-    // Against the uncertainty the stage tables are searched differently (sigma_table.cpp); the
-    // rest of the solver is the same, with memory + margin as each mix's need.
-    const std::vector<StageTable> tables = problem.memory_margin_sigma > 0.0
-                                               ? detail::build_sigma_tables(problem, memory, kinds)
-                                               : detail::build_stage_tables(problem, memory, kinds);
+std::optional<Sweep> sweep(const Problem& problem, const std::vector<StageTable>& tables) {
     const std::uint32_t layers = problem.time.body_layers;
-
     std::vector<std::vector<double>> cost(tables.size());
     for (std::size_t s = 0; s < tables.size(); ++s) {
         cost[s].resize(layers + 1);
@@ -335,14 +327,20 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
             cost[s][n] = tables[s].time(n);
         }
     }
+    const auto objective_of = [&](const std::vector<std::uint32_t>& counts) {
+        std::vector<double> times;
+        for (std::size_t s = 0; s < tables.size(); ++s)
+            times.push_back(cost[s][counts[s]]);
+        return iteration_time(times, problem.micro_batches);
+    };
     const auto fits = allowed_counts(problem, tables, [&](std::uint32_t s, std::uint32_t n) {
         return std::isfinite(cost[s][n]);
     });
     const auto unconstrained = detail::min_sum_assignment(fits, layers, cost);
     if (!unconstrained)
-        detail::explain_infeasible(problem, tables);
+        return std::nullopt;
     if (problem.micro_batches == 1)
-        return make_plan(problem, memory, tables, unconstrained->layers);
+        return Sweep{unconstrained->layers, objective_of(unconstrained->layers)};
 
     const auto under = [&](double threshold) {
         return allowed_counts(problem, tables, [&](std::uint32_t s, std::uint32_t n) {
@@ -360,25 +358,121 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
         thresholds, [&](double t) { return detail::can_sum_to(under(t), layers); });
 
     const double wait = static_cast<double>(problem.micro_batches - 1);
-    double best = detail::infinity;
-    std::vector<std::uint32_t> best_counts = unconstrained->layers;
+    Sweep best{unconstrained->layers, detail::infinity};
     for (auto it = std::lower_bound(thresholds.begin(), thresholds.end(), *first);
          it != thresholds.end(); ++it) {
-        if (unconstrained->sum + wait * *it >= best)
+        if (unconstrained->sum + wait * *it >= best.objective)
             break;  // no later threshold can do better
         const auto assignment = detail::min_sum_assignment(under(*it), layers, cost);
         if (!assignment)
             continue;
-        std::vector<double> times;
-        for (std::size_t s = 0; s < tables.size(); ++s)
-            times.push_back(cost[s][assignment->layers[s]]);
-        const double objective = iteration_time(times, problem.micro_batches);
-        if (objective < best) {
-            best = objective;
-            best_counts = assignment->layers;
-        }
+        const double objective = objective_of(assignment->layers);
+        if (objective < best.objective)
+            best = Sweep{assignment->layers, objective};
     }
-    return make_plan(problem, memory, tables, best_counts);
+    return best;
+}
+
+// The most layers each stage can hold in a plan no slower than `objective`. A stage's time is at
+// least its time with every layer at the fastest kind, and Φ = Σ t + (M − 1) max t is at least
+// M · t_s + Σ_{o ≠ s} (the least time of o), so a stage whose fastest time for n layers exceeds
+// (objective − Σ_{o ≠ s} least time of o) / M cannot hold n layers in such a plan.
+std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint32_t kinds,
+                                              double objective) {
+    const std::uint32_t p = problem.num_stages;
+    const std::uint32_t layers = problem.time.body_layers;
+    std::size_t fastest = PPB_KIND_COUNT;
+    for (const std::size_t k : detail::kind_list(kinds)) {
+        if (fastest == PPB_KIND_COUNT ||
+            problem.time.body_time[k] < problem.time.body_time[fastest])
+            fastest = k;
+    }
+    const auto least_time = [&](std::uint32_t s, std::uint32_t n) {
+        KindCounts mix{};
+        mix[fastest] = n;
+        return stage_time(problem, s, mix);
+    };
+    double least_sum = 0.0;
+    for (std::uint32_t s = 0; s < p; ++s)
+        least_sum += least_time(s, fewest_layers(problem, s));
+    std::vector<std::uint32_t> most(p, layers);
+    for (std::uint32_t s = 0; s < p; ++s) {
+        const double others = least_sum - least_time(s, fewest_layers(problem, s));
+        const double bound = (objective - others) / problem.micro_batches;
+        // A little slack, so that rounding never excludes a count the optimum uses.
+        const double slack = 1e-9 * std::max(1.0, std::abs(objective));
+        std::uint32_t n = fewest_layers(problem, s);
+        while (n < layers && least_time(s, n + 1) <= bound + slack)
+            ++n;
+        most[s] = n;
+    }
+    return most;
+}
+
+}  // namespace
+
+Plan solve(const Problem& problem, const MemorySource& memory) {
+    validate(problem);
+    if (problem.time.grouped())
+        return detail::solve_grouped(problem, memory, problem.kinds & memory.kinds & PPB_ALL_KINDS);
+    const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
+    check_memory_source(problem, memory, kinds);
+    if (problem.chunked())
+        return detail::solve_chunked(problem, memory, kinds);
+    const std::uint32_t layers = problem.time.body_layers;
+    const std::uint32_t p = problem.num_stages;
+    // Against the uncertainty the stage tables are searched differently (sigma_table.cpp), for
+    // every count; the rest of the solver is the same, with memory + margin as each mix's need.
+    if (problem.memory_margin_sigma > 0.0) {
+        const auto tables = detail::build_sigma_tables(problem, memory, kinds);
+        const auto best = sweep(problem, tables);
+        if (!best)
+            detail::explain_infeasible(problem, tables);
+        return make_plan(problem, memory, tables, best->counts);
+    }
+    // A generous limit would let every stage take any count up to L, and the tables and the
+    // knapsack would range over all of them. So first plan with at most about twice the balanced
+    // count per stage (doubling the cap while that is infeasible): the plan found bounds the
+    // optimum's objective, which bounds each stage's count (most_layers_within). Then plan again
+    // within those bounds, where the optimum lies.
+    const auto with_cap = [&](std::uint32_t cap) {
+        std::vector<std::uint32_t> most(p);
+        for (std::uint32_t s = 0; s < p; ++s)
+            most[s] = std::max(std::min(cap, layers), fewest_layers(problem, s));
+        return most;
+    };
+    std::uint32_t cap = 2 * ((layers + p - 1) / p) + 1;
+    std::vector<std::uint32_t> most = with_cap(cap);
+    std::vector<StageTable> tables = detail::build_stage_tables(problem, memory, kinds, most);
+    std::optional<Sweep> first = sweep(problem, tables);
+    while (!first && cap < layers) {
+        // When no count fits even at each count's least memory, nothing will: explain it from
+        // tables over every count.
+        const bool hopeless = !detail::can_sum_to(
+            allowed_counts(problem, tables,
+                           [&](std::uint32_t s, std::uint32_t n) {
+                               return within_budget(tables[s].least_memory[n], problem.budget_mb());
+                           }),
+            layers);
+        cap = hopeless ? layers : std::min(layers, 2 * cap);
+        most = with_cap(cap);
+        tables = detail::build_stage_tables(problem, memory, kinds, most);
+        first = sweep(problem, tables);
+    }
+    if (!first)
+        detail::explain_infeasible(problem, tables);
+    // Where the memory limit, not the cap, ended a stage's table, more layers cannot fit anyway.
+    std::vector<std::uint32_t> bound = most_layers_within(problem, kinds, first->objective);
+    bool complete = true;
+    for (std::uint32_t s = 0; s < p; ++s) {
+        if (bound[s] > most[s] && !tables[s].exhausted)
+            complete = false;
+    }
+    if (complete)
+        return make_plan(problem, memory, tables, first->counts);
+    tables = detail::build_stage_tables(problem, memory, kinds, bound);
+    const auto best = sweep(problem, tables);
+    return make_plan(problem, memory, tables, best ? best->counts : first->counts);
 }
 
 }  // namespace ppb::partition

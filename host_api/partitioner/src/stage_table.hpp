@@ -31,6 +31,9 @@ struct StageTable {
     std::vector<double> least_memory;
     // The kind that gives least_memory (all layers of it) — for messages.
     std::optional<ppb_kind> least_memory_kind;
+    // Whether the search stopped because no more layers can fit (not at its most_layers), so that
+    // fastest[] holds nothing above what it searched.
+    bool exhausted = false;
 
     [[nodiscard]] double time(std::uint32_t n) const {
         return n < fastest.size() && fastest[n] ? fastest[n]->time : infinity;
@@ -41,13 +44,20 @@ struct StageTable {
 // activation coefficient is known.
 [[nodiscard]] std::uint32_t candidate_kinds(const Problem& problem, const MemorySource& memory);
 
-// One table per stage, over the mixes problem.rule admits. Linear models: an exact Pareto search
-// over (time, memory), layer by layer (under MindFormers' rule, one per family of expressible
-// mixes). Other models: every admitted mix of n layers is predicted, n = 0, 1, ... until no mix
-// fits (memory is assumed not to fall when a layer is added).
-[[nodiscard]] std::vector<StageTable> build_stage_tables(const Problem& problem,
-                                                         const MemorySource& memory,
-                                                         std::uint32_t kinds);
+// One table per stage, over the mixes problem.rule admits, for n = 0 .. most_layers[s] (the
+// fastest choices above are left out; least_memory covers every n). Linear models, and other
+// models that probing finds affine in the layer counts at the stage: an exact Pareto search over
+// (time, memory), layer by layer (under MindFormers' rule, one per family of expressible mixes).
+// Other models: the admitted mixes of n layers are predicted, n = 0, 1, ... until no mix fits,
+// each mix of n layers built from one of n - 1 that fits (memory is assumed not to fall when a
+// layer is added).
+[[nodiscard]] std::vector<StageTable> build_stage_tables(
+    const Problem& problem, const MemorySource& memory, std::uint32_t kinds,
+    const std::vector<std::uint32_t>& most_layers);
+
+// Whether a prediction `got` is the affine sum `expected` of its parts, to within 1e-9 relative:
+// the check of every probed model (stage tables, chunks, groups).
+[[nodiscard]] bool affine_agrees(double expected, double got);
 
 // The tables when the stages are planned against memory + K x standard error (K =
 // Problem::memory_margin_sigma > 0), exact for any model (sigma_table.cpp). least_memory[n] is
