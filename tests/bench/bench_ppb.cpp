@@ -125,7 +125,8 @@ void BM_DiscoverPlugins(benchmark::State& state) {
 }
 BENCHMARK(BM_DiscoverPlugins)->Unit(benchmark::kMicrosecond);
 
-// P stages x L layers of a LLaMA-like decoder, 32 micro-batches, times per recompute kind.
+// P stages x L layers of a LLaMA-like decoder, 32 micro-batches, times per recompute kind and of
+// the embedding and LM head.
 ppb::partition::Problem llama_like_problem(std::uint32_t stages, std::uint32_t layers) {
     ppb::partition::Problem problem;
     problem.num_stages = stages;
@@ -133,6 +134,8 @@ ppb::partition::Problem llama_like_problem(std::uint32_t stages, std::uint32_t l
     problem.micro_batches = 32;
     problem.time.body_name = "decoder";
     problem.time.body_time = {90.0, 92.4, 97.5, 99.9, 120.0};
+    problem.time.head_time = 36.0;
+    problem.time.tail_time = 75.0;
     return problem;
 }
 
@@ -157,8 +160,6 @@ void BM_Partition(benchmark::State& state) {
     namespace pt = ppb::partition;
     pt::Problem problem = llama_like_problem(static_cast<std::uint32_t>(state.range(0)),
                                              static_cast<std::uint32_t>(state.range(1)));
-    problem.time.head_time = 36.0;
-    problem.time.tail_time = 75.0;
     ppb_linear_parameters c = llama_like_coefficients();
     // Per-layer memory shrinks with the layers per stage so that every stage stays in range.
     const double layers_per_stage =
@@ -216,8 +217,6 @@ void BM_PartitionProbed(benchmark::State& state) {
     const auto stages = static_cast<std::uint32_t>(state.range(0));
     const auto layers = static_cast<std::uint32_t>(state.range(1));
     pt::Problem problem = llama_like_problem(stages, layers);
-    problem.time.head_time = 36.0;
-    problem.time.tail_time = 75.0;
     problem.rule = state.range(2) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
     problem.memory_limit_mb = 30000;
     const double layers_per_stage = static_cast<double>(layers) / stages;
@@ -277,8 +276,6 @@ void BM_PartitionChunked(benchmark::State& state) {
     problem.objective =
         state.range(4) == 0 ? pt::ChunkObjective::stages : pt::ChunkObjective::slots;
     problem.micro_batches = 4 * stages;
-    problem.time.head_time = 36.0;
-    problem.time.tail_time = 75.0;
     problem.rule = pt::RecomputeRule::mindformers;
     ppb_linear_parameters c = llama_like_coefficients();
     const double layers_per_stage = static_cast<double>(layers) / stages;
@@ -316,8 +313,6 @@ void BM_PartitionGrouped(benchmark::State& state) {
     const auto stages = static_cast<std::uint32_t>(state.range(0));
     const auto layers = static_cast<std::uint32_t>(state.range(1));
     pt::Problem problem = llama_like_problem(stages, layers);
-    problem.time.head_time = 36.0;
-    problem.time.tail_time = 75.0;
     problem.rule = state.range(3) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
     const double layers_per_stage = static_cast<double>(layers) / stages;
     const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
