@@ -1,5 +1,5 @@
-// ppb/schedule.hpp — in-flight micro-batch counts per pipeline schedule (host_api/docs/design.md
-// §4).
+// ppb/schedule.hpp — in-flight micro-batch counts per pipeline schedule (host_api/docs/design.md,
+// "In-flight micro-batch counts per schedule").
 //
 // The host computes these so that memory models stay schedule-agnostic: a placement reaches a
 // plugin with the in-flight count of each chunk already filled in.

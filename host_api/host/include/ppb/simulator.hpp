@@ -1,6 +1,6 @@
-// ppb/simulator.hpp — times one training iteration of a pipeline schedule (host_api/docs/design.md
-// §4.2): when each forward and backward runs, how long each stage waits, how many micro-batches'
-// activations each chunk holds at most, and each stage's memory over time.
+// ppb/simulator.hpp — times one training iteration of a pipeline schedule (host_api/docs/design.md,
+// "The simulator"): when each forward and backward runs, how long each stage waits, how many
+// micro-batches' activations each chunk holds at most, and each stage's memory over time.
 //
 // Execution model: each stage runs the operations of its schedule's fixed order
 // (ppb/schedule_order.hpp) one at a time. An operation starts when its stage is free and its

@@ -206,8 +206,7 @@ typedef struct ppb_memory_model_api {
                                         const ppb_grouped_placement* placements, size_t count,
                                         double* out_mb);
     ppb_status (*predict_grouped_std_error)(const ppb_model* model,
-                                            const ppb_grouped_placement* placement,
-                                            double* out_mb);
+                                            const ppb_grouped_placement* placement, double* out_mb);
     /* The linear coefficients of group `group` (0 .. groups - 1): const, head and tail are the
      * model's, shared by every group; per_layer and activation are those of the group's layers:
      *   M = const + head*[s == 0] + tail*[s == p-1]

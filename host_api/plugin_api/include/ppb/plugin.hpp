@@ -339,7 +339,11 @@ inline ppb_status predict_std_error(const ppb_model* model, const ppb_placement*
     });
 }
 
-inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out) noexcept {
+// The calls that hand out linear coefficients: the arguments checked, then `coefficients(instance)`
+// (nullopt for a model that is not linear), copied out with this plugin's struct_size.
+template <class Coefficients>
+ppb_status hand_out_parameters(const ppb_model* model, ppb_linear_parameters* out,
+                               const Coefficients& coefficients) noexcept {
     if (model == nullptr)
         return null_argument("null argument: model");
     if (out == nullptr)
@@ -349,16 +353,21 @@ inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out)
         return PPB_ERR_INVALID_INPUT;
     }
     return guarded([&] {
-        const Instance* i = instance(model);
-        if (i->group_count() > 1) {
-            throw Unsupported("this memory model distinguishes " + i->describe_groups() +
-                              " of body layers: each has its coefficients (group_parameters)");
-        }
-        auto p = self(model)->parameters();
+        auto p = coefficients(*instance(model));
         if (!p)
             throw Unsupported("this memory model is not linear: it has no coefficients");
         *out = *p;
         out->struct_size = sizeof(ppb_linear_parameters);
+    });
+}
+
+inline ppb_status parameters(const ppb_model* model, ppb_linear_parameters* out) noexcept {
+    return hand_out_parameters(model, out, [](const Instance& i) {
+        if (i.group_count() > 1) {
+            throw Unsupported("this memory model distinguishes " + i.describe_groups() +
+                              " of body layers: each has its coefficients (group_parameters)");
+        }
+        return i.model->parameters();
     });
 }
 
@@ -491,25 +500,12 @@ inline ppb_status predict_grouped_std_error(const ppb_model* model,
 
 inline ppb_status group_parameters(const ppb_model* model, uint32_t group,
                                    ppb_linear_parameters* out) noexcept {
-    if (model == nullptr)
-        return null_argument("null argument: model");
-    if (out == nullptr)
-        return null_argument("null argument: out");
-    if (out->struct_size < sizeof(ppb_linear_parameters)) {
-        set_last_error("ppb_linear_parameters.struct_size is smaller than this plugin's");
-        return PPB_ERR_INVALID_INPUT;
-    }
-    return guarded([&] {
-        const Instance* i = instance(model);
-        if (group >= i->group_count()) {
+    return hand_out_parameters(model, out, [group](const Instance& i) {
+        if (group >= i.group_count()) {
             throw InvalidInput("group " + std::to_string(group) +
-                               " is out of range: the model has " + i->describe_groups());
+                               " is out of range: the model has " + i.describe_groups());
         }
-        auto p = self(model)->group_parameters(group);
-        if (!p)
-            throw Unsupported("this memory model is not linear: it has no coefficients");
-        *out = *p;
-        out->struct_size = sizeof(ppb_linear_parameters);
+        return i.model->group_parameters(group);
     });
 }
 
