@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ppb::partition {
@@ -159,6 +160,14 @@ PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
         throw InputError(
             "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     const MemorySource memory = model_memory_source(problem, model);
+    return plan_with_memory(std::move(problem), memory, options);
+}
+
+PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
+                                  const PlanWithModelOptions& options) {
+    if (options.refine && !problem.chunked())
+        throw InputError(
+            "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     Plan plan;
     if (problem.chunked() && options.choose_objective) {
         // Both estimates' exact optima, and the one whose iteration simulates faster (README,

@@ -45,6 +45,11 @@ struct PlannedPartition {
 [[nodiscard]] PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
                                                const PlanWithModelOptions& options = {});
 
+// The same with a memory source made once (model_memory_source) and used for many problems of the
+// same layer file, from several threads at once when its model allows (ppb::search).
+[[nodiscard]] PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
+                                                const PlanWithModelOptions& options = {});
+
 }  // namespace ppb::partition
 
 #endif  // PPB_PARTITION_MODEL_PLAN_HPP

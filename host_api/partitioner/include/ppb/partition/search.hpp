@@ -1,0 +1,155 @@
+// ppb/partition/search.hpp — which pipeline configuration to run (host_api/docs/design.md,
+// "Searching configurations"): every combination of pipeline degree, schedule and chunks, and
+// recompute policy, each with the micro-batch count a fixed global batch gives it, planned
+// exactly and ranked by its simulated iteration time. What `ppb search` runs.
+#ifndef PPB_PARTITION_SEARCH_HPP
+#define PPB_PARTITION_SEARCH_HPP
+
+#include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/schedule.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppb::partition {
+
+// A schedule and its chunks per stage (1 for 1f1b, 2 for dualpipe-v, at least 2 interleaved).
+struct ScheduleChoice {
+    Schedule schedule = Schedule::one_f_one_b;
+    std::uint32_t chunks = 1;
+    friend bool operator==(const ScheduleChoice&, const ScheduleChoice&) = default;
+};
+
+// Which recompute kinds the layers may use: `any` lets the partitioner choose per layer among
+// every kind the model predicts; a set of kinds limits it to those (one kind: every layer
+// recomputes that way, e.g. 'full' for Megatron-LM's --recompute-granularity full).
+struct RecomputePolicy {
+    std::string name;                     // "any", "full", "none+full", ...
+    std::uint32_t kinds = PPB_ALL_KINDS;  // mask of candidate kinds
+    friend bool operator==(const RecomputePolicy&, const RecomputePolicy&) = default;
+};
+
+// A policy from its name: "any", a kind ("none", "select", "comm", "both", "full") or kinds
+// joined by '+' ("none+full"). Throws ppb::InputError naming the unknown part.
+[[nodiscard]] RecomputePolicy recompute_policy(std::string_view name);
+
+// What to search. Devices = pipeline degree x data-parallel degree x tensor_parallel.
+struct SearchSpace {
+    // N: with it, every pipeline degree P makes data-parallel degree N / (P t). Without it the
+    // data-parallel degree is `data_parallel` for every P.
+    std::optional<std::uint32_t> devices;
+    std::uint32_t data_parallel = 1;  // used without `devices` only
+    // The pipeline degrees to consider; empty: every P dividing N / t (then `devices` is needed)
+    // that leaves each stage a layer.
+    std::vector<std::uint32_t> pipeline_degrees;
+    std::uint32_t tensor_parallel = 1;  // t, fixed (the layer file's times are for it)
+    // Samples per iteration (B) and per micro-batch (b): M = B / (b d) micro-batches.
+    std::uint64_t global_batch = 0;
+    std::uint32_t micro_batch_size = 1;
+    std::vector<ScheduleChoice> schedules = {ScheduleChoice{}};
+    std::vector<RecomputePolicy> recompute = {RecomputePolicy{"any", PPB_ALL_KINDS}};
+};
+
+// One configuration to plan.
+struct Configuration {
+    std::uint32_t pipeline = 1;       // P
+    std::uint32_t data_parallel = 1;  // d
+    std::uint32_t micro_batches = 1;  // M = B / (b d)
+    ScheduleChoice schedule;
+    RecomputePolicy recompute;
+};
+
+// "P=8 d=4 M=32 interleaved v=2 recompute any": a configuration for people.
+[[nodiscard]] std::string describe(const Configuration& configuration);
+
+// A combination left out of the search, and why (the schedule cannot run the micro-batch count,
+// too few layers for the stages, ...).
+struct SkippedConfiguration {
+    std::string configuration;
+    std::string reason;
+};
+
+struct SearchPlan {
+    std::vector<Configuration> configurations;  // in a fixed order: P, schedule, recompute
+    std::vector<SkippedConfiguration> skipped;
+};
+
+// The configurations of `space` for the model whose layers `time` describes. Throws ppb::InputError
+// (with the reason) for: no devices and no pipeline degrees; a listed pipeline degree that does
+// not divide the devices (with t); a global batch that the micro-batch size times a listed
+// degree's data-parallel degree does not divide; no schedule or recompute policy; an empty search
+// space (every combination skipped: the message gives each reason).
+[[nodiscard]] SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time);
+
+// What planning one configuration gave.
+struct SearchOutcome {
+    enum class Status {
+        planned,     // `planned` holds the optimal plan and its simulated iteration
+        infeasible,  // no plan fits: smallest_feasible_limit_mb says what limit would
+        invalid,     // the configuration cannot be planned (reason in `message`)
+    };
+    Configuration configuration;
+    Status status = Status::invalid;
+    std::optional<PlannedPartition> planned;
+    double smallest_feasible_limit_mb = 0.0;  // infeasible only (infinity: no limit fits)
+    std::string message;                      // infeasible and invalid: why
+    // planned: the most memory any stage is predicted to use (margin in standard errors
+    // included), and memory_limit_mb minus it.
+    double peak_memory_mb = 0.0;
+    double headroom_mb = 0.0;
+    // planned: what the configuration is ranked by, the simulated iteration time (per global
+    // batch, in the layer file's time unit).
+    [[nodiscard]] double iteration_time() const;
+};
+
+// Plans one configuration: `base` (memory limit and margins, time model, recompute rule) with the
+// configuration's stages, micro-batches, schedule, chunks and kinds, memory from `memory`, as
+// plan_with_memory does. Infeasible and ppb::InputError become outcomes; other errors (the
+// plugin's) propagate.
+[[nodiscard]] SearchOutcome plan_configuration(const Problem& base,
+                                               const Configuration& configuration,
+                                               const MemorySource& memory);
+
+struct SearchProgress {
+    std::size_t done = 0;
+    std::size_t total = 0;
+};
+
+struct SearchRunOptions {
+    unsigned jobs = 1;  // worker threads (0: one per hardware thread)
+    // Called on the calling thread about every `progress_interval_ms` while the search runs.
+    std::function<void(const SearchProgress&)> on_progress = {};
+    unsigned progress_interval_ms = 100;
+    // Set (e.g. by a signal handler) to stop: configurations not started are not planned, the
+    // ones being planned finish.
+    const std::atomic<bool>* stop = nullptr;
+};
+
+struct SearchResult {
+    // One per configuration planned, in the order of the configurations (whatever the thread
+    // that planned it): the same for any number of jobs.
+    std::vector<SearchOutcome> outcomes;
+    bool stopped = false;  // `stop` was set before every configuration was planned
+};
+
+// Plans `configurations` on `options.jobs` threads with `plan_one` (which must be safe to call
+// from several threads at once). The first exception `plan_one` throws stops the search and is
+// rethrown here.
+[[nodiscard]] SearchResult run_search(
+    const std::vector<Configuration>& configurations,
+    const std::function<SearchOutcome(const Configuration&)>& plan_one,
+    const SearchRunOptions& options);
+
+// The planned outcomes, fastest first (ties: in configuration order); infeasible and invalid
+// ones are not included.
+[[nodiscard]] std::vector<const SearchOutcome*> ranked(const SearchResult& result);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_SEARCH_HPP

@@ -1,0 +1,38 @@
+// ppb/partition/search_document.hpp — a search's result as the document "ppb.search/1"
+// (host_api/docs/design.md, "ppb.search/1"): what `ppb search --json` prints.
+#ifndef PPB_PARTITION_SEARCH_DOCUMENT_HPP
+#define PPB_PARTITION_SEARCH_DOCUMENT_HPP
+
+#include <ppb/partition/plan_document.hpp>
+#include <ppb/partition/search.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace ppb::partition {
+
+struct SearchContext {
+    PartitionContext model;        // the memory model, as in ppb.partition/1
+    std::string layers;            // where the layer times came from, for people
+    std::string time_unit;         // "ms", or empty: the layer file's own unit
+    std::size_t top = 10;          // ranked configurations listed (0: all)
+    bool with_infeasible = false;  // list the configurations that do not fit, and what would
+};
+
+// The ppb.search/1 document: the space searched, counts, the ranked configurations (each with its
+// ppb.partition/1 plan), and (with_infeasible) the configurations that do not fit with the smallest
+// memory limit that would, the ones that cannot be planned, the combinations skipped.
+[[nodiscard]] boost::json::object search_document(const SearchSpace& space, const Problem& base,
+                                                  const SearchPlan& plan,
+                                                  const SearchResult& result,
+                                                  const SearchContext& context);
+
+// The ranked outcomes `context.top` keeps.
+[[nodiscard]] std::vector<const SearchOutcome*> top_ranked(const SearchResult& result,
+                                                           std::size_t top);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_SEARCH_DOCUMENT_HPP

@@ -1,0 +1,350 @@
+#include <ppb/partition/search.hpp>
+
+#include <ppb/errors.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/limits.hpp>
+#include <ppb/memory_model.hpp>
+#include <ppb/schedule_order.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+namespace ppb::partition {
+namespace {
+
+std::string schedule_label(const ScheduleChoice& choice) {
+    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v)
+        return std::string(schedule_name(choice.schedule));
+    return fmt::format("{} v={}", schedule_name(choice.schedule), choice.chunks);
+}
+
+// Every divisor of n, ascending.
+std::vector<std::uint32_t> divisors(std::uint32_t n) {
+    std::vector<std::uint32_t> low, high;
+    for (std::uint32_t d = 1; static_cast<std::uint64_t>(d) * d <= n; ++d) {
+        if (n % d == 0) {
+            low.push_back(d);
+            if (d != n / d)
+                high.push_back(n / d);
+        }
+    }
+    low.insert(low.end(), high.rbegin(), high.rend());
+    return low;
+}
+
+// Fewest body layers P stages of v chunks need: every chunk one, but the model's first and last
+// blocks (beside the embedding and the LM head), which may be empty.
+std::uint32_t layers_needed(std::uint32_t stages, std::uint32_t chunks) {
+    const std::uint64_t positions = static_cast<std::uint64_t>(stages) * chunks;
+    return positions <= 2 ? 0 : static_cast<std::uint32_t>(positions - 2);
+}
+
+void check_space(const SearchSpace& space) {
+    if (space.global_batch == 0)
+        throw InputError("the global batch: expected at least 1 sample");
+    if (space.micro_batch_size == 0)
+        throw InputError("the micro-batch size: expected at least 1 sample");
+    if (space.tensor_parallel == 0)
+        throw InputError("the tensor-parallel degree: expected at least 1");
+    if (space.schedules.empty())
+        throw InputError("the search space is empty: no schedule to consider");
+    if (space.recompute.empty())
+        throw InputError("the search space is empty: no recompute policy to consider");
+    for (const ScheduleChoice& choice : space.schedules) {
+        const std::string_view name = schedule_name(choice.schedule);
+        const std::uint32_t v = choice.chunks;
+        std::string problem;
+        if (choice.schedule == Schedule::one_f_one_b && v != 1)
+            problem = fmt::format("1f1b runs one chunk per stage, got {}", v);
+        else if (choice.schedule == Schedule::dualpipe_v && v != 2)
+            problem = fmt::format("dualpipe-v runs two chunks per stage, got {}", v);
+        else if (v < 1 || !limits::chunks.contains(v))
+            problem =
+                "chunks per stage: " + limits::out_of_range(std::to_string(v), limits::chunks);
+        else if (choice.schedule != Schedule::one_f_one_b && v < 2)
+            problem = fmt::format("{} runs at least two chunks per stage, got {}", name, v);
+        if (!problem.empty())
+            throw InputError(fmt::format("schedule '{}': {}", name, problem));
+    }
+    if (space.devices) {
+        if (*space.devices == 0)
+            throw InputError("the device count: expected at least 1");
+        if (*space.devices % space.tensor_parallel != 0) {
+            throw InputError(fmt::format(
+                "the {} devices cannot be split into tensor-parallel groups of {}: {} is not a "
+                "multiple of {}",
+                *space.devices, space.tensor_parallel, *space.devices, space.tensor_parallel));
+        }
+    } else {
+        if (space.pipeline_degrees.empty()) {
+            throw InputError(
+                "nothing to search: give the device count (every pipeline degree dividing it is "
+                "considered) or the pipeline degrees");
+        }
+        if (space.data_parallel == 0)
+            throw InputError("the data-parallel degree: expected at least 1");
+    }
+}
+
+}  // namespace
+
+RecomputePolicy recompute_policy(std::string_view name) {
+    if (name == "any")
+        return RecomputePolicy{"any", PPB_ALL_KINDS};
+    RecomputePolicy policy{std::string(name), 0};
+    std::string_view rest = name;
+    while (true) {
+        const std::size_t plus = rest.find('+');
+        const std::string_view part = rest.substr(0, plus);
+        const auto kind = kind_from_name(part);
+        if (!kind) {
+            throw InputError(fmt::format(
+                "recompute policy '{}': unknown recompute kind '{}' (expected 'any', or kinds of "
+                "none, select, comm, both, full joined by '+', e.g. none+full)",
+                name, part));
+        }
+        policy.kinds |= 1u << static_cast<unsigned>(*kind);
+        if (plus == std::string_view::npos)
+            break;
+        rest = rest.substr(plus + 1);
+    }
+    return policy;
+}
+
+std::string describe(const Configuration& c) {
+    return fmt::format("P={} d={} M={} {} recompute {}", c.pipeline, c.data_parallel,
+                       c.micro_batches, schedule_label(c.schedule), c.recompute.name);
+}
+
+SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time) {
+    check_space(space);
+    const std::uint32_t t = space.tensor_parallel;
+    const bool listed = !space.pipeline_degrees.empty();
+    std::vector<std::uint32_t> degrees = space.pipeline_degrees;
+    if (listed) {
+        std::sort(degrees.begin(), degrees.end());
+        degrees.erase(std::unique(degrees.begin(), degrees.end()), degrees.end());
+    } else {
+        // Every degree dividing N / t that leaves each 1F1B stage a body layer (the first and
+        // last may hold none).
+        for (const std::uint32_t p : divisors(*space.devices / t)) {
+            if (limits::stages.contains(p) && layers_needed(p, 1) <= time.body_layers)
+                degrees.push_back(p);
+        }
+    }
+
+    SearchPlan out;
+    const auto skip = [&](std::string what, std::string reason) {
+        out.skipped.push_back({std::move(what), std::move(reason)});
+    };
+    for (const std::uint32_t p : degrees) {
+        if (p == 0 || !limits::stages.contains(p)) {
+            throw InputError("pipeline degree: " +
+                             limits::out_of_range(std::to_string(p), limits::stages));
+        }
+        std::uint32_t d = space.data_parallel;
+        if (space.devices) {
+            const std::uint64_t grid = static_cast<std::uint64_t>(p) * t;
+            if (*space.devices % grid != 0) {
+                throw InputError(fmt::format(
+                    "pipeline degree {} does not divide the {} devices: {} stages x tensor "
+                    "parallel {} = {} devices per data-parallel replica, and {} is not a multiple "
+                    "of {}",
+                    p, *space.devices, p, t, grid, *space.devices, grid));
+            }
+            d = static_cast<std::uint32_t>(*space.devices / grid);
+        }
+        const std::uint64_t per_step = static_cast<std::uint64_t>(space.micro_batch_size) * d;
+        const std::string at = fmt::format("P={} d={}", p, d);
+        if (space.global_batch % per_step != 0) {
+            const std::string reason = fmt::format(
+                "the global batch of {} samples is not divisible by micro-batch size {} x "
+                "data-parallel degree {} = {}",
+                space.global_batch, space.micro_batch_size, d, per_step);
+            if (listed)
+                throw InputError(fmt::format("pipeline degree {}: {}", p, reason));
+            skip(at, reason);
+            continue;
+        }
+        const std::uint64_t m = space.global_batch / per_step;
+        if (!limits::micro_batches.contains(m)) {
+            const std::string reason =
+                fmt::format("{} micro-batches (global batch {} / ({} x {})): {}", m,
+                            space.global_batch, space.micro_batch_size, d,
+                            limits::out_of_range(std::to_string(m), limits::micro_batches));
+            if (listed)
+                throw InputError(fmt::format("pipeline degree {}: {}", p, reason));
+            skip(at, reason);
+            continue;
+        }
+        for (const ScheduleChoice& choice : space.schedules) {
+            Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}};
+            const std::string what =
+                fmt::format("P={} d={} M={} {}", p, d, m, schedule_label(choice));
+            if (std::string shape =
+                    schedule_shape_problem(choice.schedule, p, choice.chunks, c.micro_batches);
+                !shape.empty()) {
+                skip(what, std::move(shape));
+                continue;
+            }
+            if (const std::uint32_t needed = layers_needed(p, choice.chunks);
+                needed > time.body_layers) {
+                skip(what, fmt::format("{} stages of {} chunks need at least {} body layers, the "
+                                       "model has {}",
+                                       p, choice.chunks, needed, time.body_layers));
+                continue;
+            }
+            if (choice.chunks > 1 && time.grouped()) {
+                skip(what, fmt::format("the model has {} groups of body layers, which ppb plans "
+                                       "with 1f1b only",
+                                       time.groups.size()));
+                continue;
+            }
+            for (const RecomputePolicy& policy : space.recompute) {
+                c.recompute = policy;
+                out.configurations.push_back(c);
+            }
+        }
+    }
+    if (out.configurations.empty()) {
+        std::string reasons;
+        for (const SkippedConfiguration& s : out.skipped)
+            reasons += fmt::format("\n  {}: {}", s.configuration, s.reason);
+        throw InputError(fmt::format(
+            "the search space is empty: no combination of pipeline degree and schedule can "
+            "run{}{}",
+            reasons.empty() ? "" : ":", reasons));
+    }
+    return out;
+}
+
+double SearchOutcome::iteration_time() const {
+    return planned ? planned->simulation.makespan : std::numeric_limits<double>::infinity();
+}
+
+SearchOutcome plan_configuration(const Problem& base, const Configuration& configuration,
+                                 const MemorySource& memory) {
+    Problem problem = base;
+    problem.num_stages = configuration.pipeline;
+    problem.micro_batches = configuration.micro_batches;
+    problem.schedule = configuration.schedule.schedule;
+    problem.chunks = configuration.schedule.chunks;
+    problem.kinds = configuration.recompute.kinds;
+    SearchOutcome out;
+    out.configuration = configuration;
+    try {
+        out.planned = plan_with_memory(std::move(problem), memory, {.choose_objective = true});
+        out.status = SearchOutcome::Status::planned;
+        double peak = 0.0;
+        for (const StagePlan& stage : out.planned->plan.stages)
+            peak = std::max(peak, stage.memory_mb + stage.margin_mb);
+        out.peak_memory_mb = peak;
+        out.headroom_mb = base.memory_limit_mb - peak;
+    } catch (const Infeasible& e) {
+        out.status = SearchOutcome::Status::infeasible;
+        out.smallest_feasible_limit_mb = e.smallest_feasible_limit_mb();
+        out.message = e.what();
+    } catch (const InputError& e) {
+        out.status = SearchOutcome::Status::invalid;
+        out.message = e.what();
+    } catch (const ModelError& e) {
+        // The model refusing this configuration's placements is this configuration's problem;
+        // a plugin failing is everyone's.
+        if (!e.is_input_error())
+            throw;
+        out.status = SearchOutcome::Status::invalid;
+        out.message = e.what();
+    }
+    return out;
+}
+
+SearchResult run_search(const std::vector<Configuration>& configurations,
+                        const std::function<SearchOutcome(const Configuration&)>& plan_one,
+                        const SearchRunOptions& options) {
+    const std::size_t total = configurations.size();
+    unsigned jobs = options.jobs != 0 ? options.jobs : std::thread::hardware_concurrency();
+    jobs = static_cast<unsigned>(std::clamp<std::size_t>(jobs, 1, std::max<std::size_t>(total, 1)));
+
+    std::vector<std::optional<SearchOutcome>> slots(total);
+    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> done{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex mutex;
+    std::condition_variable changed;
+    const auto stopping = [&] {
+        return failed.load() || (options.stop != nullptr && options.stop->load());
+    };
+    const auto work = [&] {
+        while (!stopping()) {
+            const std::size_t i = next.fetch_add(1);
+            if (i >= total)
+                break;
+            try {
+                slots[i] = plan_one(configurations[i]);
+            } catch (...) {
+                const std::lock_guard lock(mutex);
+                if (!error)
+                    error = std::current_exception();
+                failed = true;
+            }
+            done.fetch_add(1);
+            changed.notify_all();
+        }
+    };
+    std::size_t finished_workers = 0;
+    {
+        std::vector<std::jthread> workers;
+        workers.reserve(jobs);
+        for (unsigned j = 0; j < jobs; ++j) {
+            workers.emplace_back([&] {
+                work();
+                const std::lock_guard lock(mutex);
+                ++finished_workers;
+                changed.notify_all();
+            });
+        }
+        std::unique_lock lock(mutex);
+        while (finished_workers < jobs) {
+            changed.wait_for(lock, std::chrono::milliseconds(options.progress_interval_ms));
+            if (options.on_progress) {
+                lock.unlock();
+                options.on_progress(SearchProgress{done.load(), total});
+                lock.lock();
+            }
+        }
+    }  // the workers have returned: join
+    if (error)
+        std::rethrow_exception(error);
+    SearchResult result;
+    for (std::optional<SearchOutcome>& slot : slots) {
+        if (slot)
+            result.outcomes.push_back(std::move(*slot));
+        else
+            result.stopped = true;
+    }
+    return result;
+}
+
+std::vector<const SearchOutcome*> ranked(const SearchResult& result) {
+    std::vector<const SearchOutcome*> out;
+    for (const SearchOutcome& outcome : result.outcomes) {
+        if (outcome.status == SearchOutcome::Status::planned)
+            out.push_back(&outcome);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const SearchOutcome* a, const SearchOutcome* b) {
+        return a->iteration_time() < b->iteration_time();
+    });
+    return out;
+}
+
+}  // namespace ppb::partition

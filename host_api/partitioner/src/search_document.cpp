@@ -1,0 +1,139 @@
+#include <ppb/partition/search_document.hpp>
+
+#include <ppb/kinds.hpp>
+
+#include <boost/json/array.hpp>
+
+#include <cmath>
+
+namespace ppb::partition {
+namespace {
+
+namespace json = boost::json;
+
+json::array kind_names_of(std::uint32_t mask) {
+    json::array out;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        if ((mask & (1u << k)) != 0)
+            out.emplace_back(kind_names[k]);
+    }
+    return out;
+}
+
+json::object configuration_object(const Configuration& c) {
+    return json::object{{"pipeline_parallel", c.pipeline},
+                        {"data_parallel", c.data_parallel},
+                        {"micro_batches", c.micro_batches},
+                        {"schedule", schedule_name(c.schedule.schedule)},
+                        {"chunks", c.schedule.chunks},
+                        {"recompute", c.recompute.name},
+                        {"recompute_kinds", kind_names_of(c.recompute.kinds)}};
+}
+
+// A limit in MB, or null when no limit fits (JSON has no infinity).
+json::value limit_value(double mb) {
+    return std::isfinite(mb) ? json::value(mb) : json::value(nullptr);
+}
+
+}  // namespace
+
+std::vector<const SearchOutcome*> top_ranked(const SearchResult& result, std::size_t top) {
+    std::vector<const SearchOutcome*> out = ranked(result);
+    if (top != 0 && out.size() > top)
+        out.resize(top);
+    return out;
+}
+
+json::object search_document(const SearchSpace& space, const Problem& base, const SearchPlan& plan,
+                             const SearchResult& result, const SearchContext& context) {
+    json::object doc;
+    doc["format"] = "ppb.search/1";
+    doc["model"] =
+        json::object{{"name", context.model.model_name}, {"version", context.model.model_version}};
+    doc["num_layers"] = base.time.body_layers;
+    doc["time_unit"] =
+        context.time_unit.empty() ? json::value(nullptr) : json::value(context.time_unit);
+
+    json::object searched;
+    searched["devices"] = space.devices ? json::value(*space.devices) : json::value(nullptr);
+    searched["tensor_parallel"] = space.tensor_parallel;
+    searched["global_batch"] = space.global_batch;
+    searched["micro_batch_size"] = space.micro_batch_size;
+    json::array degrees;
+    std::vector<std::uint32_t> seen;
+    for (const Configuration& c : plan.configurations) {
+        if (std::find(seen.begin(), seen.end(), c.pipeline) == seen.end()) {
+            seen.push_back(c.pipeline);
+            degrees.push_back(c.pipeline);
+        }
+    }
+    searched["pipeline_degrees"] = std::move(degrees);
+    json::array schedules;
+    for (const ScheduleChoice& s : space.schedules)
+        schedules.push_back(
+            json::object{{"schedule", schedule_name(s.schedule)}, {"chunks", s.chunks}});
+    searched["schedules"] = std::move(schedules);
+    json::array policies;
+    for (const RecomputePolicy& r : space.recompute)
+        policies.emplace_back(r.name);
+    searched["recompute"] = std::move(policies);
+    searched["recompute_rule"] = rule_name(base.rule);
+    searched["memory_limit_mb"] = base.memory_limit_mb;
+    searched["memory_margin_mb"] = base.memory_margin_mb;
+    searched["memory_margin_sigma"] = base.memory_margin_sigma;
+    doc["search"] = std::move(searched);
+
+    std::size_t planned = 0, infeasible = 0, invalid = 0;
+    for (const SearchOutcome& o : result.outcomes) {
+        planned += o.status == SearchOutcome::Status::planned ? 1 : 0;
+        infeasible += o.status == SearchOutcome::Status::infeasible ? 1 : 0;
+        invalid += o.status == SearchOutcome::Status::invalid ? 1 : 0;
+    }
+    doc["configurations"] = plan.configurations.size();
+    doc["planned"] = planned;
+    doc["infeasible"] = infeasible;
+    doc["invalid"] = invalid;
+    doc["skipped"] = plan.skipped.size();
+    doc["stopped"] = result.stopped;
+
+    json::array ranking;
+    std::size_t rank = 0;
+    for (const SearchOutcome* o : top_ranked(result, context.top)) {
+        json::object entry{{"rank", ++rank}};
+        for (auto& [key, value] : configuration_object(o->configuration))
+            entry[key] = value;
+        const PlannedPartition& p = *o->planned;
+        entry["iteration_time"] = p.simulation.makespan;
+        entry["estimate"] = p.plan.iteration_time;
+        entry["bubble_fraction"] = p.simulation.bubble_fraction;
+        entry["peak_memory_mb"] = o->peak_memory_mb;
+        entry["headroom_mb"] = o->headroom_mb;
+        entry["plan"] = partition_document(p.problem, p.plan, context.model, p.simulation);
+        ranking.push_back(std::move(entry));
+    }
+    doc["ranking"] = std::move(ranking);
+
+    // What did not fit is listed when asked (with the smallest limit that would fit); what could
+    // not be planned at all, and what was left out of the space, always.
+    json::array too_big, cannot;
+    for (const SearchOutcome& o : result.outcomes) {
+        if (o.status == SearchOutcome::Status::planned)
+            continue;
+        json::object entry = configuration_object(o.configuration);
+        if (o.status == SearchOutcome::Status::infeasible)
+            entry["smallest_feasible_limit_mb"] = limit_value(o.smallest_feasible_limit_mb);
+        entry["reason"] = o.message;
+        (o.status == SearchOutcome::Status::infeasible ? too_big : cannot)
+            .push_back(std::move(entry));
+    }
+    if (context.with_infeasible)
+        doc["not_fitting"] = std::move(too_big);
+    doc["not_planned"] = std::move(cannot);
+    json::array skipped;
+    for (const SkippedConfiguration& s : plan.skipped)
+        skipped.push_back(json::object{{"configuration", s.configuration}, {"reason", s.reason}});
+    doc["skipped_configurations"] = std::move(skipped);
+    return doc;
+}
+
+}  // namespace ppb::partition

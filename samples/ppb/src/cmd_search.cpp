@@ -1,0 +1,476 @@
+// ppb search: which pipeline configuration to run. Every combination of pipeline degree (with
+// the micro-batch count a fixed global batch gives it), schedule and chunks, and recompute
+// policy is planned exactly on a pool of threads and ranked by its simulated iteration time.
+#include "commands.hpp"
+#include "plugin_session.hpp"
+#include "search_output.hpp"
+#include "search_progress.hpp"
+
+#include <ppb/json_output.hpp>
+#include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/search.hpp>
+#include <ppb/partition/search_document.hpp>
+#include <ppb/partition/time_model.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace ppb::cli {
+namespace {
+
+namespace json = boost::json;
+
+struct SearchArgs {
+    std::string model_desc;
+    std::string dryrun;
+    ModelChoice choice;
+    DryRunReadOptions read;
+    std::optional<std::uint32_t> devices;
+    std::vector<std::uint32_t> pipeline_degrees;
+    std::optional<std::uint32_t> tensor_parallel;
+    std::optional<std::uint32_t> data_parallel;
+    std::uint64_t global_batch = 0;
+    std::optional<std::uint32_t> micro_batch_size;
+    std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
+    std::vector<std::uint32_t> chunks = {2};
+    std::vector<std::string> recompute = {"any"};
+    std::string recompute_rule = "mindformers";
+    double memory_limit_mb = 0.0;
+    double memory_margin_mb = 0.0;
+    double memory_margin_sigma = 0.0;
+    std::size_t top = 10;
+    bool show_infeasible = false;
+    bool json = false;
+    unsigned jobs = 0;
+    std::string progress = "auto";
+};
+
+// Set by SIGINT: the search stops taking configurations. A second SIGINT ends the process the
+// default way.
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_interrupt(int) {
+    if (interrupted.exchange(true)) {
+        std::signal(SIGINT, SIG_DFL);
+        std::raise(SIGINT);
+    }
+}
+
+// SIGINT handled by on_interrupt while it lives; the previous handler restored after.
+class InterruptScope {
+  public:
+    InterruptScope() {
+        interrupted = false;
+        struct sigaction action {};
+        action.sa_handler = on_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &previous_);
+    }
+    ~InterruptScope() { sigaction(SIGINT, &previous_, nullptr); }
+    InterruptScope(const InterruptScope&) = delete;
+    InterruptScope& operator=(const InterruptScope&) = delete;
+
+  private:
+    struct sigaction previous_ {};
+};
+
+// The schedules to consider: each of --schedules, the interleaved ones with each of --chunks.
+std::vector<partition::ScheduleChoice> schedule_choices(const SearchArgs& args) {
+    std::vector<partition::ScheduleChoice> out;
+    for (const std::string& name : args.schedules) {
+        const Schedule schedule = *schedule_from_name(name);  // checked by CLI11
+        std::vector<std::uint32_t> chunks;
+        if (schedule == Schedule::one_f_one_b)
+            chunks = {1};
+        else if (schedule == Schedule::dualpipe_v)
+            chunks = {2};
+        else
+            chunks = args.chunks;
+        for (const std::uint32_t v : chunks) {
+            const partition::ScheduleChoice choice{schedule, v};
+            if (std::find(out.begin(), out.end(), choice) == out.end())
+                out.push_back(choice);
+        }
+    }
+    return out;
+}
+
+// A whole number of the model's options (a shape), if it has one there.
+std::optional<std::uint32_t> shape_count(const json::object& shape, std::string_view key) {
+    const json::value* v = shape.if_contains(key);
+    if (v == nullptr)
+        return std::nullopt;
+    if (v->is_int64() && v->as_int64() > 0 && v->as_int64() <= 0x7fffffff)
+        return static_cast<std::uint32_t>(v->as_int64());
+    if (v->is_uint64() && v->as_uint64() <= 0x7fffffff && v->as_uint64() > 0)
+        return static_cast<std::uint32_t>(v->as_uint64());
+    return std::nullopt;  // the model names its own wrong types
+}
+
+// `given` on the command line or the model's options' value of `key`; both must agree.
+std::uint32_t agreed(std::optional<std::uint32_t> given, std::string_view option,
+                     const json::object* shape, std::string_view key, std::uint32_t fallback) {
+    const std::optional<std::uint32_t> in_shape =
+        shape != nullptr ? shape_count(*shape, key) : std::nullopt;
+    if (given && in_shape && *given != *in_shape) {
+        throw UsageError(fmt::format(
+            "{} {} contradicts the model options' {} = {}: give one of them, or the same value",
+            option, *given, key, *in_shape));
+    }
+    return given.value_or(in_shape.value_or(fallback));
+}
+
+// The memory model of each data-parallel degree. A model configured by a shape (options holding
+// `tensor_parallel`, as the analytic model's do) is created once per degree with its
+// `data_parallel` set to it, since the optimizer state it shards depends on it; any other model
+// is created (and fitted) once and used for every configuration.
+class ModelsByDegree {
+  public:
+    ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
+                   const ModelOptions& options, std::optional<json::object> shape,
+                   const partition::Problem& base, const std::vector<std::uint32_t>& degrees)
+        : shape_(std::move(shape)) {
+        const auto candidates = discover_from_args(args.choice.plugin_paths);
+        const auto prepare = [&](const ModelOptions& text) {
+            return prepare_model(open_model_spec(candidates, args.choice.model, text),
+                                 dryrun ? &*dryrun : nullptr, args.dryrun, "--dryrun FILE");
+        };
+        if (!shape_) {
+            auto entry = std::make_unique<Entry>();
+            entry->prepared.emplace(prepare(options));
+            entry->memory = partition::model_memory_source(base, entry->prepared->model);
+            single_ = entry.get();
+            entries_[0] = std::move(entry);
+            return;
+        }
+        for (const std::uint32_t d : degrees) {
+            auto entry = std::make_unique<Entry>();
+            json::object with_degree = *shape_;
+            with_degree["data_parallel"] = d;
+            try {
+                entry->prepared.emplace(
+                    prepare(ModelOptions{json::serialize(with_degree), options.file}));
+                entry->memory = partition::model_memory_source(base, entry->prepared->model);
+            } catch (const ModelError& e) {
+                if (!e.is_input_error())
+                    throw;
+                entry->refused =
+                    fmt::format("the memory model refuses data_parallel = {}: {}", d, e.what());
+            }
+            entries_[d] = std::move(entry);
+        }
+    }
+
+    // The model that describes the search (the first one created).
+    [[nodiscard]] const PreparedModel* any() const {
+        for (const auto& [d, entry] : entries_) {
+            if (entry->prepared)
+                return &*entry->prepared;
+        }
+        return nullptr;
+    }
+    [[nodiscard]] std::string first_refusal() const {
+        for (const auto& [d, entry] : entries_) {
+            if (!entry->refused.empty())
+                return entry->refused;
+        }
+        return {};
+    }
+
+    [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
+                                                const partition::Configuration& c) const {
+        const Entry& entry = single_ != nullptr ? *single_ : *entries_.at(c.data_parallel);
+        if (!entry.prepared) {
+            partition::SearchOutcome out;
+            out.configuration = c;
+            out.status = partition::SearchOutcome::Status::invalid;
+            out.message = entry.refused;
+            return out;
+        }
+        return partition::plan_configuration(base, c, entry.memory);
+    }
+
+  private:
+    struct Entry {
+        std::optional<PreparedModel> prepared;
+        partition::MemorySource memory;
+        std::string refused;
+    };
+    std::optional<json::object> shape_;
+    std::map<std::uint32_t, std::unique_ptr<Entry>> entries_;
+    const Entry* single_ = nullptr;
+};
+
+// No configuration has a plan: exit 4 with the smallest limit that fits one (or 2 when none
+// could be planned at any limit).
+[[noreturn]] void throw_nothing_fits(const partition::Problem& base,
+                                     const partition::SearchResult& result) {
+    const partition::SearchOutcome* closest = nullptr;
+    for (const partition::SearchOutcome& o : result.outcomes) {
+        if (o.status == partition::SearchOutcome::Status::infeasible &&
+            (closest == nullptr ||
+             o.smallest_feasible_limit_mb < closest->smallest_feasible_limit_mb)) {
+            closest = &o;
+        }
+    }
+    if (closest == nullptr) {
+        throw InputError(fmt::format(
+            "no configuration can be planned ({} tried); the first: {}: {}", result.outcomes.size(),
+            describe(result.outcomes.front().configuration), result.outcomes.front().message));
+    }
+    const std::string fits =
+        std::isfinite(closest->smallest_feasible_limit_mb)
+            ? fmt::format("the smallest limit that fits one is {:.1f} MB ({})",
+                          closest->smallest_feasible_limit_mb, describe(closest->configuration))
+            : "no limit fits any of them";
+    throw partition::Infeasible(
+        fmt::format("no configuration fits --memory-limit-mb {:.1f}{} ({} planned): {}",
+                    base.memory_limit_mb,
+                    base.memory_margin_mb > 0.0
+                        ? fmt::format(" with a margin of {:.1f} MB", base.memory_margin_mb)
+                        : std::string(),
+                    result.outcomes.size(), fits),
+        closest->smallest_feasible_limit_mb);
+}
+
+int run_search_command(const SearchArgs& args) {
+    // Everything the user typed is checked before any plugin is loaded.
+    if (args.memory_margin_mb >= args.memory_limit_mb)
+        throw UsageError("--memory-margin-mb: expected less than --memory-limit-mb");
+    if (!args.devices && args.pipeline_degrees.empty())
+        throw UsageError("give --devices N or --pipeline-degrees P,... (or both)");
+    if (args.devices && args.data_parallel) {
+        throw UsageError(
+            "--data-parallel: with --devices every pipeline degree P has its own, N / (P x t)");
+    }
+    const ModelOptions options = args.choice.options.empty()
+                                     ? ModelOptions{}
+                                     : options_text(args.choice.options, "--model-options");
+    std::optional<json::object> shape;
+    {
+        boost::system::error_code ec;
+        json::value parsed = json::parse(options.json, ec);
+        if (!ec && parsed.is_object() && parsed.as_object().contains("tensor_parallel"))
+            shape = std::move(parsed.as_object());
+    }
+
+    partition::Problem base;
+    base.memory_limit_mb = args.memory_limit_mb;
+    base.memory_margin_mb = args.memory_margin_mb;
+    base.memory_margin_sigma = args.memory_margin_sigma;
+    base.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
+                                             : partition::RecomputeRule::mindformers;
+    base.time = partition::read_time_model(args.model_desc);
+    for (const std::string& warning : base.time.warnings)
+        fmt::print(stderr, "ppb: warning: {}\n", warning);
+
+    partition::SearchSpace space;
+    space.devices = args.devices;
+    space.pipeline_degrees = args.pipeline_degrees;
+    space.tensor_parallel = agreed(args.tensor_parallel, "--tensor-parallel",
+                                   shape ? &*shape : nullptr, "tensor_parallel", 1);
+    space.micro_batch_size = agreed(args.micro_batch_size, "--micro-batch-size",
+                                    shape ? &*shape : nullptr, "micro_batch_size", 1);
+    space.data_parallel =
+        args.data_parallel.value_or(shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
+    space.global_batch = args.global_batch;
+    space.schedules = schedule_choices(args);
+    space.recompute.clear();
+    for (const std::string& name : args.recompute) {
+        const partition::RecomputePolicy policy = partition::recompute_policy(name);
+        if (std::find(space.recompute.begin(), space.recompute.end(), policy) ==
+            space.recompute.end()) {
+            space.recompute.push_back(policy);
+        }
+    }
+    const partition::SearchPlan plan = partition::search_configurations(space, base.time);
+
+    const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
+    std::vector<std::uint32_t> degrees;
+    for (const partition::Configuration& c : plan.configurations) {
+        if (std::find(degrees.begin(), degrees.end(), c.data_parallel) == degrees.end())
+            degrees.push_back(c.data_parallel);
+    }
+    const ModelsByDegree models(args, dryrun, options, shape, base, degrees);
+    const PreparedModel* described = models.any();
+    if (described == nullptr)
+        throw InputError(models.first_refusal());
+
+    ProgressBar bar(progress_mode(args.progress), "configurations");
+    partition::SearchResult result;
+    {
+        const InterruptScope scope;
+        result = partition::run_search(
+            plan.configurations,
+            [&](const partition::Configuration& c) { return models.plan(base, c); },
+            {.jobs = args.jobs,
+             .on_progress =
+                 [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
+             .stop = &interrupted});
+        bar.finish();
+    }
+
+    const partition::SearchContext context{
+        {described->model.name(), described->model.version(), described->source},
+        args.model_desc,
+        "",
+        args.top,
+        args.show_infeasible};
+    if (!result.stopped) {
+        // Nothing fits: the smallest limit that fits a configuration, and exit 4 (or 2 when no
+        // configuration could be planned at all).
+        if (partition::ranked(result).empty())
+            throw_nothing_fits(base, result);
+    }
+    write_stdout(
+        args.json ? to_pretty_json(partition::search_document(space, base, plan, result, context))
+                  : render_search(space, base, plan, result, context));
+    if (result.stopped) {
+        fmt::print(stderr,
+                   "ppb: interrupted: planned {} of {} configurations; the ranking covers those\n",
+                   result.outcomes.size(), plan.configurations.size());
+        return 128 + SIGINT;
+    }
+    return 0;
+}
+
+}  // namespace
+
+void add_search_command(CLI::App& app, Commands& commands) {
+    auto args = std::make_shared<SearchArgs>();
+    CLI::App* search = add_command(
+        app, "search", "rank pipeline configurations by their planned iteration time",
+        "Plans every combination of pipeline degree P, schedule (and chunks) and recompute\n"
+        "policy exactly, as 'ppb partition' does, and ranks them by the simulated iteration\n"
+        "time of their optimal plans (one iteration processes the global batch B): with N\n"
+        "devices and tensor parallel t, P makes d = N / (P t) data-parallel replicas, each\n"
+        "running M = B / (b d) micro-batches of b samples. Each line shows the memory headroom\n"
+        "of the plan's fullest stage. The layer times are the layer file's, for its micro-batch\n"
+        "size and tensor parallel (the times do not change with P; communication between stages\n"
+        "and data-parallel gradient reduction are not timed). A model configured by a shape\n"
+        "(options holding tensor_parallel, like the analytic model's) is given each\n"
+        "configuration's data_parallel; a model fitted to dry runs predicts as it was fitted.\n"
+        "Configurations are planned on every core (--jobs); the results do not depend on it.\n"
+        "A progress bar shows on a terminal after a second; Ctrl-C stops the search and prints\n"
+        "the ranking of the configurations planned so far (exit status 130)."
+        "\n\n"
+        "Exit status: 0 ranked, 2 invalid input or usage (a global batch the micro-batch size\n"
+        "and data-parallel degree do not divide, pipeline degrees that do not divide the\n"
+        "devices, an empty search space), 3 plugin not found or failed, 4 no configuration fits\n"
+        "the memory limit (stderr gives the smallest limit that fits one), 130 interrupted, 1\n"
+        "other errors.");
+    search
+        ->add_option("--model-desc", args->model_desc,
+                     "layer file in the SAPP shape (HEAD / BODY / TAIL entries with nb_layer\n"
+                     "and times)")
+        ->type_name("FILE")
+        ->required();
+    search->add_option("--devices", args->devices, "devices in all, N (every P dividing N / t)")
+        ->type_name("N")
+        ->check(count_in({1, 1'000'000, "devices"}));
+    as_comma_list(search->add_option("--pipeline-degrees", args->pipeline_degrees,
+                                     "the pipeline degrees to consider (default: every P\n"
+                                     "dividing N / t that leaves each stage a layer)"))
+        ->type_name("P,...")
+        ->check(count_in(limits::stages));
+    search
+        ->add_option("--tensor-parallel", args->tensor_parallel,
+                     "tensor-parallel degree t (default: the model options' tensor_parallel, or\n"
+                     "1)")
+        ->type_name("T")
+        ->check(count_in({1, 1'000'000, "devices"}));
+    search
+        ->add_option("--data-parallel", args->data_parallel,
+                     "data-parallel degree without --devices (default: the model options'\n"
+                     "data_parallel, or 1)")
+        ->type_name("D")
+        ->check(count_in({1, 1'000'000, "replicas"}));
+    search->add_option("--global-batch", args->global_batch, "samples per iteration, B")
+        ->type_name("B")
+        ->required()
+        ->check(count_in({1, 1'000'000'000, "samples"}));
+    search
+        ->add_option("--micro-batch-size", args->micro_batch_size,
+                     "samples per micro-batch, b (default: the model options'\n"
+                     "micro_batch_size, or 1)")
+        ->type_name("b")
+        ->check(count_in({1, 1'000'000, "samples"}));
+    as_comma_list(search->add_option("--schedules", args->schedules, "schedules to consider"))
+        ->type_name("NAME,...")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+    as_comma_list(search->add_option("--chunks", args->chunks,
+                                     "chunks per stage to consider for the interleaved schedules"))
+        ->type_name("V,...")
+        ->capture_default_str()
+        ->check(count_in({2, limits::chunks.max, "chunks"}));
+    as_comma_list(search->add_option(
+                      "--recompute", args->recompute,
+                      "recompute policies to consider: 'any' (the best kind per layer among\n"
+                      "all the model predicts), a kind (every layer: none, select, comm, both,\n"
+                      "full) or kinds joined by '+' (none+full)"))
+        ->type_name("POLICY,...")
+        ->capture_default_str();
+    search
+        ->add_option("--recompute-rule", args->recompute_rule,
+                     "mixes of kinds a stage may hold (as for 'ppb partition')")
+        ->type_name("RULE")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"mindformers", "any"}));
+    search
+        ->add_option("--memory-limit-mb", args->memory_limit_mb,
+                     "device memory available to a stage, MB")
+        ->type_name("X")
+        ->required()
+        ->check(number_in(limits::positive_memory_mb));
+    search->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y")
+        ->type_name("Y")
+        ->capture_default_str()
+        ->check(number_in(limits::memory_mb));
+    search
+        ->add_option("--memory-margin-sigma", args->memory_margin_sigma,
+                     "plan against the prediction + K standard errors (1f1b)")
+        ->type_name("K")
+        ->capture_default_str()
+        ->check(number_in(limits::margin_sigma));
+    add_model_options(*search, args->choice);
+    search
+        ->add_option("--dryrun", args->dryrun,
+                     "dry-run observations to fit the model to (dryrun-lsq)")
+        ->type_name("FILE");
+    add_duplicate_tolerance_option(*search, args->read);
+    search->add_option("--top", args->top, "configurations listed (0: all)")
+        ->type_name("N")
+        ->capture_default_str()
+        ->check(count_in({0, 1'000'000, "configurations"}));
+    search->add_flag("--show-infeasible", args->show_infeasible,
+                     "also list the configurations that do not fit, with the smallest\n"
+                     "limit that would, and the combinations left out and why");
+    search
+        ->add_option("--jobs", args->jobs,
+                     "threads planning configurations (default 0: one per core)")
+        ->type_name("J")
+        ->capture_default_str()
+        ->check(count_in({0, 1024, "threads"}));
+    search
+        ->add_option("--progress", args->progress,
+                     "progress bar on stderr: 'auto' (on a terminal, after a second),\n"
+                     "'always' or 'never'")
+        ->type_name("WHEN")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+    search->add_flag("--json", args->json, "print ppb.search/1 JSON instead of a table");
+    commands.push_back({search, [args] { return run_search_command(*args); }, {}});
+}
+
+}  // namespace ppb::cli

@@ -1,0 +1,131 @@
+#include "search_output.hpp"
+
+#include "text_table.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace ppb::cli {
+namespace {
+
+using partition::SearchOutcome;
+
+std::string schedule_cell(const partition::ScheduleChoice& s) {
+    return s.schedule == Schedule::interleaved || s.schedule == Schedule::interleaved_less_memory
+               ? fmt::format("{} v={}", schedule_name(s.schedule), s.chunks)
+               : std::string(schedule_name(s.schedule));
+}
+
+// A time in the layer file's unit, or in `unit` when known.
+std::string time_cell(double t, const std::string& unit) {
+    return unit.empty() ? fmt::format("{:.1f}", t) : fmt::format("{:.1f} {}", t, unit);
+}
+
+std::string space_line(const partition::SearchSpace& space, const partition::Problem& base) {
+    std::string out;
+    if (space.devices)
+        out += fmt::format("{} devices, ", *space.devices);
+    else
+        out += fmt::format("data parallel {}, ", space.data_parallel);
+    out += fmt::format("tensor parallel {}, global batch {} (micro-batches of {}), memory limit {}",
+                       space.tensor_parallel, space.global_batch, space.micro_batch_size,
+                       format_mb(base.memory_limit_mb));
+    if (base.memory_margin_mb > 0.0)
+        out += fmt::format(" with a {} margin", format_mb(base.memory_margin_mb));
+    if (base.memory_margin_sigma > 0.0)
+        out += fmt::format(" and {:g} standard errors", base.memory_margin_sigma);
+    return out;
+}
+
+}  // namespace
+
+std::string render_search(const partition::SearchSpace& space, const partition::Problem& base,
+                          const partition::SearchPlan& plan, const partition::SearchResult& result,
+                          const partition::SearchContext& context) {
+    std::string out = fmt::format(
+        "{} configurations of {} body layers ({}); memory model {} {} ({})\n{}\n\n",
+        plan.configurations.size(), base.time.body_layers, context.layers, context.model.model_name,
+        context.model.model_version, context.model.source, space_line(space, base));
+
+    using A = TextTable::Align;
+    TextTable table({"RANK", "PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "ITERATION", "ESTIMATE",
+                     "BUBBLE", "PEAK MEMORY", "HEADROOM"},
+                    {A::right, A::right, A::right, A::right, A::left, A::left, A::right, A::right,
+                     A::right, A::right, A::right});
+    const auto ranking = partition::top_ranked(result, context.top);
+    std::size_t rank = 0;
+    for (const SearchOutcome* o : ranking) {
+        const auto& c = o->configuration;
+        const auto& p = *o->planned;
+        table.add_row({std::to_string(++rank), std::to_string(c.pipeline),
+                       std::to_string(c.data_parallel), std::to_string(c.micro_batches),
+                       schedule_cell(c.schedule), c.recompute.name,
+                       time_cell(p.simulation.makespan, context.time_unit),
+                       time_cell(p.plan.iteration_time, context.time_unit),
+                       fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
+                       format_mb(o->peak_memory_mb), format_mb(o->headroom_mb)});
+    }
+    out += table.render();
+
+    std::size_t planned = 0, infeasible = 0, invalid = 0;
+    for (const SearchOutcome& o : result.outcomes) {
+        planned += o.status == SearchOutcome::Status::planned ? 1 : 0;
+        infeasible += o.status == SearchOutcome::Status::infeasible ? 1 : 0;
+        invalid += o.status == SearchOutcome::Status::invalid ? 1 : 0;
+    }
+    out += fmt::format(
+        "\nITERATION: the plan's iteration as its schedule runs it (simulated), per global batch"
+        "{}; ESTIMATE: what the partitioner minimised.\n",
+        context.time_unit.empty() ? ", in the layer file's time unit"
+                                  : fmt::format(", in {}", context.time_unit));
+    std::string summary = fmt::format("{} planned", planned);
+    if (ranking.size() < planned)
+        summary += fmt::format(" (the best {} shown; --top 0 shows all)", ranking.size());
+    if (infeasible > 0)
+        summary += fmt::format(", {} do not fit{}", infeasible,
+                               context.with_infeasible ? "" : " (--show-infeasible lists them)");
+    if (invalid > 0)
+        summary += fmt::format(", {} cannot be planned", invalid);
+    if (!plan.skipped.empty())
+        summary += fmt::format("; {} combinations left out{}", plan.skipped.size(),
+                               context.with_infeasible ? "" : " (--show-infeasible says why)");
+    if (result.stopped) {
+        summary += fmt::format("; interrupted: {} of {} configurations planned",
+                               result.outcomes.size(), plan.configurations.size());
+    }
+    out += summary + ".\n";
+
+    if (context.with_infeasible && infeasible > 0) {
+        TextTable misfits({"PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "SMALLEST LIMIT THAT FITS"},
+                          {A::right, A::right, A::right, A::left, A::left, A::right});
+        for (const SearchOutcome& o : result.outcomes) {
+            if (o.status != SearchOutcome::Status::infeasible)
+                continue;
+            const auto& c = o.configuration;
+            misfits.add_row({std::to_string(c.pipeline), std::to_string(c.data_parallel),
+                             std::to_string(c.micro_batches), schedule_cell(c.schedule),
+                             c.recompute.name,
+                             std::isfinite(o.smallest_feasible_limit_mb)
+                                 ? format_mb(o.smallest_feasible_limit_mb)
+                                 : std::string("none")});
+        }
+        out +=
+            fmt::format("\nDo not fit {}:\n", format_mb(base.memory_limit_mb)) + misfits.render();
+    }
+    if (invalid > 0) {
+        out += "\nCannot be planned:\n";
+        for (const SearchOutcome& o : result.outcomes) {
+            if (o.status == SearchOutcome::Status::invalid)
+                out += fmt::format("  {}: {}\n", partition::describe(o.configuration), o.message);
+        }
+    }
+    if (context.with_infeasible && !plan.skipped.empty()) {
+        out += "\nLeft out:\n";
+        for (const auto& s : plan.skipped)
+            out += fmt::format("  {}: {}\n", s.configuration, s.reason);
+    }
+    return out;
+}
+
+}  // namespace ppb::cli
