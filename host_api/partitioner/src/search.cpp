@@ -196,6 +196,12 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                 skip(what, std::move(shape));
                 continue;
             }
+            if (p == 1 && choice.chunks > 1) {
+                skip(what,
+                     "one stage has no pipeline to fill: its chunks would run one after "
+                     "the other, as 1f1b runs the stage");
+                continue;
+            }
             if (const std::uint32_t needed = layers_needed(p, choice.chunks);
                 needed > time.body_layers) {
                 skip(what, fmt::format("{} stages of {} chunks need at least {} body layers, the "
@@ -323,6 +329,8 @@ SearchResult run_search(const std::vector<Configuration>& configurations,
             }
         }
     }  // the workers have returned: join
+    if (options.on_progress)
+        options.on_progress(SearchProgress{done.load(), total});  // the final count
     if (error)
         std::rethrow_exception(error);
     SearchResult result;

@@ -1,0 +1,376 @@
+// ppb search end to end: the ranking and its JSON (each ranked plan is what `ppb partition` makes
+// of that configuration), the same results for any number of threads, the analytic model told
+// each configuration's data-parallel degree, what does not fit and the limit that would, bad
+// input (exit 2), nothing fitting (exit 4), the progress bar, and Ctrl-C (exit 130 with the
+// configurations planned so far).
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace ppb_test;
+namespace json = boost::json;
+
+namespace {
+
+const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+const std::string shape_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-shape.json";
+
+std::vector<std::string> search_args(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"search",      "--model-desc",      layers_file, "--dryrun",
+                                     sample_dryrun, "--tensor-parallel", "8"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+}
+
+// `ppb partition --json` of one ranked configuration, with the same model arguments.
+json::object partition_of(const json::object& entry, const std::vector<std::string>& model_args,
+                          const std::string& limit) {
+    std::vector<std::string> args = {"partition",
+                                     "--model-desc",
+                                     layers_file,
+                                     "--stages",
+                                     std::to_string(entry.at("pipeline_parallel").to_number<int>()),
+                                     "--micro-batches",
+                                     std::to_string(entry.at("micro_batches").to_number<int>()),
+                                     "--schedule",
+                                     std::string(entry.at("schedule").as_string()),
+                                     "--memory-limit-mb",
+                                     limit,
+                                     "--json"};
+    if (entry.at("schedule").as_string() != "1f1b") {
+        args.push_back("--chunks");
+        args.push_back(std::to_string(entry.at("chunks").to_number<int>()));
+    }
+    std::string kinds;
+    for (const auto& k : entry.at("recompute_kinds").as_array())
+        kinds += (kinds.empty() ? "" : ",") + std::string(k.as_string());
+    args.push_back("--kinds");
+    args.push_back(kinds);
+    args.insert(args.end(), model_args.begin(), model_args.end());
+    const auto r = ppb(args);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    return parse_json(r.out).as_object();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_search)
+
+BOOST_AUTO_TEST_CASE(ranks_the_sample_configurations_by_simulated_iteration) {
+    const auto r =
+        ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb", "40000",
+                         "--chunks", "2,4", "--recompute", "any,none,full", "--jobs", "2"}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.err.empty(), r.err);  // piped: no progress bar
+    BOOST_TEST(r.out.find("39 configurations of 80 body layers") == 0u, r.out);
+    BOOST_TEST(r.out.find("64 devices, tensor parallel 8, global batch 256 (micro-batches of 1), "
+                          "memory limit 40000.0 MB") != std::string::npos);
+    BOOST_TEST(r.out.find("RANK  PP  DP    M  SCHEDULE") != std::string::npos, r.out);
+    // At 40000 MB only 8 stages fit (d = 1, M = 256); 1f1b with the best kind per layer wins.
+    BOOST_TEST(r.out.find("   1   8   1  256  1f1b             any") != std::string::npos, r.out);
+    BOOST_TEST(
+        r.out.find(
+            "8 planned, 31 do not fit (--show-infeasible lists them); 3 combinations left out "
+            "(--show-infeasible says why).") != std::string::npos,
+        r.out);
+}
+
+BOOST_AUTO_TEST_CASE(the_json_ranks_what_ppb_partition_plans_for_any_number_of_threads) {
+    const std::vector<std::string> common = {"--devices",
+                                             "64",
+                                             "--global-batch",
+                                             "512",
+                                             "--memory-limit-mb",
+                                             "48000",
+                                             "--chunks",
+                                             "2",
+                                             "--recompute",
+                                             "any,full",
+                                             "--top",
+                                             "0",
+                                             "--json"};
+    std::vector<std::string> one = common, two = common;
+    one.insert(one.end(), {"--jobs", "1"});
+    two.insert(two.end(), {"--jobs", "2"});
+    const auto a = ppb(search_args(one));
+    const auto b = ppb(search_args(two));
+    BOOST_TEST_REQUIRE(a.exit_code == 0, a.err);
+    BOOST_TEST_REQUIRE(b.exit_code == 0, b.err);
+    BOOST_TEST(a.out == b.out);  // byte for byte
+    const json::object doc = parse_json(a.out).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.search/1");
+    BOOST_TEST(doc.at("stopped").as_bool() == false);
+    const auto count = [&](const char* key) { return doc.at(key).to_number<std::int64_t>(); };
+    BOOST_TEST(count("planned") + count("infeasible") + count("invalid") ==
+               count("configurations"));
+    const auto& ranking = doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(static_cast<std::int64_t>(ranking.size()) == count("planned"));
+    BOOST_TEST_REQUIRE(ranking.size() >= 6u);
+    double previous = 0.0;
+    for (std::size_t i = 0; i < ranking.size(); ++i) {
+        const json::object& e = ranking[i].as_object();
+        BOOST_TEST(e.at("rank").to_number<std::size_t>() == i + 1);
+        const double t = e.at("iteration_time").to_number<double>();
+        BOOST_TEST(t >= previous);
+        previous = t;
+        // d x P x t = devices, M x d = global batch.
+        const auto p = e.at("pipeline_parallel").to_number<int>();
+        const auto d = e.at("data_parallel").to_number<int>();
+        BOOST_TEST(p * d * 8 == 64);
+        BOOST_TEST(e.at("micro_batches").to_number<int>() * d == 512);
+        const json::object& plan = e.at("plan").as_object();
+        BOOST_TEST(plan.at("simulated").at("makespan").to_number<double>() == t);
+        double peak = 0.0;
+        for (const auto& s : plan.at("stages").as_array())
+            peak = std::max(peak, s.at("memory_mb").to_number<double>());
+        BOOST_TEST(e.at("peak_memory_mb").to_number<double>() == peak);
+        // (Boost.JSON 1.81 reads numbers to within an ulp or so.)
+        BOOST_TEST(std::abs(e.at("headroom_mb").to_number<double>() - (48000.0 - peak)) < 1e-6);
+    }
+    // The best three are exactly what ppb partition makes of their configurations.
+    for (std::size_t i = 0; i < 3; ++i) {
+        const json::object& e = ranking[i].as_object();
+        json::object expected = partition_of(e, {"--dryrun", sample_dryrun}, "48000");
+        BOOST_TEST(json::serialize(e.at("plan")) == json::serialize(expected), "rank " << i + 1);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_analytic_model_gets_each_configurations_data_parallel_degree) {
+    // The shape's distributed optimizer shards over d = 256 / (8 P): its memory differs per P.
+    const auto r =
+        ppb({"search", "--model-desc", layers_file, "--model", "analytic", "--model-options",
+             shape_file, "--devices", "256", "--global-batch", "512", "--memory-limit-mb", "60000",
+             "--schedules", "1f1b", "--top", "0", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::object doc = parse_json(r.out).as_object();
+    BOOST_TEST(doc.at("search").at("tensor_parallel").to_number<int>() == 8);  // from the shape
+    std::ifstream in(shape_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto& ranking = doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(ranking.size() >= 2u);
+    for (const auto& v : ranking) {
+        const json::object& e = v.as_object();
+        json::object shape = parse_json(text.str()).as_object();
+        shape["data_parallel"] = e.at("data_parallel");
+        const std::string options = write_file(json::serialize(shape), "shape.json");
+        const json::object expected =
+            partition_of(e, {"--model", "analytic", "--model-options", options}, "60000");
+        BOOST_TEST(json::serialize(e.at("plan")) == json::serialize(expected));
+    }
+    // A --tensor-parallel that contradicts the shape is refused before planning.
+    expect_input_error(ppb({"search", "--model-desc", layers_file, "--model", "analytic",
+                            "--model-options", shape_file, "--devices", "256", "--tensor-parallel",
+                            "4", "--global-batch", "512", "--memory-limit-mb", "60000"}),
+                       {"--tensor-parallel 4 contradicts the model options' tensor_parallel = 8"});
+}
+
+BOOST_AUTO_TEST_CASE(what_does_not_fit_is_listed_with_the_limit_that_would) {
+    const auto r =
+        ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb", "40000",
+                         "--schedules", "1f1b", "--show-infeasible", "--json"}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::object doc = parse_json(r.out).as_object();
+    const auto& misfits = doc.at("not_fitting").as_array();
+    BOOST_TEST_REQUIRE(misfits.size() == 3u);  // P = 1, 2, 4
+    for (const auto& v : misfits) {
+        const json::object& e = v.as_object();
+        const double limit = e.at("smallest_feasible_limit_mb").to_number<double>();
+        BOOST_TEST(limit > 40000.0);
+        // At that limit the configuration plans; a little below it does not.
+        (void)partition_of(e, {"--dryrun", sample_dryrun}, fmt::format("{:.6f}", limit * 1.000001));
+        std::vector<std::string> below = {
+            "partition",
+            "--model-desc",
+            layers_file,
+            "--dryrun",
+            sample_dryrun,
+            "--stages",
+            std::to_string(e.at("pipeline_parallel").to_number<int>()),
+            "--micro-batches",
+            std::to_string(e.at("micro_batches").to_number<int>()),
+            "--memory-limit-mb",
+            fmt::format("{:.6f}", limit * 0.999)};
+        BOOST_TEST(ppb(below).exit_code == 4);
+    }
+    // The table says the same.
+    const auto table =
+        ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb", "40000",
+                         "--schedules", "1f1b", "--show-infeasible"}));
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("Do not fit 40000.0 MB:") != std::string::npos, table.out);
+    BOOST_TEST(table.out.find("SMALLEST LIMIT THAT FITS") != std::string::npos, table.out);
+}
+
+BOOST_AUTO_TEST_CASE(nothing_fitting_is_exit_4_with_the_smallest_limit_that_fits_one) {
+    const auto r = ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb",
+                                    "20000", "--schedules", "1f1b"}));
+    expect_failure(r, 4,
+                   {"no configuration fits --memory-limit-mb 20000.0 (4 planned): the "
+                    "smallest limit that fits one is "});
+    // The limit it names: the search then ranks that configuration.
+    const auto at = r.err.find("is ") + 3;
+    const std::string limit = r.err.substr(at, r.err.find(" MB", at) - at);
+    const auto again = ppb(search_args({"--devices", "64", "--global-batch", "256",
+                                        "--memory-limit-mb", limit, "--schedules", "1f1b"}));
+    BOOST_TEST(again.exit_code == 0, again.err);
+    BOOST_TEST(again.out.find("1 planned, 3 do not fit") != std::string::npos, again.out);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_exit_2_with_the_reason) {
+    expect_input_error(ppb(search_args({"--devices", "64", "--pipeline-degrees", "4",
+                                        "--global-batch", "101", "--memory-limit-mb", "40000"})),
+                       {"pipeline degree 4: the global batch of 101 samples is not divisible by "
+                        "micro-batch size 1 x data-parallel degree 2 = 2"});
+    expect_input_error(ppb(search_args({"--devices", "64", "--pipeline-degrees", "3",
+                                        "--global-batch", "256", "--memory-limit-mb", "40000"})),
+                       {"pipeline degree 3 does not divide the 64 devices"});
+    expect_input_error(
+        ppb(search_args({"--pipeline-degrees", "8", "--global-batch", "12", "--schedules",
+                         "interleaved,dualpipe-v", "--memory-limit-mb", "40000"})),
+        {"the search space is empty",
+         "P=8 d=1 M=12 interleaved v=2: interleaved needs a multiple of the 8 stages",
+         "P=8 d=1 M=12 dualpipe-v: dualpipe-v needs at least twice as many micro-batches"});
+    expect_input_error(ppb(search_args({"--global-batch", "256", "--memory-limit-mb", "40000"})),
+                       {"give --devices N or --pipeline-degrees P,..."});
+    expect_input_error(ppb(search_args({"--devices", "64", "--global-batch", "256",
+                                        "--memory-limit-mb", "40000", "--recompute", "fast"})),
+                       {"recompute policy 'fast': unknown recompute kind 'fast'"});
+    expect_input_error(ppb(search_args({"--devices", "64", "--data-parallel", "2", "--global-batch",
+                                        "256", "--memory-limit-mb", "40000"})),
+                       {"--data-parallel"});
+    expect_input_error(ppb(search_args({"--devices", "60", "--global-batch", "256",
+                                        "--memory-limit-mb", "40000"})),
+                       {"the 60 devices cannot be split into tensor-parallel groups of 8"});
+    expect_input_error(
+        ppb(search_args({"--devices", "64", "--global-batch", "0", "--memory-limit-mb", "40000"})),
+        {"--global-batch"});
+    expect_input_error(ppb(search_args({"--devices", "64", "--global-batch", "256",
+                                        "--memory-limit-mb", "40000", "--chunks", "1"})),
+                       {"--chunks"});
+    expect_input_error(
+        ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb", "nan"})),
+        {"--memory-limit-mb"});
+}
+
+BOOST_AUTO_TEST_CASE(the_progress_bar_shows_when_asked_and_never_when_piped_by_default) {
+    const std::vector<std::string> common = {
+        "--devices",         "64",    "--global-batch", "256",
+        "--memory-limit-mb", "40000", "--schedules",    "1f1b"};
+    std::vector<std::string> always = common;
+    always.insert(always.end(), {"--progress", "always"});
+    const auto shown = ppb(search_args(always));
+    BOOST_TEST_REQUIRE(shown.exit_code == 0, shown.err);
+    BOOST_TEST(shown.err.find("ppb search: [") == 0u, shown.err);
+    BOOST_TEST(shown.err.find("/4 configurations") != std::string::npos, shown.err);
+    BOOST_TEST(shown.err.find("] 4/4 configurations") != std::string::npos, shown.err);
+    const auto quiet = ppb(search_args(common));
+    BOOST_TEST(quiet.err.empty(), quiet.err);
+    BOOST_TEST(quiet.out == shown.out);
+}
+
+// Ctrl-C: the search stops taking configurations, prints the ranking of those planned and exits
+// 130. The space is large (thousands of configurations on one thread); the signal is sent once
+// the progress bar shows the search has started.
+BOOST_AUTO_TEST_CASE(ctrl_c_prints_the_configurations_planned_so_far) {
+    std::string degrees;
+    for (int p = 1; p <= 80; ++p)
+        degrees += (degrees.empty() ? "" : ",") + std::to_string(p);
+    std::string policies = "any";
+    for (const char* k : {"none", "select", "comm", "both", "full", "none+full", "select+full",
+                          "comm+full", "both+full", "none+select", "none+comm", "none+both"})
+        policies += std::string(",") + k;
+    std::vector<std::string> args = search_args(
+        {"--pipeline-degrees", degrees, "--global-batch", "1920", "--memory-limit-mb", "60000",
+         "--chunks", "2,3,4,5", "--schedules", "1f1b,interleaved,dualpipe-v", "--recompute",
+         policies, "--jobs", "1", "--progress", "always", "--json", "--top", "3"});
+    args.insert(args.begin(), PPB_EXE);
+
+    int out_pipe[2], err_pipe[2];
+    BOOST_TEST_REQUIRE(pipe(out_pipe) == 0);
+    BOOST_TEST_REQUIRE(pipe(err_pipe) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
+    posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+    std::vector<char*> argv;
+    for (std::string& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    BOOST_TEST_REQUIRE(posix_spawn(&pid, PPB_EXE, &actions, nullptr, argv.data(), environ) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+
+    std::string out, err;
+    bool sent = false;
+    const auto drain = [](int fd, std::string& into) {
+        char buffer[65536];
+        const ssize_t n = read(fd, buffer, sizeof buffer);
+        if (n > 0)
+            into.append(buffer, static_cast<std::size_t>(n));
+        return n;
+    };
+    const std::regex started(R"(ppb search: \[[#.]+\] [1-9][0-9]*/)");
+    bool out_open = true, err_open = true;
+    while (out_open || err_open) {
+        pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+        if (poll(fds, 2, 60000) <= 0)
+            break;
+        if (out_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0 && drain(out_pipe[0], out) <= 0)
+            out_open = false;
+        if (err_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0 && drain(err_pipe[0], err) <= 0)
+            err_open = false;
+        // Started, some planned, far from done: stop it.
+        if (!sent && std::regex_search(err, started)) {
+            kill(pid, SIGINT);
+            sent = true;
+        }
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    BOOST_TEST_REQUIRE(sent, err);
+    BOOST_TEST_REQUIRE(WIFEXITED(status), "ended by signal " << WTERMSIG(status));
+    BOOST_TEST(WEXITSTATUS(status) == 130);
+    BOOST_TEST(err.find("ppb: interrupted: planned ") != std::string::npos, err);
+    const json::object doc = parse_json(out).as_object();
+    BOOST_TEST(doc.at("stopped").as_bool() == true);
+    const auto planned = doc.at("planned").to_number<std::int64_t>() +
+                         doc.at("infeasible").to_number<std::int64_t>() +
+                         doc.at("invalid").to_number<std::int64_t>();
+    BOOST_TEST(planned >= 1);
+    BOOST_TEST(planned < doc.at("configurations").to_number<std::int64_t>());
+    BOOST_TEST(err.find(fmt::format("planned {} of {} configurations", planned,
+                                    doc.at("configurations").to_number<std::int64_t>())) !=
+                   std::string::npos,
+               err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,349 @@
+// ppb::partition search: the configurations a search space holds (with the micro-batch count a
+// global batch gives each pipeline degree, and what is left out and why), the bad input it
+// refuses, and the thread pool: outcomes identical to planning each configuration alone, in the
+// same order for any number of threads, stopped cleanly, failures passed on.
+#include <ppb/errors.hpp>
+#include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/search.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace ppb::partition;
+using ppb::Schedule;
+
+TimeModel uniform_time(std::uint32_t layers) {
+    TimeModel t;
+    t.body_name = "layer";
+    t.body_layers = layers;
+    // forward 1, backward 2; recompute lengthens the backward (SAPP's default coefficients).
+    t.body_time = {3.0, 3.08, 3.25, 3.33, 4.0};
+    t.body_forward = 1.0;
+    t.head_time = 1.5;
+    t.head_forward = 0.5;
+    t.tail_time = 3.0;
+    t.tail_forward = 1.0;
+    return t;
+}
+
+// Memory: 2000 MB constant, 500 MB per layer's parameters, activations per in-flight
+// micro-batch of 100 MB (none) down to 10 MB (full); 300 MB of embedding, 600 MB of LM head.
+MemorySource linear_memory() {
+    ppb_linear_parameters c{};
+    c.struct_size = sizeof c;
+    c.identified = 0xFFu | 0x1F0u;
+    c.const_mb = 2000.0;
+    c.per_layer_mb = 500.0;
+    c.head_mb = 300.0;
+    c.tail_mb = 600.0;
+    const double activation[PPB_KIND_COUNT] = {100.0, 70.0, 80.0, 50.0, 10.0};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        c.activation_mb[k] = activation[k];
+    MemorySource m;
+    m.linear = c;
+    return m;
+}
+
+Problem base_problem(std::uint32_t layers, double limit) {
+    Problem p;
+    p.time = uniform_time(layers);
+    p.memory_limit_mb = limit;
+    p.rule = RecomputeRule::mindformers;
+    return p;
+}
+
+template <typename F>
+void expect_input_error(F&& f, const std::string& part) {
+    try {
+        f();
+        BOOST_ERROR("no error; expected one naming: " << part);
+    } catch (const ppb::InputError& e) {
+        BOOST_TEST(std::string(e.what()).find(part) != std::string::npos,
+                   "'" << e.what() << "' does not name '" << part << "'");
+    }
+}
+
+SearchSpace devices_space() {
+    SearchSpace s;
+    s.devices = 64;
+    s.tensor_parallel = 4;
+    s.global_batch = 256;
+    s.micro_batch_size = 2;
+    s.schedules = {
+        {Schedule::one_f_one_b, 1}, {Schedule::interleaved, 2}, {Schedule::dualpipe_v, 2}};
+    s.recompute = {recompute_policy("any"), recompute_policy("full")};
+    return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(search_space)
+
+BOOST_AUTO_TEST_CASE(policies_name_their_kinds) {
+    BOOST_TEST(recompute_policy("any").kinds == PPB_ALL_KINDS);
+    BOOST_TEST(recompute_policy("full").kinds == (1u << PPB_KIND_FULL));
+    BOOST_TEST(recompute_policy("none+full").kinds ==
+               ((1u << PPB_KIND_NONE) | (1u << PPB_KIND_FULL)));
+    BOOST_TEST(recompute_policy("none+full").name == "none+full");
+    expect_input_error([] { (void)recompute_policy("none+fast"); },
+                       "recompute policy 'none+fast': unknown recompute kind 'fast'");
+    expect_input_error([] { (void)recompute_policy(""); }, "unknown recompute kind ''");
+}
+
+BOOST_AUTO_TEST_CASE(every_degree_dividing_the_devices_with_its_micro_batches) {
+    // 64 devices / t = 4: P in 1, 2, 4, 8, 16 (32 and 64 would leave stages without a layer
+    // of the 20); d = 16 / P; M = 256 / (2 d).
+    const SearchPlan plan = search_configurations(devices_space(), uniform_time(20));
+    std::vector<std::uint32_t> degrees;
+    for (const Configuration& c : plan.configurations) {
+        BOOST_TEST(c.data_parallel * c.pipeline * 4u == 64u);
+        BOOST_TEST(c.micro_batches * 2u * c.data_parallel == 256u);
+        if (degrees.empty() || degrees.back() != c.pipeline)
+            degrees.push_back(c.pipeline);
+    }
+    BOOST_TEST(degrees == (std::vector<std::uint32_t>{1, 2, 4, 8, 16}),
+               boost::test_tools::per_element());
+    // P = 16: M = 128, interleaved needs a multiple of 16 (it is) and P v - 2 = 30 > 20 layers.
+    bool left_out_for_layers = false;
+    for (const SkippedConfiguration& s : plan.skipped) {
+        if (s.configuration == "P=16 d=1 M=128 interleaved v=2")
+            left_out_for_layers =
+                s.reason == "16 stages of 2 chunks need at least 30 body layers, the model has 20";
+    }
+    BOOST_TEST(left_out_for_layers);
+    // Each runnable (P, schedule) appears once per policy, in the given order.
+    BOOST_TEST(plan.configurations.front().recompute.name == "any");
+    BOOST_TEST(plan.configurations[1].recompute.name == "full");
+    BOOST_TEST(plan.configurations.size() + plan.skipped.size() * 2 == 5u * 3u * 2u);
+}
+
+BOOST_AUTO_TEST_CASE(the_schedule_needs_are_left_out_with_the_reason) {
+    SearchSpace s;
+    s.pipeline_degrees = {4};
+    s.data_parallel = 3;
+    s.global_batch = 18;  // M = 6: not a multiple of 4, fewer than 2 x 4
+    s.schedules = {
+        {Schedule::one_f_one_b, 1}, {Schedule::interleaved, 2}, {Schedule::dualpipe_v, 2}};
+    const SearchPlan plan = search_configurations(s, uniform_time(16));
+    BOOST_TEST(plan.configurations.size() == 1u);
+    BOOST_TEST(plan.configurations[0].micro_batches == 6u);
+    BOOST_TEST(plan.skipped.size() == 2u);
+    BOOST_TEST(plan.skipped[0].reason.find("interleaved needs a multiple of the 4 stages") == 0u);
+    BOOST_TEST(
+        plan.skipped[1].reason ==
+        "dualpipe-v needs at least twice as many micro-batches as stages (2 x 4 = 8), got 6");
+    // Without 1f1b the space is empty: exit 2 with each reason.
+    s.schedules = {{Schedule::interleaved, 2}, {Schedule::dualpipe_v, 2}};
+    expect_input_error([&] { (void)search_configurations(s, uniform_time(16)); },
+                       "the search space is empty: no combination of pipeline degree and schedule "
+                       "can run:\n  P=4 d=3 M=6 interleaved v=2: interleaved needs a multiple");
+}
+
+BOOST_AUTO_TEST_CASE(bad_spaces_are_refused_with_the_reason) {
+    const TimeModel t = uniform_time(32);
+    SearchSpace s = devices_space();
+    s.pipeline_degrees = {2, 3};
+    expect_input_error([&] { (void)search_configurations(s, t); },
+                       "pipeline degree 3 does not divide the 64 devices: 3 stages x tensor "
+                       "parallel 4 = 12 devices per data-parallel replica");
+    s.pipeline_degrees = {4};
+    s.global_batch = 100;  // d = 4, b = 2: 8 does not divide 100
+    expect_input_error([&] { (void)search_configurations(s, t); },
+                       "pipeline degree 4: the global batch of 100 samples is not divisible by "
+                       "micro-batch size 2 x data-parallel degree 4 = 8");
+    s = devices_space();
+    s.tensor_parallel = 3;
+    expect_input_error([&] { (void)search_configurations(s, t); },
+                       "the 64 devices cannot be split into tensor-parallel groups of 3");
+    s = devices_space();
+    s.devices.reset();
+    expect_input_error([&] { (void)search_configurations(s, t); }, "nothing to search");
+    s = devices_space();
+    s.recompute.clear();
+    expect_input_error([&] { (void)search_configurations(s, t); }, "no recompute policy");
+    s = devices_space();
+    s.schedules = {{Schedule::one_f_one_b, 2}};
+    expect_input_error([&] { (void)search_configurations(s, t); },
+                       "schedule '1f1b': 1f1b runs one chunk per stage, got 2");
+    s = devices_space();
+    s.global_batch = 0;
+    expect_input_error([&] { (void)search_configurations(s, t); }, "the global batch");
+    // Derived degrees whose data-parallel degree does not divide the batch are left out: 64
+    // devices, t = 1, B = 48: d = 64 / P divides 48 only for P >= 4 (d <= 16).
+    s = devices_space();
+    s.tensor_parallel = 1;
+    s.micro_batch_size = 1;
+    s.global_batch = 48;
+    s.schedules = {{Schedule::one_f_one_b, 1}};
+    const SearchPlan plan = search_configurations(s, t);
+    BOOST_TEST(plan.configurations.front().pipeline == 4u);
+    BOOST_TEST(plan.skipped.front().reason ==
+               "the global batch of 48 samples is not divisible by micro-batch size 1 x "
+               "data-parallel degree 64 = 64");
+}
+
+BOOST_AUTO_TEST_CASE(groups_of_layers_are_searched_with_1f1b_only) {
+    TimeModel t = uniform_time(12);
+    t.groups = {{"dense", 4, t.body_time, 1.0}, {"moe", 8, t.body_time, 1.0}};
+    t.sequence.assign(12, 1);
+    SearchSpace s = devices_space();
+    const SearchPlan plan = search_configurations(s, t);
+    for (const Configuration& c : plan.configurations)
+        BOOST_TEST((c.schedule.schedule == Schedule::one_f_one_b));
+    const auto said = [&](const std::string& reason) {
+        return std::any_of(plan.skipped.begin(), plan.skipped.end(),
+                           [&](const SkippedConfiguration& k) { return k.reason == reason; });
+    };
+    BOOST_TEST(said("the model has 2 groups of body layers, which ppb plans with 1f1b only"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(search_run)
+
+BOOST_AUTO_TEST_CASE(outcomes_are_each_configuration_planned_alone_for_any_number_of_threads) {
+    const Problem base = base_problem(24, 9000.0);
+    const MemorySource memory = linear_memory();
+    SearchSpace s = devices_space();
+    s.recompute = {recompute_policy("any"), recompute_policy("none"), recompute_policy("full"),
+                   recompute_policy("select+full")};
+    const SearchPlan plan = search_configurations(s, base.time);
+    const auto plan_one = [&](const Configuration& c) {
+        return plan_configuration(base, c, memory);
+    };
+    const SearchResult one = run_search(plan.configurations, plan_one, {.jobs = 1});
+    const SearchResult four = run_search(plan.configurations, plan_one, {.jobs = 4});
+    BOOST_TEST(!one.stopped);
+    BOOST_TEST_REQUIRE(one.outcomes.size() == plan.configurations.size());
+    BOOST_TEST_REQUIRE(four.outcomes.size() == plan.configurations.size());
+    std::size_t planned = 0, infeasible = 0;
+    for (std::size_t i = 0; i < one.outcomes.size(); ++i) {
+        const SearchOutcome& a = one.outcomes[i];
+        const SearchOutcome& b = four.outcomes[i];
+        BOOST_TEST(describe(a.configuration) == describe(plan.configurations[i]));
+        BOOST_TEST(describe(b.configuration) == describe(plan.configurations[i]));
+        BOOST_TEST((a.status == b.status));
+        BOOST_TEST(a.message == b.message);
+        // The ground truth: the configuration's problem planned directly.
+        Problem direct = base;
+        direct.num_stages = a.configuration.pipeline;
+        direct.micro_batches = a.configuration.micro_batches;
+        direct.schedule = a.configuration.schedule.schedule;
+        direct.chunks = a.configuration.schedule.chunks;
+        direct.kinds = a.configuration.recompute.kinds;
+        if (a.status == SearchOutcome::Status::planned) {
+            ++planned;
+            const PlannedPartition expected = plan_with_memory(direct, memory);
+            BOOST_TEST(a.iteration_time() == expected.simulation.makespan);
+            BOOST_TEST(b.iteration_time() == expected.simulation.makespan);
+            BOOST_TEST(a.planned->plan.iteration_time == expected.plan.iteration_time);
+            double peak = 0.0;
+            for (std::size_t st = 0; st < expected.plan.stages.size(); ++st) {
+                peak = std::max(peak, expected.plan.stages[st].memory_mb);
+                BOOST_TEST((a.planned->plan.stages[st].layers == expected.plan.stages[st].layers));
+                BOOST_TEST((b.planned->plan.stages[st].layers == expected.plan.stages[st].layers));
+            }
+            BOOST_TEST(a.peak_memory_mb == peak);
+            BOOST_TEST(a.headroom_mb == 9000.0 - peak);
+            BOOST_TEST(a.headroom_mb >= 0.0);
+        } else if (a.status == SearchOutcome::Status::infeasible) {
+            ++infeasible;
+            try {
+                (void)plan_with_memory(direct, memory);
+                BOOST_ERROR(
+                    "the search calls infeasible what plans: " << describe(a.configuration));
+            } catch (const Infeasible& e) {
+                BOOST_TEST(a.smallest_feasible_limit_mb == e.smallest_feasible_limit_mb());
+                BOOST_TEST(a.smallest_feasible_limit_mb > 9000.0);
+                // The limit it names plans the configuration.
+                direct.memory_limit_mb = a.smallest_feasible_limit_mb;
+                BOOST_CHECK_NO_THROW((void)plan_with_memory(direct, memory));
+            }
+        }
+    }
+    // The instance has both kinds of outcome (P = 1 holds all 24 layers: 2000 + 300 + 600 +
+    // 24 x 500 = 14900 MB before any activation).
+    BOOST_TEST(planned > 5u);
+    BOOST_TEST(infeasible > 2u);
+
+    // Ranked fastest first; ties keep the configurations' order.
+    const auto order = ranked(one);
+    BOOST_TEST(order.size() == planned);
+    for (std::size_t i = 1; i < order.size(); ++i) {
+        BOOST_TEST(order[i - 1]->iteration_time() <= order[i]->iteration_time());
+        if (order[i - 1]->iteration_time() == order[i]->iteration_time())
+            BOOST_TEST(order[i - 1] < order[i]);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_stop_keeps_what_was_planned_in_order) {
+    const Problem base = base_problem(24, 9000.0);
+    const MemorySource memory = linear_memory();
+    const SearchPlan plan = search_configurations(devices_space(), base.time);
+    BOOST_TEST_REQUIRE(plan.configurations.size() > 6u);
+    std::atomic<bool> stop{false};
+    std::atomic<int> calls{0};
+    const auto plan_one = [&](const Configuration& c) {
+        if (++calls == 4)
+            stop = true;  // as the SIGINT handler does
+        return plan_configuration(base, c, memory);
+    };
+    std::size_t progress_calls = 0;
+    const SearchResult r = run_search(plan.configurations, plan_one,
+                                      {.jobs = 1,
+                                       .on_progress =
+                                           [&](const SearchProgress& p) {
+                                               ++progress_calls;
+                                               BOOST_TEST(p.done <= p.total);
+                                               BOOST_TEST(p.total == plan.configurations.size());
+                                           },
+                                       .stop = &stop});
+    BOOST_TEST(r.stopped);
+    BOOST_TEST(r.outcomes.size() == 4u);  // the one being planned when stopped finished
+    for (std::size_t i = 0; i < r.outcomes.size(); ++i)
+        BOOST_TEST(describe(r.outcomes[i].configuration) == describe(plan.configurations[i]));
+    BOOST_TEST(progress_calls >= 1u);
+
+    // Stopped before it starts: nothing planned.
+    const SearchResult none = run_search(plan.configurations, plan_one, {.jobs = 2, .stop = &stop});
+    BOOST_TEST(none.stopped);
+    BOOST_TEST(none.outcomes.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_stops_the_search_and_is_passed_on) {
+    const Problem base = base_problem(24, 9000.0);
+    const MemorySource memory = linear_memory();
+    const SearchPlan plan = search_configurations(devices_space(), base.time);
+    std::atomic<int> calls{0};
+    const auto plan_one = [&](const Configuration& c) {
+        if (++calls == 3)
+            throw ppb::PluginError("the plugin crashed on configuration 3");
+        return plan_configuration(base, c, memory);
+    };
+    BOOST_CHECK_EXCEPTION((void)run_search(plan.configurations, plan_one, {.jobs = 2}),
+                          ppb::PluginError, [](const ppb::PluginError& e) {
+                              return std::string(e.what()) ==
+                                     "the plugin crashed on configuration 3";
+                          });
+    BOOST_TEST(calls.load() < static_cast<int>(plan.configurations.size()));
+}
+
+BOOST_AUTO_TEST_CASE(a_configuration_that_cannot_be_planned_is_an_outcome) {
+    Problem base = base_problem(24, 9000.0);
+    MemorySource memory = linear_memory();
+    // The model predicts only 'none' and 'full': a policy of 'select' has no kind to plan with.
+    memory.linear->identified &= ~((1u << (4 + PPB_KIND_SELECT)));
+    const Configuration c{4, 4, 32, {Schedule::one_f_one_b, 1}, recompute_policy("select")};
+    const SearchOutcome o = plan_configuration(base, c, memory);
+    BOOST_TEST((o.status == SearchOutcome::Status::invalid));
+    BOOST_TEST(!o.message.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
