@@ -4,7 +4,10 @@
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/loader.hpp>
+#include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/search.hpp>
+#include <ppb/partition/time_model.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -12,6 +15,8 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -387,5 +392,63 @@ void BM_ExplainInfeasible(benchmark::State& state) {
 BENCHMARK(BM_ExplainInfeasible)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// `ppb search` of the bundled 70B-class model (80 layers, samples/data/llama70b-layers.json):
+// pipeline degrees 1 to 80 x {1f1b, interleaved v = 2, interleaved v = 4, dualpipe-v} x recompute
+// {any, full, none+full}, 960 micro-batches (d = 1): about a thousand configurations. The first
+// argument is the memory model (0: dryrun-lsq fitted to the sample dry runs, through its
+// coefficients; 1: the analytic model of the sample shape, probed through predictions), the
+// second the threads.
+void BM_Search(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const std::filesystem::path samples = PPB_SAMPLES_DIR;
+    ppb::MemoryModel model = [&] {
+        if (state.range(0) == 0) {
+            ppb::MemoryModel m = open_dryrun_lsq();
+            const auto set = ppb::read_dryrun_file(samples / "llama70b-pp8-dryrun.json");
+            m.fit(ppb::views(set.observations));
+            return m;
+        }
+        std::ifstream in(samples / "llama70b-shape.json");
+        const std::string shape{std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>()};
+        return ppb::open_model(ppb::inspect_plugin_file(plugin_dir / "ppb-analytic-1.0.0.so"),
+                               shape);
+    }();
+    pt::Problem base;
+    base.time = pt::read_time_model(samples / "llama70b-layers.json");
+    base.memory_limit_mb = state.range(0) == 0 ? 40000.0 : 60000.0;
+    base.rule = pt::RecomputeRule::mindformers;
+    const pt::MemorySource memory = pt::model_memory_source(base, model);
+    pt::SearchSpace space;
+    for (std::uint32_t p = 1; p <= 80; ++p)
+        space.pipeline_degrees.push_back(p);
+    space.global_batch = 960;
+    space.schedules = {{ppb::Schedule::one_f_one_b, 1},
+                       {ppb::Schedule::interleaved, 2},
+                       {ppb::Schedule::interleaved, 4},
+                       {ppb::Schedule::dualpipe_v, 2}};
+    space.recompute = {pt::recompute_policy("any"), pt::recompute_policy("full"),
+                       pt::recompute_policy("none+full")};
+    const pt::SearchPlan plan = pt::search_configurations(space, base.time);
+    pt::SearchResult result;
+    for (auto _ : state) {
+        result = pt::run_search(
+            plan.configurations,
+            [&](const pt::Configuration& c) { return pt::plan_configuration(base, c, memory); },
+            {.jobs = static_cast<unsigned>(state.range(1))});
+        benchmark::DoNotOptimize(result);
+    }
+    std::size_t planned = 0;
+    for (const auto& o : result.outcomes)
+        planned += o.status == pt::SearchOutcome::Status::planned ? 1 : 0;
+    state.counters["configurations"] = static_cast<double>(plan.configurations.size());
+    state.counters["planned"] = static_cast<double>(planned);
+}
+BENCHMARK(BM_Search)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 BENCHMARK_MAIN();

@@ -1,5 +1,5 @@
-// One model, many threads (ppb/abi.h, Threads): a model may serve predict, predict_batch and
-// parameters from several threads at once. Each real plugin is loaded from disk (dryrun-lsq
+// One model, many threads (ppb/abi.h, Threads): a model may serve its predictions and
+// coefficients from several threads at once. Each real plugin is loaded from disk (dryrun-lsq
 // fitted first), answered once on one thread, then hammered from eight threads at once; every
 // answer, including every error and its message, must equal the single-threaded one. The CI
 // runs this under ThreadSanitizer too (tests/run-all.sh).
@@ -8,6 +8,9 @@
 #include <ppb/dryrun_format.hpp>
 #include <ppb/loader.hpp>
 #include <ppb/memory_model.hpp>
+#include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/search.hpp>
+#include <ppb/partition/time_model.hpp>
 #include <ppb/placement.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -236,6 +239,86 @@ BOOST_AUTO_TEST_CASE(table) {
 BOOST_AUTO_TEST_CASE(analytic) {
     auto model = open("ppb-analytic-1.0.0.so", read_text(samples_dir / "llama70b-shape.json"));
     hammer(model);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// A search over configurations of `layers` with memory from `model` (ppb::partition::run_search),
+// on eight threads and on one: every outcome the same, in the same order. Linear models are read
+// through their coefficients; the analytic model is probed through predict_batch (one group) or
+// predict_grouped_batch (dense + MoE) from every thread at once.
+void search_on_threads(const ppb::MemoryModel& model, const fs::path& layers, std::uint32_t devices,
+                       std::uint32_t tensor_parallel, std::uint64_t global_batch, double limit_mb,
+                       bool chunked) {
+    using namespace ppb::partition;
+    Problem base;
+    base.time = read_time_model(layers);
+    base.memory_limit_mb = limit_mb;
+    const MemorySource memory = model_memory_source(base, model);
+    SearchSpace space;
+    space.devices = devices;
+    space.tensor_parallel = tensor_parallel;
+    space.global_batch = global_batch;
+    space.schedules = {{ppb::Schedule::one_f_one_b, 1}};
+    if (chunked) {
+        space.schedules.push_back({ppb::Schedule::interleaved, 2});
+        space.schedules.push_back({ppb::Schedule::dualpipe_v, 2});
+    }
+    space.recompute = {recompute_policy("any"), recompute_policy("full"),
+                       recompute_policy("none+select")};
+    const SearchPlan plan = search_configurations(space, base.time);
+    const auto plan_one = [&](const Configuration& c) {
+        return plan_configuration(base, c, memory);
+    };
+    const SearchResult one = run_search(plan.configurations, plan_one, {.jobs = 1});
+    const SearchResult eight = run_search(plan.configurations, plan_one, {.jobs = thread_count});
+    BOOST_TEST_REQUIRE(one.outcomes.size() == plan.configurations.size());
+    BOOST_TEST_REQUIRE(eight.outcomes.size() == plan.configurations.size());
+    std::size_t planned = 0;
+    for (std::size_t i = 0; i < one.outcomes.size(); ++i) {
+        const SearchOutcome& a = one.outcomes[i];
+        const SearchOutcome& b = eight.outcomes[i];
+        BOOST_TEST((a.status == b.status), describe(a.configuration));
+        BOOST_TEST(a.message == b.message);
+        if (a.status != SearchOutcome::Status::planned || b.status != a.status)
+            continue;
+        ++planned;
+        BOOST_TEST(std::memcmp(&a.planned->simulation.makespan, &b.planned->simulation.makespan,
+                               sizeof(double)) == 0);
+        for (std::size_t s = 0; s < a.planned->plan.stages.size(); ++s) {
+            const auto& x = a.planned->plan.stages[s];
+            const auto& y = b.planned->plan.stages[s];
+            BOOST_TEST((x.layers == y.layers && x.group_layers == y.group_layers));
+            BOOST_TEST(std::memcmp(&x.memory_mb, &y.memory_mb, sizeof(double)) == 0);
+        }
+    }
+    BOOST_TEST(planned >= 2u, model.name() << ": too few configurations fit to test anything");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(search_threads)
+
+BOOST_AUTO_TEST_CASE(dryrun_lsq_fitted_coefficients) {
+    auto model = open("ppb-dryrun-lsq-1.0.0.so", "{}");
+    const auto set = ppb::read_dryrun_file(samples_dir / "llama70b-pp8-dryrun.json");
+    const auto observations = ppb::views(set.observations);
+    model.fit(observations);
+    search_on_threads(model, samples_dir / "llama70b-layers.json", 256, 8, 512, 40000.0, true);
+}
+
+BOOST_AUTO_TEST_CASE(analytic_probed) {
+    auto model = open("ppb-analytic-1.0.0.so", read_text(samples_dir / "llama70b-shape.json"));
+    search_on_threads(model, samples_dir / "llama70b-layers.json", 256, 8, 512, 60000.0, true);
+}
+
+BOOST_AUTO_TEST_CASE(analytic_moe_probed_by_group) {
+    auto model =
+        open("ppb-analytic-1.0.0.so", read_text(samples_dir / "moe" / "deepseek-v3-shape.json"));
+    search_on_threads(model, samples_dir / "moe" / "deepseek-v3-layers.json", 1024, 1, 4096,
+                      76000.0, false);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

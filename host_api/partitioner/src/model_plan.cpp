@@ -179,7 +179,9 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
         Plan stages_plan = solve(by_stages, memory);
         Plan slots_plan = solve(by_slots, memory);
         const auto makespan = [](const Problem& p, const Plan& candidate) {
-            return simulate(simulation_input(p, candidate)).makespan;
+            SimulationInput input = simulation_input(p, candidate);
+            input.with_memory = false;  // the makespan alone
+            return simulate(input).makespan;
         };
         if (makespan(by_slots, slots_plan) < makespan(by_stages, stages_plan)) {
             problem = std::move(by_slots);
@@ -193,7 +195,9 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     }
     if (options.refine)
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
-    Simulation simulation = simulate(simulation_input(problem, plan));
+    SimulationInput input = simulation_input(problem, plan);
+    input.with_memory = input.with_memory && options.simulate_memory;
+    Simulation simulation = simulate(input);
     return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation)};
 }
 

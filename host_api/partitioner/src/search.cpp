@@ -248,7 +248,7 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
     SearchOutcome out;
     out.configuration = configuration;
     try {
-        out.planned = plan_with_memory(std::move(problem), memory, {.choose_objective = true});
+        out.planned = plan_with_memory(std::move(problem), memory, {.choose_objective = true, .simulate_memory = false});
         out.status = SearchOutcome::Status::planned;
         double peak = 0.0;
         for (const StagePlan& stage : out.planned->plan.stages)

@@ -33,8 +33,9 @@
  *
  * Threads
  *   Different models may be used from different threads at once. One model may serve predict,
- *   predict_batch and parameters from several threads at once; fit, report and destroy need
- *   it to themselves.
+ *   predict_batch, predict_std_error and parameters (API 1.3: groups, group_parameters and the
+ *   grouped predictions too) from several threads at once; fit, fit_grouped, report and
+ *   destroy need it to themselves.
  */
 #ifndef PPB_ABI_H
 #define PPB_ABI_H

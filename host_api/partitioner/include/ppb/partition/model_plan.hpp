@@ -26,6 +26,9 @@ struct PlanWithModelOptions {
     // Then improve the plan on the simulated iteration (refine_by_simulation, refine_moves);
     // for problems with chunks only (ppb::InputError otherwise).
     bool refine = false;
+    // Whether the returned simulation traces each stage's memory over time (for `ppb simulate`
+    // and timelines); the makespan and bubble do not depend on it. A search leaves it out.
+    bool simulate_memory = true;
 };
 
 struct PlannedPartition {
