@@ -374,3 +374,36 @@ BOOST_AUTO_TEST_CASE(ctrl_c_prints_the_configurations_planned_so_far) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cli_search_readme)
+
+// The README's walk-through prints exactly what the command prints (run from the source tree with
+// the README's relative paths).
+BOOST_AUTO_TEST_CASE(the_readme_example_is_what_ppb_search_prints) {
+    std::ifstream in(std::string(PPB_SOURCE_DIR) + "/README.md");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string readme = text.str();
+    const std::size_t section = readme.find("## Choosing a configuration (`ppb search`)");
+    BOOST_TEST_REQUIRE(section != std::string::npos);
+    const std::size_t command = readme.find("```sh\n", section);
+    const std::size_t output = readme.find("```\n", readme.find("```\n", command) + 4);
+    BOOST_TEST_REQUIRE(output != std::string::npos);
+    const std::size_t start = output + 4;
+    const std::string expected = readme.substr(start, readme.find("```", start) - start);
+    const auto r =
+        run_process(PPB_EXE,
+                    {"search", "--model-desc", "samples/data/llama70b-layers.json", "--model",
+                     "analytic", "--model-options", "samples/data/llama70b-shape.json", "--devices",
+                     "512", "--global-batch", "1024", "--memory-limit-mb", "80000", "--recompute",
+                     "any,full", "--top", "8"},
+                    {{"PPB_PLUGIN_PATH", ""}, {"PPB_DEBUG_PLUGINS", ""}}, "", PPB_SOURCE_DIR);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.out == expected);
+    // And the command shown is that one.
+    BOOST_TEST(readme.substr(command, output - command)
+                   .find("--devices 512 --global-batch 1024 --memory-limit-mb 80000 --recompute "
+                         "any,full --top 8") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
