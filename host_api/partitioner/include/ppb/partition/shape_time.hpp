@@ -1,0 +1,63 @@
+// ppb/partition/shape_time.hpp — the layers' compute times from a model shape, without a layer
+// file.
+//
+// The shape is the analytic memory model's options object (plugin/analytic/README.md, "Options":
+// hidden_size, num_attention_heads, ffn_hidden_size, seq_length, micro_batch_size, vocab_size,
+// num_layers, tensor_parallel, optionally num_kv_heads, gated_mlp and moe). Its FLOPs per
+// micro-batch and tensor-parallel rank, at an achieved rate per device, give a SAPP layer file
+// (ppb/sapp/layer_file.hpp) with HEAD "embedding", one BODY entry per run of consecutive layers
+// of one group, and TAIL "lm_head"; read by the time model's reader, it is the TimeModel the
+// partitioner plans with. The BODY names are the analytic model's groups: "body" for a dense
+// shape, moe.dense_group and moe.moe_group ("dense" and "moe" by default) with `moe`.
+//
+// Counted (multiply-add = 2 FLOPs; b micro_batch_size, s seq_length, h hidden_size, a heads,
+// h_kv = num_kv_heads x h / a, F ffn_hidden_size, V vocab_size, t tensor_parallel), forward:
+//   attention      2bsh(h + 2h_kv) (QKV) + 2bs^2h (scores) + 2bs^2h (context) + 2bsh^2 (output)
+//   dense MLP      6bshF gated (gated_mlp, the default), else 4bshF
+//   MoE block      2bshE (router) + top_k x 6bshF_e (routed experts, at the balanced expectation)
+//                  + shared_experts x 6bshF_s (4 instead of 6 without gated_mlp)
+//   LM head        2bshV
+// each divided by t. A body layer's forward_time is its FLOPs / (device_tflops x 1e12) in ms,
+// its time (forward + backward without recompute) 3 x that; the recompute kinds follow the
+// reader's default SAPP coefficients. The embedding is a lookup: time 0. Not counted:
+// communication, element-wise work (norms, softmax, activations), the causal mask's savings,
+// flash attention's recomputation in backward, capacity padding. host_api/docs/design.md,
+// "Times from a model shape", gives the reasons.
+#ifndef PPB_PARTITION_SHAPE_TIME_HPP
+#define PPB_PARTITION_SHAPE_TIME_HPP
+
+#include <ppb/partition/time_model.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <string_view>
+
+namespace ppb::partition {
+
+struct ShapeTimeSettings {
+    double device_tflops = 400.0;  // achieved dense bf16 TFLOP/s per device
+};
+
+// A SAPP layer file ({"layers_description": [...]}, with comment, pre_defined_layer and
+// auto_partition_layer) whose times (ms per micro-batch) come from the shape's FLOPs. Throws
+// ppb::InputError "<source>: <JSON path>: <problem>" for malformed JSON, a shape that is not an
+// object, a missing required key, a value of the wrong type or range (sizes are positive
+// integers), a key the shape does not have (a "did you mean"; the analytic model's memory-only
+// keys are accepted and ignored), num_kv_heads > num_attention_heads, moe.top_k >
+// moe.num_experts, a moe.layer_freq list of the wrong length or not of 0/1, moe.first_k_dense
+// disagreeing with the list or leaving no MoE layer, group names that clash, and for
+// device_tflops not finite and positive or a time beyond the layer file's range. `source`
+// names the shape in messages.
+[[nodiscard]] boost::json::object layer_file_from_shape(std::string_view options_json,
+                                                        std::string_view source,
+                                                        const ShapeTimeSettings& settings);
+
+// That layer file read as a TimeModel (ppb::sapp::read_layer_file, then time_model()), so the
+// times follow exactly the reader's rules. Throws as layer_file_from_shape().
+[[nodiscard]] TimeModel time_model_from_shape(std::string_view options_json,
+                                              std::string_view source,
+                                              const ShapeTimeSettings& settings);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_SHAPE_TIME_HPP

@@ -1,0 +1,396 @@
+// The layers' compute times from a model shape (ppb/partition/shape_time.hpp): FLOPs per
+// micro-batch and tensor-parallel rank, written as a SAPP layer file and read by the time model's
+// own reader.
+#include <ppb/errors.hpp>
+#include <ppb/json_input.hpp>
+#include <ppb/limits.hpp>
+#include <ppb/partition/shape_time.hpp>
+#include <ppb/sapp/layer_file.hpp>
+
+#include <boost/json/value.hpp>
+
+#include <fmt/core.h>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ppb::partition {
+namespace {
+
+namespace json = boost::json;
+
+// The keys of the analytic model's options (plugin/analytic/README.md, "Options"). The time
+// model reads the shape's sizes, num_kv_heads, gated_mlp and moe; the others are the memory
+// model's and are accepted without being read. A key not among them is refused with a "did you
+// mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would otherwise
+// change the times unnoticed.
+constexpr std::array<std::string_view, 22> shape_keys = {
+    "hidden_size",          "num_attention_heads",
+    "ffn_hidden_size",      "seq_length",
+    "micro_batch_size",     "vocab_size",
+    "num_layers",           "tensor_parallel",
+    "num_kv_heads",         "sequence_parallel",
+    "data_parallel",        "distributed_optimizer",
+    "param_bytes",          "grad_bytes",
+    "optimizer_bytes",      "gated_mlp",
+    "flash_attention",      "dropout",
+    "keep_gathered_inputs", "untie_embeddings",
+    "constant_mb",          "moe"};
+constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
+                                                       "top_k",
+                                                       "moe_ffn_hidden_size",
+                                                       "shared_experts",
+                                                       "shared_expert_ffn_hidden_size",
+                                                       "expert_parallel",
+                                                       "expert_tensor_parallel",
+                                                       "capacity_factor",
+                                                       "first_k_dense",
+                                                       "layer_freq",
+                                                       "dense_group",
+                                                       "moe_group"};
+
+// The names of the generated HEAD and TAIL entries (SAPP's own).
+constexpr std::string_view head_name = "embedding";
+constexpr std::string_view tail_name = "lm_head";
+// The one group of a dense shape: the analytic model's name for it (its layer_groups()).
+constexpr std::string_view dense_shape_group = "body";
+
+struct Moe {
+    double experts = 0.0;     // E
+    double top_k = 0.0;       // k
+    double expert_ffn = 0.0;  // F_e
+    double shared = 0.0;      // shared experts
+    double shared_ffn = 0.0;  // F_s
+    std::string dense_group = "dense";
+    std::string moe_group = "moe";
+    std::vector<bool> moe_layer;  // per layer in model order: MoE?
+};
+
+// What the time model reads of a shape, sizes as doubles (each an integer of at most 2^32, so
+// every product below is finite).
+struct Shape {
+    double hidden = 0.0;    // h
+    double heads = 0.0;     // a
+    double kv_heads = 0.0;  // num_kv_heads, default a
+    double ffn = 0.0;       // F
+    double seq = 0.0;       // s
+    double batch = 0.0;     // b
+    double vocab = 0.0;     // V
+    double tp = 0.0;        // t
+    std::uint32_t layers = 0;
+    bool gated_mlp = true;
+    std::optional<Moe> moe;
+};
+
+double size_of(const JsonObject& object, std::string_view key) {
+    return static_cast<double>(object.required(key).as_uint32(1));
+}
+
+std::string group_name(const JsonNode& node) {
+    const std::string_view name = node.as_string();
+    if (name.empty())
+        node.fail("expected a group name (a non-empty string), got \"\"");
+    if (name == head_name || name == tail_name) {
+        node.fail(
+            fmt::format("'{}' is the name of the generated {} entry: give the group another "
+                        "name",
+                        name, name == head_name ? "HEAD" : "TAIL"));
+    }
+    return std::string(name);
+}
+
+// moe.layer_freq as a list: one 0 (dense) or 1 (MoE) per layer.
+std::vector<bool> layer_list(const JsonArray& list, std::uint32_t layers) {
+    if (list.size() != layers) {
+        list.fail(
+            fmt::format("a moe.layer_freq list has one 0 or 1 per layer: {} entries, but "
+                        "num_layers is {}",
+                        list.size(), layers));
+    }
+    std::vector<bool> out;
+    out.reserve(layers);
+    for (const JsonNode& entry : list.elements()) {
+        const double x = entry.is_number() ? entry.as_number() : -1.0;
+        if (x != 0.0 && x != 1.0) {
+            entry.fail(
+                fmt::format("expected 0 (dense) or 1 (MoE), got {}", describe_json(entry.value())));
+        }
+        out.push_back(x == 1.0);
+    }
+    return out;
+}
+
+// The "moe" object, with the analytic model's defaults and layout (its README, "Layout").
+Moe read_moe(const JsonNode& node, double ffn, std::uint32_t layers) {
+    const JsonObject object = node.as_object();
+    object.allow_only(moe_keys, "member");
+    Moe moe;
+    // A mixture of one expert is a dense MLP; the analytic model refuses it too.
+    const std::uint32_t experts = object.required("num_experts").as_uint32(2);
+    const JsonNode top_k = object.required("top_k");
+    const std::uint32_t k = top_k.as_uint32(1);
+    if (k > experts) {
+        top_k.fail(
+            fmt::format("{} exceeds moe.num_experts {}: a token is routed to top_k "
+                        "distinct experts",
+                        k, experts));
+    }
+    moe.experts = static_cast<double>(experts);
+    moe.top_k = static_cast<double>(k);
+    const auto optional_size = [&](std::string_view key, double fallback) {
+        const auto member = object.optional(key);
+        return member ? static_cast<double>(member->as_uint32(1)) : fallback;
+    };
+    moe.expert_ffn = optional_size("moe_ffn_hidden_size", ffn);
+    if (const auto shared = object.optional("shared_experts"))
+        moe.shared = static_cast<double>(shared->as_uint32(0));
+    moe.shared_ffn = optional_size("shared_expert_ffn_hidden_size", moe.expert_ffn);
+    if (const auto name = object.optional("dense_group"))
+        moe.dense_group = group_name(*name);
+    if (const auto name = object.optional("moe_group"))
+        moe.moe_group = group_name(*name);
+
+    // The layout: Megatron-LM's --moe-layer-freq (layer i, from 0, is MoE when i % N = 0, or
+    // when the list's i-th entry is 1) with DeepSeek's first_k_dense_replace (the first k layers
+    // are dense).
+    const auto first_k = object.optional("first_k_dense");
+    const std::uint32_t first_k_dense = first_k ? first_k->as_uint32(0) : 0;
+    if (first_k && first_k_dense >= layers) {
+        first_k->fail(
+            fmt::format("{} is not below num_layers {}: no layer would be MoE (drop "
+                        "'moe' for a dense model)",
+                        first_k_dense, layers));
+    }
+    const auto freq = object.optional("layer_freq");
+    if (freq && freq->value().is_array()) {
+        moe.moe_layer = layer_list(freq->as_array(), layers);
+        std::uint32_t leading_dense = 0;
+        while (leading_dense < layers && !moe.moe_layer[leading_dense])
+            ++leading_dense;
+        if (first_k && leading_dense != first_k_dense) {
+            first_k->fail(
+                fmt::format("{} disagrees with the moe.layer_freq list, which starts "
+                            "with {} dense layers: give one of the two, or make them "
+                            "agree",
+                            first_k_dense, leading_dense));
+        }
+    } else {
+        if (freq && !freq->is_number()) {
+            freq->fail(
+                fmt::format("expected an integer N (every N-th layer is MoE) or a list of "
+                            "0/1, one per layer, got {}",
+                            describe_json(freq->value())));
+        }
+        const std::uint32_t every = freq ? freq->as_uint32(1) : 1;
+        moe.moe_layer.resize(layers);
+        for (std::uint32_t i = 0; i < layers; ++i)
+            moe.moe_layer[i] = i >= first_k_dense && i % every == 0;
+    }
+    bool any_moe = false;
+    bool any_dense = false;
+    for (const bool m : moe.moe_layer)
+        (m ? any_moe : any_dense) = true;
+    if (!any_moe) {
+        (freq ? *freq : node)
+            .fail(
+                "no layer is MoE (an integer N makes layers 0, N, 2N, ... MoE, from "
+                "first_k_dense on): drop 'moe' for a dense model");
+    }
+    if (any_dense && moe.dense_group == moe.moe_group) {
+        node.fail(
+            fmt::format("dense_group and moe_group are both '{}': the two groups of body "
+                        "layers need two names",
+                        moe.dense_group));
+    }
+    return moe;
+}
+
+Shape read_shape(std::string_view options_json, std::string_view source) {
+    const json::value root = parse_json(options_json, source);
+    const JsonNode node(root, source);
+    if (!root.is_object()) {
+        node.fail(
+            fmt::format("expected a model shape (an object: hidden_size, "
+                        "num_attention_heads, ...), got {}",
+                        describe_json(root)));
+    }
+    const JsonObject object = node.as_object();
+    if (object.contains(sapp::list_field)) {
+        node.fail(
+            "this holds 'layers_description': that is a SAPP layer file, which gives the "
+            "times itself, not a model shape (hidden_size, num_attention_heads, ...)");
+    }
+    object.allow_only(shape_keys);
+    Shape shape;
+    shape.hidden = size_of(object, "hidden_size");
+    shape.heads = size_of(object, "num_attention_heads");
+    shape.ffn = size_of(object, "ffn_hidden_size");
+    shape.seq = size_of(object, "seq_length");
+    shape.batch = size_of(object, "micro_batch_size");
+    shape.vocab = size_of(object, "vocab_size");
+    // At most as many layers as a layer file holds.
+    shape.layers = object.required("num_layers").as_count(limits::layers);
+    shape.tp = size_of(object, "tensor_parallel");
+    shape.kv_heads = shape.heads;
+    if (const auto kv = object.optional("num_kv_heads")) {
+        const std::uint32_t kv_heads = kv->as_uint32(1);
+        const std::uint32_t heads = object.required("num_attention_heads").as_uint32(1);
+        if (kv_heads > heads) {
+            kv->fail(
+                fmt::format("{} exceeds num_attention_heads {}: each key/value head serves "
+                            "one or more query heads",
+                            kv_heads, heads));
+        }
+        shape.kv_heads = static_cast<double>(kv_heads);
+    }
+    if (const auto gated = object.optional("gated_mlp"))
+        shape.gated_mlp = gated->as_bool();
+    if (const auto moe = object.optional("moe"))
+        shape.moe = read_moe(*moe, shape.ffn, shape.layers);
+    return shape;
+}
+
+// ---- FLOPs of one micro-batch, forward, on one tensor-parallel rank ----
+
+// The attention block: the QKV projection (K and V h_kv wide each), the scores QK^T and the
+// context (scores x V), each a x s x s x h/a multiply-adds per sequence, and the output
+// projection. The causal mask's zeros are counted (kernels skip at most half of them).
+double attention_flops(const Shape& m) {
+    const double bs = m.batch * m.seq;
+    const double h = m.hidden;
+    const double h_kv = m.kv_heads * h / m.heads;
+    return 2.0 * bs * h * (h + 2.0 * h_kv)  // QKV
+           + 2.0 * bs * m.seq * h           // scores
+           + 2.0 * bs * m.seq * h           // context
+           + 2.0 * bs * h * h;              // output projection
+}
+
+// An MLP of inner size `ffn`: three h x ffn matrices when gated (gate, up, down), else two.
+double mlp_flops(const Shape& m, double ffn) {
+    return (m.gated_mlp ? 6.0 : 4.0) * m.batch * m.seq * m.hidden * ffn;
+}
+
+// A dense layer, split over the t ranks (heads and the MLP's inner dimension).
+double dense_layer_flops(const Shape& m) {
+    return (attention_flops(m) + mlp_flops(m, m.ffn)) / m.tp;
+}
+
+// An MoE layer. Its router scores every token against E experts; each token passes through
+// top_k routed experts and every shared expert. The routed experts are taken at their balanced
+// expectation (every rank gets the average number of tokens; capacity padding and an
+// unbalanced router are not counted), so their work is divided by t as well: each rank owns
+// s x b / t tokens (MoE with t > 1 runs with sequence parallelism), and however experts are
+// spread (expert_parallel) or sliced (expert_tensor_parallel), a rank computes, on average, its
+// share 1 / t of one micro-batch's expert work per micro-batch.
+double moe_layer_flops(const Shape& m) {
+    const Moe& moe = *m.moe;
+    const double router = 2.0 * m.batch * m.seq * m.hidden * moe.experts;
+    const double routed = moe.top_k * mlp_flops(m, moe.expert_ffn);
+    const double shared = moe.shared * mlp_flops(m, moe.shared_ffn);
+    return (attention_flops(m) + router + routed + shared) / m.tp;
+}
+
+// The LM head: one h x V matrix, split over the vocabulary.
+double lm_head_flops(const Shape& m) {
+    return 2.0 * m.batch * m.seq * m.hidden * m.vocab / m.tp;
+}
+
+// One layer's entry: forward_time from its FLOPs, time = 3 x forward (the backward computes the
+// gradients of the inputs and of the weights, each as much work as the forward).
+sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t layers, double flops,
+                        const ShapeTimeSettings& settings, std::string_view source) {
+    const double forward = flops / (settings.device_tflops * 1e12) * 1e3;  // ms
+    const double time = 3.0 * forward;
+    if (type == sapp::EntryType::body && !(time > 0.0)) {
+        throw InputError(located_message(
+            source, "",
+            fmt::format("the time of one BODY layer '{}' would be 0 ms ({} FLOPs at {} TFLOP/s): "
+                        "device_tflops is too large for this shape",
+                        name, flops, settings.device_tflops)));
+    }
+    if (!limits::time.contains(time)) {
+        throw InputError(located_message(
+            source, "",
+            fmt::format("the forward + backward time of one {} layer '{}' would be {} ms, beyond "
+                        "a layer file's range ({}): device_tflops {} is too small for this shape",
+                        sapp::type_name(type), name, time, limits::describe(limits::time),
+                        settings.device_tflops)));
+    }
+    return sapp::Entry{.name = std::move(name),
+                       .type = type,
+                       .nb_layer = layers,
+                       .time = time,
+                       .forward_time = forward};
+}
+
+}  // namespace
+
+json::object layer_file_from_shape(std::string_view options_json, std::string_view source,
+                                   const ShapeTimeSettings& settings) {
+    if (!std::isfinite(settings.device_tflops) || !(settings.device_tflops > 0.0)) {
+        throw InputError(
+            fmt::format("device_tflops: expected a finite number greater than 0 "
+                        "(the achieved TFLOP/s of one device) to time {}, got {}",
+                        source, settings.device_tflops));
+    }
+    const Shape shape = read_shape(options_json, source);
+
+    // Each layer's group in model order: the analytic model's group names.
+    const auto group_of = [&](std::uint32_t i) -> std::pair<std::string_view, bool> {
+        if (!shape.moe)
+            return {dense_shape_group, false};
+        const bool moe = shape.moe->moe_layer[i];
+        return {moe ? shape.moe->moe_group : shape.moe->dense_group, moe};
+    };
+
+    sapp::LayerFile file;
+    file.comment = fmt::format(
+        "Generated by ppb from the model shape {} at {} TFLOP/s per device: times are ms per "
+        "micro-batch on one tensor-parallel rank, from the FLOPs of the matrix products "
+        "(forward_time the forward, time forward + backward without recompute, backward = 2 x "
+        "forward; no communication; MoE experts at their balanced expectation; recompute kinds "
+        "by SAPP's default coefficients).",
+        source, settings.device_tflops);
+    file.pre_defined_layer = {{std::string(head_name), 0}, {std::string(tail_name), -1}};
+
+    // The embedding is a lookup: no matrix product, time 0 (the reader accepts a HEAD of 0).
+    file.entries.push_back(
+        timed_entry(std::string(head_name), sapp::EntryType::head, 1, 0.0, settings, source));
+    // One BODY entry per run of consecutive layers of one group.
+    const double dense_flops = dense_layer_flops(shape);
+    const double moe_flops = shape.moe ? moe_layer_flops(shape) : 0.0;
+    for (std::uint32_t i = 0; i < shape.layers;) {
+        const auto [name, moe] = group_of(i);
+        std::uint32_t end = i + 1;
+        while (end < shape.layers && group_of(end).second == moe)
+            ++end;
+        file.entries.push_back(timed_entry(std::string(name), sapp::EntryType::body, end - i,
+                                           moe ? moe_flops : dense_flops, settings, source));
+        // auto_partition_layer: each group once, in order of first appearance, all its layers.
+        auto it = file.auto_partition_layer.begin();
+        while (it != file.auto_partition_layer.end() && it->name != name)
+            ++it;
+        if (it == file.auto_partition_layer.end())
+            file.auto_partition_layer.push_back({std::string(name), end - i});
+        else
+            it->value += end - i;
+        i = end;
+    }
+    file.entries.push_back(timed_entry(std::string(tail_name), sapp::EntryType::tail, 1,
+                                       lm_head_flops(shape), settings, source));
+    return sapp::to_json(file);
+}
+
+TimeModel time_model_from_shape(std::string_view options_json, std::string_view source,
+                                const ShapeTimeSettings& settings) {
+    const json::value document = layer_file_from_shape(options_json, source, settings);
+    return time_model(sapp::read_layer_file(JsonNode(document, source)), source);
+}
+
+}  // namespace ppb::partition
