@@ -407,3 +407,45 @@ BOOST_AUTO_TEST_CASE(the_readme_example_is_what_ppb_search_prints) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cli_shape_times)
+
+// Without --model-desc the analytic model's shape times the layers: a LLaMA-2-70B layer's forward
+// is its FLOPs per tensor-parallel rank at --device-tflops, its time three forwards.
+BOOST_AUTO_TEST_CASE(a_shape_alone_times_the_layers_from_its_flops) {
+    const double b = 1, s = 4096, h = 8192, kv = 1024, f = 28672, t = 8;
+    const double flops =
+        (2 * b * s * h * (h + 2 * kv) + 4 * b * s * s * h + 2 * b * s * h * h + 6 * b * s * h * f) /
+        t;
+    const double forward_ms = flops / 200e12 * 1e3;  // at 200 TFLOP/s
+    const auto r = ppb({"partition", "--model", "analytic", "--model-options", shape_file,
+                        "--stages", "8", "--micro-batches", "32", "--memory-limit-mb", "1e6",
+                        "--kinds", "none", "--device-tflops", "200", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::object doc = parse_json(r.out).as_object();
+    const json::object& middle = doc.at("stages").at(3).as_object();
+    const double n = middle.at("layers").at("none").to_number<double>();
+    BOOST_TEST(std::abs(middle.at("time").to_number<double>() - 3 * n * forward_ms) <
+               1e-9 * forward_ms * n);
+    // The search takes the same times, and says they are ms.
+    const auto searched =
+        ppb({"search", "--model", "analytic", "--model-options", shape_file, "--devices", "512",
+             "--global-batch", "1024", "--memory-limit-mb", "80000", "--schedules", "1f1b", "--top",
+             "1", "--device-tflops", "200"});
+    BOOST_TEST_REQUIRE(searched.exit_code == 0, searched.err);
+    BOOST_TEST(
+        searched.out.find("(FLOPs of " + shape_file + " at 200 TFLOP/s)") != std::string::npos,
+        searched.out);
+    BOOST_TEST(searched.out.find(" ms ") != std::string::npos, searched.out);
+    // Neither a layer file nor a shape: exit 2 naming both ways.
+    expect_input_error(ppb({"search", "--dryrun", sample_dryrun, "--devices", "64",
+                            "--global-batch", "256", "--memory-limit-mb", "40000"}),
+                       {"give --model-desc FILE (a SAPP layer file), or a model shape as "
+                        "--model-options"});
+    expect_input_error(
+        ppb({"search", "--model", "analytic", "--model-options", shape_file, "--devices", "512",
+             "--global-batch", "1024", "--memory-limit-mb", "80000", "--device-tflops", "0"}),
+        {"--device-tflops"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,7 @@
 // ppb partition: how many body layers each stage holds and which recompute kind each layer
 // uses, so that no stage exceeds the memory limit and the iteration is as fast as possible.
 #include "commands.hpp"
+#include "layer_times.hpp"
 #include "partition_output.hpp"
 #include "plugin_session.hpp"
 
@@ -39,6 +40,7 @@ struct PartitionArgs {
     std::string timeline;
     std::string objective = "auto";
     bool refine = false;
+    double device_tflops = 400.0;
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -62,7 +64,13 @@ int run_partition(const PartitionArgs& args) {
     problem.chunks = args.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
-    problem.time = partition::read_time_model(args.model_desc);
+    // The layer file's times, or the model shape's (--model-options) from its FLOPs.
+    problem.time = read_layer_times(args.model_desc,
+                                    args.choice.options.empty()
+                                        ? ModelOptions{}
+                                        : options_text(args.choice.options, "--model-options"),
+                                    args.device_tflops)
+                       .time;
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
 
@@ -118,9 +126,11 @@ void add_partition_command(CLI::App& app, Commands& commands) {
     partition
         ->add_option("--model-desc", args->model_desc,
                      "layer file in the SAPP shape ({\"layers_description\": [...]}:\n"
-                     "HEAD / BODY / TAIL entries with nb_layer and times)")
-        ->type_name("FILE")
-        ->required();
+                     "HEAD / BODY / TAIL entries with nb_layer and times); without it, the\n"
+                     "model shape of --model-options is timed from its FLOPs (ms at\n"
+                     "--device-tflops)")
+        ->type_name("FILE");
+    add_device_tflops_option(*partition, args->device_tflops);
     partition->add_option("--stages", args->stages, "pipeline degree")
         ->type_name("P")
         ->required()

@@ -2,6 +2,7 @@
 // the micro-batch count a fixed global batch gives it), schedule and chunks, and recompute
 // policy is planned exactly on a pool of threads and ranked by its simulated iteration time.
 #include "commands.hpp"
+#include "layer_times.hpp"
 #include "plugin_session.hpp"
 #include "search_output.hpp"
 #include "search_progress.hpp"
@@ -52,6 +53,7 @@ struct SearchArgs {
     bool json = false;
     unsigned jobs = 0;
     std::string progress = "auto";
+    double device_tflops = 400.0;
 };
 
 // Set by SIGINT: the search stops taking configurations. A second SIGINT ends the process the
@@ -270,7 +272,8 @@ int run_search_command(const SearchArgs& args) {
     base.memory_margin_sigma = args.memory_margin_sigma;
     base.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
                                              : partition::RecomputeRule::mindformers;
-    base.time = partition::read_time_model(args.model_desc);
+    LayerTimes times = read_layer_times(args.model_desc, options, args.device_tflops);
+    base.time = std::move(times.time);
     for (const std::string& warning : base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
 
@@ -322,8 +325,8 @@ int run_search_command(const SearchArgs& args) {
 
     const partition::SearchContext context{
         {described->model.name(), described->model.version(), described->source},
-        args.model_desc,
-        "",
+        times.source,
+        times.unit,
         args.top,
         args.show_infeasible};
     if (!result.stopped) {
@@ -372,9 +375,10 @@ void add_search_command(CLI::App& app, Commands& commands) {
     search
         ->add_option("--model-desc", args->model_desc,
                      "layer file in the SAPP shape (HEAD / BODY / TAIL entries with nb_layer\n"
-                     "and times)")
-        ->type_name("FILE")
-        ->required();
+                     "and times); without it, the model shape of --model-options is timed\n"
+                     "from its FLOPs (ms at --device-tflops)")
+        ->type_name("FILE");
+    add_device_tflops_option(*search, args->device_tflops);
     search->add_option("--devices", args->devices, "devices in all, N (every P dividing N / t)")
         ->type_name("N")
         ->check(count_in({1, 1'000'000, "devices"}));

@@ -1,0 +1,41 @@
+#include "layer_times.hpp"
+
+#include <ppb/limits.hpp>
+#include <ppb/partition/shape_time.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <fmt/format.h>
+
+namespace ppb::cli {
+
+void add_device_tflops_option(CLI::App& app, double& tflops) {
+    app.add_option("--device-tflops", tflops,
+                   "without --model-desc: the achieved TFLOP/s per device that turns the\n"
+                   "shape's FLOPs into ms (all times scale together: the plans do not\n"
+                   "depend on it)")
+        ->type_name("R")
+        ->capture_default_str()
+        ->check(number_in({0.0, 1e9, true, "TFLOP/s"}));
+}
+
+LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
+                            double device_tflops) {
+    if (!model_desc.empty())
+        return LayerTimes{partition::read_time_model(model_desc), model_desc, ""};
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(options.json, ec);
+    if (ec || !parsed.is_object() || !parsed.as_object().contains("tensor_parallel")) {
+        throw UsageError(
+            "the layers' times are needed: give --model-desc FILE (a SAPP layer file), or a "
+            "model shape as --model-options (the analytic model's options: its FLOPs time the "
+            "layers)");
+    }
+    const std::string source = options.file.empty() ? "--model-options" : options.file;
+    partition::TimeModel time = partition::time_model_from_shape(
+        options.json, source, partition::ShapeTimeSettings{device_tflops});
+    return LayerTimes{std::move(time),
+                      fmt::format("FLOPs of {} at {:g} TFLOP/s", source, device_tflops), "ms"};
+}
+
+}  // namespace ppb::cli

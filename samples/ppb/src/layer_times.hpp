@@ -1,0 +1,32 @@
+// Where a command's layer times come from: the SAPP layer file of --model-desc, or, without one,
+// the FLOPs of the model shape given as --model-options (the analytic model's options) at
+// --device-tflops (ppb/partition/shape_time.hpp).
+#ifndef PPB_LAYER_TIMES_HPP
+#define PPB_LAYER_TIMES_HPP
+
+#include "cli.hpp"
+#include "plugin_session.hpp"
+
+#include <ppb/partition/time_model.hpp>
+
+#include <string>
+
+namespace ppb::cli {
+
+struct LayerTimes {
+    partition::TimeModel time;
+    std::string source;  // "samples/data/llama70b-layers.json", "FLOPs of SHAPE at 400 TFLOP/s"
+    std::string unit;    // "ms" from a shape; empty: the layer file's own unit
+};
+
+// Declares --device-tflops on `app`.
+void add_device_tflops_option(CLI::App& app, double& tflops);
+
+// The layer file `model_desc` when given; else the times of the shape in `options` (a JSON object
+// holding tensor_parallel); else a usage error naming both ways.
+[[nodiscard]] LayerTimes read_layer_times(const std::string& model_desc,
+                                          const ModelOptions& options, double device_tflops);
+
+}  // namespace ppb::cli
+
+#endif  // PPB_LAYER_TIMES_HPP
