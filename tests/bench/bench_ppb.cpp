@@ -451,4 +451,72 @@ BENCHMARK(BM_Search)
     ->UseRealTime()
     ->Iterations(1);
 
+// How planning time grows (README "Performance", scaling): one axis at a time from P = 16
+// stages, L = 512 layers, all 5 kinds, 1 chunk (1F1B, M = 32; the chunks from L = 256,
+// interleaved with M = 4P),
+// every mix, the same hard coefficients as BM_Partition with the limit binding (30 000 MB).
+// Arguments: stages, layers, kinds (1: none; 2: none, full; 3: none, select, full; 5: all),
+// chunks.
+void BM_PartitionScaling(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const auto stages = static_cast<std::uint32_t>(state.range(0));
+    const auto layers = static_cast<std::uint32_t>(state.range(1));
+    const auto chunks = static_cast<std::uint32_t>(state.range(3));
+    pt::Problem problem = llama_like_problem(stages, layers);
+    problem.rule = pt::RecomputeRule::any;
+    const std::uint32_t none = 1u << PPB_KIND_NONE;
+    const std::uint32_t full = 1u << PPB_KIND_FULL;
+    const std::uint32_t select = 1u << PPB_KIND_SELECT;
+    switch (state.range(2)) {
+        case 1:
+            problem.kinds = none;
+            break;
+        case 2:
+            problem.kinds = none | full;
+            break;
+        case 3:
+            problem.kinds = none | select | full;
+            break;
+        default:
+            problem.kinds = PPB_ALL_KINDS;
+            break;
+    }
+    if (chunks > 1) {
+        problem.schedule = ppb::Schedule::interleaved;
+        problem.chunks = chunks;
+        problem.micro_batches = 4 * stages;
+    }
+    ppb_linear_parameters c = llama_like_coefficients();
+    const double layers_per_stage = static_cast<double>(layers) / stages;
+    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage;
+    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    // One kind cannot trade time for memory: give it room.
+    problem.memory_limit_mb = state.range(2) == 1 ? 60000 : 30000;
+    pt::MemorySource memory;
+    memory.linear = c;
+    pt::Plan plan;
+    for (auto _ : state) {
+        plan = pt::solve(problem, memory);
+        benchmark::DoNotOptimize(plan);
+    }
+}
+BENCHMARK(BM_PartitionScaling)
+    ->Args({4, 512, 5, 1})
+    ->Args({16, 512, 5, 1})
+    ->Args({64, 512, 5, 1})
+    ->Args({256, 512, 5, 1})
+    ->Args({16, 128, 5, 1})
+    ->Args({16, 2048, 5, 1})
+    ->Args({16, 8192, 5, 1})
+    ->Args({16, 512, 1, 1})
+    ->Args({16, 512, 2, 1})
+    ->Args({16, 512, 3, 1})
+    ->Args({16, 256, 5, 1})
+    ->Args({16, 256, 5, 2})
+    ->Args({16, 256, 5, 3})
+    ->Args({16, 256, 5, 4})
+    ->Unit(benchmark::kMillisecond);
+
 BENCHMARK_MAIN();
