@@ -270,7 +270,8 @@ BENCHMARK(BM_PartitionProbed)
 // Several chunks per stage (issue target: P = 16, v = 2, 96 layers, 5 kinds within 100 ms): the
 // same hard coefficients as BM_Partition under each schedule with chunks. Arguments: stages,
 // layers, schedule (1 interleaved, 2 interleaved-less-memory, 3 dualpipe-v), chunks, objective
-// (0 stages, 1 slots).
+// (0 stages, 1 slots), memory limit in MB (30000 binds; 1e9 does not, and each stage's layer count
+// is then bounded only by a first plan's objective).
 void BM_PartitionChunked(benchmark::State& state) {
     namespace pt = ppb::partition;
     const auto stages = static_cast<std::uint32_t>(state.range(0));
@@ -288,7 +289,7 @@ void BM_PartitionChunked(benchmark::State& state) {
     const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
-    problem.memory_limit_mb = 30000;
+    problem.memory_limit_mb = static_cast<double>(state.range(5));
     pt::MemorySource memory;
     memory.linear = c;
     pt::Plan plan;
@@ -302,11 +303,16 @@ void BM_PartitionChunked(benchmark::State& state) {
     state.counters["recomputing_layers"] = recomputing;
 }
 BENCHMARK(BM_PartitionChunked)
-    ->Args({16, 96, 1, 2, 0})
-    ->Args({16, 96, 1, 2, 1})
-    ->Args({16, 96, 2, 2, 1})
-    ->Args({16, 96, 3, 2, 0})
-    ->Args({8, 96, 1, 3, 1})
+    ->Args({16, 96, 1, 2, 0, 30000})
+    ->Args({16, 96, 1, 2, 1, 30000})
+    ->Args({16, 96, 2, 2, 1, 30000})
+    ->Args({16, 96, 3, 2, 0, 30000})
+    ->Args({8, 96, 1, 3, 1, 30000})
+    ->Args({16, 96, 1, 2, 0, 1000000000})
+    ->Args({16, 96, 1, 2, 1, 1000000000})
+    ->Args({16, 96, 2, 2, 1, 1000000000})
+    ->Args({16, 96, 3, 2, 0, 1000000000})
+    ->Args({8, 96, 1, 3, 1, 1000000000})
     ->Unit(benchmark::kMillisecond);
 
 // Two groups of body layers (dense and MoE, the MoE layer 1.6 times slower and with 4 times the

@@ -6,9 +6,11 @@
 // source and predict_batch (where the host probes the model and describes dualpipe-v stages by
 // their ends).
 #include "brute_force.hpp"
+#include "chunk_tables.hpp"  // detail::last_chunked_bounds
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/refine.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/schedule_order.hpp>
 
@@ -42,6 +44,9 @@ namespace {
 struct Coefficients {
     double c = 0, h = 0, t = 0, per_layer = 0;
     std::array<double, PPB_KIND_COUNT> a{};
+    // The embedding's memory also grows with the square of its chunk's in-flight count: not a
+    // linear model (only predict_batch can give it), yet affine in each stage's layer counts.
+    double h_squared = 0;
 };
 
 // Memory of stage s holding `chunks` (kinds per chunk), written out: the constant, the
@@ -51,7 +56,12 @@ double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
                     const std::vector<KindCounts>& chunks) {
     const std::uint32_t last_stage =
         p.schedule == Schedule::dualpipe_v ? 0 : p.num_stages - 1;  // V comes back to stage 0
-    double m = k.c + (s == 0 ? k.h : 0.0) + (s == last_stage ? k.t : 0.0);
+    double m = k.c + (s == last_stage ? k.t : 0.0);
+    if (s == 0) {
+        const double f0 =
+            ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches, p.chunks)[0];
+        m += k.h + k.h_squared * f0 * f0;
+    }
     for (std::uint32_t c = 0; c < chunks.size(); ++c) {
         const double f =
             ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches, p.chunks)[c];
@@ -64,7 +74,11 @@ double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
 // The same through the plugin contract: head on stage 0, tail on stage num_stages - 1 of the
 // placement as the host describes it.
 double placement_memory(const Coefficients& k, const ppb_placement& p) {
-    double m = k.c + (p.stage == 0 ? k.h : 0.0) + (p.stage + 1 == p.num_stages ? k.t : 0.0);
+    double m = k.c + (p.stage + 1 == p.num_stages ? k.t : 0.0);
+    if (p.stage == 0) {
+        const double f0 = p.chunks[0].in_flight;
+        m += k.h + k.h_squared * f0 * f0;
+    }
     for (std::uint32_t c = 0; c < p.num_chunks; ++c) {
         for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
             m += p.chunks[c].layers[kind] * (k.per_layer + k.a[kind] * p.chunks[c].in_flight);
@@ -86,7 +100,9 @@ std::uint32_t min_layers(const Problem& p, std::uint32_t s, std::uint32_t c) {
     return (q == 0 || q + 1 == p.num_stages * p.chunks) ? 0 : 1;
 }
 
-// One stage's distinct feasible outcomes: n layers, total T, slowest chunk m.
+// One stage's feasible outcomes: n layers, total T, slowest chunk m. Both objectives only grow
+// with any stage's T and m, so for each n only the outcomes no other of the same n beats in both
+// can be optimal; the others are left out.
 struct Outcome {
     std::uint32_t n;
     double total;
@@ -124,24 +140,39 @@ std::vector<Outcome> stage_outcomes(const Problem& p, const Coefficients& k, std
         chunks[c] = KindCounts{};
     };
     rec(rec, 0, 0);
+    // By n, then total, then slowest: an outcome is kept when its slowest chunk is below every
+    // kept one's of the same n (those are no slower in total).
     std::vector<Outcome> out;
-    for (const auto& [key, unused] : seen)
-        out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+    for (const auto& [key, unused] : seen) {
+        const Outcome o{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+        if (out.empty() || out.back().n != o.n || o.slowest < out.back().slowest)
+            out.push_back(o);
+    }
     return out;
 }
 
-// The least objective over every plan, or infinity.
-double brute_force(const Problem& p, const Coefficients& k, std::uint32_t allowed) {
+// The least objective over every plan, or infinity: 'stages' (M max_s T_s + sum_s m_s -
+// max_s m_s) and 'slots' ((M v - 1) max_s m_s + sum_s m_s).
+struct Optima {
+    double stages = std::numeric_limits<double>::infinity();
+    double slots = std::numeric_limits<double>::infinity();
+    [[nodiscard]] double of(ppb::partition::ChunkObjective objective) const {
+        return objective == ppb::partition::ChunkObjective::slots ? slots : stages;
+    }
+};
+
+Optima brute_force_both(const Problem& p, const Coefficients& k, std::uint32_t allowed) {
     std::vector<std::vector<Outcome>> stages;
     for (std::uint32_t s = 0; s < p.num_stages; ++s)
         stages.push_back(stage_outcomes(p, k, s, allowed));
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<std::vector<double>> times(p.num_stages);
+    Optima best;
+    const double m = p.micro_batches;
     auto rec = [&](auto& self, std::uint32_t s, std::uint32_t left, double max_total,
                    double sum_slowest, double max_slowest) -> void {
         if (s == p.num_stages) {
             if (left == 0) {
-                best = std::min(best, p.micro_batches * max_total + sum_slowest - max_slowest);
+                best.stages = std::min(best.stages, m * max_total + sum_slowest - max_slowest);
+                best.slots = std::min(best.slots, (m * p.chunks - 1.0) * max_slowest + sum_slowest);
             }
             return;
         }
@@ -156,10 +187,41 @@ double brute_force(const Problem& p, const Coefficients& k, std::uint32_t allowe
     return best;
 }
 
+// p.objective's.
+double brute_force(const Problem& p, const Coefficients& k, std::uint32_t allowed) {
+    return brute_force_both(p, k, allowed).of(p.objective);
+}
+
 struct Case {
     Schedule schedule;
     std::uint32_t chunks;
 };
+
+// The coefficients as a linear model, and through predict_batch (the host probes it).
+MemorySource linear_source(const Coefficients& k) {
+    MemorySource linear;
+    ppb_linear_parameters params{};
+    params.struct_size = sizeof params;
+    params.identified = 0xFFu | 0x1F0u;
+    params.const_mb = k.c;
+    params.head_mb = k.h;
+    params.tail_mb = k.t;
+    params.per_layer_mb = k.per_layer;
+    std::copy(k.a.begin(), k.a.end(), params.activation_mb);
+    linear.linear = params;
+    return linear;
+}
+
+MemorySource probed_source(const Coefficients& k) {
+    MemorySource probed;
+    probed.predict_batch = [k](std::span<const ppb_placement> placements) {
+        std::vector<double> out;
+        for (const auto& placement : placements)
+            out.push_back(placement_memory(k, placement));
+        return out;
+    };
+    return probed;
+}
 
 // The plan solve() returns obeys every rule, and its objective is what it says.
 std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k,
@@ -200,7 +262,8 @@ std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k
     }
     if (layers != p.time.body_layers)
         return fmt::format("{} layers placed of {}", layers, p.time.body_layers);
-    const double objective = ppb::partition::schedule_iteration_time(chunk_times, p.micro_batches);
+    const double objective =
+        ppb::partition::schedule_iteration_time(chunk_times, p.micro_batches, p.objective);
     if (std::abs(objective - plan.iteration_time) > 1e-9 * std::max(1.0, objective))
         return fmt::format("iteration_time {} but the plan's objective is {}", plan.iteration_time,
                            objective);
@@ -365,6 +428,85 @@ BOOST_AUTO_TEST_CASE(uniform_layers_balance_the_chunks) {
     BOOST_TEST(plan.iteration_time == 4.0 * 24.0 + 12.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_stage_may_hold_more_than_the_first_cap) {
+    // dualpipe-v, 6 stages: chunk 1 of stage 0 (the model's last block) has one micro-batch in
+    // flight, every other stage's chunks 13 between them. With memory in activations only and a
+    // limit of 13 layer-activations, every other stage holds one layer per chunk, and stage 0 the
+    // other 13, beyond the first cap (2 x 4 + 2): the cap is doubled to 20, and the plan is the
+    // only one. Its 'stages' objective bounds every stage within that cap; its 'slots' objective,
+    // (M v - 1) x the slowest chunk with 13 layers in one chunk, allows about v times as many
+    // layers, but no stage fits more than 13 even at its least memory, so the options are not
+    // built again.
+    Problem p;
+    p.schedule = Schedule::dualpipe_v;
+    p.chunks = 2;
+    p.num_stages = 6;
+    p.micro_batches = 12;
+    p.time.body_layers = 23;
+    p.time.body_time = {3.0, 3.0, 3.0, 3.0, 3.0};
+    p.time.head_time = 1.0;
+    p.time.tail_time = 2.0;
+    p.time.body_forward = 1.0;
+    p.kinds = 0x01;
+    Coefficients k;
+    k.a[PPB_KIND_NONE] = 10.0;
+    p.memory_limit_mb = 130.0;
+    const MemorySource linear = linear_source(k);
+    const MemorySource probed = probed_source(k);
+    for (const auto objective :
+         {ppb::partition::ChunkObjective::stages, ppb::partition::ChunkObjective::slots}) {
+        p.objective = objective;
+        const double expected = brute_force(p, k, p.kinds);
+        for (const MemorySource* source : {&linear, &probed}) {
+            const Plan plan = ppb::partition::solve(p, *source);
+            const auto& bounds = ppb::partition::detail::last_chunked_bounds();
+            BOOST_TEST(bounds.first_cap == 10u);
+            BOOST_TEST(bounds.builds == 2u);
+            BOOST_TEST(bounds.capped);
+            BOOST_TEST(!bounds.widened);
+            BOOST_TEST(plan.stages[0].total_layers() == 13u);
+            BOOST_TEST(plan.iteration_time == expected, boost::test_tools::tolerance(1e-12));
+            BOOST_TEST(check_plan(plan, p, k, p.kinds).empty());
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(refine_starts_from_any_plan_of_the_problem) {
+    // The solver builds its options within bounds on each stage's layer count, the search on the
+    // simulated makespan over every count, so where equal times leave a choice the start may hold
+    // a mix the search's tables do not. A start no table holds at all (a slower kind than any
+    // option uses) stands for it: the search starts from it and leaves it.
+    Problem p;
+    p.schedule = Schedule::interleaved;
+    p.chunks = 2;
+    p.num_stages = 2;
+    p.micro_batches = 4;
+    p.time.body_layers = 16;
+    p.time.body_time = {3.0, 3.0, 3.0, 3.0, 4.5};
+    p.time.body_forward = 1.0;
+    p.kinds = 0x11;
+    p.memory_limit_mb = 1e6;
+    Coefficients k;
+    k.per_layer = 10.0;
+    k.a = {1.0, 1.0, 1.0, 1.0, 0.5};
+    const MemorySource source = linear_source(k);
+    Plan start = ppb::partition::solve(p, source);
+    BOOST_TEST(start.stages[0].chunks[0].layers[PPB_KIND_NONE] == 4u);
+    const auto to_full = [](KindCounts& mix) {
+        --mix[PPB_KIND_NONE];
+        ++mix[PPB_KIND_FULL];
+    };
+    to_full(start.stages[0].chunks[0].layers);
+    to_full(start.stages[0].layers);
+    start.stages[0].chunks[0].backward_time += 1.5;
+    start.stages[0].time += 1.5;
+    const Plan refined = ppb::partition::refine_by_simulation(p, source, start, 10);
+    BOOST_TEST(check_plan(refined, p, k, p.kinds).empty());
+    for (const auto& stage : refined.stages)
+        BOOST_TEST(stage.layers[PPB_KIND_FULL] == 0u);
+    BOOST_TEST(refined.iteration_time == 4.0 * 24.0 + 12.0);
+}
+
 BOOST_AUTO_TEST_CASE(shapes_the_schedule_cannot_run_are_refused) {
     Problem p;
     p.num_stages = 4;
@@ -401,6 +543,155 @@ BOOST_AUTO_TEST_CASE(shapes_the_schedule_cannot_run_are_refused) {
     // Too few layers for every chunk but the model's first and last to hold one.
     p.time.body_layers = 5;
     refused(Schedule::interleaved, 2, 8, "4 stages of 2 chunks need at least 6 body layers");
+}
+
+BOOST_AUTO_TEST_CASE(generous_limits_match_enumeration) {
+    // Limits that do not bind (1e9 MB) or only just bind, where the solver first plans with each
+    // stage's layer count capped at about twice the balanced count and widens the cap only as far
+    // as that plan's objective bounds it (host_api/docs/design.md, "Cost"). Many more layers than
+    // positions, so that the cap is below L; both objectives, both rules, a linear model, the
+    // same probed, and a probed one that is not linear.
+    struct Shape {
+        Schedule schedule;
+        std::uint32_t chunks;
+        std::uint32_t stages;
+        std::vector<std::uint32_t> layers;
+    };
+    const std::vector<Shape> shapes = {
+        {Schedule::interleaved, 2, 3, {9, 12, 16}}, {Schedule::interleaved, 2, 4, {11, 14}},
+        {Schedule::interleaved, 3, 3, {12, 15}},    {Schedule::dualpipe_v, 2, 3, {9, 12, 16}},
+        {Schedule::dualpipe_v, 2, 4, {11, 14}},
+    };
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::size_t instances = 0, solves = 0, capped = 0, widened = 0, doubled = 0, seq = 0;
+    std::size_t binding = 0;  // instances of a peak limit whose optimum is slower than at 1e9 MB
+    for (const Shape& shape : shapes) {
+        const std::vector<std::uint32_t> masks = shape.chunks == 3
+                                                     ? std::vector<std::uint32_t>{0x11, 0x06}
+                                                     : std::vector<std::uint32_t>{0x11, 0x13, 0x07};
+        for (const std::uint32_t layers : shape.layers) {
+            for (const std::uint32_t allowed : masks) {
+                for (const RecomputeRule rule : {RecomputeRule::any, RecomputeRule::mindformers}) {
+                    for (const bool light : {false, true}) {
+                        ++seq;
+                        Problem p;
+                        p.schedule = shape.schedule;
+                        p.chunks = shape.chunks;
+                        p.num_stages = shape.stages;
+                        p.rule = rule;
+                        p.micro_batches =
+                            shape.schedule == Schedule::dualpipe_v
+                                ? 2 * shape.stages + static_cast<std::uint32_t>(seq % 2)
+                                : shape.stages * (1 + static_cast<std::uint32_t>(seq % 2));
+                        p.kinds = allowed;
+                        p.time.body_layers = layers;
+                        // Times and memory at random; or (light) each kind slower and lighter than
+                        // the one before, by much: under a tight limit most layers then recompute,
+                        // so the first plan's objective allows many layers of the fastest kind per
+                        // stage, and they fit at the lightest.
+                        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+                            p.time.body_time[kind] =
+                                light ? 1.0 + kind + std::round(2.0 * unit(rng)) / 2.0
+                                      : 1.0 + std::round(9.0 * unit(rng)) / 2.0;
+                        }
+                        p.time.head_time = std::round(8.0 * unit(rng)) / 2.0;
+                        p.time.tail_time = std::round(8.0 * unit(rng)) / 2.0;
+                        p.time.body_forward = 0.25;
+                        Coefficients k;
+                        k.c = 100.0 * unit(rng);
+                        k.h = 200.0 * unit(rng);
+                        k.t = 200.0 * unit(rng);
+                        k.per_layer = light ? 1.0 + 2.0 * unit(rng) : 10.0 + 40.0 * unit(rng);
+                        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+                            k.a[kind] = light ? 40.0 * std::pow(0.4, kind) * (0.5 + unit(rng))
+                                              : 40.0 * unit(rng) * (1.0 - 0.18 * kind);
+                        }
+                        k.h_squared = seq % 3 == 0 ? 5.0 * unit(rng) : 0.0;
+                        BOOST_REQUIRE(ppb::schedule_shape_problem(p.schedule, p.num_stages,
+                                                                  p.chunks, p.micro_batches)
+                                          .empty());
+                        const MemorySource linear = linear_source(k);
+                        const MemorySource probed = probed_source(k);
+                        std::vector<const MemorySource*> sources = {&probed};
+                        if (k.h_squared == 0.0)
+                            sources.push_back(&linear);
+                        // The limits: 1e9 MB, then the most memory of a stage in the plan found at
+                        // 1e9 (it just fits), a little less and less again; with light recompute,
+                        // limits that leave only a few layers without it.
+                        p.memory_limit_mb = 1e9;
+                        double peak = 0.0;
+                        for (const auto& stage : ppb::partition::solve(p, probed).stages)
+                            peak = std::max(peak, stage.memory_mb);
+                        const std::vector<double> limits =
+                            light ? std::vector<double>{0.5 * peak, 0.3 * peak, 0.2 * peak}
+                                  : std::vector<double>{1e9, peak, 0.97 * peak, 0.85 * peak};
+                        Optima generous;
+                        for (const double limit : limits) {
+                            p.memory_limit_mb = limit;
+                            const Optima expected = brute_force_both(p, k, allowed);
+                            if (limit == 1e9)
+                                generous = expected;
+                            else if (!light && expected.stages > generous.stages * (1 + 1e-12))
+                                ++binding;
+                            ++instances;
+                            for (const auto objective : {ppb::partition::ChunkObjective::stages,
+                                                         ppb::partition::ChunkObjective::slots}) {
+                                p.objective = objective;
+                                for (const MemorySource* source : sources) {
+                                    BOOST_TEST_CONTEXT(fmt::format(
+                                        "{} v={} P={} L={} M={} kinds={:#x} rule={} limit={} {} {}",
+                                        ppb::schedule_name(p.schedule), p.chunks, p.num_stages,
+                                        layers, p.micro_batches, allowed,
+                                        rule == RecomputeRule::any ? "any" : "mindformers", limit,
+                                        objective == ppb::partition::ChunkObjective::slots
+                                            ? "slots"
+                                            : "stages",
+                                        source == &linear ? "linear" : "probed")) {
+                                        try {
+                                            const Plan plan = ppb::partition::solve(p, *source);
+                                            ++solves;
+                                            const auto& bounds =
+                                                ppb::partition::detail::last_chunked_bounds();
+                                            BOOST_TEST(bounds.first_cap < layers);
+                                            capped += bounds.capped ? 1 : 0;
+                                            widened += bounds.widened ? 1 : 0;
+                                            // The first cap left no plan and was doubled.
+                                            doubled += bounds.builds > (bounds.widened ? 2u : 1u);
+                                            BOOST_TEST(
+                                                plan.iteration_time == expected.of(objective),
+                                                boost::test_tools::tolerance(1e-9));
+                                            const std::string defect =
+                                                check_plan(plan, p, k, allowed);
+                                            BOOST_TEST(defect.empty(), defect);
+                                            // The search on the simulated makespan starts from it
+                                            // (its tables cover every count).
+                                            const Plan refined =
+                                                ppb::partition::refine_by_simulation(p, *source,
+                                                                                     plan, 3);
+                                            BOOST_TEST(check_plan(refined, p, k, allowed).empty());
+                                        } catch (const Infeasible& e) {
+                                            BOOST_TEST(!std::isfinite(expected.of(objective)),
+                                                       e.what());
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(
+        fmt::format("chunked, generous limits: {} instances ({} binding), {} solves, {} from "
+                    "capped options, {} widened, {} with the first cap doubled",
+                    instances, binding, solves, capped, widened, doubled));
+    // The capped path is what was checked: most answers came from options capped below L, and
+    // some needed the wider bound of a first plan's objective.
+    BOOST_TEST(capped > solves / 2);
+    BOOST_TEST(widened > 0u);
+    BOOST_TEST(binding > 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -188,12 +188,13 @@ void keep_pareto_2d(std::vector<ChunkPoint>& points) {
     points = std::move(kept);
 }
 
-// The Pareto frontier over (time, memory) of the mixes of `kinds`, for every n, built layer by
-// layer; mixes whose memory alone exceeds `room` are dropped when no kind frees memory. A point
-// is also dropped when a faster one is *safe*: it fits with any L - n more layers anywhere on
-// the stage (each adding at most `worst` MB), so no completion needs the slower one. (A point
-// built from a dropped one is beaten by the same layer added to the safe one, which stays safe:
-// exact, and a generous limit leaves one point per n.)
+// The Pareto frontier over (time, memory) of the mixes of `kinds`, for every n up to `layers`
+// (the most the stage may hold), built layer by layer; mixes whose memory alone exceeds `room`
+// are dropped when no kind frees memory. A point is also dropped when a faster one is *safe*: it
+// fits with any layers - n more layers anywhere on the stage (each adding at most `worst` MB), so
+// no completion needs the slower one. (A point built from a dropped one is beaten by the same
+// layer added to the safe one, which stays safe: exact, and a generous limit leaves one point
+// per n.)
 Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& kinds,
                          const std::array<double, PPB_KIND_COUNT>& time,
                          const std::array<double, PPB_KIND_COUNT>& memory, double base,
@@ -228,12 +229,12 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
     return frontier;
 }
 
-// The frontier over the mixes `rule` admits: under MindFormers' rule, the mixes without 'comm'
-// and those without 'select', merged (stage_table.cpp's families).
-Frontier chunk_frontier(const Problem& problem, const std::vector<std::size_t>& kinds,
+// The frontier over the mixes `rule` admits, for up to `layers` layers: under MindFormers' rule,
+// the mixes without 'comm' and those without 'select', merged (stage_table.cpp's families).
+Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
+                        const std::vector<std::size_t>& kinds,
                         const std::array<double, PPB_KIND_COUNT>& memory, double base,
                         double worst) {
-    const std::uint32_t layers = problem.time.body_layers;
     const auto& time = problem.time.body_time;
     const double budget = problem.budget_mb();
     const auto useful = undominated(kinds, time, memory);
@@ -320,9 +321,14 @@ std::size_t fastest_within(const std::vector<ChunkPoint>& points, double used, d
     return lo;
 }
 
+// The options of one stage holding at most `max_layers` body layers (every count up to L when
+// it is L or more).
 ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage affine,
-                     const std::vector<std::size_t>& kinds) {
-    const std::uint32_t layers = problem.time.body_layers;
+                     const std::vector<std::size_t>& kinds, std::uint32_t max_layers) {
+    // `all` sizes the arrays and least_memory (explain() reads it for every count); the options
+    // stop at `layers`.
+    const std::uint32_t all = problem.time.body_layers;
+    const std::uint32_t layers = std::min(all, max_layers);
     const std::uint32_t v = problem.chunks;
     const double budget = problem.budget_mb();
 
@@ -342,7 +348,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     std::vector<std::uint32_t> fewest;
     for (std::uint32_t c = 0; c < v; ++c) {
         frontiers.push_back(
-            chunk_frontier(problem, kinds, affine.unit[c], affine.base, worst_anywhere));
+            chunk_frontier(problem, layers, kinds, affine.unit[c], affine.base, worst_anywhere));
         extra.push_back(chunk_time(problem, stage, c, KindCounts{}));
         fewest.push_back(problem.min_layers(stage, c));
     }
@@ -366,8 +372,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         required += fewest[c] * chunk_lightest;
         required_layers += fewest[c];
     }
-    out.least_memory.assign(layers + 1, infinity);
-    for (std::uint32_t n = required_layers; n <= layers; ++n)
+    out.least_memory.assign(all + 1, infinity);
+    for (std::uint32_t n = required_layers; n <= all; ++n)
         out.least_memory[n] = required + (n - required_layers) * lightest;
 
     // Chunk 0 alone, then each further chunk added.
@@ -459,8 +465,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         }
     }
 
-    out.options.resize(layers + 1);
-    out.alternatives.resize(layers + 1);
+    out.options.resize(all + 1);
+    out.alternatives.resize(all + 1);
     const auto option_of = [&](const Candidate& candidate) {
         StageOption option{
             candidate.total, candidate.slowest, affine.base + candidate.memory, {}, {}};
@@ -547,12 +553,12 @@ std::vector<AffineStage> affine_stages(const Problem& problem, const MemorySourc
 }
 
 std::vector<ChunkedStage> build_chunked_stages(const Problem& problem,
-                                               std::vector<AffineStage> affine,
-                                               std::uint32_t kinds) {
+                                               std::vector<AffineStage> affine, std::uint32_t kinds,
+                                               const std::vector<std::uint32_t>& max_layers) {
     const auto list = kind_list(kinds);
     std::vector<ChunkedStage> stages;
     for (std::uint32_t s = 0; s < problem.num_stages; ++s)
-        stages.push_back(combine(problem, s, std::move(affine[s]), list));
+        stages.push_back(combine(problem, s, std::move(affine[s]), list, max_layers.at(s)));
     return stages;
 }
 

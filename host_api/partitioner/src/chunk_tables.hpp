@@ -35,8 +35,9 @@ struct StageOption {
 };
 
 // options[n]: for a stage holding n body layers, the options that fit the budget and are
-// Pareto-optimal in (total, slowest), by increasing total (so decreasing slowest). least_memory[n]
-// is the least memory of any n layers on the stage (infinity below the stage's minimum).
+// Pareto-optimal in (total, slowest), by increasing total (so decreasing slowest); empty above the
+// stage's cap (build_chunked_stages). least_memory[n] is the least memory of any n layers on the
+// stage (infinity below the stage's minimum), for every n up to L whatever the cap.
 struct ChunkedStage {
     std::uint32_t stage = 0;
     AffineStage affine;
@@ -56,10 +57,12 @@ struct ChunkedStage {
                                                      std::uint32_t kinds);
 
 // The options of every stage, exactly: per chunk a Pareto frontier over (time, memory) of the
-// mixes `rule` admits, combined chunk by chunk.
-[[nodiscard]] std::vector<ChunkedStage> build_chunked_stages(const Problem& problem,
-                                                             std::vector<AffineStage> affine,
-                                                             std::uint32_t kinds);
+// mixes `rule` admits, combined chunk by chunk. Stage s holds at most max_layers[s] body layers
+// (L or more: no cap): its options stop there, and every option kept is exact among the plans
+// within the caps. The arrays keep L + 1 entries.
+[[nodiscard]] std::vector<ChunkedStage> build_chunked_stages(
+    const Problem& problem, std::vector<AffineStage> affine, std::uint32_t kinds,
+    const std::vector<std::uint32_t>& max_layers);
 
 // Time of chunk c of stage s holding `layers`: the body layers, plus the embedding's and the LM
 // head's time where the chunk holds them.
@@ -79,6 +82,17 @@ struct ChunkedStage {
 // problem.chunked().
 [[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,
                                  std::uint32_t kinds);
+
+// How the last solve_chunked() on this thread bounded each stage's layer count (for tests).
+struct ChunkedBounds {
+    std::uint32_t first_cap = 0;  // the cap of the first plan (L: none)
+    std::uint32_t builds = 0;     // how many times the stages' options were built
+    // Whether the plan returned came from options capped below L on some stage, and whether
+    // a second, wider plan within the bound the first plan's objective sets was needed.
+    bool capped = false;
+    bool widened = false;
+};
+[[nodiscard]] const ChunkedBounds& last_chunked_bounds();
 
 }  // namespace ppb::partition::detail
 

@@ -12,6 +12,12 @@
 // stage it equals the optimum: so min over A of M x A + D(A) is the optimum. A is swept upwards
 // over the totals that occur, from the smallest feasible one, until M x A + D(infinity) cannot
 // beat the best value found (D only falls as A grows).
+//
+// Bounding each stage's layer count. Both objectives are at least M x max_s T_s ('slots':
+// (M v - 1) max m + sum m >= M v max m >= M max T, since T_s <= v m_s), and T_s is at least the
+// stage's ends plus n_s times the fastest body layer. So a first plan, with every stage capped at
+// about twice the balanced count, bounds the optimum's objective and through it every stage's
+// count; the options are built again up to those bounds only where the cap fell short.
 #include "assignment.hpp"
 #include "chunk_tables.hpp"
 #include "stage_table.hpp"
@@ -25,7 +31,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 namespace ppb::partition::detail {
 namespace {
@@ -274,9 +282,10 @@ Plan make_chunked_plan(const Problem& problem, const MemorySource& memory,
 }
 
 // The chunk-slot objective, (M v - 1) max_s m_s + sum_s m_s: 1F1B's form over the stages'
-// slowest chunks, so 1F1B's exact sweep (solver.cpp) applies with the cost m_s(n).
-std::vector<std::uint32_t> solve_slots(const Problem& problem,
-                                       const std::vector<ChunkedStage>& stages) {
+// slowest chunks, so 1F1B's exact sweep (solver.cpp) applies with the cost m_s(n). No value when
+// no plan exists.
+std::optional<std::vector<std::uint32_t>> solve_slots(const Problem& problem,
+                                                      const std::vector<ChunkedStage>& stages) {
     const std::uint32_t layers = problem.time.body_layers;
     std::vector<std::vector<double>> cost(stages.size(), std::vector<double>(layers + 1, infinity));
     std::vector<double> thresholds;
@@ -300,7 +309,7 @@ std::vector<std::uint32_t> solve_slots(const Problem& problem,
     };
     const auto unconstrained = min_sum_assignment(under(infinity), layers, cost);
     if (!unconstrained)
-        explain(problem, stages);
+        return std::nullopt;
     std::sort(thresholds.begin(), thresholds.end());
     thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
     const double wait = static_cast<double>(problem.micro_batches) * problem.chunks - 1.0;
@@ -324,22 +333,19 @@ std::vector<std::uint32_t> solve_slots(const Problem& problem,
     return best_layers;
 }
 
-}  // namespace
-
-Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
-    validate_chunked(problem);
-    if (!memory.linear && !memory.predict_batch)
-        throw InputError("the memory model offers no way to predict");
-    const std::vector<ChunkedStage> stages =
-        build_chunked_stages(problem, affine_stages(problem, memory, kinds), kinds);
-
+// The optimal plan among those the stages' options allow (each stage's count within its cap), or
+// no value when there is none.
+std::optional<Plan> best_plan(const Problem& problem, const MemorySource& memory,
+                              const std::vector<ChunkedStage>& stages) {
     if (problem.objective == ChunkObjective::slots) {
-        return make_chunked_plan(problem, memory, stages, solve_slots(problem, stages), infinity,
-                                 true);
+        const auto layers = solve_slots(problem, stages);
+        if (!layers)
+            return std::nullopt;
+        return make_chunked_plan(problem, memory, stages, *layers, infinity, true);
     }
     const Knapsack unconstrained = least_other_slowest(problem, stages, infinity, false);
     if (!(unconstrained.value < infinity))
-        explain(problem, stages);
+        return std::nullopt;
 
     std::vector<double> thresholds;
     for (const ChunkedStage& stage : stages) {
@@ -376,6 +382,113 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     }
     const Knapsack chosen = least_other_slowest(problem, stages, best_threshold, true);
     return make_chunked_plan(problem, memory, stages, chosen.layers, best_threshold, false);
+}
+
+// The most layers each stage can hold in a plan whose objective is at most `objective`: both
+// objectives are at least M x T_s, and T_s is at least the stage's ends plus n_s times the
+// fastest candidate body layer.
+std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint32_t kinds,
+                                              double objective) {
+    const std::uint32_t layers = problem.time.body_layers;
+    double fastest = infinity;
+    for (const std::size_t k : kind_list(kinds))
+        fastest = std::min(fastest, problem.time.body_time[k]);
+    std::vector<std::uint32_t> most(problem.num_stages, layers);
+    if (!(fastest > 0.0) || !std::isfinite(objective))
+        return most;
+    const double m = problem.micro_batches;
+    // A little slack, so that rounding never excludes a count the optimum uses.
+    const double slack = 1e-9 * std::max(1.0, std::abs(objective));
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        double ends = 0.0;
+        for (std::uint32_t c = 0; c < problem.chunks; ++c)
+            ends += chunk_time(problem, s, c, KindCounts{});
+        std::uint32_t n = fewest(problem, s);
+        while (n < layers && m * (ends + (n + 1) * fastest) <= objective + slack)
+            ++n;
+        most[s] = n;
+    }
+    return most;
+}
+
+thread_local ChunkedBounds bounds_of_last_solve;
+
+}  // namespace
+
+const ChunkedBounds& last_chunked_bounds() {
+    return bounds_of_last_solve;
+}
+
+Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
+    validate_chunked(problem);
+    if (!memory.linear && !memory.predict_batch)
+        throw InputError("the memory model offers no way to predict");
+    const std::uint32_t layers = problem.time.body_layers;
+    const std::uint32_t p = problem.num_stages;
+    const std::vector<AffineStage> affine = affine_stages(problem, memory, kinds);
+    ChunkedBounds& trace = bounds_of_last_solve;
+    trace = ChunkedBounds{};
+    const auto build = [&](const std::vector<std::uint32_t>& most) {
+        ++trace.builds;
+        return build_chunked_stages(problem, affine, kinds, most);
+    };
+    const std::vector<std::uint32_t> all(p, layers);
+
+    // A generous limit would let every stage take any count up to L, and the options would be
+    // built for all of them. So first plan with each stage capped at about twice the balanced
+    // count (doubling the cap while that is infeasible, straight to L when even each count's least
+    // memory cannot place every layer; at L the problem is the uncapped one, and so is its
+    // explanation).
+    const auto with_cap = [&](std::uint32_t cap) {
+        std::vector<std::uint32_t> most(p);
+        for (std::uint32_t s = 0; s < p; ++s)
+            most[s] = std::max(std::min(cap, layers), fewest(problem, s));
+        return most;
+    };
+    std::uint32_t cap = std::min(layers, 2 * ((layers + p - 1) / p) + problem.chunks);
+    trace.first_cap = cap;
+    std::vector<std::uint32_t> most = with_cap(cap);
+    std::vector<ChunkedStage> stages = build(most);
+    std::optional<Plan> first = best_plan(problem, memory, stages);
+    while (!first && cap < layers) {
+        std::vector<std::vector<std::uint32_t>> fits(p);
+        for (const ChunkedStage& stage : stages) {
+            for (std::uint32_t n = fewest(problem, stage.stage); n <= layers; ++n) {
+                if (within_budget(stage.least_memory[n], problem.budget_mb()))
+                    fits[stage.stage].push_back(n);
+            }
+        }
+        cap = can_sum_to(fits, layers) ? std::min(layers, 2 * cap) : layers;
+        most = with_cap(cap);
+        stages = build(most);
+        first = best_plan(problem, memory, stages);
+    }
+    if (!first)
+        explain(problem, stages);
+    if (most == all)
+        return *first;
+
+    // The first plan's objective bounds the optimum's, and with it every stage's count; counts
+    // above the cap whose least memory does not fit are out of reach anyway. Where every stage's
+    // bound is within its cap, the first plan is the optimum.
+    std::vector<std::uint32_t> bound = most_layers_within(problem, kinds, first->iteration_time);
+    bool within = true;
+    for (const ChunkedStage& stage : stages) {
+        std::uint32_t& n = bound[stage.stage];
+        while (n > most[stage.stage] && !within_budget(stage.least_memory[n], problem.budget_mb()))
+            --n;
+        within = within && n <= most[stage.stage];
+    }
+    trace.capped = true;
+    if (within)
+        return *first;
+    trace.widened = true;
+    trace.capped = bound != all;
+    stages = build(bound);
+    std::optional<Plan> best = best_plan(problem, memory, stages);
+    // The first plan lies within the bound, so a plan exists; keep the first should rounding
+    // say otherwise.
+    return best && best->iteration_time <= first->iteration_time ? *best : *first;
 }
 
 }  // namespace ppb::partition::detail

@@ -55,11 +55,17 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
                               ? std::chrono::steady_clock::time_point::max()
                               : now + budget;
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
-    const std::vector<ChunkedStage> stages =
-        detail::build_chunked_stages(problem, detail::affine_stages(problem, memory, kinds), kinds);
+    // Every count, since a move may take a stage anywhere (the solver bounds its own).
+    const std::vector<ChunkedStage> stages = detail::build_chunked_stages(
+        problem, detail::affine_stages(problem, memory, kinds), kinds,
+        std::vector<std::uint32_t>(problem.num_stages, problem.time.body_layers));
 
-    // The start, as options of the stages.
+    // The start, as options of the stages. The solver builds its options within bounds on the
+    // layer counts, so where equal times leave a choice it may have kept another mix, and even
+    // another order of the same chunk times, than these tables: such a stage keeps its own.
     std::vector<const StageOption*> choice;
+    std::vector<StageOption> own;
+    own.reserve(start.stages.size());  // choice points into it
     for (const StagePlan& sp : start.stages) {
         const auto& list = stages.at(sp.stage).alternatives.at(sp.total_layers());
         const auto it = std::find_if(list.begin(), list.end(), [&](const StageOption& o) {
@@ -78,13 +84,26 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
             }
             return true;
         });
-        if (it != list.end())
+        if (it != list.end()) {
             choice.push_back(&*it);
-        else if (same_times != list.end())
+        } else if (same_times != list.end()) {
             choice.push_back(&*same_times);
-        else
-            throw std::invalid_argument(
-                "refine_by_simulation: the start is not a plan of the problem");
+        } else {
+            if (sp.chunks.size() != problem.chunks)
+                throw std::invalid_argument(
+                    "refine_by_simulation: the start is not a plan of the problem");
+            StageOption option;
+            option.memory = sp.memory_mb;
+            for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+                const double t = detail::chunk_time(problem, sp.stage, c, sp.chunks[c].layers);
+                option.chunks.push_back(sp.chunks[c].layers);
+                option.chunk_times.push_back(t);
+                option.total += t;
+                option.slowest = std::max(option.slowest, t);
+            }
+            own.push_back(std::move(option));
+            choice.push_back(&own.back());
+        }
     }
 
     double best = makespan(problem, choice);
