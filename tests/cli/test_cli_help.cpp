@@ -55,10 +55,35 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                "--micro-batches", "--in-flight", "--duplicate-tolerance", "--json"})},
         {{"partition"},
          with(plugin_options,
-              {"-h", "--help", "--model-desc", "--stages", "--micro-batches", "--memory-limit-mb",
-               "--memory-margin-mb", "--memory-margin-sigma", "--kinds", "--recompute-rule",
-               "--schedule", "--chunks", "--objective", "--refine", "--timeline", "--dryrun",
-               "--duplicate-tolerance", "--json"})},
+              {"-h", "--help", "--model-desc", "--device-tflops", "--stages", "--micro-batches",
+               "--memory-limit-mb", "--memory-margin-mb", "--memory-margin-sigma", "--kinds",
+               "--recompute-rule", "--schedule", "--chunks", "--objective", "--refine",
+               "--timeline", "--dryrun", "--duplicate-tolerance", "--json"})},
+        {{"search"},
+         with(plugin_options, {"-h",
+                               "--help",
+                               "--model-desc",
+                               "--device-tflops",
+                               "--devices",
+                               "--pipeline-degrees",
+                               "--tensor-parallel",
+                               "--data-parallel",
+                               "--global-batch",
+                               "--micro-batch-size",
+                               "--schedules",
+                               "--chunks",
+                               "--recompute",
+                               "--recompute-rule",
+                               "--memory-limit-mb",
+                               "--memory-margin-mb",
+                               "--memory-margin-sigma",
+                               "--dryrun",
+                               "--duplicate-tolerance",
+                               "--top",
+                               "--show-infeasible",
+                               "--jobs",
+                               "--progress",
+                               "--json"})},
         {{"compare"},
          {"-h", "--help", "--model", "--partition", "--cross-validate", "--duplicate-tolerance",
           "--plugin-path", "--json"}},
@@ -95,7 +120,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
     }
     // The top-level help lists the commands, not the hidden child-process one.
     const auto r = ppb({"--help"});
-    for (const char* command : {"plugins", "fit", "predict", "partition", "compare", "import"})
+    for (const char* command :
+         {"plugins", "fit", "predict", "partition", "search", "compare", "import", "simulate"})
         BOOST_TEST(r.out.find(std::string("  ") + command + " ") != std::string::npos, command);
     BOOST_TEST(r.out.find("__probe-plugin") == std::string::npos);
     // Required options and defaults are part of what is generated.
