@@ -400,11 +400,12 @@ BENCHMARK(BM_ExplainInfeasible)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillis
 }  // namespace
 
 // `ppb search` of the bundled 70B-class model (80 layers, samples/data/llama70b-layers.json):
-// pipeline degrees 1 to 80 x {1f1b, interleaved v = 2, interleaved v = 4, dualpipe-v} x recompute
-// {any, full, none+full}, 960 micro-batches (d = 1): about a thousand configurations. The first
-// argument is the memory model (0: dryrun-lsq fitted to the sample dry runs, through its
-// coefficients; 1: the analytic model of the sample shape, probed through predictions), the
-// second the threads.
+// pipeline degrees 1 to 80 x {1f1b, interleaved v = 2, dualpipe-v} x 8 recompute policies (any,
+// none, select, full, none+select, none+full, select+full, both+full), 960 micro-batches (d = 1):
+// 1 080 configurations (interleaved runs where P divides 960, the chunks only where every chunk
+// gets a layer). The first argument is the memory model (0: dryrun-lsq fitted to
+// the sample dry runs, through its coefficients; 1: the analytic model of the sample shape, probed
+// through predictions), the second the threads.
 void BM_Search(benchmark::State& state) {
     namespace pt = ppb::partition;
     const std::filesystem::path samples = PPB_SAMPLES_DIR;
@@ -427,15 +428,16 @@ void BM_Search(benchmark::State& state) {
     base.rule = pt::RecomputeRule::mindformers;
     const pt::MemorySource memory = pt::model_memory_source(base, model);
     pt::SearchSpace space;
+    space.recompute.clear();
     for (std::uint32_t p = 1; p <= 80; ++p)
         space.pipeline_degrees.push_back(p);
     space.global_batch = 960;
     space.schedules = {{ppb::Schedule::one_f_one_b, 1},
                        {ppb::Schedule::interleaved, 2},
-                       {ppb::Schedule::interleaved, 4},
                        {ppb::Schedule::dualpipe_v, 2}};
-    space.recompute = {pt::recompute_policy("any"), pt::recompute_policy("full"),
-                       pt::recompute_policy("none+full")};
+    for (const char* policy :
+         {"any", "none", "select", "full", "none+select", "none+full", "select+full", "both+full"})
+        space.recompute.push_back(pt::recompute_policy(policy));
     const pt::SearchPlan plan = pt::search_configurations(space, base.time);
     pt::SearchResult result;
     for (auto _ : state) {
