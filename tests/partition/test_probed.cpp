@@ -5,7 +5,10 @@
 #include "brute_force.hpp"
 
 #include <ppb/abi.h>
+#include <ppb/discovery.hpp>
 #include <ppb/errors.hpp>
+#include <ppb/loader.hpp>
+#include <ppb/memory_model.hpp>
 #include <ppb/partition/problem.hpp>
 
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
@@ -249,6 +253,60 @@ BOOST_AUTO_TEST_CASE(probed_and_enumerated_models_match_brute_force) {
             BOOST_TEST(c->binding > c->feasible / 8);
             BOOST_TEST(c->infeasible > 0u);
         }
+    }
+}
+
+// The analytic plugin itself, loaded from disk: it has no coefficients, so the partitioner probes
+// it stage by stage and plans its affine stages with the Pareto search. Its plans must be the
+// brute force's optimum over its own predictions, on every small shape, both rules, every budget.
+BOOST_AUTO_TEST_CASE(the_analytic_plugin_is_planned_exactly) {
+    const std::string shape = R"({"hidden_size": 256, "num_attention_heads": 8,
+        "num_kv_heads": 4, "ffn_hidden_size": 704, "num_layers": 6, "seq_length": 512,
+        "micro_batch_size": 2, "vocab_size": 4096, "tensor_parallel": 2,
+        "sequence_parallel": true, "data_parallel": 4, "distributed_optimizer": true,
+        "constant_mb": 100})";
+    const std::filesystem::path plugin =
+        std::filesystem::path(PPB_BUILD_PLUGIN_DIR) / "ppb-analytic-1.0.0.so";
+    const ppb::MemoryModel model = ppb::open_model(ppb::inspect_plugin_file(plugin), shape);
+    BOOST_TEST_REQUIRE(!model.parameters().has_value());  // probed, not read from coefficients
+    const ModelMemory analytic = [&model](std::uint32_t stages, std::uint32_t stage, double f,
+                                          const KindCounts& layers) {
+        ppb_chunk chunk{};
+        std::copy(layers.begin(), layers.end(), chunk.layers);
+        chunk.in_flight = static_cast<std::uint32_t>(f);
+        const ppb_placement placement{stages, stage, 1, &chunk};
+        return model.predict(placement);
+    };
+    for (const RecomputeRule rule : {RecomputeRule::any, RecomputeRule::mindformers}) {
+        Counts counts;
+        std::string wrong;
+        std::size_t seq = 0;
+        for (const std::uint32_t stages : {1u, 2u, 3u, 4u}) {
+            for (const std::uint32_t layers : {2u, 4u, 6u}) {
+                if (layers + 2 < stages)
+                    continue;
+                for (const std::uint32_t m : {1u, 3u, 8u}) {
+                    for (const std::uint32_t allowed :
+                         {PPB_ALL_KINDS, 0x11u, 0x13u, 0x0Fu, 0x1Au}) {
+                        std::mt19937 rng(static_cast<std::uint32_t>(
+                            7919u * layers + 104729u * stages + m + allowed));
+                        const pt::Coefficients c =
+                            pt::draw(rng, static_cast<pt::Variant>(seq++ % pt::variant_count),
+                                     allowed, layers, false);
+                        const Problem problem = pt::make_problem(stages, m, allowed, c, 1e12, rule);
+                        wrong += check(problem, allowed, analytic, counts, "analytic plugin");
+                    }
+                }
+            }
+        }
+        BOOST_TEST_MESSAGE(fmt::format(
+            "analytic plugin, rule {}: {} instances ({} feasible, {} binding, {} infeasible), {} "
+            "placements predicted",
+            rule == RecomputeRule::any ? "any" : "mindformers", counts.instances, counts.feasible,
+            counts.binding, counts.infeasible, counts.placements));
+        BOOST_TEST(wrong.empty(), wrong);
+        BOOST_TEST(counts.binding > 50u);
+        BOOST_TEST(counts.infeasible > 10u);
     }
 }
 
