@@ -156,6 +156,20 @@ ppb_linear_parameters llama_like_coefficients() {
     return c;
 }
 
+// llama_like_coefficients() with a per-layer and per-kind activation memory that shrinks with the
+// layers per stage, so that a 30 000 MB limit binds on most stages whatever P and L, and all five
+// kinds trade time for memory (none is dominated).
+ppb_linear_parameters hard_coefficients(std::uint32_t stages, std::uint32_t layers,
+                                        double per_layer_scale = 1.0) {
+    ppb_linear_parameters c = llama_like_coefficients();
+    const double layers_per_stage = static_cast<double>(layers) / stages;
+    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage * per_layer_scale;
+    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+        c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    return c;
+}
+
 // A partition where all five recompute kinds trade time for memory (none is dominated) and the
 // limit binds on most stages: the hardest case for the per-stage search. The third argument is
 // the rule: 0 every mix, 1 MindFormers' (two searches per stage, one without 'comm', one without
@@ -165,16 +179,8 @@ void BM_Partition(benchmark::State& state) {
     namespace pt = ppb::partition;
     pt::Problem problem = llama_like_problem(static_cast<std::uint32_t>(state.range(0)),
                                              static_cast<std::uint32_t>(state.range(1)));
-    ppb_linear_parameters c = llama_like_coefficients();
-    // Per-layer memory shrinks with the layers per stage so that every stage stays in range.
-    const double layers_per_stage =
-        static_cast<double>(state.range(1)) / static_cast<double>(state.range(0));
-    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage;
-    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        c.activation_mb[k] =
-            act[k] * 10.0 / layers_per_stage * 8.0 / static_cast<double>(state.range(0));
-    }
+    const ppb_linear_parameters c = hard_coefficients(static_cast<std::uint32_t>(state.range(0)),
+                                                      static_cast<std::uint32_t>(state.range(1)));
     problem.memory_limit_mb = static_cast<double>(state.range(3));
     problem.rule = state.range(2) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
     pt::MemorySource memory;
@@ -224,12 +230,10 @@ void BM_PartitionProbed(benchmark::State& state) {
     pt::Problem problem = llama_like_problem(stages, layers);
     problem.rule = state.range(2) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
     problem.memory_limit_mb = 30000;
-    const double layers_per_stage = static_cast<double>(layers) / stages;
-    const double per_layer = 1710.0 * 10.0 / layers_per_stage;
+    const ppb_linear_parameters hard = hard_coefficients(stages, layers);
+    const double per_layer = hard.per_layer_mb;
     std::array<double, PPB_KIND_COUNT> activation{};
-    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-        activation[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    std::copy(std::begin(hard.activation_mb), std::end(hard.activation_mb), activation.begin());
     pt::MemorySource memory;
     memory.predict_batch = [=](std::span<const ppb_placement> placements) {
         std::vector<double> out;
@@ -283,12 +287,7 @@ void BM_PartitionChunked(benchmark::State& state) {
         state.range(4) == 0 ? pt::ChunkObjective::stages : pt::ChunkObjective::slots;
     problem.micro_batches = 4 * stages;
     problem.rule = pt::RecomputeRule::mindformers;
-    ppb_linear_parameters c = llama_like_coefficients();
-    const double layers_per_stage = static_cast<double>(layers) / stages;
-    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage;
-    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-        c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    const ppb_linear_parameters c = hard_coefficients(stages, layers);
     problem.memory_limit_mb = static_cast<double>(state.range(5));
     pt::MemorySource memory;
     memory.linear = c;
@@ -325,16 +324,9 @@ void BM_PartitionGrouped(benchmark::State& state) {
     const auto layers = static_cast<std::uint32_t>(state.range(1));
     pt::Problem problem = llama_like_problem(stages, layers);
     problem.rule = state.range(3) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
-    const double layers_per_stage = static_cast<double>(layers) / stages;
-    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
     std::vector<ppb_linear_parameters> groups;
     for (std::size_t g = 0; g < 2; ++g) {
-        ppb_linear_parameters c = llama_like_coefficients();
-        const double scale = g == 0 ? 0.25 : 1.0;
-        c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage * scale;
-        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-            c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
-        groups.push_back(c);
+        groups.push_back(hard_coefficients(stages, layers, g == 0 ? 0.25 : 1.0));
         pt::BodyGroupTime time;
         time.name = g == 0 ? "dense" : "moe";
         time.time = problem.time.body_time;
@@ -494,12 +486,7 @@ void BM_PartitionScaling(benchmark::State& state) {
         problem.chunks = chunks;
         problem.micro_batches = 4 * stages;
     }
-    ppb_linear_parameters c = llama_like_coefficients();
-    const double layers_per_stage = static_cast<double>(layers) / stages;
-    c.per_layer_mb = 1710.0 * 10.0 / layers_per_stage;
-    const double act[PPB_KIND_COUNT] = {820, 600, 400, 250, 16};
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-        c.activation_mb[k] = act[k] * 10.0 / layers_per_stage * 8.0 / stages;
+    const ppb_linear_parameters c = hard_coefficients(stages, layers);
     // One kind cannot trade time for memory: give it room.
     problem.memory_limit_mb = state.range(2) == 1 ? 60000 : 30000;
     pt::MemorySource memory;
