@@ -244,6 +244,11 @@ BOOST_AUTO_TEST_CASE(bad_input_is_exit_2_with_the_reason) {
                                         "--global-batch", "101", "--memory-limit-mb", "40000"})),
                        {"pipeline degree 4: the global batch of 101 samples is not divisible by "
                         "micro-batch size 1 x data-parallel degree 2 = 2"});
+    // The names Megatron-LM and 'ppb partition' users reach for are aliases.
+    expect_input_error(
+        ppb(search_args({"--devices", "64", "--stages", "3", "--global-batch-size", "256",
+                         "--schedule", "1f1b", "--memory-limit-mb", "40000"})),
+        {"pipeline degree 3 does not divide the 64 devices"});
     expect_input_error(ppb(search_args({"--devices", "64", "--pipeline-degrees", "3",
                                         "--global-batch", "256", "--memory-limit-mb", "40000"})),
                        {"pipeline degree 3 does not divide the 64 devices"});

@@ -382,7 +382,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
     search->add_option("--devices", args->devices, "devices in all, N (every P dividing N / t)")
         ->type_name("N")
         ->check(count_in({1, 1'000'000, "devices"}));
-    as_comma_list(search->add_option("--pipeline-degrees", args->pipeline_degrees,
+    as_comma_list(search->add_option("--pipeline-degrees,--stages", args->pipeline_degrees,
                                      "the pipeline degrees to consider (default: every P\n"
                                      "dividing N / t that leaves each stage a layer)"))
         ->type_name("P,...")
@@ -399,7 +399,9 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "data_parallel, or 1)")
         ->type_name("D")
         ->check(count_in({1, 1'000'000, "replicas"}));
-    search->add_option("--global-batch", args->global_batch, "samples per iteration, B")
+    search
+        ->add_option("--global-batch,--global-batch-size", args->global_batch,
+                     "samples per iteration, B")
         ->type_name("B")
         ->required()
         ->check(count_in({1, 1'000'000'000, "samples"}));
@@ -409,7 +411,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "micro_batch_size, or 1)")
         ->type_name("b")
         ->check(count_in({1, 1'000'000, "samples"}));
-    as_comma_list(search->add_option("--schedules", args->schedules, "schedules to consider"))
+    as_comma_list(
+        search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")
         ->capture_default_str()
         ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
