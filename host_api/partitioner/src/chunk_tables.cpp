@@ -403,8 +403,9 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                             throw InputError(fmt::format(
                                 "planning {} chunks per stage exactly needs more than {} partial "
                                 "options on stage {} (a limit that binds loosely leaves many "
-                                "mixes to weigh); plan with --chunks 2, fewer kinds (--kinds) "
-                                "or a tighter --memory-limit-mb",
+                                "mixes to weigh); plan with fewer chunks, fewer recompute kinds "
+                                "(--kinds; --recompute in a search) or a tighter "
+                                "--memory-limit-mb",
                                 v, max_partial_options, stage));
                         }
                         Partial q{p.total + t, std::max(p.slowest, t), memory, p.picks};
