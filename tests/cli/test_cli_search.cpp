@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(nothing_fitting_is_exit_4_with_the_smallest_limit_that_fits
     const auto r = ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb",
                                     "20000", "--schedules", "1f1b"}));
     expect_failure(r, 4,
-                   {"no configuration fits --memory-limit-mb 20000.0 (4 planned): the "
+                   {"no configuration fits --memory-limit-mb 20000.0 (4 configurations tried): the "
                     "smallest limit that fits one is "});
     // The limit it names: the search then ranks that configuration.
     const auto at = r.err.find("is ") + 3;

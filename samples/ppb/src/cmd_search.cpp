@@ -213,6 +213,15 @@ class ModelsByDegree {
     const Entry* single_ = nullptr;
 };
 
+// "P=2 d=32 M=2 1f1b recompute any: <why>" of the first configuration that cannot be planned.
+std::string first_refusal(const partition::SearchResult& result) {
+    for (const partition::SearchOutcome& o : result.outcomes) {
+        if (o.status == partition::SearchOutcome::Status::invalid)
+            return fmt::format("{}: {}", describe(o.configuration), o.message);
+    }
+    return {};
+}
+
 // No configuration has a plan: exit 4 with the smallest limit that fits one (or 2 when none
 // could be planned at any limit).
 [[noreturn]] void throw_nothing_fits(const partition::Problem& base,
@@ -235,13 +244,20 @@ class ModelsByDegree {
             ? fmt::format("the smallest limit that fits one is {:.1f} MB ({})",
                           closest->smallest_feasible_limit_mb, describe(closest->configuration))
             : "no limit fits any of them";
+    std::size_t refused = 0;
+    for (const partition::SearchOutcome& o : result.outcomes)
+        refused += o.status == partition::SearchOutcome::Status::invalid ? 1 : 0;
+    const std::string tried =
+        refused == 0 ? fmt::format("{} configurations tried", result.outcomes.size())
+                     : fmt::format("{} configurations tried, {} of them cannot be planned: {}",
+                                   result.outcomes.size(), refused, first_refusal(result));
     throw partition::Infeasible(
-        fmt::format("no configuration fits --memory-limit-mb {:.1f}{} ({} planned): {}",
+        fmt::format("no configuration fits --memory-limit-mb {:.1f}{} ({}): {}",
                     base.memory_limit_mb,
                     base.memory_margin_mb > 0.0
                         ? fmt::format(" with a margin of {:.1f} MB", base.memory_margin_mb)
                         : std::string(),
-                    result.outcomes.size(), fits),
+                    tried, fits),
         closest->smallest_feasible_limit_mb);
 }
 
