@@ -156,9 +156,6 @@ MemorySource model_memory_source(const Problem& problem, const MemoryModel& mode
 
 PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
                                  const PlanWithModelOptions& options) {
-    if (options.refine && !problem.chunked())
-        throw InputError(
-            "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     const MemorySource memory = model_memory_source(problem, model);
     return plan_with_memory(std::move(problem), memory, options);
 }

@@ -21,12 +21,6 @@
 namespace ppb::partition {
 namespace {
 
-std::string schedule_label(const ScheduleChoice& choice) {
-    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v)
-        return std::string(schedule_name(choice.schedule));
-    return fmt::format("{} v={}", schedule_name(choice.schedule), choice.chunks);
-}
-
 // Every divisor of n, ascending.
 std::vector<std::uint32_t> divisors(std::uint32_t n) {
     std::vector<std::uint32_t> low, high;
@@ -60,20 +54,17 @@ void check_space(const SearchSpace& space) {
     if (space.recompute.empty())
         throw InputError("the search space is empty: no recompute policy to consider");
     for (const ScheduleChoice& choice : space.schedules) {
-        const std::string_view name = schedule_name(choice.schedule);
         const std::uint32_t v = choice.chunks;
-        std::string problem;
-        if (choice.schedule == Schedule::one_f_one_b && v != 1)
-            problem = fmt::format("1f1b runs one chunk per stage, got {}", v);
-        else if (choice.schedule == Schedule::dualpipe_v && v != 2)
-            problem = fmt::format("dualpipe-v runs two chunks per stage, got {}", v);
-        else if (v < 1 || !limits::chunks.contains(v))
-            problem =
-                "chunks per stage: " + limits::out_of_range(std::to_string(v), limits::chunks);
-        else if (choice.schedule != Schedule::one_f_one_b && v < 2)
-            problem = fmt::format("{} runs at least two chunks per stage, got {}", name, v);
-        if (!problem.empty())
-            throw InputError(fmt::format("schedule '{}': {}", name, problem));
+        // The chunk count alone, in the schedule's own words: one stage and two micro-batches
+        // are a shape every schedule runs.
+        const std::string problem =
+            limits::chunks.contains(v)
+                ? schedule_shape_problem(choice.schedule, 1, v, 2)
+                : "chunks per stage: " + limits::out_of_range(std::to_string(v), limits::chunks);
+        if (!problem.empty()) {
+            throw InputError(
+                fmt::format("schedule '{}': {}", schedule_name(choice.schedule), problem));
+        }
     }
     if (space.devices) {
         if (*space.devices == 0)
@@ -120,9 +111,15 @@ RecomputePolicy recompute_policy(std::string_view name) {
     return policy;
 }
 
+std::string describe(const ScheduleChoice& choice) {
+    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v)
+        return std::string(schedule_name(choice.schedule));
+    return fmt::format("{} v={}", schedule_name(choice.schedule), choice.chunks);
+}
+
 std::string describe(const Configuration& c) {
     return fmt::format("P={} d={} M={} {} recompute {}", c.pipeline, c.data_parallel,
-                       c.micro_batches, schedule_label(c.schedule), c.recompute.name);
+                       c.micro_batches, describe(c.schedule), c.recompute.name);
 }
 
 SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time) {
@@ -188,8 +185,7 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
         }
         for (const ScheduleChoice& choice : space.schedules) {
             Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}};
-            const std::string what =
-                fmt::format("P={} d={} M={} {}", p, d, m, schedule_label(choice));
+            const std::string what = fmt::format("P={} d={} M={} {}", p, d, m, describe(choice));
             if (std::string shape =
                     schedule_shape_problem(choice.schedule, p, choice.chunks, c.micro_batches);
                 !shape.empty()) {
@@ -248,7 +244,8 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
     SearchOutcome out;
     out.configuration = configuration;
     try {
-        out.planned = plan_with_memory(std::move(problem), memory, {.choose_objective = true, .simulate_memory = false});
+        out.planned = plan_with_memory(std::move(problem), memory,
+                                       {.choose_objective = true, .simulate_memory = false});
         out.status = SearchOutcome::Status::planned;
         double peak = 0.0;
         for (const StagePlan& stage : out.planned->plan.stages)
@@ -341,6 +338,24 @@ SearchResult run_search(const std::vector<Configuration>& configurations,
             result.stopped = true;
     }
     return result;
+}
+
+SearchCounts count_outcomes(const SearchResult& result) {
+    SearchCounts out;
+    for (const SearchOutcome& o : result.outcomes) {
+        switch (o.status) {
+            case SearchOutcome::Status::planned:
+                ++out.planned;
+                break;
+            case SearchOutcome::Status::infeasible:
+                ++out.infeasible;
+                break;
+            case SearchOutcome::Status::invalid:
+                ++out.invalid;
+                break;
+        }
+    }
+    return out;
 }
 
 std::vector<const SearchOutcome*> ranked(const SearchResult& result) {

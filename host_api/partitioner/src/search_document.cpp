@@ -83,16 +83,11 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
     searched["memory_margin_sigma"] = base.memory_margin_sigma;
     doc["search"] = std::move(searched);
 
-    std::size_t planned = 0, infeasible = 0, invalid = 0;
-    for (const SearchOutcome& o : result.outcomes) {
-        planned += o.status == SearchOutcome::Status::planned ? 1 : 0;
-        infeasible += o.status == SearchOutcome::Status::infeasible ? 1 : 0;
-        invalid += o.status == SearchOutcome::Status::invalid ? 1 : 0;
-    }
+    const SearchCounts counts = count_outcomes(result);
     doc["configurations"] = plan.configurations.size();
-    doc["planned"] = planned;
-    doc["infeasible"] = infeasible;
-    doc["invalid"] = invalid;
+    doc["planned"] = counts.planned;
+    doc["infeasible"] = counts.infeasible;
+    doc["invalid"] = counts.invalid;
     doc["skipped"] = plan.skipped.size();
     doc["stopped"] = result.stopped;
 

@@ -1,8 +1,8 @@
 // ppb._ppb — the Python binding of the host library: discovery, version choice, loading, the
 // dry-run reader, the fit document, the partitioner and the SAPP layer-file writer are the same
-// code as the ppb command's. The package ppb (host_api/python/ppb/__init__.py) wraps it with the Pythonic
-// surface; this file turns Python values into the library's types and back, and the library's
-// exceptions into ppb.InvalidInput, ppb.PluginError and ppb.Infeasible.
+// code as the ppb command's. The package ppb (host_api/python/ppb/__init__.py) wraps it with the
+// Pythonic surface; this file turns Python values into the library's types and back, and the
+// library's exceptions into ppb.InvalidInput, ppb.PluginError and ppb.Infeasible.
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>

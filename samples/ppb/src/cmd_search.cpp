@@ -13,7 +13,6 @@
 #include <ppb/partition/search_document.hpp>
 #include <ppb/partition/time_model.hpp>
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <fmt/format.h>
@@ -139,25 +138,24 @@ std::uint32_t agreed(std::optional<std::uint32_t> given, std::string_view option
 class ModelsByDegree {
   public:
     ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
-                   const ModelOptions& options, std::optional<json::object> shape,
+                   const ModelOptions& options, const std::optional<json::object>& shape,
                    const partition::Problem& base, const std::vector<std::uint32_t>& degrees)
-        : shape_(std::move(shape)) {
+        : per_degree_(shape.has_value()) {
         const auto candidates = discover_from_args(args.choice.plugin_paths);
         const auto prepare = [&](const ModelOptions& text) {
             return prepare_model(open_model_spec(candidates, args.choice.model, text),
                                  dryrun ? &*dryrun : nullptr, args.dryrun, "--dryrun FILE");
         };
-        if (!shape_) {
+        if (!per_degree_) {
             auto entry = std::make_unique<Entry>();
             entry->prepared.emplace(prepare(options));
             entry->memory = partition::model_memory_source(base, entry->prepared->model);
-            single_ = entry.get();
-            entries_[0] = std::move(entry);
+            entries_[0] = std::move(entry);  // for every degree
             return;
         }
         for (const std::uint32_t d : degrees) {
             auto entry = std::make_unique<Entry>();
-            json::object with_degree = *shape_;
+            json::object with_degree = *shape;
             with_degree["data_parallel"] = d;
             try {
                 entry->prepared.emplace(
@@ -191,7 +189,7 @@ class ModelsByDegree {
 
     [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
                                                 const partition::Configuration& c) const {
-        const Entry& entry = single_ != nullptr ? *single_ : *entries_.at(c.data_parallel);
+        const Entry& entry = *entries_.at(per_degree_ ? c.data_parallel : 0);
         if (!entry.prepared) {
             partition::SearchOutcome out;
             out.configuration = c;
@@ -208,9 +206,9 @@ class ModelsByDegree {
         partition::MemorySource memory;
         std::string refused;
     };
-    std::optional<json::object> shape_;
+    bool per_degree_;
+    // By data-parallel degree; one entry, at 0, when the model serves every degree.
     std::map<std::uint32_t, std::unique_ptr<Entry>> entries_;
-    const Entry* single_ = nullptr;
 };
 
 // "P=2 d=32 M=2 1f1b recompute any: <why>" of the first configuration that cannot be planned.
@@ -244,9 +242,7 @@ std::string first_refusal(const partition::SearchResult& result) {
             ? fmt::format("the smallest limit that fits one is {:.1f} MB ({})",
                           closest->smallest_feasible_limit_mb, describe(closest->configuration))
             : "no limit fits any of them";
-    std::size_t refused = 0;
-    for (const partition::SearchOutcome& o : result.outcomes)
-        refused += o.status == partition::SearchOutcome::Status::invalid ? 1 : 0;
+    const std::size_t refused = partition::count_outcomes(result).invalid;
     const std::string tried =
         refused == 0 ? fmt::format("{} configurations tried", result.outcomes.size())
                      : fmt::format("{} configurations tried, {} of them cannot be planned: {}",
@@ -274,13 +270,7 @@ int run_search_command(const SearchArgs& args) {
     const ModelOptions options = args.choice.options.empty()
                                      ? ModelOptions{}
                                      : options_text(args.choice.options, "--model-options");
-    std::optional<json::object> shape;
-    {
-        boost::system::error_code ec;
-        json::value parsed = json::parse(options.json, ec);
-        if (!ec && parsed.is_object() && parsed.as_object().contains("tensor_parallel"))
-            shape = std::move(parsed.as_object());
-    }
+    const std::optional<json::object> shape = model_shape(options);
 
     partition::Problem base;
     base.memory_limit_mb = args.memory_limit_mb;

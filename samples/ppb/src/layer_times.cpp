@@ -19,13 +19,19 @@ void add_device_tflops_option(CLI::App& app, double& tflops) {
         ->check(number_in({0.0, 1e9, true, "TFLOP/s"}));
 }
 
+std::optional<boost::json::object> model_shape(const ModelOptions& options) {
+    boost::system::error_code ec;
+    boost::json::value parsed = boost::json::parse(options.json, ec);
+    if (ec || !parsed.is_object() || !parsed.as_object().contains("tensor_parallel"))
+        return std::nullopt;
+    return std::move(parsed.as_object());
+}
+
 LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
                             double device_tflops) {
     if (!model_desc.empty())
         return LayerTimes{partition::read_time_model(model_desc), model_desc, ""};
-    boost::system::error_code ec;
-    const boost::json::value parsed = boost::json::parse(options.json, ec);
-    if (ec || !parsed.is_object() || !parsed.as_object().contains("tensor_parallel")) {
+    if (!model_shape(options)) {
         throw UsageError(
             "the layers' times are needed: give --model-desc FILE (a SAPP layer file), or a "
             "model shape as --model-options (the analytic model's options: its FLOPs time the "

@@ -9,6 +9,9 @@
 
 #include <ppb/partition/time_model.hpp>
 
+#include <boost/json/object.hpp>
+
+#include <optional>
 #include <string>
 
 namespace ppb::cli {
@@ -19,11 +22,15 @@ struct LayerTimes {
     std::string unit;    // "ms" from a shape; empty: the layer file's own unit
 };
 
+// The model options as a model shape: a JSON object holding tensor_parallel (the analytic
+// model's options), or none.
+[[nodiscard]] std::optional<boost::json::object> model_shape(const ModelOptions& options);
+
 // Declares --device-tflops on `app`.
 void add_device_tflops_option(CLI::App& app, double& tflops);
 
-// The layer file `model_desc` when given; else the times of the shape in `options` (a JSON object
-// holding tensor_parallel); else a usage error naming both ways.
+// The layer file `model_desc` when given; else the times of the shape in `options`
+// (model_shape); else a usage error naming both ways.
 [[nodiscard]] LayerTimes read_layer_times(const std::string& model_desc,
                                           const ModelOptions& options, double device_tflops);
 

@@ -11,12 +11,6 @@ namespace {
 
 using partition::SearchOutcome;
 
-std::string schedule_cell(const partition::ScheduleChoice& s) {
-    return s.schedule == Schedule::interleaved || s.schedule == Schedule::interleaved_less_memory
-               ? fmt::format("{} v={}", schedule_name(s.schedule), s.chunks)
-               : std::string(schedule_name(s.schedule));
-}
-
 // A time in the layer file's unit, or in `unit` when known.
 std::string time_cell(double t, const std::string& unit) {
     return unit.empty() ? fmt::format("{:.1f}", t) : fmt::format("{:.1f} {}", t, unit);
@@ -60,7 +54,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         const auto& p = *o->planned;
         table.add_row({std::to_string(++rank), std::to_string(c.pipeline),
                        std::to_string(c.data_parallel), std::to_string(c.micro_batches),
-                       schedule_cell(c.schedule), c.recompute.name,
+                       partition::describe(c.schedule), c.recompute.name,
                        time_cell(p.simulation.makespan, context.time_unit),
                        time_cell(p.plan.iteration_time, context.time_unit),
                        fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
@@ -68,12 +62,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
     }
     out += table.render();
 
-    std::size_t planned = 0, infeasible = 0, invalid = 0;
-    for (const SearchOutcome& o : result.outcomes) {
-        planned += o.status == SearchOutcome::Status::planned ? 1 : 0;
-        infeasible += o.status == SearchOutcome::Status::infeasible ? 1 : 0;
-        invalid += o.status == SearchOutcome::Status::invalid ? 1 : 0;
-    }
+    const auto [planned, infeasible, invalid] = partition::count_outcomes(result);
     out += fmt::format(
         "\nITERATION: the plan's iteration as its schedule runs it (simulated), per global batch"
         "{}; ESTIMATE: what the partitioner minimised.\n",
@@ -104,7 +93,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
                 continue;
             const auto& c = o.configuration;
             misfits.add_row({std::to_string(c.pipeline), std::to_string(c.data_parallel),
-                             std::to_string(c.micro_batches), schedule_cell(c.schedule),
+                             std::to_string(c.micro_batches), partition::describe(c.schedule),
                              c.recompute.name,
                              std::isfinite(o.smallest_feasible_limit_mb)
                                  ? format_mb(o.smallest_feasible_limit_mb)

@@ -67,6 +67,8 @@ struct Configuration {
 
 // "P=8 d=4 M=32 interleaved v=2 recompute any": a configuration for people.
 [[nodiscard]] std::string describe(const Configuration& configuration);
+// "1f1b", "interleaved v=2", "dualpipe-v": a schedule and its chunks for people.
+[[nodiscard]] std::string describe(const ScheduleChoice& schedule);
 
 // A combination left out of the search, and why (the schedule cannot run the micro-batch count,
 // too few layers for the stages, ...).
@@ -145,6 +147,14 @@ struct SearchResult {
     const std::vector<Configuration>& configurations,
     const std::function<SearchOutcome(const Configuration&)>& plan_one,
     const SearchRunOptions& options);
+
+// How many outcomes of each status a search has.
+struct SearchCounts {
+    std::size_t planned = 0;
+    std::size_t infeasible = 0;
+    std::size_t invalid = 0;
+};
+[[nodiscard]] SearchCounts count_outcomes(const SearchResult& result);
 
 // The planned outcomes, fastest first (ties: in configuration order); infeasible and invalid
 // ones are not included.
