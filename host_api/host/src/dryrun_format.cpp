@@ -2,6 +2,7 @@
 // (host_api/docs/design.md, "ppb.dryrun/1, /2 and /3").
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
@@ -373,6 +374,17 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     } else {
         out.placement.chunks =
             read_chunks(obs, choice, p, s, out.micro_batches, set.groups, group_layers);
+        // Counts left to the schedule are its profile (ppb/in_flight_profile.hpp): the stage's
+        // peak is the largest of the rows of its vectors, not the row of the chunks' own
+        // maxima. Counts the file gives are one measured vector.
+        const JsonArray list = obs.required("chunks").as_array();
+        bool any_given = false;
+        for (std::size_t c = 0; c < list.size(); ++c)
+            any_given = any_given || list.at(c).as_object().optional("in_flight").has_value();
+        if (!any_given) {
+            out.in_flight_profile =
+                in_flight_profile(choice.schedule, p, s, out.micro_batches, choice.num_chunks);
+        }
     }
     if (!set.groups.empty())
         out.placement.set_group_layers(std::move(group_layers));

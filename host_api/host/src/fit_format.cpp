@@ -125,4 +125,28 @@ json::object make_fit_document(std::string_view model_name, std::string_view mod
     return document;
 }
 
+void add_profile_fit(json::object& document, const ProfileFit& fit, const DryRunSet& dryrun) {
+    if (!fit.alternated)
+        return;
+    json::array observations;
+    for (std::size_t i = 0; i < dryrun.observations.size(); ++i) {
+        const Observation& o = dryrun.observations[i];
+        if (o.in_flight_profile.size() < 2)
+            continue;
+        json::array profile;
+        for (const InFlightVector& v : o.in_flight_profile)
+            profile.push_back(json::array(v.begin(), v.end()));
+        const InFlightVector& active = o.in_flight_profile.at(fit.active.at(i));
+        observations.push_back(
+            json::object{{"index", i},
+                         {"config", o.config},
+                         {"stage", o.placement.stage},
+                         {"in_flight", json::array(active.begin(), active.end())},
+                         {"profile", std::move(profile)}});
+    }
+    document["in_flight_profiles"] = json::object{{"fits", fit.fits},
+                                                  {"converged", fit.converged},
+                                                  {"observations", std::move(observations)}};
+}
+
 }  // namespace ppb

@@ -23,19 +23,23 @@ MemoryModel open_model_spec(const std::vector<PluginCandidate>& candidates, std:
     }
 }
 
-void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source) {
-    try {
-        if (dryrun.groups.empty()) {
-            const auto observations = views(dryrun.observations);
+ProfileFit fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source) {
+    // One fit of observations whose in-flight counts are single rows.
+    const auto fit_once = [&](const DryRunSet& rows) {
+        if (rows.groups.empty()) {
+            const auto observations = views(rows.observations);
             model.fit(observations);
         } else {
             // ppb.dryrun/3: layers counted per group, fitted per group (plugin API 1.3).
             std::vector<ppb_grouped_observation> observations;
-            observations.reserve(dryrun.observations.size());
-            for (const Observation& o : dryrun.observations)
+            observations.reserve(rows.observations.size());
+            for (const Observation& o : rows.observations)
                 observations.push_back(o.grouped_view());
-            model.fit_grouped(dryrun.groups, observations);
+            model.fit_grouped(rows.groups, observations);
         }
+    };
+    try {
+        return fit_over_profiles(model, dryrun, fit_once);
     } catch (const ModelError& e) {
         if (!e.is_input_error())
             throw;

@@ -7,6 +7,7 @@
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/fit_format.hpp>
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/memory_model.hpp>
@@ -17,6 +18,7 @@
 #include <ppb/partition/sapp_export.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/placement.hpp>
+#include <ppb/profile_prediction.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/search_path.hpp>
 
@@ -162,7 +164,7 @@ class Model {
     [[nodiscard]] bool closed() const noexcept { return !model_.has_value(); }
 
     void fit(const DryRun& dryrun) {
-        fit_model(get(), dryrun.set, dryrun.source);
+        profile_fit_ = fit_model(get(), dryrun.set, dryrun.source);
         fitted_ = dryrun;
     }
     [[nodiscard]] const std::optional<DryRun>& fitted() const noexcept { return fitted_; }
@@ -180,19 +182,24 @@ class Model {
     // The ppb.fit/1 document (what `ppb fit --json` prints).
     [[nodiscard]] boost::json::object fit_document() const {
         const MemoryModel& m = get();
-        return make_fit_document(m.name(), m.version(), m.report());
+        auto document = make_fit_document(m.name(), m.version(), m.report());
+        if (fitted_)
+            add_profile_fit(document, profile_fit_, fitted_->set);
+        return document;
     }
 
   private:
     std::optional<MemoryModel> model_;
     std::string spec_;
     std::optional<DryRun> fitted_;
+    ProfileFit profile_fit_;
 };
 
 // A stage placement from predict()'s arguments, as `ppb predict` builds it from its options:
 // the pipeline and micro-batches default to the fitted file's; the schedule is the one given,
 // else the file's when it has as many chunks, else 1F1B (one chunk) or interleaved (more than
-// two); each chunk's in-flight count is the schedule's unless `in_flight` is given (one chunk).
+// two); the chunks' in-flight counts are the vector of the schedule's profile where the model's
+// prediction is largest, unless `in_flight` is given (one chunk).
 StagePlacement stage_placement(const Model& model, py::handle stage_arg, py::handle layers_arg,
                                py::handle chunks_arg, py::handle num_stages_arg,
                                py::handle micro_batches_arg, py::handle in_flight_arg,
@@ -299,14 +306,20 @@ StagePlacement stage_placement(const Model& model, py::handle stage_arg, py::han
         placement.chunks.front().in_flight =
             count_in(in_flight_arg, limits::in_flight, "in_flight");
     } else {
-        std::vector<std::uint32_t> counts;
+        // The schedule's in-flight profile (ppb/in_flight_profile.hpp): the placement is the
+        // stage at the vector where the model puts its peak, so predict() is the largest
+        // prediction over the profile and std_error() that prediction's.
+        std::vector<InFlightVector> profile;
         try {
-            counts = in_flight_counts(schedule, stages, stage, micro_batches, v);
+            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
         } catch (const std::exception& e) {
             throw InputError(fmt::format("schedule {}: {}", schedule_name(schedule), e.what()));
         }
-        for (std::uint32_t c = 0; c < v; ++c)
-            placement.chunks[c].in_flight = counts[c];
+        placement = with_in_flight(std::move(placement), profile.front());
+        if (profile.size() > 1) {
+            placement = with_in_flight(std::move(placement),
+                                       profile[predict_over_profile(m, placement, profile).active]);
+        }
     }
     return placement;
 }

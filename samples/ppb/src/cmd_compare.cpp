@@ -4,9 +4,11 @@
 #include "compare_output.hpp"
 #include "plugin_session.hpp"
 
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/profile_prediction.hpp>
 #include <ppb/semver.hpp>
 
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 
 namespace ppb::cli {
 namespace {
@@ -122,7 +125,20 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
                 per_group.fail("the groups' layers do not add up to the stage's layers");
             }
         }
-        out.push_back(ComparedPlacement{"plan", std::move(placement), std::nullopt, {}, groups});
+        // A chunked stage's peak is the largest row of its schedule's profile (the plan's
+        // in_flight are those of the vector where the planning model put the peak).
+        std::vector<InFlightVector> profile;
+        if (placement.chunks.size() > 1) {
+            const JsonNode m = top.required("micro_batches");
+            try {
+                profile = in_flight_profile(schedule, stages, s, m.as_uint32(1),
+                                            static_cast<std::uint32_t>(placement.chunks.size()));
+            } catch (const std::invalid_argument& e) {
+                m.fail(e.what());
+            }
+        }
+        out.push_back(ComparedPlacement{
+            "plan", std::move(placement), std::nullopt, {}, groups, std::move(profile)});
     }
     return out;
 }
@@ -136,12 +152,16 @@ void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& plac
         const ComparedPlacement& p = placements[i];
         try {
             // Layers counted per group go to the model in its own groups' order.
-            if (p.groups.empty()) {
-                placements[i].predictions[slot].memory_mb = model.predict(p.placement.view());
-            } else {
-                const StagePlacement regroup = regrouped(p.placement, p.groups, model_groups);
+            const StagePlacement placement =
+                p.groups.empty() ? p.placement : regrouped(p.placement, p.groups, model_groups);
+            if (!p.profile.empty()) {
                 placements[i].predictions[slot].memory_mb =
-                    model.predict_grouped(regroup.grouped_view());
+                    predict_over_profile(model, placement, p.profile).memory_mb;
+            } else if (p.groups.empty()) {
+                placements[i].predictions[slot].memory_mb = model.predict(placement.view());
+            } else {
+                placements[i].predictions[slot].memory_mb =
+                    model.predict_grouped(placement.grouped_view());
             }
         } catch (const ModelError& e) {
             if (!e.is_input_error())
@@ -173,7 +193,8 @@ int run_compare(const CompareArgs& args) {
                                                               o.placement,
                                                               o.peak_memory_mb,
                                                               {},
-                                                              dryrun->groups});
+                                                              dryrun->groups,
+                                                              o.in_flight_profile});
         }
         sources.push_back(dryrun_path);
     }

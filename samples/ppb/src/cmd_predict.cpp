@@ -3,12 +3,15 @@
 #include "plugin_session.hpp"
 #include "text_table.hpp"
 
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/profile_prediction.hpp>
 #include <ppb/schedule.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/json/object.hpp>
 
 #include <algorithm>
@@ -165,41 +168,39 @@ int run_predict(const PredictArgs& args) {
     else if (chunks.size() > 2)
         schedule = Schedule::interleaved;
     const auto v = static_cast<std::uint32_t>(chunks.size());
+    // The in-flight vectors the stage passes through (ppb/in_flight_profile.hpp): one with
+    // --in-flight or one chunk, the schedule's profile with chunks. The peak is the largest
+    // prediction over them.
+    std::vector<InFlightVector> profile;
     if (args.in_flight) {
         if (v != 1)
             throw UsageError(
                 "--in-flight is for one chunk; with --chunk the schedule's counts "
                 "are used");
-        chunks.front().in_flight = *args.in_flight;
+        profile = {{*args.in_flight}};
     } else {
-        std::vector<std::uint32_t> counts;
         try {
-            counts = in_flight_counts(schedule, stages, stage, micro_batches, v);
+            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
         } catch (const std::exception& e) {
             throw UsageError(fmt::format("--schedule {}: {}", schedule_name(schedule), e.what()));
         }
-        for (std::uint32_t c = 0; c < v; ++c)
-            chunks[c].in_flight = counts[c];
     }
     const PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.file, "a dry-run FILE");
     const MemoryModel& model = prepared.model;
     StagePlacement placement{stages, stage, chunks, schedule};
     const std::vector<std::string> groups = model.groups();
-    if (any_grouped || groups.size() > 1) {
+    if (any_grouped || groups.size() > 1)
         placement.set_group_layers(group_layers_from_items(chunk_items, groups, option));
-        chunks = placement.chunks;
-    }
-    double memory = 0.0;
-    std::optional<double> std_error;
-    if (placement.grouped()) {
-        memory = model.predict_grouped(placement.grouped_view());
-        std_error = model.predict_grouped_std_error(placement.grouped_view());
-    } else {
-        memory = model.predict(placement.view());
-        // From the fit's residuals (API 1.2); models without an uncertainty estimate give none.
-        std_error = model.predict_std_error(placement.view());
-    }
+    const ProfilePeak peak = predict_over_profile(model, placement, profile);
+    placement = with_in_flight(std::move(placement), profile[peak.active]);
+    chunks = placement.chunks;
+    const double memory = peak.memory_mb;
+    // From the fit's residuals (API 1.2), at the vector of the peak; models without an
+    // uncertainty estimate give none.
+    const std::optional<double> std_error =
+        placement.grouped() ? model.predict_grouped_std_error(placement.grouped_view())
+                            : model.predict_std_error(placement.view());
     const ppb_chunk& chunk = chunks.front();
 
     // Chunk c's layers: "2 none, 1 full" (in `layers`, {"none": 2, "full": 1}); counted per
@@ -253,6 +254,15 @@ int run_predict(const PredictArgs& args) {
                                                    {"in_flight", chunks[c].in_flight}});
             }
             where["chunks"] = std::move(list);
+            // The chunks' in_flight are the vector of the peak; the profile is every vector that
+            // can hold it, with the prediction at each.
+            boost::json::array vectors;
+            for (std::size_t j = 0; j < profile.size(); ++j) {
+                boost::json::array counts(profile[j].begin(), profile[j].end());
+                vectors.push_back(boost::json::object{{"in_flight", std::move(counts)},
+                                                      {"peak_memory_mb", peak.per_vector[j]}});
+            }
+            where["in_flight_profile"] = std::move(vectors);
         }
         doc["placement"] = std::move(where);
         doc["peak_memory_mb"] = memory;
@@ -276,6 +286,14 @@ int run_predict(const PredictArgs& args) {
             format_mb(memory),
             std_error ? fmt::format(" ± {} (one standard error)", format_mb(*std_error)) : "",
             model.name(), model.version(), prepared.source);
+        if (profile.size() > 1) {
+            std::string vectors;
+            for (std::size_t j = 0; j < profile.size(); ++j)
+                vectors += fmt::format("{}({})", j == 0 ? "" : ", ", fmt::join(profile[j], ", "));
+            out += fmt::format(
+                "  at the peak in flight: ({}) of the schedule's in-flight profile {}\n",
+                fmt::join(profile[peak.active], ", "), vectors);
+        }
     }
     write_stdout(out);
     return 0;

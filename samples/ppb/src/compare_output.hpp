@@ -30,6 +30,9 @@ struct ComparedPlacement {
     std::vector<Prediction> predictions;  // one per model
     // The groups of placement.group_layers, in their order (empty: not counted per group).
     std::vector<std::string> groups = {};
+    // With several chunks whose counts come from the schedule: the stage's in-flight profile
+    // (ppb/in_flight_profile.hpp); a model's prediction is its largest over the vectors.
+    std::vector<InFlightVector> profile = {};
 };
 
 struct Comparison {

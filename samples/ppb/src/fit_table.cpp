@@ -129,6 +129,31 @@ std::string render_fit(const json::object& doc, std::string_view source, std::si
         }
     }
     out += "\n";
+    // Observations whose peak is the largest row of an in-flight profile: the vector each was
+    // fitted at (ppb/profile_fit.hpp).
+    if (const auto* profiles = find(doc, "in_flight_profiles");
+        profiles != nullptr && profiles->is_object()) {
+        const auto& p = profiles->get_object();
+        out += fmt::format(
+            "\nIn-flight profiles: fitted by alternating, {} fits{}; the vector at each peak:\n",
+            p.at("fits").to_number<std::uint64_t>(),
+            p.at("converged").as_bool()
+                ? ""
+                : " (the active vectors did not settle: the best set seen is kept)");
+        for (const auto& v : p.at("observations").as_array()) {
+            const auto& o = v.as_object();
+            std::string counts;
+            for (const auto& c : o.at("in_flight").as_array())
+                counts +=
+                    fmt::format("{}{}", counts.empty() ? "" : ", ", c.to_number<std::uint64_t>());
+            out += fmt::format(
+                "  observation {} ({}, stage {}): ({}) of {} vectors\n",
+                o.at("index").to_number<std::uint64_t>(),
+                o.at("config").as_string().empty() ? "-" : std::string(o.at("config").as_string()),
+                o.at("stage").to_number<std::uint64_t>(), counts,
+                o.at("profile").as_array().size());
+        }
+    }
 
     const auto& unidentified = array_at(diag, "not_identifiable");
     if (!unidentified.empty()) {

@@ -148,8 +148,9 @@ FittedModel fit_selected_model(const ModelChoice& choice, const DryRunSet& dryru
             "'ppb predict', 'ppb partition' or 'ppb compare' with it",
             model.name()));
     }
-    fit_model(model, dryrun, source);
+    const ProfileFit profile_fit = fit_model(model, dryrun, source);
     auto document = make_fit_document(model.name(), model.version(), model.report());
+    add_profile_fit(document, profile_fit, dryrun);
     return FittedModel{std::move(model), std::move(document)};
 }
 

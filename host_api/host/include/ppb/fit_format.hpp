@@ -2,6 +2,9 @@
 #ifndef PPB_FIT_FORMAT_HPP
 #define PPB_FIT_FORMAT_HPP
 
+#include <ppb/dryrun_format.hpp>
+#include <ppb/profile_fit.hpp>
+
 #include <boost/json/object.hpp>
 
 #include <string>
@@ -22,6 +25,13 @@ inline constexpr std::string_view fit_format_v1 = "ppb.fit/1";
 [[nodiscard]] boost::json::object make_fit_document(std::string_view model_name,
                                                     std::string_view model_version,
                                                     std::string_view report_json);
+
+// Adds "in_flight_profiles" to a fit document when `fit` alternated over observations' in-flight
+// profiles (ppb/profile_fit.hpp): {"fits": N, "converged": bool, "observations": [{"index",
+// "config", "stage", "in_flight": [...], "profile": [[...], ...]}, ...]}, one entry per observation
+// with a profile of several vectors, "in_flight" being the vector it was fitted at (the active
+// one). Nothing is added otherwise.
+void add_profile_fit(boost::json::object& document, const ProfileFit& fit, const DryRunSet& dryrun);
 
 }  // namespace ppb
 

@@ -7,6 +7,7 @@
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/memory_model.hpp>
+#include <ppb/profile_fit.hpp>
 
 #include <string_view>
 #include <vector>
@@ -25,7 +26,9 @@ namespace ppb {
 // Fits `model` to the observations of `dryrun`; a model's complaint about the data names
 // `source` (the file). A ppb.dryrun/3 set (layers counted per group) is fitted with fit_grouped
 // and the file's groups; a plugin older than API 1.3 refuses more than one group (ppb::InputError).
-void fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source);
+// Observations whose peak is the largest row of an in-flight profile are fitted by alternating
+// (ppb/profile_fit.hpp); the result says at which vector each was fitted.
+ProfileFit fit_model(MemoryModel& model, const DryRunSet& dryrun, std::string_view source);
 
 }  // namespace ppb
 

@@ -7,6 +7,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/errors.hpp>
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/schedule.hpp>
 
 #include <cstdint>
@@ -125,6 +126,11 @@ struct Observation {
     double peak_memory_mb = 0.0;
     std::string config;               // the user's label of the dry run, for messages only
     std::uint32_t micro_batches = 0;  // 0 = not given
+    // With several chunks whose counts the schedule gives: the stage's in-flight profile
+    // (ppb::in_flight_profile), whose largest row is the observation's peak (ppb::fit_model fits
+    // it by alternating, ppb/profile_fit.hpp). Empty: the chunks' in_flight are the one vector.
+    // placement.chunks[c].in_flight hold the chunks' maxima over the profile.
+    std::vector<InFlightVector> in_flight_profile{};
 
     [[nodiscard]] ppb_observation view() const& noexcept {
         return ppb_observation{placement.view(), peak_memory_mb};

@@ -1,0 +1,61 @@
+// ppb/in_flight_profile.hpp — what a stage holds at each moment of an iteration, per chunk
+// (host_api/docs/design.md, "In-flight profiles").
+//
+// With several chunks per stage a stage's peak memory is the largest weighted sum
+//     base + Σ_c a_c · count_c(t)
+// over the moments t of the iteration, a_c being chunk c's activation MB per micro-batch. The
+// chunks' own peaks (ppb::in_flight_counts) do not happen at the same moment, so adding them
+// over-counts. A stage's *profile* is the set of in-flight vectors (count_0(t), …, count_{v-1}(t))
+// that occur while it runs its program order (ppb::stage_order), reduced to those not dominated
+// by another (the Pareto set): only they can hold the maximum of a sum with non-negative
+// weights. With one chunk the profile is the one vector (min(P − s, M)).
+#ifndef PPB_IN_FLIGHT_PROFILE_HPP
+#define PPB_IN_FLIGHT_PROFILE_HPP
+
+#include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ppb {
+
+// Micro-batches whose activations each chunk of a stage holds at one moment.
+using InFlightVector = std::vector<std::uint32_t>;
+
+// Every state a stage passes through while running `order`, after each step: +1 on the chunk
+// of a forward, −1 on the chunk of a backward (ppb::peak_in_flight's accounting).
+[[nodiscard]] std::vector<InFlightVector> in_flight_states(const std::vector<StageStep>& order,
+                                                           std::uint32_t num_chunks);
+
+// The vectors of `vectors` that no other vector dominates (at least as large in every chunk),
+// each once, in decreasing lexicographic order (chunk 0 first).
+[[nodiscard]] std::vector<InFlightVector> pareto_in_flight(std::vector<InFlightVector> vectors);
+
+// The profile of `stage`: pareto_in_flight(in_flight_states(stage_order(...))).
+// micro_batches == 0 means "not known": the profile of a long iteration (the steady state repeats,
+// so 4P micro-batches show every vector a longer one does). Throws std::invalid_argument for what
+// ppb::in_flight_counts refuses, with the same messages.
+[[nodiscard]] std::vector<InFlightVector> in_flight_profile(Schedule schedule,
+                                                            std::uint32_t num_stages,
+                                                            std::uint32_t stage,
+                                                            std::uint32_t micro_batches,
+                                                            std::uint32_t chunks = 1);
+
+// The vector of `profile` where Σ_c weights[c] · count_c is largest, and that sum (the first
+// such vector on a tie). `profile` must not be empty; weights has one entry per chunk.
+struct HeaviestVector {
+    std::size_t index = 0;
+    double sum = 0.0;
+};
+[[nodiscard]] HeaviestVector heaviest_vector(const std::vector<InFlightVector>& profile,
+                                             std::span<const double> weights);
+
+// Each chunk's largest count over the profile: ppb::in_flight_counts of the same stage.
+[[nodiscard]] InFlightVector profile_maxima(const std::vector<InFlightVector>& profile);
+
+}  // namespace ppb
+
+#endif  // PPB_IN_FLIGHT_PROFILE_HPP

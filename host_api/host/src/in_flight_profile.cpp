@@ -1,0 +1,97 @@
+// In-flight profiles (ppb/in_flight_profile.hpp): the states of a stage's program order, reduced
+// to the Pareto set. The order is ppb::stage_order's — Megatron-LM's interleaved order for
+// "interleaved" (schedule_order.cpp) — so a change of that order changes the profiles with it.
+#include <ppb/errors.hpp>
+#include <ppb/in_flight_profile.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace ppb {
+namespace {
+
+// a >= b in every chunk.
+bool covers(const InFlightVector& a, const InFlightVector& b) {
+    for (std::size_t c = 0; c < a.size(); ++c) {
+        if (a[c] < b[c])
+            return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::vector<InFlightVector> in_flight_states(const std::vector<StageStep>& order,
+                                             std::uint32_t num_chunks) {
+    std::vector<InFlightVector> states;
+    states.reserve(order.size());
+    InFlightVector held(num_chunks, 0);
+    for (const StageStep& step : order) {
+        std::uint32_t& h = held.at(step.chunk);
+        if (step.pass == Pass::forward)
+            ++h;
+        else if (h == 0)
+            throw std::logic_error("a backward before its forward in a stage's order");
+        else
+            --h;
+        states.push_back(held);
+    }
+    return states;
+}
+
+std::vector<InFlightVector> pareto_in_flight(std::vector<InFlightVector> vectors) {
+    // Largest first: a vector can only be dominated by one before it in this order.
+    std::sort(vectors.begin(), vectors.end(), std::greater<>());
+    vectors.erase(std::unique(vectors.begin(), vectors.end()), vectors.end());
+    std::vector<InFlightVector> kept;
+    for (InFlightVector& v : vectors) {
+        const bool dominated = std::any_of(kept.begin(), kept.end(),
+                                           [&](const InFlightVector& k) { return covers(k, v); });
+        if (!dominated)
+            kept.push_back(std::move(v));
+    }
+    return kept;
+}
+
+std::vector<InFlightVector> in_flight_profile(Schedule schedule, std::uint32_t num_stages,
+                                              std::uint32_t stage, std::uint32_t micro_batches,
+                                              std::uint32_t chunks) {
+    // in_flight_counts checks the shape and words the refusals; its counts are not used.
+    (void)in_flight_counts(schedule, num_stages, stage, micro_batches, chunks);
+    const std::uint32_t m = micro_batches == 0 ? 4 * num_stages : micro_batches;
+    return pareto_in_flight(
+        in_flight_states(stage_order(schedule, num_stages, chunks, m, stage), chunks));
+}
+
+HeaviestVector heaviest_vector(const std::vector<InFlightVector>& profile,
+                               std::span<const double> weights) {
+    if (profile.empty())
+        throw std::invalid_argument("an in-flight profile has at least one vector");
+    HeaviestVector best{0, 0.0};
+    for (std::size_t j = 0; j < profile.size(); ++j) {
+        if (profile[j].size() != weights.size()) {
+            throw std::invalid_argument("an in-flight vector of " +
+                                        std::to_string(profile[j].size()) + " chunks weighed by " +
+                                        std::to_string(weights.size()) + " weights");
+        }
+        double sum = 0.0;
+        for (std::size_t c = 0; c < weights.size(); ++c)
+            sum += weights[c] * profile[j][c];
+        if (j == 0 || sum > best.sum)
+            best = {j, sum};
+    }
+    return best;
+}
+
+InFlightVector profile_maxima(const std::vector<InFlightVector>& profile) {
+    InFlightVector out = profile.empty() ? InFlightVector{} : profile.front();
+    for (const InFlightVector& v : profile) {
+        for (std::size_t c = 0; c < out.size(); ++c)
+            out[c] = std::max(out[c], v.at(c));
+    }
+    return out;
+}
+
+}  // namespace ppb

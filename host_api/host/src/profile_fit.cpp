@@ -1,0 +1,107 @@
+// The steps of the alternating fit of profiled observations (ppb/profile_fit.hpp).
+#include <ppb/profile_fit.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ppb {
+
+DryRunSet at_vectors(const DryRunSet& dryrun, const std::vector<std::size_t>& active) {
+    DryRunSet out = dryrun;
+    for (std::size_t i = 0; i < out.observations.size(); ++i) {
+        Observation& o = out.observations[i];
+        if (o.in_flight_profile.empty())
+            continue;
+        const InFlightVector& v = o.in_flight_profile.at(active.at(i));
+        for (std::size_t c = 0; c < o.placement.chunks.size(); ++c)
+            o.placement.chunks[c].in_flight = v.at(c);
+    }
+    return out;
+}
+
+std::vector<std::vector<double>> predict_profiles(const MemoryModel& model,
+                                                  const DryRunSet& dryrun) {
+    // Placements of every row, then their predictions handed back observation by observation.
+    std::vector<StagePlacement> rows;
+    std::vector<std::size_t> counts;
+    for (const Observation& o : dryrun.observations) {
+        if (o.in_flight_profile.empty()) {
+            rows.push_back(o.placement);
+            counts.push_back(1);
+            continue;
+        }
+        for (const InFlightVector& v : o.in_flight_profile) {
+            StagePlacement p = o.placement;
+            for (std::size_t c = 0; c < p.chunks.size(); ++c)
+                p.chunks[c].in_flight = v.at(c);
+            rows.push_back(std::move(p));
+        }
+        counts.push_back(o.in_flight_profile.size());
+    }
+    std::vector<double> flat;
+    if (dryrun.groups.empty()) {
+        std::vector<ppb_placement> views;
+        for (const StagePlacement& p : rows)
+            views.push_back(p.view());
+        flat = model.predict_batch(views);
+    } else {
+        std::vector<ppb_grouped_placement> views;
+        for (const StagePlacement& p : rows)
+            views.push_back(p.grouped_view());
+        flat = model.predict_grouped_batch(views);
+    }
+    std::vector<std::vector<double>> out;
+    std::size_t next = 0;
+    for (const std::size_t n : counts) {
+        out.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(next),
+                         flat.begin() + static_cast<std::ptrdiff_t>(next + n));
+        next += n;
+    }
+    return out;
+}
+
+std::vector<std::size_t> initial_vectors(const DryRunSet& dryrun) {
+    std::vector<std::size_t> out;
+    for (const Observation& o : dryrun.observations) {
+        if (o.in_flight_profile.empty()) {
+            out.push_back(0);
+            continue;
+        }
+        std::vector<double> layers;
+        for (const ppb_chunk& chunk : o.placement.chunks) {
+            double n = 0.0;
+            for (const std::uint32_t k : chunk.layers)
+                n += k;
+            layers.push_back(n);
+        }
+        out.push_back(heaviest_vector(o.in_flight_profile, layers).index);
+    }
+    return out;
+}
+
+std::vector<std::size_t> heaviest_vectors(const std::vector<std::vector<double>>& predictions,
+                                          const std::vector<std::size_t>& current) {
+    std::vector<std::size_t> out = current;
+    for (std::size_t i = 0; i < predictions.size(); ++i) {
+        const auto& row = predictions[i];
+        const auto best =
+            static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
+        // Stay on a tie (up to rounding): moving between equal rows would not change the fit.
+        const double tolerance = 1e-9 * std::max(1.0, std::abs(row[best]));
+        if (row[best] > row.at(current[i]) + tolerance)
+            out[i] = best;
+    }
+    return out;
+}
+
+double squared_error(const DryRunSet& dryrun, const std::vector<std::vector<double>>& predictions) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < predictions.size(); ++i) {
+        const double peak = *std::max_element(predictions[i].begin(), predictions[i].end());
+        const double e = dryrun.observations[i].peak_memory_mb - peak;
+        sum += e * e;
+    }
+    return sum;
+}
+
+}  // namespace ppb

@@ -1,0 +1,226 @@
+// In-flight profiles (ppb/in_flight_profile.hpp) against the program orders executed step by
+// step here. The interleaved order is written from Megatron-LM's own rules
+// (NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py at
+// 00611e6eeb0b09b5ee074750956855215ddbd67f: get_pp_rank_microbatches gives
+// (P − r − 1)·2 + (v − 1)·P warm-up forwards with a micro-batch group of P; get_schedule_table /
+// get_model_chunk_id give forward k chunk (k div P) mod v of micro-batch
+// (k div P·v)·P + k mod P, and backward k the mirrored chunk v − 1 − (k div P) mod v), not from
+// ppb::stage_order, so the profile is checked against the framework's order itself.
+#include <ppb/in_flight_profile.hpp>
+#include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace {
+
+using ppb::InFlightVector;
+using ppb::Schedule;
+
+struct Op {
+    bool forward = true;
+    std::uint32_t chunk = 0;
+};
+
+// Megatron-LM's interleaved program order of rank r (warm-up forwards, then one forward and
+// one backward in turn, then the remaining backwards), with `warm_up` forwards before the first
+// backward (capped at M·v as get_pp_rank_microbatches does).
+std::vector<Op> megatron_interleaved(std::uint32_t p, std::uint32_t v, std::uint32_t m,
+                                     std::uint32_t warm_up) {
+    const std::uint32_t total = m * v;
+    warm_up = std::min(warm_up, total);
+    const auto forward_chunk = [&](std::uint32_t k) { return (k / p) % v; };
+    const auto backward_chunk = [&](std::uint32_t k) { return v - 1 - (k / p) % v; };
+    std::vector<Op> ops;
+    for (std::uint32_t k = 0; k < warm_up; ++k)
+        ops.push_back({true, forward_chunk(k)});
+    for (std::uint32_t k = 0; k + warm_up < total; ++k) {
+        ops.push_back({true, forward_chunk(k + warm_up)});
+        ops.push_back({false, backward_chunk(k)});
+    }
+    for (std::uint32_t k = total - warm_up; k < total; ++k)
+        ops.push_back({false, backward_chunk(k)});
+    return ops;
+}
+
+std::uint32_t megatron_warm_up(std::uint32_t p, std::uint32_t v, std::uint32_t r) {
+    return (p - r - 1) * 2 + (v - 1) * p;
+}
+
+// Every vector seen while executing `ops`, and the Pareto set of them by brute force.
+std::set<InFlightVector> executed(const std::vector<Op>& ops, std::uint32_t v) {
+    std::set<InFlightVector> seen;
+    InFlightVector held(v, 0);
+    for (const Op& op : ops) {
+        if (op.forward) {
+            ++held[op.chunk];
+        } else {
+            BOOST_REQUIRE(held[op.chunk] > 0);
+            --held[op.chunk];
+        }
+        seen.insert(held);
+    }
+    return seen;
+}
+
+std::set<InFlightVector> undominated(const std::set<InFlightVector>& seen) {
+    std::set<InFlightVector> out;
+    for (const auto& a : seen) {
+        const bool dominated = std::any_of(seen.begin(), seen.end(), [&](const InFlightVector& b) {
+            if (a == b)
+                return false;
+            for (std::size_t c = 0; c < a.size(); ++c) {
+                if (b[c] < a[c])
+                    return false;
+            }
+            return true;
+        });
+        if (!dominated)
+            out.insert(a);
+    }
+    return out;
+}
+
+std::set<InFlightVector> as_set(const std::vector<InFlightVector>& profile) {
+    return {profile.begin(), profile.end()};
+}
+
+std::vector<Op> from_stage_order(const std::vector<ppb::StageStep>& order) {
+    std::vector<Op> ops;
+    for (const auto& step : order)
+        ops.push_back({step.pass == ppb::Pass::forward, step.chunk});
+    return ops;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(in_flight_profile)
+
+BOOST_AUTO_TEST_CASE(interleaved_profiles_are_the_pareto_set_of_megatrons_order) {
+    for (std::uint32_t p = 1; p <= 6; ++p) {
+        for (std::uint32_t v = 2; v <= 4; ++v) {
+            for (std::uint32_t m = p; m <= 4 * p; m += p) {
+                for (std::uint32_t r = 0; r < p; ++r) {
+                    const auto seen =
+                        executed(megatron_interleaved(p, v, m, megatron_warm_up(p, v, r)), v);
+                    const auto profile = ppb::in_flight_profile(Schedule::interleaved, p, r, m, v);
+                    BOOST_TEST((as_set(profile) == undominated(seen)),
+                               "P=" << p << " v=" << v << " M=" << m << " rank " << r);
+                    BOOST_TEST(profile.size() == as_set(profile).size());
+                }
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(less_memory_profiles_follow_mindformers_warm_up) {
+    // MindFormers' less-memory variant: the same tables with v·P − s − 1 warm-up forwards.
+    for (std::uint32_t p = 1; p <= 6; ++p) {
+        for (std::uint32_t v = 2; v <= 3; ++v) {
+            for (std::uint32_t m = p; m <= 3 * p; m += p) {
+                for (std::uint32_t r = 0; r < p; ++r) {
+                    const auto seen = executed(megatron_interleaved(p, v, m, v * p - r - 1), v);
+                    BOOST_TEST((as_set(ppb::in_flight_profile(Schedule::interleaved_less_memory, p,
+                                                              r, m, v)) == undominated(seen)));
+                }
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(dualpipe_v_and_1f1b_profiles_are_their_orders_pareto_sets) {
+    for (std::uint32_t p = 1; p <= 6; ++p) {
+        for (std::uint32_t m = 2 * p; m <= 4 * p + 1; ++m) {
+            for (std::uint32_t s = 0; s < p; ++s) {
+                const auto seen = executed(
+                    from_stage_order(ppb::stage_order(Schedule::dualpipe_v, p, 2, m, s)), 2);
+                BOOST_TEST((as_set(ppb::in_flight_profile(Schedule::dualpipe_v, p, s, m, 2)) ==
+                            undominated(seen)));
+            }
+        }
+        for (std::uint32_t m = 1; m <= 2 * p; ++m) {
+            for (std::uint32_t s = 0; s < p; ++s) {
+                const InFlightVector only{std::min(p - s, m)};
+                BOOST_TEST((ppb::in_flight_profile(Schedule::one_f_one_b, p, s, m) ==
+                            std::vector<InFlightVector>{only}));
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_issues_figures_for_p4_v2_m8) {
+    // Per-chunk maxima (ppb::in_flight_counts) and the counts just before the first backward,
+    // which are the older SAPP counts (7,4), (5,4), (4,3), (4,1).
+    const std::vector<InFlightVector> maxima = {{8, 4}, {8, 4}, {7, 3}, {5, 1}};
+    const std::vector<InFlightVector> sapp = {{7, 4}, {5, 4}, {4, 3}, {4, 1}};
+    for (std::uint32_t r = 0; r < 4; ++r) {
+        const auto profile = ppb::in_flight_profile(Schedule::interleaved, 4, r, 8, 2);
+        BOOST_TEST((ppb::profile_maxima(profile) == maxima[r]), "rank " << r);
+        BOOST_TEST((ppb::in_flight_counts(Schedule::interleaved, 4, r, 8, 2) == maxima[r]));
+        const auto ops = megatron_interleaved(4, 2, 8, megatron_warm_up(4, 2, r));
+        const auto first_backward =
+            std::find_if(ops.begin(), ops.end(), [](const Op& op) { return !op.forward; });
+        const auto before = executed({ops.begin(), first_backward}, 2);
+        BOOST_TEST((*std::max_element(before.begin(), before.end()) == sapp[r]), "rank " << r);
+        BOOST_TEST(as_set(profile).count(sapp[r]) == 1u, "rank " << r);
+    }
+    // The issue's peaks: rank 0 at (7, 4) and rank 1 at (8, 1) are vectors of the profiles.
+    BOOST_TEST(as_set(ppb::in_flight_profile(Schedule::interleaved, 4, 1, 8, 2)).count({8, 1}) ==
+               1u);
+}
+
+BOOST_AUTO_TEST_CASE(the_largest_weighted_sum_over_the_profile_is_the_largest_over_the_order) {
+    std::mt19937 random(27);
+    std::uniform_real_distribution<double> weight(0.0, 10.0);
+    for (const Schedule schedule :
+         {Schedule::interleaved, Schedule::interleaved_less_memory, Schedule::dualpipe_v}) {
+        const std::uint32_t v = schedule == Schedule::dualpipe_v ? 2 : 3;
+        for (std::uint32_t s = 0; s < 4; ++s) {
+            const auto order = ppb::stage_order(schedule, 4, v, 12, s);
+            const auto states = ppb::in_flight_states(order, v);
+            const auto profile = ppb::in_flight_profile(schedule, 4, s, 12, v);
+            for (int trial = 0; trial < 50; ++trial) {
+                std::vector<double> w(v);
+                for (auto& x : w)
+                    x = weight(random);
+                const double over_profile = ppb::heaviest_vector(profile, w).sum;
+                const double over_order = ppb::heaviest_vector(states, w).sum;
+                BOOST_TEST(over_profile == over_order);
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_micro_batch_count_is_a_long_iteration) {
+    for (std::uint32_t p = 1; p <= 6; ++p) {
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (std::uint32_t v = 2; v <= 4; ++v) {
+                BOOST_TEST((ppb::in_flight_profile(Schedule::interleaved, p, s, 0, v) ==
+                            ppb::in_flight_profile(Schedule::interleaved, p, s, 12 * p, v)));
+                BOOST_TEST((ppb::profile_maxima(
+                                ppb::in_flight_profile(Schedule::interleaved, p, s, 0, v)) ==
+                            ppb::in_flight_counts(Schedule::interleaved, p, s, 0, v)));
+            }
+            BOOST_TEST((ppb::in_flight_profile(Schedule::dualpipe_v, p, s, 0, 2) ==
+                        ppb::in_flight_profile(Schedule::dualpipe_v, p, s, 12 * p, 2)));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(impossible_shapes_are_refused_as_the_counts_are) {
+    BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::interleaved, 4, 0, 6, 2),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::dualpipe_v, 4, 0, 8, 3),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::one_f_one_b, 4, 4, 8),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW((void)ppb::heaviest_vector({}, std::vector<double>{}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
