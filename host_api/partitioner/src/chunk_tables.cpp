@@ -1,11 +1,15 @@
 // Stage options with several chunks per stage (chunk_tables.hpp).
 //
-// Exactness. Within a stage, a chunk's time and memory are sums over its layers, and the stage's
-// memory is the sum over its chunks. So, as for one chunk (stage_table.cpp), every option worth
-// keeping is built from Pareto-optimal mixes of each chunk: replacing a chunk's mix by one no
-// slower and no larger keeps the stage within budget and lowers neither the stage's total nor
-// its slowest chunk. The chunks are then combined one at a time, keeping the options that are
-// Pareto-optimal in (total, slowest chunk, memory); for the last chunk only the fastest mix that
+// Exactness. Within a stage, a chunk's time, fixed memory and activation per in-flight
+// micro-batch are sums over its layers, and each row of the stage's memory over its in-flight
+// profile (profile_memory.hpp) is the base plus, per chunk, its fixed memory and its in-flight
+// count at that vector times its activation. So every option worth keeping is built from mixes of
+// each chunk that are Pareto-optimal in (time, fixed, activation): replacing a chunk's mix by one
+// no slower and no larger in either keeps every row within budget and lowers neither the stage's
+// total nor its slowest chunk. (A linear model's fixed memory is per layer, the same for every
+// mix of n layers: the frontier is then over (time, activation).) The chunks are then combined
+// one at a time, keeping the options that are Pareto-optimal in (total, slowest chunk, fixed
+// memory, each chunk's activation); for the last chunk only the fastest mix with which every row
 // still fits matters, which leaves options Pareto-optimal in (total, slowest chunk).
 #include "chunk_tables.hpp"
 #include "stage_table.hpp"
@@ -14,9 +18,11 @@
 #include <ppb/kinds.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -28,14 +34,14 @@ namespace {
 AffineStage linear_stage(const Problem& problem, const ppb_linear_parameters& c,
                          std::uint32_t stage) {
     const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
+    const double base = c.const_mb + (ends.head ? c.head_mb : 0.0) + (ends.tail ? c.tail_mb : 0.0);
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
     AffineStage a;
-    a.base = c.const_mb + (ends.head ? c.head_mb : 0.0) + (ends.tail ? c.tail_mb : 0.0);
+    a.rows = StageRows(std::vector<double>(profile.size(), base), std::move(profile));
     for (std::uint32_t chunk = 0; chunk < problem.chunks; ++chunk) {
-        const double f = problem.in_flight(stage, chunk);
-        std::array<double, PPB_KIND_COUNT> unit{};
-        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-            unit[k] = c.per_layer_mb + c.activation_mb[k] * f;
-        a.unit.push_back(unit);
+        std::array<double, PPB_KIND_COUNT> fixed{};
+        fixed.fill(c.per_layer_mb);
+        a.fixed.push_back(fixed);
         a.activation.push_back(std::array<double, PPB_KIND_COUNT>{
             c.activation_mb[0], c.activation_mb[1], c.activation_mb[2], c.activation_mb[3],
             c.activation_mb[4]});
@@ -48,17 +54,18 @@ class Probe {
   public:
     Probe(const Problem& problem, std::uint32_t stage) : problem_(problem), stage_(stage) {}
 
-    // A placement with `layers[c]` in chunk c; in-flight counts the schedule's, plus
+    // A placement with `layers[c]` in chunk c and `in_flight[c]` micro-batches in flight, plus
     // `extra_in_flight` on chunk `more`.
-    void add(const std::vector<KindCounts>& layers, std::uint32_t more = 0,
-             std::uint32_t extra_in_flight = 0) {
+    void add(const std::vector<KindCounts>& layers, const InFlightVector& in_flight,
+             std::uint32_t more = 0, std::uint32_t extra_in_flight = 0) {
         std::vector<ppb_chunk> chunks(problem_.chunks);
         for (std::uint32_t c = 0; c < problem_.chunks; ++c) {
             std::copy(layers[c].begin(), layers[c].end(), chunks[c].layers);
-            chunks[c].in_flight = problem_.in_flight(stage_, c) + (c == more ? extra_in_flight : 0);
+            chunks[c].in_flight = in_flight[c] + (c == more ? extra_in_flight : 0);
         }
         chunks_.push_back(std::move(chunks));
         layers_.push_back(layers);
+        in_flight_.push_back(in_flight);
     }
 
     std::vector<double> predict(const MemorySource& memory) const {
@@ -73,12 +80,14 @@ class Probe {
     }
 
     [[nodiscard]] const std::vector<KindCounts>& layers(std::size_t i) const { return layers_[i]; }
+    [[nodiscard]] const InFlightVector& in_flight(std::size_t i) const { return in_flight_[i]; }
 
   private:
     const Problem& problem_;
     std::uint32_t stage_;
     std::vector<std::vector<ppb_chunk>> chunks_;
     std::vector<std::vector<KindCounts>> layers_;
+    std::vector<InFlightVector> in_flight_;
 };
 
 std::string describe_layers(const std::vector<KindCounts>& layers) {
@@ -96,47 +105,57 @@ std::string describe_layers(const std::vector<KindCounts>& layers) {
     return out;
 }
 
-// A model without coefficients, probed: the empty stage, one layer of each kind in each chunk
-// (the units), the same with one more micro-batch in flight (the activation per micro-batch),
-// and check placements that an affine model must predict exactly.
+// A model without coefficients, probed: the empty stage at every vector of the profile (the
+// bases); at the first vector, one layer of each kind in each chunk, and the same with one more
+// micro-batch in flight on that chunk (its fixed memory and activation per micro-batch); and, at
+// every vector, check placements that an affine model must predict exactly.
 AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std::uint32_t stage,
                          const std::vector<std::size_t>& kinds) {
     const std::uint32_t v = problem.chunks;
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
+    const InFlightVector first = profile.front();
     const std::vector<KindCounts> empty(v, KindCounts{});
     Probe probe(problem, stage);
-    probe.add(empty);
+    for (const InFlightVector& vector : profile)
+        probe.add(empty, vector);
+    const std::size_t first_unit = profile.size();
     for (std::uint32_t c = 0; c < v; ++c) {
         for (const std::size_t k : kinds) {
             std::vector<KindCounts> one = empty;
             one[c][k] = 1;
-            probe.add(one);
-            probe.add(one, c, 1);
+            probe.add(one, first);
+            probe.add(one, first, c, 1);
         }
-        probe.add(empty, c, 1);
+        probe.add(empty, first, c, 1);
     }
-    // Checks: three layers of each kind in each chunk; every kind in every chunk at once.
-    const std::size_t first_check = 1 + v * (2 * kinds.size() + 1);
+    // Checks: three layers of each kind in each chunk; every kind in every chunk at once; at
+    // every vector.
+    const std::size_t first_check = first_unit + v * (2 * kinds.size() + 1);
     std::vector<KindCounts> all = empty;
-    for (std::uint32_t c = 0; c < v; ++c) {
-        for (const std::size_t k : kinds) {
-            std::vector<KindCounts> three = empty;
-            three[c][k] = 3;
-            probe.add(three);
-            all[c][k] = c + 1;
+    for (const InFlightVector& vector : profile) {
+        for (std::uint32_t c = 0; c < v; ++c) {
+            for (const std::size_t k : kinds) {
+                std::vector<KindCounts> three = empty;
+                three[c][k] = 3;
+                probe.add(three, vector);
+                all[c][k] = c + 1;
+            }
         }
+        probe.add(all, vector);
     }
-    probe.add(all);
     const std::vector<double> predicted = probe.predict(memory);
 
+    std::vector<double> base(predicted.begin(),
+                             predicted.begin() + static_cast<std::ptrdiff_t>(profile.size()));
     AffineStage a;
-    a.base = predicted[0];
-    std::size_t i = 1;
+    std::size_t i = first_unit;
     for (std::uint32_t c = 0; c < v; ++c) {
         std::array<double, PPB_KIND_COUNT> unit{};
+        std::array<double, PPB_KIND_COUNT> fixed{};
         std::array<double, PPB_KIND_COUNT> activation{};
         std::vector<double> with_more;
         for (const std::size_t k : kinds) {
-            unit[k] = predicted[i] - a.base;
+            unit[k] = predicted[i] - base[0];
             with_more.push_back(predicted[i + 1]);
             i += 2;
         }
@@ -144,24 +163,29 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
         for (std::size_t j = 0; j < kinds.size(); ++j) {
             const std::size_t k = kinds[j];
             activation[k] = (with_more[j] - empty_more) - unit[k];
+            fixed[k] = unit[k] - first[c] * activation[k];
         }
-        a.unit.push_back(unit);
+        a.fixed.push_back(fixed);
         a.activation.push_back(activation);
     }
+    a.rows = StageRows(base, profile);
     for (std::size_t check = first_check; check < predicted.size(); ++check) {
         const auto& layers = probe.layers(check);
-        double affine = a.base;
+        const InFlightVector& vector = probe.in_flight(check);
+        const std::size_t row = static_cast<std::size_t>(
+            std::find(profile.begin(), profile.end(), vector) - profile.begin());
+        double affine = base[row];
         for (std::uint32_t c = 0; c < v; ++c) {
             for (const std::size_t k : kinds)
-                affine += a.unit[c][k] * layers[c][k];
+                affine += (a.fixed[c][k] + vector[c] * a.activation[c][k]) * layers[c][k];
         }
         if (!affine_agrees(affine, predicted[check])) {
             throw InputError(fmt::format(
-                "the memory model is not affine in the layer counts of a stage (stage {}, {}: "
-                "predicted {:.6g} MB, the sum of its parts {:.6g} MB); planning several chunks "
-                "per stage needs a model whose stage memory is a constant plus a cost per layer "
-                "of each kind and chunk",
-                stage, describe_layers(layers), predicted[check], affine));
+                "the memory model is not affine in the layer counts of a stage (stage {}, {}, "
+                "in flight ({}): predicted {:.6g} MB, the sum of its parts {:.6g} MB); planning "
+                "several chunks per stage needs a model whose stage memory is a constant plus a "
+                "cost per layer of each kind and chunk, and per layer and micro-batch in flight",
+                stage, describe_layers(layers), fmt::join(vector, ", "), predicted[check], affine));
         }
     }
     return a;
@@ -170,38 +194,83 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
 // ---- chunk frontiers -------------------------------------------------------------------------
 
 struct ChunkPoint {
-    double time = 0.0;    // body layers only
-    double memory = 0.0;  // body layers only
+    double time = 0.0;   // body layers only
+    ChunkMemory memory;  // body layers only
     KindCounts layers{};
 };
 using Frontier = std::vector<std::vector<ChunkPoint>>;  // [n]: by increasing time
 
-void keep_pareto_2d(std::vector<ChunkPoint>& points) {
+// a is no worse than b in memory: no more fixed memory, no more activation.
+bool no_larger(const ChunkMemory& a, const ChunkMemory& b) {
+    return a.fixed <= b.fixed && a.activation <= b.activation;
+}
+
+// The points no other beats in (time, fixed, activation), by increasing time.
+void keep_pareto_points(std::vector<ChunkPoint>& points) {
     std::sort(points.begin(), points.end(), [](const ChunkPoint& a, const ChunkPoint& b) {
-        return a.time != b.time ? a.time < b.time : a.memory < b.memory;
+        if (a.time != b.time)
+            return a.time < b.time;
+        if (a.memory.fixed != b.memory.fixed)
+            return a.memory.fixed < b.memory.fixed;
+        return a.memory.activation < b.memory.activation;
     });
     std::vector<ChunkPoint> kept;
     for (const ChunkPoint& p : points) {
-        if (kept.empty() || p.memory < kept.back().memory)
+        const bool beaten = std::any_of(kept.rbegin(), kept.rend(), [&](const ChunkPoint& k) {
+            return no_larger(k.memory, p.memory);
+        });
+        if (!beaten)
             kept.push_back(p);
     }
     points = std::move(kept);
 }
 
-// The Pareto frontier over (time, memory) of the mixes of `kinds`, for every n up to `layers`
-// (the most the stage may hold), built layer by layer; mixes whose memory alone exceeds `room`
-// are dropped when no kind frees memory. A point is also dropped when a faster one is *safe*: it
-// fits with any layers - n more layers anywhere on the stage (each adding at most `worst` MB), so
-// no completion needs the slower one. (A point built from a dropped one is beaten by the same
-// layer added to the safe one, which stays safe: exact, and a generous limit leaves one point
-// per n.)
+// The kinds no other kind beats on time, fixed memory and activation together (ties broken by
+// kind index), as undominated() does for one memory.
+std::vector<std::size_t> useful_kinds(const std::vector<std::size_t>& kinds,
+                                      const std::array<double, PPB_KIND_COUNT>& time,
+                                      const std::array<double, PPB_KIND_COUNT>& fixed,
+                                      const std::array<double, PPB_KIND_COUNT>& activation) {
+    std::vector<std::size_t> out;
+    for (const std::size_t k : kinds) {
+        const bool dominated = std::any_of(kinds.begin(), kinds.end(), [&](std::size_t o) {
+            if (o == k)
+                return false;
+            const bool no_worse =
+                time[o] <= time[k] && fixed[o] <= fixed[k] && activation[o] <= activation[k];
+            const bool better =
+                time[o] < time[k] || fixed[o] < fixed[k] || activation[o] < activation[k] || o < k;
+            return no_worse && better;
+        });
+        if (!dominated)
+            out.push_back(k);
+    }
+    return out;
+}
+
+// How a chunk's points are weighed against the budget: `fits(point)` whether the stage with only
+// this chunk's point fits in every row; `safe(point, more)` whether it fits with `more` further
+// layers anywhere on the stage, each adding the most one layer can in each row.
+struct ChunkBudget {
+    std::function<bool(const ChunkMemory&)> fits;
+    std::function<bool(const ChunkMemory&, std::uint32_t)> safe;
+};
+
+// The Pareto frontier over (time, fixed, activation) of the mixes of `kinds`, for every n up to
+// `layers` (the most the stage may hold), built layer by layer; mixes that alone do not fit are
+// dropped when no kind frees memory. A point is also dropped when a faster one is *safe*: it
+// fits with any layers - n more layers anywhere on the stage, so no completion needs the slower
+// one. (A point built from a dropped one is beaten by the same layer added to the safe one,
+// which stays safe: exact, and a generous limit leaves one point per n.)
 Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& kinds,
                          const std::array<double, PPB_KIND_COUNT>& time,
-                         const std::array<double, PPB_KIND_COUNT>& memory, double base,
-                         double budget, double worst) {
-    const auto useful = undominated(kinds, time, memory);
-    const bool monotone =
-        std::all_of(useful.begin(), useful.end(), [&](std::size_t k) { return memory[k] >= 0.0; });
+                         const std::array<double, PPB_KIND_COUNT>& fixed,
+                         const std::array<double, PPB_KIND_COUNT>& activation,
+                         const ChunkBudget& budget) {
+    const auto useful = useful_kinds(kinds, time, fixed, activation);
+    const bool monotone = std::all_of(useful.begin(), useful.end(), [&](std::size_t k) {
+        return fixed[k] >= 0.0 && activation[k] >= 0.0;
+    });
     Frontier frontier(layers + 1);
     frontier[0] = {ChunkPoint{}};
     for (std::uint32_t n = 1; n <= layers; ++n) {
@@ -210,16 +279,17 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
             for (const std::size_t k : useful) {
                 ChunkPoint q = p;
                 q.time += time[k];
-                q.memory += memory[k];
+                q.memory.fixed += fixed[k];
+                q.memory.activation += activation[k];
                 ++q.layers[k];
-                if (monotone && !within_budget(base + q.memory, budget))
+                if (monotone && !budget.fits(q.memory))
                     continue;
                 next.push_back(q);
             }
         }
-        keep_pareto_2d(next);
+        keep_pareto_points(next);
         const auto safe = std::find_if(next.begin(), next.end(), [&](const ChunkPoint& q) {
-            return within_budget(base + q.memory + (layers - n) * worst, budget);
+            return budget.safe(q.memory, layers - n);
         });
         if (safe != next.end())
             next.erase(std::next(safe), next.end());
@@ -233,27 +303,27 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
 // the mixes without 'comm' and those without 'select', merged (stage_table.cpp's families).
 Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
                         const std::vector<std::size_t>& kinds,
-                        const std::array<double, PPB_KIND_COUNT>& memory, double base,
-                        double worst) {
+                        const std::array<double, PPB_KIND_COUNT>& fixed,
+                        const std::array<double, PPB_KIND_COUNT>& activation,
+                        const ChunkBudget& budget) {
     const auto& time = problem.time.body_time;
-    const double budget = problem.budget_mb();
-    const auto useful = undominated(kinds, time, memory);
+    const auto useful = useful_kinds(kinds, time, fixed, activation);
     const auto has = [&](std::size_t k) {
         return std::find(useful.begin(), useful.end(), k) != useful.end();
     };
     if (problem.rule == RecomputeRule::any || !has(PPB_KIND_SELECT) || !has(PPB_KIND_COMM))
-        return family_frontier(layers, kinds, time, memory, base, budget, worst);
+        return family_frontier(layers, kinds, time, fixed, activation, budget);
     auto without = [&](std::size_t kind) {
         std::vector<std::size_t> out = kinds;
         std::erase(out, kind);
         return out;
     };
-    Frontier a = family_frontier(layers, without(PPB_KIND_COMM), time, memory, base, budget, worst);
+    Frontier a = family_frontier(layers, without(PPB_KIND_COMM), time, fixed, activation, budget);
     const Frontier b =
-        family_frontier(layers, without(PPB_KIND_SELECT), time, memory, base, budget, worst);
+        family_frontier(layers, without(PPB_KIND_SELECT), time, fixed, activation, budget);
     for (std::uint32_t n = 0; n <= layers; ++n) {
         a[n].insert(a[n].end(), b[n].begin(), b[n].end());
-        keep_pareto_2d(a[n]);
+        keep_pareto_points(a[n]);
     }
     return a;
 }
@@ -268,13 +338,23 @@ constexpr std::size_t max_partial_options = 2'000'000;
 struct Partial {
     double total = 0.0;
     double slowest = 0.0;
-    double memory = 0.0;
+    std::vector<double> rows;  // the stage's rows with the chunks so far (the others empty)
     std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;  // per chunk: (n, frontier index)
 };
 
-// `safe(p)`: every way to complete p fits the budget, so its memory no longer matters — it
-// dominates any p' no faster in total and slowest chunk, whatever p' holds in memory (p' is
-// completed by the same layers as p). Without it a generous limit would keep every memory.
+bool rows_no_larger(const std::vector<double>& a, const std::vector<double>& b) {
+    for (std::size_t j = 0; j < a.size(); ++j) {
+        if (a[j] > b[j])
+            return false;
+    }
+    return true;
+}
+
+// Keeps the options Pareto-optimal in (total, slowest chunk, rows): p' is dominated by a p no
+// slower in total and slowest chunk whose every row is no larger, since the same later chunks
+// add the same to each row of both. `safe(p)`: every way to complete p fits the budget, so its
+// memory no longer matters — it dominates any p' no faster in total and slowest chunk, whatever
+// p' holds in memory. Without it a generous limit would keep every memory.
 template <class Safe>
 void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
     std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
@@ -282,43 +362,45 @@ void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
             return a.total < b.total;
         if (a.slowest != b.slowest)
             return a.slowest < b.slowest;
-        return a.memory < b.memory;
+        return a.rows < b.rows;
     });
-    // The kept points' staircase over (slowest, memory): memory falls as slowest rises, so the
-    // least memory among kept points no slower than p is the entry at or below p.slowest.
-    std::map<double, double> staircase;
     std::vector<Partial> kept;
+    if (!options.empty() && options.front().rows.size() == 1) {
+        // One row: the kept points' staircase over (slowest, memory): memory falls as slowest
+        // rises, so the least memory among kept points no slower than p is the entry at or below
+        // p.slowest.
+        std::map<double, double> staircase;
+        for (Partial& p : options) {
+            const double memory = safe(p) ? -infinity : p.rows[0];
+            auto it = staircase.upper_bound(p.slowest);
+            if (it != staircase.begin() && std::prev(it)->second <= memory)
+                continue;  // dominated (its total is no smaller either)
+            // Entries p now dominates: no faster slowest chunk, no less memory.
+            auto from = staircase.lower_bound(p.slowest);
+            auto to = from;
+            while (to != staircase.end() && to->second >= memory)
+                ++to;
+            staircase.erase(from, to);
+            staircase.emplace(p.slowest, memory);
+            kept.push_back(std::move(p));
+        }
+        options = std::move(kept);
+        return;
+    }
+    // Several rows: compared with every kept option (those kept are no faster in total).
+    std::vector<bool> kept_safe;
     for (Partial& p : options) {
-        const double memory = safe(p) ? -infinity : p.memory;
-        auto it = staircase.upper_bound(p.slowest);
-        if (it != staircase.begin() && std::prev(it)->second <= memory)
-            continue;  // dominated (its total is no smaller either)
-        // Entries p now dominates: no faster slowest chunk, no less memory.
-        auto from = staircase.lower_bound(p.slowest);
-        auto to = from;
-        while (to != staircase.end() && to->second >= memory)
-            ++to;
-        staircase.erase(from, to);
-        staircase.emplace(p.slowest, memory);
+        bool dominated = false;
+        for (std::size_t i = 0; i < kept.size() && !dominated; ++i) {
+            dominated = kept[i].slowest <= p.slowest &&
+                        (kept_safe[i] || rows_no_larger(kept[i].rows, p.rows));
+        }
+        if (dominated)
+            continue;
+        kept_safe.push_back(safe(p));
         kept.push_back(std::move(p));
     }
     options = std::move(kept);
-}
-
-// Index of the fastest point of `points` (by increasing time, decreasing memory) whose memory
-// is at most `room` under within_budget, or points.size().
-std::size_t fastest_within(const std::vector<ChunkPoint>& points, double used, double budget) {
-    // The points that fit are a suffix: memory falls as time rises.
-    std::size_t lo = 0;
-    std::size_t hi = points.size();
-    while (lo < hi) {
-        const std::size_t mid = (lo + hi) / 2;
-        if (within_budget(used + points[mid].memory, budget))
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
 }
 
 // The options of one stage holding at most `max_layers` body layers (every count up to L when
@@ -331,62 +413,106 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     const std::uint32_t layers = std::min(all, max_layers);
     const std::uint32_t v = problem.chunks;
     const double budget = problem.budget_mb();
+    const StageRows& rows = affine.rows;
+    const std::size_t row_count = rows.size();
 
+    // A layer of kind k in chunk c adds unit(j, c, k) MB to row j.
+    const auto unit = [&](std::size_t j, std::uint32_t c, std::size_t k) {
+        return affine.fixed[c][k] + rows.count(j, c) * affine.activation[c][k];
+    };
     bool monotone = true;  // no kind frees memory: a partial option over budget stays over
-    for (const auto& unit : affine.unit) {
+    for (std::uint32_t c = 0; c < v; ++c) {
         for (const std::size_t k : kinds)
-            monotone = monotone && unit[k] >= 0.0;
+            monotone = monotone && affine.fixed[c][k] >= 0.0 && affine.activation[c][k] >= 0.0;
     }
-    // The most memory one more layer can add anywhere on the stage (at least 0).
-    double worst_anywhere = 0.0;
-    for (const auto& unit : affine.unit) {
-        for (const std::size_t k : kinds)
-            worst_anywhere = std::max(worst_anywhere, unit[k]);
-    }
+    // Per row, the most memory one more layer can add in chunks from..v-1 (at least 0).
+    const auto worst_from = [&](std::uint32_t from) {
+        std::vector<double> worst(row_count, 0.0);
+        for (std::size_t j = 0; j < row_count; ++j) {
+            for (std::uint32_t c = from; c < v; ++c) {
+                for (const std::size_t k : kinds)
+                    worst[j] = std::max(worst[j], unit(j, c, k));
+            }
+        }
+        return worst;
+    };
+    const std::vector<double> worst_anywhere = worst_from(0);
+    std::vector<double> empty_rows;
+    rows.rows({}, empty_rows);
+
     std::vector<Frontier> frontiers;
     std::vector<double> extra;  // the ends' time per chunk
     std::vector<std::uint32_t> fewest;
     for (std::uint32_t c = 0; c < v; ++c) {
-        frontiers.push_back(
-            chunk_frontier(problem, layers, kinds, affine.unit[c], affine.base, worst_anywhere));
+        ChunkBudget chunk_budget{
+            [&, c](const ChunkMemory& m) { return rows.fits_with(empty_rows, c, m, {}, budget); },
+            [&, c](const ChunkMemory& m, std::uint32_t more) {
+                std::vector<double> extra_rows(row_count);
+                for (std::size_t j = 0; j < row_count; ++j)
+                    extra_rows[j] = more * worst_anywhere[j];
+                return rows.fits_with(empty_rows, c, m, extra_rows, budget);
+            }};
+        frontiers.push_back(chunk_frontier(problem, layers, kinds, affine.fixed[c],
+                                           affine.activation[c], chunk_budget));
         extra.push_back(chunk_time(problem, stage, c, KindCounts{}));
         fewest.push_back(problem.min_layers(stage, c));
     }
 
     ChunkedStage out;
     out.stage = stage;
-    // The least memory of n layers: each chunk's minimum on its lightest kind, the rest on the
-    // lightest (chunk, kind) (exact for an affine stage).
-    double lightest = infinity;
-    double required = affine.base;
+    // The least memory of n layers in row j: each chunk's minimum on its lightest kind, the rest on
+    // the lightest (chunk, kind) (exact for one row). With several rows the largest of these is a
+    // lower bound of the least peak (one mix may not be the lightest in every row), which is all
+    // the cap and the explanation need.
     std::uint32_t required_layers = 0;
-    for (std::uint32_t c = 0; c < v; ++c) {
-        double chunk_lightest = infinity;
-        for (const std::size_t k : kinds) {
-            chunk_lightest = std::min(chunk_lightest, affine.unit[c][k]);
-            if (affine.unit[c][k] < lightest) {
-                lightest = affine.unit[c][k];
-                out.least_memory_kind = static_cast<ppb_kind>(k);
-            }
-        }
-        required += fewest[c] * chunk_lightest;
+    for (std::uint32_t c = 0; c < v; ++c)
         required_layers += fewest[c];
-    }
     out.least_memory.assign(all + 1, infinity);
-    for (std::uint32_t n = required_layers; n <= all; ++n)
-        out.least_memory[n] = required + (n - required_layers) * lightest;
+    double heaviest_least = -infinity;
+    for (std::size_t j = 0; j < row_count; ++j) {
+        double lightest = infinity;
+        double required = empty_rows[j];
+        ppb_kind lightest_kind = PPB_KIND_NONE;
+        for (std::uint32_t c = 0; c < v; ++c) {
+            double chunk_lightest = infinity;
+            for (const std::size_t k : kinds) {
+                chunk_lightest = std::min(chunk_lightest, unit(j, c, k));
+                if (unit(j, c, k) < lightest) {
+                    lightest = unit(j, c, k);
+                    lightest_kind = static_cast<ppb_kind>(k);
+                }
+            }
+            required += fewest[c] * chunk_lightest;
+        }
+        for (std::uint32_t n = required_layers; n <= all; ++n) {
+            const double least = required + (n - required_layers) * lightest;
+            if (j == 0 || least > out.least_memory[n])
+                out.least_memory[n] = least;
+        }
+        const double at_all = required + (all - required_layers) * lightest;
+        if (j == 0 || at_all > heaviest_least) {
+            heaviest_least = at_all;
+            out.least_memory_kind = lightest_kind;
+        }
+    }
 
+    const auto over_budget = [&](const std::vector<double>& r) {
+        return std::any_of(r.begin(), r.end(), [&](double m) { return !within_budget(m, budget); });
+    };
     // Chunk 0 alone, then each further chunk added.
     std::vector<std::vector<Partial>> partial(layers + 1);
     for (std::uint32_t n = fewest[0]; n <= layers; ++n) {
         const auto& points = frontiers[0][n];
         for (std::uint32_t i = 0; i < points.size(); ++i) {
             const double t = points[i].time + extra[0];
-            partial[n].push_back(Partial{t, t, points[i].memory, {{n, i}}});
+            Partial p{t, t, empty_rows, {{n, i}}};
+            for (std::size_t j = 0; j < row_count; ++j)
+                p.rows[j] = rows.row_with(empty_rows, j, 0, points[i].memory);
+            partial[n].push_back(std::move(p));
         }
     }
     // The chunks between the first and the last: options kept Pareto-optimal in (total,
-    // slowest chunk, memory).
+    // slowest chunk, rows).
     for (std::uint32_t c = 1; c + 1 < v; ++c) {
         std::vector<std::vector<Partial>> next(layers + 1);
         std::size_t made = 0;
@@ -396,8 +522,10 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                     const auto& points = frontiers[c][n];
                     for (std::size_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
-                        const double memory = p.memory + points[i].memory;
-                        if (monotone && !within_budget(affine.base + memory, budget))
+                        std::vector<double> r(row_count);
+                        for (std::size_t j = 0; j < row_count; ++j)
+                            r[j] = rows.row_with(p.rows, j, c, points[i].memory);
+                        if (monotone && over_budget(r))
                             continue;
                         if (++made > max_partial_options) {
                             throw InputError(fmt::format(
@@ -408,7 +536,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                                 "--memory-limit-mb",
                                 v, max_partial_options, stage));
                         }
-                        Partial q{p.total + t, std::max(p.slowest, t), memory, p.picks};
+                        Partial q{p.total + t, std::max(p.slowest, t), std::move(r), p.picks};
                         q.picks.emplace_back(n, static_cast<std::uint32_t>(i));
                         next[held + n].push_back(std::move(q));
                     }
@@ -416,25 +544,25 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             }
         }
         // The most memory a layer can add in the chunks still to come.
-        double worst = 0.0;
-        for (std::uint32_t later = c + 1; later < v; ++later) {
-            for (const std::size_t k : kinds)
-                worst = std::max(worst, affine.unit[later][k]);
-        }
+        const std::vector<double> worst = worst_from(c + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
             keep_pareto_3d(next[held], [&](const Partial& p) {
-                return within_budget(affine.base + p.memory + (layers - held) * worst, budget);
+                for (std::size_t j = 0; j < row_count; ++j) {
+                    if (!within_budget(p.rows[j] + (layers - held) * worst[j], budget))
+                        return false;
+                }
+                return true;
             });
         }
         partial = std::move(next);
     }
 
-    // The last chunk: for each partial option and count, only the fastest mix that still fits
-    // can be worth having. Candidates stay small (no copy of the picks) until kept.
+    // The last chunk: for each partial option and count, only the fastest mix with which every
+    // row still fits can be worth having. Candidates stay small (no copy of the picks) until
+    // kept.
     struct Candidate {
         double total = 0.0;
         double slowest = 0.0;
-        double memory = 0.0;
         double last_time = 0.0;
         const Partial* prefix = nullptr;
         std::uint32_t n = 0;
@@ -444,8 +572,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     if (v == 1) {
         for (std::uint32_t n = 0; n <= layers; ++n) {
             for (const Partial& p : partial[n]) {
-                if (within_budget(affine.base + p.memory, budget))
-                    candidates[n].push_back({p.total, p.slowest, p.memory, p.total, &p, 0, 0});
+                if (!over_budget(p.rows))
+                    candidates[n].push_back({p.total, p.slowest, p.total, &p, 0, 0});
             }
         }
     } else {
@@ -453,14 +581,18 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         for (std::uint32_t held = 0; held <= layers; ++held) {
             for (const Partial& p : partial[held]) {
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
+                    // By increasing time; with several rows the points that fit need not be a
+                    // suffix, so the first that fits is searched for.
                     const auto& points = frontiers[c][n];
-                    const std::size_t i = fastest_within(points, affine.base + p.memory, budget);
-                    if (i == points.size())
+                    const auto fit = std::find_if(points.begin(), points.end(), [&](const auto& q) {
+                        return rows.fits_with(p.rows, c, q.memory, {}, budget);
+                    });
+                    if (fit == points.end())
                         continue;
-                    const double t = points[i].time + extra[c];
-                    candidates[held + n].push_back({p.total + t, std::max(p.slowest, t),
-                                                    p.memory + points[i].memory, t, &p, n,
-                                                    static_cast<std::uint32_t>(i)});
+                    const double t = fit->time + extra[c];
+                    candidates[held + n].push_back(
+                        {p.total + t, std::max(p.slowest, t), t, &p, n,
+                         static_cast<std::uint32_t>(fit - points.begin())});
                 }
             }
         }
@@ -469,17 +601,19 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     out.options.resize(all + 1);
     out.alternatives.resize(all + 1);
     const auto option_of = [&](const Candidate& candidate) {
-        StageOption option{
-            candidate.total, candidate.slowest, affine.base + candidate.memory, {}, {}};
+        StageOption option{candidate.total, candidate.slowest, 0.0, {}, {}};
         auto picks = candidate.prefix->picks;
         if (v > 1)
             picks.emplace_back(candidate.n, candidate.index);
+        std::vector<ChunkMemory> memories;
         for (std::uint32_t c = 0; c < v; ++c) {
             const auto [count, index] = picks[c];
             const ChunkPoint& point = frontiers[c][count][index];
             option.chunks.push_back(point.layers);
             option.chunk_times.push_back(point.time + extra[c]);
+            memories.push_back(point.memory);
         }
+        option.memory = rows.peak(memories).memory;
         return option;
     };
     for (std::uint32_t n = 0; n <= layers; ++n) {

@@ -1,12 +1,16 @@
 // Internal: per-stage options when stages hold several chunks (interleaved, dualpipe-v).
 //
-// Every model ppb plans with several chunks is affine in the layer counts of a stage once the
-// stage, its chunks' in-flight counts and its ends are fixed: the memory of stage s is
-//     base_s + sum_c sum_k unit_s[c][k] x n_{c,k}.
-// Linear models give base and units from their coefficients; other models are probed through
-// predict_batch and the probes are checked (chunk_tables.cpp).
+// Every model ppb plans with several chunks is affine in the layer counts of a stage and in its
+// chunks' in-flight counts once the stage and its ends are fixed: at vector j of the stage's
+// in-flight profile (counts f_jc) its memory is
+//     base_s,j + sum_c sum_k (fixed_s[c][k] + f_jc x activation_s[c][k]) x n_{c,k},
+// and the stage's memory is the largest of these rows (profile_memory.hpp). Linear models give
+// base and units from their coefficients; other models are probed through predict_batch and the
+// probes are checked at every vector (chunk_tables.cpp).
 #ifndef PPB_PARTITION_CHUNK_TABLES_HPP
 #define PPB_PARTITION_CHUNK_TABLES_HPP
+
+#include "profile_memory.hpp"
 
 #include <ppb/partition/problem.hpp>
 
@@ -17,19 +21,32 @@
 namespace ppb::partition::detail {
 
 struct AffineStage {
-    double base = 0.0;  // MB with no body layer (constant, ends)
-    // MB per body layer of kind k in chunk c: unit[c][k]; only candidate kinds are meaningful.
-    std::vector<std::array<double, PPB_KIND_COUNT>> unit;
-    // MB of activations per layer of kind k and in-flight micro-batch in chunk c, where known
-    // (linear models), for ChunkPlan::activation_mb.
+    // MB with no body layer at each vector of the stage's profile (constant, ends), and the
+    // profile.
+    StageRows rows;
+    // MB per body layer of kind k in chunk c whatever is in flight: fixed[c][k]; and MB per such
+    // layer and in-flight micro-batch: activation[c][k]. Only candidate kinds are meaningful.
+    std::vector<std::array<double, PPB_KIND_COUNT>> fixed;
     std::vector<std::array<double, PPB_KIND_COUNT>> activation;
+
+    // What chunk c holding `layers` keeps.
+    [[nodiscard]] ChunkMemory chunk_memory(std::size_t c, const KindCounts& layers) const {
+        ChunkMemory m;
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            if (layers[k] == 0)
+                continue;
+            m.fixed += fixed[c][k] * layers[k];
+            m.activation += activation[c][k] * layers[k];
+        }
+        return m;
+    }
 };
 
 // One way to fill a stage: per chunk, its layers of each kind.
 struct StageOption {
     double total = 0.0;    // sum of the chunks' times
     double slowest = 0.0;  // the slowest chunk's time
-    double memory = 0.0;   // the stage's memory
+    double memory = 0.0;   // the stage's memory: its largest row over the profile
     std::vector<KindCounts> chunks;
     std::vector<double> chunk_times;  // per chunk, the ends' time included
 };

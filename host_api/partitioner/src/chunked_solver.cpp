@@ -205,9 +205,16 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
         const StageOption* option = options.at(stage.stage);
         if (option == nullptr)
             throw std::logic_error("the chosen plan has a stage without an option");
+        // The in-flight counts of the plan are those of the vector of the stage's profile where
+        // its memory peaks (the model's own peak for a probed model, below).
+        std::vector<ChunkMemory> memories;
+        for (std::uint32_t c = 0; c < problem.chunks; ++c)
+            memories.push_back(stage.affine.chunk_memory(c, option->chunks[c]));
+        const InFlightVector& at_peak =
+            stage.affine.rows.profile()[stage.affine.rows.peak(memories).row];
         StagePlan sp;
         sp.stage = stage.stage;
-        sp.in_flight = problem.in_flight(stage.stage, 0);
+        sp.in_flight = at_peak[0];
         sp.memory_mb = option->memory;
         std::vector<double> times;
         std::vector<ppb_chunk> abi_chunks(problem.chunks);
@@ -216,7 +223,7 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
             ChunkPlan chunk;
             chunk.chunk = c;
             chunk.layers = mix;
-            chunk.in_flight = problem.in_flight(stage.stage, c);
+            chunk.in_flight = at_peak[c];
             const double t = chunk_time(problem, stage.stage, c, mix);
             chunk.forward_time = chunk_forward_time(problem, stage.stage, c, mix);
             chunk.backward_time = t - chunk.forward_time;
@@ -234,19 +241,39 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
         placements_chunks.push_back(std::move(abi_chunks));
         plan.stages.push_back(std::move(sp));
     }
-    // A probed model reports its own prediction for the plan (it agreed with the affine sum
-    // on the probes; any rounding is the model's own).
+    // A probed model reports its own prediction for the plan, its largest over each stage's
+    // profile (it agreed with the affine sum on the probes; any rounding is the model's own).
     if (!memory.linear) {
-        std::vector<ppb_placement> placements;
+        std::vector<std::vector<ppb_chunk>> rows;
+        std::vector<std::uint32_t> row_stage;
         for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+            for (const InFlightVector& v : stages[s].affine.rows.profile()) {
+                std::vector<ppb_chunk> chunks = placements_chunks[s];
+                for (std::uint32_t c = 0; c < problem.chunks; ++c)
+                    chunks[c].in_flight = v[c];
+                rows.push_back(std::move(chunks));
+                row_stage.push_back(s);
+            }
+        }
+        std::vector<ppb_placement> placements;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
             const AbiStage view =
-                abi_stage(problem.schedule, problem.num_stages, problem.chunks, s);
-            placements.push_back(ppb_placement{view.num_stages, view.stage, problem.chunks,
-                                               placements_chunks[s].data()});
+                abi_stage(problem.schedule, problem.num_stages, problem.chunks, row_stage[i]);
+            placements.push_back(
+                ppb_placement{view.num_stages, view.stage, problem.chunks, rows[i].data()});
         }
         const std::vector<double> predicted = memory.predict_batch(placements);
-        for (std::uint32_t s = 0; s < problem.num_stages; ++s)
-            plan.stages[s].memory_mb = predicted[s];
+        std::vector<bool> seen(problem.num_stages, false);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            StagePlan& sp = plan.stages[row_stage[i]];
+            if (seen[row_stage[i]] && predicted[i] <= sp.memory_mb)
+                continue;
+            seen[row_stage[i]] = true;
+            sp.memory_mb = predicted[i];
+            sp.in_flight = rows[i][0].in_flight;
+            for (std::uint32_t c = 0; c < problem.chunks; ++c)
+                sp.chunks[c].in_flight = rows[i][c].in_flight;
+        }
     }
     plan.iteration_time =
         schedule_iteration_time(chunk_times, problem.micro_batches, problem.objective);

@@ -3,6 +3,7 @@
 #define PPB_PARTITION_PROBLEM_HPP
 
 #include <ppb/abi.h>
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/schedule.hpp>
 
@@ -101,8 +102,12 @@ struct Problem {
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).
     [[nodiscard]] std::uint32_t in_flight(std::uint32_t stage) const;
-    // The schedule's in-flight count of chunk c of stage s (ppb::in_flight_counts, capped at M).
+    // The schedule's in-flight count of chunk c of stage s (ppb::in_flight_counts, capped at M):
+    // the chunk's own largest count, which other chunks' peaks need not share.
     [[nodiscard]] std::uint32_t in_flight(std::uint32_t stage, std::uint32_t chunk) const;
+    // The vectors of in-flight counts stage s passes through (ppb::in_flight_profile): its
+    // memory is the largest over them. One vector, {in_flight(s)}, without chunks.
+    [[nodiscard]] std::vector<InFlightVector> in_flight_profile(std::uint32_t stage) const;
     // Fewest body layers stage s may hold: the sum over its chunks.
     [[nodiscard]] std::uint32_t min_layers(std::uint32_t stage) const;
     // Fewest body layers chunk c of stage s may hold: 0 where it holds the model's first or last
