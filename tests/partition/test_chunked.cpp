@@ -49,26 +49,55 @@ struct Coefficients {
     double h_squared = 0;
 };
 
-// Memory of stage s holding `chunks` (kinds per chunk), written out: the constant, the
-// embedding on stage 0, the LM head on the stage of the model's last position, and per layer its
-// parameters and its activations times its chunk's in-flight count.
-double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
-                    const std::vector<KindCounts>& chunks) {
+// Every in-flight vector stage s passes through, by executing its program order
+// (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's.
+const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p, std::uint32_t s) {
+    static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
+                    std::vector<std::vector<std::uint32_t>>>
+        cache;
+    auto& states =
+        cache[{static_cast<int>(p.schedule), p.num_stages, p.chunks, p.micro_batches, s}];
+    if (states.empty()) {
+        std::vector<std::uint32_t> held(p.chunks, 0);
+        for (const auto& step :
+             ppb::stage_order(p.schedule, p.num_stages, p.chunks, p.micro_batches, s)) {
+            if (step.pass == ppb::Pass::forward)
+                ++held[step.chunk];
+            else
+                --held[step.chunk];
+            states.push_back(held);
+        }
+    }
+    return states;
+}
+
+// Memory of stage s holding `chunks` (kinds per chunk) while `f` micro-batches are in flight in
+// each chunk, written out: the constant, the embedding on stage 0, the LM head on the stage of
+// the model's last position, and per layer its parameters and its activations times its chunk's
+// in-flight count.
+double memory_at(const Coefficients& k, const Problem& p, std::uint32_t s,
+                 const std::vector<KindCounts>& chunks, const std::vector<std::uint32_t>& f) {
     const std::uint32_t last_stage =
         p.schedule == Schedule::dualpipe_v ? 0 : p.num_stages - 1;  // V comes back to stage 0
     double m = k.c + (s == last_stage ? k.t : 0.0);
     if (s == 0) {
-        const double f0 =
-            ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches, p.chunks)[0];
+        const double f0 = f[0];
         m += k.h + k.h_squared * f0 * f0;
     }
     for (std::uint32_t c = 0; c < chunks.size(); ++c) {
-        const double f =
-            ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches, p.chunks)[c];
         for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
-            m += chunks[c][kind] * (k.per_layer + k.a[kind] * f);
+            m += chunks[c][kind] * (k.per_layer + k.a[kind] * f[c]);
     }
     return m;
+}
+
+// The stage's peak: the most it holds at any moment of its order.
+double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
+                    const std::vector<KindCounts>& chunks) {
+    double peak = -std::numeric_limits<double>::infinity();
+    for (const auto& f : executed_states(p, s))
+        peak = std::max(peak, memory_at(k, p, s, chunks, f));
+    return peak;
 }
 
 // The same through the plugin contract: head on stage 0, tail on stage num_stages - 1 of the
@@ -247,13 +276,22 @@ std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k
             if (std::abs(t - chunk.time()) > 1e-9 * std::max(1.0, t))
                 return fmt::format("stage {} chunk {}: time {} != {}", stage.stage, chunk.chunk,
                                    chunk.time(), t);
-            if (chunk.in_flight != ppb::in_flight_counts(p.schedule, p.num_stages, stage.stage,
-                                                         p.micro_batches, p.chunks)[chunk.chunk])
-                return "wrong in-flight count";
             mixes.push_back(chunk.layers);
             times.push_back(t);
         }
         const double memory = stage_memory(k, p, stage.stage, mixes);
+        // The plan's in-flight counts are a moment of the order at which the stage holds its peak.
+        std::vector<std::uint32_t> at_peak;
+        for (const auto& chunk : stage.chunks)
+            at_peak.push_back(chunk.in_flight);
+        const auto& states = executed_states(p, stage.stage);
+        if (std::find(states.begin(), states.end(), at_peak) == states.end())
+            return fmt::format("stage {}: in-flight counts that never occur", stage.stage);
+        const double there = memory_at(k, p, stage.stage, mixes, at_peak);
+        if (std::abs(there - memory) > 1e-6 * std::max(1.0, std::abs(memory)))
+            return fmt::format(
+                "stage {}: the in-flight counts are not those of the peak ({} != {})", stage.stage,
+                there, memory);
         if (std::abs(memory - stage.memory_mb) > 1e-6 * std::max(1.0, std::abs(memory)))
             return fmt::format("stage {}: memory {} != {}", stage.stage, stage.memory_mb, memory);
         if (!ppb::partition::within_budget(memory, p.budget_mb()))

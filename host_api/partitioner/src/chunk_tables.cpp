@@ -37,7 +37,8 @@ AffineStage linear_stage(const Problem& problem, const ppb_linear_parameters& c,
     const double base = c.const_mb + (ends.head ? c.head_mb : 0.0) + (ends.tail ? c.tail_mb : 0.0);
     std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
     AffineStage a;
-    a.rows = StageRows(std::vector<double>(profile.size(), base), std::move(profile));
+    std::vector<double> bases(profile.size(), base);
+    a.rows = StageRows(std::move(bases), std::move(profile));
     for (std::uint32_t chunk = 0; chunk < problem.chunks; ++chunk) {
         std::array<double, PPB_KIND_COUNT> fixed{};
         fixed.fill(c.per_layer_mb);
