@@ -49,6 +49,53 @@ def test_predict_and_std_error_equal_ppb_predict(cli):
         assert expected["std_error_mb"] is not None and expected["std_error_mb"] > 0
 
 
+def megatron_interleaved_states(p, v, m, rank):
+    """Every in-flight vector rank `rank` passes through under Megatron-LM's interleaved order
+    (NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py at 00611e6e:
+    get_pp_rank_microbatches' (P - r - 1) * 2 + (v - 1) * P warm-up forwards, then one forward and
+    one backward in turn; forward k runs chunk (k // P) % v, backward k chunk v - 1 - (k // P) % v)."""
+    total = m * v
+    warm_up = min(total, (p - rank - 1) * 2 + (v - 1) * p)
+    held = [0] * v
+    states = []
+
+    def step(chunk, delta):
+        held[chunk] += delta
+        states.append(tuple(held))
+
+    for k in range(warm_up):
+        step((k // p) % v, 1)
+    for k in range(total - warm_up):
+        step(((k + warm_up) // p) % v, 1)
+        step(v - 1 - (k // p) % v, -1)
+    for k in range(total - warm_up, total):
+        step(v - 1 - (k // p) % v, -1)
+    return states
+
+
+def test_chunked_predict_is_the_largest_row_over_the_order_and_equals_ppb_predict(cli):
+    model = ppb.load_model().fit(str(LLAMA_DRYRUN))
+    params = model.parameters
+    kinds = ["none", "select", "comm", "both", "full"]
+    activation = {k: params["activation_mb"][k] or 0.0 for k in kinds}
+    chunks = [{"none": 4}, {"full": 4}]
+    for stage in range(4):
+        base = params["const_mb"] + (params["head_mb"] if stage == 0 else 0.0) + (
+            params["tail_mb"] if stage == 3 else 0.0) + 8 * params["param_per_layer_mb"]
+        weights = [sum(activation[k] * n for k, n in c.items()) for c in chunks]
+        expected = base + max(sum(w * f for w, f in zip(weights, state))
+                              for state in megatron_interleaved_states(4, 2, 8, stage))
+        got = model.predict(stage, chunks=chunks, num_stages=4, micro_batches=8,
+                            schedule="interleaved")
+        assert got == pytest.approx(expected, rel=1e-12)
+        command = cli.json("predict", LLAMA_DRYRUN, "--stage", stage, "--stages", 4,
+                           "--micro-batches", 8, "--schedule", "interleaved", "--chunk", "none=4",
+                           "--chunk", "full=4")
+        assert got == command["peak_memory_mb"]
+        assert model.std_error(stage, chunks=chunks, num_stages=4, micro_batches=8,
+                               schedule="interleaved") == command["std_error_mb"]
+
+
 def test_fit_accepts_a_dict_and_a_dryrun_object():
     with open(LLAMA_DRYRUN, encoding="utf-8") as f:
         document = json.load(f)

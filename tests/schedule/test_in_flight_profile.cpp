@@ -9,6 +9,8 @@
 #include <ppb/in_flight_profile.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/schedule_order.hpp>
+#include <ppb/simulator.hpp>
+#include <ppb/timeline_svg.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace {
@@ -89,6 +92,13 @@ std::set<InFlightVector> undominated(const std::set<InFlightVector>& seen) {
 
 std::set<InFlightVector> as_set(const std::vector<InFlightVector>& profile) {
     return {profile.begin(), profile.end()};
+}
+
+std::string fmt_in_flight(const std::vector<std::uint32_t>& held) {
+    std::string out;
+    for (const auto f : held)
+        out += (out.empty() ? "" : ",") + std::to_string(f);
+    return "data-in-flight=\"" + out + "\"";
 }
 
 std::vector<Op> from_stage_order(const std::vector<ppb::StageStep>& order) {
@@ -221,6 +231,62 @@ BOOST_AUTO_TEST_CASE(impossible_shapes_are_refused_as_the_counts_are) {
     BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::one_f_one_b, 4, 4, 8),
                       std::invalid_argument);
     BOOST_CHECK_THROW((void)ppb::heaviest_vector({}, std::vector<double>{}), std::invalid_argument);
+}
+
+// The simulator's memory trace peaks at the heaviest vector of the profile, at the moment the
+// stage first holds it; the timeline marks that moment on each stage's lane.
+BOOST_AUTO_TEST_CASE(the_simulated_peak_is_the_heaviest_vector_and_the_svg_marks_it) {
+    for (const Schedule schedule :
+         {Schedule::interleaved, Schedule::interleaved_less_memory, Schedule::dualpipe_v}) {
+        // Unequal chunks: chunk 1 holds little per micro-batch (fully recomputed), then the
+        // other way round.
+        for (const std::vector<double> activation :
+             {std::vector<double>{10.0, 1.0}, std::vector<double>{1.0, 10.0}}) {
+            ppb::SimulationInput in;
+            in.schedule = schedule;
+            in.num_stages = 4;
+            in.num_chunks = 2;
+            in.micro_batches = 8;
+            in.with_memory = true;
+            in.static_mb = {100.0, 200.0, 300.0, 400.0};
+            in.costs.assign(4, std::vector<ppb::ChunkCost>(2));
+            for (auto& stage : in.costs) {
+                for (std::size_t c = 0; c < 2; ++c)
+                    stage[c] = {1.0, 2.0, 0.0, activation[c]};
+            }
+            const auto sim = ppb::simulate(in);
+            for (std::uint32_t s = 0; s < 4; ++s) {
+                const auto& st = sim.stages[s];
+                const auto profile = ppb::in_flight_profile(schedule, 4, s, 8, 2);
+                const auto heaviest = ppb::heaviest_vector(profile, activation);
+                BOOST_TEST(st.peak_memory_mb == in.static_mb[s] + heaviest.sum);
+                double at_peak = in.static_mb[s];
+                for (std::size_t c = 0; c < 2; ++c)
+                    at_peak += activation[c] * st.in_flight_at_peak.at(c);
+                BOOST_TEST(at_peak == st.peak_memory_mb);
+                // The curve holds the peak from that moment, and never before.
+                for (const auto& point : st.memory) {
+                    if (point.time < st.peak_memory_time)
+                        BOOST_TEST(point.mb < st.peak_memory_mb);
+                    if (point.time == st.peak_memory_time)
+                        BOOST_TEST(point.mb == st.peak_memory_mb);
+                }
+                // The peak is below the sum of each chunk's own peak when the chunks' peaks do
+                // not coincide (the old over-count).
+                const auto maxima = ppb::profile_maxima(profile);
+                BOOST_TEST(st.peak_memory_mb <=
+                           in.static_mb[s] + activation[0] * maxima[0] + activation[1] * maxima[1]);
+            }
+            const std::string svg = ppb::timeline_svg(sim);
+            std::size_t marks = 0;
+            for (std::size_t at = svg.find("class=\"memory-peak\""); at != std::string::npos;
+                 at = svg.find("class=\"memory-peak\"", at + 1))
+                ++marks;
+            BOOST_TEST(marks == 4u);
+            const auto& st0 = sim.stages[0];
+            BOOST_TEST(svg.find(fmt_in_flight(st0.in_flight_at_peak)) != std::string::npos);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

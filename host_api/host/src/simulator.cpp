@@ -97,6 +97,9 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
     out.memory.reserve(count + 1);
     out.memory.push_back({0.0, mb});
     out.peak_memory_mb = mb;
+    std::vector<std::uint32_t> held(in.num_chunks, 0);
+    out.peak_memory_time = 0.0;
+    out.in_flight_at_peak = held;
     for (std::size_t i = 0; i < count; ++i) {
         const SimulatedOperation& op = first[i];
         const double a = in.costs[s][op.chunk].activation_mb;
@@ -104,12 +107,20 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
         // them when it ends.
         const bool forward = op.pass == Pass::forward;
         mb += forward ? a : -a;
+        if (forward)
+            ++held[op.chunk];
+        else
+            --held[op.chunk];
         const double at = forward ? op.start : op.end;
         if (out.memory.back().time == at)
             out.memory.back().mb = mb;
         else
             out.memory.push_back({at, mb});
-        out.peak_memory_mb = std::max(out.peak_memory_mb, mb);
+        if (mb > out.peak_memory_mb) {
+            out.peak_memory_mb = mb;
+            out.peak_memory_time = at;
+            out.in_flight_at_peak = held;
+        }
     }
 }
 

@@ -224,6 +224,17 @@ std::string timeline_svg(const Simulation& sim, const TimelineOptions& options) 
                 "<polyline class=\"memory\" data-stage=\"{}\" data-peak-mb=\"{}\" points=\"{}\" "
                 "fill=\"none\" stroke=\"#2f6a9f\" stroke-width=\"1.5\"/>\n",
                 s, st.peak_memory_mb, points);
+            // The moment of the peak, and what each chunk holds then.
+            std::string held;
+            for (const std::uint32_t f : st.in_flight_at_peak)
+                held += fmt::format("{}{}", held.empty() ? "" : ",", f);
+            out += fmt::format(
+                "<circle class=\"memory-peak\" data-stage=\"{}\" data-time=\"{}\" "
+                "data-peak-mb=\"{}\" data-in-flight=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\" "
+                "fill=\"#c0392b\"><title>stage {} peak {:.1f} MB at {:.4g}, in flight per chunk "
+                "({})</title></circle>\n",
+                s, st.peak_memory_time, st.peak_memory_mb, held, x_of(st.peak_memory_time),
+                y_of(st.peak_memory_mb), s, st.peak_memory_mb, st.peak_memory_time, held);
         }
     }
     out += "</svg>\n";

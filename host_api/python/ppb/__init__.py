@@ -110,10 +110,11 @@ class Model:
     Placements are described as ``ppb predict`` takes them: ``stage``; ``layers`` per recompute
     kind ``{"none": 3, "full": 1}``, or per group ``{"dense": {"none": 1}, "moe": {"full": 2}}``
     for a model of several groups of body layers; or ``chunks``, one such dict per chunk. The
-    pipeline degree ``num_stages`` and ``micro_batches`` default to the fitted file's; each chunk's
-    in-flight count is the schedule's (1F1B: min(P - s, M), or P - s without a micro-batch count)
-    unless ``in_flight`` is given (one chunk); ``schedule`` defaults to the file's when it has as
-    many chunks.
+    pipeline degree ``num_stages`` and ``micro_batches`` default to the fitted file's; the in-flight
+    count is the schedule's (1F1B: min(P - s, M), or P - s without a micro-batch count) unless
+    ``in_flight`` is given (one chunk); with chunks the prediction is the largest over the
+    schedule's in-flight profile (the vectors of per-chunk counts that occur in its order);
+    ``schedule`` defaults to the file's when it has as many chunks.
     """
 
     def __init__(self, native):

@@ -307,8 +307,9 @@ void add_predict_command(CLI::App& app, Commands& commands) {
         app, "predict", "fit, then predict the peak memory of one stage placement",
         "Fits a memory model to the dry-run observations in FILE, then predicts the peak memory\n"
         "of stage S holding the given body layers. The in-flight micro-batch count is the 1F1B\n"
-        "one, min(P - S, M), unless --in-flight is given; with --chunk (once per chunk) each\n"
-        "chunk's is the schedule's. A model configured by its options needs no FILE."
+        "one, min(P - S, M), unless --in-flight is given; with --chunk (once per chunk) the\n"
+        "peak is the largest prediction over the schedule's in-flight profile (every vector of\n"
+        "per-chunk counts that can hold it). A model configured by its options needs no FILE."
         "\n\n"
         "Exit status: 0 predicted, 2 invalid input or usage (also when the observations do not\n"
         "determine this prediction), 3 plugin not found or failed, 1 other errors.");

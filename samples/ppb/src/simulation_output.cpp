@@ -33,6 +33,8 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
     std::vector<std::string> header = {"STAGE", "BUSY", "IDLE", "PEAK IN FLIGHT"};
     if (sim.with_memory) {
         header.emplace_back("PEAK MEMORY");
+        header.emplace_back("AT");
+        header.emplace_back("IN FLIGHT AT PEAK");
         header.emplace_back("PLANNED");
     }
     TextTable table(header, std::vector<A>(header.size(), A::right));
@@ -43,6 +45,8 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
                                         counts_text(st.peak_in_flight)};
         if (sim.with_memory) {
             row.push_back(format_mb(st.peak_memory_mb));
+            row.push_back(fmt::format("{:.1f}", st.peak_memory_time));
+            row.push_back(counts_text(st.in_flight_at_peak));
             row.push_back(format_mb(plan.planned_memory_mb[s]));
         }
         table.add_row(std::move(row));
@@ -54,7 +58,8 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
     if (sim.with_memory) {
         out +=
             "PEAK MEMORY: the plan's static memory (planned peak less its in-flight activations) "
-            "plus the activations held, at the worst moment.\n";
+            "plus the activations held, at the worst moment (AT), when each chunk holds IN FLIGHT AT "
+            "PEAK micro-batches.\n";
     }
     return out;
 }
@@ -72,6 +77,12 @@ json::object simulation_document(const Simulation& sim, const SimulationPlan& pl
                            {"idle_time", st.idle_time},
                            {"peak_in_flight", std::move(peaks)}};
         stage["peak_memory_mb"] = sim.with_memory ? json::value(st.peak_memory_mb) : nullptr;
+        // When the peak is first reached, and what each chunk holds then.
+        stage["peak_memory_time"] = sim.with_memory ? json::value(st.peak_memory_time) : nullptr;
+        stage["in_flight_at_peak"] =
+            sim.with_memory
+                ? json::value(json::array(st.in_flight_at_peak.begin(), st.in_flight_at_peak.end()))
+                : nullptr;
         stage["planned_memory_mb"] =
             sim.with_memory ? json::value(plan.planned_memory_mb[s]) : nullptr;
         stages.push_back(std::move(stage));

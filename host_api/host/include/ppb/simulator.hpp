@@ -63,7 +63,11 @@ struct StageSimulation {
     // Per chunk: the most micro-batches whose activations it holds at once (+1 when a forward
     // starts, −1 when its backward ends).
     std::vector<std::uint32_t> peak_in_flight;
-    double peak_memory_mb = 0.0;      // with_memory only
+    double peak_memory_mb = 0.0;  // with_memory only
+    // with_memory only: when the stage first holds its peak, and the micro-batches each chunk
+    // holds then (one vector of the stage's in-flight profile, ppb/in_flight_profile.hpp).
+    double peak_memory_time = 0.0;
+    std::vector<std::uint32_t> in_flight_at_peak;
     std::vector<MemoryPoint> memory;  // with_memory only: a step function from time 0
 };
 
