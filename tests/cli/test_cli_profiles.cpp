@@ -38,13 +38,21 @@ std::vector<std::vector<std::uint32_t>> megatron_states(std::uint32_t p, std::ui
     const std::uint32_t warm_up = std::min(total, (p - r - 1) * 2 + (v - 1) * p);
     std::vector<std::vector<std::uint32_t>> states;
     std::vector<std::uint32_t> held(v, 0);
+    // A chunk holding none is asked about as holding one (the plugin contract: a chunk of a
+    // placement holds at least one micro-batch; ppb::model_in_flight_profile).
+    const auto record = [&] {
+        auto asked = held;
+        for (auto& f : asked)
+            f = std::max<std::uint32_t>(f, 1);
+        states.push_back(asked);
+    };
     const auto forward = [&](std::uint32_t k) {
         ++held[(k / p) % v];
-        states.push_back(held);
+        record();
     };
     const auto backward = [&](std::uint32_t k) {
         --held[v - 1 - (k / p) % v];
-        states.push_back(held);
+        record();
     };
     for (std::uint32_t k = 0; k < warm_up; ++k)
         forward(k);

@@ -50,7 +50,8 @@ struct Coefficients {
 };
 
 // Every in-flight vector stage s passes through, by executing its program order
-// (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's.
+// (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's; a chunk holding
+// none counts as one, as ppb::model_in_flight_profile asks models.
 const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p, std::uint32_t s) {
     static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
                     std::vector<std::vector<std::uint32_t>>>
@@ -65,7 +66,11 @@ const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p,
                 ++held[step.chunk];
             else
                 --held[step.chunk];
-            states.push_back(held);
+            // As a model is asked (the plugin contract: a chunk holds at least one micro-batch).
+            auto asked = held;
+            for (auto& f : asked)
+                f = std::max<std::uint32_t>(f, 1);
+            states.push_back(asked);
         }
     }
     return states;

@@ -65,6 +65,19 @@ std::vector<InFlightVector> in_flight_profile(Schedule schedule, std::uint32_t n
         in_flight_states(stage_order(schedule, num_stages, chunks, m, stage), chunks));
 }
 
+std::vector<InFlightVector> model_in_flight_profile(Schedule schedule, std::uint32_t num_stages,
+                                                    std::uint32_t stage,
+                                                    std::uint32_t micro_batches,
+                                                    std::uint32_t chunks) {
+    std::vector<InFlightVector> profile =
+        in_flight_profile(schedule, num_stages, stage, micro_batches, chunks);
+    for (InFlightVector& v : profile) {
+        for (std::uint32_t& f : v)
+            f = std::max<std::uint32_t>(f, 1);
+    }
+    return pareto_in_flight(std::move(profile));
+}
+
 HeaviestVector heaviest_vector(const std::vector<InFlightVector>& profile,
                                std::span<const double> weights) {
     if (profile.empty())

@@ -311,7 +311,7 @@ StagePlacement stage_placement(const Model& model, py::handle stage_arg, py::han
         // prediction over the profile and std_error() that prediction's.
         std::vector<InFlightVector> profile;
         try {
-            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
+            profile = model_in_flight_profile(schedule, stages, stage, micro_batches, v);
         } catch (const std::exception& e) {
             throw InputError(fmt::format("schedule {}: {}", schedule_name(schedule), e.what()));
         }

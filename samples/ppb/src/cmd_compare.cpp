@@ -131,7 +131,8 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
         if (placement.chunks.size() > 1) {
             const JsonNode m = top.required("micro_batches");
             try {
-                profile = in_flight_profile(schedule, stages, s, m.as_uint32(1),
+                profile =
+                    model_in_flight_profile(schedule, stages, s, m.as_uint32(1),
                                             static_cast<std::uint32_t>(placement.chunks.size()));
             } catch (const std::invalid_argument& e) {
                 m.fail(e.what());

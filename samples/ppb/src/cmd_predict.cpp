@@ -180,7 +180,7 @@ int run_predict(const PredictArgs& args) {
         profile = {{*args.in_flight}};
     } else {
         try {
-            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
+            profile = model_in_flight_profile(schedule, stages, stage, micro_batches, v);
         } catch (const std::exception& e) {
             throw UsageError(fmt::format("--schedule {}: {}", schedule_name(schedule), e.what()));
         }

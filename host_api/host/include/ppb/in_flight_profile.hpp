@@ -44,6 +44,18 @@ using InFlightVector = std::vector<std::uint32_t>;
                                                             std::uint32_t micro_batches,
                                                             std::uint32_t chunks = 1);
 
+// The profile as memory models are asked about it: the plugin contract (ppb/abi.h) has every
+// chunk of a placement hold at least one micro-batch, so a count of 0 (a chunk whose activations
+// are all freed at that moment) is asked about as 1, and the vectors are reduced again. This
+// over-counts by at most one micro-batch of one chunk's activations, and only where such a moment
+// is the peak. Every host use of profiles (predict, compare, the Python module, the partitioner,
+// the fit) takes this one, so they agree with each other.
+[[nodiscard]] std::vector<InFlightVector> model_in_flight_profile(Schedule schedule,
+                                                                  std::uint32_t num_stages,
+                                                                  std::uint32_t stage,
+                                                                  std::uint32_t micro_batches,
+                                                                  std::uint32_t chunks = 1);
+
 // The vector of `profile` where Σ_c weights[c] · count_c is largest, and that sum (the first
 // such vector on a tie). `profile` must not be empty; weights has one entry per chunk.
 struct HeaviestVector {
