@@ -240,7 +240,7 @@ BOOST_AUTO_TEST_CASE(the_simulated_peak_is_the_heaviest_vector_and_the_svg_marks
          {Schedule::interleaved, Schedule::interleaved_less_memory, Schedule::dualpipe_v}) {
         // Unequal chunks: chunk 1 holds little per micro-batch (fully recomputed), then the
         // other way round.
-        for (const std::vector<double> activation :
+        for (const std::vector<double>& activation :
              {std::vector<double>{10.0, 1.0}, std::vector<double>{1.0, 10.0}}) {
             ppb::SimulationInput in;
             in.schedule = schedule;
