@@ -46,7 +46,7 @@ struct NumberOption {
     double max;
 };
 
-constexpr std::array<IntegerOption, 10> integer_options = {{
+constexpr std::array<IntegerOption, 11> integer_options = {{
     {"hidden_size", &ShapeOptions::hidden_size, true, "the hidden size h"},
     {"num_attention_heads", &ShapeOptions::num_attention_heads, true,
      "the number of attention (query) heads a"},
@@ -59,9 +59,11 @@ constexpr std::array<IntegerOption, 10> integer_options = {{
     {"tensor_parallel", &ShapeOptions::tensor_parallel, true, "the tensor-parallel degree t"},
     {"num_kv_heads", &ShapeOptions::num_kv_heads, false, "the number of key/value heads"},
     {"data_parallel", &ShapeOptions::data_parallel, false, "the data-parallel degree d"},
+    {"position_embeddings", &ShapeOptions::position_embeddings, false,
+     "the positions of learned absolute position embeddings"},
 }};
 
-constexpr std::array<BoolOption, 7> bool_options = {{
+constexpr std::array<BoolOption, 9> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -69,13 +71,19 @@ constexpr std::array<BoolOption, 7> bool_options = {{
     {"untie_embeddings", &ShapeOptions::untie_embeddings},
     {"dropout", &ShapeOptions::dropout},
     {"keep_gathered_inputs", &ShapeOptions::keep_gathered_inputs},
+    {"linear_biases", &ShapeOptions::linear_biases},
+    {"backward_transient", &ShapeOptions::backward_transient},
 }};
 
-constexpr std::array<NumberOption, 4> number_options = {{
+constexpr std::array<NumberOption, 8> number_options = {{
     {"param_bytes", &ShapeOptions::param_bytes, 0.0, true, 64.0},
     {"grad_bytes", &ShapeOptions::grad_bytes, 0.0, false, 64.0},
     {"optimizer_bytes", &ShapeOptions::optimizer_bytes, 0.0, false, 256.0},
     {"constant_mb", &ShapeOptions::constant_mb, 0.0, false, ppb::limits::memory_mb.max},
+    {"runtime_mb", &ShapeOptions::runtime_mb, 0.0, false, ppb::limits::memory_mb.max},
+    {"logits_bytes", &ShapeOptions::logits_bytes, 0.0, false, 64.0},
+    {"logits_transient_bytes", &ShapeOptions::logits_transient_bytes, 0.0, false, 64.0},
+    {"relative_std_error", &ShapeOptions::relative_std_error, 0.0, false, 1.0},
 }};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.

@@ -75,6 +75,24 @@ struct ShapeOptions {
     double grad_bytes = 4.0;
     double optimizer_bytes = 12.0;
     double constant_mb = 0.0;
+    // Learned absolute position embeddings: positions x h parameters on stage 0, not split by
+    // tensor parallelism (0: none, e.g. rotary embeddings).
+    std::uint32_t position_embeddings = 0;
+    // Biases of the linear layers (Megatron-LM's default; --disable-bias-linear drops them).
+    bool linear_biases = false;
+    // Allocated memory of every device outside the model's tensors: cuBLAS and Transformer
+    // Engine workspaces, the batch, communication scratch (README.md, "Runtime").
+    double runtime_mb = 100.0;
+    // Bytes per element of the last stage's s*b*V/t logits: kept for backward per in-flight
+    // micro-batch (the cross entropy's fp32 softmax), and held once more at the peak (the
+    // 16-bit logits while they are cast, and the 16-bit gradient while it is cast back).
+    double logits_bytes = 4.0;
+    double logits_transient_bytes = 2.0;
+    // The gradients that exist only while one layer runs its backward (README.md, "Peak").
+    bool backward_transient = true;
+    // A prediction's standard error as a fraction of it: the root mean square of the relative
+    // errors on the measured runs of tests/data/real (README.md, "How sure a prediction is").
+    double relative_std_error = 0.0;
     std::optional<MoeOptions> moe;
 
     // Key/value heads with the default applied.
