@@ -27,9 +27,8 @@ namespace {
 const std::string real_dir = PPB_REAL_DATA_DIR;
 
 ppb_test::ProcessResult ppb(const std::vector<std::string>& args) {
-    return ppb_test::run_process(PPB_EXE, args,
-                                 {{"PPB_PLUGIN_PATH", PPB_BUILD_PLUGIN_DIR},
-                                  {"PPB_DEBUG_PLUGINS", ""}});
+    return ppb_test::run_process(
+        PPB_EXE, args, {{"PPB_PLUGIN_PATH", PPB_BUILD_PLUGIN_DIR}, {"PPB_DEBUG_PLUGINS", ""}});
 }
 
 std::string read_text(const fs::path& path) {
@@ -60,6 +59,7 @@ struct Point {
     std::string name;
     std::vector<std::string> arguments;
     std::uint32_t world_size = 0;
+    std::uint32_t compute_capability = 0;  // of the GPUs the run was measured on
     double measured_mb = 0.0;
     std::optional<std::string> refused_flag;  // "expect": "refused"
 };
@@ -72,6 +72,8 @@ Point read_point(const fs::path& path) {
     for (const auto& a : doc.at("arguments").as_array())
         p.arguments.push_back(json::value_to<std::string>(a));
     p.world_size = json::value_to<std::uint32_t>(doc.at("world_size"));
+    p.compute_capability =
+        json::value_to<std::uint32_t>(doc.at("source").as_object().at("compute_capability"));
     const json::object& measured = doc.at("measured").as_object();
     BOOST_TEST_REQUIRE(measured.at("metric").as_string() == "max_allocated", path);
     const double bytes = json::value_to<double>(measured.at("bytes"));
@@ -119,8 +121,8 @@ std::vector<std::string> placement_arguments(const Point& p) {
         kind = "select";
     else if (granularity == "full")
         kind = "full";
-    std::vector<std::string> out{"--stages",       std::to_string(stages),
-                                 "--stage",        std::to_string(stages - 1),
+    std::vector<std::string> out{"--stages",        std::to_string(stages),
+                                 "--stage",         std::to_string(stages - 1),
                                  "--micro-batches", std::to_string(micro_batches)};
     if (chunks == 1) {
         out.insert(out.end(), {"--layers", kind + "=" + std::to_string(per_chunk)});
@@ -145,8 +147,13 @@ std::vector<Outcome> predict_all() {
     const fs::path scratch = fs::temp_directory_path() / "ppb-test-real-runs";
     fs::create_directories(scratch);
     for (const Point& p : real_points()) {
-        std::vector<std::string> args{"import", "megatron-options", "--world-size",
-                                      std::to_string(p.world_size), "--"};
+        std::vector<std::string> args{"import",
+                                      "megatron-options",
+                                      "--world-size",
+                                      std::to_string(p.world_size),
+                                      "--compute-capability",
+                                      std::to_string(p.compute_capability),
+                                      "--"};
         args.insert(args.end(), p.arguments.begin(), p.arguments.end());
         const auto options = ppb(args);
         if (p.refused_flag) {
@@ -159,8 +166,8 @@ std::vector<Outcome> predict_all() {
         BOOST_TEST_REQUIRE(options.exit_code == 0, p.name << ": " << options.err);
         const fs::path file = scratch / (p.name + ".json");
         std::ofstream(file) << options.out;
-        std::vector<std::string> predict{"predict", "--model", "analytic", "--model-options",
-                                         file.string(), "--json"};
+        std::vector<std::string> predict{"predict",         "--model",     "analytic",
+                                         "--model-options", file.string(), "--json"};
         const auto placement = placement_arguments(p);
         predict.insert(predict.end(), placement.begin(), placement.end());
         const auto r = ppb(predict);

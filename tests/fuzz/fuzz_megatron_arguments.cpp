@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!token.empty())
         arguments.push_back(std::move(token));
     for (const ppb::importers::MegatronRunContext context :
-         {ppb::importers::MegatronRunContext{}, ppb::importers::MegatronRunContext{8U, {}},
-          ppb::importers::MegatronRunContext{64U, 32000U}}) {
+         {ppb::importers::MegatronRunContext{}, ppb::importers::MegatronRunContext{8U, {}, 9U},
+          ppb::importers::MegatronRunContext{64U, 32000U, 8U}}) {
         ppb::fuzz::expect_only([&] {
             const auto result = ppb::importers::analytic_options_from_megatron(arguments, context);
             ppb::fuzz::expect_only<ppb::plugin::InvalidInput>(

@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_SUITE(megatron_arguments)
 
 BOOST_AUTO_TEST_CASE(llama3_8b_maps_every_flag_the_model_has) {
     // The tokenizer's 128 256 entries, padded to a multiple of 128 x t = 512: 128 512.
-    const auto r = map(llama3_8b, {64U, 128256U});
+    const auto r = map(llama3_8b, {64U, 128256U, 9U});
     const json::object o = options_of(r);
     BOOST_TEST(o.at("hidden_size").as_int64() == 4096);
     BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 14336);
@@ -99,10 +99,10 @@ BOOST_AUTO_TEST_CASE(llama3_8b_maps_every_flag_the_model_has) {
 BOOST_AUTO_TEST_CASE(megatron_defaults_apply_to_flags_not_given) {
     // GPT-3 345M as Megatron's CI runs it: GPT-2's BPE vocabulary (50 257, padded to 50 304),
     // 4h MLP, learned positions, biases, dropout 0.1, Transformer Engine's fused attention.
-    const auto r = map(
-        "--num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
-        "--max-position-embeddings 1024 --micro-batch-size 4 --vocab-file gpt2-vocab.json "
-        "--merge-file gpt2-merges.txt --bf16");
+    const auto r =
+        map("--num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+            "--max-position-embeddings 1024 --micro-batch-size 4 --vocab-file gpt2-vocab.json "
+            "--merge-file gpt2-merges.txt --bf16");
     const json::object o = options_of(r);
     BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 4096);
     BOOST_TEST(o.at("vocab_size").as_int64() == 50304);
@@ -120,9 +120,9 @@ BOOST_AUTO_TEST_CASE(megatron_defaults_apply_to_flags_not_given) {
 
 BOOST_AUTO_TEST_CASE(swiglu_without_ffn_hidden_size_takes_megatrons_two_thirds) {
     // int(4h * 2/3 / 64) * 64: h = 4096 gives 11 136 (not 10 922.7 or 11 008).
-    const auto o = options_of(map(
-        "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 128 "
-        "--vocab-size 32000 --swiglu"));
+    const auto o = options_of(
+        map("--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 128 "
+            "--vocab-size 32000 --swiglu"));
     BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 11136);
     BOOST_TEST(o.at("gated_mlp").as_bool());
 }
@@ -174,18 +174,19 @@ BOOST_AUTO_TEST_CASE(attention_backend_and_implementation) {
     BOOST_TEST(options_of(map(base + "--transformer-impl local --use-flash-attn"))
                    .at("flash_attention")
                    .as_bool());
-    BOOST_TEST(!options_of(map(base + "--attention-backend unfused")).at("flash_attention").as_bool());
+    BOOST_TEST(
+        !options_of(map(base + "--attention-backend unfused")).at("flash_attention").as_bool());
     BOOST_TEST(options_of(map(base + "--attention-backend=flash")).at("flash_attention").as_bool());
 }
 
 BOOST_AUTO_TEST_CASE(moe_flags_become_the_moe_object) {
-    const auto o = options_of(map(
-        "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
-        "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --sequence-parallel "
-        "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 1024 "
-        "--moe-shared-expert-intermediate-size 512 --expert-model-parallel-size 2 "
-        "--expert-tensor-parallel-size 1 --moe-layer-freq [0]*1+[1]*3",
-        {8U, {}}));
+    const auto o = options_of(
+        map("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+            "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --sequence-parallel "
+            "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 1024 "
+            "--moe-shared-expert-intermediate-size 512 --expert-model-parallel-size 2 "
+            "--expert-tensor-parallel-size 1 --moe-layer-freq [0]*1+[1]*3",
+            {8U, {}, 9U}));
     const json::object& moe = o.at("moe").as_object();
     BOOST_TEST(moe.at("num_experts").as_int64() == 8);
     BOOST_TEST(moe.at("top_k").as_int64() == 2);
@@ -215,10 +216,10 @@ BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
-    const auto r = map(
-        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
-        "--vocab-size 1000 --bf16 --cpu-offloading --moe-frobnicate 3 --log-interval 1 "
-        "--recompute-granularity full --attention-dropout 0.1 --hidden-dropout 0");
+    const auto r =
+        map("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+            "--vocab-size 1000 --bf16 --cpu-offloading --moe-frobnicate 3 --log-interval 1 "
+            "--recompute-granularity full --attention-dropout 0.1 --hidden-dropout 0");
     BOOST_TEST(warns_about(r, "--cpu-offloading changes memory but is not modelled"));
     BOOST_TEST(warns_about(r, "--moe-frobnicate is not known to ppb"));
     BOOST_TEST(warns_about(r, "--attention-dropout 0.1 and --hidden-dropout 0"));
@@ -228,8 +229,9 @@ BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_name_the_flag) {
-    const std::string base = "--hidden-size 64 --num-attention-heads 4 --seq-length 128 "
-                             "--vocab-size 1000 ";
+    const std::string base =
+        "--hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 ";
     expect_flag_error(base, "missing --num-layers");
     expect_flag_error(base + "--num-layers two", "--num-layers 'two'");
     expect_flag_error(base + "--num-layers 0", "--num-layers '0'");
@@ -237,10 +239,11 @@ BOOST_AUTO_TEST_CASE(bad_arguments_name_the_flag) {
     expect_flag_error(base + "--num-layers 2 --attention-dropout -0.1",
                       "--attention-dropout '-0.1'");
     expect_flag_error("12 " + base, "Megatron argument 1 '12'");
-    expect_flag_error(base + "--num-layers 2 --tensor-model-parallel-size 4 --num-attention-heads 8",
-                      "--world-size 6 is not a multiple", {6U, {}});
+    expect_flag_error(
+        base + "--num-layers 2 --tensor-model-parallel-size 4 --num-attention-heads 8",
+        "--world-size 6 is not a multiple", {6U, {}, 9U});
     expect_flag_error(base + "--num-layers 2 --micro-batch-size 3 --global-batch-size 8",
-                      "--global-batch-size 8", {2U, {}});
+                      "--global-batch-size 8", {2U, {}, 9U});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,8 +31,8 @@ std::vector<std::uint32_t> megatron_peaks(std::uint32_t p, std::uint32_t r, std:
         }
     }
     const std::uint32_t total = m * v;
-    const std::uint32_t warmup = v == 1 ? std::min(p - r - 1, m)
-                                        : std::min(2 * (p - r - 1) + (v - 1) * group, total);
+    const std::uint32_t warmup =
+        v == 1 ? std::min(p - r - 1, m) : std::min(2 * (p - r - 1) + (v - 1) * group, total);
     std::vector<std::uint32_t> held(v, 0);
     std::vector<std::uint32_t> peak(v, 0);
     const auto forward = [&](std::uint32_t k) {
@@ -66,8 +66,8 @@ BOOST_AUTO_TEST_CASE(in_flight_counts_equal_megatrons_replayed_schedule) {
                 for (std::uint32_t r = 0; r < p; ++r) {
                     const auto expected = megatron_peaks(p, r, v, m);
                     const auto counts = ppb::in_flight_counts(schedule, p, r, m, v);
-                    BOOST_TEST(counts == expected, "P " << p << ", v " << v << ", M " << m
-                                                        << ", stage " << r);
+                    BOOST_TEST(counts == expected,
+                               "P " << p << ", v " << v << ", M " << m << ", stage " << r);
                     ++compared;
                 }
             }

@@ -9,8 +9,8 @@
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/megatron_arguments.hpp>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -84,8 +84,8 @@ std::optional<std::uint32_t> count(const Flags& flags, std::string_view name,
     std::uint64_t n = 0;
     const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (ec != std::errc{} || end != v->data() + v->size() || n < min || n > 2147483647U)
-        throw FlagError(fmt::format("--{} '{}': expected an integer from {} to 2147483647", name,
-                                    *v, min));
+        throw FlagError(
+            fmt::format("--{} '{}': expected an integer from {} to 2147483647", name, *v, min));
     return static_cast<std::uint32_t>(n);
 }
 
@@ -110,9 +110,10 @@ std::uint32_t required(const Flags& flags, std::string_view name, std::string_vi
 // Runs the analytic model does not cover: refused by name.
 void refuse_uncovered(const Flags& flags) {
     const auto refuse = [](std::string_view flag, std::string_view why) {
-        throw FlagError(fmt::format("--{}: {}; the analytic model does not cover it (measure "
-                                    "with a dry run and 'ppb import megatron')",
-                                    flag, why));
+        throw FlagError(
+            fmt::format("--{}: {}; the analytic model does not cover it (measure "
+                        "with a dry run and 'ppb import megatron')",
+                        flag, why));
     };
     if (const auto cp = count(flags, "context-parallel-size"); cp && *cp > 1)
         refuse("context-parallel-size", "context parallelism splits the sequence over ranks");
@@ -156,8 +157,6 @@ constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
     {"main-params-dtype", "master weights in another precision"},
     {"exp-avg-dtype", "Adam's first moment in another precision"},
     {"exp-avg-sq-dtype", "Adam's second moment in another precision"},
-    {"moe-token-dispatcher-type", "the token dispatcher's communication buffers"},
-    {"moe-router-load-balancing-type", "routing imbalance above the balanced share"},
     {"num-distributed-optimizer-instances", "several distributed-optimizer replicas"},
     {"use-legacy-models", "the legacy (non-core) model: the formulas follow Megatron-core"},
     {"no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},
@@ -168,12 +167,11 @@ constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
 // layout's (read by 'ppb import megatron'). Prefixes end in '-'.
 constexpr std::string_view neutral[] = {
     // read below
-    "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads",
-    "group-query-attention", "num-query-groups", "kv-channels", "seq-length",
-    "max-position-embeddings", "micro-batch-size", "global-batch-size",
-    "tensor-model-parallel-size", "pipeline-model-parallel-size", "context-parallel-size",
-    "sequence-parallel", "use-distributed-optimizer", "bf16", "fp16", "swiglu",
-    "untie-embeddings-and-output-weights", "position-embedding-type", "attention-backend",
+    "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "group-query-attention",
+    "num-query-groups", "kv-channels", "seq-length", "max-position-embeddings", "micro-batch-size",
+    "global-batch-size", "tensor-model-parallel-size", "pipeline-model-parallel-size",
+    "context-parallel-size", "sequence-parallel", "use-distributed-optimizer", "bf16", "fp16",
+    "swiglu", "untie-embeddings-and-output-weights", "position-embedding-type", "attention-backend",
     "use-flash-attn", "transformer-impl", "attention-dropout", "hidden-dropout",
     "disable-bias-linear", "add-bias-linear", "num-experts", "moe-router-topk",
     "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-layer-freq",
@@ -183,25 +181,26 @@ constexpr std::string_view neutral[] = {
     "grad-reduce-in-bf16", "optimizer", "use-rotary-position-embeddings", "mtp-num-layers",
     "multi-latent-attention", "data-parallel-sharding-strategy",
     // the layout ('ppb import megatron')
-    "recompute-", "num-layers-per-virtual-pipeline-stage",
-    "num-virtual-stages-per-pipeline-rank", "virtual-pipeline-model-parallel-size",
-    "decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers",
-    "num-layers-in-first-pipeline-stage", "num-layers-in-last-pipeline-stage",
-    "pipeline-model-parallel-layout", "account-for-", "first-k-dense-replace",
+    "recompute-", "num-layers-per-virtual-pipeline-stage", "num-virtual-stages-per-pipeline-rank",
+    "virtual-pipeline-model-parallel-size", "decoder-first-pipeline-num-layers",
+    "decoder-last-pipeline-num-layers", "num-layers-in-first-pipeline-stage",
+    "num-layers-in-last-pipeline-stage", "pipeline-model-parallel-layout", "account-for-",
+    "first-k-dense-replace",
     // no effect on the tensors' memory
-    "log-", "tensorboard-", "wandb-", "save", "load", "data-", "split", "vocab-file",
-    "merge-file", "tokenizer-model", "tokenizer-library", "mock-data", "lr", "min-lr",
-    "weight-decay", "clip-grad", "adam-", "init-method-std", "seed", "train-", "eval-",
-    "exit-", "timing-log-level", "distributed-", "ckpt-", "dist-ckpt-", "async-save",
-    "use-persistent-ckpt-worker", "deterministic-mode", "no-gradient-accumulation-fusion",
-    "use-mcore-models", "normalization", "norm-epsilon", "rotary-", "no-rope-fusion",
-    "manual-gc", "no-check-for-nan-in-loss-and-grad", "overlap-grad-reduce",
-    "overlap-param-gather", "moe-router-", "moe-aux-loss-coeff", "moe-z-loss-coeff",
-    "moe-permute-fusion", "moe-grouped-gemm", "apply-query-key-layer-scaling", "qk-layernorm",
-    "no-masked-softmax-fusion", "attention-softmax-in-fp32", "no-persist-layer-norm", "num-workers", "no-mmap-bin-files",
-    "rampup-batch-size", "use-checkpoint-args", "no-load-", "finetune", "logging-level",
-    "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank",
-    "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
+    "log-", "tensorboard-", "wandb-", "save", "load", "data-", "split", "vocab-file", "merge-file",
+    "tokenizer-model", "tokenizer-library", "mock-data", "lr", "lr-", "min-lr", "save-", "load-",
+    "use-checkpoint-", "decoupled-", "moe-token-dispatcher-type", "no-ckpt-", "weight-decay",
+    "clip-grad", "adam-", "init-method-std", "seed", "train-", "eval-", "exit-", "timing-log-level",
+    "distributed-", "ckpt-", "dist-ckpt-", "async-save", "use-persistent-ckpt-worker",
+    "deterministic-mode", "no-gradient-accumulation-fusion", "use-mcore-models", "normalization",
+    "norm-epsilon", "rotary-", "no-rope-fusion", "manual-gc", "no-check-for-nan-in-loss-and-grad",
+    "overlap-grad-reduce", "overlap-param-gather", "moe-router-", "moe-aux-loss-coeff",
+    "moe-z-loss-coeff", "moe-permute-fusion", "moe-grouped-gemm", "apply-query-key-layer-scaling",
+    "qk-layernorm", "no-masked-softmax-fusion", "attention-softmax-in-fp32",
+    "no-persist-layer-norm", "num-workers", "no-mmap-bin-files", "rampup-batch-size",
+    "use-checkpoint-args", "no-load-", "finetune", "logging-level",
+    "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
+    "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
     "use-cpu-initialization", "override-opt_param-scheduler"};
 
 bool is_neutral(std::string_view flag) {
@@ -232,10 +231,10 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     const std::uint32_t t = count(flags, "tensor-model-parallel-size").value_or(1);
     const std::uint32_t p = count(flags, "pipeline-model-parallel-size").value_or(1);
     const bool swiglu = is_on(flags, "swiglu");
-    const std::uint32_t F = count(flags, "ffn-hidden-size")
-                                .value_or(swiglu ? static_cast<std::uint32_t>(
-                                                       4.0 * h * 2.0 / 3.0 / 64.0) * 64U
-                                                 : 4U * h);
+    const std::uint32_t F =
+        count(flags, "ffn-hidden-size")
+            .value_or(swiglu ? static_cast<std::uint32_t>(4.0 * h * 2.0 / 3.0 / 64.0) * 64U
+                             : 4U * h);
     std::uint32_t kv = a;
     if (is_on(flags, "group-query-attention"))
         kv = count(flags, "num-query-groups").value_or(1);
@@ -268,9 +267,10 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     if (const auto gbs = count(flags, "global-batch-size")) {
         const std::uint64_t per_step = static_cast<std::uint64_t>(b) * d;
         if (*gbs % per_step != 0)
-            throw FlagError(fmt::format("--global-batch-size {} is not a multiple of micro-batch "
-                                        "size x data-parallel size = {} x {}",
-                                        *gbs, b, d));
+            throw FlagError(
+                fmt::format("--global-batch-size {} is not a multiple of micro-batch "
+                            "size x data-parallel size = {} x {}",
+                            *gbs, b, d));
         out.micro_batches = static_cast<std::uint32_t>(*gbs / per_step);
     }
 
@@ -349,8 +349,8 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     if (optimizer == "sgd")
         optimizer_bytes -= 4.0;  // momentum only
     else if (optimizer != "adam" && optimizer != "adamw")
-        out.warnings.push_back(fmt::format(
-            "--optimizer {}: its state is not modelled; counted as Adam's", optimizer));
+        out.warnings.push_back(
+            fmt::format("--optimizer {}: its state is not modelled; counted as Adam's", optimizer));
     o["param_bytes"] = param_bytes;
     o["grad_bytes"] = grad_bytes;
     o["optimizer_bytes"] = optimizer_bytes;
@@ -363,11 +363,19 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     if (is_on(flags, "use-rotary-position-embeddings"))
         positions = "rope";
     if (positions == "learned_absolute") {
-        o["position_embeddings"] =
-            count(flags, "max-position-embeddings").value_or(s);
+        o["position_embeddings"] = count(flags, "max-position-embeddings").value_or(s);
     }
 
     if (const auto E = count(flags, "num-experts")) {
+        // Transformer Engine's grouped GEMM runs on its own cuBLAS streams, each with a workspace
+        // (transformer_engine/pytorch/module/base.py, get_multi_stream_cublas_workspace: 4
+        // streams of get_cublas_workspace_size_bytes(), 32 MiB on Hopper and later, 4 MiB
+        // before), allocated once for the process on top of the usual runtime.
+        if (impl != "local" && is_on(flags, "moe-grouped-gemm")) {
+            constexpr double runtime_mb = 100.0;  // the analytic model's default
+            const double workspace_mb = context.compute_capability >= 9 ? 32.0 : 4.0;
+            o["runtime_mb"] = runtime_mb + 4.0 * workspace_mb;
+        }
         json::object moe;
         moe["num_experts"] = *E;
         moe["top_k"] = count(flags, "moe-router-topk").value_or(2);
@@ -397,7 +405,16 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         o["moe"] = std::move(moe);
     }
 
+    // DeepEP's (flex) dispatcher pre-allocates its communication buffers; the all-to-all and
+    // all-gather dispatchers' permutation buffers are inside moe.routing_imbalance.
+    if (text(flags, "moe-token-dispatcher-type") == "flex")
+        out.warnings.push_back(
+            "--moe-token-dispatcher-type flex changes memory but is not modelled: DeepEP's "
+            "pre-allocated buffers (add them as constant_mb)");
     for (const auto& [flag, value] : flags) {
+        // Without biases there is nothing for the bias fusions to keep.
+        if (flag.starts_with("no-bias-") && is_on(flags, "disable-bias-linear"))
+            continue;
         const auto it = std::ranges::find(unmodelled, std::string_view(flag),
                                           &std::pair<std::string_view, std::string_view>::first);
         if (it != std::end(unmodelled))

@@ -70,13 +70,18 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     //   M = const + sum_g P_g * n_g + sum_c sum_g sum_k A_gk * n_{c,g,k} * f_c + head + tail
     [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const override;
     // The prediction's standard error: relative_std_error times the prediction, the spread of the
-    // model's errors on measured runs (README.md, "How sure a prediction is").
+    // model's errors on measured runs (README.md, "How sure a prediction is"); none when the
+    // option is 0.
     [[nodiscard]] std::optional<double> predict_std_error(
         const ppb_placement& placement) const override {
+        if (options_.relative_std_error == 0.0)
+            return std::nullopt;
         return options_.relative_std_error * predict(placement);
     }
     [[nodiscard]] std::optional<double> predict_grouped_std_error(
         const ppb_grouped_placement& placement) const override {
+        if (options_.relative_std_error == 0.0)
+            return std::nullopt;
         return options_.relative_std_error * predict_grouped(placement);
     }
     // layer_groups(): "body" without `moe`; with it "dense" and/or "moe" (or the names the

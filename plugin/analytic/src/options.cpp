@@ -244,7 +244,7 @@ void check_shape(const ShapeOptions& o) {
 
 // ---- The "moe" object ----
 
-constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 13> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
@@ -252,6 +252,7 @@ constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
                                                        "expert_parallel",
                                                        "expert_tensor_parallel",
                                                        "capacity_factor",
+                                                       "routing_imbalance",
                                                        "first_k_dense",
                                                        "layer_freq",
                                                        "dense_group",
@@ -312,6 +313,7 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
     bool has_shared_ffn = false;
     bool has_etp = false;
     bool has_first_k = false;
+    bool has_imbalance = false;
     const json::array* layer_list = nullptr;
     for (const auto& [key, v] : value.get_object()) {
         const std::string name = moe_key(key);
@@ -335,6 +337,10 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
         } else if (key == "capacity_factor") {
             m.capacity_factor =
                 parse_number(v, NumberOption{"moe.capacity_factor", nullptr, 0.0, true, 1024.0});
+        } else if (key == "routing_imbalance") {
+            m.routing_imbalance =
+                parse_number(v, NumberOption{"moe.routing_imbalance", nullptr, 1.0, false, 1024.0});
+            has_imbalance = true;
         } else if (key == "first_k_dense") {
             m.first_k_dense = parse_count(v, name);
             has_first_k = true;
@@ -380,6 +386,11 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
         throw InvalidInput("analytic options: moe.top_k " + std::to_string(m.top_k) +
                            " exceeds moe.num_experts " + std::to_string(m.num_experts) +
                            ": a token is routed to top_k distinct experts");
+    }
+    if (has_imbalance && m.capacity_factor) {
+        throw InvalidInput(
+            "analytic options: moe.routing_imbalance and moe.capacity_factor together: with a "
+            "capacity factor every expert holds exactly that many tokens; give one");
     }
     if (has_shared_ffn && m.shared_experts == 0) {
         throw InvalidInput(

@@ -24,6 +24,9 @@ struct MoeOptions {
     // Tokens per expert as a multiple of the balanced share; nullopt: dropless routing, taken
     // at its balanced expectation.
     std::optional<double> capacity_factor;
+    // Without a capacity factor: tokens this rank's experts receive, as a multiple of the
+    // balanced share (the busiest experts of a dropless router; default 1.5, README.md).
+    double routing_imbalance = 1.5;
     std::uint32_t first_k_dense = 0;  // DeepSeek's first_k_dense_replace
     // Megatron-LM's --moe-layer-freq as given: an integer N, or a 0/1 list (nullopt: none given).
     std::optional<std::uint32_t> layer_freq_every;
@@ -92,7 +95,7 @@ struct ShapeOptions {
     bool backward_transient = true;
     // A prediction's standard error as a fraction of it: the root mean square of the relative
     // errors on the measured runs of tests/data/real (README.md, "How sure a prediction is").
-    double relative_std_error = 0.0;
+    double relative_std_error = 0.02;
     std::optional<MoeOptions> moe;
 
     // Key/value heads with the default applied.

@@ -86,10 +86,10 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
         "micro-batch of its first chunk), the last stage the final norm and the LM head (h + "
         "V*h/t parameters; per in-flight micro-batch of its last chunk the final norm's and the "
         "LM head's inputs and the logits the loss keeps, logits_bytes*sbV/t bytes)");
-    out.emplace_back(
-        "held once at the peak, the larger of: one layer's backward gradients (" +
-        format_mb(c.layer_transient_mb) + ", every stage with layers) and the logits' 16-bit copy (" +
-        format_mb(c.tail_transient_mb) + ", last stage)");
+    out.emplace_back("held once at the peak, the larger of: one layer's backward gradients (" +
+                     format_mb(c.layer_transient_mb) +
+                     ", every stage with layers) and the logits' 16-bit copy (" +
+                     format_mb(c.tail_transient_mb) + ", last stage)");
     out.emplace_back(
         o.untie_embeddings
             ? "untied embeddings: the LM head has its own V*h/t parameters"

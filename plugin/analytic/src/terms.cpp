@@ -79,10 +79,14 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     // Routed tokens on this rank: its s*b/t tokens (MoE with t > 1 requires SP) go top_k times
     // each to the experts, the all-to-all over EP ranks keeps the balanced count per rank, and the
     // all-gather over the ETP ranks of one expert multiplies it by ETP.
+    // Dropless routing is not balanced: the experts of a rank receive more than the balanced
+    // share (routing_imbalance, README.md "Activations of an MoE layer"), while the rank's own
+    // token copies, which the combine keeps, stay k * s*b/t. With a capacity factor every
+    // expert is padded or cut to that many tokens.
     const double own_tokens = s * b / t;
     const double factor = m.capacity_factor.value_or(1.0);
     const double own_copies = factor * k * own_tokens;
-    out.routed_tokens = own_copies * etp;
+    out.routed_tokens = own_copies * etp * (m.capacity_factor ? 1.0 : m.routing_imbalance);
     out.routed_experts =
         out.routed_tokens * (2.0 * h) +
         out.routed_tokens * mlp_inner_bytes_per_token(o, m.moe_ffn_hidden_size) / etp +

@@ -23,6 +23,7 @@ struct MegatronOptionsArgs {
     std::vector<std::string> arguments;  // Megatron's, after "--"
     std::optional<std::uint32_t> world_size;
     std::optional<std::uint32_t> tokenizer_size;
+    std::uint32_t compute_capability = 9;
     std::string output;
 };
 
@@ -31,16 +32,16 @@ int import_megatron_options(const MegatronOptionsArgs& args) {
         throw UsageError("missing the run's Megatron-LM arguments after '--'",
                          "ppb import megatron-options");
     const imp::MegatronAnalyticOptions result = imp::analytic_options_from_megatron(
-        args.arguments, imp::MegatronRunContext{args.world_size, args.tokenizer_size});
+        args.arguments,
+        imp::MegatronRunContext{args.world_size, args.tokenizer_size, args.compute_capability});
     for (const std::string& w : result.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", w);
     if (result.micro_batches) {
         fmt::print(stderr,
                    "ppb: note: {} pipeline stage{}, data-parallel size {}, {} micro-batches per "
                    "iteration (plan with --stages {} --micro-batches {})\n",
-                   result.pipeline_size, result.pipeline_size == 1 ? "" : "s",
-                   result.data_parallel, *result.micro_batches, result.pipeline_size,
-                   *result.micro_batches);
+                   result.pipeline_size, result.pipeline_size == 1 ? "" : "s", result.data_parallel,
+                   *result.micro_batches, result.pipeline_size, *result.micro_batches);
     }
     const std::string text = result.options_json + "\n";
     if (args.output.empty())
@@ -77,6 +78,11 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
                    "(default: --vocab-size, or GPT-2's 50257 for GPT2BPETokenizer)")
         ->type_name("N")
         ->check(count_in({1, 2147483647U, "tokens"}));
+    mo->add_option("--compute-capability", args->compute_capability,
+                   "the GPUs' CUDA compute capability, major version: 8 (A100),\n"
+                   "9 (H100, the default), 10 (B200); sizes Transformer Engine's workspaces")
+        ->type_name("MAJOR")
+        ->check(CLI::Range(1U, 100U));
     mo->add_option("-o,--output", args->output, "write the options to FILE (default: stdout)")
         ->type_name("FILE");
     mo->add_option("arguments", args->arguments, "the run's Megatron-LM arguments, after '--'")

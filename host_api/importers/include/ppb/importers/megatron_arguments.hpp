@@ -33,6 +33,9 @@ namespace ppb::importers {
 struct MegatronRunContext {
     std::optional<std::uint32_t> world_size;      // ranks of the run (WORLD_SIZE)
     std::optional<std::uint32_t> tokenizer_size;  // the tokenizer's vocabulary, unpadded
+    // The GPU's CUDA compute capability, major version (8 Ampere, 9 Hopper, 10 Blackwell):
+    // Transformer Engine's cuBLAS workspaces are 32 MiB from 9 on, 4 MiB before.
+    std::uint32_t compute_capability = 9;
 };
 
 struct MegatronAnalyticOptions {
