@@ -218,4 +218,33 @@ BOOST_AUTO_TEST_CASE(the_model_meets_the_goal_on_every_measured_run) {
         BOOST_TEST(o.std_error_mb >= rms * o.predicted_mb * 0.999, o.name);
 }
 
+BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_on_stdout) {
+    const auto expect_refusal = [](const std::vector<std::string>& args, const std::string& text) {
+        const auto r = ppb(args);
+        BOOST_TEST(r.exit_code == 2, "exit status " << r.exit_code << ", stderr: " << r.err);
+        BOOST_TEST(r.out.empty(), r.out);
+        BOOST_TEST(r.err.find(text) != std::string::npos, r.err);
+    };
+    expect_refusal({"import", "megatron-options"}, "missing the run's Megatron-LM arguments");
+    expect_refusal({"import", "megatron-options", "--", "--num-layers", "4"}, "--hidden-size");
+    expect_refusal({"import", "megatron-options", "--world-size", "6", "--", "--num-layers", "4",
+                    "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "64",
+                    "--vocab-size", "100", "--tensor-model-parallel-size", "4"},
+                   "--world-size 6 is not a multiple");
+    expect_refusal({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size", "64",
+                    "--num-attention-heads", "4", "--seq-length", "64", "--vocab-size", "100",
+                    "--context-parallel-size", "2"},
+                   "--context-parallel-size");
+    // The options the command writes are the analytic model's: a warning names what it leaves
+    // out, and the options load (ppb predict accepts them).
+    const auto r = ppb({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size",
+                        "64", "--num-attention-heads", "4", "--seq-length", "64", "--vocab-size",
+                        "100", "--bf16", "--cpu-offloading"});
+    BOOST_TEST(r.exit_code == 0, r.err);
+    BOOST_TEST(r.err.find("--cpu-offloading changes memory but is not modelled") !=
+               std::string::npos);
+    const json::object o = json::parse(r.out).as_object();
+    BOOST_TEST(o.at("vocab_size").as_int64() == 128);  // 100 padded to a multiple of 128
+}
+
 BOOST_AUTO_TEST_SUITE_END()
