@@ -438,8 +438,8 @@ BOOST_AUTO_TEST_CASE(recompute_kinds_on_moe_layers) {
                tt::tolerance(1e-12));
 
     // Expert tensor parallelism slices the experts and gathers their tokens: t = 4 with SP,
-    // ETP = 4: 8 * 4096 / 4 * 4 = 32 768 balanced routed tokens (times 1.5), 4 experts of 2048 / 4; expert data
-    // parallel 4 * 256 / (64 * 4) = 4.
+    // ETP = 4: 8 * 4096 / 4 * 4 = 32 768 balanced routed tokens (times 1.5), 4 experts of 2048 / 4;
+    // expert data parallel 4 * 256 / (64 * 4) = 4.
     const auto sliced =
         terms(deepseek_v3,
               R"("tensor_parallel": 4, "sequence_parallel": true, "data_parallel": 256,

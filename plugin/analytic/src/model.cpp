@@ -128,7 +128,9 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         // The embedding belongs to the first chunk (the model's first layers).
         memory += k.head_mb + k.head_activation_mb * placement.chunks[0].in_flight;
     }
-    double transient = total > 0 ? k.layer_transient_mb : 0.0;
+    // Held once, whatever the stage's layer count: the stage memory stays affine in the layer
+    // counts (the partitioner probes it so), and a stage without layers is not planned anyway.
+    double transient = k.layer_transient_mb;
     if (placement.stage == p - 1) {
         // The LM head and loss belong to the last chunk (the model's last layers).
         const double f = placement.chunks[placement.num_chunks - 1].in_flight;

@@ -41,7 +41,7 @@ struct Coefficients {
     double tail_single_stage_mb = 0.0;  // the same for p = 1 (a tied LM head is the embedding)
     double tail_activation_mb = 0.0;    // last stage: per in-flight micro-batch of its last chunk
     // Held once at the peak (the larger of the two on the last stage): one layer's backward
-    // gradients on every stage with layers, the logits' 16-bit copy on the last stage.
+    // gradients on every stage, the logits' 16-bit copy on the last stage.
     double layer_transient_mb = 0.0;
     double tail_transient_mb = 0.0;
     // A dense layer's terms (those of every body layer without the `moe` option).

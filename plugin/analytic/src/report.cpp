@@ -88,7 +88,7 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
         "LM head's inputs and the logits the loss keeps, logits_bytes*sbV/t bytes)");
     out.emplace_back("held once at the peak, the larger of: one layer's backward gradients (" +
                      format_mb(c.layer_transient_mb) +
-                     ", every stage with layers) and the logits' 16-bit copy (" +
+                     ", every stage) and the logits' 16-bit copy (" +
                      format_mb(c.tail_transient_mb) + ", last stage)");
     out.emplace_back(
         o.untie_embeddings
