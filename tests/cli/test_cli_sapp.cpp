@@ -158,15 +158,20 @@ BOOST_AUTO_TEST_CASE(unknown_keys_warn_with_did_you_mean) {
     BOOST_TEST(r.err.find("'sapp_version'") == r.err.rfind("'sapp_version'"), r.err);
 }
 
-BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_exits_2) {
+BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_warns) {
+    // SAPP's auto_partition_layer names what its timeline analyser looks for: a count that
+    // disagrees with the BODY entries is told on stderr, and the entries are planned.
     const std::string file = edited_sapp_file("disagree.json", [](json::object& doc) {
         doc["auto_partition_layer"].as_object()["LLamaDecodeLayer"] = 96;
     });
-    expect_input_error(
-        ppb(partition_args(file, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun})),
-        {file + ": auto_partition_layer.LLamaDecodeLayer: 96 layers, but "
-                "layers_description[1] (BODY \"LLamaDecodeLayer\") has nb_layer 80: "
-                "the two must agree"});
+    const auto r = ppb(partition_args(file, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(has(r.err, "ppb: warning: " + file +
+                              ": auto_partition_layer.LLamaDecodeLayer: 96 layers, but the BODY "
+                              "entries named \"LLamaDecodeLayer\" have 80 in all: ppb plans with "
+                              "the entries' nb_layer"),
+               r.err);
+    BOOST_TEST(parse_json(r.out).at("num_layers").to_number<int>() == 80);
     const std::string staged = edited_sapp_file("staged.json", [](json::object& doc) {
         doc["pre_defined_layer"].as_object()["LlamaRMSNorm"] = 3;
     });
@@ -410,11 +415,23 @@ BOOST_AUTO_TEST_CASE(a_sapp_users_walk_through) {
     const json::value plan = parse_json(r.out);
     // Stage 0: 3 none + 4 select layers, 4 in flight:
     //   3100 + 2400 + 7 x 1150 + (3 x 410 + 4 x 190) x 4 = 21510 MB;
-    //   time 12 + 3 x 10 + 4 x (10/3 + 1.04 x 20/3) = 83.0667 (SAPP's split of 'time').
+    //   time 3 x 12 + 3 x (10 + 2 x 10) + 4 x (10 + 1.04 x 2 x 10) = 249.2: today's SAPP reads
+    //   `time` (time_config's, as its -init writes it) as the forward, the backward 2 x time.
     const json::object& s0 = plan.at("stages").at(0).as_object();
     BOOST_TEST(close(s0.at("memory_mb"), 21510.0));
-    BOOST_TEST(std::abs(s0.at("time").to_number<double>() -
-                        (42.0 + 4.0 * (10.0 / 3.0 + 1.04 * 20.0 / 3.0))) < 1e-9);
+    BOOST_TEST(std::abs(s0.at("time").to_number<double>() - (36.0 + 90.0 + 4.0 * 30.8)) < 1e-9);
+    // The older toolkit read `time` as forward + backward: the same plan, a third of the time,
+    // 12 + 3 x 10 + 4 x (10/3 + 1.04 x 20/3) = 83.0667.
+    {
+        const auto toolkit = ppb(with({"--dryrun", dryrun, "--sapp-time-convention", "toolkit"}));
+        BOOST_TEST_REQUIRE(toolkit.exit_code == 0, toolkit.err);
+        const json::value old = parse_json(toolkit.out);
+        BOOST_TEST(old.at("mindformers") == plan.at("mindformers"));
+        BOOST_TEST(std::abs(old.at("stages").at(0).at("time").to_number<double>() -
+                            (42.0 + 4.0 * (10.0 / 3.0 + 1.04 * 20.0 / 3.0))) < 1e-9);
+        BOOST_TEST(std::abs(old.at("iteration_time").to_number<double>() -
+                            plan.at("iteration_time").to_number<double>() / 3.0) < 1e-9);
+    }
     const json::value expected_arrays = parse_json(
         R"({"offset": [[-1, 1, 1, -1]], "recompute": [[0, 0, 0, 0]],
             "select_recompute": [[4, 4, 0, 0]], "select_comm_recompute": [[0, 0, 0, 0]]})");
