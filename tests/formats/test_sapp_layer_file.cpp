@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(unknown_fields_warn_with_did_you_mean) {
                    "layers.json: unknown field 'stage_const_memory' is ignored (neither SAPP nor "
                    "ppb knows it; did you mean 'stage_const_mem'? known here: comment, name, "
                    "pre_defined_layer, auto_partition_layer, stage_const_mem, "
-                   "layers_description, constant_memory_mb)"),
+                   "layers_description, constant_memory_mb, layers_description_new)"),
                file.warnings[0]);
     BOOST_TEST(file.warnings[1].starts_with("layers.json: unknown field 'colour' is ignored "
                                             "(neither SAPP nor ppb knows it known here:"),
@@ -441,7 +441,7 @@ BOOST_AUTO_TEST_CASE(sapps_spellings_with_trailing_spaces) {
                    .value() == 9.0);
     PPB_CHECK_ERROR(InputError,
                     parse(layers(body(R"("time": 3, "recompute_time": 9, "recompute_time ": 8)"))),
-                    "layers.json: layers_description[0].recompute_time : 'recompute_time ' is "
+                    "layers.json: layers_description[0][\"recompute_time \"]: 'recompute_time ' is "
                     "SAPP's spelling of 'recompute_time' and the entry gives both, with different "
                     "values (8 and 9): give one");
     PPB_CHECK_ERROR(InputError,
@@ -449,7 +449,7 @@ BOOST_AUTO_TEST_CASE(sapps_spellings_with_trailing_spaces) {
                     "'memory_recompute  ' is SAPP's spelling of 'memory_recompute'");
     // The spaced spelling's value is checked as the field's.
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 3, "memory_activation ": -1)"))),
-                    "layers_description[0].memory_activation : negative memory");
+                    "layers_description[0][\"memory_activation \"]: negative memory");
     // The writer writes the spelling SAPP reads.
     const std::string written = sapp::write_layer_file(file);
     BOOST_TEST(written.find("\"recompute_time \": 9.0") != std::string::npos, written);
@@ -525,7 +525,7 @@ BOOST_AUTO_TEST_CASE(sapp_nd_per_option_form) {
                     parse(entry(R"("options": ["FULL"], "memory_recompute": 3,
                                    "memory_activation": {"FULL": 4})")),
                     "layers_description[0].memory_activation.FULL: 4 disagrees with "
-                    "layers_description[0].memory_recompute of the same entry (3)");
+                    "layers_description[0].memory_recompute of the same entry (3.0)");
     PPB_CHECK_ERROR(InputError,
                     parse(entry(R"("options": ["FULL"], "backward_time": {"FULL": -4})")),
                     "layers_description[0].backward_time.FULL: expected");

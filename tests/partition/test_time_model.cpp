@@ -536,7 +536,10 @@ BOOST_AUTO_TEST_CASE(read_from_a_file) {
     }
     const TimeModel model = ppb::partition::read_time_model(path);
     BOOST_TEST(model.body_layers == 80u);
-    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 8.0);  // 2 + 1.5 x 4
+    // Today's SAPP, the default: 6 + 1.5 x 12; the toolkit: 2 + 1.5 x 4.
+    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 24.0);
+    BOOST_TEST(ppb::partition::read_time_model(path, ppb::partition::TimeConvention::toolkit)
+                   .body_time[PPB_KIND_FULL] == 8.0);
     std::filesystem::remove(path);
     PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
                     path.string() + ": cannot read: No such file or directory");

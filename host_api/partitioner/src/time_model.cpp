@@ -94,9 +94,7 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source,
                 sapp::describe_entry(file, i), entry.nb_layer));
         }
         if (convention == TimeConvention::hyper_parallel && entry.type != sapp::EntryType::body &&
-            entry.time &&
-            (entry.forward_time || entry.backward_time[PPB_KIND_NONE] ||
-             entry.backward_coef[PPB_KIND_NONE])) {
+            entry.time && total != 3.0 * *entry.time) {
             model.warnings.push_back(fmt::format(
                 "{} gives its own forward or backward time: ppb times it by them ({:g}), as "
                 "SAPP's simulator does, while SAPP's solver counts a HEAD or TAIL as 3 x time "
