@@ -461,9 +461,9 @@ BOOST_AUTO_TEST_CASE(sapps_fixture_and_modelinfo_partition_with_every_model) {
     const std::string fixture_shape = write_file(R"({"hidden_size": 2048,
         "num_attention_heads": 16, "ffn_hidden_size": 5632, "num_layers": 24, "seq_length": 2048,
         "micro_batch_size": 1, "vocab_size": 32000, "tensor_parallel": 2,
-        "moe": {"num_experts": 4, "top_k": 1, "first_k_dense": 12, "dense_group": "encoder",
+        "sequence_parallel": true, "moe": {"num_experts": 4, "top_k": 1, "first_k_dense": 12, "dense_group": "encoder",
                 "moe_group": "decoder"}})",
-                                                  "fixture-shape.json");
+                                                 "fixture-shape.json");
     const std::string modelinfo = dir + "modelinfo-init_pp4.json";
     const std::string modelinfo_shape = write_file(R"({"hidden_size": 4096,
         "num_attention_heads": 32, "ffn_hidden_size": 11008, "num_layers": 32, "seq_length": 2048,
@@ -488,9 +488,9 @@ BOOST_AUTO_TEST_CASE(sapps_fixture_and_modelinfo_partition_with_every_model) {
         {modelinfo, {"--model", "analytic", "--model-options", modelinfo_shape}, 32, "80000"},
     };
     for (const Case& c : cases) {
-        std::vector<std::string> args = {"partition", "--model-desc", c.file, "--stages", "4",
-                                         "--micro-batches", "8", "--memory-limit-mb", c.limit,
-                                         "--json"};
+        std::vector<std::string> args = {
+            "partition", "--model-desc",      c.file,  "--stages", "4", "--micro-batches",
+            "8",         "--memory-limit-mb", c.limit, "--json"};
         args.insert(args.end(), c.model.begin(), c.model.end());
         const auto r = ppb(args);
         BOOST_TEST_REQUIRE(r.exit_code == 0, c.file << " " << c.model[1] << ": " << r.err);
@@ -521,10 +521,11 @@ BOOST_AUTO_TEST_CASE(sapps_fixture_and_modelinfo_partition_with_every_model) {
 // SAPP-ND's per-option form (layers_description_new) partitions like the flat form it means.
 BOOST_AUTO_TEST_CASE(sapp_nds_per_option_form_partitions) {
     const std::string file = std::string(PPB_SAMPLES_DIR) + "/sapp/sapp-nd-layers_new.json";
-    const std::vector<std::string> args = {"partition", "--model-desc", file, "--stages", "4",
-                                           "--micro-batches", "8", "--memory-limit-mb",
-                                           "90000", "--model", "table", "--model-options", file,
-                                           "--json"};
+    const std::vector<std::string> args = {
+        "partition", "--model-desc",    file,    "--stages",
+        "4",         "--micro-batches", "8",     "--memory-limit-mb",
+        "90000",     "--model",         "table", "--model-options",
+        file,        "--json"};
     const auto r = ppb(args);
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     const auto plan = parse_json(r.out);

@@ -52,12 +52,12 @@ std::string read_all(const std::string& path) {
 // ppb's kind names, in SAPP's Recompute.TYPE order (NONE, SLCT, COMM, BOTH, FULL).
 constexpr std::array<const char*, 5> kinds = {"none", "select", "comm", "both", "full"};
 // SAPP's JSON_TIME_NAME and JSON_COEF_NAME, in the same order.
-constexpr std::array<const char*, 5> sapp_time_names = {
-    "backward_time", "select_rec_time", "select_comm_time", "both_comm_select_time",
-    "recompute_time "};
-constexpr std::array<const char*, 5> sapp_coef_names = {
-    "backward_coef", "select_rec_coef", "select_comm_coef", "both_comm_select_coef",
-    "recompute_coef"};
+constexpr std::array<const char*, 5> sapp_time_names = {"backward_time", "select_rec_time",
+                                                        "select_comm_time", "both_comm_select_time",
+                                                        "recompute_time "};
+constexpr std::array<const char*, 5> sapp_coef_names = {"backward_coef", "select_rec_coef",
+                                                        "select_comm_coef", "both_comm_select_coef",
+                                                        "recompute_coef"};
 constexpr std::array<double, 5> sapp_default_coef = {0.0, 0.04, 0.125, 0.165, 0.5};
 
 double number(const json::value& v) {
@@ -67,8 +67,7 @@ double number(const json::value& v) {
 // One BODY layer's forward + backward of each kind, as SAPP's Layer computes them.
 std::array<double, 5> sapp_body_times(const json::object& entry) {
     const double time = number(entry.at("time"));
-    const double forward =
-        entry.contains("forward_time") ? number(entry.at("forward_time")) : time;
+    const double forward = entry.contains("forward_time") ? number(entry.at("forward_time")) : time;
     const double base = 2.0 * time;  // backward_default_ratio x time
     std::array<double, 5> out{};
     for (std::size_t r = 0; r < 5; ++r) {
@@ -146,10 +145,10 @@ bool close(double a, double b) {
 json::object check_against_sapp(const std::string& file, const std::string& stages,
                                 const std::string& micro_batches, const std::string& limit_mb,
                                 std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"partition",     "--model-desc", file,    "--stages",
-                                     stages,          "--micro-batches", micro_batches,
-                                     "--memory-limit-mb", limit_mb, "--model", "table",
-                                     "--model-options", file};
+    std::vector<std::string> args = {
+        "partition",   "--model-desc",      file,     "--stages", stages,  "--micro-batches",
+        micro_batches, "--memory-limit-mb", limit_mb, "--model",  "table", "--model-options",
+        file};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<std::string> json_args = args;
     json_args.push_back("--json");
@@ -161,12 +160,12 @@ json::object check_against_sapp(const std::string& file, const std::string& stag
     const auto& planned = plan.at("stages").as_array();
     for (std::size_t s = 0; s < planned.size(); ++s) {
         BOOST_TEST(close(number(planned[s].at("time")), sapp.stage_times[s]),
-                   file << " stage " << s << ": ppb " << number(planned[s].at("time"))
-                        << ", SAPP " << sapp.stage_times[s]);
+                   file << " stage " << s << ": ppb " << number(planned[s].at("time")) << ", SAPP "
+                        << sapp.stage_times[s]);
     }
-    BOOST_TEST(close(number(plan.at("iteration_time")), sapp.objective),
-               file << ": ppb " << number(plan.at("iteration_time")) << ", SAPP "
-                    << sapp.objective);
+    BOOST_TEST(
+        close(number(plan.at("iteration_time")), sapp.objective),
+        file << ": ppb " << number(plan.at("iteration_time")) << ", SAPP " << sapp.objective);
     // The text output prints the same figure.
     const auto text = ppb(args);
     BOOST_TEST_REQUIRE(text.exit_code == 0, text.err);
@@ -198,22 +197,20 @@ BOOST_AUTO_TEST_CASE(sapps_llama2_70b_file) {
     // stages; the tighter limits make some stages recompute.
     check_against_sapp(file, "16", "32", "200000");
     BOOST_TEST(recomputes(check_against_sapp(file, "16", "32", "60000")));
-    BOOST_TEST(recomputes(check_against_sapp(file, "8", "32", "120000")));
-    check_against_sapp(file, "8", "32", "120000", {"--kinds", "none,full"});
+    BOOST_TEST(recomputes(check_against_sapp(file, "8", "32", "80000")));
+    BOOST_TEST(recomputes(check_against_sapp(file, "8", "32", "80000", {"--kinds", "none,full"})));
 }
 
 BOOST_AUTO_TEST_CASE(sapps_two_stack_fixture_and_modelinfo_shape) {
     check_against_sapp(sapp_dir + "fixture_profile_multi_group.json", "4", "8", "100000");
-    BOOST_TEST(
-        recomputes(check_against_sapp(sapp_dir + "fixture_profile_multi_group.json", "4", "8",
-                                      "9000")));
+    BOOST_TEST(recomputes(
+        check_against_sapp(sapp_dir + "fixture_profile_multi_group.json", "4", "8", "4000")));
     check_against_sapp(sapp_dir + "modelinfo-init_pp4.json", "4", "16", "22000");
 }
 
 BOOST_AUTO_TEST_CASE(ppbs_samples) {
     check_against_sapp(sapp_dir + "llama-layers.json", "8", "32", "60000");
-    check_against_sapp(std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json", "8", "32",
-                       "60000");
+    check_against_sapp(std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json", "8", "32", "60000");
 }
 
 BOOST_AUTO_TEST_CASE(forward_time_per_kind_times_and_coefficients) {
@@ -229,7 +226,8 @@ BOOST_AUTO_TEST_CASE(forward_time_per_kind_times_and_coefficients) {
          "memory_recompute": 10},
         {"name": "head", "type": "TAIL", "nb_layer": 1, "time": 11, "memory_parameter": 1200}]})",
                                         "sapp-times.json");
-    BOOST_TEST(recomputes(check_against_sapp(file, "4", "12", "30000", {"--recompute-rule", "any"})));
+    BOOST_TEST(
+        recomputes(check_against_sapp(file, "4", "12", "12000", {"--recompute-rule", "any"})));
     check_against_sapp(file, "6", "24", "100000");
 }
 
@@ -238,8 +236,10 @@ BOOST_AUTO_TEST_CASE(the_toolkit_convention_is_a_third) {
     // stage time and the iteration are a third of today's SAPP's for the same plan.
     const std::string file = sapp_dir + "llama2_70b-hyper-parallel.json";
     const std::vector<std::string> args = {
-        "partition", "--model-desc", file, "--stages", "8", "--micro-batches", "32",
-        "--memory-limit-mb", "1000000", "--model", "table", "--model-options", file, "--json"};
+        "partition", "--model-desc",    file,    "--stages",
+        "8",         "--micro-batches", "32",    "--memory-limit-mb",
+        "1000000",   "--model",         "table", "--model-options",
+        file,        "--json"};
     const auto today = ppb(args);
     std::vector<std::string> toolkit_args = args;
     toolkit_args.insert(toolkit_args.end(), {"--sapp-time-convention", "toolkit"});
@@ -248,7 +248,7 @@ BOOST_AUTO_TEST_CASE(the_toolkit_convention_is_a_third) {
     BOOST_TEST_REQUIRE(toolkit.exit_code == 0, toolkit.err);
     const auto a = parse_json(today.out).as_object();
     const auto b = parse_json(toolkit.out).as_object();
-    BOOST_TEST(a.at("stages") .as_array().size() == b.at("stages").as_array().size());
+    BOOST_TEST(a.at("stages").as_array().size() == b.at("stages").as_array().size());
     BOOST_TEST(close(number(b.at("iteration_time")), number(a.at("iteration_time")) / 3.0));
     const auto bad = ppb({"partition", "--model-desc", file, "--stages", "8", "--micro-batches",
                           "32", "--memory-limit-mb", "100000", "--model", "table",

@@ -444,9 +444,10 @@ BOOST_AUTO_TEST_CASE(sapps_spellings_with_trailing_spaces) {
                     "layers.json: layers_description[0][\"recompute_time \"]: 'recompute_time ' is "
                     "SAPP's spelling of 'recompute_time' and the entry gives both, with different "
                     "values (8 and 9): give one");
-    PPB_CHECK_ERROR(InputError,
-                    parse(layers(body(R"("time": 3, "memory_recompute": 1, "memory_recompute  ": 2)"))),
-                    "'memory_recompute  ' is SAPP's spelling of 'memory_recompute'");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse(layers(body(R"("time": 3, "memory_recompute": 1, "memory_recompute  ": 2)"))),
+        "'memory_recompute  ' is SAPP's spelling of 'memory_recompute'");
     // The spaced spelling's value is checked as the field's.
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 3, "memory_activation ": -1)"))),
                     "layers_description[0][\"memory_activation \"]: negative memory");
@@ -499,16 +500,17 @@ BOOST_AUTO_TEST_CASE(sapp_nd_per_option_form) {
 
     // What it cannot mean, refused by name.
     const auto entry = [](const std::string& members) {
-        return layers(R"({"name": "BODY_0", "type": "BODY", "nb_layer": 2, "time": 1, )" +
-                      members + "}");
+        return layers(R"({"name": "BODY_0", "type": "BODY", "nb_layer": 2, "time": 1, )" + members +
+                      "}");
     };
     PPB_CHECK_ERROR(InputError, parse(entry(R"("memory_activation": {"NONE": 1})")),
                     "layers.json: layers_description[0].memory_activation: a dict per "
                     "recomputation option (SAPP-ND's form) needs the entry's 'options' list");
-    PPB_CHECK_ERROR(InputError,
-                    parse(entry(R"("options": ["NONE"], "memory_activation": {"NONE": 1, "FULL": 2})")),
-                    "layers.json: layers_description[0].memory_activation.FULL: 'FULL' is not one "
-                    "of the entry's options");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse(entry(R"("options": ["NONE"], "memory_activation": {"NONE": 1, "FULL": 2})")),
+        "layers.json: layers_description[0].memory_activation.FULL: 'FULL' is not one "
+        "of the entry's options");
     PPB_CHECK_ERROR(InputError, parse(entry(R"("options": ["NONE", "SWAP"])")),
                     "layers.json: layers_description[0].options[1]: expected one of SAPP's "
                     "recomputation options NONE, SLCT, COMM, BOTH, FULL, got \"SWAP\"");
@@ -516,13 +518,13 @@ BOOST_AUTO_TEST_CASE(sapp_nd_per_option_form) {
                     "options[1]: option NONE is listed twice");
     PPB_CHECK_ERROR(InputError, parse(entry(R"("options": "NONE")")),
                     "layers_description[0].options: expected a list of recomputation options");
-    PPB_CHECK_ERROR(InputError,
-                    parse(entry(R"("options": ["NONE", "FULL"], "forward_time": {"NONE": 1, "FULL": 2})")),
-                    "layers.json: layers_description[0].forward_time.FULL: the forward time of "
-                    "option FULL differs from layers_description[0].forward_time.NONE (1): ppb's "
-                    "time model has one forward time per layer");
-    PPB_CHECK_ERROR(InputError,
-                    parse(entry(R"("options": ["FULL"], "memory_recompute": 3,
+    PPB_CHECK_ERROR(
+        InputError,
+        parse(entry(R"("options": ["NONE", "FULL"], "forward_time": {"NONE": 1, "FULL": 2})")),
+        "layers.json: layers_description[0].forward_time.FULL: the forward time of "
+        "option FULL differs from layers_description[0].forward_time.NONE (1): ppb's "
+        "time model has one forward time per layer");
+    PPB_CHECK_ERROR(InputError, parse(entry(R"("options": ["FULL"], "memory_recompute": 3,
                                    "memory_activation": {"FULL": 4})")),
                     "layers_description[0].memory_activation.FULL: 4 disagrees with "
                     "layers_description[0].memory_recompute of the same entry (3.0)");

@@ -122,8 +122,8 @@ BOOST_AUTO_TEST_CASE(todays_sapp_forward_time_and_per_kind_times) {
                {35.0, 36.0, 38.125, 39.125, 47.5});
     // A HEAD that gives its own forward and backward is timed by them, with a warning that
     // SAPP's solver counts 3 x time.
-    const TimeModel head = parse_today(with_body(
-        R"("time": 10)", R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 5,
+    const TimeModel head = parse_today(
+        with_body(R"("time": 10)", R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 5,
                            "forward_time": 4, "backward_time": 6})"));
     BOOST_TEST(head.head_time == 10.0);
     BOOST_TEST(head.head_forward == 4.0);

@@ -323,10 +323,7 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
                         sapp::type_name(type), name, time, limits::describe(limits::time),
                         settings.device_tflops)));
     }
-    return sapp::Entry{.name = std::move(name),
-                       .type = type,
-                       .nb_layer = layers,
-                       .time = forward};
+    return sapp::Entry{.name = std::move(name), .type = type, .nb_layer = layers, .time = forward};
 }
 
 }  // namespace

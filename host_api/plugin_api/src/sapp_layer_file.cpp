@@ -151,17 +151,17 @@ auto read_field(const JsonObject& object, std::string_view field, Read read)
 // SAPP-ND's "options": a list of distinct option names (option_names), as kind flags.
 std::array<bool, PPB_KIND_COUNT> read_options(const JsonNode& node) {
     if (!node.value().is_array()) {
-        node.fail("expected a list of recomputation options (SAPP's names: NONE, SLCT, COMM, "
-                  "BOTH, FULL), got " +
-                  describe_json(node.value()));
+        node.fail(
+            "expected a list of recomputation options (SAPP's names: NONE, SLCT, COMM, "
+            "BOTH, FULL), got " +
+            describe_json(node.value()));
     }
     std::array<bool, PPB_KIND_COUNT> offered{};
     for (const JsonNode& element : node.as_array().elements()) {
         const json::value& value = element.value();
-        const auto found = value.is_string()
-                               ? std::find(option_names.begin(), option_names.end(),
-                                           std::string_view(value.get_string()))
-                               : option_names.end();
+        const auto found = value.is_string() ? std::find(option_names.begin(), option_names.end(),
+                                                         std::string_view(value.get_string()))
+                                             : option_names.end();
         if (found == option_names.end()) {
             element.fail(fmt::format("expected one of SAPP's recomputation options {}, got {}",
                                      fmt::join(option_names, ", "), describe_json(value)));

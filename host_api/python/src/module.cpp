@@ -496,9 +496,9 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
         objective == "slots" ? partition::ChunkObjective::slots : partition::ChunkObjective::stages;
     const auto convention = partition::time_convention_from_name(sapp_time_convention);
     if (!convention) {
-        throw InputError(fmt::format(
-            "sapp_time_convention: expected 'hyper-parallel' or 'toolkit', got '{}'",
-            sapp_time_convention));
+        throw InputError(
+            fmt::format("sapp_time_convention: expected 'hyper-parallel' or 'toolkit', got '{}'",
+                        sapp_time_convention));
     }
     problem.time = partition::read_time_model(model_desc, *convention);
     if (!problem.time.warnings.empty()) {

@@ -97,9 +97,9 @@ struct TimeModel {
 // exactly SAPP's solver (sapp_solver.py _max_stage_bound_head_tail: time forward, 2 x time
 // backward) and its simulator (sapp_pipeline.py get_manual_time); a HEAD or TAIL that gives
 // forward_time or a backward field is timed by them, as SAPP's simulator does, with a warning
-// when that is not the 3 x time SAPP's solver counts. A BODY entry of time 0 is an error. Each BODY name is a
-// group of body layers (ppb::sapp::LayerFile::body_groups), the BODY entries in file order the
-// model's order. Throws ppb::InputError naming the JSON path: the reader's errors
+// when that is not the 3 x time SAPP's solver counts. A BODY entry of time 0 is an error. Each BODY
+// name is a group of body layers (ppb::sapp::LayerFile::body_groups), the BODY entries in file
+// order the model's order. Throws ppb::InputError naming the JSON path: the reader's errors
 // (ppb::sapp::read_layer_file), an entry with neither time nor forward_time, a kind's time and
 // coefficient together, times too large to add up. `source` names the file in messages.
 [[nodiscard]] TimeModel time_model(const sapp::LayerFile& file, std::string_view source,

@@ -118,7 +118,7 @@ struct Spelling {
     std::string_view sapp;
 };
 inline constexpr std::array<Spelling, 4> sapp_spellings = {{
-    {"recompute_time", "recompute_time "},       // JSON_TIME_NAME[FULL], what SAPP reads
+    {"recompute_time", "recompute_time "},        // JSON_TIME_NAME[FULL], what SAPP reads
     {"memory_activation", "memory_activation "},  // JSON_MEMORY_NAME_ALIGNED
     {"memory_select_rec", "memory_select_rec "},
     {"memory_recompute", "memory_recompute  "},
@@ -131,8 +131,8 @@ inline constexpr std::array<Spelling, 4> sapp_spellings = {{
 // SAPP-ND's per-option form: the entry's option list, and the option names (SAPP's
 // Recompute.TYPE, in ppb_kind order: none, select, comm, both, full).
 inline constexpr std::string_view options_field = "options";
-inline constexpr std::array<std::string_view, PPB_KIND_COUNT> option_names = {"NONE", "SLCT", "COMM",
-                                                                              "BOTH", "FULL"};
+inline constexpr std::array<std::string_view, PPB_KIND_COUNT> option_names = {
+    "NONE", "SLCT", "COMM", "BOTH", "FULL"};
 
 // Every field of an entry, in the order the writer writes them.
 inline constexpr std::array<std::string_view, 22> entry_fields = {
