@@ -275,6 +275,33 @@ def load_model(model="dryrun-lsq", options=None, plugin_path=None):
     return Model(_ppb.open_model(model, options_json, _paths(plugin_path), _INSTALL_DIR))
 
 
+def design(*, stages, num_layers, kinds=("none",), recompute_rule="mindformers",
+           micro_batches=None, runs=None, noise_mb=1.0, memory_limit_mb=None, prior=None):
+    """The dry runs to run, as the ppb.design/1 dict ``ppb design --json`` prints: the fewest that
+    identify every coefficient of the dryrun-lsq model for ``kinds``, each expressible under
+    ``recompute_rule`` ("mindformers", "megatron" or "any"), the most precise of them.
+
+    ``stages``: a pipeline degree or a list of them. ``prior``: a loaded :class:`Model` (fitted,
+    or configured by its options) whose predictions keep every stage under ``memory_limit_mb``.
+
+    Raises :class:`Infeasible` when no design identifies every coefficient (within the limit:
+    ``smallest_feasible_limit_mb`` is a limit that would do, or None), :class:`InvalidInput`
+    for a request that cannot be asked.
+    """
+    if isinstance(stages, int):
+        stages = [stages]
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    native_prior = None
+    if prior is not None:
+        if not isinstance(prior, Model):
+            raise TypeError("prior: expected a ppb.Model (ppb.load_model(...)) or None")
+        native_prior = prior._native
+    return _ppb.design(list(stages), int(num_layers), list(kinds), recompute_rule,
+                       micro_batches, runs, float(noise_mb),
+                       None if memory_limit_mb is None else float(memory_limit_mb), native_prior)
+
+
 def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun=None,
               micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
