@@ -115,8 +115,8 @@ std::string render_design(const partition::DesignRequest& request, const partiti
         errors.add_row({e.name, fmt::format("{:.3f} MB", e.std_error_mb)});
     out += errors.render(2);
     out += fmt::format(
-        "  worst predicted stage memory: {:.3f} MB (over {} placements: every stage of every "
-        "degree holding 1 or L - P + 1 layers of one kind)\n",
+        "  worst standard error of a predicted stage memory: {:.3f} MB (over {} placements: every "
+        "stage of every degree holding 1 or L - P + 1 layers of one kind)\n",
         design.worst_prediction_std_error_mb, design.placements);
     out +=
         "\nImport each run's results with its label: ppb import ... --label run-1 -o "
