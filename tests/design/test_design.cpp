@@ -53,11 +53,11 @@ double ratio_to_random(const pp::DesignRequest& r, std::uint32_t draws) {
 
 BOOST_AUTO_TEST_CASE(design_beats_the_median_random_full_rank_design) {
     // The README reports these ratios (bench_design prints them too).
-    BOOST_TEST(ratio_to_random(request({4}, 16, none_full, pp::DesignRule::mindformers), 41) < 0.8);
+    BOOST_TEST(ratio_to_random(request({4}, 16, none_full, pp::DesignRule::mindformers), 41) < 0.5);
     BOOST_TEST(
-        ratio_to_random(request({8}, 32, none_select_full, pp::DesignRule::mindformers), 41) < 0.8);
+        ratio_to_random(request({8}, 32, none_select_full, pp::DesignRule::mindformers), 41) < 0.5);
     BOOST_TEST(ratio_to_random(request({4}, 12, none_select_full, pp::DesignRule::megatron), 41) <
-               0.9);
+               0.5);
 }
 
 BOOST_AUTO_TEST_CASE(the_precision_of_a_design_is_its_own_answer) {

@@ -57,3 +57,36 @@ def test_bad_requests():
         ppb.design(stages=4, num_layers=8, memory_limit_mb=1000)
     with pytest.raises(TypeError):
         ppb.design(stages=4, num_layers=8, prior="table")
+
+
+SEARCH = dict(model="analytic", devices=64, global_batch=128, memory_limit_mb=80000,
+              recompute=["any"], schedules=["1f1b"])
+
+
+def test_search_is_the_command_s_document(cli):
+    from conftest import DATA
+
+    shape = DATA / "llama70b-shape.json"
+    doc = ppb.search(DATA / "llama70b-layers.json", model_options=shape, **SEARCH)
+    assert doc["format"] == "ppb.search/1"
+    assert doc == cli.json("search", "--model-desc", DATA / "llama70b-layers.json", "--model",
+                           "analytic", "--model-options", shape, "--devices", 64,
+                           "--global-batch", 128, "--memory-limit-mb", 80000, "--recompute",
+                           "any", "--schedules", "1f1b", "--progress", "never")
+    # Options as a dict are the same options.
+    assert ppb.search(DATA / "llama70b-layers.json",
+                      model_options=json.loads(shape.read_text()), **SEARCH)["ranking"] == \
+        doc["ranking"]
+
+
+def test_search_errors():
+    from conftest import DATA
+
+    shape = DATA / "llama70b-shape.json"
+    low = dict(SEARCH, memory_limit_mb=1000)
+    with pytest.raises(ppb.Infeasible) as e:
+        ppb.search(DATA / "llama70b-layers.json", model_options=shape, **low)
+    assert e.value.smallest_feasible_limit_mb > 1000
+    with pytest.raises(ppb.InvalidInput, match="schedule"):
+        ppb.search(DATA / "llama70b-layers.json", model_options=shape,
+                   **dict(SEARCH, schedules=["sideways"]))
