@@ -22,6 +22,9 @@ Order. Each stage runs its schedule's order of forwards and backwards (the rank'
                k runs chunk (k // P) % v of micro-batch (k // (P v)) P + k % P, backward k the
                same micro-batch of chunk v - 1 - (k // P) % v. M must be a multiple of P.
 
+Optimizer: Adam, updating in place in slices as a fused Adam kernel does (no temporary of a
+parameter's size; torch.optim.Adam's would set the peak of a stage holding few activations).
+
 Recompute (Megatron-LM's flags): none; selective (--recompute-granularity selective: the attention
 core, softmax(Q K^T) V, is checkpointed in every layer); full with the uniform method (every layer
 checkpointed whole) or the block method with --recompute-num-layers N (the first N layers of each
@@ -182,7 +185,42 @@ def build_classes(torch):
                     logits.view(-1, self.cfg.vocab_size), labels.view(-1))
             return x
 
-    return Chunk
+    class Adam(torch.optim.Optimizer):
+        """Adam (Kingma & Ba) updating in place, a slice of at most ADAM_SLICE elements at a time,
+        as a fused Adam kernel (Megatron-LM's, apex's) does: no temporary of a parameter's size,
+        so that the step's own buffers never set a stage's peak."""
+
+        def __init__(self, params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8):
+            super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                b1, b2 = group["betas"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = 0
+                        state["exp_avg"] = torch.zeros_like(p)
+                        state["exp_avg_sq"] = torch.zeros_like(p)
+                    state["step"] += 1
+                    t = state["step"]
+                    step_size = group["lr"] / (1.0 - b1 ** t)
+                    root = math.sqrt(1.0 - b2 ** t)
+                    tensors = [x.view(-1) for x in (p, p.grad, state["exp_avg"],
+                                                     state["exp_avg_sq"])]
+                    for i in range(0, tensors[0].numel(), ADAM_SLICE):
+                        w, g, m, v = (x[i:i + ADAM_SLICE] for x in tensors)
+                        m.mul_(b1).add_(g, alpha=1.0 - b1)
+                        v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
+                        w.addcdiv_(m, v.sqrt().div_(root).add_(group["eps"]), value=-step_size)
+
+    return Chunk, Adam
+
+
+ADAM_SLICE = 4096
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,7 +293,7 @@ def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule):
     after each iteration, measured from before the stage was built (reserved: the whole heap)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    Chunk = build_classes(torch)
+    Chunk, Adam = build_classes(torch)
     v = len(stage_kinds[rank])
     base, _ = heap_in_use()
     samples = {"peak": base}
@@ -272,7 +310,7 @@ def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule):
     chunks = [Chunk(cfg, stage_kinds[rank][c], rank == 0 and c == 0,
                     rank == p - 1 and c == v - 1) for c in range(v)]
     params = [q for c in chunks for q in c.parameters()]
-    optimizer = torch.optim.Adam(params, lr=1e-4, foreach=False)
+    optimizer = Adam(params, lr=1e-4)
     order = one_f_one_b_order(p, rank, m) if schedule == "1f1b" else interleaved_order(
         p, rank, m, v)
     shape = (cfg.micro_batch_size, cfg.seq_length, cfg.hidden_size)

@@ -27,7 +27,11 @@ import torch  # noqa: E402,F401  (missing torch fails the test here: install pyt
 
 import ppb_dryrun  # noqa: E402
 
-MODEL = ["--hidden-size", "192", "--num-attention-heads", "4", "--seq-length", "32",
+# Small enough to run in seconds; wide enough (h = 256 against 16 tokens) that what the linear
+# model leaves out — one layer's recomputed activations at the first backward of a stage with
+# full recompute, the loss's buffers on the last stage — stays within a few hundred KB of
+# stages of 10 to 60 MB.
+MODEL = ["--hidden-size", "256", "--num-attention-heads", "4", "--seq-length", "16",
          "--micro-batch-size", "1", "--vocab-size", "256"]
 LAYERS, STAGES, MICRO = 8, 4, 4
 failures = []
@@ -132,7 +136,7 @@ def main():
     plan_file.write_text(json.dumps(plan))
     log = work / "plan.log"
     with open(log, "w", encoding="utf-8") as out:
-        ppb_dryrun.run_pipeline(ppb_dryrun.megatron_run(MODEL)[0],
+        ppb_dryrun.run_pipeline(ppb_dryrun.build_parser().parse_args(MODEL),
                                 ppb_dryrun.plan_stage_kinds(plan), MICRO, "1f1b", out=out)
     measured = {}
     for line in log.read_text().splitlines():
