@@ -253,3 +253,45 @@ def test_human_output_names_every_run_with_its_flags_and_the_errors():
         assert "offset: " + json.dumps(r["mindformers"]["offset"]).replace(" ", "") in text
     for n, se in doc["std_errors_mb"].items():
         assert f"{n}" in text and f"{se:.3f} MB" in text
+
+
+def test_compare_puts_a_plan_s_measured_stages_beside_its_predictions():
+    doc = design("--stages", "4", "--num-layers", "8", "--kinds", "none,full", "--runs", 3)
+    with tempfile.TemporaryDirectory() as d:
+        train = dryrun_file(doc, d)
+        layers = Path(d) / "layers.json"
+        layers.write_text(json.dumps({"layers_description": [
+            {"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2.0},
+            {"name": "b", "type": "BODY", "nb_layer": 8, "time": 6.0},
+            {"name": "h", "type": "TAIL", "nb_layer": 1, "time": 3.0}]}))
+        plan = json.loads(ppb("partition", "--model-desc", layers, "--dryrun", train, "--stages",
+                              4, "--micro-batches", doc["micro_batches"], "--memory-limit-mb",
+                              3000, "--kinds", "none,full", "--json").stdout)
+        plan_file = Path(d) / "plan.json"
+        plan_file.write_text(json.dumps(plan))
+        # The plan's run measured 10 MB above the truth on every stage but the last, which the
+        # run did not report.
+        observations = []
+        for st in plan["stages"][:-1]:
+            layers_ = {k: n for k, n in st["layers"].items() if n}
+            x = row(doc, 4, st["stage"], layers_)
+            observations.append({"config": "plan-run", "num_stages": 4, "stage": st["stage"],
+                                 "layers": layers_, "peak_memory_mb": measured(doc, x) + 10.0})
+        run = Path(d) / "plan-run.json"
+        run.write_text(json.dumps({"format": "ppb.dryrun/1", "micro_batches": doc["micro_batches"],
+                                   "observations": observations}))
+        done = ppb("compare", train, "--model", "dryrun-lsq", "--partition", plan_file,
+                   "--measured", run, "--json")
+        out = json.loads(done.stdout)
+        text = ppb("compare", train, "--model", "dryrun-lsq", "--partition", plan_file,
+                   "--measured", run).stdout
+    rows = [r for r in out["placements"] if r["label"].startswith("plan")]
+    assert len(rows) == 4
+    for r in rows[:-1]:
+        assert r["label"] == "plan (plan-run)"
+        assert r["predictions"][0]["error_mb"] == pytest.approx(-10.0, abs=1e-6)
+    assert rows[-1]["measured_mb"] is None
+    assert "holds no observation of the plan's stage 3" in done.stderr
+    assert "plan (plan-run)" in text
+    bad = ppb("compare", "--model", "dryrun-lsq", "--measured", "x.json", expect=2)
+    assert "--partition" in bad.stderr and bad.stdout == ""
