@@ -104,8 +104,13 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--progress",
                                "--json"})},
         {{"compare"},
-         {"-h", "--help", "--model", "--partition", "--cross-validate", "--duplicate-tolerance",
-          "--plugin-path", "--json"}},
+         {"-h", "--help", "--model", "--partition", "--measured", "--cross-validate",
+          "--duplicate-tolerance", "--plugin-path", "--json"}},
+        {{"design"},
+         with(plugin_options,
+              {"-h", "--help", "--stages", "--num-layers", "--kinds", "--recompute-rule",
+               "--micro-batches", "--runs", "--noise-mb", "--memory-limit-mb", "--dryrun",
+               "--duplicate-tolerance", "--json"})},
         {{"import"}, {"-h", "--help"}},
         {{"import", "mindspore"},
          with(import_common,
@@ -115,7 +120,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                "--expert-num", "--num-experts-chosen", "--first-k-dense-replace"})},
         {{"import", "megatron"},
          with(import_common,
-              {"--pipeline-model-parallel-size", "--num-layers",
+              {"--pipeline-model-parallel-size", "--num-layers", "--pipeline-model-parallel-layout",
                "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
                "--num-layers-in-first-pipeline-stage", "--num-layers-in-last-pipeline-stage",
                "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
@@ -139,8 +144,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
     }
     // The top-level help lists the commands, not the hidden child-process one.
     const auto r = ppb({"--help"});
-    for (const char* command :
-         {"plugins", "fit", "predict", "partition", "search", "compare", "import", "simulate"})
+    for (const char* command : {"plugins", "fit", "predict", "partition", "search", "design",
+                                "compare", "import", "simulate"})
         BOOST_TEST(r.out.find(std::string("  ") + command + " ") != std::string::npos, command);
     BOOST_TEST(r.out.find("__probe-plugin") == std::string::npos);
     // Required options and defaults are part of what is generated.

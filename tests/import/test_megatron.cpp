@@ -354,3 +354,60 @@ BOOST_AUTO_TEST_CASE(logs_of_different_world_sizes) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// --pipeline-model-parallel-layout, as Megatron-LM's PipelineParallelLayerLayout.parse_str_to_list
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py) reads it: its docstring's
+// example and the DeepSeek-V3 PP16 VPP2 layout of its documentation (without the MTP layer).
+BOOST_AUTO_TEST_SUITE(megatron_pp_layout_flag)
+
+BOOST_AUTO_TEST_CASE(layouts_give_each_stage_and_chunk_its_decoder_layers) {
+    using Counts = std::vector<std::vector<std::uint32_t>>;
+    BOOST_TEST((megatron_pp_layout("Et*3|t|t*2|t*2L", 4, 8) == Counts{{3}, {1}, {2}, {2}}));
+    BOOST_TEST((megatron_pp_layout("Ettt|tt|,tt|ttL", 4, 9) == Counts{{3}, {2}, {2}, {2}}));
+    const Counts deepseek = megatron_pp_layout("Et*3|(tt|)*29,|L", 16, 61);
+    BOOST_TEST(deepseek.size() == 16U);
+    BOOST_TEST((deepseek[0] == std::vector<std::uint32_t>{3, 2}));
+    BOOST_TEST((deepseek[15] == std::vector<std::uint32_t>{2, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(bad_layouts_name_the_flag_and_the_problem) {
+    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et*3|t|t*2L", 4, 6),
+                     "--pipeline-model-parallel-layout 'Et*3|t|t*2L': 3 virtual stages are not a "
+                     "multiple of --pipeline-model-parallel-size 4");
+    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et*3|t*3L", 2, 8),
+                     "6 decoder layers ('t'), "
+                     "but --num-layers is 8");
+    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et|tmL", 2, 2), "MTP layers ('m')");
+    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et|xL", 2, 1), "'x' is not a layer");
+    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("E(t|*2L", 2, 2), "a parenthesis");
+    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et*|tL", 2, 2), "a repeat count");
+}
+
+BOOST_AUTO_TEST_CASE(the_layout_sets_the_import_s_stages_and_chunks) {
+    Messages messages;
+    MegatronFlags f = flags(4, 8, 4);
+    f.pp_layout = "Et*3|t|t*2|t*2L";
+    f.recompute_granularity = "full";
+    f.recompute_method = "block";
+    f.recompute_num_layers = 2;
+    const PipelineLayout l = megatron_layout(f, MegatronScan{}, messages);
+    BOOST_TEST((totals(l) == std::vector<std::uint32_t>{3, 1, 2, 2}));
+    BOOST_TEST((l.stages[0] == kinds(1, 0, 0, 0, 2)));
+    BOOST_TEST((l.stages[1] == kinds(0, 0, 0, 0, 1)));
+    // Interleaved: 8 virtual stages on 4 ranks, chunks of uneven sizes.
+    MegatronFlags v = flags(4, 8, 4);
+    v.pp_layout = "Et*2|t|t|t|t|t|t|L";
+    const PipelineLayout lv = megatron_layout(v, MegatronScan{}, messages);
+    BOOST_TEST(lv.num_chunks == 2U);
+    BOOST_TEST(
+        (lv.chunks[0] == std::vector<KindCounts>{kinds(2, 0, 0, 0, 0), kinds(1, 0, 0, 0, 0)}));
+    BOOST_TEST(
+        (lv.chunks[3] == std::vector<KindCounts>{kinds(1, 0, 0, 0, 0), kinds(0, 0, 0, 0, 0)}));
+    MegatronFlags both = flags(4, 8, 4);
+    both.pp_layout = "Et*3|t|t*2|t*2L";
+    both.first_stage_layers = 3;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(both, MegatronScan{}, messages),
+                     "cannot be combined");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

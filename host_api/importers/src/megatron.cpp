@@ -426,7 +426,21 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
     std::vector<std::uint32_t> per_stage(p, 0);
     const auto& first = flags.first_stage_layers;
     const auto& last = flags.last_stage_layers;
-    if (first || last) {
+    // With --pipeline-model-parallel-layout, each stage's chunks as it gives them.
+    std::vector<std::vector<std::uint32_t>> layout_chunks;
+    if (flags.pp_layout) {
+        if (first || last || flags.layers_per_virtual_stage || flags.virtual_stages) {
+            throw FlagError(
+                "--pipeline-model-parallel-layout gives every stage's layers and chunks: it "
+                "cannot be combined with --decoder-first-/--decoder-last-pipeline-num-layers or "
+                "the virtual pipeline flags (Megatron refuses it)");
+        }
+        layout_chunks = megatron_pp_layout(*flags.pp_layout, p, layers);
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (const std::uint32_t n : layout_chunks[s])
+                per_stage[s] += n;
+        }
+    } else if (first || last) {
         if (p < 2) {
             throw FlagError(
                 "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers need "
@@ -471,7 +485,8 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
             "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank "
             "must not be given together (Megatron refuses it): give one");
     }
-    std::uint32_t chunks = 1;
+    std::uint32_t chunks =
+        flags.pp_layout ? static_cast<std::uint32_t>(layout_chunks[0].size()) : 1;
     if (per_virtual) {
         if (first || last) {
             throw FlagError(
@@ -581,6 +596,20 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
     for (const std::uint32_t n : per_stage) {
         if (chunks == 1) {
             layout.stages.push_back(kinds_of(n));
+            continue;
+        }
+        if (flags.pp_layout) {
+            // The layout's chunks may differ; block recompute still counts per chunk.
+            const std::size_t s = layout.stages.size();
+            std::vector<KindCounts> stage_chunks;
+            KindCounts total{};
+            for (const std::uint32_t c : layout_chunks[s]) {
+                stage_chunks.push_back(kinds_of(c));
+                for (std::size_t k = 0; k < total.size(); ++k)
+                    total[k] += stage_chunks.back()[k];
+            }
+            layout.stages.push_back(total);
+            layout.chunks.push_back(std::move(stage_chunks));
             continue;
         }
         // Each chunk is a transformer block of its own: block recompute counts per chunk.

@@ -429,6 +429,12 @@ void add_megatron(CLI::App& import, Commands& commands) {
           args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
     count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
           args->flags.last_stage_layers, "layers of the last stage", "N", limits::layers_or_none);
+    mg->add_option("--pipeline-model-parallel-layout", args->flags.pp_layout,
+                   "every stage's layers: E embedding, t decoder layer, L loss,\n"
+                   "| between (virtual) stages, X*n and (...)*n repeat, as\n"
+                   "'Et*3|t*2|t*3L'; chunk c of stage s is virtual stage c P + s")
+        ->group(group)
+        ->type_name("LAYOUT");
     count("--num-layers-per-virtual-pipeline-stage", args->flags.layers_per_virtual_stage,
           "layers per virtual pipeline chunk: each stage runs\n"
           "L / P / N chunks (interleaved schedule)",

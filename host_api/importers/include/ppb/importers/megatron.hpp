@@ -40,6 +40,7 @@ struct MegatronFlags {
     std::optional<std::uint32_t> num_layers;          // --num-layers
     std::optional<std::uint32_t> first_stage_layers;  // --decoder-first-pipeline-num-layers
     std::optional<std::uint32_t> last_stage_layers;   // --decoder-last-pipeline-num-layers
+    std::optional<std::string> pp_layout;             // --pipeline-model-parallel-layout
     // Virtual pipeline (interleaved schedule): one of the two.
     std::optional<std::uint32_t>
         layers_per_virtual_stage;                      // --num-layers-per-virtual-pipeline-stage
@@ -63,6 +64,19 @@ struct MegatronFlags {
 // ("'([1]*48)'"). Throws FlagError naming --moe-layer-freq for anything else, N = 0, or a list
 // whose length is not num_layers.
 [[nodiscard]] std::vector<bool> moe_layer_pattern(std::string_view text, std::uint32_t num_layers);
+
+// The decoder layers of each stage and chunk ([stage][chunk]) that Megatron-LM's
+// --pipeline-model-parallel-layout `text` gives a pipeline of `p` stages, read as
+// megatron/core/transformer/pipeline_parallel_layer_layout.py (PipelineParallelLayerLayout.
+// parse_str_to_list, Megatron-LM main) reads it: commas are cosmetic; "(X)*n" repeats X (no nested
+// parentheses), then "c*n" repeats one character; '|' separates the P x v virtual stages, virtual
+// stage i being chunk i / P of stage i % P; 't' is a decoder layer, 'E' the embedding, 'L' the
+// loss. Throws FlagError naming --pipeline-model-parallel-layout for another character (MTP
+// layers 'm' included, which ppb does not model), a count of virtual stages that is not a multiple
+// of p, or a decoder count other than `num_layers`.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> megatron_pp_layout(std::string_view text,
+                                                                         std::uint32_t p,
+                                                                         std::uint32_t num_layers);
 
 // What the logs say.
 struct MegatronScan {
