@@ -566,7 +566,7 @@ void read_model_facts(const JsonObject& top, DryRunSet& set) {
             }
             return found->as_number_in(limits::time);
         };
-        set.layer_times = LayerTimes{time_of("head"), time_of("body"), time_of("tail")};
+        set.layer_times = HeadBodyTailTimes{time_of("head"), time_of("body"), time_of("tail")};
     }
 }
 

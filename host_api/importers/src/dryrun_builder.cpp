@@ -95,7 +95,7 @@ json::object observation_json(const ImportedDryRun& run, const StageObservation&
     return obj;
 }
 
-json::object layer_times_json(const LayerTimes& times) {
+json::object layer_times_json(const HeadBodyTailTimes& times) {
     return {{"head", times.head}, {"body", times.body}, {"tail", times.tail}};
 }
 
@@ -107,7 +107,7 @@ void put_model_facts(json::object& doc, const ImportedDryRun& run) {
         doc["layer_times"] = layer_times_json(*run.layer_times);
 }
 
-std::string times_text(const LayerTimes& t) {
+std::string times_text(const HeadBodyTailTimes& t) {
     return fmt::format("head {}, body {}, tail {}", t.head, t.body, t.tail);
 }
 

@@ -173,7 +173,7 @@ bool truthy(const YAML::Node& node) {
 // time_config's three times, as SAPP's time_parser takes them: all of head, body and tail, or
 // (where some are missing) the times it would measure in profiling_config's timeline, which ppb
 // does not read.
-std::optional<LayerTimes> read_times(const Config& config, Messages& messages) {
+std::optional<HeadBodyTailTimes> read_times(const Config& config, Messages& messages) {
     const Setting times = config.lookup({"time_config"});
     const Setting profiling = config.lookup({"profiling_config"});
     const bool profiled = profiling.present() && truthy(profiling.node());
@@ -225,7 +225,7 @@ std::optional<LayerTimes> read_times(const Config& config, Messages& messages) {
                                        "first too)",
                                        profiling.where()));
     }
-    return LayerTimes{values[0], values[1], values[2]};
+    return HeadBodyTailTimes{values[0], values[1], values[2]};
 }
 
 }  // namespace

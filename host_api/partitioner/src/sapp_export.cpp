@@ -173,13 +173,13 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
         // HEAD, BODY and TAIL, named after their type, each with the time SAPP's time_config
         // gives it when the dry-run file carries them.
         const auto& times = dryrun.layer_times;
-        const auto time_of = [&](double LayerTimes::*member) {
+        const auto time_of = [&](double HeadBodyTailTimes::*member) {
             return times ? std::optional<double>((*times).*member) : std::nullopt;
         };
         sapp::Entry body{.name = "BODY",
                          .type = sapp::EntryType::body,
                          .nb_layer = static_cast<std::uint32_t>(*layers),
-                         .time = time_of(&LayerTimes::body)};
+                         .time = time_of(&HeadBodyTailTimes::body)};
         set_body_memory(body, per_layer, activation);
         out.comment = times ? "memory fitted by ppb (dryrun-lsq); times from SAPP's time_config "
                               "(as its -init writes them)"
@@ -189,13 +189,13 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
             sapp::Entry{.name = "HEAD",
                         .type = sapp::EntryType::head,
                         .nb_layer = 1,
-                        .time = time_of(&LayerTimes::head),
+                        .time = time_of(&HeadBodyTailTimes::head),
                         .memory_parameter = head},
             std::move(body),
             sapp::Entry{.name = "TAIL",
                         .type = sapp::EntryType::tail,
                         .nb_layer = 1,
-                        .time = time_of(&LayerTimes::tail),
+                        .time = time_of(&HeadBodyTailTimes::tail),
                         .memory_parameter = tail},
         };
     }

@@ -57,7 +57,7 @@ struct ImportedDryRun {
     std::vector<StageObservation> observations;
     // What the import knows of the model (DryRunSet::body_layers, layer_times), when it does.
     std::optional<std::uint32_t> body_layers;
-    std::optional<LayerTimes> layer_times;
+    std::optional<HeadBodyTailTimes> layer_times;
 };
 
 // A new dry-run document (num_stages, micro_batches when known, the schedule, the model's

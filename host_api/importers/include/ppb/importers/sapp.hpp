@@ -45,8 +45,8 @@ struct SappRound {
 struct SappDryRuns {
     std::uint32_t num_stages = 2;
     std::uint32_t num_layers = 1;
-    std::vector<SappRound> rounds;    // in file order
-    std::optional<LayerTimes> times;  // time_config, when the file gives it
+    std::vector<SappRound> rounds;           // in file order
+    std::optional<HeadBodyTailTimes> times;  // time_config, when the file gives it
 };
 
 // Reads a SAPP -init YAML. Throws InputError "<file>:<line>: <key path>: <problem>" for
