@@ -54,14 +54,14 @@ int run_partition(const PartitionArgs& args) {
     if (!args.sapp_config.empty()) {
         sapp = sapp_partition_settings(importers::read_sapp_problem(args.sapp_config), settings);
         settings = sapp->settings;
-        for (const std::string& note : sapp->notes)
-            fmt::print(stderr, "ppb: note: {}\n", note);
     }
-    if (!settings.stages)
-        throw UsageError("missing --stages P (or --sapp-config FILE, whose pipeline_num gives it)");
+    if (!settings.stages) {
+        throw UsageError(
+            "--stages is required (or --sapp-config FILE, whose pipeline_num gives it)");
+    }
     if (!settings.memory_limit_mb) {
         throw UsageError(
-            "missing --memory-limit-mb X (or --sapp-config FILE, whose memory_limit gives it)");
+            "--memory-limit-mb is required (or --sapp-config FILE, whose memory_limit gives it)");
     }
     partition::Problem problem;
     problem.num_stages = *settings.stages;
@@ -102,6 +102,8 @@ int run_partition(const PartitionArgs& args) {
         check_sapp_layers(
             *sapp, problem.time.body_layers, body_names,
             args.model_desc.empty() ? std::string("the model shape's layers") : args.model_desc);
+        for (const std::string& note : sapp->notes)
+            fmt::print(stderr, "ppb: note: {}\n", note);
     }
 
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
