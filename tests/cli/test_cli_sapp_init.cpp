@@ -344,4 +344,41 @@ BOOST_AUTO_TEST_CASE(profiling_config_says_what_to_give_instead) {
     expect_input_error(r4, {"bad-time.yaml:", "time_config.body", "'fast'"});
 }
 
+BOOST_AUTO_TEST_CASE(the_dry_run_reader_checks_body_layers_and_layer_times) {
+    const auto imported = ppb({"import", "sapp", init_demo});
+    BOOST_TEST_REQUIRE(imported.exit_code == 0, imported.err);
+    const auto edited = [&](auto edit, const std::string& name) {
+        json::object doc = parse_json(imported.out).as_object();
+        edit(doc);
+        return ppb({"fit", write_file(json::serialize(doc), name)});
+    };
+    // Stage 1 of the dry run holds 7 layers.
+    expect_input_error(edited([](json::object& d) { d["body_layers"] = 6; }, "few.json"),
+                       {"few.json", "observations[", "more than the model's 6 (body_layers)"});
+    // A dry run that measured every stage holds every layer.
+    const auto all_stages = [](json::object& d) {
+        d["body_layers"] = 90;
+        json::array observations;
+        for (std::uint32_t s = 0; s < stages; ++s) {
+            observations.push_back(
+                json::object{{"stage", s},
+                             {"layers", json::object{{"none", 96 / stages + offset[s]}}},
+                             {"peak_memory_mb", 1000.0 + s}});
+        }
+        d["observations"] = std::move(observations);
+    };
+    expect_input_error(
+        edited(all_stages, "sum.json"),
+        {"sum.json", "body_layers", "the model has 90 body layers", "hold 96 in all"});
+    expect_input_error(
+        edited([](json::object& d) { d["layer_times"].as_object().erase("tail"); }, "times.json"),
+        {"times.json", "layer_times", "missing required field 'tail'"});
+    expect_input_error(
+        edited([](json::object& d) { d["layer_times"].as_object()["body"] = -1; }, "neg.json"),
+        {"neg.json", "layer_times.body"});
+    expect_input_error(
+        edited([](json::object& d) { d["layer_times"].as_object()["embed"] = 1; }, "key.json"),
+        {"key.json", "layer_times", "embed"});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
