@@ -59,6 +59,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--model-desc",
                                "--device-tflops",
                                "--sapp-time-convention",
+                               "--sapp-config",
                                "--stages",
                                "--micro-batches",
                                "--memory-limit-mb",

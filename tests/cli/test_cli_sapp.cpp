@@ -230,8 +230,9 @@ BOOST_AUTO_TEST_CASE(export_writes_what_sapp_reads) {
     BOOST_TEST(file.at("stage_const_mem").to_number<double>() ==
                params.at("const_mb").to_number<double>());
     BOOST_TEST(file.at("name").as_string() == "llama70b-pp8-dryrun");
-    BOOST_TEST((file.at("pre_defined_layer") == json::parse(R"({"head": 0, "tail": -1})")));
-    BOOST_TEST((file.at("auto_partition_layer") == json::parse(R"({"body": 80})")));
+    // The entries SAPP's -init writes: HEAD, BODY and TAIL, named after their type.
+    BOOST_TEST((file.at("pre_defined_layer") == json::parse(R"({"HEAD": 0, "TAIL": -1})")));
+    BOOST_TEST((file.at("auto_partition_layer") == json::parse(R"({"BODY": 80})")));
     for (const auto& e : file.at("layers_description").as_array())
         BOOST_TEST(e.at("model_name").as_string() == "llama70b-pp8-dryrun");
     // HEAD memory excludes the constant (SAPP adds it to every stage).

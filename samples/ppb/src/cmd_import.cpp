@@ -252,6 +252,8 @@ int import_sapp(const SappArgs& args) {
             "description{})",
             args.init, rounds == 1 ? std::string() : fmt::format(", {} dry runs", rounds));
         run.observations = runs.rounds[r].observations;
+        run.body_layers = runs.num_layers;
+        run.layer_times = runs.times;
         std::string stages;
         for (std::size_t s = 0; s < runs.rounds[r].stages.size(); ++s) {
             stages += fmt::format("{}stage {}: {}", stages.empty() ? "" : "; ", s,
@@ -272,8 +274,9 @@ int import_sapp(const SappArgs& args) {
         documents.push_back(std::move(run));
     }
     add_note(messages,
-             "SAPP gives no micro-batch count: each stage's in-flight count is taken "
-             "as pipeline_num - stage");
+             "each stage's in-flight count is taken as pipeline_num - stage, as SAPP's -init "
+             "counts a dry run's activations (a pipeline_config.micro_batch_num is the planning "
+             "problem's: 'ppb partition --sapp-config')");
     const std::string where = write_runs(args.common, documents, messages);
     print_messages(messages);
     std::size_t total = 0;
@@ -487,14 +490,18 @@ void add_sapp(CLI::App& import, Commands& commands) {
     auto args = std::make_shared<SappArgs>();
     CLI::App* sapp = add_command(
         import, "sapp", "the dry runs of a SAPP -init description",
-        "Reads the YAML that the public SAPP pipeline balancer (MindFormers\n"
-        "toolkit/pipeline_balance) takes with -init, and writes one ppb.dryrun/1 observation per\n"
-        "stage whose peak memory it gives:\n"
+        "Reads the YAML that the public SAPP pipeline balancer (hyper-parallel's sapp_ppb,\n"
+        "earlier MindFormers toolkit/pipeline_balance) takes with -init, and writes one\n"
+        "ppb.dryrun/1 observation per stage whose peak memory it gives:\n"
         "  pipeline_config:  pipeline_num P, num_layer L, offset\n"
         "  recompute_config: recompute, select_recompute, select_comm_recompute\n"
         "  memory_usage:     head_memory (stage 0), tail_memory (stage P-1),\n"
         "                    body_memories: stage_id and memories (other stages)\n"
-        "time_config is not read. Stage s holds L // P + offset[s] body layers (the stages must\n"
+        "  time_config:      head, body, tail: the time of one such layer\n"
+        "The file also carries L (body_layers) and time_config (layer_times), so that 'ppb fit\n"
+        "- --export-sapp OUT' writes the whole layer file SAPP's -init writes. A\n"
+        "profiling_config (a profiler timeline) is not read: give time_config instead.\n"
+        "Stage s holds L // P + offset[s] body layers (the stages must\n"
         "sum to L). Recompute settings give per stage the layers recomputed that way (true:\n"
         "all, false or 0: none); kinds as SAPP reads them: full = recompute; both =\n"
         "min(select, comm) - full (at least 0); select and comm the rest of their counts; none\n"
