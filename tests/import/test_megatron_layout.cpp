@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(the_documented_deepseek_layout) {
     expected[0] = {3, 2};
     expected[14] = {2, 0};
     expected[15] = {2, 0};
-    BOOST_TEST(counts(l) == expected);
+    BOOST_TEST((counts(l) == expected));
     // Block recompute of 1 layer per chunk: the first layer of every non-empty chunk.
     BOOST_TEST((l.chunks[0][0] == KindCounts{2, 0, 0, 0, 1}));
     BOOST_TEST((l.chunks[14][1] == KindCounts{}));
@@ -158,8 +158,8 @@ BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_in_the_split) {
     MegatronFlags f = flags(4, 14);
     f.account_for_embedding = true;
     f.account_for_loss = true;
-    BOOST_TEST(counts(megatron_layout(f, MegatronScan{}, messages)) ==
-               (std::vector<std::vector<std::uint32_t>>{{3}, {4}, {4}, {3}}));
+    BOOST_TEST((counts(megatron_layout(f, MegatronScan{}, messages)) ==
+               std::vector<std::vector<std::uint32_t>>{{3}, {4}, {4}, {3}}));
     f.account_for_loss = false;
     PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
                      "--num-layers 14 + the embedding = 15 does not divide into 4 stages");
@@ -167,8 +167,8 @@ BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_in_the_split) {
     f.account_for_embedding = true;
     f.account_for_loss = true;
     f.virtual_stages = 3;
-    BOOST_TEST(counts(megatron_layout(f, MegatronScan{}, messages)) ==
-               (std::vector<std::vector<std::uint32_t>>{{1, 2, 2}, {2, 2, 1}}));
+    BOOST_TEST((counts(megatron_layout(f, MegatronScan{}, messages)) ==
+               std::vector<std::vector<std::uint32_t>>{{1, 2, 2}, {2, 2, 1}}));
     f.virtual_stages = 4;
     PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
                      "do not split evenly into 4 chunks");
@@ -223,10 +223,10 @@ BOOST_AUTO_TEST_CASE(printed_flags_import_back_to_the_plan) {
             BOOST_TEST_REQUIRE(l.num_stages == p.num_stages, what);
             BOOST_TEST_REQUIRE(l.num_chunks == p.chunks, what);
             for (const auto& s : r.plan.stages) {
-                BOOST_TEST(l.stages[s.stage] == s.layers, what << " stage " << s.stage);
+                BOOST_TEST((l.stages[s.stage] == s.layers), what << " stage " << s.stage);
                 for (const auto& c : s.chunks) {
                     if (p.chunks > 1)
-                        BOOST_TEST(l.chunks[s.stage][c.chunk] == c.layers, what);
+                        BOOST_TEST((l.chunks[s.stage][c.chunk] == c.layers), what);
                 }
             }
         };

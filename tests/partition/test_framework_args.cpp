@@ -1,14 +1,13 @@
 // The frameworks' flags for a plan (ppb/partition/framework_args.hpp), read back by readers
 // written here from each framework's own code, not from ppb's writers:
-//   Megatron-LM's layout grammar as pipeline_parallel_layer_layout.py (NVIDIA/Megatron-LM,
-//     commit 00caa53af30912914981c86f39db123961678bbd, parse_str_to_list) implements it: commas
-//     removed, then its two regular expressions r'\(([^)]+)\)\*(\d+)' and r'(.)\*(\d+)' applied
-//     in turn (std::regex, ECMAScript, the same patterns), then split at '|';
+//   Megatron-LM's layout grammar as pipeline_parallel_layer_layout.py implements it, with its own
+//     two regular expressions (tests/common/megatron_grammar.hpp);
 //   Megatron's legacy split (--decoder-first/last-pipeline-num-layers: the other stages share
 //     the rest evenly; --num-virtual-stages-per-pipeline-rank: each stage's layers split evenly);
 //   MindSpeed-LLM's --num-layer-list and --noop-layers (0-based indices of layers that do
 //     nothing);
 //   torchtitan's module_fqns_per_model_part, stage index = model position.
+#include "../common/megatron_grammar.hpp"
 #include "random_plans.hpp"
 
 #include <ppb/partition/framework_args.hpp>
@@ -21,7 +20,6 @@
 #include <algorithm>
 #include <map>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,35 +30,9 @@ using ppb::partition::MegatronRecompute;
 
 namespace {
 
-// Python's re.sub(pattern, lambda x: x.group(1) * int(x.group(2)), text).
-std::string repeat_sub(const std::string& text, const std::regex& pattern) {
-    std::string out;
-    auto begin = std::sregex_iterator(text.begin(), text.end(), pattern);
-    std::size_t last = 0;
-    for (auto it = begin; it != std::sregex_iterator(); ++it) {
-        const std::smatch& m = *it;
-        out += text.substr(last, static_cast<std::size_t>(m.position(0)) - last);
-        const int n = std::stoi(m[2].str());
-        for (int i = 0; i < n; ++i)
-            out += m[1].str();
-        last = static_cast<std::size_t>(m.position(0) + m.length(0));
-    }
-    return out + text.substr(last);
-}
-
 // Megatron's parse_str_to_list: the virtual stages' characters.
-std::vector<std::string> megatron_reads(std::string layout) {
-    std::erase(layout, ',');
-    layout = repeat_sub(layout, std::regex(R"(\(([^)]+)\)\*(\d+))"));
-    layout = repeat_sub(layout, std::regex(R"((.)\*(\d+))"));
-    std::vector<std::string> stages(1);
-    for (const char c : layout) {
-        if (c == '|')
-            stages.emplace_back();
-        else
-            stages.back() += c;
-    }
-    return stages;
+std::vector<std::string> megatron_reads(const std::string& layout) {
+    return ppb_test::megatron_virtual_stages(layout);
 }
 
 std::string value_of(const std::vector<std::string>& args, const std::string& flag) {
@@ -154,7 +126,7 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
         const MegatronRecompute setting = recompute_from(args);
         for (const auto& s : r.plan.stages) {
             for (const auto& c : s.chunks) {
-                BOOST_TEST(setting.chunk_layers(r.positions[c.chunk * P + s.stage]) == c.layers,
+                BOOST_TEST((setting.chunk_layers(r.positions[c.chunk * P + s.stage]) == c.layers),
                            what);
             }
         }
@@ -200,7 +172,7 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
                 for (std::uint32_t c = 0; c < v; ++c)
                     BOOST_TEST(per_stage[s] / chunks == r.positions[c * P + s], what);
             }
-            BOOST_TEST(recompute_from(la) == setting);
+            BOOST_TEST((recompute_from(la) == setting));
         } else {
             ++legacy_refused;
             BOOST_TEST(!megatron.legacy_args.why_not.empty());
@@ -213,7 +185,7 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
                 BOOST_TEST(!mindspeed.expressible(), what);
             } else {
                 BOOST_TEST_REQUIRE(mindspeed.expressible(), what << ": " << mindspeed.why_not);
-                BOOST_TEST(numbers(value_of(mindspeed.args, "--num-layer-list")) == r.positions,
+                BOOST_TEST((numbers(value_of(mindspeed.args, "--num-layer-list")) == r.positions),
                            what);
             }
         } else {
@@ -232,7 +204,7 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
                     real += std::find(noops.begin(), noops.end(), i) == noops.end() ? 1 : 0;
                 BOOST_TEST(real == r.positions[q], what << " position " << q);
             }
-            BOOST_TEST(recompute_from(ma) == setting);
+            BOOST_TEST((recompute_from(ma) == setting));
         }
 
         // torchtitan: the model's modules in order, part q holding position q's layers.
@@ -253,7 +225,7 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
             model.push_back(fmt::format("layers.{}", i));
         model.push_back("norm");
         model.push_back("output");
-        BOOST_TEST(all == model, what);
+        BOOST_TEST((all == model), what);
         using Method = MegatronRecompute::Method;
         if (setting.method == Method::block) {
             BOOST_TEST(!titan.ac_why_not.empty());
@@ -289,7 +261,7 @@ BOOST_AUTO_TEST_CASE(v_schedules_are_torchtitans_only) {
         {"layers.1", "layers.2"},
         {"layers.3"},
         {"layers.4", "layers.5", "norm", "output"}};
-    BOOST_TEST(titan.module_fqns_per_model_part == parts);
+    BOOST_TEST((titan.module_fqns_per_model_part == parts));
     BOOST_TEST(titan.ac_mode == "full");
     const auto megatron = ppb::partition::megatron_args(p, plan);
     BOOST_TEST(!megatron.args.expressible());
