@@ -27,13 +27,14 @@ const std::string layers_70b = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.
 const std::string megatron_logs = std::string(PPB_SAMPLES_DIR) + "/import/megatron";
 
 // The sample model's plan on `stages` stages under `rule`, the README's commands.
-std::vector<std::string> partition_args(const std::string& rule,
-                                        std::vector<std::string> more = {},
+std::vector<std::string> partition_args(const std::string& rule, std::vector<std::string> more = {},
                                         const std::string& stages = "8",
                                         const std::string& limit = "30000") {
-    std::vector<std::string> args = {"partition", "--model-desc", layers_70b, "--dryrun",
-                                     sample_dryrun, "--stages", stages, "--micro-batches", "32",
-                                     "--memory-limit-mb", limit, "--recompute-rule", rule};
+    std::vector<std::string> args = {
+        "partition",   "--model-desc",      layers_70b, "--dryrun",
+        sample_dryrun, "--stages",          stages,     "--micro-batches",
+        "32",          "--memory-limit-mb", limit,      "--recompute-rule",
+        rule};
     args.insert(args.end(), more.begin(), more.end());
     return args;
 }
@@ -102,7 +103,8 @@ BOOST_AUTO_TEST_CASE(the_json_carries_flags_that_rebuild_the_plan) {
         const auto args = strings(doc.at("megatron").at("args"));
         BOOST_TEST(value_of(args, "--pipeline-model-parallel-size") == "8");
         BOOST_TEST(value_of(args, "--num-layers") == "80");
-        const auto stages = megatron_virtual_stages(value_of(args, "--pipeline-model-parallel-layout"));
+        const auto stages =
+            megatron_virtual_stages(value_of(args, "--pipeline-model-parallel-layout"));
         BOOST_TEST_REQUIRE(stages.size() == std::size_t{p} * v);
         const std::string granularity = value_of(args, "--recompute-granularity");
         const std::string method = value_of(args, "--recompute-method");
@@ -146,8 +148,9 @@ BOOST_AUTO_TEST_CASE(the_json_carries_flags_that_rebuild_the_plan) {
             }
             BOOST_TEST(next == std::accumulate(stages.begin(), stages.begin() + q + 1, 0u,
                                                [](std::uint32_t sum, const std::string& st) {
-                                                   return sum + static_cast<std::uint32_t>(std::count(
-                                                                    st.begin(), st.end(), 't'));
+                                                   return sum +
+                                                          static_cast<std::uint32_t>(std::count(
+                                                              st.begin(), st.end(), 't'));
                                                }));
         }
         BOOST_TEST(next == 80u);
@@ -210,10 +213,21 @@ BOOST_AUTO_TEST_CASE(the_search_takes_the_rules) {
 // The layout flag read back by `ppb import megatron`: the sample run of samples/data/import (its
 // first and last stages given as --decoder-first/last-pipeline-num-layers 6) said as a layout.
 BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) {
-    const std::vector<std::string> common = {
-        "import", "megatron", "--pipeline-model-parallel-size", "4", "--num-layers", "32",
-        "--num-microbatches", "32", "--recompute-granularity", "full", "--recompute-method",
-        "block", "--recompute-num-layers", "2", megatron_logs + "/full-block.log"};
+    const std::vector<std::string> common = {"import",
+                                             "megatron",
+                                             "--pipeline-model-parallel-size",
+                                             "4",
+                                             "--num-layers",
+                                             "32",
+                                             "--num-microbatches",
+                                             "32",
+                                             "--recompute-granularity",
+                                             "full",
+                                             "--recompute-method",
+                                             "block",
+                                             "--recompute-num-layers",
+                                             "2",
+                                             megatron_logs + "/full-block.log"};
     auto with = [&](std::vector<std::string> more) {
         std::vector<std::string> args = common;
         args.insert(args.end(), more.begin(), more.end());
@@ -224,8 +238,8 @@ BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) 
     BOOST_TEST(layout.err.find("stage 0: 6 layers (none 4, full 2); stage 1: 10 layers (none 8, "
                                "full 2)") != std::string::npos,
                layout.err);
-    const auto legacy = with({"--decoder-first-pipeline-num-layers", "6",
-                              "--decoder-last-pipeline-num-layers", "6"});
+    const auto legacy = with(
+        {"--decoder-first-pipeline-num-layers", "6", "--decoder-last-pipeline-num-layers", "6"});
     BOOST_TEST_REQUIRE(legacy.exit_code == 0, legacy.err);
     // The same observations either way (the comment names the flags, so compare the rest).
     const auto observations = [](const std::string& text) {
@@ -245,9 +259,9 @@ BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) 
     expect_input_error(with({"--pipeline-model-parallel-layout", "Et*6|(t*10|)*2,t*6Lx"}),
                        {"invalid layer character 'x'"});
     // The embedding and the loss counted in the split: 34 / 4 is not whole.
-    expect_input_error(with({"--account-for-embedding-in-pipeline-split",
-                             "--account-for-loss-in-pipeline-split"}),
-                       {"= 34 does not divide into 4 stages"});
+    expect_input_error(
+        with({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}),
+        {"= 34 does not divide into 4 stages"});
 }
 
 // The README's walk-throughs print what the commands print: the Megatron-LM and MindSpeed-LLM

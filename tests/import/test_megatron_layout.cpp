@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_in_the_split) {
     f.account_for_embedding = true;
     f.account_for_loss = true;
     BOOST_TEST((counts(megatron_layout(f, MegatronScan{}, messages)) ==
-               std::vector<std::vector<std::uint32_t>>{{3}, {4}, {4}, {3}}));
+                std::vector<std::vector<std::uint32_t>>{{3}, {4}, {4}, {3}}));
     f.account_for_loss = false;
     PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
                      "--num-layers 14 + the embedding = 15 does not divide into 4 stages");
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_in_the_split) {
     f.account_for_loss = true;
     f.virtual_stages = 3;
     BOOST_TEST((counts(megatron_layout(f, MegatronScan{}, messages)) ==
-               std::vector<std::vector<std::uint32_t>>{{1, 2, 2}, {2, 2, 1}}));
+                std::vector<std::vector<std::uint32_t>>{{1, 2, 2}, {2, 2, 1}}));
     f.virtual_stages = 4;
     PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
                      "do not split evenly into 4 chunks");

@@ -473,9 +473,10 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     }
     const auto rule = partition::rule_from_name(recompute_rule);
     if (!rule) {
-        throw InputError(fmt::format("recompute_rule: expected 'mindformers', 'any', 'megatron' "
-                                     "or 'torchtitan', got '{}'",
-                                     recompute_rule));
+        throw InputError(
+            fmt::format("recompute_rule: expected 'mindformers', 'any', 'megatron' "
+                        "or 'torchtitan', got '{}'",
+                        recompute_rule));
     }
     problem.rule = *rule;
     const auto parsed_schedule = schedule_from_name(schedule);
