@@ -269,6 +269,73 @@ BOOST_AUTO_TEST_CASE(v_schedules_are_torchtitans_only) {
     BOOST_TEST(!megatron.layout.has_value());
 }
 
+// torchtitan's own split (torchtitan/distributed/pipeline_parallel.py, commit
+// fb3b230e2a050885057a1a02f167658b0cb6c5ac, generate_llm_fqn_per_model_part, written here from
+// its code): L layers plus input_weight and output_weight spread over the stages, the extra ones
+// to the first stages, the first stage giving up input_weight layers for tok_embeddings and the
+// last output_weight for norm and output. A plan holding those counts gets the same lists.
+std::vector<std::vector<std::string>> torchtitan_generates(std::uint32_t stages,
+                                                           std::uint32_t layers,
+                                                           std::uint32_t input_weight,
+                                                           std::uint32_t output_weight) {
+    const std::uint32_t effective = layers + input_weight + output_weight;
+    const std::uint32_t per_stage = effective / stages;
+    const std::uint32_t extra = effective % stages;
+    std::vector<std::vector<std::string>> out;
+    std::uint32_t current = 0;
+    for (std::uint32_t s = 0; s < stages; ++s) {
+        std::vector<std::string> modules;
+        std::uint32_t here = per_stage + (s < extra ? 1 : 0);
+        if (s == 0) {
+            modules.emplace_back("tok_embeddings");
+            here -= input_weight;
+        } else if (s + 1 == stages) {
+            here -= output_weight;
+        }
+        for (std::uint32_t i = 0; i < here && current < layers; ++i)
+            modules.push_back(fmt::format("layers.{}", current++));
+        if (s + 1 == stages) {
+            modules.emplace_back("norm");
+            modules.emplace_back("output");
+        }
+        out.push_back(std::move(modules));
+    }
+    return out;
+}
+
+BOOST_AUTO_TEST_CASE(torchtitans_own_split_is_written_as_torchtitan_writes_it) {
+    // 32 layers over 8 parts (torchtitan's Interleaved1F1B default of 2 parts per rank on 4
+    // ranks), and over 4 parts of 1F1B, with the default weights and heavier ends.
+    struct Case {
+        std::uint32_t ranks, chunks, layers, in, out;
+    };
+    for (const Case c : {Case{4, 2, 32, 1, 1}, Case{4, 1, 32, 1, 1}, Case{2, 2, 13, 2, 2}}) {
+        const auto expected = torchtitan_generates(c.ranks * c.chunks, c.layers, c.in, c.out);
+        ppb::partition::Problem p;
+        p.num_stages = c.ranks;
+        p.chunks = c.chunks;
+        p.schedule = c.chunks == 1 ? Schedule::one_f_one_b : Schedule::interleaved;
+        p.time.body_layers = c.layers;
+        ppb::partition::Plan plan;
+        plan.recompute_setting = MegatronRecompute{MegatronRecompute::Method::none, 0};
+        for (std::uint32_t s = 0; s < c.ranks; ++s) {
+            ppb::partition::StagePlan stage;
+            stage.stage = s;
+            for (std::uint32_t ch = 0; ch < c.chunks; ++ch) {
+                const auto& part = expected[ch * c.ranks + s];
+                const auto n = static_cast<std::uint32_t>(
+                    std::count_if(part.begin(), part.end(),
+                                  [](const std::string& m) { return m.starts_with("layers."); }));
+                stage.chunks.push_back({ch, {n, 0, 0, 0, 0}});
+            }
+            plan.stages.push_back(stage);
+        }
+        const auto titan = ppb::partition::torchtitan_plan(p, plan);
+        BOOST_TEST((titan.module_fqns_per_model_part == expected));
+        BOOST_TEST(titan.ac_mode == "none");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(shell_lines_quote_the_layout) {
     BOOST_TEST(ppb::partition::shell_line(
                    {"--pipeline-model-parallel-layout", "Et*3|(t*2|)*2L", "--num-layers", "8"}) ==
