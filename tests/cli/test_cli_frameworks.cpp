@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(the_search_takes_the_rules) {
                         "--devices", "64", "--global-batch", "256", "--memory-limit-mb", "40000",
                         "--recompute-rule", "megatron", "--top", "2", "--json"});
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
-    BOOST_TEST(r.out.find("\"recompute_rule\":\"megatron\"") != std::string::npos);
+    BOOST_TEST(parse_json(r.out).at("search").at("recompute_rule").as_string() == "megatron");
     BOOST_TEST(r.out.find("--pipeline-model-parallel-layout") != std::string::npos);
     expect_input_error(ppb({"search", "--model-desc", layers_70b, "--dryrun", sample_dryrun,
                             "--devices", "64", "--global-batch", "256", "--memory-limit-mb",
@@ -235,9 +235,10 @@ BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) 
     };
     const auto layout = with({"--pipeline-model-parallel-layout", "Et*6|(t*10|)*2,t*6L"});
     BOOST_TEST_REQUIRE(layout.exit_code == 0, layout.err);
-    BOOST_TEST(layout.err.find("stage 0: 6 layers (none 4, full 2); stage 1: 10 layers (none 8, "
-                               "full 2)") != std::string::npos,
-               layout.err);
+    BOOST_TEST(
+        layout.err.find("stage 0: 6 layers (full 2, none 4); stage 1: 10 layers (full 2, none 8)"
+                        "") != std::string::npos,
+        layout.err);
     const auto legacy = with(
         {"--decoder-first-pipeline-num-layers", "6", "--decoder-last-pipeline-num-layers", "6"});
     BOOST_TEST_REQUIRE(legacy.exit_code == 0, legacy.err);
@@ -254,7 +255,7 @@ BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) 
                              "--account-for-embedding-in-pipeline-split"}),
                        {"--pipeline-model-parallel-layout and "
                         "--account-for-embedding-in-pipeline-split"});
-    expect_input_error(with({"--pipeline-model-parallel-layout", "Et*6|(t*10|)*2,t*5mL"}),
+    expect_input_error(with({"--pipeline-model-parallel-layout", "Et*6|(t*10|)*2,t*6mL"}),
                        {"1 MTP layer ('m')", "--mtp-num-layers is not given"});
     expect_input_error(with({"--pipeline-model-parallel-layout", "Et*6|(t*10|)*2,t*6Lx"}),
                        {"invalid layer character 'x'"});
