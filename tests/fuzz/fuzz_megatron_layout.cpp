@@ -1,33 +1,52 @@
-// libFuzzer harness: Megatron-LM's --pipeline-model-parallel-layout as `ppb import megatron`
-// reads it (ppb::importers::megatron_pp_layout). The first byte is the pipeline degree (1..16),
-// the second the decoder layers (0..255), the rest the layout text: a layout or a FlagError,
-// never a crash; what it accepts holds exactly that many layers in P stages of equal chunks.
+// libFuzzer harness: Megatron-LM's layout flags (ppb/importers/megatron_layout.hpp). The input's
+// first line chooses the other flags — "P L MTP FLAGS" (pipeline size, --num-layers,
+// --mtp-num-layers or '-', and letters: e --account-for-embedding-in-pipeline-split,
+// l --account-for-loss-in-pipeline-split, v2 / v3 virtual stages, b block recompute) — and the
+// rest is the --pipeline-model-parallel-layout string; the layout is also imported without the
+// layout flag (the --account-for split alone). Only FlagError / InputError may come out.
 #include "fuzz_support.hpp"
 
 #include <ppb/importers/megatron.hpp>
+#include <ppb/importers/megatron_layout.hpp>
 
-#include <cstdio>
-#include <cstdlib>
+#include <sstream>
+#include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size < 2)
-        return 0;
-    const std::uint32_t p = 1U + data[0] % 16U;
-    const std::uint32_t layers = data[1];
+    const std::string text(ppb::fuzz::text_of(data, size));
+    const std::size_t newline = text.find('\n');
+    std::istringstream header(text.substr(0, newline));
+    const std::string layout = newline == std::string::npos ? text : text.substr(newline + 1);
+    std::uint32_t p = 2, layers = 8;
+    std::string mtp, letters;
+    header >> p >> layers >> mtp >> letters;
+    ppb::importers::MegatronFlags flags;
+    flags.pipeline_size = 1 + p % 64;
+    flags.num_layers = 1 + layers % 512;
+    flags.world_size = *flags.pipeline_size;
+    flags.micro_batches = 4 * *flags.pipeline_size;
+    if (!mtp.empty() && mtp != "-")
+        flags.mtp_layers = static_cast<std::uint32_t>(mtp.size());
+    flags.account_for_embedding = letters.find('e') != std::string::npos;
+    flags.account_for_loss = letters.find('l') != std::string::npos;
+    if (letters.find("v2") != std::string::npos)
+        flags.virtual_stages = 2;
+    if (letters.find("v3") != std::string::npos)
+        flags.virtual_stages = 3;
+    if (letters.find('b') != std::string::npos) {
+        flags.recompute_granularity = "full";
+        flags.recompute_method = "block";
+        flags.recompute_num_layers = 2;
+    }
+    ppb::fuzz::expect_only([&] { (void)ppb::importers::parse_megatron_layout(layout); });
     ppb::fuzz::expect_only([&] {
-        const auto out =
-            ppb::importers::megatron_pp_layout(ppb::fuzz::text_of(data + 2, size - 2), p, layers);
-        std::uint64_t total = 0;
-        bool ok = out.size() == p;
-        for (const auto& stage : out) {
-            ok = ok && !stage.empty() && stage.size() == out.front().size();
-            for (const auto n : stage)
-                total += n;
-        }
-        if (!ok || total != layers) {
-            std::fprintf(stderr, "an accepted layout does not hold its layers in P stages\n");
-            std::abort();
-        }
+        ppb::importers::Messages messages;
+        (void)ppb::importers::megatron_layout(flags, {}, messages);
+    });
+    flags.layout = layout;
+    ppb::fuzz::expect_only([&] {
+        ppb::importers::Messages messages;
+        (void)ppb::importers::megatron_layout(flags, {}, messages);
     });
     return 0;
 }

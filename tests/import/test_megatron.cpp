@@ -2,6 +2,7 @@
 #include "scratch.hpp"
 
 #include <ppb/importers/megatron.hpp>
+#include <ppb/importers/megatron_layout.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -362,31 +363,37 @@ BOOST_AUTO_TEST_SUITE(megatron_pp_layout_flag)
 
 BOOST_AUTO_TEST_CASE(layouts_give_each_stage_and_chunk_its_decoder_layers) {
     using Counts = std::vector<std::vector<std::uint32_t>>;
-    BOOST_TEST((megatron_pp_layout("Et*3|t|t*2|t*2L", 4, 8) == Counts{{3}, {1}, {2}, {2}}));
-    BOOST_TEST((megatron_pp_layout("Ettt|tt|,tt|ttL", 4, 9) == Counts{{3}, {2}, {2}, {2}}));
-    const Counts deepseek = megatron_pp_layout("Et*3|(tt|)*29,|L", 16, 61);
+    Messages messages;
+    const auto counts = [&](std::uint32_t p, std::uint32_t layers, const char* text) {
+        MegatronFlags f = flags(p, layers, p);
+        f.layout = text;
+        return *megatron_layout_flag_counts(f, messages);
+    };
+    BOOST_TEST((counts(4, 8, "Et*3|t|t*2|t*2L") == Counts{{3}, {1}, {2}, {2}}));
+    BOOST_TEST((counts(4, 9, "Ettt|tt|,tt|ttL") == Counts{{3}, {2}, {2}, {2}}));
+    const Counts deepseek = counts(16, 61, "Et*3|(tt|)*29,|L");
     BOOST_TEST(deepseek.size() == 16U);
     BOOST_TEST((deepseek[0] == std::vector<std::uint32_t>{3, 2}));
     BOOST_TEST((deepseek[15] == std::vector<std::uint32_t>{2, 0}));
 }
 
 BOOST_AUTO_TEST_CASE(bad_layouts_name_the_flag_and_the_problem) {
-    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et*3|t|t*2L", 4, 6),
-                     "--pipeline-model-parallel-layout 'Et*3|t|t*2L': 3 virtual stages are not a "
-                     "multiple of --pipeline-model-parallel-size 4");
-    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et*3|t*3L", 2, 8),
-                     "6 decoder layers ('t'), "
-                     "but --num-layers is 8");
-    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et|tmL", 2, 2), "MTP layers ('m')");
-    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et|xL", 2, 1), "'x' is not a layer");
-    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("E(t|*2L", 2, 2), "a parenthesis");
-    PPB_CHECK_THROWS(FlagError, megatron_pp_layout("Et*|tL", 2, 2), "a repeat count");
+    Messages messages;
+    const auto counts = [&](std::uint32_t p, std::uint32_t layers, const char* text) {
+        MegatronFlags f = flags(p, layers, p);
+        f.layout = text;
+        return megatron_layout_flag_counts(f, messages);
+    };
+    PPB_CHECK_THROWS(FlagError, counts(4, 6, "Et*3|t|t*2L"), "--pipeline-model-parallel-layout");
+    PPB_CHECK_THROWS(FlagError, counts(2, 8, "Et*3|t*3L"), "--pipeline-model-parallel-layout");
+    PPB_CHECK_THROWS(FlagError, counts(2, 2, "Et|tmL"), "--mtp-num-layers");
+    PPB_CHECK_THROWS(FlagError, counts(2, 1, "Et|xL"), "'x'");
 }
 
 BOOST_AUTO_TEST_CASE(the_layout_sets_the_import_s_stages_and_chunks) {
     Messages messages;
     MegatronFlags f = flags(4, 8, 4);
-    f.pp_layout = "Et*3|t|t*2|t*2L";
+    f.layout = "Et*3|t|t*2|t*2L";
     f.recompute_granularity = "full";
     f.recompute_method = "block";
     f.recompute_num_layers = 2;
@@ -396,7 +403,7 @@ BOOST_AUTO_TEST_CASE(the_layout_sets_the_import_s_stages_and_chunks) {
     BOOST_TEST((l.stages[1] == kinds(0, 0, 0, 0, 1)));
     // Interleaved: 8 virtual stages on 4 ranks, chunks of uneven sizes.
     MegatronFlags v = flags(4, 8, 4);
-    v.pp_layout = "Et*2|t|t|t|t|t|t|L";
+    v.layout = "Et*2|t|t|t|t|t|t|L";
     const PipelineLayout lv = megatron_layout(v, MegatronScan{}, messages);
     BOOST_TEST(lv.num_chunks == 2U);
     BOOST_TEST(
@@ -404,10 +411,10 @@ BOOST_AUTO_TEST_CASE(the_layout_sets_the_import_s_stages_and_chunks) {
     BOOST_TEST(
         (lv.chunks[3] == std::vector<KindCounts>{kinds(1, 0, 0, 0, 0), kinds(0, 0, 0, 0, 0)}));
     MegatronFlags both = flags(4, 8, 4);
-    both.pp_layout = "Et*3|t|t*2|t*2L";
+    both.layout = "Et*3|t|t*2|t*2L";
     both.first_stage_layers = 3;
     PPB_CHECK_THROWS(FlagError, megatron_layout(both, MegatronScan{}, messages),
-                     "cannot be combined");
+                     "must not be given together");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 // Megatron-LM runs: layout from Megatron's flags, memory from report_memory() lines.
 #include <ppb/importers/megatron.hpp>
+#include <ppb/importers/megatron_layout.hpp>
 #include <ppb/limits.hpp>
 
 #include <fmt/format.h>
@@ -367,6 +368,104 @@ std::vector<bool> moe_layer_pattern(std::string_view given, std::uint32_t num_la
     return pattern;
 }
 
+namespace {
+
+// Megatron's layers per (stage, chunk) without the layout flags: --num-layers split evenly, or
+// with --decoder-first- / --decoder-last-pipeline-num-layers the other stages sharing the rest;
+// each stage's layers split evenly over its virtual-pipeline chunks.
+std::vector<std::vector<std::uint32_t>> even_split_counts(const MegatronFlags& flags) {
+    const std::uint32_t p = *flags.pipeline_size;
+    const std::uint32_t layers = *flags.num_layers;
+    std::vector<std::uint32_t> per_stage(p, 0);
+    const auto& first = flags.first_stage_layers;
+    const auto& last = flags.last_stage_layers;
+    if (first || last) {
+        if (p < 2) {
+            throw FlagError(
+                "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers need "
+                "a pipeline of at least 2 stages");
+        }
+        const std::uint64_t given = std::uint64_t{first.value_or(0)} + last.value_or(0);
+        if (given > layers) {
+            throw FlagError(fmt::format(
+                "the first and last stages' layers ({}) exceed --num-layers {}", given, layers));
+        }
+        const std::uint32_t rest = layers - static_cast<std::uint32_t>(given);
+        const std::uint32_t others = p - (first ? 1 : 0) - (last ? 1 : 0);
+        if (others == 0 ? rest != 0 : rest % others != 0) {
+            throw FlagError(
+                fmt::format("--num-layers {} leaves {} layers for the other {} stage{} after the "
+                            "first and last "
+                            "stages' layers, which {} (Megatron requires an even split)",
+                            layers, rest, others, others == 1 ? "" : "s",
+                            others == 0 ? "no stage can hold" : "do not divide evenly"));
+        }
+        std::fill(per_stage.begin(), per_stage.end(), others == 0 ? 0 : rest / others);
+        if (first)
+            per_stage.front() = *first;
+        if (last)
+            per_stage.back() = *last;
+    } else {
+        if (layers % p != 0) {
+            throw FlagError(fmt::format(
+                "--num-layers {} does not divide into {} stages (Megatron requires it, unless "
+                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers say "
+                "otherwise)",
+                layers, p));
+        }
+        std::fill(per_stage.begin(), per_stage.end(), layers / p);
+    }
+
+    // Virtual pipeline chunks: each stage's layers split evenly over them.
+    const auto& per_virtual = flags.layers_per_virtual_stage;
+    const auto& virtual_stages = flags.virtual_stages;
+    if (per_virtual && virtual_stages) {
+        throw FlagError(
+            "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank "
+            "must not be given together (Megatron refuses it): give one");
+    }
+    std::uint32_t chunks = 1;
+    if (per_virtual) {
+        if (first || last) {
+            throw FlagError(
+                "--num-layers-per-virtual-pipeline-stage cannot be combined with "
+                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers "
+                "(Megatron refuses it): give --num-virtual-stages-per-pipeline-rank instead");
+        }
+        const std::uint32_t stage_layers = layers / p;  // layers % p == 0 checked above
+        if (*per_virtual == 0 || stage_layers % *per_virtual != 0) {
+            throw FlagError(fmt::format(
+                "--num-layers-per-virtual-pipeline-stage {} does not divide the {} layers of "
+                "each stage (--num-layers {} / --pipeline-model-parallel-size {}), as Megatron "
+                "requires",
+                *per_virtual, stage_layers, layers, p));
+        }
+        chunks = stage_layers / *per_virtual;
+        if (!limits::chunks.contains(chunks)) {
+            throw FlagError(fmt::format(
+                "--num-layers-per-virtual-pipeline-stage {} gives {} chunks per stage: {}",
+                *per_virtual, chunks,
+                limits::out_of_range(std::to_string(chunks), limits::chunks)));
+        }
+    } else if (virtual_stages) {
+        chunks = *virtual_stages;
+        for (std::uint32_t s = 0; s < p; ++s) {
+            if (per_stage[s] % chunks != 0) {
+                throw FlagError(fmt::format(
+                    "--num-virtual-stages-per-pipeline-rank {}: stage {} holds {} layers, which "
+                    "do not split evenly into {} chunks (Megatron requires it)",
+                    chunks, s, per_stage[s], chunks));
+            }
+        }
+    }
+    std::vector<std::vector<std::uint32_t>> counts;
+    for (const std::uint32_t n : per_stage)
+        counts.emplace_back(chunks, n / chunks);
+    return counts;
+}
+
+}  // namespace
+
 PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
                                Messages& messages) {
     if (!flags.pipeline_size)
@@ -422,104 +521,13 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
     layout.ranks_explained =
         fmt::format("world size {} / pipeline-model-parallel-size {}", world, p);
 
-    // Layers per stage.
-    std::vector<std::uint32_t> per_stage(p, 0);
-    const auto& first = flags.first_stage_layers;
-    const auto& last = flags.last_stage_layers;
-    // With --pipeline-model-parallel-layout, each stage's chunks as it gives them.
-    std::vector<std::vector<std::uint32_t>> layout_chunks;
-    if (flags.pp_layout) {
-        if (first || last || flags.layers_per_virtual_stage || flags.virtual_stages) {
-            throw FlagError(
-                "--pipeline-model-parallel-layout gives every stage's layers and chunks: it "
-                "cannot be combined with --decoder-first-/--decoder-last-pipeline-num-layers or "
-                "the virtual pipeline flags (Megatron refuses it)");
-        }
-        layout_chunks = megatron_pp_layout(*flags.pp_layout, p, layers);
-        for (std::uint32_t s = 0; s < p; ++s) {
-            for (const std::uint32_t n : layout_chunks[s])
-                per_stage[s] += n;
-        }
-    } else if (first || last) {
-        if (p < 2) {
-            throw FlagError(
-                "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers need "
-                "a pipeline of at least 2 stages");
-        }
-        const std::uint64_t given = std::uint64_t{first.value_or(0)} + last.value_or(0);
-        if (given > layers) {
-            throw FlagError(fmt::format(
-                "the first and last stages' layers ({}) exceed --num-layers {}", given, layers));
-        }
-        const std::uint32_t rest = layers - static_cast<std::uint32_t>(given);
-        const std::uint32_t others = p - (first ? 1 : 0) - (last ? 1 : 0);
-        if (others == 0 ? rest != 0 : rest % others != 0) {
-            throw FlagError(
-                fmt::format("--num-layers {} leaves {} layers for the other {} stage{} after the "
-                            "first and last "
-                            "stages' layers, which {} (Megatron requires an even split)",
-                            layers, rest, others, others == 1 ? "" : "s",
-                            others == 0 ? "no stage can hold" : "do not divide evenly"));
-        }
-        std::fill(per_stage.begin(), per_stage.end(), others == 0 ? 0 : rest / others);
-        if (first)
-            per_stage.front() = *first;
-        if (last)
-            per_stage.back() = *last;
-    } else {
-        if (layers % p != 0) {
-            throw FlagError(fmt::format(
-                "--num-layers {} does not divide into {} stages (Megatron requires it, unless "
-                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers say "
-                "otherwise)",
-                layers, p));
-        }
-        std::fill(per_stage.begin(), per_stage.end(), layers / p);
-    }
-
-    // Virtual pipeline chunks: each stage's layers split evenly over them.
-    const auto& per_virtual = flags.layers_per_virtual_stage;
-    const auto& virtual_stages = flags.virtual_stages;
-    if (per_virtual && virtual_stages) {
-        throw FlagError(
-            "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank "
-            "must not be given together (Megatron refuses it): give one");
-    }
-    std::uint32_t chunks =
-        flags.pp_layout ? static_cast<std::uint32_t>(layout_chunks[0].size()) : 1;
-    if (per_virtual) {
-        if (first || last) {
-            throw FlagError(
-                "--num-layers-per-virtual-pipeline-stage cannot be combined with "
-                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers "
-                "(Megatron refuses it): give --num-virtual-stages-per-pipeline-rank instead");
-        }
-        const std::uint32_t stage_layers = layers / p;  // layers % p == 0 checked above
-        if (*per_virtual == 0 || stage_layers % *per_virtual != 0) {
-            throw FlagError(fmt::format(
-                "--num-layers-per-virtual-pipeline-stage {} does not divide the {} layers of "
-                "each stage (--num-layers {} / --pipeline-model-parallel-size {}), as Megatron "
-                "requires",
-                *per_virtual, stage_layers, layers, p));
-        }
-        chunks = stage_layers / *per_virtual;
-        if (!limits::chunks.contains(chunks)) {
-            throw FlagError(fmt::format(
-                "--num-layers-per-virtual-pipeline-stage {} gives {} chunks per stage: {}",
-                *per_virtual, chunks,
-                limits::out_of_range(std::to_string(chunks), limits::chunks)));
-        }
-    } else if (virtual_stages) {
-        chunks = *virtual_stages;
-        for (std::uint32_t s = 0; s < p; ++s) {
-            if (per_stage[s] % chunks != 0) {
-                throw FlagError(fmt::format(
-                    "--num-virtual-stages-per-pipeline-rank {}: stage {} holds {} layers, which "
-                    "do not split evenly into {} chunks (Megatron requires it)",
-                    chunks, s, per_stage[s], chunks));
-            }
-        }
-    }
+    // Layers per (stage, chunk): from the layout flags, or Megatron's even split below.
+    std::vector<std::vector<std::uint32_t>> chunk_counts;
+    if (auto counts = megatron_layout_flag_counts(flags, messages))
+        chunk_counts = std::move(*counts);
+    else
+        chunk_counts = even_split_counts(flags);
+    const auto chunks = static_cast<std::uint32_t>(chunk_counts.front().size());
     if (chunks > 1) {
         if (p < 2) {
             throw FlagError(fmt::format(
@@ -527,9 +535,15 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
                 "more",
                 chunks));
         }
+        if (!limits::chunks.contains(chunks)) {
+            throw FlagError(
+                fmt::format("{} virtual pipeline chunks per stage: {}", chunks,
+                            limits::out_of_range(std::to_string(chunks), limits::chunks)));
+        }
         layout.schedule = Schedule::interleaved;
         layout.num_chunks = chunks;
     }
+    const std::vector<std::vector<std::uint32_t>>& per_chunk = chunk_counts;
 
     // Recompute kinds.
     enum class Recompute { none, select, full_uniform, full_block };
@@ -593,32 +607,21 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
         }
         return counts;
     };
-    for (const std::uint32_t n : per_stage) {
+    for (const auto& stage : per_chunk) {
         if (chunks == 1) {
-            layout.stages.push_back(kinds_of(n));
-            continue;
-        }
-        if (flags.pp_layout) {
-            // The layout's chunks may differ; block recompute still counts per chunk.
-            const std::size_t s = layout.stages.size();
-            std::vector<KindCounts> stage_chunks;
-            KindCounts total{};
-            for (const std::uint32_t c : layout_chunks[s]) {
-                stage_chunks.push_back(kinds_of(c));
-                for (std::size_t k = 0; k < total.size(); ++k)
-                    total[k] += stage_chunks.back()[k];
-            }
-            layout.stages.push_back(total);
-            layout.chunks.push_back(std::move(stage_chunks));
+            layout.stages.push_back(kinds_of(stage.front()));
             continue;
         }
         // Each chunk is a transformer block of its own: block recompute counts per chunk.
-        const KindCounts chunk = kinds_of(n / chunks);
         KindCounts total{};
-        for (std::size_t k = 0; k < total.size(); ++k)
-            total[k] = chunk[k] * chunks;
+        std::vector<KindCounts> each;
+        for (const std::uint32_t n : stage) {
+            each.push_back(kinds_of(n));
+            for (std::size_t k = 0; k < total.size(); ++k)
+                total[k] += each.back()[k];
+        }
         layout.stages.push_back(total);
-        layout.chunks.push_back(std::vector<KindCounts>(chunks, chunk));
+        layout.chunks.push_back(std::move(each));
     }
 
     // MoE layers: which layers are, from --num-experts and --moe-layer-freq or

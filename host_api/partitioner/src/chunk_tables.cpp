@@ -237,6 +237,19 @@ Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
                         double worst) {
     const auto& time = problem.time.body_time;
     const double budget = problem.budget_mb();
+    if (const auto& setting = problem.recompute_setting) {
+        // One recompute setting: the setting's mix is the only candidate of each count.
+        Frontier frontier(layers + 1);
+        for (std::uint32_t n = 0; n <= layers; ++n) {
+            ChunkPoint p{0.0, 0.0, setting->chunk_layers(n)};
+            for (const std::size_t k : kinds) {
+                p.time += time[k] * p.layers[k];
+                p.memory += memory[k] * p.layers[k];
+            }
+            frontier[n] = {p};
+        }
+        return frontier;
+    }
     const auto useful = undominated(kinds, time, memory);
     const auto has = [&](std::size_t k) {
         return std::find(useful.begin(), useful.end(), k) != useful.end();
@@ -321,6 +334,33 @@ std::size_t fastest_within(const std::vector<ChunkPoint>& points, double used, d
     return lo;
 }
 
+// With one recompute setting, the least memory of n layers on a stage: over every way to spread
+// them over its chunks (each at least its minimum), each chunk holding the setting's mix, by
+// dynamic programming over the chunks. Infinity where no spread exists.
+std::vector<double> least_memory_of_setting(const MegatronRecompute& setting,
+                                            const AffineStage& affine,
+                                            const std::vector<std::uint32_t>& fewest,
+                                            std::uint32_t all) {
+    std::vector<double> least(all + 1, infinity);
+    least[0] = affine.base;
+    for (std::size_t c = 0; c < affine.unit.size(); ++c) {
+        std::vector<double> next(all + 1, infinity);
+        for (std::uint32_t held = 0; held <= all; ++held) {
+            if (!std::isfinite(least[held]))
+                continue;
+            for (std::uint32_t n = fewest[c]; held + n <= all; ++n) {
+                const KindCounts mix = setting.chunk_layers(n);
+                double m = least[held];
+                for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                    m += affine.unit[c][k] * mix[k];
+                next[held + n] = std::min(next[held + n], m);
+            }
+        }
+        least = std::move(next);
+    }
+    return least;
+}
+
 // The options of one stage holding at most `max_layers` body layers (every count up to L when
 // it is L or more).
 ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage affine,
@@ -375,6 +415,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     out.least_memory.assign(all + 1, infinity);
     for (std::uint32_t n = required_layers; n <= all; ++n)
         out.least_memory[n] = required + (n - required_layers) * lightest;
+    if (const auto& setting = problem.recompute_setting)
+        out.least_memory = least_memory_of_setting(*setting, affine, fewest, all);
 
     // Chunk 0 alone, then each further chunk added.
     std::vector<std::vector<Partial>> partial(layers + 1);

@@ -474,12 +474,14 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
         }
         problem.kinds = mask;
     }
-    if (recompute_rule != "mindformers" && recompute_rule != "any") {
-        throw InputError(fmt::format("recompute_rule: expected 'mindformers' or 'any', got '{}'",
-                                     recompute_rule));
+    const auto rule = partition::rule_from_name(recompute_rule);
+    if (!rule) {
+        throw InputError(
+            fmt::format("recompute_rule: expected 'mindformers', 'any', 'megatron' "
+                        "or 'torchtitan', got '{}'",
+                        recompute_rule));
     }
-    problem.rule = recompute_rule == "any" ? partition::RecomputeRule::any
-                                           : partition::RecomputeRule::mindformers;
+    problem.rule = *rule;
     const auto parsed_schedule = schedule_from_name(schedule);
     if (!parsed_schedule) {
         throw InputError(fmt::format(

@@ -432,12 +432,6 @@ void add_megatron(CLI::App& import, Commands& commands) {
           args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
     count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
           args->flags.last_stage_layers, "layers of the last stage", "N", limits::layers_or_none);
-    mg->add_option("--pipeline-model-parallel-layout", args->flags.pp_layout,
-                   "every stage's layers: E embedding, t decoder layer, L loss,\n"
-                   "| between (virtual) stages, X*n and (...)*n repeat, as\n"
-                   "'Et*3|t*2|t*3L'; chunk c of stage s is virtual stage c P + s")
-        ->group(group)
-        ->type_name("LAYOUT");
     count("--num-layers-per-virtual-pipeline-stage", args->flags.layers_per_virtual_stage,
           "layers per virtual pipeline chunk: each stage runs\n"
           "L / P / N chunks (interleaved schedule)",
@@ -447,6 +441,23 @@ void add_megatron(CLI::App& import, Commands& commands) {
           "virtual pipeline chunks per stage (interleaved schedule\n"
           "when above 1); each stage's layers split evenly over them",
           "V", limits::chunks);
+    mg->add_option("--pipeline-model-parallel-layout", args->flags.layout,
+                   "every (stage, chunk)'s layers in Megatron's grammar, e.g.\n"
+                   "'Et*3|(tt|)*29,m|L': E embedding, t decoder layer, m MTP\n"
+                   "layer, L loss, | between virtual stages (chunk c of rank r is\n"
+                   "virtual stage c*P + r), x*n and (...)*n repeats")
+        ->group(group)
+        ->type_name("LAYOUT");
+    mg->add_flag("--account-for-embedding-in-pipeline-split", args->flags.account_for_embedding,
+                 "the embedding counts as a layer in the even split (the first\n"
+                 "virtual stage holds one layer fewer)")
+        ->group(group);
+    mg->add_flag("--account-for-loss-in-pipeline-split", args->flags.account_for_loss,
+                 "the loss counts as a layer in the even split (the last\n"
+                 "virtual stage holds one layer fewer)")
+        ->group(group);
+    count("--mtp-num-layers", args->flags.mtp_layers,
+          "multi-token-prediction layers: the layout's 'm' count", "N", limits::layers_or_none);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
                    "full or selective")
         ->group(group)

@@ -76,8 +76,7 @@ int run_partition(const PartitionArgs& args) {
     problem.memory_margin_sigma = args.memory_margin_sigma;
     if (!args.kinds.empty())
         problem.kinds = kind_mask(args.kinds);
-    problem.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
-                                                : partition::RecomputeRule::mindformers;
+    problem.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
     problem.schedule = *schedule_from_name(settings.schedule.value_or("1f1b"));  // checked
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
     problem.chunks = settings.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
@@ -212,10 +211,14 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "MindFormers' per-stage counts can build (no stage mixes 'select'\n"
                      "and 'comm' layers; the arrays printed rebuild the plan exactly), or\n"
                      "'any', every mix (for runtimes that set recompute layer by layer;\n"
-                     "arrays are printed only if the plan happens to be expressible)")
+                     "arrays are printed only if the plan happens to be expressible), or\n"
+                     "'megatron', one recompute setting for the whole model as Megatron-LM\n"
+                     "applies it (none, selective, full block N or uniform), or\n"
+                     "'torchtitan', the same without block (torchtitan's\n"
+                     "activation_checkpoint); both exact, with the framework's flags")
         ->type_name("RULE")
         ->capture_default_str()
-        ->check(CLI::IsMember({"mindformers", "any"}));
+        ->check(CLI::IsMember({"mindformers", "any", "megatron", "torchtitan"}));
     partition
         ->add_option("--memory-margin-sigma", args->memory_margin_sigma,
                      "plan each stage against its predicted memory + K standard\n"

@@ -9,6 +9,7 @@
 
 #include <ppb/json_output.hpp>
 #include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/search.hpp>
 #include <ppb/partition/search_document.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -277,8 +278,7 @@ int run_search_command(const SearchArgs& args) {
     base.memory_limit_mb = args.memory_limit_mb;
     base.memory_margin_mb = args.memory_margin_mb;
     base.memory_margin_sigma = args.memory_margin_sigma;
-    base.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
-                                             : partition::RecomputeRule::mindformers;
+    base.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
     LayerTimes times =
         read_layer_times(args.model_desc, options, args.device_tflops, args.time_convention);
     base.time = std::move(times.time);
@@ -442,7 +442,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "mixes of kinds a stage may hold (as for 'ppb partition')")
         ->type_name("RULE")
         ->capture_default_str()
-        ->check(CLI::IsMember({"mindformers", "any"}));
+        ->check(CLI::IsMember({"mindformers", "any", "megatron", "torchtitan"}));
     search
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
                      "device memory available to a stage, MB")

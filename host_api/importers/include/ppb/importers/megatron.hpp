@@ -40,11 +40,16 @@ struct MegatronFlags {
     std::optional<std::uint32_t> num_layers;          // --num-layers
     std::optional<std::uint32_t> first_stage_layers;  // --decoder-first-pipeline-num-layers
     std::optional<std::uint32_t> last_stage_layers;   // --decoder-last-pipeline-num-layers
-    std::optional<std::string> pp_layout;             // --pipeline-model-parallel-layout
     // Virtual pipeline (interleaved schedule): one of the two.
     std::optional<std::uint32_t>
-        layers_per_virtual_stage;                      // --num-layers-per-virtual-pipeline-stage
-    std::optional<std::uint32_t> virtual_stages;       // --num-virtual-stages-per-pipeline-rank
+        layers_per_virtual_stage;                 // --num-layers-per-virtual-pipeline-stage
+    std::optional<std::uint32_t> virtual_stages;  // --num-virtual-stages-per-pipeline-rank
+    // Megatron's layout flags (megatron_layout.hpp): the layout string, the embedding and the
+    // loss counted in the split, and the MTP layers the layout's 'm' must match.
+    std::optional<std::string> layout;                 // --pipeline-model-parallel-layout
+    bool account_for_embedding = false;                // --account-for-embedding-in-pipeline-split
+    bool account_for_loss = false;                     // --account-for-loss-in-pipeline-split
+    std::optional<std::uint32_t> mtp_layers;           // --mtp-num-layers
     std::optional<std::string> recompute_granularity;  // full | selective
     std::optional<std::string> recompute_method;       // uniform | block
     std::optional<std::uint32_t> recompute_num_layers;
@@ -65,19 +70,6 @@ struct MegatronFlags {
 // whose length is not num_layers.
 [[nodiscard]] std::vector<bool> moe_layer_pattern(std::string_view text, std::uint32_t num_layers);
 
-// The decoder layers of each stage and chunk ([stage][chunk]) that Megatron-LM's
-// --pipeline-model-parallel-layout `text` gives a pipeline of `p` stages, read as
-// megatron/core/transformer/pipeline_parallel_layer_layout.py (PipelineParallelLayerLayout.
-// parse_str_to_list, Megatron-LM main) reads it: commas are cosmetic; "(X)*n" repeats X (no nested
-// parentheses), then "c*n" repeats one character; '|' separates the P x v virtual stages, virtual
-// stage i being chunk i / P of stage i % P; 't' is a decoder layer, 'E' the embedding, 'L' the
-// loss. Throws FlagError naming --pipeline-model-parallel-layout for another character (MTP
-// layers 'm' included, which ppb does not model), a count of virtual stages that is not a multiple
-// of p, or a decoder count other than `num_layers`.
-[[nodiscard]] std::vector<std::vector<std::uint32_t>> megatron_pp_layout(std::string_view text,
-                                                                         std::uint32_t p,
-                                                                         std::uint32_t num_layers);
-
 // What the logs say.
 struct MegatronScan {
     std::vector<MemoryReading> readings;  // one per rank (see last_reading_per_rank)
@@ -92,7 +84,9 @@ struct MegatronScan {
                                               Messages& messages);
 
 // The layout, as Megatron builds it:
-//   layers: --num-layers / P per stage (it must divide); with --decoder-first- or
+//   layers: with --pipeline-model-parallel-layout or the --account-for flags, as
+//     megatron_layout_flag_counts() reads them (megatron_layout.hpp); otherwise
+//     --num-layers / P per stage (it must divide); with --decoder-first- or
 //     --decoder-last-pipeline-num-layers, the first / last stage holds that many and the other
 //     stages share the rest evenly (it must divide);
 //   chunks: with --num-layers-per-virtual-pipeline-stage N (not with first / last stage layers;
