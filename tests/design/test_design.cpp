@@ -6,6 +6,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/partition/design.hpp>
 #include <ppb/partition/design_megatron.hpp>
+#include <ppb/partition/framework_args.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -98,9 +99,9 @@ BOOST_AUTO_TEST_CASE(megatron_runs_have_one_setting_each) {
 
 BOOST_AUTO_TEST_CASE(layout_text_follows_megatron_grammar) {
     const std::vector<std::uint32_t> layers = {3, 1, 2, 2};
-    BOOST_TEST(pp::megatron_layout_text(layers) == "Et*3|t|t*2|t*2L");
+    BOOST_TEST(pp::megatron_layout_string(layers) == "Et*3|t|t*2|t*2L");
     const std::vector<std::uint32_t> one = {4};
-    BOOST_TEST(pp::megatron_layout_text(one) == "Et*4L");
+    BOOST_TEST(pp::megatron_layout_string(one) == "Et*4L");
 }
 
 BOOST_AUTO_TEST_CASE(a_prior_over_every_limit_says_the_lowest_peak) {

@@ -124,19 +124,7 @@ std::uint32_t total(const KindCounts& c) {
 void apply_megatron(Run& run) {
     for (KindCounts& stage : run.layers) {
         const std::uint32_t n = total(stage);
-        stage = KindCounts{};
-        switch (run.megatron.granularity) {
-            case MegatronRecompute::Granularity::none:
-                stage[PPB_KIND_NONE] = n;
-                break;
-            case MegatronRecompute::Granularity::selective:
-                stage[PPB_KIND_SELECT] = n;
-                break;
-            case MegatronRecompute::Granularity::full_block:
-                stage[PPB_KIND_FULL] = std::min(n, run.megatron.num_layers);
-                stage[PPB_KIND_NONE] = n - stage[PPB_KIND_FULL];
-                break;
-        }
+        stage = run.megatron.chunk_layers(n);  // a designed run has one chunk per stage
     }
 }
 
@@ -221,18 +209,18 @@ std::vector<std::uint32_t> random_counts(std::uint32_t layers, std::uint32_t p,
 
 std::vector<MegatronRecompute> megatron_settings(const Setup& setup, std::uint32_t max_layers) {
     std::vector<MegatronRecompute> out;
-    using G = MegatronRecompute::Granularity;
+    using M = MegatronRecompute::Method;
     if (setup.has_kind(PPB_KIND_NONE))
-        out.push_back({G::none, 0});
+        out.push_back({M::none, 0});
     if (setup.has_kind(PPB_KIND_SELECT))
-        out.push_back({G::selective, 0});
+        out.push_back({M::selective, 0});
     if (setup.has_kind(PPB_KIND_FULL)) {
+        // Block N of the first N layers; N covering every stage is the uniform method.
         if (setup.has_kind(PPB_KIND_NONE)) {
-            for (std::uint32_t n = 1; n <= max_layers; ++n)
-                out.push_back({G::full_block, n});
-        } else {
-            out.push_back({G::full_block, max_layers});
+            for (std::uint32_t n = 1; n < max_layers; ++n)
+                out.push_back({M::block, n});
         }
+        out.push_back({M::uniform, 0});
     }
     return out;
 }
@@ -302,8 +290,7 @@ std::vector<Run> neighbours(const Setup& setup, const Run& run, std::mt19937_64&
         for (const auto& c : run.layers)
             most = std::max(most, total(c));
         for (const MegatronRecompute& setting : megatron_settings(setup, most)) {
-            if (setting.granularity == run.megatron.granularity &&
-                setting.num_layers == run.megatron.num_layers)
+            if (setting == run.megatron)
                 continue;
             Run next = run;
             next.megatron = setting;

@@ -76,7 +76,7 @@ int run_partition(const PartitionArgs& args) {
     problem.memory_margin_sigma = args.memory_margin_sigma;
     if (!args.kinds.empty())
         problem.kinds = kind_mask(args.kinds);
-    problem.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
+    problem.rule = *partition::rule_from_name(args.recompute_rule);              // checked by CLI11
     problem.schedule = *schedule_from_name(settings.schedule.value_or("1f1b"));  // checked
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
     problem.chunks = settings.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);

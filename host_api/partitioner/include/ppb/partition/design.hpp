@@ -47,12 +47,6 @@ enum class DesignRule { mindformers, megatron, any };
 
 [[nodiscard]] std::string_view design_rule_name(DesignRule rule) noexcept;
 
-// Megatron's recompute setting of a run.
-struct MegatronRecompute {
-    enum class Granularity { none, selective, full_block } granularity = Granularity::none;
-    std::uint32_t num_layers = 0;  // --recompute-num-layers, with full_block
-};
-
 struct DesignRequest {
     std::vector<std::uint32_t> stages;  // pipeline degrees the runs may have, each >= 1
     std::uint32_t num_layers = 0;       // L, at least the largest degree

@@ -14,16 +14,14 @@
 
 namespace ppb::partition {
 
-// "Et*3|t|t*2|t*2L" for stages of 3, 1, 2 and 2 decoder layers; "Et*4L" for one stage.
-[[nodiscard]] std::string megatron_layout_text(std::span<const std::uint32_t> layers_per_stage);
-
 // The one Megatron setting that gives every stage of `run` its kinds, or nullopt when none does
 // (a stage mixing kinds otherwise than 'full' first layers and 'none', stages that differ).
 [[nodiscard]] std::optional<MegatronRecompute> megatron_setting_of(const DesignRun& run);
 
-// The run's flags, or nullopt when Megatron cannot run it (megatron_setting_of). Full recompute of
-// every layer is written as the uniform method with one layer per group; block recompute of the
-// first N layers as the block method.
+// The run's flags, or nullopt when Megatron cannot run it (megatron_setting_of), written by the
+// plan writers of ppb/partition/framework_args.hpp (megatron_layout_string,
+// megatron_recompute_args). Full recompute of every layer is the uniform method; block recompute
+// of the first N layers the block method.
 [[nodiscard]] std::optional<std::vector<std::string>> megatron_design_args(
     const DesignRun& run, std::uint32_t num_layers);
 
