@@ -8,7 +8,9 @@
 #   3. tsan   — ThreadSanitizer build of test_threads and the plugins it loads (./build-tsan):
 #               one model of each plugin used from eight threads at once;
 #   4. fuzz   — the libFuzzer harnesses of tests/fuzz built with Clang (./build-fuzz), each run
-#               PPB_FUZZ_SECONDS (default 20) on its seed corpus; a crash fails the run.
+#               PPB_FUZZ_SECONDS (default 20) on its seed corpus and the grown corpora of long
+#               runs if present (tests/fuzz/run-fuzzers.sh); a crash fails the run, and so does
+#               a seed corpus directory without a harness or a harness without one.
 # PPB_QUICK=1 (or --quick as the first argument) runs stage 1 only, for developers; CI runs all.
 # PPB_STAGES="asan fuzz" runs just the stages named. Prints each stage's wall time at the end.
 set -euo pipefail
@@ -27,7 +29,6 @@ else
     stages="build asan tsan fuzz"
 fi
 jobs="$(nproc)"
-fuzz_seconds="${PPB_FUZZ_SECONDS:-20}"
 
 # Sanitizer findings abort the process (a failed test), with a stack trace.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}"
@@ -66,51 +67,10 @@ stage_tsan() {
     ctest --test-dir build-tsan --output-on-failure -R '^test_threads$'
 }
 
+# Every harness for PPB_FUZZ_SECONDS (default 20) on its seed corpus and, when present, on the
+# corpora grown by long runs (tests/fuzz/run-fuzzers.sh --long, in PPB_FUZZ_CORPUS_DIR).
 stage_fuzz() {
-    local cxx="${PPB_FUZZ_CXX:-}"
-    if [ -z "$cxx" ]; then
-        for candidate in clang++ clang++-14; do
-            if command -v "$candidate" >/dev/null; then
-                cxx="$candidate"
-                break
-            fi
-        done
-    fi
-    if [ -z "$cxx" ]; then
-        echo "run-all: stage fuzz needs clang++ (samples/scripts/install-deps.sh installs it)" >&2
-        return 1
-    fi
-    cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Debug \
-        -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPPB_FUZZ=ON -DPPB_BUILD_TESTS=OFF \
-        -DPPB_BUILD_BENCHMARKS=OFF
-    cmake --build build-fuzz -j "$jobs" --target ppb_fuzzers
-    local here="$PWD" harness failed=()
-    mkdir -p build-fuzz/tests/fuzz/artifacts
-    for harness in tests/fuzz/corpus/*/; do
-        harness="$(basename "$harness")"
-        # New inputs go to the build tree's corpus (first directory), never to the repository's.
-        local work="build-fuzz/tests/fuzz/work/$harness"
-        local extra="build-fuzz/tests/fuzz/corpus-extra/$harness"
-        mkdir -p "$work"
-        local corpora=("$here/$work" "$here/tests/fuzz/corpus/$harness")
-        [ ! -d "$extra" ] || corpora+=("$here/$extra")
-        echo "--- fuzz_$harness: ${fuzz_seconds} s"
-        if ! (cd build-fuzz/tests/fuzz &&
-              "./fuzz_$harness" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
-                  -max_len=16384 -print_final_stats=1 -artifact_prefix="artifacts/$harness-" \
-                  "${corpora[@]}" 2>"work/$harness.log" </dev/null) ||
-           ! grep -q '^Done ' "build-fuzz/tests/fuzz/work/$harness.log"; then
-            tail -n 60 "build-fuzz/tests/fuzz/work/$harness.log"
-            failed+=("$harness")
-        else
-            grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' \
-                "build-fuzz/tests/fuzz/work/$harness.log" || true
-        fi
-    done
-    if [ ${#failed[@]} -ne 0 ]; then
-        echo "run-all: fuzzers failed: ${failed[*]} (inputs in build-fuzz/tests/fuzz/artifacts/)" >&2
-        return 1
-    fi
+    tests/fuzz/run-fuzzers.sh
 }
 
 # Each stage runs under set -e: its first failing command ends the run (the trap still prints

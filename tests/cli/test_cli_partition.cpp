@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
     expect_input_error(ppb(partition_args("-5")), {"--memory-limit-mb"});
     expect_input_error(ppb(partition_args("1000", {"--memory-margin-mb", "1000"})),
                        {"--memory-margin-mb"});
-    expect_input_error(ppb(partition_args("1000", {"--recompute-rule", "megatron"})),
+    expect_input_error(ppb(partition_args("1000", {"--recompute-rule", "deepspeed"})),
                        {"--recompute-rule"});
     expect_input_error(ppb(partition_args("1000", {"--kinds", "none,most"})),
                        {"unknown recompute kind 'most'"});

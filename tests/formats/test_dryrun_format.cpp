@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(top_level_members) {
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stage": 8)", obs)),
                     "dryrun.json: unknown field 'num_stage' (did you mean 'num_stages'? expected "
                     "one of: format, num_stages, micro_batches, schedule, observations, comment, "
-                    "description)");
+                    "description, body_layers, layer_times)");
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 0)", obs)),
                     "dryrun.json: num_stages: 0 is out of range (1 to 1024 stages)");
     PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": "8")", obs)),

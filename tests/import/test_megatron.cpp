@@ -2,6 +2,7 @@
 #include "scratch.hpp"
 
 #include <ppb/importers/megatron.hpp>
+#include <ppb/importers/megatron_layout.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -351,6 +352,69 @@ BOOST_AUTO_TEST_CASE(logs_of_different_world_sizes) {
         log("b.log", "using world size: 16, data-parallel size: 2\n" + memory_line(1, 5.0) + "\n");
     PPB_CHECK_THROWS(ppb::InputError, scan({a, b}), b.name + ":1: world size 16",
                      a.name + ":1 says 8");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --pipeline-model-parallel-layout, as Megatron-LM's PipelineParallelLayerLayout.parse_str_to_list
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py) reads it: its docstring's
+// example and the DeepSeek-V3 PP16 VPP2 layout of its documentation (without the MTP layer).
+BOOST_AUTO_TEST_SUITE(megatron_pp_layout_flag)
+
+BOOST_AUTO_TEST_CASE(layouts_give_each_stage_and_chunk_its_decoder_layers) {
+    using Counts = std::vector<std::vector<std::uint32_t>>;
+    Messages messages;
+    const auto counts = [&](std::uint32_t p, std::uint32_t layers, const char* text) {
+        MegatronFlags f = flags(p, layers, p);
+        f.layout = text;
+        return *megatron_layout_flag_counts(f, messages);
+    };
+    BOOST_TEST((counts(4, 8, "Et*3|t|t*2|t*2L") == Counts{{3}, {1}, {2}, {2}}));
+    BOOST_TEST((counts(4, 9, "Ettt|tt|,tt|ttL") == Counts{{3}, {2}, {2}, {2}}));
+    const Counts deepseek = counts(16, 61, "Et*3|(tt|)*29,|L");
+    BOOST_TEST(deepseek.size() == 16U);
+    BOOST_TEST((deepseek[0] == std::vector<std::uint32_t>{3, 2}));
+    BOOST_TEST((deepseek[15] == std::vector<std::uint32_t>{2, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(bad_layouts_name_the_flag_and_the_problem) {
+    Messages messages;
+    const auto counts = [&](std::uint32_t p, std::uint32_t layers, const char* text) {
+        MegatronFlags f = flags(p, layers, p);
+        f.layout = text;
+        return megatron_layout_flag_counts(f, messages);
+    };
+    PPB_CHECK_THROWS(FlagError, counts(4, 6, "Et*3|t|t*2L"), "--pipeline-model-parallel-layout");
+    PPB_CHECK_THROWS(FlagError, counts(2, 8, "Et*3|t*3L"), "--pipeline-model-parallel-layout");
+    PPB_CHECK_THROWS(FlagError, counts(2, 2, "Et|tmL"), "--mtp-num-layers");
+    PPB_CHECK_THROWS(FlagError, counts(2, 1, "Et|xL"), "'x'");
+}
+
+BOOST_AUTO_TEST_CASE(the_layout_sets_the_import_s_stages_and_chunks) {
+    Messages messages;
+    MegatronFlags f = flags(4, 8, 4);
+    f.layout = "Et*3|t|t*2|t*2L";
+    f.recompute_granularity = "full";
+    f.recompute_method = "block";
+    f.recompute_num_layers = 2;
+    const PipelineLayout l = megatron_layout(f, MegatronScan{}, messages);
+    BOOST_TEST((totals(l) == std::vector<std::uint32_t>{3, 1, 2, 2}));
+    BOOST_TEST((l.stages[0] == kinds(1, 0, 0, 0, 2)));
+    BOOST_TEST((l.stages[1] == kinds(0, 0, 0, 0, 1)));
+    // Interleaved: 8 virtual stages on 4 ranks, chunks of uneven sizes.
+    MegatronFlags v = flags(4, 8, 4);
+    v.layout = "Et*2|t|t|t|t|t|t|L";
+    const PipelineLayout lv = megatron_layout(v, MegatronScan{}, messages);
+    BOOST_TEST(lv.num_chunks == 2U);
+    BOOST_TEST(
+        (lv.chunks[0] == std::vector<KindCounts>{kinds(2, 0, 0, 0, 0), kinds(1, 0, 0, 0, 0)}));
+    BOOST_TEST(
+        (lv.chunks[3] == std::vector<KindCounts>{kinds(1, 0, 0, 0, 0), kinds(0, 0, 0, 0, 0)}));
+    MegatronFlags both = flags(4, 8, 4);
+    both.layout = "Et*3|t|t*2|t*2L";
+    both.first_stage_layers = 3;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(both, MegatronScan{}, messages),
+                     "must not be given together");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

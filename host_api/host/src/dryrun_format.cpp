@@ -1,5 +1,6 @@
 // Reader of the dry-run observation formats "ppb.dryrun/1", "ppb.dryrun/2" and "ppb.dryrun/3"
-// (host_api/docs/design.md, "ppb.dryrun/1, /2 and /3").
+// (host_api/docs/design.md, "ppb.dryrun/1, /2 and /3"), with the optional "body_layers" and
+// "layer_times" every revision may give.
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/in_flight_profile.hpp>
@@ -28,24 +29,28 @@ constexpr std::string_view format_family = "ppb.dryrun/";
 constexpr std::string_view comment_key = "comment";
 constexpr std::string_view description_key = "description";
 
-// ppb.dryrun/1 is read exactly as it always was, so its members stay as they were.
-constexpr std::array<std::string_view, 7> top_level_keys_v1 = {
-    "format",       "num_stages", "micro_batches", "schedule",
-    "observations", comment_key,  description_key};
+// ppb.dryrun/1 is read exactly as it always was, so its members stay as they were; every
+// revision may also say what it knows of the model: its body layers and layer times.
+constexpr std::string_view body_layers_key = "body_layers";
+constexpr std::string_view layer_times_key = "layer_times";
+constexpr std::array<std::string_view, 9> top_level_keys_v1 = {
+    "format",    "num_stages",    "micro_batches", "schedule",     "observations",
+    comment_key, description_key, body_layers_key, layer_times_key};
 constexpr std::array<std::string_view, 8> observation_keys_v1 = {
     "config", "num_stages", "micro_batches",  "stage",
     "layers", "in_flight",  "peak_memory_mb", comment_key};
 
-constexpr std::array<std::string_view, 8> top_level_keys_v2 = {
-    "format",     "num_stages",   "micro_batches", "schedule",
-    "num_chunks", "observations", comment_key,     description_key};
+constexpr std::array<std::string_view, 10> top_level_keys_v2 = {
+    "format",       "num_stages", "micro_batches", "schedule",      "num_chunks",
+    "observations", comment_key,  description_key, body_layers_key, layer_times_key};
 constexpr std::array<std::string_view, 11> observation_keys_v2 = {
     "config", "num_stages", "micro_batches", "schedule",       "num_chunks", "stage",
     "layers", "chunks",     "in_flight",     "peak_memory_mb", comment_key};
 // ppb.dryrun/3: /2 with the model's groups of body layers, and layers counted per group.
-constexpr std::array<std::string_view, 9> top_level_keys_v3 = {
-    "format",       "num_stages", "micro_batches", "schedule",     "num_chunks",
-    "observations", "groups",     comment_key,     description_key};
+constexpr std::array<std::string_view, 11> top_level_keys_v3 = {
+    "format", "num_stages", "micro_batches", "schedule",      "num_chunks",   "observations",
+    "groups", comment_key,  description_key, body_layers_key, layer_times_key};
+constexpr std::array<std::string_view, 3> layer_time_keys = {"head", "body", "tail"};
 constexpr std::array<std::string_view, 2> chunk_keys = {"layers", "in_flight"};
 
 constexpr std::array<Schedule, 4> all_schedules = {Schedule::one_f_one_b, Schedule::interleaved,
@@ -556,6 +561,62 @@ std::vector<std::string> read_groups(const JsonObject& top) {
     return groups;
 }
 
+// The model's body layers and layer times, when the document gives them.
+void read_model_facts(const JsonObject& top, DryRunSet& set) {
+    if (auto node = top.optional(body_layers_key))
+        set.body_layers = node->as_count(limits::layers);
+    if (auto node = top.optional(layer_times_key)) {
+        const JsonObject times = node->as_object();
+        times.allow_only(layer_time_keys, "layer");
+        const auto time_of = [&](std::string_view key) {
+            const auto found = times.optional(key);
+            if (!found) {
+                times.fail(fmt::format(
+                    "missing required field '{}' (layer_times gives the time of one head, body "
+                    "and tail layer: \"head\", \"body\" and \"tail\")",
+                    key));
+            }
+            return found->as_number_in(limits::time);
+        };
+        set.layer_times = HeadBodyTailTimes{time_of("head"), time_of("body"), time_of("tail")};
+    }
+}
+
+// Every observation holds at most the model's body layers, and a dry run (one config at one
+// pipeline degree) that measured every stage holds them all.
+void check_body_layers(const JsonObject& top, const DryRunSet& set) {
+    if (!set.body_layers)
+        return;
+    const std::uint32_t model = *set.body_layers;
+    std::map<std::pair<std::string, std::uint32_t>, std::map<std::uint32_t, std::uint64_t>> runs;
+    for (std::size_t i = 0; i < set.observations.size(); ++i) {
+        const Observation& o = set.observations[i];
+        const std::uint64_t n = o.placement.total_layers();
+        if (n > model) {
+            top.required("observations")
+                .as_array()
+                .at(i)
+                .fail(fmt::format("stage {} holds {} body layers, more than the model's {} "
+                                  "(body_layers)",
+                                  o.placement.stage, n, model));
+        }
+        runs[{o.config, o.placement.num_stages}][o.placement.stage] = n;
+    }
+    for (const auto& [run, stages] : runs) {
+        if (stages.size() != run.second)
+            continue;
+        std::uint64_t total = 0;
+        for (const auto& [stage, n] : stages)
+            total += n;
+        if (total != model) {
+            top.required(body_layers_key)
+                .fail(fmt::format("the model has {} body layers, but the {} stages of dry run "
+                                  "'{}' hold {} in all: every layer is on some stage",
+                                  model, run.second, run.first, total));
+        }
+    }
+}
+
 }  // namespace
 
 DryRunSet parse_dryrun(std::string_view json_text, std::string_view source,
@@ -608,6 +669,8 @@ DryRunSet parse_dryrun(std::string_view json_text, std::string_view source,
         set.observations.push_back(read_observation(element.as_object(), set));
     }
     check_duplicates(set.observations, set.groups, options.duplicate_tolerance, source);
+    read_model_facts(top, set);
+    check_body_layers(top, set);
     return set;
 }
 

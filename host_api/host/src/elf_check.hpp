@@ -15,8 +15,10 @@ struct ElfCheckResult {
 };
 
 // Verifies that `path` is a 64-bit little-endian ELF shared object for this machine whose
-// section headers, and every section they describe, lie inside the file. A truncated or
-// corrupt library is reported here instead of being handed to a parser that trusts its sizes.
+// section headers, and every section they describe, lie inside the file, and whose section
+// names, symbol tables and their string tables are well formed: everything
+// boost::dll::library_info reads (elf_check.cpp lists it). A truncated or corrupt library is
+// reported here instead of being handed to a parser that trusts its sizes.
 [[nodiscard]] ElfCheckResult check_elf_file(const std::filesystem::path& path);
 
 }  // namespace ppb::detail

@@ -95,6 +95,54 @@ json::object observation_json(const ImportedDryRun& run, const StageObservation&
     return obj;
 }
 
+json::object layer_times_json(const HeadBodyTailTimes& times) {
+    return {{"head", times.head}, {"body", times.body}, {"tail", times.tail}};
+}
+
+// The run's body_layers and layer_times into `doc`, as the document's own.
+void put_model_facts(json::object& doc, const ImportedDryRun& run) {
+    if (run.body_layers)
+        doc["body_layers"] = *run.body_layers;
+    if (run.layer_times)
+        doc["layer_times"] = layer_times_json(*run.layer_times);
+}
+
+std::string times_text(const HeadBodyTailTimes& t) {
+    return fmt::format("head {}, body {}, tail {}", t.head, t.body, t.tail);
+}
+
+// The run's body_layers and layer_times into the existing document `top` (read as `set`): added
+// where it has none, refused where it says otherwise.
+void merge_model_facts(json::object& top, const DryRunSet& set, std::string_view source,
+                       const ImportedDryRun& run, Messages& messages) {
+    if (run.body_layers) {
+        if (!set.body_layers) {
+            top["body_layers"] = *run.body_layers;
+            add_note(messages, fmt::format("{} gave no body_layers: it now says the model has {} "
+                                           "(the appended '{}' dry run's)",
+                                           source, *run.body_layers, run.label));
+        } else if (*set.body_layers != *run.body_layers) {
+            throw InputError(fmt::format(
+                "{}: body_layers: the document's model has {} body layers, the appended '{}' "
+                "dry run's {}: are they dry runs of one model?",
+                source, *set.body_layers, run.label, *run.body_layers));
+        }
+    }
+    if (run.layer_times) {
+        if (!set.layer_times) {
+            top["layer_times"] = layer_times_json(*run.layer_times);
+            add_note(messages, fmt::format("{} gave no layer_times: it now has the appended '{}' "
+                                           "dry run's ({})",
+                                           source, run.label, times_text(*run.layer_times)));
+        } else if (*set.layer_times != *run.layer_times) {
+            throw InputError(fmt::format(
+                "{}: layer_times: the document's ({}) differ from the appended '{}' dry run's "
+                "({}); give one model's times",
+                source, times_text(*set.layer_times), run.label, times_text(*run.layer_times)));
+        }
+    }
+}
+
 // A run that ppb.dryrun/1 cannot describe.
 bool needs_revision_2(const ImportedDryRun& run) {
     return run.num_chunks != 1 || run.schedule != Schedule::one_f_one_b;
@@ -231,6 +279,7 @@ std::string new_dryrun_text(const ImportedDryRun& run, const DryRunReadOptions& 
     doc["schedule"] = schedule_name(run.schedule);
     if (run.num_chunks != 1)
         doc["num_chunks"] = run.num_chunks;
+    put_model_facts(doc, run);
     json::array observations;
     for (const StageObservation& o : run.observations)
         observations.push_back(observation_json(plain, o, {}));
@@ -290,6 +339,8 @@ std::string appended_dryrun_text(std::string_view existing, std::string_view sou
                              source, dryrun_format_v1, dryrun_format_v2, run.num_chunks,
                              schedule_name(run.schedule)));
     }
+
+    merge_model_facts(top, set, source, run, messages);
 
     OwnSettings own;
     own.schedule = set.schedule != run.schedule || set.num_chunks != run.num_chunks;

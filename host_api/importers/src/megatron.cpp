@@ -1,5 +1,6 @@
 // Megatron-LM runs: layout from Megatron's flags, memory from report_memory() lines.
 #include <ppb/importers/megatron.hpp>
+#include <ppb/importers/megatron_layout.hpp>
 #include <ppb/limits.hpp>
 
 #include <fmt/format.h>
@@ -367,62 +368,14 @@ std::vector<bool> moe_layer_pattern(std::string_view given, std::uint32_t num_la
     return pattern;
 }
 
-PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
-                               Messages& messages) {
-    if (!flags.pipeline_size)
-        throw FlagError("missing --pipeline-model-parallel-size P");
-    if (!flags.num_layers)
-        throw FlagError("missing --num-layers L");
+namespace {
+
+// Megatron's layers per (stage, chunk) without the layout flags: --num-layers split evenly, or
+// with --decoder-first- / --decoder-last-pipeline-num-layers the other stages sharing the rest;
+// each stage's layers split evenly over its virtual-pipeline chunks.
+std::vector<std::vector<std::uint32_t>> even_split_counts(const MegatronFlags& flags) {
     const std::uint32_t p = *flags.pipeline_size;
     const std::uint32_t layers = *flags.num_layers;
-    if (!limits::stages.contains(p)) {
-        throw FlagError("--pipeline-model-parallel-size: " +
-                        limits::out_of_range(std::to_string(p), limits::stages));
-    }
-    if (!limits::layers.contains(layers))
-        throw FlagError("--num-layers: " +
-                        limits::out_of_range(std::to_string(layers), limits::layers));
-    if (flags.micro_batches && !limits::micro_batches.contains(*flags.micro_batches)) {
-        throw FlagError(
-            "--num-microbatches: " +
-            limits::out_of_range(std::to_string(*flags.micro_batches), limits::micro_batches));
-    }
-
-    PipelineLayout layout;
-    layout.num_stages = p;
-    layout.micro_batches = flags.micro_batches;
-    if (!flags.micro_batches) {
-        add_note(messages,
-                 "no --num-microbatches: the dry-run file gives no micro-batch count, so each "
-                 "stage's in-flight count is taken as P - stage");
-    }
-
-    // World size and rank order.
-    std::uint32_t world = 0;
-    if (flags.world_size) {
-        world = *flags.world_size;
-        if (scan.world_size && *scan.world_size != world) {
-            add_warning(messages, fmt::format("--world-size {} differs from the log's {} ({}); "
-                                              "using --world-size",
-                                              world, *scan.world_size, scan.world_size_where));
-        }
-    } else if (scan.world_size) {
-        world = *scan.world_size;
-        add_note(messages, fmt::format("world size {} from {}", world, scan.world_size_where));
-    } else {
-        throw FlagError(
-            "missing --world-size N (the number of ranks; the logs have no 'using world size' "
-            "line)");
-    }
-    if (world == 0 || world % p != 0) {
-        throw FlagError(fmt::format(
-            "world size {} is not a multiple of --pipeline-model-parallel-size {}", world, p));
-    }
-    layout.ranks_per_stage = world / p;
-    layout.ranks_explained =
-        fmt::format("world size {} / pipeline-model-parallel-size {}", world, p);
-
-    // Layers per stage.
     std::vector<std::uint32_t> per_stage(p, 0);
     const auto& first = flags.first_stage_layers;
     const auto& last = flags.last_stage_layers;
@@ -505,6 +458,76 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
             }
         }
     }
+    std::vector<std::vector<std::uint32_t>> counts;
+    for (const std::uint32_t n : per_stage)
+        counts.emplace_back(chunks, n / chunks);
+    return counts;
+}
+
+}  // namespace
+
+PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
+                               Messages& messages) {
+    if (!flags.pipeline_size)
+        throw FlagError("missing --pipeline-model-parallel-size P");
+    if (!flags.num_layers)
+        throw FlagError("missing --num-layers L");
+    const std::uint32_t p = *flags.pipeline_size;
+    const std::uint32_t layers = *flags.num_layers;
+    if (!limits::stages.contains(p)) {
+        throw FlagError("--pipeline-model-parallel-size: " +
+                        limits::out_of_range(std::to_string(p), limits::stages));
+    }
+    if (!limits::layers.contains(layers))
+        throw FlagError("--num-layers: " +
+                        limits::out_of_range(std::to_string(layers), limits::layers));
+    if (flags.micro_batches && !limits::micro_batches.contains(*flags.micro_batches)) {
+        throw FlagError(
+            "--num-microbatches: " +
+            limits::out_of_range(std::to_string(*flags.micro_batches), limits::micro_batches));
+    }
+
+    PipelineLayout layout;
+    layout.num_stages = p;
+    layout.micro_batches = flags.micro_batches;
+    if (!flags.micro_batches) {
+        add_note(messages,
+                 "no --num-microbatches: the dry-run file gives no micro-batch count, so each "
+                 "stage's in-flight count is taken as P - stage");
+    }
+
+    // World size and rank order.
+    std::uint32_t world = 0;
+    if (flags.world_size) {
+        world = *flags.world_size;
+        if (scan.world_size && *scan.world_size != world) {
+            add_warning(messages, fmt::format("--world-size {} differs from the log's {} ({}); "
+                                              "using --world-size",
+                                              world, *scan.world_size, scan.world_size_where));
+        }
+    } else if (scan.world_size) {
+        world = *scan.world_size;
+        add_note(messages, fmt::format("world size {} from {}", world, scan.world_size_where));
+    } else {
+        throw FlagError(
+            "missing --world-size N (the number of ranks; the logs have no 'using world size' "
+            "line)");
+    }
+    if (world == 0 || world % p != 0) {
+        throw FlagError(fmt::format(
+            "world size {} is not a multiple of --pipeline-model-parallel-size {}", world, p));
+    }
+    layout.ranks_per_stage = world / p;
+    layout.ranks_explained =
+        fmt::format("world size {} / pipeline-model-parallel-size {}", world, p);
+
+    // Layers per (stage, chunk): from the layout flags, or Megatron's even split below.
+    std::vector<std::vector<std::uint32_t>> chunk_counts;
+    if (auto counts = megatron_layout_flag_counts(flags, messages))
+        chunk_counts = std::move(*counts);
+    else
+        chunk_counts = even_split_counts(flags);
+    const auto chunks = static_cast<std::uint32_t>(chunk_counts.front().size());
     if (chunks > 1) {
         if (p < 2) {
             throw FlagError(fmt::format(
@@ -512,9 +535,15 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
                 "more",
                 chunks));
         }
+        if (!limits::chunks.contains(chunks)) {
+            throw FlagError(
+                fmt::format("{} virtual pipeline chunks per stage: {}", chunks,
+                            limits::out_of_range(std::to_string(chunks), limits::chunks)));
+        }
         layout.schedule = Schedule::interleaved;
         layout.num_chunks = chunks;
     }
+    const std::vector<std::vector<std::uint32_t>>& per_chunk = chunk_counts;
 
     // Recompute kinds.
     enum class Recompute { none, select, full_uniform, full_block };
@@ -578,18 +607,21 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
         }
         return counts;
     };
-    for (const std::uint32_t n : per_stage) {
+    for (const auto& stage : per_chunk) {
         if (chunks == 1) {
-            layout.stages.push_back(kinds_of(n));
+            layout.stages.push_back(kinds_of(stage.front()));
             continue;
         }
         // Each chunk is a transformer block of its own: block recompute counts per chunk.
-        const KindCounts chunk = kinds_of(n / chunks);
         KindCounts total{};
-        for (std::size_t k = 0; k < total.size(); ++k)
-            total[k] = chunk[k] * chunks;
+        std::vector<KindCounts> each;
+        for (const std::uint32_t n : stage) {
+            each.push_back(kinds_of(n));
+            for (std::size_t k = 0; k < total.size(); ++k)
+                total[k] += each.back()[k];
+        }
         layout.stages.push_back(total);
-        layout.chunks.push_back(std::vector<KindCounts>(chunks, chunk));
+        layout.chunks.push_back(std::move(each));
     }
 
     // MoE layers: which layers are, from --num-experts and --moe-layer-freq or

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <string>
 #include <vector>
@@ -153,6 +154,78 @@ double memory_of(const Setting& setting) {
 
 std::string where_of(const Setting& setting) {
     return setting.where();
+}
+
+// What Python's truth test makes of a YAML value: SAPP acts on profiling_config only when it is
+// "truthy" (not null, false, 0, an empty string, list or mapping).
+bool truthy(const YAML::Node& node) {
+    if (node.IsNull())
+        return false;
+    if (node.IsMap() || node.IsSequence())
+        return node.size() != 0;
+    if (const auto flag = boolean_of(node))
+        return *flag;
+    if (const auto number = number_of(node))
+        return *number != 0.0;
+    return !node.Scalar().empty();
+}
+
+// time_config's three times, as SAPP's time_parser takes them: all of head, body and tail, or
+// (where some are missing) the times it would measure in profiling_config's timeline, which ppb
+// does not read.
+std::optional<HeadBodyTailTimes> read_times(const Config& config, Messages& messages) {
+    const Setting times = config.lookup({"time_config"});
+    const Setting profiling = config.lookup({"profiling_config"});
+    const bool profiled = profiling.present() && truthy(profiling.node());
+    const bool given = times.present() && !times.node().IsNull();
+    std::vector<std::string_view> missing;
+    std::array<double, 3> values{};
+    constexpr std::array<std::string_view, 3> keys = {"head", "body", "tail"};
+    if (given) {
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            const Setting time = config.lookup({"time_config", keys[i]});
+            if (!time.present() || time.node().IsNull()) {
+                missing.push_back(keys[i]);
+                continue;
+            }
+            const auto value = number_of(time.node());
+            if (!value) {
+                time.fail("expected the time of one layer (a number of 0 or more), got " +
+                          describe(time.node()));
+            }
+            if (!limits::time.contains(*value))
+                time.fail(limits::out_of_range(time.node().Scalar(), limits::time));
+            values[i] = *value;
+        }
+    }
+    if (profiled && (!given || !missing.empty())) {
+        profiling.fail(fmt::format(
+            "ppb does not read profiler timelines (SAPP's -init measures each layer's time in "
+            "the timeline folder named here{}): give the times instead as time_config: {{head: "
+            "T, body: T, tail: T}}, the time of one head, body and tail layer as SAPP's layer "
+            "file gives it (today's SAPP: a layer's forward time), or leave both out and give "
+            "the times in the layer file of 'ppb partition --model-desc'",
+            given ? fmt::format("; time_config lacks {}", fmt::join(missing, " and ")) : ""));
+    }
+    if (!given) {
+        add_note(messages,
+                 "no time_config: the dry-run file carries no layer times, so 'ppb fit "
+                 "--export-sapp' writes a layer file of memory only (SAPP's -init writes time "
+                 "0); give time_config: {head: T, body: T, tail: T} for a complete one");
+        return std::nullopt;
+    }
+    if (!missing.empty()) {
+        times.fail(fmt::format(
+            "no {} time (SAPP's -init would write its layer file with that time null): give "
+            "head, body and tail, the time of one layer each",
+            fmt::join(missing, " and ")));
+    }
+    if (profiling.present() && !profiling.node().IsNull()) {
+        add_note(messages, fmt::format("{}: not read: time_config gives every time (SAPP reads it "
+                                       "first too)",
+                                       profiling.where()));
+    }
+    return HeadBodyTailTimes{values[0], values[1], values[2]};
 }
 
 }  // namespace
@@ -326,11 +399,7 @@ SappDryRuns read_sapp_init(const std::filesystem::path& file, Messages& messages
         }
     }
 
-    if (config.lookup({"time_config"}).present()) {
-        add_note(messages,
-                 "time_config is not imported: a dry-run file holds memory (times go "
-                 "in the layer file of 'ppb partition')");
-    }
+    result.times = read_times(config, messages);
     return result;
 }
 

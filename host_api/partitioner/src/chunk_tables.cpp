@@ -308,6 +308,20 @@ Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
                         const std::array<double, PPB_KIND_COUNT>& activation,
                         const ChunkBudget& budget) {
     const auto& time = problem.time.body_time;
+    if (const auto& setting = problem.recompute_setting) {
+        // One recompute setting: the setting's mix is the only candidate of each count.
+        Frontier frontier(layers + 1);
+        for (std::uint32_t n = 0; n <= layers; ++n) {
+            ChunkPoint p{0.0, {}, setting->chunk_layers(n)};
+            for (const std::size_t k : kinds) {
+                p.time += time[k] * p.layers[k];
+                p.memory.fixed += fixed[k] * p.layers[k];
+                p.memory.activation += activation[k] * p.layers[k];
+            }
+            frontier[n] = {p};
+        }
+        return frontier;
+    }
     const auto useful = useful_kinds(kinds, time, fixed, activation);
     const auto has = [&](std::size_t k) {
         return std::find(useful.begin(), useful.end(), k) != useful.end();
@@ -404,6 +418,36 @@ void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
     options = std::move(kept);
 }
 
+// With one recompute setting, the least memory of n layers in row j of a stage: over every way
+// to spread them over its chunks (each at least its minimum), each chunk holding the setting's
+// mix, by dynamic programming over the chunks. Infinity where no spread exists. `unit(c, k)` is
+// what a layer of kind k in chunk c adds to the row.
+template <class Unit>
+std::vector<double> least_memory_of_setting(const MegatronRecompute& setting, double empty,
+                                            Unit unit, const std::vector<std::uint32_t>& fewest,
+                                            std::uint32_t all) {
+    std::vector<double> least(all + 1, infinity);
+    least[0] = empty;
+    for (std::uint32_t c = 0; c < fewest.size(); ++c) {
+        std::vector<double> next(all + 1, infinity);
+        for (std::uint32_t held = 0; held <= all; ++held) {
+            if (!std::isfinite(least[held]))
+                continue;
+            for (std::uint32_t n = fewest[c]; held + n <= all; ++n) {
+                const KindCounts mix = setting.chunk_layers(n);
+                double m = least[held];
+                for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                    if (mix[k] != 0)
+                        m += unit(c, k) * mix[k];
+                }
+                next[held + n] = std::min(next[held + n], m);
+            }
+        }
+        least = std::move(next);
+    }
+    return least;
+}
+
 // The options of one stage holding at most `max_layers` body layers (every count up to L when
 // it is L or more).
 ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage affine,
@@ -462,9 +506,10 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     ChunkedStage out;
     out.stage = stage;
     // The least memory of n layers in row j: each chunk's minimum on its lightest kind, the rest on
-    // the lightest (chunk, kind) (exact for one row). With several rows the largest of these is a
-    // lower bound of the least peak (one mix may not be the lightest in every row), which is all
-    // the cap and the explanation need.
+    // the lightest (chunk, kind) (exact for one row); with one recompute setting, the least over
+    // the ways to spread them over the chunks, each chunk holding the setting's mix. With several
+    // rows the largest of these is a lower bound of the least peak (one mix may not be the
+    // lightest in every row), which is all the cap and the explanation need.
     std::uint32_t required_layers = 0;
     for (std::uint32_t c = 0; c < v; ++c)
         required_layers += fewest[c];
@@ -485,10 +530,18 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             }
             required += fewest[c] * chunk_lightest;
         }
-        for (std::uint32_t n = required_layers; n <= all; ++n) {
-            const double least = required + (n - required_layers) * lightest;
-            if (j == 0 || least > out.least_memory[n])
-                out.least_memory[n] = least;
+        std::vector<double> row_least(all + 1, infinity);
+        if (const auto& setting = problem.recompute_setting) {
+            row_least = least_memory_of_setting(
+                *setting, empty_rows[j],
+                [&](std::uint32_t c, std::size_t k) { return unit(j, c, k); }, fewest, all);
+        } else {
+            for (std::uint32_t n = required_layers; n <= all; ++n)
+                row_least[n] = required + (n - required_layers) * lightest;
+        }
+        for (std::uint32_t n = 0; n <= all; ++n) {
+            if (j == 0 || row_least[n] > out.least_memory[n])
+                out.least_memory[n] = row_least[n];
         }
         const double at_all = required + (all - required_layers) * lightest;
         if (j == 0 || at_all > heaviest_least) {

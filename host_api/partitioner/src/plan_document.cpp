@@ -1,6 +1,7 @@
 #include <ppb/partition/plan_document.hpp>
 
 #include <ppb/kinds.hpp>
+#include <ppb/partition/framework_args.hpp>
 
 #include <boost/json.hpp>
 
@@ -10,7 +11,26 @@ namespace ppb::partition {
 namespace json = boost::json;
 
 std::string_view rule_name(RecomputeRule rule) noexcept {
-    return rule == RecomputeRule::mindformers ? "mindformers" : "any";
+    switch (rule) {
+        case RecomputeRule::any:
+            return "any";
+        case RecomputeRule::mindformers:
+            return "mindformers";
+        case RecomputeRule::megatron:
+            return "megatron";
+        case RecomputeRule::torchtitan:
+            return "torchtitan";
+    }
+    return "any";
+}
+
+std::optional<RecomputeRule> rule_from_name(std::string_view name) noexcept {
+    for (const RecomputeRule rule : {RecomputeRule::any, RecomputeRule::mindformers,
+                                     RecomputeRule::megatron, RecomputeRule::torchtitan}) {
+        if (rule_name(rule) == name)
+            return rule;
+    }
+    return std::nullopt;
 }
 
 std::optional<json::object> mindformers_arrays(const Problem& problem, const Plan& plan) {
@@ -44,6 +64,70 @@ std::optional<json::object> mindformers_arrays(const Problem& problem, const Pla
                         {"select_recompute", std::move(select)},
                         {"select_comm_recompute", std::move(comm)}};
 }
+
+namespace {
+
+json::value strings(const std::vector<std::string>& list) {
+    json::array out;
+    for (const auto& s : list)
+        out.emplace_back(s);
+    return out;
+}
+
+// A framework's flags: "args" (null when it cannot run the plan) and "why_not" then.
+void put_flags(json::object& into, std::string_view args_key, std::string_view why_key,
+               const FrameworkFlags& flags) {
+    if (flags.expressible()) {
+        into[args_key] = strings(flags.args);
+    } else {
+        into[args_key] = nullptr;
+        into[why_key] = flags.why_not;
+    }
+}
+
+// "megatron", "mindspeed_llm" and "torchtitan": framework_args.hpp's writers.
+void add_framework_settings(json::object& doc, const Problem& problem, const Plan& plan) {
+    const MegatronArgs megatron = megatron_args(problem, plan);
+    json::object m;
+    put_flags(m, "args", "why_not", megatron.args);
+    put_flags(m, "legacy_args", "legacy_why_not", megatron.legacy_args);
+    m["layout"] = megatron.layout ? json::value(*megatron.layout) : json::value(nullptr);
+    if (const auto setting = megatron_recompute_of(plan))
+        m["recompute"] = describe(*setting);
+    else
+        m["recompute"] = nullptr;
+    doc["megatron"] = std::move(m);
+
+    json::object mindspeed;
+    put_flags(mindspeed, "args", "why_not", mindspeed_args(problem, plan));
+    doc["mindspeed_llm"] = std::move(mindspeed);
+
+    const TorchtitanPlan titan = torchtitan_plan(problem, plan);
+    json::object t;
+    if (titan.parts_why_not.empty()) {
+        json::array parts;
+        for (const auto& part : titan.module_fqns_per_model_part)
+            parts.push_back(strings(part));
+        t["module_fqns_per_model_part"] = std::move(parts);
+        t["pipeline_parallel_schedule"] = titan.schedule;
+        t["pipeline_parallel_degree"] = problem.num_stages;
+    } else {
+        t["module_fqns_per_model_part"] = nullptr;
+        t["why_not"] = titan.parts_why_not;
+    }
+    if (titan.ac_why_not.empty()) {
+        json::object ac{{"mode", titan.ac_mode}};
+        if (!titan.ac_option.empty())
+            ac["selective_ac_option"] = titan.ac_option;
+        t["activation_checkpoint"] = std::move(ac);
+    } else {
+        t["activation_checkpoint"] = nullptr;
+        t["activation_checkpoint_why_not"] = titan.ac_why_not;
+    }
+    doc["torchtitan"] = std::move(t);
+}
+
+}  // namespace
 
 json::object partition_document(const Problem& problem, const Plan& plan,
                                 const PartitionContext& context, const Simulation& simulation) {
@@ -114,6 +198,7 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     } else {
         doc["mindformers"] = nullptr;
     }
+    add_framework_settings(doc, problem, plan);
     return doc;
 }
 

@@ -141,9 +141,33 @@ bool within_budget(double memory_mb, double budget_mb) {
 }
 
 bool expressible(const KindCounts& layers, RecomputeRule rule) {
-    if (rule == RecomputeRule::any)
+    switch (rule) {
+        case RecomputeRule::any:
+            return true;
+        case RecomputeRule::mindformers:
+            return layers[PPB_KIND_SELECT] == 0 || layers[PPB_KIND_COMM] == 0;
+        case RecomputeRule::megatron: {
+            // All 'select', or 'full' and 'none' only (block, uniform, none).
+            const std::uint32_t n = std::accumulate(layers.begin(), layers.end(), 0u);
+            return layers[PPB_KIND_SELECT] == n ||
+                   layers[PPB_KIND_FULL] + layers[PPB_KIND_NONE] == n;
+        }
+        case RecomputeRule::torchtitan: {
+            const std::uint32_t n = std::accumulate(layers.begin(), layers.end(), 0u);
+            return layers[PPB_KIND_NONE] == n || layers[PPB_KIND_SELECT] == n ||
+                   layers[PPB_KIND_FULL] == n;
+        }
+    }
+    return false;
+}
+
+bool admits(const Problem& problem, const KindCounts& layers) {
+    if (!expressible(layers, problem.rule))
+        return false;
+    if (!problem.recompute_setting)
         return true;
-    return layers[PPB_KIND_SELECT] == 0 || layers[PPB_KIND_COMM] == 0;
+    const std::uint32_t n = std::accumulate(layers.begin(), layers.end(), 0u);
+    return layers == problem.recompute_setting->chunk_layers(n);
 }
 
 std::optional<MindFormersCounts> mindformers_counts(const KindCounts& layers) {

@@ -49,6 +49,13 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
                           std::uint32_t max_moves, std::chrono::milliseconds budget) {
     if (!problem.chunked())
         return start;
+    // A plan of one recompute setting (RecomputeRule::megatron, torchtitan) moves within it.
+    if (!problem.recompute_setting && start.recompute_setting) {
+        Problem fixed = problem;
+        fixed.recompute_setting = start.recompute_setting;
+        fixed.kinds = problem.kinds & start.recompute_setting->kinds();
+        return refine_by_simulation(fixed, memory, start, max_moves, budget);
+    }
     const auto now = std::chrono::steady_clock::now();
     const auto deadline = budget >= std::chrono::duration_cast<std::chrono::milliseconds>(
                                         std::chrono::steady_clock::time_point::max() - now)
@@ -158,7 +165,9 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         choice = std::move(best_neighbour);
         best = best_value;
     }
-    return detail::plan_from_options(problem, memory, stages, choice);
+    Plan refined = detail::plan_from_options(problem, memory, stages, choice);
+    refined.recompute_setting = problem.recompute_setting;
+    return refined;
 }
 
 }  // namespace ppb::partition

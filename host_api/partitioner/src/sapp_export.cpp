@@ -116,6 +116,18 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
         out = sapp::load_layer_file(*layer_template);
         // The template must be a layer file the partitioner can time with.
         (void)time_model(out, source_name(*layer_template));
+        if (dryrun.body_layers && *dryrun.body_layers != out.body_layers()) {
+            throw InputError(fmt::format(
+                "--export-sapp: {} describes a model of {} body layers, the dry-run file one of "
+                "{} (its body_layers): is it the layer file of that model?",
+                *layer_template, out.body_layers(), *dryrun.body_layers));
+        }
+        if (dryrun.layer_times) {
+            out.warnings.push_back(fmt::format(
+                "--export-sapp: the dry-run file's layer_times are not written: {}'s own times "
+                "are kept",
+                *layer_template));
+        }
         bool head_set = false;
         bool tail_set = false;
         for (sapp::Entry& entry : out.entries) {
@@ -141,12 +153,15 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
                 head_set ? "TAIL" : "HEAD", head_set ? "tail" : "head"));
         }
     } else {
-        const auto layers = complete_dry_run_layers(dryrun);
+        // The model's body layers as the dry-run file states them (ppb import sapp writes
+        // SAPP's num_layer), else those of a dry run that measured every stage.
+        const auto layers = dryrun.body_layers ? std::optional<std::uint64_t>(*dryrun.body_layers)
+                                               : complete_dry_run_layers(dryrun);
         if (!layers) {
             throw InputError(
-                "--export-sapp: no dry run in the file measured every stage, so the model's "
-                "number of body layers is unknown: give --model-desc LAYERS (your SAPP layer "
-                "file) to export into");
+                "--export-sapp: the dry-run file gives no body_layers and no dry run in it "
+                "measured every stage, so the model's number of body layers is unknown: give "
+                "--model-desc LAYERS (your SAPP layer file) to export into");
         }
         if (*layers > std::numeric_limits<std::uint32_t>::max()) {
             throw InputError(fmt::format(
@@ -154,21 +169,33 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
                 "nb_layer holds",
                 *layers));
         }
-        sapp::Entry body{.name = "body",
+        // The entries SAPP's -init writes (hyper-parallel sapp_ppb utils/config.py, ModelInfo):
+        // HEAD, BODY and TAIL, named after their type, each with the time SAPP's time_config
+        // gives it when the dry-run file carries them.
+        const auto& times = dryrun.layer_times;
+        const auto time_of = [&](double HeadBodyTailTimes::*member) {
+            return times ? std::optional<double>((*times).*member) : std::nullopt;
+        };
+        sapp::Entry body{.name = "BODY",
                          .type = sapp::EntryType::body,
-                         .nb_layer = static_cast<std::uint32_t>(*layers)};
+                         .nb_layer = static_cast<std::uint32_t>(*layers),
+                         .time = time_of(&HeadBodyTailTimes::body)};
         set_body_memory(body, per_layer, activation);
-        out.comment =
-            "memory fitted by ppb (dryrun-lsq); add each entry's time before timing with it";
+        out.comment = times ? "memory fitted by ppb (dryrun-lsq); times from SAPP's time_config "
+                              "(as its -init writes them)"
+                            : "memory fitted by ppb (dryrun-lsq); add each entry's time before "
+                              "timing with it";
         out.entries = {
-            sapp::Entry{.name = "head",
+            sapp::Entry{.name = "HEAD",
                         .type = sapp::EntryType::head,
                         .nb_layer = 1,
+                        .time = time_of(&HeadBodyTailTimes::head),
                         .memory_parameter = head},
             std::move(body),
-            sapp::Entry{.name = "tail",
+            sapp::Entry{.name = "TAIL",
                         .type = sapp::EntryType::tail,
                         .nb_layer = 1,
+                        .time = time_of(&HeadBodyTailTimes::tail),
                         .memory_parameter = tail},
         };
     }

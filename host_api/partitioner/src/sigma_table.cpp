@@ -135,7 +135,7 @@ class SigmaTableBuilder {
             if (i + 1 == kinds_.size()) {
                 current[kinds_[i]] = left;
                 const double m = linear_stage_memory(*memory_.linear, problem_, stage_, current);
-                if (within_budget(m, budget()) && expressible(current, problem_.rule)) {
+                if (within_budget(m, budget()) && admits(problem_, current)) {
                     if (out.size() == max_candidates)
                         too_many(stage_, n);
                     out.push_back(Candidate{current, stage_time(problem_, stage_, current), m});
@@ -168,8 +168,7 @@ class SigmaTableBuilder {
         compositions(n, kinds_, 0, current, mixes);
         // Mixes the recompute rule forbids are never candidates (a single kind always is, so
         // the stop rule above still holds).
-        std::erase_if(mixes,
-                      [this](const KindCounts& mix) { return !expressible(mix, problem_.rule); });
+        std::erase_if(mixes, [this](const KindCounts& mix) { return !admits(problem_, mix); });
         const std::vector<double> predicted =
             ask(memory_.predict_batch, "predictions", problem_, stage_, mixes);
         std::vector<Candidate> out;

@@ -12,6 +12,7 @@
 #include "assignment.hpp"
 #include "chunk_tables.hpp"
 #include "grouped_solver.hpp"
+#include "megatron_solver.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -63,6 +64,21 @@ void validate(const Problem& problem) {
         throw InputError(fmt::format(
             "the uncertainty margin must be a finite number of standard errors, at least 0, not {}",
             problem.memory_margin_sigma));
+    }
+    if (const auto& setting = problem.recompute_setting) {
+        if (setting->method == MegatronRecompute::Method::block && setting->num_layers == 0)
+            throw InputError("a block recompute setting recomputes at least one layer per chunk");
+        if ((setting->kinds() & ~problem.kinds) != 0) {
+            throw InputError(
+                fmt::format("the recompute setting ({}) uses kinds the problem does "
+                            "not allow",
+                            describe(*setting)));
+        }
+        if (problem.time.grouped()) {
+            throw InputError(
+                "one recompute setting for the whole model (--recompute-rule megatron) is planned "
+                "for models of one group of body layers; this time model has several groups");
+        }
     }
     const std::uint32_t p = problem.num_stages;
     const std::uint32_t needed = p >= 2 ? p - 2 : 0;
@@ -409,10 +425,7 @@ std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint3
     return most;
 }
 
-}  // namespace
-
-Plan solve(const Problem& problem, const MemorySource& memory) {
-    validate(problem);
+Plan solve_validated(const Problem& problem, const MemorySource& memory) {
     if (problem.time.grouped())
         return detail::solve_grouped(problem, memory, problem.kinds & memory.kinds & PPB_ALL_KINDS);
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
@@ -473,6 +486,19 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
     tables = detail::build_stage_tables(problem, memory, kinds, bound);
     const auto best = sweep(problem, tables);
     return make_plan(problem, memory, tables, best ? best->counts : first->counts);
+}
+
+}  // namespace
+
+Plan solve(const Problem& problem, const MemorySource& memory) {
+    validate(problem);
+    const bool one_setting =
+        problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan;
+    if (one_setting && !problem.recompute_setting)
+        return detail::solve_megatron(problem, memory);
+    Plan plan = solve_validated(problem, memory);
+    plan.recompute_setting = problem.recompute_setting;
+    return plan;
 }
 
 }  // namespace ppb::partition

@@ -127,7 +127,10 @@ StageTable affine_table(const Problem& problem, const AffineMemory& stage_memory
     const double budget = problem.budget_mb();
     const auto unit_time = body_times(problem);
     const auto& unit_memory = stage_memory.unit;
-    const auto useful = undominated(kinds, unit_time, unit_memory);
+    // With one recompute setting every kind it uses is needed (its mix of n layers is the only
+    // candidate); otherwise a dominated kind never is.
+    const auto& setting = problem.recompute_setting;
+    const auto useful = setting ? kinds : undominated(kinds, unit_time, unit_memory);
     // With no kind that frees memory, a mix over budget stays over budget as layers are added.
     const bool monotone = std::all_of(useful.begin(), useful.end(),
                                       [&](std::size_t k) { return unit_memory[k] >= 0.0; });
@@ -148,7 +151,7 @@ StageTable affine_table(const Problem& problem, const AffineMemory& stage_memory
     for (std::uint32_t n = 0; n <= layers; ++n) {
         KindCounts all_least{};
         all_least[*least] = n;
-        table.least_memory[n] = stage_memory.of(all_least);
+        table.least_memory[n] = stage_memory.of(setting ? setting->chunk_layers(n) : all_least);
     }
 
     // Pareto frontier over (time, memory) of the mixes of n layers: every Pareto-optimal mix of
@@ -175,6 +178,8 @@ StageTable affine_table(const Problem& problem, const AffineMemory& stage_memory
                 q.time += unit_time[k];
                 q.memory += unit_memory[k];
                 ++q.layers[k];
+                if (setting && q.layers != setting->chunk_layers(n + 1))
+                    continue;
                 if (monotone && !within_budget(q.memory, budget))
                     continue;
                 next.push_back(q);
@@ -226,7 +231,7 @@ StageTable merged(StageTable a, const StageTable& b) {
 StageTable affine_table_under_rule(const Problem& problem, const AffineMemory& memory,
                                    std::uint32_t stage, const std::vector<std::size_t>& kinds,
                                    std::uint32_t most_layers) {
-    if (problem.rule == RecomputeRule::any)
+    if (problem.rule == RecomputeRule::any || problem.recompute_setting)
         return affine_table(problem, memory, stage, kinds, most_layers);
     const auto useful = undominated(kinds, body_times(problem), memory.unit);
     if (!holds(useful, PPB_KIND_SELECT) || !holds(useful, PPB_KIND_COMM))
@@ -270,7 +275,7 @@ std::vector<KindCounts> every_mix(const Problem& problem, std::uint32_t n,
     std::vector<KindCounts> mixes;
     KindCounts current{};
     compositions(n, kinds, 0, current, mixes);
-    std::erase_if(mixes, [&](const KindCounts& mix) { return !expressible(mix, problem.rule); });
+    std::erase_if(mixes, [&](const KindCounts& mix) { return !admits(problem, mix); });
     return mixes;
 }
 
@@ -302,7 +307,7 @@ StageTable enumerated_table(const Problem& problem, const MemorySource& memory, 
                 for (const std::size_t k : kinds) {
                     KindCounts more = mix;
                     ++more[k];
-                    if (expressible(more, problem.rule))
+                    if (admits(problem, more))
                         mixes.push_back(more);
                 }
             }

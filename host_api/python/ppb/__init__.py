@@ -36,6 +36,8 @@ __all__ = [
     "load_model",
     "read_dryrun",
     "partition",
+    "design",
+    "search",
 ]
 
 #: The recompute kinds, in the order of every per-kind array: none, select, comm, both, full.
@@ -276,17 +278,134 @@ def load_model(model="dryrun-lsq", options=None, plugin_path=None):
     return Model(_ppb.open_model(model, options_json, _paths(plugin_path), _INSTALL_DIR))
 
 
+def design(*, stages, num_layers, kinds=("none",), recompute_rule="mindformers",
+           micro_batches=None, runs=None, noise_mb=1.0, memory_limit_mb=None, prior=None):
+    """The dry runs to run, as the ppb.design/1 dict ``ppb design --json`` prints: the fewest that
+    identify every coefficient of the dryrun-lsq model for ``kinds``, each expressible under
+    ``recompute_rule`` ("mindformers", "megatron" or "any"), the most precise of them.
+
+    ``stages``: a pipeline degree or a list of them. ``prior``: a loaded :class:`Model` (fitted,
+    or configured by its options) whose predictions keep every stage under ``memory_limit_mb``.
+
+    Raises :class:`Infeasible` when no design identifies every coefficient (within the limit:
+    ``smallest_feasible_limit_mb`` is a limit that would do, or None), :class:`InvalidInput`
+    for a request that cannot be asked.
+    """
+    if isinstance(stages, int):
+        stages = [stages]
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    native_prior = None
+    if prior is not None:
+        if not isinstance(prior, Model):
+            raise TypeError("prior: expected a ppb.Model (ppb.load_model(...)) or None")
+        native_prior = prior._native
+    return _ppb.design(list(stages), int(num_layers), list(kinds), recompute_rule,
+                       micro_batches, runs, float(noise_mb),
+                       None if memory_limit_mb is None else float(memory_limit_mb), native_prior)
+
+
+def _command():
+    """The ppb command of this tree (build or install): <root>/bin/ppb beside <root>/lib/ppb/plugins,
+    as both trees lay them out."""
+    root = _os.path.normpath(_os.path.join(_INSTALL_DIR, _os.pardir, _os.pardir, _os.pardir))
+    path = _os.path.join(root, "bin", "ppb")
+    if not _os.access(path, _os.X_OK):
+        raise PluginError(f"the ppb command is not at {path} (this package's tree has none)")
+    return path
+
+
+def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipeline_degrees=None,
+           tensor_parallel=None, data_parallel=None, micro_batch_size=None, schedules=None,
+           chunks=None, recompute=None, recompute_rule="mindformers", memory_margin_mb=0.0,
+           memory_margin_sigma=0.0, model="dryrun-lsq", model_options=None, dryrun=None, top=10,
+           show_infeasible=False, jobs=None, device_tflops=None, plugin_path=None):
+    """Every pipeline configuration planned and ranked, as the ppb.search/1 dict
+    ``ppb search --json`` prints — by that command (``ppb search``'s options, with underscores:
+    ``pipeline_degrees=[2, 4]``, ``schedules=["1f1b"]``, ``recompute=["any", "full"]``;
+    ``model_options`` a dict or a file; ``dryrun`` a file).
+
+    Raises :class:`InvalidInput` for what the command refuses as input (exit 2),
+    :class:`PluginError` for a plugin problem (exit 3), :class:`Infeasible` when no
+    configuration fits (exit 4; ``smallest_feasible_limit_mb`` as the message gives it).
+    """
+    import re
+    import subprocess
+    import tempfile
+
+    args = [_command(), "search", "--json", "--progress", "never",
+            "--memory-limit-mb", repr(float(memory_limit_mb)), "--global-batch",
+            str(int(global_batch)), "--recompute-rule", recompute_rule,
+            "--memory-margin-mb", repr(float(memory_margin_mb)),
+            "--memory-margin-sigma", repr(float(memory_margin_sigma)), "--model", model,
+            "--top", str(int(top))]
+
+    def listed(name, values):
+        if values is not None:
+            if isinstance(values, (str, int)):
+                values = [values]
+            args.extend([name, ",".join(str(v) for v in values)])
+
+    def one(name, value):
+        if value is not None:
+            args.extend([name, str(value)])
+
+    one("--model-desc", None if model_desc is None else _os.fsdecode(model_desc))
+    one("--devices", devices)
+    listed("--pipeline-degrees", pipeline_degrees)
+    one("--tensor-parallel", tensor_parallel)
+    one("--data-parallel", data_parallel)
+    one("--micro-batch-size", micro_batch_size)
+    listed("--schedules", schedules)
+    listed("--chunks", chunks)
+    listed("--recompute", recompute)
+    one("--jobs", jobs)
+    one("--device-tflops", device_tflops)
+    one("--dryrun", None if dryrun is None else _os.fsdecode(dryrun))
+    for p in _paths(plugin_path):
+        args.extend(["--plugin-path", p])
+    if show_infeasible:
+        args.append("--show-infeasible")
+    with tempfile.TemporaryDirectory() as scratch:
+        if model_options is not None:
+            if isinstance(model_options, (dict, list)):
+                options = _os.path.join(scratch, "options.json")
+                with open(options, "w", encoding="utf-8") as f:
+                    _json.dump(model_options, f)
+            else:
+                options = _os.fsdecode(model_options)
+            args.extend(["--model-options", options])
+        done = subprocess.run(args, capture_output=True, text=True, check=False)
+    message = done.stderr.strip().removeprefix("ppb: error: ")
+    if done.returncode == 0:
+        for line in done.stderr.splitlines():
+            if line.startswith("ppb: warning: "):
+                _warnings.warn(line.removeprefix("ppb: warning: "), UserWarning, 2)
+        return _json.loads(done.stdout)
+    if done.returncode == 2:
+        raise InvalidInput(message)
+    if done.returncode == 3:
+        raise PluginError(message)
+    if done.returncode == 4:
+        found = re.search(r"smallest limit that fits one is ([0-9.]+) MB", message)
+        raise Infeasible(message, float(found.group(1)) if found else None)
+    raise Error(message)
+
+
 def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun=None,
               micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
-              refine=False, model_options=None, plugin_path=None, duplicate_tolerance=0.01):
+              refine=False, model_options=None, plugin_path=None, duplicate_tolerance=0.01,
+              sapp_time_convention="hyper-parallel"):
     """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
 
     ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
     :class:`Model` (fitted, or configured by its options), or a ``NAME[@VERSION]`` to load with
     ``model_options`` and fit to ``dryrun`` (a file, a dict or a :class:`DryRun`). The other
     arguments are ``ppb partition``'s options (``--memory-margin-mb`` is ``memory_margin_mb``,
-    ...); ``micro_batches`` defaults to the dry-run file's.
+    ...); ``micro_batches`` defaults to the dry-run file's. ``sapp_time_convention``: what the
+    layer file's ``time`` means, ``"hyper-parallel"`` (today's SAPP: a layer's forward time) or
+    ``"toolkit"`` (the older MindFormers toolkit: forward + backward).
 
     Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
     """
@@ -303,7 +422,7 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
         return loaded._native.partition(
             _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
             float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
-            recompute_rule, schedule, chunks, objective, bool(refine))
+            recompute_rule, schedule, chunks, objective, bool(refine), sapp_time_convention)
     finally:
         if owned is not None:
             owned.close()

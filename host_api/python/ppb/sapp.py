@@ -1,10 +1,17 @@
 """ppb.sapp — SAPP's ``ComputeMemory``, answered by a ppb memory model.
 
-SAPP (MindFormers' ``toolkit/pipeline_balance``) estimates per-layer memory from dry-run stages
-with its ``ComputeMemory`` class. This module is a drop-in for it: swap the import
+SAPP, the public pipeline balancer, estimates per-layer memory from dry-run stages with its
+``ComputeMemory`` class. Its home today is mindspore-ai/hyper-parallel
+(``hyper_parallel/auto_parallel/sapp_ppb``); an older copy lives in MindFormers'
+``toolkit/pipeline_balance``. This module is a drop-in for either: swap the import
 
-    # from toolkit.pipeline_balance.utils.compute_memory import ComputeMemory
+    # from hyper_parallel.auto_parallel.sapp_ppb.utils.compute_memory import ComputeMemory
+    # from toolkit.pipeline_balance.utils.compute_memory import ComputeMemory   (the older copy)
     from ppb.sapp import ComputeMemory
+
+The values SAPP's own tests assert (hyper-parallel's
+tests/ut/auto_parallel/sapp_ppb/test_compute_memory.py: six hand-made stages, mem.yaml,
+mem_pp4.yaml, mem_lstsq.yaml) are reproduced by tests/python/test_sapp_compute_memory.py.
 
 and the same constructor (``number_of_stage``, ``stages_a``, ``stages_b``; also the older
 ``stages_A``/``stages_B``) and getters (``get_memory_parameter()``, ``get_memory_activation(rec)``,

@@ -12,6 +12,8 @@
 #include <ppb/limits.hpp>
 #include <ppb/memory_model.hpp>
 #include <ppb/model_session.hpp>
+#include <ppb/partition/design.hpp>
+#include <ppb/partition/design_document.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
@@ -454,7 +456,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
                           double memory_margin_mb, double memory_margin_sigma,
                           const std::vector<std::string>& kinds, const std::string& recompute_rule,
                           const std::string& schedule, py::handle chunks_arg,
-                          const std::string& objective, bool refine) {
+                          const std::string& objective, bool refine,
+                          const std::string& sapp_time_convention) {
     partition::Problem problem;
     problem.num_stages = count_in(stages_arg, limits::stages, "stages");
     if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
@@ -484,12 +487,14 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
         }
         problem.kinds = mask;
     }
-    if (recompute_rule != "mindformers" && recompute_rule != "any") {
-        throw InputError(fmt::format("recompute_rule: expected 'mindformers' or 'any', got '{}'",
-                                     recompute_rule));
+    const auto rule = partition::rule_from_name(recompute_rule);
+    if (!rule) {
+        throw InputError(
+            fmt::format("recompute_rule: expected 'mindformers', 'any', 'megatron' "
+                        "or 'torchtitan', got '{}'",
+                        recompute_rule));
     }
-    problem.rule = recompute_rule == "any" ? partition::RecomputeRule::any
-                                           : partition::RecomputeRule::mindformers;
+    problem.rule = *rule;
     const auto parsed_schedule = schedule_from_name(schedule);
     if (!parsed_schedule) {
         throw InputError(fmt::format(
@@ -506,7 +511,13 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     }
     problem.objective =
         objective == "slots" ? partition::ChunkObjective::slots : partition::ChunkObjective::stages;
-    problem.time = partition::read_time_model(model_desc);
+    const auto convention = partition::time_convention_from_name(sapp_time_convention);
+    if (!convention) {
+        throw InputError(
+            fmt::format("sapp_time_convention: expected 'hyper-parallel' or 'toolkit', got '{}'",
+                        sapp_time_convention));
+    }
+    problem.time = partition::read_time_model(model_desc, *convention);
     if (!problem.time.warnings.empty()) {
         const auto warn = py::module_::import("warnings").attr("warn");
         for (const std::string& warning : problem.time.warnings)
@@ -533,6 +544,67 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     const partition::PartitionContext context{m.name(), m.version(), model.source()};
     return to_python(
         partition::partition_document(planned.problem, planned.plan, context, planned.simulation));
+}
+
+// ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or
+// None) predicts each stage for `memory_limit_mb`.
+py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t num_layers,
+                       const std::vector<std::string>& kinds, const std::string& recompute_rule,
+                       py::handle micro_batches_arg, py::handle runs_arg, double noise_mb,
+                       py::handle memory_limit_arg, py::handle prior) {
+    partition::DesignRequest request;
+    request.stages = stages;
+    request.num_layers = num_layers;
+    std::uint32_t mask = 0;
+    for (const auto& name : kinds) {
+        const auto kind = kind_from_name(name);
+        if (!kind) {
+            throw InputError(fmt::format(
+                "kinds: unknown recompute kind '{}' (expected none, select, comm, both or full)",
+                name));
+        }
+        mask |= PPB_KIND_BIT(*kind);
+    }
+    request.kinds = mask;
+    if (recompute_rule == "mindformers")
+        request.rule = partition::DesignRule::mindformers;
+    else if (recompute_rule == "megatron")
+        request.rule = partition::DesignRule::megatron;
+    else if (recompute_rule == "any")
+        request.rule = partition::DesignRule::any;
+    else
+        throw InputError(
+            fmt::format("recompute_rule: expected 'mindformers', 'megatron' or 'any', got '{}'",
+                        recompute_rule));
+    if (!micro_batches_arg.is_none())
+        request.micro_batches = count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
+    if (!runs_arg.is_none())
+        request.runs = count_in(runs_arg, {1, 64, "dry runs"}, "runs");
+    request.noise_mb = noise_mb;
+    std::string prior_name;
+    if (!memory_limit_arg.is_none()) {
+        request.memory_limit_mb = memory_limit_arg.cast<double>();
+        if (!(request.memory_limit_mb > 0.0) || !std::isfinite(request.memory_limit_mb))
+            throw InputError("memory_limit_mb: expected a positive number of MB");
+        if (prior.is_none())
+            throw InputError(
+                "memory_limit_mb needs a prior model to predict each stage: give prior (a "
+                "loaded model: analytic with its shape, or a fit)");
+    }
+    if (!prior.is_none()) {
+        const Model& model = prior.cast<const Model&>();
+        const MemoryModel& m = model.get();
+        if (m.needs_fit() && !model.fitted())
+            throw InputError(fmt::format(
+                "prior: memory model '{}' is fitted to dry-run observations: fit it first",
+                m.name()));
+        prior_name = fmt::format("{} {} ({})", m.name(), m.version(), model.source());
+        request.prior = [&m](std::span<const ppb_placement> placements) {
+            return m.predict_batch(placements);
+        };
+    }
+    const partition::Design design = partition::design_dry_runs(request);
+    return to_python(partition::design_document(request, design, prior_name));
 }
 
 // Python exceptions of the package (ppb/_errors.py), raised from the library's with their
@@ -636,6 +708,10 @@ PYBIND11_MODULE(_ppb, module) {
                                })
         .def("__len__", [](const DryRun& d) { return d.set.observations.size(); });
 
+    module.def("design", &design_runs, py::arg("stages"), py::arg("num_layers"), py::arg("kinds"),
+               py::arg("recompute_rule"), py::arg("micro_batches"), py::arg("runs"),
+               py::arg("noise_mb"), py::arg("memory_limit_mb"), py::arg("prior"));
+
     module.def(
         "read_dryrun",
         [](const std::string& path, double tolerance) {
@@ -717,7 +793,8 @@ PYBIND11_MODULE(_ppb, module) {
         .def("partition", &plan_partition, py::arg("model_desc"), py::arg("stages"),
              py::arg("memory_limit_mb"), py::arg("micro_batches"), py::arg("memory_margin_mb"),
              py::arg("memory_margin_sigma"), py::arg("kinds"), py::arg("recompute_rule"),
-             py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"))
+             py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"),
+             py::arg("sapp_time_convention"))
         .def(
             "sapp_layer_file",
             [](const Model& m, std::optional<std::string> layer_template, const std::string& name,

@@ -26,6 +26,7 @@ struct CompareArgs {
     std::string file;
     std::vector<std::string> models;  // NAME[@VERSION][=OPTIONS]
     std::string partition;
+    std::string measured;  // a dry run of the plan: the measurements of its stages
     bool cross_validate = false;
     std::vector<std::string> plugin_paths;
     DryRunReadOptions read;
@@ -144,6 +145,42 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
     return out;
 }
 
+// The same placement: degree, stage, schedule, and every chunk's layers and in-flight count.
+bool same_placement(const StagePlacement& a, const StagePlacement& b) {
+    if (a.num_stages != b.num_stages || a.stage != b.stage || a.schedule != b.schedule ||
+        a.chunks.size() != b.chunks.size() || a.group_layers != b.group_layers)
+        return false;
+    for (std::size_t c = 0; c < a.chunks.size(); ++c) {
+        if (a.chunks[c].in_flight != b.chunks[c].in_flight ||
+            !std::equal(std::begin(a.chunks[c].layers), std::end(a.chunks[c].layers),
+                        std::begin(b.chunks[c].layers)))
+            return false;
+    }
+    return true;
+}
+
+// Each plan stage's measurement from `path` (a dry run of the plan, ppb import's output): the
+// observation of the same placement. A stage the file does not hold is said on stderr.
+void attach_measurements(std::vector<ComparedPlacement>& plan, const std::string& path,
+                         const DryRunReadOptions& read) {
+    const DryRunSet measured = read_dryrun_file(path, read);
+    for (ComparedPlacement& p : plan) {
+        const auto found = std::find_if(
+            measured.observations.begin(), measured.observations.end(),
+            [&](const Observation& o) { return same_placement(o.placement, p.placement); });
+        if (found == measured.observations.end()) {
+            fmt::print(stderr,
+                       "ppb: note: {} holds no observation of the plan's stage {} (the same "
+                       "layers, kinds and in-flight counts): it has no measurement\n",
+                       path, p.placement.stage);
+            continue;
+        }
+        p.measured_mb = found->peak_memory_mb;
+        if (!found->config.empty())
+            p.label = "plan (" + found->config + ")";
+    }
+}
+
 // Predicts the placements `which` one by one, so that one placement the model cannot predict
 // does not hide the others.
 void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& placements,
@@ -199,10 +236,17 @@ int run_compare(const CompareArgs& args) {
         }
         sources.push_back(dryrun_path);
     }
+    if (!args.measured.empty() && args.partition.empty())
+        throw UsageError("--measured FILE holds the measurements of a plan: give --partition PLAN");
     if (!args.partition.empty()) {
-        for (auto& p : read_partition(args.partition))
+        std::vector<ComparedPlacement> plan = read_partition(args.partition);
+        if (!args.measured.empty())
+            attach_measurements(plan, args.measured, args.read);
+        for (auto& p : plan)
             comparison.placements.push_back(std::move(p));
         sources.push_back(args.partition);
+        if (!args.measured.empty())
+            sources.push_back(args.measured);
     }
     comparison.source = fmt::format("{}", fmt::join(sources, " and "));
     comparison.cross_validated = args.cross_validate;
@@ -300,6 +344,12 @@ void add_compare_command(CLI::App& app, Commands& commands) {
     compare
         ->add_option("--partition", args->partition,
                      "also compare the stages of a ppb.partition/1 plan")
+        ->type_name("FILE");
+    compare
+        ->add_option("--measured", args->measured,
+                     "a dry run of the plan (ppb import's output): each plan stage's\n"
+                     "measured peak beside its predictions, from the observation of the\n"
+                     "same placement")
         ->type_name("FILE");
     compare->add_flag("--cross-validate", args->cross_validate,
                       "fitted models predict each config of FILE from a fit to the\n"

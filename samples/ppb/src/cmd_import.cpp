@@ -1,5 +1,6 @@
 // ppb import: build a dry-run file (ppb.dryrun/1) from the logs of a dry run and the
 // configuration that produced it (MindSpore / MindFormers, Megatron-LM).
+#include "cmd_import_options.hpp"
 #include "commands.hpp"
 #include "plugin_session.hpp"
 
@@ -251,6 +252,8 @@ int import_sapp(const SappArgs& args) {
             "description{})",
             args.init, rounds == 1 ? std::string() : fmt::format(", {} dry runs", rounds));
         run.observations = runs.rounds[r].observations;
+        run.body_layers = runs.num_layers;
+        run.layer_times = runs.times;
         std::string stages;
         for (std::size_t s = 0; s < runs.rounds[r].stages.size(); ++s) {
             stages += fmt::format("{}stage {}: {}", stages.empty() ? "" : "; ", s,
@@ -271,8 +274,9 @@ int import_sapp(const SappArgs& args) {
         documents.push_back(std::move(run));
     }
     add_note(messages,
-             "SAPP gives no micro-batch count: each stage's in-flight count is taken "
-             "as pipeline_num - stage");
+             "each stage's in-flight count is taken as pipeline_num - stage, as SAPP's -init "
+             "counts a dry run's activations (a pipeline_config.micro_batch_num is the planning "
+             "problem's: 'ppb partition --sapp-config')");
     const std::string where = write_runs(args.common, documents, messages);
     print_messages(messages);
     std::size_t total = 0;
@@ -437,6 +441,23 @@ void add_megatron(CLI::App& import, Commands& commands) {
           "virtual pipeline chunks per stage (interleaved schedule\n"
           "when above 1); each stage's layers split evenly over them",
           "V", limits::chunks);
+    mg->add_option("--pipeline-model-parallel-layout", args->flags.layout,
+                   "every (stage, chunk)'s layers in Megatron's grammar, e.g.\n"
+                   "'Et*3|(tt|)*29,m|L': E embedding, t decoder layer, m MTP\n"
+                   "layer, L loss, | between virtual stages (chunk c of rank r is\n"
+                   "virtual stage c*P + r), x*n and (...)*n repeats")
+        ->group(group)
+        ->type_name("LAYOUT");
+    mg->add_flag("--account-for-embedding-in-pipeline-split", args->flags.account_for_embedding,
+                 "the embedding counts as a layer in the even split (the first\n"
+                 "virtual stage holds one layer fewer)")
+        ->group(group);
+    mg->add_flag("--account-for-loss-in-pipeline-split", args->flags.account_for_loss,
+                 "the loss counts as a layer in the even split (the last\n"
+                 "virtual stage holds one layer fewer)")
+        ->group(group);
+    count("--mtp-num-layers", args->flags.mtp_layers,
+          "multi-token-prediction layers: the layout's 'm' count", "N", limits::layers_or_none);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
                    "full or selective")
         ->group(group)
@@ -480,14 +501,18 @@ void add_sapp(CLI::App& import, Commands& commands) {
     auto args = std::make_shared<SappArgs>();
     CLI::App* sapp = add_command(
         import, "sapp", "the dry runs of a SAPP -init description",
-        "Reads the YAML that the public SAPP pipeline balancer (MindFormers\n"
-        "toolkit/pipeline_balance) takes with -init, and writes one ppb.dryrun/1 observation per\n"
-        "stage whose peak memory it gives:\n"
+        "Reads the YAML that the public SAPP pipeline balancer (hyper-parallel's sapp_ppb,\n"
+        "earlier MindFormers toolkit/pipeline_balance) takes with -init, and writes one\n"
+        "ppb.dryrun/1 observation per stage whose peak memory it gives:\n"
         "  pipeline_config:  pipeline_num P, num_layer L, offset\n"
         "  recompute_config: recompute, select_recompute, select_comm_recompute\n"
         "  memory_usage:     head_memory (stage 0), tail_memory (stage P-1),\n"
         "                    body_memories: stage_id and memories (other stages)\n"
-        "time_config is not read. Stage s holds L // P + offset[s] body layers (the stages must\n"
+        "  time_config:      head, body, tail: the time of one such layer\n"
+        "The file also carries L (body_layers) and time_config (layer_times), so that 'ppb fit\n"
+        "- --export-sapp OUT' writes the whole layer file SAPP's -init writes. A\n"
+        "profiling_config (a profiler timeline) is not read: give time_config instead.\n"
+        "Stage s holds L // P + offset[s] body layers (the stages must\n"
         "sum to L). Recompute settings give per stage the layers recomputed that way (true:\n"
         "all, false or 0: none); kinds as SAPP reads them: full = recompute; both =\n"
         "min(select, comm) - full (at least 0); select and comm the rest of their counts; none\n"
@@ -532,6 +557,7 @@ void add_import_command(CLI::App& app, Commands& commands) {
                         "log format"});
     add_mindspore(*import, commands);
     add_megatron(*import, commands);
+    add_megatron_options(*import, commands);
     add_sapp(*import, commands);
 }
 

@@ -4,7 +4,9 @@
 #include "layer_times.hpp"
 #include "partition_output.hpp"
 #include "plugin_session.hpp"
+#include "sapp_config.hpp"
 
+#include <ppb/importers/sapp_problem.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/partition/model_plan.hpp>
@@ -24,18 +26,20 @@ namespace {
 
 struct PartitionArgs {
     std::string model_desc;
+    std::string time_convention{partition::name_of(partition::TimeConvention::hyper_parallel)};
     std::string dryrun;
     ModelChoice choice;
     DryRunReadOptions read;
     bool json = false;
-    std::uint32_t stages = 0;
+    std::string sapp_config;
+    std::optional<std::uint32_t> stages;
     std::optional<std::uint32_t> micro_batches;
-    double memory_limit_mb = 0.0;
-    double memory_margin_mb = 0.0;
+    std::optional<double> memory_limit_mb;
+    std::optional<double> memory_margin_mb;
     double memory_margin_sigma = 0.0;
     std::vector<std::string> kinds;
     std::string recompute_rule = "mindformers";
-    std::string schedule = "1f1b";
+    std::optional<std::string> schedule;
     std::optional<std::uint32_t> chunks;
     std::string timeline;
     std::string objective = "auto";
@@ -45,10 +49,25 @@ struct PartitionArgs {
 
 int run_partition(const PartitionArgs& args) {
     // Everything the user typed is checked before any plugin is loaded.
+    PartitionSettings settings{args.stages,           args.micro_batches, args.memory_limit_mb,
+                               args.memory_margin_mb, args.schedule,      args.chunks};
+    std::optional<SappSettings> sapp;
+    if (!args.sapp_config.empty()) {
+        sapp = sapp_partition_settings(importers::read_sapp_problem(args.sapp_config), settings);
+        settings = sapp->settings;
+    }
+    if (!settings.stages) {
+        throw UsageError(
+            "--stages is required (or --sapp-config FILE, whose pipeline_num gives it)");
+    }
+    if (!settings.memory_limit_mb) {
+        throw UsageError(
+            "--memory-limit-mb is required (or --sapp-config FILE, whose memory_limit gives it)");
+    }
     partition::Problem problem;
-    problem.num_stages = args.stages;
-    problem.memory_limit_mb = args.memory_limit_mb;
-    problem.memory_margin_mb = args.memory_margin_mb;
+    problem.num_stages = *settings.stages;
+    problem.memory_limit_mb = *settings.memory_limit_mb;
+    problem.memory_margin_mb = settings.memory_margin_mb.value_or(0.0);
     if (problem.memory_limit_mb <= 0.0)
         throw UsageError("--memory-limit-mb: expected a positive number of MB");
     if (problem.memory_margin_mb < 0.0 || problem.memory_margin_mb >= problem.memory_limit_mb) {
@@ -57,11 +76,10 @@ int run_partition(const PartitionArgs& args) {
     problem.memory_margin_sigma = args.memory_margin_sigma;
     if (!args.kinds.empty())
         problem.kinds = kind_mask(args.kinds);
-    problem.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
-                                                : partition::RecomputeRule::mindformers;
-    problem.schedule = *schedule_from_name(args.schedule);  // checked by CLI11
+    problem.rule = *partition::rule_from_name(args.recompute_rule);              // checked by CLI11
+    problem.schedule = *schedule_from_name(settings.schedule.value_or("1f1b"));  // checked
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
-    problem.chunks = args.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
+    problem.chunks = settings.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
@@ -69,13 +87,27 @@ int run_partition(const PartitionArgs& args) {
                                     args.choice.options.empty()
                                         ? ModelOptions{}
                                         : options_text(args.choice.options, "--model-options"),
-                                    args.device_tflops)
+                                    args.device_tflops, args.time_convention)
                        .time;
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
+    if (sapp) {
+        std::vector<std::string> body_names;
+        if (problem.time.grouped()) {
+            for (const auto& group : problem.time.groups)
+                body_names.push_back(group.name);
+        } else {
+            body_names.push_back(problem.time.body_name);
+        }
+        check_sapp_layers(
+            *sapp, problem.time.body_layers, body_names,
+            args.model_desc.empty() ? std::string("the model shape's layers") : args.model_desc);
+        for (const std::string& note : sapp->notes)
+            fmt::print(stderr, "ppb: note: {}\n", note);
+    }
 
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
-    problem.micro_batches = args.micro_batches.value_or(dryrun ? dryrun->micro_batches : 0);
+    problem.micro_batches = settings.micro_batches.value_or(dryrun ? dryrun->micro_batches : 0);
     if (problem.micro_batches == 0) {
         throw UsageError(
             "missing --micro-batches M (the dry-run file does not give micro_batches)");
@@ -91,10 +123,16 @@ int run_partition(const PartitionArgs& args) {
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, model, {.choose_objective = args.objective == "auto", .refine = args.refine});
     const Simulation& simulation = planned.simulation;
-    const std::string out =
-        args.json ? to_pretty_json(partition::partition_document(planned.problem, planned.plan,
-                                                                 context, simulation))
-                  : render_partition(planned.problem, planned.plan, context, simulation);
+    std::string out;
+    if (args.json) {
+        auto document =
+            partition::partition_document(planned.problem, planned.plan, context, simulation);
+        if (sapp)
+            document["sapp_config"] = sapp->report;
+        out = to_pretty_json(document);
+    } else {
+        out = render_partition(planned.problem, planned.plan, context, simulation);
+    }
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     write_stdout(out);
@@ -118,7 +156,10 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         "also timed by the schedule's own order (the simulated iteration).\n"
         "A layer file of several BODY names (dense and MoE layers, an encoder and a decoder) is a\n"
         "model of several groups of layers: each stage takes a contiguous range of the layers in\n"
-        "model order, and the memory model must know the groups by those names (1F1B)."
+        "model order, and the memory model must know the groups by those names (1F1B).\n"
+        "--sapp-config INIT.yaml takes the problem from SAPP's -init YAML, as SAPP's own\n"
+        "validator reads it; stderr and the JSON's \"sapp_config\" say which keys flags\n"
+        "overrode and which have no ppb setting."
         "\n\n"
         "Exit status: 0 partitioned, 2 invalid input or usage, 3 plugin not found or failed,\n"
         "4 no placement fits the memory limit (stderr says why, and the smallest limit that\n"
@@ -131,9 +172,18 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "--device-tflops)")
         ->type_name("FILE");
     add_device_tflops_option(*partition, args->device_tflops);
-    partition->add_option("--stages", args->stages, "pipeline degree")
+    add_time_convention_option(*partition, args->time_convention);
+    partition
+        ->add_option("--sapp-config", args->sapp_config,
+                     "SAPP's -init YAML: its pipeline_config is the problem\n"
+                     "(pipeline_num, micro_batch_num, num_of_interleave,\n"
+                     "vpp_less_memory, memory_limit, constant_memory as the margin;\n"
+                     "num_layer checked); each flag given as well overrides its key")
+        ->type_name("INIT.yaml")
+        ->check(CLI::ExistingFile);
+    partition
+        ->add_option("--stages", args->stages, "pipeline degree (required without --sapp-config)")
         ->type_name("P")
-        ->required()
         ->check(count_in(limits::stages));
     partition
         ->add_option("--micro-batches", args->micro_batches,
@@ -142,13 +192,13 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->check(count_in(limits::micro_batches));
     partition
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
-                     "device memory available to a stage, MB")
+                     "device memory available to a stage, MB (required without\n"
+                     "--sapp-config)")
         ->type_name("X")
-        ->required()
         ->check(number_in(limits::positive_memory_mb));
-    partition->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y")
+    partition
+        ->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y (default 0)")
         ->type_name("Y")
-        ->capture_default_str()
         ->check(number_in(limits::memory_mb));
     as_comma_list(
         partition->add_option("--kinds", args->kinds,
@@ -161,10 +211,14 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "MindFormers' per-stage counts can build (no stage mixes 'select'\n"
                      "and 'comm' layers; the arrays printed rebuild the plan exactly), or\n"
                      "'any', every mix (for runtimes that set recompute layer by layer;\n"
-                     "arrays are printed only if the plan happens to be expressible)")
+                     "arrays are printed only if the plan happens to be expressible), or\n"
+                     "'megatron', one recompute setting for the whole model as Megatron-LM\n"
+                     "applies it (none, selective, full block N or uniform), or\n"
+                     "'torchtitan', the same without block (torchtitan's\n"
+                     "activation_checkpoint); both exact, with the framework's flags")
         ->type_name("RULE")
         ->capture_default_str()
-        ->check(CLI::IsMember({"mindformers", "any"}));
+        ->check(CLI::IsMember({"mindformers", "any", "megatron", "torchtitan"}));
     partition
         ->add_option("--memory-margin-sigma", args->memory_margin_sigma,
                      "plan each stage against its predicted memory + K standard\n"
@@ -176,10 +230,10 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->check(number_in(limits::margin_sigma));
     partition
         ->add_option("--schedule", args->schedule,
-                     "pipeline schedule: 1f1b, interleaved (Megatron's virtual pipeline,\n"
-                     "MindFormers' pp_interleave_num), interleaved-less-memory, dualpipe-v")
+                     "pipeline schedule: 1f1b (the default), interleaved (Megatron's\n"
+                     "virtual pipeline, MindFormers' pp_interleave_num),\n"
+                     "interleaved-less-memory, dualpipe-v")
         ->type_name("NAME")
-        ->capture_default_str()
         ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
     partition
         ->add_option("--chunks", args->chunks,

@@ -9,6 +9,7 @@
 
 #include <ppb/json_output.hpp>
 #include <ppb/partition/model_plan.hpp>
+#include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/search.hpp>
 #include <ppb/partition/search_document.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -31,6 +32,7 @@ namespace json = boost::json;
 
 struct SearchArgs {
     std::string model_desc;
+    std::string time_convention{partition::name_of(partition::TimeConvention::hyper_parallel)};
     std::string dryrun;
     ModelChoice choice;
     DryRunReadOptions read;
@@ -276,9 +278,9 @@ int run_search_command(const SearchArgs& args) {
     base.memory_limit_mb = args.memory_limit_mb;
     base.memory_margin_mb = args.memory_margin_mb;
     base.memory_margin_sigma = args.memory_margin_sigma;
-    base.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
-                                             : partition::RecomputeRule::mindformers;
-    LayerTimes times = read_layer_times(args.model_desc, options, args.device_tflops);
+    base.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
+    LayerTimes times =
+        read_layer_times(args.model_desc, options, args.device_tflops, args.time_convention);
     base.time = std::move(times.time);
     for (const std::string& warning : base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -385,6 +387,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "from its FLOPs (ms at --device-tflops)")
         ->type_name("FILE");
     add_device_tflops_option(*search, args->device_tflops);
+    add_time_convention_option(*search, args->time_convention);
     search->add_option("--devices", args->devices, "devices in all, N (every P dividing N / t)")
         ->type_name("N")
         ->check(count_in({1, 1'000'000, "devices"}));
@@ -439,7 +442,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "mixes of kinds a stage may hold (as for 'ppb partition')")
         ->type_name("RULE")
         ->capture_default_str()
-        ->check(CLI::IsMember({"mindformers", "any"}));
+        ->check(CLI::IsMember({"mindformers", "any", "megatron", "torchtitan"}));
     search
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
                      "device memory available to a stage, MB")

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,24 @@ struct DryRunReadOptions {
     double duplicate_tolerance = 0.01;
 };
 
+// The time of one HEAD, BODY and TAIL layer as SAPP's -init YAML gives them (its time_config):
+// what SAPP writes as each entry's `time` in the layer file it dumps, in the unit of the source.
+struct HeadBodyTailTimes {
+    double head = 0.0;
+    double body = 0.0;
+    double tail = 0.0;
+
+    friend bool operator==(const HeadBodyTailTimes&, const HeadBodyTailTimes&) = default;
+};
+
 struct DryRunSet {
     std::uint32_t revision = 1;  // the document's format: 1, 2 or 3 (ppb.dryrun/1, /2, /3)
+    // What the document says of the model beyond its observations (optional top-level members of
+    // every revision, written by 'ppb import sapp'): "body_layers", the model's body layers (all
+    // groups), which the stages of every dry run that measured them all sum to and no stage
+    // exceeds; "layer_times", the times of a HEAD, BODY and TAIL layer (HeadBodyTailTimes).
+    std::optional<std::uint32_t> body_layers;
+    std::optional<HeadBodyTailTimes> layer_times;
     // The model's groups of body layers in model order (/3); empty for /1 and /2, whose layers
     // are of one group. When not empty, every observation's placement is grouped()
     // (StagePlacement::group_layers, in this order) and its chunks' layers are their sums.

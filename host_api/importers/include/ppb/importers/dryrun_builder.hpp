@@ -55,9 +55,13 @@ struct ImportedDryRun {
     // then has group_layers); empty for one.
     std::vector<std::string> groups;
     std::vector<StageObservation> observations;
+    // What the import knows of the model (DryRunSet::body_layers, layer_times), when it does.
+    std::optional<std::uint32_t> body_layers;
+    std::optional<HeadBodyTailTimes> layer_times;
 };
 
-// A new dry-run document (num_stages, micro_batches when known, the schedule), checked with
+// A new dry-run document (num_stages, micro_batches when known, the schedule, the model's
+// body_layers and layer_times when known), checked with
 // parse_dryrun under `options`: ppb.dryrun/1 for a 1F1B run with one chunk per stage (what
 // every ppb reads), ppb.dryrun/2 with "num_chunks" and per-chunk "chunks" otherwise; for a run
 // with groups, ppb.dryrun/3 (grouped_dryrun_format), whose group counts are checked to add up
@@ -73,7 +77,9 @@ struct ImportedDryRun {
 // appended observations carry their own (and an explicit in_flight when the run has no micro-batch
 // count but the document has one), noted in `messages`. Checked with parse_dryrun, so appended
 // observations that contradict existing ones (--duplicate-tolerance) are refused. Throws
-// InputError; a run with groups cannot be appended yet (InputError saying so).
+// InputError; a run with groups cannot be appended yet (InputError saying so). The run's
+// body_layers and layer_times are added where the document has none (noted in `messages`) and
+// must agree with the document's where it has them (InputError naming both).
 [[nodiscard]] std::string appended_dryrun_text(std::string_view existing, std::string_view source,
                                                const ImportedDryRun& run,
                                                const DryRunReadOptions& options,

@@ -42,8 +42,14 @@ struct MegatronFlags {
     std::optional<std::uint32_t> last_stage_layers;   // --decoder-last-pipeline-num-layers
     // Virtual pipeline (interleaved schedule): one of the two.
     std::optional<std::uint32_t>
-        layers_per_virtual_stage;                      // --num-layers-per-virtual-pipeline-stage
-    std::optional<std::uint32_t> virtual_stages;       // --num-virtual-stages-per-pipeline-rank
+        layers_per_virtual_stage;                 // --num-layers-per-virtual-pipeline-stage
+    std::optional<std::uint32_t> virtual_stages;  // --num-virtual-stages-per-pipeline-rank
+    // Megatron's layout flags (megatron_layout.hpp): the layout string, the embedding and the
+    // loss counted in the split, and the MTP layers the layout's 'm' must match.
+    std::optional<std::string> layout;                 // --pipeline-model-parallel-layout
+    bool account_for_embedding = false;                // --account-for-embedding-in-pipeline-split
+    bool account_for_loss = false;                     // --account-for-loss-in-pipeline-split
+    std::optional<std::uint32_t> mtp_layers;           // --mtp-num-layers
     std::optional<std::string> recompute_granularity;  // full | selective
     std::optional<std::string> recompute_method;       // uniform | block
     std::optional<std::uint32_t> recompute_num_layers;
@@ -78,7 +84,9 @@ struct MegatronScan {
                                               Messages& messages);
 
 // The layout, as Megatron builds it:
-//   layers: --num-layers / P per stage (it must divide); with --decoder-first- or
+//   layers: with --pipeline-model-parallel-layout or the --account-for flags, as
+//     megatron_layout_flag_counts() reads them (megatron_layout.hpp); otherwise
+//     --num-layers / P per stage (it must divide); with --decoder-first- or
 //     --decoder-last-pipeline-num-layers, the first / last stage holds that many and the other
 //     stages share the rest evenly (it must divide);
 //   chunks: with --num-layers-per-virtual-pipeline-stage N (not with first / last stage layers;

@@ -22,8 +22,9 @@ struct PartitionContext {
     std::string source;  // what the model was configured or fitted from, for people
 };
 
-// "mindformers" or "any".
+// "any", "mindformers", "megatron" or "torchtitan", and back (nullopt for another name).
 [[nodiscard]] std::string_view rule_name(RecomputeRule rule) noexcept;
+[[nodiscard]] std::optional<RecomputeRule> rule_from_name(std::string_view name) noexcept;
 
 // The arrays MindFormers and the SAPP tools take, one row per chunk: offset (layers minus
 // floor(L / (P v))), recompute (full), select_recompute (select + both + full),
@@ -33,8 +34,13 @@ struct PartitionContext {
 [[nodiscard]] std::optional<boost::json::object> mindformers_arrays(const Problem& problem,
                                                                     const Plan& plan);
 
-// The ppb.partition/1 document of `plan`. `simulation`: the plan's iteration as the schedule
-// simulator times it (its makespan and bubble beside the estimate the partitioner minimised).
+// The ppb.partition/1 document of `plan`, with the frameworks' settings (framework_args.hpp):
+// "megatron" {args, legacy_args, layout, recompute, why_not / legacy_why_not where null},
+// "mindspeed_llm" {args, why_not}, "torchtitan" {module_fqns_per_model_part,
+// pipeline_parallel_schedule, pipeline_parallel_degree, activation_checkpoint {mode,
+// selective_ac_option}, why_not / activation_checkpoint_why_not where null}. `simulation`: the
+// plan's iteration as the schedule simulator times it (its makespan and bubble beside the estimate
+// the partitioner minimised).
 [[nodiscard]] boost::json::object partition_document(const Problem& problem, const Plan& plan,
                                                      const PartitionContext& context,
                                                      const Simulation& simulation);

@@ -53,7 +53,42 @@ struct MemorySource {
 //                is 'both', below only one of them 'select' or 'comm', below neither 'none'. So a
 //                stage holds 'select' layers or 'comm' layers, never both (with any number of
 //                'none', 'both' and 'full' layers).
-enum class RecomputeRule { any, mindformers };
+//   megatron:    one recompute setting for the whole model, as Megatron-LM and torchtitan apply
+//                it (MegatronRecompute below): every chunk's mix follows from its layer count and
+//                that one setting. The solver plans each setting exactly and keeps the fastest
+//                (megatron_recompute.cpp); per (stage, chunk) this admits only all 'none', all
+//                'select', all 'full', or 'full' followed by 'none'.
+//   torchtitan:  the same without Megatron's block method, which torchtitan's one
+//                activation_checkpoint setting cannot apply: every layer 'none', every layer
+//                'select' (selective, op) or every layer 'full'.
+enum class RecomputeRule { any, mindformers, megatron, torchtitan };
+
+// One recompute setting for the whole model, in Megatron-LM's terms (its flags:
+// megatron_args.hpp). Megatron applies --recompute-method to each TransformerBlock, and each model
+// chunk (virtual pipeline stage) is one block (megatron/core/transformer/transformer_block.py,
+// NVIDIA/Megatron-LM commit 767a8a81dce870c23d284f1571fca1d5898d624d, _checkpointed_forward:
+// the loop runs over the block's own layers):
+//   none:      no recompute; every layer 'none'.
+//   selective: --recompute-granularity selective; every layer 'select'.
+//   block:     --recompute-granularity full --recompute-method block --recompute-num-layers N:
+//              the first N layers of every chunk 'full', the others 'none' (a chunk of fewer than
+//              N layers recomputes all of them).
+//   uniform:   --recompute-granularity full --recompute-method uniform: every layer 'full'.
+struct MegatronRecompute {
+    enum class Method { none, selective, block, uniform };
+    Method method = Method::none;
+    std::uint32_t num_layers = 0;  // block's N (at least 1); 0 otherwise
+
+    // The mix of a chunk holding n layers.
+    [[nodiscard]] KindCounts chunk_layers(std::uint32_t n) const;
+    // The kinds it uses (a PPB_KIND_BIT mask).
+    [[nodiscard]] std::uint32_t kinds() const;
+    friend bool operator==(const MegatronRecompute&, const MegatronRecompute&) = default;
+};
+
+// "no recompute", "selective recompute (every layer 'select')", "full recompute of the first 2
+// layers of every chunk (block)", "full recompute of every layer (uniform)".
+[[nodiscard]] std::string describe(const MegatronRecompute& setting);
 
 // The iteration-time estimate minimised with several chunks per stage (host_api/docs/design.md,
 // "Every schedule"), with T_s the sum of stage s's chunk times and m_s its slowest chunk; both
@@ -92,6 +127,10 @@ struct Problem {
     TimeModel time;                           // L = time.body_layers
     std::uint32_t kinds = PPB_ALL_KINDS;      // candidate kinds (also limited by the memory source)
     RecomputeRule rule = RecomputeRule::any;  // candidate mixes of kinds per (stage, chunk)
+    // When set, every (stage, chunk) holding n layers holds exactly recompute_setting->
+    // chunk_layers(n) (and `kinds` must allow its kinds): the plans of one Megatron setting.
+    // RecomputeRule::megatron's solver sets it for each setting in turn.
+    std::optional<MegatronRecompute> recompute_setting;
     // The pipeline schedule and its chunks per stage v (ppb/schedule.hpp: 1 for 1F1B, at least 2
     // for the interleaved schedules, 2 for dualpipe-v). Each (stage, chunk) holds one contiguous
     // block of the model's layers, in the schedule's position order.
@@ -158,6 +197,9 @@ struct Plan {
     // Whether every ChunkPlan::activation_mb is the model's (linear and probed models), not 0
     // for want of it.
     bool activations_known = false;
+    // The one recompute setting every chunk follows, when the plan was made under
+    // RecomputeRule::megatron or Problem::recompute_setting.
+    std::optional<MegatronRecompute> recompute_setting;
 };
 
 // No placement satisfies the memory limit. what() says why in numbers: the tightest
@@ -212,6 +254,15 @@ class Infeasible : public std::runtime_error {
 // Whether a stage needing `memory_mb` fits `budget_mb`: memory <= budget + 1e-9 max(1, |budget|),
 // so that rounding in the last bits never turns a plan that fits exactly into one that does not.
 [[nodiscard]] bool within_budget(double memory_mb, double budget_mb);
+
+// Whether a (stage, chunk) of `problem` may hold `layers`: expressible under problem.rule and,
+// with a recompute_setting, the setting's mix of that many layers.
+[[nodiscard]] bool admits(const Problem& problem, const KindCounts& layers);
+
+// The one Megatron setting that builds every chunk of `plan` (its recompute_setting when it has
+// one), or nullopt when none does. Of several that do, the simplest: none, selective, uniform,
+// then block with the smallest N.
+[[nodiscard]] std::optional<MegatronRecompute> megatron_recompute_of(const Plan& plan);
 
 // Memory of one stage holding `layers` from linear coefficients, as the solver counts it.
 [[nodiscard]] double linear_stage_memory(const ppb_linear_parameters& c, const Problem& problem,

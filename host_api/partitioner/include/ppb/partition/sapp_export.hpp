@@ -31,8 +31,14 @@ struct SappExportOptions {
 // model_name of each entry, pre_defined_layer (HEAD entries 0, TAIL entries -1) and
 // auto_partition_layer (the BODY entry and its nb_layer), the template's own where it gives
 // them. With a template its entries, names and times are kept and only the memory fields are
-// replaced; without it, entries are named head/body/tail and the body's nb_layer is the layer
-// count of a dry run that covers every stage. A negative C is written as it is, with a
+// replaced (the dry-run file's body_layers, when given, must be the template's); without it,
+// the entries are those SAPP's -init writes (ModelInfo in hyper-parallel's sapp_ppb
+// utils/config.py): HEAD, BODY and TAIL, named after their type, the BODY's nb_layer the
+// dry-run file's body_layers (else the layer count of a dry run that covers every stage), and
+// each entry's time the dry-run file's layer_times (SAPP's time_config) when it gives them. One
+// difference from SAPP's own file: SAPP's HEAD and TAIL memory include the constant it also
+// writes as stage_const_mem; these exclude it, so the file predicts what the fit predicts. A
+// negative C is written as it is, with a
 // warning, or as 0 when folding (`options`). The result's `warnings` hold the template's
 // reader warnings and the export's own, for the caller to show. Throws ppb::InputError when H,
 // T or P is not determined or negative, or the layer count cannot be told. The template is

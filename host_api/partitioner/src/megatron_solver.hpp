@@ -1,0 +1,24 @@
+// Internal: the exact optimum under RecomputeRule::megatron (megatron_recompute.cpp).
+#ifndef PPB_PARTITION_MEGATRON_SOLVER_HPP
+#define PPB_PARTITION_MEGATRON_SOLVER_HPP
+
+#include <ppb/partition/problem.hpp>
+
+namespace ppb::partition::detail {
+
+// The settings RecomputeRule::megatron chooses among for `problem` whose candidate kinds are
+// `kinds`, in the order of preference on ties: none, selective, block N for N = 1 .. L - 1
+// (not under RecomputeRule::torchtitan), uniform (block N >= L is uniform: no chunk holds more
+// than L layers).
+[[nodiscard]] std::vector<MegatronRecompute> megatron_settings(const Problem& problem,
+                                                               std::uint32_t kinds);
+
+// solve() under RecomputeRule::megatron or torchtitan without a fixed setting: every setting
+// planned exactly (Problem::recompute_setting), the fastest plan kept. Throws Infeasible when no
+// setting has a plan (the message of the setting that comes closest, its smallest feasible limit),
+// InputError for a model of several groups of body layers.
+[[nodiscard]] Plan solve_megatron(const Problem& problem, const MemorySource& memory);
+
+}  // namespace ppb::partition::detail
+
+#endif  // PPB_PARTITION_MEGATRON_SOLVER_HPP

@@ -1,0 +1,159 @@
+"""The whole loop on real execution (PyTorch on the CPU, samples/dryrun-harness):
+
+  ppb design -> the harness runs the designed dry runs -> ppb import megatron -> ppb fit
+  -> held-out placements (one of another pipeline degree) predicted within 3 % and 3 standard
+     errors of what the harness measures
+  -> ppb partition under a limit -> the harness runs the plan: every stage's measured peak under
+     the limit and within the predicted +-3 sigma.
+
+"Standard error" is that of the difference between a new measurement and its prediction:
+sqrt(se^2 + sigma^2), se the fit's standard error of the predicted mean (ppb predict) and sigma^2
+the fit's residual variance (a new run scatters around the mean as the fitted runs did).
+
+A plain script, not pytest: it must fail, never skip, when torch is missing. It prints every
+figure it checks (the README's "measured errors" come from this output)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("PPB_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(SOURCE / "samples" / "dryrun-harness"))
+
+import torch  # noqa: E402,F401  (missing torch fails the test here: install python3-torch)
+
+import ppb_dryrun  # noqa: E402
+
+# Small enough to run in seconds; wide enough (h = 256 against 16 tokens) that what the linear
+# model leaves out — one layer's recomputed activations at the first backward of a stage with
+# full recompute, the loss's buffers on the last stage — stays within a few hundred KB of
+# stages of 10 to 60 MB.
+MODEL = ["--hidden-size", "256", "--num-attention-heads", "4", "--seq-length", "16",
+         "--micro-batch-size", "1", "--vocab-size", "256"]
+LAYERS, STAGES, MICRO = 8, 4, 4
+failures = []
+
+
+def ppb(*args):
+    done = subprocess.run([os.environ["PPB_CLI"], *map(str, args)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"ppb {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def run_megatron(args, log):
+    cfg, kinds = ppb_dryrun.megatron_run(MODEL + list(args))
+    with open(log, "w", encoding="utf-8") as out:
+        ppb_dryrun.run_pipeline(cfg, kinds, MICRO, "1f1b", out=out)
+
+
+def import_run(log, args, label, file, append):
+    p = args[args.index("--pipeline-model-parallel-size") + 1]
+    where = ["--append", file] if append else ["-o", file]
+    ppb("import", "megatron", log, *args, "--world-size", p, "--num-microbatches", MICRO,
+        "--label", label, *where)
+
+
+def predict(train, p, s, layers):
+    items = ",".join(f"{k}={n}" for k, n in layers.items() if n)
+    out = json.loads(ppb("predict", train, "--stages", p, "--stage", s, "--layers", items,
+                         "--micro-batches", MICRO, "--json"))
+    return out
+
+
+def main():
+    work = Path(tempfile.mkdtemp(prefix="ppb-loop-"))
+    train = work / "dryruns.json"
+    design = json.loads(ppb("design", "--stages", STAGES, "--num-layers", LAYERS, "--kinds",
+                            "none,full", "--recompute-rule", "megatron", "--micro-batches", MICRO,
+                            "--runs", 3, "--json"))
+    print(f"design: {len(design['runs'])} runs, worst prediction se "
+          f"{design['worst_prediction_std_error_mb']:.3f} MB per MB of noise")
+    for i, run in enumerate(design["runs"]):
+        log = work / f"{run['label']}.log"
+        run_megatron(run["megatron"]["args"], log)
+        import_run(log, run["megatron"]["args"], run["label"], train, i > 0)
+    fit = json.loads(ppb("fit", train, "--json"))
+    check(not fit["diagnostics"]["not_identifiable"] and not fit["diagnostics"]["const_folded"],
+          "the designed dry runs identify every coefficient")
+    diag = fit["diagnostics"]
+    sigma2 = diag["rms_residual_mb"] ** 2 * diag["rows"] / diag["degrees_of_freedom"]
+    print("fit:", json.dumps(fit["parameters"]), f"residual sigma {sigma2 ** 0.5:.4f} MB")
+
+    # Held out: another degree (3) and another layout of the design's degree.
+    held = [
+        ["--pipeline-model-parallel-size", "3", "--num-layers", str(LAYERS),
+         "--pipeline-model-parallel-layout", "Et*3|t*3|t*2L", "--recompute-granularity", "full",
+         "--recompute-method", "block", "--recompute-num-layers", "2"],
+        ["--pipeline-model-parallel-size", "4", "--num-layers", str(LAYERS),
+         "--pipeline-model-parallel-layout", "Et|t*3|t*3|tL", "--recompute-granularity", "full",
+         "--recompute-method", "uniform", "--recompute-num-layers", "1"],
+    ]
+    worst_pct = 0.0
+    for i, args in enumerate(held):
+        log = work / f"held-{i}.log"
+        run_megatron(args, log)
+        file = work / f"held-{i}.json"
+        import_run(log, args, f"held-{i}", file, False)
+        observed = json.loads(file.read_text())
+        p = int(args[1])
+        for o in observed["observations"]:
+            got = predict(train, p, o["stage"], o["layers"])
+            mb = got["peak_memory_mb"]
+            se = (got["std_error_mb"] ** 2 + sigma2) ** 0.5
+            err = mb - o["peak_memory_mb"]
+            pct = 100.0 * abs(err) / o["peak_memory_mb"]
+            worst_pct = max(worst_pct, pct)
+            check(pct <= 3.0 and abs(err) <= 3.0 * se,
+                  f"held-out P={p} stage {o['stage']} {o['layers']}: measured "
+                  f"{o['peak_memory_mb']:.3f} MB, predicted {mb:.3f} +- {se:.3f} MB "
+                  f"({pct:.2f} %, {abs(err) / se if se else float('inf'):.2f} se)")
+    print(f"held-out worst error {worst_pct:.2f} %")
+
+    # A plan under a limit between the all-'none' and the all-'full' stages, run for real.
+    layer_file = work / "layers.json"
+    layer_file.write_text(json.dumps({"layers_description": [
+        {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 2.0},
+        {"name": "block", "type": "BODY", "nb_layer": LAYERS, "time": 6.0},
+        {"name": "head", "type": "TAIL", "nb_layer": 1, "time": 3.0}]}))
+    none = predict(train, STAGES, 0, {"none": LAYERS // STAGES})["peak_memory_mb"]
+    full = predict(train, STAGES, 0, {"full": LAYERS // STAGES})["peak_memory_mb"]
+    limit = round((none + full) / 2.0, 1)
+    plan = json.loads(ppb("partition", "--model-desc", layer_file, "--dryrun", train, "--stages",
+                          STAGES, "--micro-batches", MICRO, "--memory-limit-mb", limit, "--kinds",
+                          "none,full", "--memory-margin-sigma", 3, "--json"))
+    plan_file = work / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    log = work / "plan.log"
+    with open(log, "w", encoding="utf-8") as out:
+        ppb_dryrun.run_pipeline(ppb_dryrun.build_parser().parse_args(MODEL),
+                                ppb_dryrun.plan_stage_kinds(plan), MICRO, "1f1b", out=out)
+    measured = {}
+    for line in log.read_text().splitlines():
+        if line.startswith("[Rank"):
+            rank = int(line.split("]")[0][6:])
+            measured[rank] = float(line.split("max allocated: ")[1].split(" |")[0])
+    for st in plan["stages"]:
+        got = predict(train, STAGES, st["stage"], st["layers"])
+        m = measured[st["stage"]]
+        se = (got["std_error_mb"] ** 2 + sigma2) ** 0.5
+        check(m <= limit and abs(m - got["peak_memory_mb"]) <= 3.0 * se,
+              f"plan stage {st['stage']} {st['layers']}: measured {m:.3f} MB, predicted "
+              f"{got['peak_memory_mb']:.3f} +- {se:.3f} MB, limit {limit} MB")
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed; the files are in {work}")
+    print("the loop holds")
+
+
+if __name__ == "__main__":
+    main()

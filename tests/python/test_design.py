@@ -1,0 +1,92 @@
+"""ppb.design(): the dict `ppb design --json` prints, from the same library; a prior Model keeps
+every stage under the limit; bad requests raise the package's errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+import ppb
+
+
+def test_design_is_the_command_s_document(cli):
+    doc = ppb.design(stages=4, num_layers=8, kinds=["none", "full"], recompute_rule="megatron")
+    assert doc == cli.json("design", "--stages", "4", "--num-layers", "8", "--kinds",
+                           "none,full", "--recompute-rule", "megatron")
+    assert doc["format"] == "ppb.design/1"
+    rows = []
+    for run in doc["runs"]:
+        p = run["num_stages"]
+        for st in run["stages"]:
+            f = min(p - st["stage"], doc["micro_batches"])
+            layers = st["layers"]
+            rows.append([1, st["stage"] == 0, st["stage"] == p - 1, sum(layers.values()),
+                         layers.get("none", 0) * f, layers.get("full", 0) * f])
+    assert np.linalg.matrix_rank(np.array(rows, float)) == 6
+
+
+def test_several_degrees_and_more_runs(cli):
+    doc = ppb.design(stages=[2, 3], num_layers=9, kinds="none", runs=4, noise_mb=5.0)
+    assert len(doc["runs"]) == 4 and doc["noise_mb"] == 5.0
+    assert {r["num_stages"] for r in doc["runs"]} <= {2, 3}
+
+
+def test_a_prior_model_keeps_every_stage_under_the_limit(tmp_path):
+    layers = {"stage_const_mem": 900, "layers_description": [
+        {"name": "e", "type": "HEAD", "nb_layer": 1, "time": 1, "memory_parameter": 700},
+        {"name": "b", "type": "BODY", "nb_layer": 8, "time": 1, "memory_parameter": 350,
+         "memory_activation": 80, "memory_recompute": 6.5},
+        {"name": "h", "type": "TAIL", "nb_layer": 1, "time": 1, "memory_parameter": 1100}]}
+    with ppb.load_model("table", layers) as prior:
+        doc = ppb.design(stages=4, num_layers=8, kinds=["none", "full"], memory_limit_mb=3200,
+                         prior=prior)
+        assert max(st["prior_memory_mb"] for r in doc["runs"] for st in r["stages"]) <= 3200
+        with pytest.raises(ppb.Infeasible) as low:
+            ppb.design(stages=4, num_layers=8, kinds="none", memory_limit_mb=2700, prior=prior)
+        assert low.value.smallest_feasible_limit_mb > 2700
+
+
+def test_bad_requests():
+    with pytest.raises(ppb.Infeasible, match="degree of 3 or more"):
+        ppb.design(stages=2, num_layers=4)
+    with pytest.raises(ppb.InvalidInput, match="recompute_rule"):
+        ppb.design(stages=4, num_layers=8, recompute_rule="sometimes")
+    with pytest.raises(ppb.InvalidInput, match="kinds"):
+        ppb.design(stages=4, num_layers=8, kinds=["most"])
+    with pytest.raises(ppb.InvalidInput, match="prior"):
+        ppb.design(stages=4, num_layers=8, memory_limit_mb=1000)
+    with pytest.raises(TypeError):
+        ppb.design(stages=4, num_layers=8, prior="table")
+
+
+SEARCH = dict(model="analytic", devices=64, global_batch=128, memory_limit_mb=80000,
+              recompute=["any"], schedules=["1f1b"])
+
+
+def test_search_is_the_command_s_document(cli):
+    from conftest import DATA
+
+    shape = DATA / "llama70b-shape.json"
+    doc = ppb.search(DATA / "llama70b-layers.json", model_options=shape, **SEARCH)
+    assert doc["format"] == "ppb.search/1"
+    assert doc == cli.json("search", "--model-desc", DATA / "llama70b-layers.json", "--model",
+                           "analytic", "--model-options", shape, "--devices", 64,
+                           "--global-batch", 128, "--memory-limit-mb", 80000, "--recompute",
+                           "any", "--schedules", "1f1b", "--progress", "never")
+    # Options as a dict are the same options.
+    assert ppb.search(DATA / "llama70b-layers.json",
+                      model_options=json.loads(shape.read_text()), **SEARCH)["ranking"] == \
+        doc["ranking"]
+
+
+def test_search_errors():
+    from conftest import DATA
+
+    shape = DATA / "llama70b-shape.json"
+    low = dict(SEARCH, memory_limit_mb=1000)
+    with pytest.raises(ppb.Infeasible) as e:
+        ppb.search(DATA / "llama70b-layers.json", model_options=shape, **low)
+    assert e.value.smallest_feasible_limit_mb > 1000
+    with pytest.raises(ppb.InvalidInput, match="schedule"):
+        ppb.search(DATA / "llama70b-layers.json", model_options=shape,
+                   **dict(SEARCH, schedules=["sideways"]))
