@@ -3,14 +3,16 @@
 // method recomputing the first N layers of every model chunk, as
 // megatron/core/transformer/transformer_block.py of NVIDIA/Megatron-LM, commit
 // 767a8a81dce870c23d284f1571fca1d5898d624d, applies it per TransformerBlock), every spread of the
-// layers over the (stage, chunk) positions of 1F1B and interleaved 1F1B, the memory and the
-// objective written out here; solve() must find the least iteration time, with every chunk
+// layers over the (stage, chunk) positions of 1F1B and interleaved 1F1B, the memory (with chunks,
+// the largest over the states of the stage's executed program order) and the objective written
+// out here; solve() must find the least iteration time, with every chunk
 // following one setting.
 #include "brute_force.hpp"
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -61,12 +63,27 @@ struct Linear {
     std::array<double, PPB_KIND_COUNT> a{};
 };
 
-// In flight, written from the schedules' definitions: 1F1B min(P - s, M); interleaved as
-// ppb::in_flight_counts says (the schedule module's own tests prove those counts).
-std::uint32_t in_flight(const Problem& p, std::uint32_t s, std::uint32_t c) {
+// In flight: with one chunk 1F1B's min(P - s, M); with chunks, every state stage s passes
+// through, by executing its program order (ppb::stage_order) step by step, +1 on a forward's
+// chunk and -1 on a backward's, a chunk holding none counted as one as models are asked
+// (ppb::model_in_flight_profile). The stage's memory is its largest over these states.
+std::vector<std::vector<std::uint32_t>> in_flight_states(const Problem& p, std::uint32_t s) {
     if (p.chunks == 1)
-        return std::min(p.num_stages - s, p.micro_batches);
-    return ppb::in_flight_counts(p.schedule, p.num_stages, s, p.micro_batches, p.chunks).at(c);
+        return {{std::min(p.num_stages - s, p.micro_batches)}};
+    std::vector<std::vector<std::uint32_t>> states;
+    std::vector<std::uint32_t> held(p.chunks, 0);
+    for (const auto& step :
+         ppb::stage_order(p.schedule, p.num_stages, p.chunks, p.micro_batches, s)) {
+        if (step.pass == ppb::Pass::forward)
+            ++held[step.chunk];
+        else
+            --held[step.chunk];
+        auto asked = held;
+        for (auto& f : asked)
+            f = std::max<std::uint32_t>(f, 1);
+        states.push_back(std::move(asked));
+    }
+    return states;
 }
 
 struct Best {
@@ -97,10 +114,14 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
     }
     Best best;
     std::vector<std::uint32_t> counts(Q, 0);
+    std::vector<std::vector<std::vector<std::uint32_t>>> states;
+    for (std::uint32_t s = 0; s < P; ++s)
+        states.push_back(in_flight_states(p, s));
     const auto evaluate = [&](const OracleSetting& setting) {
         std::vector<double> total(P, 0.0), slowest(P, 0.0);
         for (std::uint32_t s = 0; s < P; ++s) {
-            double memory = k.c + (s == 0 ? k.h : 0.0) + (s + 1 == P ? k.t : 0.0);
+            double fixed = k.c + (s == 0 ? k.h : 0.0) + (s + 1 == P ? k.t : 0.0);
+            std::vector<double> activation(v, 0.0);  // per micro-batch in flight
             for (std::uint32_t c = 0; c < v; ++c) {
                 const std::uint32_t q = c * P + s;
                 const KindCounts mix = setting.mix(counts[q]);
@@ -108,10 +129,18 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
                     (q == 0 ? p.time.head_time : 0.0) + (q + 1 == Q ? p.time.tail_time : 0.0);
                 for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
                     t += mix[kind] * p.time.body_time[kind];
-                    memory += mix[kind] * (k.per_layer + k.a[kind] * in_flight(p, s, c));
+                    fixed += mix[kind] * k.per_layer;
+                    activation[c] += mix[kind] * k.a[kind];
                 }
                 total[s] += t;
                 slowest[s] = std::max(slowest[s], t);
+            }
+            double memory = -pt::infinity;
+            for (const auto& f : states[s]) {
+                double m = fixed;
+                for (std::uint32_t c = 0; c < v; ++c)
+                    m += activation[c] * f[c];
+                memory = std::max(memory, m);
             }
             if (!pt::fits_budget(memory, p.budget_mb()))
                 return;
