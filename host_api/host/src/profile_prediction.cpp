@@ -26,7 +26,13 @@ ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement&
     for (const InFlightVector& v : profile)
         rows.push_back(with_in_flight(placement, v));
     ProfilePeak out;
-    if (placement.grouped()) {
+    if (rows.size() == 1) {
+        // One vector (one chunk, or a profile of one): the model's single prediction, as
+        // before profiles, whose errors name the stage.
+        const StagePlacement& p = rows.front();
+        out.per_vector = {p.grouped() ? model.predict_grouped(p.grouped_view())
+                                      : model.predict(p.view())};
+    } else if (placement.grouped()) {
         std::vector<ppb_grouped_placement> views;
         for (const StagePlacement& p : rows)
             views.push_back(p.grouped_view());

@@ -3,8 +3,9 @@
 //
 // The plugin boundary is unchanged (ppb/abi.h, API 1.3): a placement carries one in-flight count
 // per chunk, so a model is asked about the stage once per vector of the profile, all in one
-// predict_batch (or predict_grouped_batch) call, and the host keeps the largest answer. A model
-// never sees a profile; a linear model's answer is base + max_j Σ_c a_c · count_jc either way.
+// predict_batch (or predict_grouped_batch) call (a profile of one vector: one predict call), and
+// the host keeps the largest answer. A model never sees a profile; a linear model's answer is
+// base + max_j Σ_c a_c · count_jc either way.
 #ifndef PPB_PROFILE_PREDICTION_HPP
 #define PPB_PROFILE_PREDICTION_HPP
 
@@ -27,7 +28,8 @@ struct ProfilePeak {
 };
 
 // The model's prediction of `placement` at every vector of `profile` (not empty), and the
-// largest. A grouped placement is asked with predict_grouped_batch.
+// largest. A grouped placement is asked with predict_grouped_batch; a profile of one vector
+// with one predict (predict_grouped) call.
 [[nodiscard]] ProfilePeak predict_over_profile(const MemoryModel& model,
                                                const StagePlacement& placement,
                                                const std::vector<InFlightVector>& profile);
