@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace ppb_test;
 namespace json = boost::json;
@@ -63,9 +65,38 @@ BOOST_AUTO_TEST_CASE(table_by_default) {
     BOOST_TEST(r.out.find("PEAK IN FLIGHT") != std::string::npos);
     // Stage 0 holds 2P = 8 micro-batches of chunk 0 and one of chunk 1: 9000 MB planned at the
     // plan's counts (8, 1), so its static part is 9000 - 80 - 20 and the simulated peak the same.
-    BOOST_TEST(std::regex_search(
-                   r.out, std::regex(R"(\n +0 +48\.0 +11\.0 +8, 1 +9000\.0 MB +9000\.0 MB\n)")),
-               r.out);
+    // It is first reached at 17.0, when the eighth forward of chunk 0 (micro-batch 7) starts:
+    // chunk 1's forwards and backwards alternate from 7.0 (1 and 2 time units each), so its
+    // micro-batch 3 runs its forward over 16-17 and its backward from 18.
+    BOOST_TEST(
+        std::regex_search(
+            r.out,
+            std::regex(R"(\n +0 +48\.0 +11\.0 +8, 1 +9000\.0 MB +17\.0 +8, 1 +9000\.0 MB\n)")),
+        r.out);
+    // The moment and the vector agree with the operations: at the peak's moment each chunk holds
+    // the forwards started by then less the backwards ended by then.
+    const auto j = ppb({"simulate", write_file(dualpipe_plan(4, 8)), "--json"});
+    BOOST_TEST_REQUIRE(j.exit_code == 0, j.err);
+    const json::value doc = parse_json(j.out);
+    for (const auto& stage : doc.at("stages").as_array()) {
+        const auto s = stage.at("stage").to_number<std::int64_t>();
+        const double at = stage.at("peak_memory_time").to_number<double>();
+        std::vector<std::int64_t> held(2, 0);
+        for (const auto& op : doc.at("operations").as_array()) {
+            if (op.at("stage").to_number<std::int64_t>() != s)
+                continue;
+            const auto c = op.at("chunk").to_number<std::size_t>();
+            if (op.at("pass").as_string() == "forward" && op.at("start").to_number<double>() <= at)
+                ++held[c];
+            if (op.at("pass").as_string() == "backward" && op.at("end").to_number<double>() <= at)
+                --held[c];
+        }
+        const auto& vector = stage.at("in_flight_at_peak").as_array();
+        BOOST_TEST_REQUIRE(vector.size() == 2u);
+        for (std::size_t c = 0; c < 2; ++c)
+            BOOST_TEST(vector[c].to_number<std::int64_t>() == held[c],
+                       "stage " << s << " chunk " << c);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(json_has_every_operation_and_the_closed_form_makespan) {
