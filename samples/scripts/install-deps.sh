@@ -7,6 +7,7 @@ packages=(
     libarmadillo-dev libfmt-dev libyaml-cpp-dev libcli11-dev libbenchmark-dev
     clang libclang-rt-14-dev
     pybind11-dev python3-pybind11 python3-numpy python3-pytest
+    chromium  # the HTML report's browser test (tests/report)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,7 @@
 #include "layer_times.hpp"
 #include "partition_output.hpp"
 #include "plugin_session.hpp"
+#include "report_html.hpp"
 
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
@@ -38,6 +39,7 @@ struct PartitionArgs {
     std::string schedule = "1f1b";
     std::optional<std::uint32_t> chunks;
     std::string timeline;
+    std::string report;
     std::string objective = "auto";
     bool refine = false;
     double device_tflops = 400.0;
@@ -65,12 +67,12 @@ int run_partition(const PartitionArgs& args) {
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
-    problem.time = read_layer_times(args.model_desc,
-                                    args.choice.options.empty()
-                                        ? ModelOptions{}
-                                        : options_text(args.choice.options, "--model-options"),
-                                    args.device_tflops)
-                       .time;
+    LayerTimes times = read_layer_times(args.model_desc,
+                                        args.choice.options.empty()
+                                            ? ModelOptions{}
+                                            : options_text(args.choice.options, "--model-options"),
+                                        args.device_tflops);
+    problem.time = std::move(times.time);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
 
@@ -91,12 +93,19 @@ int run_partition(const PartitionArgs& args) {
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, model, {.choose_objective = args.objective == "auto", .refine = args.refine});
     const Simulation& simulation = planned.simulation;
+    const auto document = [&] {
+        return partition::partition_document(planned.problem, planned.plan, context, simulation,
+                                             planned.breakdown);
+    };
     const std::string out =
-        args.json ? to_pretty_json(partition::partition_document(planned.problem, planned.plan,
-                                                                 context, simulation))
+        args.json ? to_pretty_json(document())
                   : render_partition(planned.problem, planned.plan, context, simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
+    if (!args.report.empty()) {
+        write_output_file(args.report, plan_report_html(document(), timeline_svg(simulation),
+                                                        {context.source, times.unit}));
+    }
     write_stdout(out);
     return 0;
 }
@@ -203,6 +212,11 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->add_option("--timeline", args->timeline,
                      "also draw the plan's simulated iteration as SVG to FILE")
         ->type_name("FILE.svg");
+    partition
+        ->add_option("--report", args->report,
+                     "also write the plan as one self-contained HTML page to FILE: each\n"
+                     "stage's memory against the limit, the timeline, the configuration")
+        ->type_name("FILE.html");
     add_model_options(*partition, args->choice);
     partition
         ->add_option("--dryrun", args->dryrun,

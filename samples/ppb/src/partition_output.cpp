@@ -14,9 +14,6 @@ namespace json = boost::json;
 using partition::Plan;
 using partition::Problem;
 
-namespace {
-
-// "[[1, 0, -1]]": the arrays as they are written into a MindFormers YAML file.
 std::string array_text(const json::value& v) {
     if (!v.is_array())
         return json::serialize(v);
@@ -26,8 +23,6 @@ std::string array_text(const json::value& v) {
     }
     return out + "]";
 }
-
-}  // namespace
 
 std::string render_partition(const Problem& problem, const Plan& plan,
                              const PartitionContext& context, const Simulation& simulation) {
