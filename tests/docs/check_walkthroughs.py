@@ -8,6 +8,9 @@
   blocks read) and must exit 0; what they print is not compared. Its other lines (cmake, the two
   scripts) are instructions for a reader's machine and are not run here.
 
+ppb prints plugin paths absolute (resolved from its own location); the build tree's absolute path
+reads `build` in the document, as from the repository root.
+
 Every command runs in one scratch directory, in the order of the document, with `samples` linked to
 the repository's and `build` to the build tree, so the README's relative paths work as they do from
 the repository root and one block can read what an earlier one wrote. Commands are split as a shell
@@ -76,13 +79,14 @@ def main():
                 done = subprocess.run(words, cwd=work, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True)
                 ran += 1
+                printed = done.stdout.replace(str(build), "build")
                 if done.returncode != 0:
-                    print(f"{where}: {' '.join(words)}\nexited {done.returncode}:\n{done.stdout}")
+                    print(f"{where}: {' '.join(words)}\nexited {done.returncode}:\n{printed}")
                     return 1
                 if expected is not None:
                     compared += 1
-                    if done.stdout != expected:
-                        diff = difflib.unified_diff(expected.splitlines(), done.stdout.splitlines(),
+                    if printed != expected:
+                        diff = difflib.unified_diff(expected.splitlines(), printed.splitlines(),
                                                     "shown", "printed", lineterm="")
                         print(f"{where}: {' '.join(words)}\nprints other than shown:")
                         print("\n".join(diff))

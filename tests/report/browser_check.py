@@ -54,13 +54,18 @@ class Browser:
         self.from_browser, from_browser_w = os.pipe()
 
         def wire():
-            os.dup2(to_browser_r, 3)
-            os.dup2(from_browser_w, 4)
+            # The pipe's ends as descriptors 3 and 4 of the browser. Copied out of the way
+            # first (a pipe may itself be 3 or 4); os.dup2 makes the copies inheritable, and
+            # every other descriptor of this process is not (PEP 446), so it closes on exec.
+            # close_fds would close 3 and 4 after this runs.
+            ours = os.dup(to_browser_r), os.dup(from_browser_w)
+            os.dup2(ours[0], 3)
+            os.dup2(ours[1], 4)
 
         self.process = subprocess.Popen(
             [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            preexec_fn=wire, pass_fds=(to_browser_r, from_browser_w),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
         os.close(to_browser_r)
         os.close(from_browser_w)
         self.buffer = b""
@@ -271,6 +276,12 @@ def check_copies(page, plan, where):
         for kind in ("mousePressed", "mouseReleased"):
             page.send("Input.dispatchMouseEvent",
                       {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1})
+        # The copy is asynchronous: read the clipboard once the button says it is done.
+        selector = f"button.copy[data-key=\"{key}\"]"
+        deadline = time.monotonic() + 10.0
+        while page.evaluate(f"document.querySelector('{selector}').textContent") != "Copied":
+            check(time.monotonic() < deadline, f"{where}: the {key} button never said it copied")
+            time.sleep(0.05)
         copied = page.evaluate("navigator.clipboard.readText()", await_promise=True)
         check(copied == text, f"{where}: the {key} button copied {copied!r}, not {text!r}")
     return len(expected)
@@ -293,6 +304,7 @@ def check_page(browser, html, plans, out, name, search=None):
         check_bars(bars, plan, where)
     ops = page.evaluate("document.querySelectorAll('.timeline rect.op').length")
     check(ops > 0, f"{where}: no timeline")
+    page.screenshot(out / f"{name}-wide.png")
     copies = check_copies(page, plans[0], where)
     if search is not None:
         ranking = search["ranking"]
@@ -322,7 +334,6 @@ def check_page(browser, html, plans, out, name, search=None):
             for p in points:
                 at = lo[axis] + scale * (p[value] - lo[value])
                 check(abs(p[axis] - at) <= 1.0, f"{where}: point {p['rank']} is off its {value}")
-    page.screenshot(out / f"{name}-wide.png")
     check_narrow(page, where)
     page.screenshot(out / f"{name}-narrow.png")
     errors = page.errors()

@@ -32,24 +32,24 @@ p { margin: 0.3rem 0; }
           font-size: 0.75rem; color: var(--muted); text-align: right; }
 .y-axis span { position: absolute; right: 4px; transform: translateY(50%); white-space: nowrap; }
 .plot { position: relative; flex: 1 1 auto; min-width: 0; overflow-x: auto; }
-.bars { position: relative; display: flex; gap: 6px; min-width: min-content;
-        padding-top: 0; }
+.bars { position: relative; display: flex; gap: 8px; min-width: min-content;
+        justify-content: center; padding: 0 4px; }
 .grid { position: absolute; left: 0; right: 0; top: 0; height: var(--bar); pointer-events: none; }
 .grid i { position: absolute; left: 0; right: 0; border-top: 1px solid #eef1f4; }
 .limit { position: absolute; left: 0; right: 0; top: 0; border-top: 2px dashed #c0392b;
          pointer-events: none; z-index: 2; }
-.stage { flex: 1 0 1.6rem; max-width: 5rem; display: flex; flex-direction: column; align-items: stretch; }
+.stage { flex: 1 0 1.6rem; max-width: 7rem; display: flex; flex-direction: column; align-items: stretch; }
 .bar { position: relative; height: var(--bar); display: flex; flex-direction: column-reverse;
        background: #fbfcfd; }
 .seg { width: 100%; flex: none; }
 .bar-label { text-align: center; font-size: 0.75rem; color: var(--muted); padding-top: 3px; }
-.p-constant { background: #8d99ae; } .p-head { background: #2a9d8f; } .p-tail { background: #2a9d8f; }
+.p-constant { background: #8d99ae; } .p-head { background: #2a9d8f; } .p-tail { background: #1b4965; }
 .p-parameters { background: #3d6fb6; }
 .p-none { background: #e76f51; } .p-select { background: #f4a261; } .p-comm { background: #9b5de5; }
-.p-both { background: #f15bb5; } .p-full { background: #43aa8b; }
+.p-both { background: #f15bb5; } .p-full { background: #90be6d; }
 .p-activations { background: #e9a23b; } .p-other { background: #7d8ba1; } .p-memory { background: #7d8ba1; }
 .p-margin { background: repeating-linear-gradient(45deg, #d1495b 0 3px, #f3c1c7 3px 6px); }
-.p-headroom { background: repeating-linear-gradient(45deg, #dff3e4 0 4px, #ffffff 4px 8px); }
+.p-headroom { background: repeating-linear-gradient(45deg, #9fd8b0 0 3px, #f4fbf6 3px 8px); }
 .p-reserved { background: repeating-linear-gradient(45deg, #c9ced6 0 3px, #eef0f3 3px 6px); }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; list-style: none; padding: 0;
           margin: 10px 0 0; font-size: 0.85rem; }
@@ -59,11 +59,13 @@ p { margin: 0.3rem 0; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.85rem; font-variant-numeric: tabular-nums;
         margin-top: 10px; }
-th, td { padding: 4px 8px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }
+caption { caption-side: top; text-align: left; color: var(--muted); font-size: 0.8rem;
+          padding-bottom: 4px; }
+th, td { padding: 4px 7px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }
 th { font-weight: 600; color: var(--muted); background: #fafbfc; position: sticky; top: 0; }
 td.text, th.text { text-align: left; }
 tr.best td { background: #eef4fd; font-weight: 600; }
-.timeline svg { display: block; max-width: 100%; height: auto; }
+.timeline svg { display: block; width: 100%; min-width: 640px; height: auto; }
 .config { border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; margin: 8px 0; }
 .copy-row { display: flex; align-items: flex-start; gap: 8px; margin: 6px 0; }
 .copy-row pre { flex: 1 1 auto; min-width: 0; margin: 0; padding: 6px 8px; overflow-x: auto;

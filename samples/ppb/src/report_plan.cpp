@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -81,6 +82,32 @@ std::vector<Part> above_memory(const json::object& plan, const json::object& sta
     return parts;
 }
 
+// Where a part goes in the legend and the table: bottom up, as the bars stack them.
+std::size_t canonical_place(std::string_view key) {
+    constexpr std::array<std::string_view, 15> order = {
+        "constant", "head",        "tail",  "parameters", "none",   "select",   "comm",    "both",
+        "full",     "activations", "other", "memory",     "margin", "headroom", "reserved"};
+    const auto* it = std::find(order.begin(), order.end(), key);
+    return static_cast<std::size_t>(it - order.begin());
+}
+
+// The parts `stages` use, each once, in canonical order.
+template <typename Parts>
+std::vector<std::pair<std::string, std::string>> parts_used(const Parts& stages) {
+    std::vector<std::pair<std::string, std::string>> used;
+    for (const auto& parts : stages) {
+        for (const Part& p : parts) {
+            if (std::none_of(used.begin(), used.end(),
+                             [&](const auto& u) { return u.first == p.key; }))
+                used.emplace_back(p.key, p.label);
+        }
+    }
+    std::stable_sort(used.begin(), used.end(), [](const auto& a, const auto& b) {
+        return canonical_place(a.first) < canonical_place(b.first);
+    });
+    return used;
+}
+
 std::string segment(const Part& part, double limit) {
     return fmt::format(
         "<div class=\"seg p-{0}\" data-part=\"{0}\" data-mb=\"{1:.17g}\" style=\"height:{2:.6f}%\" "
@@ -111,27 +138,21 @@ std::string memory_section(const json::object& plan) {
     const json::array& stages = plan.at("stages").as_array();
 
     std::string bars;
-    std::vector<std::pair<std::string, std::string>> legend;  // key, label, in order of first use
-    const auto remember = [&](const Part& p) {
-        if (std::none_of(legend.begin(), legend.end(),
-                         [&](const auto& l) { return l.first == p.key; }))
-            legend.emplace_back(p.key, p.label);
-    };
-    std::vector<std::vector<Part>> table_parts;
+    std::vector<std::vector<Part>> table_parts;  // each stage's memory parts
+    std::vector<std::vector<Part>> bar_parts;    // and everything its bar draws
+    bool any_margin = false;
     for (const json::value& sv : stages) {
         const json::object& stage = sv.as_object();
-        const std::vector<Part> parts = memory_parts(stage);
-        const std::vector<Part> above = above_memory(plan, stage);
-        std::string segments;
-        for (const Part& p : parts) {
-            segments += segment(p, limit);
-            remember(p);
-        }
-        for (const Part& p : above) {
-            segments += segment(p, limit);
-            remember(p);
-        }
+        std::vector<Part> parts = memory_parts(stage);
         table_parts.push_back(parts);
+        for (Part& p : above_memory(plan, stage)) {
+            any_margin = any_margin || p.key == "margin";
+            parts.push_back(std::move(p));
+        }
+        std::string segments;
+        for (const Part& p : parts)
+            segments += segment(p, limit);
+        bar_parts.push_back(std::move(parts));
         const auto s = stage.at("stage").to_number<std::uint32_t>();
         bars += fmt::format(
             "<div class=\"stage\"><div class=\"bar\" data-stage=\"{0}\" "
@@ -142,24 +163,16 @@ std::string memory_section(const json::object& plan) {
             segments);
     }
     std::string legend_html;
-    for (const auto& [key, label] : legend)
+    for (const auto& [key, label] : parts_used(bar_parts))
         legend_html += fmt::format("<li><b class=\"p-{}\"></b>{}</li>", key, escape(label));
     legend_html += fmt::format("<li><b class=\"limit-key\"></b>memory limit, {}</li>", mb(limit));
 
     // The numbers behind the bars: one column per part any stage has.
-    std::vector<std::pair<std::string, std::string>> columns;
-    for (const auto& parts : table_parts) {
-        for (const Part& p : parts) {
-            if (std::none_of(columns.begin(), columns.end(),
-                             [&](const auto& c) { return c.first == p.key; }))
-                columns.emplace_back(p.key, p.label);
-        }
-    }
+    const auto columns = parts_used(table_parts);
     std::string head = "<th>stage</th><th>layers</th><th>in flight</th>";
     for (const auto& [key, label] : columns)
-        head += fmt::format("<th title=\"{}\">{} (MB)</th>", escape(label),
-                            escape(key == "parameters" ? std::string("parameters") : key));
-    head += "<th>memory (MB)</th><th>margin (MB)</th><th>headroom (MB)</th>";
+        head += fmt::format("<th title=\"{}\">{}</th>", escape(label), escape(key));
+    head += fmt::format("<th>memory</th>{}<th>headroom</th>", any_margin ? "<th>margin</th>" : "");
     std::string rows;
     for (std::size_t i = 0; i < stages.size(); ++i) {
         const json::object& stage = stages[i].as_object();
@@ -174,9 +187,10 @@ std::string memory_section(const json::object& plan) {
                                          [&](const Part& p) { return p.key == column.first; });
             row += fmt::format("<td>{:.1f}</td>", it == table_parts[i].end() ? 0.0 : it->mb);
         }
-        row += fmt::format("<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>",
-                           number(stage.at("memory_mb")), number(stage.at("uncertainty_margin_mb")),
-                           number(stage.at("headroom_mb")));
+        row += fmt::format("<td>{:.1f}</td>", number(stage.at("memory_mb")));
+        if (any_margin)
+            row += fmt::format("<td>{:.1f}</td>", number(stage.at("uncertainty_margin_mb")));
+        row += fmt::format("<td>{:.1f}</td>", number(stage.at("headroom_mb")));
         rows += "<tr>" + row + "</tr>";
     }
     const bool explained = !stages.empty() && stages[0].as_object().contains("memory_breakdown_mb");
@@ -187,7 +201,8 @@ std::string memory_section(const json::object& plan) {
         "<div class=\"chart\">{}<div class=\"plot\"><div class=\"bars\"><div class=\"grid\">{}"
         "</div><div class=\"limit\"></div>{}</div></div></div>"
         "<ul class=\"legend\">{}</ul>"
-        "<div class=\"scroll\"><table class=\"stages\"><thead><tr>{}</tr></thead><tbody>{}"
+        "<div class=\"scroll\"><table class=\"stages\"><caption>Per stage, MB (in flight: "
+        "micro-batches)</caption><thead><tr>{}</tr></thead><tbody>{}"
         "</tbody></table></div></section>\n",
         mb(limit),
         explained ? "The parts are the memory model's, bottom up; the hatched top is what is left."

@@ -42,12 +42,15 @@ std::string ranking_table(const json::array& ranking, std::string_view unit) {
             number(e.at("estimate")), 100.0 * number(e.at("bubble_fraction")),
             number(e.at("peak_memory_mb")), number(e.at("headroom_mb")));
     }
-    const std::string u = escape(unit_name(unit));
+    const std::string u =
+        unit.empty() ? std::string("layer file's time unit") : fmt::format("unit {}", escape(unit));
     return fmt::format(
-        "<div class=\"scroll\"><table class=\"ranking\"><thead><tr><th>rank</th><th>PP</th>"
-        "<th>DP</th><th>M</th><th class=\"text\">schedule</th><th class=\"text\">recompute</th>"
-        "<th>iteration ({0})</th><th>estimate ({0})</th><th>bubble</th><th>peak memory (MB)</th>"
-        "<th>headroom (MB)</th></tr></thead><tbody>{1}</tbody></table></div>",
+        "<div class=\"scroll\"><table class=\"ranking\"><caption>Times per global batch in "
+        "the {0}; memory in MB; PP, DP: pipeline and data-parallel degrees; M: micro-batches"
+        "</caption><thead><tr><th>rank</th><th>PP</th><th>DP</th><th>M</th>"
+        "<th class=\"text\">schedule</th><th class=\"text\">recompute</th><th>iteration</th>"
+        "<th>estimate</th><th>bubble</th><th>peak memory</th><th>headroom</th></tr></thead>"
+        "<tbody>{1}</tbody></table></div>",
         u, rows);
 }
 
@@ -63,7 +66,12 @@ double nice_step(double span, int ticks) {
 }
 
 std::string scatter_chart(const json::array& ranking, std::string_view unit) {
-    constexpr double width = 640, height = 360, left = 78, right = 16, top = 16, bottom = 52;
+    constexpr double width = 640;
+    constexpr double height = 360;
+    constexpr double left = 78;  // the time axis' labels
+    constexpr double right = 16;
+    constexpr double top = 16;
+    constexpr double bottom = 52;  // the headroom axis' labels
     double x_max = 0.0;
     double y_min = 0.0;
     double y_max = 0.0;
@@ -144,10 +152,9 @@ namespace ppb::cli {
 
 std::string search_report_html(const boost::json::object& search,
                                std::string_view best_timeline_svg, const ReportTexts& texts) {
-    using namespace report;
-    const json::array& ranking = search.at("ranking").as_array();
-    const json::object& searched = search.at("search").as_object();
-    const json::object& model = search.at("model").as_object();
+    const boost::json::array& ranking = search.at("ranking").as_array();
+    const boost::json::object& searched = search.at("search").as_object();
+    const boost::json::object& model = search.at("model").as_object();
     std::string body = fmt::format(
         "<header><h1>ppb search</h1><p>{} configurations of {} body layers, {} planned; "
         "global batch {}, memory limit {}.</p><p class=\"muted\">memory model {} {}{}</p>"
@@ -156,27 +163,27 @@ std::string search_report_html(const boost::json::object& search,
         search.at("num_layers").to_number<std::uint64_t>(),
         search.at("planned").to_number<std::uint64_t>(),
         searched.at("global_batch").to_number<std::uint64_t>(),
-        mb(searched.at("memory_limit_mb").to_number<double>()),
-        escape(std::string(model.at("name").as_string())),
-        escape(std::string(model.at("version").as_string())),
-        texts.source.empty() ? std::string() : escape(" (" + texts.source + ")"));
+        report::mb(searched.at("memory_limit_mb").to_number<double>()),
+        report::escape(std::string(model.at("name").as_string())),
+        report::escape(std::string(model.at("version").as_string())),
+        texts.source.empty() ? std::string() : report::escape(" (" + texts.source + ")"));
     body += fmt::format(
         "<section class=\"search\" id=\"ranking\"><h2>Ranking</h2><p class=\"muted\">By the "
         "simulated iteration of each configuration's optimal plan, per global batch; the "
         "estimate is what the partitioner minimised.</p>{}</section>\n",
-        ranking_table(ranking, texts.time_unit));
+        report::ranking_table(ranking, texts.time_unit));
     if (!ranking.empty()) {
         body += fmt::format(
             "<section class=\"scatter\" id=\"chart\"><h2>Iteration time against memory "
             "headroom</h2><p class=\"muted\">One point per configuration; the best in red. Down "
             "is faster, right leaves more memory free.</p>{}</section>\n",
-            scatter_chart(ranking, texts.time_unit));
-        const json::object& best = ranking.front().at("plan").as_object();
+            report::scatter_chart(ranking, texts.time_unit));
+        const boost::json::object& best = ranking.front().at("plan").as_object();
         body += "<section class=\"best-plan\"><h2>The best configuration's plan</h2>" +
-                plan_summary(best, texts) + "</section>\n" + memory_section(best) +
-                timeline_section(best_timeline_svg) + configuration_section(best);
+                report::plan_summary(best, texts) + "</section>\n" + report::memory_section(best) +
+                report::timeline_section(best_timeline_svg) + report::configuration_section(best);
     }
-    return page("ppb search report", body);
+    return report::page("ppb search report", body);
 }
 
 }  // namespace ppb::cli
