@@ -165,12 +165,15 @@ class Page:
                 found.append(params["entry"]["text"])
         return found
 
-    def screenshot(self, path):
-        metrics = self.send("Page.getLayoutMetrics")["cssContentSize"]
-        shot = self.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": metrics["width"], "height": metrics["height"], "scale": 1}})
+    def screenshot(self, path, width):
+        """The whole page as a window of `width` as tall as the page shows it (a capture beyond
+        the viewport lays the page out again, not as a reader sees it)."""
+        height = self.evaluate("document.documentElement.scrollHeight")
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+        shot = self.send("Page.captureScreenshot", {"format": "png"})
         path.write_bytes(base64.b64decode(shot["data"]))
+        self.resize(width)
 
 
 def ppb(executable, source, *args):
@@ -304,7 +307,7 @@ def check_page(browser, html, plans, out, name, search=None):
         check_bars(bars, plan, where)
     ops = page.evaluate("document.querySelectorAll('.timeline rect.op').length")
     check(ops > 0, f"{where}: no timeline")
-    page.screenshot(out / f"{name}-wide.png")
+    page.screenshot(out / f"{name}-wide.png", 1200)
     copies = check_copies(page, plans[0], where)
     if search is not None:
         ranking = search["ranking"]
@@ -335,7 +338,7 @@ def check_page(browser, html, plans, out, name, search=None):
                 at = lo[axis] + scale * (p[value] - lo[value])
                 check(abs(p[axis] - at) <= 1.0, f"{where}: point {p['rank']} is off its {value}")
     check_narrow(page, where)
-    page.screenshot(out / f"{name}-narrow.png")
+    page.screenshot(out / f"{name}-narrow.png", 380)
     errors = page.errors()
     check(not errors, f"{where}: console errors: {errors}")
     return copies

@@ -58,9 +58,8 @@ p { margin: 0.3rem 0; }
 .legend .limit-key { width: 18px; height: 0; border-top: 2px dashed #c0392b; border-radius: 0; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.85rem; font-variant-numeric: tabular-nums;
-        margin-top: 10px; }
-caption { caption-side: top; text-align: left; color: var(--muted); font-size: 0.8rem;
-          padding-bottom: 4px; }
+        margin-top: 4px; }
+.caption { color: var(--muted); font-size: 0.8rem; margin: 10px 0 0; }
 th, td { padding: 4px 7px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }
 th { font-weight: 600; color: var(--muted); background: #fafbfc; position: sticky; top: 0; }
 td.text, th.text { text-align: left; }
@@ -78,11 +77,14 @@ button.copy.done { color: #2f7a24; border-color: #8cd17d; }
 .scatter .point { fill: #3d6fb6; fill-opacity: 0.75; stroke: #fff; stroke-width: 1; }
 .scatter .point.best { fill: #d1495b; fill-opacity: 1; }
 .scatter text { font-size: 12px; fill: #5f6b7a; }
+.scatter text.axis-title { font-size: 13px; fill: #1f2933; }
 @media (max-width: 560px) {
   main { padding: 8px; } section { padding: 10px; }
   :root { --bar: 200px; }
   .y-axis { width: 3.6rem; }
   .stage { flex-basis: 1.2rem; }
+  .scatter text { font-size: 20px; }
+  .scatter text.axis-title { font-size: 18px; }
 }
 )css";
 

@@ -201,8 +201,8 @@ std::string memory_section(const json::object& plan) {
         "<div class=\"chart\">{}<div class=\"plot\"><div class=\"bars\"><div class=\"grid\">{}"
         "</div><div class=\"limit\"></div>{}</div></div></div>"
         "<ul class=\"legend\">{}</ul>"
-        "<div class=\"scroll\"><table class=\"stages\"><caption>Per stage, MB (in flight: "
-        "micro-batches)</caption><thead><tr>{}</tr></thead><tbody>{}"
+        "<p class=\"caption\">Per stage, in MB (in flight: micro-batches)</p>"
+        "<div class=\"scroll\"><table class=\"stages\"><thead><tr>{}</tr></thead><tbody>{}"
         "</tbody></table></div></section>\n",
         mb(limit),
         explained ? "The parts are the memory model's, bottom up; the hatched top is what is left."

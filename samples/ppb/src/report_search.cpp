@@ -45,9 +45,10 @@ std::string ranking_table(const json::array& ranking, std::string_view unit) {
     const std::string u =
         unit.empty() ? std::string("layer file's time unit") : fmt::format("unit {}", escape(unit));
     return fmt::format(
-        "<div class=\"scroll\"><table class=\"ranking\"><caption>Times per global batch in "
-        "the {0}; memory in MB; PP, DP: pipeline and data-parallel degrees; M: micro-batches"
-        "</caption><thead><tr><th>rank</th><th>PP</th><th>DP</th><th>M</th>"
+        "<p class=\"caption\">Times per global batch in the {0}; memory in MB; PP, DP: "
+        "pipeline and data-parallel degrees; M: micro-batches</p>"
+        "<div class=\"scroll\"><table "
+        "class=\"ranking\"><thead><tr><th>rank</th><th>PP</th><th>DP</th><th>M</th>"
         "<th class=\"text\">schedule</th><th class=\"text\">recompute</th><th>iteration</th>"
         "<th>estimate</th><th>bubble</th><th>peak memory</th><th>headroom</th></tr></thead>"
         "<tbody>{1}</tbody></table></div>",
@@ -121,10 +122,13 @@ std::string scatter_chart(const json::array& ranking, std::string_view unit) {
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#c5ccd6\"/>",
         left, top, plot_w, plot_h);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">memory headroom (MB)</text>",
-                       left + plot_w / 2, height - 10);
     svg += fmt::format(
-        "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">simulated "
+        "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">memory "
+        "headroom (MB)</text>",
+        left + plot_w / 2, height - 10);
+    svg += fmt::format(
+        "<text class=\"axis-title\" transform=\"translate(16 {}) rotate(-90)\" "
+        "text-anchor=\"middle\">"
         "iteration ({})</text>",
         top + plot_h / 2, escape(unit_name(unit)));
     // The best last, on top of the others.
