@@ -1,5 +1,7 @@
 #include <ppb/partition/memory_breakdown.hpp>
 
+#include <ppb/schedule.hpp>
+
 #include <cstddef>
 #include <numeric>
 #include <span>
@@ -10,12 +12,14 @@ namespace {
 // The stage's constant, head and tail (shared by every group: API 1.3's group_parameters).
 MemoryBreakdown fixed_parts(const ppb_linear_parameters& c, const Problem& problem,
                             std::uint32_t stage) {
+    // Where the schedule puts the model's ends (under dualpipe-v both on stage 0).
+    const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
     MemoryBreakdown b;
     b.itemised = true;
     b.constant_mb = c.const_mb;
-    if (stage == 0)
+    if (ends.head)
         b.head_mb = c.head_mb;
-    if (stage + 1 == problem.num_stages)
+    if (ends.tail)
         b.tail_mb = c.tail_mb;
     return b;
 }

@@ -4,7 +4,8 @@
 // A linear model (its coefficients C, H, T, P and A_r, per group of body layers when it has
 // several) predicts stage s of P holding n_{c,r} layers of kind r in chunk c, with f_c
 // micro-batches in flight in that chunk, as
-//     C + H [s = 0] + T [s = P - 1] + P n + sum_c sum_r A_r n_{c,r} f_c,
+//     C + H [s holds the head] + T [s holds the tail] + P n + sum_c sum_r A_r n_{c,r} f_c
+// (the head on stage 0, the tail on the last stage, or on stage 0 under dualpipe-v: stage_ends),
 // so the stage's memory is itemised exactly: the constant, the head (embedding) or the tail (LM
 // head, loss), the body layers' parameters (and gradients and optimizer state, all in P), and the
 // activations of each recompute kind. A model without coefficients (the analytic model) predicts
