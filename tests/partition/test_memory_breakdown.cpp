@@ -56,21 +56,18 @@ BOOST_AUTO_TEST_CASE(linear_parts_add_up_to_the_planned_memory) {
                 BOOST_TEST(b.head_mb == (stage.stage == 0 ? c.memory.head_mb : 0.0), where);
                 BOOST_TEST(b.tail_mb == (stage.stage == tail_stage ? c.memory.tail_mb : 0.0),
                            where);
-                           where);
-                           double layers = 0.0;
-                           for (const auto n : stage.layers)
-                               layers += n;
-                           BOOST_TEST(pt::close(b.parameters_mb, layers * c.memory.per_layer_mb),
-                                      where);
-                           const double activations =
-                               std::accumulate(b.activation_mb.begin(), b.activation_mb.end(), 0.0);
-                           BOOST_TEST_REQUIRE(b.activations_total_mb.has_value());
-                           BOOST_TEST(pt::close(*b.activations_total_mb, activations), where);
-                           const double total = b.constant_mb + b.head_mb + b.tail_mb +
-                                                b.parameters_mb + activations;
-                           BOOST_TEST(pt::close(total, stage.memory_mb, 1e-9 * stage.memory_mb),
-                                      where);
-                           ++checked;
+                double layers = 0.0;
+                for (const auto n : stage.layers)
+                    layers += n;
+                BOOST_TEST(pt::close(b.parameters_mb, layers * c.memory.per_layer_mb), where);
+                const double activations =
+                    std::accumulate(b.activation_mb.begin(), b.activation_mb.end(), 0.0);
+                BOOST_TEST_REQUIRE(b.activations_total_mb.has_value());
+                BOOST_TEST(pt::close(*b.activations_total_mb, activations), where);
+                const double total =
+                    b.constant_mb + b.head_mb + b.tail_mb + b.parameters_mb + activations;
+                BOOST_TEST(pt::close(total, stage.memory_mb, 1e-9 * stage.memory_mb), where);
+                ++checked;
             }
         }
     }
