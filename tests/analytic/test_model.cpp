@@ -125,10 +125,17 @@ BOOST_AUTO_TEST_CASE(single_stage_pipelines) {
     const ppb_placement placement{1, 0, 1, &chunk};
     const AnalyticModel untied(options_json(llama2_70b, R"("tensor_parallel": 8)"));
     const auto& u = untied.coefficients();
-    BOOST_TEST(untied.predict(placement) == u.head_mb + u.tail_mb + 2 * u.per_layer_mb +
-                                                2 * u.activation_mb[PPB_KIND_NONE] +
-                                                u.head_activation_mb + u.tail_activation_mb,
-               tt::tolerance(1e-12));
+    // The runtime (const_mb: runtime_mb 100) and, held once, the larger transient: one layer's
+    // backward (unfused score gradients 4as^2b/t = 512 MB, MLP gradients 4sbF/t = 56 MB) over
+    // the logits' 16-bit copy (2sbV/t = 31.25 MB).
+    BOOST_TEST(u.const_mb == 100.0);
+    BOOST_TEST(u.layer_transient_mb == 568.0, tt::tolerance(1e-12));
+    BOOST_TEST(u.tail_transient_mb == 31.25, tt::tolerance(1e-12));
+    BOOST_TEST(
+        untied.predict(placement) == u.const_mb + u.head_mb + u.tail_mb + 2 * u.per_layer_mb +
+                                         2 * u.activation_mb[PPB_KIND_NONE] + u.head_activation_mb +
+                                         u.tail_activation_mb + u.layer_transient_mb,
+        tt::tolerance(1e-12));
     const AnalyticModel tied(
         options_json(llama2_70b, R"("tensor_parallel": 8, "untie_embeddings": false)"));
     const auto& t = tied.coefficients();

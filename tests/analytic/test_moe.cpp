@@ -332,6 +332,8 @@ BOOST_AUTO_TEST_CASE(report_coefficients_reproduce_predict_grouped_exactly) {
         }
     }
     expected += activation;
+    // A middle stage holds one layer's backward transient once, after the rest.
+    expected += report.at("diagnostics").at("layer_transient_mb").to_number<double>();
     BOOST_TEST(model.predict_grouped(stage.at(8, 4)) == expected);
     BOOST_TEST(groups[0].at("name").as_string() == "dense");
     BOOST_TEST(groups[1].at("layers_in_model").to_number<double>() == 58.0);
@@ -413,9 +415,10 @@ BOOST_AUTO_TEST_CASE(recompute_kinds_on_moe_layers) {
                    4.0 * sbh * 7.0 / 8.0,
                tt::tolerance(1e-12));
     BOOST_TEST(m.activation_bytes[PPB_KIND_FULL] == 2.0 * sbh / 8.0);
-    // Routed tokens: s b / t = 512 own tokens, top-8: 4096 per rank (ETP = 1).
-    BOOST_TEST(m.routed_tokens == 4096.0);
-    BOOST_TEST(m.routed_experts == 4096.0 * (2.0 * h + 6.0 * 2048.0 + 2.0 * h));
+    // Routed tokens: s b / t = 512 own tokens, top-8: 4096 per rank (ETP = 1), received 1.5
+    // times over (routing_imbalance's default); the combine keeps the rank's own 4096 copies.
+    BOOST_TEST(m.routed_tokens == 6144.0);
+    BOOST_TEST(m.routed_experts == 6144.0 * (2.0 * h + 6.0 * 2048.0) + 4096.0 * 2.0 * h);
     // Expert data parallel t * d / (EP * ETP) = 64 / 64 = 1.
     BOOST_TEST(m.expert_data_parallel == 1.0);
 
@@ -423,19 +426,27 @@ BOOST_AUTO_TEST_CASE(recompute_kinds_on_moe_layers) {
     const auto capped = terms(deepseek_v3,
                               R"("moe": {"num_experts": 256, "top_k": 8,
                                          "moe_ffn_hidden_size": 2048, "capacity_factor": 1.25})");
-    const auto dropless = terms(deepseek_v3, "");
-    BOOST_TEST(capped.moe->routed_experts == 1.25 * dropless.moe->routed_experts,
+    const auto balanced = terms(deepseek_v3,
+                                R"("moe": {"num_experts": 256, "top_k": 8,
+                                           "moe_ffn_hidden_size": 2048, "routing_imbalance": 1})");
+    BOOST_TEST(capped.moe->routed_experts == 1.25 * balanced.moe->routed_experts,
                tt::tolerance(1e-15));
+    // routing_imbalance scales what the rank's experts receive, not the combine's own copies:
+    // t = 1, 4096 tokens top-8, 32 768 copies received 1.5 times over.
+    const auto dropless = terms(deepseek_v3, "");
+    BOOST_TEST(dropless.moe->routed_experts - balanced.moe->routed_experts ==
+                   0.5 * 32768.0 * (2.0 * h + 6.0 * 2048.0),
+               tt::tolerance(1e-12));
 
     // Expert tensor parallelism slices the experts and gathers their tokens: t = 4 with SP,
-    // ETP = 4: 8 * 4096 / 4 * 4 = 32 768 routed tokens, 4 experts of 2048 / 4; expert data
-    // parallel 4 * 256 / (64 * 4) = 4.
+    // ETP = 4: 8 * 4096 / 4 * 4 = 32 768 balanced routed tokens (times 1.5), 4 experts of 2048 / 4;
+    // expert data parallel 4 * 256 / (64 * 4) = 4.
     const auto sliced =
         terms(deepseek_v3,
               R"("tensor_parallel": 4, "sequence_parallel": true, "data_parallel": 256,
            "moe": {"num_experts": 256, "top_k": 8, "moe_ffn_hidden_size": 2048,
                    "expert_parallel": 64})");
-    BOOST_TEST(sliced.moe->routed_tokens == 32768.0);
+    BOOST_TEST(sliced.moe->routed_tokens == 1.5 * 32768.0);
     BOOST_TEST(sliced.moe->expert_parameters == 4.0 * 3.0 * h * 2048.0 / 4.0);
     BOOST_TEST(sliced.moe->expert_data_parallel == 4.0);
 }

@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(export_sapp_writes_the_fit_as_a_layer_file) {
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     const auto merged = parse_json(slurp(into)).as_object();
     BOOST_TEST(merged.at("layers_description").at(1).at("name").as_string() == "decoder");
-    BOOST_TEST(merged.at("layers_description").at(1).at("time").to_number<double>() == 30.0);
+    BOOST_TEST(merged.at("layers_description").at(1).at("time").to_number<double>() == 10.0);
     BOOST_TEST(merged.at("layers_description").at(1).at("memory_parameter").to_number<double>() ==
                params.at("param_per_layer_mb").to_number<double>());
 

@@ -158,15 +158,20 @@ BOOST_AUTO_TEST_CASE(unknown_keys_warn_with_did_you_mean) {
     BOOST_TEST(r.err.find("'sapp_version'") == r.err.rfind("'sapp_version'"), r.err);
 }
 
-BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_exits_2) {
+BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_warns) {
+    // SAPP's auto_partition_layer names what its timeline analyser looks for: a count that
+    // disagrees with the BODY entries is told on stderr, and the entries are planned.
     const std::string file = edited_sapp_file("disagree.json", [](json::object& doc) {
         doc["auto_partition_layer"].as_object()["LLamaDecodeLayer"] = 96;
     });
-    expect_input_error(
-        ppb(partition_args(file, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun})),
-        {file + ": auto_partition_layer.LLamaDecodeLayer: 96 layers, but "
-                "layers_description[1] (BODY \"LLamaDecodeLayer\") has nb_layer 80: "
-                "the two must agree"});
+    const auto r = ppb(partition_args(file, {"--model", "dryrun-lsq", "--dryrun", sample_dryrun}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(has(r.err, "ppb: warning: " + file +
+                              ": auto_partition_layer.LLamaDecodeLayer: 96 layers, but the BODY "
+                              "entries named \"LLamaDecodeLayer\" have 80 in all: ppb plans with "
+                              "the entries' nb_layer"),
+               r.err);
+    BOOST_TEST(parse_json(r.out).at("num_layers").to_number<int>() == 80);
     const std::string staged = edited_sapp_file("staged.json", [](json::object& doc) {
         doc["pre_defined_layer"].as_object()["LlamaRMSNorm"] = 3;
     });
@@ -410,11 +415,23 @@ BOOST_AUTO_TEST_CASE(a_sapp_users_walk_through) {
     const json::value plan = parse_json(r.out);
     // Stage 0: 3 none + 4 select layers, 4 in flight:
     //   3100 + 2400 + 7 x 1150 + (3 x 410 + 4 x 190) x 4 = 21510 MB;
-    //   time 12 + 3 x 10 + 4 x (10/3 + 1.04 x 20/3) = 83.0667 (SAPP's split of 'time').
+    //   time 3 x 12 + 3 x (10 + 2 x 10) + 4 x (10 + 1.04 x 2 x 10) = 249.2: today's SAPP reads
+    //   `time` (time_config's, as its -init writes it) as the forward, the backward 2 x time.
     const json::object& s0 = plan.at("stages").at(0).as_object();
     BOOST_TEST(close(s0.at("memory_mb"), 21510.0));
-    BOOST_TEST(std::abs(s0.at("time").to_number<double>() -
-                        (42.0 + 4.0 * (10.0 / 3.0 + 1.04 * 20.0 / 3.0))) < 1e-9);
+    BOOST_TEST(std::abs(s0.at("time").to_number<double>() - (36.0 + 90.0 + 4.0 * 30.8)) < 1e-9);
+    // The older toolkit read `time` as forward + backward: the same plan, a third of the time,
+    // 12 + 3 x 10 + 4 x (10/3 + 1.04 x 20/3) = 83.0667.
+    {
+        const auto toolkit = ppb(with({"--dryrun", dryrun, "--sapp-time-convention", "toolkit"}));
+        BOOST_TEST_REQUIRE(toolkit.exit_code == 0, toolkit.err);
+        const json::value old = parse_json(toolkit.out);
+        BOOST_TEST(old.at("mindformers") == plan.at("mindformers"));
+        BOOST_TEST(std::abs(old.at("stages").at(0).at("time").to_number<double>() -
+                            (42.0 + 4.0 * (10.0 / 3.0 + 1.04 * 20.0 / 3.0))) < 1e-9);
+        BOOST_TEST(std::abs(old.at("iteration_time").to_number<double>() -
+                            plan.at("iteration_time").to_number<double>() / 3.0) < 1e-9);
+    }
     const json::value expected_arrays = parse_json(
         R"({"offset": [[-1, 1, 1, -1]], "recompute": [[0, 0, 0, 0]],
             "select_recompute": [[4, 4, 0, 0]], "select_comm_recompute": [[0, 0, 0, 0]]})");
@@ -428,6 +445,135 @@ BOOST_AUTO_TEST_CASE(a_sapp_users_walk_through) {
     r = ppb(with({"--model", "table", "--model-options", exported}));
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     BOOST_TEST(parse_json(r.out).at("mindformers") == expected_arrays, r.out);
+}
+
+// SAPP's own files: its two-stack test fixture (hyper-parallel
+// tests/ut/auto_parallel/sapp_ppb/pp_modeling/fixture_profile_multi_group.json at
+// 9583588d768010a55f5e4fe237f19dfec50995ef: pre_defined_layer {"HEAD": 0, "TAIL": -1},
+// auto_partition_layer {"NumberOfLayers": 24}) and a file in the shape its ModelInfo (-init)
+// writes; each partitions with every model, with no warning (their names are SAPP's, their
+// counts agree).
+BOOST_AUTO_TEST_CASE(sapps_fixture_and_modelinfo_partition_with_every_model) {
+    const std::string dir = std::string(PPB_SAMPLES_DIR) + "/sapp/";
+    const std::string fixture = dir + "fixture_profile_multi_group.json";
+    const std::string fixture_dryrun = dir + "fixture_profile_multi_group-dryrun.json";
+    // The analytic model names its groups as the fixture's BODY entries (12 + 12 layers).
+    const std::string fixture_shape = write_file(R"({"hidden_size": 2048,
+        "num_attention_heads": 16, "ffn_hidden_size": 5632, "num_layers": 24, "seq_length": 2048,
+        "micro_batch_size": 1, "vocab_size": 32000, "tensor_parallel": 2,
+        "sequence_parallel": true, "moe": {"num_experts": 4, "top_k": 1, "first_k_dense": 12, "dense_group": "encoder",
+                "moe_group": "decoder"}})",
+                                                 "fixture-shape.json");
+    const std::string modelinfo = dir + "modelinfo-init_pp4.json";
+    const std::string modelinfo_shape = write_file(R"({"hidden_size": 4096,
+        "num_attention_heads": 32, "ffn_hidden_size": 11008, "num_layers": 32, "seq_length": 2048,
+        "micro_batch_size": 1, "vocab_size": 32000, "tensor_parallel": 2})",
+                                                   "modelinfo-shape.json");
+    const std::string init = std::string(PPB_SAMPLES_DIR) + "/import/sapp/init_pp4.yaml";
+    const std::string init_dryrun = write_file("", "modelinfo-dryrun.json");
+    BOOST_TEST_REQUIRE(ppb({"import", "sapp", init, "-o", init_dryrun}).exit_code == 0);
+
+    struct Case {
+        std::string file;
+        std::vector<std::string> model;
+        int layers;
+        std::string limit;
+    };
+    const std::vector<Case> cases = {
+        {fixture, {"--model", "table", "--model-options", fixture}, 24, "20000"},
+        {fixture, {"--model", "dryrun-lsq", "--dryrun", fixture_dryrun}, 24, "20000"},
+        {fixture, {"--model", "analytic", "--model-options", fixture_shape}, 24, "80000"},
+        {modelinfo, {"--model", "table", "--model-options", modelinfo}, 32, "22000"},
+        {modelinfo, {"--model", "dryrun-lsq", "--dryrun", init_dryrun}, 32, "22000"},
+        {modelinfo, {"--model", "analytic", "--model-options", modelinfo_shape}, 32, "80000"},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> args = {
+            "partition", "--model-desc",      c.file,  "--stages", "4", "--micro-batches",
+            "8",         "--memory-limit-mb", c.limit, "--json"};
+        args.insert(args.end(), c.model.begin(), c.model.end());
+        const auto r = ppb(args);
+        BOOST_TEST_REQUIRE(r.exit_code == 0, c.file << " " << c.model[1] << ": " << r.err);
+        BOOST_TEST(!has(r.err, "warning"), c.model[1] << ": " << r.err);
+        const auto plan = parse_json(r.out);
+        BOOST_TEST(plan.at("num_layers").to_number<int>() == c.layers);
+        BOOST_TEST(plan.at("stages").as_array().size() == 4u);
+    }
+    // The two stacks in model order: the fixture's 12 encoder layers on the first stages.
+    const auto r = ppb({"partition", "--model-desc", fixture, "--stages", "4", "--micro-batches",
+                        "8", "--memory-limit-mb", "20000", "--model", "table", "--model-options",
+                        fixture, "--json"});
+    std::int64_t encoder = 0;
+    bool decoder_seen = false;
+    for (const auto& stage : parse_json(r.out).at("stages").as_array()) {
+        const auto& groups = stage.at("groups").as_object();
+        std::int64_t e = 0;
+        for (const auto& kind : groups.at("encoder").as_object())
+            e += kind.value().as_int64();
+        BOOST_TEST(!(decoder_seen && e > 0));  // no encoder layer after a decoder layer
+        for (const auto& kind : groups.at("decoder").as_object())
+            decoder_seen = decoder_seen || kind.value().as_int64() > 0;
+        encoder += e;
+    }
+    BOOST_TEST(encoder == 12);
+}
+
+// SAPP-ND's per-option form (layers_description_new) partitions like the flat form it means.
+BOOST_AUTO_TEST_CASE(sapp_nds_per_option_form_partitions) {
+    const std::string file = std::string(PPB_SAMPLES_DIR) + "/sapp/sapp-nd-layers_new.json";
+    const std::vector<std::string> args = {
+        "partition", "--model-desc",    file,    "--stages",
+        "4",         "--micro-batches", "8",     "--memory-limit-mb",
+        "90000",     "--model",         "table", "--model-options",
+        file,        "--json"};
+    const auto r = ppb(args);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto plan = parse_json(r.out);
+    BOOST_TEST(plan.at("num_layers").to_number<int>() == 60);
+    BOOST_TEST(plan.at("groups").as_array().size() == 2u);
+    // Its HEAD and TAIL give their own forward and backward, which agree with SAPP's solver's
+    // 3 x time: no warning.
+    BOOST_TEST(!has(r.err, "warning"), r.err);
+    // The same model written flat (what the reader makes of it) gives the same plan.
+    json::object doc = parse_json(read_all(file)).as_object();
+    json::array flat;
+    for (const auto& value : doc.at("layers_description_new").as_array()) {
+        json::object entry = value.as_object();
+        json::object out{{"name", entry.at("name")},
+                         {"type", entry.at("type")},
+                         {"nb_layer", entry.at("nb_layer")},
+                         {"time", entry.at("time")},
+                         {"memory_parameter", entry.at("memory_parameter")},
+                         {"forward_time", entry.at("forward_time").at("NONE")}};
+        const std::array<std::pair<const char*, const char*>, 5> names = {
+            {{"NONE", "memory_activation"},
+             {"SLCT", "memory_select_rec"},
+             {"COMM", "memory_select_comm"},
+             {"BOTH", "memory_both_comm_select"},
+             {"FULL", "memory_recompute"}}};
+        const std::array<const char*, 5> times = {"backward_time", "select_rec_time",
+                                                  "select_comm_time", "both_comm_select_time",
+                                                  "recompute_time "};
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            const auto& activation = entry.at("memory_activation").as_object();
+            if (activation.contains(names[k].first))
+                out[names[k].second] = activation.at(names[k].first);
+            const auto& backward = entry.at("backward_time").as_object();
+            if (backward.contains(names[k].first))
+                out[times[k]] = backward.at(names[k].first);
+        }
+        flat.push_back(std::move(out));
+    }
+    const std::string flat_file =
+        write_file(json::serialize(json::object{{"layers_description", flat}}), "flat.json");
+    std::vector<std::string> flat_args = args;
+    flat_args[2] = flat_file;
+    flat_args[12] = flat_file;
+    const auto f = ppb(flat_args);
+    BOOST_TEST_REQUIRE(f.exit_code == 0, f.err);
+    const auto flat_plan = parse_json(f.out);
+    BOOST_TEST(flat_plan.at("stages") == plan.at("stages"));
+    BOOST_TEST(flat_plan.at("iteration_time") == plan.at("iteration_time"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -39,7 +39,13 @@ std::string with_body(const std::string& members, const std::string& head = "",
                   (tail.empty() ? "" : ", " + tail));
 }
 
+// The cases below written for the older toolkit's reading of `time` (forward + backward) read
+// in that convention; the cases of today's SAPP (the default) use parse_today.
 TimeModel parse(const std::string& text) {
+    return parse_time_model(text, "layers.json", ppb::partition::TimeConvention::toolkit);
+}
+
+TimeModel parse_today(const std::string& text) {
     return parse_time_model(text, "layers.json");
 }
 
@@ -76,6 +82,70 @@ BOOST_AUTO_TEST_CASE(default_coefficients) {
     BOOST_TEST(model.head_time == 12.0);
     BOOST_TEST(model.tail_time == 25.0);
     BOOST_TEST(model.warnings.empty());
+}
+
+BOOST_AUTO_TEST_CASE(todays_sapp_reads_time_as_the_forward) {
+    // mindspore-ai/hyper-parallel utils/layer.py (17b58b3d62368d440332612d1a18419da6c62b23),
+    // Layer.compute_internal_time: forward = time, backward base = 2 x time; the solver adds a
+    // HEAD or TAIL as time + 2 x time.
+    const TimeModel model = parse_today(layers(
+        R"({"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 4},
+           {"name": "decoder", "type": "BODY", "nb_layer": 80, "time": 10},
+           {"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 8.333333333333334})"));
+    // 10 + (1 + c_r) 20
+    check_body(model, {30.0, 30.8, 32.5, 33.3, 40.0});
+    BOOST_TEST(model.body_forward == 10.0);
+    BOOST_TEST(model.head_time == 12.0);
+    BOOST_TEST(model.head_forward == 4.0);
+    BOOST_TEST(model.tail_time == 25.0);
+    BOOST_TEST(model.warnings.empty());
+    // The same file in the toolkit's convention: a third of each.
+    const TimeModel old = parse(layers(
+        R"({"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 4},
+           {"name": "decoder", "type": "BODY", "nb_layer": 80, "time": 10})"));
+    check_body(old, {10.0, 10.0 / 3.0 + 1.04 * 20.0 / 3.0, 10.0 / 3.0 + 1.125 * 20.0 / 3.0,
+                     10.0 / 3.0 + 1.165 * 20.0 / 3.0, 10.0 / 3.0 + 1.5 * 20.0 / 3.0});
+    BOOST_TEST(old.head_time == 4.0);
+}
+
+BOOST_AUTO_TEST_CASE(todays_sapp_forward_time_and_per_kind_times) {
+    // forward_time replaces the forward only: the backward base stays 2 x time (60).
+    check_body(parse_today(with_body(R"("time": 30, "forward_time": 12)")),
+               {72.0, 12.0 + 1.04 * 60.0, 12.0 + 1.125 * 60.0, 12.0 + 1.165 * 60.0, 102.0});
+    // A kind's own time, when given and not 0, is its backward; SAPP's spelling of full's.
+    check_body(parse_today(with_body(R"("time": 10, "backward_time": 25, "select_rec_time": 0,
+                                        "select_comm_coef": 0.5, "recompute_time ": 45)")),
+               {35.0, 30.8, 40.0, 33.3, 55.0});
+    // Without `time` (ppb's own form) the base is backward_time, else 2 x forward_time, as in
+    // either convention.
+    check_body(parse_today(with_body(R"("forward_time": 10, "backward_time": 25)")),
+               {35.0, 36.0, 38.125, 39.125, 47.5});
+    // A HEAD that gives its own forward and backward is timed by them, with a warning that
+    // SAPP's solver counts 3 x time.
+    const TimeModel head = parse_today(
+        with_body(R"("time": 10)", R"({"name": "e", "type": "HEAD", "nb_layer": 1, "time": 5,
+                           "forward_time": 4, "backward_time": 6})"));
+    BOOST_TEST(head.head_time == 10.0);
+    BOOST_TEST(head.head_forward == 4.0);
+    BOOST_TEST_REQUIRE(head.warnings.size() == 1u);
+    BOOST_TEST(head.warnings[0] ==
+               "layers_description[0] (HEAD \"e\") gives its own forward or backward time: ppb "
+               "times it by them (10), as SAPP's simulator does, while SAPP's solver counts a "
+               "HEAD or TAIL as 3 x time (15)");
+    // The message for a missing time says what `time` means here.
+    PPB_CHECK_ERROR(InputError, parse_today(with_body(R"("memory_parameter": 1)")),
+                    "layers.json: layers_description[0]: missing required field 'time' (the "
+                    "forward time of one layer, as today's SAPP reads it; or give "
+                    "'forward_time')");
+}
+
+BOOST_AUTO_TEST_CASE(convention_names) {
+    using ppb::partition::TimeConvention;
+    BOOST_TEST((ppb::partition::time_convention_from_name("hyper-parallel") ==
+                TimeConvention::hyper_parallel));
+    BOOST_TEST((ppb::partition::time_convention_from_name("toolkit") == TimeConvention::toolkit));
+    BOOST_TEST(!ppb::partition::time_convention_from_name("mindformers").has_value());
+    BOOST_TEST(ppb::partition::name_of(TimeConvention::toolkit) == "toolkit");
 }
 
 BOOST_AUTO_TEST_CASE(the_default_coefficients_are_sapps) {
@@ -297,8 +367,8 @@ BOOST_AUTO_TEST_CASE(nb_layer) {
 BOOST_AUTO_TEST_CASE(times) {
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("backward_time": 2)")),
                     "layers.json: layers_description[0]: missing required field 'time' (the "
-                    "forward + backward time of one layer without recompute; or give "
-                    "'forward_time')");
+                    "forward + backward time of one layer without recompute, as the older SAPP "
+                    "toolkit reads it; or give 'forward_time')");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": -30)")),
                     "layers_description[0].time: expected a non-negative number, got -30");
     PPB_CHECK_ERROR(InputError, parse(with_body(R"("time": "30")")),
@@ -466,7 +536,10 @@ BOOST_AUTO_TEST_CASE(read_from_a_file) {
     }
     const TimeModel model = ppb::partition::read_time_model(path);
     BOOST_TEST(model.body_layers == 80u);
-    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 8.0);  // 2 + 1.5 x 4
+    // Today's SAPP, the default: 6 + 1.5 x 12; the toolkit: 2 + 1.5 x 4.
+    BOOST_TEST(model.body_time[PPB_KIND_FULL] == 24.0);
+    BOOST_TEST(ppb::partition::read_time_model(path, ppb::partition::TimeConvention::toolkit)
+                   .body_time[PPB_KIND_FULL] == 8.0);
     std::filesystem::remove(path);
     PPB_CHECK_ERROR(InputError, ppb::partition::read_time_model(path),
                     path.string() + ": cannot read: No such file or directory");

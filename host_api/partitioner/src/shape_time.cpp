@@ -30,19 +30,36 @@ namespace json = boost::json;
 // model's and are accepted without being read. A key not among them is refused with a "did you
 // mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would otherwise
 // change the times unnoticed.
-constexpr std::array<std::string_view, 22> shape_keys = {
-    "hidden_size",          "num_attention_heads",
-    "ffn_hidden_size",      "seq_length",
-    "micro_batch_size",     "vocab_size",
-    "num_layers",           "tensor_parallel",
-    "num_kv_heads",         "sequence_parallel",
-    "data_parallel",        "distributed_optimizer",
-    "param_bytes",          "grad_bytes",
-    "optimizer_bytes",      "gated_mlp",
-    "flash_attention",      "dropout",
-    "keep_gathered_inputs", "untie_embeddings",
-    "constant_mb",          "moe"};
-constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 29> shape_keys = {"hidden_size",
+                                                         "num_attention_heads",
+                                                         "ffn_hidden_size",
+                                                         "seq_length",
+                                                         "micro_batch_size",
+                                                         "vocab_size",
+                                                         "num_layers",
+                                                         "tensor_parallel",
+                                                         "num_kv_heads",
+                                                         "sequence_parallel",
+                                                         "data_parallel",
+                                                         "distributed_optimizer",
+                                                         "param_bytes",
+                                                         "grad_bytes",
+                                                         "optimizer_bytes",
+                                                         "gated_mlp",
+                                                         "flash_attention",
+                                                         "dropout",
+                                                         "keep_gathered_inputs",
+                                                         "untie_embeddings",
+                                                         "constant_mb",
+                                                         "runtime_mb",
+                                                         "position_embeddings",
+                                                         "linear_biases",
+                                                         "logits_bytes",
+                                                         "logits_transient_bytes",
+                                                         "backward_transient",
+                                                         "relative_std_error",
+                                                         "moe"};
+constexpr std::array<std::string_view, 13> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
@@ -50,6 +67,7 @@ constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
                                                        "expert_parallel",
                                                        "expert_tensor_parallel",
                                                        "capacity_factor",
+                                                       "routing_imbalance",
                                                        "first_k_dense",
                                                        "layer_freq",
                                                        "dense_group",
@@ -301,7 +319,8 @@ double lm_head_flops(const Shape& m) {
     return 2.0 * m.batch * m.seq * m.hidden * m.vocab / m.tp;
 }
 
-// One layer's entry: forward_time from its FLOPs, time = 3 x forward (the backward computes the
+// One layer's entry: time = its forward, from its FLOPs, as today's SAPP reads `time`
+// (TimeConvention::hyper_parallel: the backward base is 2 x time, the backward computing the
 // gradients of the inputs and of the weights, each as much work as the forward).
 sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t layers, double flops,
                         const ShapeTimeSettings& settings, std::string_view source) {
@@ -322,11 +341,7 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
                         sapp::type_name(type), name, time, limits::describe(limits::time),
                         settings.device_tflops)));
     }
-    return sapp::Entry{.name = std::move(name),
-                       .type = type,
-                       .nb_layer = layers,
-                       .time = time,
-                       .forward_time = forward};
+    return sapp::Entry{.name = std::move(name), .type = type, .nb_layer = layers, .time = forward};
 }
 
 }  // namespace
@@ -353,8 +368,8 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
     file.comment = fmt::format(
         "Generated by ppb from the model shape {} at {} TFLOP/s per device: times are ms per "
         "micro-batch on one tensor-parallel rank, from the FLOPs of the matrix products "
-        "(forward_time the forward, time forward + backward without recompute, backward = 2 x "
-        "forward; no communication; MoE experts at their balanced expectation; recompute kinds "
+        "(time the forward, as today's SAPP reads it, backward = 2 x time; no communication; "
+        "MoE experts at their balanced expectation; recompute kinds "
         "by SAPP's default coefficients).",
         source, settings.device_tflops);
     file.pre_defined_layer = {{std::string(head_name), 0}, {std::string(tail_name), -1}};
@@ -390,7 +405,8 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
 TimeModel time_model_from_shape(std::string_view options_json, std::string_view source,
                                 const ShapeTimeSettings& settings) {
     const json::value document = layer_file_from_shape(options_json, source, settings);
-    return time_model(sapp::read_layer_file(JsonNode(document, source)), source);
+    return time_model(sapp::read_layer_file(JsonNode(document, source)), source,
+                      TimeConvention::hyper_parallel);
 }
 
 }  // namespace ppb::partition

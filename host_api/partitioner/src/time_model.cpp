@@ -23,20 +23,30 @@ struct LayerTimes {
     std::array<double, PPB_KIND_COUNT> total{};  // forward + backward, per recompute kind
 };
 
-// Forward, and forward + backward, time of one layer of each recompute kind.
-LayerTimes layer_times(const sapp::Entry& entry, std::size_t index, std::string_view source) {
+// Forward, and forward + backward, time of one layer of each recompute kind, under `convention`
+// (time_model.hpp).
+LayerTimes layer_times(const sapp::Entry& entry, std::size_t index, std::string_view source,
+                       TimeConvention convention) {
     const std::string path = sapp::entry_path(index);
     if (!entry.time && !entry.forward_time) {
         fail(source, path,
-             "missing required field 'time' (the forward + backward time of one layer without "
-             "recompute; or give 'forward_time')");
+             convention == TimeConvention::hyper_parallel
+                 ? "missing required field 'time' (the forward time of one layer, as today's "
+                   "SAPP reads it; or give 'forward_time')"
+                 : "missing required field 'time' (the forward + backward time of one layer "
+                   "without recompute, as the older SAPP toolkit reads it; or give "
+                   "'forward_time')");
     }
-    // As SAPP reads a layer: `time` is a whole layer's forward + backward, split a third
-    // forward, two thirds backward; forward_time overrides the forward part only. Without
-    // `time` (ppb's own form), the backward base is backward_time, else twice the forward.
-    const double forward = entry.forward_time ? *entry.forward_time : *entry.time / 3.0;
+    // hyper_parallel (Layer.compute_internal_time): forward = forward_time else time, backward
+    // base = backward_default_ratio (2) x time, even when forward_time is given. toolkit: time
+    // is forward + backward, split a third forward, two thirds backward. Without `time` (ppb's
+    // own form), the backward base is backward_time, else twice the forward.
+    const bool today = convention == TimeConvention::hyper_parallel;
+    const double forward = entry.forward_time ? *entry.forward_time
+                           : today            ? *entry.time
+                                              : *entry.time / 3.0;
     const auto& backward_time = entry.backward_time;
-    const double base = entry.time                     ? *entry.time * (2.0 / 3.0)
+    const double base = entry.time                     ? *entry.time * (today ? 2.0 : 2.0 / 3.0)
                         : backward_time[PPB_KIND_NONE] ? *backward_time[PPB_KIND_NONE]
                                                        : 2.0 * forward;
 
@@ -67,12 +77,13 @@ LayerTimes layer_times(const sapp::Entry& entry, std::size_t index, std::string_
 
 }  // namespace
 
-TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
+TimeModel time_model(const sapp::LayerFile& file, std::string_view source,
+                     TimeConvention convention) {
     TimeModel model;
     model.warnings = file.warnings;
     for (std::size_t i = 0; i < file.entries.size(); ++i) {
         const sapp::Entry& entry = file.entries[i];
-        const LayerTimes layer = layer_times(entry, i, source);
+        const LayerTimes layer = layer_times(entry, i, source, convention);
         const auto& times = layer.total;
         // SAPP adds a HEAD or TAIL entry's time once, whatever its nb_layer.
         const double total = times[PPB_KIND_NONE];
@@ -81,6 +92,14 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
                 "{} has nb_layer {}: its time is counted once, as SAPP counts it (give the time "
                 "of all its layers together)",
                 sapp::describe_entry(file, i), entry.nb_layer));
+        }
+        if (convention == TimeConvention::hyper_parallel && entry.type != sapp::EntryType::body &&
+            entry.time && total != 3.0 * *entry.time) {
+            model.warnings.push_back(fmt::format(
+                "{} gives its own forward or backward time: ppb times it by them ({:g}), as "
+                "SAPP's simulator does, while SAPP's solver counts a HEAD or TAIL as 3 x time "
+                "({:g})",
+                sapp::describe_entry(file, i), total, 3.0 * *entry.time));
         }
         switch (entry.type) {
             case sapp::EntryType::body:
@@ -108,7 +127,7 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
     }
     for (const auto& group : file.body_groups()) {
         const std::size_t first = group.entries.front();
-        const LayerTimes layer = layer_times(file.entries[first], first, source);
+        const LayerTimes layer = layer_times(file.entries[first], first, source, convention);
         model.groups.push_back(BodyGroupTime{group.name, group.layers, layer.total, layer.forward});
     }
     model.sequence = file.body_sequence();
@@ -120,12 +139,13 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source) {
     return model;
 }
 
-TimeModel parse_time_model(std::string_view json_text, std::string_view source) {
-    return time_model(sapp::parse_layer_file(json_text, source), source);
+TimeModel parse_time_model(std::string_view json_text, std::string_view source,
+                           TimeConvention convention) {
+    return time_model(sapp::parse_layer_file(json_text, source), source, convention);
 }
 
-TimeModel read_time_model(const std::filesystem::path& path) {
-    return time_model(sapp::load_layer_file(path), source_name(path));
+TimeModel read_time_model(const std::filesystem::path& path, TimeConvention convention) {
+    return time_model(sapp::load_layer_file(path), source_name(path), convention);
 }
 
 }  // namespace ppb::partition

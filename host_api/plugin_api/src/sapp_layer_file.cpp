@@ -74,14 +74,6 @@ JsonNode required(const JsonObject& object, std::string_view key, std::string_vi
     return *node;
 }
 
-template <class Read>
-auto read_optional(const JsonObject& object, std::string_view key, Read read)
-    -> std::optional<decltype(read(std::declval<const JsonNode&>()))> {
-    if (auto node = object.optional(key))
-        return read(*node);
-    return std::nullopt;
-}
-
 double read_time(const JsonNode& node) {
     const double t = node.as_non_negative_number();
     if (!limits::time.contains(t))
@@ -106,11 +98,123 @@ void warn_unknown(const JsonObject& object, std::span<const std::string_view> kn
     }
 }
 
+// The fields an entry may hold: entry_fields, SAPP's other spellings of them, and options.
+const std::vector<std::string_view>& known_entry_fields() {
+    static const std::vector<std::string_view> known = [] {
+        std::vector<std::string_view> out(entry_fields.begin(), entry_fields.end());
+        for (const Spelling& spelling : sapp_spellings)
+            out.push_back(spelling.sapp);
+        out.push_back(options_field);
+        return out;
+    }();
+    return known;
+}
+
+// Two values of one field agree: equal numbers (91 and 91.0 alike), else equal JSON.
+bool same_value(const json::value& a, const json::value& b) {
+    if (a.is_number() && b.is_number())
+        return a.to_number<double>() == b.to_number<double>();
+    return a == b;
+}
+
+// The node of `field` under its plain name or SAPP's spelling of it (sapp_spellings). Both with
+// different values: refused, naming both.
+std::optional<JsonNode> field_node(const JsonObject& object, std::string_view field) {
+    std::optional<JsonNode> node = object.optional(field);
+    const auto spelling = std::find_if(sapp_spellings.begin(), sapp_spellings.end(),
+                                       [&](const Spelling& s) { return s.field == field; });
+    if (spelling == sapp_spellings.end())
+        return node;
+    std::optional<JsonNode> other = object.optional(spelling->sapp);
+    if (!other)
+        return node;
+    if (!node)
+        return other;
+    if (!same_value(node->value(), other->value())) {
+        other->fail(fmt::format(
+            "{} is SAPP's spelling of {} and the entry gives both, with different values ({} and "
+            "{}): give one",
+            quoted_key(spelling->sapp), quoted_key(field), describe_json(other->value()),
+            describe_json(node->value())));
+    }
+    return node;
+}
+
+template <class Read>
+auto read_field(const JsonObject& object, std::string_view field, Read read)
+    -> std::optional<decltype(read(std::declval<const JsonNode&>()))> {
+    if (auto node = field_node(object, field))
+        return read(*node);
+    return std::nullopt;
+}
+
+// SAPP-ND's "options": a list of distinct option names (option_names), as kind flags.
+std::array<bool, PPB_KIND_COUNT> read_options(const JsonNode& node) {
+    if (!node.value().is_array()) {
+        node.fail(
+            "expected a list of recomputation options (SAPP's names: NONE, SLCT, COMM, "
+            "BOTH, FULL), got " +
+            describe_json(node.value()));
+    }
+    std::array<bool, PPB_KIND_COUNT> offered{};
+    for (const JsonNode& element : node.as_array().elements()) {
+        const json::value& value = element.value();
+        const auto found = value.is_string() ? std::find(option_names.begin(), option_names.end(),
+                                                         std::string_view(value.get_string()))
+                                             : option_names.end();
+        if (found == option_names.end()) {
+            element.fail(fmt::format("expected one of SAPP's recomputation options {}, got {}",
+                                     fmt::join(option_names, ", "), describe_json(value)));
+        }
+        const auto k = static_cast<std::size_t>(found - option_names.begin());
+        if (offered[k])
+            element.fail(fmt::format("option {} is listed twice", *found));
+        offered[k] = true;
+    }
+    return offered;
+}
+
+// A per-option dict {"NONE": x, "FULL": y} of an entry with `offered` options: each member's kind
+// and node. A dict without options, or a key that is not an offered option, is refused.
+std::vector<std::pair<std::size_t, JsonNode>> per_option(
+    const JsonNode& node, const std::optional<std::array<bool, PPB_KIND_COUNT>>& offered) {
+    if (!offered) {
+        node.fail(fmt::format(
+            "a dict per recomputation option (SAPP-ND's form) needs the entry's '{}' list, and "
+            "the entry has none",
+            options_field));
+    }
+    std::vector<std::pair<std::size_t, JsonNode>> out;
+    for (const auto& [key, value] : node.as_object().members()) {
+        const auto found = std::find(option_names.begin(), option_names.end(), key);
+        const auto k = static_cast<std::size_t>(found - option_names.begin());
+        if (found == option_names.end() || !(*offered)[k]) {
+            value.fail(fmt::format("{} is not one of the entry's options ({})", quoted_key(key),
+                                   describe_json(node.value())));
+        }
+        out.emplace_back(k, value);
+    }
+    return out;
+}
+
+// Sets `slot` (the field `flat_name` of the entry, read from `flat_node` if given) from the
+// per-option value at `node`; the flat field and the dict disagreeing is refused, naming both.
+void set_from_option(std::optional<double>& slot, const std::optional<JsonNode>& flat_node,
+                     std::string_view flat_name, double value, const JsonNode& node) {
+    if (slot && *slot != value) {
+        node.fail(fmt::format("{} disagrees with {} of the same entry ({}): give one",
+                              describe_json(node.value()),
+                              flat_node ? flat_node->path() : std::string(flat_name),
+                              describe_json(json::value(*slot))));
+    }
+    slot = value;
+}
+
 Entry read_entry(const JsonNode& node, std::vector<std::string>& warnings) {
     if (!node.value().is_object())
         node.fail("expected an object (a layer entry), got " + describe_json(node.value()));
     const JsonObject object = node.as_object();
-    warn_unknown(object, entry_fields, warnings);
+    warn_unknown(object, known_entry_fields(), warnings);
 
     Entry entry;
     entry.name = std::string(required(object, "name", "the entry's name").as_string());
@@ -119,15 +223,63 @@ Entry read_entry(const JsonNode& node, std::vector<std::string>& warnings) {
     entry.type = read_type(required(object, "type", "HEAD, BODY or TAIL"));
     entry.nb_layer =
         required(object, "nb_layer", "the number of layers of this entry").as_count(limits::layers);
-    entry.time = read_optional(object, "time", read_time);
-    entry.forward_time = read_optional(object, "forward_time", read_time);
+
+    std::optional<std::array<bool, PPB_KIND_COUNT>> offered;
+    if (auto options = object.optional(options_field))
+        offered = read_options(*options);
+    // memory_activation, forward_time and backward_time may be dicts per option (SAPP-ND's
+    // form): read after the flat fields, into the same places.
+    const auto is_dict = [&](std::string_view field) {
+        const auto n = object.optional(field);
+        return n && n->value().is_object();
+    };
+    const bool forward_dict = is_dict("forward_time");
+    const bool backward_dict = is_dict(backward_time_fields[PPB_KIND_NONE]);
+    const bool activation_dict = is_dict(activation_fields[PPB_KIND_NONE]);
+
+    entry.time = read_field(object, "time", read_time);
+    if (!forward_dict)
+        entry.forward_time = read_field(object, "forward_time", read_time);
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-        entry.backward_time[k] = read_optional(object, backward_time_fields[k], read_time);
-        entry.backward_coef[k] = read_optional(object, backward_coef_fields[k], read_coefficient);
+        if (k != PPB_KIND_NONE || !backward_dict)
+            entry.backward_time[k] = read_field(object, backward_time_fields[k], read_time);
+        entry.backward_coef[k] = read_field(object, backward_coef_fields[k], read_coefficient);
     }
-    entry.memory_parameter = read_optional(object, "memory_parameter", read_memory);
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-        entry.memory_activation[k] = read_optional(object, activation_fields[k], read_memory);
+    entry.memory_parameter = read_field(object, "memory_parameter", read_memory);
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        if (k != PPB_KIND_NONE || !activation_dict)
+            entry.memory_activation[k] = read_field(object, activation_fields[k], read_memory);
+    }
+
+    if (forward_dict) {
+        const JsonNode dict = *object.optional("forward_time");
+        std::optional<JsonNode> first;
+        for (const auto& [k, value] : per_option(dict, offered)) {
+            const double t = read_time(value);
+            if (first && *entry.forward_time != t) {
+                value.fail(fmt::format(
+                    "the forward time of option {} differs from {} ({}): ppb's time model has "
+                    "one forward time per layer (recomputation lengthens the backward only)",
+                    option_names[k], first->path(), describe_json(first->value())));
+            }
+            entry.forward_time = t;
+            first = value;
+        }
+    }
+    if (backward_dict) {
+        const JsonNode dict = *object.optional(backward_time_fields[PPB_KIND_NONE]);
+        for (const auto& [k, value] : per_option(dict, offered)) {
+            set_from_option(entry.backward_time[k], field_node(object, backward_time_fields[k]),
+                            backward_time_fields[k], read_time(value), value);
+        }
+    }
+    if (activation_dict) {
+        const JsonNode dict = *object.optional(activation_fields[PPB_KIND_NONE]);
+        for (const auto& [k, value] : per_option(dict, offered)) {
+            set_from_option(entry.memory_activation[k], field_node(object, activation_fields[k]),
+                            activation_fields[k], read_memory(value), value);
+        }
+    }
     return entry;
 }
 
@@ -186,17 +338,23 @@ void check_pre_defined(const LayerFile& file, const JsonNode& node,
         const auto index = static_cast<std::size_t>(entry - file.entries.begin());
         const EntryType wanted = layer.value == 0 ? EntryType::head : EntryType::tail;
         if (entry->type != wanted) {
-            at.fail(fmt::format(
-                "stage {} contradicts {}: stage 0 is for HEAD entries, -1 (the last stage) for "
-                "TAIL entries{}",
+            // The names are the operators SAPP's timeline analyser looks for; the entries'
+            // types are what ppb places by.
+            warnings.push_back(at.message(fmt::format(
+                "stage {} does not fit {}: ppb places it by its type ({}), as it places every "
+                "HEAD entry on stage 0 and every TAIL entry on the last stage",
                 layer.value, describe_entry(file, index),
-                entry->type == EntryType::body ? ", and the BODY entry is distributed, not placed"
-                                               : ""));
+                entry->type == EntryType::body ? "BODY layers are distributed over the stages"
+                                               : type_name(entry->type))));
         }
     }
 }
 
-// auto_partition_layer: the BODY layers and their number, which must be the BODY group's.
+// auto_partition_layer: the body layers SAPP's timeline analyser looks for and their number.
+// SAPP's own files name them freely (ModelInfo: "NumberOfLayers"; the profiler's class,
+// "LLamaDecodeLayer"), so the names need not be entries. When every name is a BODY group, each
+// number is compared with its group's layers; else the numbers in all with all body layers. A
+// disagreement is a warning: the entries' nb_layer are what ppb plans with.
 void check_auto_partition(const LayerFile& file, const JsonNode& node,
                           std::vector<std::string>& warnings) {
     const auto& layers = file.auto_partition_layer;
@@ -207,50 +365,36 @@ void check_auto_partition(const LayerFile& file, const JsonNode& node,
         return JsonNode(node.value().as_object().at(layer.name), node.source(),
                         json_path_member(node.path(), layer.name));
     };
-    if (groups.size() == 1) {
-        // One BODY: SAPP's own files name it freely (the layer class, not the entry), so any
-        // name is taken as it, with a warning when it differs; the number must agree.
-        if (layers.size() > 1) {
-            std::vector<std::string> names;
-            for (const NamedValue& layer : layers)
-                names.push_back(describe_json(json::value(layer.name)));
-            node.fail(fmt::format(
-                "several auto-partitioned layers ({}), but the file has one BODY entry ({}); "
-                "each auto-partitioned layer is a BODY entry's name",
-                and_list(names), describe_json(json::value(groups.front().name))));
-        }
-        const std::size_t body = file.body_index();
-        const Entry& entry = file.entries[body];
-        const NamedValue& layer = layers.front();
-        if (static_cast<std::uint64_t>(layer.value) != groups.front().layers) {
-            at(layer).fail(fmt::format("{} layers, but {} has nb_layer {}: the two must agree",
-                                       layer.value, describe_entry(file, body), entry.nb_layer));
-        }
-        if (layer.name != entry.name) {
-            warnings.push_back(at(layer).message(fmt::format(
-                "{} is not the name of the BODY entry ({}): taken as its layers, whose number "
-                "agrees",
-                describe_json(json::value(layer.name)), describe_json(json::value(entry.name)))));
+    const auto group_of = [&](const NamedValue& layer) {
+        return std::find_if(groups.begin(), groups.end(),
+                            [&](const auto& g) { return g.name == layer.name; });
+    };
+    const bool by_group = std::all_of(layers.begin(), layers.end(), [&](const NamedValue& l) {
+        return group_of(l) != groups.end();
+    });
+    if (by_group) {
+        for (const NamedValue& layer : layers) {
+            const auto group = group_of(layer);
+            if (static_cast<std::uint64_t>(layer.value) != group->layers) {
+                warnings.push_back(at(layer).message(fmt::format(
+                    "{} layers, but the BODY entries named {} have {} in all: ppb plans with the "
+                    "entries' nb_layer",
+                    layer.value, describe_json(json::value(layer.name)), group->layers)));
+            }
         }
         return;
     }
-    // Several groups: every name must be one of them, with its number of layers.
+    std::uint64_t stated = 0;
+    std::vector<std::string> names;
     for (const NamedValue& layer : layers) {
-        const auto group = std::find_if(groups.begin(), groups.end(),
-                                        [&](const auto& g) { return g.name == layer.name; });
-        if (group == groups.end()) {
-            std::vector<std::string> names;
-            for (const auto& g : groups)
-                names.push_back(describe_json(json::value(g.name)));
-            at(layer).fail(
-                fmt::format("{} is not the name of a BODY entry (the BODY groups are {})",
-                            describe_json(json::value(layer.name)), and_list(names)));
-        }
-        if (static_cast<std::uint64_t>(layer.value) != group->layers) {
-            at(layer).fail(fmt::format(
-                "{} layers, but the BODY entries named {} have {} in all: the two must agree",
-                layer.value, describe_json(json::value(layer.name)), group->layers));
-        }
+        stated += static_cast<std::uint64_t>(layer.value);
+        names.push_back(describe_json(json::value(layer.name)));
+    }
+    if (stated != file.body_layers()) {
+        warnings.push_back(node.message(fmt::format(
+            "{} {} layer{} in all, but the BODY entries have {}: ppb plans with the entries' "
+            "nb_layer",
+            and_list(names), stated, stated == 1 ? "" : "s", file.body_layers())));
     }
 }
 
@@ -344,6 +488,7 @@ LayerFile read_layer_file(const JsonNode& root) {
     {
         std::vector<std::string_view> known(top_level_fields.begin(), top_level_fields.end());
         known.push_back(old_constant_field);
+        known.push_back(new_list_field);
         warn_unknown(top, known, file.warnings);
     }
 
@@ -368,7 +513,14 @@ LayerFile read_layer_file(const JsonNode& root) {
             old_constant_field, stage_const_field, stage_const_field)));
     }
 
-    const auto list_node = top.optional(list_field);
+    auto list_node = top.optional(list_field);
+    if (auto new_list = top.optional(new_list_field)) {
+        if (list_node) {
+            new_list->fail(fmt::format("give '{}' or '{}' (SAPP-ND's name of the list), not both",
+                                       list_field, new_list_field));
+        }
+        list_node = new_list;
+    }
     if (!list_node) {
         top.fail(fmt::format("missing required field '{}' (a SAPP layer file is {})", list_field,
                              file_shape));
@@ -452,7 +604,7 @@ json::object to_json(const LayerFile& file) {
         put(e, "time", entry.time);
         put(e, "forward_time", entry.forward_time);
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            put(e, backward_time_fields[k], entry.backward_time[k]);
+            put(e, written_name(backward_time_fields[k]), entry.backward_time[k]);
             put(e, backward_coef_fields[k], entry.backward_coef[k]);
         }
         put(e, "memory_parameter", entry.memory_parameter);

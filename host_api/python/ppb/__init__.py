@@ -278,14 +278,17 @@ def load_model(model="dryrun-lsq", options=None, plugin_path=None):
 def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun=None,
               micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
-              refine=False, model_options=None, plugin_path=None, duplicate_tolerance=0.01):
+              refine=False, model_options=None, plugin_path=None, duplicate_tolerance=0.01,
+              sapp_time_convention="hyper-parallel"):
     """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
 
     ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
     :class:`Model` (fitted, or configured by its options), or a ``NAME[@VERSION]`` to load with
     ``model_options`` and fit to ``dryrun`` (a file, a dict or a :class:`DryRun`). The other
     arguments are ``ppb partition``'s options (``--memory-margin-mb`` is ``memory_margin_mb``,
-    ...); ``micro_batches`` defaults to the dry-run file's.
+    ...); ``micro_batches`` defaults to the dry-run file's. ``sapp_time_convention``: what the
+    layer file's ``time`` means, ``"hyper-parallel"`` (today's SAPP: a layer's forward time) or
+    ``"toolkit"`` (the older MindFormers toolkit: forward + backward).
 
     Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
     """
@@ -302,7 +305,7 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
         return loaded._native.partition(
             _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
             float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
-            recompute_rule, schedule, chunks, objective, bool(refine))
+            recompute_rule, schedule, chunks, objective, bool(refine), sapp_time_convention)
     finally:
         if owned is not None:
             owned.close()

@@ -441,7 +441,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
                           double memory_margin_mb, double memory_margin_sigma,
                           const std::vector<std::string>& kinds, const std::string& recompute_rule,
                           const std::string& schedule, py::handle chunks_arg,
-                          const std::string& objective, bool refine) {
+                          const std::string& objective, bool refine,
+                          const std::string& sapp_time_convention) {
     partition::Problem problem;
     problem.num_stages = count_in(stages_arg, limits::stages, "stages");
     if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
@@ -493,7 +494,13 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     }
     problem.objective =
         objective == "slots" ? partition::ChunkObjective::slots : partition::ChunkObjective::stages;
-    problem.time = partition::read_time_model(model_desc);
+    const auto convention = partition::time_convention_from_name(sapp_time_convention);
+    if (!convention) {
+        throw InputError(
+            fmt::format("sapp_time_convention: expected 'hyper-parallel' or 'toolkit', got '{}'",
+                        sapp_time_convention));
+    }
+    problem.time = partition::read_time_model(model_desc, *convention);
     if (!problem.time.warnings.empty()) {
         const auto warn = py::module_::import("warnings").attr("warn");
         for (const std::string& warning : problem.time.warnings)
@@ -704,7 +711,8 @@ PYBIND11_MODULE(_ppb, module) {
         .def("partition", &plan_partition, py::arg("model_desc"), py::arg("stages"),
              py::arg("memory_limit_mb"), py::arg("micro_batches"), py::arg("memory_margin_mb"),
              py::arg("memory_margin_sigma"), py::arg("kinds"), py::arg("recompute_rule"),
-             py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"))
+             py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"),
+             py::arg("sapp_time_convention"))
         .def(
             "sapp_layer_file",
             [](const Model& m, std::optional<std::string> layer_template, const std::string& name,

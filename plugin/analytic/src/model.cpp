@@ -1,5 +1,6 @@
 #include "model.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
@@ -20,12 +21,14 @@ using ppb::plugin::InvalidInput;
 Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& terms) {
     const double bpp = terms.bytes_per_parameter;
     Coefficients c;
-    c.const_mb = options.constant_mb;
+    c.const_mb = options.constant_mb + options.runtime_mb;
     c.head_mb = terms.embedding_parameters * bpp / bytes_per_mb;
     c.head_activation_mb = terms.head_activation_bytes / bytes_per_mb;
     c.tail_mb = terms.tail_parameters * bpp / bytes_per_mb;
     c.tail_single_stage_mb = terms.tail_parameters_single_stage * bpp / bytes_per_mb;
     c.tail_activation_mb = terms.tail_activation_bytes / bytes_per_mb;
+    c.layer_transient_mb = terms.layer_transient_bytes / bytes_per_mb;
+    c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
     c.per_layer_mb = terms.layer_parameters * bpp / bytes_per_mb;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
@@ -125,12 +128,16 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         // The embedding belongs to the first chunk (the model's first layers).
         memory += k.head_mb + k.head_activation_mb * placement.chunks[0].in_flight;
     }
+    // Held once, whatever the stage's layer count: the stage memory stays affine in the layer
+    // counts (the partitioner probes it so), and a stage without layers is not planned anyway.
+    double transient = k.layer_transient_mb;
     if (placement.stage == p - 1) {
         // The LM head and loss belong to the last chunk (the model's last layers).
         const double f = placement.chunks[placement.num_chunks - 1].in_flight;
         memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f;
+        transient = std::max(transient, k.tail_transient_mb);
     }
-    return memory;
+    return memory + transient;
 }
 
 std::string AnalyticModel::report() const {

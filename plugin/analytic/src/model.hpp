@@ -40,6 +40,10 @@ struct Coefficients {
     double tail_mb = 0.0;               // last stage of p > 1: final norm + LM head parameters
     double tail_single_stage_mb = 0.0;  // the same for p = 1 (a tied LM head is the embedding)
     double tail_activation_mb = 0.0;    // last stage: per in-flight micro-batch of its last chunk
+    // Held once at the peak (the larger of the two on the last stage): one layer's backward
+    // gradients on every stage, the logits' 16-bit copy on the last stage.
+    double layer_transient_mb = 0.0;
+    double tail_transient_mb = 0.0;
     // A dense layer's terms (those of every body layer without the `moe` option).
     double per_layer_mb = 0.0;  // parameters (+ grads, optimizer) per body layer
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
@@ -65,6 +69,21 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     // The same sum with per_layer and activation taken per group:
     //   M = const + sum_g P_g * n_g + sum_c sum_g sum_k A_gk * n_{c,g,k} * f_c + head + tail
     [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const override;
+    // The prediction's standard error: relative_std_error times the prediction, the spread of the
+    // model's errors on measured runs (README.md, "How sure a prediction is"); none when the
+    // option is 0.
+    [[nodiscard]] std::optional<double> predict_std_error(
+        const ppb_placement& placement) const override {
+        if (options_.relative_std_error == 0.0)
+            return std::nullopt;
+        return options_.relative_std_error * predict(placement);
+    }
+    [[nodiscard]] std::optional<double> predict_grouped_std_error(
+        const ppb_grouped_placement& placement) const override {
+        if (options_.relative_std_error == 0.0)
+            return std::nullopt;
+        return options_.relative_std_error * predict_grouped(placement);
+    }
     // layer_groups(): "body" without `moe`; with it "dense" and/or "moe" (or the names the
     // options give), in model order of first appearance.
     [[nodiscard]] std::vector<std::string> groups() const override;

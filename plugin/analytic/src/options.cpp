@@ -46,7 +46,7 @@ struct NumberOption {
     double max;
 };
 
-constexpr std::array<IntegerOption, 10> integer_options = {{
+constexpr std::array<IntegerOption, 11> integer_options = {{
     {"hidden_size", &ShapeOptions::hidden_size, true, "the hidden size h"},
     {"num_attention_heads", &ShapeOptions::num_attention_heads, true,
      "the number of attention (query) heads a"},
@@ -59,9 +59,11 @@ constexpr std::array<IntegerOption, 10> integer_options = {{
     {"tensor_parallel", &ShapeOptions::tensor_parallel, true, "the tensor-parallel degree t"},
     {"num_kv_heads", &ShapeOptions::num_kv_heads, false, "the number of key/value heads"},
     {"data_parallel", &ShapeOptions::data_parallel, false, "the data-parallel degree d"},
+    {"position_embeddings", &ShapeOptions::position_embeddings, false,
+     "the positions of learned absolute position embeddings"},
 }};
 
-constexpr std::array<BoolOption, 7> bool_options = {{
+constexpr std::array<BoolOption, 9> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -69,13 +71,19 @@ constexpr std::array<BoolOption, 7> bool_options = {{
     {"untie_embeddings", &ShapeOptions::untie_embeddings},
     {"dropout", &ShapeOptions::dropout},
     {"keep_gathered_inputs", &ShapeOptions::keep_gathered_inputs},
+    {"linear_biases", &ShapeOptions::linear_biases},
+    {"backward_transient", &ShapeOptions::backward_transient},
 }};
 
-constexpr std::array<NumberOption, 4> number_options = {{
+constexpr std::array<NumberOption, 8> number_options = {{
     {"param_bytes", &ShapeOptions::param_bytes, 0.0, true, 64.0},
     {"grad_bytes", &ShapeOptions::grad_bytes, 0.0, false, 64.0},
     {"optimizer_bytes", &ShapeOptions::optimizer_bytes, 0.0, false, 256.0},
     {"constant_mb", &ShapeOptions::constant_mb, 0.0, false, ppb::limits::memory_mb.max},
+    {"runtime_mb", &ShapeOptions::runtime_mb, 0.0, false, ppb::limits::memory_mb.max},
+    {"logits_bytes", &ShapeOptions::logits_bytes, 0.0, false, 64.0},
+    {"logits_transient_bytes", &ShapeOptions::logits_transient_bytes, 0.0, false, 64.0},
+    {"relative_std_error", &ShapeOptions::relative_std_error, 0.0, false, 1.0},
 }};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
@@ -236,7 +244,7 @@ void check_shape(const ShapeOptions& o) {
 
 // ---- The "moe" object ----
 
-constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 13> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
@@ -244,6 +252,7 @@ constexpr std::array<std::string_view, 12> moe_keys = {"num_experts",
                                                        "expert_parallel",
                                                        "expert_tensor_parallel",
                                                        "capacity_factor",
+                                                       "routing_imbalance",
                                                        "first_k_dense",
                                                        "layer_freq",
                                                        "dense_group",
@@ -304,6 +313,7 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
     bool has_shared_ffn = false;
     bool has_etp = false;
     bool has_first_k = false;
+    bool has_imbalance = false;
     const json::array* layer_list = nullptr;
     for (const auto& [key, v] : value.get_object()) {
         const std::string name = moe_key(key);
@@ -327,6 +337,10 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
         } else if (key == "capacity_factor") {
             m.capacity_factor =
                 parse_number(v, NumberOption{"moe.capacity_factor", nullptr, 0.0, true, 1024.0});
+        } else if (key == "routing_imbalance") {
+            m.routing_imbalance =
+                parse_number(v, NumberOption{"moe.routing_imbalance", nullptr, 1.0, false, 1024.0});
+            has_imbalance = true;
         } else if (key == "first_k_dense") {
             m.first_k_dense = parse_count(v, name);
             has_first_k = true;
@@ -372,6 +386,11 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
         throw InvalidInput("analytic options: moe.top_k " + std::to_string(m.top_k) +
                            " exceeds moe.num_experts " + std::to_string(m.num_experts) +
                            ": a token is routed to top_k distinct experts");
+    }
+    if (has_imbalance && m.capacity_factor) {
+        throw InvalidInput(
+            "analytic options: moe.routing_imbalance and moe.capacity_factor together: with a "
+            "capacity factor every expert holds exactly that many tokens; give one");
     }
     if (has_shared_ffn && m.shared_experts == 0) {
         throw InvalidInput(

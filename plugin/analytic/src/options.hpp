@@ -24,6 +24,9 @@ struct MoeOptions {
     // Tokens per expert as a multiple of the balanced share; nullopt: dropless routing, taken
     // at its balanced expectation.
     std::optional<double> capacity_factor;
+    // Without a capacity factor: tokens this rank's experts receive, as a multiple of the
+    // balanced share (the busiest experts of a dropless router; default 1.5, README.md).
+    double routing_imbalance = 1.5;
     std::uint32_t first_k_dense = 0;  // DeepSeek's first_k_dense_replace
     // Megatron-LM's --moe-layer-freq as given: an integer N, or a 0/1 list (nullopt: none given).
     std::optional<std::uint32_t> layer_freq_every;
@@ -75,6 +78,24 @@ struct ShapeOptions {
     double grad_bytes = 4.0;
     double optimizer_bytes = 12.0;
     double constant_mb = 0.0;
+    // Learned absolute position embeddings: positions x h parameters on stage 0, not split by
+    // tensor parallelism (0: none, e.g. rotary embeddings).
+    std::uint32_t position_embeddings = 0;
+    // Biases of the linear layers (Megatron-LM's default; --disable-bias-linear drops them).
+    bool linear_biases = false;
+    // Allocated memory of every device outside the model's tensors: cuBLAS and Transformer
+    // Engine workspaces, the batch, communication scratch (README.md, "Runtime").
+    double runtime_mb = 100.0;
+    // Bytes per element of the last stage's s*b*V/t logits: kept for backward per in-flight
+    // micro-batch (the cross entropy's fp32 softmax), and held once more at the peak (the
+    // 16-bit logits while they are cast, and the 16-bit gradient while it is cast back).
+    double logits_bytes = 4.0;
+    double logits_transient_bytes = 2.0;
+    // The gradients that exist only while one layer runs its backward (README.md, "Peak").
+    bool backward_transient = true;
+    // A prediction's standard error as a fraction of it: the root mean square of the relative
+    // errors on the measured runs of tests/data/real (README.md, "How sure a prediction is").
+    double relative_std_error = 0.02;
     std::optional<MoeOptions> moe;
 
     // Key/value heads with the default applied.

@@ -85,23 +85,29 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
         "stage 0 holds the embedding (V*h/t parameters; its dropout mask per in-flight "
         "micro-batch of its first chunk), the last stage the final norm and the LM head (h + "
         "V*h/t parameters; per in-flight micro-batch of its last chunk the final norm's and the "
-        "LM head's inputs and the fp32 logits, 4sbV/t bytes)");
+        "LM head's inputs and the logits the loss keeps, logits_bytes*sbV/t bytes)");
+    out.emplace_back("held once at the peak, the larger of: one layer's backward gradients (" +
+                     format_mb(c.layer_transient_mb) +
+                     ", every stage) and the logits' 16-bit copy (" +
+                     format_mb(c.tail_transient_mb) + ", last stage)");
     out.emplace_back(
         o.untie_embeddings
             ? "untied embeddings: the LM head has its own V*h/t parameters"
             : "tied embeddings: with p > 1 the last stage still holds a copy of the word "
               "embeddings for the LM head (Megatron-LM), with p = 1 the LM head is the embedding");
     out.emplace_back(
-        "parameters: no biases, one weight vector of h per norm (replicated on every "
-        "tensor-parallel rank), no learned position embeddings; vocab_size is taken as given (give "
-        "the padded size your framework allocates)");
+        std::string(o.linear_biases ? "parameters: linear biases" : "parameters: no biases") +
+        ", one weight vector of h per norm (replicated on every tensor-parallel rank), " +
+        (o.position_embeddings > 0 ? "learned position embeddings on stage 0"
+                                   : "no learned position embeddings") +
+        "; vocab_size is taken as given (give the padded size your framework allocates)");
     out.emplace_back("bytes per parameter = param_bytes + grad_bytes + optimizer_bytes" +
                      std::string(o.distributed_optimizer ? " / data_parallel" : "") + " = " +
                      format_number(terms.bytes_per_parameter));
     out.emplace_back(
-        "not included: the framework's runtime, communication buffers, allocator fragmentation "
-        "and transient backward buffers (gradients of activations, the logits' gradient): give "
-        "them as constant_mb");
+        "runtime_mb " + format_mb(o.runtime_mb) +
+        " on every stage (workspaces, the batch); not included: allocator fragmentation, other "
+        "frameworks' buffers: give them as constant_mb");
     out.emplace_back(
         "not linear in the ABI's sense: head and tail activations grow with the in-flight count "
         "of stage 0 and of the last stage, so parameters() and group_parameters() are unsupported "
@@ -185,6 +191,8 @@ std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const C
     json::object diagnostics{
         {"head_activation_mb_per_micro_batch", finite(c.head_activation_mb)},
         {"tail_activation_mb_per_micro_batch", finite(c.tail_activation_mb)},
+        {"layer_transient_mb", finite(c.layer_transient_mb)},
+        {"tail_transient_mb", finite(c.tail_transient_mb)},
         {"tail_mb_single_stage", finite(c.tail_single_stage_mb)},
         {"bytes_per_parameter", finite(terms.bytes_per_parameter)},
         {"parameters_per_layer_per_rank", finite(terms.layer_parameters)},

@@ -79,10 +79,14 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     // Routed tokens on this rank: its s*b/t tokens (MoE with t > 1 requires SP) go top_k times
     // each to the experts, the all-to-all over EP ranks keeps the balanced count per rank, and the
     // all-gather over the ETP ranks of one expert multiplies it by ETP.
+    // Dropless routing is not balanced: the experts of a rank receive more than the balanced
+    // share (routing_imbalance, README.md "Activations of an MoE layer"), while the rank's own
+    // token copies, which the combine keeps, stay k * s*b/t. With a capacity factor every
+    // expert is padded or cut to that many tokens.
     const double own_tokens = s * b / t;
     const double factor = m.capacity_factor.value_or(1.0);
     const double own_copies = factor * k * own_tokens;
-    out.routed_tokens = own_copies * etp;
+    out.routed_tokens = own_copies * etp * (m.capacity_factor ? 1.0 : m.routing_imbalance);
     out.routed_experts =
         out.routed_tokens * (2.0 * h) +
         out.routed_tokens * mlp_inner_bytes_per_token(o, m.moe_ffn_hidden_size) / etp +
@@ -148,19 +152,39 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double norm_input = 2.0 * sbh * sequence_share;
     const double lm_head_input =
         split_sequence && !o.keep_gathered_inputs ? 2.0 * sbh / t : 2.0 * sbh;
-    const double logits = 4.0 * s * b * V / t;
+    // Megatron-core's vocab-parallel cross entropy (megatron/core/tensor_parallel/
+    // cross_entropy.py, also the fused one in megatron/core/fusions/fused_cross_entropy.py)
+    // saves the fp32 softmax of the logits for backward; the 16-bit logits exist next to it while
+    // they are cast (GPTModel.compute_language_model_loss calls it on logits.float()), and in
+    // backward the 16-bit gradient next to the fp32 one.
+    const double logits = o.logits_bytes * s * b * V / t;
     out.tail_activation_bytes = norm_input + lm_head_input + logits;
+    out.tail_transient_bytes = o.logits_transient_bytes * s * b * V / t;
+    // One layer's backward: unfused attention's gradients of the attention probabilities and of
+    // the scores (two 16-bit a*s^2*b tensors), the MLP's gradients of its inner activation (two
+    // 16-bit s*b*F tensors); split over t like the tensors they are the gradients of.
+    if (o.backward_transient) {
+        const double scores = o.flash_attention ? 0.0 : 4.0 * a * s * s * b;
+        out.layer_transient_bytes = (scores + 4.0 * s * b * F) / t;
+    }
 
     // --- Parameters (README.md, "Parameters").
     const double attention = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
     const double mlp = (o.gated_mlp ? 3.0 : 2.0) * h * F;
     const double norms = 2.0 * h;  // two norm weights, replicated on every rank
-    out.layer_parameters = (attention + mlp) / t + norms;
-    out.embedding_parameters = V * h / t;
+    // Linear biases: QKV's and the first MLP linear's are split over t (column parallel), the
+    // attention projection's and the second MLP linear's are whole on every rank (row parallel).
+    const double biases =
+        o.linear_biases ? (h + 2.0 * h_kv + (o.gated_mlp ? 2.0 : 1.0) * F) / t + 2.0 * h : 0.0;
+    out.layer_parameters = (attention + mlp) / t + norms + biases;
+    // Learned absolute position embeddings (Megatron-LM's LanguageModelEmbedding): a plain
+    // torch.nn.Embedding, whole on every tensor-parallel rank of stage 0.
+    const double positions = static_cast<double>(o.position_embeddings) * h;
+    out.embedding_parameters = V * h / t + positions;
     const double lm_head = V * h / t;
     out.tail_parameters = h + lm_head;
     out.tail_parameters_single_stage = o.untie_embeddings ? h + lm_head : h;
-    const double embeddings = V * h * (o.untie_embeddings ? 2.0 : 1.0) + h;
+    const double embeddings = V * h * (o.untie_embeddings ? 2.0 : 1.0) + h + positions;
     out.model_parameters = L * (attention + mlp + norms) + embeddings;
     out.active_parameters = out.model_parameters;
 

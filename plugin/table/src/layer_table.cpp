@@ -103,7 +103,7 @@ std::string quoted_list(const std::vector<std::string>& keys) {
 // Refuses options that are plainly another model's (no layers_description, and keys of another
 // model or file), before they are taken for a bad layer file.
 void refuse_foreign(const json::object& root) {
-    if (root.contains(sapp::list_field))
+    if (root.contains(sapp::list_field) || root.contains(sapp::new_list_field))
         return;
     std::vector<std::string> found;
     std::string_view what;
@@ -150,7 +150,7 @@ sapp::LayerFile read_options(std::string_view options_json) {
         }
         refuse_foreign(*root);
         const JsonNode node(document, {});
-        if (!root->contains(sapp::list_field)) {
+        if (!root->contains(sapp::list_field) && !root->contains(sapp::new_list_field)) {
             throw InvalidInput(
                 "missing required field 'layers_description': the table model takes a SAPP "
                 "layer file with per-layer memory as its options (--model-options FILE): " +

@@ -1,5 +1,6 @@
 // ppb import: build a dry-run file (ppb.dryrun/1) from the logs of a dry run and the
 // configuration that produced it (MindSpore / MindFormers, Megatron-LM).
+#include "cmd_import_options.hpp"
 #include "commands.hpp"
 #include "plugin_session.hpp"
 
@@ -532,6 +533,7 @@ void add_import_command(CLI::App& app, Commands& commands) {
                         "log format"});
     add_mindspore(*import, commands);
     add_megatron(*import, commands);
+    add_megatron_options(*import, commands);
     add_sapp(*import, commands);
 }
 

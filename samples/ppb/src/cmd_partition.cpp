@@ -25,6 +25,7 @@ namespace {
 
 struct PartitionArgs {
     std::string model_desc;
+    std::string time_convention{partition::name_of(partition::TimeConvention::hyper_parallel)};
     std::string dryrun;
     ModelChoice choice;
     DryRunReadOptions read;
@@ -71,7 +72,7 @@ int run_partition(const PartitionArgs& args) {
                                         args.choice.options.empty()
                                             ? ModelOptions{}
                                             : options_text(args.choice.options, "--model-options"),
-                                        args.device_tflops);
+                                        args.device_tflops, args.time_convention);
     problem.time = std::move(times.time);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -140,6 +141,7 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "--device-tflops)")
         ->type_name("FILE");
     add_device_tflops_option(*partition, args->device_tflops);
+    add_time_convention_option(*partition, args->time_convention);
     partition->add_option("--stages", args->stages, "pipeline degree")
         ->type_name("P")
         ->required()

@@ -34,6 +34,7 @@ namespace json = boost::json;
 
 struct SearchArgs {
     std::string model_desc;
+    std::string time_convention{partition::name_of(partition::TimeConvention::hyper_parallel)};
     std::string dryrun;
     ModelChoice choice;
     DryRunReadOptions read;
@@ -282,7 +283,8 @@ int run_search_command(const SearchArgs& args) {
     base.memory_margin_sigma = args.memory_margin_sigma;
     base.rule = args.recompute_rule == "any" ? partition::RecomputeRule::any
                                              : partition::RecomputeRule::mindformers;
-    LayerTimes times = read_layer_times(args.model_desc, options, args.device_tflops);
+    LayerTimes times =
+        read_layer_times(args.model_desc, options, args.device_tflops, args.time_convention);
     base.time = std::move(times.time);
     for (const std::string& warning : base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -404,6 +406,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "from its FLOPs (ms at --device-tflops)")
         ->type_name("FILE");
     add_device_tflops_option(*search, args->device_tflops);
+    add_time_convention_option(*search, args->time_convention);
     search->add_option("--devices", args->devices, "devices in all, N (every P dividing N / t)")
         ->type_name("N")
         ->check(count_in({1, 1'000'000, "devices"}));

@@ -19,6 +19,16 @@ void add_device_tflops_option(CLI::App& app, double& tflops) {
         ->check(number_in({0.0, 1e9, true, "TFLOP/s"}));
 }
 
+void add_time_convention_option(CLI::App& app, std::string& convention) {
+    app.add_option("--sapp-time-convention", convention,
+                   "what the --model-desc file's `time` means: hyper-parallel (today's SAPP,\n"
+                   "the default: a layer's forward time, its backward 2 x time) or toolkit (the\n"
+                   "older MindFormers toolkit: forward + backward, a third of it forward)")
+        ->type_name("NAME")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"hyper-parallel", "toolkit"}));
+}
+
 std::optional<boost::json::object> model_shape(const ModelOptions& options) {
     boost::system::error_code ec;
     boost::json::value parsed = boost::json::parse(options.json, ec);
@@ -28,9 +38,12 @@ std::optional<boost::json::object> model_shape(const ModelOptions& options) {
 }
 
 LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
-                            double device_tflops) {
-    if (!model_desc.empty())
-        return LayerTimes{partition::read_time_model(model_desc), model_desc, ""};
+                            double device_tflops, const std::string& convention) {
+    if (!model_desc.empty()) {
+        return LayerTimes{partition::read_time_model(
+                              model_desc, *partition::time_convention_from_name(convention)),
+                          model_desc, ""};
+    }
     if (!model_shape(options)) {
         throw UsageError(
             "the layers' times are needed: give --model-desc FILE (a SAPP layer file), or a "

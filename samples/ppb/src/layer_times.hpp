@@ -28,11 +28,15 @@ struct LayerTimes {
 
 // Declares --device-tflops on `app`.
 void add_device_tflops_option(CLI::App& app, double& tflops);
+// Declares --sapp-time-convention on `app`: what a layer file's `time` means.
+void add_time_convention_option(CLI::App& app, std::string& convention);
 
-// The layer file `model_desc` when given; else the times of the shape in `options`
-// (model_shape); else a usage error naming both ways.
+// The layer file `model_desc` when given, its times read in `convention` (a name of
+// partition::time_convention_names); else the times of the shape in `options` (model_shape);
+// else a usage error naming both ways.
 [[nodiscard]] LayerTimes read_layer_times(const std::string& model_desc,
-                                          const ModelOptions& options, double device_tflops);
+                                          const ModelOptions& options, double device_tflops,
+                                          const std::string& convention);
 
 }  // namespace ppb::cli
 

@@ -17,8 +17,9 @@
 //   MoE block      2bshE (router) + top_k x 6bshF_e (routed experts, at the balanced expectation)
 //                  + shared_experts x 6bshF_s (4 instead of 6 without gated_mlp)
 //   LM head        2bshV
-// each divided by t. A body layer's forward_time is its FLOPs / (device_tflops x 1e12) in ms,
-// its time (forward + backward without recompute) 3 x that; the recompute kinds follow the
+// each divided by t. A body layer's time is its forward, FLOPs / (device_tflops x 1e12) in ms,
+// as today's SAPP reads `time` (its forward + backward without recompute is 3 x that, the
+// time model's TimeConvention::hyper_parallel); the recompute kinds follow the
 // reader's default SAPP coefficients. The embedding is a lookup: time 0. Not counted:
 // communication, element-wise work (norms, softmax, activations), the causal mask's savings,
 // flash attention's recomputation in backward, capacity padding. host_api/docs/design.md,

@@ -1,6 +1,8 @@
 // ppb/sapp/layer_file.hpp — the SAPP layer file: its one reader and its one writer.
 //
-// The public SAPP balancer describes a model as
+// The public SAPP balancer (mindspore-ai/hyper-parallel, hyper_parallel/auto_parallel/sapp_ppb,
+// utils/layer.py generate_layers_list at 17b58b3d62368d440332612d1a18419da6c62b23) describes a
+// model as
 //
 //     {"name": "llama", "stage_const_mem": C,
 //      "pre_defined_layer": {"embedding": 0, "lm_head": -1},
@@ -18,11 +20,42 @@
 // top-level "comment". ppb fit --export-sapp wrote the constant as "constant_memory_mb" before
 // it wrote stage_const_mem; the reader still takes that name, with a warning.
 //
+// What the times mean (a layer's forward, or its forward + backward) is the convention of the
+// tool the file was written for; the reader keeps the numbers as written and the time model
+// (ppb/partition/time_model.hpp) applies the convention.
+//
+// Spellings. SAPP's own key tables (utils/recompute.py at 71c100e76feaa8b56c55e71d8c0fe8fda7439050)
+// spell some keys with trailing spaces: it reads full recompute's backward time from
+// "recompute_time " (JSON_TIME_NAME), and its aligned memory names (JSON_MEMORY_NAME_ALIGNED) are
+// "memory_activation ", "memory_select_rec " and "memory_recompute  ". The reader takes each of
+// those as the field of the plain name (sapp_spellings); an entry that gives both spellings of
+// one field with different values is refused, naming both. The writer writes "recompute_time "
+// (the only spelling SAPP reads) and the plain memory names (the ones SAPP reads).
+//
+// SAPP-ND's newer form (hyper_parallel/auto_parallel/sapp_nd/memory_estimation/_ppb.py
+// lay_ppb_new / ppb_combine_bodies_new at 0f0e617a156b700b28ca248c343db6a6e7bd9369, wrapped as
+// {"layers_description_new": [...]} by its _backbone.py): an entry lists the recomputation
+// options it offers, "options": ["NONE", "FULL"] (SAPP's Recompute.TYPE names NONE, SLCT, COMM,
+// BOTH, FULL), and gives memory_activation, forward_time and backward_time as dicts per option,
+// {"NONE": 994, "FULL": 32}. BODY entries are named BODY_0 ... BODY_n, a combined body
+// COMBINED_...; each name is a group as below. The reader takes the dicts into the same fields:
+// memory_activation.K and backward_time.K are kind K's activation memory and backward time;
+// forward_time must be one number for every option (recomputation lengthens the backward, and a
+// layer has one forward), else it is refused by name. A dict key that is no option of the entry,
+// a dict without "options", or an option name SAPP does not know are refused.
+//
 // The reader checks the form of every field it knows, whoever will use it (times >= 0,
 // coefficients > -1, memory >= 0, nb_layer a positive integer, each within its range in
 // ppb/limits.hpp). A field it does not know is a warning with a "did you mean" (SAPP versions
-// add fields), not a refusal. It requires at least one BODY entry, auto_partition_layer to agree
-// with them, and pre_defined_layer stages of 0 (HEAD) or -1 (TAIL).
+// add fields), not a refusal. It requires at least one BODY entry and pre_defined_layer stages
+// of 0 (HEAD) or -1 (TAIL).
+//
+// pre_defined_layer and auto_partition_layer name the operators SAPP's timeline analyser looks for
+// (utils/config.py time_parser), not necessarily entries: SAPP's ModelInfo writes
+// {"HEAD": 0, "TAIL": -1} and {"NumberOfLayers": N}, its published files {"LLamaDecodeLayer": 96}.
+// Any names are accepted. When auto_partition_layer's counts disagree with the BODY entries'
+// nb_layer (per group when the names are the groups', else in all), or a predefined name is an
+// entry of another type, that is a warning: the entries are what ppb plans with.
 //
 // Several BODY entries describe a model whose body layers are not all alike (dense and MoE
 // layers, an encoder and a decoder): each BODY name is a *group* of layers, and the body layers in
@@ -57,6 +90,8 @@ inline constexpr std::string_view stage_const_field = "stage_const_mem";
 inline constexpr std::string_view pre_defined_field = "pre_defined_layer";
 inline constexpr std::string_view auto_partition_field = "auto_partition_layer";
 inline constexpr std::string_view comment_field = "comment";  // ppb's own
+// SAPP-ND's list of entries in its per-option form (read like list_field; never written).
+inline constexpr std::string_view new_list_field = "layers_description_new";
 // The name ppb fit --export-sapp gave stage_const_mem before it wrote SAPP's own: still read.
 inline constexpr std::string_view old_constant_field = "constant_memory_mb";
 // The fields SAPP and ppb know, in the order the writer writes them.
@@ -76,6 +111,28 @@ inline constexpr std::array<std::string_view, PPB_KIND_COUNT> backward_coef_fiel
 inline constexpr std::array<std::string_view, PPB_KIND_COUNT> activation_fields = {
     "memory_activation", "memory_select_rec", "memory_select_comm", "memory_both_comm_select",
     "memory_recompute"};
+
+// SAPP's other spellings of a field (utils/recompute.py): {field, SAPP's spelling}.
+struct Spelling {
+    std::string_view field;
+    std::string_view sapp;
+};
+inline constexpr std::array<Spelling, 4> sapp_spellings = {{
+    {"recompute_time", "recompute_time "},        // JSON_TIME_NAME[FULL], what SAPP reads
+    {"memory_activation", "memory_activation "},  // JSON_MEMORY_NAME_ALIGNED
+    {"memory_select_rec", "memory_select_rec "},
+    {"memory_recompute", "memory_recompute  "},
+}};
+// The name the writer gives `field`: SAPP's spelling where SAPP reads only that one.
+[[nodiscard]] constexpr std::string_view written_name(std::string_view field) noexcept {
+    return field == sapp_spellings[0].field ? sapp_spellings[0].sapp : field;
+}
+
+// SAPP-ND's per-option form: the entry's option list, and the option names (SAPP's
+// Recompute.TYPE, in ppb_kind order: none, select, comm, both, full).
+inline constexpr std::string_view options_field = "options";
+inline constexpr std::array<std::string_view, PPB_KIND_COUNT> option_names = {
+    "NONE", "SLCT", "COMM", "BOTH", "FULL"};
 
 // Every field of an entry, in the order the writer writes them.
 inline constexpr std::array<std::string_view, 22> entry_fields = {
@@ -116,9 +173,10 @@ struct Entry {
     std::optional<std::string> model_name{};  // SAPP's: the model the layer belongs to
     EntryType type = EntryType::body;
     std::uint32_t nb_layer = 1;  // >= 1
-    // Times of one layer, in the file's own unit, each >= 0. As SAPP reads them: `time` is the
-    // whole forward + backward time of a layer without recompute, `forward_time` its forward
-    // part (else a third of `time`), the backward_time_fields the backward of each kind.
+    // Times of one layer, in the file's own unit, each >= 0, as written: what `time` means (the
+    // forward, today's SAPP; forward + backward, the older toolkit) is the time model's
+    // convention (ppb/partition/time_model.hpp). `forward_time` is the forward, the
+    // backward_time_fields the backward of each kind.
     std::optional<double> time{};
     std::optional<double> forward_time{};
     std::array<std::optional<double>, PPB_KIND_COUNT> backward_time{};  // backward_time_fields
@@ -178,9 +236,11 @@ struct LayerFile {
 // node's source and path) for: a root that is not an object, a missing name, type or nb_layer,
 // a value of the wrong form, an empty list, no BODY entry, BODY entries of one name that differ
 // in more than nb_layer, more body layers in all than limits::layers, both stage_const_mem and
-// constant_memory_mb, auto_partition_layer naming a layer that is no BODY group or a number that
-// is not the group's, a pre_defined_layer stage other than 0 and -1 or one that contradicts
-// the entry's type. Unknown fields are warnings ("<source>: <path>: unknown field ...").
+// constant_memory_mb, both layers_description and layers_description_new, two spellings of one
+// field that disagree, a per-option dict the entry's options do not explain, differing forward
+// times per option, a pre_defined_layer stage other than 0 and -1. Unknown fields, names in
+// pre_defined_layer / auto_partition_layer that match no entry or an entry of another type, and
+// counts that disagree with the BODY entries are warnings ("<source>: <path>: ...").
 [[nodiscard]] LayerFile read_layer_file(const JsonNode& root);
 // Parses `text` with ppb::parse_json (exact numbers, no repeated keys) and reads it.
 [[nodiscard]] LayerFile parse_layer_file(std::string_view text, std::string_view source);

@@ -1,0 +1,93 @@
+// ppb import megatron-options: the analytic plugin's options from a Megatron-LM run's arguments
+// (ppb/importers/megatron_arguments.hpp does the mapping; this file is its command line).
+#include "cmd_import_options.hpp"
+
+#include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/limits.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppb::cli {
+namespace {
+
+namespace imp = ppb::importers;
+
+struct MegatronOptionsArgs {
+    std::vector<std::string> arguments;  // Megatron's, after "--"
+    std::optional<std::uint32_t> world_size;
+    std::optional<std::uint32_t> tokenizer_size;
+    std::uint32_t compute_capability = 9;
+    std::string output;
+};
+
+int import_megatron_options(const MegatronOptionsArgs& args) {
+    if (args.arguments.empty())
+        throw UsageError("missing the run's Megatron-LM arguments after '--'",
+                         "ppb import megatron-options");
+    const imp::MegatronAnalyticOptions result = imp::analytic_options_from_megatron(
+        args.arguments,
+        imp::MegatronRunContext{args.world_size, args.tokenizer_size, args.compute_capability});
+    for (const std::string& w : result.warnings)
+        fmt::print(stderr, "ppb: warning: {}\n", w);
+    if (result.micro_batches) {
+        fmt::print(stderr,
+                   "ppb: note: {} pipeline stage{}, data-parallel size {}, {} micro-batches per "
+                   "iteration (plan with --stages {} --micro-batches {})\n",
+                   result.pipeline_size, result.pipeline_size == 1 ? "" : "s", result.data_parallel,
+                   *result.micro_batches, result.pipeline_size, *result.micro_batches);
+    }
+    const std::string text = result.options_json + "\n";
+    if (args.output.empty())
+        write_stdout(text);
+    else
+        write_output_file(args.output, text);
+    return 0;
+}
+
+}  // namespace
+
+void add_megatron_options(CLI::App& import, Commands& commands) {
+    auto args = std::make_shared<MegatronOptionsArgs>();
+    CLI::App* mo = add_command(
+        import, "megatron-options",
+        "the analytic model's options from a Megatron-LM run's arguments",
+        "Writes the options of the analytic memory model (--model analytic --model-options\n"
+        "FILE) for the run whose Megatron-LM arguments follow '--', copied from its training\n"
+        "command:\n"
+        "  ppb import megatron-options --world-size 8 -- --num-layers 32 --hidden-size 4096 ...\n"
+        "Shape, parallelism (the data-parallel size is world size / (TP x PP)), precision,\n"
+        "architecture, MoE and the vocabulary (padded as Megatron pads it) come from the\n"
+        "flags, with Megatron-LM's defaults for flags not given. Flags that change memory but\n"
+        "are not modelled, and flags ppb does not know, are named on stderr; runs the model\n"
+        "does not cover (context parallelism, multi-latent attention, multi-token prediction,\n"
+        "FP8, FSDP) are refused by name. host_api/docs/megatron-arguments.md lists every flag.\n\n"
+        "Exit status: 0 written, 2 invalid or refused arguments or usage, 1 other errors.");
+    mo->add_option("--world-size", args->world_size,
+                   "ranks of the run (WORLD_SIZE): gives the data-parallel size")
+        ->type_name("N")
+        ->check(count_in({1, std::numeric_limits<std::uint32_t>::max(), "ranks"}));
+    mo->add_option("--tokenizer-size", args->tokenizer_size,
+                   "the tokenizer's vocabulary size, before Megatron's padding\n"
+                   "(default: --vocab-size, or GPT-2's 50257 for GPT2BPETokenizer)")
+        ->type_name("N")
+        ->check(count_in({1, 2147483647U, "tokens"}));
+    mo->add_option("--compute-capability", args->compute_capability,
+                   "the GPUs' CUDA compute capability, major version: 8 (A100),\n"
+                   "9 (H100, the default), 10 (B200); sizes Transformer Engine's workspaces")
+        ->type_name("MAJOR")
+        ->check(CLI::Range(1U, 100U));
+    mo->add_option("-o,--output", args->output, "write the options to FILE (default: stdout)")
+        ->type_name("FILE");
+    mo->add_option("arguments", args->arguments, "the run's Megatron-LM arguments, after '--'")
+        ->type_name("-- MEGATRON-ARGS");
+    commands.push_back({mo, [args]() { return import_megatron_options(*args); }, {}});
+}
+
+}  // namespace ppb::cli

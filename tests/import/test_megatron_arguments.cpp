@@ -1,0 +1,249 @@
+// The analytic model's options from Megatron-LM's arguments (ppb/importers/megatron_arguments.hpp):
+// Megatron's defaults and derived sizes (the SwiGLU inner size, the padded vocabulary, the
+// data-parallel size), precisions, refusals by name, and warnings for what is not modelled.
+#include <ppb/importers/layout.hpp>
+#include <ppb/importers/megatron_arguments.hpp>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ppb::importers;
+namespace json = boost::json;
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> out;
+    std::string word;
+    while (in >> word)
+        out.push_back(word);
+    return out;
+}
+
+// LLaMA-3 8B as Megatron-LM's own example script trains it (examples/llama), on 64 ranks.
+const std::string llama3_8b =
+    "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+    "--group-query-attention --num-query-groups 8 --seq-length 8192 --max-position-embeddings "
+    "8192 --micro-batch-size 1 --global-batch-size 128 --tensor-model-parallel-size 4 "
+    "--pipeline-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer --bf16 "
+    "--swiglu --untie-embeddings-and-output-weights --position-embedding-type rope "
+    "--disable-bias-linear --attention-dropout 0.0 --hidden-dropout 0.0 --normalization RMSNorm "
+    "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B "
+    "--transformer-impl transformer_engine --attention-backend fused --lr 3e-4";
+
+MegatronAnalyticOptions map(const std::string& args, MegatronRunContext context = {}) {
+    const auto list = split(args);
+    return analytic_options_from_megatron(list, context);
+}
+
+json::object options_of(const MegatronAnalyticOptions& r) {
+    return json::parse(r.options_json).as_object();
+}
+
+bool warns_about(const MegatronAnalyticOptions& r, const std::string& text) {
+    return std::ranges::any_of(
+        r.warnings, [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+void expect_flag_error(const std::string& args, const std::string& text,
+                       MegatronRunContext context = {}) {
+    try {
+        (void)map(args, context);
+        BOOST_ERROR("accepted: " << args);
+    } catch (const FlagError& e) {
+        BOOST_TEST(std::string(e.what()).find(text) != std::string::npos, e.what());
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(megatron_arguments)
+
+BOOST_AUTO_TEST_CASE(llama3_8b_maps_every_flag_the_model_has) {
+    // The tokenizer's 128 256 entries, padded to a multiple of 128 x t = 512: 128 512.
+    const auto r = map(llama3_8b, {64U, 128256U, 9U});
+    const json::object o = options_of(r);
+    BOOST_TEST(o.at("hidden_size").as_int64() == 4096);
+    BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 14336);
+    BOOST_TEST(o.at("num_attention_heads").as_int64() == 32);
+    BOOST_TEST(o.at("num_kv_heads").as_int64() == 8);
+    BOOST_TEST(o.at("seq_length").as_int64() == 8192);
+    BOOST_TEST(o.at("micro_batch_size").as_int64() == 1);
+    BOOST_TEST(o.at("num_layers").as_int64() == 32);
+    BOOST_TEST(o.at("tensor_parallel").as_int64() == 4);
+    BOOST_TEST(o.at("vocab_size").as_int64() == 128512);
+    BOOST_TEST(o.at("sequence_parallel").as_bool());
+    BOOST_TEST(o.at("distributed_optimizer").as_bool());
+    BOOST_TEST(o.at("data_parallel").as_int64() == 8);  // 64 / (4 x 2)
+    BOOST_TEST(o.at("gated_mlp").as_bool());
+    BOOST_TEST(o.at("flash_attention").as_bool());
+    BOOST_TEST(!o.at("dropout").as_bool());
+    BOOST_TEST(o.at("untie_embeddings").as_bool());
+    BOOST_TEST(!o.at("linear_biases").as_bool());
+    BOOST_TEST(!o.contains("position_embeddings"));  // rotary: no parameters
+    BOOST_TEST(o.at("param_bytes").as_double() == 2.0);
+    BOOST_TEST(o.at("grad_bytes").as_double() == 4.0);
+    BOOST_TEST(o.at("optimizer_bytes").as_double() == 12.0);
+    BOOST_TEST(!o.contains("moe"));
+    BOOST_TEST(r.pipeline_size == 2U);
+    BOOST_TEST(r.micro_batches.value() == 16U);  // 128 / (1 x 8)
+    BOOST_TEST(r.warnings.empty(), r.warnings.front());
+}
+
+BOOST_AUTO_TEST_CASE(megatron_defaults_apply_to_flags_not_given) {
+    // GPT-3 345M as Megatron's CI runs it: GPT-2's BPE vocabulary (50 257, padded to 50 304),
+    // 4h MLP, learned positions, biases, dropout 0.1, Transformer Engine's fused attention.
+    const auto r =
+        map("--num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+            "--max-position-embeddings 1024 --micro-batch-size 4 --vocab-file gpt2-vocab.json "
+            "--merge-file gpt2-merges.txt --bf16");
+    const json::object o = options_of(r);
+    BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 4096);
+    BOOST_TEST(o.at("vocab_size").as_int64() == 50304);
+    BOOST_TEST(!o.contains("num_kv_heads"));
+    BOOST_TEST(o.at("position_embeddings").as_int64() == 1024);
+    BOOST_TEST(o.at("linear_biases").as_bool());
+    BOOST_TEST(o.at("dropout").as_bool());
+    BOOST_TEST(o.at("flash_attention").as_bool());
+    BOOST_TEST(!o.at("gated_mlp").as_bool());
+    BOOST_TEST(!o.at("untie_embeddings").as_bool());
+    BOOST_TEST(o.at("tensor_parallel").as_int64() == 1);
+    BOOST_TEST(o.at("data_parallel").as_int64() == 1);
+    BOOST_TEST(!r.micro_batches.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(swiglu_without_ffn_hidden_size_takes_megatrons_two_thirds) {
+    // int(4h * 2/3 / 64) * 64: h = 4096 gives 10 880 (not 10 922.7, nor LLaMA-7B's 11 008).
+    const auto o = options_of(
+        map("--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 128 "
+            "--vocab-size 32000 --swiglu"));
+    BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 10880);
+    BOOST_TEST(o.at("gated_mlp").as_bool());
+}
+
+BOOST_AUTO_TEST_CASE(the_vocabulary_is_padded_as_megatron_pads_it) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 ";
+    // NullTokenizer(131 073) holds 131 074 tokens (its end of document); multiple of 128.
+    BOOST_TEST(options_of(map(base + "--tokenizer-type NullTokenizer --vocab-size 131073"))
+                   .at("vocab_size")
+                   .as_int64() == 131200);
+    // Another tokenizer's --vocab-size as given; t = 8 pads to a multiple of 1024.
+    BOOST_TEST(options_of(map(base + "--vocab-size 32000 --tensor-model-parallel-size 4 "
+                                     "--num-attention-heads 8 --hidden-size 64"))
+                   .at("vocab_size")
+                   .as_int64() == 32256);
+    BOOST_TEST(options_of(map(base + "--vocab-size 32000 --make-vocab-size-divisible-by 1000"))
+                   .at("vocab_size")
+                   .as_int64() == 32000);
+    expect_flag_error(base + "--tokenizer-type HuggingFaceTokenizer", "--vocab-size");
+}
+
+BOOST_AUTO_TEST_CASE(precision_sets_the_bytes_per_parameter) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 ";
+    // fp16 with Float16Optimizer: 16-bit gradients, the fp32 copy freed before forward.
+    auto o = options_of(map(base + "--fp16"));
+    BOOST_TEST(o.at("param_bytes").as_double() == 2.0);
+    BOOST_TEST(o.at("grad_bytes").as_double() == 2.0);
+    BOOST_TEST(o.at("optimizer_bytes").as_double() == 12.0);
+    o = options_of(map(base + "--fp16 --accumulate-allreduce-grads-in-fp32"));
+    BOOST_TEST(o.at("grad_bytes").as_double() == 4.0);
+    // fp32: 4-byte weights and gradients, Adam's m and v.
+    o = options_of(map(base));
+    BOOST_TEST(o.at("param_bytes").as_double() == 4.0);
+    BOOST_TEST(o.at("grad_bytes").as_double() == 4.0);
+    BOOST_TEST(o.at("optimizer_bytes").as_double() == 8.0);
+    o = options_of(map(base + "--bf16 --optimizer sgd"));
+    BOOST_TEST(o.at("optimizer_bytes").as_double() == 8.0);
+    expect_flag_error(base + "--bf16 --fp16", "--bf16 and --fp16");
+}
+
+BOOST_AUTO_TEST_CASE(attention_backend_and_implementation) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 ";
+    BOOST_TEST(!options_of(map(base + "--transformer-impl local")).at("flash_attention").as_bool());
+    BOOST_TEST(options_of(map(base + "--transformer-impl local --use-flash-attn"))
+                   .at("flash_attention")
+                   .as_bool());
+    BOOST_TEST(
+        !options_of(map(base + "--attention-backend unfused")).at("flash_attention").as_bool());
+    BOOST_TEST(options_of(map(base + "--attention-backend=flash")).at("flash_attention").as_bool());
+}
+
+BOOST_AUTO_TEST_CASE(moe_flags_become_the_moe_object) {
+    const auto o = options_of(
+        map("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+            "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --sequence-parallel "
+            "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 1024 "
+            "--moe-shared-expert-intermediate-size 512 --expert-model-parallel-size 2 "
+            "--expert-tensor-parallel-size 1 --moe-layer-freq [0]*1+[1]*3",
+            {8U, {}, 9U}));
+    const json::object& moe = o.at("moe").as_object();
+    BOOST_TEST(moe.at("num_experts").as_int64() == 8);
+    BOOST_TEST(moe.at("top_k").as_int64() == 2);
+    BOOST_TEST(moe.at("moe_ffn_hidden_size").as_int64() == 1024);
+    BOOST_TEST(moe.at("shared_experts").as_int64() == 1);
+    BOOST_TEST(moe.at("shared_expert_ffn_hidden_size").as_int64() == 512);
+    BOOST_TEST(moe.at("expert_parallel").as_int64() == 2);
+    BOOST_TEST(moe.at("expert_tensor_parallel").as_int64() == 1);
+    BOOST_TEST(moe.at("first_k_dense").as_int64() == 1);
+    BOOST_TEST(json::serialize(moe.at("layer_freq")) == "[0,1,1,1]");
+}
+
+BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 ";
+    expect_flag_error(base + "--context-parallel-size 2", "--context-parallel-size");
+    expect_flag_error(base + "--multi-latent-attention", "--multi-latent-attention");
+    expect_flag_error(base + "--mtp-num-layers 1", "--mtp-num-layers");
+    expect_flag_error(base + "--fp8-format hybrid", "--fp8-format");
+    expect_flag_error(base + "--use-torch-fsdp2", "--use-torch-fsdp2");
+    expect_flag_error(base + "--data-parallel-sharding-strategy optim_grads_params",
+                      "--data-parallel-sharding-strategy");
+    expect_flag_error(base + "--kv-channels 32", "--kv-channels");
+    // Context parallelism of 1 and no MTP layers are ordinary runs.
+    BOOST_CHECK_NO_THROW((void)map(base + "--context-parallel-size 1 --mtp-num-layers 0"));
+}
+
+BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
+    const auto r =
+        map("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+            "--vocab-size 1000 --bf16 --cpu-offloading --moe-frobnicate 3 --log-interval 1 "
+            "--recompute-granularity full --attention-dropout 0.1 --hidden-dropout 0");
+    BOOST_TEST(warns_about(r, "--cpu-offloading changes memory but is not modelled"));
+    BOOST_TEST(warns_about(r, "--moe-frobnicate is not known to ppb"));
+    BOOST_TEST(warns_about(r, "--attention-dropout 0.1 and --hidden-dropout 0"));
+    BOOST_TEST(!warns_about(r, "--log-interval"));
+    BOOST_TEST(!warns_about(r, "--recompute-granularity"));
+    BOOST_TEST(r.warnings.size() == 3U);
+}
+
+BOOST_AUTO_TEST_CASE(bad_arguments_name_the_flag) {
+    const std::string base =
+        "--hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 ";
+    expect_flag_error(base, "missing --num-layers");
+    expect_flag_error(base + "--num-layers two", "--num-layers 'two'");
+    expect_flag_error(base + "--num-layers 0", "--num-layers '0'");
+    expect_flag_error(base + "--num-layers 2 --bf16 maybe", "--bf16 is a switch");
+    expect_flag_error(base + "--num-layers 2 --attention-dropout -0.1",
+                      "--attention-dropout '-0.1'");
+    expect_flag_error("12 " + base, "Megatron argument 1 '12'");
+    expect_flag_error(
+        base + "--num-layers 2 --tensor-model-parallel-size 4 --num-attention-heads 8",
+        "--world-size 6 is not a multiple", {6U, {}, 9U});
+    expect_flag_error(base + "--num-layers 2 --micro-batch-size 3 --global-batch-size 8",
+                      "--global-batch-size 8", {2U, {}, 9U});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
