@@ -8,6 +8,7 @@ packages=(
     clang libclang-rt-14-dev
     pybind11-dev python3-pybind11 python3-numpy python3-pytest
     python3-torch  # samples/dryrun-harness: the real dry runs of tests/loop
+    chromium  # the HTML report's browser test (tests/report)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -451,7 +451,7 @@ BENCHMARK(BM_Search)
     ->UseRealTime()
     ->Iterations(1);
 
-// How planning time grows (README "Performance", scaling): one axis at a time from P = 16
+// How planning time grows (host_api/docs/performance.md, scaling): one axis at a time from P = 16
 // stages, L = 512 layers, all 5 kinds, 1 chunk (1F1B, M = 32; the chunks from L = 256,
 // interleaved with M = 4P),
 // every mix, the same hard coefficients as BM_Partition with the limit binding (30 000 MB).

@@ -382,10 +382,10 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cli_search_readme)
 
-// The README's walk-through prints exactly what the command prints (run from the source tree with
-// the README's relative paths).
+// The walk-through of host_api/docs/commands.md prints exactly what the command prints (run from
+// the source tree with the document's relative paths).
 BOOST_AUTO_TEST_CASE(the_readme_example_is_what_ppb_search_prints) {
-    std::ifstream in(std::string(PPB_SOURCE_DIR) + "/README.md");
+    std::ifstream in(std::string(PPB_SOURCE_DIR) + "/host_api/docs/commands.md");
     std::stringstream text;
     text << in.rdbuf();
     const std::string readme = text.str();

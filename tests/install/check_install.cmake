@@ -11,7 +11,7 @@ endif()
 foreach(path bin/ppb lib/ppb/plugins/ppb-dryrun-lsq-1.0.0.so include/ppb/abi.h
              include/ppb/plugin.hpp include/ppb/memory_model.hpp lib/libppb_host.a lib/libppb_plugin_api.a
              lib/libppb_partitioner.a lib/libppb_importers.a include/ppb/partition/problem.hpp
-             include/ppb/importers/layout.hpp
+             include/ppb/importers/layout.hpp include/ppb/output_file.hpp
              lib/cmake/ppb/ppbConfig.cmake lib/cmake/ppb/ppbConfigVersion.cmake
              lib/cmake/ppb/ppbTargets.cmake lib/cmake/ppb/ppbPlugin.cmake)
     if(NOT EXISTS "${prefix}/${path}")

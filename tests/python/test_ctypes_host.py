@@ -30,7 +30,8 @@ def test_every_ctypes_hint_names_a_symbol_the_plugins_export():
         assert [(kind, name) for _, kind, name in symbols] == [("V", "ppb_memory_model_v1_3")]
         exported.update(name for _, _, name in symbols)
     hints = []
-    for path in ["README.md", "host_api/docs/design.md",
+    for path in ["README.md", "host_api/docs/python.md", "host_api/docs/plugin-guide.md",
+                 "host_api/docs/design.md",
                  "host_api/plugin_api/include/ppb/abi.h"]:
         text = (SOURCE_DIR / path).read_text(encoding="utf-8")
         hints += re.findall(r'in_dll\(lib, "([^"]+)"\)', text)

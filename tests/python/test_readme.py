@@ -1,6 +1,6 @@
-"""The README's Python section stays true: every ```python block in it runs (with paths from the
-repository root, as the README's set-up leaves the reader), and a ```text block right after one is exactly
-what it prints."""
+"""The Python document (host_api/docs/python.md, the README's Python reference) stays true: every
+```python block in it runs (with paths from the repository root, as its set-up leaves the reader), and a
+```text block right after one is exactly what it prints."""
 
 import contextlib
 import io
@@ -10,14 +10,11 @@ import pytest
 
 from conftest import SOURCE_DIR
 
-SECTION = "## Python: `import ppb`"
+DOCUMENT = SOURCE_DIR / "host_api" / "docs" / "python.md"
 
 
 def readme_examples():
-    text = (SOURCE_DIR / "README.md").read_text(encoding="utf-8")
-    start = text.index(SECTION)
-    end = text.find("\n## ", start + len(SECTION))
-    section = text[start:end if end != -1 else len(text)]
+    section = DOCUMENT.read_text(encoding="utf-8")
     blocks = re.findall(r"```(python|text)\n(.*?)```", section, flags=re.S)
     examples = []
     for i, (kind, body) in enumerate(blocks):
@@ -43,6 +40,6 @@ def test_readme_example_runs_and_prints_what_the_readme_shows(index, monkeypatch
     monkeypatch.chdir(tmp_path)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, f"README.md python example {index + 1}", "exec"), {})
+        exec(compile(code, f"host_api/docs/python.md python example {index + 1}", "exec"), {})
     if output is not None:
         assert printed.getvalue() == output

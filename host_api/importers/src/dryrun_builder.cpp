@@ -1,5 +1,5 @@
 #include <ppb/importers/dryrun_builder.hpp>
-#include <ppb/importers/output_file.hpp>
+#include <ppb/output_file.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>

@@ -167,7 +167,7 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
             "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     Plan plan;
     if (problem.chunked() && options.choose_objective) {
-        // Both estimates' exact optima, and the one whose iteration simulates faster (README,
+        // Both estimates' exact optima, and the one whose iteration simulates faster (host_api/docs/schedules.md,
         // "Every schedule": neither estimate wins on every instance; a tie keeps 'stages').
         Problem by_stages = problem;
         by_stages.objective = ChunkObjective::stages;
@@ -195,7 +195,9 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;
     Simulation simulation = simulate(input);
-    return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation)};
+    std::vector<MemoryBreakdown> breakdown = memory_breakdown(problem, plan, memory);
+    return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation),
+                            std::move(breakdown)};
 }
 
 }  // namespace ppb::partition

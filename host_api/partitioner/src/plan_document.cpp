@@ -129,8 +129,28 @@ void add_framework_settings(json::object& doc, const Problem& problem, const Pla
 
 }  // namespace
 
+json::object breakdown_object(const MemoryBreakdown& b) {
+    json::object out;
+    if (b.itemised) {
+        out["constant"] = b.constant_mb;
+        out["head"] = b.head_mb;
+        out["tail"] = b.tail_mb;
+        out["parameters"] = b.parameters_mb;
+        json::object activations;
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+            activations[kind_names[k]] = b.activation_mb[k];
+        out["activations"] = std::move(activations);
+    }
+    if (b.activations_total_mb)
+        out["activations_total"] = *b.activations_total_mb;
+    if (!b.itemised)
+        out["other"] = b.other_mb;
+    return out;
+}
+
 json::object partition_document(const Problem& problem, const Plan& plan,
-                                const PartitionContext& context, const Simulation& simulation) {
+                                const PartitionContext& context, const Simulation& simulation,
+                                std::span<const MemoryBreakdown> breakdown) {
     const auto kinds_object = [](const KindCounts& counts) {
         json::object layers;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
@@ -158,6 +178,8 @@ json::object partition_document(const Problem& problem, const Plan& plan,
                            {"headroom_mb", problem.budget_mb() - s.memory_mb - s.margin_mb},
                            {"time", s.time},
                            {"chunks", std::move(chunks)}};
+        if (s.stage < breakdown.size())
+            stage["memory_breakdown_mb"] = breakdown_object(breakdown[s.stage]);
         if (!s.group_layers.empty()) {
             // The stage's range of the layer sequence and its layers per group.
             stage["first_layer"] = s.first_layer;

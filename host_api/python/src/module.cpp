@@ -542,8 +542,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, m, {.choose_objective = objective == "auto", .refine = refine});
     const partition::PartitionContext context{m.name(), m.version(), model.source()};
-    return to_python(
-        partition::partition_document(planned.problem, planned.plan, context, planned.simulation));
+    return to_python(partition::partition_document(planned.problem, planned.plan, context,
+                                                   planned.simulation, planned.breakdown));
 }
 
 // ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or

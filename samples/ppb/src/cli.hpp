@@ -5,7 +5,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/errors.hpp>
-#include <ppb/importers/output_file.hpp>
+#include <ppb/output_file.hpp>
 #include <ppb/limits.hpp>
 
 #include <CLI/CLI.hpp>
@@ -19,9 +19,9 @@
 namespace ppb::cli {
 
 // Results go through these: stdout and files written whole and checked (OutputError: exit 1).
-using importers::OutputError;
-using importers::write_output_file;
-using importers::write_stdout;
+using ppb::OutputError;
+using ppb::write_output_file;
+using ppb::write_stdout;
 
 // A usage mistake: exit status 2, with a hint to read the command's --help.
 class UsageError : public InputError {

@@ -5,6 +5,7 @@
 #include "partition_output.hpp"
 #include "plugin_session.hpp"
 #include "sapp_config.hpp"
+#include "report_html.hpp"
 
 #include <ppb/importers/sapp_problem.hpp>
 #include <ppb/json_output.hpp>
@@ -42,6 +43,7 @@ struct PartitionArgs {
     std::optional<std::string> schedule;
     std::optional<std::uint32_t> chunks;
     std::string timeline;
+    std::string report;
     std::string objective = "auto";
     bool refine = false;
     double device_tflops = 400.0;
@@ -83,12 +85,12 @@ int run_partition(const PartitionArgs& args) {
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
-    problem.time = read_layer_times(args.model_desc,
-                                    args.choice.options.empty()
-                                        ? ModelOptions{}
-                                        : options_text(args.choice.options, "--model-options"),
-                                    args.device_tflops, args.time_convention)
-                       .time;
+    LayerTimes times = read_layer_times(args.model_desc,
+                                        args.choice.options.empty()
+                                            ? ModelOptions{}
+                                            : options_text(args.choice.options, "--model-options"),
+                                        args.device_tflops, args.time_convention);
+    problem.time = std::move(times.time);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     if (sapp) {
@@ -123,18 +125,22 @@ int run_partition(const PartitionArgs& args) {
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, model, {.choose_objective = args.objective == "auto", .refine = args.refine});
     const Simulation& simulation = planned.simulation;
-    std::string out;
-    if (args.json) {
-        auto document =
-            partition::partition_document(planned.problem, planned.plan, context, simulation);
+    const auto document = [&] {
+        auto doc = partition::partition_document(planned.problem, planned.plan, context,
+                                                 simulation, planned.breakdown);
         if (sapp)
-            document["sapp_config"] = sapp->report;
-        out = to_pretty_json(document);
-    } else {
-        out = render_partition(planned.problem, planned.plan, context, simulation);
-    }
+            doc["sapp_config"] = sapp->report;
+        return doc;
+    };
+    const std::string out =
+        args.json ? to_pretty_json(document())
+                  : render_partition(planned.problem, planned.plan, context, simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
+    if (!args.report.empty()) {
+        write_output_file(args.report, plan_report_html(document(), timeline_svg(simulation),
+                                                        {context.source, times.unit}));
+    }
     write_stdout(out);
     return 0;
 }
@@ -257,6 +263,11 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->add_option("--timeline", args->timeline,
                      "also draw the plan's simulated iteration as SVG to FILE")
         ->type_name("FILE.svg");
+    partition
+        ->add_option("--report", args->report,
+                     "also write the plan as one self-contained HTML page to FILE: each\n"
+                     "stage's memory against the limit, the timeline, the configuration")
+        ->type_name("FILE.html");
     add_model_options(*partition, args->choice);
     partition
         ->add_option("--dryrun", args->dryrun,

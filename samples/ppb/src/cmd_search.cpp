@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "layer_times.hpp"
 #include "plugin_session.hpp"
+#include "report_html.hpp"
 #include "search_output.hpp"
 #include "search_progress.hpp"
 
@@ -12,7 +13,9 @@
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/search.hpp>
 #include <ppb/partition/search_document.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
+#include <ppb/timeline_svg.hpp>
 
 #include <boost/json/serialize.hpp>
 
@@ -52,6 +55,7 @@ struct SearchArgs {
     std::size_t top = 10;
     bool show_infeasible = false;
     bool json = false;
+    std::string report;
     unsigned jobs = 0;
     std::string progress = "auto";
     double device_tflops = 400.0;
@@ -343,6 +347,21 @@ int run_search_command(const SearchArgs& args) {
         if (partition::ranked(result).empty())
             throw_nothing_fits(base, result);
     }
+    if (!args.report.empty()) {
+        // Every planned configuration on the page (the chart has one point each), and the best
+        // plan's timeline with its memory, which the search did not trace.
+        partition::SearchContext all = context;
+        all.top = 0;
+        std::string timeline;
+        if (const auto best = partition::ranked(result); !best.empty()) {
+            const partition::PlannedPartition& p = *best.front()->planned;
+            timeline = timeline_svg(simulate(partition::simulation_input(p.problem, p.plan)));
+        }
+        write_output_file(
+            args.report,
+            search_report_html(partition::search_document(space, base, plan, result, all), timeline,
+                               {described->source, times.unit}));
+    }
     write_stdout(
         args.json ? to_pretty_json(partition::search_document(space, base, plan, result, context))
                   : render_search(space, base, plan, result, context));
@@ -486,6 +505,11 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "always", "never"}));
     search->add_flag("--json", args->json, "print ppb.search/1 JSON instead of a table");
+    search
+        ->add_option("--report", args->report,
+                     "also write the search as one self-contained HTML page to FILE: the\n"
+                     "ranking, iteration time against headroom, the best plan")
+        ->type_name("FILE.html");
     commands.push_back({search, [args] { return run_search_command(*args); }, {}});
 }
 

@@ -15,9 +15,6 @@ namespace json = boost::json;
 using partition::Plan;
 using partition::Problem;
 
-namespace {
-
-// "[[1, 0, -1]]": the arrays as they are written into a MindFormers YAML file.
 std::string array_text(const json::value& v) {
     if (!v.is_array())
         return json::serialize(v);

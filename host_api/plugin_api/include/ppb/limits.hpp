@@ -14,7 +14,7 @@
 //     <= 1e9 x (3 + 1e4 + 1e4 x 1e6) ≈ 1e19 MB, and an iteration time at most
 //     (Σ_s t_s) + (M - 1) max_s t_s with t_s <= (L + 2) x (1 + 1001) x 1e9 ≈ 1e16, so
 //     ≈ 1e22: both far below the largest double (1.8e308), so never infinite.
-// README.md "## Ranges" lists them for users.
+// host_api/docs/formats.md "Ranges" lists them for users.
 #ifndef PPB_LIMITS_HPP
 #define PPB_LIMITS_HPP
 

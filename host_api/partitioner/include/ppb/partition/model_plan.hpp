@@ -6,6 +6,7 @@
 #define PPB_PARTITION_MODEL_PLAN_HPP
 
 #include <ppb/memory_model.hpp>
+#include <ppb/partition/memory_breakdown.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/simulator.hpp>
 
@@ -14,13 +15,13 @@
 namespace ppb::partition {
 
 // Moves of the refine_by_simulation local search: enough to settle on the instances measured in
-// the README (most stop by themselves well before), and a bound that does not depend on the
+// host_api/docs/performance.md (most stop by themselves well before), and a bound that does not depend on the
 // machine.
 inline constexpr std::uint32_t refine_moves = 100;
 
 struct PlanWithModelOptions {
     // With chunks: solve for both estimates (ChunkObjective::stages and slots) and keep the plan
-    // whose iteration simulates faster (README, "Every schedule": neither estimate wins on every
+    // whose iteration simulates faster (host_api/docs/schedules.md, "Every schedule": neither estimate wins on every
     // instance); otherwise `problem.objective` alone.
     bool choose_objective = true;
     // Then improve the plan on the simulated iteration (refine_by_simulation, refine_moves);
@@ -35,6 +36,8 @@ struct PlannedPartition {
     Problem problem;  // as solved: its objective is the one chosen
     Plan plan;
     Simulation simulation;  // the plan's iteration timed by the schedule's own order
+    // What each stage's memory is made of, as far as the model says (memory_breakdown).
+    std::vector<MemoryBreakdown> breakdown = {};
 };
 
 // The memory source over `model` (which must outlive it) for `problem`: the model's linear

@@ -4,12 +4,14 @@
 #ifndef PPB_PARTITION_PLAN_DOCUMENT_HPP
 #define PPB_PARTITION_PLAN_DOCUMENT_HPP
 
+#include <ppb/partition/memory_breakdown.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/simulator.hpp>
 
 #include <boost/json/object.hpp>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -40,10 +42,16 @@ struct PartitionContext {
 // pipeline_parallel_schedule, pipeline_parallel_degree, activation_checkpoint {mode,
 // selective_ac_option}, why_not / activation_checkpoint_why_not where null}. `simulation`: the
 // plan's iteration as the schedule simulator times it (its makespan and bubble beside the estimate
-// the partitioner minimised).
-[[nodiscard]] boost::json::object partition_document(const Problem& problem, const Plan& plan,
-                                                     const PartitionContext& context,
-                                                     const Simulation& simulation);
+// the partitioner minimised). `breakdown`: one per stage (PlannedPartition::breakdown), written as
+// each stage's "memory_breakdown_mb"; empty when the model does not say.
+[[nodiscard]] boost::json::object partition_document(
+    const Problem& problem, const Plan& plan, const PartitionContext& context,
+    const Simulation& simulation, std::span<const MemoryBreakdown> breakdown = {});
+
+// A stage's "memory_breakdown_mb": {"constant", "head", "tail", "parameters", "activations":
+// {kind: MB}, "activations_total"} from coefficients, else {"activations_total" (when probed),
+// "other"}.
+[[nodiscard]] boost::json::object breakdown_object(const MemoryBreakdown& breakdown);
 
 }  // namespace ppb::partition
 

@@ -1,14 +1,15 @@
 // Writing a result where the user asked for it, without clobbering what is not a file and
-// without losing it silently: the one way ppb writes -o FILE, --append FILE, --export-sapp FILE
-// and stdout.
-#ifndef PPB_IMPORTERS_OUTPUT_FILE_HPP
-#define PPB_IMPORTERS_OUTPUT_FILE_HPP
+// without losing it silently: the one way every ppb command writes -o FILE, --append FILE,
+// --export-sapp FILE, --timeline FILE, --report FILE and stdout (ppb::host, so that every
+// command and every host shares it).
+#ifndef PPB_OUTPUT_FILE_HPP
+#define PPB_OUTPUT_FILE_HPP
 
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
 
-namespace ppb::importers {
+namespace ppb {
 
 // A result that could not be written (no space left, an I/O error, a closed stdout): not the
 // input's fault. ppb exits 1 on it.
@@ -35,6 +36,6 @@ void write_output_file(const std::filesystem::path& path, std::string_view text)
 // "cannot write to stdout: <reason>".
 void write_stdout(std::string_view text);
 
-}  // namespace ppb::importers
+}  // namespace ppb
 
-#endif  // PPB_IMPORTERS_OUTPUT_FILE_HPP
+#endif  // PPB_OUTPUT_FILE_HPP

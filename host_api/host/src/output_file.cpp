@@ -1,5 +1,5 @@
 #include <ppb/errors.hpp>
-#include <ppb/importers/output_file.hpp>
+#include <ppb/output_file.hpp>
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace ppb::importers {
+namespace ppb {
 namespace fs = std::filesystem;
 namespace {
 
@@ -164,4 +164,4 @@ void write_output_file(const fs::path& path, std::string_view text) {
     replace_atomically(path, path, nullptr, text);
 }
 
-}  // namespace ppb::importers
+}  // namespace ppb

@@ -1,0 +1,46 @@
+// ppb/partition/memory_breakdown.hpp — what a planned stage's memory is made of, for people (the
+// report's stacked bars, ppb.partition/1's "memory_breakdown_mb").
+//
+// A linear model (its coefficients C, H, T, P and A_r, per group of body layers when it has
+// several) predicts stage s of P holding n_{c,r} layers of kind r in chunk c, with f_c
+// micro-batches in flight in that chunk, as
+//     C + H [s holds the head] + T [s holds the tail] + P n + sum_c sum_r A_r n_{c,r} f_c
+// (the head on stage 0, the tail on the last stage, or on stage 0 under dualpipe-v: stage_ends),
+// so the stage's memory is itemised exactly: the constant, the head (embedding) or the tail (LM
+// head, loss), the body layers' parameters (and gradients and optimizer state, all in P), and the
+// activations of each recompute kind. A model without coefficients (the analytic model) predicts
+// the whole; when the partitioner probed its activations per layer (Plan::activations_known) the
+// activations are sum_c activation_mb_c f_c and the rest is not itemised; otherwise nothing is.
+#ifndef PPB_PARTITION_MEMORY_BREAKDOWN_HPP
+#define PPB_PARTITION_MEMORY_BREAKDOWN_HPP
+
+#include <ppb/partition/problem.hpp>
+
+#include <array>
+#include <optional>
+#include <vector>
+
+namespace ppb::partition {
+
+struct MemoryBreakdown {
+    // From the model's coefficients: every part below is the model's. Otherwise only
+    // activations_total_mb (when known) and other_mb are.
+    bool itemised = false;
+    double constant_mb = 0.0;
+    double head_mb = 0.0;                                // on stage 0
+    double tail_mb = 0.0;                                // on the last stage
+    double parameters_mb = 0.0;                          // the body layers' P n
+    std::array<double, PPB_KIND_COUNT> activation_mb{};  // per recompute kind, all in flight
+    std::optional<double> activations_total_mb;          // sum of activation_mb, or probed
+    double other_mb = 0.0;  // not itemised: the stage's memory less its known activations
+};
+
+// One per stage of `plan`, or none when the model says nothing about the parts of its memory
+// (no coefficients and no probed activations).
+[[nodiscard]] std::vector<MemoryBreakdown> memory_breakdown(const Problem& problem,
+                                                            const Plan& plan,
+                                                            const MemorySource& memory);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_MEMORY_BREAKDOWN_HPP

@@ -1,0 +1,88 @@
+#include <ppb/partition/memory_breakdown.hpp>
+
+#include <ppb/schedule.hpp>
+
+#include <cstddef>
+#include <numeric>
+#include <span>
+
+namespace ppb::partition {
+namespace {
+
+// The stage's constant, head and tail (shared by every group: API 1.3's group_parameters).
+MemoryBreakdown fixed_parts(const ppb_linear_parameters& c, const Problem& problem,
+                            std::uint32_t stage) {
+    // Where the schedule puts the model's ends (under dualpipe-v both on stage 0).
+    const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
+    MemoryBreakdown b;
+    b.itemised = true;
+    b.constant_mb = c.const_mb;
+    if (ends.head)
+        b.head_mb = c.head_mb;
+    if (ends.tail)
+        b.tail_mb = c.tail_mb;
+    return b;
+}
+
+void total_activations(MemoryBreakdown& b) {
+    b.activations_total_mb = std::accumulate(b.activation_mb.begin(), b.activation_mb.end(), 0.0);
+}
+
+// One group: each chunk's layers with that chunk's in-flight count.
+MemoryBreakdown linear_parts(const ppb_linear_parameters& c, const Problem& problem,
+                             const StagePlan& stage) {
+    MemoryBreakdown b = fixed_parts(c, problem, stage.stage);
+    for (const ChunkPlan& chunk : stage.chunks) {
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            const double n = chunk.layers[k];
+            b.parameters_mb += n * c.per_layer_mb;
+            b.activation_mb[k] += n * c.activation_mb[k] * chunk.in_flight;
+        }
+    }
+    total_activations(b);
+    return b;
+}
+
+// Several groups (1F1B only): each group's layers with its own coefficients.
+MemoryBreakdown grouped_parts(std::span<const ppb_linear_parameters> c, const Problem& problem,
+                              const StagePlan& stage) {
+    MemoryBreakdown b = fixed_parts(c[0], problem, stage.stage);
+    const double f = problem.in_flight(stage.stage);
+    for (std::size_t g = 0; g < stage.group_layers.size() && g < c.size(); ++g) {
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            const double n = stage.group_layers[g][k];
+            b.parameters_mb += n * c[g].per_layer_mb;
+            b.activation_mb[k] += n * c[g].activation_mb[k] * f;
+        }
+    }
+    total_activations(b);
+    return b;
+}
+
+}  // namespace
+
+std::vector<MemoryBreakdown> memory_breakdown(const Problem& problem, const Plan& plan,
+                                              const MemorySource& memory) {
+    std::vector<MemoryBreakdown> out;
+    const bool grouped = problem.time.grouped() && !memory.group_linear.empty();
+    if (!grouped && !memory.linear && !plan.activations_known)
+        return out;
+    for (const StagePlan& stage : plan.stages) {
+        if (grouped) {
+            out.push_back(grouped_parts(memory.group_linear, problem, stage));
+        } else if (memory.linear) {
+            out.push_back(linear_parts(*memory.linear, problem, stage));
+        } else {
+            MemoryBreakdown b;
+            double activations = 0.0;
+            for (const ChunkPlan& chunk : stage.chunks)
+                activations += chunk.activation_mb * chunk.in_flight;
+            b.activations_total_mb = activations;
+            b.other_mb = stage.memory_mb - activations;
+            out.push_back(b);
+        }
+    }
+    return out;
+}
+
+}  // namespace ppb::partition
