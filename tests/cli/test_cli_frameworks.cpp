@@ -73,16 +73,15 @@ std::string between(const std::string& text, const std::string& from, const std:
     return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
-// The README's console block number `block` of the section `title`.
-std::string readme_block(const std::string& title, std::size_t block) {
+// The README's section `title` up to the end of its first ```text block (the lines a command
+// ends with; the command is the ```sh block before it, run by tests/docs/check_walkthroughs.py).
+std::string readme_section_to_text_block(const std::string& title) {
     const std::string text = readme();
-    std::size_t at = text.find(title);
+    const std::size_t at = text.find(title);
     BOOST_TEST_REQUIRE(at != std::string::npos, title);
-    for (std::size_t i = 0; i <= block; ++i) {
-        at = text.find("```console\n", at + 1);
-        BOOST_TEST_REQUIRE(at != std::string::npos);
-    }
-    return text.substr(at, text.find("```\n", at + 11) - at);
+    const std::size_t block = text.find("```text\n", at);
+    BOOST_TEST_REQUIRE(block != std::string::npos);
+    return text.substr(at, text.find("```\n", block + 8) - at);
 }
 
 }  // namespace
@@ -268,23 +267,22 @@ BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) 
 // The README's walk-throughs print what the commands print: the Megatron-LM and MindSpeed-LLM
 // lines of one, the torchtitan configuration of the other.
 BOOST_AUTO_TEST_CASE(the_readme_walk_throughs_print_what_ppb_prints) {
-    const std::string title = "## For Megatron-LM and torchtitan users";
     const std::string flags = "Megatron-LM flags:";
     const std::string toml = "torchtitan job configuration (TOML):";
     const auto megatron = ppb(partition_args("megatron"));
     BOOST_TEST_REQUIRE(megatron.exit_code == 0, megatron.err);
-    const std::string first = readme_block(title, 0);
+    const std::string first = readme_section_to_text_block("## Journey: Megatron-LM users");
     BOOST_TEST(between(megatron.out, flags, toml) == between(first, flags, ""));
     BOOST_TEST(first.find("--stages 8 --micro-batches 32 --memory-limit-mb 30000 \\\n"
-                          "      --recompute-rule megatron\n") != std::string::npos,
+                          "    --recompute-rule megatron\n") != std::string::npos,
                first);
     const auto titan =
         ppb(partition_args("torchtitan", {"--schedule", "interleaved"}, "4", "60000"));
     BOOST_TEST_REQUIRE(titan.exit_code == 0, titan.err);
-    const std::string second = readme_block(title, 1);
+    const std::string second = readme_section_to_text_block("## Journey: torchtitan users");
     BOOST_TEST(between(titan.out, toml, "") == between(second, toml, ""));
     BOOST_TEST(second.find("--stages 4 --micro-batches 32 --memory-limit-mb 60000 \\\n"
-                           "      --recompute-rule torchtitan --schedule interleaved\n") !=
+                           "    --recompute-rule torchtitan --schedule interleaved\n") !=
                    std::string::npos,
                second);
 }

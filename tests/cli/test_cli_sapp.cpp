@@ -506,7 +506,9 @@ BOOST_AUTO_TEST_CASE(sapps_fixture_and_modelinfo_partition_with_every_model) {
                         fixture, "--json"});
     std::int64_t encoder = 0;
     bool decoder_seen = false;
-    for (const auto& stage : parse_json(r.out).at("stages").as_array()) {
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto fixture_plan = parse_json(r.out);  // kept: the loop reads into it
+    for (const auto& stage : fixture_plan.at("stages").as_array()) {
         const auto& groups = stage.at("groups").as_object();
         std::int64_t e = 0;
         for (const auto& kind : groups.at("encoder").as_object())

@@ -25,6 +25,8 @@ std::string array_text(const json::value& v) {
     return out + "]";
 }
 
+namespace {
+
 // The MindFormers / SAPP arrays, or why there are none.
 std::string mindformers_section(const Problem& problem, const Plan& plan) {
     const auto arrays = partition::mindformers_arrays(problem, plan);
