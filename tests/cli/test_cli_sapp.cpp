@@ -504,12 +504,11 @@ BOOST_AUTO_TEST_CASE(sapps_fixture_and_modelinfo_partition_with_every_model) {
     const auto r = ppb({"partition", "--model-desc", fixture, "--stages", "4", "--micro-batches",
                         "8", "--memory-limit-mb", "20000", "--model", "table", "--model-options",
                         fixture, "--json"});
-    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     std::int64_t encoder = 0;
     bool decoder_seen = false;
-    // The document outlives the loop (a range over a temporary's member would dangle).
-    const auto plan = parse_json(r.out);
-    for (const auto& stage : plan.at("stages").as_array()) {
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const auto fixture_plan = parse_json(r.out);  // kept: the loop reads into it
+    for (const auto& stage : fixture_plan.at("stages").as_array()) {
         const auto& groups = stage.at("groups").as_object();
         std::int64_t e = 0;
         for (const auto& kind : groups.at("encoder").as_object())
