@@ -93,7 +93,8 @@ BOOST_AUTO_TEST_CASE(llama3_8b_maps_every_flag_the_model_has) {
     BOOST_TEST(!o.contains("moe"));
     BOOST_TEST(r.pipeline_size == 2U);
     BOOST_TEST(r.micro_batches.value() == 16U);  // 128 / (1 x 8)
-    BOOST_TEST(r.warnings.empty(), r.warnings.front());
+    // (the message is built whether or not the check fails: no front() of an empty list)
+    BOOST_TEST(r.warnings.empty(), (r.warnings.empty() ? std::string() : r.warnings.front()));
 }
 
 BOOST_AUTO_TEST_CASE(megatron_defaults_apply_to_flags_not_given) {
