@@ -1,7 +1,8 @@
 // How far the partitioner's iteration estimates are from the simulated iteration, per schedule,
 // on random instances; and whether a local search on the simulated makespan, started from the
 // exact optimum, finds faster plans. Not a test and not run by CI: a measurement for
-// host_api/docs/schedules.md ("Every schedule"). Usage: objective_gap [instances per schedule, default 200].
+// host_api/docs/schedules.md ("Every schedule"). Usage: objective_gap [instances per schedule,
+// default 200].
 #include <ppb/errors.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/refine.hpp>

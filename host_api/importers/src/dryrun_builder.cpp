@@ -1,8 +1,8 @@
 #include <ppb/importers/dryrun_builder.hpp>
-#include <ppb/output_file.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/output_file.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>

@@ -167,8 +167,9 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
             "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     Plan plan;
     if (problem.chunked() && options.choose_objective) {
-        // Both estimates' exact optima, and the one whose iteration simulates faster (host_api/docs/schedules.md,
-        // "Every schedule": neither estimate wins on every instance; a tie keeps 'stages').
+        // Both estimates' exact optima, and the one whose iteration simulates faster
+        // (host_api/docs/schedules.md, "Every schedule": neither estimate wins on every instance; a
+        // tie keeps 'stages').
         Problem by_stages = problem;
         by_stages.objective = ChunkObjective::stages;
         Problem by_slots = problem;

@@ -5,8 +5,8 @@
 
 #include <ppb/abi.h>
 #include <ppb/errors.hpp>
-#include <ppb/output_file.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/output_file.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -4,8 +4,8 @@
 #include "layer_times.hpp"
 #include "partition_output.hpp"
 #include "plugin_session.hpp"
-#include "sapp_config.hpp"
 #include "report_html.hpp"
+#include "sapp_config.hpp"
 
 #include <ppb/importers/sapp_problem.hpp>
 #include <ppb/json_output.hpp>
@@ -126,8 +126,8 @@ int run_partition(const PartitionArgs& args) {
         problem, model, {.choose_objective = args.objective == "auto", .refine = args.refine});
     const Simulation& simulation = planned.simulation;
     const auto document = [&] {
-        auto doc = partition::partition_document(planned.problem, planned.plan, context,
-                                                 simulation, planned.breakdown);
+        auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
+                                                 planned.breakdown);
         if (sapp)
             doc["sapp_config"] = sapp->report;
         return doc;

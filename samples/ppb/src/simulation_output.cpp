@@ -58,7 +58,8 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
     if (sim.with_memory) {
         out +=
             "PEAK MEMORY: the plan's static memory (planned peak less its in-flight activations) "
-            "plus the activations held, at the worst moment (AT), when each chunk holds IN FLIGHT AT "
+            "plus the activations held, at the worst moment (AT), when each chunk holds IN FLIGHT "
+            "AT "
             "PEAK micro-batches.\n";
     }
     return out;

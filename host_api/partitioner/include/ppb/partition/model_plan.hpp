@@ -15,14 +15,14 @@
 namespace ppb::partition {
 
 // Moves of the refine_by_simulation local search: enough to settle on the instances measured in
-// host_api/docs/performance.md (most stop by themselves well before), and a bound that does not depend on the
-// machine.
+// host_api/docs/performance.md (most stop by themselves well before), and a bound that does not
+// depend on the machine.
 inline constexpr std::uint32_t refine_moves = 100;
 
 struct PlanWithModelOptions {
     // With chunks: solve for both estimates (ChunkObjective::stages and slots) and keep the plan
-    // whose iteration simulates faster (host_api/docs/schedules.md, "Every schedule": neither estimate wins on every
-    // instance); otherwise `problem.objective` alone.
+    // whose iteration simulates faster (host_api/docs/schedules.md, "Every schedule": neither
+    // estimate wins on every instance); otherwise `problem.objective` alone.
     bool choose_objective = true;
     // Then improve the plan on the simulated iteration (refine_by_simulation, refine_moves);
     // for problems with chunks only (ppb::InputError otherwise).
