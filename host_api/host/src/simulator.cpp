@@ -71,6 +71,18 @@ void check_input(const SimulationInput& in) {
     }
 }
 
+// The time of the transfer from position q to position q + 1 (or back), per boundary.
+double hop_time(const SimulationInput& in, const std::vector<double>& boundary,
+                const std::vector<std::uint32_t>& stage_of_position, std::uint32_t q) {
+    const std::uint32_t a = stage_of_position[q];
+    const std::uint32_t b = stage_of_position[q + 1];
+    if (a == b)
+        return 0.0;
+    if (in.schedule != Schedule::dualpipe_v && (q + 1) % in.num_stages == 0)
+        return boundary[in.num_stages - 1];  // interleaved: from stage P − 1 back to stage 0
+    return boundary[std::min(a, b)];
+}
+
 constexpr double not_done = std::numeric_limits<double>::quiet_NaN();
 
 // The end times of every forward and backward, by pipeline position and micro-batch.
@@ -126,6 +138,38 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
 
 }  // namespace
 
+std::uint32_t comm_boundaries(Schedule schedule, std::uint32_t num_stages) {
+    const bool wraps =
+        schedule == Schedule::interleaved || schedule == Schedule::interleaved_less_memory;
+    return wraps ? num_stages : (num_stages == 0 ? 0 : num_stages - 1);
+}
+
+std::vector<double> boundary_comm_times(Schedule schedule, std::uint32_t num_stages,
+                                        const std::vector<double>& comm_time) {
+    const std::uint32_t n = comm_boundaries(schedule, num_stages);
+    for (std::size_t i = 0; i < comm_time.size(); ++i) {
+        if (!std::isfinite(comm_time[i]) || comm_time[i] < 0.0) {
+            throw InputError(
+                fmt::format("communication time {} is {}: it must be a finite number, at least 0",
+                            i + 1, comm_time[i]));
+        }
+    }
+    if (comm_time.empty())
+        return std::vector<double>(n, 0.0);
+    if (comm_time.size() == 1)
+        return std::vector<double>(n, comm_time[0]);
+    if (comm_time.size() != n) {
+        throw InputError(fmt::format(
+            "{} communication times given: {} on {} stages takes one for every boundary or one "
+            "per boundary, {}{}",
+            comm_time.size(), schedule_name(schedule), num_stages, n,
+            n == num_stages ? " (between stages s and s + 1, then from the last stage back to "
+                              "stage 0 between chunks)"
+                            : " (between stages s and s + 1)"));
+    }
+    return comm_time;
+}
+
 Simulation simulate(const SimulationInput& in) {
     check_input(in);
     const std::uint32_t p = in.num_stages;
@@ -158,6 +202,11 @@ Simulation simulate(const SimulationInput& in) {
     // Advance each stage as far as its data allows; a stage that finishes an operation wakes the
     // stage that waits for it. Every stage runs to its end unless the orders wait on each other
     // in a cycle, which no schedule here does.
+    sim.comm_time = boundary_comm_times(in.schedule, p, in.comm_time);
+    // hop[q]: the transfer between positions q and q + 1.
+    std::vector<double> hop(positions, 0.0);
+    for (std::uint32_t q = 0; q + 1 < positions; ++q)
+        hop[q] = hop_time(in, sim.comm_time, stage_of_position, q);
     Timetable done(positions, m);
     std::vector<std::size_t> next(p, 0);
     std::vector<double> free_at(p, 0.0);
@@ -180,20 +229,20 @@ Simulation simulate(const SimulationInput& in) {
             const std::uint32_t q = pipeline_position(in.schedule, p, s, op.chunk);
             double ready = free_at[s];
             bool waiting = false;
-            const auto after = [&](Pass pass, std::uint32_t position) {
+            const auto after = [&](Pass pass, std::uint32_t position, double transfer) {
                 const double end = done.end(pass, position, op.micro_batch);
                 if (std::isnan(end))
                     waiting = true;
                 else
-                    ready = std::max(ready, end);
+                    ready = std::max(ready, end + transfer);
             };
             if (op.pass == Pass::forward) {
                 if (q > 0)
-                    after(Pass::forward, q - 1);
+                    after(Pass::forward, q - 1, hop[q - 1]);
             } else {
-                after(Pass::forward, q);
+                after(Pass::forward, q, 0.0);
                 if (q + 1 < positions)
-                    after(Pass::backward, q + 1);
+                    after(Pass::backward, q + 1, hop[q]);
             }
             if (waiting)
                 break;

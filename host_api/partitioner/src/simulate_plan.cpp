@@ -34,7 +34,23 @@ SimulationInput simulation_input(const Problem& problem, const Plan& plan) {
     input.with_memory = plan.activations_known;
     if (!plan.activations_known)
         input.static_mb.clear();
+    input.comm_time = problem.comm_time;
     return input;
+}
+
+double communication_estimate(const Problem& problem, const Plan& plan) {
+    if (problem.comm_time.empty())
+        return 0.0;
+    SimulationInput input = simulation_input(problem, plan);
+    input.with_memory = false;
+    return communication_of_balanced(input);
+}
+
+IterationBreakdown plan_iteration_breakdown(const Problem& problem, const Plan& plan,
+                                            const Simulation& simulation) {
+    SimulationInput input = simulation_input(problem, plan);
+    input.with_memory = false;
+    return iteration_breakdown(input, simulation);
 }
 
 }  // namespace ppb::partition

@@ -1,5 +1,6 @@
 // ppb partition: how many body layers each stage holds and which recompute kind each layer
 // uses, so that no stage exceeds the memory limit and the iteration is as fast as possible.
+#include "breakdown_output.hpp"
 #include "commands.hpp"
 #include "layer_times.hpp"
 #include "partition_output.hpp"
@@ -13,6 +14,7 @@
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/simulator.hpp>
 #include <ppb/timeline_svg.hpp>
@@ -47,6 +49,8 @@ struct PartitionArgs {
     std::string objective = "auto";
     bool refine = false;
     double device_tflops = 400.0;
+    std::vector<double> comm_time;
+    bool breakdown = false;
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -84,6 +88,17 @@ int run_partition(const PartitionArgs& args) {
     problem.chunks = settings.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
+    check_comm_times(args.comm_time);
+    if (!args.comm_time.empty()) {
+        problem.comm_time = args.comm_time;
+    } else if (sapp && sapp->problem.sim_comm_time.value > 0.0) {
+        problem.comm_time = {sapp->problem.sim_comm_time.value};  // SAPP's simulator's
+    }
+    try {
+        (void)boundary_comm_times(problem.schedule, problem.num_stages, problem.comm_time);
+    } catch (const InputError& e) {
+        throw UsageError(std::string("--comm-time: ") + e.what());
+    }
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
     LayerTimes times = read_layer_times(args.model_desc,
                                         args.choice.options.empty()
@@ -132,9 +147,20 @@ int run_partition(const PartitionArgs& args) {
             doc["sapp_config"] = sapp->report;
         return doc;
     };
-    const std::string out =
-        args.json ? to_pretty_json(document())
-                  : render_partition(planned.problem, planned.plan, context, simulation);
+    std::string after_simulation;
+    if (!args.json && (args.breakdown || !problem.comm_time.empty())) {
+        const double comm = partition::communication_estimate(planned.problem, planned.plan);
+        after_simulation = fmt::format(
+            "Communication between stages: {}; it adds {:.1f} to the estimate ({:.1f} with it: "
+            "what it costs evenly loaded stages, simulated)\n",
+            comm_time_text(simulation.comm_time, problem.num_stages), comm,
+            planned.plan.iteration_time + comm);
+        after_simulation += render_iteration_breakdown(
+            partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation));
+    }
+    const std::string out = args.json ? to_pretty_json(document())
+                                      : render_partition(planned.problem, planned.plan, context,
+                                                         simulation, after_simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     if (!args.report.empty()) {
@@ -255,6 +281,19 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->type_name("NAME")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "stages", "slots"}));
+    as_comma_list(partition->add_option(
+                      "--comm-time", args->comm_time,
+                      "point-to-point time of one transfer between neighbouring stages, in\n"
+                      "the layer file's time unit: one value for every boundary, or one per\n"
+                      "boundary (P - 1; the interleaved schedules also cross from the last\n"
+                      "stage back to stage 0: P). The simulated iteration waits for it; the\n"
+                      "estimate adds what it costs evenly loaded stages. Default: SAPP's\n"
+                      "sim_comm_time with --sapp-config, else none"))
+        ->type_name("T,...");
+    partition->add_flag("--breakdown", args->breakdown,
+                        "also print the simulated iteration broken down as SAPP reads it:\n"
+                        "work + ideal bubble + imbalance + communication + recompute\n"
+                        "(always with --comm-time; always in --json)");
     partition->add_flag("--refine", args->refine,
                         "then improve the plan on the simulated iteration: a local search\n"
                         "from the optimum (at most 100 moves; the estimate is then no longer\n"

@@ -59,6 +59,7 @@ struct SearchArgs {
     unsigned jobs = 0;
     std::string progress = "auto";
     double device_tflops = 400.0;
+    std::optional<double> comm_time;
 };
 
 // Set by SIGINT: the search stops taking configurations. A second SIGINT ends the process the
@@ -283,6 +284,15 @@ int run_search_command(const SearchArgs& args) {
     base.memory_margin_mb = args.memory_margin_mb;
     base.memory_margin_sigma = args.memory_margin_sigma;
     base.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
+    if (args.comm_time) {
+        if (!std::isfinite(*args.comm_time) || *args.comm_time < 0.0) {
+            throw UsageError(fmt::format(
+                "--comm-time: {} is not a time: give a finite number, at least 0, in the layer "
+                "file's unit",
+                *args.comm_time));
+        }
+        base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
+    }
     LayerTimes times =
         read_layer_times(args.model_desc, options, args.device_tflops, args.time_convention);
     base.time = std::move(times.time);
@@ -504,6 +514,12 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->type_name("WHEN")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "always", "never"}));
+    search
+        ->add_option("--comm-time", args->comm_time,
+                     "point-to-point time of one transfer between neighbouring stages, in\n"
+                     "the layer file's time unit, on every boundary of every configuration:\n"
+                     "each plan's simulated iteration (the ranking) waits for it")
+        ->type_name("T");
     search->add_flag("--json", args->json, "print ppb.search/1 JSON instead of a table");
     search
         ->add_option("--report", args->report,

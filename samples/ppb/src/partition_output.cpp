@@ -101,7 +101,8 @@ std::string frameworks_section(const Problem& problem, const Plan& plan) {
 }  // namespace
 
 std::string render_partition(const Problem& problem, const Plan& plan,
-                             const PartitionContext& context, const Simulation& simulation) {
+                             const PartitionContext& context, const Simulation& simulation,
+                             std::string_view after_simulation) {
     const bool chunked = problem.chunked();
     const std::string schedule = chunked
                                      ? fmt::format("{}, {} chunks per stage",
@@ -213,6 +214,7 @@ std::string render_partition(const Problem& problem, const Plan& plan,
     out += fmt::format("Simulated iteration ({} order): {:.1f}, bubble {:.1f}%\n",
                        schedule_name(problem.schedule), simulation.makespan,
                        100.0 * simulation.bubble_fraction);
+    out += after_simulation;  // communication and the iteration's breakdown, when asked for
 
     if (const auto& setting = plan.recompute_setting)
         out += fmt::format("Recompute: {}, the one setting of every chunk\n", describe(*setting));

@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace ppb::cli {
 
@@ -21,7 +22,8 @@ using partition::PartitionContext;
 [[nodiscard]] std::string render_partition(const partition::Problem& problem,
                                            const partition::Plan& plan,
                                            const PartitionContext& context,
-                                           const Simulation& simulation);
+                                           const Simulation& simulation,
+                                           std::string_view after_simulation = {});
 
 }  // namespace ppb::cli
 

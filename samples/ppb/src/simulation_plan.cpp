@@ -123,6 +123,23 @@ SimulationPlan read_simulation_plan(std::string_view text, std::string_view sour
         throw InputError(located_message(source, "", problem));
     }
 
+    if (!overrides.comm_time.empty()) {
+        in.comm_time = overrides.comm_time;
+    } else if (const auto comm = doc.optional("comm_time")) {
+        if (comm->is_number()) {
+            in.comm_time = {comm->as_number_in(chunk_time)};
+        } else {
+            const JsonArray array = comm->as_array();
+            for (std::size_t b = 0; b < array.size(); ++b)
+                in.comm_time.push_back(array.at(b).as_number_in(chunk_time));
+        }
+        try {
+            (void)boundary_comm_times(in.schedule, in.num_stages, in.comm_time);
+        } catch (const InputError& e) {
+            comm->fail(e.what());
+        }
+    }
+
     const JsonNode stages_node = doc.required("stages");
     const JsonArray stages = stages_node.as_array();
     if (stages.size() != in.num_stages) {

@@ -137,6 +137,11 @@ struct Problem {
     Schedule schedule = Schedule::one_f_one_b;
     std::uint32_t chunks = 1;
     ChunkObjective objective = ChunkObjective::stages;
+    // Point-to-point time per stage boundary, in the layer file's unit (SimulationInput::comm_time:
+    // empty none, one value every boundary, or one per boundary). The plan's simulated iteration
+    // includes it; the estimate adds it as the communication of evenly loaded stages
+    // (communication_estimate in ppb/partition/simulate_plan.hpp).
+    std::vector<double> comm_time = {};
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).

@@ -13,7 +13,18 @@ namespace ppb::partition {
 // activation MB per micro-batch; per stage the memory that does not grow with micro-batches
 // (memory_mb minus every chunk's in-flight count times its activation MB). With memory when
 // every chunk's activation MB is known (linear models), otherwise without.
+// The problem's communication times (Problem::comm_time) go with it.
 [[nodiscard]] SimulationInput simulation_input(const Problem& problem, const Plan& plan);
+
+// What communication adds to the iteration estimate: the makespan of the plan's pipeline with
+// every (stage, chunk) at the plan's mean forward and backward, with the problem's communication
+// times less without them (communication_of_balanced). 0 without communication. Exact for evenly
+// loaded stages: 1F1B's 2c(P − 1 + ⌊(P − 1)(M − 1)/P⌋) with c on every boundary.
+[[nodiscard]] double communication_estimate(const Problem& problem, const Plan& plan);
+
+// The plan's iteration broken down (ppb::iteration_breakdown of its simulation).
+[[nodiscard]] IterationBreakdown plan_iteration_breakdown(const Problem& problem, const Plan& plan,
+                                                          const Simulation& simulation);
 
 }  // namespace ppb::partition
 

@@ -1,0 +1,129 @@
+// --comm-time and the iteration's breakdown end to end: ppb partition (text, --json), ppb
+// simulate reading the plan's comm_time back, ppb search, and bad values refused with exit 2.
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace ppb_test;
+namespace json = boost::json;
+
+namespace {
+
+const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+
+std::vector<std::string> partition(std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "partition", "--model-desc",    layers_file, "--dryrun",          sample_dryrun, "--stages",
+        "8",         "--micro-batches", "32",        "--memory-limit-mb", "30000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+}
+
+double number(const json::value& v) {
+    return v.to_number<double>();
+}
+
+double parts_sum(const json::object& b) {
+    return number(b.at("work")) + number(b.at("ideal")) + number(b.at("imbalance")) +
+           number(b.at("communication")) + number(b.at("recompute"));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_communication)
+
+BOOST_AUTO_TEST_CASE(partition_times_the_transfers_and_breaks_the_iteration_down) {
+    const auto without = ppb(partition({"--json"}));
+    BOOST_TEST_REQUIRE(without.exit_code == 0, without.err);
+    const auto with = ppb(partition({"--comm-time", "2", "--json"}));
+    BOOST_TEST_REQUIRE(with.exit_code == 0, with.err);
+    const auto a = parse_json(without.out).as_object();
+    const auto b = parse_json(with.out).as_object();
+    // The same plan (communication is the same whatever the layers), a longer iteration.
+    BOOST_TEST(json::serialize(a.at("stages")) == json::serialize(b.at("stages")));
+    const double plain = number(a.at("simulated").as_object().at("makespan"));
+    const double timed = number(b.at("simulated").as_object().at("makespan"));
+    BOOST_TEST(timed > plain);
+    const auto& parts = b.at("iteration_breakdown").as_object();
+    BOOST_TEST(number(parts.at("iteration")) == timed);
+    BOOST_TEST(parts_sum(parts) == timed, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(number(parts.at("communication")) == timed - plain,
+               boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(number(a.at("iteration_breakdown").as_object().at("communication")) == 0.0);
+    // The estimate's share: 1F1B with c on every boundary of evenly loaded stages,
+    // 2c(P - 1 + floor((P - 1)(M - 1)/P)) = 4 (7 + 27) = 136.
+    BOOST_TEST(number(b.at("communication_estimate")) == 136.0, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(b.at("comm_time").as_array().size() == 7u);
+
+    const auto text = ppb(partition({"--comm-time", "2"}));
+    BOOST_TEST_REQUIRE(text.exit_code == 0, text.err);
+    BOOST_TEST(text.out.find("Communication between stages: 2 on every boundary; it adds 136.0") !=
+                   std::string::npos,
+               text.out);
+    BOOST_TEST(text.out.find("Iteration breakdown") != std::string::npos, text.out);
+    // Without --comm-time or --breakdown the table is not printed; --breakdown prints it.
+    BOOST_TEST(ppb(partition({})).out.find("Iteration breakdown") == std::string::npos);
+    BOOST_TEST(ppb(partition({"--breakdown"})).out.find("Iteration breakdown") !=
+               std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(simulate_reads_the_plans_communication_back) {
+    const auto planned = ppb(partition({"--comm-time", "1,2,3,4,5,6,7", "--json"}));
+    BOOST_TEST_REQUIRE(planned.exit_code == 0, planned.err);
+    const std::string plan = write_file(planned.out, "comm-plan.json");
+    const auto sim = ppb({"simulate", plan, "--json"});
+    BOOST_TEST_REQUIRE(sim.exit_code == 0, sim.err);
+    const auto doc = parse_json(sim.out).as_object();
+    const auto p = parse_json(planned.out).as_object();
+    BOOST_TEST(number(doc.at("makespan")) == number(p.at("simulated").as_object().at("makespan")),
+               boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(json::serialize(doc.at("communication_time")) == json::serialize(p.at("comm_time")));
+    const auto& parts = doc.at("iteration_breakdown").as_object();
+    BOOST_TEST(parts_sum(parts) == number(doc.at("makespan")), boost::test_tools::tolerance(1e-9));
+    // The plan carries each chunk's recomputation, so the breakdown has it too.
+    BOOST_TEST(number(parts.at("recompute")) > 0.0);
+    // --comm-time replaces the plan's; 0 removes it.
+    const auto none = ppb({"simulate", plan, "--comm-time", "0", "--json"});
+    BOOST_TEST_REQUIRE(none.exit_code == 0, none.err);
+    BOOST_TEST(number(parse_json(none.out).as_object().at("makespan")) <
+               number(doc.at("makespan")));
+}
+
+BOOST_AUTO_TEST_CASE(search_ranks_with_the_transfers) {
+    const std::vector<std::string> base = {"search",      "--model-desc",
+                                           layers_file,   "--dryrun",
+                                           sample_dryrun, "--pipeline-degrees",
+                                           "8",           "--global-batch",
+                                           "32",          "--memory-limit-mb",
+                                           "30000",       "--schedules",
+                                           "1f1b",        "--json"};
+    auto timed_args = base;
+    timed_args.insert(timed_args.end(), {"--comm-time", "2"});
+    const auto plain = ppb(base);
+    const auto timed = ppb(timed_args);
+    BOOST_TEST_REQUIRE(plain.exit_code == 0, plain.err);
+    BOOST_TEST_REQUIRE(timed.exit_code == 0, timed.err);
+    const auto first = [](const std::string& out) {
+        return parse_json(out).as_object().at("ranking").as_array().at(0).as_object();
+    };
+    BOOST_TEST(number(first(timed.out).at("iteration_time")) >
+               number(first(plain.out).at("iteration_time")));
+}
+
+BOOST_AUTO_TEST_CASE(bad_communication_times_exit_2) {
+    for (const char* bad : {"-1", "nan", "inf", "1,2"}) {
+        const auto r = ppb(partition({std::string("--comm-time=") + bad}));
+        BOOST_TEST(r.exit_code == 2, bad << ": " << r.err);
+        BOOST_TEST(r.err.find("--comm-time") != std::string::npos, r.err);
+    }
+    const auto r =
+        ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--pipeline-degrees",
+             "8", "--global-batch", "32", "--memory-limit-mb", "30000", "--comm-time=-2"});
+    BOOST_TEST(r.exit_code == 2, r.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
