@@ -15,10 +15,11 @@ namespace {
 
 const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
 
-std::vector<std::string> partition(std::vector<std::string> extra) {
+std::vector<std::string> partition(std::vector<std::string> extra,
+                                   const std::string& limit = "30000") {
     std::vector<std::string> args = {
         "partition", "--model-desc",    layers_file, "--dryrun",          sample_dryrun, "--stages",
-        "8",         "--micro-batches", "32",        "--memory-limit-mb", "30000"};
+        "8",         "--micro-batches", "32",        "--memory-limit-mb", limit};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
 }
@@ -124,6 +125,50 @@ BOOST_AUTO_TEST_CASE(bad_communication_times_exit_2) {
         ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--pipeline-degrees",
              "8", "--global-batch", "32", "--memory-limit-mb", "30000", "--comm-time=-2"});
     BOOST_TEST(r.exit_code == 2, r.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cli_zero_bubble)
+
+BOOST_AUTO_TEST_CASE(zero_bubble_plans_simulate_with_their_weight_passes) {
+    for (const char* schedule : {"zb-h1", "zb-v"}) {
+        const auto r = ppb(partition({"--schedule", schedule, "--json"}, "40000"));
+        BOOST_TEST_REQUIRE(r.exit_code == 0, schedule << ": " << r.err);
+        const auto doc = parse_json(r.out).as_object();
+        BOOST_TEST(doc.at("schedule").as_string() == schedule);
+        // Each chunk says how much of its backward is the weight gradient: half of it without
+        // recomputation by default.
+        for (const auto& stage : doc.at("stages").as_array()) {
+            for (const auto& c : stage.as_object().at("chunks").as_array()) {
+                const auto& chunk = c.as_object();
+                BOOST_TEST(
+                    number(chunk.at("weight_time")) == 0.5 * (number(chunk.at("backward_time")) -
+                                                              number(chunk.at("recompute_time"))),
+                    boost::test_tools::tolerance(1e-9));
+            }
+        }
+        // ppb simulate times the plan as ppb partition did, weight passes included.
+        const std::string plan = write_file(r.out, std::string(schedule) + "-plan.json");
+        const auto sim = ppb({"simulate", plan, "--json"});
+        BOOST_TEST_REQUIRE(sim.exit_code == 0, sim.err);
+        const auto s = parse_json(sim.out).as_object();
+        BOOST_TEST(
+            number(s.at("makespan")) == number(doc.at("simulated").as_object().at("makespan")),
+            boost::test_tools::tolerance(1e-9));
+        std::size_t weights = 0;
+        for (const auto& op : s.at("operations").as_array())
+            weights += op.as_object().at("pass").as_string() == "weight";
+        BOOST_TEST(weights == 8u * 32u * (std::string(schedule) == "zb-v" ? 2u : 1u));
+    }
+    // ZB-H1 against 1F1B on the same model: the weight passes fill the bubble.
+    const auto zb =
+        parse_json(ppb(partition({"--schedule", "zb-h1", "--json"}, "40000")).out).as_object();
+    const auto one = parse_json(ppb(partition({"--json"}, "40000")).out).as_object();
+    BOOST_TEST(number(zb.at("simulated").as_object().at("bubble_fraction")) <
+               number(one.at("simulated").as_object().at("bubble_fraction")));
+    const auto bad = ppb(partition({"--schedule", "zb-h1", "--weight-grad-share", "1.5"}));
+    BOOST_TEST(bad.exit_code == 2, bad.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

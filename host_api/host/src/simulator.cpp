@@ -54,6 +54,14 @@ void check_input(const SimulationInput& in) {
             }
             if (in.with_memory)
                 check_value(cost.activation_mb, "activation memory", s, c);
+            check_value(cost.weight_time, "weight-gradient time", s, c);
+            if (splits_backward(in.schedule) &&
+                cost.weight_time > cost.backward_time - cost.recompute_time) {
+                throw InputError(fmt::format(
+                    "stage {} chunk {}: weight-gradient time {} exceeds the backward time {} less "
+                    "its recomputation {}",
+                    s, c, cost.weight_time, cost.backward_time, cost.recompute_time));
+            }
         }
     }
     if (in.with_memory && !in.static_mb.empty()) {
@@ -78,7 +86,7 @@ double hop_time(const SimulationInput& in, const std::vector<double>& boundary,
     const std::uint32_t b = stage_of_position[q + 1];
     if (a == b)
         return 0.0;
-    if (in.schedule != Schedule::dualpipe_v && (q + 1) % in.num_stages == 0)
+    if (!v_shaped(in.schedule) && (q + 1) % in.num_stages == 0)
         return boundary[in.num_stages - 1];  // interleaved: from stage P − 1 back to stage 0
     return boundary[std::min(a, b)];
 }
@@ -116,8 +124,10 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
         const SimulatedOperation& op = first[i];
         const double a = in.costs[s][op.chunk].activation_mb;
         // A forward's activations grow while it runs: counted from its start. A backward frees
-        // them when it ends.
+        // them when it ends — under the zero-bubble schedules its weight gradient W does.
         const bool forward = op.pass == Pass::forward;
+        if (!forward && op.pass != (splits_backward(in.schedule) ? Pass::weight : Pass::backward))
+            continue;
         mb += forward ? a : -a;
         if (forward)
             ++held[op.chunk];
@@ -176,7 +186,9 @@ Simulation simulate(const SimulationInput& in) {
     const std::uint32_t v = in.num_chunks;
     const std::uint32_t m = in.micro_batches;
     const std::uint32_t positions = p * v;
-    const std::size_t per_stage = 2 * static_cast<std::size_t>(v) * m;
+    // Every stage runs 2·v·M operations, 3·v·M when each backward is split into B and W.
+    const std::size_t per_stage =
+        (splits_backward(in.schedule) ? 3 : 2) * static_cast<std::size_t>(v) * m;
 
     Simulation sim;
     sim.schedule = in.schedule;
@@ -188,6 +200,8 @@ Simulation simulate(const SimulationInput& in) {
     std::vector<std::uint32_t> stage_of_position(positions);
     for (std::uint32_t s = 0; s < p; ++s) {
         const std::vector<StageStep> order = stage_order(in.schedule, p, v, m, s);
+        if (order.size() != per_stage)
+            throw std::logic_error("a stage's order does not run every operation once");
         for (std::size_t i = 0; i < order.size(); ++i) {
             SimulatedOperation& op = sim.operations[s * per_stage + i];
             op.stage = s;
@@ -236,7 +250,9 @@ Simulation simulate(const SimulationInput& in) {
                 else
                     ready = std::max(ready, end + transfer);
             };
-            if (op.pass == Pass::forward) {
+            if (op.pass == Pass::weight) {
+                after(Pass::backward, q, 0.0);  // its own B, on this stage
+            } else if (op.pass == Pass::forward) {
                 if (q > 0)
                     after(Pass::forward, q - 1, hop[q - 1]);
             } else {
@@ -247,11 +263,16 @@ Simulation simulate(const SimulationInput& in) {
             if (waiting)
                 break;
             const ChunkCost& cost = in.costs[s][op.chunk];
+            const bool split = splits_backward(in.schedule);
             op.start = ready;
-            op.end = ready + (op.pass == Pass::forward ? cost.forward_time : cost.backward_time);
+            op.end = ready + (op.pass == Pass::forward  ? cost.forward_time
+                              : op.pass == Pass::weight ? cost.weight_time
+                              : split                   ? cost.backward_time - cost.weight_time
+                                                        : cost.backward_time);
             op.recompute_time = op.pass == Pass::backward ? cost.recompute_time : 0.0;
             free_at[s] = op.end;
-            done.end(op.pass, q, op.micro_batch) = op.end;
+            if (op.pass != Pass::weight)
+                done.end(op.pass, q, op.micro_batch) = op.end;
             ++next[s];
             if (op.pass == Pass::forward && q + 1 < positions)
                 wake(stage_of_position[q + 1]);

@@ -16,12 +16,14 @@ SimulationInput balanced(const SimulationInput& in, bool with_recompute) {
         for (const ChunkCost& c : stage) {
             mean.forward_time += c.forward_time;
             mean.backward_time += c.backward_time - (with_recompute ? 0.0 : c.recompute_time);
+            mean.weight_time += c.weight_time;
         }
     }
     const double positions = static_cast<double>(in.num_stages) * in.num_chunks;
     if (positions > 0.0) {
         mean.forward_time /= positions;
         mean.backward_time /= positions;
+        mean.weight_time /= positions;
     }
     SimulationInput out;
     out.schedule = in.schedule;

@@ -178,8 +178,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
                                {"in_flight", c.in_flight},
                                {"forward_time", c.forward_time},
                                {"backward_time", c.backward_time}};
-            if (s.stage < timed.costs.size() && c.chunk < timed.costs[s.stage].size())
-                chunk["recompute_time"] = timed.costs[s.stage][c.chunk].recompute_time;
+            if (s.stage < timed.costs.size() && c.chunk < timed.costs[s.stage].size()) {
+                const ChunkCost& cost = timed.costs[s.stage][c.chunk];
+                chunk["recompute_time"] = cost.recompute_time;
+                if (splits_backward(problem.schedule))
+                    chunk["weight_time"] = cost.weight_time;  // W's part of backward_time
+            }
             if (plan.activations_known)
                 chunk["activation_mb"] = c.activation_mb;
             chunks.push_back(std::move(chunk));

@@ -24,6 +24,8 @@ SimulationInput simulation_input(const Problem& problem, const Plan& plan) {
             }
             // Rounding, or a kind faster than 'none' in the layer file: never below 0.
             cost.recompute_time = std::clamp(cost.recompute_time, 0.0, cost.backward_time);
+            cost.weight_time =
+                problem.weight_grad_share * (cost.backward_time - cost.recompute_time);
             cost.activation_mb = chunk.activation_mb;
             held += chunk.in_flight * chunk.activation_mb;
             costs.push_back(cost);

@@ -503,8 +503,11 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
             schedule));
     }
     problem.schedule = *parsed_schedule;
-    problem.chunks = chunks_arg.is_none() ? (problem.schedule == Schedule::one_f_one_b ? 1 : 2)
-                                          : count_in(chunks_arg, limits::chunks, "chunks");
+    problem.chunks =
+        chunks_arg.is_none()
+            ? (problem.schedule == Schedule::one_f_one_b || problem.schedule == Schedule::zb_h1 ? 1
+                                                                                                : 2)
+            : count_in(chunks_arg, limits::chunks, "chunks");
     if (objective != "auto" && objective != "stages" && objective != "slots") {
         throw InputError(
             fmt::format("objective: expected 'auto', 'stages' or 'slots', got '{}'", objective));

@@ -51,6 +51,7 @@ struct PartitionArgs {
     double device_tflops = 400.0;
     std::vector<double> comm_time;
     bool breakdown = false;
+    double weight_grad_share = 0.5;
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -85,7 +86,15 @@ int run_partition(const PartitionArgs& args) {
     problem.rule = *partition::rule_from_name(args.recompute_rule);              // checked by CLI11
     problem.schedule = *schedule_from_name(settings.schedule.value_or("1f1b"));  // checked
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
-    problem.chunks = settings.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
+    const bool one_chunk =
+        problem.schedule == Schedule::one_f_one_b || problem.schedule == Schedule::zb_h1;
+    problem.chunks = settings.chunks.value_or(one_chunk ? 1 : 2);
+    if (!(args.weight_grad_share >= 0.0 && args.weight_grad_share <= 1.0)) {
+        throw UsageError(
+            fmt::format("--weight-grad-share: {} is not a share: give a number from 0 to 1",
+                        args.weight_grad_share));
+    }
+    problem.weight_grad_share = args.weight_grad_share;
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
     check_comm_times(args.comm_time);
@@ -264,9 +273,12 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->add_option("--schedule", args->schedule,
                      "pipeline schedule: 1f1b (the default), interleaved (Megatron's\n"
                      "virtual pipeline, MindFormers' pp_interleave_num),\n"
-                     "interleaved-less-memory, dualpipe-v")
+                     "interleaved-less-memory, dualpipe-v, or the zero-bubble zb-h1 (one\n"
+                     "chunk) and zb-v (two, in a V), whose backwards run as an input\n"
+                     "gradient B and a weight gradient W (--weight-grad-share)")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+        ->check(CLI::IsMember(
+            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
     partition
         ->add_option("--chunks", args->chunks,
                      "chunks per stage (default: 1 for 1f1b, 2 otherwise; dualpipe-v has 2)")
@@ -290,6 +302,13 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                       "estimate adds what it costs evenly loaded stages. Default: SAPP's\n"
                       "sim_comm_time with --sapp-config, else none"))
         ->type_name("T,...");
+    partition
+        ->add_option("--weight-grad-share", args->weight_grad_share,
+                     "zb-h1 and zb-v: the share of each backward (without its\n"
+                     "recomputation) that is the weight gradient W; the input gradient B\n"
+                     "takes the rest and the recomputation (the layer file gives no split)")
+        ->type_name("S")
+        ->capture_default_str();
     partition->add_flag("--breakdown", args->breakdown,
                         "also print the simulated iteration broken down as SAPP reads it:\n"
                         "work + ideal bubble + imbalance + communication + recompute\n"

@@ -98,9 +98,9 @@ std::vector<partition::ScheduleChoice> schedule_choices(const SearchArgs& args) 
     for (const std::string& name : args.schedules) {
         const Schedule schedule = *schedule_from_name(name);  // checked by CLI11
         std::vector<std::uint32_t> chunks;
-        if (schedule == Schedule::one_f_one_b)
+        if (schedule == Schedule::one_f_one_b || schedule == Schedule::zb_h1)
             chunks = {1};
-        else if (schedule == Schedule::dualpipe_v)
+        else if (schedule == Schedule::dualpipe_v || schedule == Schedule::zb_v)
             chunks = {2};
         else
             chunks = args.chunks;
@@ -453,7 +453,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")
         ->capture_default_str()
-        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+        ->check(CLI::IsMember(
+            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
     as_comma_list(search->add_option("--chunks", args->chunks,
                                      "chunks per stage to consider for the interleaved schedules"))
         ->type_name("V,...")

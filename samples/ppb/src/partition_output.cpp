@@ -104,10 +104,10 @@ std::string render_partition(const Problem& problem, const Plan& plan,
                              const PartitionContext& context, const Simulation& simulation,
                              std::string_view after_simulation) {
     const bool chunked = problem.chunked();
-    const std::string schedule = chunked
-                                     ? fmt::format("{}, {} chunks per stage",
-                                                   schedule_name(problem.schedule), problem.chunks)
-                                     : std::string("1F1B");
+    const std::string schedule =
+        chunked ? fmt::format("{}, {} chunk{} per stage", schedule_name(problem.schedule),
+                              problem.chunks, problem.chunks == 1 ? "" : "s")
+                : std::string("1F1B");
     std::string what = fmt::format("'{}'", problem.time.body_name);
     if (problem.time.grouped()) {
         what.clear();

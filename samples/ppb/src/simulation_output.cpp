@@ -100,7 +100,7 @@ json::object simulation_document(const Simulation& sim, const SimulationPlan& pl
             json::object{{"stage", op.stage},
                          {"chunk", op.chunk},
                          {"micro_batch", op.micro_batch},
-                         {"pass", op.pass == Pass::forward ? "forward" : "backward"},
+                         {"pass", pass_name(op.pass)},
                          {"start", op.start},
                          {"end", op.end}});
     }

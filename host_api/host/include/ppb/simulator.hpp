@@ -29,6 +29,10 @@ struct ChunkCost {
     double recompute_time = 0.0;
     // Activation memory held per micro-batch in flight (used when SimulationInput::with_memory).
     double activation_mb = 0.0;
+    // The part of backward_time that is the weight gradient W, run as its own pass by the
+    // zero-bubble schedules (ppb::splits_backward); the input gradient B takes the rest,
+    // recomputation included. Ignored by the other schedules, whose backward runs whole.
+    double weight_time = 0.0;
 };
 
 struct SimulationInput {

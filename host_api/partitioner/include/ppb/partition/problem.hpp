@@ -142,6 +142,11 @@ struct Problem {
     // includes it; the estimate adds it as the communication of evenly loaded stages
     // (communication_estimate in ppb/partition/simulate_plan.hpp).
     std::vector<double> comm_time = {};
+    // The zero-bubble schedules (ppb::splits_backward) run each backward as its input gradient B
+    // and its weight gradient W: W takes this share of a chunk's backward without recomputation
+    // (the layer file gives no split; 0.5: B = W, the paper's T_B = T_W), B the rest with the
+    // recomputation. The other schedules ignore it.
+    double weight_grad_share = 0.5;
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).
