@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,50 @@ BOOST_AUTO_TEST_CASE(zero_bubble_plans_simulate_with_their_weight_passes) {
                number(one.at("simulated").as_object().at("bubble_fraction")));
     const auto bad = ppb(partition({"--schedule", "zb-h1", "--weight-grad-share", "1.5"}));
     BOOST_TEST(bad.exit_code == 2, bad.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cli_zero_bubble_import)
+
+// MindFormers' interleaved sample with another pipeline_scheduler (and seq_split_num).
+std::string mindformers_config(const std::string& scheduler, const std::string& extra = "") {
+    std::ifstream in(std::string(PPB_SAMPLES_DIR) +
+                     "/import/mindspore/llama13b_pp4_interleaved.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const std::string from = "pipeline_scheduler: \"1f1b\"";
+    yaml.replace(yaml.find(from), from.size(), "pipeline_scheduler: \"" + scheduler + "\"");
+    if (!extra.empty()) {
+        const std::string at = "  micro_batch_num: 16\n";
+        yaml.replace(yaml.find(at), at.size(), at + extra);
+    }
+    return write_file(yaml, scheduler + ".yaml");
+}
+
+BOOST_AUTO_TEST_CASE(mindspore_schedulers_are_mapped_or_refused_by_name) {
+    const std::string logs = std::string(PPB_SAMPLES_DIR) + "/import/mindspore/run_a";
+    const std::string out = write_file("", "zbv-dryrun.json");
+    const auto zbv = ppb(
+        {"import", "mindspore", "--config", mindformers_config("zero_bubble_v"), logs, "-o", out});
+    BOOST_TEST_REQUIRE(zbv.exit_code == 0, zbv.err);
+    std::ifstream written(out);
+    std::stringstream doc;
+    doc << written.rdbuf();
+    BOOST_TEST(parse_json(doc.str()).as_object().at("schedule").as_string() == "zb-v");
+    for (const char* name : {"seqpipe", "seqvpp", "gpipe"}) {
+        const auto r =
+            ppb({"import", "mindspore", "--config", mindformers_config(name), logs, "-o", out});
+        BOOST_TEST(r.exit_code == 2, r.err);
+        BOOST_TEST(
+            r.err.find(std::string("'") + name + "' is not modelled by ppb") != std::string::npos,
+            r.err);
+    }
+    const auto split = ppb({"import", "mindspore", "--config",
+                            mindformers_config("1f1b", "  seq_split_num: 2\n"), logs, "-o", out});
+    BOOST_TEST(split.exit_code == 2, split.err);
+    BOOST_TEST(split.err.find("seq_split_num") != std::string::npos, split.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
