@@ -9,7 +9,8 @@
 #               one model of each plugin used from eight threads at once;
 #   4. fuzz   — the libFuzzer harnesses of tests/fuzz built with Clang (./build-fuzz), each run
 #               PPB_FUZZ_SECONDS (default 20) on its seed corpus and the grown corpora of long
-#               runs if present (tests/fuzz/run-fuzzers.sh); a crash fails the run, and so does
+#               runs if present (tests/fuzz/run-fuzzers.sh), one per core at a time
+#               (PPB_FUZZ_PARALLEL); a crash fails the run, and so does
 #               a seed corpus directory without a harness or a harness without one.
 # PPB_QUICK=1 (or --quick as the first argument) runs stage 1 only, for developers; CI runs all.
 # PPB_STAGES="asan fuzz" runs just the stages named. Prints each stage's wall time at the end.
@@ -68,9 +69,10 @@ stage_tsan() {
 }
 
 # Every harness for PPB_FUZZ_SECONDS (default 20) on its seed corpus and, when present, on the
-# corpora grown by long runs (tests/fuzz/run-fuzzers.sh --long, in PPB_FUZZ_CORPUS_DIR).
+# corpora grown by long runs (tests/fuzz/run-fuzzers.sh --long, in PPB_FUZZ_CORPUS_DIR). One
+# harness per core at a time: each is one process, so each still gets its seconds of a core.
 stage_fuzz() {
-    tests/fuzz/run-fuzzers.sh
+    PPB_FUZZ_PARALLEL="${PPB_FUZZ_PARALLEL:-$jobs}" tests/fuzz/run-fuzzers.sh
 }
 
 # Each stage runs under set -e: its first failing command ends the run (the trap still prints

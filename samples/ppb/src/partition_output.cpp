@@ -1,5 +1,6 @@
 #include "partition_output.hpp"
 
+#include "array_text.hpp"
 #include "text_table.hpp"
 
 #include <ppb/kinds.hpp>
@@ -14,16 +15,6 @@ namespace ppb::cli {
 namespace json = boost::json;
 using partition::Plan;
 using partition::Problem;
-
-std::string array_text(const json::value& v) {
-    if (!v.is_array())
-        return json::serialize(v);
-    std::string out = "[";
-    for (const auto& item : v.get_array()) {
-        out += (out.size() > 1 ? ", " : "") + array_text(item);
-    }
-    return out + "]";
-}
 
 namespace {
 
