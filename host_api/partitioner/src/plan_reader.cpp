@@ -81,16 +81,12 @@ PlanStages read_plan_stages(std::string_view text, std::string_view source) {
     const JsonArray stages(top.required("stages"));
     if (stages.empty())
         stages.fail("a plan has at least one stage");
-    std::vector<bool> seen(num_stages, false);
     for (const auto& node : stages.elements()) {
         const JsonObject stage(node);
         const JsonNode id = stage.required("stage");
         const std::uint32_t s = id.as_uint32();
         if (s >= num_stages)
             id.fail(fmt::format("not a stage of this pipeline (num_stages is {})", num_stages));
-        if (seen[s])
-            id.fail(fmt::format("stage {} is given twice", s));
-        seen[s] = true;
 
         std::vector<ppb_chunk> chunks;
         if (auto list = stage.optional("chunks")) {

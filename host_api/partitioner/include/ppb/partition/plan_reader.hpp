@@ -10,7 +10,7 @@
 // the simulation) are the planner's opinion, not the placement, and are left alone.
 //
 // Every refusal is a ppb::InputError naming the source and the JSON path: a stage outside the
-// pipeline or given twice, counts outside ppb/limits.hpp, an unknown kind, schedule or group,
+// pipeline, counts outside ppb/limits.hpp, an unknown kind, schedule or group,
 // groups that do not add up to the stage's layers, chunk counts the schedule does not run.
 #ifndef PPB_PARTITION_PLAN_READER_HPP
 #define PPB_PARTITION_PLAN_READER_HPP
@@ -36,7 +36,9 @@ struct PlanStages {
     // The groups of each placement's group_layers, in model order; empty when the plan counts
     // layers without groups.
     std::vector<std::string> groups;
-    std::vector<PlannedStage> stages;  // in the document's order
+    // In the document's order. A stage may appear more than once: a list of placements to
+    // compare need not be one plan (tests/cli/test_cli_sapp.cpp compares a grid this way).
+    std::vector<PlannedStage> stages;
 };
 
 // Reads the document `text`; `source` names it in messages (a file name).
