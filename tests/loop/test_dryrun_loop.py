@@ -82,7 +82,8 @@ def measured_peaks(text):
     out = {}
     for line in text.splitlines():
         if line.startswith("[Rank"):
-            out[int(line.split("]")[0][6:])] = float(line.split("max allocated: ")[1].split(" |")[0])
+            rank = int(line.split("]")[0][6:])
+            out[rank] = float(line.split("max allocated: ")[1].split(" |")[0])
     return out
 
 
