@@ -104,6 +104,7 @@ def interleaved_check(train, fit):
     cfg = ppb_dryrun.build_parser().parse_args(MODEL)
     new_worst = old_worst = 0.0
     old_over_bound = False
+    moments = set()
     for cases in IL_CASES:
         kinds = [[["none"], ["none"]] for _ in range(IL_STAGES)]
         for rank, k0, k1 in cases:
@@ -138,10 +139,12 @@ def interleaved_check(train, fit):
             new_worst, old_worst = max(new_worst, abs(new_pct)), max(old_worst, abs(old_pct))
             old_over_bound |= abs(old_pct) > 1.5
             peak_at = tuple(c["in_flight"] for c in got["placement"]["chunks"])
+            moments.add(peak_at)
             check(abs(new_pct) <= 1.5,
                   f"interleaved rank {rank} chunks ({k0}, {k1}): measured {m:.3f} MB, predicted "
                   f"{new:.3f} MB at in-flight {peak_at} ({new_pct:+.2f} %); per-chunk maxima "
                   f"{tuple(most[c] for c in range(IL_CHUNKS))}: {old:.3f} MB ({old_pct:+.2f} %)")
+    check(len(moments) >= 3, f"the stages peak at {len(moments)} different moments {moments}")
     check(old_worst > new_worst and old_over_bound,
           f"interleaved worst error {new_worst:.2f} % from the profile, {old_worst:.2f} % from "
           f"the per-chunk maxima")
