@@ -206,11 +206,15 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     const Setting shard_switch = config.lookup({"parallel", "enable_parallel_optimizer"});
     const bool optimizer_shard =
         switch_on(shard_switch, false) || switch_on(parallel("optimizer_shard"), false);
-    if (optimizer_shard && d > 1)
-        out.warnings.push_back(
-            "parallel.enable_parallel_optimizer: taken as the optimizer state sharded over "
-            "data_parallel (Megatron's distributed optimizer); MindSpore's optimizer parallelism "
-            "also shards the parameters, which the model does not count (it over-predicts them)");
+    if (optimizer_shard && d > 1) {
+        const Setting given =
+            switch_on(shard_switch, false) ? shard_switch : parallel("optimizer_shard");
+        out.warnings.push_back(fmt::format(
+            "{}: taken as the optimizer state sharded over data_parallel (Megatron's distributed "
+            "optimizer); MindSpore's optimizer parallelism also shards the parameters, which the "
+            "model does not count (it over-predicts them)",
+            given.where()));
+    }
 
     double dropout_rate = 0.0;
     for (const std::string_view key :
