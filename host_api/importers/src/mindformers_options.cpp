@@ -185,8 +185,9 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
 
     // Precision. MindSpore keeps each parameter in param_init_type and casts it to compute_dtype
     // where it is used; the gradients have the parameters' type; there is no separate master
-    // copy. Adam's two moments are fp32 for FP32StateAdamWeightDecay and AdamW, the parameters'
-    // type for AdamWeightDecay.
+    // copy. Adam's two moments are fp32 for FP32StateAdamWeightDecay and AdamW (mindformers/core/
+    // optim/adamw.py: AdamW.clone_state creates them as mstype.float32), the parameters' type for
+    // AdamWeightDecay.
     const double param_bytes = dtype_bytes(model("param_init_type"), 4.0);
     if (dtype_bytes(model("compute_dtype"), 2.0) > 2.0)
         out.warnings.push_back(
