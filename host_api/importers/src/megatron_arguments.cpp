@@ -161,6 +161,7 @@ constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
     {"use-legacy-models", "the legacy (non-core) model: the formulas follow Megatron-core"},
     {"no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},
     {"no-bias-swiglu-fusion", "unfused bias-SwiGLU keeps silu(gate)"},
+    {"qk-layernorm", "the query and key layer norms keep their inputs for backward"},
 };
 
 // Flags known not to change the memory of the tensors, or read by the mapping below, or the
@@ -196,11 +197,10 @@ constexpr std::string_view neutral[] = {
     "norm-epsilon", "rotary-", "no-rope-fusion", "manual-gc", "no-check-for-nan-in-loss-and-grad",
     "overlap-grad-reduce", "overlap-param-gather", "moe-router-", "moe-aux-loss-coeff",
     "moe-z-loss-coeff", "moe-permute-fusion", "moe-grouped-gemm", "apply-query-key-layer-scaling",
-    "qk-layernorm", "no-masked-softmax-fusion", "attention-softmax-in-fp32",
-    "no-persist-layer-norm", "num-workers", "no-mmap-bin-files", "rampup-batch-size",
-    "use-checkpoint-args", "no-load-", "finetune", "logging-level",
-    "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
-    "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
+    "no-masked-softmax-fusion", "attention-softmax-in-fp32", "no-persist-layer-norm", "num-workers",
+    "no-mmap-bin-files", "rampup-batch-size", "use-checkpoint-args", "no-load-", "finetune",
+    "logging-level", "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank",
+    "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
     "use-cpu-initialization", "override-opt_param-scheduler"};
 
 bool is_neutral(std::string_view flag) {
