@@ -137,9 +137,13 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
         if (const Setting s = model(mla); s.present() && !s.node().IsNull())
             refuse(s, "multi-latent attention (MLA) has other activations");
     }
-    if (const Setting mtp = model("mtp_depth");
-        mtp.present() && integer_of(mtp.node()) != 0 && !mtp.node().IsNull())
-        refuse(mtp, "multi-token prediction adds modules the model does not count");
+    if (const Setting mtp = model("mtp_depth"); mtp.present() && !mtp.node().IsNull()) {
+        const auto depth = integer_of(mtp.node());
+        if (!depth || *depth < 0)
+            mtp.fail("expected a count of layers (0 or more), got " + describe(mtp.node()));
+        if (*depth > 0)
+            refuse(mtp, "multi-token prediction adds modules the model does not count");
+    }
 
     const std::uint32_t L =
         required(config, {"model", "model_config", "num_layers"}, "transformer layers");
@@ -170,8 +174,14 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
         const auto two_thirds = static_cast<std::uint64_t>(2.0 * hidden / 3.0);
         F = (two_thirds + multiple - 1) / multiple * multiple;
     }
-    if (F == 0 || F > 2147483647U)
-        model("intermediate_size").fail(fmt::format("the FFN width {} is out of range", F));
+    if (F == 0 || F > 2147483647U) {
+        if (model("intermediate_size").present())
+            model("intermediate_size").fail(fmt::format("the FFN width {} is out of range", F));
+        throw InputError(fmt::format(
+            "{}: the FFN width {} that model.model_config.hidden_size, ffn_dim_multiplier and "
+            "multiple_of give is above 2147483647",
+            config.name(), F));
+    }
 
     const std::uint32_t d = optional_count(parallel("data_parallel")).value_or(1);
     const std::uint32_t t = optional_count(parallel("model_parallel")).value_or(1);
