@@ -53,16 +53,18 @@ stage_build() {
 }
 
 # The sanitizer builds turn warnings into errors only in stage 1: -O1 and the sanitizers'
-# instrumentation make GCC warn differently, and the warning gate is the normal build.
+# instrumentation make GCC warn differently, and the warning gate is the normal build. They keep
+# line tables only (-g1): a sanitizer's stack trace still names every function, file and line,
+# and the stage compiles about a fifth faster than with full debug information.
 stage_asan() {
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
         -DPPB_SANITIZE=address,undefined -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PYTHON=OFF
     cmake --build build-asan -j "$jobs"
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
 }
 
 stage_tsan() {
-    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
         -DPPB_SANITIZE=thread -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PYTHON=OFF
     cmake --build build-tsan -j "$jobs" --target test_threads
     ctest --test-dir build-tsan --output-on-failure -R '^test_threads$'
