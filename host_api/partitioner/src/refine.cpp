@@ -1,5 +1,6 @@
 // Local search on the simulated makespan (ppb/partition/refine.hpp).
 #include "chunk_tables.hpp"
+#include "makespan_graph.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -16,23 +17,30 @@ namespace {
 using detail::ChunkedStage;
 using detail::StageOption;
 
-// The makespan of the plan holding `choice[s]` on each stage, simulated without memory.
-double makespan(const Problem& problem, const std::vector<const StageOption*>& choice) {
-    SimulationInput input;
-    input.schedule = problem.schedule;
-    input.num_stages = problem.num_stages;
-    input.num_chunks = problem.chunks;
-    input.micro_batches = problem.micro_batches;
-    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
-        std::vector<ChunkCost> costs;
-        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
-            const double forward = detail::chunk_forward_time(problem, s, c, choice[s]->chunks[c]);
-            costs.push_back(ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0});
+// The makespan of the plan holding `choice[s]` on each stage, as ppb::simulate times it
+// (through the schedule's dependency graph, makespan_graph.hpp).
+class Timer {
+  public:
+    explicit Timer(const Problem& problem)
+        : problem_(problem),
+          graph_(problem.schedule, problem.num_stages, problem.chunks, problem.micro_batches),
+          costs_(problem.num_stages, std::vector<ChunkCost>(problem.chunks)) {}
+    double operator()(const std::vector<const StageOption*>& choice) {
+        for (std::uint32_t s = 0; s < problem_.num_stages; ++s) {
+            for (std::uint32_t c = 0; c < problem_.chunks; ++c) {
+                const double forward =
+                    detail::chunk_forward_time(problem_, s, c, choice[s]->chunks[c]);
+                costs_[s][c] = ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0};
+            }
         }
-        input.costs.push_back(std::move(costs));
+        return graph_.makespan(costs_);
     }
-    return simulate(input).makespan;
-}
+
+  private:
+    const Problem& problem_;
+    detail::MakespanGraph graph_;
+    std::vector<std::vector<ChunkCost>> costs_;
+};
 
 std::uint32_t layers_of(const StageOption& option) {
     std::uint32_t n = 0;
@@ -113,14 +121,15 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         }
     }
 
-    double best = makespan(problem, choice);
+    Timer makespan(problem);
+    double best = makespan(choice);
     const std::uint32_t p = problem.num_stages;
     for (std::uint32_t move = 0; move < max_moves && std::chrono::steady_clock::now() < deadline;
          ++move) {
         std::vector<const StageOption*> best_neighbour;
         double best_value = best;
         const auto consider = [&](std::vector<const StageOption*>& candidate) {
-            const double value = makespan(problem, candidate);
+            const double value = makespan(candidate);
             if (value < best_value * (1.0 - 1e-12)) {
                 best_value = value;
                 best_neighbour = candidate;
