@@ -71,6 +71,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--chunks",
                                "--objective",
                                "--refine",
+                               "--fast",
                                "--timeline",
                                "--report",
                                "--dryrun",

@@ -57,6 +57,33 @@ bool paths_through_chunk_zero(const Problem& problem) {
 
 }  // namespace
 
+namespace detail {
+
+std::vector<std::uint32_t> most_layers_within_makespan(const Problem& problem, std::uint32_t kinds,
+                                                       double makespan) {
+    const std::uint32_t layers = problem.time.body_layers;
+    double fastest = infinity;
+    for (const std::size_t k : kind_list(kinds))
+        fastest = std::min(fastest, problem.time.body_time[k]);
+    std::vector<std::uint32_t> most(problem.num_stages, layers);
+    if (!(fastest > 0.0) || !std::isfinite(makespan))
+        return most;
+    const double m = problem.micro_batches;
+    const double slack = 1e-9 * std::max(1.0, std::abs(makespan));  // rounding never excludes
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        double ends = 0.0;
+        for (std::uint32_t c = 0; c < problem.chunks; ++c)
+            ends += chunk_time(problem, s, c, KindCounts{});
+        std::uint32_t n = problem.num_stages == 1 ? layers : problem.min_layers(s);
+        while (n < layers && m * (ends + (n + 1) * fastest) <= makespan + slack)
+            ++n;
+        most[s] = n;
+    }
+    return most;
+}
+
+}  // namespace detail
+
 double simulated_lower_bound(const Problem& given, const MemorySource& memory, double upper) {
     if (!given.chunked() || !(upper > 0.0) || !std::isfinite(upper))
         return 0.0;
@@ -76,19 +103,8 @@ double simulated_lower_bound(const Problem& given, const MemorySource& memory, d
     for (const std::size_t k : detail::kind_list(kinds))
         fastest = std::min(fastest, problem.time.body_time[k]);
     // Stage s holds at most the layers with which M T_s can stay within `upper`.
-    std::vector<std::uint32_t> most(p, layers);
-    const double slack = 1e-9 * std::max(1.0, upper);
-    if (fastest > 0.0) {
-        for (std::uint32_t s = 0; s < p; ++s) {
-            double ends = 0.0;
-            for (std::uint32_t c = 0; c < problem.chunks; ++c)
-                ends += detail::chunk_time(problem, s, c, KindCounts{});
-            std::uint32_t n = problem.min_layers(s);
-            while (n < layers && m * (ends + (n + 1) * fastest) <= upper + slack)
-                ++n;
-            most[s] = n;
-        }
-    }
+    const std::vector<std::uint32_t> most =
+        detail::most_layers_within_makespan(problem, kinds, upper);
     const std::vector<ChunkedStage> stages = detail::build_chunked_stages(
         problem, detail::affine_stages(problem, memory, kinds), kinds, most);
 

@@ -70,10 +70,14 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
                               ? std::chrono::steady_clock::time_point::max()
                               : now + budget;
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
-    // Every count, since a move may take a stage anywhere (the solver bounds its own).
+    // A move may take a stage to any count with which the iteration can still be faster than
+    // the start's: the simulated iteration is at least M x every stage's time (design, "The
+    // default plan with chunks").
+    SimulationInput at_start = simulation_input(problem, start);
+    at_start.with_memory = false;
     const std::vector<ChunkedStage> stages = detail::build_chunked_stages(
         problem, detail::affine_stages(problem, memory, kinds), kinds,
-        std::vector<std::uint32_t>(problem.num_stages, problem.time.body_layers));
+        detail::most_layers_within_makespan(problem, kinds, simulate(at_start).makespan));
 
     // The start, as options of the stages. The solver builds its options within bounds on the
     // layer counts, so where equal times leave a choice it may have kept another mix, and even
