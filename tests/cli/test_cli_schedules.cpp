@@ -238,14 +238,16 @@ BOOST_AUTO_TEST_CASE(the_default_plan_never_simulates_slower_than_fast) {
             BOOST_TEST_REQUIRE(exact.exit_code == 0, exact.err);
             BOOST_TEST_REQUIRE(refined.exit_code == 0, refined.err);
             BOOST_TEST(asked.out == refined.out);  // --refine is the default, accepted
-            const auto& fast = parse_json(exact.out).at("simulated");
-            const auto& made = parse_json(refined.out).at("simulated");
+            const json::value exact_plan = parse_json(exact.out);
+            const json::value refined_plan = parse_json(refined.out);
+            const json::value& fast = exact_plan.at("simulated");
+            const json::value& made = refined_plan.at("simulated");
             const double before = number(fast.at("makespan"));
             const double after = number(made.at("makespan"));
             BOOST_TEST(after <= before);
             // The estimate is the exact optimum's: the refined plan's is no lower.
-            BOOST_TEST(number(parse_json(refined.out).at("iteration_time")) >=
-                       number(parse_json(exact.out).at("iteration_time")) * (1 - 1e-12));
+            BOOST_TEST(number(refined_plan.at("iteration_time")) >=
+                       number(exact_plan.at("iteration_time")) * (1 - 1e-12));
             // The bound holds for both plans, and the gap is the plan's own.
             const double bound = number(made.at("lower_bound"));
             BOOST_TEST(bound > 0.0);

@@ -82,7 +82,8 @@ MakespanGraph::MakespanGraph(Schedule schedule, std::uint32_t p, std::uint32_t v
     backward_.assign(static_cast<std::size_t>(p) * v, 0.0);
 }
 
-double MakespanGraph::makespan(const std::vector<std::vector<ChunkCost>>& costs) const {
+double MakespanGraph::makespan(const std::vector<std::vector<ChunkCost>>& costs,
+                               double cutoff) const {
     for (std::size_t s = 0; s < costs.size(); ++s) {
         for (std::size_t c = 0; c < costs[s].size(); ++c) {
             forward_[s * chunks_ + c] = costs[s][c].forward_time;
@@ -97,6 +98,8 @@ double MakespanGraph::makespan(const std::vector<std::vector<ChunkCost>>& costs)
         const double end = start + (node.backward ? backward_[node.cost] : forward_[node.cost]);
         end_[i + 1] = end;
         most = std::max(most, end);
+        if (end >= cutoff)
+            return end;
     }
     return most;
 }

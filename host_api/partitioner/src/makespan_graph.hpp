@@ -16,6 +16,7 @@
 #include <ppb/simulator.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -26,8 +27,10 @@ class MakespanGraph {
                   std::uint32_t micro_batches);
 
     // The makespan ppb::simulate gives for these per-(stage, chunk) costs (only the forward and
-    // backward times are read); costs[s][c].
-    [[nodiscard]] double makespan(const std::vector<std::vector<ChunkCost>>& costs) const;
+    // backward times are read); costs[s][c]. With a `cutoff`, stops as soon as some operation
+    // ends at or after it (the makespan is at least that end) and returns that end.
+    [[nodiscard]] double makespan(const std::vector<std::vector<ChunkCost>>& costs,
+                                  double cutoff = std::numeric_limits<double>::infinity()) const;
 
   private:
     struct Node {

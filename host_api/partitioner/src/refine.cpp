@@ -9,6 +9,7 @@
 #include <ppb/simulator.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace ppb::partition {
@@ -25,7 +26,8 @@ class Timer {
         : problem_(problem),
           graph_(problem.schedule, problem.num_stages, problem.chunks, problem.micro_batches),
           costs_(problem.num_stages, std::vector<ChunkCost>(problem.chunks)) {}
-    double operator()(const std::vector<const StageOption*>& choice) {
+    double operator()(const std::vector<const StageOption*>& choice,
+                      double cutoff = std::numeric_limits<double>::infinity()) {
         for (std::uint32_t s = 0; s < problem_.num_stages; ++s) {
             for (std::uint32_t c = 0; c < problem_.chunks; ++c) {
                 const double forward =
@@ -33,7 +35,7 @@ class Timer {
                 costs_[s][c] = ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0};
             }
         }
-        return graph_.makespan(costs_);
+        return graph_.makespan(costs_, cutoff);
     }
 
   private:
@@ -133,7 +135,8 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         std::vector<const StageOption*> best_neighbour;
         double best_value = best;
         const auto consider = [&](std::vector<const StageOption*>& candidate) {
-            const double value = makespan(candidate);
+            // A candidate that cannot beat the best so far stops being timed once it cannot.
+            const double value = makespan(candidate, best_value * (1.0 - 1e-12));
             if (value < best_value * (1.0 - 1e-12)) {
                 best_value = value;
                 best_neighbour = candidate;
