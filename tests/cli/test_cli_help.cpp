@@ -105,6 +105,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--show-infeasible",
                                "--jobs",
                                "--progress",
+                               "--fast",
                                "--json",
                                "--report"})},
         {{"compare"},

@@ -247,7 +247,7 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
         out.planned = plan_with_memory(std::move(problem), memory,
                                        {.choose_objective = true,
                                         .refine = refine,
-                                        .lower_bound = false,
+                                        .lower_bound = refine,
                                         .simulate_memory = false});
         out.status = SearchOutcome::Status::planned;
         double peak = 0.0;

@@ -114,9 +114,10 @@ struct SearchOutcome {
 // configuration's stages, micro-batches, schedule, chunks and kinds, memory from `memory`, as
 // plan_with_memory does. Infeasible and ppb::InputError become outcomes; other errors (the
 // plugin's) propagate.
-// `refine`: with chunks, the local search on the simulated iteration too (the plan `ppb partition`
-// makes by default); without it, the better estimate's exact optimum (milliseconds even for
-// hundreds of stages and micro-batches, where the local search can take seconds).
+// `refine`: with chunks, the local search on the simulated iteration too, and the lower bound (the
+// plan `ppb partition` makes by default); without it, the better estimate's exact optimum
+// (milliseconds even for hundreds of stages and micro-batches, where the local search can take
+// seconds).
 [[nodiscard]] SearchOutcome plan_configuration(const Problem& base,
                                                const Configuration& configuration,
                                                const MemorySource& memory, bool refine = false);
