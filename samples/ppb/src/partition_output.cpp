@@ -5,6 +5,7 @@
 
 #include <ppb/kinds.hpp>
 #include <ppb/partition/framework_args.hpp>
+#include <ppb/partition/lower_bound.hpp>
 
 #include <fmt/format.h>
 
@@ -92,7 +93,8 @@ std::string frameworks_section(const Problem& problem, const Plan& plan) {
 }  // namespace
 
 std::string render_partition(const Problem& problem, const Plan& plan,
-                             const PartitionContext& context, const Simulation& simulation) {
+                             const PartitionContext& context, const Simulation& simulation,
+                             std::optional<double> lower_bound) {
     const bool chunked = problem.chunked();
     const std::string schedule = chunked
                                      ? fmt::format("{}, {} chunks per stage",
@@ -204,6 +206,12 @@ std::string render_partition(const Problem& problem, const Plan& plan,
     out += fmt::format("Simulated iteration ({} order): {:.1f}, bubble {:.1f}%\n",
                        schedule_name(problem.schedule), simulation.makespan,
                        100.0 * simulation.bubble_fraction);
+    if (lower_bound) {
+        out += fmt::format(
+            "Lower bound: {:.1f} (no plan within the memory limit simulates faster); this plan is "
+            "within {:.2f}% of it\n",
+            *lower_bound, 100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
+    }
 
     if (const auto& setting = plan.recompute_setting)
         out += fmt::format("Recompute: {}, the one setting of every chunk\n", describe(*setting));

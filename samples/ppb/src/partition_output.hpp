@@ -8,6 +8,7 @@
 
 #include <boost/json/value.hpp>
 
+#include <optional>
 #include <string>
 
 namespace ppb::cli {
@@ -17,7 +18,8 @@ using partition::PartitionContext;
 [[nodiscard]] std::string render_partition(const partition::Problem& problem,
                                            const partition::Plan& plan,
                                            const PartitionContext& context,
-                                           const Simulation& simulation);
+                                           const Simulation& simulation,
+                                           std::optional<double> lower_bound = std::nullopt);
 
 }  // namespace ppb::cli
 
