@@ -36,6 +36,21 @@ BOOST_AUTO_TEST_CASE(gpt3_175b_without_parallelism_is_sbh_34_plus_5as_over_h) {
     BOOST_TEST(t.layer.attention_core == 80.0 * gpt3_sbh, tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(an_fp32_softmax_outside_the_fused_kernel_keeps_7as_sbh_not_5) {
+    // The softmax keeps its fp32 output (4 bytes), dropout its mask (1) and the matmul dropout's
+    // 16-bit output (2): 7as^2b, 7/5 of the paper's 5as^2b = 80 sbh for GPT-3; without dropout
+    // the matmul keeps the 16-bit cast instead: 6as^2b, where the paper's 2as^2b is 32 sbh.
+    const MemoryTerms fp32 = terms(gpt3_175b, R"("tensor_parallel": 1, "softmax_in_fp32": true)");
+    BOOST_TEST(fp32.layer.attention_core == 112.0 * gpt3_sbh, tt::tolerance(1e-12));
+    const MemoryTerms no_dropout =
+        terms(gpt3_175b, R"("tensor_parallel": 1, "softmax_in_fp32": true, "dropout": false)");
+    BOOST_TEST(no_dropout.layer.attention_core == 96.0 * gpt3_sbh, tt::tolerance(1e-12));
+    // A flash kernel keeps no scores, whatever the softmax's precision.
+    const MemoryTerms flash = terms(
+        gpt3_175b, R"("tensor_parallel": 1, "softmax_in_fp32": true, "flash_attention": true)");
+    BOOST_TEST(flash.layer.attention_core == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(gpt3_175b_tensor_parallel_is_sbh_10_plus_24_over_t_plus_5as_over_ht) {
     const MemoryTerms t = terms(gpt3_175b, R"("tensor_parallel": 8)");
     BOOST_TEST(t.activation_bytes[PPB_KIND_NONE] / MiB == 552.0, tt::tolerance(1e-12));

@@ -5,6 +5,11 @@
 // median |error| <= 2 %, worst <= 8 %, none under-predicted by more than 5 %. No point is tuned:
 // the options are exactly what the command writes. A point outside the model's coverage says so
 // ("expect": "refused", with the flag), and the command must refuse it naming that flag.
+//
+// Each point belongs to one of two sets ("set"): "calibration", the runs the model's defaults
+// (runtime_mb, moe.routing_imbalance, relative_std_error) were chosen on, and "held_out", runs
+// collected after those defaults were fixed and never used to choose anything. The goal is
+// asserted on each set alone, so a default tuned to the calibration runs cannot hide behind them.
 #include "../common/run_process.hpp"
 
 #include <boost/json.hpp>
@@ -14,6 +19,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -61,6 +67,7 @@ struct Point {
     std::uint32_t world_size = 0;
     std::uint32_t compute_capability = 0;  // of the GPUs the run was measured on
     double measured_mb = 0.0;
+    std::string set;                          // "calibration" or "held_out"
     std::optional<std::string> refused_flag;  // "expect": "refused"
 };
 
@@ -69,6 +76,8 @@ Point read_point(const fs::path& path) {
     BOOST_TEST_REQUIRE(doc.at("format").as_string() == "ppb.real/1", path);
     Point p;
     p.name = json::value_to<std::string>(doc.at("name"));
+    p.set = json::value_to<std::string>(doc.at("set"));
+    BOOST_TEST_REQUIRE((p.set == "calibration" || p.set == "held_out"), path << ": set " << p.set);
     for (const auto& a : doc.at("arguments").as_array())
         p.arguments.push_back(json::value_to<std::string>(a));
     p.world_size = json::value_to<std::uint32_t>(doc.at("world_size"));
@@ -115,27 +124,37 @@ std::vector<std::string> placement_arguments(const Point& p) {
     if (const auto n = flag(a, "--num-layers-per-virtual-pipeline-stage"))
         chunks = per_stage / static_cast<std::uint32_t>(std::stoul(*n));
     const std::uint32_t per_chunk = per_stage / chunks;
-    std::string kind = "none";
+    // Megatron's recompute per chunk: selective recomputes every layer's core attention; full with
+    // --recompute-method uniform recomputes every layer (in groups of --recompute-num-layers),
+    // with block only the first --recompute-num-layers layers of each chunk.
+    std::string chunk_layers = "none=" + std::to_string(per_chunk);
     const auto granularity = flag(a, "--recompute-granularity");
-    if (granularity == "selective")
-        kind = "select";
-    else if (granularity == "full")
-        kind = "full";
+    if (granularity == "selective") {
+        chunk_layers = "select=" + std::to_string(per_chunk);
+    } else if (granularity == "full") {
+        const std::uint32_t full = flag(a, "--recompute-method") == "block"
+                                       ? std::min(per_chunk, count(a, "--recompute-num-layers", 1))
+                                       : per_chunk;
+        chunk_layers = "full=" + std::to_string(full);
+        if (full < per_chunk)
+            chunk_layers += ",none=" + std::to_string(per_chunk - full);
+    }
     std::vector<std::string> out{"--stages",        std::to_string(stages),
                                  "--stage",         std::to_string(stages - 1),
                                  "--micro-batches", std::to_string(micro_batches)};
     if (chunks == 1) {
-        out.insert(out.end(), {"--layers", kind + "=" + std::to_string(per_chunk)});
+        out.insert(out.end(), {"--layers", chunk_layers});
     } else {
         out.insert(out.end(), {"--schedule", "interleaved"});
         for (std::uint32_t c = 0; c < chunks; ++c)
-            out.insert(out.end(), {"--chunk", kind + "=" + std::to_string(per_chunk)});
+            out.insert(out.end(), {"--chunk", chunk_layers});
     }
     return out;
 }
 
 struct Outcome {
     std::string name;
+    std::string set;
     double measured_mb = 0.0;
     double predicted_mb = 0.0;
     double std_error_mb = 0.0;
@@ -173,7 +192,7 @@ std::vector<Outcome> predict_all() {
         const auto r = ppb(predict);
         BOOST_TEST_REQUIRE(r.exit_code == 0, p.name << ": " << r.err);
         const json::object doc = json::parse(r.out).as_object();
-        Outcome o{p.name, p.measured_mb, json::value_to<double>(doc.at("peak_memory_mb")),
+        Outcome o{p.name, p.set, p.measured_mb, json::value_to<double>(doc.at("peak_memory_mb")),
                   json::value_to<double>(doc.at("std_error_mb"))};
         BOOST_TEST_MESSAGE(p.name << ": measured " << o.measured_mb << " MB, predicted "
                                   << o.predicted_mb << " MB (" << 100.0 * o.error()
@@ -190,32 +209,82 @@ double median(std::vector<double> v) {
     return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Every point predicted once for all the test cases (each prediction runs two processes).
+const std::vector<Outcome>& outcomes() {
+    static const std::vector<Outcome> all = predict_all();
+    return all;
+}
+
+struct Summary {
+    std::size_t count = 0;
+    double median = 0.0;      // of |error|
+    double worst = 0.0;       // largest |error|
+    double most_under = 0.0;  // the most negative error (0 when none is under)
+    double rms = 0.0;         // root mean square of the errors
+};
+
+Summary summarize(const std::vector<Outcome>& outcomes) {
+    Summary s;
+    std::vector<double> magnitudes;
+    double squares = 0.0;
+    for (const Outcome& o : outcomes) {
+        magnitudes.push_back(std::abs(o.error()));
+        s.worst = std::max(s.worst, std::abs(o.error()));
+        s.most_under = std::min(s.most_under, o.error());
+        squares += o.error() * o.error();
+    }
+    s.count = outcomes.size();
+    if (s.count > 0) {
+        s.median = median(magnitudes);
+        s.rms = std::sqrt(squares / static_cast<double>(s.count));
+    }
+    return s;
+}
+
+std::vector<Outcome> of_set(const std::string& set) {
+    std::vector<Outcome> chosen;
+    std::ranges::copy_if(outcomes(), std::back_inserter(chosen),
+                         [&](const Outcome& o) { return o.set == set; });
+    return chosen;
+}
+
+// The goal of issue 24 on one set of runs.
+void check_goal(const std::string& set, std::size_t min_points) {
+    const std::vector<Outcome> chosen = of_set(set);
+    BOOST_TEST_REQUIRE(chosen.size() >= min_points, set << ": " << chosen.size() << " points");
+    const Summary s = summarize(chosen);
+    BOOST_TEST_MESSAGE(set << ": " << s.count << " runs, median |error| " << 100.0 * s.median
+                           << " %, worst " << 100.0 * s.worst << " %, most under "
+                           << 100.0 * s.most_under << " %, rms " << 100.0 * s.rms << " %");
+    for (const Outcome& o : chosen)
+        BOOST_TEST(o.error() >= -0.05,
+                   o.name << " is under-predicted by more than 5 %: " << 100.0 * o.error() << " %");
+    BOOST_TEST(s.median <= 0.02, set << ": median |error| " << 100.0 * s.median << " %");
+    BOOST_TEST(s.worst <= 0.08, set << ": worst |error| " << 100.0 * s.worst << " %");
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(real_runs)
 
-BOOST_AUTO_TEST_CASE(the_model_meets_the_goal_on_every_measured_run) {
-    const std::vector<Outcome> outcomes = predict_all();
-    BOOST_TEST_REQUIRE(outcomes.size() >= 10U);
-    std::vector<double> magnitudes;
-    double worst = 0.0;
-    double squares = 0.0;
-    for (const Outcome& o : outcomes) {
-        magnitudes.push_back(std::abs(o.error()));
-        worst = std::max(worst, std::abs(o.error()));
-        squares += o.error() * o.error();
-        BOOST_TEST(o.error() >= -0.05,
-                   o.name << " is under-predicted by more than 5 %: " << 100.0 * o.error() << " %");
-    }
-    const double rms = std::sqrt(squares / static_cast<double>(outcomes.size()));
-    BOOST_TEST_MESSAGE("median |error| " << 100.0 * median(magnitudes) << " %, worst "
-                                         << 100.0 * worst << " %, rms " << 100.0 * rms << " %");
-    BOOST_TEST(median(magnitudes) <= 0.02);
-    BOOST_TEST(worst <= 0.08);
-    // The stated uncertainty is honest: the standard error each prediction carries is at least
-    // the spread of the real set's errors (their root mean square) times the prediction.
-    for (const Outcome& o : outcomes)
-        BOOST_TEST(o.std_error_mb >= rms * o.predicted_mb * 0.999, o.name);
+BOOST_AUTO_TEST_CASE(the_model_meets_the_goal_on_the_calibration_runs) {
+    check_goal("calibration", 10);
+}
+
+BOOST_AUTO_TEST_CASE(the_model_meets_the_goal_on_the_held_out_runs) {
+    check_goal("held_out", 10);
+}
+
+BOOST_AUTO_TEST_CASE(the_stated_uncertainty_covers_the_spread_of_every_run) {
+    // The standard error each prediction carries is at least the spread of the real set's errors
+    // (their root mean square, held-out runs included) times the prediction.
+    const Summary all = summarize(outcomes());
+    BOOST_TEST_MESSAGE("all: " << all.count << " runs, median |error| " << 100.0 * all.median
+                               << " %, worst " << 100.0 * all.worst << " %, rms " << 100.0 * all.rms
+                               << " %");
+    BOOST_TEST_REQUIRE(all.count >= 32U);
+    for (const Outcome& o : outcomes())
+        BOOST_TEST(o.std_error_mb >= all.rms * o.predicted_mb * 0.999, o.name);
 }
 
 BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_on_stdout) {

@@ -271,6 +271,42 @@ BENCHMARK(BM_PartitionProbed)
     ->Args({64, 512, 1})
     ->Unit(benchmark::kMillisecond);
 
+// The default plan with chunks against --fast on SAPP's README instance (issue 25: its
+// llama2-70B layer file, 16 stages, 32 micro-batches, 2 chunks, 56 000 MB, the table model):
+// both estimates' exact optima, then (refine = 1) the local search on the simulated iteration, and
+// the lower bound. Arguments: schedule (1 interleaved, 2 interleaved-less-memory, 3 dualpipe-v),
+// refine (0: --fast), lower bound (0 or 1). Counters: the plan's simulated iteration and bound.
+void BM_DefaultChunkedPlan(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const std::filesystem::path file =
+        std::filesystem::path(PPB_SAMPLES_DIR) / "sapp" / "llama2_70b-hyper-parallel.json";
+    std::ifstream in(file);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const ppb::MemoryModel model =
+        ppb::open_model(ppb::inspect_plugin_file(plugin_dir / "ppb-table-1.0.0.so"), text);
+    pt::Problem problem;
+    problem.time = pt::read_time_model(file);
+    problem.num_stages = 16;
+    problem.micro_batches = 32;
+    problem.memory_limit_mb = 56000.0;
+    problem.rule = pt::RecomputeRule::mindformers;
+    problem.schedule = static_cast<ppb::Schedule>(state.range(0));
+    problem.chunks = 2;
+    pt::PlannedPartition planned;
+    for (auto _ : state) {
+        planned = pt::plan_with_model(problem, model,
+                                      {.refine = state.range(1) != 0,
+                                       .lower_bound = state.range(2) != 0,
+                                       .simulate_memory = false});
+        benchmark::DoNotOptimize(planned);
+    }
+    state.counters["simulated"] = planned.simulation.makespan;
+    state.counters["bound"] = planned.lower_bound.value_or(0.0);
+}
+BENCHMARK(BM_DefaultChunkedPlan)
+    ->ArgsProduct({{1, 2, 3}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
 // Several chunks per stage (issue target: P = 16, v = 2, 96 layers, 5 kinds within 100 ms): the
 // same hard coefficients as BM_Partition under each schedule with chunks. Arguments: stages,
 // layers, schedule (1 interleaved, 2 interleaved-less-memory, 3 dualpipe-v), chunks, objective
@@ -397,7 +433,8 @@ BENCHMARK(BM_ExplainInfeasible)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillis
 // 1 080 configurations (interleaved runs where P divides 960, the chunks only where every chunk
 // gets a layer). The first argument is the memory model (0: dryrun-lsq fitted to
 // the sample dry runs, through its coefficients; 1: the analytic model of the sample shape, probed
-// through predictions), the second the threads.
+// through predictions), the second the threads, the third whether the 8 best configurations with
+// chunks are planned again with the local search, as `ppb search` does without --fast.
 void BM_Search(benchmark::State& state) {
     namespace pt = ppb::partition;
     const std::filesystem::path samples = PPB_SAMPLES_DIR;
@@ -437,6 +474,13 @@ void BM_Search(benchmark::State& state) {
             plan.configurations,
             [&](const pt::Configuration& c) { return pt::plan_configuration(base, c, memory); },
             {.jobs = static_cast<unsigned>(state.range(1))});
+        if (state.range(2) != 0) {
+            (void)pt::refine_best(result, pt::refined_configurations,
+                                  [&](const pt::Configuration& c) {
+                                      return pt::plan_configuration(base, c, memory, true);
+                                  },
+                                  {.jobs = static_cast<unsigned>(state.range(1))});
+        }
         benchmark::DoNotOptimize(result);
     }
     std::size_t planned = 0;
@@ -446,7 +490,7 @@ void BM_Search(benchmark::State& state) {
     state.counters["planned"] = static_cast<double>(planned);
 }
 BENCHMARK(BM_Search)
-    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);

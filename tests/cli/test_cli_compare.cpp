@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 using namespace ppb_test;
@@ -84,6 +85,56 @@ BOOST_AUTO_TEST_CASE(plans_are_compared_without_measurements) {
     }
     expect_input_error(ppb({"compare", "--partition", sample_dryrun, "--model", "dryrun-lsq"}),
                        {"format", "ppb.partition/1"});
+}
+
+// A saved plan edited by hand, or cut short, is refused naming the member: the placements
+// compared are exactly the plan's stages or nothing (ppb/partition/plan_reader.hpp).
+BOOST_AUTO_TEST_CASE(broken_plans_are_refused_by_member) {
+    const auto plan =
+        ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--stages", "8",
+             "--micro-batches", "32", "--memory-limit-mb", "30000", "--json"});
+    BOOST_TEST_REQUIRE(plan.exit_code == 0, plan.err);
+    const json::object good = parse_json(plan.out).as_object();
+    const auto compare_edited = [&](const std::function<void(json::object&)>& edit) {
+        json::object doc = good;
+        edit(doc);
+        return ppb({"compare", sample_dryrun, "--partition",
+                    write_file(json::serialize(doc), "edited.json"), "--model", "dryrun-lsq"});
+    };
+    const auto stage = [](json::object& doc, std::size_t s) -> json::object& {
+        return doc.at("stages").as_array().at(s).as_object();
+    };
+    // What a stage holds is its chunks' (one under 1F1B); the stage's own totals are for people.
+    const auto first_chunk = [&](json::object& doc, std::size_t s) -> json::object& {
+        return stage(doc, s).at("chunks").as_array().at(0).as_object();
+    };
+    expect_input_error(
+        compare_edited([&](json::object& d) { stage(d, 7)["stage"] = 8; }),
+        {"edited.json", "stages[7].stage", "not a stage of this pipeline (num_stages is 8)"});
+    expect_input_error(compare_edited([&](json::object& d) {
+                           first_chunk(d, 0)["layers"].as_object()["none"] = -1;
+                       }),
+                       {"stages[0].chunks[0].layers.none", "layers"});
+    expect_input_error(compare_edited([&](json::object& d) { first_chunk(d, 1)["in_flight"] = 0; }),
+                       {"stages[1].chunks[0].in_flight", "micro-batches"});
+    expect_input_error(compare_edited([&](json::object& d) {
+                           first_chunk(d, 2)["layers"].as_object()["fulll"] = 1;
+                       }),
+                       {"stages[2].chunks[0].layers.fulll", "unknown recompute kind"});
+    expect_input_error(compare_edited([&](json::object& d) { d["stages"] = json::array(); }),
+                       {"stages", "at least one stage"});
+    expect_input_error(compare_edited([&](json::object& d) { d["num_stages"] = 0; }),
+                       {"num_stages", "stages"});
+    expect_input_error(compare_edited([&](json::object& d) { d["schedule"] = "zb-h3"; }),
+                       {"schedule", "unknown schedule"});
+    // A stage given as two chunks under 1F1B: its schedule runs one chunk per stage.
+    expect_input_error(
+        compare_edited([&](json::object& d) {
+            json::object& s = stage(d, 0);
+            const json::object chunk{{"layers", s.at("layers")}, {"in_flight", s.at("in_flight")}};
+            s["chunks"] = json::array{chunk, chunk};
+        }),
+        {"micro_batches"});
 }
 
 BOOST_AUTO_TEST_CASE(cross_validation_holds_each_config_out) {

@@ -229,21 +229,38 @@ BOOST_AUTO_TEST_CASE(the_table_shows_chunks_and_both_iterations) {
     BOOST_TEST(r.out.find("  offset: [[") != std::string::npos, r.out);
 }
 
-BOOST_AUTO_TEST_CASE(refine_never_simulates_slower) {
+BOOST_AUTO_TEST_CASE(the_default_plan_never_simulates_slower_than_fast) {
     for (const std::string schedule : {"interleaved", "interleaved-less-memory", "dualpipe-v"}) {
         BOOST_TEST_CONTEXT(schedule) {
-            const auto exact = ppb(partition(schedule, {"--json"}));
-            const auto refined = ppb(partition(schedule, {"--json", "--refine"}));
+            const auto exact = ppb(partition(schedule, {"--json", "--fast"}));
+            const auto refined = ppb(partition(schedule, {"--json"}));
+            const auto asked = ppb(partition(schedule, {"--json", "--refine"}));
             BOOST_TEST_REQUIRE(exact.exit_code == 0, exact.err);
             BOOST_TEST_REQUIRE(refined.exit_code == 0, refined.err);
-            const double before = number(parse_json(exact.out).at("simulated").at("makespan"));
-            const double after = number(parse_json(refined.out).at("simulated").at("makespan"));
+            BOOST_TEST(asked.out == refined.out);  // --refine is the default, accepted
+            const json::value exact_plan = parse_json(exact.out);
+            const json::value refined_plan = parse_json(refined.out);
+            const json::value& fast = exact_plan.at("simulated");
+            const json::value& made = refined_plan.at("simulated");
+            const double before = number(fast.at("makespan"));
+            const double after = number(made.at("makespan"));
             BOOST_TEST(after <= before);
             // The estimate is the exact optimum's: the refined plan's is no lower.
-            BOOST_TEST(number(parse_json(refined.out).at("iteration_time")) >=
-                       number(parse_json(exact.out).at("iteration_time")) * (1 - 1e-12));
+            BOOST_TEST(number(refined_plan.at("iteration_time")) >=
+                       number(exact_plan.at("iteration_time")) * (1 - 1e-12));
+            // The bound holds for both plans, and the gap is the plan's own.
+            const double bound = number(made.at("lower_bound"));
+            BOOST_TEST(bound > 0.0);
+            BOOST_TEST(bound <= after);
+            BOOST_TEST(number(fast.at("lower_bound")) <= after);
+            BOOST_TEST(number(made.at("gap")) == (after - bound) / after,
+                       boost::test_tools::tolerance(1e-12));
         }
     }
+    // 1F1B plans are exact for their estimate: no bound.
+    const auto one = ppb(partition("1f1b", {"--json"}));
+    BOOST_TEST_REQUIRE(one.exit_code == 0, one.err);
+    BOOST_TEST(parse_json(one.out).at("simulated").at("lower_bound").is_null());
 }
 
 BOOST_AUTO_TEST_CASE(shapes_a_schedule_cannot_run_exit_2) {
@@ -258,6 +275,8 @@ BOOST_AUTO_TEST_CASE(shapes_a_schedule_cannot_run_exit_2) {
     expect_input_error(ppb(partition("interleaved", {"--chunks", "1"})),
                        {"interleaved runs at least two chunks per stage, got 1"});
     expect_input_error(ppb(partition("1f1b", {"--refine"})), {"--refine"});
+    expect_input_error(ppb(partition("interleaved", {"--refine", "--fast"})),
+                       {"--refine and --fast"});
     expect_input_error(ppb(partition("interleaved", {"--memory-margin-sigma", "2"})),
                        {"--memory-margin-sigma is not supported yet with several chunks"});
     expect_input_error(ppb(partition("zigzag", {})), {"--schedule"});

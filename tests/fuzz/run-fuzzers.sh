@@ -78,7 +78,7 @@ if [ -z "$cxx" ]; then
 fi
 # Configuring fails when a harness and the seed corpora disagree (tests/fuzz/CMakeLists.txt).
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPPB_FUZZ=ON -DPPB_BUILD_TESTS=OFF \
+    -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DPPB_FUZZ=ON -DPPB_BUILD_TESTS=OFF \
     -DPPB_BUILD_BENCHMARKS=OFF
 cmake --build "$build" -j "$(nproc)" --target ppb_fuzzers
 

@@ -457,7 +457,8 @@ BOOST_AUTO_TEST_CASE(usage_mistakes) {
     const std::string existing = dir.write("existing.json", "{}").string();
     usage(ppb({"import"}), {"missing the log format"}, "ppb import");
     usage(ppb({"import", "pytorch"}),
-          {"unknown log format 'pytorch' (expected mindspore, megatron, megatron-options, sapp)"},
+          {"unknown log format 'pytorch' (expected mindspore, megatron, megatron-options, "
+           "mindformers-options, sapp)"},
           "ppb import");
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
           {"LOG is required"});

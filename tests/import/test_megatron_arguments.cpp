@@ -180,6 +180,48 @@ BOOST_AUTO_TEST_CASE(attention_backend_and_implementation) {
     BOOST_TEST(options_of(map(base + "--attention-backend=flash")).at("flash_attention").as_bool());
 }
 
+BOOST_AUTO_TEST_CASE(the_softmax_in_fp32_outside_the_fused_kernel_is_marked) {
+    // Megatron's torch softmax (--no-masked-softmax-fusion) in fp32, which
+    // --apply-query-key-layer-scaling forces, with unfused local attention and 16-bit training.
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --transformer-impl local --no-masked-softmax-fusion ";
+    BOOST_TEST(options_of(map(base + "--fp16 --apply-query-key-layer-scaling"))
+                   .at("softmax_in_fp32")
+                   .as_bool());
+    BOOST_TEST(options_of(map(base + "--bf16 --attention-softmax-in-fp32"))
+                   .at("softmax_in_fp32")
+                   .as_bool());
+    // The fused kernel (no --no-masked-softmax-fusion), a flash kernel, fp32 training, or a
+    // 16-bit softmax keep the usual attention memory.
+    const std::string fused =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+        "--seq-length 128 --vocab-size 1000 --transformer-impl local ";
+    BOOST_TEST(!options_of(map(fused + "--fp16 --apply-query-key-layer-scaling"))
+                    .contains("softmax_in_fp32"));
+    BOOST_TEST(!options_of(map(base + "--use-flash-attn --bf16 --attention-softmax-in-fp32"))
+                    .contains("softmax_in_fp32"));
+    BOOST_TEST(!options_of(map(base + "--attention-softmax-in-fp32")).contains("softmax_in_fp32"));
+    BOOST_TEST(!options_of(map(base + "--bf16")).contains("softmax_in_fp32"));
+}
+
+BOOST_AUTO_TEST_CASE(the_fused_cross_entropy_holds_one_more_fp32_logits_buffer) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 ";
+    BOOST_TEST(!options_of(map(base)).contains("logits_transient_bytes"));
+    BOOST_TEST(options_of(map(base + "--cross-entropy-loss-fusion"))
+                   .at("logits_transient_bytes")
+                   .as_double() == 6.0);
+    BOOST_TEST(
+        options_of(map(base + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native"))
+            .at("logits_transient_bytes")
+            .as_double() == 6.0);
+    // Transformer Engine's implementation is not the compiled one: the unfused figure stays.
+    BOOST_TEST(!options_of(map(base + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te"))
+                    .contains("logits_transient_bytes"));
+}
+
 BOOST_AUTO_TEST_CASE(moe_flags_become_the_moe_object) {
     const auto o = options_of(
         map("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "

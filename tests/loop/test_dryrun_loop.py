@@ -4,7 +4,11 @@
   -> held-out placements (one of another pipeline degree) predicted within 3 % and 3 standard
      errors of what the harness measures
   -> ppb partition under a limit -> the harness runs the plan: every stage's measured peak under
-     the limit and within the predicted +-3 sigma.
+     the limit and within the predicted +-3 sigma
+  -> interleaved stages (Megatron-LM's order, P = 4, v = 2, M = 8, chunks of unequal mixes) run for
+     real and predicted from the same 1F1B fit by `ppb predict --schedule interleaved --chunk ...`
+     within 1.5 %, the largest weighted in-flight sum over the stage's profile; the older count,
+     each chunk's own maximum added, is further off (its worst error larger, and over 1.5 %).
 
 "Standard error" is that of the difference between a new measurement and its prediction:
 sqrt(se^2 + sigma^2), se the fit's standard error of the predicted mean (ppb predict) and sigma^2
@@ -13,11 +17,13 @@ the fit's residual variance (a new run scatters around the mean as the fitted ru
 A plain script, not pytest: it must fail, never skip, when torch is missing. It prints every
 figure it checks (the README's "measured errors" come from this output)."""
 
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 SOURCE = Path(os.environ.get("PPB_SOURCE_DIR", Path(__file__).resolve().parents[2]))
@@ -71,6 +77,79 @@ def predict(train, p, s, layers):
     return out
 
 
+def measured_peaks(text):
+    """{rank: max allocated MB} of the last iteration's report_memory lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("[Rank"):
+            rank = int(line.split("]")[0][6:])
+            out[rank] = float(line.split("max allocated: ")[1].split(" |")[0])
+    return out
+
+
+# Interleaved stages: P = 4, v = 2, M = 8, one layer per chunk. Each case is (rank, chunk 0's kind,
+# chunk 1's kind). Ranks 0-2 with unequal chunks peak at different moments of the order (in-flight
+# (7, 4), (8, 1), (4, 3)); rank 1 with two heavy chunks is where the per-chunk maxima, (8, 4),
+# over-count most: three micro-batches of chunk 1 more than any moment of the order holds.
+IL_STAGES, IL_CHUNKS, IL_MICRO = 4, 2, 8
+IL_CASES = [[(0, "full", "none"), (1, "none", "full"), (2, "full", "none"), (3, "none", "full")],
+            [(1, "none", "none")]]
+
+
+def interleaved_check(train, fit):
+    """Real interleaved stages against the 1F1B fit: `ppb predict --schedule interleaved` (the
+    largest row over the stage's in-flight profile) within 1.5 % of each measured peak; the sum of
+    each chunk's own maximum, computed from the same fitted coefficients, further off."""
+    theta = fit["parameters"]
+    cfg = ppb_dryrun.build_parser().parse_args(MODEL)
+    new_worst = old_worst = 0.0
+    old_over_bound = False
+    moments = set()
+    for cases in IL_CASES:
+        kinds = [[["none"], ["none"]] for _ in range(IL_STAGES)]
+        for rank, k0, k1 in cases:
+            kinds[rank] = [[k0], [k1]]
+        log = io.StringIO()
+        ppb_dryrun.run_pipeline(cfg, kinds, IL_MICRO, "interleaved",
+                                ranks=[c[0] for c in cases], out=log)
+        measured = measured_peaks(log.getvalue())
+        for rank, k0, k1 in cases:
+            m = measured[rank]
+            got = json.loads(ppb("predict", train, "--stages", IL_STAGES, "--stage", rank,
+                                 "--chunk", f"{k0}=1", "--chunk", f"{k1}=1", "--schedule",
+                                 "interleaved", "--micro-batches", IL_MICRO, "--json"))
+            new = got["peak_memory_mb"]
+
+            # The fitted model's row (design.md, section 2.1) at in-flight counts (f_0, f_1).
+            def row(counts):
+                return (theta["const_mb"] + theta["head_mb"] * (rank == 0)
+                        + theta["tail_mb"] * (rank == IL_STAGES - 1)
+                        + theta["param_per_layer_mb"] * IL_CHUNKS
+                        + sum(theta["activation_mb"][k] * f for k, f in zip((k0, k1), counts)))
+
+            # The row is ppb's own model: it gives every vector of ppb's profile as ppb does.
+            for vec in got["placement"]["in_flight_profile"]:
+                if abs(row(vec["in_flight"]) - vec["peak_memory_mb"]) > 1e-6:
+                    sys.exit(f"the fitted row {row(vec['in_flight'])} is not ppb's {vec}")
+            # The older counts: each chunk's own maximum over the harness's order, added.
+            most = ppb_dryrun.held_at_peak(
+                ppb_dryrun.interleaved_order(IL_STAGES, rank, IL_MICRO, IL_CHUNKS))
+            old = row([most[c] for c in range(IL_CHUNKS)])
+            new_pct, old_pct = (100.0 * (x - m) / m for x in (new, old))
+            new_worst, old_worst = max(new_worst, abs(new_pct)), max(old_worst, abs(old_pct))
+            old_over_bound |= abs(old_pct) > 1.5
+            peak_at = tuple(c["in_flight"] for c in got["placement"]["chunks"])
+            moments.add(peak_at)
+            check(abs(new_pct) <= 1.5,
+                  f"interleaved rank {rank} chunks ({k0}, {k1}): measured {m:.3f} MB, predicted "
+                  f"{new:.3f} MB at in-flight {peak_at} ({new_pct:+.2f} %); per-chunk maxima "
+                  f"{tuple(most[c] for c in range(IL_CHUNKS))}: {old:.3f} MB ({old_pct:+.2f} %)")
+    check(len(moments) >= 3, f"the stages peak at {len(moments)} different moments {moments}")
+    check(old_worst > new_worst and old_over_bound,
+          f"interleaved worst error {new_worst:.2f} % from the profile, {old_worst:.2f} % from "
+          f"the per-chunk maxima")
+
+
 def main():
     work = Path(tempfile.mkdtemp(prefix="ppb-loop-"))
     train = work / "dryruns.json"
@@ -89,6 +168,9 @@ def main():
     diag = fit["diagnostics"]
     sigma2 = diag["rms_residual_mb"] ** 2 * diag["rows"] / diag["degrees_of_freedom"]
     print("fit:", json.dumps(fit["parameters"]), f"residual sigma {sigma2 ** 0.5:.4f} MB")
+    started = time.perf_counter()
+    interleaved_check(train, fit)
+    print(f"interleaved check: {time.perf_counter() - started:.1f} s")
 
     # Held out: another degree (3) and another layout of the design's degree.
     held = [
@@ -138,11 +220,7 @@ def main():
     with open(log, "w", encoding="utf-8") as out:
         ppb_dryrun.run_pipeline(ppb_dryrun.build_parser().parse_args(MODEL),
                                 ppb_dryrun.plan_stage_kinds(plan), MICRO, "1f1b", out=out)
-    measured = {}
-    for line in log.read_text().splitlines():
-        if line.startswith("[Rank"):
-            rank = int(line.split("]")[0][6:])
-            measured[rank] = float(line.split("max allocated: ")[1].split(" |")[0])
+    measured = measured_peaks(log.read_text())
     for st in plan["stages"]:
         got = predict(train, STAGES, st["stage"], st["layers"])
         m = measured[st["stage"]]

@@ -240,7 +240,8 @@ BOOST_AUTO_TEST_CASE(outcomes_are_each_configuration_planned_alone_for_any_numbe
         direct.kinds = a.configuration.recompute.kinds;
         if (a.status == SearchOutcome::Status::planned) {
             ++planned;
-            const PlannedPartition expected = plan_with_memory(direct, memory);
+            // A search plans every configuration as --fast does (then refine_best, not run here).
+            const PlannedPartition expected = plan_with_memory(direct, memory, {.refine = false});
             BOOST_TEST(a.iteration_time() == expected.simulation.makespan);
             BOOST_TEST(b.iteration_time() == expected.simulation.makespan);
             BOOST_TEST(a.planned->plan.iteration_time == expected.plan.iteration_time);
@@ -281,6 +282,42 @@ BOOST_AUTO_TEST_CASE(outcomes_are_each_configuration_planned_alone_for_any_numbe
         if (order[i - 1]->iteration_time() == order[i]->iteration_time())
             BOOST_TEST(order[i - 1] < order[i]);
     }
+
+    // The best configurations with chunks planned again with the local search (ppb search without
+    // --fast): each is then the default plan of ppb partition, whatever the threads, and the
+    // others are untouched.
+    const auto refine_one = [&](const Configuration& c) {
+        return plan_configuration(base, c, memory, true);
+    };
+    SearchResult refined_one = one;
+    SearchResult refined_four = four;
+    const std::size_t again = refine_best(refined_one, 3, refine_one, {.jobs = 1});
+    BOOST_TEST(refine_best(refined_four, 3, refine_one, {.jobs = 4}) == again);
+    BOOST_TEST(again > 0u);
+    BOOST_TEST(again <= 3u);
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < one.outcomes.size(); ++i) {
+        const SearchOutcome& before = one.outcomes[i];
+        const SearchOutcome& after = refined_one.outcomes[i];
+        BOOST_TEST(describe(after.configuration) == describe(before.configuration));
+        BOOST_TEST(refined_four.outcomes[i].iteration_time() == after.iteration_time());
+        if (before.status != SearchOutcome::Status::planned)
+            continue;
+        BOOST_TEST(after.iteration_time() <= before.iteration_time());
+        if (after.iteration_time() != before.iteration_time()) {
+            ++changed;
+            BOOST_TEST(after.planned->problem.chunked());
+            Problem direct = base;
+            direct.num_stages = after.configuration.pipeline;
+            direct.micro_batches = after.configuration.micro_batches;
+            direct.schedule = after.configuration.schedule.schedule;
+            direct.chunks = after.configuration.schedule.chunks;
+            direct.kinds = after.configuration.recompute.kinds;
+            BOOST_TEST(after.iteration_time() ==
+                       plan_with_memory(direct, memory).simulation.makespan);
+        }
+    }
+    BOOST_TEST(changed <= again);
 }
 
 BOOST_AUTO_TEST_CASE(a_stop_keeps_what_was_planned_in_order) {

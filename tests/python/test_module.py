@@ -125,8 +125,21 @@ def test_partition_is_ppb_partition_json(cli):
     expected = cli.json("partition", "--model-desc", LLAMA_LAYERS, "--dryrun", LLAMA_DRYRUN,
                         "--stages", 4, "--memory-limit-mb", 60000, "--schedule", "interleaved",
                         "--micro-batches", 16)
-    assert ppb.partition(LLAMA_LAYERS, model=model, stages=4, memory_limit_mb=60000,
-                         schedule="interleaved", micro_batches=16) == expected
+    plan = ppb.partition(LLAMA_LAYERS, model=model, stages=4, memory_limit_mb=60000,
+                         schedule="interleaved", micro_batches=16)
+    assert plan == expected
+    # The default plan's lower bound and gap; fast=True is --fast (the exact optimum alone).
+    simulated = plan["simulated"]
+    assert 0 < simulated["lower_bound"] <= simulated["makespan"]
+    assert simulated["gap"] == (simulated["makespan"] - simulated["lower_bound"]) / simulated["makespan"]
+    fast = ppb.partition(LLAMA_LAYERS, model=model, stages=4, memory_limit_mb=60000,
+                         schedule="interleaved", micro_batches=16, fast=True)
+    assert fast == cli.json("partition", "--model-desc", LLAMA_LAYERS, "--dryrun", LLAMA_DRYRUN,
+                            "--stages", 4, "--memory-limit-mb", 60000, "--schedule",
+                            "interleaved", "--micro-batches", 16, "--fast")
+    assert fast["simulated"]["makespan"] >= simulated["makespan"]
+    assert ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8,
+                         memory_limit_mb=30000)["simulated"]["lower_bound"] is None
 
 
 def test_grouped_dense_and_moe_prediction_equals_the_command(cli):

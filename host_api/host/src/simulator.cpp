@@ -79,18 +79,6 @@ void check_input(const SimulationInput& in) {
     }
 }
 
-// The time of the transfer from position q to position q + 1 (or back), per boundary.
-double hop_time(const SimulationInput& in, const std::vector<double>& boundary,
-                const std::vector<std::uint32_t>& stage_of_position, std::uint32_t q) {
-    const std::uint32_t a = stage_of_position[q];
-    const std::uint32_t b = stage_of_position[q + 1];
-    if (a == b)
-        return 0.0;
-    if (!v_shaped(in.schedule) && (q + 1) % in.num_stages == 0)
-        return boundary[in.num_stages - 1];  // interleaved: from stage P − 1 back to stage 0
-    return boundary[std::min(a, b)];
-}
-
 constexpr double not_done = std::numeric_limits<double>::quiet_NaN();
 
 // The end times of every forward and backward, by pipeline position and micro-batch.
@@ -180,6 +168,29 @@ std::vector<double> boundary_comm_times(Schedule schedule, std::uint32_t num_sta
     return comm_time;
 }
 
+std::vector<double> position_hop_times(Schedule schedule, std::uint32_t p, std::uint32_t v,
+                                       const std::vector<double>& comm_time) {
+    const std::vector<double> boundary = boundary_comm_times(schedule, p, comm_time);
+    const std::uint32_t positions = p * v;
+    std::vector<std::uint32_t> stage_of_position(positions);
+    for (std::uint32_t s = 0; s < p; ++s) {
+        for (std::uint32_t c = 0; c < v; ++c)
+            stage_of_position[pipeline_position(schedule, p, s, c)] = s;
+    }
+    std::vector<double> hop(positions, 0.0);
+    for (std::uint32_t q = 0; q + 1 < positions; ++q) {
+        const std::uint32_t a = stage_of_position[q];
+        const std::uint32_t b = stage_of_position[q + 1];
+        if (a == b)
+            continue;
+        if (!v_shaped(schedule) && (q + 1) % p == 0)
+            hop[q] = boundary[p - 1];  // interleaved: from stage P − 1 back to stage 0
+        else
+            hop[q] = boundary[std::min(a, b)];
+    }
+    return hop;
+}
+
 Simulation simulate(const SimulationInput& in) {
     check_input(in);
     const std::uint32_t p = in.num_stages;
@@ -218,9 +229,7 @@ Simulation simulate(const SimulationInput& in) {
     // in a cycle, which no schedule here does.
     sim.comm_time = boundary_comm_times(in.schedule, p, in.comm_time);
     // hop[q]: the transfer between positions q and q + 1.
-    std::vector<double> hop(positions, 0.0);
-    for (std::uint32_t q = 0; q + 1 < positions; ++q)
-        hop[q] = hop_time(in, sim.comm_time, stage_of_position, q);
+    const std::vector<double> hop = position_hop_times(in.schedule, p, v, in.comm_time);
     Timetable done(positions, m);
     std::vector<std::size_t> next(p, 0);
     std::vector<double> free_at(p, 0.0);
@@ -243,22 +252,14 @@ Simulation simulate(const SimulationInput& in) {
             const std::uint32_t q = pipeline_position(in.schedule, p, s, op.chunk);
             double ready = free_at[s];
             bool waiting = false;
-            const auto after = [&](Pass pass, std::uint32_t position, double transfer) {
-                const double end = done.end(pass, position, op.micro_batch);
+            DataWait waits[2];
+            const std::uint32_t n_waits = data_waits(op.pass, q, positions, hop, waits);
+            for (std::uint32_t w = 0; w < n_waits; ++w) {
+                const double end = done.end(waits[w].pass, waits[w].position, op.micro_batch);
                 if (std::isnan(end))
                     waiting = true;
                 else
-                    ready = std::max(ready, end + transfer);
-            };
-            if (op.pass == Pass::weight) {
-                after(Pass::backward, q, 0.0);  // its own B, on this stage
-            } else if (op.pass == Pass::forward) {
-                if (q > 0)
-                    after(Pass::forward, q - 1, hop[q - 1]);
-            } else {
-                after(Pass::forward, q, 0.0);
-                if (q + 1 < positions)
-                    after(Pass::backward, q + 1, hop[q]);
+                    ready = std::max(ready, end + waits[w].transfer);
             }
             if (waiting)
                 break;

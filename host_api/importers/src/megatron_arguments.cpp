@@ -161,6 +161,7 @@ constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
     {"use-legacy-models", "the legacy (non-core) model: the formulas follow Megatron-core"},
     {"no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},
     {"no-bias-swiglu-fusion", "unfused bias-SwiGLU keeps silu(gate)"},
+    {"qk-layernorm", "the query and key layer norms keep their inputs for backward"},
 };
 
 // Flags known not to change the memory of the tensors, or read by the mapping below, or the
@@ -196,11 +197,10 @@ constexpr std::string_view neutral[] = {
     "norm-epsilon", "rotary-", "no-rope-fusion", "manual-gc", "no-check-for-nan-in-loss-and-grad",
     "overlap-grad-reduce", "overlap-param-gather", "moe-router-", "moe-aux-loss-coeff",
     "moe-z-loss-coeff", "moe-permute-fusion", "moe-grouped-gemm", "apply-query-key-layer-scaling",
-    "qk-layernorm", "no-masked-softmax-fusion", "attention-softmax-in-fp32",
-    "no-persist-layer-norm", "num-workers", "no-mmap-bin-files", "rampup-batch-size",
-    "use-checkpoint-args", "no-load-", "finetune", "logging-level",
-    "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
-    "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
+    "no-masked-softmax-fusion", "attention-softmax-in-fp32", "no-persist-layer-norm", "num-workers",
+    "no-mmap-bin-files", "rampup-batch-size", "use-checkpoint-args", "no-load-", "finetune",
+    "logging-level", "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank",
+    "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
     "use-cpu-initialization", "override-opt_param-scheduler"};
 
 bool is_neutral(std::string_view flag) {
@@ -306,6 +306,15 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         flash = true;
     if (is_on(flags, "use-flash-attn"))
         flash = true;
+    // The softmax in fp32 outside the fused kernel (FusedScaleMaskSoftmax's torch fallback, taken
+    // with --no-masked-softmax-fusion; Transformer Engine's unfused attention has its own kernel
+    // switch): --attention-softmax-in-fp32, which --apply-query-key-layer-scaling forces
+    // (Megatron's attention: "if self.apply_query_key_layer_scaling: self.attention_softmax_in_fp32
+    // = True").
+    const bool softmax_in_fp32 = !flash && impl == "local" && (fp16 || bf16) &&
+                                 is_on(flags, "no-masked-softmax-fusion") &&
+                                 (is_on(flags, "attention-softmax-in-fp32") ||
+                                  is_on(flags, "apply-query-key-layer-scaling"));
 
     const double attention_dropout = number(flags, "attention-dropout").value_or(0.1);
     const double hidden_dropout = number(flags, "hidden-dropout").value_or(0.1);
@@ -356,6 +365,18 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     o["optimizer_bytes"] = optimizer_bytes;
     o["gated_mlp"] = swiglu;
     o["flash_attention"] = flash;
+    if (softmax_in_fp32)
+        o["softmax_in_fp32"] = true;
+    // The fused cross entropy (--cross-entropy-loss-fusion, the native implementation): its
+    // torch.compile'd steps materialize a fresh fp32 logits-sized buffer at the loss instead of
+    // working in place, as the note in megatron/core/fusions/fused_cross_entropy.py (commit
+    // 0cb4a9c81767ff391c3b18ce171c4084ebbc4789, which rewrote it in place) says; Megatron-LM's CI
+    // measured it: gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 4 s*b*V/t bytes above
+    // the same run unfused. Counted on top of the unfused transient (later Megatron versions
+    // then over-predict by that much).
+    if (is_on(flags, "cross-entropy-loss-fusion") &&
+        text(flags, "cross-entropy-fusion-impl").value_or("native") == "native")
+        o["logits_transient_bytes"] = 2.0 + 4.0;
     o["dropout"] = dropout;
     o["untie_embeddings"] = is_on(flags, "untie-embeddings-and-output-weights");
     o["linear_biases"] = !is_on(flags, "disable-bias-linear");

@@ -95,6 +95,14 @@ struct ChunkedStage {
                                      const std::vector<ChunkedStage>& stages,
                                      const std::vector<const StageOption*>& options);
 
+// The most body layers stage s can hold in a plan whose simulated iteration is at most `makespan`
+// (lower_bound.cpp): the stage runs M micro-batches through all its chunks, so the iteration is at
+// least M x its time, which is at least its ends plus n times the fastest candidate kind. L for
+// every stage when that says nothing (no positive body time, an infinite makespan).
+[[nodiscard]] std::vector<std::uint32_t> most_layers_within_makespan(const Problem& problem,
+                                                                     std::uint32_t kinds,
+                                                                     double makespan);
+
 // The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
 // problem.chunked().
 [[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,

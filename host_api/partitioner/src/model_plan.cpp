@@ -1,6 +1,7 @@
 #include <ppb/partition/model_plan.hpp>
 
 #include <ppb/errors.hpp>
+#include <ppb/partition/lower_bound.hpp>
 #include <ppb/partition/refine.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 
@@ -162,9 +163,6 @@ PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
 
 PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
                                   const PlanWithModelOptions& options) {
-    if (options.refine && !problem.chunked())
-        throw InputError(
-            "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
     Plan plan;
     if (problem.chunked() && options.choose_objective) {
         // Both estimates' exact optima, and the one whose iteration simulates faster
@@ -191,14 +189,17 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     } else {
         plan = solve(problem, memory);
     }
-    if (options.refine)
+    if (options.refine && problem.chunked())
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;
     Simulation simulation = simulate(input);
     std::vector<MemoryBreakdown> breakdown = memory_breakdown(problem, plan, memory);
+    std::optional<double> bound;
+    if (options.lower_bound && problem.chunked())
+        bound = simulated_lower_bound(problem, memory, simulation.makespan);
     return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation),
-                            std::move(breakdown)};
+                            std::move(breakdown), bound};
 }
 
 }  // namespace ppb::partition

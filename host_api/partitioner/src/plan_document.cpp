@@ -2,6 +2,7 @@
 
 #include <ppb/kinds.hpp>
 #include <ppb/partition/framework_args.hpp>
+#include <ppb/partition/lower_bound.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 
 #include <boost/json.hpp>
@@ -160,7 +161,8 @@ json::object iteration_breakdown_object(const IterationBreakdown& b) {
 
 json::object partition_document(const Problem& problem, const Plan& plan,
                                 const PartitionContext& context, const Simulation& simulation,
-                                std::span<const MemoryBreakdown> breakdown) {
+                                std::span<const MemoryBreakdown> breakdown,
+                                std::optional<double> lower_bound) {
     const auto kinds_object = [](const KindCounts& counts) {
         json::object layers;
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
@@ -230,8 +232,15 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["objective"] =
         problem.objective == ChunkObjective::slots && problem.chunked() ? "slots" : "stages";
     doc["iteration_time"] = plan.iteration_time;
-    doc["simulated"] = json::object{{"makespan", simulation.makespan},
-                                    {"bubble_fraction", simulation.bubble_fraction}};
+    json::object simulated{{"makespan", simulation.makespan},
+                           {"bubble_fraction", simulation.bubble_fraction},
+                           {"lower_bound", nullptr},
+                           {"gap", nullptr}};
+    if (lower_bound) {
+        simulated["lower_bound"] = *lower_bound;
+        simulated["gap"] = bound_gap(simulation.makespan, *lower_bound);
+    }
+    doc["simulated"] = std::move(simulated);
     // Communication per stage boundary (ppb::SimulationInput::comm_time), what it adds to the
     // estimate, and the simulated iteration broken down as SAPP reads it.
     doc["comm_time"] = json::array(simulation.comm_time.begin(), simulation.comm_time.end());

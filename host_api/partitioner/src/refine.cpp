@@ -1,5 +1,6 @@
 // Local search on the simulated makespan (ppb/partition/refine.hpp).
 #include "chunk_tables.hpp"
+#include "makespan_graph.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -8,6 +9,7 @@
 #include <ppb/simulator.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace ppb::partition {
@@ -16,23 +18,33 @@ namespace {
 using detail::ChunkedStage;
 using detail::StageOption;
 
-// The makespan of the plan holding `choice[s]` on each stage, simulated without memory.
-double makespan(const Problem& problem, const std::vector<const StageOption*>& choice) {
-    SimulationInput input;
-    input.schedule = problem.schedule;
-    input.num_stages = problem.num_stages;
-    input.num_chunks = problem.chunks;
-    input.micro_batches = problem.micro_batches;
-    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
-        std::vector<ChunkCost> costs;
-        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
-            const double forward = detail::chunk_forward_time(problem, s, c, choice[s]->chunks[c]);
-            costs.push_back(ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0});
+// The makespan of the plan holding `choice[s]` on each stage, as ppb::simulate times it
+// (through the schedule's dependency graph, makespan_graph.hpp).
+class Timer {
+  public:
+    explicit Timer(const Problem& problem)
+        : problem_(problem),
+          graph_(problem.schedule, problem.num_stages, problem.chunks, problem.micro_batches,
+                 problem.comm_time),
+          costs_(problem.num_stages, std::vector<ChunkCost>(problem.chunks)) {}
+    double operator()(const std::vector<const StageOption*>& choice,
+                      double cutoff = std::numeric_limits<double>::infinity()) {
+        for (std::uint32_t s = 0; s < problem_.num_stages; ++s) {
+            for (std::uint32_t c = 0; c < problem_.chunks; ++c) {
+                const double forward =
+                    detail::chunk_forward_time(problem_, s, c, choice[s]->chunks[c]);
+                costs_[s][c] = chunk_cost(problem_, choice[s]->chunks[c], forward,
+                                          choice[s]->chunk_times[c] - forward);
+            }
         }
-        input.costs.push_back(std::move(costs));
+        return graph_.makespan(costs_, cutoff);
     }
-    return simulate(input).makespan;
-}
+
+  private:
+    const Problem& problem_;
+    detail::MakespanGraph graph_;
+    std::vector<std::vector<ChunkCost>> costs_;
+};
 
 std::uint32_t layers_of(const StageOption& option) {
     std::uint32_t n = 0;
@@ -62,10 +74,14 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
                               ? std::chrono::steady_clock::time_point::max()
                               : now + budget;
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
-    // Every count, since a move may take a stage anywhere (the solver bounds its own).
+    // A move may take a stage to any count with which the iteration can still be faster than
+    // the start's: the simulated iteration is at least M x every stage's time (design, "The
+    // default plan with chunks").
+    SimulationInput at_start = simulation_input(problem, start);
+    at_start.with_memory = false;
     const std::vector<ChunkedStage> stages = detail::build_chunked_stages(
         problem, detail::affine_stages(problem, memory, kinds), kinds,
-        std::vector<std::uint32_t>(problem.num_stages, problem.time.body_layers));
+        detail::most_layers_within_makespan(problem, kinds, simulate(at_start).makespan));
 
     // The start, as options of the stages. The solver builds its options within bounds on the
     // layer counts, so where equal times leave a choice it may have kept another mix, and even
@@ -113,14 +129,16 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         }
     }
 
-    double best = makespan(problem, choice);
+    Timer makespan(problem);
+    double best = makespan(choice);
     const std::uint32_t p = problem.num_stages;
     for (std::uint32_t move = 0; move < max_moves && std::chrono::steady_clock::now() < deadline;
          ++move) {
         std::vector<const StageOption*> best_neighbour;
         double best_value = best;
         const auto consider = [&](std::vector<const StageOption*>& candidate) {
-            const double value = makespan(problem, candidate);
+            // A candidate that cannot beat the best so far stops being timed once it cannot.
+            const double value = makespan(candidate, best_value * (1.0 - 1e-12));
             if (value < best_value * (1.0 - 1e-12)) {
                 best_value = value;
                 best_neighbour = candidate;

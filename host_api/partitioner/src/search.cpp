@@ -235,7 +235,7 @@ double SearchOutcome::iteration_time() const {
 }
 
 SearchOutcome plan_configuration(const Problem& base, const Configuration& configuration,
-                                 const MemorySource& memory) {
+                                 const MemorySource& memory, bool refine) {
     Problem problem = base;
     problem.num_stages = configuration.pipeline;
     problem.micro_batches = configuration.micro_batches;
@@ -246,7 +246,10 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
     out.configuration = configuration;
     try {
         out.planned = plan_with_memory(std::move(problem), memory,
-                                       {.choose_objective = true, .simulate_memory = false});
+                                       {.choose_objective = true,
+                                        .refine = refine,
+                                        .lower_bound = refine,
+                                        .simulate_memory = false});
         out.status = SearchOutcome::Status::planned;
         double peak = 0.0;
         for (const StagePlan& stage : out.planned->plan.stages)
@@ -357,6 +360,37 @@ SearchCounts count_outcomes(const SearchResult& result) {
         }
     }
     return out;
+}
+
+std::size_t refine_best(SearchResult& result, std::size_t count,
+                        const std::function<SearchOutcome(const Configuration&)>& plan_refined,
+                        const SearchRunOptions& options) {
+    std::vector<std::size_t> chosen;
+    for (const SearchOutcome* outcome : ranked(result)) {
+        if (chosen.size() >= count)
+            break;
+        if (outcome->planned->problem.chunked())
+            chosen.push_back(static_cast<std::size_t>(outcome - result.outcomes.data()));
+    }
+    std::vector<Configuration> configurations;
+    for (const std::size_t i : chosen)
+        configurations.push_back(result.outcomes[i].configuration);
+    SearchResult again = run_search(configurations, plan_refined, options);
+    // A stopped run leaves out the configurations it did not start: match by configuration.
+    std::size_t next = 0;
+    for (SearchOutcome& after : again.outcomes) {
+        while (next < chosen.size() &&
+               describe(configurations[next]) != describe(after.configuration))
+            ++next;
+        if (next == chosen.size())
+            break;
+        SearchOutcome& before = result.outcomes[chosen[next++]];
+        if (after.status == SearchOutcome::Status::planned &&
+            after.iteration_time() <= before.iteration_time())
+            before = std::move(after);
+    }
+    result.stopped = result.stopped || again.stopped;
+    return again.outcomes.size();
 }
 
 std::vector<const SearchOutcome*> ranked(const SearchResult& result) {

@@ -103,8 +103,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         entry["bubble_fraction"] = p.simulation.bubble_fraction;
         entry["peak_memory_mb"] = o->peak_memory_mb;
         entry["headroom_mb"] = o->headroom_mb;
-        entry["plan"] =
-            partition_document(p.problem, p.plan, context.model, p.simulation, p.breakdown);
+        entry["plan"] = partition_document(p.problem, p.plan, context.model, p.simulation,
+                                           p.breakdown, p.lower_bound);
         ranking.push_back(std::move(entry));
     }
     doc["ranking"] = std::move(ranking);

@@ -5,6 +5,21 @@
 
 namespace ppb::partition {
 
+ChunkCost chunk_cost(const Problem& problem, const KindCounts& layers, double forward_time,
+                     double backward_time) {
+    ChunkCost cost;
+    cost.forward_time = forward_time;
+    cost.backward_time = backward_time;
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+        cost.recompute_time +=
+            layers[k] * (problem.time.body_time[k] - problem.time.body_time[PPB_KIND_NONE]);
+    }
+    // Rounding, or a kind faster than 'none' in the layer file: never below 0.
+    cost.recompute_time = std::clamp(cost.recompute_time, 0.0, cost.backward_time);
+    cost.weight_time = problem.weight_grad_share * (cost.backward_time - cost.recompute_time);
+    return cost;
+}
+
 SimulationInput simulation_input(const Problem& problem, const Plan& plan) {
     SimulationInput input;
     input.schedule = problem.schedule;
@@ -15,17 +30,8 @@ SimulationInput simulation_input(const Problem& problem, const Plan& plan) {
         std::vector<ChunkCost> costs;
         double held = 0.0;
         for (const ChunkPlan& chunk : stage.chunks) {
-            ChunkCost cost;
-            cost.forward_time = chunk.forward_time;
-            cost.backward_time = chunk.backward_time;
-            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-                cost.recompute_time += chunk.layers[k] * (problem.time.body_time[k] -
-                                                          problem.time.body_time[PPB_KIND_NONE]);
-            }
-            // Rounding, or a kind faster than 'none' in the layer file: never below 0.
-            cost.recompute_time = std::clamp(cost.recompute_time, 0.0, cost.backward_time);
-            cost.weight_time =
-                problem.weight_grad_share * (cost.backward_time - cost.recompute_time);
+            ChunkCost cost =
+                chunk_cost(problem, chunk.layers, chunk.forward_time, chunk.backward_time);
             cost.activation_mb = chunk.activation_mb;
             held += chunk.in_flight * chunk.activation_mb;
             costs.push_back(cost);

@@ -395,8 +395,8 @@ def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipe
 def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun=None,
               micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
-              refine=False, model_options=None, plugin_path=None, duplicate_tolerance=0.01,
-              sapp_time_convention="hyper-parallel"):
+              refine=False, fast=False, model_options=None, plugin_path=None,
+              duplicate_tolerance=0.01, sapp_time_convention="hyper-parallel"):
     """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
 
     ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
@@ -405,7 +405,11 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
     arguments are ``ppb partition``'s options (``--memory-margin-mb`` is ``memory_margin_mb``,
     ...); ``micro_batches`` defaults to the dry-run file's. ``sapp_time_convention``: what the
     layer file's ``time`` means, ``"hyper-parallel"`` (today's SAPP: a layer's forward time) or
-    ``"toolkit"`` (the older MindFormers toolkit: forward + backward).
+    ``"toolkit"`` (the older MindFormers toolkit: forward + backward). With chunks the plan is the
+    local search's on the simulated iteration (``refine`` is accepted: it is the default;
+    ``fast=True`` keeps the exact optimum of the estimate alone), and ``result["simulated"]``
+    holds ``lower_bound`` (no plan within the memory limit simulates faster) and ``gap``
+    (``(makespan - lower_bound) / makespan``); both are ``None`` under 1F1B.
 
     Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
     """
@@ -422,7 +426,8 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
         return loaded._native.partition(
             _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
             float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
-            recompute_rule, schedule, chunks, objective, bool(refine), sapp_time_convention)
+            recompute_rule, schedule, chunks, objective, bool(refine), bool(fast),
+            sapp_time_convention)
     finally:
         if owned is not None:
             owned.close()

@@ -456,7 +456,7 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
                           double memory_margin_mb, double memory_margin_sigma,
                           const std::vector<std::string>& kinds, const std::string& recompute_rule,
                           const std::string& schedule, py::handle chunks_arg,
-                          const std::string& objective, bool refine,
+                          const std::string& objective, bool refine, bool fast,
                           const std::string& sapp_time_convention) {
     partition::Problem problem;
     problem.num_stages = count_in(stages_arg, limits::stages, "stages");
@@ -542,11 +542,14 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     if (refine && !problem.chunked())
         throw InputError(
             "refine: 1f1b plans are exact already; it is for the schedules with chunks");
+    if (refine && fast)
+        throw InputError("refine and fast: the local search is the default; fast skips it");
     const partition::PlannedPartition planned = partition::plan_with_model(
-        problem, m, {.choose_objective = objective == "auto", .refine = refine});
+        problem, m, {.choose_objective = objective == "auto", .refine = !fast});
     const partition::PartitionContext context{m.name(), m.version(), model.source()};
     return to_python(partition::partition_document(planned.problem, planned.plan, context,
-                                                   planned.simulation, planned.breakdown));
+                                                   planned.simulation, planned.breakdown,
+                                                   planned.lower_bound));
 }
 
 // ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or
@@ -797,7 +800,7 @@ PYBIND11_MODULE(_ppb, module) {
              py::arg("memory_limit_mb"), py::arg("micro_batches"), py::arg("memory_margin_mb"),
              py::arg("memory_margin_sigma"), py::arg("kinds"), py::arg("recompute_rule"),
              py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"),
-             py::arg("sapp_time_convention"))
+             py::arg("fast"), py::arg("sapp_time_convention"))
         .def(
             "sapp_layer_file",
             [](const Model& m, std::optional<std::string> layer_template, const std::string& name,

@@ -63,7 +63,7 @@ constexpr std::array<IntegerOption, 11> integer_options = {{
      "the positions of learned absolute position embeddings"},
 }};
 
-constexpr std::array<BoolOption, 9> bool_options = {{
+constexpr std::array<BoolOption, 10> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -73,6 +73,7 @@ constexpr std::array<BoolOption, 9> bool_options = {{
     {"keep_gathered_inputs", &ShapeOptions::keep_gathered_inputs},
     {"linear_biases", &ShapeOptions::linear_biases},
     {"backward_transient", &ShapeOptions::backward_transient},
+    {"softmax_in_fp32", &ShapeOptions::softmax_in_fp32},
 }};
 
 constexpr std::array<NumberOption, 8> number_options = {{

@@ -93,6 +93,10 @@ struct ShapeOptions {
     double logits_transient_bytes = 2.0;
     // The gradients that exist only while one layer runs its backward (README.md, "Peak").
     bool backward_transient = true;
+    // Unfused attention whose softmax runs in fp32 outside Megatron's fused kernel (its torch
+    // fallback, e.g. --no-masked-softmax-fusion with --attention-softmax-in-fp32): the fp32
+    // probabilities are kept for backward (README.md, "Activations per layer").
+    bool softmax_in_fp32 = false;
     // A prediction's standard error as a fraction of it: the root mean square of the relative
     // errors on the measured runs of tests/data/real (README.md, "How sure a prediction is").
     double relative_std_error = 0.02;

@@ -139,7 +139,20 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // Q, K and V, and the projection's input: the attention block's share, which MoE layers keep.
     const double attention_activations = 2.0 * sbh + 4.0 * s * b * kv_width + 2.0 * sbh;
     layer.tensor_parallel = attention_activations + mlp_inner;
-    layer.attention_core = o.flash_attention ? 0.0 : (2.0 + 3.0 * dropout) * a * s * s * b;
+    // Unfused attention keeps the 16-bit softmax output, and with dropout its mask and output:
+    // (2 + 3 dropout) bytes per a*s^2*b element. When the softmax runs in fp32 outside the fused
+    // kernel (Megatron's FusedScaleMaskSoftmax.forward_torch_softmax, megatron/core/fusions/
+    // fused_softmax.py at commit 550f9c44589efb85af6c5a11da8fbc8c3491b636: input.float(),
+    // torch softmax, then .half() or .bfloat16()), the softmax keeps its fp32 output for its
+    // backward (4 bytes); with dropout, dropout keeps its mask (1) and the attention-over-V
+    // matmul dropout's 16-bit output (2), the 16-bit cast is freed: 7 bytes. Without dropout
+    // the matmul keeps the 16-bit cast: 6 bytes.
+    if (o.flash_attention)
+        layer.attention_core = 0.0;
+    else if (o.softmax_in_fp32)
+        layer.attention_core = (o.dropout ? 7.0 : 6.0) * a * s * s * b;
+    else
+        layer.attention_core = (2.0 + 3.0 * dropout) * a * s * s * b;
     layer.gathered_inputs = 4.0 * sbh;
     layer.layer_input = 2.0 * sbh;
 

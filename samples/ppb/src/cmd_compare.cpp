@@ -8,6 +8,7 @@
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/partition/plan_reader.hpp>
 #include <ppb/profile_prediction.hpp>
 #include <ppb/semver.hpp>
 
@@ -49,98 +50,19 @@ ModelRequest parse_model_argument(const std::string& text) {
     return request;
 }
 
-// The stages of a ppb.partition/1 document as placements.
+// The stages of a ppb.partition/1 document as placements (ppb/partition/plan_reader.hpp).
 std::vector<ComparedPlacement> read_partition(const std::string& path) {
-    const std::string source = source_name(path);
-    const auto document = parse_json(read_text_file(path), source);
-    const JsonObject top(JsonNode(document, source));
-    const auto format = top.required("format");
-    if (format.as_string() != "ppb.partition/1") {
-        format.fail("expected \"ppb.partition/1\" (the output of 'ppb partition --json')");
-    }
-    const std::uint32_t stages = top.required("num_stages").as_uint32(1);
-    // A plan with chunks (ppb partition --schedule) gives each chunk's layers and in-flight
-    // count; its schedule says which stage holds the model's ends (StagePlacement::schedule).
-    Schedule schedule = Schedule::one_f_one_b;
-    if (auto name = top.optional("schedule")) {
-        const auto known = schedule_from_name(name->as_string());
-        if (!known)
-            name->fail("unknown schedule (1f1b, interleaved, interleaved-less-memory, dualpipe-v)");
-        schedule = *known;
-    }
-    const auto read_chunk = [](const JsonObject& object) {
-        ppb_chunk chunk{};
-        for (const auto& [kind, count] : JsonObject(object.required("layers")).members()) {
-            const auto k = kind_from_name(kind);
-            if (!k)
-                count.fail("unknown recompute kind");
-            chunk.layers[*k] = count.as_uint32();
-        }
-        chunk.in_flight = object.required("in_flight").as_uint32(1);
-        return chunk;
-    };
-    // With several groups of body layers, the plan's groups (in model order) and each stage's
-    // layers per group.
-    std::vector<std::string> groups;
-    if (auto list = top.optional("groups")) {
-        for (const auto& group : JsonArray(*list).elements())
-            groups.emplace_back(JsonObject(group).required("name").as_string());
-    }
+    partition::PlanStages plan =
+        partition::read_plan_stages(read_text_file(path), source_name(path));
     std::vector<ComparedPlacement> out;
-    for (const auto& node : JsonArray(top.required("stages")).elements()) {
-        const JsonObject stage(node);
-        std::vector<ppb_chunk> chunks;
-        if (auto list = stage.optional("chunks")) {
-            for (const auto& chunk : JsonArray(*list).elements())
-                chunks.push_back(read_chunk(JsonObject(chunk)));
-            if (chunks.empty())
-                list->fail("a stage has at least one chunk");
-        } else {
-            chunks.push_back(read_chunk(stage));
-        }
-        const std::uint32_t s = stage.required("stage").as_uint32();
-        if (s >= stages)
-            stage.required("stage").fail("not a stage of this pipeline");
-        StagePlacement placement{stages, s, std::move(chunks), schedule};
-        if (!groups.empty()) {
-            if (placement.chunks.size() != 1)
-                stage.required("chunks").fail("a plan of several groups has one chunk per stage");
-            const auto per_group = stage.required("groups");
-            std::vector<std::uint32_t> counts(groups.size() * PPB_KIND_COUNT, 0);
-            for (const auto& [name, kinds] : JsonObject(per_group).members()) {
-                const auto g = std::find(groups.begin(), groups.end(), name);
-                if (g == groups.end())
-                    kinds.fail("not one of the plan's groups");
-                for (const auto& [kind, count] : JsonObject(kinds).members()) {
-                    const auto k = kind_from_name(kind);
-                    if (!k)
-                        count.fail("unknown recompute kind");
-                    counts[static_cast<std::size_t>(g - groups.begin()) * PPB_KIND_COUNT + *k] =
-                        count.as_uint32();
-                }
-            }
-            const ppb_chunk totals = placement.chunks.front();
-            placement.set_group_layers(std::move(counts));
-            if (!std::equal(std::begin(totals.layers), std::end(totals.layers),
-                            std::begin(placement.chunks.front().layers))) {
-                per_group.fail("the groups' layers do not add up to the stage's layers");
-            }
-        }
-        // A chunked stage's peak is the largest row of its schedule's profile (the plan's
-        // in_flight are those of the vector where the planning model put the peak).
-        std::vector<InFlightVector> profile;
-        if (placement.chunks.size() > 1) {
-            const JsonNode m = top.required("micro_batches");
-            try {
-                profile =
-                    model_in_flight_profile(schedule, stages, s, m.as_uint32(1),
-                                            static_cast<std::uint32_t>(placement.chunks.size()));
-            } catch (const std::invalid_argument& e) {
-                m.fail(e.what());
-            }
-        }
-        out.push_back(ComparedPlacement{
-            "plan", std::move(placement), std::nullopt, {}, groups, std::move(profile)});
+    out.reserve(plan.stages.size());
+    for (partition::PlannedStage& stage : plan.stages) {
+        out.push_back(ComparedPlacement{"plan",
+                                        std::move(stage.placement),
+                                        std::nullopt,
+                                        {},
+                                        plan.groups,
+                                        std::move(stage.profile)});
     }
     return out;
 }

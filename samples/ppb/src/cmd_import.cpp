@@ -558,6 +558,7 @@ void add_import_command(CLI::App& app, Commands& commands) {
     add_mindspore(*import, commands);
     add_megatron(*import, commands);
     add_megatron_options(*import, commands);
+    add_mindformers_options(*import, commands);
     add_sapp(*import, commands);
 }
 

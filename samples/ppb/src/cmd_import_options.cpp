@@ -1,8 +1,11 @@
-// ppb import megatron-options: the analytic plugin's options from a Megatron-LM run's arguments
-// (ppb/importers/megatron_arguments.hpp does the mapping; this file is its command line).
+// ppb import megatron-options and mindformers-options: the analytic plugin's options from a
+// Megatron-LM run's arguments or a MindFormers training YAML (ppb/importers/
+// megatron_arguments.hpp and mindformers_options.hpp do the mappings; this file is their command
+// lines).
 #include "cmd_import_options.hpp"
 
 #include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/importers/mindformers_options.hpp>
 #include <ppb/limits.hpp>
 
 #include <fmt/format.h>
@@ -51,7 +54,59 @@ int import_megatron_options(const MegatronOptionsArgs& args) {
     return 0;
 }
 
+struct MindFormersOptionsArgs {
+    std::string config;  // the training YAML
+    std::string output;
+};
+
+int import_mindformers_options(const MindFormersOptionsArgs& args) {
+    const imp::MindFormersAnalyticOptions result =
+        imp::analytic_options_from_mindformers(args.config);
+    for (const std::string& w : result.warnings)
+        fmt::print(stderr, "ppb: warning: {}\n", w);
+    fmt::print(stderr,
+               "ppb: note: {} pipeline stage{}{}, data-parallel size {}, {} micro-batches per "
+               "iteration (plan with --stages {} --micro-batches {}{}); the recompute settings "
+               "and offsets are the placement's ('ppb import mindspore --config' reads them)\n",
+               result.pipeline_size, result.pipeline_size == 1 ? "" : "s",
+               result.chunks > 1 ? fmt::format(" of {} chunks", result.chunks) : "",
+               result.data_parallel, result.micro_batches, result.pipeline_size,
+               result.micro_batches, result.chunks > 1 ? " --schedule interleaved" : "");
+    const std::string text = result.options_json + "\n";
+    if (args.output.empty())
+        write_stdout(text);
+    else
+        write_output_file(args.output, text);
+    return 0;
+}
+
 }  // namespace
+
+void add_mindformers_options(CLI::App& import, Commands& commands) {
+    auto args = std::make_shared<MindFormersOptionsArgs>();
+    CLI::App* mo = add_command(
+        import, "mindformers-options",
+        "the analytic model's options from a MindFormers training YAML",
+        "Writes the options of the analytic memory model (--model analytic --model-options\n"
+        "FILE) for the run a MindFormers training YAML describes:\n"
+        "  ppb import mindformers-options pretrain_llama2_7b.yaml -o llama2.json\n"
+        "The shape (model.model_config), parallelism (parallel_config, parallel.\n"
+        "enable_parallel_optimizer), micro-batch size (runner_config.batch_size), precision\n"
+        "(param_init_type, optimizer.type) and attention (use_flash_attention) come from the\n"
+        "file, for a LLaMA-shaped model. Keys that change memory but are not modelled, and\n"
+        "model_config keys ppb does not know, are named on stderr with their line; runs the\n"
+        "model does not cover (context parallelism, ring attention, MindFormers' MoE,\n"
+        "multi-latent attention, multi-token prediction) are refused by name.\n"
+        "host_api/docs/mindformers-options.md lists every key.\n\n"
+        "Exit status: 0 written, 2 invalid or refused configuration or usage, 1 other errors.");
+    mo->add_option("config", args->config, "the MindFormers training YAML")
+        ->type_name("CONFIG.yaml")
+        ->required()
+        ->check(CLI::ExistingFile);
+    mo->add_option("-o,--output", args->output, "write the options to FILE (default: stdout)")
+        ->type_name("FILE");
+    commands.push_back({mo, [args]() { return import_mindformers_options(*args); }, {}});
+}
 
 void add_megatron_options(CLI::App& import, Commands& commands) {
     auto args = std::make_shared<MegatronOptionsArgs>();

@@ -48,6 +48,7 @@ struct PartitionArgs {
     std::string report;
     std::string objective = "auto";
     bool refine = false;
+    bool fast = false;
     double device_tflops = 400.0;
     std::vector<double> comm_time;
     bool breakdown = false;
@@ -142,16 +143,18 @@ int run_partition(const PartitionArgs& args) {
     if (args.refine && !problem.chunked())
         throw UsageError(
             "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
+    if (args.refine && args.fast)
+        throw UsageError("--refine and --fast: the local search is the default; --fast skips it");
     PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
     const MemoryModel& model = prepared.model;
     const PartitionContext context{model.name(), model.version(), prepared.source};
     const partition::PlannedPartition planned = partition::plan_with_model(
-        problem, model, {.choose_objective = args.objective == "auto", .refine = args.refine});
+        problem, model, {.choose_objective = args.objective == "auto", .refine = !args.fast});
     const Simulation& simulation = planned.simulation;
     const auto document = [&] {
         auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
-                                                 planned.breakdown);
+                                                 planned.breakdown, planned.lower_bound);
         if (sapp)
             doc["sapp_config"] = sapp->report;
         return doc;
@@ -167,9 +170,10 @@ int run_partition(const PartitionArgs& args) {
         after_simulation += render_iteration_breakdown(
             partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation));
     }
-    const std::string out = args.json ? to_pretty_json(document())
-                                      : render_partition(planned.problem, planned.plan, context,
-                                                         simulation, after_simulation);
+    const std::string out =
+        args.json ? to_pretty_json(document())
+                  : render_partition(planned.problem, planned.plan, context, simulation,
+                                     planned.lower_bound, after_simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     if (!args.report.empty()) {
@@ -314,9 +318,13 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                         "work + ideal bubble + imbalance + communication + recompute\n"
                         "(always with --comm-time; always in --json)");
     partition->add_flag("--refine", args->refine,
-                        "then improve the plan on the simulated iteration: a local search\n"
-                        "from the optimum (at most 100 moves; the estimate is then no longer\n"
-                        "the minimum, the simulated iteration is lower)");
+                        "the default with chunks, accepted: improve the plan on the simulated\n"
+                        "iteration, a local search from the optimum (at most 100 moves; the\n"
+                        "estimate is then no longer the minimum, the simulated iteration is\n"
+                        "lower)");
+    partition->add_flag("--fast", args->fast,
+                        "with chunks, skip the local search: the exact optimum of the estimate\n"
+                        "alone (milliseconds; its simulated iteration is often a few % slower)");
     partition
         ->add_option("--timeline", args->timeline,
                      "also draw the plan's simulated iteration as SVG to FILE")

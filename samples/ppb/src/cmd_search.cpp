@@ -57,6 +57,7 @@ struct SearchArgs {
     bool json = false;
     std::string report;
     unsigned jobs = 0;
+    bool fast = false;
     std::string progress = "auto";
     double device_tflops = 400.0;
     std::optional<double> comm_time;
@@ -195,7 +196,8 @@ class ModelsByDegree {
     }
 
     [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
-                                                const partition::Configuration& c) const {
+                                                const partition::Configuration& c,
+                                                bool refine = false) const {
         const Entry& entry = *entries_.at(per_degree_ ? c.data_parallel : 0);
         if (!entry.prepared) {
             partition::SearchOutcome out;
@@ -204,7 +206,7 @@ class ModelsByDegree {
             out.message = entry.refused;
             return out;
         }
-        return partition::plan_configuration(base, c, entry.memory);
+        return partition::plan_configuration(base, c, entry.memory, refine);
     }
 
   private:
@@ -342,6 +344,14 @@ int run_search_command(const SearchArgs& args) {
              .on_progress =
                  [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
              .stop = &interrupted});
+        // The best configurations with chunks, planned again with the local search on the
+        // simulated iteration (the plan `ppb partition` makes); --fast keeps the exact optima.
+        if (!args.fast && !result.stopped) {
+            partition::refine_best(
+                result, partition::refined_configurations,
+                [&](const partition::Configuration& c) { return models.plan(base, c, true); },
+                {.jobs = args.jobs, .stop = &interrupted});
+        }
         bar.finish();
     }
 
@@ -521,6 +531,10 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "the layer file's time unit, on every boundary of every configuration:\n"
                      "each plan's simulated iteration (the ranking) waits for it")
         ->type_name("T");
+    search->add_flag("--fast", args->fast,
+                     "skip the local search on the simulated iteration that plans the 8 best\n"
+                     "configurations with chunks again (each configuration is then the exact\n"
+                     "optimum of the better estimate, as ppb partition --fast)");
     search->add_flag("--json", args->json, "print ppb.search/1 JSON instead of a table");
     search
         ->add_option("--report", args->report,

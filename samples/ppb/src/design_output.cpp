@@ -44,11 +44,11 @@ std::string render_design(const partition::DesignRequest& request, const partiti
         }
     }
     std::string out = fmt::format(
-        "{} dry run{} of {} layers (1F1B, {} micro-batches; kinds {}; recompute rule {}) identify "
-        "every coefficient",
+        "{} dry run{} of {} layers (1F1B, {} micro-batches; kinds {}; recompute rule {}) "
+        "identif{} every coefficient",
         design.runs.size(), design.runs.size() == 1 ? "" : "s", request.num_layers,
         design.micro_batches, fmt::join(kind_words, ", "),
-        partition::design_rule_name(request.rule));
+        partition::design_rule_name(request.rule), design.runs.size() == 1 ? "ies" : "y");
     if (design.runs.size() > design.fewest_runs)
         out += fmt::format(" ({} would; --runs asked for more)", design.fewest_runs);
     out += ".\n";
@@ -118,9 +118,11 @@ std::string render_design(const partition::DesignRequest& request, const partiti
         "  worst standard error of a predicted stage memory: {:.3f} MB (over {} placements: every "
         "stage of every degree holding 1 or L - P + 1 layers of one kind)\n",
         design.worst_prediction_std_error_mb, design.placements);
-    out +=
-        "\nImport each run's results with its label: ppb import ... --label run-1 -o "
-        "dryruns.json, then --label run-2 --append dryruns.json, ...\n";
+    out += design.runs.size() == 1
+               ? "\nImport the run's results with its label: ppb import ... --label run-1 -o "
+                 "dryruns.json\n"
+               : "\nImport each run's results with its label: ppb import ... --label run-1 -o "
+                 "dryruns.json, then --label run-2 --append dryruns.json, ...\n";
     return out;
 }
 

@@ -1,9 +1,11 @@
 #include "partition_output.hpp"
 
+#include "array_text.hpp"
 #include "text_table.hpp"
 
 #include <ppb/kinds.hpp>
 #include <ppb/partition/framework_args.hpp>
+#include <ppb/partition/lower_bound.hpp>
 
 #include <fmt/format.h>
 
@@ -14,16 +16,6 @@ namespace ppb::cli {
 namespace json = boost::json;
 using partition::Plan;
 using partition::Problem;
-
-std::string array_text(const json::value& v) {
-    if (!v.is_array())
-        return json::serialize(v);
-    std::string out = "[";
-    for (const auto& item : v.get_array()) {
-        out += (out.size() > 1 ? ", " : "") + array_text(item);
-    }
-    return out + "]";
-}
 
 namespace {
 
@@ -102,7 +94,7 @@ std::string frameworks_section(const Problem& problem, const Plan& plan) {
 
 std::string render_partition(const Problem& problem, const Plan& plan,
                              const PartitionContext& context, const Simulation& simulation,
-                             std::string_view after_simulation) {
+                             std::optional<double> lower_bound, std::string_view after_simulation) {
     const bool chunked = problem.chunked();
     const std::string schedule =
         chunked ? fmt::format("{}, {} chunk{} per stage", schedule_name(problem.schedule),
@@ -214,6 +206,12 @@ std::string render_partition(const Problem& problem, const Plan& plan,
     out += fmt::format("Simulated iteration ({} order): {:.1f}, bubble {:.1f}%\n",
                        schedule_name(problem.schedule), simulation.makespan,
                        100.0 * simulation.bubble_fraction);
+    if (lower_bound) {
+        out += fmt::format(
+            "Lower bound: {:.1f} (no plan within the memory limit simulates faster); this plan is "
+            "within {:.2f}% of it\n",
+            *lower_bound, 100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
+    }
     out += after_simulation;  // communication and the iteration's breakdown, when asked for
 
     if (const auto& setting = plan.recompute_setting)

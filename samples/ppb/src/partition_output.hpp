@@ -8,6 +8,7 @@
 
 #include <boost/json/value.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,14 +16,11 @@ namespace ppb::cli {
 
 using partition::PartitionContext;
 
-// "[[1, 0, -1]]": an array as it is written into a MindFormers YAML file (the table's
-// "MindFormers / SAPP configuration" lines and the report's copy buttons).
-[[nodiscard]] std::string array_text(const boost::json::value& v);
-
 [[nodiscard]] std::string render_partition(const partition::Problem& problem,
                                            const partition::Plan& plan,
                                            const PartitionContext& context,
                                            const Simulation& simulation,
+                                           std::optional<double> lower_bound = std::nullopt,
                                            std::string_view after_simulation = {});
 
 }  // namespace ppb::cli

@@ -1,6 +1,7 @@
 // A plan's sections of the report (report_html.hpp): the memory of each stage as a stacked bar
 // against the limit, the timeline, the configuration with copy buttons, and the plan's page.
-#include "partition_output.hpp"
+#include "array_text.hpp"
+#include "report_input.hpp"
 #include "report_parts.hpp"
 
 #include <ppb/kinds.hpp>
@@ -358,6 +359,7 @@ namespace ppb::cli {
 
 std::string plan_report_html(const boost::json::object& plan, std::string_view timeline_svg,
                              const ReportTexts& texts) {
+    report::check_plan_document(boost::json::value(plan), "the ppb.partition/1 document");
     const std::string body = "<header><h1>ppb partition</h1>" + report::plan_summary(plan, texts) +
                              "</header>\n" + report::memory_section(plan) +
                              report::timeline_section(timeline_svg) +

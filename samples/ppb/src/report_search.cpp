@@ -1,6 +1,7 @@
 // A search's page of the report (report_html.hpp): the ranking as a table, each configuration's
 // simulated iteration time against its memory headroom as a scatter chart (SVG drawn here, every
 // coordinate computed from the ppb.search/1 document), and the best configuration's plan.
+#include "report_input.hpp"
 #include "report_parts.hpp"
 
 #include <fmt/format.h>
@@ -86,16 +87,21 @@ std::string scatter_chart(const json::array& ranking, std::string_view unit) {
         first = false;
     }
     // Axes from 0 MB of headroom, and from a round time below the fastest to one above the
-    // slowest (a single configuration gets a span around its own value).
-    const double x_step = nice_step(x_max > 0.0 ? x_max : 1.0, 5);
+    // slowest. A single configuration, or times equal to within a millionth, get a span around
+    // their value: a span near the doubles' own spacing would give steps that adding to the
+    // axis' start does not move (and a headroom of almost nothing a step of 0).
+    const double x_span = x_max > 1e-6 ? x_max : 1.0;
+    const double x_step = nice_step(x_span, 5);
     const double x_end = std::max(x_step, std::ceil(x_max / x_step) * x_step);
-    const double y_span = y_max > y_min ? y_max - y_min : std::max(1.0, std::abs(y_max) * 0.1);
+    const bool spread = y_max - y_min > 1e-6 * std::max(1.0, std::abs(y_max));
+    const double y_span = spread ? y_max - y_min : std::max(1.0, std::abs(y_max) * 0.1);
     const double y_step = nice_step(y_span, 5);
-    const double y_start =
-        std::floor((y_max > y_min ? y_min : y_min - y_span / 2) / y_step) * y_step;
-    const double y_end =
-        std::max(y_start + y_step,
-                 std::ceil((y_max > y_min ? y_max : y_max + y_span / 2) / y_step) * y_step);
+    const double y_start = std::floor((spread ? y_min : y_min - y_span / 2) / y_step) * y_step;
+    const double y_end = std::max(
+        y_start + y_step, std::ceil((spread ? y_max : y_max + y_span / 2) / y_step) * y_step);
+    // The grid lines, counted rather than stepped to (no accumulated rounding): about 5 each.
+    const auto x_lines = static_cast<int>(std::lround(x_end / x_step));
+    const auto y_lines = static_cast<int>(std::lround((y_end - y_start) / y_step));
     const double plot_w = width - left - right;
     const double plot_h = height - top - bottom;
     const auto px = [&](double x) { return left + plot_w * x / x_end; };
@@ -107,13 +113,15 @@ std::string scatter_chart(const json::array& ranking, std::string_view unit) {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" role=\"img\" "
         "aria-label=\"iteration time against memory headroom\">",
         width, height);
-    for (double x = 0.0; x <= x_end + x_step / 2; x += x_step) {
+    for (int i = 0; i <= x_lines; ++i) {
+        const double x = i * x_step;
         svg += fmt::format(
             "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eef1f4\"/>"
             "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:.0f}</text>",
             px(x), top, top + plot_h, top + plot_h + 16, x);
     }
-    for (double y = y_start; y <= y_end + y_step / 2; y += y_step) {
+    for (int i = 0; i <= y_lines; ++i) {
+        const double y = y_start + i * y_step;
         svg += fmt::format(
             "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#eef1f4\"/>"
             "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>",
@@ -156,6 +164,7 @@ namespace ppb::cli {
 
 std::string search_report_html(const boost::json::object& search,
                                std::string_view best_timeline_svg, const ReportTexts& texts) {
+    report::check_search_document(boost::json::value(search), "the ppb.search/1 document");
     const boost::json::array& ranking = search.at("ranking").as_array();
     const boost::json::object& searched = search.at("search").as_object();
     const boost::json::object& model = search.at("model").as_object();

@@ -62,6 +62,44 @@ struct SimulationInput {
 [[nodiscard]] std::vector<double> boundary_comm_times(Schedule schedule, std::uint32_t num_stages,
                                                       const std::vector<double>& comm_time);
 
+// The transfer time between pipeline positions q and q + 1 (entry q of P·v; the last is 0):
+// the time of the boundary between their stages, 0 where both are on one stage (DualPipe-V's
+// turn). `comm_time` as SimulationInput takes it. ppb::simulate delays a forward at q + 1 and a
+// backward at q by entry q; the partitioner's makespan evaluator reads the same table.
+[[nodiscard]] std::vector<double> position_hop_times(Schedule schedule, std::uint32_t num_stages,
+                                                     std::uint32_t num_chunks,
+                                                     const std::vector<double>& comm_time);
+
+// The dependency rule, the one ppb::simulate applies and the partitioner's makespan evaluator
+// rebuilds its graph from: what the operation `pass` at pipeline position q waits for besides its
+// stage's previous operation, and the transfer added to each wait (hop: position_hop_times).
+// A forward waits for the forward at q − 1; a backward (B under the zero-bubble schedules) for
+// its own forward and the backward at q + 1; a weight gradient W only for its own B. Returns
+// how many of `out` it filled (0 to 2).
+struct DataWait {
+    Pass pass = Pass::forward;
+    std::uint32_t position = 0;
+    double transfer = 0.0;
+};
+[[nodiscard]] inline std::uint32_t data_waits(Pass pass, std::uint32_t q, std::uint32_t positions,
+                                              const std::vector<double>& hop, DataWait out[2]) {
+    if (pass == Pass::weight) {
+        out[0] = {Pass::backward, q, 0.0};
+        return 1;
+    }
+    if (pass == Pass::forward) {
+        if (q == 0)
+            return 0;
+        out[0] = {Pass::forward, q - 1, hop[q - 1]};
+        return 1;
+    }
+    out[0] = {Pass::forward, q, 0.0};
+    if (q + 1 >= positions)
+        return 1;
+    out[1] = {Pass::backward, q + 1, hop[q]};
+    return 2;
+}
+
 struct SimulatedOperation {
     std::uint32_t stage = 0;
     std::uint32_t chunk = 0;

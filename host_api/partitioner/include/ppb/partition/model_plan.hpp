@@ -11,6 +11,7 @@
 #include <ppb/simulator.hpp>
 
 #include <cstdint>
+#include <optional>
 
 namespace ppb::partition {
 
@@ -24,9 +25,13 @@ struct PlanWithModelOptions {
     // whose iteration simulates faster (host_api/docs/schedules.md, "Every schedule": neither
     // estimate wins on every instance); otherwise `problem.objective` alone.
     bool choose_objective = true;
-    // Then improve the plan on the simulated iteration (refine_by_simulation, refine_moves);
-    // for problems with chunks only (ppb::InputError otherwise).
-    bool refine = false;
+    // Then improve the plan on the simulated iteration (refine_by_simulation, refine_moves), for
+    // problems with chunks (1F1B plans are exact; ignored for them): the default plan. False is
+    // the fast mode, the better estimate's exact optimum alone.
+    bool refine = true;
+    // With chunks, also prove a lower bound on the simulated iteration of every plan that fits
+    // memory (simulated_lower_bound, PlannedPartition::lower_bound).
+    bool lower_bound = true;
     // Whether the returned simulation traces each stage's memory over time (for `ppb simulate`
     // and timelines); the makespan and bubble do not depend on it. A search leaves it out.
     bool simulate_memory = true;
@@ -38,6 +43,9 @@ struct PlannedPartition {
     Simulation simulation;  // the plan's iteration timed by the schedule's own order
     // What each stage's memory is made of, as far as the model says (memory_breakdown).
     std::vector<MemoryBreakdown> breakdown = {};
+    // With chunks (PlanWithModelOptions::lower_bound): no plan that fits memory simulates faster
+    // than this (simulated_lower_bound); the plan's gap is 1 - lower_bound / simulation.makespan.
+    std::optional<double> lower_bound = std::nullopt;
 };
 
 // The memory source over `model` (which must outlive it) for `problem`: the model's linear

@@ -43,10 +43,12 @@ struct PartitionContext {
 // selective_ac_option}, why_not / activation_checkpoint_why_not where null}. `simulation`: the
 // plan's iteration as the schedule simulator times it (its makespan and bubble beside the estimate
 // the partitioner minimised). `breakdown`: one per stage (PlannedPartition::breakdown), written as
-// each stage's "memory_breakdown_mb"; empty when the model does not say.
+// each stage's "memory_breakdown_mb"; empty when the model does not say. `lower_bound`
+// (PlannedPartition::lower_bound) goes into "simulated" as "lower_bound" and "gap" (null without).
 [[nodiscard]] boost::json::object partition_document(
     const Problem& problem, const Plan& plan, const PartitionContext& context,
-    const Simulation& simulation, std::span<const MemoryBreakdown> breakdown = {});
+    const Simulation& simulation, std::span<const MemoryBreakdown> breakdown = {},
+    std::optional<double> lower_bound = std::nullopt);
 
 // A stage's "memory_breakdown_mb": {"constant", "head", "tail", "parameters", "activations":
 // {kind: MB}, "activations_total"} from coefficients, else {"activations_total" (when probed),

@@ -114,9 +114,13 @@ struct SearchOutcome {
 // configuration's stages, micro-batches, schedule, chunks and kinds, memory from `memory`, as
 // plan_with_memory does. Infeasible and ppb::InputError become outcomes; other errors (the
 // plugin's) propagate.
+// `refine`: with chunks, the local search on the simulated iteration too, and the lower bound (the
+// plan `ppb partition` makes by default); without it, the better estimate's exact optimum
+// (milliseconds even for hundreds of stages and micro-batches, where the local search can take
+// seconds).
 [[nodiscard]] SearchOutcome plan_configuration(const Problem& base,
                                                const Configuration& configuration,
-                                               const MemorySource& memory);
+                                               const MemorySource& memory, bool refine = false);
 
 struct SearchProgress {
     std::size_t done = 0;
@@ -147,6 +151,18 @@ struct SearchResult {
     const std::vector<Configuration>& configurations,
     const std::function<SearchOutcome(const Configuration&)>& plan_one,
     const SearchRunOptions& options);
+
+// How many configurations with chunks `ppb search` plans again with the local search, best first
+// (refine_best): the ranking's head is what a user takes, and refining every configuration would
+// cost seconds for the largest pipelines.
+inline constexpr std::size_t refined_configurations = 8;
+
+// Plans again, with `plan_refined` (plan_configuration with refine), the `count` fastest planned
+// configurations with chunks of `result` — the same in any number of jobs —, keeping each new plan
+// when it simulates no slower. Returns how many were planned again.
+std::size_t refine_best(SearchResult& result, std::size_t count,
+                        const std::function<SearchOutcome(const Configuration&)>& plan_refined,
+                        const SearchRunOptions& options);
 
 // How many outcomes of each status a search has.
 struct SearchCounts {

@@ -16,6 +16,13 @@ namespace ppb::partition {
 // The problem's communication times (Problem::comm_time) go with it.
 [[nodiscard]] SimulationInput simulation_input(const Problem& problem, const Plan& plan);
 
+// One chunk's costs as simulation_input gives them, activation MB aside: its forward and backward
+// times, the recomputation part from its layers' kinds, and the weight gradient W (the problem's
+// weight_grad_share of the backward less its recomputation; read by the zero-bubble schedules).
+// The partitioner's local search times its candidates with the same costs.
+[[nodiscard]] ChunkCost chunk_cost(const Problem& problem, const KindCounts& layers,
+                                   double forward_time, double backward_time);
+
 // What communication adds to the iteration estimate: the makespan of the plan's pipeline with
 // every (stage, chunk) at the plan's mean forward and backward, with the problem's communication
 // times less without them (communication_of_balanced). 0 without communication. Exact for evenly

@@ -1,0 +1,140 @@
+// The checks of report_input.hpp: one function per document, walking exactly the members that
+// report_plan.cpp and report_search.cpp read, with the ranges of ppb/limits.hpp. Keep the two in
+// step: a member a page starts to read is checked here first.
+#include "report_input.hpp"
+
+#include <ppb/json_input.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/limits.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace ppb::cli::report {
+namespace {
+
+// An iteration's time: the limits of a layer's time, layers and micro-batches allow up to about
+// 1e22 (ppb/limits.hpp); a page shows any finite non-negative time.
+constexpr limits::RealRange iteration_time{0.0, 1e30, false, ""};
+
+// A number the page shows in MB or as a time, or null (drawn as 0).
+void memory_or_null(const JsonNode& node) {
+    if (!node.is_null())
+        (void)node.as_number_in(limits::signed_memory_mb);
+}
+void time_or_null(const JsonNode& node) {
+    if (!node.is_null())
+        (void)node.as_number_in(iteration_time);
+}
+void memory_member(const JsonObject& object, std::string_view key) {
+    memory_or_null(object.required(key));
+}
+
+void check_breakdown(const JsonNode& node) {
+    const JsonObject breakdown(node);
+    if (breakdown.contains("constant")) {
+        for (const std::string_view key : {"constant", "parameters", "head", "tail"})
+            memory_member(breakdown, key);
+        for (const auto& [kind, mb] : JsonObject(breakdown.required("activations")).members()) {
+            if (!kind_from_name(kind))
+                mb.fail("unknown recompute kind (none, select, comm, both, full)");
+            memory_or_null(mb);
+        }
+    } else {
+        if (auto total = breakdown.optional("activations_total"))
+            memory_or_null(*total);
+        memory_member(breakdown, "other");
+    }
+}
+
+void check_stage(const JsonObject& stage, std::uint32_t num_stages) {
+    const JsonNode id = stage.required("stage");
+    if (id.as_uint32() >= num_stages)
+        id.fail(fmt::format("not a stage of this pipeline (num_stages is {})", num_stages));
+    for (const auto& [kind, count] : JsonObject(stage.required("layers")).members()) {
+        if (!kind_from_name(kind))
+            count.fail("unknown recompute kind (none, select, comm, both, full)");
+        (void)count.as_count(limits::layers_or_none);
+    }
+    (void)stage.required("in_flight").as_count(limits::in_flight);
+    memory_member(stage, "memory_mb");
+    memory_member(stage, "uncertainty_margin_mb");
+    memory_member(stage, "headroom_mb");
+    if (auto breakdown = stage.optional("memory_breakdown_mb"))
+        check_breakdown(*breakdown);
+}
+
+void check_model(const JsonObject& document) {
+    const JsonObject model(document.required("model"));
+    (void)model.required("name").as_string();
+    (void)model.required("version").as_string();
+}
+
+void check_plan(const JsonNode& node) {
+    const JsonObject plan(node);
+    // The bars' full height: a limit of 0 would draw every bar infinitely high.
+    (void)plan.required("memory_limit_mb").as_number_in(limits::positive_memory_mb);
+    (void)plan.required("memory_margin_mb").as_number_in(limits::memory_mb);
+    (void)plan.required("num_chunks").as_count(limits::chunks);
+    (void)plan.required("schedule").as_string();
+    (void)plan.required("num_layers").as_count(limits::layers);
+    const std::uint32_t num_stages = plan.required("num_stages").as_count(limits::stages);
+    (void)plan.required("micro_batches").as_count(limits::micro_batches);
+    (void)plan.required("recompute_rule").as_string();
+    check_model(plan);
+    const JsonObject simulated(plan.required("simulated"));
+    time_or_null(simulated.required("makespan"));
+    if (const JsonNode bubble = simulated.required("bubble_fraction"); !bubble.is_null()) {
+        const double fraction = bubble.as_number();
+        if (fraction < 0.0 || fraction > 1.0)
+            bubble.fail("expected a fraction from 0 to 1");
+    }
+    time_or_null(plan.required("iteration_time"));
+    for (const JsonNode& stage : JsonArray(plan.required("stages")).elements())
+        check_stage(JsonObject(stage), num_stages);
+    // "mindformers" is null or an object of arrays; any other object is shown as its JSON.
+    if (auto arrays = plan.optional("mindformers"); arrays && !arrays->is_null())
+        (void)JsonObject(*arrays);
+}
+
+}  // namespace
+
+void check_plan_document(const boost::json::value& plan, std::string_view source) {
+    check_plan(JsonNode(plan, source));
+}
+
+void check_search_document(const boost::json::value& search, std::string_view source) {
+    const JsonObject document(JsonNode(search, source));
+    for (const std::string_view key : {"configurations", "num_layers", "planned"})
+        (void)document.required(key).as_integer(0, INT64_MAX);
+    const JsonObject searched(document.required("search"));
+    (void)searched.required("global_batch").as_integer(0, INT64_MAX);
+    (void)searched.required("memory_limit_mb").as_number_in(limits::positive_memory_mb);
+    check_model(document);
+    const JsonArray ranking(document.required("ranking"));
+    for (std::size_t i = 0; i < ranking.size(); ++i) {
+        const JsonObject entry(ranking.at(i));
+        (void)entry.required("rank").as_integer(1, INT64_MAX);
+        (void)entry.required("pipeline_parallel").as_count(limits::stages);
+        (void)entry.required("data_parallel").as_integer(1, INT64_MAX);
+        (void)entry.required("micro_batches").as_count(limits::micro_batches);
+        (void)entry.required("schedule").as_string();
+        (void)entry.required("chunks").as_count(limits::chunks);
+        (void)entry.required("recompute").as_string();
+        for (const std::string_view key : {"iteration_time", "estimate"})
+            time_or_null(entry.required(key));
+        if (const JsonNode bubble = entry.required("bubble_fraction"); !bubble.is_null()) {
+            const double fraction = bubble.as_number();
+            if (fraction < 0.0 || fraction > 1.0)
+                bubble.fail("expected a fraction from 0 to 1");
+        }
+        memory_member(entry, "peak_memory_mb");
+        memory_member(entry, "headroom_mb");
+        // Only the best configuration's plan is drawn.
+        if (i == 0)
+            check_plan(entry.required("plan"));
+    }
+}
+
+}  // namespace ppb::cli::report

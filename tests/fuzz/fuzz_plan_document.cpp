@@ -1,0 +1,28 @@
+// libFuzzer harness: a saved plan read back (ppb::partition::read_plan_stages), what
+// `ppb compare --partition PLAN` reads. Every placement it accepts must be one a model can be
+// asked about: its view holds its chunks, and a chunked stage's profile has one count per chunk.
+#include "fuzz_support.hpp"
+
+#include <ppb/partition/plan_reader.hpp>
+
+#include <cstdlib>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    ppb::fuzz::expect_only([&] {
+        const auto plan = ppb::partition::read_plan_stages(ppb::fuzz::text_of(data, size), "fuzz");
+        for (const auto& stage : plan.stages) {
+            const ppb_placement view = stage.placement.view();
+            if (view.num_chunks != stage.placement.chunks.size() ||
+                stage.placement.stage >= stage.placement.num_stages)
+                std::abort();
+            for (const auto& vector : stage.profile) {
+                if (vector.size() != stage.placement.chunks.size())
+                    std::abort();
+            }
+            if (!plan.groups.empty() &&
+                stage.placement.group_layers.size() != plan.groups.size() * PPB_KIND_COUNT)
+                std::abort();
+        }
+    });
+    return 0;
+}
