@@ -76,7 +76,8 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
                 count.fail("unknown recompute kind");
             chunk.layers[*k] = count.as_uint32();
         }
-        chunk.in_flight = object.required("in_flight").as_uint32(1);
+        // 0 where the plan put a chunked stage's peak at a moment the chunk holds none.
+        chunk.in_flight = object.required("in_flight").as_uint32(0);
         return chunk;
     };
     // With several groups of body layers, the plan's groups (in model order) and each stage's
@@ -132,8 +133,7 @@ std::vector<ComparedPlacement> read_partition(const std::string& path) {
         if (placement.chunks.size() > 1) {
             const JsonNode m = top.required("micro_batches");
             try {
-                profile =
-                    model_in_flight_profile(schedule, stages, s, m.as_uint32(1),
+                profile = in_flight_profile(schedule, stages, s, m.as_uint32(1),
                                             static_cast<std::uint32_t>(placement.chunks.size()));
             } catch (const std::invalid_argument& e) {
                 m.fail(e.what());
