@@ -9,6 +9,7 @@
 
 #include <ppb/memory_model.hpp>
 #include <ppb/plugin.hpp>
+#include <ppb/profile_prediction.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
@@ -295,6 +296,63 @@ BOOST_AUTO_TEST_CASE(a_byte_order_mark_before_the_options_is_accepted) {
     // ppb::parse_json skips a UTF-8 byte-order mark, like every reader.
     const DryRunLsqModel model("\xEF\xBB\xBF{\"rank_tolerance\": 0.5}");
     BOOST_TEST(model.options().rank_tolerance == 0.5);
+}
+
+// A chunked stage's peak over its in-flight profile (ppb::predict_over_profile): wherever every
+// count is at least 1 it is the model's own prediction; at a count of 0, which the model cannot
+// be asked about, a linear model's coefficients give it exactly, and a model without
+// coefficients is asked about it as 1 (ppb::ZeroCounts).
+BOOST_AUTO_TEST_CASE(profile_peaks_are_exact_at_counts_of_zero_for_a_linear_model) {
+    const DryRuns runs = separable_run();
+    ppb::MemoryModel model(generated_table(), "{}");
+    model.fit(runs.views());
+    const auto params = model.parameters();
+    BOOST_TEST_REQUIRE(params.has_value());
+    ppb::StagePlacement placement = stage(4, 2, Layers{2, 1, 0, 0, 0}, 8);
+    placement.schedule = ppb::Schedule::interleaved;
+    ppb_chunk second{};
+    second.layers[0] = 1;
+    placement.chunks.push_back(second);
+    // Stage 2 of P = 4, v = 2, M = 8: {(7, 0), (6, 1), (5, 2), (4, 3)}.
+    const auto profile = ppb::in_flight_profile(ppb::Schedule::interleaved, 4, 2, 8, 2);
+    BOOST_TEST_REQUIRE(profile.size() == 4u);
+    BOOST_TEST((profile.front() == ppb::InFlightVector{7, 0}));
+    const auto peak = ppb::predict_over_profile(model, placement, profile);
+    BOOST_TEST((peak.zeros == ppb::ZeroCounts::exact));
+    BOOST_TEST((peak.profile == profile));
+    BOOST_TEST_REQUIRE(peak.per_vector.size() == profile.size());
+    double largest = 0.0;
+    for (std::size_t j = 0; j < profile.size(); ++j) {
+        const auto at = ppb::with_in_flight(placement, profile[j]);
+        // The formula inline at the true counts, zeros included.
+        BOOST_TEST(close(peak.per_vector[j], evaluate(*params, at.view())), "vector " << j);
+        if (profile[j][1] != 0)
+            BOOST_TEST(std::abs(peak.per_vector[j] - model.predict(at.view())) <=
+                           1e-9 * peak.per_vector[j],
+                       "vector " << j);
+        largest = std::max(largest, peak.per_vector[j]);
+    }
+    BOOST_TEST(peak.memory_mb == largest);
+    // Below the 0-as-1 row by exactly chunk 1's activation of one micro-batch.
+    const auto asked = ppb::with_in_flight(placement, {7, 1});
+    BOOST_TEST(
+        close(model.predict(asked.view()) - peak.per_vector[0], params->activation_mb[0] * 1));
+
+    // The same model without coefficients: counts of 0 asked as 1, the vectors reduced again.
+    ppb_memory_model_api opaque = *generated_table();
+    opaque.parameters = [](const ppb_model*, ppb_linear_parameters*) -> ppb_status {
+        return PPB_ERR_UNSUPPORTED;
+    };
+    ppb::MemoryModel unlinear(
+        std::shared_ptr<const ppb_memory_model_api>(&opaque, [](const ppb_memory_model_api*) {}),
+        "{}");
+    unlinear.fit(runs.views());
+    BOOST_TEST(!unlinear.parameters().has_value());
+    const auto bound = ppb::predict_over_profile(unlinear, placement, profile);
+    BOOST_TEST((bound.zeros == ppb::ZeroCounts::as_one));
+    BOOST_TEST((bound.profile == std::vector<ppb::InFlightVector>{{7, 1}, {5, 2}, {4, 3}}));
+    BOOST_TEST(close(bound.per_vector[0], model.predict(asked.view())));
+    BOOST_TEST(bound.memory_mb >= peak.memory_mb);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

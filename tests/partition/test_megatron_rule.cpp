@@ -65,8 +65,9 @@ struct Linear {
 
 // In flight: with one chunk 1F1B's min(P - s, M); with chunks, every state stage s passes
 // through, by executing its program order (ppb::stage_order) step by step, +1 on a forward's
-// chunk and -1 on a backward's, a chunk holding none counted as one as models are asked
-// (ppb::model_in_flight_profile). The stage's memory is its largest over these states.
+// chunk and -1 on a backward's, a chunk holding none counted as none: the model here is linear,
+// so its answer at a count of 0 is exact (ppb::ZeroCounts::exact). The stage's memory is its
+// largest over these states.
 std::vector<std::vector<std::uint32_t>> in_flight_states(const Problem& p, std::uint32_t s) {
     if (p.chunks == 1)
         return {{std::min(p.num_stages - s, p.micro_batches)}};
@@ -78,10 +79,7 @@ std::vector<std::vector<std::uint32_t>> in_flight_states(const Problem& p, std::
             ++held[step.chunk];
         else
             --held[step.chunk];
-        auto asked = held;
-        for (auto& f : asked)
-            f = std::max<std::uint32_t>(f, 1);
-        states.push_back(std::move(asked));
+        states.push_back(held);
     }
     return states;
 }

@@ -54,7 +54,7 @@ def megatron_interleaved_states(p, v, m, rank):
     (NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py at 00611e6e:
     get_pp_rank_microbatches' (P - r - 1) * 2 + (v - 1) * P warm-up forwards, then one forward and
     one backward in turn; forward k runs chunk (k // P) % v, backward k chunk v - 1 - (k // P) % v),
-    each count at least 1 as models are asked."""
+    counts of 0 included: dryrun-lsq is linear, so ppb evaluates it there exactly."""
     total = m * v
     warm_up = min(total, (p - rank - 1) * 2 + (v - 1) * p)
     held = [0] * v
@@ -62,8 +62,7 @@ def megatron_interleaved_states(p, v, m, rank):
 
     def step(chunk, delta):
         held[chunk] += delta
-        # A chunk holding none is asked about as holding one (the plugin contract).
-        states.append(tuple(max(f, 1) for f in held))
+        states.append(tuple(held))
 
     for k in range(warm_up):
         step((k // p) % v, 1)

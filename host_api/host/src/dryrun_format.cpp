@@ -391,8 +391,8 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
         for (std::size_t c = 0; c < list.size(); ++c)
             any_given = any_given || list.at(c).as_object().optional("in_flight").has_value();
         if (!any_given) {
-            out.in_flight_profile = model_in_flight_profile(choice.schedule, p, s,
-                                                            out.micro_batches, choice.num_chunks);
+            out.in_flight_profile =
+                in_flight_profile(choice.schedule, p, s, out.micro_batches, choice.num_chunks);
         }
     }
     if (!set.groups.empty())

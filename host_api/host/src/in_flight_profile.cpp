@@ -68,16 +68,18 @@ std::vector<InFlightVector> in_flight_profile(Schedule schedule, std::uint32_t n
         in_flight_states(stage_order(schedule, num_stages, chunks, m, stage), chunks));
 }
 
-std::vector<InFlightVector> model_in_flight_profile(Schedule schedule, std::uint32_t num_stages,
-                                                    std::uint32_t stage,
-                                                    std::uint32_t micro_batches,
-                                                    std::uint32_t chunks) {
-    std::vector<InFlightVector> profile =
-        in_flight_profile(schedule, num_stages, stage, micro_batches, chunks);
-    for (InFlightVector& v : profile) {
-        for (std::uint32_t& f : v)
-            f = std::max<std::uint32_t>(f, 1);
-    }
+InFlightVector asked_in_flight(InFlightVector counts) {
+    for (std::uint32_t& f : counts)
+        f = std::max<std::uint32_t>(f, 1);
+    return counts;
+}
+
+std::vector<InFlightVector> model_in_flight_profile(std::vector<InFlightVector> profile,
+                                                    ZeroCounts zeros) {
+    if (zeros == ZeroCounts::exact)
+        return profile;
+    for (InFlightVector& v : profile)
+        v = asked_in_flight(std::move(v));
     return pareto_in_flight(std::move(profile));
 }
 

@@ -1,18 +1,42 @@
 // The steps of the alternating fit of profiled observations (ppb/profile_fit.hpp).
 #include <ppb/profile_fit.hpp>
+#include <ppb/profile_prediction.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace ppb {
+namespace {
 
-DryRunSet at_vectors(const DryRunSet& dryrun, const std::vector<std::size_t>& active) {
+// Σ_c a_c · (asked_c − count_c) at vector j of o's profile: what a linear model's answer as
+// asked exceeds its answer at the true counts; 0 without a count of 0 or without coefficients.
+double zero_correction(const MemoryModel& model, const Observation& o, std::size_t j) {
+    const InFlightVector& v = o.in_flight_profile.at(j);
+    if (std::find(v.begin(), v.end(), 0u) == v.end())
+        return 0.0;
+    const std::optional<std::vector<double>> a = chunk_activations(model, o.placement);
+    if (!a)
+        return 0.0;
+    const InFlightVector asked = asked_in_flight(v);
+    double sum = 0.0;
+    for (std::size_t c = 0; c < v.size(); ++c)
+        sum += (*a)[c] * (asked[c] - v[c]);
+    return sum;
+}
+
+}  // namespace
+
+DryRunSet at_vectors(const DryRunSet& dryrun, const std::vector<std::size_t>& active,
+                     const std::vector<double>& corrections) {
     DryRunSet out = dryrun;
     for (std::size_t i = 0; i < out.observations.size(); ++i) {
         Observation& o = out.observations[i];
         if (o.in_flight_profile.empty())
             continue;
-        const InFlightVector& v = o.in_flight_profile.at(active.at(i));
+        if (!corrections.empty())
+            o.peak_memory_mb += corrections.at(i);
+        const InFlightVector v = asked_in_flight(o.in_flight_profile.at(active.at(i)));
         for (std::size_t c = 0; c < o.placement.chunks.size(); ++c)
             o.placement.chunks[c].in_flight = v.at(c);
     }
@@ -30,7 +54,8 @@ std::vector<std::vector<double>> predict_profiles(const MemoryModel& model,
             counts.push_back(1);
             continue;
         }
-        for (const InFlightVector& v : o.in_flight_profile) {
+        for (const InFlightVector& true_counts : o.in_flight_profile) {
+            const InFlightVector v = asked_in_flight(true_counts);
             StagePlacement p = o.placement;
             for (std::size_t c = 0; c < p.chunks.size(); ++c)
                 p.chunks[c].in_flight = v.at(c);
@@ -56,6 +81,23 @@ std::vector<std::vector<double>> predict_profiles(const MemoryModel& model,
         out.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(next),
                          flat.begin() + static_cast<std::ptrdiff_t>(next + n));
         next += n;
+    }
+    // At a count of 0 a linear model's answer as asked less the activations not held.
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const Observation& o = dryrun.observations[i];
+        for (std::size_t j = 0; j < o.in_flight_profile.size(); ++j) {
+            out[i][j] -= zero_correction(model, o, j);
+        }
+    }
+    return out;
+}
+
+std::vector<double> zero_corrections(const MemoryModel& model, const DryRunSet& dryrun,
+                                     const std::vector<std::size_t>& active) {
+    std::vector<double> out(dryrun.observations.size(), 0.0);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (!dryrun.observations[i].in_flight_profile.empty())
+            out[i] = zero_correction(model, dryrun.observations[i], active.at(i));
     }
     return out;
 }

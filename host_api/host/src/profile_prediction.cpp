@@ -1,6 +1,7 @@
 // A stage's peak over its in-flight profile (ppb/profile_prediction.hpp).
 #include <ppb/profile_prediction.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -17,15 +18,47 @@ StagePlacement with_in_flight(StagePlacement placement, const InFlightVector& co
     return placement;
 }
 
+std::optional<std::vector<double>> chunk_activations(const MemoryModel& model,
+                                                     const StagePlacement& placement) {
+    const std::uint32_t groups = placement.grouped() ? placement.num_groups() : 1;
+    std::vector<double> out(placement.chunks.size(), 0.0);
+    for (std::uint32_t g = 0; g < groups; ++g) {
+        const std::optional<ppb_linear_parameters> c =
+            placement.grouped() ? model.group_parameters(g) : model.parameters();
+        if (!c)
+            return std::nullopt;
+        for (std::size_t chunk = 0; chunk < placement.chunks.size(); ++chunk) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                const std::uint32_t n = placement.grouped() ? placement.group_layer(chunk, g, k)
+                                                            : placement.chunks[chunk].layers[k];
+                if (n == 0)
+                    continue;
+                if ((c->identified & PPB_PARAM_ACTIVATION(k)) == 0)
+                    return std::nullopt;
+                out[chunk] += c->activation_mb[k] * n;
+            }
+        }
+    }
+    return out;
+}
+
 ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement& placement,
                                  const std::vector<InFlightVector>& profile) {
     if (profile.empty())
         throw std::invalid_argument("an in-flight profile has at least one vector");
-    std::vector<StagePlacement> rows;
-    rows.reserve(profile.size());
-    for (const InFlightVector& v : profile)
-        rows.push_back(with_in_flight(placement, v));
+    // The coefficients are read only when a count of 0 needs them (ppb::ZeroCounts).
+    const bool any_zero = std::any_of(profile.begin(), profile.end(), [](const InFlightVector& v) {
+        return std::find(v.begin(), v.end(), 0u) != v.end();
+    });
+    const std::optional<std::vector<double>> activations =
+        any_zero ? chunk_activations(model, placement) : std::nullopt;
     ProfilePeak out;
+    out.zeros = !any_zero || activations ? ZeroCounts::exact : ZeroCounts::as_one;
+    out.profile = model_in_flight_profile(profile, out.zeros);
+    std::vector<StagePlacement> rows;
+    rows.reserve(out.profile.size());
+    for (const InFlightVector& v : out.profile)
+        rows.push_back(with_in_flight(placement, asked_in_flight(v)));
     if (rows.size() == 1) {
         // One vector (one chunk, or a profile of one): the model's single prediction, as
         // before profiles, whose errors name the stage.
@@ -44,6 +77,14 @@ ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement&
         out.per_vector = model.predict_batch(views);
     }
     for (std::size_t j = 0; j < out.per_vector.size(); ++j) {
+        if (activations) {
+            // The linear model at the true counts: its answer as asked, less the activations of
+            // the micro-batches it was asked about and the chunk does not hold.
+            for (std::size_t c = 0; c < out.profile[j].size(); ++c) {
+                const std::uint32_t asked = rows[j].chunks[c].in_flight;
+                out.per_vector[j] -= (*activations)[c] * (asked - out.profile[j][c]);
+            }
+        }
         if (j == 0 || out.per_vector[j] > out.memory_mb) {
             out.memory_mb = out.per_vector[j];
             out.active = j;

@@ -35,7 +35,7 @@ AffineStage linear_stage(const Problem& problem, const ppb_linear_parameters& c,
                          std::uint32_t stage) {
     const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
     const double base = c.const_mb + (ends.head ? c.head_mb : 0.0) + (ends.tail ? c.tail_mb : 0.0);
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::exact);
     AffineStage a;
     std::vector<double> bases(profile.size(), base);
     a.rows = StageRows(std::move(bases), std::move(profile));
@@ -113,7 +113,7 @@ std::string describe_layers(const std::vector<KindCounts>& layers) {
 AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std::uint32_t stage,
                          const std::vector<std::size_t>& kinds) {
     const std::uint32_t v = problem.chunks;
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::as_one);
     const InFlightVector first = profile.front();
     const std::vector<KindCounts> empty(v, KindCounts{});
     Probe probe(problem, stage);

@@ -551,6 +551,22 @@ Design design_dry_runs(const DesignRequest& request) {
     const std::uint32_t fewest_rows =
         static_cast<std::uint32_t>((setup.unknowns + setup.max_degree - 1) / setup.max_degree);
     const std::uint32_t most = std::max<std::uint32_t>(fewest_rows + 4, request.runs);
+    // No run fits the limit: every run places all L layers over its stages, so more runs cannot
+    // help; said as soon as the search for the lowest peak finds nothing under the limit, rather
+    // than after a precision search of every number of runs (the slowest requests are these).
+    std::optional<SearchState> lowest;
+    const auto lowest_peak = [&]() -> const SearchState& {
+        if (!lowest)
+            lowest = search(setup, std::max(fewest_rows, 1U), Goal::lowest_peak, request.seed);
+        return *lowest;
+    };
+    const auto nothing_fits = [&] {
+        throw Infeasible(
+            fmt::format("no dry run fits --memory-limit-mb {:.1f}: every design the search "
+                        "tried has a stage over it; the lowest peak it found is {:.1f} MB",
+                        request.memory_limit_mb, lowest_peak().score.g),
+            lowest_peak().score.g);
+    };
     std::optional<SearchState> found;
     std::uint32_t found_n = 0;
     SearchState closest;  // the best design short of the goal, for the explanation
@@ -561,21 +577,16 @@ Design design_dry_runs(const DesignRequest& request) {
             found_n = n;
             break;
         }
+        if (state.score.excess_mb > 0.0 && lowest_peak().score.g > request.memory_limit_mb)
+            nothing_fits();
         if (closest.runs.empty() || state.score.better_than(closest.score))
             closest = std::move(state);
     }
     if (!found) {
         const DesignPrecision best = precision_of(setup, closest.runs);
         if (closest.score.excess_mb > 0.0 || !setup.limited()) {
-            if (closest.score.excess_mb > 0.0) {
-                const SearchState low =
-                    search(setup, std::max(fewest_rows, 1U), Goal::lowest_peak, request.seed);
-                throw Infeasible(
-                    fmt::format("no dry run fits --memory-limit-mb {:.1f}: every design the search "
-                                "tried has a stage over it; the lowest peak it found is {:.1f} MB",
-                                request.memory_limit_mb, low.score.g),
-                    low.score.g);
-            }
+            if (closest.score.excess_mb > 0.0)
+                nothing_fits();
             throw Infeasible(
                 fmt::format("no design of up to {} dry runs identifies {}: {}", most,
                             joined(best.unidentified), structural_reason(setup, best.unidentified)),

@@ -30,7 +30,12 @@ void read_kind_counts(const JsonNode& node, std::uint32_t (&layers)[PPB_KIND_COU
     }
 }
 
-ppb_chunk read_chunk(const JsonObject& object) {
+// A chunk of a chunked stage may hold 0 in flight: the plan puts the stage's peak at a moment
+// where that chunk's activations are all freed (ppb::predict_over_profile). A stage of one chunk
+// holds at least one.
+constexpr limits::CountRange in_flight_or_none{0, limits::in_flight.max, "micro-batches"};
+
+ppb_chunk read_chunk(const JsonObject& object, bool one_of_several) {
     ppb_chunk chunk{};
     read_kind_counts(object.required("layers"), chunk.layers);
     std::uint64_t total = 0;
@@ -40,7 +45,8 @@ ppb_chunk read_chunk(const JsonObject& object) {
         object.required("layers").fail(
             fmt::format("{} layers in one chunk is out of range (at most {} layers)", total,
                         limits::layers.max));
-    chunk.in_flight = object.required("in_flight").as_count(limits::in_flight);
+    chunk.in_flight = object.required("in_flight")
+                          .as_count(one_of_several ? in_flight_or_none : limits::in_flight);
     return chunk;
 }
 
@@ -97,9 +103,9 @@ PlanStages read_plan_stages(std::string_view text, std::string_view source) {
                 list->fail(fmt::format("{} chunks is out of range (at most {} chunks)",
                                        array.size(), limits::chunks.max));
             for (const auto& chunk : array.elements())
-                chunks.push_back(read_chunk(JsonObject(chunk)));
+                chunks.push_back(read_chunk(JsonObject(chunk), array.size() > 1));
         } else {
-            chunks.push_back(read_chunk(stage));
+            chunks.push_back(read_chunk(stage, false));
         }
         StagePlacement placement{num_stages, s, std::move(chunks), schedule};
 
@@ -124,14 +130,15 @@ PlanStages read_plan_stages(std::string_view text, std::string_view source) {
                 per_group.fail("the groups' layers do not add up to the stage's layers");
         }
 
-        // A chunked stage's peak is the largest row of its schedule's profile.
+        // A chunked stage's peak is the largest row of its schedule's (true) profile; how a model
+        // is asked about a row holding 0 is predict_over_profile's business.
         std::vector<InFlightVector> profile;
         if (placement.chunks.size() > 1) {
             const JsonNode m = top.required("micro_batches");
             try {
-                profile = model_in_flight_profile(
-                    schedule, num_stages, s, m.as_count(limits::micro_batches),
-                    static_cast<std::uint32_t>(placement.chunks.size()));
+                profile =
+                    in_flight_profile(schedule, num_stages, s, m.as_count(limits::micro_batches),
+                                      static_cast<std::uint32_t>(placement.chunks.size()));
             } catch (const std::invalid_argument& e) {
                 m.fail(e.what());
             }

@@ -18,10 +18,12 @@ std::uint32_t Problem::in_flight(std::uint32_t stage, std::uint32_t chunk) const
     return ppb::in_flight_counts(schedule, num_stages, stage, micro_batches, chunks).at(chunk);
 }
 
-std::vector<InFlightVector> Problem::in_flight_profile(std::uint32_t stage) const {
+std::vector<InFlightVector> Problem::in_flight_profile(std::uint32_t stage,
+                                                       ZeroCounts zeros) const {
     if (!chunked())
         return {{in_flight(stage)}};
-    return ppb::model_in_flight_profile(schedule, num_stages, stage, micro_batches, chunks);
+    return ppb::model_in_flight_profile(
+        ppb::in_flight_profile(schedule, num_stages, stage, micro_batches, chunks), zeros);
 }
 
 std::uint32_t Problem::min_layers(std::uint32_t stage) const {

@@ -197,15 +197,23 @@ class Model {
     ProfileFit profile_fit_;
 };
 
+// A stage as predict() and std_error() take it: the placement a model is asked about and, for a
+// chunked stage, the largest prediction over its profile (ppb::predict_over_profile).
+struct StageQuery {
+    StagePlacement placement;
+    std::optional<double> peak_mb;
+};
+
 // A stage placement from predict()'s arguments, as `ppb predict` builds it from its options:
 // the pipeline and micro-batches default to the fitted file's; the schedule is the one given,
 // else the file's when it has as many chunks, else 1F1B (one chunk) or interleaved (more than
 // two); the chunks' in-flight counts are the vector of the schedule's profile where the model's
-// prediction is largest, unless `in_flight` is given (one chunk).
-StagePlacement stage_placement(const Model& model, py::handle stage_arg, py::handle layers_arg,
-                               py::handle chunks_arg, py::handle num_stages_arg,
-                               py::handle micro_batches_arg, py::handle in_flight_arg,
-                               py::handle schedule_arg) {
+// prediction is largest (counts of 0 as 1, as a model may be asked), unless `in_flight` is given
+// (one chunk); std_error() is the model's there.
+StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle layers_arg,
+                           py::handle chunks_arg, py::handle num_stages_arg,
+                           py::handle micro_batches_arg, py::handle in_flight_arg,
+                           py::handle schedule_arg) {
     const MemoryModel& m = model.get();
     const DryRunSet* dryrun = model.fitted() ? &model.fitted()->set : nullptr;
     std::vector<py::dict> chunk_layers;
@@ -313,27 +321,35 @@ StagePlacement stage_placement(const Model& model, py::handle stage_arg, py::han
         // prediction over the profile and std_error() that prediction's.
         std::vector<InFlightVector> profile;
         try {
-            profile = model_in_flight_profile(schedule, stages, stage, micro_batches, v);
+            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
         } catch (const std::exception& e) {
             throw InputError(fmt::format("schedule {}: {}", schedule_name(schedule), e.what()));
         }
-        placement = with_in_flight(std::move(placement), profile.front());
+        placement = with_in_flight(std::move(placement), asked_in_flight(profile.front()));
         if (profile.size() > 1) {
-            placement = with_in_flight(std::move(placement),
-                                       profile[predict_over_profile(m, placement, profile).active]);
+            const ProfilePeak peak = predict_over_profile(m, placement, profile);
+            // A linear model's peak may be at a moment a chunk holds none: the placement is the
+            // vector as the model may be asked about it (std_error), the peak beside it.
+            const InFlightVector& at = peak.profile[peak.active];
+            placement = with_in_flight(std::move(placement), asked_in_flight(at));
+            return {std::move(placement), peak.memory_mb};
         }
     }
-    return placement;
+    return {std::move(placement), std::nullopt};
 }
 
-double predict(const Model& model, const StagePlacement& placement) {
+double predict(const Model& model, const StageQuery& query) {
+    if (query.peak_mb)
+        return *query.peak_mb;
     const MemoryModel& m = model.get();
+    const StagePlacement& placement = query.placement;
     return placement.grouped() ? m.predict_grouped(placement.grouped_view())
                                : m.predict(placement.view());
 }
 
-std::optional<double> std_error(const Model& model, const StagePlacement& placement) {
+std::optional<double> std_error(const Model& model, const StageQuery& query) {
     const MemoryModel& m = model.get();
+    const StagePlacement& placement = query.placement;
     return placement.grouped() ? m.predict_grouped_std_error(placement.grouped_view())
                                : m.predict_std_error(placement.view());
 }

@@ -180,7 +180,7 @@ int run_predict(const PredictArgs& args) {
         profile = {{*args.in_flight}};
     } else {
         try {
-            profile = model_in_flight_profile(schedule, stages, stage, micro_batches, v);
+            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
         } catch (const std::exception& e) {
             throw UsageError(fmt::format("--schedule {}: {}", schedule_name(schedule), e.what()));
         }
@@ -193,14 +193,16 @@ int run_predict(const PredictArgs& args) {
     if (any_grouped || groups.size() > 1)
         placement.set_group_layers(group_layers_from_items(chunk_items, groups, option));
     const ProfilePeak peak = predict_over_profile(model, placement, profile);
+    profile = peak.profile;  // the vectors evaluated: counts of 0 as 1 without coefficients
     placement = with_in_flight(std::move(placement), profile[peak.active]);
     chunks = placement.chunks;
     const double memory = peak.memory_mb;
-    // From the fit's residuals (API 1.2), at the vector of the peak; models without an
-    // uncertainty estimate give none.
+    // From the fit's residuals (API 1.2), at the vector of the peak as a model may be asked
+    // about it (counts of 0 as 1); models without an uncertainty estimate give none.
+    const StagePlacement asked = with_in_flight(placement, asked_in_flight(profile[peak.active]));
     const std::optional<double> std_error =
-        placement.grouped() ? model.predict_grouped_std_error(placement.grouped_view())
-                            : model.predict_std_error(placement.view());
+        asked.grouped() ? model.predict_grouped_std_error(asked.grouped_view())
+                        : model.predict_std_error(asked.view());
     const ppb_chunk& chunk = chunks.front();
 
     // Chunk c's layers: "2 none, 1 full" (in `layers`, {"none": 2, "full": 1}); counted per

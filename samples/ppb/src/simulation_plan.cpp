@@ -61,8 +61,9 @@ ChunkRead read_chunk(const JsonObject& object) {
     }
     if (const auto a = object.optional("activation_mb"))
         chunk.activation_mb = a->as_number_in(limits::memory_mb);
+    // 0 where the plan put a chunked stage's peak at a moment the chunk holds none.
     if (const auto f = object.optional("in_flight"))
-        chunk.in_flight = f->as_count(limits::in_flight);
+        chunk.in_flight = f->as_count({0, limits::in_flight.max, limits::in_flight.unit});
     return chunk;
 }
 

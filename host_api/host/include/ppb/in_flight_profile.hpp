@@ -44,17 +44,25 @@ using InFlightVector = std::vector<std::uint32_t>;
                                                             std::uint32_t micro_batches,
                                                             std::uint32_t chunks = 1);
 
-// The profile as memory models are asked about it: the plugin contract (ppb/abi.h) has every
-// chunk of a placement hold at least one micro-batch, so a count of 0 (a chunk whose activations
-// are all freed at that moment) is asked about as 1, and the vectors are reduced again. This
-// over-counts by at most one micro-batch of one chunk's activations, and only where such a moment
-// is the peak. Every host use of profiles (predict, compare, the Python module, the partitioner,
-// the fit) takes this one, so they agree with each other.
-[[nodiscard]] std::vector<InFlightVector> model_in_flight_profile(Schedule schedule,
-                                                                  std::uint32_t num_stages,
-                                                                  std::uint32_t stage,
-                                                                  std::uint32_t micro_batches,
-                                                                  std::uint32_t chunks = 1);
+// How a memory model's answer at a count of 0 is had. The plugin contract (ppb/abi.h, API 1.3)
+// has every chunk of a placement hold at least one micro-batch, yet a chunk may hold none at some
+// moment (its activations all freed). `exact`: the model is linear, so its answer at the true
+// vector is its answer at the vector as asked (ppb::asked_in_flight) plus Σ_c a_c·(count_c −
+// asked_c), a_c being chunk c's activation per micro-batch from its coefficients
+// (ppb::predict_over_profile). `as_one`: a model without coefficients is asked about a count of 0
+// as 1, which over-counts by at most one micro-batch of that chunk's activations, and only where
+// such a moment is the peak.
+enum class ZeroCounts { exact, as_one };
+
+// `counts` as a model may be asked about them: every count of 0 as 1.
+[[nodiscard]] InFlightVector asked_in_flight(InFlightVector counts);
+
+// The one owner of the rule above: the vectors a model is evaluated over for the true `profile`
+// (ppb::in_flight_profile). `exact`: the profile itself; `as_one`: each vector as asked, reduced
+// again (pareto_in_flight). Every host use of profiles (predict, compare, the Python module, the
+// partitioner, the fit) goes through it, so they agree with each other.
+[[nodiscard]] std::vector<InFlightVector> model_in_flight_profile(
+    std::vector<InFlightVector> profile, ZeroCounts zeros);
 
 // The vector of `profile` where Σ_c weights[c] · count_c is largest, and that sum (the first
 // such vector on a tie). `profile` must not be empty; weights has one entry per chunk.

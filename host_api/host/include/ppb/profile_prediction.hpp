@@ -5,7 +5,9 @@
 // per chunk, so a model is asked about the stage once per vector of the profile, all in one
 // predict_batch (or predict_grouped_batch) call (a profile of one vector: one predict call), and
 // the host keeps the largest answer. A model never sees a profile; a linear model's answer is
-// base + max_j Σ_c a_c · count_jc either way.
+// base + max_j Σ_c a_c · count_jc either way. A count of 0 (a chunk holding no micro-batch at
+// that moment) cannot be asked about: a linear model's answer there is exact from its
+// coefficients, a model without coefficients is asked about it as 1 (ppb::ZeroCounts).
 #ifndef PPB_PROFILE_PREDICTION_HPP
 #define PPB_PROFILE_PREDICTION_HPP
 
@@ -14,6 +16,7 @@
 #include <ppb/placement.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace ppb {
@@ -21,15 +24,28 @@ namespace ppb {
 // `placement` with the chunks' in-flight counts set to `counts` (one per chunk).
 [[nodiscard]] StagePlacement with_in_flight(StagePlacement placement, const InFlightVector& counts);
 
+// Chunk c's activation MB per micro-batch, a_c = Σ_g Σ_k A_gk · n_cgk, from the model's linear
+// coefficients (group_parameters of each group when `placement` is grouped), or nullopt when the
+// model has none or leaves one the placement needs unidentified.
+[[nodiscard]] std::optional<std::vector<double>> chunk_activations(const MemoryModel& model,
+                                                                   const StagePlacement& placement);
+
 struct ProfilePeak {
     double memory_mb = 0.0;  // the largest prediction
-    std::size_t active = 0;  // the vector of the profile where it is reached (first on a tie)
-    std::vector<double> per_vector;  // the model's prediction at each vector
+    // The vectors the model was evaluated over (ppb::model_in_flight_profile of the profile
+    // given: itself, or with counts of 0 as 1 for a model without coefficients).
+    std::vector<InFlightVector> profile;
+    std::size_t active = 0;          // the vector of `profile` where it is reached (first on a tie)
+    std::vector<double> per_vector;  // the model's prediction at each vector of `profile`
+    ZeroCounts zeros = ZeroCounts::exact;
 };
 
-// The model's prediction of `placement` at every vector of `profile` (not empty), and the
-// largest. A grouped placement is asked with predict_grouped_batch; a profile of one vector
-// with one predict (predict_grouped) call.
+// The model's prediction of `placement` at every vector of the true `profile` (not empty; counts
+// of 0 allowed), and the largest. The model is asked at each vector as asked
+// (ppb::asked_in_flight); a linear model's answer is then corrected to the true counts by
+// Σ_c a_c · (count_c − asked_c) (chunk_activations), so it is exact; a model without
+// coefficients is evaluated over the profile with counts of 0 as 1. A grouped placement is asked
+// with predict_grouped_batch; a profile of one vector with one predict (predict_grouped) call.
 [[nodiscard]] ProfilePeak predict_over_profile(const MemoryModel& model,
                                                const StagePlacement& placement,
                                                const std::vector<InFlightVector>& profile);

@@ -25,8 +25,9 @@
 namespace ppb::partition {
 
 // One stage of a plan. A chunked stage carries its schedule's in-flight profile
-// (ppb::model_in_flight_profile): its memory is the largest over the vectors, and its
-// "in_flight" counts are only those of the vector where the planning model put the peak.
+// (ppb::in_flight_profile, counts of 0 included): its memory is the largest over the vectors
+// (ppb::predict_over_profile), and its "in_flight" counts are only those of the vector where the
+// planning model put the peak, 0 where a chunk then holds none.
 struct PlannedStage {
     StagePlacement placement;
     std::vector<InFlightVector> profile;  // empty for a stage of one chunk
