@@ -112,7 +112,8 @@ RecomputePolicy recompute_policy(std::string_view name) {
 }
 
 std::string describe(const ScheduleChoice& choice) {
-    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v)
+    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v ||
+        splits_backward(choice.schedule))
         return std::string(schedule_name(choice.schedule));
     return fmt::format("{} v={}", schedule_name(choice.schedule), choice.chunks);
 }
