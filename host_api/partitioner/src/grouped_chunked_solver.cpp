@@ -175,8 +175,9 @@ class GroupedProbe {
 // A model without coefficients, probed as the one-group chunked path probes it (chunk_tables.cpp),
 // per group: the empty stage at every vector of the profile; at the first vector one layer of
 // each group and kind in each chunk, and the same with one more micro-batch in flight on that
-// chunk; then checks, at every vector, of three layers of each group, kind and chunk and of a mix
-// of all, which an affine model predicts exactly. A model that fails them is refused.
+// chunk; then checks, at every vector, of up to three layers of each group, kind and chunk and of
+// a mix of every group and kind, which an affine model predicts exactly. A model that fails them
+// is refused.
 GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySource& memory,
                                         std::uint32_t stage,
                                         const std::vector<std::vector<std::size_t>>& kinds) {
@@ -199,16 +200,28 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
         }
         probe.add(empty, first, c, 1);
     }
+    // The checks hold no more layers of a group than the model has (a model may refuse more).
     const std::size_t first_check = probe.size();
     auto all = empty;
+    for (std::size_t g = 0; g < G; ++g) {
+        std::uint32_t left = problem.time.groups[g].layers;
+        for (std::uint32_t c = 0; c < 2; ++c) {
+            for (const std::size_t k : kinds[g]) {
+                if (left == 0)
+                    break;
+                all[c][g][k] = 1;
+                --left;
+            }
+        }
+    }
     for (const InFlightVector& vector : profile) {
         for (std::uint32_t c = 0; c < 2; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
+                const std::uint32_t some = std::min<std::uint32_t>(3, problem.time.groups[g].layers);
                 for (const std::size_t k : kinds[g]) {
-                    auto three = empty;
-                    three[c][g][k] = 3;
-                    probe.add(three, vector);
-                    all[c][g][k] = c + 1;
+                    auto several = empty;
+                    several[c][g][k] = some;
+                    probe.add(several, vector);
                 }
             }
         }
