@@ -104,7 +104,8 @@ GroupedAffineStage linear_grouped_stage(const Problem& problem,
         c[0].const_mb + (ends.head ? c[0].head_mb : 0.0) + (ends.tail ? c[0].tail_mb : 0.0);
     std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::exact);
     GroupedAffineStage a;
-    a.rows = StageRows(std::vector<double>(profile.size(), base), std::move(profile));
+    std::vector<double> bases(profile.size(), base);
+    a.rows = StageRows(std::move(bases), std::move(profile));
     for (std::size_t chunk = 0; chunk < 2; ++chunk) {
         for (const ppb_linear_parameters& group : c) {
             UnitArray fixed{};
@@ -540,7 +541,7 @@ class GroupedKnapsack {
         const std::uint32_t L = layout_.layers;
         Knapsack best;
         if (p.schedule == Schedule::dualpipe_v)
-            return run(objective, threshold, trace, 0, 0, L);
+            return run(objective, threshold, trace, 0, L, L);
         for (std::uint32_t x = 0; x <= L; ++x) {
             Knapsack k = run(objective, threshold, false, x, x, L);
             if (k.value < best.value) {
