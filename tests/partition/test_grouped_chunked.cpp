@@ -91,8 +91,7 @@ double stage_memory(const Instance& in, std::uint32_t s, const std::array<Mix, 2
         for (std::size_t c = 0; c < 2; ++c) {
             for (std::size_t g = 0; g < in.c.size(); ++g) {
                 for (std::size_t k = 0; k < K; ++k) {
-                    m += chunks[c][g][k] *
-                         (in.c[g].per_layer_mb + in.c[g].activation_mb[k] * f[c]);
+                    m += chunks[c][g][k] * (in.c[g].per_layer_mb + in.c[g].activation_mb[k] * f[c]);
                 }
             }
         }
@@ -103,8 +102,8 @@ double stage_memory(const Instance& in, std::uint32_t s, const std::array<Mix, 2
 
 double chunk_time(const Instance& in, std::uint32_t q, const Mix& mix) {
     const Problem& p = in.problem;
-    double t = (q == 0 ? p.time.head_time : 0.0) +
-               (q + 1 == 2 * p.num_stages ? p.time.tail_time : 0.0);
+    double t =
+        (q == 0 ? p.time.head_time : 0.0) + (q + 1 == 2 * p.num_stages ? p.time.tail_time : 0.0);
     for (std::size_t g = 0; g < mix.size(); ++g) {
         for (std::size_t k = 0; k < K; ++k)
             t += mix[g][k] * p.time.groups[g].time[k];
@@ -180,8 +179,8 @@ double oracle(const Instance& in) {
              std::vector<Outcome>>
         memo;
     // A stage's outcomes holding [a0, b0) in chunk 0 and [a1, b1) in chunk 1 (Pareto in both).
-    const auto outcomes = [&](std::uint32_t s, std::uint32_t a0, std::uint32_t b0,
-                              std::uint32_t a1, std::uint32_t b1) -> const std::vector<Outcome>& {
+    const auto outcomes = [&](std::uint32_t s, std::uint32_t a0, std::uint32_t b0, std::uint32_t a1,
+                              std::uint32_t b1) -> const std::vector<Outcome>& {
         auto [it, added] = memo.try_emplace({s, a0, b0, a1, b1});
         if (!added)
             return it->second;
@@ -237,8 +236,8 @@ double oracle(const Instance& in) {
                 // Two chunk times with this total and slowest chunk.
                 times.push_back({o.slowest, o.total - o.slowest});
             }
-            best = std::min(best, ppb::partition::schedule_iteration_time(
-                                      times, p.micro_batches, p.objective));
+            best = std::min(
+                best, ppb::partition::schedule_iteration_time(times, p.micro_batches, p.objective));
             std::uint32_t s = 0;
             while (s < P && ++index[s] == lists[s]->size())
                 index[s++] = 0;
@@ -274,8 +273,9 @@ Instance random_instance(std::mt19937& rng) {
     p.num_stages = pt::int_in(rng, 2, 3);
     p.chunks = 2;
     p.schedule = unit(rng) < 0.5 ? Schedule::interleaved : Schedule::dualpipe_v;
-    p.micro_batches = p.schedule == Schedule::interleaved ? p.num_stages * pt::int_in(rng, 1, 2)
-                                                          : 2 * p.num_stages + pt::int_in(rng, 0, 2);
+    p.micro_batches = p.schedule == Schedule::interleaved
+                          ? p.num_stages * pt::int_in(rng, 1, 2)
+                          : 2 * p.num_stages + pt::int_in(rng, 0, 2);
     p.rule = unit(rng) < 0.5 ? RecomputeRule::any : RecomputeRule::mindformers;
     p.objective = unit(rng) < 0.5 ? ChunkObjective::stages : ChunkObjective::slots;
     const std::size_t G = pt::int_in(rng, 2, 3);
@@ -422,16 +422,16 @@ void check_plan(const Instance& in, const Plan& plan) {
     }
     BOOST_TEST(next == p.time.body_layers, in.text);
     for (const auto& stage : plan.stages) {
-        const double m =
-            stage_memory(in, stage.stage, {stage.chunks[0].group_layers, stage.chunks[1].group_layers});
+        const double m = stage_memory(in, stage.stage,
+                                      {stage.chunks[0].group_layers, stage.chunks[1].group_layers});
         BOOST_TEST(pt::close(m, stage.memory_mb), in.text << " stage " << stage.stage);
         BOOST_TEST(pt::fits_budget(m, p.budget_mb()), in.text);
         times[stage.stage] = {stage.chunks[0].time(), stage.chunks[1].time()};
     }
-    BOOST_TEST(pt::close(ppb::partition::schedule_iteration_time(times, p.micro_batches,
-                                                                 p.objective),
-                         plan.iteration_time),
-               in.text);
+    BOOST_TEST(
+        pt::close(ppb::partition::schedule_iteration_time(times, p.micro_batches, p.objective),
+                  plan.iteration_time),
+        in.text);
 }
 
 void prove(std::uint32_t seed, int count, bool probed) {
@@ -443,8 +443,8 @@ void prove(std::uint32_t seed, int count, bool probed) {
         in.probed = probed;
         const double best = oracle(in);
         try {
-            const Plan plan = ppb::partition::solve(
-                in.problem, probed ? probed_source(in) : linear_source(in));
+            const Plan plan =
+                ppb::partition::solve(in.problem, probed ? probed_source(in) : linear_source(in));
             BOOST_TEST_REQUIRE(std::isfinite(best), in.text << ": the enumeration finds no plan");
             check_plan(in, plan);
             BOOST_TEST(pt::close(plan.iteration_time, best),

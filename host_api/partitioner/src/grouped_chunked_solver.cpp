@@ -218,7 +218,8 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     for (const InFlightVector& vector : profile) {
         for (std::uint32_t c = 0; c < 2; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
-                const std::uint32_t some = std::min<std::uint32_t>(3, problem.time.groups[g].layers);
+                const std::uint32_t some =
+                    std::min<std::uint32_t>(3, problem.time.groups[g].layers);
                 for (const std::size_t k : kinds[g]) {
                     auto several = empty;
                     several[c][g][k] = some;
@@ -264,8 +265,8 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
         for (std::uint32_t c = 0; c < 2; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
                 for (std::size_t k = 0; k < kind_count; ++k) {
-                    affine += (a.fixed[c][g][k] + vector[c] * a.activation[c][g][k]) *
-                              layers[c][g][k];
+                    affine +=
+                        (a.fixed[c][g][k] + vector[c] * a.activation[c][g][k]) * layers[c][g][k];
                 }
             }
         }
@@ -311,7 +312,7 @@ struct Layout {
     const Problem& problem;
     std::uint32_t layers = 0;
     std::size_t groups = 0;
-    std::vector<std::vector<std::size_t>> kinds;  // [g]
+    std::vector<std::vector<std::size_t>> kinds;     // [g]
     std::vector<std::vector<std::uint32_t>> prefix;  // [g][i]: layers of g among the first i
     std::vector<GroupedAffineStage> affine;
 
@@ -379,9 +380,8 @@ struct Layout {
                         bool allowed = true;
                         for (std::size_t g = 0; g < groups && allowed; ++g) {
                             for (std::size_t k = 0; k < kind_count; ++k) {
-                                if (mix[g][k] != 0 &&
-                                    std::find(kinds[g].begin(), kinds[g].end(), k) ==
-                                        kinds[g].end())
+                                if (mix[g][k] != 0 && std::find(kinds[g].begin(), kinds[g].end(),
+                                                                k) == kinds[g].end())
                                     allowed = false;
                             }
                         }
@@ -442,8 +442,8 @@ class StageOptions {
                                               std::uint32_t n1) {
         const std::int32_t id0 = range_id_[0][std::size_t{a0} * (width_ + 1) + n0];
         const std::int32_t id1 = range_id_[1][std::size_t{a1} * (width_ + 1) + n1];
-        std::int32_t& slot = pair_[static_cast<std::size_t>(id0) * mixes_[1].size() +
-                                   static_cast<std::size_t>(id1)];
+        std::int32_t& slot =
+            pair_[static_cast<std::size_t>(id0) * mixes_[1].size() + static_cast<std::size_t>(id1)];
         if (slot < 0) {
             slot = static_cast<std::int32_t>(lists_.size());
             lists_.push_back(combine(mixes_[0][static_cast<std::size_t>(id0)],
@@ -743,9 +743,8 @@ std::optional<Chosen> best_within(const Layout& layout, std::vector<StageOptions
             lo = mid + 1;
     }
     // 'stages': M A + D(A); 'slots': (2M - 1) A + sum m.
-    const double weight = objective == ChunkObjective::slots
-                              ? 2.0 * p.micro_batches - 1.0
-                              : static_cast<double>(p.micro_batches);
+    const double weight = objective == ChunkObjective::slots ? 2.0 * p.micro_batches - 1.0
+                                                             : static_cast<double>(p.micro_batches);
     double best = infinity;
     double best_threshold = thresholds.back();
     for (std::size_t t = lo; t < thresholds.size(); ++t) {
@@ -781,8 +780,7 @@ std::vector<std::uint32_t> most_layers_within(const Layout& layout, double objec
     const double m = p.micro_batches;
     const double slack = 1e-9 * std::max(1.0, std::abs(objective));
     for (std::uint32_t s = 0; s < p.num_stages; ++s) {
-        const double ends =
-            chunk_time(p, s, 0, KindCounts{}) + chunk_time(p, s, 1, KindCounts{});
+        const double ends = chunk_time(p, s, 0, KindCounts{}) + chunk_time(p, s, 1, KindCounts{});
         std::uint32_t n = p.min_layers(s);
         while (n < layout.layers && m * (ends + (n + 1) * fastest) <= objective + slack)
             ++n;
@@ -889,8 +887,7 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
                     "into {} stages of 2 chunks under {} fits every stage's memory over its "
                     "in-flight profile (the smallest feasible limit is not searched for with "
                     "groups and chunks: raise the limit, or plan more stages)",
-                    budget, layout.layers, layout.groups, p.num_stages,
-                    schedule_name(p.schedule)),
+                    budget, layout.layers, layout.groups, p.num_stages, schedule_name(p.schedule)),
         infinity);
 }
 

@@ -170,8 +170,7 @@ std::string render_partition(const Problem& problem, const Plan& plan,
                 const std::uint32_t n = own ? total : s.total_layers();
                 const std::uint32_t from = own ? c.first_layer : s.first_layer;
                 const auto& of_groups = own ? c.group_layers : s.group_layers;
-                row.push_back(n == 0 ? std::string("-")
-                                     : fmt::format("{}-{}", from, from + n - 1));
+                row.push_back(n == 0 ? std::string("-") : fmt::format("{}-{}", from, from + n - 1));
                 std::string groups;
                 for (std::size_t g = 0; g < of_groups.size(); ++g) {
                     std::uint32_t count = 0;
