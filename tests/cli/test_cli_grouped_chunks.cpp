@@ -200,6 +200,57 @@ BOOST_AUTO_TEST_CASE(a_saved_plan_is_read_back_by_compare_simulate_and_the_repor
     std::filesystem::remove(html);
 }
 
+// The memory breakdown of a model with coefficients per group (the two-groups fixture, its
+// coefficients in tests/plugins/fixtures/two_groups.cpp): each chunk's layers of each group with
+// that chunk's in-flight count at the peak, adding up to the stage's memory.
+BOOST_AUTO_TEST_CASE(memory_breakdown_counts_each_chunks_groups_at_its_in_flight_count) {
+    const std::string file = write_file(R"({"layers_description": [
+        {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 3},
+        {"name": "dense", "type": "BODY", "nb_layer": 2, "time": 4},
+        {"name": "moe", "type": "BODY", "nb_layer": 6, "time": 10},
+        {"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 3}]})",
+                                        "dense-moe-chunks.json");
+    const auto r = ppb({"partition", "--model-desc", file, "--model", "two-groups", "--plugin-path",
+                        fixture_dir, "--stages", "2", "--micro-batches", "4", "--memory-limit-mb",
+                        "400", "--schedule", "interleaved", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    for (const auto& value : doc.at("stages").as_array()) {
+        const json::object& stage = value.as_object();
+        const std::int64_t s = stage.at("stage").as_int64();
+        double parameters = 0.0;
+        double none = 0.0;
+        double full = 0.0;
+        for (const auto& chunk : stage.at("chunks").as_array()) {
+            const double f = static_cast<double>(chunk.at("in_flight").as_int64());
+            const auto n = [&](const char* group, const char* kind) {
+                return static_cast<double>(chunk.at("groups").at(group).at(kind).as_int64());
+            };
+            parameters += (n("dense", "none") + n("dense", "full")) * 10.0 +
+                          (n("moe", "none") + n("moe", "full")) * 50.0;
+            none += (n("dense", "none") * 5.0 + n("moe", "none") * 20.0) * f;
+            full += (n("dense", "full") * 1.0 + n("moe", "full") * 2.0) * f;
+        }
+        const json::object& b = stage.at("memory_breakdown_mb").as_object();
+        BOOST_TEST(b.at("constant").as_double() == 100.0);
+        BOOST_TEST(b.at("head").as_double() == (s == 0 ? 40.0 : 0.0));
+        BOOST_TEST(b.at("tail").as_double() == (s == 1 ? 30.0 : 0.0));
+        BOOST_TEST(b.at("parameters").as_double() == parameters, "stage " << s);
+        BOOST_TEST(b.at("activations").at("none").as_double() == none, "stage " << s);
+        BOOST_TEST(b.at("activations").at("full").as_double() == full, "stage " << s);
+        BOOST_TEST(b.at("activations_total").as_double() == none + full, "stage " << s);
+        BOOST_TEST(100.0 + (s == 0 ? 40.0 : 0.0) + (s == 1 ? 30.0 : 0.0) + parameters + none +
+                       full ==
+                   stage.at("memory_mb").as_double());
+    }
+    // The plan as it stands (interleaved, chunk 0 of stage 0 holds layer 0 with 3 in flight,
+    // chunk 1 layers 5-7 with 2): 'none' activations 1 x 5 x 3 + 2 x 20 x 2 = 95 MB; the stage's
+    // 1F1B count (2) for every layer would say 90.
+    const json::object& first = doc.at("stages").as_array()[0].as_object();
+    BOOST_TEST(first.at("memory_breakdown_mb").at("activations").at("none").as_double() == 95.0);
+    BOOST_TEST(first.at("memory_mb").as_double() == 399.0);
+}
+
 BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {
     expect_input_error(
         ppb(deepseek_args("interleaved", {"--chunks", "3"})),
