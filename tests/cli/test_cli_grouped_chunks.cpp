@@ -35,12 +35,23 @@ constexpr std::int64_t dense_layers = 3;  // layers 0-2; 3-60 are 'moe'
 constexpr double limit_mb = 76000.0;
 
 std::vector<std::string> deepseek_args(const std::string& schedule,
-                                       std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"partition",       "--model-desc", layers_file,
-                                     "--model",         "analytic",     "--model-options",
-                                     shape_file,        "--stages",     std::to_string(stages),
-                                     "--micro-batches", "64",           "--memory-limit-mb",
-                                     "76000",           "--schedule",   schedule};
+                                       std::vector<std::string> extra = {},
+                                       const std::string& limit = "76000") {
+    std::vector<std::string> args = {"partition",
+                                     "--model-desc",
+                                     layers_file,
+                                     "--model",
+                                     "analytic",
+                                     "--model-options",
+                                     shape_file,
+                                     "--stages",
+                                     std::to_string(stages),
+                                     "--micro-batches",
+                                     "64",
+                                     "--memory-limit-mb",
+                                     limit,
+                                     "--schedule",
+                                     schedule};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
 }
@@ -249,6 +260,41 @@ BOOST_AUTO_TEST_CASE(memory_breakdown_counts_each_chunks_groups_at_its_in_flight
     const json::object& first = doc.at("stages").as_array()[0].as_object();
     BOOST_TEST(first.at("memory_breakdown_mb").at("activations").at("none").as_double() == 95.0);
     BOOST_TEST(first.at("memory_mb").as_double() == 399.0);
+}
+
+// Too little memory: the smallest limit that fits is searched for, and it is the smallest: the plan
+// fits it and fails 0.1 MB below.
+BOOST_AUTO_TEST_CASE(when_nothing_fits_the_smallest_feasible_limit_is_said) {
+    const struct {
+        std::string schedule;
+        std::string smallest;
+        std::string below;
+        std::string fullest;
+    } cases[] = {{"dualpipe-v", "21670.2", "21670.1", "15"},
+                 {"interleaved", "22006.2", "22006.1", "4"}};
+    for (const auto& c : cases) {
+        expect_failure(
+            ppb(deepseek_args(c.schedule, {}, "21000")), 4,
+            {"no placement fits: within 21000.0 MB no cut of the 61 body layers (2 groups) into 16 "
+             "stages of 2 chunks under " +
+             c.schedule +
+             " fits every stage's memory over its in-flight profile, even with every layer at "
+             "its group's least-memory recompute kind; the smallest memory limit that would be "
+             "feasible is " +
+             c.smallest + " MB, where stage " + c.fullest + " is the fullest"});
+        const auto fits = ppb(deepseek_args(c.schedule, {"--json"}, c.smallest));
+        BOOST_TEST(fits.exit_code == 0, c.schedule << ": " << fits.err);
+        const auto below = ppb(deepseek_args(c.schedule, {}, c.below));
+        BOOST_TEST(below.exit_code == 4, c.schedule << ": " << below.err);
+        BOOST_TEST(below.err.find("the smallest memory limit that would be feasible is " +
+                                  c.smallest + " MB") != std::string::npos,
+                   below.err);
+    }
+    // Stage 0 of dualpipe-v holds the embedding and the LM head: alone over a small limit.
+    expect_failure(ppb(deepseek_args("dualpipe-v", {}, "10000")), 4,
+                   {"no placement fits: stage 0 needs 13068.4 MB with no body layer, more than "
+                    "the 10000.0 MB available; the smallest memory limit that would be feasible "
+                    "is 21670.2 MB"});
 }
 
 BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {

@@ -266,6 +266,55 @@ double oracle(const Instance& in) {
     return best;
 }
 
+// The smallest budget some plan fits: the least over cuts of the largest over stages of the least
+// peak over the stage's mixes (whatever their times).
+double least_feasible_budget(const Instance& in) {
+    const Problem& p = in.problem;
+    const std::uint32_t P = p.num_stages;
+    const std::uint32_t L = p.time.body_layers;
+    const std::uint32_t Q = 2 * P;
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
+             double>
+        memo;
+    const auto least_peak = [&](std::uint32_t s, std::uint32_t a0, std::uint32_t b0,
+                                std::uint32_t a1, std::uint32_t b1) {
+        auto [it, added] = memo.try_emplace({s, a0, b0, a1, b1}, pt::infinity);
+        if (added) {
+            for (const Mix& m0 : mixes(in, a0, b0)) {
+                for (const Mix& m1 : mixes(in, a1, b1))
+                    it->second = std::min(it->second, stage_memory(in, s, {m0, m1}));
+            }
+        }
+        return it->second;
+    };
+    double best = pt::infinity;
+    std::vector<std::uint32_t> cut(Q + 1, 0);
+    cut[Q] = L;
+    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
+        if (q + 1 == Q) {
+            double most = -pt::infinity;
+            for (std::uint32_t s = 0; s < P; ++s) {
+                std::uint32_t q0 = 0, q1 = 0;
+                for (std::uint32_t r = 0; r < Q; ++r) {
+                    const auto [stage, chunk] = stage_chunk(p, r);
+                    if (stage == s)
+                        (chunk == 0 ? q0 : q1) = r;
+                }
+                most = std::max(most, least_peak(s, cut[q0], cut[q0 + 1], cut[q1], cut[q1 + 1]));
+            }
+            best = std::min(best, most);
+            return;
+        }
+        const std::uint32_t fewest = q == 0 ? 0 : 1;
+        for (std::uint32_t next = cut[q] + fewest; next + (q + 2 < Q ? 1 : 0) <= L; ++next) {
+            cut[q + 1] = next;
+            self(self, q + 1);
+        }
+    };
+    walk(walk, 0);
+    return best;
+}
+
 Instance random_instance(std::mt19937& rng) {
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     Instance in;
@@ -438,6 +487,7 @@ void prove(std::uint32_t seed, int count, bool probed) {
     std::mt19937 rng(seed);
     int solved = 0;
     int infeasible = 0;
+    int exact_limits = 0;
     for (int i = 0; i < count; ++i) {
         Instance in = random_instance(rng);
         in.probed = probed;
@@ -450,14 +500,30 @@ void prove(std::uint32_t seed, int count, bool probed) {
             BOOST_TEST(pt::close(plan.iteration_time, best),
                        in.text << ": " << plan.iteration_time << " vs " << best);
             ++solved;
-        } catch (const Infeasible&) {
+        } catch (const Infeasible& e) {
             BOOST_TEST(!std::isfinite(best), in.text << ": infeasible but the best is " << best);
             ++infeasible;
+            // The smallest feasible limit: the enumeration's when the message says so, else a
+            // limit below which nothing fits.
+            const double least = least_feasible_budget(in) + in.problem.memory_margin_mb;
+            const std::string message = e.what();
+            if (message.find("the smallest memory limit that would be feasible is") !=
+                std::string::npos) {
+                BOOST_TEST(pt::close(e.smallest_feasible_limit_mb(), least, 1e-9),
+                           in.text << ": " << message << " vs " << least);
+                ++exact_limits;
+            } else {
+                BOOST_TEST(message.find("no memory limit below") != std::string::npos, message);
+                BOOST_TEST(e.smallest_feasible_limit_mb() <= least * (1.0 + 1e-9),
+                           in.text << ": " << message << " vs " << least);
+            }
         }
     }
-    BOOST_TEST_MESSAGE(fmt::format("{} solved, {} infeasible", solved, infeasible));
+    BOOST_TEST_MESSAGE(fmt::format("{} solved, {} infeasible ({} with the exact smallest limit)",
+                                   solved, infeasible, exact_limits));
     BOOST_TEST(solved > count / 2);
     BOOST_TEST(infeasible > 0);
+    BOOST_TEST(exact_limits > 0);
 }
 
 }  // namespace

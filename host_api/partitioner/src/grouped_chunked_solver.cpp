@@ -1,12 +1,6 @@
 // Planning a model of several groups of body layers with two chunks per stage (interleaved,
-// interleaved-less-memory, dualpipe-v): host_api/docs/design.md, "Groups of layers with chunks".
-//
-// The layout. The L body layers keep model order and are cut into 2P contiguous ranges, one per
-// position (stage, chunk) in the schedule's order (ppb::model_position): a cut is
-// 0 = a_0 <= a_1 <= ... <= a_2P = L, position q holding [a_q, a_{q+1}). Stage s holds two
-// positions, chunk 0 at q = s and chunk 1 at q = P + s (interleaved) or q = 2P - 1 - s
-// (dualpipe-v). Its memory couples the two (the largest row over its in-flight profile,
-// profile_memory.hpp), so the stage's choice depends on both ranges at once.
+// interleaved-less-memory, dualpipe-v), exactly: host_api/docs/design.md, "Groups of layers with
+// chunks"; the layout and the files' jobs in grouped_chunked.hpp.
 //
 // A knapsack over stages whose state is two cut points. Take the stages in order. After stages
 // 0 .. s - 1, the chunk-0 positions have consumed [0, a_s) and the chunk-1 positions a range
@@ -20,17 +14,9 @@
 //                and [j, j + n1).
 // Every cut is one path and every path one cut, so the knapsack is exact over layouts.
 //
-// A stage's options for a pair of ranges. A range's layers, in order, are its groups; a chunk's
-// candidate mixes are those the rule admits: any mix of kinds per group (RecomputeRule::any), or
-// MindFormers' positional counts applied to the range's first layers (RecomputeRule::mindformers:
-// full, then both, then select or comm, then none, whatever the group). A chunk's time, fixed
-// memory and activation per in-flight micro-batch are sums over its layers, so only mixes
-// Pareto-optimal in (time, fixed, activation) can matter (replacing one by a mix no slower and no
-// larger fits every row and slows neither chunk). For each mix of chunk 0 only the fastest mix of
-// chunk 1 with which every row fits matters (both the stage's total and its slowest chunk grow
-// with chunk 1's time); the options kept are Pareto-optimal in (total, slowest chunk), by
-// increasing total. A range's mixes depend only on its counts per group (any) or on its sequence
-// of groups (mindformers), so ranges alike share them.
+// A stage's options for a pair of ranges (grouped_chunk_options.cpp): its mixes of recompute kinds
+// per chunk, Pareto-optimal in (the stage's total time, its slowest chunk), each fitting every row
+// of its in-flight profile.
 //
 // The objectives are the chunked solver's (problem.hpp, ChunkObjective), minimised as there:
 //   stages: M max_s T_s + min_{s*} sum_{s != s*} m_s — for a threshold A on T_s the knapsack's
@@ -44,8 +30,8 @@
 // stage's count is capped first at about twice the balanced count, and the plan found bounds it
 // (M T_s is at most the objective), as in the chunked solver.
 #include "chunk_tables.hpp"
+#include "grouped_chunked.hpp"
 #include "grouped_solver.hpp"
-#include "profile_memory.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -58,9 +44,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <deque>
-#include <map>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -68,439 +51,6 @@ namespace ppb::partition::detail {
 namespace {
 
 constexpr std::size_t kind_count = PPB_KIND_COUNT;
-using UnitArray = std::array<double, kind_count>;
-
-// One mix of a chunk's layers: its body time, memory and layers per group and kind.
-struct GroupMix {
-    double time = 0.0;
-    ChunkMemory memory;
-    std::vector<KindCounts> groups;
-};
-
-// One way to fill a stage holding given ranges in its two chunks.
-struct GroupedOption {
-    double total = 0.0;
-    double slowest = 0.0;
-    double memory = 0.0;  // the largest row
-    std::array<const GroupMix*, 2> mixes{};
-    std::array<double, 2> chunk_times{};
-};
-
-// What a stage holds with no body layer (per row of its profile), and per layer of each group and
-// kind in each chunk: fixed MB and MB per in-flight micro-batch.
-struct GroupedAffineStage {
-    StageRows rows;
-    std::array<std::vector<UnitArray>, 2> fixed;       // [c][g][k]
-    std::array<std::vector<UnitArray>, 2> activation;  // [c][g][k]
-};
-
-// ---- the affine description of each stage ---------------------------------------------------
-
-GroupedAffineStage linear_grouped_stage(const Problem& problem,
-                                        std::span<const ppb_linear_parameters> c,
-                                        std::uint32_t stage) {
-    const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
-    const double base =
-        c[0].const_mb + (ends.head ? c[0].head_mb : 0.0) + (ends.tail ? c[0].tail_mb : 0.0);
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::exact);
-    GroupedAffineStage a;
-    std::vector<double> bases(profile.size(), base);
-    a.rows = StageRows(std::move(bases), std::move(profile));
-    for (std::size_t chunk = 0; chunk < 2; ++chunk) {
-        for (const ppb_linear_parameters& group : c) {
-            UnitArray fixed{};
-            fixed.fill(group.per_layer_mb);
-            UnitArray activation{};
-            std::copy(std::begin(group.activation_mb), std::end(group.activation_mb),
-                      activation.begin());
-            a.fixed[chunk].push_back(fixed);
-            a.activation[chunk].push_back(activation);
-        }
-    }
-    return a;
-}
-
-// Grouped placements of one two-chunk stage, as the model is asked about it (ppb::abi_stage).
-class GroupedProbe {
-  public:
-    GroupedProbe(const Problem& problem, std::uint32_t stage, std::size_t groups)
-        : problem_(problem), stage_(stage), groups_(groups) {}
-
-    // layers[c][g]: chunk c's layers of group g; in_flight[c], plus `extra` on chunk `more`.
-    void add(const std::array<std::vector<KindCounts>, 2>& layers, const InFlightVector& in_flight,
-             std::uint32_t more = 0, std::uint32_t extra = 0) {
-        std::array<ppb_chunk, 2> chunks{};
-        std::vector<std::uint32_t> counts;
-        for (std::uint32_t c = 0; c < 2; ++c) {
-            chunks[c].in_flight = in_flight[c] + (c == more ? extra : 0);
-            for (std::size_t g = 0; g < groups_; ++g) {
-                for (std::size_t k = 0; k < kind_count; ++k) {
-                    chunks[c].layers[k] += layers[c][g][k];
-                    counts.push_back(layers[c][g][k]);
-                }
-            }
-        }
-        chunks_.push_back(chunks);
-        counts_.push_back(std::move(counts));
-        layers_.push_back(layers);
-        in_flight_.push_back(in_flight);
-    }
-
-    [[nodiscard]] std::vector<double> predict(const MemorySource& memory) const {
-        const AbiStage view = abi_stage(problem_.schedule, problem_.num_stages, 2, stage_);
-        std::vector<ppb_grouped_placement> placements;
-        for (std::size_t i = 0; i < chunks_.size(); ++i) {
-            placements.push_back(ppb_grouped_placement{
-                ppb_placement{view.num_stages, view.stage, 2, chunks_[i].data()},
-                static_cast<std::uint32_t>(groups_), counts_[i].data()});
-        }
-        return memory.predict_grouped_batch(placements);
-    }
-
-    [[nodiscard]] const std::array<std::vector<KindCounts>, 2>& layers(std::size_t i) const {
-        return layers_[i];
-    }
-    [[nodiscard]] const InFlightVector& in_flight(std::size_t i) const { return in_flight_[i]; }
-    [[nodiscard]] std::size_t size() const { return chunks_.size(); }
-
-  private:
-    const Problem& problem_;
-    std::uint32_t stage_;
-    std::size_t groups_;
-    std::vector<std::array<ppb_chunk, 2>> chunks_;
-    std::vector<std::vector<std::uint32_t>> counts_;
-    std::vector<std::array<std::vector<KindCounts>, 2>> layers_;
-    std::vector<InFlightVector> in_flight_;
-};
-
-// A model without coefficients, probed as the one-group chunked path probes it (chunk_tables.cpp),
-// per group: the empty stage at every vector of the profile; at the first vector one layer of
-// each group and kind in each chunk, and the same with one more micro-batch in flight on that
-// chunk; then checks, at every vector, of up to three layers of each group, kind and chunk and of
-// a mix of every group and kind, which an affine model predicts exactly. A model that fails them
-// is refused.
-GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySource& memory,
-                                        std::uint32_t stage,
-                                        const std::vector<std::vector<std::size_t>>& kinds) {
-    const std::size_t G = kinds.size();
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::as_one);
-    const InFlightVector first = profile.front();
-    const std::array<std::vector<KindCounts>, 2> empty{std::vector<KindCounts>(G),
-                                                       std::vector<KindCounts>(G)};
-    GroupedProbe probe(problem, stage, G);
-    for (const InFlightVector& vector : profile)
-        probe.add(empty, vector);
-    for (std::uint32_t c = 0; c < 2; ++c) {
-        for (std::size_t g = 0; g < G; ++g) {
-            for (const std::size_t k : kinds[g]) {
-                auto one = empty;
-                one[c][g][k] = 1;
-                probe.add(one, first);
-                probe.add(one, first, c, 1);
-            }
-        }
-        probe.add(empty, first, c, 1);
-    }
-    // The checks hold no more layers of a group than the model has (a model may refuse more).
-    const std::size_t first_check = probe.size();
-    auto all = empty;
-    for (std::size_t g = 0; g < G; ++g) {
-        std::uint32_t left = problem.time.groups[g].layers;
-        for (std::uint32_t c = 0; c < 2; ++c) {
-            for (const std::size_t k : kinds[g]) {
-                if (left == 0)
-                    break;
-                all[c][g][k] = 1;
-                --left;
-            }
-        }
-    }
-    for (const InFlightVector& vector : profile) {
-        for (std::uint32_t c = 0; c < 2; ++c) {
-            for (std::size_t g = 0; g < G; ++g) {
-                const std::uint32_t some =
-                    std::min<std::uint32_t>(3, problem.time.groups[g].layers);
-                for (const std::size_t k : kinds[g]) {
-                    auto several = empty;
-                    several[c][g][k] = some;
-                    probe.add(several, vector);
-                }
-            }
-        }
-        probe.add(all, vector);
-    }
-    const std::vector<double> predicted = probe.predict(memory);
-
-    std::vector<double> base(predicted.begin(),
-                             predicted.begin() + static_cast<std::ptrdiff_t>(profile.size()));
-    GroupedAffineStage a;
-    std::size_t i = profile.size();
-    for (std::uint32_t c = 0; c < 2; ++c) {
-        std::vector<UnitArray> unit(G, UnitArray{});
-        std::vector<UnitArray> with_more(G, UnitArray{});
-        for (std::size_t g = 0; g < G; ++g) {
-            for (const std::size_t k : kinds[g]) {
-                unit[g][k] = predicted[i] - base[0];
-                with_more[g][k] = predicted[i + 1];
-                i += 2;
-            }
-        }
-        const double empty_more = predicted[i++];
-        a.fixed[c].assign(G, UnitArray{});
-        a.activation[c].assign(G, UnitArray{});
-        for (std::size_t g = 0; g < G; ++g) {
-            for (const std::size_t k : kinds[g]) {
-                a.activation[c][g][k] = (with_more[g][k] - empty_more) - unit[g][k];
-                a.fixed[c][g][k] = unit[g][k] - first[c] * a.activation[c][g][k];
-            }
-        }
-    }
-    a.rows = StageRows(base, profile);
-    for (std::size_t check = first_check; check < predicted.size(); ++check) {
-        const auto& layers = probe.layers(check);
-        const InFlightVector& vector = probe.in_flight(check);
-        const std::size_t row = static_cast<std::size_t>(
-            std::find(profile.begin(), profile.end(), vector) - profile.begin());
-        double affine = base[row];
-        for (std::uint32_t c = 0; c < 2; ++c) {
-            for (std::size_t g = 0; g < G; ++g) {
-                for (std::size_t k = 0; k < kind_count; ++k) {
-                    affine +=
-                        (a.fixed[c][g][k] + vector[c] * a.activation[c][g][k]) * layers[c][g][k];
-                }
-            }
-        }
-        if (!affine_agrees(affine, predicted[check])) {
-            throw InputError(fmt::format(
-                "the memory model is not affine in the layer counts of stage {} (a probe with "
-                "several groups in two chunks predicted {:.6g} MB, the sum of its parts {:.6g} "
-                "MB); planning several groups of body layers with chunks needs a model whose "
-                "stage memory is a constant plus a cost per layer of each group, kind and chunk, "
-                "and per layer and micro-batch in flight",
-                stage, predicted[check], affine));
-        }
-    }
-    return a;
-}
-
-// ---- a chunk's candidate mixes ----------------------------------------------------------------
-
-// The mixes no other beats in (time, fixed, activation), by increasing time.
-void keep_pareto_mixes(std::vector<GroupMix>& mixes) {
-    std::sort(mixes.begin(), mixes.end(), [](const GroupMix& a, const GroupMix& b) {
-        if (a.time != b.time)
-            return a.time < b.time;
-        if (a.memory.fixed != b.memory.fixed)
-            return a.memory.fixed < b.memory.fixed;
-        return a.memory.activation < b.memory.activation;
-    });
-    std::vector<GroupMix> kept;
-    for (GroupMix& m : mixes) {
-        const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const GroupMix& k) {
-            return k.memory.fixed <= m.memory.fixed && k.memory.activation <= m.memory.activation;
-        });
-        if (!beaten)
-            kept.push_back(std::move(m));
-    }
-    mixes = std::move(kept);
-}
-
-// The sequence, the groups' times and kinds, and the stages' affine descriptions.
-struct Layout {
-    explicit Layout(const Problem& p) : problem(p) {}
-
-    const Problem& problem;
-    std::uint32_t layers = 0;
-    std::size_t groups = 0;
-    std::vector<std::vector<std::size_t>> kinds;     // [g]
-    std::vector<std::vector<std::uint32_t>> prefix;  // [g][i]: layers of g among the first i
-    std::vector<GroupedAffineStage> affine;
-
-    [[nodiscard]] double layer_time(std::size_t g, std::size_t k) const {
-        return problem.time.groups[g].time[k];
-    }
-
-    GroupMix mix_of(std::uint32_t stage, std::uint32_t chunk,
-                    const std::vector<KindCounts>& counts) const {
-        GroupMix m;
-        m.groups = counts;
-        for (std::size_t g = 0; g < groups; ++g) {
-            for (std::size_t k = 0; k < kind_count; ++k) {
-                if (counts[g][k] == 0)
-                    continue;
-                m.time += counts[g][k] * layer_time(g, k);
-                m.memory.fixed += counts[g][k] * affine[stage].fixed[chunk][g][k];
-                m.memory.activation += counts[g][k] * affine[stage].activation[chunk][g][k];
-            }
-        }
-        return m;
-    }
-
-    // Every mix of counts[g] layers of each group (any rule), grown one layer at a time and kept
-    // Pareto-optimal after each.
-    std::vector<GroupMix> any_mixes(std::uint32_t stage, std::uint32_t chunk,
-                                    const std::vector<std::uint32_t>& counts) const {
-        std::vector<GroupMix> mixes{mix_of(stage, chunk, std::vector<KindCounts>(groups))};
-        for (std::size_t g = 0; g < groups; ++g) {
-            for (std::uint32_t n = 0; n < counts[g]; ++n) {
-                std::vector<GroupMix> next;
-                for (const GroupMix& m : mixes) {
-                    for (const std::size_t k : kinds[g]) {
-                        GroupMix q = m;
-                        ++q.groups[g][k];
-                        q.time += layer_time(g, k);
-                        q.memory.fixed += affine[stage].fixed[chunk][g][k];
-                        q.memory.activation += affine[stage].activation[chunk][g][k];
-                        next.push_back(std::move(q));
-                    }
-                }
-                keep_pareto_mixes(next);
-                mixes = std::move(next);
-            }
-        }
-        return mixes;
-    }
-
-    // MindFormers' positional mixes of layers [first, first + n): the first r full, then 'both'
-    // up to p2, then 'select' (or 'comm') up to p3, then 'none'; a mix giving a group a kind it
-    // may not take is left out.
-    std::vector<GroupMix> positional_mixes(std::uint32_t stage, std::uint32_t chunk,
-                                           std::uint32_t first, std::uint32_t n) const {
-        std::vector<GroupMix> mixes;
-        for (std::uint32_t r = 0; r <= n; ++r) {
-            for (std::uint32_t p2 = r; p2 <= n; ++p2) {
-                for (std::uint32_t p3 = p2; p3 <= n; ++p3) {
-                    for (const bool comm : {false, true}) {
-                        if (comm && p3 == p2)
-                            continue;  // the same mix as without
-                        const MindFormersCounts counts =
-                            comm ? MindFormersCounts{r, p2, p3} : MindFormersCounts{r, p3, p2};
-                        const std::vector<KindCounts> mix =
-                            positional_group_layers(problem, first, n, counts);
-                        bool allowed = true;
-                        for (std::size_t g = 0; g < groups && allowed; ++g) {
-                            for (std::size_t k = 0; k < kind_count; ++k) {
-                                if (mix[g][k] != 0 && std::find(kinds[g].begin(), kinds[g].end(),
-                                                                k) == kinds[g].end())
-                                    allowed = false;
-                            }
-                        }
-                        if (allowed)
-                            mixes.push_back(mix_of(stage, chunk, mix));
-                    }
-                }
-            }
-        }
-        keep_pareto_mixes(mixes);
-        return mixes;
-    }
-};
-
-// ---- the options of each stage --------------------------------------------------------------
-
-// Per stage: an id for each range a chunk may hold (ranges alike share it), each id's mixes,
-// and the options of each pair of ids, built when first asked.
-class StageOptions {
-  public:
-    StageOptions(const Layout& layout, std::uint32_t stage, std::uint32_t width)
-        : layout_(layout), stage_(stage), width_(width) {
-        const Problem& p = layout.problem;
-        for (std::uint32_t c = 0; c < 2; ++c) {
-            ends_time_[c] = chunk_time(p, stage, c, KindCounts{});
-            ends_forward_[c] = chunk_forward_time(p, stage, c, KindCounts{});
-            std::map<std::vector<std::uint32_t>, std::int32_t> ids;
-            range_id_[c].assign(std::size_t{layout.layers + 1} * (width + 1), -1);
-            for (std::uint32_t a = 0; a <= layout.layers; ++a) {
-                for (std::uint32_t n = 0; n <= width && a + n <= layout.layers; ++n) {
-                    std::vector<std::uint32_t> key;
-                    if (p.rule == RecomputeRule::mindformers) {
-                        key.assign(p.time.sequence.begin() + a, p.time.sequence.begin() + a + n);
-                    } else {
-                        for (std::size_t g = 0; g < layout.groups; ++g)
-                            key.push_back(layout.prefix[g][a + n] - layout.prefix[g][a]);
-                    }
-                    auto [it, added] =
-                        ids.emplace(std::move(key), static_cast<std::int32_t>(mixes_[c].size()));
-                    if (added) {
-                        mixes_[c].push_back(p.rule == RecomputeRule::mindformers
-                                                ? layout.positional_mixes(stage, c, a, n)
-                                                : layout.any_mixes(stage, c, it->first));
-                    }
-                    range_id_[c][std::size_t{a} * (width + 1) + n] = it->second;
-                }
-            }
-        }
-        pair_.assign(mixes_[0].size() * mixes_[1].size(), -1);
-    }
-
-    [[nodiscard]] double ends_time(std::uint32_t c) const { return ends_time_[c]; }
-    [[nodiscard]] double ends_forward(std::uint32_t c) const { return ends_forward_[c]; }
-
-    // The options of chunk 0 holding [a0, a0 + n0) and chunk 1 [a1, a1 + n1), Pareto-optimal in
-    // (total, slowest) by increasing total; empty when nothing fits.
-    const std::vector<GroupedOption>& options(std::uint32_t a0, std::uint32_t n0, std::uint32_t a1,
-                                              std::uint32_t n1) {
-        const std::int32_t id0 = range_id_[0][std::size_t{a0} * (width_ + 1) + n0];
-        const std::int32_t id1 = range_id_[1][std::size_t{a1} * (width_ + 1) + n1];
-        std::int32_t& slot =
-            pair_[static_cast<std::size_t>(id0) * mixes_[1].size() + static_cast<std::size_t>(id1)];
-        if (slot < 0) {
-            slot = static_cast<std::int32_t>(lists_.size());
-            lists_.push_back(combine(mixes_[0][static_cast<std::size_t>(id0)],
-                                     mixes_[1][static_cast<std::size_t>(id1)]));
-        }
-        return lists_[static_cast<std::size_t>(slot)];
-    }
-
-    // Every option built so far (their totals and slowest chunks are the thresholds).
-    [[nodiscard]] const std::deque<std::vector<GroupedOption>>& built() const { return lists_; }
-
-  private:
-    std::vector<GroupedOption> combine(const std::vector<GroupMix>& first,
-                                       const std::vector<GroupMix>& second) const {
-        const GroupedAffineStage& affine = layout_.affine[stage_];
-        const double budget = layout_.problem.budget_mb();
-        std::vector<GroupedOption> out;
-        std::vector<double> rows;
-        for (const GroupMix& m0 : first) {
-            const ChunkMemory chunk0[1] = {m0.memory};
-            affine.rows.rows(chunk0, rows);
-            // The fastest mix of chunk 1 with which every row fits (mixes by increasing time).
-            for (const GroupMix& m1 : second) {
-                if (!affine.rows.fits_with(rows, 1, m1.memory, {}, budget))
-                    continue;
-                GroupedOption o;
-                o.chunk_times = {ends_time_[0] + m0.time, ends_time_[1] + m1.time};
-                o.total = o.chunk_times[0] + o.chunk_times[1];
-                o.slowest = std::max(o.chunk_times[0], o.chunk_times[1]);
-                const ChunkMemory both[2] = {m0.memory, m1.memory};
-                o.memory = affine.rows.peak(both).memory;
-                o.mixes = {&m0, &m1};
-                out.push_back(o);
-                break;
-            }
-        }
-        std::sort(out.begin(), out.end(), [](const GroupedOption& a, const GroupedOption& b) {
-            return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
-        });
-        std::vector<GroupedOption> kept;
-        for (const GroupedOption& o : out) {
-            if (kept.empty() || o.slowest < kept.back().slowest)
-                kept.push_back(o);
-        }
-        return kept;
-    }
-
-    const Layout& layout_;
-    std::uint32_t stage_;
-    std::uint32_t width_;
-    std::array<double, 2> ends_time_{};
-    std::array<double, 2> ends_forward_{};
-    std::array<std::vector<std::int32_t>, 2> range_id_;
-    std::array<std::deque<std::vector<GroupMix>>, 2> mixes_;
-    std::vector<std::int32_t> pair_;
-    std::deque<std::vector<GroupedOption>> lists_;
-};
 
 // ---- the knapsack over stages ---------------------------------------------------------------
 
@@ -866,31 +416,6 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
     return plan;
 }
 
-// Nothing fits: the least memory of the fewest layers each position needs is the same for every
-// stage whatever the layout, so say which stage cannot hold even that, or that the layers cannot
-// be spread within the budget at all.
-[[noreturn]] void explain_grouped_chunked(const Layout& layout) {
-    const Problem& p = layout.problem;
-    const double budget = p.budget_mb();
-    for (std::uint32_t s = 0; s < p.num_stages; ++s) {
-        const ChunkMemory none[2] = {};
-        const double least = layout.affine[s].rows.peak(none).memory;
-        if (!within_budget(least, budget)) {
-            throw Infeasible(fmt::format("no placement fits: stage {} needs {:.1f} MB with no body "
-                                         "layer, more than the {:.1f} MB available",
-                                         s, least, budget),
-                             infinity);
-        }
-    }
-    throw Infeasible(
-        fmt::format("no placement fits: within {:.1f} MB no cut of the {} body layers ({} groups) "
-                    "into {} stages of 2 chunks under {} fits every stage's memory over its "
-                    "in-flight profile (the smallest feasible limit is not searched for with "
-                    "groups and chunks: raise the limit, or plan more stages)",
-                    budget, layout.layers, layout.groups, p.num_stages, schedule_name(p.schedule)),
-        infinity);
-}
-
 }  // namespace
 
 Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
@@ -943,6 +468,14 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
     std::vector<std::uint32_t> most = with_cap(cap);
     std::vector<StageOptions> stages = options_for(most);
     std::optional<Chosen> first = best_within(layout, stages, most);
+    // Nothing fits within the cap: when even each layer at its lightest kind fits no cut, no cap
+    // would help (and the widest caps cost the most), so say why now.
+    std::optional<LeastLimit> least;
+    if (!first) {
+        least = least_limit(layout);
+        if (least->searched && !within_budget(least->need, problem.budget_mb()))
+            explain_grouped_chunked(layout, *least);
+    }
     while (!first && cap < L) {
         cap = std::min(L, 2 * cap);
         most = with_cap(cap);
@@ -950,7 +483,7 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
         first = best_within(layout, stages, most);
     }
     if (!first)
-        explain_grouped_chunked(layout);
+        explain_grouped_chunked(layout, least ? *least : least_limit(layout));
     std::vector<std::uint32_t> bound = most_layers_within(layout, objective_of(problem, *first));
     bool within = true;
     for (std::uint32_t s = 0; s < P; ++s)
