@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -185,6 +186,25 @@ BOOST_AUTO_TEST_CASE(a_saved_plan_is_read_back_by_compare_simulate_and_the_repor
         ++rows;
     }
     BOOST_TEST(rows == static_cast<std::size_t>(stages));
+
+    // The reader checks each chunk's groups against its layers.
+    const auto compare_edited = [&](const std::function<void(json::array&)>& edit) {
+        json::object edited = doc;
+        edit(edited.at("stages").as_array());
+        return ppb({"compare", "--model", "analytic=" + shape_file, "--partition",
+                    write_file(json::serialize(edited), "edited-grouped-chunks.json")});
+    };
+    const auto chunk_of = [](json::array& st, std::size_t s, std::size_t c) -> json::object& {
+        return st.at(s).at("chunks").as_array().at(c).as_object();
+    };
+    expect_input_error(compare_edited([&](json::array& st) {
+                           auto& moe = chunk_of(st, 1, 0)["groups"].as_object()["moe"].as_object();
+                           moe["none"] = moe["none"].as_int64() + 1;
+                       }),
+                       {"edited-grouped-chunks.json: stages[1].chunks[0].groups: the groups' "
+                        "layers do not add up to the chunk's layers"});
+    expect_input_error(compare_edited([&](json::array& st) { chunk_of(st, 2, 1).erase("groups"); }),
+                       {"stages[2].chunks[1]: missing required field 'groups'"});
 
     // simulate times the plan as partition did, and draws it.
     const std::string svg = (std::filesystem::temp_directory_path() / "ppb-grouped-v.svg").string();
