@@ -45,9 +45,14 @@ finished() {
     timings+=("$(printf '%-6s %5d s  %s' "$1" "$2" "$3")")
 }
 
+# Stage 1 keeps line tables only (-g1) too: a failing test's backtrace in gdb still names
+# functions, files and lines, and the test suites (most of what is compiled) build about 40 %
+# faster than with full debug information. Arguments after the script's override it, e.g.
+# -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG".
 stage_build() {
     local build_dir="${BUILD_DIR:-build}"
-    cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON "$@"
+    cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "$@"
     cmake --build "$build_dir" -j "$jobs"
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 }
