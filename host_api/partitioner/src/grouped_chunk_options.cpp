@@ -19,7 +19,9 @@
 #include <ppb/kinds.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -95,32 +97,78 @@ std::vector<GroupMix> Layout::any_mixes(std::uint32_t stage, std::uint32_t chunk
 // may not take is left out.
 std::vector<GroupMix> Layout::positional_mixes(std::uint32_t stage, std::uint32_t chunk,
                                                std::uint32_t first, std::uint32_t n) const {
-    std::vector<GroupMix> mixes;
+    // O(n^3) candidates: each is weighed from prefix counts without building its layers per
+    // group, the Pareto-optimal ones kept, and only those built (long ranges made this the
+    // planner's hot spot).
+    struct Candidate {
+        double time = 0.0;
+        ChunkMemory memory;
+        MindFormersCounts counts;
+    };
+    const GroupedAffineStage& a = affine[stage];
+    // Layers of group g at positions [from, to) of the range.
+    const auto count = [&](std::size_t g, std::uint32_t from, std::uint32_t to) {
+        return prefix[g][first + to] - prefix[g][first + from];
+    };
+    std::vector<Candidate> candidates;
     for (std::uint32_t r = 0; r <= n; ++r) {
         for (std::uint32_t p2 = r; p2 <= n; ++p2) {
             for (std::uint32_t p3 = p2; p3 <= n; ++p3) {
                 for (const bool comm : {false, true}) {
                     if (comm && p3 == p2)
                         continue;  // the same mix as without
-                    const MindFormersCounts counts =
-                        comm ? MindFormersCounts{r, p2, p3} : MindFormersCounts{r, p3, p2};
-                    const std::vector<KindCounts> mix =
-                        positional_group_layers(problem, first, n, counts);
+                    // Full [0, r), both [r, p2), select or comm [p2, p3), none [p3, n).
+                    const std::array<std::pair<std::size_t, std::array<std::uint32_t, 2>>, 4>
+                        segments{{{PPB_KIND_FULL, {0, r}},
+                                  {PPB_KIND_BOTH, {r, p2}},
+                                  {comm ? PPB_KIND_COMM : PPB_KIND_SELECT, {p2, p3}},
+                                  {PPB_KIND_NONE, {p3, n}}}};
+                    Candidate candidate{
+                        0.0,
+                        {},
+                        comm ? MindFormersCounts{r, p2, p3} : MindFormersCounts{r, p3, p2}};
                     bool allowed = true;
                     for (std::size_t g = 0; g < groups && allowed; ++g) {
-                        for (std::size_t k = 0; k < kind_count; ++k) {
-                            if (mix[g][k] != 0 &&
-                                std::find(kinds[g].begin(), kinds[g].end(), k) == kinds[g].end())
+                        for (const auto& [k, range] : segments) {
+                            const std::uint32_t held = count(g, range[0], range[1]);
+                            if (held == 0)
+                                continue;
+                            if (std::find(kinds[g].begin(), kinds[g].end(), k) == kinds[g].end()) {
                                 allowed = false;
+                                break;
+                            }
+                            candidate.time += held * layer_time(g, k);
+                            candidate.memory.fixed += held * a.fixed[chunk][g][k];
+                            candidate.memory.activation += held * a.activation[chunk][g][k];
                         }
                     }
                     if (allowed)
-                        mixes.push_back(mix_of(stage, chunk, mix));
+                        candidates.push_back(candidate);
                 }
             }
         }
     }
-    keep_pareto_mixes(mixes);
+    // As keep_pareto_mixes: by increasing time, each kept unless an earlier one is no larger.
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& x, const Candidate& y) {
+        if (x.time != y.time)
+            return x.time < y.time;
+        if (x.memory.fixed != y.memory.fixed)
+            return x.memory.fixed < y.memory.fixed;
+        return x.memory.activation < y.memory.activation;
+    });
+    std::vector<const Candidate*> kept;
+    for (const Candidate& c : candidates) {
+        const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const Candidate* k) {
+            return k->memory.fixed <= c.memory.fixed && k->memory.activation <= c.memory.activation;
+        });
+        if (!beaten)
+            kept.push_back(&c);
+    }
+    std::vector<GroupMix> mixes;
+    for (const Candidate* c : kept)
+        mixes.push_back(
+            mix_of(stage, chunk, positional_group_layers(problem, first, n, c->counts)));
+    keep_pareto_mixes(mixes);  // the sums in mix_of's order may differ in the last bit
     return mixes;
 }
 
