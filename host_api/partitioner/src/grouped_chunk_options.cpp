@@ -156,13 +156,19 @@ std::vector<GroupMix> Layout::positional_mixes(std::uint32_t stage, std::uint32_
             return x.memory.fixed < y.memory.fixed;
         return x.memory.activation < y.memory.activation;
     });
+    // Whether an earlier one is no larger: the kept ones' staircase of (fixed, least activation
+    // among those with no more fixed memory), strictly falling, answers in O(log) per candidate.
     std::vector<const Candidate*> kept;
+    std::map<double, double> staircase;  // fixed -> activation
     for (const Candidate& c : candidates) {
-        const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const Candidate* k) {
-            return k->memory.fixed <= c.memory.fixed && k->memory.activation <= c.memory.activation;
-        });
-        if (!beaten)
-            kept.push_back(&c);
+        auto above = staircase.upper_bound(c.memory.fixed);
+        if (above != staircase.begin() && std::prev(above)->second <= c.memory.activation)
+            continue;  // beaten
+        kept.push_back(&c);
+        // c joins the staircase; the steps it covers (more fixed, no less activation) leave it.
+        while (above != staircase.end() && above->second >= c.memory.activation)
+            above = staircase.erase(above);
+        staircase[c.memory.fixed] = c.memory.activation;
     }
     std::vector<GroupMix> mixes;
     for (const Candidate* c : kept)

@@ -339,6 +339,46 @@ std::vector<std::uint32_t> most_layers_within(const Layout& layout, double objec
     return most;
 }
 
+// The most body layers stage s can hold within the budget whatever their ranges and kinds: in row
+// j each layer costs at least the least of fixed + f_jc x activation over the chunks, groups and
+// kinds, so n layers need at least base_j + n x that (with every such unit >= 0; L otherwise).
+// A count above it has no option, so the cap loses nothing, and it keeps the ranges whose mixes
+// are built (O(n^3) each under MindFormers' rule) to those that can fit.
+std::vector<std::uint32_t> most_layers_that_fit(const Layout& layout) {
+    const Problem& p = layout.problem;
+    const double budget = p.budget_mb();
+    std::vector<std::uint32_t> most(p.num_stages, layout.layers);
+    for (std::uint32_t s = 0; s < p.num_stages; ++s) {
+        const GroupedAffineStage& affine = layout.affine[s];
+        std::vector<double> base;
+        const ChunkMemory none[2] = {};
+        affine.rows.rows(none, base);
+        std::uint32_t fits = layout.layers;
+        for (std::size_t row = 0; row < affine.rows.size(); ++row) {
+            double least = infinity;
+            for (std::uint32_t c = 0; c < 2; ++c) {
+                for (std::size_t g = 0; g < layout.groups; ++g) {
+                    if (p.time.groups[g].layers == 0)
+                        continue;
+                    for (const std::size_t k : layout.kinds[g]) {
+                        least =
+                            std::min(least, affine.fixed[c][g][k] + affine.rows.count(row, c) *
+                                                                        affine.activation[c][g][k]);
+                    }
+                }
+            }
+            if (!(least > 0.0) || !std::isfinite(least))
+                continue;  // no bound from this row
+            std::uint32_t n = 0;
+            while (n < fits && within_budget(base[row] + (n + 1) * least, budget))
+                ++n;
+            fits = std::min(fits, n);
+        }
+        most[s] = std::max(fits, p.min_layers(s));
+    }
+    return most;
+}
+
 Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& chosen) {
     const Problem& p = layout.problem;
     Plan plan;
@@ -448,18 +488,21 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
     }
     const std::uint32_t L = layout.layers;
     const std::uint32_t P = problem.num_stages;
+    // Each stage's cap is also the most layers that can fit it.
+    const std::vector<std::uint32_t> fits = most_layers_that_fit(layout);
+    const std::uint32_t widest = *std::max_element(fits.begin(), fits.end());
     const auto with_cap = [&](std::uint32_t cap) {
         std::vector<std::uint32_t> most(P);
         for (std::uint32_t s = 0; s < P; ++s)
-            most[s] = std::max(std::min(cap, L), problem.min_layers(s));
+            most[s] = std::max(std::min({cap, L, fits[s]}), problem.min_layers(s));
         return most;
     };
+    // A stage's options cover the ranges its cap allows (the knapsack asks no longer ones).
     const auto options_for = [&](const std::vector<std::uint32_t>& most) {
-        const std::uint32_t width = *std::max_element(most.begin(), most.end());
         std::vector<StageOptions> stages;
         stages.reserve(P);
         for (std::uint32_t s = 0; s < P; ++s)
-            stages.emplace_back(layout, s, width);
+            stages.emplace_back(layout, s, most[s]);
         return stages;
     };
     // First with each stage capped at about twice the balanced count (doubling while nothing
@@ -476,7 +519,7 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
         if (least->searched && !within_budget(least->need, problem.budget_mb()))
             explain_grouped_chunked(layout, *least);
     }
-    while (!first && cap < L) {
+    while (!first && cap < std::min(L, widest)) {
         cap = std::min(L, 2 * cap);
         most = with_cap(cap);
         stages = options_for(most);
@@ -486,12 +529,12 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
         explain_grouped_chunked(layout, least ? *least : least_limit(layout));
     std::vector<std::uint32_t> bound = most_layers_within(layout, objective_of(problem, *first));
     bool within = true;
-    for (std::uint32_t s = 0; s < P; ++s)
+    for (std::uint32_t s = 0; s < P; ++s) {
+        bound[s] = std::max(std::min(bound[s], fits[s]), most[s]);
         within = within && bound[s] <= most[s];
+    }
     if (within)
         return plan_of(layout, memory, *first);
-    for (std::uint32_t s = 0; s < P; ++s)
-        bound[s] = std::max(bound[s], most[s]);
     std::vector<StageOptions> wider = options_for(bound);
     const std::optional<Chosen> best = best_within(layout, wider, bound);
     if (best && objective_of(problem, *best) <= objective_of(problem, *first))
