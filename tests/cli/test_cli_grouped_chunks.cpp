@@ -139,6 +139,18 @@ json::object check_plan(const std::string& schedule) {
                    "stage " << stage.at("stage").as_int64());
         BOOST_TEST(stage.at("memory_mb").as_double() <= limit_mb);
     }
+    // The iteration breakdown's recomputation is the mean stage's, from each chunk's own groups:
+    // a fully recomputed layer repeats its forward (dense 10, moe 16 in the layer file).
+    double recompute = 0.0;
+    for (const auto& value : planned) {
+        for (const auto& chunk : value.at("chunks").as_array()) {
+            const json::object& groups = chunk.at("groups").as_object();
+            recompute += static_cast<double>(groups.at("dense").at("full").as_int64()) * 10.0 +
+                         static_cast<double>(groups.at("moe").at("full").as_int64()) * 16.0;
+        }
+    }
+    BOOST_TEST(doc.at("iteration_breakdown").at("recompute").as_double() ==
+               recompute * 64.0 / static_cast<double>(stages));
     return doc;
 }
 
@@ -322,6 +334,13 @@ BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {
         ppb(deepseek_args("interleaved", {"--chunks", "3"})),
         {"several groups of body layers are planned with 2 chunks per stage (interleaved or "
          "dualpipe-v), not 3: the search's state is one cut point per chunk"});
+    for (const std::string schedule : {"zb-v", "zb-h1"}) {
+        expect_input_error(ppb(deepseek_args(schedule)),
+                           {"several groups of body layers are not planned under " + schedule +
+                            " yet (its weight-gradient passes are not in this planner's "
+                            "estimate); plan them with 1f1b, interleaved, interleaved-less-memory "
+                            "or dualpipe-v"});
+    }
     expect_input_error(ppb(deepseek_args("dualpipe-v", {"--memory-margin-sigma", "2"})),
                        {"--memory-margin-sigma is not supported yet with several groups of body "
                         "layers; use --memory-margin-mb"});

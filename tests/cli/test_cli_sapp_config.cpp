@@ -298,12 +298,15 @@ BOOST_AUTO_TEST_CASE(simulator_keys_are_read_and_reported_unused) {
         keys.emplace_back(n.as_object().at("key").as_string());
     BOOST_TEST((keys == std::vector<std::string>{"pipeline_config.optimization_level",
                                                  "pipeline_config.enable_simulation",
-                                                 "pipeline_config.sim_comm_time",
                                                  "pipeline_config.use_backward_time"}));
-    BOOST_TEST(has(r.err, "pipeline_config.sim_comm_time of"));
-    // The plan is the file's problem all the same.
-    BOOST_TEST(json::serialize(without_report(doc)) ==
-               json::serialize(without_report(sapp_plan(base_yaml, "plain.yaml"))));
+    // sim_comm_time is the communication time of every boundary (--comm-time).
+    BOOST_TEST(has(r.err, "pipeline_config.sim_comm_time: 0.5 is taken as the communication"));
+    for (const auto& c : doc.at("comm_time").as_array())
+        BOOST_TEST(c.as_double() == 0.5);
+    BOOST_TEST(doc.at("iteration_breakdown").as_object().at("communication").as_double() > 0.0);
+    // The plan is the file's problem all the same: communication is the same on every plan.
+    const auto plain = sapp_plan(base_yaml, "plain.yaml");
+    BOOST_TEST(json::serialize(doc.at("stages")) == json::serialize(plain.at("stages")));
 }
 
 BOOST_AUTO_TEST_CASE(sapps_own_demo_problem_runs) {

@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(schedule_names_and_chunk_counts) {
                     parse(document_v2(R"("num_stages": 2, "schedule": "interleave")", obs)),
                     "dryrun.json: schedule: unknown schedule 'interleave' (did you mean "
                     "'interleaved'? expected one of: 1f1b, interleaved, interleaved-less-memory, "
-                    "dualpipe-v)");
+                    "dualpipe-v, zb-h1, zb-v)");
     PPB_CHECK_ERROR(InputError,
                     parse(document_v2(R"("num_stages": 2, "schedule": "dualpipev")", obs)),
                     "did you mean 'dualpipe-v'?");

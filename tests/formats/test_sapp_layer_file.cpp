@@ -322,6 +322,14 @@ BOOST_AUTO_TEST_CASE(times_and_coefficients) {
     PPB_CHECK_ERROR(
         InputError, parse(layers(body(R"("forward_time": "3")"))),
         "layers_description[0].forward_time: expected a non-negative number, got \"3\"");
+    // ppb's own weight_grad_time (a layer's W), read and written back.
+    const sapp::LayerFile with_w = parse(layers(body(R"("time": 4, "weight_grad_time": 3.5)")));
+    BOOST_TEST(with_w.warnings.empty());
+    BOOST_TEST(*with_w.entries[0].weight_grad_time == 3.5);
+    BOOST_TEST(*parse(sapp::write_layer_file(with_w)).entries[0].weight_grad_time == 3.5);
+    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("weight_grad_time": -1)"))),
+                    "layers_description[0].weight_grad_time: expected a non-negative number, got "
+                    "-1");
     PPB_CHECK_ERROR(InputError, parse(layers(body(R"("both_comm_select_time": -2.5)"))),
                     "layers_description[0].both_comm_select_time: expected a non-negative "
                     "number, got -2.5");

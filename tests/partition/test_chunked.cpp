@@ -21,6 +21,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +64,8 @@ Coefficients as_probed(Coefficients k) {
 }
 
 // Every in-flight vector stage s passes through, by executing its program order
-// (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's; a chunk holding
+// (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's (a W's under
+// the zero-bubble schedules); a chunk holding
 // none counts as none for a linear model and as one for a probed model (ppb::ZeroCounts).
 const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p, std::uint32_t s,
                                                                ppb::ZeroCounts zeros) {
@@ -78,10 +80,15 @@ const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p,
         std::vector<std::uint32_t> held(p.chunks, 0);
         for (const auto& step :
              ppb::stage_order(p.schedule, p.num_stages, p.chunks, p.micro_batches, s)) {
+            // Under the zero-bubble schedules the activations are held until W, not B.
+            const ppb::Pass frees =
+                ppb::splits_backward(p.schedule) ? ppb::Pass::weight : ppb::Pass::backward;
             if (step.pass == ppb::Pass::forward)
                 ++held[step.chunk];
-            else
+            else if (step.pass == frees)
                 --held[step.chunk];
+            else
+                continue;
             // A probed model as it is asked (the plugin contract: a chunk holds at least one).
             auto asked = held;
             for (auto& f : asked)
@@ -99,7 +106,7 @@ const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p,
 double memory_at(const Coefficients& k, const Problem& p, std::uint32_t s,
                  const std::vector<KindCounts>& chunks, const std::vector<std::uint32_t>& f) {
     const std::uint32_t last_stage =
-        p.schedule == Schedule::dualpipe_v ? 0 : p.num_stages - 1;  // V comes back to stage 0
+        ppb::v_shaped(p.schedule) ? 0 : p.num_stages - 1;  // V comes back to stage 0
     double m = k.c + (s == last_stage ? k.t : 0.0);
     if (s == 0) {
         const double f0 = f[0];
@@ -777,7 +784,9 @@ std::vector<std::vector<ChunkCosts>> stage_costs(const Problem& p, const Coeffic
             ChunkCosts costs;
             for (std::uint32_t i = 0; i < p.chunks; ++i) {
                 const double f = ppb::partition::detail::chunk_forward_time(p, s, i, chunks[i]);
-                costs.push_back({f, ppb::partition::detail::chunk_time(p, s, i, chunks[i]) - f});
+                costs.push_back(ppb::partition::chunk_cost(
+                    p, {&chunks[i], 1}, ppb::partition::chunk_ends(p, s, i), f,
+                    ppb::partition::detail::chunk_time(p, s, i, chunks[i]) - f));
             }
             by_count[used].push_back(std::move(costs));
             return;
@@ -795,7 +804,10 @@ std::vector<std::vector<ChunkCosts>> stage_costs(const Problem& p, const Coeffic
     rec(rec, 0, 0);
     const auto no_slower = [](const ChunkCosts& a, const ChunkCosts& b) {
         for (std::size_t c = 0; c < a.size(); ++c) {
-            if (a[c].forward_time > b[c].forward_time || a[c].backward_time > b[c].backward_time)
+            // The zero-bubble schedules run B (backward less W) and W apart: each no slower.
+            if (a[c].forward_time > b[c].forward_time || a[c].backward_time > b[c].backward_time ||
+                a[c].weight_time > b[c].weight_time ||
+                a[c].backward_time - a[c].weight_time > b[c].backward_time - b[c].weight_time)
                 return false;
         }
         return true;
@@ -824,7 +836,7 @@ double least_simulated(const Problem& p, const Coefficients& k, std::uint32_t al
     for (std::uint32_t s = 0; s < p.num_stages; ++s)
         stages.push_back(stage_costs(p, k, s, allowed));
     const ppb::partition::detail::MakespanGraph graph(p.schedule, p.num_stages, p.chunks,
-                                                      p.micro_batches);
+                                                      p.micro_batches, p.comm_time);
     double best = std::numeric_limits<double>::infinity();
     std::vector<ChunkCosts> plan(p.num_stages);
     auto rec = [&](auto& self, std::uint32_t s, std::uint32_t left) -> void {
@@ -839,6 +851,7 @@ double least_simulated(const Problem& p, const Coefficients& k, std::uint32_t al
                 input.num_chunks = p.chunks;
                 input.micro_batches = p.micro_batches;
                 input.costs = plan;
+                input.comm_time = p.comm_time;
                 BOOST_TEST(ppb::simulate(input).makespan == makespan,
                            boost::test_tools::tolerance(1e-12));
             }
@@ -862,10 +875,12 @@ double least_simulated(const Problem& p, const Coefficients& k, std::uint32_t al
 // plan that fits (enumerated: every spread over the positions and every mix), and the plan
 // ppb partition makes (both estimates' optima, then the local search) lies between them.
 BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
-    const std::array<Case, 4> cases = {{{Schedule::interleaved, 2},
+    const std::array<Case, 6> cases = {{{Schedule::interleaved, 2},
                                         {Schedule::interleaved_less_memory, 2},
                                         {Schedule::dualpipe_v, 2},
-                                        {Schedule::interleaved, 3}}};
+                                        {Schedule::interleaved, 3},
+                                        {Schedule::zb_h1, 1},
+                                        {Schedule::zb_v, 2}}};
     std::mt19937 rng(2027);
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     std::size_t instances = 0, plans = 0, tight = 0, within = 0, seq = 0;
@@ -874,7 +889,8 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
             if (c.chunks == 3 && stages == 3)
                 continue;  // too many mixes to enumerate in a test
             // From the fewest the positions take (every one but the first and last holds one).
-            const std::uint32_t fewest = stages * c.chunks - 2;
+            // (at least one: zb-h1 has one chunk).
+            const std::uint32_t fewest = std::max(1u, stages * c.chunks - 2);
             for (std::uint32_t layers = fewest; layers <= fewest + (stages == 2 ? 4 : 2);
                  ++layers) {
                 for (const std::uint32_t allowed : {0x11u, 0x13u}) {
@@ -884,9 +900,20 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
                     p.chunks = c.chunks;
                     p.num_stages = stages;
                     p.rule = seq % 2 ? RecomputeRule::mindformers : RecomputeRule::any;
-                    p.micro_batches = c.schedule == Schedule::dualpipe_v
-                                          ? 2 * stages + static_cast<std::uint32_t>(seq % 2)
-                                          : stages * (1 + static_cast<std::uint32_t>(seq % 2));
+                    p.micro_batches =
+                        c.schedule == Schedule::dualpipe_v || c.schedule == Schedule::zb_v
+                            ? 2 * stages + static_cast<std::uint32_t>(seq % 2)
+                            : stages * (1 + static_cast<std::uint32_t>(seq % 2));
+                    // Communication between stages: none, one time for every boundary, or one
+                    // per boundary (the evaluator and the bound must hold with it too).
+                    p.comm_time.clear();
+                    if (seq % 3 == 1) {
+                        p.comm_time = {0.7};
+                    } else if (seq % 3 == 2) {
+                        for (std::uint32_t b = 0; b < ppb::comm_boundaries(p.schedule, stages); ++b)
+                            p.comm_time.push_back(0.25 + 0.5 * b);
+                    }
+                    p.weight_grad_share = seq % 2 ? 0.5 : 0.3;
                     p.kinds = allowed;
                     p.time.body_layers = layers;
                     p.time.body_forward = 1.0;
@@ -917,9 +944,10 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
                         p.memory_limit_mb = spread * scale;
                         const MemorySource linear = linear_source(k);
                         BOOST_TEST_CONTEXT(
-                            fmt::format("{} v={} P={} L={} M={} kinds={:#x} limit={}",
+                            fmt::format("{} v={} P={} L={} M={} kinds={:#x} limit={} comm={}",
                                         ppb::schedule_name(c.schedule), c.chunks, stages, layers,
-                                        p.micro_batches, allowed, p.memory_limit_mb)) {
+                                        p.micro_batches, allowed, p.memory_limit_mb,
+                                        fmt::join(p.comm_time, ","))) {
                             const double least = least_simulated(p, k, allowed, plans);
                             if (!std::isfinite(least))
                                 continue;

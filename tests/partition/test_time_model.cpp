@@ -1,6 +1,9 @@
 // ppb/partition/time_model.hpp: the SAPP layer-file reader.
 #include <ppb/errors.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
+#include <ppb/schedule.hpp>
 
 #include "../common/error_testing.hpp"
 
@@ -235,6 +238,52 @@ BOOST_AUTO_TEST_CASE(several_head_and_tail_entries_are_summed_once_each) {
     BOOST_TEST(bare.tail_time == 25.0);
     BOOST_TEST(parse(with_body(R"("time": 1)")).head_time == 0.0);
     BOOST_TEST(parse(with_body(R"("time": 1)")).tail_time == 0.0);
+}
+
+// ppb's weight_grad_time: a layer's W where the file gives it; the ends' W adds what their
+// entries give to the share of the backward of those that give none. A chunk's W (chunk_cost) is
+// the sum over its layers and ends, and never more than its backward without recomputation.
+BOOST_AUTO_TEST_CASE(weight_gradient_times) {
+    const TimeModel model = parse_today(layers(
+        R"({"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 2},
+           {"name": "rotary", "type": "HEAD", "nb_layer": 1, "time": 1, "weight_grad_time": 0.5},
+           {"name": "decoder", "type": "BODY", "nb_layer": 4, "time": 10,
+            "weight_grad_time": 8},
+           {"name": "lm_head", "type": "TAIL", "nb_layer": 1, "time": 5})"));
+    BOOST_TEST(model.body_weight_grad.value() == 8.0);
+    BOOST_TEST(model.groups.at(0).weight_grad.value() == 8.0);
+    BOOST_TEST(model.head_weight_grad.given == 0.5);
+    BOOST_TEST(model.head_weight_grad.unsplit_backward == 4.0);  // the embedding's 2 x 2
+    BOOST_TEST(model.tail_weight_grad.at(0.25) == 2.5);          // 0.25 x (2 x 5)
+
+    ppb::partition::Problem p;
+    p.time = model;
+    p.num_stages = 2;
+    p.micro_batches = 4;
+    p.schedule = ppb::Schedule::zb_h1;
+    p.weight_grad_share = 0.25;
+    // Stage 0: the head, one 'none' and one 'full' layer (backward 20 and 30).
+    ppb::partition::KindCounts layers{};
+    layers[PPB_KIND_NONE] = 1;
+    layers[PPB_KIND_FULL] = 1;
+    const auto ends = ppb::partition::chunk_ends(p, 0, 0);
+    BOOST_TEST(ends.head);
+    BOOST_TEST(!ends.tail);
+    const double forward = 1.0 + 2.0 + 20.0;
+    const double backward = (2.0 + 4.0) + 20.0 + 30.0;
+    const auto cost = ppb::partition::chunk_cost(p, {&layers, 1}, ends, forward, backward);
+    BOOST_TEST(cost.recompute_time == 10.0);
+    BOOST_TEST(cost.weight_time == 8.0 + 8.0 + 0.5 + 0.25 * 4.0);
+    // The last stage: the tail's share.
+    const auto last = ppb::partition::chunk_cost(p, {&layers, 1},
+                                                 ppb::partition::chunk_ends(p, 1, 0), 35.0, 60.0);
+    BOOST_TEST(last.weight_time == 16.0 + 2.5);
+
+    // W is part of the backward without recomputation: a longer one is refused, by entry.
+    PPB_CHECK_ERROR(InputError, parse_today(with_body(R"("time": 10, "weight_grad_time": 20.5)")),
+                    "layers.json: layers_description[0]: 'weight_grad_time' (20.5) is longer than "
+                    "the backward without recomputation it is part of (20): W is the "
+                    "weight-gradient part of that backward, B the rest");
 }
 
 BOOST_AUTO_TEST_CASE(sapps_template_times_of_zero) {

@@ -141,6 +141,33 @@ def test_partition_is_ppb_partition_json(cli):
                          memory_limit_mb=30000)["simulated"]["lower_bound"] is None
 
 
+def test_partition_takes_communication_and_the_weight_split(cli):
+    # comm_time is --comm-time (one value, or one per boundary), weight_grad_share is
+    # --weight-grad-share: the same plans as the command's, a zero-bubble one included.
+    model = ppb.load_model().fit(LLAMA_DRYRUN)
+    common = ("partition", "--model-desc", LLAMA_LAYERS, "--dryrun", LLAMA_DRYRUN, "--stages", 8,
+              "--memory-limit-mb", 40000)
+    plan = ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000, comm_time=2)
+    assert plan == cli.json(*common, "--comm-time", 2)
+    assert plan["comm_time"] == [2.0] * 7
+    parts = plan["iteration_breakdown"]
+    assert parts["communication"] > 0
+    per_boundary = [1, 2, 3, 4, 5, 6, 7]
+    plan = ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
+                         comm_time=per_boundary, schedule="zb-h1", weight_grad_share=0.3)
+    assert plan == cli.json(*common, "--comm-time", "1,2,3,4,5,6,7", "--schedule", "zb-h1",
+                            "--weight-grad-share", 0.3)
+    chunk = plan["stages"][3]["chunks"][0]
+    assert chunk["weight_time"] == pytest.approx(
+        0.3 * (chunk["backward_time"] - chunk["recompute_time"]))
+    with pytest.raises(ppb.InvalidInput, match="comm_time: "):
+        ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
+                      comm_time=[1, 2])
+    with pytest.raises(ppb.InvalidInput, match="weight_grad_share: expected a share"):
+        ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
+                      weight_grad_share=1.5)
+
+
 def test_grouped_dense_and_moe_prediction_equals_the_command(cli):
     model = ppb.load_model().fit(MOE_DRYRUN)
     assert model.groups == ["dense", "moe"]

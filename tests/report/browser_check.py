@@ -248,7 +248,8 @@ def expected_copies(plan):
             copies[f"mindformers.{name}"] = line
         copies["mindformers"] = "\n".join(lines)
     for key, value in plan.items():
-        if key in ("mindformers", "model", "simulated") or not isinstance(value, dict):
+        if key in ("mindformers", "model", "simulated", "iteration_breakdown") or \
+                not isinstance(value, dict):
             continue
         for name, member in value.items():
             if isinstance(member, str):

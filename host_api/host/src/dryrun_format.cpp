@@ -53,9 +53,9 @@ constexpr std::array<std::string_view, 11> top_level_keys_v3 = {
 constexpr std::array<std::string_view, 3> layer_time_keys = {"head", "body", "tail"};
 constexpr std::array<std::string_view, 2> chunk_keys = {"layers", "in_flight"};
 
-constexpr std::array<Schedule, 4> all_schedules = {Schedule::one_f_one_b, Schedule::interleaved,
-                                                   Schedule::interleaved_less_memory,
-                                                   Schedule::dualpipe_v};
+constexpr std::array<Schedule, 6> all_schedules = {
+    Schedule::one_f_one_b, Schedule::interleaved, Schedule::interleaved_less_memory,
+    Schedule::dualpipe_v,  Schedule::zb_h1,       Schedule::zb_v};
 
 // "a"/"an" before a number as spoken: an 8-stage, an 11-stage, a 16-stage pipeline.
 std::string_view article_for(std::uint32_t n) {
@@ -134,8 +134,10 @@ Schedule read_schedule(const JsonNode& node, std::uint32_t revision) {
 std::optional<std::uint32_t> default_chunks(Schedule schedule) {
     switch (schedule) {
         case Schedule::one_f_one_b:
+        case Schedule::zb_h1:
             return 1;
         case Schedule::dualpipe_v:
+        case Schedule::zb_v:
             return 2;
         case Schedule::interleaved:
         case Schedule::interleaved_less_memory:
@@ -149,6 +151,7 @@ std::optional<std::string> chunk_count_problem(Schedule schedule, std::uint32_t 
     const std::string_view name = schedule_name(schedule);
     switch (schedule) {
         case Schedule::one_f_one_b:
+        case Schedule::zb_h1:
             if (chunks != 1)
                 return fmt::format("schedule '{}' runs one chunk per stage, not {}", name, chunks);
             break;
@@ -160,6 +163,7 @@ std::optional<std::string> chunk_count_problem(Schedule schedule, std::uint32_t 
             }
             break;
         case Schedule::dualpipe_v:
+        case Schedule::zb_v:
             if (chunks != 2)
                 return fmt::format("schedule '{}' runs 2 chunks per stage, not {}", name, chunks);
             break;

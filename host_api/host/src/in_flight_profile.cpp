@@ -28,10 +28,13 @@ std::vector<InFlightVector> in_flight_states(const std::vector<StageStep>& order
     std::vector<InFlightVector> states;
     states.reserve(order.size());
     InFlightVector held(num_chunks, 0);
+    const Pass release = releasing_pass(order);
     for (const StageStep& step : order) {
         std::uint32_t& h = held.at(step.chunk);
         if (step.pass == Pass::forward)
             ++h;
+        else if (step.pass != release)
+            continue;  // an input gradient B before its W: still held
         else if (h == 0)
             throw std::logic_error("a backward before its forward in a stage's order");
         else

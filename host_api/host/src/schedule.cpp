@@ -17,11 +17,13 @@ struct ScheduleName {
     Schedule schedule;
     std::string_view name;
 };
-constexpr std::array<ScheduleName, 4> schedule_names = {{
+constexpr std::array<ScheduleName, 6> schedule_names = {{
     {Schedule::one_f_one_b, "1f1b"},
     {Schedule::interleaved, "interleaved"},
     {Schedule::interleaved_less_memory, "interleaved-less-memory"},
     {Schedule::dualpipe_v, "dualpipe-v"},
+    {Schedule::zb_h1, "zb-h1"},
+    {Schedule::zb_v, "zb-v"},
 }};
 
 std::int64_t clamp_count(std::int64_t count, std::int64_t most) {
@@ -29,6 +31,14 @@ std::int64_t clamp_count(std::int64_t count, std::int64_t most) {
 }
 
 }  // namespace
+
+bool splits_backward(Schedule schedule) noexcept {
+    return schedule == Schedule::zb_h1 || schedule == Schedule::zb_v;
+}
+
+bool v_shaped(Schedule schedule) noexcept {
+    return schedule == Schedule::dualpipe_v || schedule == Schedule::zb_v;
+}
 
 std::optional<Schedule> schedule_from_name(std::string_view name) noexcept {
     for (const auto& entry : schedule_names) {
@@ -86,6 +96,17 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
         case Schedule::dualpipe_v:
             counts = {2 * p - s, s + 1};
             break;
+        case Schedule::zb_h1:
+        case Schedule::zb_v: {
+            // Read off the order: a micro-batch is held until its weight gradient W ends
+            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)).
+            const auto peaks = peak_in_flight(
+                stage_order(schedule, num_stages, chunks,
+                            micro_batches == 0 ? 4 * num_stages : micro_batches, stage),
+                chunks);
+            counts.assign(peaks.begin(), peaks.end());
+            break;
+        }
     }
     std::vector<std::uint32_t> out;
     out.reserve(counts.size());
@@ -116,7 +137,7 @@ StageChunk position_at(Schedule schedule, std::uint32_t num_stages, std::uint32_
     }
     const std::uint32_t chunk = position / num_stages;
     const std::uint32_t offset = position % num_stages;
-    if (schedule == Schedule::dualpipe_v && chunk == 1)
+    if (v_shaped(schedule) && chunk == 1)
         return {num_stages - 1 - offset, 1};
     return {offset, chunk};
 }

@@ -108,6 +108,78 @@ std::vector<StageStep> dualpipe_v(std::uint32_t p, std::uint32_t m, std::uint32_
     return order;
 }
 
+// ZB-H1 (PyTorch's ScheduleInterleavedZeroBubble with one stage per rank, _get_1f1b_rank_ops
+// with enable_zero_bubble, pytorch/pytorch torch/distributed/pipelining/schedules.py at
+// 00722e648b740f91d0e71494baa17891749fd291): 1F1B's P − s − 1 warm-up forwards, then per
+// micro-batch k a forward (while any is left) and the input gradient B of k, and once k ≥ s the
+// oldest pending weight gradient W; the remaining W at the end. So stage s defers s weight passes.
+std::vector<StageStep> zb_h1(std::uint32_t p, std::uint32_t m, std::uint32_t s) {
+    std::vector<StageStep> order;
+    order.reserve(3 * static_cast<std::size_t>(m));
+    const std::uint32_t warm_up = std::min(p - s - 1, m);
+    std::uint32_t weights = 0;
+    for (std::uint32_t k = 0; k < warm_up; ++k)
+        order.push_back({0, k, Pass::forward});
+    for (std::uint32_t k = 0; k < m; ++k) {
+        if (k + warm_up < m)
+            order.push_back({0, k + warm_up, Pass::forward});
+        order.push_back({0, k, Pass::backward});
+        if (k >= s)
+            order.push_back({0, weights++, Pass::weight});
+    }
+    while (weights < m)
+        order.push_back({0, weights++, Pass::weight});
+    return order;
+}
+
+// ZB-V (PyTorch's ScheduleZBVZeroBubble._calculate_single_rank_operations, same file and
+// commit): chunk 0 down the stages, chunk 1 back up. Built for max(2P − 1, M) micro-batches, the
+// operations of micro-batches ≥ M then dropped, as PyTorch does.
+std::vector<StageStep> zb_v(std::uint32_t p, std::uint32_t m, std::uint32_t r) {
+    const std::uint32_t n = std::max(2 * p - 1, m);
+    std::vector<StageStep> order;
+    order.reserve(6 * static_cast<std::size_t>(n));
+    std::uint32_t f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+    const auto add = [&](Pass pass, std::uint32_t chunk, std::uint32_t micro_batch) {
+        order.push_back({chunk, micro_batch, pass});
+    };
+    for (std::uint32_t i = 0; i < 2 * (p - r) - 1; ++i)
+        add(Pass::forward, 0, f0++);
+    for (std::uint32_t i = 0; i < r; ++i) {
+        add(Pass::forward, 1, f1++);
+        add(Pass::forward, 0, f0++);
+    }
+    for (std::uint32_t i = 0; i < p - r; ++i) {
+        add(Pass::forward, 1, f1++);
+        add(Pass::backward, 1, b1);
+        add(Pass::weight, 1, b1++);
+    }
+    while (f1 < f0 || f0 < n) {
+        if (f0 < n)
+            add(Pass::forward, 0, f0++);
+        add(Pass::backward, 0, b0);
+        add(Pass::weight, 0, b0++);
+        add(Pass::forward, 1, f1++);
+        add(Pass::backward, 1, b1);
+        add(Pass::weight, 1, b1++);
+    }
+    std::uint32_t w0 = b0, w1 = b1;
+    for (std::uint32_t i = 0; i < r; ++i) {
+        add(Pass::backward, 0, b0++);
+        add(Pass::backward, 1, b1++);
+    }
+    for (std::uint32_t i = 0; i < p - r; ++i) {
+        add(Pass::backward, 0, b0++);
+        add(Pass::weight, 0, w0++);
+    }
+    while (w1 < b1)
+        add(Pass::weight, 1, w1++);
+    while (w0 < b0)
+        add(Pass::weight, 0, w0++);
+    std::erase_if(order, [&](const StageStep& step) { return step.micro_batch >= m; });
+    return order;
+}
+
 }  // namespace
 
 std::string schedule_shape_problem(Schedule schedule, std::uint32_t num_stages,
@@ -131,13 +203,23 @@ std::string schedule_shape_problem(Schedule schedule, std::uint32_t num_stages,
             if (num_chunks != 2)
                 return fmt::format("dualpipe-v runs two chunks per stage, got {}", num_chunks);
             break;
+        case Schedule::zb_h1:
+            if (num_chunks != 1)
+                return fmt::format("zb-h1 runs one chunk per stage, got {}", num_chunks);
+            break;
+        case Schedule::zb_v:
+            if (num_chunks != 2)
+                return fmt::format("zb-v runs two chunks per stage, got {}", num_chunks);
+            break;
     }
     const std::uint32_t p = num_stages;
     const std::uint32_t m = micro_batches;
     switch (schedule) {
         case Schedule::one_f_one_b:
+        case Schedule::zb_h1:
+        case Schedule::zb_v:
             if (m == 0)
-                return "1f1b needs at least one micro-batch, got 0";
+                return fmt::format("{} needs at least one micro-batch, got 0", name);
             break;
         case Schedule::interleaved:
         case Schedule::interleaved_less_memory:
@@ -166,7 +248,7 @@ std::string schedule_shape_problem(Schedule schedule, std::uint32_t num_stages,
 
 std::uint32_t pipeline_position(Schedule schedule, std::uint32_t num_stages, std::uint32_t stage,
                                 std::uint32_t chunk) {
-    if (schedule == Schedule::dualpipe_v)
+    if (v_shaped(schedule))
         return chunk == 0 ? stage : 2 * num_stages - 1 - stage;
     return chunk * num_stages + stage;
 }
@@ -201,20 +283,31 @@ std::vector<StageStep> stage_order(Schedule schedule, std::uint32_t num_stages,
                                             static_cast<std::size_t>(v) * p - s - 1);
         case Schedule::dualpipe_v:
             return dualpipe_v(p, micro_batches, s);
+        case Schedule::zb_h1:
+            return zb_h1(p, micro_batches, s);
+        case Schedule::zb_v:
+            return zb_v(p, micro_batches, s);
     }
     return {};
+}
+
+Pass releasing_pass(const std::vector<StageStep>& order) {
+    const bool split = std::any_of(order.begin(), order.end(),
+                                   [](const StageStep& step) { return step.pass == Pass::weight; });
+    return split ? Pass::weight : Pass::backward;
 }
 
 std::vector<std::uint32_t> peak_in_flight(const std::vector<StageStep>& order,
                                           std::uint32_t num_chunks) {
     std::vector<std::uint32_t> held(num_chunks, 0);
     std::vector<std::uint32_t> peak(num_chunks, 0);
+    const Pass release = releasing_pass(order);
     for (const StageStep& step : order) {
         std::uint32_t& h = held.at(step.chunk);
         if (step.pass == Pass::forward) {
             ++h;
             peak[step.chunk] = std::max(peak[step.chunk], h);
-        } else {
+        } else if (step.pass == release) {
             --h;
         }
     }

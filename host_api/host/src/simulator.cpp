@@ -54,6 +54,14 @@ void check_input(const SimulationInput& in) {
             }
             if (in.with_memory)
                 check_value(cost.activation_mb, "activation memory", s, c);
+            check_value(cost.weight_time, "weight-gradient time", s, c);
+            if (splits_backward(in.schedule) &&
+                cost.weight_time > cost.backward_time - cost.recompute_time) {
+                throw InputError(fmt::format(
+                    "stage {} chunk {}: weight-gradient time {} exceeds the backward time {} less "
+                    "its recomputation {}",
+                    s, c, cost.weight_time, cost.backward_time, cost.recompute_time));
+            }
         }
     }
     if (in.with_memory && !in.static_mb.empty()) {
@@ -104,8 +112,10 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
         const SimulatedOperation& op = first[i];
         const double a = in.costs[s][op.chunk].activation_mb;
         // A forward's activations grow while it runs: counted from its start. A backward frees
-        // them when it ends.
+        // them when it ends — under the zero-bubble schedules its weight gradient W does.
         const bool forward = op.pass == Pass::forward;
+        if (!forward && op.pass != (splits_backward(in.schedule) ? Pass::weight : Pass::backward))
+            continue;
         mb += forward ? a : -a;
         if (forward)
             ++held[op.chunk];
@@ -126,13 +136,70 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
 
 }  // namespace
 
+std::uint32_t comm_boundaries(Schedule schedule, std::uint32_t num_stages) {
+    const bool wraps =
+        schedule == Schedule::interleaved || schedule == Schedule::interleaved_less_memory;
+    return wraps ? num_stages : (num_stages == 0 ? 0 : num_stages - 1);
+}
+
+std::vector<double> boundary_comm_times(Schedule schedule, std::uint32_t num_stages,
+                                        const std::vector<double>& comm_time) {
+    const std::uint32_t n = comm_boundaries(schedule, num_stages);
+    for (std::size_t i = 0; i < comm_time.size(); ++i) {
+        if (!std::isfinite(comm_time[i]) || comm_time[i] < 0.0) {
+            throw InputError(
+                fmt::format("communication time {} is {}: it must be a finite number, at least 0",
+                            i + 1, comm_time[i]));
+        }
+    }
+    if (comm_time.empty())
+        return std::vector<double>(n, 0.0);
+    if (comm_time.size() == 1)
+        return std::vector<double>(n, comm_time[0]);
+    if (comm_time.size() != n) {
+        throw InputError(fmt::format(
+            "{} communication times given: {} on {} stages takes one for every boundary or one "
+            "per boundary, {}{}",
+            comm_time.size(), schedule_name(schedule), num_stages, n,
+            n == num_stages ? " (between stages s and s + 1, then from the last stage back to "
+                              "stage 0 between chunks)"
+                            : " (between stages s and s + 1)"));
+    }
+    return comm_time;
+}
+
+std::vector<double> position_hop_times(Schedule schedule, std::uint32_t p, std::uint32_t v,
+                                       const std::vector<double>& comm_time) {
+    const std::vector<double> boundary = boundary_comm_times(schedule, p, comm_time);
+    const std::uint32_t positions = p * v;
+    std::vector<std::uint32_t> stage_of_position(positions);
+    for (std::uint32_t s = 0; s < p; ++s) {
+        for (std::uint32_t c = 0; c < v; ++c)
+            stage_of_position[pipeline_position(schedule, p, s, c)] = s;
+    }
+    std::vector<double> hop(positions, 0.0);
+    for (std::uint32_t q = 0; q + 1 < positions; ++q) {
+        const std::uint32_t a = stage_of_position[q];
+        const std::uint32_t b = stage_of_position[q + 1];
+        if (a == b)
+            continue;
+        if (!v_shaped(schedule) && (q + 1) % p == 0)
+            hop[q] = boundary[p - 1];  // interleaved: from stage P − 1 back to stage 0
+        else
+            hop[q] = boundary[std::min(a, b)];
+    }
+    return hop;
+}
+
 Simulation simulate(const SimulationInput& in) {
     check_input(in);
     const std::uint32_t p = in.num_stages;
     const std::uint32_t v = in.num_chunks;
     const std::uint32_t m = in.micro_batches;
     const std::uint32_t positions = p * v;
-    const std::size_t per_stage = 2 * static_cast<std::size_t>(v) * m;
+    // Every stage runs 2·v·M operations, 3·v·M when each backward is split into B and W.
+    const std::size_t per_stage =
+        (splits_backward(in.schedule) ? 3 : 2) * static_cast<std::size_t>(v) * m;
 
     Simulation sim;
     sim.schedule = in.schedule;
@@ -144,6 +211,8 @@ Simulation simulate(const SimulationInput& in) {
     std::vector<std::uint32_t> stage_of_position(positions);
     for (std::uint32_t s = 0; s < p; ++s) {
         const std::vector<StageStep> order = stage_order(in.schedule, p, v, m, s);
+        if (order.size() != per_stage)
+            throw std::logic_error("a stage's order does not run every operation once");
         for (std::size_t i = 0; i < order.size(); ++i) {
             SimulatedOperation& op = sim.operations[s * per_stage + i];
             op.stage = s;
@@ -158,6 +227,9 @@ Simulation simulate(const SimulationInput& in) {
     // Advance each stage as far as its data allows; a stage that finishes an operation wakes the
     // stage that waits for it. Every stage runs to its end unless the orders wait on each other
     // in a cycle, which no schedule here does.
+    sim.comm_time = boundary_comm_times(in.schedule, p, in.comm_time);
+    // hop[q]: the transfer between positions q and q + 1.
+    const std::vector<double> hop = position_hop_times(in.schedule, p, v, in.comm_time);
     Timetable done(positions, m);
     std::vector<std::size_t> next(p, 0);
     std::vector<double> free_at(p, 0.0);
@@ -180,29 +252,28 @@ Simulation simulate(const SimulationInput& in) {
             const std::uint32_t q = pipeline_position(in.schedule, p, s, op.chunk);
             double ready = free_at[s];
             bool waiting = false;
-            const auto after = [&](Pass pass, std::uint32_t position) {
-                const double end = done.end(pass, position, op.micro_batch);
+            DataWait waits[2];
+            const std::uint32_t n_waits = data_waits(op.pass, q, positions, hop, waits);
+            for (std::uint32_t w = 0; w < n_waits; ++w) {
+                const double end = done.end(waits[w].pass, waits[w].position, op.micro_batch);
                 if (std::isnan(end))
                     waiting = true;
                 else
-                    ready = std::max(ready, end);
-            };
-            if (op.pass == Pass::forward) {
-                if (q > 0)
-                    after(Pass::forward, q - 1);
-            } else {
-                after(Pass::forward, q);
-                if (q + 1 < positions)
-                    after(Pass::backward, q + 1);
+                    ready = std::max(ready, end + waits[w].transfer);
             }
             if (waiting)
                 break;
             const ChunkCost& cost = in.costs[s][op.chunk];
+            const bool split = splits_backward(in.schedule);
             op.start = ready;
-            op.end = ready + (op.pass == Pass::forward ? cost.forward_time : cost.backward_time);
+            op.end = ready + (op.pass == Pass::forward  ? cost.forward_time
+                              : op.pass == Pass::weight ? cost.weight_time
+                              : split                   ? cost.backward_time - cost.weight_time
+                                                        : cost.backward_time);
             op.recompute_time = op.pass == Pass::backward ? cost.recompute_time : 0.0;
             free_at[s] = op.end;
-            done.end(op.pass, q, op.micro_batch) = op.end;
+            if (op.pass != Pass::weight)
+                done.end(op.pass, q, op.micro_batch) = op.end;
             ++next[s];
             if (op.pass == Pass::forward && q + 1 < positions)
                 wake(stage_of_position[q + 1]);

@@ -148,11 +148,13 @@ std::string timeline_svg(const Simulation& sim, const TimelineOptions& options) 
             "<rect class=\"op\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" "
             "fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"0.5\" data-stage=\"{}\" "
             "data-chunk=\"{}\" data-micro-batch=\"{}\" data-pass=\"{}\" data-start=\"{}\" "
-            "data-end=\"{}\"><title>stage {} chunk {} micro-batch {} {} {:g} to {:g}</title>"
+            "data-end=\"{}\"{}><title>stage {} chunk {} micro-batch {} {} {:g} to {:g}</title>"
             "</rect>\n",
             x, y, w, row_height, forward ? colour.forward : colour.backward, op.stage, op.chunk,
-            op.micro_batch, forward ? "forward" : "backward", op.start, op.end, op.stage, op.chunk,
-            op.micro_batch, forward ? "forward" : "backward", op.start, op.end);
+            op.micro_batch, pass_name(op.pass), op.start, op.end,
+            // A weight-gradient pass (zero-bubble schedules): the backward's colour, lighter.
+            op.pass == Pass::weight ? " fill-opacity=\"0.55\"" : "", op.stage, op.chunk,
+            op.micro_batch, pass_name(op.pass), op.start, op.end);
         if (!forward && op.recompute_time > 0.0) {
             // Recomputation runs first in a backward: the hatched part is its beginning.
             out += fmt::format(

@@ -483,6 +483,46 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
                 layout.num_chunks));
         }
     }
+    // MindSpore's pipeline scheduler: "1f1b" (the default) as above; "zero_bubble_v" is ZB-V
+    // (two chunks in a V, each backward split into its input and weight gradients: ppb's zb-v);
+    // the sequence-pipelining schedulers split each micro-batch along the sequence, which no
+    // ppb schedule models, and are refused by name.
+    if (const Setting scheduler =
+            settings.file({"parallel", "pipeline_config", "pipeline_scheduler"});
+        given(scheduler) && scheduler.node().IsScalar()) {
+        const std::string name = scheduler.node().Scalar();
+        if (name == "zero_bubble_v") {
+            if (layout.num_chunks != 2) {
+                scheduler.fail(fmt::format(
+                    "'zero_bubble_v' runs two chunks per stage in a V (pp_interleave_num 2 with "
+                    "pipeline_interleave on), but this configuration has {}",
+                    layout.num_chunks));
+            }
+            layout.schedule = Schedule::zb_v;
+        } else if (name == "seqpipe" || name == "seqvpp" || name == "seqsmartvpp" ||
+                   name == "gpipe") {
+            scheduler.fail(fmt::format(
+                "'{}' is not modelled by ppb: {}; ppb reads dry runs of '1f1b' (with or without "
+                "pp_interleave_num) and 'zero_bubble_v'",
+                name,
+                name == "gpipe" ? "GPipe runs every forward before any backward, which holds "
+                                  "other in-flight counts"
+                                : "sequence pipelining splits each micro-batch into "
+                                  "seq_split_num parts along the sequence, whose in-flight "
+                                  "activations ppb has no counts for"));
+        } else if (name != "1f1b") {
+            scheduler.fail(fmt::format(
+                "unknown pipeline_scheduler '{}' (ppb reads '1f1b' and 'zero_bubble_v')", name));
+        }
+    }
+    if (const Setting split = settings.file({"parallel_config", "seq_split_num"});
+        given(split) && split.node().IsScalar() && split.node().Scalar() != "1") {
+        split.fail(fmt::format(
+            "{}: SeqPipe (each micro-batch split into parts along the sequence) is not "
+            "modelled by ppb, whose schedules hold whole micro-batches; import dry runs with "
+            "seq_split_num 1",
+            split.node().Scalar()));
+    }
 
     std::uint64_t ranks = 1;
     struct Dimension {

@@ -216,6 +216,18 @@ SappProblem read_sapp_problem(const std::filesystem::path& file) {
         problem.sim_comm_time = value_at(s, sapp_time(s));
     if (const Setting s = lookup(config, "use_backward_time"); given(s))
         problem.use_backward_time = value_at(s, sapp_boolean(s));
+    // SAPP's SeqPipe: each micro-batch split into seq_split_num parts along the sequence. ppb's
+    // schedules hold whole micro-batches, so a split is refused by name (1, no split, is read).
+    if (const Setting s = lookup(config, "seq_split_num"); given(s)) {
+        const std::int64_t split = sapp_integer(s);
+        if (split != 1) {
+            s.fail(fmt::format(
+                "{}: SeqPipe (each micro-batch split into {} parts along the sequence) is not "
+                "modelled by ppb, whose schedules and in-flight counts hold whole micro-batches; "
+                "plan with seq_split_num 1 or leave it out",
+                split, split));
+        }
+    }
     return problem;
 }
 

@@ -52,9 +52,9 @@ void validate_chunked(const Problem& problem) {
     }
     // A dualpipe-v stage holding neither end is described to the model as a middle stage of
     // P + 1 (ppb::abi_stage).
-    if (problem.schedule == Schedule::dualpipe_v && p >= limits::stages.max) {
-        throw InputError(
-            fmt::format("dualpipe-v plans at most {} stages, not {}", limits::stages.max - 1, p));
+    if (v_shaped(problem.schedule) && p >= limits::stages.max) {
+        throw InputError(fmt::format("{} plans at most {} stages, not {}",
+                                     schedule_name(problem.schedule), limits::stages.max - 1, p));
     }
     if (problem.memory_margin_sigma > 0.0) {
         throw InputError(

@@ -288,7 +288,11 @@ TorchtitanPlan torchtitan_plan(const Problem& problem, const Plan& plan) {
         case Schedule::dualpipe_v:
             out.schedule = "DualPipeV";  // ZBVZeroBubble places the stages the same way
             break;
+        case Schedule::zb_v:
+            out.schedule = "ZBVZeroBubble";
+            break;
         case Schedule::interleaved_less_memory:
+        case Schedule::zb_h1:  // torchtitan's zero-bubble schedules need several stages per rank
             break;
     }
     if (out.schedule.empty()) {

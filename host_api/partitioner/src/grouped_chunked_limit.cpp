@@ -137,7 +137,7 @@ class LeastLimitSearch {
         const std::uint32_t L = layout_.layers;
         upper_ = balanced_need();
         LeastCut best;
-        if (p.schedule == Schedule::dualpipe_v) {
+        if (v_shaped(p.schedule)) {
             best = from(0, L, L, true);
         } else {
             std::uint32_t best_x = 0;
@@ -162,7 +162,7 @@ class LeastLimitSearch {
         const Problem& p = layout_.problem;
         const std::uint32_t P = p.num_stages;
         const std::uint32_t L = layout_.layers;
-        const bool dual = p.schedule == Schedule::dualpipe_v;
+        const bool dual = v_shaped(p.schedule);
         std::vector<std::uint32_t> at_position(2 * P, 0);
         std::uint32_t fewest = 0;
         for (std::uint32_t q = 0; q < 2 * P; ++q) {
@@ -193,7 +193,7 @@ class LeastLimitSearch {
     [[nodiscard]] LeastCut from(std::uint32_t x, std::uint32_t start1, std::uint32_t L,
                                 bool trace) {
         const Problem& p = layout_.problem;
-        const bool dual = p.schedule == Schedule::dualpipe_v;
+        const bool dual = v_shaped(p.schedule);
         const std::uint32_t P = p.num_stages;
         const std::size_t side = std::size_t{L} + 1;
         std::vector<double> best(side * side, infinity);

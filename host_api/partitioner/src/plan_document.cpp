@@ -3,6 +3,7 @@
 #include <ppb/kinds.hpp>
 #include <ppb/partition/framework_args.hpp>
 #include <ppb/partition/lower_bound.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 
 #include <boost/json.hpp>
 
@@ -156,6 +157,15 @@ json::object breakdown_object(const MemoryBreakdown& b) {
     return out;
 }
 
+json::object iteration_breakdown_object(const IterationBreakdown& b) {
+    return json::object{{"iteration", b.iteration},
+                        {"work", b.work},
+                        {"ideal", b.ideal},
+                        {"imbalance", b.imbalance},
+                        {"communication", b.communication},
+                        {"recompute", b.recompute}};
+}
+
 json::object partition_document(const Problem& problem, const Plan& plan,
                                 const PartitionContext& context, const Simulation& simulation,
                                 std::span<const MemoryBreakdown> breakdown,
@@ -166,6 +176,8 @@ json::object partition_document(const Problem& problem, const Plan& plan,
             layers[kind_names[k]] = counts[k];
         return layers;
     };
+    // Each chunk's recomputation time, as the simulator takes it (part of backward_time).
+    const SimulationInput timed = simulation_input(problem, plan);
     json::array stages;
     for (const auto& s : plan.stages) {
         json::array chunks;
@@ -175,6 +187,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
                                {"in_flight", c.in_flight},
                                {"forward_time", c.forward_time},
                                {"backward_time", c.backward_time}};
+            if (s.stage < timed.costs.size() && c.chunk < timed.costs[s.stage].size()) {
+                const ChunkCost& cost = timed.costs[s.stage][c.chunk];
+                chunk["recompute_time"] = cost.recompute_time;
+                if (splits_backward(problem.schedule))
+                    chunk["weight_time"] = cost.weight_time;  // W's part of backward_time
+            }
             if (plan.activations_known)
                 chunk["activation_mb"] = c.activation_mb;
             if (!c.group_layers.empty()) {
@@ -244,6 +262,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
         simulated["gap"] = bound_gap(simulation.makespan, *lower_bound);
     }
     doc["simulated"] = std::move(simulated);
+    // Communication per stage boundary (ppb::SimulationInput::comm_time), what it adds to the
+    // estimate, and the simulated iteration broken down as SAPP reads it.
+    doc["comm_time"] = json::array(simulation.comm_time.begin(), simulation.comm_time.end());
+    doc["communication_estimate"] = communication_estimate(problem, plan);
+    doc["iteration_breakdown"] =
+        iteration_breakdown_object(plan_iteration_breakdown(problem, plan, simulation));
     doc["stages"] = std::move(stages);
     if (auto arrays = mindformers_arrays(problem, plan)) {
         doc["mindformers"] = std::move(*arrays);

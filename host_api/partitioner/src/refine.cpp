@@ -24,7 +24,8 @@ class Timer {
   public:
     explicit Timer(const Problem& problem)
         : problem_(problem),
-          graph_(problem.schedule, problem.num_stages, problem.chunks, problem.micro_batches),
+          graph_(problem.schedule, problem.num_stages, problem.chunks, problem.micro_batches,
+                 problem.comm_time),
           costs_(problem.num_stages, std::vector<ChunkCost>(problem.chunks)) {}
     double operator()(const std::vector<const StageOption*>& choice,
                       double cutoff = std::numeric_limits<double>::infinity()) {
@@ -32,7 +33,9 @@ class Timer {
             for (std::uint32_t c = 0; c < problem_.chunks; ++c) {
                 const double forward =
                     detail::chunk_forward_time(problem_, s, c, choice[s]->chunks[c]);
-                costs_[s][c] = ChunkCost{forward, choice[s]->chunk_times[c] - forward, 0.0, 0.0};
+                costs_[s][c] =
+                    chunk_cost(problem_, {&choice[s]->chunks[c], 1}, chunk_ends(problem_, s, c),
+                               forward, choice[s]->chunk_times[c] - forward);
             }
         }
         return graph_.makespan(costs_, cutoff);

@@ -112,7 +112,8 @@ RecomputePolicy recompute_policy(std::string_view name) {
 }
 
 std::string describe(const ScheduleChoice& choice) {
-    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v)
+    if (choice.schedule == Schedule::one_f_one_b || choice.schedule == Schedule::dualpipe_v ||
+        splits_backward(choice.schedule))
         return std::string(schedule_name(choice.schedule));
     return fmt::format("{} v={}", schedule_name(choice.schedule), choice.chunks);
 }
@@ -203,6 +204,12 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                 skip(what, fmt::format("{} stages of {} chunks need at least {} body layers, the "
                                        "model has {}",
                                        p, choice.chunks, needed, time.body_layers));
+                continue;
+            }
+            if (splits_backward(choice.schedule) && time.grouped()) {
+                skip(what, fmt::format("the model has {} groups of body layers, which ppb does not "
+                                       "plan under {} yet",
+                                       time.groups.size(), schedule_name(choice.schedule)));
                 continue;
             }
             if (choice.chunks > 2 && time.grouped()) {

@@ -21,6 +21,9 @@ namespace {
 struct LayerTimes {
     double forward = 0.0;
     std::array<double, PPB_KIND_COUNT> total{};  // forward + backward, per recompute kind
+    std::optional<double> weight_grad;           // W, where the entry gives it
+    // The backward without recomputation.
+    [[nodiscard]] double backward() const { return total[PPB_KIND_NONE] - forward; }
 };
 
 // Forward, and forward + backward, time of one layer of each recompute kind, under `convention`
@@ -72,7 +75,23 @@ LayerTimes layer_times(const sapp::Entry& entry, std::size_t index, std::string_
                              entry.nb_layer, kind_names[k]));
         }
     }
-    return {forward, times};
+    // W is part of the backward without recomputation (the rest is B, the input gradient).
+    const double unsplit = times[PPB_KIND_NONE] - forward;
+    if (entry.weight_grad_time && *entry.weight_grad_time > unsplit) {
+        fail(source, path,
+             fmt::format("'weight_grad_time' ({:g}) is longer than the backward without "
+                         "recomputation it is part of ({:g}): W is the weight-gradient part of "
+                         "that backward, B the rest",
+                         *entry.weight_grad_time, unsplit));
+    }
+    return {forward, times, entry.weight_grad_time};
+}
+
+void add_end(EndsWeightGrad& ends, const LayerTimes& layer) {
+    if (layer.weight_grad)
+        ends.given += *layer.weight_grad;
+    else
+        ends.unsplit_backward += layer.backward();
 }
 
 }  // namespace
@@ -108,27 +127,31 @@ TimeModel time_model(const sapp::LayerFile& file, std::string_view source,
                          "the BODY entry's time is 0: the partitioner balances the stages' "
                          "times and needs the time of a body layer (give 'time' > 0)");
                 }
-                if (model.groups.empty()) {
+                if (model.body_layers == 0) {
                     model.body_name = entry.name;
                     model.body_time = times;
                     model.body_forward = layer.forward;
+                    model.body_weight_grad = layer.weight_grad;
                 }
                 model.body_layers += entry.nb_layer;
                 break;
             case sapp::EntryType::head:
                 model.head_time += total;
                 model.head_forward += layer.forward;
+                add_end(model.head_weight_grad, layer);
                 break;
             case sapp::EntryType::tail:
                 model.tail_time += total;
                 model.tail_forward += layer.forward;
+                add_end(model.tail_weight_grad, layer);
                 break;
         }
     }
     for (const auto& group : file.body_groups()) {
         const std::size_t first = group.entries.front();
         const LayerTimes layer = layer_times(file.entries[first], first, source, convention);
-        model.groups.push_back(BodyGroupTime{group.name, group.layers, layer.total, layer.forward});
+        model.groups.push_back(
+            BodyGroupTime{group.name, group.layers, layer.total, layer.forward, layer.weight_grad});
     }
     model.sequence = file.body_sequence();
     if (!std::isfinite(model.head_time) || !std::isfinite(model.tail_time)) {

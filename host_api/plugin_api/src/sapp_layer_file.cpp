@@ -240,6 +240,7 @@ Entry read_entry(const JsonNode& node, std::vector<std::string>& warnings) {
     entry.time = read_field(object, "time", read_time);
     if (!forward_dict)
         entry.forward_time = read_field(object, "forward_time", read_time);
+    entry.weight_grad_time = read_field(object, "weight_grad_time", read_time);
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
         if (k != PPB_KIND_NONE || !backward_dict)
             entry.backward_time[k] = read_field(object, backward_time_fields[k], read_time);
@@ -603,6 +604,7 @@ json::object to_json(const LayerFile& file) {
         e["nb_layer"] = entry.nb_layer;
         put(e, "time", entry.time);
         put(e, "forward_time", entry.forward_time);
+        put(e, "weight_grad_time", entry.weight_grad_time);
         for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
             put(e, written_name(backward_time_fields[k]), entry.backward_time[k]);
             put(e, backward_coef_fields[k], entry.backward_coef[k]);

@@ -396,7 +396,8 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
               micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
               refine=False, fast=False, model_options=None, plugin_path=None,
-              duplicate_tolerance=0.01, sapp_time_convention="hyper-parallel"):
+              duplicate_tolerance=0.01, sapp_time_convention="hyper-parallel", comm_time=None,
+              weight_grad_share=0.5):
     """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
 
     ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
@@ -409,7 +410,11 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
     local search's on the simulated iteration (``refine`` is accepted: it is the default;
     ``fast=True`` keeps the exact optimum of the estimate alone), and ``result["simulated"]``
     holds ``lower_bound`` (no plan within the memory limit simulates faster) and ``gap``
-    (``(makespan - lower_bound) / makespan``); both are ``None`` under 1F1B.
+    (``(makespan - lower_bound) / makespan``); both are ``None`` under 1F1B. ``comm_time``
+    (``--comm-time``): one point-to-point time for every stage boundary, or a list of one per
+    boundary, in the layer file's unit; the plan then has ``iteration_breakdown``.
+    ``weight_grad_share`` (``--weight-grad-share``): the zero-bubble schedules' W as a share of a
+    layer's backward without recomputation, where the layer file gives no ``weight_grad_time``.
 
     Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
     """
@@ -427,7 +432,7 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
             _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
             float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
             recompute_rule, schedule, chunks, objective, bool(refine), bool(fast),
-            sapp_time_convention)
+            sapp_time_convention, comm_time, float(weight_grad_share))
     finally:
         if owned is not None:
             owned.close()

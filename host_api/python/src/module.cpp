@@ -23,6 +23,7 @@
 #include <ppb/profile_prediction.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/search_path.hpp>
+#include <ppb/simulator.hpp>
 
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
@@ -473,7 +474,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
                           const std::vector<std::string>& kinds, const std::string& recompute_rule,
                           const std::string& schedule, py::handle chunks_arg,
                           const std::string& objective, bool refine, bool fast,
-                          const std::string& sapp_time_convention) {
+                          const std::string& sapp_time_convention, py::handle comm_time_arg,
+                          double weight_grad_share) {
     partition::Problem problem;
     problem.num_stages = count_in(stages_arg, limits::stages, "stages");
     if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
@@ -514,19 +516,41 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     const auto parsed_schedule = schedule_from_name(schedule);
     if (!parsed_schedule) {
         throw InputError(fmt::format(
-            "schedule: unknown schedule '{}' (expected 1f1b, interleaved, interleaved-less-memory "
-            "or dualpipe-v)",
+            "schedule: unknown schedule '{}' (expected 1f1b, interleaved, interleaved-less-memory, "
+            "dualpipe-v, zb-h1 or zb-v)",
             schedule));
     }
     problem.schedule = *parsed_schedule;
-    problem.chunks = chunks_arg.is_none() ? (problem.schedule == Schedule::one_f_one_b ? 1 : 2)
-                                          : count_in(chunks_arg, limits::chunks, "chunks");
+    problem.chunks =
+        chunks_arg.is_none()
+            ? (problem.schedule == Schedule::one_f_one_b || problem.schedule == Schedule::zb_h1 ? 1
+                                                                                                : 2)
+            : count_in(chunks_arg, limits::chunks, "chunks");
     if (objective != "auto" && objective != "stages" && objective != "slots") {
         throw InputError(
             fmt::format("objective: expected 'auto', 'stages' or 'slots', got '{}'", objective));
     }
     problem.objective =
         objective == "slots" ? partition::ChunkObjective::slots : partition::ChunkObjective::stages;
+    // comm_time: None, one time for every stage boundary, or a sequence of one per boundary
+    // (ppb partition's --comm-time); checked by the simulator's own rule.
+    if (!comm_time_arg.is_none()) {
+        if (py::isinstance<py::float_>(comm_time_arg) || py::isinstance<py::int_>(comm_time_arg))
+            problem.comm_time = {comm_time_arg.cast<double>()};
+        else
+            problem.comm_time = comm_time_arg.cast<std::vector<double>>();
+        try {
+            (void)boundary_comm_times(problem.schedule, problem.num_stages, problem.comm_time);
+        } catch (const InputError& e) {
+            throw InputError(std::string("comm_time: ") + e.what());
+        }
+    }
+    if (!(weight_grad_share >= 0.0 && weight_grad_share <= 1.0)) {
+        throw InputError(
+            fmt::format("weight_grad_share: expected a share from 0 to 1 of the backward, got {}",
+                        weight_grad_share));
+    }
+    problem.weight_grad_share = weight_grad_share;
     const auto convention = partition::time_convention_from_name(sapp_time_convention);
     if (!convention) {
         throw InputError(
@@ -813,7 +837,8 @@ PYBIND11_MODULE(_ppb, module) {
              py::arg("memory_limit_mb"), py::arg("micro_batches"), py::arg("memory_margin_mb"),
              py::arg("memory_margin_sigma"), py::arg("kinds"), py::arg("recompute_rule"),
              py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"),
-             py::arg("fast"), py::arg("sapp_time_convention"))
+             py::arg("fast"), py::arg("sapp_time_convention"), py::arg("comm_time"),
+             py::arg("weight_grad_share"))
         .def(
             "sapp_layer_file",
             [](const Model& m, std::optional<std::string> layer_template, const std::string& name,

@@ -1,5 +1,6 @@
 // ppb partition: how many body layers each stage holds and which recompute kind each layer
 // uses, so that no stage exceeds the memory limit and the iteration is as fast as possible.
+#include "breakdown_output.hpp"
 #include "commands.hpp"
 #include "layer_times.hpp"
 #include "partition_output.hpp"
@@ -13,6 +14,7 @@
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/simulator.hpp>
 #include <ppb/timeline_svg.hpp>
@@ -48,6 +50,9 @@ struct PartitionArgs {
     bool refine = false;
     bool fast = false;
     double device_tflops = 400.0;
+    std::vector<double> comm_time;
+    bool breakdown = false;
+    double weight_grad_share = 0.5;
 };
 
 int run_partition(const PartitionArgs& args) {
@@ -82,9 +87,28 @@ int run_partition(const PartitionArgs& args) {
     problem.rule = *partition::rule_from_name(args.recompute_rule);              // checked by CLI11
     problem.schedule = *schedule_from_name(settings.schedule.value_or("1f1b"));  // checked
     // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
-    problem.chunks = settings.chunks.value_or(problem.schedule == Schedule::one_f_one_b ? 1 : 2);
+    const bool one_chunk =
+        problem.schedule == Schedule::one_f_one_b || problem.schedule == Schedule::zb_h1;
+    problem.chunks = settings.chunks.value_or(one_chunk ? 1 : 2);
+    if (!(args.weight_grad_share >= 0.0 && args.weight_grad_share <= 1.0)) {
+        throw UsageError(
+            fmt::format("--weight-grad-share: {} is not a share: give a number from 0 to 1",
+                        args.weight_grad_share));
+    }
+    problem.weight_grad_share = args.weight_grad_share;
     problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
                                                   : partition::ChunkObjective::stages;
+    check_comm_times(args.comm_time);
+    if (!args.comm_time.empty()) {
+        problem.comm_time = args.comm_time;
+    } else if (sapp && sapp->problem.sim_comm_time.value > 0.0) {
+        problem.comm_time = {sapp->problem.sim_comm_time.value};  // SAPP's simulator's
+    }
+    try {
+        (void)boundary_comm_times(problem.schedule, problem.num_stages, problem.comm_time);
+    } catch (const InputError& e) {
+        throw UsageError(std::string("--comm-time: ") + e.what());
+    }
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
     LayerTimes times = read_layer_times(args.model_desc,
                                         args.choice.options.empty()
@@ -135,9 +159,21 @@ int run_partition(const PartitionArgs& args) {
             doc["sapp_config"] = sapp->report;
         return doc;
     };
-    const std::string out = args.json ? to_pretty_json(document())
-                                      : render_partition(planned.problem, planned.plan, context,
-                                                         simulation, planned.lower_bound);
+    std::string after_simulation;
+    if (!args.json && (args.breakdown || !problem.comm_time.empty())) {
+        const double comm = partition::communication_estimate(planned.problem, planned.plan);
+        after_simulation = fmt::format(
+            "Communication between stages: {}; it adds {:.1f} to the estimate ({:.1f} with it: "
+            "what it costs evenly loaded stages, simulated)\n",
+            comm_time_text(simulation.comm_time, problem.num_stages), comm,
+            planned.plan.iteration_time + comm);
+        after_simulation += render_iteration_breakdown(
+            partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation));
+    }
+    const std::string out =
+        args.json ? to_pretty_json(document())
+                  : render_partition(planned.problem, planned.plan, context, simulation,
+                                     planned.lower_bound, after_simulation);
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     if (!args.report.empty()) {
@@ -241,9 +277,12 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->add_option("--schedule", args->schedule,
                      "pipeline schedule: 1f1b (the default), interleaved (Megatron's\n"
                      "virtual pipeline, MindFormers' pp_interleave_num),\n"
-                     "interleaved-less-memory, dualpipe-v")
+                     "interleaved-less-memory, dualpipe-v, or the zero-bubble zb-h1 (one\n"
+                     "chunk) and zb-v (two, in a V), whose backwards run as an input\n"
+                     "gradient B and a weight gradient W (--weight-grad-share)")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+        ->check(CLI::IsMember(
+            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
     partition
         ->add_option("--chunks", args->chunks,
                      "chunks per stage (default: 1 for 1f1b, 2 otherwise; dualpipe-v has 2)")
@@ -258,6 +297,26 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->type_name("NAME")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "stages", "slots"}));
+    as_comma_list(partition->add_option(
+                      "--comm-time", args->comm_time,
+                      "point-to-point time of one transfer between neighbouring stages, in\n"
+                      "the layer file's time unit: one value for every boundary, or one per\n"
+                      "boundary (P - 1; the interleaved schedules also cross from the last\n"
+                      "stage back to stage 0: P). The simulated iteration waits for it; the\n"
+                      "estimate adds what it costs evenly loaded stages. Default: SAPP's\n"
+                      "sim_comm_time with --sapp-config, else none"))
+        ->type_name("T,...");
+    partition
+        ->add_option("--weight-grad-share", args->weight_grad_share,
+                     "zb-h1 and zb-v: the share of each backward (without its\n"
+                     "recomputation) that is the weight gradient W; the input gradient B\n"
+                     "takes the rest and the recomputation (the layer file gives no split)")
+        ->type_name("S")
+        ->capture_default_str();
+    partition->add_flag("--breakdown", args->breakdown,
+                        "also print the simulated iteration broken down as SAPP reads it:\n"
+                        "work + ideal bubble + imbalance + communication + recompute\n"
+                        "(always with --comm-time; always in --json)");
     partition->add_flag("--refine", args->refine,
                         "the default with chunks, accepted: improve the plan on the simulated\n"
                         "iteration, a local search from the optimum (at most 100 moves; the\n"

@@ -60,6 +60,7 @@ struct SearchArgs {
     bool fast = false;
     std::string progress = "auto";
     double device_tflops = 400.0;
+    std::optional<double> comm_time;
 };
 
 // Set by SIGINT: the search stops taking configurations. A second SIGINT ends the process the
@@ -98,9 +99,9 @@ std::vector<partition::ScheduleChoice> schedule_choices(const SearchArgs& args) 
     for (const std::string& name : args.schedules) {
         const Schedule schedule = *schedule_from_name(name);  // checked by CLI11
         std::vector<std::uint32_t> chunks;
-        if (schedule == Schedule::one_f_one_b)
+        if (schedule == Schedule::one_f_one_b || schedule == Schedule::zb_h1)
             chunks = {1};
-        else if (schedule == Schedule::dualpipe_v)
+        else if (schedule == Schedule::dualpipe_v || schedule == Schedule::zb_v)
             chunks = {2};
         else
             chunks = args.chunks;
@@ -285,6 +286,15 @@ int run_search_command(const SearchArgs& args) {
     base.memory_margin_mb = args.memory_margin_mb;
     base.memory_margin_sigma = args.memory_margin_sigma;
     base.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
+    if (args.comm_time) {
+        if (!std::isfinite(*args.comm_time) || *args.comm_time < 0.0) {
+            throw UsageError(fmt::format(
+                "--comm-time: {} is not a time: give a finite number, at least 0, in the layer "
+                "file's unit",
+                *args.comm_time));
+        }
+        base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
+    }
     LayerTimes times =
         read_layer_times(args.model_desc, options, args.device_tflops, args.time_convention);
     base.time = std::move(times.time);
@@ -453,7 +463,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")
         ->capture_default_str()
-        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+        ->check(CLI::IsMember(
+            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
     as_comma_list(search->add_option("--chunks", args->chunks,
                                      "chunks per stage to consider for the interleaved schedules"))
         ->type_name("V,...")
@@ -514,6 +525,12 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->type_name("WHEN")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "always", "never"}));
+    search
+        ->add_option("--comm-time", args->comm_time,
+                     "point-to-point time of one transfer between neighbouring stages, in\n"
+                     "the layer file's time unit, on every boundary of every configuration:\n"
+                     "each plan's simulated iteration (the ranking) waits for it")
+        ->type_name("T");
     search->add_flag("--fast", args->fast,
                      "skip the local search on the simulated iteration that plans the 8 best\n"
                      "configurations with chunks again (each configuration is then the exact\n"

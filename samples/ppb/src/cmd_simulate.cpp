@@ -1,4 +1,5 @@
 // ppb simulate: time one iteration of a plan's pipeline schedule, and draw it.
+#include "breakdown_output.hpp"
 #include "commands.hpp"
 #include "simulation_output.hpp"
 #include "simulation_plan.hpp"
@@ -23,6 +24,7 @@ struct SimulateArgs {
     bool json = false;
     std::string schedule;
     std::optional<std::uint32_t> micro_batches;
+    std::vector<double> comm_time;
 };
 
 int run_simulate(const SimulateArgs& args) {
@@ -30,9 +32,18 @@ int run_simulate(const SimulateArgs& args) {
     if (!args.schedule.empty())
         overrides.schedule = schedule_from_name(args.schedule);  // checked by CLI11
     overrides.micro_batches = args.micro_batches;
+    check_comm_times(args.comm_time);
+    overrides.comm_time = args.comm_time;
     const std::string source = source_name(args.plan);
     const SimulationPlan plan = read_simulation_plan(read_text_file(args.plan), source, overrides);
-    const Simulation sim = simulate(plan.input);
+    Simulation sim;
+    try {
+        sim = simulate(plan.input);
+    } catch (const InputError& e) {
+        if (args.comm_time.empty())
+            throw;
+        throw UsageError(std::string("--comm-time: ") + e.what());
+    }
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(sim));
     write_stdout(args.json ? to_pretty_json(simulation_document(sim, plan, source))
@@ -50,8 +61,10 @@ void add_simulate_command(CLI::App& app, Commands& commands) {
         "per stage each chunk's forward_time and backward_time, or the stage's own for one\n"
         "chunk; an optional recompute_time says how much of a backward is recomputation) and\n"
         "runs every forward and backward in the order the schedule gives each stage:\n"
-        "an operation starts when its stage is free and its input is ready; communication takes\n"
-        "no time. Prints per stage the busy and idle time, the peak micro-batches in flight per\n"
+        "an operation starts when its stage is free and its input is ready, a transfer between\n"
+        "stages taking the plan's comm_time or --comm-time (default none). Prints the\n"
+        "iteration broken down (work, ideal bubble, imbalance, communication, recompute), per "
+        "stage the busy and idle time, the peak micro-batches in flight per\n"
         "chunk and, when the plan gives memory_mb and each chunk's activation_mb and in_flight,\n"
         "the peak memory. --timeline writes the iteration as an SVG picture: one row per stage,\n"
         "blocks coloured by chunk (backwards darker, recomputation hatched), memory beneath."
@@ -65,11 +78,16 @@ void add_simulate_command(CLI::App& app, Commands& commands) {
         ->type_name("FILE.svg");
     cmd->add_option("--schedule", args->schedule, "simulate this schedule instead of the plan's")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v"}));
+        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
     cmd->add_option("--micro-batches", args->micro_batches,
                     "simulate M micro-batches instead of the plan's")
         ->type_name("M")
         ->check(count_in(limits::micro_batches));
+    as_comma_list(cmd->add_option("--comm-time", args->comm_time,
+                                  "point-to-point time of one transfer between neighbouring\n"
+                                  "stages (one value for every boundary, or one per boundary),\n"
+                                  "instead of the plan's comm_time (default: none)"))
+        ->type_name("T,...");
     cmd->add_flag("--json", args->json, "print ppb.simulation/1 JSON instead of a table");
     commands.push_back({cmd, [args] { return run_simulate(*args); }, {}});
 }

@@ -94,12 +94,12 @@ std::string frameworks_section(const Problem& problem, const Plan& plan) {
 
 std::string render_partition(const Problem& problem, const Plan& plan,
                              const PartitionContext& context, const Simulation& simulation,
-                             std::optional<double> lower_bound) {
+                             std::optional<double> lower_bound, std::string_view after_simulation) {
     const bool chunked = problem.chunked();
-    const std::string schedule = chunked
-                                     ? fmt::format("{}, {} chunks per stage",
-                                                   schedule_name(problem.schedule), problem.chunks)
-                                     : std::string("1F1B");
+    const std::string schedule =
+        chunked ? fmt::format("{}, {} chunk{} per stage", schedule_name(problem.schedule),
+                              problem.chunks, problem.chunks == 1 ? "" : "s")
+                : std::string("1F1B");
     std::string what = fmt::format("'{}'", problem.time.body_name);
     if (problem.time.grouped()) {
         what.clear();
@@ -215,6 +215,7 @@ std::string render_partition(const Problem& problem, const Plan& plan,
             "within {:.2f}% of it\n",
             *lower_bound, 100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
     }
+    out += after_simulation;  // communication and the iteration's breakdown, when asked for
 
     if (const auto& setting = plan.recompute_setting)
         out += fmt::format("Recompute: {}, the one setting of every chunk\n", describe(*setting));

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ppb::cli {
 
@@ -19,7 +20,8 @@ using partition::PartitionContext;
                                            const partition::Plan& plan,
                                            const PartitionContext& context,
                                            const Simulation& simulation,
-                                           std::optional<double> lower_bound = std::nullopt);
+                                           std::optional<double> lower_bound = std::nullopt,
+                                           std::string_view after_simulation = {});
 
 }  // namespace ppb::cli
 

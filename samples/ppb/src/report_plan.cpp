@@ -293,9 +293,10 @@ std::string configuration_section(const json::object& plan) {
                 rows, escape(all));
             continue;
         }
-        // Any other framework's settings: an object of the document other than its model and
-        // its simulated times.
-        if (!value.is_object() || key == "model" || key == "simulated")
+        // Any other framework's settings: an object of the document other than its model, its
+        // simulated times and their breakdown.
+        if (!value.is_object() || key == "model" || key == "simulated" ||
+            key == "iteration_breakdown")
             continue;
         std::string rows;
         for (const auto& [name, member] : value.as_object()) {

@@ -181,10 +181,12 @@ SappSettings sapp_partition_settings(const SappProblem& problem, const Partition
                         "ppb always simulates the plan it prints (the simulated iteration)");
     }
     if (problem.sim_comm_time.given() && problem.sim_comm_time.value != 0.0) {
-        report.not_used("sim_comm_time", json::value(problem.sim_comm_time.value),
-                        "ppb's simulator has no communication time between stages, so its "
-                        "simulated iteration excludes it (SAPP's plan does not depend on it "
-                        "either)");
+        report.note(fmt::format(
+            "{}: {:g} is taken as the communication time of every stage boundary (--comm-time, "
+            "which overrides it): ppb's simulated iteration waits for each transfer between "
+            "stages, while the stages stay free (SAPP's simulator also has the sending and the "
+            "receiving stage busy for it)",
+            problem.sim_comm_time.where, problem.sim_comm_time.value));
     }
     if (problem.use_backward_time.given()) {
         report.not_used("use_backward_time", json::value(problem.use_backward_time.value),

@@ -10,7 +10,9 @@
 //   vpp_less_memory     --schedule interleaved-less-memory (with chunks)
 //   num_layer           checked against the layer file's body layers, as SAPP checks it
 //
-// optimization_level (which ILP formulation SAPP solves), enable_simulation, sim_comm_time and
+//   sim_comm_time       --comm-time (the simulator's communication time of every boundary)
+//
+// optimization_level (which ILP formulation SAPP solves), enable_simulation and
 // use_backward_time (SAPP's simulator) have no ppb setting: they are read, checked as SAPP checks
 // them, and reported as not used, with why. What was taken, overridden and not used goes to
 // stderr as notes and into the ppb.partition/1 document as "sapp_config".

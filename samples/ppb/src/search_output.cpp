@@ -29,6 +29,10 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
         out += fmt::format(" with a {} margin", format_mb(base.memory_margin_mb));
     if (base.memory_margin_sigma > 0.0)
         out += fmt::format(" and {:g} standard errors", base.memory_margin_sigma);
+    if (!base.comm_time.empty() && base.comm_time.front() > 0.0) {
+        out +=
+            fmt::format(", {} per transfer between stages", time_cell(base.comm_time.front(), ""));
+    }
     return out;
 }
 

@@ -1,6 +1,9 @@
 #include "simulation_output.hpp"
 
+#include "breakdown_output.hpp"
 #include "text_table.hpp"
+
+#include <ppb/partition/plan_document.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -26,9 +29,10 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
                               std::string_view source) {
     std::string out = fmt::format(
         "{} schedule, {} stages, {} chunk{} per stage, {} micro-batches ({})\n"
-        "makespan {:.1f}, bubble {:.1f}% of stage time (communication takes no time)\n\n",
+        "makespan {:.1f}, bubble {:.1f}% of stage time (communication between stages: {})\n\n",
         schedule_name(sim.schedule), sim.num_stages, sim.num_chunks, sim.num_chunks == 1 ? "" : "s",
-        sim.micro_batches, source, sim.makespan, 100.0 * sim.bubble_fraction);
+        sim.micro_batches, source, sim.makespan, 100.0 * sim.bubble_fraction,
+        comm_time_text(sim.comm_time, sim.num_stages));
     using A = TextTable::Align;
     std::vector<std::string> header = {"STAGE", "BUSY", "IDLE", "PEAK IN FLIGHT"};
     if (sim.with_memory) {
@@ -62,6 +66,7 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
             "AT "
             "PEAK micro-batches.\n";
     }
+    out += render_iteration_breakdown(iteration_breakdown(plan.input, sim));
     return out;
 }
 
@@ -95,7 +100,7 @@ json::object simulation_document(const Simulation& sim, const SimulationPlan& pl
             json::object{{"stage", op.stage},
                          {"chunk", op.chunk},
                          {"micro_batch", op.micro_batch},
-                         {"pass", op.pass == Pass::forward ? "forward" : "backward"},
+                         {"pass", pass_name(op.pass)},
                          {"start", op.start},
                          {"end", op.end}});
     }
@@ -106,7 +111,9 @@ json::object simulation_document(const Simulation& sim, const SimulationPlan& pl
     doc["num_stages"] = sim.num_stages;
     doc["num_chunks"] = sim.num_chunks;
     doc["micro_batches"] = sim.micro_batches;
-    doc["communication_time"] = 0.0;
+    doc["communication_time"] = json::array(sim.comm_time.begin(), sim.comm_time.end());
+    doc["iteration_breakdown"] =
+        partition::iteration_breakdown_object(iteration_breakdown(plan.input, sim));
     doc["makespan"] = sim.makespan;
     doc["bubble_fraction"] = sim.bubble_fraction;
     doc["stages"] = std::move(stages);

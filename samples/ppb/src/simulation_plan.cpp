@@ -28,7 +28,7 @@ Schedule read_schedule(const JsonObject& doc) {
         return *schedule;
     node->fail(fmt::format(
         "unknown schedule '{}' (expected one of: 1f1b, interleaved, interleaved-less-memory, "
-        "dualpipe-v)",
+        "dualpipe-v, zb-h1, zb-v)",
         name));
 }
 
@@ -37,6 +37,7 @@ struct ChunkRead {
     ChunkCost cost;
     std::optional<double> activation_mb;
     std::optional<std::uint32_t> in_flight;
+    bool weight_time_given = true;
 };
 
 ChunkRead read_chunk(const JsonObject& object) {
@@ -48,6 +49,15 @@ ChunkRead read_chunk(const JsonObject& object) {
         if (chunk.cost.recompute_time > chunk.cost.backward_time)
             r->fail(fmt::format("{} exceeds the backward_time {} that includes it",
                                 chunk.cost.recompute_time, chunk.cost.backward_time));
+    }
+    if (const auto w = object.optional("weight_time")) {
+        chunk.cost.weight_time = w->as_number_in(chunk_time);
+        if (chunk.cost.weight_time > chunk.cost.backward_time - chunk.cost.recompute_time)
+            w->fail(fmt::format("{} exceeds the backward_time {} less its recompute_time {}",
+                                chunk.cost.weight_time, chunk.cost.backward_time,
+                                chunk.cost.recompute_time));
+    } else {
+        chunk.weight_time_given = false;
     }
     if (const auto a = object.optional("activation_mb"))
         chunk.activation_mb = a->as_number_in(limits::memory_mb);
@@ -124,6 +134,23 @@ SimulationPlan read_simulation_plan(std::string_view text, std::string_view sour
         throw InputError(located_message(source, "", problem));
     }
 
+    if (!overrides.comm_time.empty()) {
+        in.comm_time = overrides.comm_time;
+    } else if (const auto comm = doc.optional("comm_time")) {
+        if (comm->is_number()) {
+            in.comm_time = {comm->as_number_in(chunk_time)};
+        } else {
+            const JsonArray array = comm->as_array();
+            for (std::size_t b = 0; b < array.size(); ++b)
+                in.comm_time.push_back(array.at(b).as_number_in(chunk_time));
+        }
+        try {
+            (void)boundary_comm_times(in.schedule, in.num_stages, in.comm_time);
+        } catch (const InputError& e) {
+            comm->fail(e.what());
+        }
+    }
+
     const JsonNode stages_node = doc.required("stages");
     const JsonArray stages = stages_node.as_array();
     if (stages.size() != in.num_stages) {
@@ -149,6 +176,10 @@ SimulationPlan read_simulation_plan(std::string_view text, std::string_view sour
         std::vector<ChunkCost> costs;
         for (const ChunkRead& c : read.back()) {
             costs.push_back(c.cost);
+            // A zero-bubble plan without each chunk's weight_time: W is half the backward
+            // without recomputation (ppb partition's default --weight-grad-share).
+            if (!c.weight_time_given)
+                costs.back().weight_time = 0.5 * (c.cost.backward_time - c.cost.recompute_time);
             memory = memory && c.activation_mb && c.in_flight;
         }
         in.costs.push_back(std::move(costs));

@@ -18,6 +18,8 @@ namespace ppb::cli {
 struct PlanOverrides {
     std::optional<Schedule> schedule;
     std::optional<std::uint32_t> micro_batches;
+    // --comm-time: replaces the plan's "comm_time" (non-empty when given).
+    std::vector<double> comm_time;
 };
 
 struct SimulationPlan {
@@ -26,6 +28,8 @@ struct SimulationPlan {
     std::vector<double> planned_memory_mb;
 };
 
+// The plan's optional "comm_time" (a number for every boundary, or one per boundary, as `ppb
+// partition --json` writes it) becomes SimulationInput::comm_time.
 // Throws ppb::InputError naming the source and the JSON path of anything missing or wrong, or
 // the override that makes the plan one its schedule cannot run.
 [[nodiscard]] SimulationPlan read_simulation_plan(std::string_view text, std::string_view source,

@@ -18,7 +18,19 @@ enum class Schedule {
     interleaved,              // "interleaved": interleaved 1F1B, v > 1
     interleaved_less_memory,  // "interleaved-less-memory"
     dualpipe_v,               // "dualpipe-v": v = 2
+    // Zero-bubble schedules (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): each
+    // backward split into its input gradient B and its weight gradient W, W deferred to fill
+    // bubbles. Program orders as PyTorch builds them (torch/distributed/pipelining/schedules.py).
+    zb_h1,  // "zb-h1": one chunk, ScheduleInterleavedZeroBubble's order with one stage per rank
+    zb_v,   // "zb-v": v = 2 in a V like dualpipe-v, ScheduleZBVZeroBubble's order
 };
+
+// Whether the schedule runs each backward as an input-gradient pass B and a weight-gradient pass
+// W (the zero-bubble schedules).
+[[nodiscard]] bool splits_backward(Schedule schedule) noexcept;
+// Whether chunk 1 comes back up the stages (dualpipe-v, zb-v): stage s holds positions s and
+// 2P − 1 − s.
+[[nodiscard]] bool v_shaped(Schedule schedule) noexcept;
 
 [[nodiscard]] std::optional<Schedule> schedule_from_name(std::string_view name) noexcept;
 [[nodiscard]] std::string_view schedule_name(Schedule schedule) noexcept;

@@ -16,9 +16,17 @@
 
 namespace ppb {
 
-enum class Pass : std::uint8_t { forward, backward };
+// backward: the whole backward, or under the zero-bubble schedules (splits_backward) its input
+// gradient B; weight: the weight gradient W of a backward (zero-bubble schedules only).
+enum class Pass : std::uint8_t { forward, backward, weight };
 
-// One operation of a stage: the forward or backward pass of one micro-batch through one chunk.
+// "forward", "backward" or "weight".
+[[nodiscard]] constexpr const char* pass_name(Pass pass) noexcept {
+    return pass == Pass::forward ? "forward" : pass == Pass::backward ? "backward" : "weight";
+}
+
+// One operation of a stage: the forward, backward (or input-gradient) or weight-gradient pass of
+// one micro-batch through one chunk.
 struct StageStep {
     std::uint32_t chunk = 0;
     std::uint32_t micro_batch = 0;
@@ -38,7 +46,8 @@ struct StageStep {
 [[nodiscard]] std::uint32_t pipeline_position(Schedule schedule, std::uint32_t num_stages,
                                               std::uint32_t stage, std::uint32_t chunk);
 
-// Every operation of `stage` in the order the stage runs them: M·v forwards and M·v backwards.
+// Every operation of `stage` in the order the stage runs them: M·v forwards and M·v backwards,
+// and under the zero-bubble schedules M·v weight-gradient passes too.
 // Throws ppb::InputError with schedule_shape_problem() when (P, v, M) cannot run, or when
 // stage >= P.
 [[nodiscard]] std::vector<StageStep> stage_order(Schedule schedule, std::uint32_t num_stages,
@@ -46,8 +55,14 @@ struct StageStep {
                                                  std::uint32_t micro_batches, std::uint32_t stage);
 
 // The most micro-batches each chunk of a stage holds activations for while running `order`:
-// +1 when a forward starts (its activations are being built), −1 when its backward ends. On one
+// +1 when a forward starts (its activations are being built), −1 when its backward ends — or,
+// when the order has weight-gradient passes, when its W ends (W still reads the stored inputs of
+// each layer; ppb counts the whole activation as held until then, an upper bound). On one
 // stage operations run one at a time, so this depends on the order alone, not on any time.
+// The pass whose end frees a micro-batch's activations in `order`: weight when the order has
+// weight-gradient passes, else backward.
+[[nodiscard]] Pass releasing_pass(const std::vector<StageStep>& order);
+
 [[nodiscard]] std::vector<std::uint32_t> peak_in_flight(const std::vector<StageStep>& order,
                                                         std::uint32_t num_chunks);
 

@@ -55,6 +55,11 @@ struct PartitionContext {
 // "other"}.
 [[nodiscard]] boost::json::object breakdown_object(const MemoryBreakdown& breakdown);
 
+// An "iteration_breakdown": {"iteration", "work", "ideal", "imbalance", "communication",
+// "recompute"} (ppb::IterationBreakdown; the last five add up to the first), in the layer file's
+// time unit.
+[[nodiscard]] boost::json::object iteration_breakdown_object(const IterationBreakdown& b);
+
 }  // namespace ppb::partition
 
 #endif  // PPB_PARTITION_PLAN_DOCUMENT_HPP

@@ -137,6 +137,16 @@ struct Problem {
     Schedule schedule = Schedule::one_f_one_b;
     std::uint32_t chunks = 1;
     ChunkObjective objective = ChunkObjective::stages;
+    // Point-to-point time per stage boundary, in the layer file's unit (SimulationInput::comm_time:
+    // empty none, one value every boundary, or one per boundary). The plan's simulated iteration
+    // includes it; the estimate adds it as the communication of evenly loaded stages
+    // (communication_estimate in ppb/partition/simulate_plan.hpp).
+    std::vector<double> comm_time = {};
+    // The zero-bubble schedules (ppb::splits_backward) run each backward as its input gradient B
+    // and its weight gradient W: W takes this share of a chunk's backward without recomputation
+    // (the layer file gives no split; 0.5: B = W, the paper's T_B = T_W), B the rest with the
+    // recomputation. The other schedules ignore it.
+    double weight_grad_share = 0.5;
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).

@@ -55,6 +55,20 @@ struct BodyGroupTime {
     std::uint32_t layers = 0;                   // its layers in all
     std::array<double, PPB_KIND_COUNT> time{};  // forward + backward of one layer, per kind
     double forward = 0.0;
+    // The weight-gradient pass W of one layer where the file gives it (weight_grad_time; see
+    // WeightGrad below), else none.
+    std::optional<double> weight_grad = std::nullopt;
+};
+
+// What the zero-bubble schedules split off each backward: the weight-gradient pass W, which
+// nothing downstream waits for. Per layer W is the file's weight_grad_time where an entry gives
+// it, else the problem's weight_grad_share of the layer's backward without recomputation
+// (Problem::weight_grad_share; ppb/partition/simulate_plan.hpp). For the HEAD or TAIL entries
+// together: the W they give, and the backward without recomputation of those that give none.
+struct EndsWeightGrad {
+    double given = 0.0;
+    double unsplit_backward = 0.0;
+    [[nodiscard]] double at(double share) const { return given + share * unsplit_backward; }
 };
 
 struct TimeModel {
@@ -72,6 +86,11 @@ struct TimeModel {
     double body_forward = 0.0;
     double head_forward = 0.0;
     double tail_forward = 0.0;
+    // The weight-gradient pass W (EndsWeightGrad above): a body layer's where the file gives it,
+    // and the ends'.
+    std::optional<double> body_weight_grad;
+    EndsWeightGrad head_weight_grad;
+    EndsWeightGrad tail_weight_grad;
     // The groups of body layers in order of first appearance (one per BODY name), and the group
     // of each of the L body layers in model order.
     std::vector<BodyGroupTime> groups;
@@ -101,7 +120,8 @@ struct TimeModel {
 // name is a group of body layers (ppb::sapp::LayerFile::body_groups), the BODY entries in file
 // order the model's order. Throws ppb::InputError naming the JSON path: the reader's errors
 // (ppb::sapp::read_layer_file), an entry with neither time nor forward_time, a kind's time and
-// coefficient together, times too large to add up. `source` names the file in messages.
+// coefficient together, times too large to add up, a weight_grad_time longer than the backward
+// without recomputation it is part of. `source` names the file in messages.
 [[nodiscard]] TimeModel time_model(const sapp::LayerFile& file, std::string_view source,
                                    TimeConvention convention = TimeConvention::hyper_parallel);
 [[nodiscard]] TimeModel parse_time_model(

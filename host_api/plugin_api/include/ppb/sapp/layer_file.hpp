@@ -135,13 +135,14 @@ inline constexpr std::array<std::string_view, PPB_KIND_COUNT> option_names = {
     "NONE", "SLCT", "COMM", "BOTH", "FULL"};
 
 // Every field of an entry, in the order the writer writes them.
-inline constexpr std::array<std::string_view, 22> entry_fields = {
+inline constexpr std::array<std::string_view, 23> entry_fields = {
     "name",
     "model_name",
     "type",
     "nb_layer",
     "time",
     "forward_time",
+    "weight_grad_time",
     backward_time_fields[0],
     backward_coef_fields[0],
     backward_time_fields[1],
@@ -181,6 +182,10 @@ struct Entry {
     std::optional<double> forward_time{};
     std::array<std::optional<double>, PPB_KIND_COUNT> backward_time{};  // backward_time_fields
     std::array<std::optional<double>, PPB_KIND_COUNT> backward_coef{};  // each > -1
+    // ppb's own field, for the zero-bubble schedules: the weight-gradient pass (W) of one layer,
+    // the part of its backward without recomputation that nothing downstream waits for. SAPP
+    // neither writes nor reads it.
+    std::optional<double> weight_grad_time{};
     // Memory of one layer in MB, each >= 0.
     std::optional<double> memory_parameter{};  // parameters, gradients, optimizer state
     std::array<std::optional<double>, PPB_KIND_COUNT> memory_activation{};  // activation_fields
