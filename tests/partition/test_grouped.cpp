@@ -448,15 +448,7 @@ BOOST_AUTO_TEST_CASE(what_groups_cannot_do_yet_is_refused) {
     std::mt19937 rng(7);
     Instance in = random_instance(rng, RecomputeRule::any);
     in.problem.num_stages = 2;
-    Problem chunked = in.problem;
-    chunked.schedule = ppb::Schedule::interleaved;
-    chunked.chunks = 2;
-    chunked.micro_batches = 4;
-    BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(chunked, source_of(in)), ppb::InputError,
-                          [](const ppb::InputError& e) {
-                              return std::string(e.what()).find("--schedule 1f1b") !=
-                                     std::string::npos;
-                          });
+    // Schedules with chunks are planned: test_grouped_chunked.cpp.
     MemorySource none;
     BOOST_CHECK_EXCEPTION(
         (void)ppb::partition::solve(in.problem, none), ppb::InputError,

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 import ppb
-from conftest import LLAMA_DRYRUN, LLAMA_LAYERS, MOE_DRYRUN, MOE_LAYERS, error_message
+from conftest import DATA, LLAMA_DRYRUN, LLAMA_LAYERS, MOE_DRYRUN, MOE_LAYERS, error_message
 
 
 def test_plugins_lists_the_built_plugins_as_the_command_does(cli):
@@ -272,6 +272,36 @@ def test_model_as_context_manager_closes():
     assert model.closed
     with pytest.raises(ValueError, match="closed"):
         model.predict(1, {"select": 7, "full": 3})
+
+
+def test_groups_with_chunks_plan_as_the_command_and_say_their_smallest_limit(cli):
+    # DeepSeek-V3's dense + MoE layers under DualPipe-V: each chunk its range and groups.
+    layers = DATA / "moe" / "deepseek-v3-layers.json"
+    shape = DATA / "moe" / "deepseek-v3-shape.json"
+    with open(shape, encoding="utf-8") as f:
+        options = json.load(f)
+    args = ("partition", "--model-desc", layers, "--model", "analytic", "--model-options", shape,
+            "--stages", 16, "--micro-batches", 64, "--schedule", "dualpipe-v")
+
+    def plan(limit):
+        return ppb.partition(layers, model="analytic", model_options=options, stages=16,
+                             micro_batches=64, memory_limit_mb=limit, schedule="dualpipe-v")
+
+    got = plan(76000)
+    assert got == cli.json(*args, "--memory-limit-mb", 76000)
+    chunk = got["stages"][1]["chunks"][0]
+    assert sum(sum(kinds.values()) for kinds in chunk["groups"].values()) == \
+        chunk["last_layer"] - chunk["first_layer"] + 1
+    # Too little memory: the exception carries the smallest limit, which fits; 0.1 MB less fails.
+    message = error_message(cli.run(*args, "--memory-limit-mb", 21000, expect=4).stderr)
+    with pytest.raises(ppb.Infeasible) as caught:
+        plan(21000)
+    assert str(caught.value) == message
+    limit = caught.value.smallest_feasible_limit_mb
+    assert f"{math.ceil(limit * 10) / 10:.1f} MB" in message
+    assert max(s["memory_mb"] for s in plan(limit)["stages"]) <= limit + 1e-6
+    with pytest.raises(ppb.Infeasible):
+        plan(limit - 0.1)
 
 
 def test_configured_models_and_options(cli):

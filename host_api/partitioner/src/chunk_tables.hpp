@@ -103,6 +103,10 @@ struct ChunkedStage {
                                                                      std::uint32_t kinds,
                                                                      double makespan);
 
+// Throws InputError when the chunked problem cannot be planned: chunks out of range, micro-batches
+// the schedule's order cannot run, an uncertainty margin, fewer layers than positions need.
+void validate_chunked(const Problem& problem);
+
 // The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
 // problem.chunked().
 [[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,

@@ -36,7 +36,6 @@
 #include <vector>
 
 namespace ppb::partition::detail {
-namespace {
 
 void validate_chunked(const Problem& problem) {
     const std::uint32_t p = problem.num_stages;
@@ -72,6 +71,8 @@ void validate_chunked(const Problem& problem) {
             p, v, needed, problem.time.body_layers));
     }
 }
+
+namespace {
 
 std::uint32_t fewest(const Problem& problem, std::uint32_t stage) {
     return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);

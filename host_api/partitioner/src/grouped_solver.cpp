@@ -816,11 +816,6 @@ void check_sources(const Problem& problem, const MemorySource& memory, const Gro
 }  // namespace
 
 Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
-    if (problem.chunked()) {
-        throw InputError(
-            "several groups of body layers are planned for 1F1B in this version; plan them with "
-            "--schedule 1f1b (the schedules with chunks take one group)");
-    }
     if (problem.memory_margin_sigma > 0.0) {
         throw InputError(
             "--memory-margin-sigma is not supported yet with several groups of body layers; use "
@@ -829,6 +824,8 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
     check_group_count(problem, memory);
     const Groups groups(problem, memory.group_linear, kinds);
     check_sources(problem, memory, groups);
+    if (problem.chunked())
+        return solve_grouped_chunked(problem, memory, groups.kinds);
     const std::uint32_t P = problem.num_stages;
     const std::uint32_t L = problem.time.body_layers;
     const double budget = problem.budget_mb();

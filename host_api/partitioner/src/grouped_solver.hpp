@@ -4,7 +4,9 @@
 
 #include <ppb/partition/problem.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace ppb::partition::detail {
 
@@ -14,6 +16,12 @@ namespace ppb::partition::detail {
 // (those whose activation coefficient the group has).
 [[nodiscard]] Plan solve_grouped(const Problem& problem, const MemorySource& memory,
                                  std::uint32_t kinds);
+
+// The optimal plan when problem.time.grouped() and problem.chunked(), with two chunks per stage
+// (grouped_chunked_solver.cpp): each (stage, chunk) a contiguous range of the layer sequence in
+// the schedule's position order. `kinds[g]`: the kinds group g may take.
+[[nodiscard]] Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
+                                         const std::vector<std::vector<std::size_t>>& kinds);
 
 }  // namespace ppb::partition::detail
 

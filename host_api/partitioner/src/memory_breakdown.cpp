@@ -2,6 +2,7 @@
 
 #include <ppb/schedule.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <numeric>
 #include <span>
@@ -43,17 +44,30 @@ MemoryBreakdown linear_parts(const ppb_linear_parameters& c, const Problem& prob
     return b;
 }
 
-// Several groups (1F1B only): each group's layers with its own coefficients.
+// Several groups: each group's layers with its own coefficients, with the in-flight count of the
+// chunk that holds them (with one chunk, the stage's layers per group and its 1F1B count; with
+// several, each chunk's layers per group at the peak's counts, ChunkPlan::in_flight).
 MemoryBreakdown grouped_parts(std::span<const ppb_linear_parameters> c, const Problem& problem,
                               const StagePlan& stage) {
     MemoryBreakdown b = fixed_parts(c[0], problem, stage.stage);
-    const double f = problem.in_flight(stage.stage);
-    for (std::size_t g = 0; g < stage.group_layers.size() && g < c.size(); ++g) {
-        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            const double n = stage.group_layers[g][k];
-            b.parameters_mb += n * c[g].per_layer_mb;
-            b.activation_mb[k] += n * c[g].activation_mb[k] * f;
+    const auto add = [&](const std::vector<KindCounts>& group_layers, double in_flight) {
+        for (std::size_t g = 0; g < group_layers.size() && g < c.size(); ++g) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                const double n = group_layers[g][k];
+                b.parameters_mb += n * c[g].per_layer_mb;
+                b.activation_mb[k] += n * c[g].activation_mb[k] * in_flight;
+            }
         }
+    };
+    const bool per_chunk = std::any_of(stage.chunks.begin(), stage.chunks.end(),
+                                       [](const ChunkPlan& chunk) {
+                                           return !chunk.group_layers.empty();
+                                       });
+    if (per_chunk) {
+        for (const ChunkPlan& chunk : stage.chunks)
+            add(chunk.group_layers, chunk.in_flight);
+    } else {
+        add(stage.group_layers, problem.in_flight(stage.stage));
     }
     total_activations(b);
     return b;

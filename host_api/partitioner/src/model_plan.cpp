@@ -189,14 +189,17 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     } else {
         plan = solve(problem, memory);
     }
-    if (options.refine && problem.chunked())
+    // The local search and the bound move layers between stages of one group (refine.cpp,
+    // lower_bound.cpp); a plan of several groups with chunks is the exact optimum of its estimate.
+    const bool one_group = !problem.time.grouped();
+    if (options.refine && problem.chunked() && one_group)
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;
     Simulation simulation = simulate(input);
     std::vector<MemoryBreakdown> breakdown = memory_breakdown(problem, plan, memory);
     std::optional<double> bound;
-    if (options.lower_bound && problem.chunked())
+    if (options.lower_bound && problem.chunked() && one_group)
         bound = simulated_lower_bound(problem, memory, simulation.makespan);
     return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation),
                             std::move(breakdown), bound};

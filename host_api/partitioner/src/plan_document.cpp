@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include <cstdint>
+#include <numeric>
 
 namespace ppb::partition {
 namespace json = boost::json;
@@ -46,12 +47,18 @@ std::optional<json::object> mindformers_arrays(const Problem& problem, const Pla
             const auto counts = mindformers_counts(chunk.layers);
             if (!counts)
                 return std::nullopt;
-            // With several groups MindFormers applies the counts by position in the stage,
-            // whatever each layer's group: they describe the plan only if that rebuilds it.
-            if (!s.group_layers.empty() &&
-                positional_group_layers(problem, s.first_layer, s.total_layers(), *counts) !=
-                    s.group_layers)
-                return std::nullopt;
+            // With several groups MindFormers applies the counts by position in the (chunk,
+            // stage), whatever each layer's group: they describe the plan only if that rebuilds
+            // it. With one chunk the stage's range is the chunk's.
+            const bool own = !chunk.group_layers.empty();
+            if (!s.group_layers.empty()) {
+                const std::uint32_t first = own ? chunk.first_layer : s.first_layer;
+                const std::uint32_t n =
+                    std::accumulate(chunk.layers.begin(), chunk.layers.end(), 0u);
+                if (positional_group_layers(problem, first, n, *counts) !=
+                    (own ? chunk.group_layers : s.group_layers))
+                    return std::nullopt;
+            }
             std::int64_t layers = 0;
             for (const auto n : chunk.layers)
                 layers += n;
@@ -188,6 +195,17 @@ json::object partition_document(const Problem& problem, const Plan& plan,
             }
             if (plan.activations_known)
                 chunk["activation_mb"] = c.activation_mb;
+            if (!c.group_layers.empty()) {
+                // With several groups and chunks: the chunk's range of the layer sequence (empty
+                // when it holds none: last_layer is then first_layer - 1) and its groups.
+                const std::uint32_t n = std::accumulate(c.layers.begin(), c.layers.end(), 0u);
+                chunk["first_layer"] = c.first_layer;
+                chunk["last_layer"] = static_cast<std::int64_t>(c.first_layer) + n - 1;
+                json::object groups;
+                for (std::size_t g = 0; g < c.group_layers.size(); ++g)
+                    groups[problem.time.groups[g].name] = kinds_object(c.group_layers[g]);
+                chunk["groups"] = std::move(groups);
+            }
             chunks.push_back(std::move(chunk));
         }
         json::object stage{{"stage", s.stage},
@@ -201,9 +219,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
         if (s.stage < breakdown.size())
             stage["memory_breakdown_mb"] = breakdown_object(breakdown[s.stage]);
         if (!s.group_layers.empty()) {
-            // The stage's range of the layer sequence and its layers per group.
-            stage["first_layer"] = s.first_layer;
-            stage["last_layer"] = s.first_layer + s.total_layers() - 1;
+            // The stage's range of the layer sequence (with chunks, each chunk's) and its layers
+            // per group.
+            if (s.chunks.size() == 1) {
+                stage["first_layer"] = s.first_layer;
+                stage["last_layer"] = s.first_layer + s.total_layers() - 1;
+            }
             json::object groups;
             for (std::size_t g = 0; g < s.group_layers.size(); ++g)
                 groups[problem.time.groups[g].name] = kinds_object(s.group_layers[g]);

@@ -110,24 +110,37 @@ PlanStages read_plan_stages(std::string_view text, std::string_view source) {
         StagePlacement placement{num_stages, s, std::move(chunks), schedule};
 
         if (!plan.groups.empty()) {
-            if (placement.chunks.size() != 1)
-                stage.required("chunks").fail("a plan of several groups has one chunk per stage");
-            const JsonNode per_group = stage.required("groups");
-            std::vector<std::uint32_t> counts(plan.groups.size() * PPB_KIND_COUNT, 0);
-            for (const auto& [name, kinds] : JsonObject(per_group).members()) {
-                const auto g = std::find(plan.groups.begin(), plan.groups.end(), name);
-                if (g == plan.groups.end())
-                    kinds.fail("not one of the plan's groups");
-                std::uint32_t layers[PPB_KIND_COUNT] = {};
-                read_kind_counts(kinds, layers);
-                std::copy(std::begin(layers), std::end(layers),
-                          counts.begin() + (g - plan.groups.begin()) * PPB_KIND_COUNT);
+            // Per group: the stage's "groups" with one chunk, each chunk's with several.
+            const std::size_t G = plan.groups.size();
+            std::vector<std::uint32_t> counts(placement.chunks.size() * G * PPB_KIND_COUNT, 0);
+            const auto chunk_groups = [&](std::size_t c) {
+                if (placement.chunks.size() == 1)
+                    return stage.required("groups");
+                return JsonObject(JsonArray(stage.required("chunks")).elements()[c])
+                    .required("groups");
+            };
+            for (std::size_t c = 0; c < placement.chunks.size(); ++c) {
+                const JsonNode per_group = chunk_groups(c);
+                for (const auto& [name, kinds] : JsonObject(per_group).members()) {
+                    const auto g = std::find(plan.groups.begin(), plan.groups.end(), name);
+                    if (g == plan.groups.end())
+                        kinds.fail("not one of the plan's groups");
+                    std::uint32_t layers[PPB_KIND_COUNT] = {};
+                    read_kind_counts(kinds, layers);
+                    std::copy(std::begin(layers), std::end(layers),
+                              counts.begin() +
+                                  static_cast<std::ptrdiff_t>(
+                                      (c * G + static_cast<std::size_t>(g - plan.groups.begin())) *
+                                      PPB_KIND_COUNT));
+                }
             }
-            const ppb_chunk totals = placement.chunks.front();
+            const std::vector<ppb_chunk> totals = placement.chunks;
             placement.set_group_layers(std::move(counts));
-            if (!std::equal(std::begin(totals.layers), std::end(totals.layers),
-                            std::begin(placement.chunks.front().layers)))
-                per_group.fail("the groups' layers do not add up to the stage's layers");
+            for (std::size_t c = 0; c < totals.size(); ++c) {
+                if (!std::equal(std::begin(totals[c].layers), std::end(totals[c].layers),
+                                std::begin(placement.chunks[c].layers)))
+                    chunk_groups(c).fail("the groups' layers do not add up to the chunk's layers");
+            }
         }
 
         // A chunked stage's peak is the largest row of its schedule's (true) profile; how a model

@@ -206,9 +206,15 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                                        p, choice.chunks, needed, time.body_layers));
                 continue;
             }
-            if (choice.chunks > 1 && time.grouped()) {
+            if (splits_backward(choice.schedule) && time.grouped()) {
+                skip(what, fmt::format("the model has {} groups of body layers, which ppb does not "
+                                       "plan under {} yet",
+                                       time.groups.size(), schedule_name(choice.schedule)));
+                continue;
+            }
+            if (choice.chunks > 2 && time.grouped()) {
                 skip(what, fmt::format("the model has {} groups of body layers, which ppb plans "
-                                       "with 1f1b only",
+                                       "with at most 2 chunks per stage",
                                        time.groups.size()));
                 continue;
             }

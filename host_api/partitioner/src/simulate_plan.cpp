@@ -68,10 +68,12 @@ SimulationInput simulation_input(const Problem& problem, const Plan& plan) {
         std::vector<ChunkCost> costs;
         double held = 0.0;
         for (const ChunkPlan& chunk : stage.chunks) {
-            // A plan of several groups has their counts per stage (one chunk).
+            // A plan of several groups has their counts per chunk with several chunks, per stage
+            // with one.
             const std::span<const KindCounts> layers =
-                stage.group_layers.empty() ? std::span<const KindCounts>(&chunk.layers, 1)
-                                           : std::span<const KindCounts>(stage.group_layers);
+                !chunk.group_layers.empty()  ? std::span<const KindCounts>(chunk.group_layers)
+                : stage.group_layers.empty() ? std::span<const KindCounts>(&chunk.layers, 1)
+                                             : std::span<const KindCounts>(stage.group_layers);
             ChunkCost cost =
                 chunk_cost(problem, layers, chunk_ends(problem, stage.stage, chunk.chunk),
                            chunk.forward_time, chunk.backward_time);

@@ -165,13 +165,16 @@ std::string render_partition(const Problem& problem, const Plan& plan,
                                 : std::string());
             row.push_back(fmt::format("{:.1f}", chunked ? c.time() : s.time));
             if (grouped) {
-                const std::uint32_t n = s.total_layers();
-                row.push_back(n == 0 ? std::string("-")
-                                     : fmt::format("{}-{}", s.first_layer, s.first_layer + n - 1));
+                // With chunks, each chunk's own range and groups.
+                const bool own = !c.group_layers.empty();
+                const std::uint32_t n = own ? total : s.total_layers();
+                const std::uint32_t from = own ? c.first_layer : s.first_layer;
+                const auto& of_groups = own ? c.group_layers : s.group_layers;
+                row.push_back(n == 0 ? std::string("-") : fmt::format("{}-{}", from, from + n - 1));
                 std::string groups;
-                for (std::size_t g = 0; g < s.group_layers.size(); ++g) {
+                for (std::size_t g = 0; g < of_groups.size(); ++g) {
                     std::uint32_t count = 0;
-                    for (const auto k : s.group_layers[g])
+                    for (const auto k : of_groups[g])
                         count += k;
                     if (count != 0) {
                         groups += fmt::format("{}{} {}", groups.empty() ? "" : ", ",

@@ -182,6 +182,11 @@ struct ChunkPlan {
     // MB of activations this chunk holds per in-flight micro-batch (linear models; 0 when the
     // model does not say), for drawing memory over time.
     double activation_mb = 0.0;
+    // With several groups of body layers and several chunks per stage: the chunk's first body
+    // layer in model order (it holds first_layer .. first_layer + its layers - 1) and its layers
+    // per group of the time model and kind; empty otherwise.
+    std::uint32_t first_layer = 0;
+    std::vector<KindCounts> group_layers = {};
     [[nodiscard]] double time() const { return forward_time + backward_time; }
 };
 
@@ -194,8 +199,9 @@ struct StagePlan {
     double margin_mb = 0.0;         // K x the standard error of memory_mb (0 when K = 0)
     std::vector<ChunkPlan> chunks;  // one per chunk (one for 1F1B)
     // With several groups of body layers: the stage's first body layer in model order (0-based;
-    // it holds layers first_layer .. first_layer + total_layers() - 1) and its layers per group
-    // of the time model and kind.
+    // with one chunk it holds layers first_layer .. first_layer + total_layers() - 1; with
+    // several, chunk 0's first layer, each chunk's range in ChunkPlan) and its layers per group
+    // of the time model and kind (over all chunks).
     std::uint32_t first_layer = 0;
     std::vector<KindCounts> group_layers = {};
     [[nodiscard]] std::uint32_t total_layers() const;

@@ -1,0 +1,164 @@
+// The affine description of one two-chunk stage of a model of several groups of body layers
+// (grouped_chunked.hpp): at row j of the stage's in-flight profile (counts f_j0, f_j1) its memory
+// is
+//     base_j + sum_c sum_g sum_k n_{c,g,k} (fixed_{c,g,k} + f_jc activation_{c,g,k}),
+// the stage's memory the largest row. A model with coefficients per group gives every term
+// exactly (the shared constant and ends from group 0, API 1.3's group_parameters). Any other
+// model is probed as the one-group chunked path probes it (chunk_tables.cpp), per group, and the
+// probes are checked: a model that is not affine is refused rather than planned wrongly.
+#include "chunk_tables.hpp"
+#include "grouped_chunked.hpp"
+#include "stage_table.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/kinds.hpp>
+#include <ppb/schedule.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace ppb::partition::detail {
+
+namespace {
+constexpr std::size_t kind_count = PPB_KIND_COUNT;
+}  // namespace
+
+GroupedAffineStage linear_grouped_stage(const Problem& problem,
+                                        std::span<const ppb_linear_parameters> c,
+                                        std::uint32_t stage) {
+    const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
+    const double base =
+        c[0].const_mb + (ends.head ? c[0].head_mb : 0.0) + (ends.tail ? c[0].tail_mb : 0.0);
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::exact);
+    GroupedAffineStage a;
+    std::vector<double> bases(profile.size(), base);
+    a.rows = StageRows(std::move(bases), std::move(profile));
+    for (std::size_t chunk = 0; chunk < 2; ++chunk) {
+        for (const ppb_linear_parameters& group : c) {
+            UnitArray fixed{};
+            fixed.fill(group.per_layer_mb);
+            UnitArray activation{};
+            std::copy(std::begin(group.activation_mb), std::end(group.activation_mb),
+                      activation.begin());
+            a.fixed[chunk].push_back(fixed);
+            a.activation[chunk].push_back(activation);
+        }
+    }
+    return a;
+}
+
+// A model without coefficients, probed as the one-group chunked path probes it (chunk_tables.cpp),
+// per group: the empty stage at every vector of the profile; at the first vector one layer of
+// each group and kind in each chunk, and the same with one more micro-batch in flight on that
+// chunk; then checks, at every vector, of up to three layers of each group, kind and chunk and of
+// a mix of every group and kind, which an affine model predicts exactly. A model that fails them
+// is refused.
+GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySource& memory,
+                                        std::uint32_t stage,
+                                        const std::vector<std::vector<std::size_t>>& kinds) {
+    const std::size_t G = kinds.size();
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::as_one);
+    const InFlightVector first = profile.front();
+    const std::array<std::vector<KindCounts>, 2> empty{std::vector<KindCounts>(G),
+                                                       std::vector<KindCounts>(G)};
+    GroupedProbe probe(problem, stage, G);
+    for (const InFlightVector& vector : profile)
+        probe.add(empty, vector);
+    for (std::uint32_t c = 0; c < 2; ++c) {
+        for (std::size_t g = 0; g < G; ++g) {
+            for (const std::size_t k : kinds[g]) {
+                auto one = empty;
+                one[c][g][k] = 1;
+                probe.add(one, first);
+                probe.add(one, first, c, 1);
+            }
+        }
+        probe.add(empty, first, c, 1);
+    }
+    // The checks hold no more layers of a group than the model has (a model may refuse more).
+    const std::size_t first_check = probe.size();
+    auto all = empty;
+    for (std::size_t g = 0; g < G; ++g) {
+        std::uint32_t left = problem.time.groups[g].layers;
+        for (std::uint32_t c = 0; c < 2; ++c) {
+            for (const std::size_t k : kinds[g]) {
+                if (left == 0)
+                    break;
+                all[c][g][k] = 1;
+                --left;
+            }
+        }
+    }
+    for (const InFlightVector& vector : profile) {
+        for (std::uint32_t c = 0; c < 2; ++c) {
+            for (std::size_t g = 0; g < G; ++g) {
+                const std::uint32_t some =
+                    std::min<std::uint32_t>(3, problem.time.groups[g].layers);
+                for (const std::size_t k : kinds[g]) {
+                    auto several = empty;
+                    several[c][g][k] = some;
+                    probe.add(several, vector);
+                }
+            }
+        }
+        probe.add(all, vector);
+    }
+    const std::vector<double> predicted = probe.predict(memory);
+
+    std::vector<double> base(predicted.begin(),
+                             predicted.begin() + static_cast<std::ptrdiff_t>(profile.size()));
+    GroupedAffineStage a;
+    std::size_t i = profile.size();
+    for (std::uint32_t c = 0; c < 2; ++c) {
+        std::vector<UnitArray> unit(G, UnitArray{});
+        std::vector<UnitArray> with_more(G, UnitArray{});
+        for (std::size_t g = 0; g < G; ++g) {
+            for (const std::size_t k : kinds[g]) {
+                unit[g][k] = predicted[i] - base[0];
+                with_more[g][k] = predicted[i + 1];
+                i += 2;
+            }
+        }
+        const double empty_more = predicted[i++];
+        a.fixed[c].assign(G, UnitArray{});
+        a.activation[c].assign(G, UnitArray{});
+        for (std::size_t g = 0; g < G; ++g) {
+            for (const std::size_t k : kinds[g]) {
+                a.activation[c][g][k] = (with_more[g][k] - empty_more) - unit[g][k];
+                a.fixed[c][g][k] = unit[g][k] - first[c] * a.activation[c][g][k];
+            }
+        }
+    }
+    a.rows = StageRows(base, profile);
+    for (std::size_t check = first_check; check < predicted.size(); ++check) {
+        const auto& layers = probe.layers(check);
+        const InFlightVector& vector = probe.in_flight(check);
+        const std::size_t row = static_cast<std::size_t>(
+            std::find(profile.begin(), profile.end(), vector) - profile.begin());
+        double affine = base[row];
+        for (std::uint32_t c = 0; c < 2; ++c) {
+            for (std::size_t g = 0; g < G; ++g) {
+                for (std::size_t k = 0; k < kind_count; ++k) {
+                    affine +=
+                        (a.fixed[c][g][k] + vector[c] * a.activation[c][g][k]) * layers[c][g][k];
+                }
+            }
+        }
+        if (!affine_agrees(affine, predicted[check])) {
+            throw InputError(fmt::format(
+                "the memory model is not affine in the layer counts of stage {} (a probe with "
+                "several groups in two chunks predicted {:.6g} MB, the sum of its parts {:.6g} "
+                "MB); planning several groups of body layers with chunks needs a model whose "
+                "stage memory is a constant plus a cost per layer of each group, kind and chunk, "
+                "and per layer and micro-batch in flight",
+                stage, predicted[check], affine));
+        }
+    }
+    return a;
+}
+
+}  // namespace ppb::partition::detail

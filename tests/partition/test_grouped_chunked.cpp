@@ -1,0 +1,559 @@
+// Several groups of body layers with two chunks per stage (interleaved, dualpipe-v), proved
+// against exhaustive enumeration: every cut of the layer sequence into 2P contiguous ranges in
+// the schedule's position order (written out here from the schedules' definitions), in every
+// (stage, chunk) every mix the rule admits (any: every count of each kind in each group;
+// mindformers: MindFormers' counts applied by position within the chunk), each stage's memory the
+// most it holds at any moment of its order (ppb::stage_order executed step by step), and the
+// documented objectives. Through a linear source and through a probed one.
+#include "brute_force.hpp"
+
+#include <ppb/errors.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace pt = ppb::partition::test;
+using ppb::Schedule;
+using ppb::partition::ChunkObjective;
+using ppb::partition::Infeasible;
+using ppb::partition::KindCounts;
+using ppb::partition::MemorySource;
+using ppb::partition::Plan;
+using ppb::partition::Problem;
+using ppb::partition::RecomputeRule;
+
+namespace {
+
+constexpr std::size_t K = PPB_KIND_COUNT;
+using Mix = std::vector<KindCounts>;  // [group]
+
+struct Instance {
+    Problem problem;
+    std::vector<ppb_linear_parameters> c;  // per group; const, head and tail from group 0
+    bool probed = false;                   // counts of 0 asked as 1 (ppb::ZeroCounts::as_one)
+    std::string text;
+};
+
+// Position q's (stage, chunk), from the schedules' definitions.
+std::pair<std::uint32_t, std::uint32_t> stage_chunk(const Problem& p, std::uint32_t q) {
+    const std::uint32_t P = p.num_stages;
+    if (p.schedule == Schedule::dualpipe_v)
+        return q < P ? std::pair{q, 0u} : std::pair{2 * P - 1 - q, 1u};
+    return {q % P, q / P};
+}
+
+// Every in-flight vector of stage s, executing its order.
+const std::vector<std::vector<std::uint32_t>>& states(const Problem& p, std::uint32_t s,
+                                                      bool as_one) {
+    static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, bool>,
+                    std::vector<std::vector<std::uint32_t>>>
+        cache;
+    auto& out = cache[{static_cast<int>(p.schedule), p.num_stages, p.micro_batches, s, as_one}];
+    if (out.empty()) {
+        std::vector<std::uint32_t> held(2, 0);
+        for (const auto& step : ppb::stage_order(p.schedule, p.num_stages, 2, p.micro_batches, s)) {
+            if (step.pass == ppb::Pass::forward)
+                ++held[step.chunk];
+            else
+                --held[step.chunk];
+            auto asked = held;
+            for (auto& f : asked)
+                f = as_one ? std::max<std::uint32_t>(f, 1) : f;
+            out.push_back(asked);
+        }
+    }
+    return out;
+}
+
+// The stage holding the first position holds the embedding; the one holding the last, the head.
+double stage_memory(const Instance& in, std::uint32_t s, const std::array<Mix, 2>& chunks) {
+    const Problem& p = in.problem;
+    const std::uint32_t tail_stage = stage_chunk(p, 2 * p.num_stages - 1).first;
+    double peak = -pt::infinity;
+    for (const auto& f : states(p, s, in.probed)) {
+        double m = in.c[0].const_mb + (s == 0 ? in.c[0].head_mb : 0.0) +
+                   (s == tail_stage ? in.c[0].tail_mb : 0.0);
+        for (std::size_t c = 0; c < 2; ++c) {
+            for (std::size_t g = 0; g < in.c.size(); ++g) {
+                for (std::size_t k = 0; k < K; ++k) {
+                    m += chunks[c][g][k] * (in.c[g].per_layer_mb + in.c[g].activation_mb[k] * f[c]);
+                }
+            }
+        }
+        peak = std::max(peak, m);
+    }
+    return peak;
+}
+
+double chunk_time(const Instance& in, std::uint32_t q, const Mix& mix) {
+    const Problem& p = in.problem;
+    double t =
+        (q == 0 ? p.time.head_time : 0.0) + (q + 1 == 2 * p.num_stages ? p.time.tail_time : 0.0);
+    for (std::size_t g = 0; g < mix.size(); ++g) {
+        for (std::size_t k = 0; k < K; ++k)
+            t += mix[g][k] * p.time.groups[g].time[k];
+    }
+    return t;
+}
+
+bool allowed(const Instance& in, std::size_t g, std::size_t k) {
+    return (in.problem.kinds & PPB_KIND_BIT(k)) != 0 &&
+           (in.c[g].identified & PPB_PARAM_ACTIVATION(k)) != 0;
+}
+
+// Every mix of layers [a, b) the rule admits.
+std::vector<Mix> mixes(const Instance& in, std::uint32_t a, std::uint32_t b) {
+    const std::size_t G = in.c.size();
+    const auto& seq = in.problem.time.sequence;
+    std::vector<Mix> out;
+    const std::uint32_t n = b - a;
+    if (in.problem.rule == RecomputeRule::mindformers) {
+        for (std::uint32_t r = 0; r <= n; ++r) {
+            for (std::uint32_t sel = r; sel <= n; ++sel) {
+                for (std::uint32_t comm = r; comm <= n; ++comm) {
+                    Mix mix(G, KindCounts{});
+                    bool ok = true;
+                    for (std::uint32_t i = 0; i < n && ok; ++i) {
+                        const std::size_t kind = i < r                     ? PPB_KIND_FULL
+                                                 : i < std::min(sel, comm) ? PPB_KIND_BOTH
+                                                 : i < sel                 ? PPB_KIND_SELECT
+                                                 : i < comm                ? PPB_KIND_COMM
+                                                                           : PPB_KIND_NONE;
+                        ok = allowed(in, seq[a + i], kind);
+                        ++mix[seq[a + i]][kind];
+                    }
+                    if (ok)
+                        out.push_back(mix);
+                }
+            }
+        }
+        return out;
+    }
+    // Layer by layer, every allowed kind (mixes repeat; they are equal, which is harmless).
+    out.push_back(Mix(G, KindCounts{}));
+    for (std::uint32_t i = a; i < b; ++i) {
+        std::vector<Mix> next;
+        std::map<Mix, bool> seen;
+        for (const Mix& m : out) {
+            for (std::size_t k = 0; k < K; ++k) {
+                if (!allowed(in, seq[i], k))
+                    continue;
+                Mix q = m;
+                ++q[seq[i]][k];
+                if (seen.emplace(q, true).second)
+                    next.push_back(q);
+            }
+        }
+        out = std::move(next);
+    }
+    return out;
+}
+
+struct Outcome {
+    double total;
+    double slowest;
+};
+
+// The least objective over every cut and every stage's mixes, or infinity.
+double oracle(const Instance& in) {
+    const Problem& p = in.problem;
+    const std::uint32_t P = p.num_stages;
+    const std::uint32_t L = p.time.body_layers;
+    const std::uint32_t Q = 2 * P;
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
+             std::vector<Outcome>>
+        memo;
+    // A stage's outcomes holding [a0, b0) in chunk 0 and [a1, b1) in chunk 1 (Pareto in both).
+    const auto outcomes = [&](std::uint32_t s, std::uint32_t a0, std::uint32_t b0, std::uint32_t a1,
+                              std::uint32_t b1) -> const std::vector<Outcome>& {
+        auto [it, added] = memo.try_emplace({s, a0, b0, a1, b1});
+        if (!added)
+            return it->second;
+        std::uint32_t q0 = 0, q1 = 0;
+        for (std::uint32_t q = 0; q < Q; ++q) {
+            const auto [stage, chunk] = stage_chunk(p, q);
+            if (stage == s)
+                (chunk == 0 ? q0 : q1) = q;
+        }
+        std::vector<Outcome> all;
+        const auto first = mixes(in, a0, b0);
+        const auto second = mixes(in, a1, b1);
+        for (const Mix& m0 : first) {
+            for (const Mix& m1 : second) {
+                if (!pt::fits_budget(stage_memory(in, s, {m0, m1}), p.budget_mb()))
+                    continue;
+                const double t0 = chunk_time(in, q0, m0);
+                const double t1 = chunk_time(in, q1, m1);
+                all.push_back({t0 + t1, std::max(t0, t1)});
+            }
+        }
+        std::sort(all.begin(), all.end(), [](const Outcome& x, const Outcome& y) {
+            return x.total != y.total ? x.total < y.total : x.slowest < y.slowest;
+        });
+        for (const Outcome& o : all) {
+            if (it->second.empty() || o.slowest < it->second.back().slowest)
+                it->second.push_back(o);
+        }
+        return it->second;
+    };
+    double best = pt::infinity;
+    std::vector<std::uint32_t> cut(Q + 1, 0);
+    cut[Q] = L;
+    const auto evaluate = [&] {
+        std::vector<const std::vector<Outcome>*> lists;
+        for (std::uint32_t s = 0; s < P; ++s) {
+            std::uint32_t q0 = 0, q1 = 0;
+            for (std::uint32_t q = 0; q < Q; ++q) {
+                const auto [stage, chunk] = stage_chunk(p, q);
+                if (stage == s)
+                    (chunk == 0 ? q0 : q1) = q;
+            }
+            const auto& list = outcomes(s, cut[q0], cut[q0 + 1], cut[q1], cut[q1 + 1]);
+            if (list.empty())
+                return;
+            lists.push_back(&list);
+        }
+        std::vector<std::size_t> index(P, 0);
+        while (true) {
+            std::vector<std::vector<double>> times;
+            for (std::uint32_t s = 0; s < P; ++s) {
+                const Outcome& o = (*lists[s])[index[s]];
+                // Two chunk times with this total and slowest chunk.
+                times.push_back({o.slowest, o.total - o.slowest});
+            }
+            best = std::min(
+                best, ppb::partition::schedule_iteration_time(times, p.micro_batches, p.objective));
+            std::uint32_t s = 0;
+            while (s < P && ++index[s] == lists[s]->size())
+                index[s++] = 0;
+            if (s == P)
+                break;
+        }
+    };
+    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
+        if (q == Q) {
+            evaluate();
+            return;
+        }
+        // Position q takes [cut[q], cut[q + 1]); every position but the first and last holds one.
+        const std::uint32_t fewest = (q == 0 || q + 1 == Q) ? 0 : 1;
+        if (q + 1 == Q) {
+            if (L - cut[q] >= fewest)
+                self(self, q + 1);
+            return;
+        }
+        for (std::uint32_t next = cut[q] + fewest; next <= L; ++next) {
+            cut[q + 1] = next;
+            self(self, q + 1);
+        }
+    };
+    walk(walk, 0);
+    return best;
+}
+
+// The smallest budget some plan fits: the least over cuts of the largest over stages of the least
+// peak over the stage's mixes (whatever their times).
+double least_feasible_budget(const Instance& in) {
+    const Problem& p = in.problem;
+    const std::uint32_t P = p.num_stages;
+    const std::uint32_t L = p.time.body_layers;
+    const std::uint32_t Q = 2 * P;
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
+             double>
+        memo;
+    const auto least_peak = [&](std::uint32_t s, std::uint32_t a0, std::uint32_t b0,
+                                std::uint32_t a1, std::uint32_t b1) {
+        auto [it, added] = memo.try_emplace({s, a0, b0, a1, b1}, pt::infinity);
+        if (added) {
+            for (const Mix& m0 : mixes(in, a0, b0)) {
+                for (const Mix& m1 : mixes(in, a1, b1))
+                    it->second = std::min(it->second, stage_memory(in, s, {m0, m1}));
+            }
+        }
+        return it->second;
+    };
+    double best = pt::infinity;
+    std::vector<std::uint32_t> cut(Q + 1, 0);
+    cut[Q] = L;
+    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
+        if (q + 1 == Q) {
+            double most = -pt::infinity;
+            for (std::uint32_t s = 0; s < P; ++s) {
+                std::uint32_t q0 = 0, q1 = 0;
+                for (std::uint32_t r = 0; r < Q; ++r) {
+                    const auto [stage, chunk] = stage_chunk(p, r);
+                    if (stage == s)
+                        (chunk == 0 ? q0 : q1) = r;
+                }
+                most = std::max(most, least_peak(s, cut[q0], cut[q0 + 1], cut[q1], cut[q1 + 1]));
+            }
+            best = std::min(best, most);
+            return;
+        }
+        const std::uint32_t fewest = q == 0 ? 0 : 1;
+        for (std::uint32_t next = cut[q] + fewest; next + (q + 2 < Q ? 1 : 0) <= L; ++next) {
+            cut[q + 1] = next;
+            self(self, q + 1);
+        }
+    };
+    walk(walk, 0);
+    return best;
+}
+
+Instance random_instance(std::mt19937& rng) {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    Instance in;
+    Problem& p = in.problem;
+    p.num_stages = pt::int_in(rng, 2, 3);
+    p.chunks = 2;
+    p.schedule = unit(rng) < 0.5 ? Schedule::interleaved : Schedule::dualpipe_v;
+    p.micro_batches = p.schedule == Schedule::interleaved
+                          ? p.num_stages * pt::int_in(rng, 1, 2)
+                          : 2 * p.num_stages + pt::int_in(rng, 0, 2);
+    p.rule = unit(rng) < 0.5 ? RecomputeRule::any : RecomputeRule::mindformers;
+    p.objective = unit(rng) < 0.5 ? ChunkObjective::stages : ChunkObjective::slots;
+    const std::size_t G = pt::int_in(rng, 2, 3);
+    const std::uint32_t L =
+        pt::int_in(rng, 2 * p.num_stages - 1, 2 * p.num_stages + (p.num_stages == 2 ? 3 : 1));
+    const int shape = static_cast<int>(pt::int_in(rng, 0, 2));  // blocks, alternating, random
+    for (std::uint32_t i = 0; i < L; ++i) {
+        std::uint32_t g = 0;
+        if (shape == 0)
+            g = static_cast<std::uint32_t>(i * G / L);
+        else if (shape == 1)
+            g = static_cast<std::uint32_t>(i % G);
+        else
+            g = pt::int_in(rng, 0, static_cast<std::uint32_t>(G - 1));
+        p.time.sequence.push_back(g);
+    }
+    // Two or three kinds, so that the enumeration stays small.
+    std::uint32_t mask = 0;
+    while (__builtin_popcount(mask) < 2 || __builtin_popcount(mask) > 3)
+        mask = pt::int_in(rng, 0, PPB_ALL_KINDS);
+    p.kinds = mask;
+    p.time.head_time = 1.0 + 3.0 * unit(rng);
+    p.time.tail_time = 1.0 + 3.0 * unit(rng);
+    p.time.head_forward = p.time.head_time / 3.0;
+    p.time.tail_forward = p.time.tail_time / 3.0;
+    p.time.body_layers = L;
+    for (std::size_t g = 0; g < G; ++g) {
+        ppb::partition::BodyGroupTime group;
+        group.name = fmt::format("g{}", g);
+        const double base = 1.0 + 4.0 * unit(rng);
+        group.forward = base / 3.0;
+        double rise = 0.0;
+        for (std::size_t k = 0; k < K; ++k) {
+            rise += 0.3 * unit(rng) * (k == 0 ? 0.0 : 1.0);
+            group.time[k] = pt::sixty_fourths(base * (1.0 + rise));
+        }
+        p.time.groups.push_back(group);
+        ppb_linear_parameters c{};
+        c.struct_size = sizeof(c);
+        c.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER;
+        c.const_mb = 100.0;
+        c.head_mb = pt::sixty_fourths(40.0 + 40.0 * unit(rng));
+        c.tail_mb = pt::sixty_fourths(40.0 + 40.0 * unit(rng));
+        c.per_layer_mb = pt::sixty_fourths(10.0 + 30.0 * unit(rng));
+        double activation = 20.0 + 30.0 * unit(rng);
+        for (std::size_t k = 0; k < K; ++k) {
+            c.activation_mb[k] = pt::sixty_fourths(activation);
+            activation *= 0.4 + 0.5 * unit(rng);
+            c.identified |= PPB_PARAM_ACTIVATION(k);
+        }
+        in.c.push_back(c);
+    }
+    for (auto& c : in.c) {
+        c.const_mb = in.c[0].const_mb;
+        c.head_mb = in.c[0].head_mb;
+        c.tail_mb = in.c[0].tail_mb;
+    }
+    for (const std::uint32_t g : p.time.sequence)
+        ++p.time.groups[g].layers;
+    p.time.body_time = p.time.groups[0].time;
+    p.time.body_forward = p.time.groups[0].forward;
+    // A limit from loose to tight: the fullest stage's activations at every layer 'none'.
+    const double full = 100.0 + 80.0 + L * (40.0 + 50.0 * p.micro_batches) / p.num_stages;
+    p.memory_limit_mb = 150.0 + (full - 150.0) * (0.15 + 1.0 * unit(rng));
+    in.text = fmt::format("P={} M={} L={} G={} shape={} kinds={:#x} limit={:.3f} {} rule={} {}",
+                          p.num_stages, p.micro_batches, L, G, shape, mask, p.memory_limit_mb,
+                          ppb::schedule_name(p.schedule),
+                          p.rule == RecomputeRule::any ? "any" : "mindformers",
+                          p.objective == ChunkObjective::stages ? "stages" : "slots");
+    return in;
+}
+
+MemorySource linear_source(const Instance& in) {
+    MemorySource memory;
+    memory.group_linear = in.c;
+    return memory;
+}
+
+// The same model known only by its predictions, asked through the plugin contract: the
+// embedding on stage 0 and the LM head on stage num_stages - 1 of the placement as the host
+// describes it (ppb::abi_stage).
+MemorySource probed_source(const Instance& in) {
+    MemorySource memory;
+    memory.predict_grouped_batch = [in](std::span<const ppb_grouped_placement> batch) {
+        std::vector<double> out;
+        for (const auto& gp : batch) {
+            const ppb_placement& pl = gp.placement;
+            double m = in.c[0].const_mb + (pl.stage == 0 ? in.c[0].head_mb : 0.0) +
+                       (pl.stage + 1 == pl.num_stages ? in.c[0].tail_mb : 0.0);
+            for (std::uint32_t c = 0; c < pl.num_chunks; ++c) {
+                BOOST_TEST_REQUIRE(pl.chunks[c].in_flight >= 1u);
+                for (std::uint32_t g = 0; g < gp.num_groups; ++g) {
+                    for (std::size_t k = 0; k < K; ++k) {
+                        const double n = gp.group_layers[(c * gp.num_groups + g) * K + k];
+                        m += n * (in.c[g].per_layer_mb +
+                                  in.c[g].activation_mb[k] * pl.chunks[c].in_flight);
+                    }
+                }
+            }
+            out.push_back(m);
+        }
+        return out;
+    };
+    return memory;
+}
+
+// The plan's chunks are contiguous in position order and cover the sequence, each chunk's groups
+// are its range's, its memory is the enumeration's, its estimate is its own.
+void check_plan(const Instance& in, const Plan& plan) {
+    const Problem& p = in.problem;
+    BOOST_TEST_REQUIRE(plan.stages.size() == p.num_stages);
+    std::uint32_t next = 0;
+    std::vector<std::vector<double>> times(p.num_stages);
+    for (std::uint32_t q = 0; q < 2 * p.num_stages; ++q) {
+        const auto [s, c] = stage_chunk(p, q);
+        const auto& chunk = plan.stages[s].chunks.at(c);
+        BOOST_TEST(chunk.first_layer == next, in.text << " position " << q);
+        std::uint32_t n = 0;
+        std::vector<std::uint32_t> in_range(in.c.size(), 0);
+        for (std::size_t g = 0; g < in.c.size(); ++g) {
+            for (std::size_t k = 0; k < K; ++k) {
+                n += chunk.group_layers.at(g)[k];
+                if (chunk.group_layers[g][k] != 0)
+                    BOOST_TEST(allowed(in, g, k), in.text);
+            }
+        }
+        for (std::uint32_t i = next; i < next + n; ++i)
+            ++in_range.at(p.time.sequence.at(i));
+        for (std::size_t g = 0; g < in.c.size(); ++g) {
+            std::uint32_t held = 0;
+            for (std::size_t k = 0; k < K; ++k)
+                held += chunk.group_layers[g][k];
+            BOOST_TEST(held == in_range[g], in.text);
+        }
+        if (p.rule == RecomputeRule::mindformers) {
+            const auto counts = ppb::partition::mindformers_counts(chunk.layers);
+            BOOST_TEST_REQUIRE(counts.has_value(), in.text);
+            BOOST_TEST((ppb::partition::positional_group_layers(p, next, n, *counts) ==
+                        chunk.group_layers),
+                       in.text);
+        }
+        BOOST_TEST(pt::close(chunk_time(in, q, chunk.group_layers), chunk.time()), in.text);
+        next += n;
+    }
+    BOOST_TEST(next == p.time.body_layers, in.text);
+    for (const auto& stage : plan.stages) {
+        const double m = stage_memory(in, stage.stage,
+                                      {stage.chunks[0].group_layers, stage.chunks[1].group_layers});
+        BOOST_TEST(pt::close(m, stage.memory_mb), in.text << " stage " << stage.stage);
+        BOOST_TEST(pt::fits_budget(m, p.budget_mb()), in.text);
+        times[stage.stage] = {stage.chunks[0].time(), stage.chunks[1].time()};
+    }
+    BOOST_TEST(
+        pt::close(ppb::partition::schedule_iteration_time(times, p.micro_batches, p.objective),
+                  plan.iteration_time),
+        in.text);
+}
+
+void prove(std::uint32_t seed, int count, bool probed) {
+    std::mt19937 rng(seed);
+    int solved = 0;
+    int infeasible = 0;
+    int exact_limits = 0;
+    for (int i = 0; i < count; ++i) {
+        Instance in = random_instance(rng);
+        in.probed = probed;
+        const double best = oracle(in);
+        try {
+            const Plan plan =
+                ppb::partition::solve(in.problem, probed ? probed_source(in) : linear_source(in));
+            BOOST_TEST_REQUIRE(std::isfinite(best), in.text << ": the enumeration finds no plan");
+            check_plan(in, plan);
+            BOOST_TEST(pt::close(plan.iteration_time, best),
+                       in.text << ": " << plan.iteration_time << " vs " << best);
+            ++solved;
+        } catch (const Infeasible& e) {
+            BOOST_TEST(!std::isfinite(best), in.text << ": infeasible but the best is " << best);
+            ++infeasible;
+            // The smallest feasible limit: the enumeration's when the message says so, else a
+            // limit below which nothing fits.
+            const double least = least_feasible_budget(in) + in.problem.memory_margin_mb;
+            const std::string message = e.what();
+            if (message.find("the smallest memory limit that would be feasible is") !=
+                std::string::npos) {
+                BOOST_TEST(pt::close(e.smallest_feasible_limit_mb(), least, 1e-9),
+                           in.text << ": " << message << " vs " << least);
+                ++exact_limits;
+            } else {
+                BOOST_TEST(message.find("no memory limit below") != std::string::npos, message);
+                BOOST_TEST(e.smallest_feasible_limit_mb() <= least * (1.0 + 1e-9),
+                           in.text << ": " << message << " vs " << least);
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(fmt::format("{} solved, {} infeasible ({} with the exact smallest limit)",
+                                   solved, infeasible, exact_limits));
+    BOOST_TEST(solved > count / 2);
+    BOOST_TEST(infeasible > 0);
+    BOOST_TEST(exact_limits > 0);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(grouped_chunked)
+
+BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
+    prove(20261202, 400, false);
+}
+
+BOOST_AUTO_TEST_CASE(probed_models_are_optimal_too) {
+    prove(1202, 150, true);
+}
+
+BOOST_AUTO_TEST_CASE(what_is_not_planned_is_refused_by_name) {
+    std::mt19937 rng(5);
+    Instance in = random_instance(rng);
+    in.problem.schedule = Schedule::interleaved;
+    in.problem.chunks = 3;
+    in.problem.micro_batches = in.problem.num_stages;
+    while (in.problem.time.sequence.size() < 3 * in.problem.num_stages) {
+        in.problem.time.sequence.push_back(0);
+        ++in.problem.time.groups[0].layers;
+    }
+    in.problem.time.body_layers = static_cast<std::uint32_t>(in.problem.time.sequence.size());
+    BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, linear_source(in)),
+                          ppb::InputError, [](const ppb::InputError& e) {
+                              return std::string(e.what()).find("with 2 chunks per stage") !=
+                                     std::string::npos;
+                          });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
