@@ -30,6 +30,12 @@ else
     stages="build asan tsan fuzz"
 fi
 jobs="$(nproc)"
+# New build directories use Ninja when it is installed (samples/scripts/install-deps.sh installs
+# it): it compiles a target's files while the libraries it links are still being built, where
+# Make waits, so both cores stay busy; existing build directories keep their generator.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja > /dev/null; then
+    export CMAKE_GENERATOR=Ninja
+fi
 
 # Sanitizer findings abort the process (a failed test), with a stack trace.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}"

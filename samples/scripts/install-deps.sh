@@ -2,7 +2,7 @@
 # Installs the Debian packages ppb builds with (needs root, or sudo). Safe to run again.
 set -euo pipefail
 packages=(
-    build-essential cmake
+    build-essential cmake ninja-build
     libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev libboost-filesystem1.81-dev
     libarmadillo-dev libfmt-dev libyaml-cpp-dev libcli11-dev libbenchmark-dev
     clang libclang-rt-14-dev
