@@ -1,6 +1,7 @@
 // libFuzzer harness: a saved plan read back (ppb::partition::read_plan_stages), what
 // `ppb compare --partition PLAN` reads. Every placement it accepts must be one a model can be
-// asked about: its view holds its chunks, and a chunked stage's profile has one count per chunk.
+// asked about: its view holds its chunks, a chunked stage's profile has one count per chunk, and
+// a plan of several groups gives each chunk's counts per group.
 #include "fuzz_support.hpp"
 
 #include <ppb/partition/plan_reader.hpp>
@@ -19,8 +20,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (vector.size() != stage.placement.chunks.size())
                     std::abort();
             }
+            // Per chunk, per group, per kind (ppb_grouped_placement::group_layers).
             if (!plan.groups.empty() &&
-                stage.placement.group_layers.size() != plan.groups.size() * PPB_KIND_COUNT)
+                stage.placement.group_layers.size() !=
+                    stage.placement.chunks.size() * plan.groups.size() * PPB_KIND_COUNT)
                 std::abort();
         }
     });
