@@ -199,10 +199,10 @@ BOOST_AUTO_TEST_CASE(torchtitan_settings_hold_under_its_rule) {
 BOOST_AUTO_TEST_CASE(the_search_takes_the_rules) {
     // Degrees 4 and 8 only: the rule reaches the search and its plans the same way at any degree
     // (32 stages alone take 7 s of a release build, minutes under the sanitizers).
-    const auto r = ppb({"search", "--model-desc", layers_70b, "--dryrun", sample_dryrun,
-                        "--devices", "64", "--global-batch", "256", "--memory-limit-mb", "40000",
-                        "--pipeline-degrees", "4,8", "--recompute-rule", "megatron", "--top", "2",
-                        "--json"});
+    const auto r =
+        ppb({"search", "--model-desc", layers_70b, "--dryrun", sample_dryrun, "--devices", "64",
+             "--global-batch", "256", "--memory-limit-mb", "40000", "--pipeline-degrees", "4,8",
+             "--recompute-rule", "megatron", "--top", "2", "--json"});
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     BOOST_TEST(parse_json(r.out).at("search").at("recompute_rule").as_string() == "megatron");
     BOOST_TEST(r.out.find("--pipeline-model-parallel-layout") != std::string::npos);

@@ -59,10 +59,9 @@ MemoryBreakdown grouped_parts(std::span<const ppb_linear_parameters> c, const Pr
             }
         }
     };
-    const bool per_chunk = std::any_of(stage.chunks.begin(), stage.chunks.end(),
-                                       [](const ChunkPlan& chunk) {
-                                           return !chunk.group_layers.empty();
-                                       });
+    const bool per_chunk =
+        std::any_of(stage.chunks.begin(), stage.chunks.end(),
+                    [](const ChunkPlan& chunk) { return !chunk.group_layers.empty(); });
     if (per_chunk) {
         for (const ChunkPlan& chunk : stage.chunks)
             add(chunk.group_layers, chunk.in_flight);

@@ -78,7 +78,8 @@ void add_simulate_command(CLI::App& app, Commands& commands) {
         ->type_name("FILE.svg");
     cmd->add_option("--schedule", args->schedule, "simulate this schedule instead of the plan's")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
+        ->check(CLI::IsMember(
+            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
     cmd->add_option("--micro-batches", args->micro_batches,
                     "simulate M micro-batches instead of the plan's")
         ->type_name("M")

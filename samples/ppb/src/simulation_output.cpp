@@ -96,13 +96,12 @@ json::object simulation_document(const Simulation& sim, const SimulationPlan& pl
     json::array operations;
     operations.reserve(sim.operations.size());
     for (const SimulatedOperation& op : sim.operations) {
-        operations.push_back(
-            json::object{{"stage", op.stage},
-                         {"chunk", op.chunk},
-                         {"micro_batch", op.micro_batch},
-                         {"pass", pass_name(op.pass)},
-                         {"start", op.start},
-                         {"end", op.end}});
+        operations.push_back(json::object{{"stage", op.stage},
+                                          {"chunk", op.chunk},
+                                          {"micro_batch", op.micro_batch},
+                                          {"pass", pass_name(op.pass)},
+                                          {"start", op.start},
+                                          {"end", op.end}});
     }
     json::object doc;
     doc["format"] = "ppb.simulation/1";
