@@ -6,7 +6,13 @@
 #include "options.hpp"
 #include "terms.hpp"
 
+#include <ppb/plugin.hpp>
+
 #include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+#include <iterator>
 
 #include <string>
 #include <string_view>
@@ -54,6 +60,24 @@ inline ppb::analytic::MemoryTerms terms(std::string_view shape, std::string_view
 
 inline bool contains(const std::string& text, std::string_view part) {
     return text.find(part) != std::string::npos;
+}
+
+// The whole file at `path`; fails the test if it cannot be read.
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    BOOST_TEST_REQUIRE(in.good(), "cannot read " << path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The message of the InvalidInput that parsing `json` throws; fails the test if none is thrown.
+inline std::string rejection(const std::string& json) {
+    try {
+        (void)ppb::analytic::parse_options(json);
+    } catch (const ppb::plugin::InvalidInput& e) {
+        return e.what();
+    }
+    BOOST_ERROR("options were accepted: " << json);
+    return {};
 }
 
 }  // namespace analytic_test

@@ -16,6 +16,9 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace mindformers_options_tests {
+
 namespace {
 
 const fs::path data_dir = PPB_MINDFORMERS_DATA_DIR;
@@ -163,3 +166,5 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_exit_2_naming_the_key) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace mindformers_options_tests

@@ -21,13 +21,10 @@ using namespace analytic_test;
 using ppb::analytic::AnalyticModel;
 namespace tt = boost::test_tools;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace model_tests {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    BOOST_TEST_REQUIRE(in.good(), "cannot read " << path);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+namespace {
 
 AnalyticModel sample_model() {
     return AnalyticModel(read_file(std::string(PPB_SAMPLE_DATA_DIR) + "/llama70b-shape.json"));
@@ -225,3 +222,5 @@ BOOST_AUTO_TEST_CASE(the_report_carries_option_warnings) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace model_tests

@@ -26,6 +26,9 @@ using ppb::plugin::InvalidInput;
 namespace fs = std::filesystem;
 namespace tt = boost::test_tools;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace moe_tests {
+
 namespace {
 
 // Mixtral 8x7B (Jiang et al. 2024, "Mixtral of Experts", and its published config): h = 4096,
@@ -58,25 +61,8 @@ constexpr std::string_view qwen2_57b =
        "moe": {"num_experts": 64, "top_k": 8, "moe_ffn_hidden_size": 2560,
                "shared_experts": 1, "shared_expert_ffn_hidden_size": 20480})";
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    BOOST_TEST_REQUIRE(in.good(), "cannot read " << path);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::string sample(const std::string& name) {
     return read_file(std::string(PPB_SAMPLE_DATA_DIR) + "/moe/" + name);
-}
-
-// The message of the InvalidInput that parsing `json` throws; fails the test if none is thrown.
-std::string rejection(const std::string& json) {
-    try {
-        (void)parse_options(json);
-    } catch (const InvalidInput& e) {
-        return e.what();
-    }
-    BOOST_ERROR("options were accepted: " << json);
-    return {};
 }
 
 // A placement of one chunk and its per-group counts, kept together so the pointers stay valid.
@@ -560,3 +546,5 @@ BOOST_AUTO_TEST_CASE(the_plugin_predicts_groups_through_the_c_boundary) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace moe_tests

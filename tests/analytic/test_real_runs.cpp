@@ -28,6 +28,9 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace real_runs_tests {
+
 namespace {
 
 const std::string real_dir = PPB_REAL_DATA_DIR;
@@ -317,3 +320,5 @@ BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_o
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace real_runs_tests

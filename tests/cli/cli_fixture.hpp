@@ -15,6 +15,8 @@
 namespace ppb_test {
 
 inline const std::string sample_dryrun = std::string(PPB_SAMPLES_DIR) + "/llama70b-pp8-dryrun.json";
+// SAPP's layer file of LLaMA-2 70B, the samples' main planning input.
+inline const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
 inline const std::string fixture_dir = PPB_FIXTURE_DIR;
 inline const std::string versions_dir = PPB_VERSIONS_DIR;
 

@@ -5,6 +5,9 @@
 
 using namespace ppb_test;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_bad_input_tests {
+
 namespace {
 
 // A valid document around the given observations.
@@ -114,3 +117,5 @@ BOOST_AUTO_TEST_CASE(data_that_identify_nothing) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_bad_input_tests

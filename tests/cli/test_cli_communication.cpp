@@ -13,9 +13,10 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_communication_tests {
 
-const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+namespace {
 
 std::vector<std::string> partition(std::vector<std::string> extra,
                                    const std::string& limit = "30000") {
@@ -271,3 +272,5 @@ BOOST_AUTO_TEST_CASE(mindspore_schedulers_are_mapped_or_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_communication_tests

@@ -12,9 +12,10 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_compare_tests {
 
-const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+namespace {
 
 std::string slurp(const std::string& path) {
     std::ifstream in(path);
@@ -270,3 +271,5 @@ BOOST_AUTO_TEST_CASE(export_sapp_writes_the_fit_as_a_layer_file) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_compare_tests

@@ -11,6 +11,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_fit_tests {
+
 namespace {
 
 // The coefficients the sample was generated from (samples/data/README.md), plus noise of 25 MB.
@@ -144,3 +147,5 @@ BOOST_AUTO_TEST_CASE(partially_identified_fit_succeeds_and_says_what_is_missing)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_fit_tests

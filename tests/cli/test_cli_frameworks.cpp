@@ -21,6 +21,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_frameworks_tests {
+
 namespace {
 
 const std::string layers_70b = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
@@ -291,3 +294,5 @@ BOOST_AUTO_TEST_CASE(the_readme_walk_throughs_print_what_ppb_prints) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_frameworks_tests

@@ -25,6 +25,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace grouped_chunks_tests {
+
 namespace {
 
 const std::string moe_dir = std::string(PPB_SAMPLES_DIR) + "/moe";
@@ -351,3 +354,5 @@ BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace grouped_chunks_tests

@@ -14,6 +14,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_grouped_plans_tests {
+
 namespace {
 
 // embedding, 2 dense layers, 6 MoE layers, LM head (times in the file's unit).
@@ -274,3 +277,5 @@ BOOST_AUTO_TEST_CASE(compare_predicts_grouped_dry_runs_and_plans) {
     }
     BOOST_TEST(plan_rows == 4u);
 }
+
+}  // namespace cli_grouped_plans_tests

@@ -11,6 +11,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_groups_tests {
+
 namespace {
 
 const std::string moe_dryrun = std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-like-pp4-dryrun.json";
@@ -136,3 +139,5 @@ BOOST_AUTO_TEST_CASE(export_sapp_of_several_groups_is_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_groups_tests

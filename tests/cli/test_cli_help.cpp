@@ -10,6 +10,9 @@
 
 using namespace ppb_test;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_help_tests {
+
 namespace {
 
 // The options a help text lists: each option line's names ("-o,--output FILE" gives both).
@@ -225,3 +228,5 @@ BOOST_AUTO_TEST_CASE(malformed_comma_list_items_are_named) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_help_tests

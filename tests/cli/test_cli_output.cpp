@@ -23,6 +23,9 @@
 using namespace ppb_test;
 namespace fs = std::filesystem;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_output_tests {
+
 namespace {
 
 const std::string megatron_log = std::string(PPB_SAMPLES_DIR) + "/import/megatron/selective.log";
@@ -217,3 +220,5 @@ BOOST_AUTO_TEST_CASE(unreadable_inputs_name_the_path) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_output_tests

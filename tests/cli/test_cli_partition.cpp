@@ -13,9 +13,10 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_partition_tests {
 
-const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+namespace {
 
 std::vector<std::string> partition_args(const std::string& limit,
                                         std::vector<std::string> extra = {}) {
@@ -401,3 +402,5 @@ BOOST_AUTO_TEST_CASE(sigma_margin_needs_an_uncertainty_estimate_and_a_valid_k) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_partition_tests

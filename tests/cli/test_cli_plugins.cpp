@@ -12,6 +12,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_plugins_tests {
+
 namespace {
 
 const json::object* entry(const json::array& plugins, const std::string& file) {
@@ -247,3 +250,5 @@ BOOST_AUTO_TEST_CASE(truncated_library_is_failed_and_selecting_it_exits_3) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_plugins_tests

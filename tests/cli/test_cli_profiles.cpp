@@ -26,6 +26,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_profiles_tests {
+
 namespace {
 
 constexpr std::array<const char*, 5> kind_names = {"none", "select", "comm", "both", "full"};
@@ -309,3 +312,5 @@ BOOST_AUTO_TEST_CASE(interleaved_dry_runs_are_fitted_exactly_by_alternating) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_profiles_tests

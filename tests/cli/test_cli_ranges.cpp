@@ -9,9 +9,10 @@
 
 using namespace ppb_test;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_ranges_tests {
 
-const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+namespace {
 
 std::string layer_file(const std::string& body) {
     return R"({"layers_description": [
@@ -113,3 +114,5 @@ BOOST_AUTO_TEST_CASE(import_counts) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_ranges_tests

@@ -19,6 +19,9 @@ using namespace ppb_test;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_report_tests {
+
 namespace {
 
 const std::string layers = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
@@ -164,3 +167,5 @@ BOOST_AUTO_TEST_CASE(a_report_into_a_directory_is_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_report_tests

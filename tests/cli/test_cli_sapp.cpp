@@ -22,6 +22,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_sapp_tests {
+
 namespace {
 
 const std::string sapp_file = std::string(PPB_SAMPLES_DIR) + "/sapp/llama-layers.json";
@@ -580,3 +583,5 @@ BOOST_AUTO_TEST_CASE(sapp_nds_per_option_form_partitions) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_sapp_tests

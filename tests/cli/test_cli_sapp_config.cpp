@@ -21,6 +21,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_sapp_config_tests {
+
 namespace {
 
 // A 16-layer model whose memory the file gives (the table model reads it): every stage holds
@@ -330,3 +333,5 @@ BOOST_AUTO_TEST_CASE(sapps_own_demo_problem_runs) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_sapp_config_tests

@@ -28,6 +28,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_sapp_init_tests {
+
 namespace {
 
 const std::string data_dir = std::string(PPB_TEST_DATA_DIR) + "/sapp";
@@ -382,3 +385,5 @@ BOOST_AUTO_TEST_CASE(the_dry_run_reader_checks_body_layers_and_layer_times) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_sapp_init_tests

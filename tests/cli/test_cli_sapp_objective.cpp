@@ -40,6 +40,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_sapp_objective_tests {
+
 namespace {
 
 const std::string sapp_dir = std::string(PPB_SAMPLES_DIR) + "/sapp/";
@@ -298,3 +301,5 @@ BOOST_AUTO_TEST_CASE(sapps_readme_instance_with_chunks) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_sapp_objective_tests

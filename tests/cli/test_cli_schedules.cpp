@@ -21,9 +21,10 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_schedules_tests {
 
-const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
+namespace {
 
 std::vector<std::string> partition(const std::string& schedule, std::vector<std::string> extra) {
     std::vector<std::string> args = {
@@ -284,3 +285,5 @@ BOOST_AUTO_TEST_CASE(shapes_a_schedule_cannot_run_exit_2) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_schedules_tests

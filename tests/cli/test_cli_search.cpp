@@ -32,9 +32,11 @@ extern char** environ;
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_search_tests {
+
 namespace {
 
-const std::string layers_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-layers.json";
 const std::string shape_file = std::string(PPB_SAMPLES_DIR) + "/llama70b-shape.json";
 
 std::vector<std::string> search_args(std::vector<std::string> extra) {
@@ -454,3 +456,5 @@ BOOST_AUTO_TEST_CASE(a_shape_alone_times_the_layers_from_its_flops) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_search_tests

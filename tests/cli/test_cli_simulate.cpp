@@ -17,6 +17,9 @@
 using namespace ppb_test;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace cli_simulate_tests {
+
 namespace {
 
 // A one-chunk plan with stage-level times, as `ppb partition --json` writes for 1F1B.
@@ -186,3 +189,5 @@ BOOST_AUTO_TEST_CASE(usage_mistakes_exit_2) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_simulate_tests

@@ -190,6 +190,11 @@ inline bool mentions(const std::string& text, const std::string& what) {
     return text.find(what) != std::string::npos;
 }
 
+// `n` layers that recompute nothing.
+constexpr Layers none(std::uint32_t n) {
+    return {n, 0, 0, 0, 0};
+}
+
 }  // namespace ppb::fit_test
 
 #endif  // PPB_TESTS_FIT_SUPPORT_HPP

@@ -20,6 +20,9 @@ using namespace ppb::fit_test;
 using ppb::Schedule;
 using ppb::dryrun_lsq::FitResult;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace fit_chunks_tests {
+
 namespace {
 
 struct ScheduleCase {
@@ -200,3 +203,5 @@ BOOST_AUTO_TEST_CASE(equal_in_flight_counts_in_every_chunk_still_confound) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace fit_chunks_tests

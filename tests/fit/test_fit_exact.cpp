@@ -14,6 +14,9 @@ using namespace ppb::fit_test;
 using ppb::dryrun_lsq::FitResult;
 using ppb::dryrun_lsq::index;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace fit_exact_tests {
+
 namespace {
 
 constexpr std::uint32_t stages = 16;
@@ -184,3 +187,5 @@ BOOST_AUTO_TEST_CASE(exactly_determined_fit_is_solved) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace fit_exact_tests

@@ -22,6 +22,9 @@ using ppb::StagePlacement;
 using ppb::dryrun_lsq::FitResult;
 using ppb::dryrun_lsq::Unknown;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace fit_groups_tests {
+
 namespace {
 
 // Ground truth of two groups, DeepSeek-like magnitudes in MB: shared constants, then the dense
@@ -125,9 +128,6 @@ class GroupedRuns {
     std::vector<Observation> observations_;
 };
 
-constexpr Layers none(std::uint32_t n) {
-    return {n, 0, 0, 0, 0};
-}
 constexpr Layers none_full(std::uint32_t none_layers, std::uint32_t full_layers) {
     return {none_layers, 0, 0, 0, full_layers};
 }
@@ -144,10 +144,10 @@ GroupedRuns deepseek_like_1f1b() {
         {GroupLayers{none(3), none_full(0, 1)}, GroupLayers{none(0), none_full(2, 2)},
          GroupLayers{none(0), none_full(0, 4)}, GroupLayers{none(0), none(5)}},
     };
-    const std::array<std::uint32_t, 3> micro_batches = {8, 8, 2};
+    const std::array<std::uint32_t, 3> micro_batches_of_run = {8, 8, 2};
     for (std::size_t r = 0; r < splits.size(); ++r) {
         for (std::uint32_t s = 0; s < 4; ++s)
-            runs.observe_1f1b(4, s, splits[r][s], micro_batches[r]);
+            runs.observe_1f1b(4, s, splits[r][s], micro_batches_of_run[r]);
     }
     runs.observe_1f1b(2, 0, GroupLayers{none(3), none(5)}, 8);
     runs.observe_1f1b(2, 1, GroupLayers{none(0), none(7)}, 8);
@@ -417,3 +417,5 @@ BOOST_AUTO_TEST_CASE(the_model_answers_the_grouped_calls) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace fit_groups_tests

@@ -13,11 +13,10 @@ using ppb::dryrun_lsq::predict;
 using ppb::plugin::InvalidInput;
 using ppb::plugin::NotEstimable;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace fit_identifiability_tests {
 
-constexpr Layers none(std::uint32_t n) {
-    return {n, 0, 0, 0, 0};
-}
+namespace {
 
 // An 8-stage 1F1B run of `none` layers whose body stages hold different counts.
 void observe_separable_run(DryRuns& runs, bool head = true, bool tail = true) {
@@ -245,3 +244,5 @@ BOOST_AUTO_TEST_CASE(rank_tolerance_option_is_honoured) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace fit_identifiability_tests

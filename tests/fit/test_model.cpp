@@ -28,11 +28,10 @@ using ppb::plugin::InvalidInput;
 using ppb::plugin::NotEstimable;
 using ppb::plugin::NotFitted;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace model_tests {
 
-constexpr Layers none(std::uint32_t n) {
-    return {n, 0, 0, 0, 0};
-}
+namespace {
 
 DryRuns separable_run() {
     DryRuns runs;
@@ -356,3 +355,5 @@ BOOST_AUTO_TEST_CASE(profile_peaks_are_exact_at_counts_of_zero_for_a_linear_mode
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace model_tests

@@ -14,11 +14,10 @@ using ppb::dryrun_lsq::FitResult;
 using ppb::dryrun_lsq::index;
 using ppb::dryrun_lsq::predict;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace original_tool_defects_tests {
 
-constexpr Layers none(std::uint32_t n) {
-    return {n, 0, 0, 0, 0};
-}
+namespace {
 
 // A 6-stage run of one configuration: body stages with an offset of layers.
 DryRuns config(std::uint32_t p, const std::vector<Layers>& layers_per_stage) {
@@ -212,3 +211,5 @@ BOOST_AUTO_TEST_CASE(in_flight_count_capped_by_micro_batches_is_honoured) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace original_tool_defects_tests

@@ -13,11 +13,10 @@ using namespace ppb::fit_test;
 using ppb::dryrun_lsq::FitResult;
 namespace json = boost::json;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace report_tests {
 
-constexpr Layers none(std::uint32_t n) {
-    return {n, 0, 0, 0, 0};
-}
+namespace {
 
 json::object report_of(const FitResult& fit) {
     const json::value parsed = json::parse(ppb::dryrun_lsq::report_json(fit));
@@ -172,3 +171,5 @@ BOOST_AUTO_TEST_CASE(negative_estimate_is_warned_about) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace report_tests

@@ -17,6 +17,9 @@ using namespace ppb::fit_test;
 using ppb::plugin::InvalidInput;
 using Boundary = ppb::test::ThroughBoundary<ppb::dryrun_lsq::DryRunLsqModel>;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace validation_tests {
+
 namespace {
 
 // Four valid observations of which the one at index 3 is then broken by `damage`.
@@ -128,3 +131,5 @@ BOOST_AUTO_TEST_CASE(invalid_placements_are_rejected_by_predict) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace validation_tests

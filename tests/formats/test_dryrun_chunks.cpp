@@ -5,6 +5,7 @@
 #include <ppb/schedule.hpp>
 
 #include "../common/error_testing.hpp"
+#include "dryrun_text.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,6 +17,9 @@ using ppb::DryRunSet;
 using ppb::InputError;
 using ppb::Observation;
 using ppb::Schedule;
+
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace dryrun_chunks_tests {
 
 namespace {
 
@@ -30,10 +34,6 @@ std::string interleaved_with(const std::string& members) {
     return document_v2(R"("num_stages": 4, "micro_batches": 8, "schedule": "interleaved",
                           "num_chunks": 2)",
                        "{" + members + "}");
-}
-
-DryRunSet parse(const std::string& text, const ppb::DryRunReadOptions& options = {}) {
-    return ppb::parse_dryrun(text, "dryrun.json", options);
 }
 
 std::vector<std::uint32_t> in_flight_of(const Observation& o) {
@@ -58,9 +58,9 @@ BOOST_AUTO_TEST_CASE(interleaved_observations_take_the_schedules_in_flight_count
                                     ", \"peak_memory_mb\": " + std::to_string(1000 + s) + "}");
     }
     const DryRunSet set =
-        parse(document_v2(R"("num_stages": 4, "micro_batches": 8, "schedule": "interleaved",
+        read_dryrun(document_v2(R"("num_stages": 4, "micro_batches": 8, "schedule": "interleaved",
                              "num_chunks": 2)",
-                          observations));
+                                observations));
     BOOST_TEST(set.revision == 2u);
     BOOST_TEST((set.schedule == Schedule::interleaved));
     BOOST_TEST(set.num_chunks == 2u);
@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(interleaved_observations_take_the_schedules_in_flight_count
 BOOST_AUTO_TEST_CASE(explicit_counts_and_schedules_per_observation) {
     // One file, three schedules: the top level's interleaved (v = 3), an observation of a 1F1B
     // dry run (one chunk, "layers") and one of a dualpipe-V dry run (two chunks by default).
-    const DryRunSet set = parse(document_v2(
+    const DryRunSet set = read_dryrun(document_v2(
         R"("num_stages": 4, "schedule": "interleaved-less-memory", "num_chunks": 3)", R"(
         {"stage": 1, "chunks": [{"layers": {"none": 1}, "in_flight": 9},
                                 {"layers": {"none": 1}}, {"layers": {"select": 1}}],
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(explicit_counts_and_schedules_per_observation) {
     // A micro-batch count the schedule's order cannot run has no default counts: the chunks
     // must say theirs.
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 4, "schedule": "dualpipe-v")", R"(
+                    read_dryrun(document_v2(R"("num_stages": 4, "schedule": "dualpipe-v")", R"(
         {"stage": 3, "micro_batches": 5, "chunks": [{"layers": {"none": 2}, "in_flight": 5},
                                                     {"layers": {"none": 1}}],
          "peak_memory_mb": 12})")),
@@ -128,8 +128,8 @@ BOOST_AUTO_TEST_CASE(a_v2_file_without_chunks_reads_as_the_v1_file) {
         "observations": [
           {"stage": 0, "layers": {"none": 3, "full": 1}, "peak_memory_mb": 41234.5},
           {"stage": 6, "layers": {"select": 2}, "in_flight": 2, "peak_memory_mb": 3000}]})";
-    const DryRunSet v1 = parse(R"({"format": "ppb.dryrun/1", )" + body);
-    const DryRunSet v2 = parse(R"({"format": "ppb.dryrun/2", )" + body);
+    const DryRunSet v1 = read_dryrun(R"({"format": "ppb.dryrun/1", )" + body);
+    const DryRunSet v2 = read_dryrun(R"({"format": "ppb.dryrun/2", )" + body);
     BOOST_TEST(v1.revision == 1u);
     BOOST_TEST(v2.revision == 2u);
     BOOST_TEST(v2.num_chunks == 1u);
@@ -148,18 +148,19 @@ BOOST_AUTO_TEST_CASE(a_v2_file_without_chunks_reads_as_the_v1_file) {
 
 BOOST_AUTO_TEST_CASE(version_1_keeps_refusing_chunks_and_names_the_revision) {
     PPB_CHECK_ERROR(
-        InputError, parse(R"({"format": "ppb.dryrun/1", "num_stages": 4, "observations": [
+        InputError, read_dryrun(R"({"format": "ppb.dryrun/1", "num_stages": 4, "observations": [
                   {"stage": 0, "chunks": [], "peak_memory_mb": 1}]})"),
         "dryrun.json: observations[0].chunks: 'chunks' needs \"format\": \"ppb.dryrun/2\"");
-    PPB_CHECK_ERROR(InputError,
-                    parse(R"({"format": "ppb.dryrun/1", "num_chunks": 2, "observations": []})"),
-                    "dryrun.json: num_chunks: 'num_chunks' needs \"format\": \"ppb.dryrun/2\"");
     PPB_CHECK_ERROR(
         InputError,
-        parse(R"({"format": "ppb.dryrun/1", "schedule": "interleaved", "observations": []})"),
+        read_dryrun(R"({"format": "ppb.dryrun/1", "num_chunks": 2, "observations": []})"),
+        "dryrun.json: num_chunks: 'num_chunks' needs \"format\": \"ppb.dryrun/2\"");
+    PPB_CHECK_ERROR(
+        InputError,
+        read_dryrun(R"({"format": "ppb.dryrun/1", "schedule": "interleaved", "observations": []})"),
         "dryrun.json: schedule: schedule 'interleaved' runs several chunks per stage",
         "write \"format\": \"ppb.dryrun/2\"");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/4", "observations": []})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/4", "observations": []})"),
                     "format: unsupported format version 'ppb.dryrun/4' (this ppb reads "
                     "ppb.dryrun/1, ppb.dryrun/2 and ppb.dryrun/3)");
 }
@@ -167,82 +168,87 @@ BOOST_AUTO_TEST_CASE(version_1_keeps_refusing_chunks_and_names_the_revision) {
 BOOST_AUTO_TEST_CASE(schedule_names_and_chunk_counts) {
     const std::string obs = R"({"stage": 0, "layers": {}, "peak_memory_mb": 1})";
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 2, "schedule": "interleave")", obs)),
+                    read_dryrun(document_v2(R"("num_stages": 2, "schedule": "interleave")", obs)),
                     "dryrun.json: schedule: unknown schedule 'interleave' (did you mean "
                     "'interleaved'? expected one of: 1f1b, interleaved, interleaved-less-memory, "
                     "dualpipe-v, zb-h1, zb-v)");
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 2, "schedule": "dualpipev")", obs)),
+                    read_dryrun(document_v2(R"("num_stages": 2, "schedule": "dualpipev")", obs)),
                     "did you mean 'dualpipe-v'?");
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 2, "schedule": "interleaved")", obs)),
+                    read_dryrun(document_v2(R"("num_stages": 2, "schedule": "interleaved")", obs)),
                     "dryrun.json: missing required field 'num_chunks' (schedule 'interleaved' "
                     "runs 2 or more chunks per stage");
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v2(R"("num_stages": 2, "schedule": "interleaved", "num_chunks": 1)", obs)),
+        read_dryrun(
+            document_v2(R"("num_stages": 2, "schedule": "interleaved", "num_chunks": 1)", obs)),
         "dryrun.json: num_chunks: schedule 'interleaved' runs 2 or more chunks per stage, not 1");
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v2(R"("num_stages": 2, "schedule": "dualpipe-v", "num_chunks": 3)", obs)),
+        read_dryrun(
+            document_v2(R"("num_stages": 2, "schedule": "dualpipe-v", "num_chunks": 3)", obs)),
         "dryrun.json: num_chunks: schedule 'dualpipe-v' runs 2 chunks per stage, not 3");
-    PPB_CHECK_ERROR(InputError, parse(document_v2(R"("num_stages": 2, "num_chunks": 2)", obs)),
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(document_v2(R"("num_stages": 2, "num_chunks": 2)", obs)),
                     "dryrun.json: num_chunks: schedule '1f1b' runs one chunk per stage, not 2");
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(document_v2(R"("num_stages": 2, "schedule": "interleaved", "num_chunks": 65)", obs)),
-        "dryrun.json: num_chunks: 65 is out of range (1 to 64 chunks)");
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(document_v2(
+                        R"("num_stages": 2, "schedule": "interleaved", "num_chunks": 65)", obs)),
+                    "dryrun.json: num_chunks: 65 is out of range (1 to 64 chunks)");
     // An observation's own schedule is checked where it is given.
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 2)",
-                                      R"({"stage": 0, "schedule": "interleaved", "layers": {},
+                    read_dryrun(document_v2(R"("num_stages": 2)",
+                                            R"({"stage": 0, "schedule": "interleaved", "layers": {},
                                           "peak_memory_mb": 1})")),
                     "dryrun.json: observations[0]: missing required field 'num_chunks'");
-    PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 2)",
-                                      R"({"stage": 0, "schedule": "dualpipe-v", "num_chunks": 4,
+    PPB_CHECK_ERROR(
+        InputError,
+        read_dryrun(document_v2(R"("num_stages": 2)",
+                                R"({"stage": 0, "schedule": "dualpipe-v", "num_chunks": 4,
                                           "chunks": [], "peak_memory_mb": 1})")),
-                    "dryrun.json: observations[0].num_chunks: schedule 'dualpipe-v' runs 2 "
-                    "chunks per stage, not 4");
+        "dryrun.json: observations[0].num_chunks: schedule 'dualpipe-v' runs 2 "
+        "chunks per stage, not 4");
 }
 
 BOOST_AUTO_TEST_CASE(chunks_that_do_not_fit_the_schedule) {
     PPB_CHECK_ERROR(InputError,
-                    parse(interleaved_with(R"("stage": 0, "chunks": [{"layers": {"none": 3}}],
+                    read_dryrun(interleaved_with(R"("stage": 0, "chunks": [{"layers": {"none": 3}}],
                                               "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0].chunks: has 1 entry but schedule 'interleaved' "
                     "runs 2 chunks per stage (num_chunks): give one entry per chunk");
     PPB_CHECK_ERROR(
         InputError,
-        parse(interleaved_with(
+        read_dryrun(interleaved_with(
             R"("stage": 0, "chunks": [{"layers": {}}, {"layers": {}}, {"layers": {}}],
                "peak_memory_mb": 1)")),
         "observations[0].chunks: has 3 entries but schedule 'interleaved' runs 2 chunks");
-    PPB_CHECK_ERROR(InputError, parse(interleaved_with(R"("stage": 0, "layers": {"none": 6},
+    PPB_CHECK_ERROR(InputError, read_dryrun(interleaved_with(R"("stage": 0, "layers": {"none": 6},
                                               "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0].layers: schedule 'interleaved' runs 2 chunks "
                     "per stage: give \"chunks\", one entry per chunk");
-    PPB_CHECK_ERROR(InputError, parse(interleaved_with(R"("stage": 0, "peak_memory_mb": 1)")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(interleaved_with(R"("stage": 0, "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0]: missing required field 'chunks'");
     PPB_CHECK_ERROR(InputError,
-                    parse(interleaved_with(R"("stage": 0, "in_flight": 3, )" + two_chunks +
-                                           R"(, "peak_memory_mb": 1)")),
+                    read_dryrun(interleaved_with(R"("stage": 0, "in_flight": 3, )" + two_chunks +
+                                                 R"(, "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0].in_flight: schedule 'interleaved' runs 2 "
                     "chunks per stage: give \"in_flight\" per chunk (chunks[c].in_flight)");
     // Chunks for a one-chunk schedule.
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v2(R"("num_stages": 4)", "{\"stage\": 0, " + two_chunks +
-                                                                R"(, "peak_memory_mb": 1})")),
+                    read_dryrun(document_v2(R"("num_stages": 4)", "{\"stage\": 0, " + two_chunks +
+                                                                      R"(, "peak_memory_mb": 1})")),
                     "dryrun.json: observations[0].chunks: schedule '1f1b' runs one chunk per "
                     "stage: give \"layers\" (and \"in_flight\") instead of \"chunks\"");
-    PPB_CHECK_ERROR(InputError,
-                    parse(interleaved_with(R"("stage": 0, "chunks": {}, "peak_memory_mb": 1)")),
-                    "dryrun.json: observations[0].chunks: expected an array, got an empty object");
+    PPB_CHECK_ERROR(
+        InputError,
+        read_dryrun(interleaved_with(R"("stage": 0, "chunks": {}, "peak_memory_mb": 1)")),
+        "dryrun.json: observations[0].chunks: expected an array, got an empty object");
 }
 
 BOOST_AUTO_TEST_CASE(bad_chunk_entries) {
     const auto with_chunks = [](const std::string& chunks) {
-        return parse(
+        return read_dryrun(
             interleaved_with(R"("stage": 1, "chunks": )" + chunks + R"(, "peak_memory_mb": 1)"));
     };
     PPB_CHECK_ERROR(InputError, with_chunks(R"([{"layers": {}}, {"layer": {}}])"),
@@ -268,7 +274,7 @@ BOOST_AUTO_TEST_CASE(bad_chunk_entries) {
                     with_chunks(R"([{"layers": {}}, {"layers": {}, "in_flight": 2.5}])"),
                     "observations[0].chunks[1].in_flight: expected an integer");
     // Without a micro-batch count any count in range is taken as given.
-    const DryRunSet set = parse(
+    const DryRunSet set = read_dryrun(
         document_v2(R"("num_stages": 4, "schedule": "interleaved", "num_chunks": 2)",
                     R"({"stage": 1, "chunks": [{"layers": {}, "in_flight": 40}, {"layers": {}}],
             "peak_memory_mb": 1})"));
@@ -285,13 +291,13 @@ BOOST_AUTO_TEST_CASE(duplicates_compare_the_chunk_structure) {
                               "peak_memory_mb": 1200})";
     const std::string top = R"("num_stages": 4, "micro_batches": 8, "schedule": "interleaved",
                                "num_chunks": 2)";
-    BOOST_TEST(parse(document_v2(top, a + ", " + b)).observations.size() == 2u);
+    BOOST_TEST(read_dryrun(document_v2(top, a + ", " + b)).observations.size() == 2u);
     // The same chunks measured twice, differently: contradictory, and the message shows them.
     const auto counts = ppb::in_flight_counts(Schedule::interleaved, 4, 1, 8, 2);
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v2(top, a + ", " +
-                                   R"({"stage": 1, "chunks": [{"layers": {"none": 4}},
+        read_dryrun(document_v2(top, a + ", " +
+                                         R"({"stage": 1, "chunks": [{"layers": {"none": 4}},
                                        {"layers": {"none": 2}}], "peak_memory_mb": 1100})")),
         "observations[0] and observations[1] describe the same placement (stage 1 of 4, chunk 0: " +
             std::to_string(counts[0]) + " in flight, layers none=4; chunk 1: " +
@@ -299,15 +305,17 @@ BOOST_AUTO_TEST_CASE(duplicates_compare_the_chunk_structure) {
     // Explicit in-flight counts equal to the defaults are the same placement.
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v2(
+        read_dryrun(document_v2(
             top, a + ", " + R"({"stage": 1, "chunks": [{"layers": {"none": 4}, "in_flight": )" +
                      std::to_string(counts[0]) +
                      R"(}, {"layers": {"none": 2}}], "peak_memory_mb": 900})")),
         "describe the same placement");
     // A one-chunk observation of the same layers is another placement.
-    BOOST_TEST(parse(document_v2(top, a + R"(, {"stage": 1, "schedule": "1f1b",
+    BOOST_TEST(read_dryrun(document_v2(top, a + R"(, {"stage": 1, "schedule": "1f1b",
                                              "layers": {"none": 6}, "peak_memory_mb": 700})"))
                    .observations.size() == 2u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace dryrun_chunks_tests

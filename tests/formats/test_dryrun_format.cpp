@@ -3,6 +3,7 @@
 #include <ppb/errors.hpp>
 
 #include "../common/error_testing.hpp"
+#include "dryrun_text.hpp"
 
 #include <fmt/core.h>
 #include <boost/test/unit_test.hpp>
@@ -18,6 +19,9 @@ using ppb::InputError;
 using ppb::Observation;
 using ppb::parse_dryrun;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace dryrun_format_tests {
+
 namespace {
 
 // A ppb.dryrun/1 document with the given top-level members (after "format") and observations.
@@ -29,10 +33,6 @@ std::string document(const std::string& top, const std::string& observations) {
 // A document with p = 8 at the top and one observation with the given members.
 std::string with_observation(const std::string& members) {
     return document(R"("num_stages": 8)", "{" + members + "}");
-}
-
-DryRunSet parse(const std::string& text, const DryRunReadOptions& options = {}) {
-    return parse_dryrun(text, "dryrun.json", options);
 }
 
 void check_chunk(const Observation& o, std::uint32_t none, std::uint32_t select, std::uint32_t comm,
@@ -52,7 +52,7 @@ void check_chunk(const Observation& o, std::uint32_t none, std::uint32_t select,
 BOOST_AUTO_TEST_SUITE(dryrun_format)
 
 BOOST_AUTO_TEST_CASE(the_design_example) {
-    const DryRunSet set = parse(R"({
+    const DryRunSet set = read_dryrun(R"({
       "format": "ppb.dryrun/1",
       "num_stages": 8,
       "micro_batches": 32,
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(the_design_example) {
 }
 
 BOOST_AUTO_TEST_CASE(in_flight_is_capped_by_micro_batches) {
-    const DryRunSet set = parse(document(R"("num_stages": 8, "micro_batches": 3)", R"(
+    const DryRunSet set = read_dryrun(document(R"("num_stages": 8, "micro_batches": 3)", R"(
         {"stage": 0, "layers": {}, "peak_memory_mb": 10},
         {"stage": 4, "layers": {}, "peak_memory_mb": 10},
         {"stage": 5, "layers": {}, "peak_memory_mb": 10},
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(in_flight_is_capped_by_micro_batches) {
 }
 
 BOOST_AUTO_TEST_CASE(in_flight_without_micro_batches_is_p_minus_s) {
-    const DryRunSet set = parse(document("", R"(
+    const DryRunSet set = read_dryrun(document("", R"(
         {"num_stages": 4, "stage": 0, "layers": {"both": 2}, "peak_memory_mb": 1.5},
         {"num_stages": 4, "stage": 3, "layers": {"comm": 2}, "peak_memory_mb": 2},
         {"num_stages": 1, "stage": 0, "layers": {"none": 0}, "peak_memory_mb": 3})"));
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(in_flight_without_micro_batches_is_p_minus_s) {
 }
 
 BOOST_AUTO_TEST_CASE(integral_doubles_and_comments_are_accepted) {
-    const DryRunSet set = parse(R"({"format": "ppb.dryrun/1", "comment": "run of 3 May",
+    const DryRunSet set = read_dryrun(R"({"format": "ppb.dryrun/1", "comment": "run of 3 May",
         "description": "llama 70B", "num_stages": 2.0,
         "observations": [{"stage": 1.0, "layers": {"full": 4.0}, "peak_memory_mb": 100,
                           "comment": "rerun"}]})");
@@ -135,110 +135,117 @@ BOOST_AUTO_TEST_CASE(integral_doubles_and_comments_are_accepted) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_json) {
-    PPB_CHECK_ERROR(InputError, parse("{\"format\": \"ppb.dryrun/1\",\n \"observations\": [}"),
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun("{\"format\": \"ppb.dryrun/1\",\n \"observations\": [}"),
                     "dryrun.json:2:19: malformed JSON");
-    PPB_CHECK_ERROR(InputError, parse(""), "dryrun.json:1:1: malformed JSON: the input is empty");
+    PPB_CHECK_ERROR(InputError, read_dryrun(""),
+                    "dryrun.json:1:1: malformed JSON: the input is empty");
     PPB_CHECK_ERROR(
         InputError,
-        parse(with_observation(R"("stage": 0, "layers": {}, "peak_memory_mb": 1)") + " x"),
+        read_dryrun(with_observation(R"("stage": 0, "layers": {}, "peak_memory_mb": 1)") + " x"),
         "dryrun.json:1:", "unexpected text after the JSON document");
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(with_observation(R"("stage": 0, "stage": 1, "layers": {}, "peak_memory_mb": 1)")),
-        "observations[0]: duplicate field 'stage'");
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(with_observation(
+                        R"("stage": 0, "stage": 1, "layers": {}, "peak_memory_mb": 1)")),
+                    "observations[0]: duplicate field 'stage'");
 }
 
 BOOST_AUTO_TEST_CASE(format_member) {
-    PPB_CHECK_ERROR(InputError, parse("[]"),
+    PPB_CHECK_ERROR(InputError, read_dryrun("[]"),
                     "dryrun.json: expected a JSON object (a ppb dry-run file), got an empty array");
-    PPB_CHECK_ERROR(InputError, parse(R"({"observations": []})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"observations": []})"),
                     "dryrun.json: missing required field 'format'");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/9", "future": 1})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/9", "future": 1})"),
                     "dryrun.json: format: unsupported format version 'ppb.dryrun/9' (this ppb "
                     "reads ppb.dryrun/1, ppb.dryrun/2 and ppb.dryrun/3)");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.fit/1"})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.fit/1"})"),
                     "dryrun.json: format: \"ppb.fit/1\" is not a ppb dry-run file format");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": 1})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": 1})"),
                     "dryrun.json: format: expected the string \"ppb.dryrun/1\", got 1");
 }
 
 BOOST_AUTO_TEST_CASE(top_level_members) {
     const std::string obs = R"({"stage": 0, "layers": {}, "peak_memory_mb": 1})";
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stage": 8)", obs)),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stage": 8)", obs)),
                     "dryrun.json: unknown field 'num_stage' (did you mean 'num_stages'? expected "
                     "one of: format, num_stages, micro_batches, schedule, observations, comment, "
                     "description, body_layers, layer_times)");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 0)", obs)),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 0)", obs)),
                     "dryrun.json: num_stages: 0 is out of range (1 to 1024 stages)");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": "8")", obs)),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": "8")", obs)),
                     "num_stages: expected an integer, 1 to 1024 stages, got \"8\"");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8, "micro_batches": 0)", obs)),
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(document(R"("num_stages": 8, "micro_batches": 0)", obs)),
                     "dryrun.json: micro_batches: 0 is out of range (1 to 1000000 micro-batches)");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8, "comment": 5)", obs)),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 8, "comment": 5)", obs)),
                     "dryrun.json: comment: expected a string, got 5");
     PPB_CHECK_ERROR(
-        InputError, parse(document(R"("num_stages": 1)", "")),
+        InputError, read_dryrun(document(R"("num_stages": 1)", "")),
         "dryrun.json: observations: the list is empty (expected at least one observation)");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/1", "num_stages": 8})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/1", "num_stages": 8})"),
                     "dryrun.json: missing required field 'observations'");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/1", "observations": {}})"),
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/1", "observations": {}})"),
                     "dryrun.json: observations: expected an array, got an empty object");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8)", "3")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 8)", "3")),
                     "dryrun.json: observations[0]: expected an object, got 3");
 }
 
 BOOST_AUTO_TEST_CASE(schedules) {
     const std::string obs = R"({"stage": 0, "layers": {}, "peak_memory_mb": 1})";
-    BOOST_CHECK_NO_THROW((void)parse(document(R"("num_stages": 2, "schedule": "1f1b")", obs)));
+    BOOST_CHECK_NO_THROW(
+        (void)read_dryrun(document(R"("num_stages": 2, "schedule": "1f1b")", obs)));
     PPB_CHECK_ERROR(InputError,
-                    parse(document(R"("num_stages": 2, "schedule": "interleaved")", obs)),
+                    read_dryrun(document(R"("num_stages": 2, "schedule": "interleaved")", obs)),
                     "dryrun.json: schedule: schedule 'interleaved' runs several chunks per stage, "
                     "but ppb.dryrun/1 describes one chunk per stage");
     PPB_CHECK_ERROR(InputError,
-                    parse(document(R"("num_stages": 2, "schedule": "dualpipe-v")", obs)),
+                    read_dryrun(document(R"("num_stages": 2, "schedule": "dualpipe-v")", obs)),
                     "one chunk per stage");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 2, "schedule": "gpipe")", obs)),
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(document(R"("num_stages": 2, "schedule": "gpipe")", obs)),
                     "dryrun.json: schedule: unknown schedule 'gpipe' (expected one of: 1f1b");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 2, "schedule": 1)", obs)),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 2, "schedule": 1)", obs)),
                     "dryrun.json: schedule: expected a string, got 1");
 }
 
 BOOST_AUTO_TEST_CASE(observation_members) {
     PPB_CHECK_ERROR(InputError,
-                    parse(with_observation(R"("stage": 0, "layers": {}, "peak_mem": 1)")),
+                    read_dryrun(with_observation(R"("stage": 0, "layers": {}, "peak_mem": 1)")),
                     "dryrun.json: observations[0]: unknown field 'peak_mem' (did you mean "
                     "'peak_memory_mb'? expected one of: config, num_stages, micro_batches, stage, "
                     "layers, in_flight, peak_memory_mb, comment)");
-    PPB_CHECK_ERROR(InputError, parse(with_observation(R"("stage": 0, "layers": {})")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(with_observation(R"("stage": 0, "layers": {})")),
                     "dryrun.json: observations[0]: missing required field 'peak_memory_mb'");
-    PPB_CHECK_ERROR(InputError, parse(with_observation(R"("stage": 0, "peak_memory_mb": 1)")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(with_observation(R"("stage": 0, "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0]: missing required field 'layers'");
-    PPB_CHECK_ERROR(InputError, parse(with_observation(R"("layers": {}, "peak_memory_mb": 1)")),
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(with_observation(R"("layers": {}, "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0]: missing required field 'stage'");
     PPB_CHECK_ERROR(InputError,
-                    parse(document("", R"({"stage": 0, "layers": {}, "peak_memory_mb": 1})")),
+                    read_dryrun(document("", R"({"stage": 0, "layers": {}, "peak_memory_mb": 1})")),
                     "dryrun.json: observations[0]: missing required field 'num_stages' (the file "
                     "gives no top-level default)");
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(with_observation(
+                        R"("config": 1, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
+                    "dryrun.json: observations[0].config: expected a string, got 1");
     PPB_CHECK_ERROR(
         InputError,
-        parse(with_observation(R"("config": 1, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
-        "dryrun.json: observations[0].config: expected a string, got 1");
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(
+        read_dryrun(
             with_observation(R"("num_stages": 0, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
         "dryrun.json: observations[0].num_stages: 0 is out of range (1 to 1024 stages)");
     PPB_CHECK_ERROR(InputError,
-                    parse(with_observation(
+                    read_dryrun(with_observation(
                         R"("micro_batches": -2, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0].micro_batches: -2 is out of range (1 to 1000000 "
                     "micro-batches)");
     PPB_CHECK_ERROR(
         InputError,
-        parse(with_observation(R"("in_flight": 0, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
+        read_dryrun(
+            with_observation(R"("in_flight": 0, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
         "dryrun.json: observations[0].in_flight: 0 is out of range (1 to 1000000 micro-batches)");
     PPB_CHECK_ERROR(InputError,
-                    parse(with_observation(
+                    read_dryrun(with_observation(
                         R"("in_flight": null, "stage": 0, "layers": {}, "peak_memory_mb": 1)")),
                     "dryrun.json: observations[0].in_flight: expected an integer, 1 to 1000000 "
                     "micro-batches, got null");
@@ -251,53 +258,53 @@ BOOST_AUTO_TEST_CASE(stage_range) {
     const std::string ok = obs("0");
     PPB_CHECK_ERROR(
         InputError,
-        parse(document(R"("num_stages": 8)", ok + ", " + ok + ", " + ok + ", " + obs("8"))),
+        read_dryrun(document(R"("num_stages": 8)", ok + ", " + ok + ", " + ok + ", " + obs("8"))),
         "dryrun.json: observations[3].stage: 8 is not a stage of an 8-stage pipeline "
         "(expected 0..7)");
     PPB_CHECK_ERROR(
-        InputError, parse(document(R"("num_stages": 4)", obs("4"))),
+        InputError, read_dryrun(document(R"("num_stages": 4)", obs("4"))),
         "observations[0].stage: 4 is not a stage of a 4-stage pipeline (expected 0..3)");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 1)", obs("1"))),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 1)", obs("1"))),
                     "observations[0].stage: 1 is not a stage of a 1-stage pipeline (expected 0)");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8)", obs("-1"))),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 8)", obs("-1"))),
                     "dryrun.json: observations[0].stage: expected a non-negative integer, got -1");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8)", obs("2.5"))),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 8)", obs("2.5"))),
                     "dryrun.json: observations[0].stage: expected a non-negative integer, got 2.5");
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8)", obs("\"1\""))),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 8)", obs("\"1\""))),
                     "observations[0].stage: expected a non-negative integer, got \"1\"");
     PPB_CHECK_ERROR(
-        InputError, parse(document(R"("num_stages": 8)", obs("4294967296"))),
+        InputError, read_dryrun(document(R"("num_stages": 8)", obs("4294967296"))),
         "observations[0].stage: number out of range: 4294967296 is more than 4294967295");
     // The observation's own pipeline degree decides.
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(document(R"("num_stages": 8)",
-                       R"({"num_stages": 11, "stage": 11, "layers": {}, "peak_memory_mb": 1})")),
-        "11 is not a stage of an 11-stage pipeline (expected 0..10)");
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(document(
+                        R"("num_stages": 8)",
+                        R"({"num_stages": 11, "stage": 11, "layers": {}, "peak_memory_mb": 1})")),
+                    "11 is not a stage of an 11-stage pipeline (expected 0..10)");
 }
 
 BOOST_AUTO_TEST_CASE(layer_counts) {
     const auto obs = [](const std::string& counts) {
         return with_observation(R"("stage": 0, "layers": )" + counts + R"(, "peak_memory_mb": 1)");
     };
-    PPB_CHECK_ERROR(InputError, parse(obs(R"({"none": 1, "ful": 2})")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs(R"({"none": 1, "ful": 2})")),
                     "dryrun.json: observations[0].layers: unknown recompute kind 'ful' (did you "
                     "mean 'full'? expected one of: none, select, comm, both, full)");
-    PPB_CHECK_ERROR(InputError, parse(obs(R"({"recompute": 2})")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs(R"({"recompute": 2})")),
                     "unknown recompute kind 'recompute' (",
                     "expected one of: none, select, comm, both, full)");
     PPB_CHECK_ERROR(
-        InputError, parse(obs(R"({"full": -1})")),
+        InputError, read_dryrun(obs(R"({"full": -1})")),
         "dryrun.json: observations[0].layers.full: -1 is out of range (0 to 10000 layers)");
-    PPB_CHECK_ERROR(InputError, parse(obs(R"({"select": 1.5})")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs(R"({"select": 1.5})")),
                     "dryrun.json: observations[0].layers.select: expected an integer, 0 to 10000 "
                     "layers, got 1.5");
     PPB_CHECK_ERROR(
-        InputError, parse(obs(R"({"select": "2"})")),
+        InputError, read_dryrun(obs(R"({"select": "2"})")),
         "observations[0].layers.select: expected an integer, 0 to 10000 layers, got \"2\"");
-    PPB_CHECK_ERROR(InputError, parse(obs("[3]")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("[3]")),
                     "dryrun.json: observations[0].layers: expected an object, got an array");
-    PPB_CHECK_ERROR(InputError, parse(obs("3")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("3")),
                     "dryrun.json: observations[0].layers: expected an object, got 3");
 }
 
@@ -306,22 +313,22 @@ BOOST_AUTO_TEST_CASE(peak_memory) {
         return with_observation(R"("stage": 0, "layers": {}, "peak_memory_mb": )" + memory);
     };
     PPB_CHECK_ERROR(
-        InputError, parse(obs("0")),
+        InputError, read_dryrun(obs("0")),
         "dryrun.json: observations[0].peak_memory_mb: expected a positive number of MB, got 0");
-    PPB_CHECK_ERROR(InputError, parse(obs("-3.5")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("-3.5")),
                     "observations[0].peak_memory_mb: expected a positive number of MB, got -3.5");
-    PPB_CHECK_ERROR(InputError, parse(obs("-0.0")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("-0.0")),
                     "observations[0].peak_memory_mb: expected a positive number of MB, got -0.0");
-    PPB_CHECK_ERROR(InputError, parse(obs("1e400")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("1e400")),
                     "dryrun.json:1:", "observations[0].peak_memory_mb: number out of range: 1e400");
-    PPB_CHECK_ERROR(InputError, parse(obs("NaN")), "dryrun.json:1:", "malformed JSON");
-    PPB_CHECK_ERROR(InputError, parse(obs("Infinity")), "dryrun.json:1:", "malformed JSON");
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("NaN")), "dryrun.json:1:", "malformed JSON");
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("Infinity")), "dryrun.json:1:", "malformed JSON");
     PPB_CHECK_ERROR(
-        InputError, parse(obs("\"NaN\"")),
+        InputError, read_dryrun(obs("\"NaN\"")),
         "observations[0].peak_memory_mb: expected a positive number of MB, got \"NaN\"");
-    PPB_CHECK_ERROR(InputError, parse(obs("null")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(obs("null")),
                     "observations[0].peak_memory_mb: expected a positive number of MB, got null");
-    BOOST_TEST(parse(obs("1e-3")).observations[0].peak_memory_mb == 1e-3);
+    BOOST_TEST(read_dryrun(obs("1e-3")).observations[0].peak_memory_mb == 1e-3);
 }
 
 BOOST_AUTO_TEST_CASE(contradictory_duplicates) {
@@ -332,19 +339,19 @@ BOOST_AUTO_TEST_CASE(contradictory_duplicates) {
         R"({"config": "B", "stage": 0, "layers": {"full": 1, "none": 3}, "peak_memory_mb": 39900.0})";
     const std::string text =
         document(R"("num_stages": 8)", a + ", " + other + ", " + other + ", " + other + ", " + b);
-    PPB_CHECK_ERROR(InputError, parse(text),
+    PPB_CHECK_ERROR(InputError, read_dryrun(text),
                     "dryrun.json: observations[0] and observations[4] describe the same placement "
                     "(stage 0 of 8, 8 in flight, layers none=3 full=1) but their memories differ "
                     "by 3.24 % (41234.5 MB vs 39900.0 MB), more than the 1 % tolerance "
                     "(--duplicate-tolerance)");
     // A custom tolerance.
-    BOOST_TEST(parse(text, DryRunReadOptions{0.05}).observations.size() == 5u);
-    PPB_CHECK_ERROR(InputError, parse(text, DryRunReadOptions{0.02}),
+    BOOST_TEST(read_dryrun(text, DryRunReadOptions{0.05}).observations.size() == 5u);
+    PPB_CHECK_ERROR(InputError, read_dryrun(text, DryRunReadOptions{0.02}),
                     "more than the 2 % tolerance");
     // Exactly-the-same measurements need tolerance 0 to pass only when equal.
     const std::string same = document(R"("num_stages": 8)", other + ", " + other);
-    BOOST_TEST(parse(same, DryRunReadOptions{0.0}).observations.size() == 2u);
-    PPB_CHECK_ERROR(InputError, parse(text, DryRunReadOptions{-0.1}),
+    BOOST_TEST(read_dryrun(same, DryRunReadOptions{0.0}).observations.size() == 2u);
+    PPB_CHECK_ERROR(InputError, read_dryrun(text, DryRunReadOptions{-0.1}),
                     "invalid duplicate tolerance");
 }
 
@@ -353,7 +360,7 @@ BOOST_AUTO_TEST_CASE(duplicates_within_tolerance_are_kept) {
         {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1000.0},
         {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1009.0},
         {"stage": 2, "layers": {"none": 4}, "in_flight": 4, "peak_memory_mb": 1002.0})");
-    const DryRunSet set = parse(text);
+    const DryRunSet set = read_dryrun(text);
     BOOST_TEST(set.observations.size() == 3u);
     BOOST_TEST(set.observations[1].peak_memory_mb == 1009.0);
 }
@@ -366,7 +373,7 @@ BOOST_AUTO_TEST_CASE(a_disagreement_with_any_earlier_repeat_is_found) {
         {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1009.0},
         {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1005.0},
         {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 990.0})");
-    PPB_CHECK_ERROR(InputError, parse(text),
+    PPB_CHECK_ERROR(InputError, read_dryrun(text),
                     "observations[1] and observations[3] describe the same placement",
                     "differ by 1.88 % (1009.0 MB vs 990.0 MB)");
     // Many repeats of one placement within tolerance: all kept.
@@ -374,7 +381,7 @@ BOOST_AUTO_TEST_CASE(a_disagreement_with_any_earlier_repeat_is_found) {
     for (int i = 0; i < 2000; ++i)
         many += fmt::format(R"({}{{"stage": 1, "layers": {{"none": 4}}, "peak_memory_mb": {}}})",
                             i == 0 ? "" : ", ", 1000.0 + (i % 10));
-    BOOST_TEST(parse(document(R"("num_stages": 8)", many)).observations.size() == 2000u);
+    BOOST_TEST(read_dryrun(document(R"("num_stages": 8)", many)).observations.size() == 2000u);
 }
 
 BOOST_AUTO_TEST_CASE(different_placements_are_not_duplicates) {
@@ -385,9 +392,9 @@ BOOST_AUTO_TEST_CASE(different_placements_are_not_duplicates) {
         {"num_stages": 4, "stage": 2, "layers": {"none": 4}, "peak_memory_mb": 700.0},
         {"stage": 2, "layers": {"none": 4, "full": 0}, "peak_memory_mb": 1005.0},
         {"stage": 2, "layers": {"select": 4}, "peak_memory_mb": 800.0})");
-    BOOST_TEST(parse(text).observations.size() == 5u);
+    BOOST_TEST(read_dryrun(text).observations.size() == 5u);
     // ... but an explicit in_flight equal to the computed one is the same placement.
-    PPB_CHECK_ERROR(InputError, parse(document(R"("num_stages": 8)", R"(
+    PPB_CHECK_ERROR(InputError, read_dryrun(document(R"("num_stages": 8)", R"(
         {"stage": 2, "layers": {"none": 4}, "peak_memory_mb": 1000.0},
         {"stage": 2, "in_flight": 6, "layers": {"none": 4}, "peak_memory_mb": 500.0})")),
                     "observations[0] and observations[1] describe the same placement");
@@ -420,3 +427,5 @@ BOOST_AUTO_TEST_CASE(read_from_a_file) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace dryrun_format_tests

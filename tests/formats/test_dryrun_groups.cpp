@@ -4,6 +4,7 @@
 #include <ppb/errors.hpp>
 
 #include "../common/error_testing.hpp"
+#include "dryrun_text.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,6 +15,9 @@
 using ppb::DryRunSet;
 using ppb::InputError;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace dryrun_groups_tests {
+
 namespace {
 
 // A ppb.dryrun/3 document of groups dense and moe with the given observations.
@@ -21,10 +25,6 @@ std::string document_v3(const std::string& observations,
                         const std::string& groups = R"(["dense", "moe"])") {
     return R"({"format": "ppb.dryrun/3", "groups": )" + groups +
            R"(, "num_stages": 4, "micro_batches": 8, "observations": [)" + observations + "]}";
-}
-
-DryRunSet parse(const std::string& text, const ppb::DryRunReadOptions& options = {}) {
-    return ppb::parse_dryrun(text, "dryrun.json", options);
 }
 
 const std::string stage0 =
@@ -36,7 +36,7 @@ const std::string stage0 =
 BOOST_AUTO_TEST_SUITE(dryrun_groups)
 
 BOOST_AUTO_TEST_CASE(layers_are_counted_per_group_and_summed_per_chunk) {
-    const DryRunSet set = parse(document_v3(
+    const DryRunSet set = read_dryrun(document_v3(
         stage0 + R"(, {"stage": 2, "layers": {"moe": {"select": 4}}, "peak_memory_mb": 40000})"));
     BOOST_TEST(set.revision == 3u);
     const std::vector<std::string> groups = {"dense", "moe"};
@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(layers_are_counted_per_group_and_summed_per_chunk) {
 }
 
 BOOST_AUTO_TEST_CASE(chunks_count_their_layers_per_group) {
-    const DryRunSet set = parse(R"({"format": "ppb.dryrun/3", "groups": ["dense", "moe"],
+    const DryRunSet set = read_dryrun(R"({"format": "ppb.dryrun/3", "groups": ["dense", "moe"],
         "num_stages": 2, "micro_batches": 8, "schedule": "interleaved", "num_chunks": 2,
         "observations": [{"stage": 1, "chunks": [
             {"layers": {"dense": {"none": 1}, "moe": {"none": 2}}, "in_flight": 5},
@@ -80,19 +80,21 @@ BOOST_AUTO_TEST_CASE(chunks_count_their_layers_per_group) {
 }
 
 BOOST_AUTO_TEST_CASE(v1_and_v2_documents_have_no_groups) {
-    const DryRunSet set = parse(R"({"format": "ppb.dryrun/2", "num_stages": 2, "observations": [
+    const DryRunSet set =
+        read_dryrun(R"({"format": "ppb.dryrun/2", "num_stages": 2, "observations": [
         {"stage": 0, "layers": {"none": 3}, "peak_memory_mb": 100}]})");
     BOOST_TEST(set.groups.empty());
     BOOST_TEST(!set.observations[0].placement.grouped());
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_group_names_its_path_and_the_declared_groups) {
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(document_v3(R"({"stage": 1, "layers": {"moe ": {"none": 1}}, "peak_memory_mb": 9})")),
-        "dryrun.json: observations[0].layers: unknown group 'moe ' (did you mean "
-        "'moe'? expected one of: dense, moe)");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/3", "groups": ["dense", "moe"],
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(document_v3(
+                        R"({"stage": 1, "layers": {"moe ": {"none": 1}}, "peak_memory_mb": 9})")),
+                    "dryrun.json: observations[0].layers: unknown group 'moe ' (did you mean "
+                    "'moe'? expected one of: dense, moe)");
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(R"({"format": "ppb.dryrun/3", "groups": ["dense", "moe"],
         "num_stages": 2, "schedule": "interleaved", "num_chunks": 2, "micro_batches": 4,
         "observations": [{"stage": 1, "chunks": [{"layers": {"dense": {"none": 1}}},
                                                   {"layers": {"mlp": {"none": 1}}}],
@@ -102,65 +104,67 @@ BOOST_AUTO_TEST_CASE(an_unknown_group_names_its_path_and_the_declared_groups) {
 }
 
 BOOST_AUTO_TEST_CASE(the_groups_member_is_required_and_checked) {
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/3", "num_stages": 2,
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/3", "num_stages": 2,
         "observations": [{"stage": 0, "layers": {}, "peak_memory_mb": 1}]})"),
                     "dryrun.json: missing required field 'groups' (ppb.dryrun/3 counts layers "
                     "per group");
-    PPB_CHECK_ERROR(InputError, parse(document_v3(stage0, R"(["dense", "moe", "dense"])")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document_v3(stage0, R"(["dense", "moe", "dense"])")),
                     "dryrun.json: groups[2]: group 'dense' is named twice (also groups[0]): "
                     "names must be distinct");
-    PPB_CHECK_ERROR(InputError, parse(document_v3(stage0, R"([])")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document_v3(stage0, R"([])")),
                     "dryrun.json: groups: has 0 names (expected 1 to 64 groups of body layers)");
-    PPB_CHECK_ERROR(InputError, parse(document_v3(stage0, R"(["dense", ""])")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document_v3(stage0, R"(["dense", ""])")),
                     "dryrun.json: groups[1]: the name of a group is empty");
-    PPB_CHECK_ERROR(InputError, parse(document_v3(stage0, R"(["dense", 3])")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document_v3(stage0, R"(["dense", 3])")),
                     "dryrun.json: groups[1]: expected the name of a group of body layers (a "
                     "string), got 3");
-    PPB_CHECK_ERROR(InputError, parse(document_v3(stage0, R"("dense")")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document_v3(stage0, R"("dense")")),
                     "dryrun.json: groups: expected an array, got \"dense\"");
     std::string many = "[";
     for (int g = 0; g < 65; ++g)
         many += (g == 0 ? "\"g" : ", \"g") + std::to_string(g) + "\"";
-    PPB_CHECK_ERROR(InputError, parse(document_v3(stage0, many + "]")),
+    PPB_CHECK_ERROR(InputError, read_dryrun(document_v3(stage0, many + "]")),
                     "dryrun.json: groups: has 65 names (expected 1 to 64 groups of body layers)");
 }
 
 BOOST_AUTO_TEST_CASE(wrong_types_inside_grouped_layers) {
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v3(R"({"stage": 1, "layers": {"moe": 3}, "peak_memory_mb": 9})")),
+        read_dryrun(document_v3(R"({"stage": 1, "layers": {"moe": 3}, "peak_memory_mb": 9})")),
         "dryrun.json: observations[0].layers.moe: expected an object, got 3");
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v3(R"({"stage": 1, "layers": {"moe": {"fulll": 1}}, "peak_memory_mb": 9})")),
+        read_dryrun(
+            document_v3(R"({"stage": 1, "layers": {"moe": {"fulll": 1}}, "peak_memory_mb": 9})")),
         "dryrun.json: observations[0].layers.moe: unknown recompute kind 'fulll' (did you mean "
         "'full'?");
     PPB_CHECK_ERROR(InputError,
-                    parse(document_v3(
+                    read_dryrun(document_v3(
                         R"({"stage": 1, "layers": {"moe": {"full": 1.5}}, "peak_memory_mb": 9})")),
                     "dryrun.json: observations[0].layers.moe.full: expected an integer");
     // Kinds directly under "layers", as in /2: each is an unknown group.
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v3(R"({"stage": 1, "layers": {"none": 3}, "peak_memory_mb": 9})")),
+        read_dryrun(document_v3(R"({"stage": 1, "layers": {"none": 3}, "peak_memory_mb": 9})")),
         "dryrun.json: observations[0].layers: 'none' is a recompute kind, but ppb.dryrun/3 counts "
         "layers per group: write \"layers\": {\"dense\": {\"none\": ...}} with a group of: "
         "dense, moe");
 }
 
 BOOST_AUTO_TEST_CASE(groups_in_an_older_revision_name_the_revision_that_has_them) {
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/2", "groups": ["dense", "moe"],
+    PPB_CHECK_ERROR(InputError,
+                    read_dryrun(R"({"format": "ppb.dryrun/2", "groups": ["dense", "moe"],
         "num_stages": 2, "observations": [{"stage": 0, "layers": {"none": 1},
         "peak_memory_mb": 1}]})"),
                     "dryrun.json: groups: 'groups' needs \"format\": \"ppb.dryrun/3\" (in "
                     "ppb.dryrun/2 every layer is of one group");
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/1", "groups": ["dense"],
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/1", "groups": ["dense"],
         "num_stages": 2, "observations": [{"stage": 0, "layers": {"none": 1},
         "peak_memory_mb": 1}]})"),
                     "dryrun.json: groups: 'groups' needs \"format\": \"ppb.dryrun/3\" (in "
                     "ppb.dryrun/1 every layer is of one group");
     // Layers per group in a /2 document: its layers are kinds.
-    PPB_CHECK_ERROR(InputError, parse(R"({"format": "ppb.dryrun/2", "num_stages": 2,
+    PPB_CHECK_ERROR(InputError, read_dryrun(R"({"format": "ppb.dryrun/2", "num_stages": 2,
         "observations": [{"stage": 0, "layers": {"moe": {"none": 1}}, "peak_memory_mb": 1}]})"),
                     "dryrun.json: observations[0].layers: unknown recompute kind 'moe'");
 }
@@ -168,14 +172,14 @@ BOOST_AUTO_TEST_CASE(groups_in_an_older_revision_name_the_revision_that_has_them
 BOOST_AUTO_TEST_CASE(duplicates_compare_the_layers_of_each_group) {
     // The same totals (none = 3) split differently between the groups: two placements, so their
     // different memories do not contradict each other.
-    const DryRunSet set = parse(document_v3(
+    const DryRunSet set = read_dryrun(document_v3(
         R"({"stage": 1, "layers": {"dense": {"none": 3}}, "peak_memory_mb": 20000},
            {"stage": 1, "layers": {"moe": {"none": 3}}, "peak_memory_mb": 30000})"));
     BOOST_TEST(set.observations.size() == 2u);
     // The same split: a contradiction, described per group.
     PPB_CHECK_ERROR(
         InputError,
-        parse(document_v3(
+        read_dryrun(document_v3(
             R"({"stage": 1, "layers": {"dense": {"none": 1}, "moe": {"none": 2}},
                 "peak_memory_mb": 20000},
                {"stage": 1, "layers": {"moe": {"none": 2}, "dense": {"none": 1}},
@@ -186,3 +190,5 @@ BOOST_AUTO_TEST_CASE(duplicates_compare_the_layers_of_each_group) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace dryrun_groups_tests

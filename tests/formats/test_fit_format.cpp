@@ -14,6 +14,9 @@ namespace json = boost::json;
 using ppb::make_fit_document;
 using ppb::ModelError;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace fit_format_tests {
+
 namespace {
 
 const std::string good_parameters =
@@ -153,3 +156,5 @@ BOOST_AUTO_TEST_CASE(non_finite_numbers_anywhere) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace fit_format_tests

@@ -14,6 +14,9 @@
 using ppb::InputError;
 namespace sapp = ppb::sapp;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace ranges_tests {
+
 namespace {
 
 std::string layer_file(const std::string& body_members, const std::string& top = "") {
@@ -22,7 +25,7 @@ std::string layer_file(const std::string& body_members, const std::string& top =
            body_members + "}]" + (top.empty() ? "" : ", " + top) + "}";
 }
 
-sapp::LayerFile parse(const std::string& text) {
+sapp::LayerFile parse_llama_file(const std::string& text) {
     return sapp::parse_layer_file(text, "llama.json");
 }
 
@@ -48,39 +51,46 @@ BOOST_AUTO_TEST_CASE(range_texts) {
 
 // Observed: nb_layer 4294967295 was accepted and `layers + 1` wrapped in the stage tables.
 BOOST_AUTO_TEST_CASE(layer_file_huge_nb_layer) {
-    PPB_CHECK_ERROR(InputError, parse(layer_file(R"("nb_layer": 4294967295, "time": 1)")),
+    PPB_CHECK_ERROR(InputError,
+                    parse_llama_file(layer_file(R"("nb_layer": 4294967295, "time": 1)")),
                     "llama.json: layers_description[1].nb_layer: 4294967295 is out of range (1 "
                     "to 10000 layers)");
-    PPB_CHECK_ERROR(InputError, parse(layer_file(R"("nb_layer": 1000000000, "time": 1)")),
+    PPB_CHECK_ERROR(InputError,
+                    parse_llama_file(layer_file(R"("nb_layer": 1000000000, "time": 1)")),
                     "llama.json: layers_description[1].nb_layer: 1000000000 is out of range (1 "
                     "to 10000 layers)");
-    PPB_CHECK_ERROR(InputError, parse(layer_file(R"("nb_layer": 10001, "time": 1)")),
+    PPB_CHECK_ERROR(InputError, parse_llama_file(layer_file(R"("nb_layer": 10001, "time": 1)")),
                     "llama.json: layers_description[1].nb_layer: 10001 is out of range (1 to "
                     "10000 layers)");
-    BOOST_TEST(parse(layer_file(R"("nb_layer": 10000, "time": 1)")).entries[1].nb_layer == 10000u);
+    BOOST_TEST(
+        parse_llama_file(layer_file(R"("nb_layer": 10000, "time": 1)")).entries[1].nb_layer ==
+        10000u);
 }
 
 // Observed: 1e307 MB or time made predictions and the iteration estimate infinite.
 BOOST_AUTO_TEST_CASE(layer_file_huge_memory_and_time) {
-    PPB_CHECK_ERROR(InputError,
-                    parse(layer_file(R"("nb_layer": 8, "time": 1, "memory_parameter": 1e307)")),
-                    "llama.json: layers_description[1].memory_parameter: 1e+307 is out of range "
-                    "(0 to 1e9 MB)");
-    PPB_CHECK_ERROR(InputError,
-                    parse(layer_file(R"("nb_layer": 8, "time": 1, "memory_activation": 1e10)")),
-                    "llama.json: layers_description[1].memory_activation: 10000000000.0 is out "
-                    "of range (0 to 1e9 MB)");
-    PPB_CHECK_ERROR(InputError, parse(layer_file(R"("nb_layer": 8, "time": 1e307)")),
-                    "llama.json: layers_description[1].time: 1e+307 is out of range (0 to 1e9)");
-    PPB_CHECK_ERROR(InputError,
-                    parse(layer_file(R"("nb_layer": 8, "time": 1, "backward_coef": 1001)")),
-                    "llama.json: layers_description[1].backward_coef: 1001 is out of range "
-                    "(greater than -1, at most 1000)");
     PPB_CHECK_ERROR(
         InputError,
-        parse(layer_file(R"("nb_layer": 8, "time": 1)", R"("constant_memory_mb": 1e307)")),
-        "llama.json: constant_memory_mb: 1e+307 is out of range (0 to 1e9 MB)");
-    const auto at_bounds = parse(
+        parse_llama_file(layer_file(R"("nb_layer": 8, "time": 1, "memory_parameter": 1e307)")),
+        "llama.json: layers_description[1].memory_parameter: 1e+307 is out of range "
+        "(0 to 1e9 MB)");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse_llama_file(layer_file(R"("nb_layer": 8, "time": 1, "memory_activation": 1e10)")),
+        "llama.json: layers_description[1].memory_activation: 10000000000.0 is out "
+        "of range (0 to 1e9 MB)");
+    PPB_CHECK_ERROR(InputError, parse_llama_file(layer_file(R"("nb_layer": 8, "time": 1e307)")),
+                    "llama.json: layers_description[1].time: 1e+307 is out of range (0 to 1e9)");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse_llama_file(layer_file(R"("nb_layer": 8, "time": 1, "backward_coef": 1001)")),
+        "llama.json: layers_description[1].backward_coef: 1001 is out of range "
+        "(greater than -1, at most 1000)");
+    PPB_CHECK_ERROR(InputError,
+                    parse_llama_file(layer_file(R"("nb_layer": 8, "time": 1)",
+                                                R"("constant_memory_mb": 1e307)")),
+                    "llama.json: constant_memory_mb: 1e+307 is out of range (0 to 1e9 MB)");
+    const auto at_bounds = parse_llama_file(
         layer_file(R"("nb_layer": 8, "time": 1e9, "memory_parameter": 1e9, "backward_coef": 1000)",
                    R"("constant_memory_mb": 0)"));
     BOOST_TEST(*at_bounds.entries[1].time == 1e9);
@@ -119,3 +129,5 @@ BOOST_AUTO_TEST_CASE(dryrun_counts_and_memory) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ranges_tests

@@ -16,9 +16,12 @@
 using ppb::InputError;
 namespace sapp = ppb::sapp;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace sapp_layer_file_tests {
+
 namespace {
 
-sapp::LayerFile parse(const std::string& text) {
+sapp::LayerFile parse_layers(const std::string& text) {
     return sapp::parse_layer_file(text, "layers.json");
 }
 
@@ -66,7 +69,7 @@ sapp::LayerFile full_file() {
 BOOST_AUTO_TEST_SUITE(sapp_layer_file)
 
 BOOST_AUTO_TEST_CASE(reads_every_field) {
-    const sapp::LayerFile file = parse(layers(
+    const sapp::LayerFile file = parse_layers(layers(
         R"({"name": "embedding", "type": "HEAD", "nb_layer": 2.0, "time": 12,
             "memory_parameter": 0},
            {"name": "decoder", "type": "BODY", "nb_layer": 80, "time": 30, "forward_time": 29,
@@ -97,7 +100,7 @@ BOOST_AUTO_TEST_CASE(reads_every_field) {
     BOOST_TEST(!tail.time.has_value());
     BOOST_TEST(!tail.memory_parameter.has_value());
     // Optional top-level members.
-    const sapp::LayerFile bare = parse(layers(body()));
+    const sapp::LayerFile bare = parse_layers(layers(body()));
     BOOST_TEST(!bare.comment.has_value());
     BOOST_TEST(!bare.stage_const_mem.has_value());
 }
@@ -105,7 +108,7 @@ BOOST_AUTO_TEST_CASE(reads_every_field) {
 BOOST_AUTO_TEST_CASE(read_write_read_is_exact) {
     const sapp::LayerFile original = full_file();
     const std::string text = sapp::write_layer_file(original);
-    const sapp::LayerFile read = parse(text);
+    const sapp::LayerFile read = parse_layers(text);
     BOOST_TEST((read == original), text);
     // Writing what was read gives the same text.
     BOOST_TEST(sapp::write_layer_file(read) == text);
@@ -114,8 +117,8 @@ BOOST_AUTO_TEST_CASE(read_write_read_is_exact) {
         R"({"memory_activation": 0.1, "type": "BODY", "name": "d", "time": 3, "nb_layer": 5,
             "memory_parameter": 123456789.12345679})",
         R"("stage_const_mem": 0.30000000000000004)");
-    const sapp::LayerFile first = parse(hand);
-    const sapp::LayerFile again = parse(sapp::write_layer_file(first));
+    const sapp::LayerFile first = parse_layers(hand);
+    const sapp::LayerFile again = parse_layers(sapp::write_layer_file(first));
     BOOST_TEST((again == first));
     BOOST_TEST(again.entries[0].memory_parameter.value() == 123456789.12345679);
     BOOST_TEST(again.stage_const_mem.value() == 0.30000000000000004);
@@ -162,29 +165,30 @@ BOOST_AUTO_TEST_CASE(writes_fields_in_a_fixed_order) {
 }
 
 BOOST_AUTO_TEST_CASE(the_document_and_the_list) {
-    PPB_CHECK_ERROR(InputError, parse("[]"),
+    PPB_CHECK_ERROR(InputError, parse_layers("[]"),
                     "layers.json: expected a JSON object (a SAPP layer file: "
                     "{\"layers_description\": [...]}), got an empty array");
-    PPB_CHECK_ERROR(InputError, parse("{\"layers_description\": [\n  {\"name\": }]}"),
+    PPB_CHECK_ERROR(InputError, parse_layers("{\"layers_description\": [\n  {\"name\": }]}"),
                     "layers.json:2:12: malformed JSON");
-    PPB_CHECK_ERROR(InputError, parse("{}"),
+    PPB_CHECK_ERROR(InputError, parse_layers("{}"),
                     "layers.json: missing required field 'layers_description' (a SAPP layer "
                     "file is {\"layers_description\": [");
-    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": 5})"),
+    PPB_CHECK_ERROR(InputError, parse_layers(R"({"layers_description": 5})"),
                     "layers.json: layers_description: expected an array of layer entries, got 5");
-    PPB_CHECK_ERROR(InputError, parse(R"({"layers_description": []})"),
+    PPB_CHECK_ERROR(InputError, parse_layers(R"({"layers_description": []})"),
                     "layers.json: layers_description: the list is empty");
-    PPB_CHECK_ERROR(InputError, parse(layers(body() + R"(, "HEAD")")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body() + R"(, "HEAD")")),
                     "layers.json: layers_description[1]: expected an object (a layer entry), got "
                     "\"HEAD\"");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("comment": ["x"])")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(), R"("comment": ["x"])")),
                     "layers.json: comment: expected a string, got an array");
 }
 
 BOOST_AUTO_TEST_CASE(unknown_fields_warn_with_did_you_mean) {
     // SAPP versions add fields: a field neither SAPP nor ppb knows is a warning, not a refusal.
-    const sapp::LayerFile file = parse(layers(body(R"("time": 1, "memory_activations": 5)"),
-                                              R"("stage_const_memory": 1, "colour": "red")"));
+    const sapp::LayerFile file =
+        parse_layers(layers(body(R"("time": 1, "memory_activations": 5)"),
+                            R"("stage_const_memory": 1, "colour": "red")"));
     BOOST_TEST_REQUIRE(file.warnings.size() == 3u);
     BOOST_TEST(file.warnings[0].starts_with(
                    "layers.json: unknown field 'stage_const_memory' is ignored (neither SAPP nor "
@@ -207,8 +211,8 @@ BOOST_AUTO_TEST_CASE(sapp_top_level_fields) {
     const std::string head = R"({"name": "emb", "model_name": "llama", "type": "HEAD",
                                  "nb_layer": 1})";
     const std::string tail = R"({"name": "norm", "type": "TAIL", "nb_layer": 1})";
-    const sapp::LayerFile file = parse(layers(head + ", " + body() + ", " + tail,
-                                              R"("name": "llama", "stage_const_mem": -12.5,
+    const sapp::LayerFile file = parse_layers(layers(head + ", " + body() + ", " + tail,
+                                                     R"("name": "llama", "stage_const_mem": -12.5,
                         "pre_defined_layer": {"emb": 0, "norm": -1, "lm_head-Linear": -1},
                         "auto_partition_layer": {"decoder": 8})"));
     BOOST_TEST(file.name.value() == "llama");
@@ -227,144 +231,153 @@ BOOST_AUTO_TEST_CASE(sapp_top_level_fields) {
     // An auto-partitioned name other than the BODY's (SAPP's files name the profiler's layer
     // class) is taken silently when the number agrees.
     const sapp::LayerFile other =
-        parse(layers(body(), R"("auto_partition_layer": {"LLamaDecodeLayer": 8})"));
+        parse_layers(layers(body(), R"("auto_partition_layer": {"LLamaDecodeLayer": 8})"));
     BOOST_TEST(other.warnings.empty());
 }
 
 BOOST_AUTO_TEST_CASE(auto_partition_layer_disagreeing_is_a_warning) {
     // The entries are what ppb plans with: a count that disagrees is told, not refused.
-    const auto one = parse(layers(body(), R"("auto_partition_layer": {"decoder": 96})"));
+    const auto one = parse_layers(layers(body(), R"("auto_partition_layer": {"decoder": 96})"));
     BOOST_TEST_REQUIRE(one.warnings.size() == 1u);
     BOOST_TEST(one.warnings[0] ==
                "layers.json: auto_partition_layer.decoder: 96 layers, but the BODY entries named "
                "\"decoder\" have 8 in all: ppb plans with the entries' nb_layer");
     BOOST_TEST(one.body_layers() == 8u);
     // Names that are not the BODY's: their numbers in all against all body layers.
-    const auto names = parse(layers(body(), R"("auto_partition_layer": {"enc": 4, "dec": 4})"));
+    const auto names =
+        parse_layers(layers(body(), R"("auto_partition_layer": {"enc": 4, "dec": 4})"));
     BOOST_TEST(names.warnings.empty());
-    const auto more = parse(layers(body(), R"("auto_partition_layer": {"enc": 4, "dec": 5})"));
+    const auto more =
+        parse_layers(layers(body(), R"("auto_partition_layer": {"enc": 4, "dec": 5})"));
     BOOST_TEST_REQUIRE(more.warnings.size() == 1u);
     BOOST_TEST(more.warnings[0] ==
                "layers.json: auto_partition_layer: \"enc\" and \"dec\" 9 layers in all, but the "
                "BODY entries have 8: ppb plans with the entries' nb_layer");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": {"decoder": 0})")),
+    PPB_CHECK_ERROR(InputError,
+                    parse_layers(layers(body(), R"("auto_partition_layer": {"decoder": 0})")),
                     "auto_partition_layer.decoder: 0 is out of range (1 to 10000 layers)");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("auto_partition_layer": [8])")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(), R"("auto_partition_layer": [8])")),
                     "layers.json: auto_partition_layer: expected an object");
 }
 
 BOOST_AUTO_TEST_CASE(pre_defined_layer_stages) {
     const std::string head = R"({"name": "emb", "type": "HEAD", "nb_layer": 1})";
-    PPB_CHECK_ERROR(InputError,
-                    parse(layers(head + ", " + body(), R"("pre_defined_layer": {"emb": 3})")),
-                    "layers.json: pre_defined_layer.emb: stage 3 is not supported: ppb places "
-                    "the layers SAPP predefines on stage 0");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse_layers(layers(head + ", " + body(), R"("pre_defined_layer": {"emb": 3})")),
+        "layers.json: pre_defined_layer.emb: stage 3 is not supported: ppb places "
+        "the layers SAPP predefines on stage 0");
     // A stage that does not fit the entry's type: the type places it, with a warning.
     const auto tail_stage =
-        parse(layers(head + ", " + body(), R"("pre_defined_layer": {"emb": -1})"));
+        parse_layers(layers(head + ", " + body(), R"("pre_defined_layer": {"emb": -1})"));
     BOOST_TEST_REQUIRE(tail_stage.warnings.size() == 1u);
     BOOST_TEST(tail_stage.warnings[0] ==
                "layers.json: pre_defined_layer.emb: stage -1 does not fit layers_description[0] "
                "(HEAD \"emb\"): ppb places it by its type (HEAD), as it places every HEAD entry "
                "on stage 0 and every TAIL entry on the last stage");
-    const auto body_stage = parse(layers(body(), R"("pre_defined_layer": {"decoder": 0})"));
+    const auto body_stage = parse_layers(layers(body(), R"("pre_defined_layer": {"decoder": 0})"));
     BOOST_TEST_REQUIRE(body_stage.warnings.size() == 1u);
     BOOST_TEST(body_stage.warnings[0].find("(BODY layers are distributed over the stages)") !=
                std::string::npos);
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("pre_defined_layer": {"x": 0.5})")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(), R"("pre_defined_layer": {"x": 0.5})")),
                     "pre_defined_layer.x: expected");
 }
 
 BOOST_AUTO_TEST_CASE(the_old_constant_name) {
-    const sapp::LayerFile file = parse(layers(body(), R"("constant_memory_mb": 3072)"));
+    const sapp::LayerFile file = parse_layers(layers(body(), R"("constant_memory_mb": 3072)"));
     BOOST_TEST(file.stage_const_mem.value() == 3072.0);
     BOOST_TEST_REQUIRE(file.warnings.size() == 1u);
     BOOST_TEST(file.warnings[0].starts_with(
                    "layers.json: constant_memory_mb: 'constant_memory_mb' is the old name of "
                    "SAPP's 'stage_const_mem'"),
                file.warnings[0]);
-    PPB_CHECK_ERROR(InputError,
-                    parse(layers(body(), R"("constant_memory_mb": 1, "stage_const_mem": 1)")),
-                    "layers.json: constant_memory_mb: give 'stage_const_mem' only");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("stage_const_mem": -2e9)")),
+    PPB_CHECK_ERROR(
+        InputError,
+        parse_layers(layers(body(), R"("constant_memory_mb": 1, "stage_const_mem": 1)")),
+        "layers.json: constant_memory_mb: give 'stage_const_mem' only");
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(), R"("stage_const_mem": -2e9)")),
                     "layers.json: stage_const_mem: -2000000000.0 is out of range (-1e9 to 1e9 MB)");
 }
 
 BOOST_AUTO_TEST_CASE(entry_fields) {
-    PPB_CHECK_ERROR(InputError, parse(layers(R"({"type": "BODY", "nb_layer": 1})")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(R"({"type": "BODY", "nb_layer": 1})")),
                     "layers.json: layers_description[0]: missing required field 'name' (the "
                     "entry's name)");
-    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "nb_layer": 1})")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(R"({"name": "d", "nb_layer": 1})")),
                     "layers_description[0]: missing required field 'type' (HEAD, BODY or TAIL)");
-    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "BODY"})")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(R"({"name": "d", "type": "BODY"})")),
                     "layers_description[0]: missing required field 'nb_layer' (the number of "
                     "layers of this entry)");
-    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": null, "type": "BODY", "nb_layer": 1})")),
+    PPB_CHECK_ERROR(InputError,
+                    parse_layers(layers(R"({"name": null, "type": "BODY", "nb_layer": 1})")),
                     "layers_description[0].name: expected a string, got null");
-    PPB_CHECK_ERROR(InputError, parse(layers(R"({"name": "d", "type": "Body", "nb_layer": 1})")),
+    PPB_CHECK_ERROR(InputError,
+                    parse_layers(layers(R"({"name": "d", "type": "Body", "nb_layer": 1})")),
                     "layers_description[0].type: expected one of \"HEAD\", \"BODY\", \"TAIL\", "
                     "got \"Body\"");
     PPB_CHECK_ERROR(
-        InputError, parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 0.5})")),
+        InputError, parse_layers(layers(R"({"name": "d", "type": "BODY", "nb_layer": 0.5})")),
         "layers_description[0].nb_layer: expected an integer, 1 to 10000 layers, got 0.5");
-    PPB_CHECK_ERROR(InputError,
-                    parse(layers(R"({"name": "d", "type": "BODY", "nb_layer": 4294967296})")),
-                    "layers_description[0].nb_layer: 4294967296 is out of range (1 to 10000 "
-                    "layers)");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse_layers(layers(R"({"name": "d", "type": "BODY", "nb_layer": 4294967296})")),
+        "layers_description[0].nb_layer: 4294967296 is out of range (1 to 10000 "
+        "layers)");
 }
 
 BOOST_AUTO_TEST_CASE(times_and_coefficients) {
     // Times may be 0 (SAPP's template gives its HEAD and TAIL "time": 0), not negative.
-    BOOST_TEST(*parse(layers(body(R"("time": 0)"))).entries[0].time == 0.0);
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": -0.5)"))),
+    BOOST_TEST(*parse_layers(layers(body(R"("time": 0)"))).entries[0].time == 0.0);
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("time": -0.5)"))),
                     "layers.json: layers_description[0].time: expected a non-negative number, got "
                     "-0.5");
     PPB_CHECK_ERROR(
-        InputError, parse(layers(body(R"("forward_time": "3")"))),
+        InputError, parse_layers(layers(body(R"("forward_time": "3")"))),
         "layers_description[0].forward_time: expected a non-negative number, got \"3\"");
     // ppb's own weight_grad_time (a layer's W), read and written back.
-    const sapp::LayerFile with_w = parse(layers(body(R"("time": 4, "weight_grad_time": 3.5)")));
+    const sapp::LayerFile with_w =
+        parse_layers(layers(body(R"("time": 4, "weight_grad_time": 3.5)")));
     BOOST_TEST(with_w.warnings.empty());
     BOOST_TEST(*with_w.entries[0].weight_grad_time == 3.5);
-    BOOST_TEST(*parse(sapp::write_layer_file(with_w)).entries[0].weight_grad_time == 3.5);
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("weight_grad_time": -1)"))),
+    BOOST_TEST(*parse_layers(sapp::write_layer_file(with_w)).entries[0].weight_grad_time == 3.5);
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("weight_grad_time": -1)"))),
                     "layers_description[0].weight_grad_time: expected a non-negative number, got "
                     "-1");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("both_comm_select_time": -2.5)"))),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("both_comm_select_time": -2.5)"))),
                     "layers_description[0].both_comm_select_time: expected a non-negative "
                     "number, got -2.5");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("select_comm_coef": -1)"))),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("select_comm_coef": -1)"))),
                     "layers_description[0].select_comm_coef: expected a number greater than -1");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 1e400)"))),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("time": 1e400)"))),
                     "layers_description[0].time: number out of range: 1e400");
     // Times are optional to the reader: a memory-only file is a layer file.
-    BOOST_CHECK_NO_THROW((void)parse(layers(body(R"("memory_parameter": 1)"))));
+    BOOST_CHECK_NO_THROW((void)parse_layers(layers(body(R"("memory_parameter": 1)"))));
 }
 
 BOOST_AUTO_TEST_CASE(memory) {
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("memory_parameter": -0.25)"))),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("memory_parameter": -0.25)"))),
                     "layers.json: layers_description[0].memory_parameter: negative memory -0.25 "
                     "(a memory in MB is at least 0)");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("memory_select_comm": true)"))),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(R"("memory_select_comm": true)"))),
                     "layers_description[0].memory_select_comm: expected a number of MB (at least "
                     "0), got true");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("constant_memory_mb": -1)")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(), R"("constant_memory_mb": -1)")),
                     "layers.json: constant_memory_mb: negative memory -1");
-    PPB_CHECK_ERROR(InputError, parse(layers(body(), R"("constant_memory_mb": {})")),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(body(), R"("constant_memory_mb": {})")),
                     "constant_memory_mb: expected a number of MB (at least 0), got an empty "
                     "object");
 }
 
 BOOST_AUTO_TEST_CASE(at_least_one_body) {
     const std::string head = R"({"name": "e", "type": "HEAD", "nb_layer": 1})";
-    PPB_CHECK_ERROR(InputError, parse(layers(head)),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(head)),
                     "layers.json: layers_description: no BODY entry: at least one entry must have "
                     "\"type\": \"BODY\"");
 }
 
 BOOST_AUTO_TEST_CASE(body_entries_of_one_name_are_one_group) {
     const std::string head = R"({"name": "e", "type": "HEAD", "nb_layer": 1})";
-    const auto file = parse(layers(body() + ", " + head + ", " + body()));
+    const auto file = parse_layers(layers(body() + ", " + head + ", " + body()));
     const auto groups = file.body_groups();
     BOOST_TEST_REQUIRE(groups.size() == 1u);
     BOOST_TEST(groups[0].name == "decoder");
@@ -379,7 +392,7 @@ BOOST_AUTO_TEST_CASE(body_groups_in_model_order) {
     // dense, moe, dense, moe: two groups, the sequence following the entries.
     const std::string dense = R"({"name": "dense", "type": "BODY", "nb_layer": 1, "time": 1})";
     const std::string moe = R"({"name": "moe", "type": "BODY", "nb_layer": 2, "time": 3})";
-    const auto file = parse(layers(dense + ", " + moe + ", " + dense + ", " + moe));
+    const auto file = parse_layers(layers(dense + ", " + moe + ", " + dense + ", " + moe));
     const auto groups = file.body_groups();
     BOOST_TEST_REQUIRE(groups.size() == 2u);
     BOOST_TEST(groups[0].name == "dense");
@@ -393,24 +406,25 @@ BOOST_AUTO_TEST_CASE(body_groups_in_model_order) {
 
     // Entries of one name must be alike but for nb_layer.
     const std::string other_moe = R"({"name": "moe", "type": "BODY", "nb_layer": 2, "time": 4})";
-    PPB_CHECK_ERROR(InputError, parse(layers(dense + ", " + moe + ", " + other_moe)),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(dense + ", " + moe + ", " + other_moe)),
                     "layers.json: layers_description: layers_description[1] and "
                     "layers_description[2] are both BODY \"moe\" but differ in more than "
                     "nb_layer");
     // auto_partition_layer names groups, each with its number of layers.
     const auto with = [&](const std::string& extra) { return layers(dense + ", " + moe, extra); };
-    BOOST_TEST(parse(with(R"("auto_partition_layer": {"dense": 1, "moe": 2})"))
+    BOOST_TEST(parse_layers(with(R"("auto_partition_layer": {"dense": 1, "moe": 2})"))
                    .auto_partition_layer.size() == 2u);
-    const auto other_names = parse(with(R"("auto_partition_layer": {"dense": 1, "mlp": 2})"));
+    const auto other_names =
+        parse_layers(with(R"("auto_partition_layer": {"dense": 1, "mlp": 2})"));
     BOOST_TEST(other_names.warnings.empty());  // 3 layers in all, as the entries
-    const auto fewer = parse(with(R"("auto_partition_layer": {"moe": 3})"));
+    const auto fewer = parse_layers(with(R"("auto_partition_layer": {"moe": 3})"));
     BOOST_TEST_REQUIRE(fewer.warnings.size() == 1u);
     BOOST_TEST(fewer.warnings[0].find("auto_partition_layer.moe: 3 layers, but the BODY entries "
                                       "named \"moe\" have 2 in all") != std::string::npos);
     // More body layers in all than a model may have.
     const std::string big = R"({"name": "a", "type": "BODY", "nb_layer": 6000, "time": 1})";
     const std::string big2 = R"({"name": "b", "type": "BODY", "nb_layer": 6000, "time": 1})";
-    PPB_CHECK_ERROR(InputError, parse(layers(big + ", " + big2)),
+    PPB_CHECK_ERROR(InputError, parse_layers(layers(big + ", " + big2)),
                     "layers_description: the BODY entries hold 12000 layers in all");
 }
 
@@ -433,7 +447,7 @@ BOOST_AUTO_TEST_CASE(paths_for_consumers) {
 BOOST_AUTO_TEST_CASE(sapps_spellings_with_trailing_spaces) {
     // SAPP (hyper-parallel utils/recompute.py at 71c100e76feaa8b56c55e71d8c0fe8fda7439050) reads
     // full recompute's backward time from "recompute_time " and has aligned memory names.
-    const auto file = parse(layers(body(
+    const auto file = parse_layers(layers(body(
         R"("time": 3, "recompute_time ": 9, "memory_activation ": 50, "memory_select_rec ": 20,
            "memory_recompute  ": 2)")));
     BOOST_TEST(file.warnings.empty());
@@ -443,27 +457,30 @@ BOOST_AUTO_TEST_CASE(sapps_spellings_with_trailing_spaces) {
     BOOST_TEST(e.memory_activation[PPB_KIND_SELECT].value() == 20.0);
     BOOST_TEST(e.memory_activation[PPB_KIND_FULL].value() == 2.0);
     // Both spellings agreeing (9 and 9.0 alike) are one value; disagreeing, refused by name.
-    BOOST_TEST(parse(layers(body(R"("time": 3, "recompute_time": 9, "recompute_time ": 9.0)")))
-                   .entries[0]
-                   .backward_time[PPB_KIND_FULL]
-                   .value() == 9.0);
-    PPB_CHECK_ERROR(InputError,
-                    parse(layers(body(R"("time": 3, "recompute_time": 9, "recompute_time ": 8)"))),
-                    "layers.json: layers_description[0][\"recompute_time \"]: 'recompute_time ' is "
-                    "SAPP's spelling of 'recompute_time' and the entry gives both, with different "
-                    "values (8 and 9): give one");
+    BOOST_TEST(
+        parse_layers(layers(body(R"("time": 3, "recompute_time": 9, "recompute_time ": 9.0)")))
+            .entries[0]
+            .backward_time[PPB_KIND_FULL]
+            .value() == 9.0);
     PPB_CHECK_ERROR(
         InputError,
-        parse(layers(body(R"("time": 3, "memory_recompute": 1, "memory_recompute  ": 2)"))),
+        parse_layers(layers(body(R"("time": 3, "recompute_time": 9, "recompute_time ": 8)"))),
+        "layers.json: layers_description[0][\"recompute_time \"]: 'recompute_time ' is "
+        "SAPP's spelling of 'recompute_time' and the entry gives both, with different "
+        "values (8 and 9): give one");
+    PPB_CHECK_ERROR(
+        InputError,
+        parse_layers(layers(body(R"("time": 3, "memory_recompute": 1, "memory_recompute  ": 2)"))),
         "'memory_recompute  ' is SAPP's spelling of 'memory_recompute'");
     // The spaced spelling's value is checked as the field's.
-    PPB_CHECK_ERROR(InputError, parse(layers(body(R"("time": 3, "memory_activation ": -1)"))),
+    PPB_CHECK_ERROR(InputError,
+                    parse_layers(layers(body(R"("time": 3, "memory_activation ": -1)"))),
                     "layers_description[0][\"memory_activation \"]: negative memory");
     // The writer writes the spelling SAPP reads.
     const std::string written = sapp::write_layer_file(file);
     BOOST_TEST(written.find("\"recompute_time \": 9.0") != std::string::npos, written);
     BOOST_TEST(written.find("\"memory_activation\": 50.0") != std::string::npos, written);
-    BOOST_TEST((parse(written) == file));
+    BOOST_TEST((parse_layers(written) == file));
 }
 
 BOOST_AUTO_TEST_CASE(sapp_nd_per_option_form) {
@@ -482,7 +499,7 @@ BOOST_AUTO_TEST_CASE(sapp_nd_per_option_form) {
          "options": ["NONE", "FULL"], "memory_activation": {"NONE": 80, "FULL": 4},
          "backward_time": {"NONE": 12}},
         {"name": "TAIL", "type": "TAIL", "nb_layer": 1, "time": 1}]})";
-    const auto file = parse(text);
+    const auto file = parse_layers(text);
     BOOST_TEST(file.warnings.empty());
     BOOST_TEST_REQUIRE(file.entries.size() == 4u);
     const sapp::Entry& b = file.entries[1];
@@ -504,46 +521,48 @@ BOOST_AUTO_TEST_CASE(sapp_nd_per_option_form) {
     BOOST_TEST(groups[1].name == "COMBINED_BODY_1");
     BOOST_TEST(file.body_layers() == 8u);
     // Written in the flat form, it reads back the same.
-    BOOST_TEST((parse(sapp::write_layer_file(file)) == file));
+    BOOST_TEST((parse_layers(sapp::write_layer_file(file)) == file));
 
     // What it cannot mean, refused by name.
     const auto entry = [](const std::string& members) {
         return layers(R"({"name": "BODY_0", "type": "BODY", "nb_layer": 2, "time": 1, )" + members +
                       "}");
     };
-    PPB_CHECK_ERROR(InputError, parse(entry(R"("memory_activation": {"NONE": 1})")),
+    PPB_CHECK_ERROR(InputError, parse_layers(entry(R"("memory_activation": {"NONE": 1})")),
                     "layers.json: layers_description[0].memory_activation: a dict per "
                     "recomputation option (SAPP-ND's form) needs the entry's 'options' list");
     PPB_CHECK_ERROR(
         InputError,
-        parse(entry(R"("options": ["NONE"], "memory_activation": {"NONE": 1, "FULL": 2})")),
+        parse_layers(entry(R"("options": ["NONE"], "memory_activation": {"NONE": 1, "FULL": 2})")),
         "layers.json: layers_description[0].memory_activation.FULL: 'FULL' is not one "
         "of the entry's options");
-    PPB_CHECK_ERROR(InputError, parse(entry(R"("options": ["NONE", "SWAP"])")),
+    PPB_CHECK_ERROR(InputError, parse_layers(entry(R"("options": ["NONE", "SWAP"])")),
                     "layers.json: layers_description[0].options[1]: expected one of SAPP's "
                     "recomputation options NONE, SLCT, COMM, BOTH, FULL, got \"SWAP\"");
-    PPB_CHECK_ERROR(InputError, parse(entry(R"("options": ["NONE", "NONE"])")),
+    PPB_CHECK_ERROR(InputError, parse_layers(entry(R"("options": ["NONE", "NONE"])")),
                     "options[1]: option NONE is listed twice");
-    PPB_CHECK_ERROR(InputError, parse(entry(R"("options": "NONE")")),
+    PPB_CHECK_ERROR(InputError, parse_layers(entry(R"("options": "NONE")")),
                     "layers_description[0].options: expected a list of recomputation options");
-    PPB_CHECK_ERROR(
-        InputError,
-        parse(entry(R"("options": ["NONE", "FULL"], "forward_time": {"NONE": 1, "FULL": 2})")),
-        "layers.json: layers_description[0].forward_time.FULL: the forward time of "
-        "option FULL differs from layers_description[0].forward_time.NONE (1): ppb's "
-        "time model has one forward time per layer");
-    PPB_CHECK_ERROR(InputError, parse(entry(R"("options": ["FULL"], "memory_recompute": 3,
+    PPB_CHECK_ERROR(InputError,
+                    parse_layers(entry(
+                        R"("options": ["NONE", "FULL"], "forward_time": {"NONE": 1, "FULL": 2})")),
+                    "layers.json: layers_description[0].forward_time.FULL: the forward time of "
+                    "option FULL differs from layers_description[0].forward_time.NONE (1): ppb's "
+                    "time model has one forward time per layer");
+    PPB_CHECK_ERROR(InputError, parse_layers(entry(R"("options": ["FULL"], "memory_recompute": 3,
                                    "memory_activation": {"FULL": 4})")),
                     "layers_description[0].memory_activation.FULL: 4 disagrees with "
                     "layers_description[0].memory_recompute of the same entry (3.0)");
     PPB_CHECK_ERROR(InputError,
-                    parse(entry(R"("options": ["FULL"], "backward_time": {"FULL": -4})")),
+                    parse_layers(entry(R"("options": ["FULL"], "backward_time": {"FULL": -4})")),
                     "layers_description[0].backward_time.FULL: expected");
     PPB_CHECK_ERROR(InputError,
-                    parse(R"({"layers_description": [)" + body() +
-                          R"(], "layers_description_new": [)" + body() + "]}"),
+                    parse_layers(R"({"layers_description": [)" + body() +
+                                 R"(], "layers_description_new": [)" + body() + "]}"),
                     "layers.json: layers_description_new: give 'layers_description' or "
                     "'layers_description_new' (SAPP-ND's name of the list), not both");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace sapp_layer_file_tests

@@ -1,17 +1,30 @@
-// Helpers of the importer tests: scratch directories with files, and error-message checks.
+// Helpers of the importer tests: scratch directories with files, error-message checks, and a
+// stage's layer counts per recomputation kind.
 #ifndef PPB_TESTS_IMPORT_SCRATCH_HPP
 #define PPB_TESTS_IMPORT_SCRATCH_HPP
 
 #include "../common/error_testing.hpp"
 
+#include <ppb/abi.h>
+
 #include <boost/test/unit_test.hpp>
 
+#include <cstdint>
+
+#include <array>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace ppb_test {
+
+// A stage's layers by recomputation kind, in ppb_kind order.
+inline std::array<std::uint32_t, PPB_KIND_COUNT> kinds(std::uint32_t none, std::uint32_t select,
+                                                       std::uint32_t comm, std::uint32_t both,
+                                                       std::uint32_t full) {
+    return {none, select, comm, both, full};
+}
 
 // A fresh directory under the system's temporary directory, removed with the object.
 class Scratch {

@@ -15,6 +15,9 @@ using ppb_test::Scratch;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace dryrun_builder_tests {
+
 namespace {
 
 PipelineLayout layout_4x2() {
@@ -319,3 +322,5 @@ BOOST_AUTO_TEST_CASE(files_are_replaced_atomically) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace dryrun_builder_tests

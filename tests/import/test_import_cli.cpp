@@ -18,6 +18,9 @@ using ppb_test::Scratch;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace import_cli_tests {
+
 namespace {
 
 const std::string samples = PPB_IMPORT_SAMPLES_DIR;
@@ -645,3 +648,5 @@ BOOST_AUTO_TEST_CASE(contradictory_moe_settings_exit_2) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace import_cli_tests

@@ -1,18 +1,12 @@
 // Recompute kinds from MindFormers' per-stage counts (the SAPP split), and message helpers.
+#include "scratch.hpp"
+
 #include <ppb/importers/layout.hpp>
 
 #include <boost/test/unit_test.hpp>
 
+using ppb_test::kinds;
 using namespace ppb::importers;
-
-namespace {
-
-KindCounts kinds(std::uint32_t none, std::uint32_t select, std::uint32_t comm, std::uint32_t both,
-                 std::uint32_t full) {
-    return KindCounts{none, select, comm, both, full};
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(layout)
 

@@ -10,15 +10,14 @@
 #include <vector>
 
 using namespace ppb::importers;
+using ppb_test::kinds;
 using ppb_test::Scratch;
 namespace fs = std::filesystem;
 
-namespace {
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace megatron_tests {
 
-KindCounts kinds(std::uint32_t none, std::uint32_t select, std::uint32_t comm, std::uint32_t both,
-                 std::uint32_t full) {
-    return KindCounts{none, select, comm, both, full};
-}
+namespace {
 
 std::string memory_line(int rank, double max_allocated, double max_reserved = 0.0) {
     return "[Rank " + std::to_string(rank) +
@@ -27,7 +26,7 @@ std::string memory_line(int rank, double max_allocated, double max_reserved = 0.
            std::to_string(max_reserved > 0 ? max_reserved : max_allocated + 100.0);
 }
 
-struct Fixture {
+struct MegatronFixture {
     Scratch dir;
     Messages messages;
 
@@ -59,7 +58,7 @@ std::vector<std::uint32_t> totals(const PipelineLayout& l) {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(megatron_layouts, Fixture)
+BOOST_FIXTURE_TEST_SUITE(megatron_layouts, MegatronFixture)
 
 BOOST_AUTO_TEST_CASE(even_split_and_rank_order) {
     const PipelineLayout l = megatron_layout(flags(4, 32), MegatronScan{}, messages);
@@ -250,7 +249,7 @@ BOOST_AUTO_TEST_CASE(micro_batches_are_optional) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_FIXTURE_TEST_SUITE(megatron_logs, Fixture)
+BOOST_FIXTURE_TEST_SUITE(megatron_logs, MegatronFixture)
 
 BOOST_AUTO_TEST_CASE(one_combined_log_of_all_ranks) {
     const std::string text =
@@ -418,3 +417,5 @@ BOOST_AUTO_TEST_CASE(the_layout_sets_the_import_s_stages_and_chunks) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace megatron_tests

@@ -15,6 +15,9 @@
 using namespace ppb::importers;
 namespace json = boost::json;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace megatron_arguments_tests {
+
 namespace {
 
 std::vector<std::string> split(const std::string& text) {
@@ -290,3 +293,5 @@ BOOST_AUTO_TEST_CASE(bad_arguments_name_the_flag) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace megatron_arguments_tests

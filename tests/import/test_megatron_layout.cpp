@@ -22,6 +22,9 @@
 
 using namespace ppb::importers;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace megatron_layout_tests {
+
 namespace {
 
 MegatronFlags flags(std::uint32_t p, std::uint32_t layers) {
@@ -240,3 +243,5 @@ BOOST_AUTO_TEST_CASE(printed_flags_import_back_to_the_plan) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace megatron_layout_tests

@@ -22,6 +22,9 @@ using ppb::importers::split_recompute;
 using ppb::partition::KindCounts;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace mindformers_round_trip_tests {
+
 namespace {
 
 std::string row(const std::vector<std::int64_t>& values) {
@@ -215,3 +218,5 @@ BOOST_AUTO_TEST_CASE(a_mix_mindformers_cannot_build_is_detected) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace mindformers_round_trip_tests

@@ -10,8 +10,12 @@
 #include <vector>
 
 using namespace ppb::importers;
+using ppb_test::kinds;
 using ppb_test::Scratch;
 namespace fs = std::filesystem;
+
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace mindspore_tests {
 
 namespace {
 
@@ -59,11 +63,6 @@ std::string at_line(const std::string& file, const std::string& text, const std:
     BOOST_TEST_REQUIRE(at != std::string::npos);
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
     return file + ":" + std::to_string(line) + ": ";
-}
-
-KindCounts kinds(std::uint32_t none, std::uint32_t select, std::uint32_t comm, std::uint32_t both,
-                 std::uint32_t full) {
-    return KindCounts{none, select, comm, both, full};
 }
 
 struct Fixture {
@@ -677,3 +676,5 @@ BOOST_AUTO_TEST_CASE(logs_found_in_directories) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace mindspore_tests

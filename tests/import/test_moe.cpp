@@ -12,17 +12,16 @@
 #include <string>
 #include <vector>
 
+using ppb_test::kinds;
 using namespace ppb::importers;
 namespace json = boost::json;
+
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace moe_tests {
 
 namespace {
 
 const std::string samples = PPB_IMPORT_SAMPLES_DIR;
-
-KindCounts kinds(std::uint32_t none, std::uint32_t select, std::uint32_t comm, std::uint32_t both,
-                 std::uint32_t full) {
-    return KindCounts{none, select, comm, both, full};
-}
 
 MegatronFlags moe_flags(std::uint32_t p, std::uint32_t layers) {
     MegatronFlags f;
@@ -261,3 +260,5 @@ BOOST_AUTO_TEST_CASE(grouped_run_is_written_as_revision_3) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace moe_tests

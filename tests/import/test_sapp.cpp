@@ -10,16 +10,15 @@
 #include <string>
 
 using namespace ppb::importers;
+using ppb_test::kinds;
 using ppb_test::Scratch;
+
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace sapp_tests {
 
 namespace {
 
 const std::string sample = std::string(PPB_IMPORT_SAMPLES_DIR) + "/sapp/init_pp4.yaml";
-
-KindCounts kinds(std::uint32_t none, std::uint32_t select, std::uint32_t comm, std::uint32_t both,
-                 std::uint32_t full) {
-    return KindCounts{none, select, comm, both, full};
-}
 
 void check(const StageObservation& o, std::uint32_t stage, const KindCounts& layers, double mb) {
     BOOST_TEST(o.stage == stage);
@@ -48,7 +47,7 @@ const std::string one_run =
     "    stage_id: [2, 1]\n"
     "    memories: [18200, 18800]\n";
 
-struct Fixture {
+struct SappFixture {
     Scratch dir;
     Messages messages;
 
@@ -72,7 +71,7 @@ struct Fixture {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(sapp_init, Fixture)
+BOOST_FIXTURE_TEST_SUITE(sapp_init, SappFixture)
 
 BOOST_AUTO_TEST_CASE(the_sample_three_dry_runs) {
     const SappDryRuns runs = read_sapp_init(sample, messages);
@@ -198,3 +197,5 @@ BOOST_AUTO_TEST_CASE(bad_files_name_the_key) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace sapp_tests

@@ -44,6 +44,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace chunked_tests {
+
 namespace {
 
 struct Coefficients {
@@ -984,3 +987,5 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace chunked_tests

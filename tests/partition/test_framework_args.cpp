@@ -28,6 +28,9 @@ namespace pt = ppb::partition::test;
 using ppb::Schedule;
 using ppb::partition::MegatronRecompute;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace framework_args_tests {
+
 namespace {
 
 // Megatron's parse_str_to_list: the virtual stages' characters.
@@ -343,3 +346,5 @@ BOOST_AUTO_TEST_CASE(shell_lines_quote_the_layout) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace framework_args_tests

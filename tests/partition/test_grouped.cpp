@@ -29,6 +29,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace grouped_tests {
+
 namespace {
 
 constexpr std::size_t K = PPB_KIND_COUNT;
@@ -468,3 +471,5 @@ BOOST_AUTO_TEST_CASE(what_groups_cannot_do_yet_is_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace grouped_tests

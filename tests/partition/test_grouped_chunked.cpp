@@ -37,6 +37,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace grouped_chunked_tests {
+
 namespace {
 
 constexpr std::size_t K = PPB_KIND_COUNT;
@@ -557,3 +560,5 @@ BOOST_AUTO_TEST_CASE(what_is_not_planned_is_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace grouped_chunked_tests

@@ -33,6 +33,9 @@ using ppb::partition::MemorySource;
 using ppb::partition::Plan;
 using ppb::partition::Problem;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace infeasible_tests {
+
 namespace {
 
 // What solve() did.
@@ -403,3 +406,5 @@ BOOST_AUTO_TEST_CASE(no_stages_is_an_input_error) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace infeasible_tests

@@ -36,6 +36,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace megatron_rule_tests {
+
 namespace {
 
 // A setting as the oracle writes it: 0 none, 1 selective, 2 uniform, 3 + N block N.
@@ -306,3 +309,5 @@ BOOST_AUTO_TEST_CASE(the_setting_of_a_plan_is_recovered) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace megatron_rule_tests

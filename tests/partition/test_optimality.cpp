@@ -35,6 +35,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace optimality_tests {
+
 namespace {
 
 // What solve() did.
@@ -550,3 +553,5 @@ BOOST_AUTO_TEST_CASE(solve_matches_brute_force_under_the_mindformers_rule) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace optimality_tests

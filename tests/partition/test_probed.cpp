@@ -33,6 +33,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace probed_tests {
+
 namespace {
 
 // Memory of a stage from its in-flight count f, whether it holds the head or the tail, and its
@@ -311,3 +314,5 @@ BOOST_AUTO_TEST_CASE(the_analytic_plugin_is_planned_exactly) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace probed_tests

@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace search_tests {
+
 namespace {
 
 using namespace ppb::partition;
@@ -399,3 +402,5 @@ BOOST_AUTO_TEST_CASE(a_configuration_that_cannot_be_planned_is_an_outcome) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace search_tests

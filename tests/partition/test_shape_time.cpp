@@ -29,6 +29,9 @@ using ppb::partition::TimeModel;
 namespace json = boost::json;
 namespace tt = boost::test_tools;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace shape_time_tests {
+
 namespace {
 
 // 1 TFLOP/s: a time in ms is FLOPs / 1e9.
@@ -458,3 +461,5 @@ BOOST_AUTO_TEST_CASE(bad_rates) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace shape_time_tests

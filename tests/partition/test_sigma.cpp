@@ -34,6 +34,9 @@ using ppb::partition::Plan;
 using ppb::partition::Problem;
 using ppb::partition::RecomputeRule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace sigma_tests {
+
 namespace {
 
 // Design row: const, head, tail, per-layer (all layers), activation of each kind (layers x f).
@@ -352,3 +355,5 @@ BOOST_AUTO_TEST_CASE(k_must_be_finite_and_not_negative_and_needs_standard_errors
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace sigma_tests

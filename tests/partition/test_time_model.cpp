@@ -23,6 +23,9 @@ using ppb::partition::TimeModel;
 
 namespace tt = boost::test_tools;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace time_model_tests {
+
 namespace {
 
 // A layer file with the given entries (without the brackets).
@@ -635,3 +638,5 @@ BOOST_AUTO_TEST_CASE(the_sample_file) {
 #endif
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace time_model_tests

@@ -18,6 +18,9 @@
 namespace fs = std::filesystem;
 using ppb::Verdict;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace discovery_tests {
+
 namespace {
 
 const fs::path fixture_dir = PPB_FIXTURE_DIR;
@@ -236,3 +239,5 @@ BOOST_AUTO_TEST_CASE(relative_entries_are_resolved_once_against_the_working_dire
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace discovery_tests

@@ -22,6 +22,9 @@
 namespace fs = std::filesystem;
 using ppb::Verdict;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace elf_check_tests {
+
 namespace {
 
 const fs::path build_plugin_dir = PPB_BUILD_PLUGIN_DIR;
@@ -297,3 +300,5 @@ BOOST_AUTO_TEST_CASE(a_string_table_named_otherwise_than_linked_is_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace elf_check_tests

@@ -16,6 +16,9 @@
 
 namespace fs = std::filesystem;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace loading_tests {
+
 namespace {
 
 const fs::path fixture_dir = PPB_FIXTURE_DIR;
@@ -537,3 +540,5 @@ BOOST_AUTO_TEST_CASE(groups_of_layers_cross_the_boundary) {
                    e.what());
     }
 }
+
+}  // namespace loading_tests

@@ -6,6 +6,9 @@
 
 namespace fs = std::filesystem;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace selection_tests {
+
 namespace {
 
 std::vector<ppb::PluginCandidate> versions() {
@@ -81,3 +84,5 @@ BOOST_AUTO_TEST_CASE(malformed_specs_are_input_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace selection_tests

@@ -18,6 +18,9 @@
 
 using ppb::Schedule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace communication_tests {
+
 namespace {
 
 ppb::SimulationInput even(Schedule schedule, std::uint32_t p, std::uint32_t v, std::uint32_t m,
@@ -173,3 +176,5 @@ BOOST_AUTO_TEST_CASE(bad_communication_times_are_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace communication_tests

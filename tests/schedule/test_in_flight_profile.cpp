@@ -21,6 +21,9 @@
 #include <string>
 #include <vector>
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace in_flight_profile_tests {
+
 namespace {
 
 using ppb::InFlightVector;
@@ -290,3 +293,5 @@ BOOST_AUTO_TEST_CASE(the_simulated_peak_is_the_heaviest_vector_and_the_svg_marks
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace in_flight_profile_tests

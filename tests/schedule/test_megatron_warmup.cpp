@@ -17,6 +17,9 @@
 #include <utility>
 #include <vector>
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace megatron_warmup_tests {
+
 namespace {
 
 std::vector<std::uint32_t> megatron_peaks(std::uint32_t p, std::uint32_t r, std::uint32_t v,
@@ -77,3 +80,5 @@ BOOST_AUTO_TEST_CASE(in_flight_counts_equal_megatrons_replayed_schedule) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace megatron_warmup_tests

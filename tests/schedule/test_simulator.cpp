@@ -23,6 +23,9 @@
 using ppb::Pass;
 using ppb::Schedule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace simulator_tests {
+
 namespace {
 
 constexpr Schedule all_schedules[] = {Schedule::one_f_one_b, Schedule::interleaved,
@@ -427,3 +430,5 @@ BOOST_AUTO_TEST_CASE(costs_of_the_wrong_shape_are_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace simulator_tests

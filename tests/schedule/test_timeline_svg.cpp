@@ -15,6 +15,9 @@
 namespace pt = boost::property_tree;
 using ppb::Schedule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace timeline_svg_tests {
+
 namespace {
 
 ppb::Simulation simulated(Schedule schedule, std::uint32_t p, std::uint32_t v, std::uint32_t m,
@@ -126,3 +129,5 @@ BOOST_AUTO_TEST_CASE(the_title_is_escaped) {
     });
     BOOST_TEST(title == "a < b & \"c\"");
 }
+
+}  // namespace timeline_svg_tests

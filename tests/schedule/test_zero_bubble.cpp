@@ -20,6 +20,9 @@
 using ppb::Pass;
 using ppb::Schedule;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace zero_bubble_tests {
+
 namespace {
 
 // Every (stage, chunk) at F, B + W (the backward) with W its weight gradient.
@@ -182,3 +185,5 @@ BOOST_AUTO_TEST_CASE(a_weight_pass_longer_than_the_backward_is_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace zero_bubble_tests

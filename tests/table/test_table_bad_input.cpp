@@ -12,6 +12,9 @@ using namespace ppb::table_test;
 using ppb::plugin::InvalidInput;
 using ppb::table::TableModel;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace table_bad_input_tests {
+
 namespace {
 
 const std::string head =
@@ -272,3 +275,5 @@ BOOST_AUTO_TEST_CASE(a_byte_order_mark_is_accepted) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace table_bad_input_tests

@@ -25,6 +25,9 @@ using ppb::plugin::InvalidInput;
 using ppb::plugin::Unsupported;
 using ppb::table::TableModel;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace table_groups_tests {
+
 namespace {
 
 // C = 2048, H = 3584, T = 4608.
@@ -329,3 +332,5 @@ BOOST_AUTO_TEST_CASE(the_built_plugin_predicts_groups_through_the_c_boundary) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace table_groups_tests

@@ -17,6 +17,9 @@ using ppb::plugin::NotEstimable;
 using ppb::plugin::Unsupported;
 using ppb::table::TableModel;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace table_model_tests {
+
 namespace {
 
 // C = 100; two HEAD entries: H = 2 x 50 + 1 x 25 = 125; T = 300; P = 10; activations none 4,
@@ -420,3 +423,5 @@ BOOST_AUTO_TEST_CASE(several_body_entries_are_groups) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace table_model_tests

@@ -19,6 +19,9 @@
 
 using namespace ppb::table_test;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace table_plugin_tests {
+
 namespace {
 
 ppb::PluginCandidate plugin_file(const std::string& file) {
@@ -227,3 +230,5 @@ BOOST_AUTO_TEST_CASE(dryrun_lsq_fit_exported_as_sapp_predicts_the_same) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace table_plugin_tests

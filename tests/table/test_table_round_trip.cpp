@@ -20,6 +20,9 @@
 using namespace ppb::table_test;
 using ppb::table::TableModel;
 
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace table_round_trip_tests {
+
 namespace {
 
 constexpr std::size_t coefficient_count = 4 + PPB_KIND_COUNT;
@@ -165,3 +168,5 @@ BOOST_AUTO_TEST_CASE(random_values_read_back_bit_for_bit) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace table_round_trip_tests

@@ -285,7 +285,7 @@ Grid<std::uint32_t> recompute_counts(const Setting& setting, const Grid<std::uin
     return counts;
 }
 
-bool given(const Setting& setting) {
+bool given_not_null(const Setting& setting) {
     return setting.present() && !setting.node().IsNull();
 }
 
@@ -301,8 +301,8 @@ bool given(const Setting& setting) {
 // given, and when both are, they must agree.
 Setting agreed_count(const Setting& classic, const Setting& newer,
                      const limits::CountRange& range) {
-    if (!given(classic) || classic.from_flag() || !given(newer))
-        return given(classic) || !given(newer) ? classic : newer;
+    if (!given_not_null(classic) || classic.from_flag() || !given_not_null(newer))
+        return given_not_null(classic) || !given_not_null(newer) ? classic : newer;
     const std::uint32_t a = count_in(classic, range);
     const std::uint32_t b = count_in(newer, range);
     if (a != b)
@@ -346,19 +346,19 @@ void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32
                                         {"moe_config", "num_experts_chosen"});
     const Setting first_k = settings.get(flags.first_k_dense_replace, "--first-k-dense-replace",
                                          {"moe_config", "first_k_dense_replace"});
-    const std::uint32_t experts = given(expert_num) ? positive_integer(expert_num) : 1;
-    if (given(chosen)) {
+    const std::uint32_t experts = given_not_null(expert_num) ? positive_integer(expert_num) : 1;
+    if (given_not_null(chosen)) {
         const std::uint32_t n = positive_integer(chosen);
         if (n > experts) {
             chosen.fail(fmt::format(
                 "{} experts chosen per token, but expert_num is {}{}: num_experts_chosen must "
                 "not exceed expert_num (MindFormers refuses it)",
                 n, experts,
-                given(expert_num) ? " (" + source_of(expert_num) + ")" : " (not given)"));
+                given_not_null(expert_num) ? " (" + source_of(expert_num) + ")" : " (not given)"));
         }
     }
     std::uint32_t dense = 0;
-    if (given(first_k)) {
+    if (given_not_null(first_k)) {
         const auto value = integer_of(first_k.node());
         if (!value || *value < 0 || *value > static_cast<std::int64_t>(limits::layers.max)) {
             first_k.fail(
@@ -374,8 +374,9 @@ void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32
                 "{} dense layers before the MoE layers, but expert_num is {}: MindFormers builds "
                 "MoE layers only with expert_num above 1 (give moe_config.expert_num)",
                 dense,
-                given(expert_num) ? std::to_string(experts) + " (" + source_of(expert_num) + ")"
-                                  : std::string("not given")));
+                given_not_null(expert_num)
+                    ? std::to_string(experts) + " (" + source_of(expert_num) + ")"
+                    : std::string("not given")));
         }
         return;
     }
@@ -421,13 +422,13 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     PipelineLayout layout;
     // MindFormers' newer layout (LLMTrainer) keeps the parallel settings here.
     const Setting distributed = settings.file({"distribute_parallel_config"});
-    const bool newer_layout = given(distributed);
+    const bool newer_layout = given_not_null(distributed);
     const auto newer = [&](std::initializer_list<std::string_view> keys) {
         if (!newer_layout)
             return Setting{};
         Setting at = distributed;
         for (const std::string_view key : keys) {
-            if (!given(at))
+            if (!given_not_null(at))
                 return Setting{};
             if (!at.node().IsMap()) {
                 at.fail(fmt::format("expected a mapping (holding '{}'), got {}", key,
@@ -444,7 +445,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     const Setting pipeline = agreed_count(settings.get(flags.pipeline_stage, "--pipeline-stage",
                                                        {"parallel_config", "pipeline_stage"}),
                                           newer({"pipeline_model_parallel_size"}), limits::stages);
-    if (!given(pipeline)) {
+    if (!given_not_null(pipeline)) {
         missing_setting(settings.config(),
                         "parallel_config.pipeline_stage (or "
                         "distribute_parallel_config.pipeline_model_parallel_size)",
@@ -456,19 +457,19 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     // model's configuration) or the newer layout's virtual pipeline size; they must agree.
     Setting interleave = settings.get(flags.pp_interleave_num, "--pp-interleave-num",
                                       {"model", "model_config", "pp_interleave_num"});
-    if (!given(interleave) && !interleave.from_flag())
+    if (!given_not_null(interleave) && !interleave.from_flag())
         interleave = settings.file({"model_config", "pp_interleave_num"});
     interleave = agreed_count(
         interleave, newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"}),
         limits::chunks);
-    if (given(interleave))
+    if (given_not_null(interleave))
         layout.num_chunks = count_in(interleave, limits::chunks);
     // MindFormers runs the chunks only when MindSpore's pipeline_interleave is on, and
     // otherwise takes pp_interleave_num as 1; a configuration that says so explicitly is obeyed.
     if (const Setting switch_on =
             settings.file({"parallel", "pipeline_config", "pipeline_interleave"});
-        layout.num_chunks > 1 && given(switch_on) && boolean_of(switch_on.node()) == false &&
-        !interleave.from_flag()) {
+        layout.num_chunks > 1 && given_not_null(switch_on) &&
+        boolean_of(switch_on.node()) == false && !interleave.from_flag()) {
         add_note(messages,
                  fmt::format("{} is {}, but {} is false: MindFormers then runs one chunk per "
                              "stage, and so does this import",
@@ -489,7 +490,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     // ppb schedule models, and are refused by name.
     if (const Setting scheduler =
             settings.file({"parallel", "pipeline_config", "pipeline_scheduler"});
-        given(scheduler) && scheduler.node().IsScalar()) {
+        given_not_null(scheduler) && scheduler.node().IsScalar()) {
         const std::string name = scheduler.node().Scalar();
         if (name == "zero_bubble_v") {
             if (layout.num_chunks != 2) {
@@ -516,7 +517,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         }
     }
     if (const Setting split = settings.file({"parallel_config", "seq_split_num"});
-        given(split) && split.node().IsScalar() && split.node().Scalar() != "1") {
+        given_not_null(split) && split.node().IsScalar() && split.node().Scalar() != "1") {
         split.fail(fmt::format(
             "{}: SeqPipe (each micro-batch split into parts along the sequence) is not "
             "modelled by ppb, whose schedules hold whole micro-batches; import dry runs with "
@@ -542,7 +543,7 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         const Setting from_newer = newer({d.newer});
         const Setting setting = agreed_count(
             classic, from_newer, {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
-        if (!given(setting)) {
+        if (!given_not_null(setting)) {
             if (d.classic == "data_parallel" && newer_layout) {
                 const Setting& at = from_newer.present() ? from_newer : distributed;
                 at.fail(fmt::format(
@@ -574,16 +575,17 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
                                                     {"parallel_config", "micro_batch_num"}),
                                        newer({"micro_batch_num"}), limits::micro_batches);
     const Setting global_batch = settings.file({"training_args", "global_batch_size"});
-    if (given(micro)) {
+    if (given_not_null(micro)) {
         layout.micro_batches = count_in(micro, limits::micro_batches);
-    } else if (newer_layout && given(global_batch)) {
+    } else if (newer_layout && given_not_null(global_batch)) {
         // The newer layout derives it: global_batch_size // (data_parallel_size x
         // micro_batch_size x micro_batch_interleave_num).
         const Setting micro_size = settings.file({"training_args", "micro_batch_size"});
         const Setting interleave_num = newer({"micro_batch_interleave_num"});
         const std::uint64_t gbs = positive_integer(global_batch);
-        const std::uint64_t mbs = given(micro_size) ? positive_integer(micro_size) : 1;
-        const std::uint64_t mbi = given(interleave_num) ? positive_integer(interleave_num) : 1;
+        const std::uint64_t mbs = given_not_null(micro_size) ? positive_integer(micro_size) : 1;
+        const std::uint64_t mbi =
+            given_not_null(interleave_num) ? positive_integer(interleave_num) : 1;
         const std::uint64_t per_micro_batch = *data_parallel * mbs * mbi;
         if (gbs % per_micro_batch != 0) {
             global_batch.fail(
@@ -625,13 +627,13 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     }
     Setting offset_setting =
         settings.get(flags.offset, "--offset", {"model", "model_config", "offset"});
-    if (!given(offset_setting) && !offset_setting.from_flag())
+    if (!given_not_null(offset_setting) && !offset_setting.from_flag())
         offset_setting = settings.file({"model_config", "offset"});
     Grid<std::int64_t> offsets = cell_offsets(offset_setting, shape);
     if (const Setting stage_offset = newer({"pipeline_parallel_config", "pipeline_stage_offset"});
-        given(stage_offset) && !offset_setting.from_flag()) {
+        given_not_null(stage_offset) && !offset_setting.from_flag()) {
         const auto newer_offsets = cell_offsets(stage_offset, shape);
-        if (given(offset_setting) && newer_offsets != offsets) {
+        if (given_not_null(offset_setting) && newer_offsets != offsets) {
             const auto text = [](const Grid<std::int64_t>& grid) {
                 std::vector<std::string> rows;
                 for (const auto& row : grid)

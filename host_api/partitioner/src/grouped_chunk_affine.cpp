@@ -23,10 +23,6 @@
 
 namespace ppb::partition::detail {
 
-namespace {
-constexpr std::size_t kind_count = PPB_KIND_COUNT;
-}  // namespace
-
 GroupedAffineStage linear_grouped_stage(const Problem& problem,
                                         std::span<const ppb_linear_parameters> c,
                                         std::uint32_t stage) {

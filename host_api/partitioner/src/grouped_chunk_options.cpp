@@ -27,8 +27,6 @@
 namespace ppb::partition::detail {
 namespace {
 
-constexpr std::size_t kind_count = PPB_KIND_COUNT;
-
 // The mixes no other beats in (time, fixed, activation), by increasing time.
 void keep_pareto_mixes(std::vector<GroupMix>& mixes) {
     std::sort(mixes.begin(), mixes.end(), [](const GroupMix& a, const GroupMix& b) {

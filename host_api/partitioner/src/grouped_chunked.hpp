@@ -30,6 +30,9 @@
 
 namespace ppb::partition::detail {
 
+// How many recomputation kinds a placement counts per group (none, comm, select, both, full).
+inline constexpr std::size_t kind_count = PPB_KIND_COUNT;
+
 using UnitArray = std::array<double, PPB_KIND_COUNT>;
 
 // ---- the affine description of each stage (grouped_chunk_affine.cpp) ------------------------

@@ -50,8 +50,6 @@
 namespace ppb::partition::detail {
 namespace {
 
-constexpr std::size_t kind_count = PPB_KIND_COUNT;
-
 // ---- the knapsack over stages ---------------------------------------------------------------
 
 // The option a stage takes under a threshold: 'stages', the least slowest chunk among totals

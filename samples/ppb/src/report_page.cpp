@@ -140,6 +140,10 @@ std::string escape(std::string_view text) {
     return out;
 }
 
+double number_or_zero(const boost::json::value& value) {
+    return value.is_null() ? 0.0 : value.to_number<double>();
+}
+
 std::string mb(double value) {
     // -0.0 from rounding a tiny negative reads as 0.
     const double shown = std::abs(value) < 0.05 ? 0.0 : value;

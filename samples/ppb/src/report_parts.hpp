@@ -7,6 +7,7 @@
 #include "report_html.hpp"
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <string>
 #include <string_view>
@@ -15,6 +16,9 @@ namespace ppb::cli::report {
 
 // Text for HTML content and attribute values: & < > " ' escaped.
 [[nodiscard]] std::string escape(std::string_view text);
+
+// A checked document's number; null (a figure the plan does not have) reads as 0.
+[[nodiscard]] double number_or_zero(const boost::json::value& value);
 
 // "29878.1 MB".
 [[nodiscard]] std::string mb(double value);

@@ -19,10 +19,6 @@ namespace ppb::cli::report {
 namespace json = boost::json;
 namespace {
 
-double number(const json::value& v) {
-    return v.is_null() ? 0.0 : v.to_number<double>();
-}
-
 // One part of a stage's bar, bottom up.
 struct Part {
     std::string key;    // the CSS class p-<key> and data-part
@@ -41,14 +37,14 @@ std::vector<Part> memory_parts(const json::object& stage) {
     std::vector<Part> parts;
     const json::value* breakdown = stage.if_contains("memory_breakdown_mb");
     if (breakdown == nullptr) {
-        parts.push_back(
-            {"memory", "memory (the model gives no breakdown)", number(stage.at("memory_mb"))});
+        parts.push_back({"memory", "memory (the model gives no breakdown)",
+                         number_or_zero(stage.at("memory_mb"))});
         return parts;
     }
     const json::object& b = breakdown->as_object();
     if (b.contains("constant")) {
-        double constant = number(b.at("constant"));
-        double parameters = number(b.at("parameters"));
+        double constant = number_or_zero(b.at("constant"));
+        double parameters = number_or_zero(b.at("parameters"));
         std::string parameters_label = "parameters, gradients, optimizer state (body layers)";
         if (constant < 0.0) {
             parameters += constant;
@@ -56,16 +52,16 @@ std::vector<Part> memory_parts(const json::object& stage) {
             constant = 0.0;
         }
         parts.push_back({"constant", "constant", constant});
-        parts.push_back({"head", "head (embedding)", number(b.at("head"))});
-        parts.push_back({"tail", "tail (LM head, loss)", number(b.at("tail"))});
+        parts.push_back({"head", "head (embedding)", number_or_zero(b.at("head"))});
+        parts.push_back({"tail", "tail (LM head, loss)", number_or_zero(b.at("tail"))});
         parts.push_back({"parameters", parameters_label, parameters});
         for (const auto& [kind, value] : b.at("activations").as_object())
-            parts.push_back({std::string(kind), kind_label(kind), number(value)});
+            parts.push_back({std::string(kind), kind_label(kind), number_or_zero(value)});
     } else {
         if (const json::value* a = b.if_contains("activations_total"))
-            parts.push_back({"activations", "activations (all kinds)", number(*a)});
+            parts.push_back({"activations", "activations (all kinds)", number_or_zero(*a)});
         parts.push_back({"other", "parameters, optimizer state, constant (not broken down)",
-                         number(b.at("other"))});
+                         number_or_zero(b.at("other"))});
     }
     std::erase_if(parts, [](const Part& p) { return p.mb <= 0.0; });
     return parts;
@@ -76,9 +72,9 @@ std::vector<Part> memory_parts(const json::object& stage) {
 std::vector<Part> above_memory(const json::object& plan, const json::object& stage) {
     std::vector<Part> parts = {
         {"margin", "uncertainty margin (K standard errors)",
-         number(stage.at("uncertainty_margin_mb"))},
-        {"headroom", "headroom", std::max(0.0, number(stage.at("headroom_mb")))},
-        {"reserved", "reserved (--memory-margin-mb)", number(plan.at("memory_margin_mb"))}};
+         number_or_zero(stage.at("uncertainty_margin_mb"))},
+        {"headroom", "headroom", std::max(0.0, number_or_zero(stage.at("headroom_mb")))},
+        {"reserved", "reserved (--memory-margin-mb)", number_or_zero(plan.at("memory_margin_mb"))}};
     std::erase_if(parts, [](const Part& p) { return p.mb <= 0.0; });
     return parts;
 }
@@ -135,7 +131,7 @@ std::string grid_lines() {
 }  // namespace
 
 std::string memory_section(const json::object& plan) {
-    const double limit = number(plan.at("memory_limit_mb"));
+    const double limit = number_or_zero(plan.at("memory_limit_mb"));
     const json::array& stages = plan.at("stages").as_array();
 
     std::string bars;
@@ -160,8 +156,8 @@ std::string memory_section(const json::object& plan) {
             "data-memory-mb=\"{1:.17g}\" "
             "data-limit-mb=\"{2:.17g}\" title=\"stage {0}: {3} of {4}\">{5}</div>"
             "<div class=\"bar-label\">{0}</div></div>",
-            s, number(stage.at("memory_mb")), limit, mb(number(stage.at("memory_mb"))), mb(limit),
-            segments);
+            s, number_or_zero(stage.at("memory_mb")), limit,
+            mb(number_or_zero(stage.at("memory_mb"))), mb(limit), segments);
     }
     std::string legend_html;
     for (const auto& [key, label] : parts_used(bar_parts))
@@ -188,10 +184,11 @@ std::string memory_section(const json::object& plan) {
                                          [&](const Part& p) { return p.key == column.first; });
             row += fmt::format("<td>{:.1f}</td>", it == table_parts[i].end() ? 0.0 : it->mb);
         }
-        row += fmt::format("<td>{:.1f}</td>", number(stage.at("memory_mb")));
+        row += fmt::format("<td>{:.1f}</td>", number_or_zero(stage.at("memory_mb")));
         if (any_margin)
-            row += fmt::format("<td>{:.1f}</td>", number(stage.at("uncertainty_margin_mb")));
-        row += fmt::format("<td>{:.1f}</td>", number(stage.at("headroom_mb")));
+            row +=
+                fmt::format("<td>{:.1f}</td>", number_or_zero(stage.at("uncertainty_margin_mb")));
+        row += fmt::format("<td>{:.1f}</td>", number_or_zero(stage.at("headroom_mb")));
         rows += "<tr>" + row + "</tr>";
     }
     const bool explained = !stages.empty() && stages[0].as_object().contains("memory_breakdown_mb");
@@ -324,8 +321,8 @@ std::string plan_summary(const json::object& plan, const ReportTexts& texts) {
     double least_headroom = 0.0;
     bool first = true;
     for (const json::value& s : plan.at("stages").as_array()) {
-        peak = std::max(peak, number(s.at("memory_mb")));
-        const double h = number(s.at("headroom_mb"));
+        peak = std::max(peak, number_or_zero(s.at("memory_mb")));
+        const double h = number_or_zero(s.at("headroom_mb"));
         least_headroom = first ? h : std::min(least_headroom, h);
         first = false;
     }
@@ -342,14 +339,14 @@ std::string plan_summary(const json::object& plan, const ReportTexts& texts) {
         "<p class=\"muted\">Times are per iteration, in the {}.</p>",
         plan.at("num_layers").to_number<std::uint64_t>(), plan.at("num_stages").to_number<int>(),
         plan.at("micro_batches").to_number<std::uint64_t>(), escape(schedule_text),
-        mb(number(plan.at("memory_limit_mb"))),
+        mb(number_or_zero(plan.at("memory_limit_mb"))),
         escape(std::string(plan.at("recompute_rule").as_string())),
         escape(std::string(model.at("name").as_string())),
         escape(std::string(model.at("version").as_string())),
         texts.source.empty() ? std::string() : escape(" (" + texts.source + ")"),
-        time_text(number(simulated.at("makespan")), texts.time_unit),
-        time_text(number(plan.at("iteration_time")), texts.time_unit),
-        100.0 * number(simulated.at("bubble_fraction")), mb(peak), mb(least_headroom),
+        time_text(number_or_zero(simulated.at("makespan")), texts.time_unit),
+        time_text(number_or_zero(plan.at("iteration_time")), texts.time_unit),
+        100.0 * number_or_zero(simulated.at("bubble_fraction")), mb(peak), mb(least_headroom),
         texts.time_unit.empty() ? std::string("layer file's time unit")
                                 : fmt::format("unit {}", texts.time_unit));
 }

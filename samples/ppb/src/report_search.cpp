@@ -15,10 +15,6 @@ namespace ppb::cli::report {
 namespace json = boost::json;
 namespace {
 
-double number(const json::value& v) {
-    return v.is_null() ? 0.0 : v.to_number<double>();
-}
-
 std::string schedule_text(const json::object& entry) {
     const std::string schedule(entry.at("schedule").as_string());
     const auto chunks = entry.at("chunks").to_number<std::uint32_t>();
@@ -39,9 +35,10 @@ std::string ranking_table(const json::array& ranking, std::string_view unit) {
             e.at("pipeline_parallel").to_number<std::uint64_t>(),
             e.at("data_parallel").to_number<std::uint64_t>(),
             e.at("micro_batches").to_number<std::uint64_t>(), escape(schedule_text(e)),
-            escape(std::string(e.at("recompute").as_string())), number(e.at("iteration_time")),
-            number(e.at("estimate")), 100.0 * number(e.at("bubble_fraction")),
-            number(e.at("peak_memory_mb")), number(e.at("headroom_mb")));
+            escape(std::string(e.at("recompute").as_string())),
+            number_or_zero(e.at("iteration_time")), number_or_zero(e.at("estimate")),
+            100.0 * number_or_zero(e.at("bubble_fraction")), number_or_zero(e.at("peak_memory_mb")),
+            number_or_zero(e.at("headroom_mb")));
     }
     const std::string u =
         unit.empty() ? std::string("layer file's time unit") : fmt::format("unit {}", escape(unit));
@@ -79,8 +76,8 @@ std::string scatter_chart(const json::array& ranking, std::string_view unit) {
     double y_max = 0.0;
     bool first = true;
     for (const json::value& v : ranking) {
-        const double x = number(v.at("headroom_mb"));
-        const double y = number(v.at("iteration_time"));
+        const double x = number_or_zero(v.at("headroom_mb"));
+        const double y = number_or_zero(v.at("iteration_time"));
         x_max = std::max(x_max, x);
         y_min = first ? y : std::min(y_min, y);
         y_max = first ? y : std::max(y_max, y);
@@ -143,8 +140,8 @@ std::string scatter_chart(const json::array& ranking, std::string_view unit) {
     for (auto it = ranking.rbegin(); it != ranking.rend(); ++it) {
         const json::object& e = it->as_object();
         const auto rank = e.at("rank").to_number<std::uint64_t>();
-        const double x = number(e.at("headroom_mb"));
-        const double y = number(e.at("iteration_time"));
+        const double x = number_or_zero(e.at("headroom_mb"));
+        const double y = number_or_zero(e.at("iteration_time"));
         svg += fmt::format(
             "<circle class=\"point{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" data-rank=\"{}\" "
             "data-iteration-time=\"{:.17g}\" data-headroom-mb=\"{:.17g}\"><title>rank {}: PP {}, "
