@@ -8,7 +8,7 @@
 #   3. tsan   — ThreadSanitizer build of test_threads and the plugins it loads (./build-tsan):
 #               one model of each plugin used from eight threads at once;
 #   4. fuzz   — the libFuzzer harnesses of tests/fuzz built with Clang (./build-fuzz), each run
-#               PPB_FUZZ_SECONDS (default 20) on its seed corpus and the grown corpora of long
+#               PPB_FUZZ_SECONDS (10 here) on its seed corpus and the grown corpora of long
 #               runs if present (tests/fuzz/run-fuzzers.sh), one per core at a time
 #               (PPB_FUZZ_PARALLEL); a crash fails the run, and so does
 #               a seed corpus directory without a harness or a harness without one.
@@ -55,12 +55,16 @@ finished() {
 # functions, files and lines, and the test suites build about 40 % faster than with full debug
 # information. Both it and the ASan stage compile each test suite as a unity build
 # (PPB_UNITY_TESTS, tests/CMakeLists.txt: the suites' files in batches; the code under test file
-# by file). Arguments after the script's override these, e.g.
-# -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG" or -DPPB_UNITY_TESTS=OFF.
+# by file), and the suites' own files at -O0 (PPB_TEST_CXX_FLAGS: a batch of test_cli compiles in
+# 16 s of CPU at -O0, 41 s at -O2; the libraries, plugins and command under test stay at -O2,
+# and so does test_partition, whose enumerations are its own code). Arguments after the
+# script's override these, e.g. -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG" or
+# -DPPB_UNITY_TESTS=OFF.
 stage_build() {
     local build_dir="${BUILD_DIR:-build}"
     cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON \
-        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DPPB_UNITY_TESTS=ON "$@"
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DPPB_UNITY_TESTS=ON \
+        -DPPB_TEST_CXX_FLAGS=-O0 "$@"
     cmake --build "$build_dir" -j "$jobs"
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 }
@@ -69,15 +73,16 @@ stage_build() {
 # instrumentation make GCC warn differently, and the warning gate is the normal build. They keep
 # line tables only (-g1): a sanitizer's stack trace still names every function, file and line,
 # and the stage compiles about a fifth faster than with full debug information. In the ASan
-# stage the suites' own files (PPB_TEST_CXX_FLAGS, tests/CMakeLists.txt) and the ppb command's
-# (PPB_CLI_CXX_FLAGS, samples/ppb/CMakeLists.txt) compile at -O0, 40 % faster; the libraries and
-# plugins under test at -O1. Its executables link without PIE: an instrumented ppb is 100 MB
+# stage the suites' own files and the test plugins (PPB_TEST_CXX_FLAGS, tests/CMakeLists.txt)
+# compile at -O0, 40 % faster; the libraries, plugins and command under test at -O1 (the command
+# at -O0 compiled 50 s faster but holds twice the UBSan check data, and each of its processes ran
+# 15 to 25 % longer). Its executables link without PIE: an instrumented ppb is 100 MB
 # with a million relative relocations, and each ppb process the suites start spent about 0.1 s
 # applying them (`ppb --version`: 0.28 s with PIE, 0.16 s without; the stage's tests took 374 s
 # instead of 433 s).
 stage_asan() {
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
-        -DPPB_TEST_CXX_FLAGS=-O0 -DPPB_CLI_CXX_FLAGS=-O0 -DPPB_UNITY_TESTS=ON \
+        -DPPB_TEST_CXX_FLAGS=-O0 -DPPB_UNITY_TESTS=ON \
         -DCMAKE_EXE_LINKER_FLAGS=-no-pie \
         -DPPB_SANITIZE=address,undefined -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PYTHON=OFF
     cmake --build build-asan -j "$jobs"
@@ -91,11 +96,14 @@ stage_tsan() {
     ctest --test-dir build-tsan --output-on-failure -R '^test_threads$'
 }
 
-# Every harness for PPB_FUZZ_SECONDS (default 20) on its seed corpus and, when present, on the
-# corpora grown by long runs (tests/fuzz/run-fuzzers.sh --long, in PPB_FUZZ_CORPUS_DIR). One
-# harness per core at a time: each is one process, so each still gets its seconds of a core.
+# Every harness for PPB_FUZZ_SECONDS (here 10 by default) on its seed corpus and, when present,
+# on the corpora grown by long runs (tests/fuzz/run-fuzzers.sh --long, in PPB_FUZZ_CORPUS_DIR).
+# One harness per core at a time: each is one process, so each still gets its seconds of a core.
+# The stage is a check that every seed and grown input still passes and a short search beyond
+# them (most harnesses run 10^5 inputs or more in 10 s); the search itself is the long runs'.
 stage_fuzz() {
-    PPB_FUZZ_PARALLEL="${PPB_FUZZ_PARALLEL:-$jobs}" tests/fuzz/run-fuzzers.sh
+    PPB_FUZZ_SECONDS="${PPB_FUZZ_SECONDS:-10}" PPB_FUZZ_PARALLEL="${PPB_FUZZ_PARALLEL:-$jobs}" \
+        tests/fuzz/run-fuzzers.sh
 }
 
 # Each stage runs under set -e: its first failing command ends the run (the trap still prints
