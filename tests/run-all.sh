@@ -100,7 +100,8 @@ stage_tsan() {
 # on the corpora grown by long runs (tests/fuzz/run-fuzzers.sh --long, in PPB_FUZZ_CORPUS_DIR).
 # One harness per core at a time: each is one process, so each still gets its seconds of a core.
 # The stage is a check that every seed and grown input still passes and a short search beyond
-# them (most harnesses run 10^5 inputs or more in 10 s); the search itself is the long runs'.
+# them (from about 1 000 inputs for fuzz_design to 150 000 in 10 s); the search itself is the
+# long runs'.
 stage_fuzz() {
     PPB_FUZZ_SECONDS="${PPB_FUZZ_SECONDS:-10}" PPB_FUZZ_PARALLEL="${PPB_FUZZ_PARALLEL:-$jobs}" \
         tests/fuzz/run-fuzzers.sh
