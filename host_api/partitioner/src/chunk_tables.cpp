@@ -614,7 +614,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     // The last chunk: for each partial option and count, only the fastest mix with which every
     // row still fits can be worth having. Candidates stay small (no copy of the picks) until
     // kept.
-    struct LastChunkCandidate {
+    struct Candidate {
         double total = 0.0;
         double slowest = 0.0;
         double last_time = 0.0;
@@ -622,7 +622,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         std::uint32_t n = 0;
         std::uint32_t index = 0;
     };
-    std::vector<std::vector<LastChunkCandidate>> candidates(layers + 1);
+    std::vector<std::vector<Candidate>> candidates(layers + 1);
     if (v == 1) {
         for (std::uint32_t n = 0; n <= layers; ++n) {
             for (const Partial& p : partial[n]) {
@@ -654,7 +654,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
 
     out.options.resize(all + 1);
     out.alternatives.resize(all + 1);
-    const auto option_of = [&](const LastChunkCandidate& candidate) {
+    const auto option_of = [&](const Candidate& candidate) {
         StageOption option{candidate.total, candidate.slowest, 0.0, {}, {}};
         auto picks = candidate.prefix->picks;
         if (v > 1)
@@ -671,28 +671,25 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         return option;
     };
     for (std::uint32_t n = 0; n <= layers; ++n) {
-        std::vector<LastChunkCandidate>& list = candidates[n];
+        std::vector<Candidate>& list = candidates[n];
         if (v == 2) {
             // Pareto-optimal in (chunk 0's time, chunk 1's time): chunk 0's is the prefix's.
-            std::sort(list.begin(), list.end(),
-                      [](const LastChunkCandidate& a, const LastChunkCandidate& b) {
-                          return a.prefix->total != b.prefix->total
-                                     ? a.prefix->total < b.prefix->total
-                                     : a.last_time < b.last_time;
-                      });
+            std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+                return a.prefix->total != b.prefix->total ? a.prefix->total < b.prefix->total
+                                                          : a.last_time < b.last_time;
+            });
             double least_last = infinity;
-            for (const LastChunkCandidate& candidate : list) {
+            for (const Candidate& candidate : list) {
                 if (candidate.last_time < least_last) {
                     least_last = candidate.last_time;
                     out.alternatives[n].push_back(option_of(candidate));
                 }
             }
         }
-        std::sort(list.begin(), list.end(),
-                  [](const LastChunkCandidate& a, const LastChunkCandidate& b) {
-                      return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
-                  });
-        for (const LastChunkCandidate& candidate : list) {
+        std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+            return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
+        });
+        for (const Candidate& candidate : list) {
             if (out.options[n].empty() || candidate.slowest < out.options[n].back().slowest)
                 out.options[n].push_back(option_of(candidate));
         }

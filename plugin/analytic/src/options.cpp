@@ -88,7 +88,7 @@ constexpr std::array<NumberOption, 8> number_options = {{
 }};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
-std::string as_written(double x) {
+std::string format_number(double x) {
     return ppb::plugin::format_number(x, 15);
 }
 
@@ -191,8 +191,8 @@ bool parse_bool(const json::value& v, std::string_view key) {
 double parse_number(const json::value& v, const NumberOption& option) {
     const std::string range =
         std::string(" must be a number ") + (option.min_exclusive ? "greater than " : "from ") +
-        as_written(option.min) + (option.min_exclusive ? " and at most " : " to ") +
-        as_written(option.max);
+        format_number(option.min) + (option.min_exclusive ? " and at most " : " to ") +
+        format_number(option.max);
     if (!v.is_number()) {
         throw InvalidInput(quoted(option.key) + range + ", got " + describe_json(v));
     }
