@@ -5,6 +5,7 @@
 #include <ppb/kinds.hpp>
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <cmath>

@@ -206,7 +206,7 @@ void add_plugins_command(CLI::App& app, Commands& commands) {
 
 void add_probe_plugin_command(CLI::App& app, Commands& commands) {
     auto file = std::make_shared<std::string>();
-    CLI::App* probe = app.add_subcommand("__probe-plugin", "load one plugin file and report it");
+    CLI::App* probe = add_command(app, "__probe-plugin", "load one plugin file and report it", "");
     probe->group("");  // hidden: the child side of 'ppb plugins --check'
     probe->add_option("FILE", *file, "the plugin file")->required();
     commands.push_back({probe, [file] { return run_probe_plugin(*file); }, {}});
