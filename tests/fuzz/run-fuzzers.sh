@@ -79,7 +79,7 @@ fi
 # Configuring fails when a harness and the seed corpora disagree (tests/fuzz/CMakeLists.txt).
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DPPB_FUZZ=ON -DPPB_BUILD_TESTS=OFF \
-    -DPPB_BUILD_BENCHMARKS=OFF
+    -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PRECOMPILED_HEADERS=ON
 cmake --build "$build" -j "$(nproc)" --target ppb_fuzzers
 
 bin="$repo/$build/tests/fuzz"
