@@ -60,7 +60,8 @@ std::pair<std::uint32_t, std::uint32_t> stage_chunk(const Problem& p, std::uint3
     return {q % P, q / P};
 }
 
-// Every in-flight vector of stage s, executing its order.
+// Every in-flight vector of stage s, executing its order; each distinct one once (a stage's peak
+// is their maximum, and the steady state passes through the same few again and again).
 const std::vector<std::vector<std::uint32_t>>& states(const Problem& p, std::uint32_t s,
                                                       bool as_one) {
     static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, bool>,
@@ -79,6 +80,8 @@ const std::vector<std::vector<std::uint32_t>>& states(const Problem& p, std::uin
                 f = as_one ? std::max<std::uint32_t>(f, 1) : f;
             out.push_back(asked);
         }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
     }
     return out;
 }
