@@ -57,9 +57,9 @@ finished() {
 # (PPB_UNITY_TESTS, tests/CMakeLists.txt: the suites' files in batches; the code under test file
 # by file), and the suites' own files at -O0 (PPB_TEST_CXX_FLAGS: a batch of test_cli compiles in
 # 16 s of CPU at -O0, 41 s at -O2; the libraries, plugins and command under test stay at -O2,
-# and so does test_partition, whose enumerations are its own code). Arguments after the
-# script's override these, e.g. -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG" or
-# -DPPB_UNITY_TESTS=OFF.
+# and so do test_partition and test_plugins, whose own code does the heavy work). Arguments
+# after the script's override these, e.g. -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG"
+# or -DPPB_UNITY_TESTS=OFF.
 stage_build() {
     local build_dir="${BUILD_DIR:-build}"
     cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON \
