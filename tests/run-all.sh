@@ -2,12 +2,16 @@
 # The test command. Stages, each in its own build directory:
 #   1. build  — everything, warnings as errors, then every test suite with CTest in parallel
 #               (BUILD_DIR overrides ./build; extra arguments go to this build's configure step);
-#   2. asan   — everything again under AddressSanitizer + UndefinedBehaviorSanitizer (-O1,
+#   2. journeys — every walk-through of the README and the docs verbatim, as a reader runs it: a
+#               clean checkout of the tracked files (./build-journeys/checkout), the README's
+#               set-up command run there, then each walk-through in a fresh copy of that checkout
+#               with a HOME of its own (tests/docs/check_journeys.py);
+#   3. asan   — everything again under AddressSanitizer + UndefinedBehaviorSanitizer (-O1,
 #               no benchmarks, ./build-asan), every test suite but the Python module's
 #               (-DPPB_PYTHON=OFF: an ASan-built extension cannot load into a plain python);
-#   3. tsan   — ThreadSanitizer build of test_threads and the plugins it loads (./build-tsan):
+#   4. tsan   — ThreadSanitizer build of test_threads and the plugins it loads (./build-tsan):
 #               one model of each plugin used from eight threads at once;
-#   4. fuzz   — the libFuzzer harnesses of tests/fuzz built with Clang (./build-fuzz), each run
+#   5. fuzz   — the libFuzzer harnesses of tests/fuzz built with Clang (./build-fuzz), each run
 #               PPB_FUZZ_SECONDS (10 here) on its seed corpus and the grown corpora of long
 #               runs if present (tests/fuzz/run-fuzzers.sh), one per core at a time
 #               (PPB_FUZZ_PARALLEL); a crash fails the run, and so does
@@ -27,7 +31,7 @@ if [ -n "${PPB_STAGES:-}" ]; then
 elif [ "$quick" = 1 ]; then
     stages="build"
 else
-    stages="build asan tsan fuzz"
+    stages="build journeys asan tsan fuzz"
 fi
 jobs="$(nproc)"
 # New build directories use Ninja when it is installed (samples/scripts/install-deps.sh installs
@@ -89,6 +93,15 @@ stage_asan() {
         -DPPB_SANITIZE=address,undefined -DPPB_BUILD_BENCHMARKS=OFF -DPPB_PYTHON=OFF
     cmake --build build-asan -j "$jobs"
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+}
+
+# The set-up command builds its own tree inside the checkout (about a third of stage 1's build:
+# the command, plugins, libraries and Python module, not the tests); nothing is shared with
+# stage 1's tree, as nothing would be on a reader's machine.
+stage_journeys() {
+    local python=python3
+    [ -x /usr/bin/python3 ] && python=/usr/bin/python3
+    "$python" tests/docs/check_journeys.py build-journeys
 }
 
 stage_tsan() {

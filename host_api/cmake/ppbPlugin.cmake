@@ -53,5 +53,8 @@ function(ppb_add_plugin target)
     target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
     if(NOT arg_NO_INSTALL)
         install(TARGETS ${target} LIBRARY DESTINATION "${PPB_PLUGIN_SUBDIR}")
+        # Every installed target is listed, so that one target can build them all (ppb's own
+        # ppb_installable).
+        set_property(GLOBAL APPEND PROPERTY PPB_INSTALLED_TARGETS ${target})
     endif()
 endfunction()

@@ -1,16 +1,54 @@
 #!/usr/bin/env bash
-# Sets everything up and runs the main job: installs missing packages, builds the ppb command
-# and its plugins (not the tests), lists the plugins it finds, fits the dry-run memory model to
-# the bundled sample, partitions the sample model with it, and ranks the sample's pipeline
-# configurations on 64 devices (ppb search).
+# Sets everything up and runs the main job: installs missing packages, builds everything ppb
+# installs (the ppb command, its plugins, the libraries and the Python module; not the tests), so
+# that `cmake --install build`, `build/bin/ppb` and `import ppb` work right after it, lists the
+# plugins it finds, fits the dry-run memory model to the bundled sample, partitions the sample
+# model with it, and ranks the sample's pipeline configurations on 64 devices (ppb search).
+# BUILD_DIR builds elsewhere than build/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+say() { echo "run-sample: $*"; }
+
+say "checking the Debian packages ppb builds with (samples/scripts/install-deps.sh)"
 samples/scripts/install-deps.sh
 build_dir="${BUILD_DIR:-build}"
-{
-    cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    cmake --build "$build_dir" -j "$(nproc)" --target ppb ppb_plugins
-} > build.log 2>&1 || { cat build.log; exit 1; }
+# Ninja for a new build directory when it is installed (install-deps.sh installs it): it keeps
+# both cores busy while libraries link; an existing build directory keeps its generator.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja > /dev/null; then
+    export CMAKE_GENERATOR=Ninja
+fi
+
+# The compiler's output goes to build.log; the terminal gets a line at every tenth of the build
+# (a few minutes on two cores), and the log's end if the build fails.
+progress() {
+    local line done total percent shown=-1
+    while IFS= read -r line; do
+        if [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]]; then  # Ninja: [done/total]
+            done=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
+            percent=$((100 * done / total))
+        elif [[ $line =~ ^\[\ *([0-9]+)%\] ]]; then  # Make: [ nn%]
+            percent=${BASH_REMATCH[1]}
+        else
+            continue
+        fi
+        if [ $((percent / 10)) -gt "$shown" ]; then
+            shown=$((percent / 10))
+            say "built $percent %"
+        fi
+    done
+}
+failed() {
+    say "the build failed; the end of build.log:"
+    tail -n 40 build.log
+    exit 1
+}
+say "building the ppb command, its plugins, libraries and Python module in $build_dir/ (not the tests; the compiler's output goes to build.log)"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo > build.log 2>&1 || failed
+cmake --build "$build_dir" -j "$(nproc)" --target ppb_installable 2>&1 | tee -a build.log | progress ||
+    failed
+say "built; running the main job on the bundled sample"
+echo
+
 ppb="$build_dir/bin/ppb"
 "$ppb" plugins
 echo

@@ -1,8 +1,8 @@
 // Plans Megatron-LM, MindSpeed-LLM and torchtitan can run, end to end: `ppb partition
 // --recompute-rule megatron|torchtitan` prints their flags and `--json` carries them (read back
 // here with Megatron's own grammar, tests/common/megatron_grammar.hpp), `ppb search` takes the
-// rules, `ppb import megatron` reads the layout flag back and refuses what Megatron refuses, and
-// the README's walk-throughs print what the commands print.
+// rules, and `ppb import megatron` reads the layout flag back and refuses what Megatron refuses
+// (what the README's walk-throughs print is tests/docs/walkthroughs.py's to check).
 #include "../common/megatron_grammar.hpp"
 #include "cli_fixture.hpp"
 
@@ -12,9 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,32 +57,6 @@ std::uint32_t layers_of(const json::value& counts) {
     for (const auto& [kind, value] : counts.as_object())
         n += static_cast<std::uint32_t>(value.to_number<std::int64_t>());
     return n;
-}
-
-std::string readme() {
-    std::ifstream in(std::string(PPB_SOURCE_DIR) + "/README.md");
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// `text` from the line `from` to the line `to` (or the end).
-std::string between(const std::string& text, const std::string& from, const std::string& to) {
-    const std::size_t start = text.find(from);
-    BOOST_TEST_REQUIRE(start != std::string::npos, from);
-    const std::size_t end = to.empty() ? std::string::npos : text.find(to, start);
-    return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
-
-// The README's section `title` up to the end of its first ```text block (the lines a command
-// ends with; the command is the ```sh block before it, run by tests/docs/check_walkthroughs.py).
-std::string readme_section_to_text_block(const std::string& title) {
-    const std::string text = readme();
-    const std::size_t at = text.find(title);
-    BOOST_TEST_REQUIRE(at != std::string::npos, title);
-    const std::size_t block = text.find("```text\n", at);
-    BOOST_TEST_REQUIRE(block != std::string::npos);
-    return text.substr(at, text.find("```\n", block + 8) - at);
 }
 
 }  // namespace
@@ -268,29 +240,6 @@ BOOST_AUTO_TEST_CASE(import_reads_the_layout_and_refuses_what_megatron_refuses) 
     expect_input_error(
         with({"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}),
         {"= 34 does not divide into 4 stages"});
-}
-
-// The README's walk-throughs print what the commands print: the Megatron-LM and MindSpeed-LLM
-// lines of one, the torchtitan configuration of the other.
-BOOST_AUTO_TEST_CASE(the_readme_walk_throughs_print_what_ppb_prints) {
-    const std::string flags = "Megatron-LM flags:";
-    const std::string toml = "torchtitan job configuration (TOML):";
-    const auto megatron = ppb(partition_args("megatron"));
-    BOOST_TEST_REQUIRE(megatron.exit_code == 0, megatron.err);
-    const std::string first = readme_section_to_text_block("## Journey: Megatron-LM users");
-    BOOST_TEST(between(megatron.out, flags, toml) == between(first, flags, ""));
-    BOOST_TEST(first.find("--stages 8 --micro-batches 32 --memory-limit-mb 30000 \\\n"
-                          "    --recompute-rule megatron\n") != std::string::npos,
-               first);
-    const auto titan =
-        ppb(partition_args("torchtitan", {"--schedule", "interleaved"}, "4", "60000"));
-    BOOST_TEST_REQUIRE(titan.exit_code == 0, titan.err);
-    const std::string second = readme_section_to_text_block("## Journey: torchtitan users");
-    BOOST_TEST(between(titan.out, toml, "") == between(second, toml, ""));
-    BOOST_TEST(second.find("--stages 4 --micro-batches 32 --memory-limit-mb 60000 \\\n"
-                           "    --recompute-rule torchtitan --schedule interleaved\n") !=
-                   std::string::npos,
-               second);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

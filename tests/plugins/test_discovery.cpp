@@ -11,9 +11,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <string>
 
 namespace fs = std::filesystem;
 using ppb::Verdict;
@@ -203,7 +206,30 @@ BOOST_AUTO_TEST_CASE(file_names_outside_the_scheme_are_not_plugins) {
     }
 }
 
+// Sets HOME for one test case, and back.
+class ScopedHome {
+public:
+    explicit ScopedHome(const fs::path& home) {
+        if (const char* old = std::getenv("HOME"))
+            saved_ = old;
+        ::setenv("HOME", home.c_str(), 1);
+    }
+    ScopedHome(const ScopedHome&) = delete;
+    ScopedHome& operator=(const ScopedHome&) = delete;
+    ~ScopedHome() {
+        if (saved_)
+            ::setenv("HOME", saved_->c_str(), 1);
+        else
+            ::unsetenv("HOME");
+    }
+
+private:
+    std::optional<std::string> saved_;
+};
+
 BOOST_AUTO_TEST_CASE(search_path_order_and_skipped_entries) {
+    ppb_test::TempDir home;  // without ~/.local/lib/ppb/plugins: not searched, not mentioned
+    const ScopedHome scoped(home.path());
     ppb_test::TempDir a;
     ppb_test::TempDir b;
     ppb_test::TempDir exe_root;
@@ -224,6 +250,24 @@ BOOST_AUTO_TEST_CASE(search_path_order_and_skipped_entries) {
     BOOST_TEST_REQUIRE(path.warnings.size() == 2u);
     BOOST_TEST(contains(path.warnings[0], "does not exist"), path.warnings[0]);
     BOOST_TEST(contains(path.warnings[1], "is not a directory"), path.warnings[1]);
+}
+
+BOOST_AUTO_TEST_CASE(the_users_plugins_come_last_and_the_install_location_once) {
+    ppb_test::TempDir home;
+    const ScopedHome scoped(home.path());
+    fs::create_directories(home.path() / ".local/lib/ppb/plugins");
+    ppb_test::TempDir exe_root;
+    fs::create_directories(exe_root.path() / "lib/ppb/plugins");
+    const auto path = ppb::make_search_path({}, nullptr, exe_root.path() / "bin/ppb");
+    BOOST_TEST_REQUIRE(path.dirs.size() == 2u);
+    BOOST_TEST(path.dirs[0].origin == "install location");
+    BOOST_TEST(path.dirs[1].path == home.path() / ".local/lib/ppb/plugins");
+    BOOST_TEST(path.dirs[1].origin == "user plugins");
+    BOOST_TEST(path.warnings.empty());
+    // ppb installed into ~/.local: one directory, searched once, as the install location.
+    const auto installed = ppb::make_search_path({}, nullptr, home.path() / ".local/bin/ppb");
+    BOOST_TEST_REQUIRE(installed.dirs.size() == 1u);
+    BOOST_TEST(installed.dirs[0].origin == "install location");
 }
 
 BOOST_AUTO_TEST_CASE(relative_entries_are_resolved_once_against_the_working_directory) {

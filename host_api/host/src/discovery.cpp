@@ -283,8 +283,8 @@ const PluginCandidate& select_plugin(const std::vector<PluginCandidate>& candida
         }
     }
     message +=
-        "\n(search path: --plugin-path, PPB_PLUGIN_PATH, then the install location; "
-        "'ppb plugins' lists every file)";
+        "\n(search path: --plugin-path, PPB_PLUGIN_PATH, the install location, then "
+        "~/.local/lib/ppb/plugins; 'ppb plugins' lists every file)";
     throw PluginError(message);
 }
 

@@ -1,6 +1,7 @@
 #include <ppb/search_path.hpp>
 
 #include <climits>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 
@@ -90,6 +91,14 @@ SearchPath make_search_path_with_install_dir(const std::vector<std::string>& exp
         // The install location is not an error when absent (a host built elsewhere).
         if (fs::is_directory(install, ec))
             add_entry(out, install.string(), "install location");
+    }
+    // Nor is the user's directory: most users have none. When it is the install location (ppb
+    // itself installed into ~/.local), it is searched once, as the install location.
+    if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
+        const fs::path user = fs::path(home) / fs::path(user_plugin_subdir);
+        std::error_code ec;
+        if (fs::is_directory(user, ec))
+            add_entry(out, user.string(), "user plugins");
     }
     return out;
 }

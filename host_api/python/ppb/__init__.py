@@ -20,7 +20,26 @@ import json as _json
 import os as _os
 import warnings as _warnings
 
-from . import _ppb
+try:
+    from . import _ppb
+except ImportError as _error:
+    # The package's Python files are in place (CMake copies them when it configures) but not the
+    # extension built from the host library: say which, and how to get it, instead of Python's
+    # "partially initialized module" message.
+    import glob as _glob
+    import sys as _sys
+
+    _here = _os.path.dirname(__file__)
+    _built = sorted(_os.path.basename(p) for p in _glob.glob(_os.path.join(_here, "_ppb*.so")))
+    _python = f"Python {_sys.version_info.major}.{_sys.version_info.minor} ({_sys.executable})"
+    if _built:
+        _why = (f"{', '.join(_built)} in {_here} was built for another Python than this {_python}"
+                f": use that interpreter, or configure the build with -DPython_EXECUTABLE=")
+    else:
+        _why = (f"the extension module _ppb is not built in {_here}: build it with the set-up "
+                f"command (samples/scripts/run-sample.sh) or `cmake --build BUILD --target "
+                f"ppb_python`")
+    raise ImportError(f"ppb: {_why} ({_error})") from None
 from ._errors import Error, Infeasible, InvalidInput, PluginError
 from ._location import PLUGIN_DIR as _PLUGIN_DIR
 
