@@ -10,8 +10,10 @@
    (a link: walk-throughs read it, `cmake --install` copies from it) and with a HOME of its own, so
    that what one walk-through writes (files, `~/.local`) never changes another's output.
 
-Usage: check_journeys.py [--only TEXT] WORK_DIR
-  --only TEXT  run only the walk-throughs whose name contains TEXT (after the set-up)
+Usage: check_journeys.py [--only TEXT] [--reuse-setup] WORK_DIR
+  --only TEXT     run only the walk-throughs whose name contains TEXT (after the set-up)
+  --reuse-setup   for a developer editing documents: refresh the tracked files of an earlier
+                  run's checkout and keep its build tree instead of running the set-up again
 Exits 1 when the set-up or any walk-through fails, naming the step and the difference."""
 
 import argparse
@@ -29,13 +31,15 @@ SOURCE = Path(__file__).resolve().parents[2]
 SETUP = "samples/scripts/run-sample.sh"
 
 
-def copy_checkout(files, target: Path):
-    if target.exists():
+def copy_checkout(files, source: Path, target: Path, fresh=True):
+    if fresh and target.exists():
         shutil.rmtree(target)
     for path in files:
         destination = target / path
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(SOURCE / path, destination, follow_symlinks=False)
+        if destination.is_symlink() or destination.exists():
+            destination.unlink()
+        shutil.copy2(source / path, destination, follow_symlinks=False)
 
 
 def check_setup_output(printed: str):
@@ -56,9 +60,36 @@ def check_setup_output(printed: str):
     return missing
 
 
+def setup(work: Path, checkout: Path):
+    """Runs the set-up command in the checkout as a reader runs it; 0 when it did what the README
+    says."""
+    started = time.monotonic()
+    print(f"journeys: the set-up command, {SETUP}, from the checkout's root:", flush=True)
+    setup_home = work / "home-setup"
+    setup_home.mkdir(exist_ok=True)
+    process = subprocess.Popen([SETUP], cwd=checkout, env=walkthroughs.environment(setup_home),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    printed = []
+    for line in process.stdout:
+        printed.append(line)
+        print(f"  | {line}", end="", flush=True)
+    process.wait()
+    (work / "setup.log").write_text("".join(printed), encoding="utf-8")
+    if process.returncode != 0:
+        print(f"journeys: FAILED: {SETUP} exited {process.returncode}")
+        return 1
+    missing = check_setup_output("".join(printed))
+    if missing:
+        print(f"journeys: FAILED: {SETUP} does not do what the README says: " + "; ".join(missing))
+        return 1
+    print(f"journeys: set-up done in {time.monotonic() - started:.0f} s", flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="")
+    parser.add_argument("--reuse-setup", action="store_true")
     parser.add_argument("work_dir")
     args = parser.parse_args()
     work = Path(args.work_dir).resolve()
@@ -72,29 +103,15 @@ def main():
               + (" …" if len(untracked) > 5 else ""))
     files = walkthroughs.tracked_files(SOURCE)
     checkout = work / "checkout"
-    copy_checkout(files, checkout)
+    reuse = args.reuse_setup and (checkout / "build" / "bin" / "ppb").exists()
+    copy_checkout(files, SOURCE, checkout, fresh=not reuse)
     print(f"journeys: clean checkout of {len(files)} tracked files in {checkout}", flush=True)
-
-    started = time.monotonic()
-    print(f"journeys: the set-up command, {SETUP}, from the checkout's root:", flush=True)
-    setup_home = work / "home-setup"
-    setup_home.mkdir(exist_ok=True)
-    setup = subprocess.Popen([SETUP], cwd=checkout, env=walkthroughs.environment(setup_home),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    printed = []
-    for line in setup.stdout:
-        printed.append(line)
-        print(f"  | {line}", end="", flush=True)
-    setup.wait()
-    (work / "setup.log").write_text("".join(printed), encoding="utf-8")
-    if setup.returncode != 0:
-        print(f"journeys: FAILED: {SETUP} exited {setup.returncode}")
-        return 1
-    missing = check_setup_output("".join(printed))
-    if missing:
-        print(f"journeys: FAILED: {SETUP} does not do what the README says: " + "; ".join(missing))
-        return 1
-    print(f"journeys: set-up done in {time.monotonic() - started:.0f} s", flush=True)
+    if reuse:
+        print("journeys: --reuse-setup: the set-up is not run again; its build tree is kept")
+    else:
+        status = setup(work, checkout)
+        if status != 0:
+            return status
 
     build = checkout / "build"
     failures = []
@@ -106,7 +123,7 @@ def main():
             if not walkthrough.steps or args.only not in walkthrough.name:
                 continue
             where = work / f"w{number:02d}-{index}"
-            copy_checkout(files, where)
+            copy_checkout(files, checkout, where)
             (where / "build").symlink_to(build)
             began = time.monotonic()
             try:

@@ -15,6 +15,7 @@ GOOD = """# A document
 ```console
 $ echo hello
 hello
+
 $ false
 $ echo $?
 1
@@ -56,9 +57,9 @@ BAD = [
     ("output other than shown", GOOD.replace("$ echo hello\nhello\n", "$ echo hello\nhallo\n"),
      "doc.md:4: echo hello\nprints other than shown"),
     ("a failing command without its status shown", GOOD.replace("$ false\n$ echo $?\n1\n", "$ false\n"),
-     "doc.md:6: false\nexited 1"),
+     "doc.md:7: false\nexited 1"),
     ("a status other than shown", GOOD.replace("$ echo $?\n1\n", "$ echo $?\n0\n"),
-     "doc.md:7: echo $?\nprints other than shown"),
+     "doc.md:8: echo $?\nprints other than shown"),
     ("a failing ```sh command", GOOD.replace("export X=41\n", "export X=41\nexit_status_3() { return 3; }; exit_status_3\n"),
      "exited 3"),
     ("an end other than shown", GOOD.replace("ends with\n\n```text\nb\n", "ends with\n\n```text\nc\n"),
@@ -87,7 +88,7 @@ def main():
         if kinds != ["console"] * 3 + ["sh"] * 3 + ["python"]:
             print(f"steps read as {kinds}")
             return 1
-        if good.not_run != ["doc.md:12: a synopsis, not a command"]:
+        if good.not_run != ["doc.md:13: a synopsis, not a command"]:
             print(f"blocks not run: {good.not_run}")
             return 1
         for number, (what, text, expected) in enumerate(BAD):

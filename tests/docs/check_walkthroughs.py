@@ -1,12 +1,13 @@
 """The documents' walk-throughs print what they show, against a build tree (CTest
 docs_walkthroughs, in the test command's build and sanitizer stages).
 
-Every walk-through of every document (rules in walkthroughs.py) that calls only ppb and the shell's
-everyday tools runs in a scratch directory of its own, with `samples` linked to the repository's
-and `build` to the build tree, so that the documents' relative paths work as from the repository
-root. The walk-throughs that need the set-up command's checkout (cmake --install, the plugin
-template, Python) are listed and left to the journeys stage (check_journeys.py), which runs every
-walk-through from a clean checkout.
+Every walk-through of every document (rules in walkthroughs.py) that calls only ppb, the shell's
+everyday tools and, where the build tree has the Python module, python3, runs in a scratch
+directory of its own, with `samples` and `tests` linked to the repository's and `build` to the
+build tree, so that the documents' relative paths work as from the repository root. The
+walk-throughs that need the set-up command's checkout (cmake --install, the plugin template) are
+listed and left to the journeys stage (check_journeys.py), which runs every walk-through from a
+clean checkout.
 
 Usage: check_walkthroughs.py SOURCE_DIR BUILD_DIR; exits 1 naming the first difference."""
 
@@ -27,7 +28,7 @@ def main():
             for index, walkthrough in enumerate(walkthroughs.read_walkthroughs(source, document)):
                 if not walkthrough.steps:
                     continue
-                if walkthroughs.needs_checkout(walkthrough):
+                if walkthroughs.needs_checkout(walkthrough, build):
                     left.append(walkthrough.name)
                     continue
                 work = Path(scratch) / f"w{number}-{index}"

@@ -8,10 +8,12 @@ What a document holds, and what is run:
   next), each run in turn and required to exit 0; what they print is not compared.
 - A ```console block is a session: a line starting with "$ " is a command (continued while a line
   ends with a backslash), and the lines after it, up to the next "$ " or the end of the block, are
-  exactly what it prints, stderr and stdout together as a terminal shows them. It must exit 0,
+  exactly what it prints, stderr and stdout together as a terminal shows them (blank lines before
+  the next command are spacing, not output). It must exit 0,
   unless the next command of the block is `echo $?`, whose shown output then states the status.
-- A ```python block is run with `python3 -` in the same shell; a ```text block right after it is
-  exactly what it prints.
+- A ```python block is run in the same shell by Debian's `/usr/bin/python3` when it exists (the
+  interpreter the module is built for, with NumPy from apt; python.md says so), else `python3`;
+  a ```text block right after it is exactly what it prints.
 - A ```text block after a ```sh block, with only prose between them that ends with "ends with"
   (or "ends with:"), is the end of what the last command of that ```sh block prints.
 - A block right after the line `<!-- not run: REASON -->` is not run (REASON says why: a command
@@ -87,6 +89,8 @@ def _steps_of(kind, body, where_line, document):
             while i < len(lines) and not lines[i].startswith("$ "):
                 output.append(lines[i])
                 i += 1
+            while i < len(lines) and output and output[-1] == "":
+                output.pop()  # blank lines before the next command are the reader's spacing
             steps.append(Step(f"{document}:{where_line + start}", "console", text,
                               "".join(o + "\n" for o in output)))
         else:
@@ -176,8 +180,9 @@ class Failure(Exception):
 
 
 # The programs a walk-through may call and still run against a bare build tree: ppb and the shell's
-# everyday tools. A walk-through that calls anything else (cmake, python3, the scripts) needs the
-# set-up command's checkout and runs in the journeys stage only.
+# everyday tools (and python3 where the tree has the Python module). A walk-through that calls
+# anything else (cmake, the scripts) needs the set-up command's checkout and runs in the journeys
+# stage only.
 BUILD_TREE_PROGRAMS = {"build/bin/ppb", "echo", "cat", "grep", "head", "tail", "diff", "cmp", "wc",
                        "test", "[", "rm", "ls", "cp", "mv", "mkdir", "cd", "export"}
 
@@ -202,9 +207,13 @@ def programs(step: Step):
     return found
 
 
-def needs_checkout(walkthrough: Walkthrough):
-    """Whether the walk-through calls more than ppb and the shell's everyday tools."""
-    return any(programs(step) - BUILD_TREE_PROGRAMS for step in walkthrough.steps)
+def needs_checkout(walkthrough: Walkthrough, build: Path):
+    """Whether the walk-through calls more than ppb, the shell's everyday tools and, when the build
+    tree has the Python module, python3."""
+    allowed = set(BUILD_TREE_PROGRAMS)
+    if any((build / "python" / "ppb").glob("_ppb*.so")):
+        allowed.add("python3")
+    return any(programs(step) - allowed for step in walkthrough.steps)
 
 
 def run(walkthrough: Walkthrough, workdir: Path, home: Path, build: Path, log=print):
@@ -225,7 +234,8 @@ def run(walkthrough: Walkthrough, workdir: Path, home: Path, build: Path, log=pr
         for number, step in enumerate(walkthrough.steps):
             if step.kind == "python":
                 body = step.command
-                command = f"python3 - <<'PPB_PYTHON_EOF'\n{body}PPB_PYTHON_EOF"
+                python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+                command = f"{python} - <<'PPB_PYTHON_EOF'\n{body}PPB_PYTHON_EOF"
             else:
                 command = step.command
             # The status of the step before is $? when this one starts (`echo $?`); stdin is
