@@ -231,7 +231,8 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         "model order, and the memory model must know the groups by those names (1F1B).\n"
         "--sapp-config INIT.yaml takes the problem from SAPP's -init YAML, as SAPP's own\n"
         "validator reads it; stderr and the JSON's \"sapp_config\" say which keys flags\n"
-        "overrode and which have no ppb setting."
+        "overrode and which have no ppb setting. Without --dryrun and --model it plans, as\n"
+        "SAPP does, with the memory the --model-desc layer file holds (the table model)."
         "\n\n"
         "Exit status: 0 partitioned, 2 invalid input or usage, 3 plugin not found or failed,\n"
         "4 no placement fits the memory limit (stderr says why, and the smallest limit that\n"
@@ -250,7 +251,9 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "SAPP's -init YAML: its pipeline_config is the problem\n"
                      "(pipeline_num, micro_batch_num, num_of_interleave,\n"
                      "vpp_less_memory, memory_limit, constant_memory as the margin;\n"
-                     "num_layer checked); each flag given as well overrides its key")
+                     "num_layer checked); each flag given as well overrides its key\n"
+                     "or gives it; without --dryrun and --model, the memory is the\n"
+                     "--model-desc layer file's (--model table)")
         ->type_name("INIT.yaml")
         ->check(CLI::ExistingFile);
     partition
