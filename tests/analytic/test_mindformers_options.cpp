@@ -129,7 +129,9 @@ BOOST_AUTO_TEST_CASE(unknown_model_keys_are_named_in_a_warning) {
     const ScratchConfig config("unknown", llama2_7b_shape + "    shiny_new_feature: 3\n");
     const auto r = ppb({"import", "mindformers-options", config.path.string()});
     BOOST_TEST(r.exit_code == 0, r.err);
-    BOOST_TEST(contains(r.err, "model.model_config.shiny_new_feature is not known to ppb"), r.err);
+    BOOST_TEST(contains(r.err, config.path.string() +
+                                   ":10: model.model_config.shiny_new_feature is not known to ppb"),
+               r.err);
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_exit_2_naming_the_key) {

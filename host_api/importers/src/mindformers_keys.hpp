@@ -66,6 +66,8 @@ inline constexpr std::array<std::string_view, 3> qkv_bias = {"qkv_has_bias", "at
 inline constexpr std::array<std::string_view, 2> qk_norm = {"qk_layernorm", "use_qk_norm"};
 inline constexpr std::array<std::string_view, 3> mtp_layers = {
     "mtp_depth", "num_nextn_predict_layers", "mtp_num_layers"};
+inline constexpr std::array<std::string_view, 2> chunks = {"pp_interleave_num",
+                                                           "virtual_pipeline_model_parallel_size"};
 inline constexpr std::array<std::string_view, 4> experts = {"expert_num", "num_experts",
                                                             "num_moe_experts", "n_routed_experts"};
 inline constexpr std::array<std::string_view, 3> experts_chosen = {

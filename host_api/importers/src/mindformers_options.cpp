@@ -42,7 +42,7 @@ constexpr std::string_view neutral_model_keys[] = {
     "kv_lora_rank", "q_lora_rank", "multi_latent_attention", "add_bias_linear", "gated_linear_unit",
     "multi_query_attention", "multi_query_group_num",
     // the placement
-    "offset", "pp_interleave_num", "virtual_pipeline_model_parallel_size",
+    "offset",
     // no effect on the tensors' memory (dtypes of small tensors, token ids, decoding, names)
     "type", "batch_size", "rms_norm_eps", "bos_token_id", "eos_token_id", "pad_token_id",
     "ignore_token_id", "layernorm_compute_type", "softmax_compute_type", "rotary_dtype", "use_past",
@@ -77,7 +77,7 @@ bool known_model_key(std::string_view key) {
     const Names read[] = {spellings::num_layers,  spellings::num_heads, spellings::kv_heads,
                           spellings::ffn_width,   spellings::vocab,     spellings::head_dim,
                           spellings::param_dtype, spellings::qkv_bias,  spellings::qk_norm,
-                          spellings::mtp_layers,  spellings::experts};
+                          spellings::mtp_layers,  spellings::experts,   spellings::chunks};
     return std::ranges::any_of(
         read, [key](Names names) { return std::ranges::find(names, key) != names.end(); });
 }
@@ -280,7 +280,8 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     out.pipeline_size = p;
     out.data_parallel = d;
     out.micro_batches = optional_count(parallel("micro_batch_num")).value_or(1);
-    out.chunks = optional_count(model("pp_interleave_num")).value_or(1);
+    out.chunks = optional_count(model_setting(config, spellings::chunks, "the chunks per stage"))
+                     .value_or(1);
     const std::uint32_t b =
         optional_count(config.lookup({"runner_config", "batch_size"})).value_or(1);
 
@@ -419,9 +420,8 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
             const std::string key = entry.first.as<std::string>("");
             if (!known_model_key(key))
                 out.warnings.push_back(fmt::format(
-                    "{}: model.model_config.{} is not known to ppb: if it changes memory, the "
-                    "options do not include it",
-                    config.name(), key));
+                    "{} is not known to ppb: if it changes memory, the options do not include it",
+                    model_config.member(entry.second, key).where()));
         }
     }
     out.options_json = json::serialize(o);

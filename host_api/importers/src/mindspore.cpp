@@ -599,10 +599,9 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
 
     // Chunks per stage: MindFormers' pp_interleave_num (the classic layout keeps it in the
     // model's configuration) or the newer layout's virtual pipeline size; they must agree.
-    Setting interleave = settings.get(flags.pp_interleave_num, "--pp-interleave-num",
-                                      {"model", "model_config", "pp_interleave_num"});
-    if (!given_not_null(interleave) && !interleave.from_flag())
-        interleave = settings.file({"model_config", "pp_interleave_num"});
+    Setting interleave =
+        settings.spelled(flags.pp_interleave_num, "--pp-interleave-num", detail::model_sections(),
+                         spellings::chunks, "the chunks per stage");
     interleave = agreed_count(
         interleave, newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"}),
         limits::chunks);
