@@ -129,7 +129,9 @@ BOOST_AUTO_TEST_CASE(unknown_model_keys_are_named_in_a_warning) {
     const ScratchConfig config("unknown", llama2_7b_shape + "    shiny_new_feature: 3\n");
     const auto r = ppb({"import", "mindformers-options", config.path.string()});
     BOOST_TEST(r.exit_code == 0, r.err);
-    BOOST_TEST(contains(r.err, "model.model_config.shiny_new_feature is not known to ppb"), r.err);
+    BOOST_TEST(contains(r.err, config.path.string() +
+                                   ":10: model.model_config.shiny_new_feature is not known to ppb"),
+               r.err);
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_exit_2_naming_the_key) {
@@ -163,6 +165,186 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_exit_2_naming_the_key) {
     expect_refusal(list, {"expected a MindFormers training configuration"});
     fs::remove(list);
     expect_refusal(data_dir / "no-such-file.yaml", {"no-such-file.yaml"});
+}
+
+// MindFormers' current configurations name the model's settings as HuggingFace does; the names
+// MindFormers accepts are COMMON_CONFIG_MAPPING's (mindspore-lab/mindformers,
+// mindformers/parallel_core/transformer_config_utils.py at commit
+// f52743ca27a5a8af5fbc77c5b2037c1147c7004c). Qwen3-32B (tests/data/mindformers/README.md).
+BOOST_AUTO_TEST_CASE(qwen3_32bs_huggingface_names_give_its_shape) {
+    const fs::path config = data_dir / "qwen3_32b_mcore.yaml";
+    const auto r = ppb({"import", "mindformers-options", config.string()});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::object o = json::parse(r.out).as_object();
+    BOOST_TEST(o.at("num_layers").as_int64() == 64);           // num_hidden_layers
+    BOOST_TEST(o.at("num_attention_heads").as_int64() == 64);  // num_attention_heads
+    BOOST_TEST(o.at("num_kv_heads").as_int64() == 8);          // num_key_value_heads
+    BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 25600);   // intermediate_size
+    BOOST_TEST(o.at("hidden_size").as_int64() == 5120);
+    BOOST_TEST(o.at("vocab_size").as_int64() == 151936);
+    BOOST_TEST(o.at("seq_length").as_int64() == 4096);
+    BOOST_TEST(o.at("tensor_parallel").as_int64() == 4);
+    BOOST_TEST(o.at("param_bytes").as_double() == 4.0);  // params_dtype float32
+    BOOST_TEST(o.at("untie_embeddings").as_bool());      // tie_word_embeddings False
+    BOOST_TEST(o.at("gated_mlp").as_bool());
+    BOOST_TEST(!o.at("linear_biases").as_bool());  // add_bias_linear False
+    // 64 heads of head_dim 128 make the attention 8192 wide, not hidden_size 5120: named.
+    const std::string where = config.string() + ":";
+    BOOST_TEST(contains(r.err, "ppb: warning: " + where +
+                                   "39: model.model_config.head_dim changes memory but is not "
+                                   "modelled: 64 heads of 128 make the attention 8192 wide, not "
+                                   "hidden_size 5120: the model counts the attention's "
+                                   "projections and activations 5120 wide\n"),
+               r.err);
+    BOOST_TEST(contains(r.err, where + "51: model.model_config.qk_layernorm changes memory"),
+               r.err);
+    // The spellings it reads are known; none is "not known to ppb".
+    BOOST_TEST(!contains(r.err, "not known to ppb"), r.err);
+}
+
+// GLM-4-9B's ChatGLM2Config (mindformers/models/glm2/glm2_config.py, same commit): the
+// vocabulary is padded_vocab_size, the FFN ffn_hidden_size, and the key/value heads
+// multi_query_group_num when multi_query_attention is on (its default in that class, 2 groups).
+BOOST_AUTO_TEST_CASE(glm4s_chatglm2_names_give_its_shape) {
+    const fs::path config = data_dir / "glm4_9b.yaml";
+    const auto r = ppb({"import", "mindformers-options", config.string()});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::object o = json::parse(r.out).as_object();
+    BOOST_TEST(o.at("num_layers").as_int64() == 40);
+    BOOST_TEST(o.at("num_attention_heads").as_int64() == 32);
+    BOOST_TEST(o.at("num_kv_heads").as_int64() == 2);
+    BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 13696);
+    BOOST_TEST(o.at("vocab_size").as_int64() == 151552);
+    BOOST_TEST(o.at("seq_length").as_int64() == 8192);
+    BOOST_TEST(o.at("data_parallel").as_int64() == 2);
+    BOOST_TEST(contains(r.err, config.string() +
+                                   ":21: model.model_config.add_qkv_bias changes memory but is "
+                                   "not modelled: biases of the query, key and value projections"),
+               r.err);
+    BOOST_TEST(!contains(r.err, "not known to ppb"), r.err);
+
+    // ChatGLM2Config's defaults: multi_query_attention on, 2 groups, QKV biases.
+    const std::string glm_shape =
+        "    type: ChatGLM2Config\n    seq_length: 4096\n    hidden_size: 4096\n"
+        "    num_layers: 8\n    num_attention_heads: 32\n    padded_vocab_size: 65024\n"
+        "    ffn_hidden_size: 13696\n";
+    const ScratchConfig defaults("glm-defaults", glm_shape);
+    const auto d = ppb({"import", "mindformers-options", defaults.path.string()});
+    BOOST_TEST_REQUIRE(d.exit_code == 0, d.err);
+    BOOST_TEST(json::parse(d.out).as_object().at("num_kv_heads").as_int64() == 2);
+    BOOST_TEST(contains(d.err, defaults.path.string() +
+                                   ": model.model_config.add_qkv_bias (ChatGLM2Config's default "
+                                   "true) changes memory"),
+               d.err);
+    // multi_query_attention off: as many key/value heads as heads.
+    const ScratchConfig mha("glm-mha", glm_shape +
+                                           "    multi_query_attention: False\n"
+                                           "    add_qkv_bias: False\n");
+    const auto m = ppb({"import", "mindformers-options", mha.path.string()});
+    BOOST_TEST_REQUIRE(m.exit_code == 0, m.err);
+    BOOST_TEST(!json::parse(m.out).as_object().contains("num_kv_heads"));
+    BOOST_TEST(!contains(m.err, "add_qkv_bias"), m.err);
+}
+
+// Qwen3-MoE is refused as MoE, naming the key and line that make it one: the expert count under
+// any of its names, the model type whose class builds experts by default
+// (configuration_qwen3_moe.py: Qwen3MoeConfig num_experts=128), or a setting only experts have.
+BOOST_AUTO_TEST_CASE(qwen3_moe_is_refused_as_moe_by_the_key_that_makes_it_one) {
+    const fs::path config = data_dir / "qwen3_30b_a3b_mcore.yaml";
+    const auto r = ppb({"import", "mindformers-options", config.string()});
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.empty());
+    BOOST_TEST(r.err == "ppb: error: " + config.string() +
+                            ":37: model.model_config.num_experts: 128 experts per MoE layer: "
+                            "MindFormers' mixture of experts (capacity, dispatch) is not mapped; "
+                            "the analytic model does not cover it (measure with a dry run and "
+                            "'ppb import mindspore')\n");
+
+    // The model type alone (line 10: the shape takes lines 3-9).
+    const ScratchConfig type("moe-type", llama2_7b_shape + "    model_type: qwen3_moe\n");
+    const auto t = ppb({"import", "mindformers-options", type.path.string()});
+    BOOST_TEST(t.exit_code == 2);
+    BOOST_TEST(t.err == "ppb: error: " + type.path.string() +
+                            ":10: model.model_config.model_type: 'qwen3_moe': Qwen3MoeConfig "
+                            "builds 128 experts per MoE layer by default: MindFormers' mixture of "
+                            "experts (capacity, dispatch) is not mapped; the analytic model does "
+                            "not cover it (measure with a dry run and 'ppb import mindspore')\n");
+    // Every name of the count (n_routed_experts: DeepSeek's), and a setting only experts have.
+    const ScratchConfig routed("moe-routed", llama2_7b_shape + "    n_routed_experts: 256\n");
+    expect_refusal(routed.path, {":10: model.model_config.n_routed_experts: 256 experts per MoE"});
+    const ScratchConfig topk("moe-topk", llama2_7b_shape + "    num_experts_per_tok: 8\n");
+    expect_refusal(topk.path,
+                   {":10: model.model_config.num_experts_per_tok: a setting only MoE layers have"});
+    // One expert is no mixture (MoEConfig's expert_num 1, its default): planned as dense.
+    const ScratchConfig one("moe-one", llama2_7b_shape, "moe_config:\n  expert_num: 1\n");
+    BOOST_TEST(ppb({"import", "mindformers-options", one.path.string()}).exit_code == 0);
+}
+
+// Two names of one setting: taken when they agree, refused naming both keys, values and lines
+// when they do not (MindFormers' converter refuses two names of one field at all).
+BOOST_AUTO_TEST_CASE(two_names_of_one_setting_must_agree) {
+    const ScratchConfig agree("agree", llama2_7b_shape +
+                                           "    num_hidden_layers: 32\n"
+                                           "    num_attention_heads: 32\n");
+    const auto a = ppb({"import", "mindformers-options", agree.path.string()});
+    BOOST_TEST_REQUIRE(a.exit_code == 0, a.err);
+    BOOST_TEST(json::parse(a.out).as_object().at("num_layers").as_int64() == 32);
+
+    const ScratchConfig layers("layers", llama2_7b_shape + "    num_hidden_layers: 40\n");
+    const auto l = ppb({"import", "mindformers-options", layers.path.string()});
+    BOOST_TEST(l.exit_code == 2);
+    BOOST_TEST(l.out.empty());
+    const std::string file = layers.path.string();
+    BOOST_TEST(l.err == "ppb: error: " + file + ":6: model.model_config.num_layers is 32, but " +
+                            file +
+                            ":10: model.model_config.num_hidden_layers is 40: MindFormers reads "
+                            "both as the transformer layers; give one of them, or make them "
+                            "agree\n");
+
+    const ScratchConfig kv("kv", llama2_7b_shape +
+                                     "    n_kv_heads: 8\n"
+                                     "    multi_query_attention: True\n"
+                                     "    multi_query_group_num: 2\n");
+    const auto k = ppb({"import", "mindformers-options", kv.path.string()});
+    BOOST_TEST(k.exit_code == 2);
+    BOOST_TEST(k.err == "ppb: error: " + kv.path.string() +
+                            ":10: model.model_config.n_kv_heads is 8, but " + kv.path.string() +
+                            ":12: model.model_config.multi_query_group_num is 2: MindFormers reads "
+                            "both as the key/value heads; give one of them, or make them agree\n");
+
+    // moe_config's keys are the model's for MindFormers' current models (build_model.py).
+    const ScratchConfig experts("experts", llama2_7b_shape + "    num_experts: 16\n",
+                                "moe_config:\n  expert_num: 8\n");
+    const auto e = ppb({"import", "mindformers-options", experts.path.string()});
+    BOOST_TEST(e.exit_code == 2);
+    BOOST_TEST(e.err == "ppb: error: " + experts.path.string() +
+                            ":16: moe_config.expert_num is 8, but " + experts.path.string() +
+                            ":10: model.model_config.num_experts is 16: MindFormers reads both as "
+                            "the number of experts; give one of them, or make them agree\n");
+
+    // The dtype of the parameters by either name.
+    const ScratchConfig dtypes("dtypes", llama2_7b_shape +
+                                             "    param_init_type: float16\n"
+                                             "    params_dtype: float32\n");
+    expect_refusal(dtypes.path, {":10: model.model_config.param_init_type is float16, but",
+                                 ":11: model.model_config.params_dtype is float32"});
+}
+
+// A current configuration that takes the model's shape from pretrained_model_dir (the
+// HuggingFace config.json, which ppb does not read) says so when a key is missing.
+BOOST_AUTO_TEST_CASE(a_missing_key_names_every_name_and_pretrained_model_dir) {
+    const ScratchConfig config("pretrained", "    seq_length: 4096\n    hidden_size: 4096\n",
+                               "pretrained_model_dir: \"/path/to/Qwen3-32B\"\n");
+    const auto r = ppb({"import", "mindformers-options", config.path.string()});
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.err ==
+               "ppb: error: " + config.path.string() +
+                   ": missing model.model_config.num_layers (or num_hidden_layers, n_layer), the "
+                   "transformer layers; the model's shape is read from pretrained_model_dir "
+                   "'/path/to/Qwen3-32B' (" +
+                   config.path.string() +
+                   ":9: pretrained_model_dir), whose config.json ppb does not read: copy "
+                   "num_hidden_layers from it into model.model_config\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -256,9 +257,7 @@ BOOST_AUTO_TEST_CASE(what_sapps_validator_refuses_is_refused_naming_the_key) {
     expect_refused("num_of_interleave", "num_of_interleave: 0", {"must be positive"});
     expect_refused("sim_comm_time", "sim_comm_time: .nan", {"finite"});
     expect_refused("sim_comm_time", "sim_comm_time: -0.1", {"must be non-negative"});
-    // Required keys.
-    expect_refused("pipeline_num", "", {"pipeline_config.pipeline_num is required"});
-    expect_refused("micro_batch_num", "", {"pipeline_config.micro_batch_num is required"});
+    // Required keys, given by neither the file nor a flag: exact_refusals_of_missing_keys.
     // What ppb would read otherwise than PyYAML, and what no plan can mean.
     expect_refused("memory_limit", "memory_limit: 012000", {"octal"});
     expect_refused("memory_limit", "memory_limit: 0", {"0 is no limit to plan against"});
@@ -330,6 +329,160 @@ BOOST_AUTO_TEST_CASE(sapps_own_demo_problem_runs) {
     BOOST_TEST(doc.at("memory_limit_mb").to_number<double>() == 44236.0);
     for (const auto& s : doc.at("stages").as_array())
         BOOST_TEST(s.as_object().at("memory_mb").to_number<double>() <= 44236.0);
+}
+
+// The keys SAPP requires (pipeline_num, micro_batch_num) and the limit ppb needs (memory_limit)
+// may come from the flags instead; given by neither, each is refused naming both ways.
+BOOST_AUTO_TEST_CASE(exact_refusals_of_missing_keys) {
+    const auto refused = [](const std::string& key, const std::string& message) {
+        const std::string file = write_file(yaml_with(key, ""), "missing-" + key + ".yaml");
+        const auto r = ppb(with_model({"--sapp-config", file}));
+        BOOST_TEST(r.exit_code == 2, key);
+        BOOST_TEST(r.out.empty(), key);
+        BOOST_TEST(r.err == "ppb: error: " + file + ": pipeline_config has no " + key + " (" +
+                                message + "\n",
+                   key);
+    };
+    refused("pipeline_num", "the pipeline stages; SAPP requires it): give it there, or --stages P");
+    refused("micro_batch_num",
+            "the micro-batches per iteration; SAPP requires it): give it there, or "
+            "--micro-batches M");
+    refused("memory_limit",
+            "SAPP's default 0 is no limit to plan against): give memory_limit, the MB a stage "
+            "may use, or --memory-limit-mb X (SAPP needs a positive limit for its load balancing "
+            "too)");
+
+    // A flag gives what the file does not: the plan of the same problem, nothing overridden,
+    // the document's echo of the file saying the key was not there.
+    const auto equal = plan({"--stages", "4", "--micro-batches", "8", "--memory-limit-mb", "12000",
+                             "--memory-margin-mb", "500"});
+    const std::vector<std::vector<std::string>> cases = {
+        {"pipeline_num", "--stages", "4"},
+        {"micro_batch_num", "--micro-batches", "8"},
+        {"memory_limit", "--memory-limit-mb", "12000"}};
+    for (const auto& c : cases) {
+        const std::string file = write_file(yaml_with(c[0], ""), "flag-" + c[0] + ".yaml");
+        const auto r = ppb(with_model({"--sapp-config", file, c[1], c[2]}));
+        BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+        BOOST_TEST(!has(r.err, "overrides"), r.err);
+        const auto doc = parse_json(r.out).as_object();
+        const auto& report = doc.at("sapp_config").as_object();
+        BOOST_TEST(report.at("overridden").as_array().empty(), c[0]);
+        // The echo of the file: null for a key SAPP requires, SAPP's default 0 for the limit.
+        const auto& echoed = report.at("pipeline_config").as_object().at(c[0]);
+        BOOST_TEST((c[0] == "memory_limit" ? echoed.as_int64() == 0 : echoed.is_null()), c[0]);
+        BOOST_TEST(json::serialize(without_report(doc)) == json::serialize(equal), c[0]);
+    }
+}
+
+// README's journey, "SAPP and MindFormers users": the pipe as the README writes it, run by a
+// shell in a directory of its own, plans with the memory the layer file holds (SAPP's
+// PPOptimizer.optimize takes the -init YAML and the layer file alone: mindspore-ai/
+// hyper-parallel, hyper_parallel/auto_parallel/sapp_ppb/pp_optimizer.py at commit
+// 4ebc546b4b0d9e39f6135784fce5e9d896f7d65e), and its plan is that of --model table
+// --model-options layers.json.
+BOOST_AUTO_TEST_CASE(the_readmes_sapp_pipe_plans_as_written) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(write_file("", "pipe-marker")).parent_path() / "sapp-pipe";
+    fs::create_directories(dir);
+    fs::copy_file(std::string(PPB_TEST_DATA_DIR) + "/sapp/init_demo.yaml", dir / "INIT.yaml",
+                  fs::copy_options::overwrite_existing);
+    const std::string exe = PPB_EXE;
+    const std::map<std::string, std::string> env = {{"PPB_PLUGIN_PATH", ""},
+                                                    {"PPB_DEBUG_PLUGINS", ""}};
+    const auto pipe = run_process("/bin/sh",
+                                  {"-c", "'" + exe + "' import sapp INIT.yaml | '" + exe +
+                                             "' fit - --export-sapp layers.json"},
+                                  env, {}, dir.string());
+    BOOST_TEST_REQUIRE(pipe.exit_code == 0, pipe.err);
+    BOOST_TEST_REQUIRE(fs::exists(dir / "layers.json"));
+
+    const auto partition = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = {"partition", "--sapp-config", "INIT.yaml", "--model-desc",
+                                         "layers.json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_process(exe, args, env, {}, dir.string());
+    };
+    const auto r = partition({});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(has(r.out,
+                   "96 'BODY' layers over 16 stages, 16 micro-batches, 1F1B; memory "
+                   "limit 44236.0 MB\nmemory model table 1.0.0 (configured by its "
+                   "options)\n"),
+               r.out);
+    BOOST_TEST(has(r.err,
+                   "ppb: note: no --dryrun or --model: planning with the memory the layer "
+                   "file layers.json holds, as SAPP does (the same as --model table "
+                   "--model-options layers.json)\n"),
+               r.err);
+    const auto as_written = partition({"--json"});
+    const auto explicit_table =
+        partition({"--model", "table", "--model-options", "layers.json", "--json"});
+    BOOST_TEST_REQUIRE(as_written.exit_code == 0, as_written.err);
+    BOOST_TEST_REQUIRE(explicit_table.exit_code == 0, explicit_table.err);
+    BOOST_TEST(as_written.out == explicit_table.out);
+    BOOST_TEST(!has(explicit_table.err, "no --dryrun or --model"), explicit_table.err);
+    const auto doc = parse_json(as_written.out).as_object();
+    for (const auto& s : doc.at("stages").as_array())
+        BOOST_TEST(s.as_object().at("memory_mb").to_number<double>() <= 44236.0);
+
+    // A flag given as well wins, and says so.
+    const auto fewer = partition({"--micro-batches", "32"});
+    BOOST_TEST_REQUIRE(fewer.exit_code == 0, fewer.err);
+    BOOST_TEST(has(fewer.err,
+                   "ppb: note: --micro-batches 32 overrides "
+                   "pipeline_config.micro_batch_num (16) of INIT.yaml\n"),
+               fewer.err);
+    BOOST_TEST(has(fewer.out, "32 micro-batches"), fewer.out);
+}
+
+// The bundled -init YAML states no micro_batch_num and no memory_limit: the flags give them.
+BOOST_AUTO_TEST_CASE(the_bundled_init_plans_with_the_flags_it_needs) {
+    const std::string init = std::string(PPB_SAMPLES_DIR) + "/import/sapp/init_pp4.yaml";
+    const auto imported = ppb({"import", "sapp", init});
+    BOOST_TEST_REQUIRE(imported.exit_code == 0, imported.err);
+    const std::string layer_file = write_file("", "pp4-layers.json");
+    BOOST_TEST_REQUIRE(ppb({"fit", "-", "--export-sapp", layer_file}, {}, imported.out).exit_code ==
+                       0);
+    const auto missing = ppb({"partition", "--sapp-config", init, "--model-desc", layer_file});
+    BOOST_TEST(missing.exit_code == 2);
+    BOOST_TEST(missing.err == "ppb: error: " + init +
+                                  ": pipeline_config has no micro_batch_num (the micro-batches per "
+                                  "iteration; SAPP requires it): give it there, or "
+                                  "--micro-batches M\n");
+    const std::vector<std::string> flags = {"--micro-batches", "8", "--memory-limit-mb", "24000",
+                                            "--json"};
+    std::vector<std::string> args = {"partition", "--sapp-config", init, "--model-desc",
+                                     layer_file};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = ppb(args);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(!has(r.err, "overrides"), r.err);
+    args.insert(args.end(), {"--model", "table", "--model-options", layer_file});
+    const auto explicit_table = ppb(args);
+    BOOST_TEST_REQUIRE(explicit_table.exit_code == 0, explicit_table.err);
+    BOOST_TEST(r.out == explicit_table.out);
+    const auto doc = parse_json(r.out).as_object();
+    BOOST_TEST(doc.at("num_stages").as_int64() == 4);  // pipeline_num
+    BOOST_TEST(doc.at("micro_batches").as_int64() == 8);
+}
+
+// A layer file without memory (times only) cannot be the model: refused naming the entry and
+// the two ways to give the memory.
+BOOST_AUTO_TEST_CASE(a_layer_file_without_memory_is_refused_naming_both_ways) {
+    const std::string init = write_file(base_yaml, "times-only.yaml");
+    const std::string layer_file = std::string(PPB_SAMPLES_DIR) + "/sapp/llama2_7b-layers.json";
+    const auto r =
+        ppb({"partition", "--sapp-config", init, "--model-desc", layer_file, "--stages", "4"});
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.empty());
+    BOOST_TEST(r.err == "ppb: error: " + layer_file +
+                            ": layers_description[1] (BODY \"LLamaDecodeLayer\") holds no memory "
+                            "(memory_parameter, memory_activation, ...): ppb plans, as SAPP does, "
+                            "with the memory the layer file holds (with --sapp-config and neither "
+                            "--dryrun nor --model); give a layer file that holds it ('ppb import "
+                            "sapp INIT.yaml | ppb fit - --export-sapp LAYERS.json' writes one), or "
+                            "--dryrun DRYRUN.json (the dry runs to fit the memory model to)\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -550,6 +550,29 @@ BOOST_AUTO_TEST_CASE(newer_and_classic_layouts_that_disagree) {
     BOOST_TEST(layout_text(offsets, flags).stages[0] == kinds(0, 5, 0, 0, 3));
 }
 
+// MindFormers' current configurations name the chunks per stage either way (COMMON_CONFIG_MAPPING,
+// mindformers/parallel_core/transformer_config_utils.py at commit
+// f52743ca27a5a8af5fbc77c5b2037c1147c7004c: pp_interleave_num and
+// virtual_pipeline_model_parallel_size are one setting).
+BOOST_AUTO_TEST_CASE(the_chunks_by_either_of_their_names) {
+    const std::string base =
+        "parallel_config:\n  pipeline_stage: 2\n  micro_batch_num: 4\n"
+        "model:\n  model_config:\n    num_hidden_layers: 8\n";
+    const PipelineLayout l = layout_text(base + "    virtual_pipeline_model_parallel_size: 2\n");
+    BOOST_TEST(l.num_chunks == 2u);
+    BOOST_TEST((l.schedule == ppb::Schedule::interleaved));
+    const std::string both = base +
+                             "    pp_interleave_num: 2\n"
+                             "    virtual_pipeline_model_parallel_size: 4\n";
+    BOOST_TEST(
+        ppb_test::error_message<ppb::InputError>([&] { (void)layout_text(both); }) ==
+        at_line(cfg(), both, "pp_interleave_num") +
+            "model.model_config.pp_interleave_num is 2, but " +
+            at_line(cfg(), both, "virtual_pipeline") +
+            "model.model_config.virtual_pipeline_model_parallel_size is 4: MindFormers reads "
+            "both as the chunks per stage; give one of them, or make them agree");
+}
+
 BOOST_AUTO_TEST_CASE(newer_layout_without_data_parallel_size) {
     std::string text = newer_layout;
     text.replace(text.find("data_parallel_size: 2"), 21, "data_parallel_size: null");

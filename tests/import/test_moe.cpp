@@ -22,6 +22,7 @@ namespace moe_tests {
 namespace {
 
 const std::string samples = PPB_IMPORT_SAMPLES_DIR;
+const std::string mindformers_data = PPB_MINDFORMERS_DATA_DIR;
 
 MegatronFlags moe_flags(std::uint32_t p, std::uint32_t layers) {
     MegatronFlags f;
@@ -31,6 +32,21 @@ MegatronFlags moe_flags(std::uint32_t p, std::uint32_t layers) {
     f.micro_batches = 16;
     f.num_experts = 8;
     return f;
+}
+
+// The notes of an import, one text.
+std::string notes(const Messages& messages) {
+    std::string text;
+    for (const Message& m : messages)
+        text += m.text + "\n";
+    return text;
+}
+
+// A MindFormers configuration of 8 layers on 2 stages, the model's section ending with `model`.
+std::string two_stage_yaml(const std::string& model) {
+    return "parallel_config:\n  pipeline_stage: 2\n  micro_batch_num: 4\n"
+           "model:\n  model_config:\n    num_hidden_layers: 8\n" +
+           model;
 }
 
 // 1 for an MoE layer, 0 for a dense one.
@@ -224,6 +240,150 @@ BOOST_AUTO_TEST_CASE(mindformers_contradictory_moe_keys) {
     f.num_experts_chosen.reset();
     f.first_k_dense_replace.reset();
     BOOST_TEST(mindspore_layout(std::nullopt, f, messages).groups.empty());
+}
+
+// MindFormers' current configurations (tests/data/mindformers/README.md): the layers under their
+// HuggingFace names, the experts under any of MindFormers' names of the count (COMMON_CONFIG_
+// MAPPING in mindformers/parallel_core/transformer_config_utils.py at commit
+// f52743ca27a5a8af5fbc77c5b2037c1147c7004c).
+BOOST_AUTO_TEST_CASE(mindformers_current_configurations_place_their_layers) {
+    // Qwen3-32B: num_hidden_layers 64 on 4 stages, offsets [-1, -1, 1, 1], recompute true.
+    Messages messages;
+    const PipelineLayout dense =
+        mindspore_layout(mindformers_data + "/qwen3_32b_mcore.yaml", {}, messages);
+    BOOST_TEST(dense.groups.empty());
+    BOOST_TEST_REQUIRE(dense.stages.size() == 4u);
+    BOOST_TEST(dense.stages[0] == kinds(0, 0, 0, 0, 15));
+    BOOST_TEST(dense.stages[1] == kinds(0, 0, 0, 0, 15));
+    BOOST_TEST(dense.stages[2] == kinds(0, 0, 0, 0, 17));
+    BOOST_TEST(dense.stages[3] == kinds(0, 0, 0, 0, 17));
+    // GLM-4-9B: 40 layers, offsets [-1, 0, 2, -1], recompute [6, 3, 2, 3].
+    const PipelineLayout glm = mindspore_layout(mindformers_data + "/glm4_9b.yaml", {}, messages);
+    BOOST_TEST(glm.stages[0] == kinds(3, 0, 0, 0, 6));
+    BOOST_TEST(glm.stages[1] == kinds(7, 0, 0, 0, 3));
+    BOOST_TEST(glm.stages[2] == kinds(10, 0, 0, 0, 2));
+    BOOST_TEST(glm.stages[3] == kinds(6, 0, 0, 0, 3));
+    BOOST_TEST(glm.ranks_per_stage == 2u);
+
+    // Qwen3-30B-A3B: num_experts 128 makes all 48 layers MoE layers (Qwen3-MoE builds its decoder
+    // from one MoE layer spec: modeling_qwen3_moe_train.py), 12 per stage: one group.
+    Messages moe_messages;
+    const std::string moe_file = mindformers_data + "/qwen3_30b_a3b_mcore.yaml";
+    const PipelineLayout moe = mindspore_layout(moe_file, {}, moe_messages);
+    BOOST_TEST(moe.groups.empty());
+    for (const auto& stage : moe.stages)
+        BOOST_TEST(stage == kinds(0, 0, 0, 0, 12));
+    BOOST_TEST(notes(moe_messages)
+                       .find("MoE: all 48 layers are MoE layers (" + moe_file +
+                             ":37: model.model_config.num_experts: 128 experts per MoE "
+                             "layer): one group of body layers") != std::string::npos,
+               notes(moe_messages));
+}
+
+BOOST_AUTO_TEST_CASE(mindformers_moe_layer_freq_places_the_moe_layers) {
+    ppb_test::Scratch dir;
+    Messages messages;
+    // moe_layer_freq 2: layers 0, 2, 4, 6 are MoE layers (i % 2 == 0), stage 0 holds 0-3.
+    const PipelineLayout every_other = mindspore_layout(
+        dir.write("freq.yaml", two_stage_yaml("    num_experts: 4\n    moe_layer_freq: 2\n")), {},
+        messages);
+    BOOST_TEST(every_other.groups == (std::vector<std::string>{"moe", "dense"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(every_other.group_layers[0][0][0] == kinds(2, 0, 0, 0, 0));
+    BOOST_TEST(every_other.group_layers[0][0][1] == kinds(2, 0, 0, 0, 0));
+    BOOST_TEST(notes(messages).find("MoE: 4 MoE and 4 dense layers (moe_layer_freq 2") !=
+                   std::string::npos,
+               notes(messages));
+    // A list: one 0 / 1 per layer; stage 1 (layers 4-7) holds 1 dense and 3 MoE layers.
+    const PipelineLayout listed =
+        mindspore_layout(dir.write("list.yaml", two_stage_yaml("    n_routed_experts: 4\n"
+                                                               "    moe_layer_freq: [0, 0, 1, 1, "
+                                                               "0, 1, 1, 1]\n")),
+                         {}, messages);
+    BOOST_TEST(listed.groups == (std::vector<std::string>{"dense", "moe"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(listed.group_layers[1][0][0] == kinds(1, 0, 0, 0, 0));
+    BOOST_TEST(listed.group_layers[1][0][1] == kinds(3, 0, 0, 0, 0));
+    // DeepSeek-V3's model type gives first_k_dense_replace 3 by default (DeepseekV3Config).
+    const PipelineLayout deepseek = mindspore_layout(
+        dir.write("deepseek.yaml", two_stage_yaml("    model_type: deepseek_v3\n")), {}, messages);
+    BOOST_TEST(deepseek.group_layers[0][0][0] == kinds(3, 0, 0, 0, 0));
+    BOOST_TEST(deepseek.group_layers[0][0][1] == kinds(1, 0, 0, 0, 0));
+    // first_k_dense_replace with moe_layer_freq as its own pattern: accepted.
+    const PipelineLayout pattern = mindspore_layout(
+        dir.write("pattern.yaml", two_stage_yaml("    num_experts: 4\n"
+                                                 "    first_k_dense_replace: 2\n"
+                                                 "    moe_layer_freq: [0, 0, 1, 1, 1, 1, 1, 1]\n")),
+        {}, messages);
+    BOOST_TEST(pattern.group_layers[0][0][0] == kinds(2, 0, 0, 0, 0));
+
+    // Qwen3-MoE builds every layer as an MoE layer: first_k_dense_replace is noted, not used.
+    Messages qwen_messages;
+    const std::string qwen = dir.write("qwen.yaml", two_stage_yaml("    model_type: qwen3_moe\n"
+                                                                   "    first_k_dense_replace: "
+                                                                   "2\n"))
+                                 .string();
+    BOOST_TEST(mindspore_layout(qwen, {}, qwen_messages).groups.empty());
+    BOOST_TEST(notes(qwen_messages)
+                       .find(qwen + ":8: model.model_config.first_k_dense_replace is not "
+                                    "used: MindFormers' model 'qwen3_moe' builds every layer "
+                                    "as an MoE layer") != std::string::npos,
+               notes(qwen_messages));
+    BOOST_TEST(notes(qwen_messages)
+                       .find("Qwen3MoeConfig builds 128 experts per MoE layer by "
+                             "default") != std::string::npos,
+               notes(qwen_messages));
+}
+
+BOOST_AUTO_TEST_CASE(mindformers_contradictory_current_keys) {
+    ppb_test::Scratch dir;
+    Messages messages;
+    const auto refused = [&](const std::string& name, const std::string& model) {
+        const std::string file = dir.write(name, two_stage_yaml(model)).string();
+        return std::make_pair(file, ppb_test::error_message<ppb::InputError>(
+                                        [&] { (void)mindspore_layout(file, {}, messages); }));
+    };
+    // MindFormers refuses first_k_dense_replace with moe_layer_freq above 1
+    // (TransformerConfig.__post_init__: "Configuration conflict").
+    const auto [conflict, conflict_error] =
+        refused("conflict.yaml",
+                "    num_experts: 4\n    first_k_dense_replace: 1\n    moe_layer_freq: 2\n");
+    BOOST_TEST(conflict_error == conflict +
+                                     ":9: model.model_config.moe_layer_freq: 2 with "
+                                     "first_k_dense_replace 1 (" +
+                                     conflict +
+                                     ":8: model.model_config.first_k_dense_replace): MindFormers "
+                                     "refuses the two together unless moe_layer_freq is "
+                                     "first_k_dense_replace's own pattern (a list of 1 zeros then "
+                                     "ones)");
+    const auto [length, length_error] =
+        refused("length.yaml", "    num_experts: 4\n    moe_layer_freq: [1, 0]\n");
+    BOOST_TEST(length_error == length +
+                                   ":8: model.model_config.moe_layer_freq: has 2 entries, but "
+                                   "num_layers is 8: give one 0 or 1 per layer (MindFormers "
+                                   "refuses another length)");
+    const auto [dense, dense_error] = refused("dense.yaml", "    moe_layer_freq: 2\n");
+    BOOST_TEST(dense_error == dense +
+                                  ":7: model.model_config.moe_layer_freq: 2 says which layers are "
+                                  "MoE layers, but expert_num is not given: MindFormers builds MoE "
+                                  "layers only with experts");
+    // Two names of the layer count, and of the expert count (moe_config's keys are the model's).
+    const auto [layers, layers_error] = refused("layers.yaml", "    num_layers: 16\n");
+    BOOST_TEST(layers_error == layers + ":7: model.model_config.num_layers is 16, but " + layers +
+                                   ":6: model.model_config.num_hidden_layers is 8: MindFormers "
+                                   "reads both as the number of layers; give one of them, or make "
+                                   "them agree");
+    const std::string experts = dir.write("experts.yaml", two_stage_yaml("    num_experts: 4\n") +
+                                                              "moe_config:\n  expert_num: 8\n")
+                                    .string();
+    PPB_CHECK_THROWS(ppb::InputError, mindspore_layout(experts, {}, messages),
+                     experts + ":9: moe_config.expert_num is 8, but " + experts +
+                         ":7: model.model_config.num_experts is 4: MindFormers reads both as the "
+                         "experts per MoE layer");
+    // A flag wins over the file's names.
+    MindSporeFlags flags;
+    flags.expert_num = "1";
+    BOOST_TEST(mindspore_layout(experts, flags, messages).groups.empty());
 }
 
 BOOST_AUTO_TEST_CASE(grouped_run_is_written_as_revision_3) {

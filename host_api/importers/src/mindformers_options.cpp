@@ -1,6 +1,8 @@
 // The analytic plugin's options from a MindFormers training YAML (see mindformers_options.hpp).
 // Every value is read through yaml_config.hpp's Setting, so every message names the file, the
-// line and the key path ("llama.yaml:140: model.model_config.num_heads: ...").
+// line and the key path ("llama.yaml:140: model.model_config.num_heads: ..."); a setting
+// MindFormers reads under several names is read through mindformers_keys.hpp.
+#include "mindformers_keys.hpp"
 #include "yaml_config.hpp"
 
 #include <ppb/importers/mindformers_options.hpp>
@@ -12,12 +14,14 @@
 #include <cmath>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace ppb::importers {
 namespace {
 
 namespace json = boost::json;
+namespace spellings = detail::spellings;
 using detail::boolean_of;
 using detail::Config;
 using detail::describe;
@@ -25,18 +29,20 @@ using detail::integer_of;
 using detail::number_of;
 using detail::positive_integer;
 using detail::Setting;
+using detail::value_text;
 
 // model.model_config keys known to leave the tensors' memory alone, or read below, or the
-// placement's (offsets, interleave: 'ppb import mindspore' reads them).
+// placement's (offsets, interleave: 'ppb import mindspore' reads them). The names in
+// mindformers_keys.hpp's spellings are read too.
 constexpr std::string_view neutral_model_keys[] = {
     // read below
-    "num_layers", "hidden_size", "num_heads", "n_kv_heads", "seq_length", "vocab_size",
-    "intermediate_size", "ffn_dim_multiplier", "multiple_of", "use_flash_attention",
-    "compute_dtype", "param_init_type", "tie_word_embeddings", "hidden_dropout_prob",
-    "attention_dropout_prob", "hidden_dropout", "attention_dropout", "qkv_has_bias",
-    "fine_grain_interleave", "use_ring_attention", "kv_lora_rank", "q_lora_rank", "mtp_depth",
+    "hidden_size", "seq_length", "ffn_dim_multiplier", "multiple_of", "use_flash_attention",
+    "compute_dtype", "tie_word_embeddings", "hidden_dropout_prob", "attention_dropout_prob",
+    "hidden_dropout", "attention_dropout", "fine_grain_interleave", "use_ring_attention",
+    "kv_lora_rank", "q_lora_rank", "multi_latent_attention", "add_bias_linear", "gated_linear_unit",
+    "multi_query_attention", "multi_query_group_num",
     // the placement
-    "offset", "pp_interleave_num",
+    "offset",
     // no effect on the tensors' memory (dtypes of small tensors, token ids, decoding, names)
     "type", "batch_size", "rms_norm_eps", "bos_token_id", "eos_token_id", "pad_token_id",
     "ignore_token_id", "layernorm_compute_type", "softmax_compute_type", "rotary_dtype", "use_past",
@@ -45,7 +51,36 @@ constexpr std::string_view neutral_model_keys[] = {
     "embedding_init_type", "hidden_act", "is_dynamic", "use_rope_slice",
     "use_attn_mask_compression", "use_eod_attn_mask_compression", "input_sliced_sig",
     "return_extra_loss", "init_method_std", "residual_dtype", "qkv_concat", "block_size",
-    "num_blocks", "parallel_decoding_params"};
+    "num_blocks", "parallel_decoding_params", "auto_register", "use_past_shard", "rotary_pct",
+    "rotary_emb_base",
+    // the same for MindFormers' current (mcore) configurations: names, initialisation, rotary
+    // and norm settings, weight layouts; untie_embeddings_and_output_weights is not what their
+    // training models read (they tie by tie_word_embeddings: modeling_qwen3_train.py)
+    "model_type", "architectures", "initializer_range", "use_cache", "rope_theta", "rope_scaling",
+    "rotary_base", "partial_rotary_factor", "position_embedding_type", "max_position_embeddings",
+    "original_max_position_embeddings", "layernorm_epsilon", "layer_norm_epsilon",
+    "layernorm_compute_dtype", "softmax_compute_dtype", "fp32_residual_connection",
+    "untie_embeddings_and_output_weights", "use_contiguous_weight_layout",
+    "use_contiguous_weight_layout_attention", "use_interleaved_weight_layout_mlp", "normalization",
+    "use_fused_rope", "apply_rope_fusion", "use_fused_swiglu", "bias_swiglu_fusion",
+    "print_separate_loss",
+    // GLM-4's (ChatGLM2Config, mindformers/models/glm2/glm2_config.py)
+    "rope_ratio", "rmsnorm", "apply_residual_connection_post_layernorm", "post_layer_norm",
+    "bias_dropout_fusion", "apply_query_key_layer_scaling", "attention_softmax_in_fp32",
+    "quantization_bit", "pre_seq_len", "prefix_projection", "mlp_concat", "use_rearrange_rope",
+    "mask_generate", "gmask_token_id", "enable_high_performance"};
+
+bool known_model_key(std::string_view key) {
+    if (std::ranges::find(neutral_model_keys, key) != std::end(neutral_model_keys))
+        return true;
+    using Names = std::span<const std::string_view>;
+    const Names read[] = {spellings::num_layers,  spellings::num_heads, spellings::kv_heads,
+                          spellings::ffn_width,   spellings::vocab,     spellings::head_dim,
+                          spellings::param_dtype, spellings::qkv_bias,  spellings::qk_norm,
+                          spellings::mtp_layers,  spellings::experts,   spellings::chunks};
+    return std::ranges::any_of(
+        read, [key](Names names) { return std::ranges::find(names, key) != names.end(); });
+}
 
 std::optional<std::uint32_t> optional_count(const Setting& s) {
     if (!s.present() || s.node().IsNull())
@@ -79,16 +114,38 @@ std::optional<std::string> optional_text(const Setting& s) {
     return s.node().Scalar();
 }
 
-std::uint32_t required(const Config& config, std::initializer_list<std::string_view> keys,
+// A setting of the model by any of its names (mindformers_keys.hpp), or absent.
+Setting model_setting(const Config& config, std::span<const std::string_view> names,
+                      std::string_view meaning) {
+    return detail::spelled(config, detail::model_sections(), names, meaning);
+}
+
+// A required count of the model by any of its names. Missing, the message names every name and,
+// when the file takes the model from pretrained_model_dir (MindFormers' current configurations
+// do), says that ppb does not read that directory.
+std::uint32_t required(const Config& config, std::span<const std::string_view> names,
                        std::string_view meaning) {
-    const Setting s = config.lookup(keys);
+    const Setting s = model_setting(config, names, meaning);
     if (!s.present() || s.node().IsNull()) {
-        std::string path;
-        for (const std::string_view k : keys)
-            path += (path.empty() ? "" : ".") + std::string(k);
-        throw InputError(fmt::format("{}: missing {} ({})", config.name(), path, meaning));
+        std::string hint;
+        if (const Setting dir = config.lookup({"pretrained_model_dir"});
+            dir.present() && dir.node().IsScalar()) {
+            hint = fmt::format(
+                "; the model's shape is read from pretrained_model_dir '{}' ({}), whose "
+                "config.json ppb does not read: copy {} from it into model.model_config",
+                dir.node().Scalar(), dir.where(), names.size() > 1 ? names[1] : names[0]);
+        }
+        throw InputError(fmt::format("{}: missing {}, {}{}", config.name(),
+                                     detail::spelled_path(names), meaning, hint));
     }
     return positive_integer(s);
+}
+
+// Fails at `s` when it is in the file, else naming the file.
+[[noreturn]] void fail_at(const Config& config, const Setting& s, std::string_view problem) {
+    if (s.present())
+        s.fail(problem);
+    throw InputError(fmt::format("{}: {}", config.name(), problem));
 }
 
 // Bytes of one element of a MindSpore dtype name ("float16", "bfloat16", "float32").
@@ -130,14 +187,25 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
         refuse(parallel("context_parallel"), "context parallelism splits the sequence over ranks");
     if (switch_on(model("use_ring_attention"), false))
         refuse(model("use_ring_attention"), "ring attention splits the sequence over ranks");
-    if (const Setting experts = config.lookup({"moe_config", "expert_num"});
-        optional_count(experts).value_or(1) > 1)
-        refuse(experts, "MindFormers' mixture of experts (capacity, dispatch) is not mapped");
+    // Mixture of experts wherever MindFormers builds experts (mindformers_keys.hpp): by the
+    // expert count under any of its names, the model type, or a setting only experts have.
+    const detail::Experts experts = detail::model_experts(
+        &config, detail::spelled(config, detail::moe_sections(), spellings::experts,
+                                 "the number of experts"));
+    if (experts.moe) {
+        refuse(
+            experts.because,
+            experts.why + ": MindFormers' mixture of experts (capacity, dispatch) is not mapped");
+    }
     for (const std::string_view mla : {"kv_lora_rank", "q_lora_rank"}) {
         if (const Setting s = model(mla); s.present() && !s.node().IsNull())
             refuse(s, "multi-latent attention (MLA) has other activations");
     }
-    if (const Setting mtp = model("mtp_depth"); mtp.present() && !mtp.node().IsNull()) {
+    if (switch_on(model("multi_latent_attention"), false))
+        refuse(model("multi_latent_attention"),
+               "multi-latent attention (MLA) has other activations");
+    if (const Setting mtp = model_setting(config, spellings::mtp_layers, "the MTP layers");
+        mtp.present() && !mtp.node().IsNull()) {
         const auto depth = integer_of(mtp.node());
         if (!depth || *depth < 0)
             mtp.fail("expected a count of layers (0 or more), got " + describe(mtp.node()));
@@ -145,38 +213,61 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
             refuse(mtp, "multi-token prediction adds modules the model does not count");
     }
 
-    const std::uint32_t L =
-        required(config, {"model", "model_config", "num_layers"}, "transformer layers");
-    const std::uint32_t h =
-        required(config, {"model", "model_config", "hidden_size"}, "the hidden size");
-    const std::uint32_t a =
-        required(config, {"model", "model_config", "num_heads"}, "attention heads");
-    const std::uint32_t s =
-        required(config, {"model", "model_config", "seq_length"}, "the sequence length");
-    const std::uint32_t V =
-        required(config, {"model", "model_config", "vocab_size"}, "the vocabulary");
-    const std::uint32_t kv = optional_count(model("n_kv_heads")).value_or(a);
-    if (a % kv != 0)
-        model("n_kv_heads").fail(fmt::format("{} is not a divisor of num_heads {}", kv, a));
+    const std::uint32_t L = required(config, spellings::num_layers, "the transformer layers");
+    const std::array<std::string_view, 1> hidden = {"hidden_size"};
+    const std::uint32_t h = required(config, hidden, "the hidden size");
+    const std::uint32_t a = required(config, spellings::num_heads, "the attention heads");
+    const std::array<std::string_view, 1> sequence = {"seq_length"};
+    const std::uint32_t s = required(config, sequence, "the sequence length");
+    const std::uint32_t V = required(config, spellings::vocab, "the vocabulary");
+
+    // Key/value heads: any name of n_kv_heads, or GLM's multi_query_group_num, which
+    // ChatGLM2Config takes as n_kv_heads when multi_query_attention is on (its default for that
+    // class; its default group number is 2: mindformers/models/glm2/glm2_config.py).
+    const std::string type = optional_text(model("type")).value_or("");
+    const bool glm = type == "ChatGLM2Config";
+    Setting kv_from = model_setting(config, spellings::kv_heads, "the key/value heads");
+    std::optional<std::uint32_t> kv = optional_count(kv_from);
+    bool default_groups = false;  // ChatGLM2Config's default group number
+    if (switch_on(model("multi_query_attention"), glm)) {
+        const Setting group = model("multi_query_group_num");
+        const std::optional<std::uint32_t> groups = optional_count(group);
+        if (kv && groups && *kv != *groups)
+            detail::spellings_disagree(kv_from, group, "the key/value heads");
+        if (!kv) {
+            kv = groups.value_or(2);
+            default_groups = !groups;
+            kv_from = groups ? group : model("multi_query_attention");
+        }
+    }
+    const std::uint32_t kv_heads = kv.value_or(a);
+    if (a % kv_heads != 0) {
+        fail_at(config, kv_from,
+                fmt::format("{} is not a divisor of num_heads {}{}", kv_heads, a,
+                            default_groups ? " (ChatGLM2Config's default multi_query_group_num 2 "
+                                             "with multi_query_attention on)"
+                                           : ""));
+    }
 
     // LlamaFeedForward's width (see the header).
+    const Setting width = model_setting(config, spellings::ffn_width, "the FFN width");
     std::uint64_t F = 0;
-    if (const auto width = optional_count(model("intermediate_size"))) {
-        F = *width;
+    if (const auto given_width = optional_count(width)) {
+        F = *given_width;
     } else {
         const std::uint32_t multiple = optional_count(model("multiple_of")).value_or(256);
-        double hidden = 4.0 * h;
+        double hidden_width = 4.0 * h;
         if (const auto multiplier = optional_number(model("ffn_dim_multiplier"))) {
             if (*multiplier > 1024.0)
                 model("ffn_dim_multiplier").fail("expected a multiplier of at most 1024");
-            hidden = std::floor((*multiplier + 0.01) * hidden);
+            hidden_width = std::floor((*multiplier + 0.01) * hidden_width);
         }
-        const auto two_thirds = static_cast<std::uint64_t>(2.0 * hidden / 3.0);
+        const auto two_thirds = static_cast<std::uint64_t>(2.0 * hidden_width / 3.0);
         F = (two_thirds + multiple - 1) / multiple * multiple;
     }
     if (F == 0 || F > 2147483647U) {
-        if (model("intermediate_size").present())
-            model("intermediate_size").fail(fmt::format("the FFN width {} is out of range", F));
+        if (width.present())
+            width.fail(fmt::format("the FFN width {} is out of range", F));
         throw InputError(fmt::format(
             "{}: the FFN width {} that model.model_config.hidden_size, ffn_dim_multiplier and "
             "multiple_of give is above 2147483647",
@@ -189,7 +280,8 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     out.pipeline_size = p;
     out.data_parallel = d;
     out.micro_batches = optional_count(parallel("micro_batch_num")).value_or(1);
-    out.chunks = optional_count(model("pp_interleave_num")).value_or(1);
+    out.chunks = optional_count(model_setting(config, spellings::chunks, "the chunks per stage"))
+                     .value_or(1);
     const std::uint32_t b =
         optional_count(config.lookup({"runner_config", "batch_size"})).value_or(1);
 
@@ -198,7 +290,8 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     // copy. Adam's two moments are fp32 for FP32StateAdamWeightDecay and AdamW (mindformers/core/
     // optim/adamw.py: AdamW.clone_state creates them as mstype.float32), the parameters' type for
     // AdamWeightDecay.
-    const double param_bytes = dtype_bytes(model("param_init_type"), 4.0);
+    const double param_bytes =
+        dtype_bytes(model_setting(config, spellings::param_dtype, "the parameters' type"), 4.0);
     if (dtype_bytes(model("compute_dtype"), 2.0) > 2.0)
         out.warnings.push_back(
             fmt::format("{}: float32 activations: the model counts 16-bit activations",
@@ -241,20 +334,23 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     o["vocab_size"] = V;
     o["num_layers"] = L;
     o["tensor_parallel"] = t;
-    if (kv != a)
-        o["num_kv_heads"] = kv;
+    if (kv_heads != a)
+        o["num_kv_heads"] = kv_heads;
     o["sequence_parallel"] = switch_on(parallel("use_seq_parallel"), false) && t > 1;
     o["data_parallel"] = d;
     o["distributed_optimizer"] = optimizer_shard;
     o["param_bytes"] = param_bytes;
     o["grad_bytes"] = param_bytes;
     o["optimizer_bytes"] = optimizer_bytes;
-    o["gated_mlp"] = true;
+    // MindFormers' current models say whether the MLP is gated and the linears have biases
+    // (gated_linear_unit, add_bias_linear); LLaMA-shaped models without them are gated and
+    // without biases.
+    o["gated_mlp"] = switch_on(model("gated_linear_unit"), true);
     // Absent, the attention is taken as unfused: the larger activation memory.
     o["flash_attention"] = switch_on(model("use_flash_attention"), false);
     o["dropout"] = dropout_rate > 0.0;
     o["untie_embeddings"] = !switch_on(model("tie_word_embeddings"), false);
-    o["linear_biases"] = false;
+    o["linear_biases"] = switch_on(model("add_bias_linear"), false);
 
     // Keys that change memory but are not modelled.
     // A key not in the file is named with its default ("parallel_config.vocab_emb_dp (default
@@ -267,8 +363,35 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
         out.warnings.push_back(
             fmt::format("{} changes memory but is not modelled: {}", where, why));
     };
-    if (switch_on(model("qkv_has_bias"), false))
-        warn(model("qkv_has_bias"), "biases of the query, key and value projections");
+    // ChatGLM2Config's add_qkv_bias is on by default (glm2_config.py).
+    if (const Setting bias = model_setting(config, spellings::qkv_bias, "the QKV biases");
+        switch_on(bias, glm)) {
+        const std::string where = bias.present()
+                                      ? bias.where()
+                                      : fmt::format(
+                                            "{}: model.model_config.add_qkv_bias (ChatGLM2Config's "
+                                            "default true)",
+                                            config.name());
+        out.warnings.push_back(
+            fmt::format("{} changes memory but is not modelled: biases of the query, key and value "
+                        "projections",
+                        where));
+    }
+    if (const Setting norm = model_setting(config, spellings::qk_norm, "the query/key norms");
+        switch_on(norm, false)) {
+        warn(norm, "the query and key normalisation (its inputs are kept for backward)");
+    }
+    // The attention's width is heads x head_dim, which the model takes as hidden_size.
+    if (const Setting head_dim = model_setting(config, spellings::head_dim, "the head dimension");
+        head_dim.present() && !head_dim.node().IsNull()) {
+        const std::uint64_t attention = std::uint64_t{positive_integer(head_dim)} * a;
+        if (attention != h) {
+            warn(head_dim,
+                 fmt::format("{} heads of {} make the attention {} wide, not hidden_size {}: the "
+                             "model counts the attention's projections and activations {} wide",
+                             a, value_text(head_dim), attention, h, h));
+        }
+    }
     if (optional_count(model("fine_grain_interleave")).value_or(1) > 1)
         warn(model("fine_grain_interleave"), "each layer's activations split in slices");
     if (t > 1 && switch_on(parallel("vocab_emb_dp"), true))
@@ -295,11 +418,10 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
         model_config.present() && model_config.node().IsMap()) {
         for (const auto& entry : model_config.node()) {
             const std::string key = entry.first.as<std::string>("");
-            if (std::ranges::find(neutral_model_keys, key) == std::end(neutral_model_keys))
+            if (!known_model_key(key))
                 out.warnings.push_back(fmt::format(
-                    "{}: model.model_config.{} is not known to ppb: if it changes memory, the "
-                    "options do not include it",
-                    config.name(), key));
+                    "{} is not known to ppb: if it changes memory, the options do not include it",
+                    model_config.member(entry.second, key).where()));
         }
     }
     out.options_json = json::serialize(o);

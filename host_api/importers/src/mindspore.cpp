@@ -1,4 +1,5 @@
 // MindSpore / MindFormers dry runs: layout from the training YAML (yaml-cpp), memory from logs.
+#include "mindformers_keys.hpp"
 #include "yaml_config.hpp"
 
 #include <ppb/importers/mindspore.hpp>
@@ -29,6 +30,7 @@ using detail::integer_of;
 using detail::Origin;
 using detail::positive_integer;
 using detail::Setting;
+namespace spellings = detail::spellings;
 
 constexpr std::string_view used_marker = "Used peak memory usage (without fragments):";
 constexpr std::string_view actual_marker = "Actual peak memory usage (with fragments):";
@@ -70,6 +72,16 @@ class Settings {
     // The value at `keys` in the configuration file, or an absent setting.
     [[nodiscard]] Setting file(std::initializer_list<std::string_view> keys) const {
         return config_ ? config_->lookup(keys) : Setting{};
+    }
+
+    // The flag when given, else the setting any of `names` gives in `sections` of the file
+    // (mindformers_keys.hpp: several that disagree are refused).
+    Setting spelled(const std::optional<std::string>& flag_value, std::string_view flag,
+                    std::span<const detail::KeyPath> sections,
+                    std::span<const std::string_view> names, std::string_view meaning) {
+        if (flag_value)
+            return get(flag_value, flag, {});
+        return config_ ? detail::spelled(*config_, sections, names, meaning) : Setting{};
     }
 
   private:
@@ -336,31 +348,91 @@ double parse_megabytes(std::string_view rest, const LogFile& log, std::size_t li
     return mb;
 }
 
-// MindFormers' moe_config: expert_num > 1 makes the layers MoE layers but for the first
-// first_k_dense_replace (dense FFN for layer_id < first_k_dense_replace in its DeepSeek models).
+// MindFormers' moe_layer_freq: an integer N (layer i is an MoE layer when i % N == 0), or a list
+// of one 0 / 1 per layer (1: MoE). Checked as TransformerConfig.__post_init__ checks it.
+std::vector<bool> moe_layer_pattern(const Setting& freq, std::uint32_t num_layers) {
+    std::vector<bool> is_moe(num_layers, true);
+    if (!given_not_null(freq))
+        return is_moe;
+    const YAML::Node& node = freq.node();
+    if (const auto n = integer_of(node); n && !boolean_of(node)) {
+        if (*n < 1 || *n > static_cast<std::int64_t>(num_layers)) {
+            freq.fail(fmt::format("{} is not from 1 to num_layers {} (MindFormers refuses it)", *n,
+                                  num_layers));
+        }
+        for (std::uint32_t i = 0; i < num_layers; ++i)
+            is_moe[i] = i % static_cast<std::uint64_t>(*n) == 0;
+        return is_moe;
+    }
+    if (!node.IsSequence()) {
+        freq.fail(
+            fmt::format("expected an integer N (every N-th layer an MoE layer) or a list of "
+                        "one 0 or 1 per layer, got {}",
+                        describe(node)));
+    }
+    if (node.size() != num_layers) {
+        freq.fail(
+            fmt::format("has {} entries, but num_layers is {}: give one 0 or 1 per layer "
+                        "(MindFormers refuses another length)",
+                        node.size(), num_layers));
+    }
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        const auto bit = integer_of(node[i]);
+        if (!bit || (*bit != 0 && *bit != 1))
+            freq.element(i).fail("expected 0 (dense) or 1 (MoE), got " + describe(node[i]));
+        is_moe[i] = *bit == 1;
+    }
+    return is_moe;
+}
+
+// MindFormers' MoE layers. Whether the model has experts is mindformers_keys.hpp's rule; which
+// layers are MoE layers is MindFormers' (mindspore-lab/mindformers at commit
+// f52743ca27a5a8af5fbc77c5b2037c1147c7004c: mindformers/parallel_core/training_graph/base_models/
+// gpt/gpt_layer_specs.py get_gpt_decoder_block_spec, and transformer_config.py
+// TransformerConfig.__post_init__; the classic DeepSeek models build a dense FFN for layer_id <
+// first_k_dense_replace): the first first_k_dense_replace layers dense and the others MoE when it
+// is above 0, else by moe_layer_freq (default 1: every layer MoE). first_k_dense_replace with
+// moe_layer_freq above 1, or with a list other than its own pattern, is refused as MindFormers
+// refuses it. Qwen3-MoE builds every layer as an MoE layer whatever they say
+// (modeling_qwen3_moe_train.py: its decoder has one layer spec), which is noted.
 void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32_t num_layers,
                     PipelineLayout& layout, Messages& messages) {
-    const Setting expert_num =
-        settings.get(flags.expert_num, "--expert-num", {"moe_config", "expert_num"});
-    const Setting chosen = settings.get(flags.num_experts_chosen, "--num-experts-chosen",
-                                        {"moe_config", "num_experts_chosen"});
-    const Setting first_k = settings.get(flags.first_k_dense_replace, "--first-k-dense-replace",
-                                         {"moe_config", "first_k_dense_replace"});
-    const std::uint32_t experts = given_not_null(expert_num) ? positive_integer(expert_num) : 1;
+    const auto sections = detail::moe_sections();
+    const Setting count = settings.spelled(flags.expert_num, "--expert-num", sections,
+                                           spellings::experts, "the experts per MoE layer");
+    const Setting chosen =
+        settings.spelled(flags.num_experts_chosen, "--num-experts-chosen", sections,
+                         spellings::experts_chosen, "the experts chosen per token");
+    const Setting first_k =
+        settings.spelled(flags.first_k_dense_replace, "--first-k-dense-replace", sections,
+                         spellings::first_k_dense, "the dense layers before the MoE layers");
+    const Setting freq = settings.spelled(std::nullopt, "", sections, spellings::moe_layer_freq,
+                                          "which layers are MoE layers");
+    const detail::Experts experts =
+        detail::model_experts(settings.config() ? &*settings.config() : nullptr, count);
+    // The expert count as messages give it: "expert_num is 4 (--expert-num)".
+    const std::string count_text = experts.count
+                                       ? fmt::format("{} is {} ({})", experts.count_name,
+                                                     *experts.count, source_of(experts.because))
+                                       : std::string("expert_num is not given");
     if (given_not_null(chosen)) {
         const std::uint32_t n = positive_integer(chosen);
-        if (n > experts) {
+        // Without a count, a dense model has MoEConfig's expert_num 1.
+        const std::optional<std::uint32_t> limit =
+            experts.count ? experts.count
+                          : (experts.moe ? std::nullopt : std::optional<std::uint32_t>(1));
+        if (limit && n > *limit) {
             chosen.fail(fmt::format(
-                "{} experts chosen per token, but expert_num is {}{}: num_experts_chosen must "
-                "not exceed expert_num (MindFormers refuses it)",
-                n, experts,
-                given_not_null(expert_num) ? " (" + source_of(expert_num) + ")" : " (not given)"));
+                "{} experts chosen per token, but {}: the experts chosen must "
+                "not exceed the experts (MindFormers refuses it)",
+                n, experts.count ? count_text : std::string("expert_num is 1 (not given)")));
         }
     }
-    std::uint32_t dense = 0;
+    std::optional<std::uint32_t> dense;
     if (given_not_null(first_k)) {
         const auto value = integer_of(first_k.node());
-        if (!value || *value < 0 || *value > static_cast<std::int64_t>(limits::layers.max)) {
+        if (!value || boolean_of(first_k.node()) || *value < 0 ||
+            *value > static_cast<std::int64_t>(limits::layers.max)) {
             first_k.fail(
                 fmt::format("expected the number of dense layers before the MoE layers "
                             "(an integer, 0 to {}), got {}",
@@ -368,36 +440,108 @@ void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32
         }
         dense = static_cast<std::uint32_t>(*value);
     }
-    if (experts <= 1) {
-        if (dense > 0) {
+    const bool freq_given =
+        given_not_null(freq) && !(integer_of(freq.node()) == 1 && !boolean_of(freq.node()));
+    if (!experts.moe) {
+        const std::string no_experts =
+            experts.count ? count_text : std::string("expert_num is not given");
+        if (dense.value_or(0) > 0) {
             first_k.fail(fmt::format(
-                "{} dense layers before the MoE layers, but expert_num is {}: MindFormers builds "
-                "MoE layers only with expert_num above 1 (give moe_config.expert_num)",
-                dense,
-                given_not_null(expert_num)
-                    ? std::to_string(experts) + " (" + source_of(expert_num) + ")"
-                    : std::string("not given")));
+                "{} dense layers before the MoE layers, but {}: MindFormers builds MoE layers "
+                "only with experts (give moe_config.expert_num or model.model_config.num_experts "
+                "above 1)",
+                *dense, no_experts));
+        }
+        if (freq_given) {
+            freq.fail(
+                fmt::format("{} says which layers are MoE layers, but {}: MindFormers builds "
+                            "MoE layers only with experts",
+                            value_text(freq), no_experts));
         }
         return;
     }
-    if (dense >= num_layers) {
-        first_k.fail(fmt::format(
-            "{} dense layers leave no MoE layer of the model's {}, but expert_num is {} ({}): "
-            "first_k_dense_replace must be below num_layers",
-            dense, num_layers, experts, source_of(expert_num)));
-    }
+
     std::vector<bool> is_moe(num_layers, true);
-    std::fill(is_moe.begin(), is_moe.begin() + dense, false);
-    split_into_groups(layout, moe_groups(is_moe));
-    if (layout.groups.empty()) {
-        add_note(messages, fmt::format("MoE: all {} layers are MoE layers (expert_num {}): one "
-                                       "group of body layers",
-                                       num_layers, experts));
+    std::string placement;  // how the layers were placed, for the note
+    if (experts.every_layer) {
+        const auto not_used = [&](const Setting& ignored) {
+            add_note(messages,
+                     fmt::format("{} is not used: MindFormers' model '{}' builds every layer as an "
+                                 "MoE layer (its decoder has one layer spec), and so does this "
+                                 "import",
+                                 ignored.where(), experts.model_type));
+        };
+        if (dense.value_or(0) > 0)
+            not_used(first_k);
+        if (freq_given)
+            not_used(freq);
+        for (const char* hf_key : {"decoder_sparse_step", "mlp_only_layers"}) {
+            const std::array<std::string_view, 1> name = {hf_key};
+            const Setting s =
+                settings.spelled(std::nullopt, "", detail::model_sections(), name, hf_key);
+            if (given_not_null(s) && !(std::string_view(hf_key) == "decoder_sparse_step"
+                                           ? integer_of(s.node()) == 1
+                                           : s.node().IsSequence() && s.node().size() == 0)) {
+                add_note(messages,
+                         fmt::format("{} is not used: MindFormers' Qwen3MoeConfig drops it "
+                                     "(configuration_qwen3_moe.py), every layer is an MoE layer",
+                                     s.where()));
+            }
+        }
     } else {
-        add_note(messages,
-                 fmt::format("MoE: the first {} layers dense (first_k_dense_replace), the other {} "
-                             "MoE (expert_num {}): the layers are counted per group, dense and moe",
-                             dense, num_layers - dense, experts));
+        const std::uint32_t k = dense.value_or(experts.first_k_default.value_or(0));
+        const std::string k_source =
+            dense ? source_of(first_k)
+                  : fmt::format("the default of model_type '{}'", experts.model_type);
+        if (k > 0 && freq_given) {
+            const std::vector<bool> pattern = moe_layer_pattern(freq, num_layers);
+            std::vector<bool> expected(num_layers, true);
+            std::fill(expected.begin(), expected.begin() + std::min(k, num_layers), false);
+            if (!freq.node().IsSequence() || pattern != expected) {
+                freq.fail(fmt::format(
+                    "{} with first_k_dense_replace {} ({}): MindFormers refuses the two "
+                    "together unless moe_layer_freq is first_k_dense_replace's own pattern "
+                    "(a list of {} zeros then ones)",
+                    value_text(freq), k, k_source, k));
+            }
+        }
+        if (k >= num_layers) {
+            const std::string message = fmt::format(
+                "{} dense layers leave no MoE layer of the model's {}, but {}: "
+                "first_k_dense_replace must be below num_layers",
+                k, num_layers, experts.count ? count_text : experts.why);
+            if (dense)
+                first_k.fail(message);
+            experts.because.fail(message);
+        }
+        if (k > 0) {
+            std::fill(is_moe.begin(), is_moe.begin() + k, false);
+            placement = fmt::format(
+                "the first {} layers dense (first_k_dense_replace{}), the "
+                "other {} MoE",
+                k, dense ? "" : ", " + k_source, num_layers - k);
+        } else if (freq_given) {
+            is_moe = moe_layer_pattern(freq, num_layers);
+            const auto moe =
+                static_cast<std::uint32_t>(std::count(is_moe.begin(), is_moe.end(), true));
+            if (moe == 0) {
+                freq.fail(fmt::format("{} makes no layer an MoE layer, but {}", value_text(freq),
+                                      experts.count ? count_text : experts.why));
+            }
+            placement = fmt::format("{} MoE and {} dense layers (moe_layer_freq {}, {})", moe,
+                                    num_layers - moe, value_text(freq), freq.where());
+        }
+    }
+    split_into_groups(layout, moe_groups(is_moe));
+    const std::string from = fmt::format("{}: {}", source_of(experts.because), experts.why);
+    if (layout.groups.empty()) {
+        add_note(messages, fmt::format("MoE: all {} layers are MoE layers ({}): one group of body "
+                                       "layers",
+                                       num_layers, from));
+    } else {
+        add_note(messages, fmt::format("MoE: {} ({}): the layers are counted per group, dense and "
+                                       "moe",
+                                       placement, from));
     }
 }
 
@@ -455,10 +599,9 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
 
     // Chunks per stage: MindFormers' pp_interleave_num (the classic layout keeps it in the
     // model's configuration) or the newer layout's virtual pipeline size; they must agree.
-    Setting interleave = settings.get(flags.pp_interleave_num, "--pp-interleave-num",
-                                      {"model", "model_config", "pp_interleave_num"});
-    if (!given_not_null(interleave) && !interleave.from_flag())
-        interleave = settings.file({"model_config", "pp_interleave_num"});
+    Setting interleave =
+        settings.spelled(flags.pp_interleave_num, "--pp-interleave-num", detail::model_sections(),
+                         spellings::chunks, "the chunks per stage");
     interleave = agreed_count(
         interleave, newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"}),
         limits::chunks);
@@ -609,11 +752,14 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
                  "taken as pipeline_stage - stage");
     }
 
-    const Setting num_layers_setting = agreed_count(
-        settings.get(flags.num_layers, "--num-layers", {"model", "model_config", "num_layers"}),
-        settings.file({"model_config", "num_layers"}), limits::layers);
-    if (!num_layers_setting.present())
-        missing_setting(settings.config(), "model.model_config.num_layers", "--num-layers L");
+    // Any of MindFormers' names of the layer count, in the classic and the newer layout alike.
+    const Setting num_layers_setting =
+        settings.spelled(flags.num_layers, "--num-layers", detail::model_sections(),
+                         spellings::num_layers, "the number of layers");
+    if (!num_layers_setting.present()) {
+        missing_setting(settings.config(), detail::spelled_path(spellings::num_layers),
+                        "--num-layers L");
+    }
     const std::uint32_t num_layers = count_in(num_layers_setting, limits::layers);
 
     Shape shape;

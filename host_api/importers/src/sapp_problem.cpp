@@ -175,22 +175,14 @@ SappProblem read_sapp_problem(const std::filesystem::path& file) {
                      describe(section.node()));
     }
 
-    const auto required = [&](std::string_view key, std::string_view what) {
-        const Setting setting = lookup(config, key);
-        if (!given(setting) || setting.node().IsNull()) {
-            throw InputError(
-                fmt::format("{}: pipeline_config.{} is required ({}), as SAPP "
-                            "requires it",
-                            config.name(), key, what));
-        }
-        return setting;
-    };
-    problem.pipeline_num =
-        count(required("pipeline_num", "the number of pipeline stages"), limits::stages);
+    // pipeline_num and micro_batch_num, which SAPP requires: whoever uses the problem refuses
+    // them missing unless its flags give them (SAPP's null is missing too).
+    if (const Setting s = lookup(config, "pipeline_num"); given(s) && !s.node().IsNull())
+        problem.pipeline_num = count(s, limits::stages);
     if (const Setting s = lookup(config, "num_layer"); given(s) && !s.node().IsNull())
         problem.num_layer = count(s, limits::layers);
-    problem.micro_batch_num =
-        count(required("micro_batch_num", "micro-batches per iteration"), limits::micro_batches);
+    if (const Setting s = lookup(config, "micro_batch_num"); given(s) && !s.node().IsNull())
+        problem.micro_batch_num = count(s, limits::micro_batches);
 
     if (const Setting s = lookup(config, "num_of_interleave"); given(s))
         problem.num_of_interleave = count(s, limits::chunks);

@@ -132,6 +132,10 @@ Config::Config(const std::filesystem::path& path, std::string_view what)
 }
 
 Setting Config::lookup(std::initializer_list<std::string_view> keys) const {
+    return lookup(std::span<const std::string_view>(keys.begin(), keys.size()));
+}
+
+Setting Config::lookup(std::span<const std::string_view> keys) const {
     if (root_.IsNull())
         return {};
     Setting at(&origin_, root_, "");

@@ -123,6 +123,7 @@ class Config {
 
     // The value at `keys` (parallel_config, data_parallel), or an absent setting.
     [[nodiscard]] Setting lookup(std::initializer_list<std::string_view> keys) const;
+    [[nodiscard]] Setting lookup(std::span<const std::string_view> keys) const;
 
   private:
     Origin origin_;

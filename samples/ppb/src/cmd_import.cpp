@@ -320,11 +320,14 @@ void add_mindspore(CLI::App& import, Commands& commands) {
         "as ppb.dryrun/2): chunk c of stage s holds L // (P x v) + offset[c][s] layers, and\n"
         "settings take one row per chunk ([[...], [...]]); one entry per stage means that offset\n"
         "for every chunk, or that recompute count spread over the stage's chunks from chunk 0.\n\n"
-        "MoE models (moe_config): with expert_num above 1 the layers are MoE layers but for the\n"
-        "first first_k_dense_replace; with both, each stage's layers are counted per group\n"
-        "'dense' and 'moe' by their index in the model, each layer's recompute kind by its\n"
-        "position in its chunk (the first layers are the recomputed ones), written as\n"
-        "ppb.dryrun/3.\n\n"
+        "Model settings are read under every name MindFormers accepts (num_layers or\n"
+        "num_hidden_layers, ...); two names that disagree are refused.\n"
+        "MoE models: wherever MindFormers builds experts (moe_config.expert_num or the model's\n"
+        "num_experts, n_routed_experts, ... above 1; an MoE model_type) the MoE layers are all\n"
+        "but the first first_k_dense_replace, else those of moe_layer_freq (Qwen3-MoE: every\n"
+        "layer); with dense and MoE layers, each stage's layers are counted per group 'dense'\n"
+        "and 'moe' by their index in the model, each layer's recompute kind by its position in\n"
+        "its chunk (the first layers are the recomputed ones), written as ppb.dryrun/3.\n\n"
         "Exit status: 0 imported, 2 invalid input or usage (the message names the file and\n"
         "line), 1 other errors.");
     add_common_options(*ms, args->common, {"used", "actual"},
@@ -354,7 +357,8 @@ void add_mindspore(CLI::App& import, Commands& commands) {
            "parallel_config.context_parallel (default 1)", "N");
     layout("--micro-batch-num", args->flags.micro_batch_num, "parallel_config.micro_batch_num",
            "M");
-    layout("--num-layers", args->flags.num_layers, "model.model_config.num_layers (required)", "L");
+    layout("--num-layers", args->flags.num_layers,
+           "model.model_config.num_layers, or num_hidden_layers (required)", "L");
     layout("--pp-interleave-num", args->flags.pp_interleave_num,
            "model.model_config.pp_interleave_num: chunks per stage\n"
            "(interleaved schedule when above 1; default 1)",
@@ -370,7 +374,9 @@ void add_mindspore(CLI::App& import, Commands& commands) {
     layout("--select-comm-recompute", args->flags.select_comm_recompute,
            "recompute_config.select_comm_recompute", "LIST");
     layout("--expert-num", args->flags.expert_num,
-           "moe_config.expert_num: MoE layers when above 1 (default 1)", "E");
+           "moe_config.expert_num, or the model's num_experts: MoE layers\n"
+           "when above 1 (default 1)",
+           "E");
     layout("--num-experts-chosen", args->flags.num_experts_chosen,
            "moe_config.num_experts_chosen (at most expert_num)", "K");
     layout("--first-k-dense-replace", args->flags.first_k_dense_replace,

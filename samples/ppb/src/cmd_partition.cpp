@@ -32,6 +32,7 @@ struct PartitionArgs {
     std::string time_convention{partition::name_of(partition::TimeConvention::hyper_parallel)};
     std::string dryrun;
     ModelChoice choice;
+    bool model_chosen = false;  // --model or --model-options given
     DryRunReadOptions read;
     bool json = false;
     std::string sapp_config;
@@ -109,12 +110,27 @@ int run_partition(const PartitionArgs& args) {
     } catch (const InputError& e) {
         throw UsageError(std::string("--comm-time: ") + e.what());
     }
+    // SAPP plans with its layer file alone: with --sapp-config and neither --dryrun nor a model
+    // chosen, the layer file's memory is the model (the table model of it), read with its times
+    // (hyper-parallel, hyper_parallel/auto_parallel/sapp_ppb/pp_optimizer.py at commit
+    // 4ebc546b4b0d9e39f6135784fce5e9d896f7d65e: PPOptimizer.optimize takes the -init YAML and
+    // the layer file, and its LayerBuilder the layers' memory from that file).
+    const bool layer_file_memory =
+        sapp && args.dryrun.empty() && !args.model_chosen && !args.model_desc.empty();
+    std::optional<ModelOptions> layer_file_options;
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
-    LayerTimes times = read_layer_times(args.model_desc,
-                                        args.choice.options.empty()
-                                            ? ModelOptions{}
-                                            : options_text(args.choice.options, "--model-options"),
-                                        args.device_tflops, args.time_convention);
+    LayerTimes times = [&] {
+        if (layer_file_memory) {
+            LayerFileModel read = read_layer_file_model(args.model_desc, args.time_convention);
+            layer_file_options = std::move(read.options);
+            return std::move(read.times);
+        }
+        return read_layer_times(args.model_desc,
+                                args.choice.options.empty()
+                                    ? ModelOptions{}
+                                    : options_text(args.choice.options, "--model-options"),
+                                args.device_tflops, args.time_convention);
+    }();
     problem.time = std::move(times.time);
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -131,6 +147,13 @@ int run_partition(const PartitionArgs& args) {
             args.model_desc.empty() ? std::string("the model shape's layers") : args.model_desc);
         for (const std::string& note : sapp->notes)
             fmt::print(stderr, "ppb: note: {}\n", note);
+        if (layer_file_memory) {
+            fmt::print(stderr,
+                       "ppb: note: no --dryrun or --model: planning with the memory the layer "
+                       "file {} holds, as SAPP does (the same as --model table --model-options "
+                       "{})\n",
+                       args.model_desc, args.model_desc);
+        }
     }
 
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
@@ -146,7 +169,11 @@ int run_partition(const PartitionArgs& args) {
     if (args.refine && args.fast)
         throw UsageError("--refine and --fast: the local search is the default; --fast skips it");
     PreparedModel prepared =
-        prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
+        layer_file_options
+            ? prepare_model(open_model_spec(discover_from_args(args.choice.plugin_paths), "table",
+                                            *layer_file_options),
+                            nullptr, "", "--dryrun FILE")
+            : prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
     const MemoryModel& model = prepared.model;
     const PartitionContext context{model.name(), model.version(), prepared.source};
     const partition::PlannedPartition planned = partition::plan_with_model(
@@ -204,7 +231,8 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         "model order, and the memory model must know the groups by those names (1F1B).\n"
         "--sapp-config INIT.yaml takes the problem from SAPP's -init YAML, as SAPP's own\n"
         "validator reads it; stderr and the JSON's \"sapp_config\" say which keys flags\n"
-        "overrode and which have no ppb setting."
+        "overrode and which have no ppb setting. Without --dryrun and --model it plans, as\n"
+        "SAPP does, with the memory the --model-desc layer file holds (the table model)."
         "\n\n"
         "Exit status: 0 partitioned, 2 invalid input or usage, 3 plugin not found or failed,\n"
         "4 no placement fits the memory limit (stderr says why, and the smallest limit that\n"
@@ -223,7 +251,9 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "SAPP's -init YAML: its pipeline_config is the problem\n"
                      "(pipeline_num, micro_batch_num, num_of_interleave,\n"
                      "vpp_less_memory, memory_limit, constant_memory as the margin;\n"
-                     "num_layer checked); each flag given as well overrides its key")
+                     "num_layer checked); each flag given as well overrides its key\n"
+                     "or gives it; without --dryrun and --model, the memory is the\n"
+                     "--model-desc layer file's (--model table)")
         ->type_name("INIT.yaml")
         ->check(CLI::ExistingFile);
     partition
@@ -342,7 +372,13 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->type_name("FILE");
     add_duplicate_tolerance_option(*partition, args->read);
     partition->add_flag("--json", args->json, "print ppb.partition/1 JSON instead of a table");
-    commands.push_back({partition, [args] { return run_partition(*args); }, {}});
+    commands.push_back({partition,
+                        [args, partition] {
+                            args->model_chosen = partition->count("--model") > 0 ||
+                                                 partition->count("--model-options") > 0;
+                            return run_partition(*args);
+                        },
+                        {}});
 }
 
 }  // namespace ppb::cli

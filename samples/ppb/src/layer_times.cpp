@@ -1,11 +1,16 @@
 #include "layer_times.hpp"
 
+#include <ppb/errors.hpp>
+#include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/partition/shape_time.hpp>
+#include <ppb/sapp/layer_file.hpp>
 
 #include <boost/json/parse.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace ppb::cli {
 
@@ -55,6 +60,33 @@ LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& o
         options.json, source, partition::ShapeTimeSettings{device_tflops});
     return LayerTimes{std::move(time),
                       fmt::format("FLOPs of {} at {:g} TFLOP/s", source, device_tflops), "ms"};
+}
+
+LayerFileModel read_layer_file_model(const std::string& model_desc, const std::string& convention) {
+    const std::string text = read_text_file(model_desc);
+    const std::string source = source_name(model_desc);
+    const sapp::LayerFile file = sapp::parse_layer_file(text, source);
+    for (const sapp::LayerFile::BodyGroup& group : file.body_groups()) {
+        const std::size_t index = group.entries.front();
+        const sapp::Entry& body = file.entries[index];
+        const bool activation = std::ranges::any_of(body.memory_activation,
+                                                    [](const auto& a) { return a.has_value(); });
+        if (body.memory_parameter && activation)
+            continue;
+        throw InputError(fmt::format(
+            "{}: {} holds no {}: ppb plans, as SAPP does, with the memory the layer file holds "
+            "(with --sapp-config and neither --dryrun nor --model); give a layer file that holds "
+            "it ('ppb import sapp INIT.yaml | ppb fit - --export-sapp LAYERS.json' writes one), "
+            "or --dryrun DRYRUN.json (the dry runs to fit the memory model to)",
+            source, sapp::describe_entry(file, index),
+            !body.memory_parameter
+                ? std::string(activation ? "memory_parameter"
+                                         : "memory (memory_parameter, memory_activation, ...)")
+                : std::string("activation memory (memory_activation, memory_recompute, ...)")));
+    }
+    partition::TimeModel time =
+        partition::time_model(file, source, *partition::time_convention_from_name(convention));
+    return LayerFileModel{LayerTimes{std::move(time), model_desc, ""}, ModelOptions{text, source}};
 }
 
 }  // namespace ppb::cli

@@ -38,6 +38,20 @@ void add_time_convention_option(CLI::App& app, std::string& convention);
                                           const ModelOptions& options, double device_tflops,
                                           const std::string& convention);
 
+// A layer file that is the memory model as well: SAPP plans with its layer file alone, its BODY
+// entries' memory_parameter and activation memory being the per-layer memory (the table model's
+// options, plugin/table). The file `model_desc` ('-': standard input) is read once, for its times
+// in `convention` and as the table model's options.
+struct LayerFileModel {
+    LayerTimes times;
+    ModelOptions options;  // the file's text, for --model table
+};
+
+// Throws InputError naming the BODY entry without memory and the two ways to give it (a layer
+// file that holds it, or --dryrun) when the file holds no memory.
+[[nodiscard]] LayerFileModel read_layer_file_model(const std::string& model_desc,
+                                                   const std::string& convention);
+
 }  // namespace ppb::cli
 
 #endif  // PPB_LAYER_TIMES_HPP

@@ -50,10 +50,12 @@ class Report {
 
     [[nodiscard]] json::object document(const PartitionSettings& settings) const {
         json::object keys;
-        keys["pipeline_num"] = problem_.pipeline_num.value;
-        keys["micro_batch_num"] = problem_.micro_batch_num.value;
-        keys["num_layer"] =
-            problem_.num_layer ? json::value(problem_.num_layer->value) : json::value(nullptr);
+        const auto given_or_null = [](const SappValue<std::uint32_t>& key) {
+            return key.given() ? json::value(key.value) : json::value(nullptr);
+        };
+        keys["pipeline_num"] = given_or_null(problem_.pipeline_num);
+        keys["micro_batch_num"] = given_or_null(problem_.micro_batch_num);
+        keys["num_layer"] = problem_.num_layer ? given_or_null(*problem_.num_layer) : nullptr;
         keys["num_of_interleave"] = problem_.num_of_interleave.value;
         keys["vpp_less_memory"] = problem_.vpp_less_memory.value;
         keys["optimization_level"] = problem_.optimization_level.value;
@@ -93,14 +95,26 @@ SappSettings sapp_partition_settings(const SappProblem& problem, const Partition
     Report report(out.problem);
     PartitionSettings& s = out.settings;
 
-    s.stages = flags.stages.value_or(problem.pipeline_num.value);
-    if (flags.stages)
-        report.overridden("pipeline_num", problem.pipeline_num.value, "--stages", *flags.stages);
-    s.micro_batches = flags.micro_batches.value_or(problem.micro_batch_num.value);
-    if (flags.micro_batches) {
-        report.overridden("micro_batch_num", problem.micro_batch_num.value, "--micro-batches",
-                          *flags.micro_batches);
-    }
+    // The keys SAPP requires: the flag, else the file's; neither is refused naming both ways.
+    const auto required = [&](const SappValue<std::uint32_t>& key, std::string_view name,
+                              const std::optional<std::uint32_t>& flag, std::string_view flag_name,
+                              std::string_view value_name, std::string_view what) {
+        if (flag) {
+            if (key.given())
+                report.overridden(name, key.value, flag_name, *flag);
+            return *flag;
+        }
+        if (!key.given()) {
+            throw InputError(fmt::format(
+                "{}: pipeline_config has no {} ({}; SAPP requires it): give it there, or {} {}",
+                problem.file, name, what, flag_name, value_name));
+        }
+        return key.value;
+    };
+    s.stages = required(problem.pipeline_num, "pipeline_num", flags.stages, "--stages", "P",
+                        "the pipeline stages");
+    s.micro_batches = required(problem.micro_batch_num, "micro_batch_num", flags.micro_batches,
+                               "--micro-batches", "M", "the micro-batches per iteration");
 
     const SappValue<std::uint64_t>& limit = problem.memory_limit;
     if (flags.memory_limit_mb) {
@@ -110,7 +124,7 @@ SappSettings sapp_partition_settings(const SappProblem& problem, const Partition
                               *flags.memory_limit_mb);
     } else if (limit.value == 0) {
         const std::string give =
-            "give memory_limit, the MB a stage may use, or --memory-limit-mb (SAPP needs a "
+            "give memory_limit, the MB a stage may use, or --memory-limit-mb X (SAPP needs a "
             "positive limit for its load balancing too)";
         if (limit.given())
             throw InputError(

@@ -2,8 +2,8 @@
 // (pipeline_config, ppb/importers/sapp_problem.hpp) as the partition's settings, each flag given
 // on the command line as well overriding the key it stands for:
 //
-//   pipeline_num        --stages
-//   micro_batch_num     --micro-batches
+//   pipeline_num        --stages          (SAPP requires the key: one of the two must give it)
+//   micro_batch_num     --micro-batches   (the same)
 //   memory_limit        --memory-limit-mb   (0, SAPP's default, is no limit ppb can plan for)
 //   constant_memory     --memory-margin-mb  (SAPP adds it to every stage: X - C is the budget)
 //   num_of_interleave   --chunks, and --schedule interleaved when above 1
@@ -49,7 +49,9 @@ struct SappSettings {
 };
 
 // The settings of `problem` under `flags`. Throws InputError naming the key for a problem ppb
-// cannot plan (memory_limit 0 without --memory-limit-mb, constant_memory not below the limit).
+// cannot plan: pipeline_num or micro_batch_num (which SAPP requires) given by neither the file
+// nor --stages / --micro-batches, memory_limit 0 without --memory-limit-mb, constant_memory not
+// below the limit.
 [[nodiscard]] SappSettings sapp_partition_settings(const importers::SappProblem& problem,
                                                    const PartitionSettings& flags);
 

@@ -12,11 +12,15 @@
 //                    use_seq_parallel, optimizer_shard, context_parallel}
 //   parallel.enable_parallel_optimizer, runner_config.batch_size (the micro-batch size),
 //   optimizer.type.
+// Each model setting under every name MindFormers reads it by (its current configurations'
+// HuggingFace names num_hidden_layers, num_attention_heads, num_key_value_heads, ...; GLM-4's
+// ChatGLM2Config names padded_vocab_size, multi_query_group_num): src/mindformers_keys.hpp,
+// which also says when the model is MoE. Two names of one setting that disagree are refused.
 // Each key falls in one of four classes, as Megatron's flags do:
 //   modelled   -> an analytic option (table in host_api/docs/mindformers-options.md);
 //   refused    -> a run the analytic model does not cover (context parallelism, ring attention,
-//                 MindFormers' MoE, multi-latent attention, multi-token prediction): InputError
-//                 naming the key and its line;
+//                 MindFormers' MoE wherever it builds experts, multi-latent attention,
+//                 multi-token prediction): InputError naming the key and its line;
 //   unmodelled -> changes memory but the model leaves it out (vocab_emb_dp with model
 //                 parallelism, fine-grained interleave, recompute_slice_activation, ...): a
 //                 warning naming it;

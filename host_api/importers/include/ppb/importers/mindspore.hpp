@@ -22,11 +22,19 @@
 // MindFormers, and cover the first layers of each chunk of each stage. The split into recompute
 // kinds, per chunk, is split_recompute() (layout.hpp).
 //
-// MoE models (MindFormers' moe_config): with expert_num above 1 the layers are MoE layers, but for
-// the first first_k_dense_replace, which are dense (MindFormers' DeepSeek models build a dense FFN
-// for layer_id < first_k_dense_replace); num_experts_chosen must not exceed expert_num. With
-// dense and MoE layers the layout counts each chunk's layers per group "dense" / "moe" by global
-// layer index, each layer's recompute kind by its position in its chunk (split_into_groups).
+// The layer count under any of its names (num_layers, num_hidden_layers, n_layer), in
+// model.model_config or the newer layout's model_config (src/mindformers_keys.hpp).
+//
+// MoE models: the model has experts wherever MindFormers builds them (src/mindformers_keys.hpp:
+// an expert count above 1 under any of its names, in moe_config or the model's section; an MoE
+// model_type; a setting only experts have). Its MoE layers are all but the first
+// first_k_dense_replace when that is above 0 (the model type's default otherwise: DeepSeek-V3's
+// 3), else those of moe_layer_freq (an integer N: layer i when i % N == 0, default 1; or one 0/1
+// per layer), as MindFormers places them; Qwen3-MoE builds every layer as an MoE layer and what
+// would place them otherwise is noted as not used. The experts chosen per token must not exceed
+// the experts. With dense and MoE layers the layout counts each chunk's layers per group
+// "dense" / "moe" by global layer index, each layer's recompute kind by its position in its
+// chunk (split_into_groups).
 #ifndef PPB_IMPORTERS_MINDSPORE_HPP
 #define PPB_IMPORTERS_MINDSPORE_HPP
 
@@ -78,8 +86,9 @@ struct MindSporeFlags {
 // everything) and `flags`. Required: pipeline_stage and num_layers; data_parallel,
 // model_parallel and context_parallel default to 1 and offset to 0 as in MindFormers; without
 // micro_batch_num the layout has no micro-batch count (noted in `messages`). MoE settings that
-// contradict each other (first_k_dense_replace without expert_num above 1, or leaving no MoE
-// layer; num_experts_chosen above expert_num) are refused naming the keys. Throws InputError
+// contradict each other (first_k_dense_replace or moe_layer_freq without experts, or leaving no
+// MoE layer; first_k_dense_replace with moe_layer_freq above 1; more experts chosen than there
+// are) and two names of one setting that disagree are refused naming the keys. Throws InputError
 // "<config>:<line>: <key>: <problem>" for a problem in the file, FlagError for one in a flag.
 [[nodiscard]] PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& config,
                                               const MindSporeFlags& flags, Messages& messages);

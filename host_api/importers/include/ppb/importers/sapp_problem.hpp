@@ -4,8 +4,8 @@
 // pp_config_builder/yaml_parser.py, parse_yaml_for_optimization and YamlOptimizationConfig):
 //
 //   pipeline_config:
-//     pipeline_num: P          required, an integer > 0: the pipeline stages
-//     micro_batch_num: M       required, an integer > 0: micro-batches per iteration
+//     pipeline_num: P          required by SAPP, an integer > 0: the pipeline stages
+//     micro_batch_num: M       required by SAPP, an integer > 0: micro-batches per iteration
 //     num_layer: L             an integer > 0: the body layers (checked against the layer file)
 //     num_of_interleave: V     an integer > 0, default 1: chunks per stage (interleaved when > 1)
 //     vpp_less_memory: B       a boolean, default false: the less-memory interleaved schedule
@@ -14,10 +14,13 @@
 //     constant_memory: C       an integer >= 0, default 0: MB SAPP adds to every stage
 //     enable_simulation, use_backward_time: booleans; sim_comm_time: a finite number >= 0
 //
-// SAPP's rules, kept: an integer field refuses a float (4.0 included) and a boolean; a boolean
-// field takes true/false (YAML's spellings), 0/1, 0.0/1.0 and the strings "true", "yes", "1",
-// "false", "no", "0" (any case), nothing else. PyYAML reads a plain 010 as octal 8 and 0x10 as
-// 16, which ppb refuses rather than reading otherwise. Keys other than these are not read.
+// SAPP's rules, kept: SAPP requires pipeline_num and micro_batch_num; read_sapp_problem leaves
+// them not given() when the file has neither, for its user to refuse unless a flag gives them
+// ('ppb partition --sapp-config': --stages, --micro-batches). An integer field refuses a float (4.0
+// included) and a boolean; a boolean field takes true/false (YAML's spellings), 0/1, 0.0/1.0 and
+// the strings "true", "yes", "1", "false", "no", "0" (any case), nothing else. PyYAML reads a plain
+// 010 as octal 8 and 0x10 as 16, which ppb refuses rather than reading otherwise. Keys other than
+// these are not read.
 #ifndef PPB_IMPORTERS_SAPP_PROBLEM_HPP
 #define PPB_IMPORTERS_SAPP_PROBLEM_HPP
 
@@ -42,9 +45,9 @@ struct SappValue {
 };
 
 struct SappProblem {
-    std::string file;  // as the user named it
-    SappValue<std::uint32_t> pipeline_num;
-    SappValue<std::uint32_t> micro_batch_num;
+    std::string file;                          // as the user named it
+    SappValue<std::uint32_t> pipeline_num;     // not given(): absent from the file
+    SappValue<std::uint32_t> micro_batch_num;  // not given(): absent from the file
     std::optional<SappValue<std::uint32_t>> num_layer;
     SappValue<std::uint32_t> num_of_interleave{1, {}};
     SappValue<bool> vpp_less_memory{false, {}};
@@ -57,9 +60,10 @@ struct SappProblem {
 };
 
 // Reads pipeline_config of a SAPP -init YAML. Throws InputError "<file>:<line>:
-// pipeline_config.<key>: <problem>" for what SAPP's validator refuses (a missing pipeline_num or
-// micro_batch_num, a float or boolean where it wants an integer, an ambiguous boolean, a value
-// out of its range) and for integers PyYAML would read otherwise than ppb (octal, hex).
+// pipeline_config.<key>: <problem>" for what SAPP's validator refuses in the keys given (a float
+// or boolean where it wants an integer, an ambiguous boolean, a value out of its range) and for
+// integers PyYAML would read otherwise than ppb (octal, hex); a missing pipeline_num or
+// micro_batch_num is left not given().
 [[nodiscard]] SappProblem read_sapp_problem(const std::filesystem::path& file);
 
 // The names SAPP's ILP solver keeps its own variables under (SappSolver's upper-case string
