@@ -157,7 +157,10 @@ BOOST_AUTO_TEST_CASE(printed_arrays_rebuild_the_plan) {
             // document does.
             BOOST_TEST(free_doc.at("mindformers").is_null());
             const std::string why(free_doc.at("mindformers_why_not").as_string());
-            BOOST_TEST(why.find("mix 'select' and 'comm' layers") != std::string::npos, why);
+            BOOST_TEST(
+                why.find("'select' and 'comm' layers, which MindFormers' recompute counts cannot "
+                         "build") != std::string::npos,
+                why);
             const auto table = ppb(args("any", false));
             BOOST_TEST(table.out.find("MindFormers / SAPP configuration:\n  none (" + why +
                                       ")\n") != std::string::npos,

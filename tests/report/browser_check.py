@@ -444,7 +444,7 @@ def main():
     # A layer file of our own (the table model) whose fastest plan under --recompute-rule any mixes
     # 'select' and 'comm' layers on a stage: no MindFormers arrays build it.
     mixed_layers = (out / "select-comm-layers.json").resolve()
-    mixed_layers.write_text(json.dumps({"constant_memory_mb": 1000, "layers_description": [
+    mixed_layers.write_text(json.dumps({"stage_const_mem": 1000, "layers_description": [
         {"name": "embedding", "type": "HEAD", "nb_layer": 1, "time": 10, "memory_parameter": 2000},
         {"name": "decoder", "type": "BODY", "nb_layer": 12, "time": 10, "backward_coef": 0,
          "select_rec_coef": 0.05, "select_comm_coef": 0.3, "both_comm_select_coef": 0.35,

@@ -6,8 +6,9 @@
 // caught at the boundary and becomes a status code plus a message for last_error().
 //
 // The generated table checks what it is given before the class sees it (ppb/plugin/
-// placement_checks.hpp): predict, predict_batch and predict_std_error get well-formed placements
-// and fit well-formed observations, so a model checks only what is its own to refuse.
+// placement_checks.hpp): predict, predict_batch, predict_std_error, the grouped calls and
+// predict_parts get well-formed placements and fit well-formed observations, so a model checks
+// only what is its own to refuse.
 //
 // The plugin's name and version come from the compile definitions PPB_PLUGIN_NAME and
 // PPB_PLUGIN_VERSION, which the CMake function ppb_add_plugin() sets from the same values it
