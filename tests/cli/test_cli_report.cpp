@@ -213,6 +213,66 @@ BOOST_AUTO_TEST_CASE(the_breakdown_is_the_fit_times_the_plan) {
     }
 }
 
+// A model that is not linear and gives no terms (a plugin older than API 1.4 is the same to the
+// page), a fixture predicting 1000 + 100 MB a layer whatever its kind. Under 1F1B the partitioner
+// asks it about whole stages and the page says the model says nothing of its memory's parts;
+// with chunks it probed the activations per layer (none: they do not depend on the in-flight
+// count), and the rest, all of the memory, is one part "not broken down", as the page says.
+BOOST_AUTO_TEST_CASE(a_model_without_terms_is_shown_as_it_is) {
+    const fs::path dir = fs::path(write_file("", "report-dir-marker")).parent_path();
+    for (const bool chunks : {false, true}) {
+        BOOST_TEST_CONTEXT((chunks ? "interleaved" : "1F1B")) {
+            const fs::path page_path = dir / "opaque-report.html";
+            std::vector<std::string> args = {"partition",
+                                             "--model-desc",
+                                             layers,
+                                             "--dryrun",
+                                             sample_dryrun,
+                                             "--plugin-path",
+                                             fixture_dir,
+                                             "--model",
+                                             "bad-parts",
+                                             "--model-options",
+                                             R"({"mode": "opaque"})",
+                                             "--stages",
+                                             "8",
+                                             "--micro-batches",
+                                             "32",
+                                             "--memory-limit-mb",
+                                             "30000",
+                                             "--json",
+                                             "--report",
+                                             page_path.string()};
+            if (chunks)
+                args.insert(args.end(), {"--schedule", "interleaved"});
+            const auto r = ppb(args);
+            BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+            const std::string page = read(page_path);
+            const json::value plan = parse_json(r.out);
+            const json::array& stages = plan.at("stages").as_array();
+            for (const json::value& sv : stages) {
+                const json::object& stage = sv.as_object();
+                const json::value* b = stage.if_contains("memory_breakdown_mb");
+                BOOST_TEST_REQUIRE((b != nullptr) == chunks);
+                if (!chunks)
+                    continue;
+                BOOST_TEST(!b->as_object().contains("parts"));
+                BOOST_TEST(b->at("activations_total").to_number<double>() == 0.0);
+                BOOST_TEST(b->at("other").to_number<double>() ==
+                           stage.at("memory_mb").to_number<double>());
+            }
+            if (chunks) {
+                BOOST_TEST(page.find("The memory model does not say what its predictions are "
+                                     "made of") != std::string::npos);
+                BOOST_TEST(count(page, "data-part=\"other\"") == stages.size());
+            } else {
+                BOOST_TEST(page.find("it says nothing of its parts") != std::string::npos);
+                BOOST_TEST(count(page, "data-part=\"memory\"") == stages.size());
+            }
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_search_page_has_a_point_per_configuration) {
     const fs::path dir = fs::path(write_file("", "report-dir-marker")).parent_path();
     const fs::path page_path = dir / "search-report.html";
