@@ -10,7 +10,7 @@ Loads a plugin file, finds its entry point, fits it to a ppb.dryrun/1 file (one 
 The entry point is a variable (a Boost.DLL alias) named ppb_memory_model_v<ABI>_<API>, the
 plugin's own ABI major and API minor (`nm -D --defined-only` lists it), whose value is the address
 of its ppb_memory_model_api table (host_api/plugin_api/include/ppb/abi.h). The structures below
-mirror abi.h up to API 1.2; a host reads a field only when the table's api_minor and struct_size
+mirror abi.h up to API 1.2 (it uses nothing newer); a host reads a field only when the table's api_minor and struct_size
 both say it is there. Unlike the ppb module this does none of the host library's checks (file
 permissions, the ELF symbol table before loading, the values a plugin returns).
 """
@@ -20,7 +20,7 @@ import json
 import sys
 
 ABI_MAJOR = 1
-API_MINOR = 3  # the newest API minor this host knows
+API_MINOR = 4  # the newest API minor this host knows
 KINDS = ("none", "select", "comm", "both", "full")
 
 

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace analytic_test;
 using ppb::analytic::AnalyticModel;
@@ -174,6 +176,89 @@ BOOST_AUTO_TEST_CASE(predict_does_not_allocate) {
     const std::size_t after = ppb_test::allocation_count();
     BOOST_TEST(after == before);
     BOOST_TEST(sum > 0.0);
+}
+
+// The terms of a prediction (plugin API 1.4), by hand for the sample, 8 stages of 10 'select'
+// layers, 32 micro-batches (f = 8 - s): 106 971 136 parameters per layer and rank as 2 bytes of
+// weight (204.03125 MB), 4 of gradient (408.0625 MB) and 12 / d = 3 of optimizer state
+// (306.046875 MB), ten layers each; 156 MB of 'select' activations per layer and micro-batch;
+// the embedding's dropout mask 4 MB per micro-batch on stage 0; on stage 7 the final norm's and
+// the LM head's inputs, 2sbh/t = 8 MB each, and the fp32 logits 4sbV/t = 62.5 MB per micro-batch.
+// The sample's runtime_mb and transients are 0: no such terms.
+BOOST_AUTO_TEST_CASE(the_terms_of_a_prediction_are_the_formulas_terms) {
+    const AnalyticModel model = sample_model();
+    using Terms = std::vector<std::pair<std::string, double>>;
+    const auto terms_of = [&](std::uint32_t s) {
+        const ppb_chunk chunk = chunk_of(PPB_KIND_SELECT, 10, 8 - s);
+        const ppb_grouped_placement placement{ppb_placement{8, s, 1, &chunk}, 1, chunk.layers};
+        const auto parts = model.predict_parts(placement);
+        BOOST_TEST_REQUIRE(parts.has_value());
+        Terms out;
+        double sum = 0.0;
+        for (const ppb_memory_part& part : *parts) {
+            out.emplace_back(part.name, part.mb);
+            sum += part.mb;
+            BOOST_TEST(std::string(part.label).size() > 5u, part.name);
+        }
+        BOOST_TEST(sum == model.predict(placement.placement), tt::tolerance(1e-12));
+        return out;
+    };
+    const Terms first = terms_of(0);
+    const Terms expected_first = {{"constant", 3072.0},           {"embedding", 281.25},
+                                  {"weights", 2040.3125},         {"gradients", 4080.625},
+                                  {"optimizer", 3060.46875},      {"select", 12480.0},
+                                  {"embedding_activations", 32.0}};
+    BOOST_TEST_REQUIRE(first.size() == expected_first.size());
+    for (std::size_t i = 0; i < first.size(); ++i) {
+        BOOST_TEST(first[i].first == expected_first[i].first);
+        BOOST_TEST(first[i].second == expected_first[i].second, tt::tolerance(1e-12));
+    }
+    const Terms last = terms_of(7);
+    const Terms expected_last = {{"constant", 3072.0},          {"lm_head", 281.3203125},
+                                 {"weights", 2040.3125},        {"gradients", 4080.625},
+                                 {"optimizer", 3060.46875},     {"select", 1560.0},
+                                 {"lm_head_activations", 16.0}, {"logits", 62.5}};
+    BOOST_TEST_REQUIRE(last.size() == expected_last.size());
+    for (std::size_t i = 0; i < last.size(); ++i) {
+        BOOST_TEST(last[i].first == expected_last[i].first);
+        BOOST_TEST(last[i].second == expected_last[i].second, tt::tolerance(1e-12));
+    }
+    // A middle stage holds neither end.
+    const Terms middle = terms_of(3);
+    BOOST_TEST(middle.size() == 5u);
+    BOOST_TEST(middle.back().first == "select");
+    BOOST_TEST(middle.back().second == 10 * 156.0 * 5, tt::tolerance(1e-12));
+}
+
+// What is held once is the larger transient, named as what it is: one layer's backward
+// gradients (568 MB for LLaMA-2 70B at t = 8: unfused score gradients 512 MB and the MLP's 56),
+// or on the last stage the logits' 16-bit copy when that is larger (a 128 000-word vocabulary
+// with flash attention: 2sbV/t = 125 MB over the MLP's 56 MB). The runtime is its own term.
+BOOST_AUTO_TEST_CASE(the_terms_name_what_is_held_once) {
+    const ppb_chunk chunk = chunk_of(PPB_KIND_NONE, 2, 1);
+    const ppb_grouped_placement last{ppb_placement{4, 3, 1, &chunk}, 1, chunk.layers};
+    const auto find = [](const std::vector<ppb_memory_part>& parts, std::string_view name) {
+        const auto it = std::find_if(parts.begin(), parts.end(),
+                                     [&](const ppb_memory_part& p) { return p.name == name; });
+        BOOST_TEST_REQUIRE((it != parts.end()), name);
+        return *it;
+    };
+    const AnalyticModel layer(options_json(llama2_70b, R"("tensor_parallel": 8)"));
+    const auto layer_parts = layer.predict_parts(last).value();
+    BOOST_TEST(find(layer_parts, "runtime").mb == 100.0);
+    const ppb_memory_part held = find(layer_parts, "transient");
+    BOOST_TEST(held.mb == 568.0, tt::tolerance(1e-12));
+    BOOST_TEST(std::string(held.label) == "held once: one layer's backward gradients");
+    const AnalyticModel logits(options_json(
+        llama2_70b, R"("tensor_parallel": 8, "vocab_size": 128000, "flash_attention": true)"));
+    const auto logits_parts = logits.predict_parts(last).value();
+    const ppb_memory_part copy = find(logits_parts, "transient");
+    BOOST_TEST(copy.mb == 125.0, tt::tolerance(1e-12));
+    BOOST_TEST(std::string(copy.label) == "held once: the logits' 16-bit copy at the loss");
+    double sum = 0.0;
+    for (const ppb_memory_part& part : logits_parts)
+        sum += part.mb;
+    BOOST_TEST(sum == logits.predict(last.placement), tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(the_model_is_not_linear) {

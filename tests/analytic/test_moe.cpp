@@ -218,6 +218,33 @@ BOOST_AUTO_TEST_CASE(mixtral_sample_coefficients_and_stages_by_hand) {
     grouped.add(0, 0, PPB_KIND_NONE, 8);
     BOOST_TEST(model.predict_grouped(grouped.at(4, 0)) ==
                model.predict(grouped.at(4, 0).placement));
+
+    // Its terms: a parameter's 2 bytes of weight and 4 of gradient, and the optimizer's 12 bytes
+    // shared over d = 8 for the dense part of a layer, over the expert data parallel 4 for the
+    // experts; the 'none' activations 8 * 504.078125 * 4 = 16 130.5 MB; the embedding. No
+    // constant or runtime memory, no dropout mask: no such terms.
+    const auto parts = model.predict_parts(grouped.at(4, 0));
+    BOOST_TEST_REQUIRE(parts.has_value());
+    const auto& moe_terms = *model.terms().moe;
+    const double parameters = moe_terms.dense_parameters + moe_terms.expert_parameters;
+    const std::vector<std::pair<std::string, double>> expected = {
+        {"embedding", 468.75},
+        {"weights", 8 * parameters * 2 / MiB},
+        {"gradients", 8 * parameters * 4 / MiB},
+        {"optimizer",
+         8 * (moe_terms.dense_parameters * 1.5 + moe_terms.expert_parameters * 3.0) / MiB},
+        {"none", 16130.5}};
+    BOOST_TEST_REQUIRE(parts->size() == expected.size());
+    double sum = 0.0;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        BOOST_TEST(std::string((*parts)[i].name) == expected[i].first);
+        BOOST_TEST((*parts)[i].mb == expected[i].second, tt::tolerance(1e-12));
+        sum += (*parts)[i].mb;
+    }
+    // The three parameter terms are the layers' per_layer_mb, and all add up to the prediction.
+    BOOST_TEST((*parts)[1].mb + (*parts)[2].mb + (*parts)[3].mb == 8 * moe.per_layer_mb,
+               tt::tolerance(1e-12));
+    BOOST_TEST(sum == 41993.59375, tt::tolerance(1e-14));
 }
 
 // samples/data/moe/deepseek-v3-shape.json: t = 1, d = 64, EP = 64 (ETP = t = 1), distributed
@@ -532,6 +559,25 @@ BOOST_AUTO_TEST_CASE(the_plugin_predicts_groups_through_the_c_boundary) {
     }
     BOOST_TEST(!model.group_parameters(0).has_value());
     BOOST_TEST(!model.group_parameters(1).has_value());
+    // Its terms through the boundary, checked by the host: the core's, adding up to the
+    // prediction; the dense and MoE layers' activations together per kind.
+    BOOST_TEST(model.supports_parts());
+    const auto parts = model.predict_parts(placements[0]);
+    BOOST_TEST_REQUIRE(parts.has_value());
+    const auto core_parts = core.predict_parts(placements[0]).value();
+    BOOST_TEST_REQUIRE(parts->size() == core_parts.size());
+    double sum = 0.0;
+    for (std::size_t i = 0; i < parts->size(); ++i) {
+        BOOST_TEST((*parts)[i].name == core_parts[i].name);
+        BOOST_TEST((*parts)[i].label == core_parts[i].label);
+        BOOST_TEST((*parts)[i].mb == core_parts[i].mb);
+        sum += (*parts)[i].mb;
+    }
+    BOOST_TEST(sum == batch[0], tt::tolerance(1e-12));
+    const auto none = std::find_if(parts->begin(), parts->end(),
+                                   [](const ppb::MemoryPart& p) { return p.name == "none"; });
+    BOOST_TEST_REQUIRE((none != parts->end()));
+    BOOST_TEST(none->mb == 1781.0 * 16, tt::tolerance(1e-12));  // one MoE layer, 16 in flight
 
     // Bad moe options cross the boundary as invalid input naming the key.
     try {

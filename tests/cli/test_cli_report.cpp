@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,14 +88,91 @@ BOOST_AUTO_TEST_CASE(a_plan_page_holds_the_documents_numbers) {
     expect_self_contained(page);
     const json::array& stages = plan.at("stages").as_array();
     BOOST_TEST(count(page, "<div class=\"bar\" data-stage=") == stages.size());
-    for (const auto& [name, value] : plan.at("mindformers").as_object()) {
-        const std::string line = fmt::format("{}: {}", std::string(name), array_text(value));
-        BOOST_TEST(count(page, fmt::format("data-copy=\"{}\"", line)) == 1u, line);
-    }
-    // stdout is what it is without --report.
+    // The MindFormers block to copy: the keys where a MindFormers YAML has them, the document's
+    // arrays as `ppb partition` prints them (the page escapes the quotes it has none of).
+    const json::object& arrays = plan.at("mindformers").as_object();
+    const std::string yaml = fmt::format(
+        "model:\n  model_config:\n    offset: {}\nrecompute_config:\n  recompute: {}\n"
+        "  select_recompute: {}\n  select_comm_recompute: {}",
+        array_text(arrays.at("offset")), array_text(arrays.at("recompute")),
+        array_text(arrays.at("select_recompute")), array_text(arrays.at("select_comm_recompute")));
+    BOOST_TEST(count(page, fmt::format("data-copy=\"{}\"", yaml)) == 1u, yaml);
+    BOOST_TEST(count(page, "button type=\"button\" class=\"copy\"") == 1u);
+    // The text output has the same block, indented.
     std::vector<std::string> without = plan_args("");
+    without.resize(without.size() - 3);  // no --json, no --report
+    const auto text = ppb(without);
+    BOOST_TEST_REQUIRE(text.exit_code == 0, text.err);
+    std::string indented = "  " + yaml;
+    for (std::size_t at = indented.find('\n'); at != std::string::npos;
+         at = indented.find('\n', at + 3))
+        indented.insert(at + 1, "  ");
+    BOOST_TEST(
+        text.out.find("MindFormers / SAPP configuration:\n" + indented + "\n") != std::string::npos,
+        text.out);
+    // Nothing the document holds as null, and no member's name, outside the blocks.
+    const std::size_t section = page.find("<section class=\"configuration\"");
+    BOOST_TEST_REQUIRE(section != std::string::npos);
+    const std::string configuration =
+        page.substr(section, page.find("</section>", section) - section);
+    BOOST_TEST(configuration.find("null") == std::string::npos, configuration);
+    BOOST_TEST(configuration.find("legacy_why_not") == std::string::npos, configuration);
+    // stdout is what it is without --report.
+    without = plan_args("");
     without.resize(without.size() - 2);
     BOOST_TEST(ppb(without).out == r.out);
+}
+
+// The analytic model's memory in its own terms (plugin API 1.4): per stage, the body layers'
+// weights, gradients and optimizer state at 2, 4 and 12 / 4 bytes a parameter of its 106 971 136
+// per layer (204.03125, 408.0625 and 306.046875 MB a layer: tests/analytic/test_model.cpp), the
+// embedding on the first stage and the LM head on the last, adding up to the stage's memory; no
+// part is left "not broken down", and the page draws each.
+BOOST_AUTO_TEST_CASE(an_analytic_plan_is_broken_into_the_models_terms) {
+    const fs::path dir = fs::path(write_file("", "report-dir-marker")).parent_path();
+    const fs::path page_path = dir / "analytic-report.html";
+    const auto r =
+        ppb({"partition", "--model-desc", layers, "--model", "analytic", "--model-options", shape,
+             "--stages", "4", "--micro-batches", "64", "--memory-limit-mb", "80000", "--schedule",
+             "interleaved", "--json", "--report", page_path.string()});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const std::string page = read(page_path);
+    const json::array stages = parse_json(r.out).at("stages").as_array();
+    const auto number = [](const json::value& v) { return v.to_number<double>(); };
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        const json::object& stage = stages[s].as_object();
+        const json::object& b = stage.at("memory_breakdown_mb").as_object();
+        BOOST_TEST(!b.contains("other"));
+        double layers_total = 0.0;
+        for (const auto& [kind, n] : stage.at("layers").as_object())
+            layers_total += number(n);
+        std::map<std::string, double> parts;
+        double sum = 0.0;
+        for (const json::value& part : b.at("parts").as_array()) {
+            const std::string name(part.at("name").as_string());
+            BOOST_TEST(parts.count(name) == 0u, name);
+            parts[name] = number(part.at("mb"));
+            sum += number(part.at("mb"));
+            BOOST_TEST(!part.at("label").as_string().empty());
+            if (number(part.at("mb")) > 0.0) {
+                BOOST_TEST(count(page, fmt::format("data-part=\"{}\" data-mb=\"{:.17g}\"", name,
+                                                   number(part.at("mb")))) >= 1u,
+                           name);
+            }
+        }
+        BOOST_TEST(sum == number(stage.at("memory_mb")), boost::test_tools::tolerance(1e-9));
+        BOOST_TEST(parts.at("weights") == layers_total * 204.03125,
+                   boost::test_tools::tolerance(1e-12));
+        BOOST_TEST(parts.at("gradients") == layers_total * 408.0625,
+                   boost::test_tools::tolerance(1e-12));
+        BOOST_TEST(parts.at("optimizer") == layers_total * 306.046875,
+                   boost::test_tools::tolerance(1e-12));
+        BOOST_TEST(parts.at("constant") == 3072.0);
+        BOOST_TEST(parts.count("embedding") == (s == 0 ? 1u : 0u));
+        BOOST_TEST(parts.count("lm_head") == (s + 1 == stages.size() ? 1u : 0u));
+    }
+    BOOST_TEST(page.find("not broken down") == std::string::npos);
+    BOOST_TEST(page.find("The parts are the memory model's own terms") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_breakdown_is_the_fit_times_the_plan) {
@@ -132,6 +210,66 @@ BOOST_AUTO_TEST_CASE(the_breakdown_is_the_fit_times_the_plan) {
         const double sum = number(b.at("constant")) + number(b.at("head")) + number(b.at("tail")) +
                            number(b.at("parameters")) + activations;
         BOOST_TEST(close(sum, number(stage.at("memory_mb"))), s);
+    }
+}
+
+// A model that is not linear and gives no terms (a plugin older than API 1.4 is the same to the
+// page), a fixture predicting 1000 + 100 MB a layer whatever its kind. Under 1F1B the partitioner
+// asks it about whole stages and the page says the model says nothing of its memory's parts;
+// with chunks it probed the activations per layer (none: they do not depend on the in-flight
+// count), and the rest, all of the memory, is one part "not broken down", as the page says.
+BOOST_AUTO_TEST_CASE(a_model_without_terms_is_shown_as_it_is) {
+    const fs::path dir = fs::path(write_file("", "report-dir-marker")).parent_path();
+    for (const bool chunks : {false, true}) {
+        BOOST_TEST_CONTEXT((chunks ? "interleaved" : "1F1B")) {
+            const fs::path page_path = dir / "opaque-report.html";
+            std::vector<std::string> args = {"partition",
+                                             "--model-desc",
+                                             layers,
+                                             "--dryrun",
+                                             sample_dryrun,
+                                             "--plugin-path",
+                                             fixture_dir,
+                                             "--model",
+                                             "bad-parts",
+                                             "--model-options",
+                                             R"({"mode": "opaque"})",
+                                             "--stages",
+                                             "8",
+                                             "--micro-batches",
+                                             "32",
+                                             "--memory-limit-mb",
+                                             "30000",
+                                             "--json",
+                                             "--report",
+                                             page_path.string()};
+            if (chunks)
+                args.insert(args.end(), {"--schedule", "interleaved"});
+            const auto r = ppb(args);
+            BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+            const std::string page = read(page_path);
+            const json::value plan = parse_json(r.out);
+            const json::array& stages = plan.at("stages").as_array();
+            for (const json::value& sv : stages) {
+                const json::object& stage = sv.as_object();
+                const json::value* b = stage.if_contains("memory_breakdown_mb");
+                BOOST_TEST_REQUIRE((b != nullptr) == chunks);
+                if (!chunks)
+                    continue;
+                BOOST_TEST(!b->as_object().contains("parts"));
+                BOOST_TEST(b->at("activations_total").to_number<double>() == 0.0);
+                BOOST_TEST(b->at("other").to_number<double>() ==
+                           stage.at("memory_mb").to_number<double>());
+            }
+            if (chunks) {
+                BOOST_TEST(page.find("The memory model does not say what its predictions are "
+                                     "made of") != std::string::npos);
+                BOOST_TEST(count(page, "data-part=\"other\"") == stages.size());
+            } else {
+                BOOST_TEST(page.find("it says nothing of its parts") != std::string::npos);
+                BOOST_TEST(count(page, "data-part=\"memory\"") == stages.size());
+            }
+        }
     }
 }
 

@@ -263,6 +263,72 @@ BOOST_AUTO_TEST_CASE(mindspore_interleaved_run_joins_the_fit) {
     expect_in(r.out, {"2 select, 2 full | 4 select, 1 full", fmt::format("{}/{}", f[0], f[1])});
 }
 
+// `ppb partition` prints MindFormers' keys as a block of its training YAML. That block, as the
+// configuration file of `ppb import mindspore` (whose key paths are MindFormers': offset under
+// model.model_config, the counts under recompute_config), with the pipeline's size and layers
+// as flags, gives back every stage's layers and recompute kinds of the plan.
+BOOST_AUTO_TEST_CASE(the_printed_mindformers_yaml_reads_back_as_the_plan) {
+    Scratch dir;
+    const std::string data = samples + "/..";
+    const std::vector<std::string> plan_args = {"partition",
+                                                "--model-desc",
+                                                data + "/llama70b-layers.json",
+                                                "--dryrun",
+                                                data + "/llama70b-pp8-dryrun.json",
+                                                "--stages",
+                                                "8",
+                                                "--micro-batches",
+                                                "32",
+                                                "--memory-limit-mb",
+                                                "27000",
+                                                "--kinds",
+                                                "none,select,full"};
+    const ProcessResult text = ppb(plan_args);
+    expect_success(text);
+    std::vector<std::string> json_args = plan_args;
+    json_args.emplace_back("--json");
+    const ProcessResult plan = ppb(json_args);
+    expect_success(plan);
+    // The block: the lines under the title, two spaces of indent taken off.
+    const std::string title = "MindFormers / SAPP configuration:\n";
+    std::size_t at = text.out.find(title);
+    BOOST_TEST_REQUIRE(at != std::string::npos, text.out);
+    at += title.size();
+    std::string yaml;
+    while (at < text.out.size() && text.out.compare(at, 2, "  ") == 0) {
+        const std::size_t end = text.out.find('\n', at);
+        yaml += text.out.substr(at + 2, end - at - 2) + "\n";
+        at = end + 1;
+    }
+    BOOST_TEST(yaml.starts_with("model:\n  model_config:\n    offset: [["), yaml);
+    const std::string config = dir.write("plan.yaml", yaml).string();
+    for (std::uint32_t s = 0; s < 8; ++s) {
+        dir.write(fmt::format("run/rank_{}/dryrun.log", s),
+                  fmt::format("Used peak memory usage (without fragments): {}M\n", 20000 + s));
+    }
+    const ProcessResult imported =
+        ppb({"import", "mindspore", "--config", config, "--pipeline-stage", "8", "--num-layers",
+             "80", "--micro-batch-num", "32", (dir / "run").string()});
+    expect_success(imported);
+    const json::array observations = json::parse(imported.out).at("observations").as_array();
+    const json::array stages = json::parse(plan.out).at("stages").as_array();
+    BOOST_TEST_REQUIRE(observations.size() == stages.size());
+    std::size_t recomputed = 0;
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        const json::object& observation = observations[s].as_object();
+        BOOST_TEST(observation.at("stage").to_number<std::size_t>() == s);
+        for (const auto& [kind, n] : stages[s].at("layers").as_object()) {
+            const json::value* read = observation.at("layers").as_object().if_contains(kind);
+            const std::int64_t imported_n = read == nullptr ? 0 : read->to_number<std::int64_t>();
+            BOOST_TEST(imported_n == n.to_number<std::int64_t>(),
+                       "stage " << s << " kind " << std::string(kind));
+            if (kind != "none")
+                recomputed += static_cast<std::size_t>(imported_n);
+        }
+    }
+    BOOST_TEST(recomputed > 0u);  // the plan has recompute counts to read back
+}
+
 BOOST_AUTO_TEST_CASE(megatron_from_logs_to_fitted_coefficients) {
     Scratch dir;
     const std::string out = (dir / "llama7b-dryrun.json").string();

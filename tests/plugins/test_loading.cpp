@@ -541,4 +541,90 @@ BOOST_AUTO_TEST_CASE(groups_of_layers_cross_the_boundary) {
     }
 }
 
+// Plugin API 1.4: the terms of a prediction cross the boundary as the model gives them, checked
+// by the host (ppb::MemoryModel::predict_parts) against ppb/abi.h, and a plugin older than 1.4 is
+// never asked for them.
+BOOST_AUTO_TEST_CASE(the_terms_of_a_prediction_cross_the_boundary_checked) {
+    // Stage 1 of 8 with 2 layers: FixedModel's 1000 + 100 x 2.
+    ppb::StagePlacement placement{8, 1, {ppb_chunk{{2}, 1}}};
+    placement.set_group_layers(std::vector<std::uint32_t>{2, 0, 0, 0, 0});
+    const ppb_grouped_placement view = placement.grouped_view();
+
+    const ppb::MemoryModel good = fitted_fixture("bad-parts");
+    BOOST_TEST(good.supports_parts());
+    const auto parts = good.predict_parts(view);
+    BOOST_TEST_REQUIRE(parts.has_value());
+    BOOST_TEST_REQUIRE(parts->size() == 2u);
+    BOOST_TEST((*parts)[0].name == "constant");
+    BOOST_TEST((*parts)[0].label == "constant memory");
+    BOOST_TEST((*parts)[0].mb == 1000.0);
+    BOOST_TEST((*parts)[1].name == "layers");
+    BOOST_TEST((*parts)[1].mb == 200.0);
+    // More terms than the host's first buffer holds: asked again with room for all.
+    const auto many = fitted_fixture("bad-parts", R"({"mode": "many"})").predict_parts(view);
+    BOOST_TEST_REQUIRE(many.has_value());
+    BOOST_TEST(many->size() == 20u);
+    BOOST_TEST(many->back().name == "part_19");
+    BOOST_TEST(many->back().mb == 60.0);
+    // A model that gives none.
+    BOOST_TEST(!fitted_fixture("bad-parts", R"({"mode": "none"})").predict_parts(view));
+
+    const std::pair<std::string, std::string> cases[] = {
+        {"nan",
+         "returned part 'layers' of a prediction that is not a number (NaN) for stage 1 "
+         "of 8"},
+        {"negative",
+         "returned part 'layers' of a prediction that is negative (-1.5 MB) for "
+         "stage 1 of 8"},
+        {"bad-name",
+         "returned the name 'Layers' for part 1 of a prediction (1 to 32 of a-z, 0-9 "
+         "and '_')"},
+        {"long-name",
+         "returned the name 'a_name_of_thirty_three_character' for part 1 of a "
+         "prediction"},
+        {"duplicate", "returned two parts of a prediction named 'constant'"},
+        {"empty-label",
+         "returned a label for part 'layers' of a prediction that is not 1 to 120 "
+         "bytes of UTF-8 text without control characters"},
+        {"control-label", "returned a label for part 'layers' of a prediction that is not"},
+        {"not-utf8", "returned a label for part 'layers' of a prediction that is not"},
+        {"null-label", "returned a null name or label for part 1 of a prediction"},
+        {"zero", "returned 0 parts of a prediction (1 to 64 are possible) for stage 1 of 8"},
+        {"too-many", "returned 65 parts of a prediction (1 to 64 are possible) for stage 1 of 8"},
+        {"not-adding-up",
+         "returned parts of a prediction that add up to 1201 MB, not to its "
+         "prediction 1200 MB, for stage 1 of 8"}};
+    for (const auto& [mode, part] : cases) {
+        BOOST_TEST_CONTEXT(mode) {
+            const ppb::MemoryModel model =
+                fitted_fixture("bad-parts", R"({"mode": ")" + mode + R"("})");
+            expect_fault(
+                "bad-parts", [&] { (void)model.predict_parts(view); }, part);
+        }
+    }
+    // The caller's mistakes are the caller's: a placement the model refuses.
+    ppb::StagePlacement outside = placement;
+    outside.stage = 8;
+    try {
+        (void)good.predict_parts(outside.grouped_view());
+        BOOST_ERROR("a stage outside the pipeline was broken into terms");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INVALID_INPUT);
+        BOOST_TEST(contains(e.what(), "predict_parts failed (invalid input)"), e.what());
+    }
+
+    // Built for API 1.3 (the table ends before predict_parts) and for API 1.0: never asked.
+    for (const std::string name : {"api-1-3", "older-api"}) {
+        BOOST_TEST_CONTEXT(name) {
+            ppb::MemoryModel older = ppb::open_model(fixture("ppb-" + name + "-1.0.0.so"));
+            BOOST_TEST(!older.supports_parts());
+            const std::vector<ppb::Observation> obs = {
+                ppb::Observation{{1, 0, {ppb_chunk{{3}, 1}}}, 16.0, "", 0}};
+            older.fit(ppb::views(obs));
+            BOOST_TEST(older.predict(placement.view()) == 1200.0);
+            BOOST_TEST(!older.predict_parts(view).has_value());
+        }
+    }
+}
+
 }  // namespace loading_tests

@@ -1,5 +1,5 @@
-// One model, many threads (ppb/abi.h, Threads): a model may serve its predictions and
-// coefficients from several threads at once. Each real plugin is loaded from disk (dryrun-lsq
+// One model, many threads (ppb/abi.h, Threads): a model may serve its predictions, their terms and
+// its coefficients from several threads at once. Each real plugin is loaded from disk (dryrun-lsq
 // fitted first), answered once on one thread, then hammered from eight threads at once; every
 // answer, including every error and its message, must equal the single-threaded one. The CI
 // runs this under ThreadSanitizer too (tests/run-all.sh).
@@ -102,6 +102,7 @@ Answer answer(F&& call) {
 struct Expected {
     std::vector<Answer> predict;
     std::vector<Answer> std_error;
+    std::vector<Answer> parts;
     std::vector<Answer> batch;  // predict_batch of all of them, one answer per placement
     std::string batch_error;
     std::optional<ppb_linear_parameters> parameters;
@@ -133,6 +134,24 @@ Answer std_error_answer(const ppb::MemoryModel& model, const ppb_placement& view
     return a;
 }
 
+// The terms of a prediction (API 1.4): their sum and names, none, or the error.
+Answer parts_answer(const ppb::MemoryModel& model, const ppb_grouped_placement& view) {
+    Answer a;
+    try {
+        const auto parts = model.predict_parts(view);
+        a.ok = parts.has_value();
+        if (!parts)
+            a.error = "none";
+        for (const ppb::MemoryPart& part : parts.value_or(std::vector<ppb::MemoryPart>{})) {
+            a.value += part.mb;
+            a.error += part.name + " ";
+        }
+    } catch (const ppb::ModelError& e) {
+        a.error = e.what();
+    }
+    return a;
+}
+
 bool same_parameters(const std::optional<ppb_linear_parameters>& a,
                      const std::optional<ppb_linear_parameters>& b) {
     if (a.has_value() != b.has_value())
@@ -145,6 +164,17 @@ void hammer(const ppb::MemoryModel& model) {
     std::vector<ppb_placement> views;
     for (const auto& p : owned)
         views.push_back(p.view());
+    // The same placements as one group of layers, for predict_parts.
+    std::vector<std::vector<std::uint32_t>> one_group;
+    for (const auto& p : owned) {
+        std::vector<std::uint32_t> counts;
+        for (const ppb_chunk& c : p.chunks)
+            counts.insert(counts.end(), std::begin(c.layers), std::end(c.layers));
+        one_group.push_back(std::move(counts));
+    }
+    std::vector<ppb_grouped_placement> grouped;
+    for (std::size_t i = 0; i < views.size(); ++i)
+        grouped.push_back(ppb_grouped_placement{views[i], 1, one_group[i].data()});
     // A batch of the placements every call accepts, so that predict_batch has answers to compare.
     std::vector<ppb_placement> accepted;
 
@@ -155,6 +185,8 @@ void hammer(const ppb::MemoryModel& model) {
         if (expected.predict.back().ok)
             accepted.push_back(v);
     }
+    for (const auto& g : grouped)
+        expected.parts.push_back(parts_answer(model, g));
     BOOST_TEST_REQUIRE(accepted.size() >= views.size() / 2,
                        model.name() << " accepts too few placements to test anything");
     expected.batch = batch_answers(model, accepted, expected.batch_error);
@@ -180,7 +212,7 @@ void hammer(const ppb::MemoryModel& model) {
                 // Each thread walks the placements from its own offset, mixing the calls.
                 for (std::size_t i = 0; i < views.size(); ++i) {
                     const std::size_t j = (i + t * 7 + r) % views.size();
-                    switch ((j + t + r) % 4) {
+                    switch ((j + t + r) % 5) {
                         case 0:
                         case 1:
                             if (!(answer([&] { return model.predict(views[j]); }) ==
@@ -190,6 +222,10 @@ void hammer(const ppb::MemoryModel& model) {
                         case 2:
                             if (!(std_error_answer(model, views[j]) == expected.std_error[j]))
                                 miss("predict_std_error of placement " + std::to_string(j));
+                            break;
+                        case 3:
+                            if (!(parts_answer(model, grouped[j]) == expected.parts[j]))
+                                miss("predict_parts of placement " + std::to_string(j));
                             break;
                         default:
                             if (!same_parameters(model.parameters(), expected.parameters))

@@ -27,7 +27,7 @@ def test_every_ctypes_hint_names_a_symbol_the_plugins_export():
                               capture_output=True, text=True, check=True)
         symbols = [line.split() for line in done.stdout.splitlines() if line.strip()]
         # One exported object each: the variable holding the table's address.
-        assert [(kind, name) for _, kind, name in symbols] == [("V", "ppb_memory_model_v1_3")]
+        assert [(kind, name) for _, kind, name in symbols] == [("V", "ppb_memory_model_v1_4")]
         exported.update(name for _, _, name in symbols)
     hints = []
     for path in ["README.md", "host_api/docs/python.md", "host_api/docs/plugin-guide.md",

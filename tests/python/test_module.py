@@ -19,7 +19,7 @@ def test_plugins_lists_the_built_plugins_as_the_command_does(cli):
     assert {(p["name"], p["version"], p["verdict"]) for p in listed["plugins"]} == {
         (r["name"], r["version"], r["verdict"]) for r in records}
     lsq = [r for r in records if r["name"] == "dryrun-lsq"]
-    assert len(lsq) == 1 and lsq[0]["verdict"] == "usable" and lsq[0]["api"] == "1.3"
+    assert len(lsq) == 1 and lsq[0]["verdict"] == "usable" and lsq[0]["api"] == "1.4"
     assert os.path.basename(lsq[0]["path"]) == f"ppb-dryrun-lsq-{lsq[0]['version']}.so"
     assert all(os.path.isabs(p) for p in by_path)
 
@@ -30,7 +30,7 @@ def test_fit_report_is_ppb_fit_json(cli):
         assert model.report == cli.json("fit", LLAMA_DRYRUN)
         assert model.parameters == model.report["parameters"]
         assert model.groups == ["body"]
-        assert model.name == "dryrun-lsq" and model.api == "1.3" and model.fitted
+        assert model.name == "dryrun-lsq" and model.api == "1.4" and model.fitted
 
 
 def test_predict_and_std_error_equal_ppb_predict(cli):

@@ -20,7 +20,7 @@ constexpr std::size_t minimum_table_size = PPB_API_1_0_TABLE_SIZE;
 // The bytes a table claiming API <major>.`minor` must have. A minor newer than this host's
 // appends to the table this host knows, so it has at least all of it.
 constexpr std::size_t table_size_of_minor(std::uint32_t minor) noexcept {
-    static_assert(PPB_API_MINOR == 3, "give the table size of the new API minor here");
+    static_assert(PPB_API_MINOR == 4, "give the table size of the new API minor here");
     switch (minor) {
         case 0:
             return PPB_API_1_0_TABLE_SIZE;
@@ -30,6 +30,8 @@ constexpr std::size_t table_size_of_minor(std::uint32_t minor) noexcept {
             return PPB_API_1_2_TABLE_SIZE;
         case 3:
             return PPB_API_1_3_TABLE_SIZE;
+        case 4:
+            return PPB_API_1_4_TABLE_SIZE;
         default:
             return sizeof(ppb_memory_model_api);
     }

@@ -9,13 +9,17 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ppb {
 namespace {
 
 constexpr double left = 90.0;  // stage labels
 constexpr double right = 20.0;
-constexpr double top = 48.0;  // title and legend
+constexpr double title_height = 26.0;  // the title's line, above the legend
+constexpr double legend_row = 16.0;    // one line of the legend
+constexpr double legend_gap = 6.0;     // between the legend and the first stage
 constexpr double row_height = 24.0;
 constexpr double row_gap = 4.0;
 constexpr double axis_height = 36.0;
@@ -76,6 +80,59 @@ double tick_step(double span, int count) {
     return 10.0 * power;
 }
 
+// One entry of the legend: its swatches and text (in the SVG's 11-unit font) and its width.
+struct LegendEntry {
+    std::string svg;  // drawn at (0, 0): swatches from y 0 to 12, text on y 10
+    double width = 0.0;
+};
+
+// About the width of `text` in the 11-unit sans-serif font: 7 units a character, generous (DejaVu
+// Sans, the usual sans-serif on Linux, averages about 6.5).
+double text_width(std::string_view text) {
+    return 7.0 * static_cast<double>(text.size());
+}
+
+std::vector<LegendEntry> legend_entries(const Simulation& sim) {
+    std::vector<LegendEntry> entries;
+    for (std::uint32_t c = 0; c < sim.num_chunks; ++c) {
+        const std::string text = fmt::format("chunk {} forward / backward", c);
+        entries.push_back(
+            {fmt::format("<rect x=\"0\" y=\"0\" width=\"12\" height=\"12\" fill=\"{}\"/>"
+                         "<rect x=\"13\" y=\"0\" width=\"12\" height=\"12\" fill=\"{}\"/>"
+                         "<text x=\"30\" y=\"10\">{}</text>",
+                         colours(c).forward, colours(c).backward, text),
+             30.0 + text_width(text)});
+    }
+    entries.push_back(
+        {"<rect x=\"0\" y=\"0\" width=\"25\" height=\"12\" fill=\"#555555\"/>"
+         "<rect x=\"0\" y=\"0\" width=\"25\" height=\"12\" "
+         "fill=\"url(#recompute)\"/><text x=\"30\" y=\"10\">recomputation</text>",
+         30.0 + text_width("recomputation")});
+    return entries;
+}
+
+// The legend laid out in lines from x = `left` that do not pass `right_edge`, 20 units apart:
+// each entry's position, and the number of lines.
+struct LegendLayout {
+    std::vector<std::pair<double, double>> at;  // (x, line) per entry
+    std::size_t lines = 1;
+};
+LegendLayout lay_out(const std::vector<LegendEntry>& entries, double right_edge) {
+    LegendLayout layout;
+    double x = left;
+    std::size_t line = 0;
+    for (const LegendEntry& e : entries) {
+        if (x > left && x + e.width > right_edge) {
+            x = left;
+            ++line;
+        }
+        layout.at.emplace_back(x, static_cast<double>(line));
+        x += e.width + 20.0;
+    }
+    layout.lines = line + 1;
+    return layout;
+}
+
 std::string default_title(const Simulation& sim) {
     return fmt::format("{}: {} stages, {} chunk{}, {} micro-batches; makespan {:g}, bubble {:.1f}%",
                        schedule_name(sim.schedule), sim.num_stages, sim.num_chunks,
@@ -85,7 +142,15 @@ std::string default_title(const Simulation& sim) {
 
 }  // namespace
 
+double timeline_svg_width(const TimelineOptions& options) {
+    return left + options.width_px + right;
+}
+
 std::string timeline_svg(const Simulation& sim, const TimelineOptions& options) {
+    const std::vector<LegendEntry> legend = legend_entries(sim);
+    const LegendLayout legend_layout = lay_out(legend, left + options.width_px);
+    const double top = title_height + legend_row * static_cast<double>(legend_layout.lines) +
+                       legend_gap;  // title and legend
     const double span = sim.makespan > 0.0 ? sim.makespan : 1.0;
     const double scale = options.width_px / span;
     const auto x_of = [&](double t) { return left + t * scale; };
@@ -95,7 +160,7 @@ std::string timeline_svg(const Simulation& sim, const TimelineOptions& options) 
     const double height = sim.with_memory
                               ? memory_top + sim.num_stages * (lane_height + lane_gap) + 10.0
                               : axis_y + axis_height;
-    const double width = left + options.width_px + right;
+    const double width = timeline_svg_width(options);
 
     std::string out;
     out += fmt::format(
@@ -113,21 +178,13 @@ std::string timeline_svg(const Simulation& sim, const TimelineOptions& options) 
     out += fmt::format("<text class=\"title\" x=\"{:.1f}\" y=\"18\" font-size=\"14\">{}</text>\n",
                        left, escape(options.title.empty() ? default_title(sim) : options.title));
 
-    // Legend: one forward and one backward swatch per chunk, and the recompute hatching.
-    double lx = left;
-    for (std::uint32_t c = 0; c < sim.num_chunks; ++c) {
-        out += fmt::format(
-            "<rect x=\"{:.1f}\" y=\"26\" width=\"12\" height=\"12\" fill=\"{}\"/>"
-            "<rect x=\"{:.1f}\" y=\"26\" width=\"12\" height=\"12\" fill=\"{}\"/>"
-            "<text x=\"{:.1f}\" y=\"36\">chunk {} forward / backward</text>\n",
-            lx, colours(c).forward, lx + 13, colours(c).backward, lx + 30, c);
-        lx += 190.0;
+    // Legend: one forward and one backward swatch per chunk, and the recompute hatching, in as
+    // many lines as the width needs.
+    for (std::size_t i = 0; i < legend.size(); ++i) {
+        const auto [x, line] = legend_layout.at[i];
+        out += fmt::format("<g class=\"legend\" transform=\"translate({:.1f} {:.1f})\">{}</g>\n", x,
+                           title_height + line * legend_row, legend[i].svg);
     }
-    out += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"26\" width=\"25\" height=\"12\" fill=\"#555555\"/>"
-        "<rect x=\"{:.1f}\" y=\"26\" width=\"25\" height=\"12\" fill=\"url(#recompute)\"/>"
-        "<text x=\"{:.1f}\" y=\"36\">recomputation</text>\n",
-        lx, lx, lx + 30);
 
     // One row per stage.
     for (std::uint32_t s = 0; s < sim.num_stages; ++s) {

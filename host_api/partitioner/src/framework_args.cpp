@@ -335,7 +335,7 @@ TorchtitanPlan torchtitan_plan(const Problem& problem, const Plan& plan) {
         case MegatronRecompute::Method::block:
             out.ac_why_not = fmt::format(
                 "the plan recomputes the first {} layer{} of every chunk (Megatron's block "
-                "method), and torchtitan's activation_checkpoint applies one setting to every "
+                "method), and torchtitan's [activation_checkpoint] applies one setting to every "
                 "layer; plan with --recompute-rule torchtitan for a plan it can run",
                 setting->num_layers, setting->num_layers == 1 ? "" : "s");
             break;

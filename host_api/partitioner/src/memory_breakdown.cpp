@@ -3,8 +3,10 @@
 #include <ppb/schedule.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <numeric>
+#include <optional>
 #include <span>
 
 namespace ppb::partition {
@@ -72,12 +74,77 @@ MemoryBreakdown grouped_parts(std::span<const ppb_linear_parameters> c, const Pr
     return b;
 }
 
+// The stage's placement as the plan holds it, as the model is asked about it (ppb::abi_stage):
+// each chunk's layers and in-flight count, its layers per group of the time model (one group
+// when the time model has one).
+struct StagePlacementOfPlan {
+    std::vector<ppb_chunk> chunks;
+    std::vector<std::uint32_t> group_layers;
+    ppb_grouped_placement view = {};
+};
+
+void place(const Problem& problem, const StagePlan& stage, StagePlacementOfPlan& out) {
+    const std::size_t groups = problem.time.grouped() ? problem.time.groups.size() : 1;
+    out.chunks.assign(stage.chunks.size(), ppb_chunk{});
+    out.group_layers.assign(stage.chunks.size() * groups * PPB_KIND_COUNT, 0);
+    for (std::size_t c = 0; c < stage.chunks.size(); ++c) {
+        const ChunkPlan& chunk = stage.chunks[c];
+        std::copy(chunk.layers.begin(), chunk.layers.end(), out.chunks[c].layers);
+        out.chunks[c].in_flight = chunk.in_flight;
+        // With one chunk the stage's layers per group are the chunk's.
+        const std::vector<KindCounts>& per_group =
+            !chunk.group_layers.empty() ? chunk.group_layers : stage.group_layers;
+        for (std::size_t g = 0; g < groups; ++g) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                out.group_layers[(c * groups + g) * PPB_KIND_COUNT + k] =
+                    problem.time.grouped() ? (g < per_group.size() ? per_group[g][k] : 0)
+                                           : chunk.layers[k];
+            }
+        }
+    }
+    const AbiStage abi =
+        abi_stage(problem.schedule, problem.num_stages, problem.chunks, stage.stage);
+    out.view = ppb_grouped_placement{
+        ppb_placement{abi.num_stages, abi.stage, static_cast<std::uint32_t>(out.chunks.size()),
+                      out.chunks.data()},
+        static_cast<std::uint32_t>(groups), out.group_layers.data()};
+}
+
+// The model's terms of every stage of `plan`, or none when it gives none for some stage or when
+// a stage's terms do not add up to its memory in the plan (the plan's memory is then not one
+// prediction of the placement it holds, and the terms would not describe it).
+std::vector<MemoryBreakdown> model_parts(const Problem& problem, const Plan& plan,
+                                         const MemorySource& memory) {
+    std::vector<MemoryBreakdown> out;
+    StagePlacementOfPlan placement;
+    for (const StagePlan& stage : plan.stages) {
+        place(problem, stage, placement);
+        std::optional<std::vector<MemoryPart>> parts = memory.predict_parts(placement.view);
+        if (!parts || parts->empty())
+            return {};
+        double sum = 0.0;
+        for (const MemoryPart& part : *parts)
+            sum += part.mb;
+        if (std::abs(sum - stage.memory_mb) > 1e-9 * std::max(1.0, std::abs(stage.memory_mb)))
+            return {};
+        MemoryBreakdown b;
+        b.parts = std::move(*parts);
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
 }  // namespace
 
 std::vector<MemoryBreakdown> memory_breakdown(const Problem& problem, const Plan& plan,
                                               const MemorySource& memory) {
     std::vector<MemoryBreakdown> out;
     const bool grouped = problem.time.grouped() && !memory.group_linear.empty();
+    if (!grouped && !memory.linear && memory.predict_parts) {
+        out = model_parts(problem, plan, memory);
+        if (!out.empty())
+            return out;
+    }
     if (!grouped && !memory.linear && !plan.activations_known)
         return out;
     for (const StagePlan& stage : plan.stages) {

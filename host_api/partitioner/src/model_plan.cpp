@@ -24,6 +24,46 @@ std::string quoted_list(const std::vector<std::string>& names) {
     return out;
 }
 
+// `p`'s layers per group (the time model's groups) as the model counts them: time-model group t
+// is model group model_index[t] of model_count (a model group the time model lacks holds none).
+std::vector<std::uint32_t> layers_in_model_order(const ppb_grouped_placement& p,
+                                                 const std::vector<std::uint32_t>& model_index,
+                                                 std::size_t model_count) {
+    std::vector<std::uint32_t> layers(p.placement.num_chunks * model_count * PPB_KIND_COUNT, 0);
+    for (std::uint32_t c = 0; c < p.placement.num_chunks; ++c) {
+        for (std::uint32_t t = 0; t < p.num_groups; ++t) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                layers[(c * model_count + model_index[t]) * PPB_KIND_COUNT + k] =
+                    p.group_layers[(c * p.num_groups + t) * PPB_KIND_COUNT + k];
+            }
+        }
+    }
+    return layers;
+}
+
+// The model's group of each of the time model's groups (by name; a one-group model's one group
+// for a one-group time model whatever the names), or nullopt when one is not the model's.
+std::optional<std::vector<std::uint32_t>> model_groups_of(const Problem& problem,
+                                                          const std::vector<std::string>& model) {
+    std::vector<std::string> names;
+    if (problem.time.grouped()) {
+        for (const auto& g : problem.time.groups)
+            names.push_back(g.name);
+    } else if (model.size() == 1) {
+        return std::vector<std::uint32_t>{0};
+    } else {
+        names.push_back(problem.time.body_name);
+    }
+    std::vector<std::uint32_t> index;
+    for (const auto& name : names) {
+        const auto it = std::find(model.begin(), model.end(), name);
+        if (it == model.end())
+            return std::nullopt;
+        index.push_back(static_cast<std::uint32_t>(it - model.begin()));
+    }
+    return index;
+}
+
 // The memory model's groups of body layers matched to the layer file's by name: each group's
 // coefficients into memory.group_linear in the layer file's order, or (one group in the file)
 // the coefficients to plan with as one group.
@@ -101,17 +141,7 @@ std::optional<ppb_linear_parameters> connect_groups(const Problem& problem,
                 std::vector<ppb_grouped_placement> in_model_order;
                 in_model_order.reserve(placements.size());
                 for (const auto& p : placements) {
-                    std::vector<std::uint32_t> layers(
-                        p.placement.num_chunks * model_count * PPB_KIND_COUNT, 0);
-                    for (std::uint32_t c = 0; c < p.placement.num_chunks; ++c) {
-                        for (std::uint32_t t = 0; t < p.num_groups; ++t) {
-                            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-                                layers[(c * model_count + model_index[t]) * PPB_KIND_COUNT + k] =
-                                    p.group_layers[(c * p.num_groups + t) * PPB_KIND_COUNT + k];
-                            }
-                        }
-                    }
-                    counts.push_back(std::move(layers));
+                    counts.push_back(layers_in_model_order(p, model_index, model_count));
                     in_model_order.push_back(
                         ppb_grouped_placement{p.placement, static_cast<std::uint32_t>(model_count),
                                               counts.back().data()});
@@ -152,6 +182,21 @@ MemorySource model_memory_source(const Problem& problem, const MemoryModel& mode
         }
         return out;
     };
+    // The model's terms, for showing a plan's memory (plugin API 1.4).
+    if (model.supports_parts()) {
+        const std::vector<std::string> model_groups = model.groups();
+        if (const auto index = model_groups_of(problem, model_groups)) {
+            const std::size_t model_count = model_groups.size();
+            memory.predict_parts = [&model, index = *index,
+                                    model_count](const ppb_grouped_placement& p) {
+                const std::vector<std::uint32_t> layers =
+                    layers_in_model_order(p, index, model_count);
+                const ppb_grouped_placement in_model_order{
+                    p.placement, static_cast<std::uint32_t>(model_count), layers.data()};
+                return model.predict_parts(in_model_order);
+            };
+        }
+    }
     return memory;
 }
 

@@ -5,8 +5,10 @@
 #include <ppb/partition/lower_bound.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 
@@ -74,6 +76,27 @@ std::optional<json::object> mindformers_arrays(const Problem& problem, const Pla
                         {"select_comm_recompute", std::move(comm)}};
 }
 
+std::string mindformers_why_not(const Problem& problem, const Plan& plan) {
+    if (problem.time.grouped() && problem.rule == RecomputeRule::any) {
+        return "MindFormers applies its recompute counts to the first layers of a stage whatever "
+               "their group, which does not rebuild this plan's kinds per group; plan with "
+               "--recompute-rule mindformers for a plan it can";
+    }
+    std::string stages;
+    for (const auto& s : plan.stages) {
+        const bool mixed = std::any_of(s.chunks.begin(), s.chunks.end(), [](const auto& c) {
+            return !expressible(c.layers, RecomputeRule::mindformers);
+        });
+        if (mixed)
+            stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s.stage);
+    }
+    const bool one = stages.find(',') == std::string::npos;
+    return fmt::format(
+        "stage{} {} mix{} 'select' and 'comm' layers, which MindFormers' recompute counts cannot "
+        "build; plan with --recompute-rule mindformers for a plan it can",
+        one ? "" : "s", stages, one ? "es" : "");
+}
+
 namespace {
 
 json::value strings(const std::vector<std::string>& list) {
@@ -96,6 +119,13 @@ void put_flags(json::object& into, std::string_view args_key, std::string_view w
 
 // "megatron", "mindspeed_llm" and "torchtitan": framework_args.hpp's writers.
 void add_framework_settings(json::object& doc, const Problem& problem, const Plan& plan) {
+    doc["recompute_rule"] = rule_name(problem.rule);
+    if (auto arrays = mindformers_arrays(problem, plan)) {
+        doc["mindformers"] = std::move(*arrays);
+    } else {
+        doc["mindformers"] = nullptr;
+        doc["mindformers_why_not"] = mindformers_why_not(problem, plan);
+    }
     const MegatronArgs megatron = megatron_args(problem, plan);
     json::object m;
     put_flags(m, "args", "why_not", megatron.args);
@@ -138,8 +168,22 @@ void add_framework_settings(json::object& doc, const Problem& problem, const Pla
 
 }  // namespace
 
+json::object framework_settings(const Problem& problem, const Plan& plan) {
+    json::object settings;
+    add_framework_settings(settings, problem, plan);
+    return settings;
+}
+
 json::object breakdown_object(const MemoryBreakdown& b) {
     json::object out;
+    if (!b.parts.empty()) {
+        json::array parts;
+        for (const MemoryPart& part : b.parts)
+            parts.push_back(
+                json::object{{"name", part.name}, {"label", part.label}, {"mb", part.mb}});
+        out["parts"] = std::move(parts);
+        return out;
+    }
     if (b.itemised) {
         out["constant"] = b.constant_mb;
         out["head"] = b.head_mb;
@@ -269,11 +313,6 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["iteration_breakdown"] =
         iteration_breakdown_object(plan_iteration_breakdown(problem, plan, simulation));
     doc["stages"] = std::move(stages);
-    if (auto arrays = mindformers_arrays(problem, plan)) {
-        doc["mindformers"] = std::move(*arrays);
-    } else {
-        doc["mindformers"] = nullptr;
-    }
     add_framework_settings(doc, problem, plan);
     return doc;
 }

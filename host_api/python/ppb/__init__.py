@@ -93,7 +93,7 @@ def _warn(messages):
 def plugins(plugin_path=None):
     """Every ``*.so`` file on the search path, judged without running its code (``ppb plugins``).
 
-    Returns a list of dicts with ``name``, ``version`` (or None), ``api`` ("1.3", or None without
+    Returns a list of dicts with ``name``, ``version`` (or None), ``api`` ("1.4", or None without
     an entry point), ``verdict`` (usable, incompatible, not-a-plugin, refused, shadowed, failed),
     ``reason`` and ``path``. ``plugin_path``: a directory or a list of them, searched first.
     """
@@ -154,7 +154,7 @@ class Model:
 
     @property
     def api(self):
-        """The plugin API it was built for, ``"1.3"``."""
+        """The plugin API it was built for, ``"1.4"``."""
         return self._native.api
 
     @property

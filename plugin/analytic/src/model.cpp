@@ -27,13 +27,18 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.tail_mb = terms.tail_parameters * bpp / bytes_per_mb;
     c.tail_single_stage_mb = terms.tail_parameters_single_stage * bpp / bytes_per_mb;
     c.tail_activation_mb = terms.tail_activation_bytes / bytes_per_mb;
+    c.tail_logits_mb = terms.tail_logits_bytes / bytes_per_mb;
     c.layer_transient_mb = terms.layer_transient_bytes / bytes_per_mb;
     c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
     c.per_layer_mb = terms.layer_parameters * bpp / bytes_per_mb;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
+    // What a byte of parameters' memory is: the weight, its gradient, the optimizer's share.
+    const double optimizer_share = bpp - options.param_bytes - options.grad_bytes;
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
+        double parameters = terms.layer_parameters;
+        double optimizer_bytes = terms.layer_parameters * optimizer_share;
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
             group.per_layer_mb = (moe.dense_parameters * bpp +
@@ -41,7 +46,14 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
                                  bytes_per_mb;
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
+            parameters = moe.dense_parameters + moe.expert_parameters;
+            optimizer_bytes = moe.dense_parameters * optimizer_share +
+                              moe.expert_parameters * (moe.bytes_per_expert_parameter -
+                                                       options.param_bytes - options.grad_bytes);
         }
+        group.weights_per_layer_mb = parameters * options.param_bytes / bytes_per_mb;
+        group.gradients_per_layer_mb = parameters * options.grad_bytes / bytes_per_mb;
+        group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));
     }
     return c;
@@ -138,6 +150,71 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         transient = std::max(transient, k.tail_transient_mb);
     }
     return memory + transient;
+}
+
+std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
+    const ppb_grouped_placement& placement) const {
+    // The prediction first: it refuses what the model cannot predict, as predict_grouped() does.
+    (void)predict_grouped(placement);
+    const ppb_placement& stage = placement.placement;
+    const std::uint32_t p = stage.num_stages;
+    const std::uint32_t num_groups = placement.num_groups;
+    const Coefficients& k = coefficients_;
+    double weights = 0.0;
+    double gradients = 0.0;
+    double optimizer = 0.0;
+    std::array<double, PPB_KIND_COUNT> activations{};
+    for (std::uint32_t c = 0; c < stage.num_chunks; ++c) {
+        const double f = stage.chunks[c].in_flight;
+        for (std::uint32_t g = 0; g < num_groups; ++g) {
+            const GroupCoefficients& group = k.groups[g];
+            for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+                const double n =
+                    placement.group_layers[(static_cast<std::size_t>(c) * num_groups + g) *
+                                               PPB_KIND_COUNT +
+                                           kind];
+                weights += group.weights_per_layer_mb * n;
+                gradients += group.gradients_per_layer_mb * n;
+                optimizer += group.optimizer_per_layer_mb * n;
+                activations[kind] += group.activation_mb[kind] * n * f;
+            }
+        }
+    }
+    const bool first = stage.stage == 0;
+    const bool last = stage.stage == p - 1;
+    const double head_flight = stage.chunks[0].in_flight;
+    const double tail_flight = stage.chunks[stage.num_chunks - 1].in_flight;
+    const bool logits_copy = last && k.tail_transient_mb > k.layer_transient_mb;
+
+    std::vector<ppb_memory_part> parts = {
+        {"constant", "constant (constant_mb: what the formulas leave out)", options_.constant_mb},
+        {"runtime", "runtime buffers (runtime_mb: workspaces, token ids, RNG states)",
+         options_.runtime_mb},
+        {"embedding", "embedding: weights, gradients, optimizer state", first ? k.head_mb : 0.0},
+        {"lm_head", "final norm and LM head: weights, gradients, optimizer state",
+         last ? (p == 1 ? k.tail_single_stage_mb : k.tail_mb) : 0.0},
+        {"weights", "body layers' weights", weights},
+        {"gradients", "body layers' gradients", gradients},
+        {"optimizer", "body layers' optimizer state", optimizer},
+        {"none", "activations, 'none' layers", activations[PPB_KIND_NONE]},
+        {"select", "activations, 'select' layers", activations[PPB_KIND_SELECT]},
+        {"comm", "activations, 'comm' layers", activations[PPB_KIND_COMM]},
+        {"both", "activations, 'both' layers", activations[PPB_KIND_BOTH]},
+        {"full", "activations, 'full' layers (their inputs)", activations[PPB_KIND_FULL]},
+        {"embedding_activations", "embedding's activations (dropout masks)",
+         first ? k.head_activation_mb * head_flight : 0.0},
+        {"lm_head_activations", "final norm's and LM head's inputs",
+         last ? (k.tail_activation_mb - k.tail_logits_mb) * tail_flight : 0.0},
+        {"logits", "logits the loss keeps", last ? k.tail_logits_mb * tail_flight : 0.0},
+        {"transient",
+         logits_copy ? "held once: the logits' 16-bit copy at the loss"
+                     : "held once: one layer's backward gradients",
+         logits_copy ? k.tail_transient_mb : k.layer_transient_mb},
+    };
+    std::erase_if(parts, [](const ppb_memory_part& part) { return part.mb == 0.0; });
+    if (parts.empty())
+        parts.push_back({"constant", "constant (constant_mb: what the formulas leave out)", 0.0});
+    return parts;
 }
 
 std::string AnalyticModel::report() const {

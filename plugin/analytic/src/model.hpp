@@ -30,6 +30,11 @@ struct GroupCoefficients {
     std::uint32_t layers_in_model = 0;  // the most a placement may hold
     double per_layer_mb = 0.0;          // parameters (+ grads, optimizer) per layer
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
+    // per_layer_mb as its three terms (predict_parts): the weights, their gradients and the
+    // optimizer's state (an MoE layer's experts with their own optimizer share).
+    double weights_per_layer_mb = 0.0;
+    double gradients_per_layer_mb = 0.0;
+    double optimizer_per_layer_mb = 0.0;
 };
 
 // The model's terms in MB, as predict() adds them.
@@ -40,6 +45,7 @@ struct Coefficients {
     double tail_mb = 0.0;               // last stage of p > 1: final norm + LM head parameters
     double tail_single_stage_mb = 0.0;  // the same for p = 1 (a tied LM head is the embedding)
     double tail_activation_mb = 0.0;    // last stage: per in-flight micro-batch of its last chunk
+    double tail_logits_mb = 0.0;        // the logits' part of tail_activation_mb
     // Held once at the peak (the larger of the two on the last stage): one layer's backward
     // gradients on every stage, the logits' 16-bit copy on the last stage.
     double layer_transient_mb = 0.0;
@@ -100,6 +106,14 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
         return std::nullopt;
     }
     [[nodiscard]] std::string report() const override;
+
+    // predict_grouped()'s value as the model's terms, bottom up (README.md, "Terms of a
+    // prediction"): the constant and runtime memory, the embedding and the LM head (parameters
+    // with their gradients and optimizer state), the body layers' weights, gradients and
+    // optimizer state, the activations of each recompute kind, the embedding's and the LM head's
+    // activations, the logits the loss keeps, and what is held once. Terms of 0 MB are left out.
+    [[nodiscard]] std::optional<std::vector<ppb_memory_part>> predict_parts(
+        const ppb_grouped_placement& placement) const override;
 
     [[nodiscard]] const ShapeOptions& options() const noexcept { return options_; }
     [[nodiscard]] const MemoryTerms& terms() const noexcept { return terms_; }

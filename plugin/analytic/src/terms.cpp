@@ -172,6 +172,7 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // backward the 16-bit gradient next to the fp32 one.
     const double logits = o.logits_bytes * s * b * V / t;
     out.tail_activation_bytes = norm_input + lm_head_input + logits;
+    out.tail_logits_bytes = logits;
     out.tail_transient_bytes = o.logits_transient_bytes * s * b * V / t;
     // One layer's backward: unfused attention's gradients of the attention probabilities and of
     // the scores (two 16-bit a*s^2*b tensors), the MLP's gradients of its inner activation (two

@@ -75,6 +75,8 @@ struct MemoryTerms {
     // the last stage (final norm input, LM head input, fp32 logits).
     double head_activation_bytes = 0.0;
     double tail_activation_bytes = 0.0;
+    // The part of tail_activation_bytes that is the logits the loss keeps (its fp32 softmax).
+    double tail_logits_bytes = 0.0;
     // Held once at a stage's peak, not per micro-batch: the gradients of one layer's backward
     // (every stage) and, on the last stage, the logits' 16-bit copy at the loss.
     // The peak takes the larger of the two, as they do not exist at the same time.

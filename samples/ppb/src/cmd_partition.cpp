@@ -204,8 +204,10 @@ int run_partition(const PartitionArgs& args) {
     if (!args.timeline.empty())
         write_output_file(args.timeline, timeline_svg(simulation));
     if (!args.report.empty()) {
-        write_output_file(args.report, plan_report_html(document(), timeline_svg(simulation),
-                                                        {context.source, times.unit}));
+        write_output_file(
+            args.report,
+            plan_report_html(document(), timeline_svg(simulation, report_timeline_options()),
+                             {context.source, times.unit}));
     }
     write_stdout(out);
     return 0;

@@ -375,7 +375,8 @@ int run_search_command(const SearchArgs& args) {
         std::string timeline;
         if (const auto best = partition::ranked(result); !best.empty()) {
             const partition::PlannedPartition& p = *best.front()->planned;
-            timeline = timeline_svg(simulate(partition::simulation_input(p.problem, p.plan)));
+            timeline = timeline_svg(simulate(partition::simulation_input(p.problem, p.plan)),
+                                    report_timeline_options());
         }
         write_output_file(
             args.report,

@@ -1,10 +1,9 @@
 #include "partition_output.hpp"
 
-#include "array_text.hpp"
+#include "framework_config.hpp"
 #include "text_table.hpp"
 
 #include <ppb/kinds.hpp>
-#include <ppb/partition/framework_args.hpp>
 #include <ppb/partition/lower_bound.hpp>
 
 #include <fmt/format.h>
@@ -16,81 +15,6 @@ namespace ppb::cli {
 namespace json = boost::json;
 using partition::Plan;
 using partition::Problem;
-
-namespace {
-
-// The MindFormers / SAPP arrays, or why there are none.
-std::string mindformers_section(const Problem& problem, const Plan& plan) {
-    const auto arrays = partition::mindformers_arrays(problem, plan);
-    if (!arrays && problem.time.grouped() && problem.rule == partition::RecomputeRule::any) {
-        return "\nMindFormers / SAPP configuration: none (MindFormers applies its recompute "
-               "counts to the first layers of a stage whatever their group, which does not "
-               "rebuild this plan's kinds per group; plan with --recompute-rule mindformers for a "
-               "plan it can)\n";
-    }
-    if (!arrays) {
-        std::string stages;
-        for (const auto& s : plan.stages) {
-            const bool mixed = std::any_of(s.chunks.begin(), s.chunks.end(), [](const auto& c) {
-                return !partition::expressible(c.layers, partition::RecomputeRule::mindformers);
-            });
-            if (mixed)
-                stages += fmt::format("{}{}", stages.empty() ? "" : ", ", s.stage);
-        }
-        return fmt::format(
-            "\nMindFormers / SAPP configuration: none (stage{} {} mix{} 'select' and 'comm' "
-            "layers, which MindFormers' recompute counts cannot build; plan with --recompute-rule "
-            "mindformers for a plan it can)\n",
-            stages.find(',') == std::string::npos ? "" : "s", stages,
-            stages.find(',') == std::string::npos ? "es" : "");
-    }
-    std::string out = "\nMindFormers / SAPP configuration:\n";
-    for (const char* key : {"offset", "recompute", "select_recompute", "select_comm_recompute"}) {
-        out += fmt::format("  {}: {}\n", key, array_text(arrays->at(key)));
-    }
-    return out;
-}
-
-std::string flags_line(const partition::FrameworkFlags& flags) {
-    return flags.expressible() ? partition::shell_line(flags.args)
-                               : fmt::format("none ({})", flags.why_not);
-}
-
-// Megatron-LM's, MindSpeed-LLM's and torchtitan's settings as lines to copy (framework_args.hpp).
-std::string frameworks_section(const Problem& problem, const Plan& plan) {
-    const auto megatron = partition::megatron_args(problem, plan);
-    std::string out = "\nMegatron-LM flags:\n  " + flags_line(megatron.args) + "\n";
-    out += "Megatron-LM before --pipeline-model-parallel-layout:\n  " +
-           flags_line(megatron.legacy_args) + "\n";
-    out += "MindSpeed-LLM flags:\n  " + flags_line(partition::mindspeed_args(problem, plan)) + "\n";
-    const auto titan = partition::torchtitan_plan(problem, plan);
-    out += "torchtitan job configuration (TOML):\n";
-    if (titan.parts_why_not.empty()) {
-        out += fmt::format(
-            "  [parallelism]\n  pipeline_parallel_degree = {}\n"
-            "  pipeline_parallel_schedule = \"{}\"\n  module_fqns_per_model_part = [\n",
-            problem.num_stages, titan.schedule);
-        for (const auto& part : titan.module_fqns_per_model_part) {
-            std::string names;
-            for (const auto& name : part)
-                names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", name);
-            out += fmt::format("    [{}],\n", names);
-        }
-        out += "  ]\n";
-    } else {
-        out += fmt::format("  module_fqns_per_model_part: none ({})\n", titan.parts_why_not);
-    }
-    if (titan.ac_why_not.empty()) {
-        out += fmt::format("  [activation_checkpoint]\n  mode = \"{}\"\n", titan.ac_mode);
-        if (!titan.ac_option.empty())
-            out += fmt::format("  selective_ac_option = \"{}\"\n", titan.ac_option);
-    } else {
-        out += fmt::format("  activation_checkpoint: none ({})\n", titan.ac_why_not);
-    }
-    return out;
-}
-
-}  // namespace
 
 std::string render_partition(const Problem& problem, const Plan& plan,
                              const PartitionContext& context, const Simulation& simulation,
@@ -219,11 +143,10 @@ std::string render_partition(const Problem& problem, const Plan& plan,
 
     if (const auto& setting = plan.recompute_setting)
         out += fmt::format("Recompute: {}, the one setting of every chunk\n", describe(*setting));
-    out += mindformers_section(problem, plan);
-    // Under the rules made for them, the other frameworks' settings (always in --json).
-    if (problem.rule == partition::RecomputeRule::megatron ||
-        problem.rule == partition::RecomputeRule::torchtitan)
-        out += frameworks_section(problem, plan);
+    // MindFormers' keys and, under the rules made for them, the other frameworks' settings (all
+    // of them always in --json).
+    out += framework_configs_text(
+        framework_configs(partition::framework_settings(problem, plan), "the plan"));
     return out;
 }
 

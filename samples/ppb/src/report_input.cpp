@@ -3,6 +3,8 @@
 // step: a member a page starts to read is checked here first.
 #include "report_input.hpp"
 
+#include "framework_config.hpp"
+
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
@@ -33,7 +35,23 @@ void memory_member(const JsonObject& object, std::string_view key) {
 
 void check_breakdown(const JsonNode& node) {
     const JsonObject breakdown(node);
-    if (breakdown.contains("constant")) {
+    if (auto terms = breakdown.optional("parts")) {
+        // The model's own terms: names the page uses in class names, labels it escapes.
+        const JsonArray parts(*terms);
+        if (parts.empty())
+            terms->fail("expected the model's terms, got none");
+        for (const JsonNode& term : parts.elements()) {
+            const JsonObject part(term);
+            const JsonNode name = part.required("name");
+            const std::string_view text = name.as_string();
+            if (text.empty() || text.size() > 32 ||
+                text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+                    std::string_view::npos)
+                name.fail("expected a name of 1 to 32 of a-z, 0-9 and '_'");
+            (void)part.required("label").as_string();
+            (void)part.required("mb").as_number_in(limits::memory_mb);
+        }
+    } else if (breakdown.contains("constant")) {
         for (const std::string_view key : {"constant", "parameters", "head", "tail"})
             memory_member(breakdown, key);
         for (const auto& [kind, mb] : JsonObject(breakdown.required("activations")).members()) {
@@ -93,9 +111,8 @@ void check_plan(const JsonNode& node) {
     time_or_null(plan.required("iteration_time"));
     for (const JsonNode& stage : JsonArray(plan.required("stages")).elements())
         check_stage(JsonObject(stage), num_stages);
-    // "mindformers" is null or an object of arrays; any other object is shown as its JSON.
-    if (auto arrays = plan.optional("mindformers"); arrays && !arrays->is_null())
-        (void)JsonObject(*arrays);
+    // Each framework's configuration, as framework_config.cpp reads it.
+    (void)framework_configs(node);
 }
 
 }  // namespace

@@ -43,8 +43,12 @@ p { margin: 0.3rem 0; }
        background: #fbfcfd; }
 .seg { width: 100%; flex: none; }
 .bar-label { text-align: center; font-size: 0.75rem; color: var(--muted); padding-top: 3px; }
-.p-constant { background: #8d99ae; } .p-head { background: #2a9d8f; } .p-tail { background: #1b4965; }
-.p-parameters { background: #3d6fb6; }
+.p-constant { background: #8d99ae; } .p-runtime { background: #c3cad5; }
+.p-head, .p-embedding { background: #2a9d8f; } .p-tail, .p-lm_head { background: #1b4965; }
+.p-parameters { background: #3d6fb6; } .p-weights { background: #4a7fc1; }
+.p-gradients { background: #7fa6db; } .p-optimizer { background: #b5cdef; }
+.p-embedding_activations { background: #83d0c6; } .p-lm_head_activations { background: #a47148; }
+.p-logits { background: #c9a227; } .p-transient { background: #b56576; }
 .p-none { background: #e76f51; } .p-select { background: #f4a261; } .p-comm { background: #9b5de5; }
 .p-both { background: #f15bb5; } .p-full { background: #90be6d; }
 .p-activations { background: #e9a23b; } .p-other { background: #7d8ba1; } .p-memory { background: #7d8ba1; }
@@ -61,14 +65,25 @@ table { border-collapse: collapse; font-size: 0.85rem; font-variant-numeric: tab
         margin-top: 4px; }
 .caption { color: var(--muted); font-size: 0.8rem; margin: 10px 0 0; }
 th, td { padding: 4px 7px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }
+table.stages th.text { position: sticky; left: 0; z-index: 1; background: #fff; text-align: left;
+                       font-weight: 400; color: var(--ink); }
+table.stages thead th.text { background: #fafbfc; }
+table.stages tr.total td, table.stages tr.total th { font-weight: 600; border-top: 1px solid var(--line); }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px;
+          vertical-align: baseline; }
 th { font-weight: 600; color: var(--muted); background: #fafbfc; position: sticky; top: 0; }
 td.text, th.text { text-align: left; }
 tr.best td { background: #eef4fd; font-weight: 600; }
-.timeline svg { display: block; width: 100%; min-width: 640px; height: auto; }
+.timeline .picture { margin: 0 auto; }
+.timeline .picture svg { display: block; width: 100%; height: auto; }
 .config { border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; margin: 8px 0; }
-.copy-row { display: flex; align-items: flex-start; gap: 8px; margin: 6px 0; }
-.copy-row pre { flex: 1 1 auto; min-width: 0; margin: 0; padding: 6px 8px; overflow-x: auto;
-                background: #f3f5f8; border-radius: 4px; font-size: 0.85rem; }
+.copy-block { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 8px; margin: 6px 0; }
+.copy-block pre { flex: 1 1 20rem; min-width: 0; margin: 0; padding: 6px 8px;
+                  white-space: pre-wrap; overflow-wrap: anywhere; background: #f3f5f8;
+                  border-radius: 4px; font-size: 0.85rem; line-height: 1.4; }
+.copy-block .flag { display: inline-block; max-width: 100%; }
+.why-not { color: var(--muted); }
+code { overflow-wrap: anywhere; }
 button.copy { flex: none; font: inherit; font-size: 0.8rem; padding: 4px 10px; border-radius: 4px;
               border: 1px solid #9fb3cf; background: #fff; color: var(--accent); cursor: pointer; }
 button.copy:hover { background: #eef4fd; }

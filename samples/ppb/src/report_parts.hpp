@@ -30,7 +30,8 @@ namespace ppb::cli::report {
 // The whole page: doctype, head with the inline style, `body` in <main>, the inline script.
 [[nodiscard]] std::string page(std::string_view title, std::string_view body);
 
-// A plan's sections: each stage's memory (bars, legend, table), the timeline, the configuration.
+// A plan's sections: each stage's memory (bars, legend, table), the timeline (an SVG document,
+// scaled with the column down to the size it is drawn at), the frameworks' configurations.
 [[nodiscard]] std::string memory_section(const boost::json::object& plan);
 [[nodiscard]] std::string timeline_section(std::string_view svg);
 [[nodiscard]] std::string configuration_section(const boost::json::object& plan);

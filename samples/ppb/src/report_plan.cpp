@@ -1,6 +1,6 @@
 // A plan's sections of the report (report_html.hpp): the memory of each stage as a stacked bar
 // against the limit, the timeline, the configuration with copy buttons, and the plan's page.
-#include "array_text.hpp"
+#include "framework_config.hpp"
 #include "report_input.hpp"
 #include "report_parts.hpp"
 
@@ -11,8 +11,11 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace ppb::cli::report {
@@ -42,7 +45,15 @@ std::vector<Part> memory_parts(const json::object& stage) {
         return parts;
     }
     const json::object& b = breakdown->as_object();
-    if (b.contains("constant")) {
+    if (const json::value* terms = b.if_contains("parts")) {
+        // The model's own terms (plugin API 1.4), in its order, in its words.
+        for (const json::value& term : terms->as_array()) {
+            const json::object& part = term.as_object();
+            parts.push_back({std::string(part.at("name").as_string()),
+                             std::string(part.at("label").as_string()),
+                             number_or_zero(part.at("mb"))});
+        }
+    } else if (b.contains("constant")) {
         double constant = number_or_zero(b.at("constant"));
         double parameters = number_or_zero(b.at("parameters"));
         std::string parameters_label = "parameters, gradients, optimizer state (body layers)";
@@ -79,37 +90,90 @@ std::vector<Part> above_memory(const json::object& plan, const json::object& sta
     return parts;
 }
 
-// Where a part goes in the legend and the table: bottom up, as the bars stack them.
-std::size_t canonical_place(std::string_view key) {
-    constexpr std::array<std::string_view, 15> order = {
-        "constant", "head",        "tail",  "parameters", "none",   "select",   "comm",    "both",
-        "full",     "activations", "other", "memory",     "margin", "headroom", "reserved"};
-    const auto* it = std::find(order.begin(), order.end(), key);
-    return static_cast<std::size_t>(it - order.begin());
-}
-
-// The parts `stages` use, each once, in canonical order.
+// The parts `stages` use, each once, bottom up as the bars stack them: each stage's parts keep
+// their order, a part first met in a later stage going right below the next of that stage's
+// parts already placed (the LM head of the last stage above the embedding of the first, both
+// below the body layers' parameters).
 template <typename Parts>
 std::vector<std::pair<std::string, std::string>> parts_used(const Parts& stages) {
     std::vector<std::pair<std::string, std::string>> used;
+    const auto place_of = [&](const std::string& key) {
+        return static_cast<std::size_t>(
+            std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == key; }) -
+            used.begin());
+    };
     for (const auto& parts : stages) {
-        for (const Part& p : parts) {
-            if (std::none_of(used.begin(), used.end(),
-                             [&](const auto& u) { return u.first == p.key; }))
-                used.emplace_back(p.key, p.label);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            if (place_of(parts[i].key) != used.size())
+                continue;
+            std::size_t before = used.size();
+            for (std::size_t j = i + 1; j < parts.size() && before == used.size(); ++j)
+                before = place_of(parts[j].key);
+            used.insert(used.begin() + static_cast<std::ptrdiff_t>(before),
+                        {parts[i].key, parts[i].label});
         }
     }
-    std::stable_sort(used.begin(), used.end(), [](const auto& a, const auto& b) {
-        return canonical_place(a.first) < canonical_place(b.first);
-    });
     return used;
 }
 
-std::string segment(const Part& part, double limit) {
+// The parts the page's style colours (report_page.cpp, .p-<name>); any other part a model names
+// gets a colour of `palette` by its place in the legend.
+bool styled_part(std::string_view key) {
+    constexpr std::array<std::string_view, 25> styled = {"constant",
+                                                         "runtime",
+                                                         "head",
+                                                         "embedding",
+                                                         "tail",
+                                                         "lm_head",
+                                                         "parameters",
+                                                         "weights",
+                                                         "gradients",
+                                                         "optimizer",
+                                                         "none",
+                                                         "select",
+                                                         "comm",
+                                                         "both",
+                                                         "full",
+                                                         "activations",
+                                                         "embedding_activations",
+                                                         "lm_head_activations",
+                                                         "logits",
+                                                         "transient",
+                                                         "other",
+                                                         "memory",
+                                                         "margin",
+                                                         "headroom",
+                                                         "reserved"};
+    return std::find(styled.begin(), styled.end(), key) != styled.end();
+}
+
+// Inline colours of the parts without a style of their own, by key.
+std::vector<std::pair<std::string, std::string>> part_colours(
+    const std::vector<std::pair<std::string, std::string>>& used) {
+    constexpr std::array<std::string_view, 8> palette = {
+        "#4e79a7", "#f28e2b", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"};
+    std::vector<std::pair<std::string, std::string>> colours;
+    for (const auto& [key, label] : used) {
+        if (!styled_part(key)) {
+            colours.emplace_back(
+                key, fmt::format("background:{};", palette[colours.size() % palette.size()]));
+        }
+    }
+    return colours;
+}
+
+std::string colour_of(const std::vector<std::pair<std::string, std::string>>& colours,
+                      std::string_view key) {
+    const auto it =
+        std::find_if(colours.begin(), colours.end(), [&](const auto& c) { return c.first == key; });
+    return it == colours.end() ? std::string() : it->second;
+}
+
+std::string segment(const Part& part, double limit, std::string_view colour) {
     return fmt::format(
-        "<div class=\"seg p-{0}\" data-part=\"{0}\" data-mb=\"{1:.17g}\" style=\"height:{2:.6f}%\" "
-        "title=\"{3}: {4}\"></div>",
-        part.key, part.mb, 100.0 * part.mb / limit, escape(part.label), mb(part.mb));
+        "<div class=\"seg p-{0}\" data-part=\"{0}\" data-mb=\"{1:.17g}\" "
+        "style=\"{5}height:{2:.6f}%\" title=\"{3}: {4}\"></div>",
+        part.key, part.mb, 100.0 * part.mb / limit, escape(part.label), mb(part.mb), colour);
 }
 
 // The limit's quarters in MB, beside the bars, and their lines across them.
@@ -134,7 +198,6 @@ std::string memory_section(const json::object& plan) {
     const double limit = number_or_zero(plan.at("memory_limit_mb"));
     const json::array& stages = plan.at("stages").as_array();
 
-    std::string bars;
     std::vector<std::vector<Part>> table_parts;  // each stage's memory parts
     std::vector<std::vector<Part>> bar_parts;    // and everything its bar draws
     bool any_margin = false;
@@ -146,10 +209,17 @@ std::string memory_section(const json::object& plan) {
             any_margin = any_margin || p.key == "margin";
             parts.push_back(std::move(p));
         }
-        std::string segments;
-        for (const Part& p : parts)
-            segments += segment(p, limit);
         bar_parts.push_back(std::move(parts));
+    }
+    const auto legend_parts = parts_used(bar_parts);
+    const auto colours = part_colours(legend_parts);
+
+    std::string bars;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        const json::object& stage = stages[i].as_object();
+        std::string segments;
+        for (const Part& p : bar_parts[i])
+            segments += segment(p, limit, colour_of(colours, p.key));
         const auto s = stage.at("stage").to_number<std::uint32_t>();
         bars += fmt::format(
             "<div class=\"stage\"><div class=\"bar\" data-stage=\"{0}\" "
@@ -160,38 +230,66 @@ std::string memory_section(const json::object& plan) {
             mb(number_or_zero(stage.at("memory_mb"))), mb(limit), segments);
     }
     std::string legend_html;
-    for (const auto& [key, label] : parts_used(bar_parts))
-        legend_html += fmt::format("<li><b class=\"p-{}\"></b>{}</li>", key, escape(label));
+    for (const auto& [key, label] : legend_parts) {
+        legend_html += fmt::format("<li><b class=\"p-{}\" style=\"{}\"></b>{}</li>", key,
+                                   colour_of(colours, key), escape(label));
+    }
     legend_html += fmt::format("<li><b class=\"limit-key\"></b>memory limit, {}</li>", mb(limit));
 
-    // The numbers behind the bars: one column per part any stage has.
-    const auto columns = parts_used(table_parts);
-    std::string head = "<th>stage</th><th>layers</th><th>in flight</th>";
-    for (const auto& [key, label] : columns)
-        head += fmt::format("<th title=\"{}\">{}</th>", escape(label), escape(key));
-    head += fmt::format("<th>memory</th>{}<th>headroom</th>", any_margin ? "<th>margin</th>" : "");
-    std::string rows;
-    for (std::size_t i = 0; i < stages.size(); ++i) {
-        const json::object& stage = stages[i].as_object();
+    // The numbers behind the bars: one column per stage, one row per part any stage has (bottom
+    // up, as the bars stack them, with its colour), then the stage's memory, margin and headroom.
+    const auto part_rows = parts_used(table_parts);
+    std::string head = "<th class=\"text\">stage</th>";
+    for (const json::value& sv : stages)
+        head += fmt::format("<th>{}</th>", sv.as_object().at("stage").to_number<std::uint32_t>());
+    const auto row = [&](std::string_view title, std::string_view extra, const auto& cell) {
+        std::string cells;
+        for (std::size_t i = 0; i < stages.size(); ++i)
+            cells += "<td>" + cell(i, stages[i].as_object()) + "</td>";
+        return fmt::format("<tr{}><th class=\"text\">{}</th>{}</tr>", extra, title, cells);
+    };
+    std::string rows = row("layers", "", [](std::size_t, const json::object& stage) {
         std::uint64_t layers = 0;
         for (const auto& [kind, n] : stage.at("layers").as_object())
             layers += n.to_number<std::uint64_t>();
-        std::string row = fmt::format("<td>{}</td><td>{}</td><td>{}</td>",
-                                      stage.at("stage").to_number<std::uint32_t>(), layers,
-                                      stage.at("in_flight").to_number<std::uint32_t>());
-        for (const auto& column : columns) {
+        return std::to_string(layers);
+    });
+    rows += row("in flight (micro-batches)", "", [](std::size_t, const json::object& stage) {
+        return std::to_string(stage.at("in_flight").to_number<std::uint32_t>());
+    });
+    for (const auto& [key, label] : part_rows) {
+        const std::string title = fmt::format("<b class=\"swatch p-{}\" style=\"{}\"></b>{}", key,
+                                              colour_of(colours, key), escape(label));
+        rows += row(title, " class=\"part\"", [&, key = key](std::size_t i, const json::object&) {
             const auto it = std::find_if(table_parts[i].begin(), table_parts[i].end(),
-                                         [&](const Part& p) { return p.key == column.first; });
-            row += fmt::format("<td>{:.1f}</td>", it == table_parts[i].end() ? 0.0 : it->mb);
-        }
-        row += fmt::format("<td>{:.1f}</td>", number_or_zero(stage.at("memory_mb")));
-        if (any_margin)
-            row +=
-                fmt::format("<td>{:.1f}</td>", number_or_zero(stage.at("uncertainty_margin_mb")));
-        row += fmt::format("<td>{:.1f}</td>", number_or_zero(stage.at("headroom_mb")));
-        rows += "<tr>" + row + "</tr>";
+                                         [&](const Part& p) { return p.key == key; });
+            return fmt::format("{:.1f}", it == table_parts[i].end() ? 0.0 : it->mb);
+        });
     }
-    const bool explained = !stages.empty() && stages[0].as_object().contains("memory_breakdown_mb");
+    const auto column = [](const char* member) {
+        return [member](std::size_t, const json::object& stage) {
+            return fmt::format("{:.1f}", number_or_zero(stage.at(member)));
+        };
+    };
+    rows += row("memory", " class=\"total\"", column("memory_mb"));
+    if (any_margin)
+        rows += row("uncertainty margin", "", column("uncertainty_margin_mb"));
+    rows += row("headroom", "", column("headroom_mb"));
+    // What the parts are, as the first stage's breakdown says (every stage's has the same form).
+    const json::value* breakdown =
+        stages.empty() ? nullptr : stages[0].as_object().if_contains("memory_breakdown_mb");
+    const std::string_view explained =
+        breakdown == nullptr
+            ? "The memory model predicts each stage's whole memory: it says nothing of its parts."
+        : breakdown->as_object().contains("parts")
+            ? "The parts are the memory model's own terms, bottom up; the hatched top is what is "
+              "left."
+        : breakdown->as_object().contains("constant")
+            ? "The parts are the memory model's coefficients times the plan's layers, bottom up; "
+              "the hatched top is what is left."
+            : "The memory model does not say what its predictions are made of: the activations "
+              "are what the partitioner measured of it, the rest one part; the hatched top is what "
+              "is left.";
     return fmt::format(
         "<section class=\"memory\" id=\"memory\"><h2>Memory per stage</h2>"
         "<p class=\"muted\">One bar per stage; a bar's full height is the memory limit, {} "
@@ -199,15 +297,32 @@ std::string memory_section(const json::object& plan) {
         "<div class=\"chart\">{}<div class=\"plot\"><div class=\"bars\"><div class=\"grid\">{}"
         "</div><div class=\"limit\"></div>{}</div></div></div>"
         "<ul class=\"legend\">{}</ul>"
-        "<p class=\"caption\">Per stage, in MB (in flight: micro-batches)</p>"
+        "<p class=\"caption\">Per stage, in MB</p>"
         "<div class=\"scroll\"><table class=\"stages\"><thead><tr>{}</tr></thead><tbody>{}"
         "</tbody></table></div></section>\n",
-        mb(limit),
-        explained ? "The parts are the memory model's, bottom up; the hatched top is what is left."
-                  : "The memory model predicts each stage's whole memory: it says nothing of "
-                    "its parts.",
-        y_axis(limit), grid_lines(), bars, legend_html, head, rows);
+        mb(limit), explained, y_axis(limit), grid_lines(), bars, legend_html, head, rows);
 }
+
+namespace {
+
+// The width the SVG document says it is drawn at (its root's width attribute, in its own units),
+// or 0 when it says none.
+double svg_width(std::string_view svg) {
+    const std::size_t root = svg.find("<svg");
+    const std::size_t end = svg.find('>', root);
+    if (root == std::string_view::npos || end == std::string_view::npos)
+        return 0.0;
+    const std::string_view tag = svg.substr(root, end - root);
+    const std::size_t at = tag.find(" width=\"");
+    if (at == std::string_view::npos)
+        return 0.0;
+    double width = 0.0;
+    const char* from = tag.data() + at + 8;
+    const auto [ptr, ec] = std::from_chars(from, tag.data() + tag.size(), width);
+    return ec == std::errc() && std::isfinite(width) && width > 0.0 ? width : 0.0;
+}
+
+}  // namespace
 
 std::string timeline_section(std::string_view svg) {
     if (svg.empty())
@@ -215,99 +330,87 @@ std::string timeline_section(std::string_view svg) {
     // The SVG document inline: without its XML declaration, which HTML does not take.
     if (svg.starts_with("<?xml"))
         svg.remove_prefix(svg.find("?>") + 2);
+    // As wide as the column, but never narrower than it is drawn (its text stays at its size or
+    // larger: in a narrower column its box scrolls sideways) nor more than 1.35 times wider.
+    const double width = svg_width(svg);
+    const std::string bounds =
+        width > 0.0
+            ? fmt::format(" style=\"min-width:{0:.0f}px;max-width:{1:.0f}px\"", width, 1.35 * width)
+            : std::string();
     return fmt::format(
         "<section class=\"timeline\" id=\"timeline\"><h2>Schedule</h2>"
         "<p class=\"muted\">The iteration as the schedule runs it (simulated): one row per stage, "
         "forwards light, backwards dark, recomputation hatched; each stage's memory beneath.</p>"
-        "<div class=\"scroll\">{}</div></section>\n",
-        svg);
+        "<div class=\"scroll\"><div class=\"picture\"{}>{}</div></div></section>\n",
+        bounds, svg);
 }
 
 namespace {
 
-std::string framework_title(std::string_view key) {
-    if (key == "mindformers")
-        return "MindFormers / SAPP";
-    if (key == "megatron")
-        return "Megatron-LM";
-    if (key == "torchtitan")
-        return "torchtitan";
-    return std::string(key);
+// What the page says of a framework's block besides its title, for people.
+std::string_view config_note(std::string_view framework) {
+    if (framework == "mindformers")
+        return "Merge these keys into the MindFormers training YAML: offset under "
+               "model.model_config, the recompute counts under recompute_config.";
+    return {};
 }
 
-std::string copy_row(std::string_view shown, std::string_view copied, std::string_view key) {
-    return fmt::format(
-        "<div class=\"copy-row\"><pre><code>{}</code></pre><button type=\"button\" "
-        "class=\"copy\" data-key=\"{}\" data-copy=\"{}\" aria-label=\"copy {}\">Copy</button>"
-        "</div>",
-        escape(shown), escape(key), escape(copied), escape(key));
-}
-
-// A member of a framework's object as text: a string as it is, a list of strings one per line,
-// anything else as its JSON.
-std::string member_text(const json::value& v) {
-    if (v.is_string())
-        return std::string(v.get_string());
-    if (v.is_array() && !v.get_array().empty() &&
-        std::all_of(v.get_array().begin(), v.get_array().end(),
-                    [](const json::value& e) { return e.is_string(); })) {
-        std::string out;
-        for (const json::value& e : v.get_array())
-            out += (out.empty() ? "" : "\n") + std::string(e.get_string());
-        return out;
+// A block's text as the page shows it: escaped, and a line of flags with each flag and its value
+// in one box, so that a narrow column breaks the line between flags rather than inside one. The
+// boxes add no character: the text is the block's, to select and copy as it is.
+std::string shown_text(const FrameworkConfig& config) {
+    if (config.syntax != "shell")
+        return escape(config.text);
+    std::string out;
+    std::string group;
+    const auto flush = [&] {
+        if (!group.empty())
+            out += (out.empty() ? "" : " ") + ("<span class=\"flag\">" + escape(group) + "</span>");
+        group.clear();
+    };
+    std::size_t from = 0;
+    while (from <= config.text.size()) {
+        std::size_t to = config.text.find(' ', from);
+        if (to == std::string::npos)
+            to = config.text.size();
+        const std::string_view token(config.text.data() + from, to - from);
+        if (token.starts_with("--"))
+            flush();
+        group += (group.empty() ? "" : " ") + std::string(token);
+        from = to + 1;
     }
-    return json::serialize(v);
+    flush();
+    return out;
+}
+
+std::string config_block(const FrameworkConfig& config) {
+    const std::string_view note = config_note(config.framework);
+    std::string body;
+    if (config.text.empty()) {
+        body = fmt::format("<p class=\"why-not\">None: {}.</p>", escape(config.why_not));
+    } else {
+        body = fmt::format(
+            "{}<div class=\"copy-block\"><pre><code data-syntax=\"{}\">{}</code></pre><button "
+            "type=\"button\" class=\"copy\" data-framework=\"{}\" data-copy=\"{}\" "
+            "aria-label=\"copy the {}\">Copy</button></div>",
+            note.empty() ? std::string() : fmt::format("<p class=\"muted\">{}</p>", escape(note)),
+            escape(config.syntax), shown_text(config), escape(config.framework),
+            escape(config.text), escape(config.title));
+    }
+    return fmt::format("<div class=\"config\" data-framework=\"{}\"><h3>{}</h3>{}</div>",
+                       escape(config.framework), escape(config.title), body);
 }
 
 }  // namespace
 
 std::string configuration_section(const json::object& plan) {
     std::string blocks;
-    for (const auto& [key, value] : plan) {
-        if (key == "mindformers") {
-            if (value.is_null()) {
-                blocks +=
-                    "<div class=\"config\"><h3>MindFormers / SAPP</h3><p class=\"muted\">"
-                    "No arrays: a stage mixes 'select' and 'comm' layers, which "
-                    "MindFormers' per-stage counts cannot express (plan with "
-                    "--recompute-rule mindformers for a plan it can build).</p></div>";
-                continue;
-            }
-            std::string rows;
-            std::string all;
-            for (const auto& [name, array] : value.as_object()) {
-                const std::string line =
-                    fmt::format("{}: {}", std::string(name), array_text(array));
-                rows += copy_row(line, line, fmt::format("mindformers.{}", std::string(name)));
-                all += (all.empty() ? "" : "\n") + line;
-            }
-            blocks += fmt::format(
-                "<div class=\"config\" data-framework=\"mindformers\"><h3>MindFormers / SAPP</h3>"
-                "<p class=\"muted\">Into the MindFormers YAML as they are: "
-                "<code>model.model_config.offset</code>, <code>recompute_config.*</code>.</p>{}"
-                "<p><button type=\"button\" class=\"copy\" data-key=\"mindformers\" "
-                "data-copy=\"{}\">Copy</button> all four lines</p></div>",
-                rows, escape(all));
-            continue;
-        }
-        // Any other framework's settings: an object of the document other than its model, its
-        // simulated times and their breakdown.
-        if (!value.is_object() || key == "model" || key == "simulated" ||
-            key == "iteration_breakdown")
-            continue;
-        std::string rows;
-        for (const auto& [name, member] : value.as_object()) {
-            const std::string text = member_text(member);
-            rows += fmt::format("<h4 class=\"muted\">{}</h4>", escape(std::string(name))) +
-                    copy_row(text, text, fmt::format("{}.{}", std::string(key), std::string(name)));
-        }
-        blocks += fmt::format("<div class=\"config\" data-framework=\"{}\"><h3>{}</h3>{}</div>",
-                              escape(std::string(key)), escape(framework_title(key)), rows);
-    }
-    if (blocks.empty())
-        return {};
-    return "<section class=\"configuration\" id=\"configuration\"><h2>Configuration</h2>" + blocks +
-           "</section>\n";
+    for (const FrameworkConfig& config : framework_configs(plan, "the ppb.partition/1 document"))
+        blocks += config_block(config);
+    return "<section class=\"configuration\" id=\"configuration\"><h2>Configuration</h2>"
+           "<p class=\"muted\">This plan as each framework takes it, as <code>ppb partition</code> "
+           "prints it; a Copy button copies its block exactly.</p>" +
+           blocks + "</section>\n";
 }
 
 std::string plan_summary(const json::object& plan, const ReportTexts& texts) {

@@ -8,7 +8,9 @@
 // ppb/abi.h: a prediction or standard error that is NaN, infinite or negative; coefficients with
 // bits outside the PPB_PARAM_* set or a non-finite value for a set bit; a report that is not a
 // JSON object with "parameters" and "diagnostics" objects; a status outside PPB_OK ..
-// PPB_ERR_INTERNAL; a null or over-long last_error() or report text. Each is the plugin's fault:
+// PPB_ERR_INTERNAL; a null or over-long last_error() or report text; the terms of a prediction
+// (API 1.4) with a name, label or number ppb/abi.h does not allow, or that do not add up to the
+// prediction. Each is the plugin's fault:
 // a ModelError with PPB_ERR_INTERNAL whose message names the plugin and its version, e.g.
 //     plugin nan-model 1.0.0 returned a prediction that is not a number (NaN) for placement 3
 #ifndef PPB_MEMORY_MODEL_HPP
@@ -18,9 +20,11 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/memory_part.hpp>
 
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -82,6 +86,12 @@ inline constexpr std::uint32_t all_parameter_bits =
 // without its terminating NUL within these is the plugin's fault, never read further.
 inline constexpr std::size_t max_error_message_bytes = std::size_t{64} << 10;
 inline constexpr std::size_t max_report_bytes = std::size_t{16} << 20;
+// The terms of one prediction (API 1.4): at most this many, names and labels at most this long.
+inline constexpr std::uint32_t max_memory_parts = 64;
+inline constexpr std::size_t max_part_name_bytes = 32;
+inline constexpr std::size_t max_part_label_bytes = 120;
+// How far the terms of a prediction may add up from it: rounding, relative to the prediction.
+inline constexpr double memory_parts_tolerance = 1e-9;
 
 // The options help of a table (API 1.1): nullopt for a plugin built for API 1.0, whose table
 // ends before the field, or one that gives none.
@@ -325,6 +335,85 @@ class MemoryModel {
         return out;
     }
 
+    // ---- The terms of a prediction (plugin API 1.4) ----
+
+    // Whether the plugin has predict_parts: built for API 1.4 or newer.
+    [[nodiscard]] bool supports_parts() const noexcept {
+        return api_->api_minor >= 4 &&
+               api_->struct_size >=
+                   offsetof(ppb_memory_model_api, predict_parts) + sizeof(api_->predict_parts) &&
+               api_->predict_parts != nullptr;
+    }
+
+    // predict_grouped()'s value for `placement` as the model's own terms, in the model's order;
+    // nullopt when the plugin is older than API 1.4 or the model gives none. What the plugin hands
+    // back is checked as ppb/abi.h states it (names, labels, finite non-negative MB, at most
+    // max_memory_parts) and must add up to predict_grouped()'s value within
+    // memory_parts_tolerance: anything else is the plugin's fault.
+    [[nodiscard]] std::optional<std::vector<MemoryPart>> predict_parts(
+        const ppb_grouped_placement& placement) const {
+        if (!supports_parts())
+            return std::nullopt;
+        std::vector<ppb_memory_part> raw(16);
+        std::uint32_t count = 0;
+        ppb_status status = api_->predict_parts(model_, &placement, raw.data(),
+                                                static_cast<std::uint32_t>(raw.size()), &count);
+        if (status == PPB_OK && count > raw.size() && count <= max_memory_parts) {
+            // The first buffer was too small: once more with room for all of them.
+            const std::uint32_t first = count;
+            raw.resize(count);
+            status = api_->predict_parts(model_, &placement, raw.data(), first, &count);
+            if (status == PPB_OK && count != first) {
+                fault("returned " + std::to_string(first) + " parts of a prediction, then " +
+                      std::to_string(count) + " for the same placement");
+            }
+        }
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "predict_parts");
+        const auto where = [&] { return describe(placement.placement); };
+        if (count == 0 || count > max_memory_parts) {
+            fault("returned " + std::to_string(count) + " parts of a prediction (1 to " +
+                  std::to_string(max_memory_parts) + " are possible) for " + where());
+        }
+        std::vector<MemoryPart> parts;
+        double sum = 0.0;
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const ppb_memory_part& part = raw[i];
+            const std::string which = "part " + std::to_string(i) + " of a prediction";
+            if (part.name == nullptr || part.label == nullptr)
+                fault("returned a null name or label for " + which);
+            const std::size_t name_length = bounded_length(part.name, max_part_name_bytes);
+            std::string name(part.name, std::min(name_length, max_part_name_bytes));
+            if (name.empty() || name_length > max_part_name_bytes ||
+                name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+                    std::string::npos) {
+                fault("returned the name '" + name + "' for " + which + " (1 to " +
+                      std::to_string(max_part_name_bytes) + " of a-z, 0-9 and '_')");
+            }
+            for (const MemoryPart& earlier : parts) {
+                if (earlier.name == name)
+                    fault("returned two parts of a prediction named '" + name + "'");
+            }
+            const std::size_t label_length = bounded_length(part.label, max_part_label_bytes);
+            std::string label(part.label, std::min(label_length, max_part_label_bytes));
+            if (label.empty() || label_length > max_part_label_bytes || !readable_text(label)) {
+                fault("returned a label for part '" + name + "' of a prediction that is not 1 to " +
+                      std::to_string(max_part_label_bytes) +
+                      " bytes of UTF-8 text without control characters");
+            }
+            check_value(part.mb, ("part '" + name + "' of a prediction").c_str(), where);
+            sum += part.mb;
+            parts.push_back(MemoryPart{std::move(name), std::move(label), part.mb});
+        }
+        const double whole = predict_grouped(placement);
+        if (std::abs(sum - whole) > memory_parts_tolerance * std::max(1.0, whole)) {
+            fault("returned parts of a prediction that add up to " + number(sum) + " MB, not to " +
+                  "its prediction " + number(whole) + " MB, for " + where());
+        }
+        return parts;
+    }
+
     // JSON object {"parameters": {...}, "diagnostics": {...}}.
     [[nodiscard]] std::string report() const {
         const char* text = nullptr;
@@ -391,6 +480,37 @@ class MemoryModel {
         while (n <= limit && text[n] != '\0')
             ++n;
         return n;
+    }
+
+    // UTF-8 (no overlong forms, surrogates or code points beyond U+10FFFF) without control
+    // characters: text a person can be shown.
+    [[nodiscard]] static bool readable_text(std::string_view text) noexcept {
+        std::size_t i = 0;
+        while (i < text.size()) {
+            const auto byte = static_cast<unsigned char>(text[i]);
+            if (byte < 0x80) {
+                if (byte < 0x20 || byte == 0x7f)
+                    return false;
+                ++i;
+                continue;
+            }
+            const std::size_t length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc2 ? 2 : 0;
+            if (length == 0 || byte > 0xf4 || i + length > text.size())
+                return false;
+            std::uint32_t code = byte & (0x7fu >> length);
+            for (std::size_t k = 1; k < length; ++k) {
+                const auto next = static_cast<unsigned char>(text[i + k]);
+                if ((next & 0xc0) != 0x80)
+                    return false;
+                code = (code << 6) | (next & 0x3fu);
+            }
+            const std::uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+            if (code < least || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff) ||
+                (code >= 0x80 && code < 0xa0))
+                return false;
+            i += length;
+        }
+        return true;
     }
 
     [[nodiscard]] static std::string number(double value) {

@@ -22,9 +22,15 @@ struct TimelineOptions {
 
 // Blocks are coloured by chunk, forwards light and backwards dark; the recomputation part of a
 // backward (SimulatedOperation::recompute_time) is hatched. Micro-batch numbers are written in
-// blocks wide enough for them. The memory panel is drawn when the simulation has memory.
+// blocks wide enough for them. The memory panel is drawn when the simulation has memory. The legend
+// takes as many lines as the width needs.
 [[nodiscard]] std::string timeline_svg(const Simulation& simulation,
                                        const TimelineOptions& options = {});
+
+// The width of the picture timeline_svg() draws with `options`, in its units (its width
+// attribute and its viewBox's): the time axis, the stage labels left of it and a margin. A page
+// that scales the picture knows from it how large its 11-unit text is on screen.
+[[nodiscard]] double timeline_svg_width(const TimelineOptions& options = {});
 
 }  // namespace ppb
 

@@ -21,11 +21,11 @@
  * Entry point
  *   A plugin exports exactly one symbol, a Boost.DLL alias (a `const void*` variable whose value
  *   is the address of a `ppb_memory_model_api` table) named
- *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_3
+ *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_4
  *   and placed in the ELF section "ppbabi<ABI_MAJOR>". Both versions are in the symbol's name so
  *   that a host can tell compatibility from the file alone, without running plugin code.
  *   Its minor is the plugin's own (nm -D --defined-only lists it); a ctypes host tries those it
- *   knows, newest first: ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_3") (ctypes_host.py)
+ *   knows, newest first: ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_4") (ctypes_host.py)
  *
  * Errors
  *   Every function returning ppb_status reports failure with a code and leaves a message for
@@ -34,8 +34,8 @@
  * Threads
  *   Different models may be used from different threads at once. One model may serve predict,
  *   predict_batch, predict_std_error and parameters (API 1.3: groups, group_parameters and the
- *   grouped predictions too) from several threads at once; fit, fit_grouped, report and
- *   destroy need it to themselves.
+ *   grouped predictions too; API 1.4: predict_parts) from several threads at once; fit,
+ *   fit_grouped, report and destroy need it to themselves.
  */
 #ifndef PPB_ABI_H
 #define PPB_ABI_H
@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 #define PPB_ABI_MAJOR 1
-#define PPB_API_MINOR 3
+#define PPB_API_MINOR 4
 
 /* Name prefixes of the entry point and of the ELF section holding it (section names are at
  * most 8 bytes on some platforms: "ppbabi" + a one-digit major fits). */
@@ -144,6 +144,23 @@ typedef struct ppb_linear_parameters {
     double activation_mb[PPB_KIND_COUNT];
 } ppb_linear_parameters;
 
+/* One term of a prediction (API 1.4, predict_parts): what a part of a stage's memory is, for the
+ * people who read a plan. The model's own words, not the host's: a host shows the label and keeps
+ * the parts in the order given (bottom up in a stacked bar).
+ *   name:  what the term is, stable across calls and versions of the model, for programs: 1 to 32
+ *          characters of a-z, 0-9 and '_', distinct within one prediction. The activations of
+ *          the body layers of one recompute kind are named after the kind ("none", "select",
+ *          "comm", "both", "full": ppb/kinds.hpp), so that hosts can show them as the kind.
+ *   label: a few words for people, e.g. "optimizer state (body layers)": 1 to 120 bytes of
+ *          UTF-8 text without control characters.
+ *   mb:    the term's memory in MB, finite and not negative.
+ * Both strings stay valid while the model lives. */
+typedef struct ppb_memory_part {
+    const char* name;
+    const char* label;
+    double mb;
+} ppb_memory_part;
+
 /* Model flags. */
 #define PPB_MODEL_NEEDS_FIT 0x1u /* predict only after fit() with observations */
 
@@ -216,6 +233,18 @@ typedef struct ppb_memory_model_api {
      * parameters() with PPB_ERR_UNSUPPORTED: one set of coefficients cannot describe it. */
     ppb_status (*group_parameters)(const ppb_model* model, uint32_t group,
                                    ppb_linear_parameters* out);
+
+    /* ---- API 1.4 ---- read only when api_minor >= 4 and struct_size covers it */
+
+    /* predict_grouped()'s value for `placement` as the model's own terms (ppb_memory_part): the
+     * model has *out_count parts and writes the first min(*out_count, capacity) of them to `out`
+     * (`out` may be NULL when capacity is 0); a host whose buffer was too small calls again with
+     * capacity >= *out_count. The parts, added in their order, give predict_grouped()'s value up
+     * to rounding (a relative 1e-9). A model of one group takes num_groups = 1, as for
+     * predict_grouped. PPB_ERR_UNSUPPORTED when the model has no terms to give: a linear model's
+     * coefficients (parameters, group_parameters) already itemise its predictions. */
+    ppb_status (*predict_parts)(const ppb_model* model, const ppb_grouped_placement* placement,
+                                ppb_memory_part* out, uint32_t capacity, uint32_t* out_count);
 } ppb_memory_model_api;
 
 /* Size of the table of API 1.0, the smallest a host of ABI 1 accepts, and of the later minors:
@@ -224,6 +253,7 @@ typedef struct ppb_memory_model_api {
 #define PPB_API_1_1_TABLE_SIZE (offsetof(ppb_memory_model_api, options_help) + sizeof(void*))
 #define PPB_API_1_2_TABLE_SIZE (offsetof(ppb_memory_model_api, predict_std_error) + sizeof(void*))
 #define PPB_API_1_3_TABLE_SIZE (offsetof(ppb_memory_model_api, group_parameters) + sizeof(void*))
+#define PPB_API_1_4_TABLE_SIZE (offsetof(ppb_memory_model_api, predict_parts) + sizeof(void*))
 
 #ifdef __cplusplus
 }

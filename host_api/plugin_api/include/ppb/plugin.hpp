@@ -6,8 +6,9 @@
 // caught at the boundary and becomes a status code plus a message for last_error().
 //
 // The generated table checks what it is given before the class sees it (ppb/plugin/
-// placement_checks.hpp): predict, predict_batch and predict_std_error get well-formed placements
-// and fit well-formed observations, so a model checks only what is its own to refuse.
+// placement_checks.hpp): predict, predict_batch, predict_std_error, the grouped calls and
+// predict_parts get well-formed placements and fit well-formed observations, so a model checks
+// only what is its own to refuse.
 //
 // The plugin's name and version come from the compile definitions PPB_PLUGIN_NAME and
 // PPB_PLUGIN_VERSION, which the CMake function ppb_add_plugin() sets from the same values it
@@ -22,6 +23,7 @@
 #include <boost/config.hpp>
 #include <boost/dll/alias.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -136,6 +138,16 @@ class MemoryModelBase {
     [[nodiscard]] virtual std::optional<ppb_linear_parameters> group_parameters(
         std::uint32_t /*group*/) const {
         return parameters();
+    }
+
+    // ---- The model's own terms (API 1.4) ----
+    // predict_grouped()'s value for `placement` as the model's terms (ppb/abi.h, ppb_memory_part),
+    // in the order a stacked bar shows them bottom up, adding up to the prediction; nullopt when
+    // the model has none to give (a linear model: its coefficients itemise its predictions).
+    // Names and labels must outlive the model: string literals, or text the model owns.
+    [[nodiscard]] virtual std::optional<std::vector<ppb_memory_part>> predict_parts(
+        const ppb_grouped_placement& /*placement*/) const {
+        return std::nullopt;
     }
 };
 
@@ -509,6 +521,30 @@ inline ppb_status group_parameters(const ppb_model* model, uint32_t group,
     });
 }
 
+// ---- API 1.4: the terms of a prediction ----
+
+inline ppb_status predict_parts(const ppb_model* model, const ppb_grouped_placement* placement,
+                                ppb_memory_part* out, uint32_t capacity,
+                                uint32_t* out_count) noexcept {
+    if (model == nullptr)
+        return null_argument("null argument: model");
+    if (placement == nullptr || out_count == nullptr)
+        return null_argument("null argument: placement or out_count");
+    if (out == nullptr && capacity != 0)
+        return null_argument("null argument: out, with a capacity above 0");
+    return guarded([&] {
+        check_grouped_placement(*placement);
+        instance(model)->require_group_count(*placement, "placement");
+        const auto parts = self(model)->predict_parts(*placement);
+        if (!parts)
+            throw Unsupported("this memory model gives no terms of its predictions");
+        const std::size_t written = std::min<std::size_t>(parts->size(), capacity);
+        for (std::size_t i = 0; i < written; ++i)
+            out[i] = (*parts)[i];
+        *out_count = static_cast<uint32_t>(parts->size());
+    });
+}
+
 template <class Model>
 ppb_status create(const char* options_json, ppb_model** out) noexcept {
     if (out == nullptr)
@@ -584,6 +620,7 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
         &::ppb::plugin::detail::predict_grouped_batch,                                      \
         &::ppb::plugin::detail::predict_grouped_std_error,                                  \
         &::ppb::plugin::detail::group_parameters,                                           \
+        &::ppb::plugin::detail::predict_parts,                                              \
     };                                                                                      \
     }                                                                                       \
     BOOST_DLL_ALIAS_SECTIONED(ppb_plugin_generated::table,                                  \

@@ -8,9 +8,13 @@
 // (the head on stage 0, the tail on the last stage, or on stage 0 under dualpipe-v: stage_ends),
 // so the stage's memory is itemised exactly: the constant, the head (embedding) or the tail (LM
 // head, loss), the body layers' parameters (and gradients and optimizer state, all in P), and the
-// activations of each recompute kind. A model without coefficients (the analytic model) predicts
-// the whole; when the partitioner probed its activations per layer (Plan::activations_known) the
-// activations are sum_c activation_mb_c f_c and the rest is not itemised; otherwise nothing is.
+// activations of each recompute kind. A model without coefficients predicts the whole: when it
+// gives the terms of its predictions (plugin API 1.4, MemorySource::predict_parts; the analytic
+// model does), the stage's memory is those terms of the stage's placement as the plan holds it
+// (its chunks' layers and in-flight counts, where its memory peaks), which add up to the stage's
+// memory; otherwise, when the partitioner probed its activations per layer
+// (Plan::activations_known), the activations are sum_c activation_mb_c f_c and the rest is not
+// itemised; otherwise nothing is.
 #ifndef PPB_PARTITION_MEMORY_BREAKDOWN_HPP
 #define PPB_PARTITION_MEMORY_BREAKDOWN_HPP
 
@@ -33,6 +37,9 @@ struct MemoryBreakdown {
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per recompute kind, all in flight
     std::optional<double> activations_total_mb;          // sum of activation_mb, or probed
     double other_mb = 0.0;  // not itemised: the stage's memory less its known activations
+    // The model's own terms (MemorySource::predict_parts): when not empty, the breakdown is these,
+    // in the model's order, and nothing above is set.
+    std::vector<MemoryPart> parts = {};
 };
 
 // One per stage of `plan`, or none when the model says nothing about the parts of its memory

@@ -35,8 +35,19 @@ struct PartitionContext {
 // 'select' and 'comm' layers (possible only under RecomputeRule::any), which no counts express.
 [[nodiscard]] std::optional<boost::json::object> mindformers_arrays(const Problem& problem,
                                                                     const Plan& plan);
+// Why mindformers_arrays() has none for `plan`, for people: the stages that mix 'select' and
+// 'comm' layers, or (several groups of body layers under RecomputeRule::any) that MindFormers'
+// counts do not rebuild the kinds per group.
+[[nodiscard]] std::string mindformers_why_not(const Problem& problem, const Plan& plan);
 
-// The ppb.partition/1 document of `plan`, with the frameworks' settings (framework_args.hpp):
+// The members of the document that give each framework's settings for `plan`, the same as
+// partition_document() writes them: "recompute_rule", "mindformers" (mindformers_arrays(), or null
+// and "mindformers_why_not"), "megatron", "mindspeed_llm" and "torchtitan" (below). What
+// `ppb partition` prints for each framework is made from these (samples/ppb/src/framework_config).
+[[nodiscard]] boost::json::object framework_settings(const Problem& problem, const Plan& plan);
+
+// The ppb.partition/1 document of `plan`, with the frameworks' settings (framework_args.hpp;
+// framework_settings() above): "mindformers" and, when it is null, "mindformers_why_not";
 // "megatron" {args, legacy_args, layout, recompute, why_not / legacy_why_not where null},
 // "mindspeed_llm" {args, why_not}, "torchtitan" {module_fqns_per_model_part,
 // pipeline_parallel_schedule, pipeline_parallel_degree, activation_checkpoint {mode,
@@ -51,7 +62,8 @@ struct PartitionContext {
     std::optional<double> lower_bound = std::nullopt);
 
 // A stage's "memory_breakdown_mb": {"constant", "head", "tail", "parameters", "activations":
-// {kind: MB}, "activations_total"} from coefficients, else {"activations_total" (when probed),
+// {kind: MB}, "activations_total"} from coefficients; {"parts": [{"name", "label", "mb"}, ...]}
+// from the model's own terms (MemoryBreakdown::parts); else {"activations_total" (when probed),
 // "other"}.
 [[nodiscard]] boost::json::object breakdown_object(const MemoryBreakdown& breakdown);
 

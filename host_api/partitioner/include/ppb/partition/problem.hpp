@@ -4,6 +4,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/in_flight_profile.hpp>
+#include <ppb/memory_part.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/schedule.hpp>
 
@@ -43,6 +44,11 @@ struct MemorySource {
     // the model is affine in the layer counts at every stage (and refuses it otherwise).
     std::function<std::vector<double>(std::span<const ppb_grouped_placement>)>
         predict_grouped_batch = {};
+    // The model's own terms of a placement's prediction (plugin API 1.4), whose groups are the
+    // time model's, in its order (one group when the time model has one): nullopt when the model
+    // gives none. Only for showing a plan's memory (memory_breakdown.hpp), never for planning.
+    std::function<std::optional<std::vector<MemoryPart>>(const ppb_grouped_placement&)>
+        predict_parts = {};
 };
 
 // Which mixes of recompute kinds a stage may hold.

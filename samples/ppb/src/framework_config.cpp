@@ -1,0 +1,190 @@
+// The frameworks' configurations of a plan (framework_config.hpp): each read from the document's
+// members with the checked reader, then written in the framework's own syntax.
+#include "framework_config.hpp"
+
+#include "array_text.hpp"
+
+#include <ppb/json_input.hpp>
+#include <ppb/limits.hpp>
+#include <ppb/partition/framework_args.hpp>
+#include <ppb/partition/plan_document.hpp>
+
+#include <fmt/format.h>
+#include <boost/json/value.hpp>
+
+#include <array>
+#include <optional>
+#include <utility>
+
+namespace ppb::cli {
+namespace {
+
+// A recompute count or an offset: within the layers a model may have, either sign.
+void check_count_rows(const JsonNode& node) {
+    for (const JsonNode& row : node.as_array().elements()) {
+        for (const JsonNode& n : row.as_array().elements())
+            (void)n.as_integer(-std::int64_t{limits::layers.max}, limits::layers.max);
+    }
+}
+
+// MindFormers' keys as a block of its training YAML.
+FrameworkConfig mindformers(const JsonObject& plan) {
+    FrameworkConfig config{"mindformers", "MindFormers / SAPP configuration", {}, {}, "yaml"};
+    const JsonNode arrays = plan.required("mindformers");
+    if (arrays.is_null()) {
+        config.why_not = std::string(plan.required("mindformers_why_not").as_string());
+        return config;
+    }
+    const JsonObject members = arrays.as_object();
+    constexpr std::array<std::string_view, 4> keys = {"offset", "recompute", "select_recompute",
+                                                      "select_comm_recompute"};
+    members.allow_only(keys, "MindFormers array");
+    std::array<std::string, 4> text;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const JsonNode array = members.required(keys[i]);
+        check_count_rows(array);
+        text[i] = array_text(array.value());
+    }
+    config.text = fmt::format(
+        "model:\n  model_config:\n    offset: {}\nrecompute_config:\n  recompute: {}\n"
+        "  select_recompute: {}\n  select_comm_recompute: {}",
+        text[0], text[1], text[2], text[3]);
+    return config;
+}
+
+// Flags as one shell line from `args` (a list of strings), or why none from `why_key`.
+FrameworkConfig flags(const JsonObject& object, std::string_view args_key, std::string_view why_key,
+                      std::string framework, std::string title) {
+    FrameworkConfig config{std::move(framework), std::move(title), {}, {}, "shell"};
+    const JsonNode args = object.required(args_key);
+    if (args.is_null()) {
+        config.why_not = std::string(object.required(why_key).as_string());
+        return config;
+    }
+    std::vector<std::string> tokens;
+    for (const JsonNode& token : args.as_array().elements())
+        tokens.emplace_back(token.as_string());
+    if (tokens.empty())
+        args.fail("expected the framework's flags, got none");
+    config.text = partition::shell_line(tokens);
+    return config;
+}
+
+// A TOML basic string: in double quotes, with '"', '\' and control characters escaped.
+std::string toml_string(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        if (c == '"' || c == '\\')
+            out += fmt::format("\\{}", c);
+        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        else
+            out += c;
+    }
+    return out + "\"";
+}
+
+// torchtitan's job configuration: the tables that exist as one TOML block, and why any is missing.
+void torchtitan(const JsonObject& plan, std::vector<FrameworkConfig>& out) {
+    const JsonObject titan = plan.required("torchtitan").as_object();
+    std::string toml;
+    std::vector<FrameworkConfig> missing;
+    const JsonNode parts = titan.required("module_fqns_per_model_part");
+    if (parts.is_null()) {
+        missing.push_back({"torchtitan-parallelism",
+                           "torchtitan [parallelism]",
+                           {},
+                           std::string(titan.required("why_not").as_string()),
+                           "toml"});
+    } else {
+        toml += fmt::format(
+            "[parallelism]\npipeline_parallel_degree = {}\npipeline_parallel_schedule = {}\n"
+            "module_fqns_per_model_part = [\n",
+            titan.required("pipeline_parallel_degree").as_count(limits::stages),
+            toml_string(titan.required("pipeline_parallel_schedule").as_string()));
+        for (const JsonNode& part : parts.as_array().elements()) {
+            std::string names;
+            for (const JsonNode& name : part.as_array().elements())
+                names += (names.empty() ? "" : ", ") + toml_string(name.as_string());
+            toml += fmt::format("  [{}],\n", names);
+        }
+        toml += "]\n";
+    }
+    const JsonNode ac = titan.required("activation_checkpoint");
+    if (ac.is_null()) {
+        missing.push_back({"torchtitan-activation-checkpoint",
+                           "torchtitan [activation_checkpoint]",
+                           {},
+                           std::string(titan.required("activation_checkpoint_why_not").as_string()),
+                           "toml"});
+    } else {
+        const JsonObject setting = ac.as_object();
+        toml += fmt::format("[activation_checkpoint]\nmode = {}\n",
+                            toml_string(setting.required("mode").as_string()));
+        if (const auto option = setting.optional("selective_ac_option"))
+            toml += fmt::format("selective_ac_option = {}\n", toml_string(option->as_string()));
+    }
+    if (!toml.empty()) {
+        toml.pop_back();  // the block's last newline
+        out.push_back(
+            {"torchtitan", "torchtitan job configuration (TOML)", std::move(toml), {}, "toml"});
+    }
+    for (FrameworkConfig& config : missing)
+        out.push_back(std::move(config));
+}
+
+std::string indented(std::string_view text) {
+    std::string out = "  ";
+    for (const char c : text) {
+        out += c;
+        if (c == '\n')
+            out += "  ";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<FrameworkConfig> framework_configs(const boost::json::object& plan,
+                                               std::string_view source) {
+    const boost::json::value document(plan);
+    return framework_configs(JsonNode(document, source));
+}
+
+std::vector<FrameworkConfig> framework_configs(const JsonNode& plan) {
+    const JsonObject members = plan.as_object();
+    const JsonNode rule_node = members.required("recompute_rule");
+    const auto rule = partition::rule_from_name(rule_node.as_string());
+    if (!rule)
+        rule_node.fail("expected a recompute rule (any, mindformers, megatron, torchtitan)");
+    std::vector<FrameworkConfig> out = {mindformers(members)};
+    // Under the rules made for them, the other frameworks' settings.
+    if (*rule == partition::RecomputeRule::megatron ||
+        *rule == partition::RecomputeRule::torchtitan) {
+        const JsonObject megatron = members.required("megatron").as_object();
+        out.push_back(flags(megatron, "args", "why_not", "megatron", "Megatron-LM flags"));
+        out.push_back(flags(megatron, "legacy_args", "legacy_why_not", "megatron-legacy",
+                            "Megatron-LM before --pipeline-model-parallel-layout"));
+        out.push_back(flags(members.required("mindspeed_llm").as_object(), "args", "why_not",
+                            "mindspeed-llm", "MindSpeed-LLM flags"));
+        torchtitan(members, out);
+    }
+    return out;
+}
+
+std::string framework_configs_text(const std::vector<FrameworkConfig>& configs) {
+    std::string out;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+        const FrameworkConfig& config = configs[i];
+        // MindFormers' block, then the other frameworks' together.
+        if (i < 2)
+            out += "\n";
+        out +=
+            config.title + ":\n" +
+            indented(config.text.empty() ? fmt::format("none ({})", config.why_not) : config.text) +
+            "\n";
+    }
+    return out;
+}
+
+}  // namespace ppb::cli
