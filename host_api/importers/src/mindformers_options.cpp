@@ -4,6 +4,7 @@
 #include "yaml_config.hpp"
 
 #include <ppb/importers/mindformers_options.hpp>
+#include <ppb/json_output.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -302,7 +303,7 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
                     config.name(), key));
         }
     }
-    out.options_json = json::serialize(o);
+    out.options_json = to_compact_json(o);
     return out;
 }
 

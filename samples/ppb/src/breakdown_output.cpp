@@ -10,7 +10,7 @@
 
 namespace ppb::cli {
 
-std::string render_iteration_breakdown(const IterationBreakdown& b) {
+std::string render_iteration_breakdown(const IterationBreakdown& b, std::string_view unit) {
     using A = TextTable::Align;
     TextTable table({"PART", "TIME", "SHARE", "WHAT"}, {A::left, A::right, A::right, A::left});
     const auto row = [&](const char* part, double time, const char* what) {
@@ -23,8 +23,10 @@ std::string render_iteration_breakdown(const IterationBreakdown& b) {
     row("communication", b.communication, "what the transfers between stages add");
     row("recompute", b.recompute, "the mean stage's recomputation");
     row("iteration", b.iteration, "the simulated iteration, the sum of the above");
-    return "\nIteration breakdown (as SAPP reads its bubble: ideal + imbalance + communication + "
-           "recompute; times in the layer file's unit):\n" +
+    return fmt::format(
+               "\nIteration breakdown (as SAPP reads its bubble: ideal + imbalance + communication "
+               "+ recompute; times {}):\n",
+               time_unit_phrase(unit)) +
            table.render(2);
 }
 

@@ -13,7 +13,8 @@ namespace ppb::cli {
 
 // "Iteration breakdown (...):" and a table of work, ideal, imbalance, communication, recompute
 // and the iteration, each with its share, in the layer file's time unit.
-[[nodiscard]] std::string render_iteration_breakdown(const IterationBreakdown& breakdown);
+[[nodiscard]] std::string render_iteration_breakdown(const IterationBreakdown& breakdown,
+                                                     std::string_view unit = {});
 
 // "none", "0.5 on every boundary" or "0.5, 0.2, 0.3 (per boundary 0-1, 1-2, 2-0)".
 [[nodiscard]] std::string comm_time_text(const std::vector<double>& boundary,

@@ -11,8 +11,10 @@
 #include <ppb/importers/sapp_problem.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/number_text.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
+#include <ppb/partition/plan_warnings.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -148,10 +150,13 @@ int run_partition(const PartitionArgs& args) {
     PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
     const MemoryModel& model = prepared.model;
-    const PartitionContext context{model.name(), model.version(), prepared.source};
+    const PartitionContext context{model.name(), model.version(), prepared.source, times.unit};
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, model, {.choose_objective = args.objective == "auto", .refine = !args.fast});
     const Simulation& simulation = planned.simulation;
+    for (const std::string& warning :
+         partition::plan_warnings(planned.problem, planned.plan, simulation))
+        fmt::print(stderr, "ppb: warning: {}\n", warning);
     const auto document = [&] {
         auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
                                                  planned.breakdown, planned.lower_bound);
@@ -163,12 +168,13 @@ int run_partition(const PartitionArgs& args) {
     if (!args.json && (args.breakdown || !problem.comm_time.empty())) {
         const double comm = partition::communication_estimate(planned.problem, planned.plan);
         after_simulation = fmt::format(
-            "Communication between stages: {}; it adds {:.1f} to the estimate ({:.1f} with it: "
-            "what it costs evenly loaded stages, simulated)\n",
-            comm_time_text(simulation.comm_time, problem.num_stages), comm,
-            planned.plan.iteration_time + comm);
+            "Communication between stages: {}; it adds {} to the partitioner objective ({} with "
+            "it: what it costs evenly loaded stages, simulated)\n",
+            comm_time_text(simulation.comm_time, problem.num_stages), format_time(comm, times.unit),
+            format_time(planned.plan.iteration_time + comm, times.unit));
         after_simulation += render_iteration_breakdown(
-            partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation));
+            partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation),
+            times.unit);
     }
     const std::string out =
         args.json ? to_pretty_json(document())

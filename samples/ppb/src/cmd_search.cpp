@@ -17,8 +17,6 @@
 #include <ppb/partition/time_model.hpp>
 #include <ppb/timeline_svg.hpp>
 
-#include <boost/json/serialize.hpp>
-
 #include <fmt/format.h>
 
 #include <atomic>
@@ -167,7 +165,7 @@ class ModelsByDegree {
             with_degree["data_parallel"] = d;
             try {
                 entry->prepared.emplace(
-                    prepare(ModelOptions{json::serialize(with_degree), options.file}));
+                    prepare(ModelOptions{to_compact_json(with_degree), options.file}));
                 entry->memory = partition::model_memory_source(base, entry->prepared->model);
             } catch (const ModelError& e) {
                 if (!e.is_input_error())
@@ -356,7 +354,7 @@ int run_search_command(const SearchArgs& args) {
     }
 
     const partition::SearchContext context{
-        {described->model.name(), described->model.version(), described->source},
+        {described->model.name(), described->model.version(), described->source, times.unit},
         times.source,
         times.unit,
         args.top,
