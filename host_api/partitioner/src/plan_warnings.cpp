@@ -1,6 +1,8 @@
 // Warnings for degenerate plans (ppb/partition/plan_warnings.hpp).
 #include <ppb/partition/plan_warnings.hpp>
 
+#include <ppb/schedule.hpp>
+
 #include <fmt/format.h>
 
 namespace ppb::partition {
@@ -22,9 +24,17 @@ std::vector<std::string> plan_warnings(const Problem& problem, const Plan& plan,
                                        const Simulation& simulation) {
     std::vector<std::string> out;
     std::vector<std::uint32_t> empty;
+    std::string holds;  // what each empty stage holds: "the LM head", "the embedding"
     for (const StagePlan& stage : plan.stages) {
-        if (stage.total_layers() == 0)
-            empty.push_back(stage.stage);
+        if (stage.total_layers() != 0)
+            continue;
+        empty.push_back(stage.stage);
+        const StageEnds ends =
+            stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage.stage);
+        const char* what = ends.head && ends.tail ? "the embedding and the LM head"
+                           : ends.head            ? "the embedding"
+                                                  : "the LM head";
+        holds += fmt::format("{}{}", holds.empty() ? "" : ", ", what);
     }
     if (!empty.empty()) {
         const std::uint32_t positions = problem.num_stages * problem.chunks;
@@ -32,13 +42,13 @@ std::vector<std::string> plan_warnings(const Problem& problem, const Plan& plan,
                                     ? fmt::format("{} {} for {} body layers", positions,
                                                   problem.chunks == 1 ? "stages" : "stage chunks",
                                                   problem.time.body_layers)
-                                    : std::string("the optimum leaves them so");
-        out.push_back(fmt::format(
-            "{} {} no body layer, only the model's embedding or LM head ({}): {} of the "
-            "pipeline's devices {} almost nothing; plan with fewer stages",
-            stage_list(empty), empty.size() == 1 ? "holds" : "hold", why,
-            empty.size() == 1 ? std::string("one") : std::to_string(empty.size()),
-            empty.size() == 1 ? "does" : "do"));
+                                    : std::string("the optimum of this request");
+        out.push_back(
+            fmt::format("{} {} no body layer, only {} ({}): {} of the pipeline's devices {} almost "
+                        "nothing; plan with fewer stages",
+                        stage_list(empty), empty.size() == 1 ? "holds" : "hold", holds, why,
+                        empty.size() == 1 ? std::string("one") : std::to_string(empty.size()),
+                        empty.size() == 1 ? "does" : "do"));
     }
     const std::uint32_t stages = problem.num_stages;
     const std::uint32_t micro_batches = problem.micro_batches;

@@ -52,7 +52,7 @@ void check_comm_times(const std::vector<double>& values) {
         if (!std::isfinite(c) || c < 0.0) {
             throw UsageError(fmt::format(
                 "--comm-time: {} is not a time: give a finite number, at least 0, in the layer "
-                "file's unit (one for every stage boundary, or one per boundary)",
+                "times' unit (one for every stage boundary, or one per boundary)",
                 c));
         }
     }

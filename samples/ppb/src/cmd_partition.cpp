@@ -306,10 +306,11 @@ void add_partition_command(CLI::App& app, Commands& commands) {
     as_comma_list(partition->add_option(
                       "--comm-time", args->comm_time,
                       "point-to-point time of one transfer between neighbouring stages, in\n"
-                      "the layer file's time unit: one value for every boundary, or one per\n"
-                      "boundary (P - 1; the interleaved schedules also cross from the last\n"
-                      "stage back to stage 0: P). The simulated iteration waits for it; the\n"
-                      "estimate adds what it costs evenly loaded stages. Default: SAPP's\n"
+                      "the layer times' unit (the layer file's; ms for times from a model\n"
+                      "shape): one value for every boundary, or one per boundary (P - 1;\n"
+                      "the interleaved schedules also cross from the last stage back to\n"
+                      "stage 0: P). The simulated iteration waits for it; the partitioner\n"
+                      "objective adds what it costs evenly loaded stages. Default: SAPP's\n"
                       "sim_comm_time with --sapp-config, else none"))
         ->type_name("T,...");
     partition

@@ -288,7 +288,7 @@ int run_search_command(const SearchArgs& args) {
         if (!std::isfinite(*args.comm_time) || *args.comm_time < 0.0) {
             throw UsageError(fmt::format(
                 "--comm-time: {} is not a time: give a finite number, at least 0, in the layer "
-                "file's unit",
+                "times' unit",
                 *args.comm_time));
         }
         base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
@@ -526,7 +526,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
     search
         ->add_option("--comm-time", args->comm_time,
                      "point-to-point time of one transfer between neighbouring stages, in\n"
-                     "the layer file's time unit, on every boundary of every configuration:\n"
+                     "the layer times' unit (the layer file's; ms for times from a model\n"
+                     "shape), on every boundary of every configuration:\n"
                      "each plan's simulated iteration (the ranking) waits for it")
         ->type_name("T");
     search->add_flag("--fast", args->fast,
