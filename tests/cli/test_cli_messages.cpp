@@ -157,10 +157,11 @@ BOOST_AUTO_TEST_CASE(an_ordinary_plan_has_no_warning) {
     BOOST_TEST(r.err.empty(), r.err);
 }
 
-// SAPP's -init of init_pp4.yaml fits a negative constant, -1896.75... MB: the warning shows it as
-// every table shows memory, one decimal.
+// SAPP's -init of its own cfgs/init_demo.yaml (tests/data/sapp) fits a negative constant,
+// -1896.75... MB: the warning shows it as every table shows memory, one decimal.
 BOOST_AUTO_TEST_CASE(numbers_in_messages_are_rounded_as_in_the_tables) {
-    const auto imported = ppb({"import", "sapp", samples + "/import/sapp/init_pp4.yaml"});
+    const auto imported =
+        ppb({"import", "sapp", std::string(PPB_TEST_DATA_DIR) + "/sapp/init_demo.yaml"});
     BOOST_TEST_REQUIRE(imported.exit_code == 0, imported.err);
     const std::string exported = write_file("", "exported-layers.json");
     const auto r = ppb({"fit", "-", "--export-sapp", exported}, {}, imported.out);

@@ -35,10 +35,14 @@ bool close(double a, double b) {
     return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
-// `ppb predict` items of one chunk of a plan: KIND=N, or GROUP.KIND=N with groups.
-std::string chunk_items(const json::object& chunk) {
+// `ppb predict` items of one chunk of a plan: KIND=N, or GROUP.KIND=N with groups (the chunk's
+// own with several chunks, the stage's with one).
+std::string chunk_items(const json::object& chunk, const json::object& stage) {
     std::string items;
-    if (const auto* groups = chunk.if_contains("groups")) {
+    const auto* groups = chunk.if_contains("groups");
+    if (groups == nullptr && stage.at("chunks").as_array().size() == 1)
+        groups = stage.if_contains("groups");
+    if (groups != nullptr) {
         for (const auto& [group, kinds] : groups->as_object()) {
             for (const auto& kind : kinds.as_object()) {
                 items += fmt::format("{}{}.{}={}", items.empty() ? "" : ",",
@@ -74,7 +78,8 @@ std::size_t check_agreement(const Planned& planned, const std::vector<std::strin
     const json::object& plan = planned.plan;
     const auto sim = ppb({"simulate", planned.file, "--json"});
     BOOST_TEST_REQUIRE(sim.exit_code == 0, sim.err);
-    const json::array& simulated = parse_json(sim.out).at("stages").as_array();
+    const json::value simulation = parse_json(sim.out);
+    const json::array& simulated = simulation.at("stages").as_array();
     const json::array& stages = plan.at("stages").as_array();
     BOOST_TEST_REQUIRE(simulated.size() == stages.size());
     const std::string schedule(plan.at("schedule").as_string());
@@ -91,10 +96,8 @@ std::size_t check_agreement(const Planned& planned, const std::vector<std::strin
               std::string("--schedule"), schedule, std::string("--json")})
             args.push_back(a);
         for (const json::value& chunk : chunks) {
-            args.emplace_back(chunks.size() == 1 && !chunk.as_object().contains("groups")
-                                  ? "--layers"
-                                  : "--chunk");
-            args.push_back(chunk_items(chunk.as_object()));
+            args.emplace_back(chunks.size() == 1 ? "--layers" : "--chunk");
+            args.push_back(chunk_items(chunk.as_object(), stage));
             if (chunk.at("in_flight").to_number<std::int64_t>() == 0)
                 ++at_a_zero;
         }
@@ -102,7 +105,8 @@ std::size_t check_agreement(const Planned& planned, const std::vector<std::strin
         BOOST_TEST_REQUIRE(predicted.exit_code == 0, predicted.err);
         const double planned_mb = number(stage.at("memory_mb"));
         const double simulated_mb = number(simulated[s].at("peak_memory_mb"));
-        const double predicted_mb = number(parse_json(predicted.out).at("peak_memory_mb"));
+        const json::value prediction = parse_json(predicted.out);
+        const double predicted_mb = number(prediction.at("peak_memory_mb"));
         BOOST_TEST(close(planned_mb, simulated_mb), schedule << " stage " << s << ": planned "
                                                              << planned_mb << ", simulated "
                                                              << simulated_mb);

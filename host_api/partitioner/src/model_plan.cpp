@@ -241,8 +241,7 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     const bool one_group = !problem.time.grouped();
     if (options.refine && problem.chunked() && one_group)
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
-    if (options.simulate_memory)
-        add_slope_activations(problem, plan, memory);
+    add_slope_activations(problem, plan, memory);
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;
     Simulation simulation = simulate(input);
