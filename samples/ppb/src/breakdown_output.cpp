@@ -30,12 +30,14 @@ std::string render_iteration_breakdown(const IterationBreakdown& b, std::string_
            table.render(2);
 }
 
-std::string comm_time_text(const std::vector<double>& boundary, std::uint32_t num_stages) {
+std::string comm_time_text(const std::vector<double>& boundary, std::uint32_t num_stages,
+                           std::string_view unit) {
+    const std::string with_unit = unit.empty() ? std::string() : fmt::format(" {}", unit);
     if (std::all_of(boundary.begin(), boundary.end(), [](double c) { return c == 0.0; }))
         return "none";
     if (std::all_of(boundary.begin(), boundary.end(),
                     [&](double c) { return c == boundary.front(); }))
-        return fmt::format("{:g} on every boundary", boundary.front());
+        return fmt::format("{:g}{} on every boundary", boundary.front(), with_unit);
     std::string values;
     std::string between;
     const std::size_t n = boundary.size();
@@ -44,7 +46,7 @@ std::string comm_time_text(const std::vector<double>& boundary, std::uint32_t nu
         // With a wrap (interleaved), boundary n − 1 goes from the last stage back to stage 0.
         between += fmt::format("{}{}-{}", b == 0 ? "" : ", ", b, b + 1 == num_stages ? 0 : b + 1);
     }
-    return fmt::format("{} (per boundary {})", values, between);
+    return fmt::format("{}{} (per boundary {})", values, with_unit, between);
 }
 
 void check_comm_times(const std::vector<double>& values) {

@@ -170,7 +170,8 @@ int run_partition(const PartitionArgs& args) {
         after_simulation = fmt::format(
             "Communication between stages: {}; it adds {} to the partitioner objective ({} with "
             "it: what it costs evenly loaded stages, simulated)\n",
-            comm_time_text(simulation.comm_time, problem.num_stages), format_time(comm, times.unit),
+            comm_time_text(simulation.comm_time, problem.num_stages, times.unit),
+            format_time(comm, times.unit),
             format_time(planned.plan.iteration_time + comm, times.unit));
         after_simulation += render_iteration_breakdown(
             partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation),

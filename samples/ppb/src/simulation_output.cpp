@@ -34,7 +34,7 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
         "{}\n\n",
         schedule_name(sim.schedule), sim.num_stages, sim.num_chunks, sim.num_chunks == 1 ? "" : "s",
         sim.micro_batches, source, format_time(sim.makespan, unit), 100.0 * sim.bubble_fraction,
-        comm_time_text(sim.comm_time, sim.num_stages), time_unit_phrase(unit));
+        comm_time_text(sim.comm_time, sim.num_stages, unit), time_unit_phrase(unit));
     using A = TextTable::Align;
     std::vector<std::string> header = {"STAGE", "BUSY", "IDLE", "PEAK IN FLIGHT"};
     if (sim.with_memory) {
