@@ -225,7 +225,7 @@ BOOST_AUTO_TEST_CASE(the_table_shows_chunks_and_both_iterations) {
                    std::string::npos,
                r.out);
     BOOST_TEST(r.out.find("STAGE  CHUNK  LAYERS") != std::string::npos, r.out);
-    BOOST_TEST(r.out.find("Iteration time estimate: ") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("Partitioner objective: ") != std::string::npos, r.out);
     BOOST_TEST(r.out.find("Simulated iteration (interleaved order): ") != std::string::npos, r.out);
     BOOST_TEST(r.out.find("  offset: [[") != std::string::npos, r.out);
 }
@@ -247,8 +247,8 @@ BOOST_AUTO_TEST_CASE(the_default_plan_never_simulates_slower_than_fast) {
             const double after = number(made.at("makespan"));
             BOOST_TEST(after <= before);
             // The estimate is the exact optimum's: the refined plan's is no lower.
-            BOOST_TEST(number(refined_plan.at("iteration_time")) >=
-                       number(exact_plan.at("iteration_time")) * (1 - 1e-12));
+            BOOST_TEST(number(refined_plan.at("partitioner_objective")) >=
+                       number(exact_plan.at("partitioner_objective")) * (1 - 1e-12));
             // The bound holds for both plans, and the gap is the plan's own.
             const double bound = number(made.at("lower_bound"));
             BOOST_TEST(bound > 0.0);

@@ -4,6 +4,7 @@
 #include <ppb/dryrun_format.hpp>
 #include <ppb/importers/dryrun_builder.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/output_file.hpp>
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -317,7 +318,7 @@ BOOST_AUTO_TEST_CASE(files_are_replaced_atomically) {
     for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path()))
         ++entries;
     BOOST_TEST(entries == 2u);
-    PPB_CHECK_THROWS(ppb::InputError, write_file_atomically(dir / "no/such/dir.json", "x"),
+    PPB_CHECK_THROWS(ppb::OutputError, write_file_atomically(dir / "no/such/dir.json", "x"),
                      "dir.json: cannot write");
 }
 

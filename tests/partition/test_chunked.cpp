@@ -55,34 +55,23 @@ struct Coefficients {
     // The embedding's memory also grows with the square of its chunk's in-flight count: not a
     // linear model (only predict_batch can give it), yet affine in each stage's layer counts.
     double h_squared = 0;
-    // How the model is evaluated at a count of 0 (ppb::ZeroCounts): exactly by a linear model,
-    // as 1 by a probed one (it has no coefficients).
-    ppb::ZeroCounts zeros = ppb::ZeroCounts::exact;
 };
-
-// The same coefficients as a probed model sees them.
-Coefficients as_probed(Coefficients k) {
-    k.zeros = ppb::ZeroCounts::as_one;
-    return k;
-}
 
 // Every in-flight vector stage s passes through, by executing its program order
 // (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's (a W's under
-// the zero-bubble schedules); a chunk holding
-// none counts as none for a linear model and as one for a probed model (ppb::ZeroCounts).
+// the zero-bubble schedules). A chunk holding none counts as none for every model, linear or
+// probed (ppb/in_flight_profile.hpp, "A count of 0": the host takes a probed model's own slope
+// there, and these models are affine in each chunk's count wherever a count of 0 occurs).
 // Each distinct vector once, in no particular order: the steady state passes through the same
 // few vectors again and again, and the oracles weigh every mix of every stage against each
 // vector (a stage's peak is their maximum, which repeats do not change): the repeats were
 // three quarters of generous_limits_match_enumeration's time under ASan.
-const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p, std::uint32_t s,
-                                                               ppb::ZeroCounts zeros) {
-    static std::map<
-        std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool>,
-        std::vector<std::vector<std::uint32_t>>>
+const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p, std::uint32_t s) {
+    static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
+                    std::vector<std::vector<std::uint32_t>>>
         cache;
-    const bool as_one = zeros == ppb::ZeroCounts::as_one;
     auto& states =
-        cache[{static_cast<int>(p.schedule), p.num_stages, p.chunks, p.micro_batches, s, as_one}];
+        cache[{static_cast<int>(p.schedule), p.num_stages, p.chunks, p.micro_batches, s}];
     if (states.empty()) {
         std::vector<std::uint32_t> held(p.chunks, 0);
         for (const auto& step :
@@ -96,11 +85,7 @@ const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p,
                 --held[step.chunk];
             else
                 continue;
-            // A probed model as it is asked (the plugin contract: a chunk holds at least one).
-            auto asked = held;
-            for (auto& f : asked)
-                f = as_one ? std::max<std::uint32_t>(f, 1) : f;
-            states.push_back(asked);
+            states.push_back(held);
         }
         std::sort(states.begin(), states.end());
         states.erase(std::unique(states.begin(), states.end()), states.end());
@@ -132,7 +117,7 @@ double memory_at(const Coefficients& k, const Problem& p, std::uint32_t s,
 double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
                     const std::vector<KindCounts>& chunks) {
     double peak = -std::numeric_limits<double>::infinity();
-    for (const auto& f : executed_states(p, s, k.zeros))
+    for (const auto& f : executed_states(p, s))
         peak = std::max(peak, memory_at(k, p, s, chunks, f));
     return peak;
 }
@@ -321,7 +306,7 @@ std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k
         std::vector<std::uint32_t> at_peak;
         for (const auto& chunk : stage.chunks)
             at_peak.push_back(chunk.in_flight);
-        const auto& states = executed_states(p, stage.stage, k.zeros);
+        const auto& states = executed_states(p, stage.stage);
         if (std::find(states.begin(), states.end(), at_peak) == states.end())
             return fmt::format("stage {}: in-flight counts that never occur", stage.stage);
         const double there = memory_at(k, p, stage.stage, mixes, at_peak);
@@ -439,7 +424,7 @@ BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
                         ++instances;
                         ++per_schedule[std::string(ppb::schedule_name(c.schedule))];
                         for (const MemorySource* source : {&linear, &probed}) {
-                            const Coefficients ks = source == &linear ? k : as_probed(k);
+                            const Coefficients& ks = k;
                             const double expected = brute_force(p, ks, allowed);
                             BOOST_TEST_CONTEXT(context
                                                << (source == &linear ? " linear" : " probed")) {
@@ -533,7 +518,7 @@ BOOST_AUTO_TEST_CASE(a_stage_may_hold_more_than_the_first_cap) {
          {ppb::partition::ChunkObjective::stages, ppb::partition::ChunkObjective::slots}) {
         p.objective = objective;
         for (const MemorySource* source : {&linear, &probed}) {
-            const Coefficients ks = source == &linear ? k : as_probed(k);
+            const Coefficients& ks = k;
             const double expected = brute_force(p, ks, p.kinds);
             const Plan plan = ppb::partition::solve(p, *source);
             const auto& bounds = ppb::partition::detail::last_chunked_bounds();
@@ -706,11 +691,9 @@ BOOST_AUTO_TEST_CASE(generous_limits_match_enumeration) {
                         Optima generous;
                         for (const double limit : limits) {
                             p.memory_limit_mb = limit;
-                            // The probed model's optima (counts of 0 as 1), and the linear
-                            // one's (true counts) when it is linear.
-                            const Optima expected = brute_force_both(p, as_probed(k), allowed);
-                            const Optima exact =
-                                sources.size() > 1 ? brute_force_both(p, k, allowed) : expected;
+                            // One oracle for both sources: the true counts.
+                            const Optima expected = brute_force_both(p, k, allowed);
+                            const Optima& exact = expected;
                             if (limit == 1e9)
                                 generous = expected;
                             else if (!light && expected.stages > generous.stages * (1 + 1e-12))
@@ -720,7 +703,7 @@ BOOST_AUTO_TEST_CASE(generous_limits_match_enumeration) {
                                                          ppb::partition::ChunkObjective::slots}) {
                                 p.objective = objective;
                                 for (const MemorySource* source : sources) {
-                                    const Coefficients ks = source == &linear ? k : as_probed(k);
+                                    const Coefficients& ks = k;
                                     const Optima& optima = source == &linear ? exact : expected;
                                     BOOST_TEST_CONTEXT(fmt::format(
                                         "{} v={} P={} L={} M={} kinds={:#x} rule={} limit={} {} {}",

@@ -74,13 +74,25 @@ InFlightVector asked_in_flight(InFlightVector counts) {
     return counts;
 }
 
-std::vector<InFlightVector> model_in_flight_profile(std::vector<InFlightVector> profile,
-                                                    ZeroCounts zeros) {
-    if (zeros == ZeroCounts::exact)
-        return profile;
-    for (InFlightVector& v : profile)
-        v = asked_in_flight(std::move(v));
-    return pareto_in_flight(std::move(profile));
+std::vector<InFlightVector> zero_count_probes(const InFlightVector& counts) {
+    std::vector<InFlightVector> out{asked_in_flight(counts)};
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+        if (counts[c] == 0) {
+            InFlightVector more = out.front();
+            ++more[c];
+            out.push_back(std::move(more));
+        }
+    }
+    return out;
+}
+
+double answer_at_counts(std::span<const double> answers) {
+    if (answers.empty())
+        throw std::invalid_argument("no answer to take a count of 0 from");
+    double at = answers.front();
+    for (std::size_t i = 1; i < answers.size(); ++i)
+        at -= answers[i] - answers.front();
+    return at;
 }
 
 HeaviestVector heaviest_vector(const std::vector<InFlightVector>& profile,

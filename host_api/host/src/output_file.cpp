@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -60,7 +61,7 @@ void write_through(const fs::path& path, std::string_view text) {
         fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
-        throw InputError(cannot_write(path, reason(errno)));
+        throw OutputError(cannot_write(path, reason(errno)));
     const int error = write_all(fd, text);
     if (error != 0) {
         ::close(fd);
@@ -78,11 +79,15 @@ void replace_atomically(const fs::path& shown, const fs::path& target, const str
     fs::path temporary;
     int fd = -1;
     for (int attempt = 0; fd < 0; ++attempt) {
-        temporary = directory / fmt::format(".{}.ppb-{}-{}.tmp", target.filename().string(),
-                                            static_cast<long>(::getpid()), attempt);
+        // Beside the file, named after it unless that name would be too long for the directory.
+        std::string name = fmt::format(".{}.ppb-{}-{}.tmp", target.filename().string(),
+                                       static_cast<long>(::getpid()), attempt);
+        if (name.size() > NAME_MAX)
+            name = fmt::format(".ppb-{}-{}.tmp", static_cast<long>(::getpid()), attempt);
+        temporary = directory / name;
         fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
         if (fd < 0 && !(errno == EEXIST && attempt < 100) && errno != EINTR)
-            throw InputError(cannot_write(shown, reason(errno)));
+            throw OutputError(cannot_write(shown, reason(errno)));
     }
     const auto abandon = [&](int error) {
         ::close(fd);
@@ -150,14 +155,14 @@ void write_output_file(const fs::path& path, std::string_view text) {
         if (fs::is_symlink(path, ec)) {
             target = fs::canonical(path, ec);  // replace the file the link points to
             if (ec)
-                throw InputError(cannot_write(path, ec.message()));
+                throw OutputError(cannot_write(path, ec.message()));
         }
         replace_atomically(path, target, &info, text);
         return;
     }
     const int error = errno;
     if (error != ENOENT)
-        throw InputError(cannot_write(path, reason(error)));
+        throw OutputError(cannot_write(path, reason(error)));
     std::error_code ec;
     if (fs::is_symlink(path, ec))  // a dangling link: say so rather than replace the link
         throw InputError(cannot_write(path, "a symbolic link to a missing file"));

@@ -9,20 +9,37 @@
 namespace ppb {
 namespace {
 
-// Σ_c a_c · (asked_c − count_c) at vector j of o's profile: what a linear model's answer as
-// asked exceeds its answer at the true counts; 0 without a count of 0 or without coefficients.
+// What the model's answer as asked exceeds its answer at the true counts at vector j of o's
+// profile (ppb/in_flight_profile.hpp, "A count of 0"): Σ_c a_c · (asked_c − count_c) from a
+// linear model's coefficients, else the model's own slope at each chunk holding none; 0 without
+// a count of 0.
 double zero_correction(const MemoryModel& model, const Observation& o, std::size_t j) {
     const InFlightVector& v = o.in_flight_profile.at(j);
     if (std::find(v.begin(), v.end(), 0u) == v.end())
         return 0.0;
-    const std::optional<std::vector<double>> a = chunk_activations(model, o.placement);
-    if (!a)
-        return 0.0;
-    const InFlightVector asked = asked_in_flight(v);
-    double sum = 0.0;
-    for (std::size_t c = 0; c < v.size(); ++c)
-        sum += (*a)[c] * (asked[c] - v[c]);
-    return sum;
+    if (const std::optional<std::vector<double>> a = chunk_activations(model, o.placement)) {
+        const InFlightVector asked = asked_in_flight(v);
+        double sum = 0.0;
+        for (std::size_t c = 0; c < v.size(); ++c)
+            sum += (*a)[c] * (asked[c] - v[c]);
+        return sum;
+    }
+    std::vector<StagePlacement> rows;
+    for (const InFlightVector& asked : zero_count_probes(v))
+        rows.push_back(with_in_flight(o.placement, asked));
+    std::vector<double> answers;
+    if (o.placement.grouped()) {
+        std::vector<ppb_grouped_placement> views;
+        for (const StagePlacement& p : rows)
+            views.push_back(p.grouped_view());
+        answers = model.predict_grouped_batch(views);
+    } else {
+        std::vector<ppb_placement> views;
+        for (const StagePlacement& p : rows)
+            views.push_back(p.view());
+        answers = model.predict_batch(views);
+    }
+    return answers.front() - answer_at_counts(answers);
 }
 
 }  // namespace
@@ -82,7 +99,7 @@ std::vector<std::vector<double>> predict_profiles(const MemoryModel& model,
                          flat.begin() + static_cast<std::ptrdiff_t>(next + n));
         next += n;
     }
-    // At a count of 0 a linear model's answer as asked less the activations not held.
+    // At a count of 0 the answer as asked less the activations not held.
     for (std::size_t i = 0; i < out.size(); ++i) {
         const Observation& o = dryrun.observations[i];
         for (std::size_t j = 0; j < o.in_flight_profile.size(); ++j) {

@@ -2,6 +2,7 @@
 #include <ppb/profile_prediction.hpp>
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -46,47 +47,62 @@ ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement&
                                  const std::vector<InFlightVector>& profile) {
     if (profile.empty())
         throw std::invalid_argument("an in-flight profile has at least one vector");
-    // The coefficients are read only when a count of 0 needs them (ppb::ZeroCounts).
+    // The coefficients are read only when a count of 0 needs them (ppb/in_flight_profile.hpp,
+    // "A count of 0"); a model without them is asked its own slope at each such count.
     const bool any_zero = std::any_of(profile.begin(), profile.end(), [](const InFlightVector& v) {
         return std::find(v.begin(), v.end(), 0u) != v.end();
     });
     const std::optional<std::vector<double>> activations =
         any_zero ? chunk_activations(model, placement) : std::nullopt;
     ProfilePeak out;
-    out.zeros = !any_zero || activations ? ZeroCounts::exact : ZeroCounts::as_one;
-    out.profile = model_in_flight_profile(profile, out.zeros);
+    out.profile = profile;
+    // Vector j's answers are rows first[j] .. first[j + 1] - 1.
     std::vector<StagePlacement> rows;
-    rows.reserve(out.profile.size());
-    for (const InFlightVector& v : out.profile)
-        rows.push_back(with_in_flight(placement, asked_in_flight(v)));
+    std::vector<std::size_t> first;
+    for (const InFlightVector& v : profile) {
+        first.push_back(rows.size());
+        if (activations) {
+            rows.push_back(with_in_flight(placement, asked_in_flight(v)));
+            continue;
+        }
+        for (const InFlightVector& asked : zero_count_probes(v))
+            rows.push_back(with_in_flight(placement, asked));
+    }
+    first.push_back(rows.size());
+    std::vector<double> answers;
     if (rows.size() == 1) {
         // One vector (one chunk, or a profile of one): the model's single prediction, as
         // before profiles, whose errors name the stage.
         const StagePlacement& p = rows.front();
-        out.per_vector = {p.grouped() ? model.predict_grouped(p.grouped_view())
-                                      : model.predict(p.view())};
+        answers = {p.grouped() ? model.predict_grouped(p.grouped_view()) : model.predict(p.view())};
     } else if (placement.grouped()) {
         std::vector<ppb_grouped_placement> views;
         for (const StagePlacement& p : rows)
             views.push_back(p.grouped_view());
-        out.per_vector = model.predict_grouped_batch(views);
+        answers = model.predict_grouped_batch(views);
     } else {
         std::vector<ppb_placement> views;
         for (const StagePlacement& p : rows)
             views.push_back(p.view());
-        out.per_vector = model.predict_batch(views);
+        answers = model.predict_batch(views);
     }
-    for (std::size_t j = 0; j < out.per_vector.size(); ++j) {
+    for (std::size_t j = 0; j < profile.size(); ++j) {
+        double at = 0.0;
         if (activations) {
             // The linear model at the true counts: its answer as asked, less the activations of
             // the micro-batches it was asked about and the chunk does not hold.
-            for (std::size_t c = 0; c < out.profile[j].size(); ++c) {
-                const std::uint32_t asked = rows[j].chunks[c].in_flight;
-                out.per_vector[j] -= (*activations)[c] * (asked - out.profile[j][c]);
+            at = answers[first[j]];
+            for (std::size_t c = 0; c < profile[j].size(); ++c) {
+                const std::uint32_t asked = rows[first[j]].chunks[c].in_flight;
+                at -= (*activations)[c] * (asked - profile[j][c]);
             }
+        } else {
+            at = answer_at_counts(
+                std::span<const double>(answers).subspan(first[j], first[j + 1] - first[j]));
         }
-        if (j == 0 || out.per_vector[j] > out.memory_mb) {
-            out.memory_mb = out.per_vector[j];
+        out.per_vector.push_back(at);
+        if (j == 0 || at > out.memory_mb) {
+            out.memory_mb = at;
             out.active = j;
         }
     }

@@ -8,6 +8,7 @@
 #include <ppb/importers/layout.hpp>
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/json_output.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -446,7 +447,7 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
                 "--{} is not known to ppb: if it changes memory, the options do not include it",
                 flag));
     }
-    out.options_json = json::serialize(o);
+    out.options_json = to_compact_json(o);
     return out;
 }
 

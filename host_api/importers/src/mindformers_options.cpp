@@ -6,6 +6,7 @@
 #include "yaml_config.hpp"
 
 #include <ppb/importers/mindformers_options.hpp>
+#include <ppb/json_output.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -424,7 +425,7 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
                     model_config.member(entry.second, key).where()));
         }
     }
-    out.options_json = json::serialize(o);
+    out.options_json = to_compact_json(o);
     return out;
 }
 

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <span>
 
 namespace ppb::partition::detail {
 namespace {
@@ -35,10 +36,11 @@ AffineStage linear_stage(const Problem& problem, const ppb_linear_parameters& c,
                          std::uint32_t stage) {
     const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
     const double base = c.const_mb + (ends.head ? c.head_mb : 0.0) + (ends.tail ? c.tail_mb : 0.0);
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::exact);
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
     AffineStage a;
     std::vector<double> bases(profile.size(), base);
     a.rows = StageRows(std::move(bases), std::move(profile));
+    a.base_activation.assign(problem.chunks, 0.0);  // a linear model's ends hold no activations
     for (std::uint32_t chunk = 0; chunk < problem.chunks; ++chunk) {
         std::array<double, PPB_KIND_COUNT> fixed{};
         fixed.fill(c.per_layer_mb);
@@ -55,8 +57,8 @@ class Probe {
   public:
     Probe(const Problem& problem, std::uint32_t stage) : problem_(problem), stage_(stage) {}
 
-    // A placement with `layers[c]` in chunk c and `in_flight[c]` micro-batches in flight, plus
-    // `extra_in_flight` on chunk `more`.
+    // A placement with `layers[c]` in chunk c and `in_flight[c]` micro-batches in flight (each at
+    // least 1: the plugin contract), plus `extra_in_flight` on chunk `more`.
     void add(const std::vector<KindCounts>& layers, const InFlightVector& in_flight,
              std::uint32_t more = 0, std::uint32_t extra_in_flight = 0) {
         std::vector<ppb_chunk> chunks(problem_.chunks);
@@ -67,6 +69,15 @@ class Probe {
         chunks_.push_back(std::move(chunks));
         layers_.push_back(layers);
         in_flight_.push_back(in_flight);
+    }
+
+    // The placements that give the model's answer for `layers` at the true `counts` (0 allowed:
+    // ppb::zero_count_probes); returns how many, to hand to ppb::answer_at_counts.
+    std::size_t add_at_counts(const std::vector<KindCounts>& layers, const InFlightVector& counts) {
+        const std::vector<InFlightVector> asked = zero_count_probes(counts);
+        for (const InFlightVector& v : asked)
+            add(layers, v);
+        return asked.size();
     }
 
     std::vector<double> predict(const MemorySource& memory) const {
@@ -80,6 +91,7 @@ class Probe {
         return memory.predict_batch(placements);
     }
 
+    [[nodiscard]] std::size_t size() const { return chunks_.size(); }
     [[nodiscard]] const std::vector<KindCounts>& layers(std::size_t i) const { return layers_[i]; }
     [[nodiscard]] const InFlightVector& in_flight(std::size_t i) const { return in_flight_[i]; }
 
@@ -107,19 +119,26 @@ std::string describe_layers(const std::vector<KindCounts>& layers) {
 }
 
 // A model without coefficients, probed: the empty stage at every vector of the profile (the
-// bases); at the first vector, one layer of each kind in each chunk, and the same with one more
-// micro-batch in flight on that chunk (its fixed memory and activation per micro-batch); and, at
-// every vector, check placements that an affine model must predict exactly.
+// bases, at the true counts: ppb::zero_count_probes where a chunk holds none); at the first
+// vector as asked, one layer of each kind in each chunk, and the same with one more micro-batch
+// in flight on that chunk (its fixed memory and activation per micro-batch), and the empty stage
+// with one more (the ends' activation per micro-batch of that chunk); and, at every vector as
+// asked, check placements that an affine model must predict exactly.
 AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std::uint32_t stage,
                          const std::vector<std::size_t>& kinds) {
     const std::uint32_t v = problem.chunks;
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::as_one);
-    const InFlightVector first = profile.front();
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
+    const InFlightVector first = asked_in_flight(profile.front());
     const std::vector<KindCounts> empty(v, KindCounts{});
     Probe probe(problem, stage);
-    for (const InFlightVector& vector : profile)
-        probe.add(empty, vector);
-    const std::size_t first_unit = profile.size();
+    std::vector<std::size_t> base_rows;  // vector j's bases: base_rows[j] .. base_rows[j + 1] - 1
+    for (const InFlightVector& vector : profile) {
+        base_rows.push_back(probe.size());
+        (void)probe.add_at_counts(empty, vector);
+    }
+    base_rows.push_back(probe.size());
+    probe.add(empty, first);
+    const std::size_t first_unit = probe.size();
     for (std::uint32_t c = 0; c < v; ++c) {
         for (const std::size_t k : kinds) {
             std::vector<KindCounts> one = empty;
@@ -130,24 +149,32 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
         probe.add(empty, first, c, 1);
     }
     // Checks: three layers of each kind in each chunk; every kind in every chunk at once; at
-    // every vector.
-    const std::size_t first_check = first_unit + v * (2 * kinds.size() + 1);
+    // every vector as asked, against the empty stage there (the first of its bases).
+    const std::size_t first_check = probe.size();
+    std::vector<std::size_t> check_row;
     std::vector<KindCounts> all = empty;
-    for (const InFlightVector& vector : profile) {
+    for (std::size_t row = 0; row < profile.size(); ++row) {
+        const InFlightVector asked = asked_in_flight(profile[row]);
         for (std::uint32_t c = 0; c < v; ++c) {
             for (const std::size_t k : kinds) {
                 std::vector<KindCounts> three = empty;
                 three[c][k] = 3;
-                probe.add(three, vector);
+                probe.add(three, asked);
+                check_row.push_back(row);
                 all[c][k] = c + 1;
             }
         }
-        probe.add(all, vector);
+        probe.add(all, asked);
+        check_row.push_back(row);
     }
     const std::vector<double> predicted = probe.predict(memory);
 
-    std::vector<double> base(predicted.begin(),
-                             predicted.begin() + static_cast<std::ptrdiff_t>(profile.size()));
+    std::vector<double> base;
+    for (std::size_t j = 0; j < profile.size(); ++j) {
+        base.push_back(answer_at_counts(std::span<const double>(predicted).subspan(
+            base_rows[j], base_rows[j + 1] - base_rows[j])));
+    }
+    const double base_first = predicted[first_unit - 1];
     AffineStage a;
     std::size_t i = first_unit;
     for (std::uint32_t c = 0; c < v; ++c) {
@@ -156,7 +183,7 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
         std::array<double, PPB_KIND_COUNT> activation{};
         std::vector<double> with_more;
         for (const std::size_t k : kinds) {
-            unit[k] = predicted[i] - base[0];
+            unit[k] = predicted[i] - base_first;
             with_more.push_back(predicted[i + 1]);
             i += 2;
         }
@@ -168,14 +195,12 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
         }
         a.fixed.push_back(fixed);
         a.activation.push_back(activation);
+        a.base_activation.push_back(empty_more - base_first);
     }
-    a.rows = StageRows(base, profile);
     for (std::size_t check = first_check; check < predicted.size(); ++check) {
         const auto& layers = probe.layers(check);
         const InFlightVector& vector = probe.in_flight(check);
-        const std::size_t row = static_cast<std::size_t>(
-            std::find(profile.begin(), profile.end(), vector) - profile.begin());
-        double affine = base[row];
+        double affine = predicted[base_rows[check_row[check - first_check]]];
         for (std::uint32_t c = 0; c < v; ++c) {
             for (const std::size_t k : kinds)
                 affine += (a.fixed[c][k] + vector[c] * a.activation[c][k]) * layers[c][k];
@@ -189,6 +214,7 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
                 stage, describe_layers(layers), fmt::join(vector, ", "), predicted[check], affine));
         }
     }
+    a.rows = StageRows(std::move(base), std::move(profile));
     return a;
 }
 

@@ -28,6 +28,11 @@ struct AffineStage {
     // layer and in-flight micro-batch: activation[c][k]. Only candidate kinds are meaningful.
     std::vector<std::array<double, PPB_KIND_COUNT>> fixed;
     std::vector<std::array<double, PPB_KIND_COUNT>> activation;
+    // MB per micro-batch in flight in chunk c with no body layer: the embedding's or the LM
+    // head's activations where the chunk holds them (a probed model's; 0 for a linear model,
+    // whose ends are constants). Already in the rows' bases; the plan adds it to the chunk's
+    // activation_mb, so that the simulator's memory over time is the model's.
+    std::vector<double> base_activation;
 
     // What chunk c holding `layers` keeps.
     [[nodiscard]] ChunkMemory chunk_memory(std::size_t c, const KindCounts& layers) const {

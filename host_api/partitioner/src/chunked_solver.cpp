@@ -32,7 +32,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -232,6 +234,7 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
                 sp.layers[k] += mix[k];
                 chunk.activation_mb += mix[k] * stage.affine.activation[c][k];
             }
+            chunk.activation_mb += stage.affine.base_activation.at(c);
             std::copy(mix.begin(), mix.end(), abi_chunks[c].layers);
             abi_chunks[c].in_flight = chunk.in_flight;
             sp.time += t;
@@ -243,19 +246,27 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
         plan.stages.push_back(std::move(sp));
     }
     // A probed model reports its own prediction for the plan, its largest over each stage's
-    // profile (it agreed with the affine sum on the probes; any rounding is the model's own).
+    // profile (it agreed with the affine sum on the probes; any rounding is the model's own),
+    // at the true counts (ppb::zero_count_probes where a chunk holds none).
     if (!memory.linear) {
         std::vector<std::vector<ppb_chunk>> rows;
         std::vector<std::uint32_t> row_stage;
+        std::vector<std::size_t> first_row;  // the answers of (stage, vector) i start here
+        std::vector<std::pair<std::uint32_t, const InFlightVector*>> at;
         for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
             for (const InFlightVector& v : stages[s].affine.rows.profile()) {
-                std::vector<ppb_chunk> chunks = placements_chunks[s];
-                for (std::uint32_t c = 0; c < problem.chunks; ++c)
-                    chunks[c].in_flight = v[c];
-                rows.push_back(std::move(chunks));
-                row_stage.push_back(s);
+                first_row.push_back(rows.size());
+                at.emplace_back(s, &v);
+                for (const InFlightVector& asked : zero_count_probes(v)) {
+                    std::vector<ppb_chunk> chunks = placements_chunks[s];
+                    for (std::uint32_t c = 0; c < problem.chunks; ++c)
+                        chunks[c].in_flight = asked[c];
+                    rows.push_back(std::move(chunks));
+                    row_stage.push_back(s);
+                }
             }
         }
+        first_row.push_back(rows.size());
         std::vector<ppb_placement> placements;
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const AbiStage view =
@@ -265,15 +276,18 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
         }
         const std::vector<double> predicted = memory.predict_batch(placements);
         std::vector<bool> seen(problem.num_stages, false);
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            StagePlan& sp = plan.stages[row_stage[i]];
-            if (seen[row_stage[i]] && predicted[i] <= sp.memory_mb)
+        for (std::size_t i = 0; i < at.size(); ++i) {
+            const double answer = answer_at_counts(std::span<const double>(predicted).subspan(
+                first_row[i], first_row[i + 1] - first_row[i]));
+            StagePlan& sp = plan.stages[at[i].first];
+            if (seen[at[i].first] && answer <= sp.memory_mb)
                 continue;
-            seen[row_stage[i]] = true;
-            sp.memory_mb = predicted[i];
-            sp.in_flight = rows[i][0].in_flight;
+            seen[at[i].first] = true;
+            const InFlightVector& v = *at[i].second;
+            sp.memory_mb = answer;
+            sp.in_flight = v[0];
             for (std::uint32_t c = 0; c < problem.chunks; ++c)
-                sp.chunks[c].in_flight = rows[i][c].in_flight;
+                sp.chunks[c].in_flight = v[c];
         }
     }
     plan.iteration_time =

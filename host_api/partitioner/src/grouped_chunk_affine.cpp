@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -29,7 +30,7 @@ GroupedAffineStage linear_grouped_stage(const Problem& problem,
     const StageEnds ends = stage_ends(problem.schedule, problem.num_stages, problem.chunks, stage);
     const double base =
         c[0].const_mb + (ends.head ? c[0].head_mb : 0.0) + (ends.tail ? c[0].tail_mb : 0.0);
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::exact);
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
     GroupedAffineStage a;
     std::vector<double> bases(profile.size(), base);
     a.rows = StageRows(std::move(bases), std::move(profile));
@@ -48,22 +49,29 @@ GroupedAffineStage linear_grouped_stage(const Problem& problem,
 }
 
 // A model without coefficients, probed as the one-group chunked path probes it (chunk_tables.cpp),
-// per group: the empty stage at every vector of the profile; at the first vector one layer of
-// each group and kind in each chunk, and the same with one more micro-batch in flight on that
-// chunk; then checks, at every vector, of up to three layers of each group, kind and chunk and of
-// a mix of every group and kind, which an affine model predicts exactly. A model that fails them
-// is refused.
+// per group: the empty stage at every vector of the profile (at the true counts:
+// ppb::zero_count_probes where a chunk holds none); at the first vector as asked one layer of each
+// group and kind in each chunk, and the same with one more micro-batch in flight on that chunk,
+// and the empty stage with one more; then checks, at every vector as asked, of up to three layers
+// of each group, kind and chunk and of a mix of every group and kind, which an affine model
+// predicts exactly. A model that fails them is refused.
 GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySource& memory,
                                         std::uint32_t stage,
                                         const std::vector<std::vector<std::size_t>>& kinds) {
     const std::size_t G = kinds.size();
-    std::vector<InFlightVector> profile = problem.in_flight_profile(stage, ZeroCounts::as_one);
-    const InFlightVector first = profile.front();
+    std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
+    const InFlightVector first = asked_in_flight(profile.front());
     const std::array<std::vector<KindCounts>, 2> empty{std::vector<KindCounts>(G),
                                                        std::vector<KindCounts>(G)};
     GroupedProbe probe(problem, stage, G);
-    for (const InFlightVector& vector : profile)
-        probe.add(empty, vector);
+    std::vector<std::size_t> base_rows;  // vector j's bases: base_rows[j] .. base_rows[j + 1] - 1
+    for (const InFlightVector& vector : profile) {
+        base_rows.push_back(probe.size());
+        (void)probe.add_at_counts(empty, vector);
+    }
+    base_rows.push_back(probe.size());
+    probe.add(empty, first);
+    const std::size_t first_unit = probe.size();
     for (std::uint32_t c = 0; c < 2; ++c) {
         for (std::size_t g = 0; g < G; ++g) {
             for (const std::size_t k : kinds[g]) {
@@ -77,6 +85,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     }
     // The checks hold no more layers of a group than the model has (a model may refuse more).
     const std::size_t first_check = probe.size();
+    std::vector<std::size_t> check_row;
     auto all = empty;
     for (std::size_t g = 0; g < G; ++g) {
         std::uint32_t left = problem.time.groups[g].layers;
@@ -89,7 +98,8 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
             }
         }
     }
-    for (const InFlightVector& vector : profile) {
+    for (std::size_t row = 0; row < profile.size(); ++row) {
+        const InFlightVector asked = asked_in_flight(profile[row]);
         for (std::uint32_t c = 0; c < 2; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
                 const std::uint32_t some =
@@ -97,29 +107,36 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
                 for (const std::size_t k : kinds[g]) {
                     auto several = empty;
                     several[c][g][k] = some;
-                    probe.add(several, vector);
+                    probe.add(several, asked);
+                    check_row.push_back(row);
                 }
             }
         }
-        probe.add(all, vector);
+        probe.add(all, asked);
+        check_row.push_back(row);
     }
     const std::vector<double> predicted = probe.predict(memory);
 
-    std::vector<double> base(predicted.begin(),
-                             predicted.begin() + static_cast<std::ptrdiff_t>(profile.size()));
+    std::vector<double> base;
+    for (std::size_t j = 0; j < profile.size(); ++j) {
+        base.push_back(answer_at_counts(std::span<const double>(predicted).subspan(
+            base_rows[j], base_rows[j + 1] - base_rows[j])));
+    }
+    const double base_first = predicted[first_unit - 1];
     GroupedAffineStage a;
-    std::size_t i = profile.size();
+    std::size_t i = first_unit;
     for (std::uint32_t c = 0; c < 2; ++c) {
         std::vector<UnitArray> unit(G, UnitArray{});
         std::vector<UnitArray> with_more(G, UnitArray{});
         for (std::size_t g = 0; g < G; ++g) {
             for (const std::size_t k : kinds[g]) {
-                unit[g][k] = predicted[i] - base[0];
+                unit[g][k] = predicted[i] - base_first;
                 with_more[g][k] = predicted[i + 1];
                 i += 2;
             }
         }
         const double empty_more = predicted[i++];
+        a.base_activation[c] = empty_more - base_first;
         a.fixed[c].assign(G, UnitArray{});
         a.activation[c].assign(G, UnitArray{});
         for (std::size_t g = 0; g < G; ++g) {
@@ -129,13 +146,10 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
             }
         }
     }
-    a.rows = StageRows(base, profile);
     for (std::size_t check = first_check; check < predicted.size(); ++check) {
         const auto& layers = probe.layers(check);
         const InFlightVector& vector = probe.in_flight(check);
-        const std::size_t row = static_cast<std::size_t>(
-            std::find(profile.begin(), profile.end(), vector) - profile.begin());
-        double affine = base[row];
+        double affine = predicted[base_rows[check_row[check - first_check]]];
         for (std::uint32_t c = 0; c < 2; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
                 for (std::size_t k = 0; k < kind_count; ++k) {
@@ -154,6 +168,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
                 stage, predicted[check], affine));
         }
     }
+    a.rows = StageRows(std::move(base), std::move(profile));
     return a;
 }
 

@@ -43,6 +43,10 @@ struct GroupedAffineStage {
     StageRows rows;
     std::array<std::vector<UnitArray>, 2> fixed;       // [c][g][k]
     std::array<std::vector<UnitArray>, 2> activation;  // [c][g][k]
+    // MB per micro-batch in flight in chunk c with no body layer (the ends' activations of a
+    // probed model; 0 for a linear one): in the rows' bases, and in the plan's activation_mb
+    // (AffineStage::base_activation).
+    std::array<double, 2> base_activation{};
 };
 
 // From the model's coefficients per group (`c[g]`), exactly, over the stage's exact profile.
@@ -61,7 +65,8 @@ class GroupedProbe {
     GroupedProbe(const Problem& problem, std::uint32_t stage, std::size_t groups)
         : problem_(problem), stage_(stage), groups_(groups) {}
 
-    // layers[c][g]: chunk c's layers of group g; in_flight[c], plus `extra` on chunk `more`.
+    // layers[c][g]: chunk c's layers of group g; in_flight[c] (at least 1: the plugin contract),
+    // plus `extra` on chunk `more`.
     void add(const std::array<std::vector<KindCounts>, 2>& layers, const InFlightVector& in_flight,
              std::uint32_t more = 0, std::uint32_t extra = 0) {
         std::array<ppb_chunk, 2> chunks{};
@@ -79,6 +84,16 @@ class GroupedProbe {
         counts_.push_back(std::move(counts));
         layers_.push_back(layers);
         in_flight_.push_back(in_flight);
+    }
+
+    // The placements that give the model's answer for `layers` at the true `counts` (0 allowed:
+    // ppb::zero_count_probes); returns how many, to hand to ppb::answer_at_counts.
+    std::size_t add_at_counts(const std::array<std::vector<KindCounts>, 2>& layers,
+                              const InFlightVector& counts) {
+        const std::vector<InFlightVector> asked = zero_count_probes(counts);
+        for (const InFlightVector& v : asked)
+            add(layers, v);
+        return asked.size();
     }
 
     [[nodiscard]] std::vector<double> predict(const MemorySource& memory) const {

@@ -53,17 +53,21 @@ class LeastNeeds {
                 for (std::uint32_t c = 0; c < 2; ++c) {
                     const double f = affine.rows.count(row, c);
                     std::vector<double>& prefix = out.prefix[row * 2 + c];
-                    // The lightest kind of each group in this row, and whether it is every row's.
+                    // The lightest kinds of each group in this row (several on a tie: in a row
+                    // where the chunk holds no micro-batch every kind weighs its fixed memory
+                    // alone), and whether one of them is every row's.
                     std::vector<double> least(layout.groups, infinity);
                     for (std::size_t g = 0; g < layout.groups; ++g) {
-                        std::size_t lightest = 0;
+                        for (const std::size_t k : layout.kinds[g]) {
+                            least[g] = std::min(
+                                least[g], affine.fixed[c][g][k] + f * affine.activation[c][g][k]);
+                        }
+                        std::uint32_t lightest = 0;
                         for (const std::size_t k : layout.kinds[g]) {
                             const double unit =
                                 affine.fixed[c][g][k] + f * affine.activation[c][g][k];
-                            if (unit < least[g]) {
-                                least[g] = unit;
-                                lightest = k;
-                            }
+                            if (unit <= least[g] + 1e-12 * std::abs(least[g]))
+                                lightest |= 1u << k;
                         }
                         monotone_ = monotone_ && least[g] >= 0.0;
                         if (p.time.groups[g].layers != 0)
@@ -101,22 +105,21 @@ class LeastNeeds {
         std::vector<std::vector<double>> prefix;  // [row * 2 + c][i]
     };
 
-    // The same lightest kind in every row for each (stage, chunk, group); under MindFormers' rule
-    // also for every group of the chunk.
-    void note_lightest(std::uint32_t s, std::uint32_t c, std::size_t g, std::size_t kind) {
+    // A kind among the lightest in every row for each (stage, chunk, group); under MindFormers'
+    // rule also for every group of the chunk. `kinds`: this row's lightest, a mask of kind bits.
+    void note_lightest(std::uint32_t s, std::uint32_t c, std::size_t g, std::uint32_t kinds) {
         const bool positional = layout_.problem.rule == RecomputeRule::mindformers;
         const std::size_t key = positional ? (s * 2 + c) : ((s * 2 + c) * layout_.groups + g);
         if (lightest_.size() <= key)
-            lightest_.resize(key + 1, no_kind);
-        if (lightest_[key] == no_kind)
-            lightest_[key] = kind;
-        exact_ = exact_ && lightest_[key] == kind;
+            lightest_.resize(key + 1, every_kind);
+        lightest_[key] &= kinds;
+        exact_ = exact_ && lightest_[key] != 0;
     }
 
-    static constexpr std::size_t no_kind = PPB_KIND_COUNT;
+    static constexpr std::uint32_t every_kind = (1u << PPB_KIND_COUNT) - 1;
     const Layout& layout_;
     std::vector<Stage> stages_;
-    std::vector<std::size_t> lightest_;
+    std::vector<std::uint32_t> lightest_;
     bool monotone_ = true;
     bool exact_ = true;
 };

@@ -36,6 +36,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/number_text.hpp>
 #include <ppb/schedule.hpp>
 
 #include <fmt/format.h>
@@ -411,6 +412,7 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
                     chunk.activation_mb += n * affine.activation[c][g][k];
                 }
             }
+            chunk.activation_mb += affine.base_activation[c];
             chunk.backward_time = option.chunk_times[c] - chunk.forward_time;
             sp.time += option.chunk_times[c];
             sp.chunks.push_back(std::move(chunk));
@@ -419,22 +421,29 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
         plan.stages.push_back(std::move(sp));
     }
     if (memory.group_linear.empty()) {
-        // A probed model reports its own prediction, its largest over each stage's profile.
+        // A probed model reports its own prediction, its largest over each stage's profile at
+        // the true counts (ppb::zero_count_probes where a chunk holds none).
         for (StagePlan& sp : plan.stages) {
             GroupedProbe probe(p, sp.stage, layout.groups);
             const std::array<std::vector<KindCounts>, 2> layers{sp.chunks[0].group_layers,
                                                                 sp.chunks[1].group_layers};
             const auto& profile = layout.affine[sp.stage].rows.profile();
+            std::vector<std::size_t> first{0};
             for (const InFlightVector& v : profile)
-                probe.add(layers, v);
-            const std::vector<double> predicted = probe.predict(memory);
+                first.push_back(first.back() + probe.add_at_counts(layers, v));
+            const std::vector<double> answers = probe.predict(memory);
+            std::vector<double> predicted;
+            for (std::size_t j = 0; j < profile.size(); ++j) {
+                predicted.push_back(answer_at_counts(
+                    std::span<const double>(answers).subspan(first[j], first[j + 1] - first[j])));
+            }
             const auto most = std::max_element(predicted.begin(), predicted.end());
             const std::size_t row = static_cast<std::size_t>(most - predicted.begin());
             if (!within_budget(*most, p.budget_mb())) {
                 throw InputError(fmt::format(
-                    "the memory model predicts {} MB for stage {} of the plan, over the {} MB "
+                    "the memory model predicts {} for stage {} of the plan, over the {} "
                     "budget its probes implied it fits: it is not affine in the layer counts",
-                    *most, sp.stage, p.budget_mb()));
+                    format_mb(*most), sp.stage, format_mb(p.budget_mb())));
             }
             sp.memory_mb = *most;
             sp.in_flight = profile[row][0];

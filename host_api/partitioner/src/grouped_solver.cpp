@@ -28,6 +28,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/number_text.hpp>
 #include <ppb/partition/problem.hpp>
 
 #include <fmt/format.h>
@@ -225,9 +226,9 @@ std::vector<StageCosts> stage_costs(const Problem& problem, const Groups& groups
         if (!affine_agrees(expected, got)) {
             throw InputError(fmt::format(
                 "the memory model is not affine in the layer counts at stage {} (a probe predicted "
-                "{} MB where the one-layer probes imply {} MB): ppb plans several groups of body "
-                "layers with models whose memory at a stage is a constant plus a memory per layer "
-                "of each group and kind",
+                "{:.6g} MB where the one-layer probes imply {:.6g} MB): ppb plans several groups "
+                "of body layers with models whose memory at a stage is a constant plus a memory "
+                "per layer of each group and kind",
                 s, got, expected));
         }
     };
@@ -980,9 +981,9 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
         for (std::size_t s = 0; s < plan.stages.size(); ++s) {
             if (!within_budget(predicted[s], budget)) {
                 throw InputError(fmt::format(
-                    "the memory model predicts {} MB for stage {} of the plan, over the {} MB "
+                    "the memory model predicts {} for stage {} of the plan, over the {} "
                     "budget its probes implied it fits: it is not affine in the layer counts",
-                    predicted[s], s, budget));
+                    format_mb(predicted[s]), s, format_mb(budget)));
             }
             plan.stages[s].memory_mb = predicted[s];
         }

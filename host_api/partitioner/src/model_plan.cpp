@@ -155,6 +155,53 @@ std::optional<ppb_linear_parameters> connect_groups(const Problem& problem,
     return std::nullopt;
 }
 
+// A 1F1B plan of a model without coefficients leaves each stage's activation per micro-batch
+// unknown (its solver asks the model about each stage at its one in-flight count only). The
+// model's slope there, its prediction with one micro-batch more less its prediction, is that
+// activation: with it the simulator draws the stage's memory over time, and its peak is the
+// plan's memory (one vector per stage, the plan's own). Plans with chunks carry theirs already.
+void add_slope_activations(const Problem& problem, Plan& plan, const MemorySource& memory) {
+    if (plan.activations_known || problem.chunked())
+        return;
+    const bool grouped = problem.time.grouped();
+    if (grouped ? !memory.predict_grouped_batch : !memory.predict_batch)
+        return;
+    std::vector<ppb_chunk> chunks;
+    std::vector<std::uint32_t> group_counts;
+    const std::size_t per_stage = grouped ? problem.time.groups.size() * PPB_KIND_COUNT : 0;
+    for (const StagePlan& stage : plan.stages) {
+        for (std::uint32_t more = 0; more < 2; ++more) {
+            ppb_chunk chunk{};
+            std::copy(stage.layers.begin(), stage.layers.end(), chunk.layers);
+            chunk.in_flight = stage.in_flight + more;
+            chunks.push_back(chunk);
+            for (const KindCounts& kinds : stage.group_layers)
+                group_counts.insert(group_counts.end(), kinds.begin(), kinds.end());
+        }
+    }
+    std::vector<double> predicted;
+    if (grouped) {
+        std::vector<ppb_grouped_placement> placements;
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+            placements.push_back(ppb_grouped_placement{
+                ppb_placement{problem.num_stages, static_cast<std::uint32_t>(i / 2), 1, &chunks[i]},
+                static_cast<std::uint32_t>(problem.time.groups.size()),
+                group_counts.data() + i * per_stage});
+        }
+        predicted = memory.predict_grouped_batch(placements);
+    } else {
+        std::vector<ppb_placement> placements;
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+            placements.push_back(ppb_placement{problem.num_stages,
+                                               static_cast<std::uint32_t>(i / 2), 1, &chunks[i]});
+        }
+        predicted = memory.predict_batch(placements);
+    }
+    for (std::size_t s = 0; s < plan.stages.size(); ++s)
+        plan.stages[s].chunks.front().activation_mb = predicted[2 * s + 1] - predicted[2 * s];
+    plan.activations_known = true;
+}
+
 }  // namespace
 
 MemorySource model_memory_source(const Problem& problem, const MemoryModel& model) {
@@ -239,6 +286,7 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     const bool one_group = !problem.time.grouped();
     if (options.refine && problem.chunked() && one_group)
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
+    add_slope_activations(problem, plan, memory);
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;
     Simulation simulation = simulate(input);

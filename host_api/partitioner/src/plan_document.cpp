@@ -296,7 +296,11 @@ json::object partition_document(const Problem& problem, const Plan& plan,
     doc["memory_margin_sigma"] = problem.memory_margin_sigma;
     doc["objective"] =
         problem.objective == ChunkObjective::slots && problem.chunked() ? "slots" : "stages";
-    doc["iteration_time"] = plan.iteration_time;
+    // What the partitioner minimised (an estimate of the iteration, not the iteration: that is
+    // "simulated"."makespan"); documents before it was named so called it "iteration_time".
+    doc["partitioner_objective"] = plan.iteration_time;
+    doc["time_unit"] =
+        context.time_unit.empty() ? json::value(nullptr) : json::value(context.time_unit);
     json::object simulated{{"makespan", simulation.makespan},
                            {"bubble_fraction", simulation.bubble_fraction},
                            {"lower_bound", nullptr},

@@ -18,12 +18,10 @@ std::uint32_t Problem::in_flight(std::uint32_t stage, std::uint32_t chunk) const
     return ppb::in_flight_counts(schedule, num_stages, stage, micro_batches, chunks).at(chunk);
 }
 
-std::vector<InFlightVector> Problem::in_flight_profile(std::uint32_t stage,
-                                                       ZeroCounts zeros) const {
+std::vector<InFlightVector> Problem::in_flight_profile(std::uint32_t stage) const {
     if (!chunked())
         return {{in_flight(stage)}};
-    return ppb::model_in_flight_profile(
-        ppb::in_flight_profile(schedule, num_stages, stage, micro_batches, chunks), zeros);
+    return ppb::in_flight_profile(schedule, num_stages, stage, micro_batches, chunks);
 }
 
 std::uint32_t Problem::min_layers(std::uint32_t stage) const {

@@ -3,6 +3,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/number_text.hpp>
 #include <ppb/partition/time_model.hpp>
 
 #include <fmt/format.h>
@@ -31,9 +32,9 @@ namespace {
 double non_negative(double value, std::string_view key) {
     if (value < 0.0) {
         throw InputError(fmt::format(
-            "--export-sapp: the fitted {} is negative ({:.1f} MB), and a SAPP layer file holds "
+            "--export-sapp: the fitted {} is negative ({}), and a SAPP layer file holds "
             "memory of at least 0 (see the fit's warnings: more or more varied dry runs)",
-            key, value));
+            key, format_mb(value)));
     }
     return value;
 }
@@ -219,26 +220,26 @@ sapp::LayerFile sapp_layer_file(const json::object& fit_document, const DryRunSe
     out.stage_const_mem = constant;
     if (constant < 0.0) {
         const std::string what = fmt::format(
-            "the fitted constant memory of every stage (const_mb) is negative ({} MB): the dry "
+            "the fitted constant memory of every stage (const_mb) is negative ({}): the dry "
             "runs do not pin it down well (the per-layer terms absorb part of it), though the "
             "fit's predictions are right where it was fitted",
-            constant);
+            format_mb(constant));
         if (options.fold_negative_constant) {
             out.stage_const_mem = 0.0;
             out.warnings.push_back(fmt::format(
                 "--export-sapp: {}; --sapp-fold-negative-constant wrote stage_const_mem = 0 "
-                "instead, so the file predicts every stage {} MB higher than the fit: "
+                "instead, so the file predicts every stage {} higher than the fit: "
                 "conservative. Fit more varied dry runs (other layer counts per stage and "
                 "pipeline sizes) for a physical constant",
-                what, -constant));
+                what, format_mb(-constant)));
         } else {
             out.warnings.push_back(fmt::format(
-                "--export-sapp: {}; written as stage_const_mem = {} so that SAPP predicts what "
-                "the fit predicts. For a physical (non-negative) constant fit more varied dry "
-                "runs (other layer counts per stage and pipeline sizes); for a conservative file "
-                "give --sapp-fold-negative-constant (stage_const_mem = 0, every stage {} MB "
+                "--export-sapp: {}; written as it is (stage_const_mem {}) so that SAPP predicts "
+                "what the fit predicts. For a physical (non-negative) constant fit more varied "
+                "dry runs (other layer counts per stage and pipeline sizes); for a conservative "
+                "file give --sapp-fold-negative-constant (stage_const_mem = 0, every stage {} "
                 "higher)",
-                what, constant, -constant));
+                what, format_mb(constant), format_mb(-constant)));
         }
     }
     return out;

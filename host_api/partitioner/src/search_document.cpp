@@ -99,7 +99,7 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
             entry[key] = value;
         const PlannedPartition& p = *o->planned;
         entry["iteration_time"] = p.simulation.makespan;
-        entry["estimate"] = p.plan.iteration_time;
+        entry["partitioner_objective"] = p.plan.iteration_time;
         entry["bubble_fraction"] = p.simulation.bubble_fraction;
         entry["peak_memory_mb"] = o->peak_memory_mb;
         entry["headroom_mb"] = o->headroom_mb;

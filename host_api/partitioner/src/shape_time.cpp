@@ -4,6 +4,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/number_text.hpp>
 #include <ppb/partition/shape_time.hpp>
 #include <ppb/sapp/layer_file.hpp>
 
@@ -336,10 +337,10 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
     if (!limits::time.contains(time)) {
         throw InputError(located_message(
             source, "",
-            fmt::format("the forward + backward time of one {} layer '{}' would be {} ms, beyond "
+            fmt::format("the forward + backward time of one {} layer '{}' would be {}, beyond "
                         "a layer file's range ({}): device_tflops {} is too small for this shape",
-                        sapp::type_name(type), name, time, limits::describe(limits::time),
-                        settings.device_tflops)));
+                        sapp::type_name(type), name, format_time(time, "ms"),
+                        limits::describe(limits::time), settings.device_tflops)));
     }
     return sapp::Entry{.name = std::move(name), .type = type, .nb_layer = layers, .time = forward};
 }

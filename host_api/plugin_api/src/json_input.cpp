@@ -409,6 +409,13 @@ std::string read_text_file(const std::filesystem::path& path) {
         errno = 0;
         const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
         text.append(buffer, n);
+        if (text.size() > limits::text_file_bytes) {
+            // A character device such as /dev/zero or /dev/full never ends.
+            throw InputError(fmt::format(
+                "{}: cannot read: more than {} bytes, larger than any file ppb reads (a device "
+                "such as /dev/zero never ends)",
+                source_name(path), limits::text_file_bytes));
+        }
         if (n < sizeof buffer) {
             if (std::ferror(file) != 0) {
                 const int error = errno != 0 ? errno : EIO;

@@ -1,8 +1,9 @@
 // Indented JSON for people and machines.
 //
-// Layout: two spaces per level, one object member or array element per line, members in the
-// object's (insertion) order. An array of scalars is written on one line when that line stays
+// Layout (pretty): two spaces per level, one object member or array element per line, members in
+// the object's (insertion) order. An array of scalars is written on one line when that line stays
 // within 100 columns ("residuals_mb": [1.5, -2.25, 0.75]); empty arrays and objects are [] and {}.
+// Compact: the same without any space or line break.
 //
 // Numbers: integers as integers; doubles in the shortest form that reads back to the same double
 // (fmt's "{}"), with ".0" appended when that form would look like an integer (2048.0, not 2048)
@@ -56,6 +57,8 @@ std::string string_text(std::string_view s) {
 
 class Writer {
   public:
+    explicit Writer(bool compact) : compact_(compact) {}
+
     std::string out;
 
     void value(const json::value& v, std::size_t depth, std::size_t column, const PathLink* path) {
@@ -73,6 +76,8 @@ class Writer {
     }
 
   private:
+    bool compact_;
+
     static std::string scalar(const json::value& v, const PathLink* path) {
         if (v.is_double())
             return double_text(v.get_double(), path);
@@ -80,6 +85,8 @@ class Writer {
     }
 
     void newline(std::size_t depth) {
+        if (compact_)
+            return;
         out += '\n';
         out.append(depth * indent_width, ' ');
     }
@@ -98,7 +105,7 @@ class Writer {
             newline(depth + 1);
             const std::string key = string_text(member.key());
             out += key;
-            out += ": ";
+            out += compact_ ? ":" : ": ";
             const PathLink link{path, member.key(), 0};
             value(member.value(), depth + 1, (depth + 1) * indent_width + key.size() + 2, &link);
         }
@@ -119,13 +126,13 @@ class Writer {
             std::string line = "[";
             for (std::size_t i = 0; i < a.size(); ++i) {
                 if (i != 0)
-                    line += ", ";
+                    line += compact_ ? "," : ", ";
                 const PathLink link{path, {}, i};
                 line += scalar(a[i], &link);
             }
             line += ']';
             // +1: the comma that may follow.
-            if (column + line.size() + 1 <= line_limit) {
+            if (compact_ || column + line.size() + 1 <= line_limit) {
                 out += line;
                 return;
             }
@@ -172,9 +179,15 @@ std::string json_scalar_text(const boost::json::value& v) {
 }
 
 std::string to_pretty_json(const boost::json::value& value) {
-    Writer writer;
+    Writer writer(false);
     writer.value(value, 0, 0, nullptr);
     writer.out += '\n';
+    return std::move(writer.out);
+}
+
+std::string to_compact_json(const boost::json::value& value) {
+    Writer writer(true);
+    writer.value(value, 0, 0, nullptr);
     return std::move(writer.out);
 }
 

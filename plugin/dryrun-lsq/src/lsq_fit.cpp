@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ppb/number_text.hpp>
 #include <ppb/plugin.hpp>
 #include <ppb/plugin/report_support.hpp>
 #include <stdexcept>
@@ -57,9 +58,9 @@ std::vector<std::string> warnings_for(const FitResult& result, double mean_obser
         if (!value || *value >= 0.0)
             continue;
         std::string text =
-            result.name_of(unknown_at(j)) + " is estimated at " + format_number(*value) + " MB";
+            result.name_of(unknown_at(j)) + " is estimated at " + ppb::format_mb(*value);
         if (result.std_errors[j]) {
-            text += " (standard error " + format_number(*result.std_errors[j]) + " MB)";
+            text += " (standard error " + ppb::format_mb(*result.std_errors[j]) + ")";
         }
         text +=
             ", but memory cannot be negative: the observations may not follow the model (check "
@@ -67,11 +68,11 @@ std::vector<std::string> warnings_for(const FitResult& result, double mean_obser
         warnings.push_back(std::move(text));
     }
     if (result.rms_residual_mb > poor_fit_fraction * mean_observed) {
-        warnings.push_back("poor fit: the rms residual (" + format_number(result.rms_residual_mb) +
-                           " MB) is " +
+        warnings.push_back("poor fit: the rms residual (" + ppb::format_mb(result.rms_residual_mb) +
+                           ") is " +
                            format_number(100.0 * result.rms_residual_mb / mean_observed, 3) +
-                           " % of the mean observed peak memory (" + format_number(mean_observed) +
-                           " MB); the observations may not follow the model (check their layer "
+                           " % of the mean observed peak memory (" + ppb::format_mb(mean_observed) +
+                           "); the observations may not follow the model (check their layer "
                            "and in-flight counts, or whether the dry runs differ in more than "
                            "the placement of layers)");
     }

@@ -2,9 +2,9 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
+#include <ppb/json_output.hpp>
 #include <ppb/plugin.hpp>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <cmath>
@@ -48,7 +48,7 @@ double parse_rank_tolerance(const boost::json::value& v) {
     // Tolerance 1 or more would declare every design matrix of rank 0.
     if (ec || !std::isfinite(tolerance) || tolerance <= 0.0 || tolerance >= 1.0) {
         throw InvalidInput("dryrun-lsq option 'rank_tolerance' must be a number in (0, 1), got " +
-                           boost::json::serialize(v));
+                           ppb::to_compact_json(v));
     }
     return tolerance;
 }

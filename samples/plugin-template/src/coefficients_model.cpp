@@ -5,6 +5,7 @@
 //   {"const_mb": C, "head_mb": H, "tail_mb": T, "param_per_layer_mb": P,
 //    "activation_mb": {"none": A, "select": ..., "comm": ..., "both": ..., "full": ...}}
 // A null activation means the kind is not predicted; null const/head/tail/per-layer are errors.
+#include <ppb/json_output.hpp>
 #include <ppb/plugin.hpp>
 
 #include <boost/json.hpp>
@@ -96,7 +97,7 @@ class CoefficientsModel : public ppb::plugin::MemoryModelBase {
                                          {"tail_mb", c_.tail_mb},
                                          {"param_per_layer_mb", c_.per_layer_mb},
                                          {"activation_mb", activation}};
-        return boost::json::serialize(boost::json::object{
+        return ppb::to_compact_json(boost::json::object{
             {"parameters", params}, {"diagnostics", boost::json::object{{"source", "options"}}}});
     }
 

@@ -7,17 +7,20 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ppb::cli {
 
 // "Iteration breakdown (...):" and a table of work, ideal, imbalance, communication, recompute
 // and the iteration, each with its share, in the layer file's time unit.
-[[nodiscard]] std::string render_iteration_breakdown(const IterationBreakdown& breakdown);
+[[nodiscard]] std::string render_iteration_breakdown(const IterationBreakdown& breakdown,
+                                                     std::string_view unit = {});
 
-// "none", "0.5 on every boundary" or "0.5, 0.2, 0.3 (per boundary 0-1, 1-2, 2-0)".
+// "none", "0.5 on every boundary" or "0.5, 0.2, 0.3 (per boundary 0-1, 1-2, 2-0)"; with a
+// unit ("ms": times from a model shape) after the numbers, "0.5 ms on every boundary".
 [[nodiscard]] std::string comm_time_text(const std::vector<double>& boundary,
-                                         std::uint32_t num_stages);
+                                         std::uint32_t num_stages, std::string_view unit = {});
 
 // The values of --comm-time, checked: each finite and at least 0 (UsageError naming the option
 // otherwise, exit 2).

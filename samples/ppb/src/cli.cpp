@@ -1,5 +1,6 @@
 #include "cli.hpp"
 #include "commands.hpp"
+#include "suggest.hpp"
 
 #include <ppb/abi.h>
 #include <ppb/kinds.hpp>
@@ -83,8 +84,11 @@ void check_command_words(const CLI::App& app, const Commands& commands,
                 names.push_back(sub->get_name());
         }
         if (next == nullptr) {
+            const std::vector<std::string> close = closest_names(word, names);
             throw UsageError(
-                fmt::format("unknown {} '{}' (expected {})", noun, word, fmt::join(names, ", ")),
+                close.empty() ? fmt::format("unknown {} '{}' (expected {})", noun, word,
+                                            fmt::join(names, ", "))
+                              : fmt::format("unknown {} '{}'{}", noun, word, did_you_mean(close)),
                 command_path(*at));
         }
         at = next;
@@ -93,6 +97,58 @@ void check_command_words(const CLI::App& app, const Commands& commands,
                 noun = c.subcommand_noun;
         }
     }
+}
+
+// What CLI11 could not place (`extras`, in command-line order) said plainly: the first word that
+// looks like an option is an unknown option of the command `at`, with the closest of its options
+// suggested; words that are not options keep CLI11's message.
+std::string unexpected_arguments(const CLI::App& at, const std::vector<std::string>& extras) {
+    for (const std::string& word : extras) {
+        double number = 0.0;
+        const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), number);
+        const bool is_number = ec == std::errc{} && end == word.data() + word.size();
+        if (word.size() < 2 || word.front() != '-' || is_number)
+            continue;
+        const std::string name = word.substr(0, word.find('='));
+        std::vector<std::string> names;
+        for (const CLI::Option* option : at.get_options()) {
+            for (const std::string& l : option->get_lnames())
+                names.push_back("--" + l);
+            for (const std::string& s : option->get_snames())
+                names.push_back("-" + s);
+        }
+        return fmt::format("unknown option '{}'{}", name, did_you_mean(closest_names(name, names)));
+    }
+    return CLI::ExtrasError(extras).what();
+}
+
+// An option of one value given more than once (CLI11's "At Most 1 required but received 2"),
+// said plainly with the values given: "--stages given twice (4 and 8): give it once". Empty when
+// no option of the command line's commands was given too often.
+std::string repeated_option(const CLI::App& chosen) {
+    for (const CLI::App* at = &chosen; at != nullptr; at = at->get_parent()) {
+        for (const CLI::Option* option : at->get_options()) {
+            const std::vector<std::string>& given = option->results();
+            const auto most =
+                static_cast<std::size_t>(std::max(option->get_items_expected_max(), 1));
+            if (option->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw ||
+                given.size() <= most) {
+                continue;
+            }
+            const std::string times =
+                given.size() == 2 ? std::string("twice") : fmt::format("{} times", given.size());
+            std::string values;
+            if (option->get_type_size_max() > 0) {
+                for (std::size_t i = 0; i < given.size(); ++i) {
+                    const char* separator = i == 0 ? "" : i + 1 == given.size() ? " and " : ", ";
+                    values += fmt::format("{}{}", separator, given[i]);
+                }
+                values = " (" + values + ")";
+            }
+            return fmt::format("{} given {}{}: give it once", option->get_name(), times, values);
+        }
+    }
+    return {};
 }
 
 }  // namespace
@@ -283,9 +339,16 @@ int run(int argc, char** argv) {
         // An unknown option or argument is the first mistake to name: CLI11 checks for
         // missing options before it looks at what is left over.
         CLI::App* at = selected(app);
-        const auto extras = at->remaining();
-        throw UsageError(extras.empty() ? std::string(e.what()) : CLI::ExtrasError(extras).what(),
+        const auto extras = app.remaining(true);
+        throw UsageError(extras.empty() ? std::string(e.what()) : unexpected_arguments(*at, extras),
                          command_path(*at));
+    } catch (const CLI::ExtrasError&) {
+        CLI::App* at = selected(app);
+        throw UsageError(unexpected_arguments(*at, app.remaining(true)), command_path(*at));
+    } catch (const CLI::ArgumentMismatch& e) {
+        CLI::App* at = selected(app);
+        const std::string repeated = repeated_option(*at);
+        throw UsageError(repeated.empty() ? std::string(e.what()) : repeated, command_path(*at));
     } catch (const CLI::ParseError& e) {
         throw UsageError(e.what(), command_path(*selected(app)));
     }

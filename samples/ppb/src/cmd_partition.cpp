@@ -11,8 +11,10 @@
 #include <ppb/importers/sapp_problem.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/number_text.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
+#include <ppb/partition/plan_warnings.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -175,10 +177,13 @@ int run_partition(const PartitionArgs& args) {
                             nullptr, "", "--dryrun FILE")
             : prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
     const MemoryModel& model = prepared.model;
-    const PartitionContext context{model.name(), model.version(), prepared.source};
+    const PartitionContext context{model.name(), model.version(), prepared.source, times.unit};
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, model, {.choose_objective = args.objective == "auto", .refine = !args.fast});
     const Simulation& simulation = planned.simulation;
+    for (const std::string& warning :
+         partition::plan_warnings(planned.problem, planned.plan, simulation))
+        fmt::print(stderr, "ppb: warning: {}\n", warning);
     const auto document = [&] {
         auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
                                                  planned.breakdown, planned.lower_bound);
@@ -190,12 +195,14 @@ int run_partition(const PartitionArgs& args) {
     if (!args.json && (args.breakdown || !problem.comm_time.empty())) {
         const double comm = partition::communication_estimate(planned.problem, planned.plan);
         after_simulation = fmt::format(
-            "Communication between stages: {}; it adds {:.1f} to the estimate ({:.1f} with it: "
-            "what it costs evenly loaded stages, simulated)\n",
-            comm_time_text(simulation.comm_time, problem.num_stages), comm,
-            planned.plan.iteration_time + comm);
+            "Communication between stages: {}; it adds {} to the partitioner objective ({} with "
+            "it: what it costs evenly loaded stages, simulated)\n",
+            comm_time_text(simulation.comm_time, problem.num_stages, times.unit),
+            format_time(comm, times.unit),
+            format_time(planned.plan.iteration_time + comm, times.unit));
         after_simulation += render_iteration_breakdown(
-            partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation));
+            partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation),
+            times.unit);
     }
     const std::string out =
         args.json ? to_pretty_json(document())
@@ -332,10 +339,11 @@ void add_partition_command(CLI::App& app, Commands& commands) {
     as_comma_list(partition->add_option(
                       "--comm-time", args->comm_time,
                       "point-to-point time of one transfer between neighbouring stages, in\n"
-                      "the layer file's time unit: one value for every boundary, or one per\n"
-                      "boundary (P - 1; the interleaved schedules also cross from the last\n"
-                      "stage back to stage 0: P). The simulated iteration waits for it; the\n"
-                      "estimate adds what it costs evenly loaded stages. Default: SAPP's\n"
+                      "the layer times' unit (the layer file's; ms for times from a model\n"
+                      "shape): one value for every boundary, or one per boundary (P - 1;\n"
+                      "the interleaved schedules also cross from the last stage back to\n"
+                      "stage 0: P). The simulated iteration waits for it; the partitioner\n"
+                      "objective adds what it costs evenly loaded stages. Default: SAPP's\n"
                       "sim_comm_time with --sapp-config, else none"))
         ->type_name("T,...");
     partition

@@ -13,7 +13,6 @@
 #include <boost/json/object.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -177,7 +176,7 @@ int run_probe_plugin(const std::string& file) {
             throw;
         report["note"] = "needs options to be created";
     }
-    write_stdout(boost::json::serialize(report));
+    write_stdout(to_compact_json(report));
     return 0;
 }
 

@@ -17,8 +17,6 @@
 #include <ppb/partition/time_model.hpp>
 #include <ppb/timeline_svg.hpp>
 
-#include <boost/json/serialize.hpp>
-
 #include <fmt/format.h>
 
 #include <atomic>
@@ -167,7 +165,7 @@ class ModelsByDegree {
             with_degree["data_parallel"] = d;
             try {
                 entry->prepared.emplace(
-                    prepare(ModelOptions{json::serialize(with_degree), options.file}));
+                    prepare(ModelOptions{to_compact_json(with_degree), options.file}));
                 entry->memory = partition::model_memory_source(base, entry->prepared->model);
             } catch (const ModelError& e) {
                 if (!e.is_input_error())
@@ -290,7 +288,7 @@ int run_search_command(const SearchArgs& args) {
         if (!std::isfinite(*args.comm_time) || *args.comm_time < 0.0) {
             throw UsageError(fmt::format(
                 "--comm-time: {} is not a time: give a finite number, at least 0, in the layer "
-                "file's unit",
+                "times' unit",
                 *args.comm_time));
         }
         base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
@@ -356,7 +354,7 @@ int run_search_command(const SearchArgs& args) {
     }
 
     const partition::SearchContext context{
-        {described->model.name(), described->model.version(), described->source},
+        {described->model.name(), described->model.version(), described->source, times.unit},
         times.source,
         times.unit,
         args.top,
@@ -529,7 +527,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
     search
         ->add_option("--comm-time", args->comm_time,
                      "point-to-point time of one transfer between neighbouring stages, in\n"
-                     "the layer file's time unit, on every boundary of every configuration:\n"
+                     "the layer times' unit (the layer file's; ms for times from a model\n"
+                     "shape), on every boundary of every configuration:\n"
                      "each plan's simulated iteration (the ranking) waits for it")
         ->type_name("T");
     search->add_flag("--fast", args->fast,

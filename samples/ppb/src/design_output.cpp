@@ -2,12 +2,12 @@
 
 #include "text_table.hpp"
 
+#include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/partition/design_document.hpp>
 #include <ppb/partition/design_megatron.hpp>
 
 #include <fmt/format.h>
-#include <boost/json/serialize.hpp>
 
 namespace ppb::cli {
 
@@ -89,7 +89,7 @@ std::string render_design(const partition::DesignRequest& request, const partiti
         if (const auto arrays = partition::design_mindformers_arrays(run, request.num_layers)) {
             out += "  MindFormers:";
             for (const auto& [key, value] : *arrays)
-                out += fmt::format(" {}: {}", std::string_view(key), boost::json::serialize(value));
+                out += fmt::format(" {}: {}", std::string_view(key), to_compact_json(value));
             out += "\n";
         } else {
             out += "  MindFormers: none (a stage holds both 'select' and 'comm' layers)\n";

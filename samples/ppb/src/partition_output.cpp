@@ -57,7 +57,8 @@ std::string render_partition(const Problem& problem, const Plan& plan,
     if (sigma)
         header.emplace_back("MARGIN");  // K standard errors, shown only when K > 0
     header.emplace_back("HEADROOM");
-    header.emplace_back("TIME");
+    header.emplace_back(context.time_unit.empty() ? std::string("TIME")
+                                                  : fmt::format("TIME ({})", context.time_unit));
     const bool grouped = problem.time.grouped();
     if (grouped) {
         header.emplace_back("RANGE");   // the stage's layers in model order
@@ -111,33 +112,36 @@ std::string render_partition(const Problem& problem, const Plan& plan,
         }
     }
     out += table.render(2);
+    // The iteration as the schedule runs it first; then what the partitioner minimised, a
+    // different number (an estimate that ignores how operations wait for each other).
+    const std::string_view unit = context.time_unit;
+    out += fmt::format("\nSimulated iteration ({} order): {}, bubble {:.1f}%{}\n",
+                       schedule_name(problem.schedule), format_time(simulation.makespan, unit),
+                       100.0 * simulation.bubble_fraction,
+                       unit.empty() ? "; times in the layer file's unit" : "");
+    std::string objective;
     if (chunked && problem.objective == partition::ChunkObjective::stages) {
-        out += fmt::format(
-            "\nIteration time estimate: {:.1f} ({} x the busiest stage + the other stages' "
-            "slowest chunks; times are forward + backward per micro-batch, in the layer file's "
-            "unit)\n",
-            plan.iteration_time, problem.micro_batches);
+        objective = fmt::format("{} x the busiest stage + the other stages' slowest chunks",
+                                problem.micro_batches);
     } else if (chunked) {
-        out += fmt::format(
-            "\nIteration time estimate: {:.1f} ({} x the slowest chunk + every stage's slowest "
-            "chunk: {} micro-batches x {} chunks as slots; times are forward + backward per "
-            "micro-batch, in the layer file's unit)\n",
-            plan.iteration_time, problem.micro_batches * problem.chunks - 1, problem.micro_batches,
-            problem.chunks);
+        objective = fmt::format(
+            "{} x the slowest chunk + every stage's slowest chunk: {} micro-batches x {} chunks "
+            "as slots",
+            problem.micro_batches * problem.chunks - 1, problem.micro_batches, problem.chunks);
     } else {
-        out += fmt::format(
-            "\nIteration time estimate: {:.1f} (sum of stage times + {} x the slowest stage; "
-            "stage times are forward + backward per micro-batch, in the layer file's unit)\n",
-            plan.iteration_time, problem.micro_batches - 1);
+        objective =
+            fmt::format("sum of stage times + {} x the slowest stage", problem.micro_batches - 1);
     }
-    out += fmt::format("Simulated iteration ({} order): {:.1f}, bubble {:.1f}%\n",
-                       schedule_name(problem.schedule), simulation.makespan,
-                       100.0 * simulation.bubble_fraction);
+    out += fmt::format(
+        "Partitioner objective: {} (the estimate the plan minimises: {}; {} times are forward + "
+        "backward per micro-batch)\n",
+        format_time(plan.iteration_time, unit), objective, chunked ? "chunk" : "stage");
     if (lower_bound) {
         out += fmt::format(
-            "Lower bound: {:.1f} (no plan within the memory limit simulates faster); this plan is "
+            "Lower bound: {} (no plan within the memory limit simulates faster); this plan is "
             "within {:.2f}% of it\n",
-            *lower_bound, 100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
+            format_time(*lower_bound, unit),
+            100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
     }
     out += after_simulation;  // communication and the iteration's breakdown, when asked for
 

@@ -29,6 +29,13 @@ void time_or_null(const JsonNode& node) {
     if (!node.is_null())
         (void)node.as_number_in(iteration_time);
 }
+// The member under its name, or under the name documents of earlier versions gave it.
+JsonNode renamed_member(const JsonObject& object, std::string_view key, std::string_view old) {
+    if (!object.contains(key) && object.contains(old))
+        return object.required(old);
+    return object.required(key);
+}
+
 void memory_member(const JsonObject& object, std::string_view key) {
     memory_or_null(object.required(key));
 }
@@ -108,7 +115,7 @@ void check_plan(const JsonNode& node) {
         if (fraction < 0.0 || fraction > 1.0)
             bubble.fail("expected a fraction from 0 to 1");
     }
-    time_or_null(plan.required("iteration_time"));
+    time_or_null(renamed_member(plan, "partitioner_objective", "iteration_time"));
     for (const JsonNode& stage : JsonArray(plan.required("stages")).elements())
         check_stage(JsonObject(stage), num_stages);
     // Each framework's configuration, as framework_config.cpp reads it.
@@ -139,8 +146,8 @@ void check_search_document(const boost::json::value& search, std::string_view so
         (void)entry.required("schedule").as_string();
         (void)entry.required("chunks").as_count(limits::chunks);
         (void)entry.required("recompute").as_string();
-        for (const std::string_view key : {"iteration_time", "estimate"})
-            time_or_null(entry.required(key));
+        time_or_null(entry.required("iteration_time"));
+        time_or_null(renamed_member(entry, "partitioner_objective", "estimate"));
         if (const JsonNode bubble = entry.required("bubble_fraction"); !bubble.is_null()) {
             const double fraction = bubble.as_number();
             if (fraction < 0.0 || fraction > 1.0)
@@ -152,6 +159,16 @@ void check_search_document(const boost::json::value& search, std::string_view so
         if (i == 0)
             check_plan(entry.required("plan"));
     }
+}
+
+const boost::json::value& plan_objective(const boost::json::object& plan) {
+    const auto* found = plan.if_contains("partitioner_objective");
+    return found != nullptr ? *found : plan.at("iteration_time");
+}
+
+const boost::json::value& entry_objective(const boost::json::object& entry) {
+    const auto* found = entry.if_contains("partitioner_objective");
+    return found != nullptr ? *found : entry.at("estimate");
 }
 
 }  // namespace ppb::cli::report

@@ -11,6 +11,7 @@
 #ifndef PPB_CLI_REPORT_INPUT_HPP
 #define PPB_CLI_REPORT_INPUT_HPP
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <string_view>
@@ -22,6 +23,12 @@ void check_plan_document(const boost::json::value& plan, std::string_view source
 
 // The same for a search's page; the best configuration's plan is checked as a plan.
 void check_search_document(const boost::json::value& search, std::string_view source);
+
+// The partitioner objective of a plan ("partitioner_objective"; documents written before it was
+// named so call it "iteration_time") and of a search's entry ("partitioner_objective", before
+// "estimate"). The documents are checked: one of the two is there.
+[[nodiscard]] const boost::json::value& plan_objective(const boost::json::object& plan);
+[[nodiscard]] const boost::json::value& entry_objective(const boost::json::object& entry);
 
 }  // namespace ppb::cli::report
 

@@ -435,7 +435,7 @@ std::string plan_summary(const json::object& plan, const ReportTexts& texts) {
         "<p>{} body layers over {} stages, {} micro-batches, {}; memory limit {}; recompute rule "
         "{}.</p><p class=\"muted\">memory model {} {}{}</p>"
         "<dl class=\"figures\"><div><dt>simulated iteration</dt><dd>{}</dd></div>"
-        "<div><dt>estimate minimised</dt><dd>{}</dd></div>"
+        "<div><dt>partitioner objective</dt><dd>{}</dd></div>"
         "<div><dt>bubble</dt><dd>{:.1f} %</dd></div>"
         "<div><dt>peak stage memory</dt><dd>{}</dd></div>"
         "<div><dt>least headroom</dt><dd>{}</dd></div></dl>"
@@ -448,7 +448,7 @@ std::string plan_summary(const json::object& plan, const ReportTexts& texts) {
         escape(std::string(model.at("version").as_string())),
         texts.source.empty() ? std::string() : escape(" (" + texts.source + ")"),
         time_text(number_or_zero(simulated.at("makespan")), texts.time_unit),
-        time_text(number_or_zero(plan.at("iteration_time")), texts.time_unit),
+        time_text(number_or_zero(plan_objective(plan)), texts.time_unit),
         100.0 * number_or_zero(simulated.at("bubble_fraction")), mb(peak), mb(least_headroom),
         texts.time_unit.empty() ? std::string("layer file's time unit")
                                 : fmt::format("unit {}", texts.time_unit));

@@ -36,7 +36,7 @@ std::string ranking_table(const json::array& ranking, std::string_view unit) {
             e.at("data_parallel").to_number<std::uint64_t>(),
             e.at("micro_batches").to_number<std::uint64_t>(), escape(schedule_text(e)),
             escape(std::string(e.at("recompute").as_string())),
-            number_or_zero(e.at("iteration_time")), number_or_zero(e.at("estimate")),
+            number_or_zero(e.at("iteration_time")), number_or_zero(entry_objective(e)),
             100.0 * number_or_zero(e.at("bubble_fraction")), number_or_zero(e.at("peak_memory_mb")),
             number_or_zero(e.at("headroom_mb")));
     }
@@ -48,7 +48,7 @@ std::string ranking_table(const json::array& ranking, std::string_view unit) {
         "<div class=\"scroll\"><table "
         "class=\"ranking\"><thead><tr><th>rank</th><th>PP</th><th>DP</th><th>M</th>"
         "<th class=\"text\">schedule</th><th class=\"text\">recompute</th><th>iteration</th>"
-        "<th>estimate</th><th>bubble</th><th>peak memory</th><th>headroom</th></tr></thead>"
+        "<th>objective</th><th>bubble</th><th>peak memory</th><th>headroom</th></tr></thead>"
         "<tbody>{1}</tbody></table></div>",
         u, rows);
 }
@@ -180,7 +180,8 @@ std::string search_report_html(const boost::json::object& search,
     body += fmt::format(
         "<section class=\"search\" id=\"ranking\"><h2>Ranking</h2><p class=\"muted\">By the "
         "simulated iteration of each configuration's optimal plan, per global batch; the "
-        "estimate is what the partitioner minimised.</p>{}</section>\n",
+        "objective is the partitioner objective, the estimate each plan minimises.</p>{}"
+        "</section>\n",
         report::ranking_table(ranking, texts.time_unit));
     if (!ranking.empty()) {
         body += fmt::format(

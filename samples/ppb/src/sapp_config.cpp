@@ -2,6 +2,7 @@
 #include "sapp_config.hpp"
 
 #include <ppb/errors.hpp>
+#include <ppb/number_text.hpp>
 
 #include <fmt/format.h>
 #include <boost/json/array.hpp>
@@ -148,9 +149,10 @@ SappSettings sapp_partition_settings(const SappProblem& problem, const Partition
         s.memory_margin_mb = static_cast<double>(constant.value);
         if (constant.value != 0 && *s.memory_margin_mb >= *s.memory_limit_mb) {
             throw InputError(fmt::format(
-                "{}: {} MB is not below the memory limit ({} MB): SAPP adds it to every stage, "
+                "{}: {} is not below the memory limit ({}): SAPP adds it to every stage, "
                 "so no stage could fit",
-                constant.where, constant.value, *s.memory_limit_mb));
+                constant.where, format_mb(static_cast<double>(constant.value)),
+                format_mb(*s.memory_limit_mb)));
         }
     }
 

@@ -11,11 +11,6 @@ namespace {
 
 using partition::SearchOutcome;
 
-// A time in the layer file's unit, or in `unit` when known.
-std::string time_cell(double t, const std::string& unit) {
-    return unit.empty() ? fmt::format("{:.1f}", t) : fmt::format("{:.1f} {}", t, unit);
-}
-
 std::string space_line(const partition::SearchSpace& space, const partition::Problem& base) {
     std::string out;
     if (space.devices)
@@ -30,8 +25,7 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
     if (base.memory_margin_sigma > 0.0)
         out += fmt::format(" and {:g} standard errors", base.memory_margin_sigma);
     if (!base.comm_time.empty() && base.comm_time.front() > 0.0) {
-        out +=
-            fmt::format(", {} per transfer between stages", time_cell(base.comm_time.front(), ""));
+        out += fmt::format(", {} per transfer between stages", format_time(base.comm_time.front()));
     }
     return out;
 }
@@ -47,7 +41,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         context.model.model_version, context.model.source, space_line(space, base));
 
     using A = TextTable::Align;
-    TextTable table({"RANK", "PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "ITERATION", "ESTIMATE",
+    TextTable table({"RANK", "PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "ITERATION", "OBJECTIVE",
                      "BUBBLE", "PEAK MEMORY", "HEADROOM"},
                     {A::right, A::right, A::right, A::right, A::left, A::left, A::right, A::right,
                      A::right, A::right, A::right});
@@ -59,8 +53,8 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         table.add_row({std::to_string(++rank), std::to_string(c.pipeline),
                        std::to_string(c.data_parallel), std::to_string(c.micro_batches),
                        partition::describe(c.schedule), c.recompute.name,
-                       time_cell(p.simulation.makespan, context.time_unit),
-                       time_cell(p.plan.iteration_time, context.time_unit),
+                       format_time(p.simulation.makespan, context.time_unit),
+                       format_time(p.plan.iteration_time, context.time_unit),
                        fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
                        format_mb(o->peak_memory_mb), format_mb(o->headroom_mb)});
     }
@@ -68,10 +62,10 @@ std::string render_search(const partition::SearchSpace& space, const partition::
 
     const auto [planned, infeasible, invalid] = partition::count_outcomes(result);
     out += fmt::format(
-        "\nITERATION: the plan's iteration as its schedule runs it (simulated), per global batch"
-        "{}; ESTIMATE: what the partitioner minimised.\n",
-        context.time_unit.empty() ? ", in the layer file's time unit"
-                                  : fmt::format(", in {}", context.time_unit));
+        "\nITERATION: the plan's iteration as its schedule runs it (simulated), per global batch, "
+        "{}; OBJECTIVE: the partitioner objective, the estimate each plan minimises (not the "
+        "iteration).\n",
+        time_unit_phrase(context.time_unit));
     std::string summary = fmt::format("{} planned", planned);
     if (ranking.size() < planned)
         summary += fmt::format(" (the best {} shown; --top 0 shows all)", ranking.size());

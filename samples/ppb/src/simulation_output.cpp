@@ -27,12 +27,14 @@ std::string counts_text(const std::vector<std::uint32_t>& counts) {
 
 std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
                               std::string_view source) {
+    const std::string_view unit = plan.time_unit;
     std::string out = fmt::format(
         "{} schedule, {} stages, {} chunk{} per stage, {} micro-batches ({})\n"
-        "makespan {:.1f}, bubble {:.1f}% of stage time (communication between stages: {})\n\n",
+        "makespan {}, bubble {:.1f}% of stage time (communication between stages: {}); times "
+        "{}\n\n",
         schedule_name(sim.schedule), sim.num_stages, sim.num_chunks, sim.num_chunks == 1 ? "" : "s",
-        sim.micro_batches, source, sim.makespan, 100.0 * sim.bubble_fraction,
-        comm_time_text(sim.comm_time, sim.num_stages));
+        sim.micro_batches, source, format_time(sim.makespan, unit), 100.0 * sim.bubble_fraction,
+        comm_time_text(sim.comm_time, sim.num_stages, unit), time_unit_phrase(unit));
     using A = TextTable::Align;
     std::vector<std::string> header = {"STAGE", "BUSY", "IDLE", "PEAK IN FLIGHT"};
     if (sim.with_memory) {
@@ -66,7 +68,7 @@ std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
             "AT "
             "PEAK micro-batches.\n";
     }
-    out += render_iteration_breakdown(iteration_breakdown(plan.input, sim));
+    out += render_iteration_breakdown(iteration_breakdown(plan.input, sim), unit);
     return out;
 }
 
@@ -110,6 +112,7 @@ json::object simulation_document(const Simulation& sim, const SimulationPlan& pl
     doc["num_stages"] = sim.num_stages;
     doc["num_chunks"] = sim.num_chunks;
     doc["micro_batches"] = sim.micro_batches;
+    doc["time_unit"] = plan.time_unit.empty() ? json::value(nullptr) : json::value(plan.time_unit);
     doc["communication_time"] = json::array(sim.comm_time.begin(), sim.comm_time.end());
     doc["iteration_breakdown"] =
         partition::iteration_breakdown_object(iteration_breakdown(plan.input, sim));

@@ -134,6 +134,12 @@ SimulationPlan read_simulation_plan(std::string_view text, std::string_view sour
         throw InputError(located_message(source, "", problem));
     }
 
+    if (const auto unit = doc.optional("time_unit"); unit && !unit->is_null()) {
+        plan.time_unit = unit->as_string();
+        if (plan.time_unit != "ms")
+            unit->fail(fmt::format("expected \"ms\" or null (the layer file's unit), got {}",
+                                   describe_json(unit->value())));
+    }
     if (!overrides.comm_time.empty()) {
         in.comm_time = overrides.comm_time;
     } else if (const auto comm = doc.optional("comm_time")) {

@@ -26,6 +26,9 @@ struct SimulationPlan {
     SimulationInput input;
     // The planned peak memory of each stage, when the plan has memory (for comparison).
     std::vector<double> planned_memory_mb;
+    // The plan's "time_unit": "ms" for times from a model shape's FLOPs; empty (null or absent,
+    // as in plans written before it) for the layer file's own unit.
+    std::string time_unit;
 };
 
 // The plan's optional "comm_time" (a number for every boundary, or one per boundary, as `ppb

@@ -48,8 +48,4 @@ std::string TextTable::render(std::size_t indent) const {
     return out;
 }
 
-std::string format_mb(double mb) {
-    return fmt::format("{:.1f} MB", mb);
-}
-
 }  // namespace ppb::cli

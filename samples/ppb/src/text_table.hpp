@@ -2,6 +2,8 @@
 #ifndef PPB_TEXT_TABLE_HPP
 #define PPB_TEXT_TABLE_HPP
 
+#include <ppb/number_text.hpp>
+
 #include <string>
 #include <vector>
 
@@ -20,8 +22,9 @@ class TextTable {
     std::vector<Align> align_;
 };
 
-// "41234.5 MB": memory for people, one decimal, with its unit.
-[[nodiscard]] std::string format_mb(double mb);
+// Memory and times for people: ppb::format_mb, ppb::format_time (the one rounding of each).
+using ppb::format_mb;
+using ppb::format_time;
 
 }  // namespace ppb::cli
 

@@ -44,25 +44,30 @@ using InFlightVector = std::vector<std::uint32_t>;
                                                             std::uint32_t micro_batches,
                                                             std::uint32_t chunks = 1);
 
-// How a memory model's answer at a count of 0 is had. The plugin contract (ppb/abi.h, API 1.3)
-// has every chunk of a placement hold at least one micro-batch, yet a chunk may hold none at some
-// moment (its activations all freed). `exact`: the model is linear, so its answer at the true
-// vector is its answer at the vector as asked (ppb::asked_in_flight) plus Σ_c a_c·(count_c −
-// asked_c), a_c being chunk c's activation per micro-batch from its coefficients
-// (ppb::predict_over_profile). `as_one`: a model without coefficients is asked about a count of 0
-// as 1, which over-counts by at most one micro-batch of that chunk's activations, and only where
-// such a moment is the peak.
-enum class ZeroCounts { exact, as_one };
+// A count of 0. The plugin contract (ppb/abi.h, API 1.3) has every chunk of a placement hold
+// at least one micro-batch, yet a chunk may hold none at some moment of the schedule (its
+// activations all freed), and the stage's true peak may be at such a moment. The one rule,
+// for every model and every host use of profiles (predict, compare, the Python module, the
+// partitioner, the fit, and so the simulator's memory of a plan): a model is asked at the
+// vector with each 0 as 1 (asked_in_flight), and for each chunk holding none its memory per
+// micro-batch is taken off — a linear model's a_c = Σ_k A_k n_ck from its coefficients
+// (ppb::chunk_activations), any other model's own slope there, its answer with one more
+// micro-batch on that chunk less its answer as asked (zero_count_probes, answer_at_counts). The
+// answer is exact for every model affine in each chunk's in-flight count: every linear model,
+// the analytic model (whose embedding and LM-head activations grow with their chunk's count),
+// and every model the chunked partitioner accepts (it checks the affinity).
 
 // `counts` as a model may be asked about them: every count of 0 as 1.
 [[nodiscard]] InFlightVector asked_in_flight(InFlightVector counts);
 
-// The one owner of the rule above: the vectors a model is evaluated over for the true `profile`
-// (ppb::in_flight_profile). `exact`: the profile itself; `as_one`: each vector as asked, reduced
-// again (pareto_in_flight). Every host use of profiles (predict, compare, the Python module, the
-// partitioner, the fit) goes through it, so they agree with each other.
-[[nodiscard]] std::vector<InFlightVector> model_in_flight_profile(
-    std::vector<InFlightVector> profile, ZeroCounts zeros);
+// The vectors a model without coefficients is asked about for the true `counts`:
+// asked_in_flight(counts) first, then, for each chunk holding none (in chunk order), that vector
+// with one more micro-batch on that chunk. Just the asked vector when no count is 0.
+[[nodiscard]] std::vector<InFlightVector> zero_count_probes(const InFlightVector& counts);
+
+// The model's answer at the true counts from its answers at zero_count_probes(counts), in that
+// order: answers[0] less each zero chunk's slope, answers[i] − answers[0].
+[[nodiscard]] double answer_at_counts(std::span<const double> answers);
 
 // The vector of `profile` where Σ_c weights[c] · count_c is largest, and that sum (the first
 // such vector on a tie). `profile` must not be empty; weights has one entry per chunk.

@@ -11,8 +11,9 @@
 
 namespace ppb {
 
-// A result that could not be written (no space left, an I/O error, a closed stdout): not the
-// input's fault. ppb exits 1 on it.
+// A result that could not be written (permission denied, a missing directory, a read-only file
+// system, no space left, an I/O error, a closed stdout). ppb exits 1 on it, as
+// host_api/docs/commands.md says.
 class OutputError : public std::runtime_error {
   public:
     using std::runtime_error::runtime_error;
@@ -26,10 +27,12 @@ class OutputError : public std::runtime_error {
 //   - a FIFO or a character device (/dev/null, /dev/stdout, a terminal): written through, in
 //     place;
 //   - anything else (a directory, a socket, a block device) is left alone.
-// Throws ppb::InputError "<path>: cannot write: <reason>" when the path cannot be written at
-// all (not a writable kind of file, missing directory, permission denied), and OutputError
-// "<path>: cannot write: <reason>" ("cannot write to stdout: <reason>") when writing fails
-// part-way (no space left, I/O error); in the atomic case the old file is then unchanged.
+// Throws ppb::InputError "<path>: cannot write: <reason>" for a path ppb refuses to write
+// (an empty name, a directory, a socket, a block device, a symbolic link to a missing file: a
+// mistake in the command line, exit 2), and OutputError "<path>: cannot write: <reason>"
+// ("cannot write to stdout: <reason>") when the file cannot be opened, written, flushed, closed
+// or renamed (permission denied, missing directory, no space left, I/O error: exit 1); in the
+// atomic case the old file is then unchanged.
 void write_output_file(const std::filesystem::path& path, std::string_view text);
 
 // Writes `text` to standard output and flushes it; throws OutputError

@@ -24,12 +24,13 @@ struct StagePlacement {
     Schedule schedule = Schedule::one_f_one_b;
 
     // A view points into `chunks`: a temporary's would dangle, so only an lvalue gives one. The
-    // stage is described to the model by the ends it holds (ppb::abi_stage): under dualpipe-v
-    // stage 0 holds the embedding and the LM head, stage P - 1 neither.
+    // stage is described to the model by the ends it holds (ppb::abi_stage): under the V-shaped
+    // schedules (dualpipe-v, zb-v) stage 0 holds the embedding and the LM head, stage P - 1
+    // neither.
     [[nodiscard]] ppb_placement view() const& noexcept {
         std::uint32_t p = num_stages;
         std::uint32_t s = stage;
-        if (schedule == Schedule::dualpipe_v && chunks.size() == 2) {
+        if (v_shaped(schedule) && chunks.size() == 2) {
             if (s == 0)
                 p = 1;
             else if (s + 1 == p)

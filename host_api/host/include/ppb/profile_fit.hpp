@@ -15,12 +15,12 @@
 // the fit is the model's own exact fit of those rows (dryrun-lsq: exact when the dry runs are
 // exact).
 // A vector may hold a count of 0 (a chunk holding no micro-batch at that moment), which a plugin
-// cannot be asked about (ppb::ZeroCounts). A fitted linear model is evaluated there exactly
-// (ppb::predict_over_profile); its row is fitted at the vector as asked
+// cannot be asked about (ppb/in_flight_profile.hpp, "A count of 0"). The model is evaluated
+// there as ppb::predict_over_profile evaluates it; its row is fitted at the vector as asked
 // (ppb::asked_in_flight), with the measurement raised by the activations the current fit puts on
-// the micro-batches asked about and not held, Σ_c a_c · (asked_c − count_c). Step 1 repeats
-// until those corrections are stable too: true coefficients are a fixed point, so exact dry runs
-// are fitted exactly. A model without coefficients has no correction (counts of 0 as 1). The active
+// the micro-batches asked about and not held (Σ_c a_c · (asked_c − count_c) for a linear model,
+// the model's own slope otherwise). Step 1 repeats until those corrections are stable too: true
+// coefficients are a fixed point, so exact dry runs are fitted exactly. The active
 // sets seen are remembered: if one comes back (a cycle) or 50 fits pass, the visited set whose fit
 // leaves the least squared error between measured and predicted peaks is fitted again and kept, and
 // the result says it did not converge.
@@ -66,8 +66,10 @@ ProfileFit fit_over_profiles(MemoryModel& model, const DryRunSet& dryrun, FitOnc
 [[nodiscard]] std::vector<std::vector<double>> predict_profiles(const MemoryModel& model,
                                                                 const DryRunSet& dryrun);
 
-// Per observation, the MB its row at `active[i]` is raised by: Σ_c a_c · (asked_c − count_c)
-// under the model's coefficients (0 without coefficients or without a count of 0).
+// Per observation, the MB its row at `active[i]` is raised by: what the model's answer as asked
+// exceeds its answer at the true counts (Σ_c a_c · (asked_c − count_c) under a linear model's
+// coefficients, the model's own slope at each chunk holding none otherwise; 0 without a count
+// of 0).
 [[nodiscard]] std::vector<double> zero_corrections(const MemoryModel& model,
                                                    const DryRunSet& dryrun,
                                                    const std::vector<std::size_t>& active);

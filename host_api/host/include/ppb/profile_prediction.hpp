@@ -6,8 +6,9 @@
 // predict_batch (or predict_grouped_batch) call (a profile of one vector: one predict call), and
 // the host keeps the largest answer. A model never sees a profile; a linear model's answer is
 // base + max_j Σ_c a_c · count_jc either way. A count of 0 (a chunk holding no micro-batch at
-// that moment) cannot be asked about: a linear model's answer there is exact from its
-// coefficients, a model without coefficients is asked about it as 1 (ppb::ZeroCounts).
+// that moment) cannot be asked about: the answer there is the answer as asked less that chunk's
+// memory per micro-batch, from a linear model's coefficients or another model's own slope
+// (ppb/in_flight_profile.hpp, "A count of 0").
 #ifndef PPB_PROFILE_PREDICTION_HPP
 #define PPB_PROFILE_PREDICTION_HPP
 
@@ -31,21 +32,20 @@ namespace ppb {
                                                                    const StagePlacement& placement);
 
 struct ProfilePeak {
-    double memory_mb = 0.0;  // the largest prediction
-    // The vectors the model was evaluated over (ppb::model_in_flight_profile of the profile
-    // given: itself, or with counts of 0 as 1 for a model without coefficients).
-    std::vector<InFlightVector> profile;
+    double memory_mb = 0.0;               // the largest prediction
+    std::vector<InFlightVector> profile;  // the true profile given, counts of 0 included
     std::size_t active = 0;          // the vector of `profile` where it is reached (first on a tie)
     std::vector<double> per_vector;  // the model's prediction at each vector of `profile`
-    ZeroCounts zeros = ZeroCounts::exact;
 };
 
 // The model's prediction of `placement` at every vector of the true `profile` (not empty; counts
 // of 0 allowed), and the largest. The model is asked at each vector as asked
 // (ppb::asked_in_flight); a linear model's answer is then corrected to the true counts by
-// Σ_c a_c · (count_c − asked_c) (chunk_activations), so it is exact; a model without
-// coefficients is evaluated over the profile with counts of 0 as 1. A grouped placement is asked
-// with predict_grouped_batch; a profile of one vector with one predict (predict_grouped) call.
+// Σ_c a_c · (count_c − asked_c) (chunk_activations); a model without coefficients is also asked
+// with one more micro-batch on each chunk holding none (ppb::zero_count_probes) and its answer
+// corrected by its own slope (ppb::answer_at_counts). All in one batch; a grouped placement is
+// asked with predict_grouped_batch; a profile of one vector with one predict (predict_grouped)
+// call.
 [[nodiscard]] ProfilePeak predict_over_profile(const MemoryModel& model,
                                                const StagePlacement& placement,
                                                const std::vector<InFlightVector>& profile);

@@ -47,7 +47,7 @@ namespace ppb {
 [[nodiscard]] boost::json::value parse_json(std::string_view text, std::string_view source);
 
 // The whole content of `path`; "-" reads standard input. Throws ppb::InputError
-// "<path>: cannot read: <reason>".
+// "<path>: cannot read: <reason>", also beyond limits::text_file_bytes.
 [[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
 
 // How a file is named in messages: its path, or "<stdin>" for "-".

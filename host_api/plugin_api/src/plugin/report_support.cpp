@@ -1,6 +1,6 @@
 #include <ppb/plugin/report_support.hpp>
 
-#include <boost/json/serialize.hpp>
+#include <ppb/json_output.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -34,7 +34,7 @@ boost::json::array strings(const std::vector<std::string>& texts) {
 std::string make_report(boost::json::object parameters, boost::json::object diagnostics) {
     const boost::json::object report{{"parameters", std::move(parameters)},
                                      {"diagnostics", std::move(diagnostics)}};
-    return boost::json::serialize(report);
+    return to_compact_json(report);
 }
 
 std::string format_number(double value, int digits) {

@@ -22,6 +22,9 @@ struct PartitionContext {
     std::string model_name;
     std::string model_version;
     std::string source;  // what the model was configured or fitted from, for people
+    // The unit of every time of the plan: "ms" when the times come from a model shape's FLOPs,
+    // empty for a layer file's own unit (which ppb does not know). The document's "time_unit".
+    std::string time_unit = {};
 };
 
 // "any", "mindformers", "megatron" or "torchtitan", and back (nullopt for another name).

@@ -160,12 +160,10 @@ struct Problem {
     // The schedule's in-flight count of chunk c of stage s (ppb::in_flight_counts, capped at M):
     // the chunk's own largest count, which other chunks' peaks need not share.
     [[nodiscard]] std::uint32_t in_flight(std::uint32_t stage, std::uint32_t chunk) const;
-    // The vectors of in-flight counts stage s passes through, as a model is evaluated over them
-    // (ppb::model_in_flight_profile: the true counts for a linear model, counts of 0 as 1 for a
-    // model without coefficients): its memory is the largest over them. One vector,
-    // {in_flight(s)}, without chunks.
-    [[nodiscard]] std::vector<InFlightVector> in_flight_profile(std::uint32_t stage,
-                                                                ZeroCounts zeros) const;
+    // The vectors of in-flight counts stage s passes through (ppb::in_flight_profile, the true
+    // counts, 0 included): its memory is the largest over them, a count of 0 evaluated as
+    // ppb/in_flight_profile.hpp's "A count of 0" says. One vector, {in_flight(s)}, without chunks.
+    [[nodiscard]] std::vector<InFlightVector> in_flight_profile(std::uint32_t stage) const;
     // Fewest body layers stage s may hold: the sum over its chunks.
     [[nodiscard]] std::uint32_t min_layers(std::uint32_t stage) const;
     // Fewest body layers chunk c of stage s may hold: 0 where it holds the model's first or last
