@@ -1,5 +1,6 @@
 #include <ppb/partition/memory_breakdown.hpp>
 
+#include <ppb/in_flight_profile.hpp>
 #include <ppb/schedule.hpp>
 
 #include <algorithm>
@@ -110,6 +111,52 @@ void place(const Problem& problem, const StagePlan& stage, StagePlacementOfPlan&
         static_cast<std::uint32_t>(groups), out.group_layers.data()};
 }
 
+// The model's terms of a stage placed as the plan holds it. A chunk may hold no micro-batch where
+// the stage peaks, which a model is never asked about (ppb/in_flight_profile.hpp, "A count of
+// 0"): each term is then taken by the same rule as the stage's memory, from the model's terms at
+// ppb::zero_count_probes (the counts with each 0 as 1, then one more on each such chunk) combined
+// by ppb::answer_at_counts, term by term (a term missing from one answer counts 0 there). The
+// rule is linear, so the terms still add up to the memory the rule gives.
+std::optional<std::vector<MemoryPart>> parts_at_counts(const MemorySource& memory,
+                                                       StagePlacementOfPlan& placement) {
+    InFlightVector counts;
+    for (const ppb_chunk& chunk : placement.chunks)
+        counts.push_back(chunk.in_flight);
+    const std::vector<InFlightVector> probes = zero_count_probes(counts);
+    std::vector<std::vector<MemoryPart>> answers;
+    for (const InFlightVector& asked : probes) {
+        for (std::size_t c = 0; c < placement.chunks.size(); ++c)
+            placement.chunks[c].in_flight = asked[c];
+        std::optional<std::vector<MemoryPart>> parts = memory.predict_parts(placement.view);
+        if (!parts || parts->empty())
+            return std::nullopt;
+        answers.push_back(std::move(*parts));
+    }
+    for (std::size_t c = 0; c < placement.chunks.size(); ++c)
+        placement.chunks[c].in_flight = counts[c];
+    if (answers.size() == 1)
+        return std::move(answers.front());
+    std::vector<MemoryPart> out;  // every term once, in the order it first appears
+    for (const auto& answer : answers) {
+        for (const MemoryPart& part : answer) {
+            if (std::none_of(out.begin(), out.end(),
+                             [&](const MemoryPart& p) { return p.name == part.name; }))
+                out.push_back(MemoryPart{part.name, part.label, 0.0});
+        }
+    }
+    std::vector<double> values(answers.size());
+    for (MemoryPart& part : out) {
+        for (std::size_t i = 0; i < answers.size(); ++i) {
+            const auto found =
+                std::find_if(answers[i].begin(), answers[i].end(),
+                             [&](const MemoryPart& p) { return p.name == part.name; });
+            values[i] = found == answers[i].end() ? 0.0 : found->mb;
+        }
+        part.mb = answer_at_counts(values);
+    }
+    return out;
+}
+
 // The model's terms of every stage of `plan`, or none when it gives none for some stage or when
 // a stage's terms do not add up to its memory in the plan (the plan's memory is then not one
 // prediction of the placement it holds, and the terms would not describe it).
@@ -119,7 +166,7 @@ std::vector<MemoryBreakdown> model_parts(const Problem& problem, const Plan& pla
     StagePlacementOfPlan placement;
     for (const StagePlan& stage : plan.stages) {
         place(problem, stage, placement);
-        std::optional<std::vector<MemoryPart>> parts = memory.predict_parts(placement.view);
+        std::optional<std::vector<MemoryPart>> parts = parts_at_counts(memory, placement);
         if (!parts || parts->empty())
             return {};
         double sum = 0.0;
