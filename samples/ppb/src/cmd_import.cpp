@@ -387,7 +387,10 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "Reads each rank's peak memory from the lines Megatron-LM prints,\n"
         "  [Rank N] (after K iterations) memory (MB) | allocated: ... | max allocated: ... | ...\n"
         "and writes one ppb.dryrun/1 observation per pipeline stage, with the layout given by\n"
-        "Megatron's own flags (copy them from the training command).\n\n"
+        "Megatron's own flags and by what the logs state about the run: the argument dump\n"
+        "Megatron (or MindSpeed-LLM) prints at start-up, the 'using world size' line and the\n"
+        "'setting number of microbatches' line. A flag left out takes the logs' value (stderr\n"
+        "says from which line); a flag that contradicts the logs is refused, naming both.\n\n"
         "The rank is each line's [Rank N], so one combined log of all ranks works (a memory line\n"
         "without it takes the log's rank from --rank or the path: rank_<id>/..., rank_<id>.log,\n"
         "worker_<id>.log). A rank's stage is rank / (world size / P), Megatron's default rank\n"
@@ -401,6 +404,8 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "over its chunks. Recompute kinds: selective granularity, every layer 'select'; full +\n"
         "uniform, every layer 'full'; full + block, the first N layers of each stage (of each\n"
         "chunk) 'full', the rest 'none'; no granularity, every layer 'none'.\n\n"
+        "MindSpeed-LLM: --num-layer-list gives each stage's layers; --noop-layers names layers\n"
+        "that hold no transformer block, left out of the stages' counts.\n\n"
         "MoE models: with --num-experts, --moe-layer-freq (or --first-k-dense-replace) says\n"
         "which layers are MoE layers; when some are dense, each stage's layers are counted per\n"
         "group 'dense' and 'moe' by their index in the model (each chunk's recomputed layers\n"
@@ -423,11 +428,10 @@ void add_megatron(CLI::App& import, Commands& commands) {
             ->type_name(value_name)
             ->check(count_in(range));
     };
-    count("--pipeline-model-parallel-size", args->flags.pipeline_size, "pipeline degree", "P",
-          limits::stages)
-        ->required();
-    count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers)
-        ->required();
+    count("--pipeline-model-parallel-size", args->flags.pipeline_size,
+          "pipeline degree (default: the logs')", "P", limits::stages);
+    count("--num-layers", args->flags.num_layers, "transformer layers (default: the logs')", "L",
+          limits::layers);
     count("--decoder-first-pipeline-num-layers,--num-layers-in-first-pipeline-stage",
           args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
     count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
@@ -456,6 +460,16 @@ void add_megatron(CLI::App& import, Commands& commands) {
                  "the loss counts as a layer in the even split (the last\n"
                  "virtual stage holds one layer fewer)")
         ->group(group);
+    mg->add_option("--num-layer-list", args->flags.num_layer_list,
+                   "MindSpeed-LLM: each stage's layers, e.g. 7,9,10,6 (summing to\n"
+                   "--num-layers)")
+        ->group(group)
+        ->type_name("a,b,...");
+    mg->add_option("--noop-layers", args->flags.noop_layers,
+                   "MindSpeed-LLM: 0-based indices of layers that hold no transformer\n"
+                   "block (counted in --num-layers, not in the stages' layers)")
+        ->group(group)
+        ->type_name("i,j,...");
     count("--mtp-num-layers", args->flags.mtp_layers,
           "multi-token-prediction layers: the layout's 'm' count", "N", limits::layers_or_none);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
@@ -487,12 +501,11 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->group(moe_group)
         ->type_name("K")
         ->check(count_in(limits::layers_or_none));
-    count("--world-size", args->flags.world_size,
-          "number of ranks (default: the log's 'using world size' line)", "N",
-          {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
+    count("--world-size", args->flags.world_size, "number of ranks (default: the logs' world size)",
+          "N", {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
     count("--num-microbatches", args->flags.micro_batches,
           "micro-batches per iteration (global batch size / (micro batch\n"
-          "size x data-parallel size))",
+          "size x data-parallel size); default: the logs')",
           "M", limits::micro_batches);
     commands.push_back({mg, runner(import_megatron, args), {}});
 }
