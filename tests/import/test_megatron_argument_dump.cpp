@@ -201,7 +201,8 @@ BOOST_AUTO_TEST_CASE(prefixes_of_launchers_and_loggers) {
     MegatronArgumentDump dump;
     feed(dump, "p.log", log);
     BOOST_TEST(dump.find("num_layers")->text == "32");
-    BOOST_TEST(dump.find("pipeline_model_parallel_size")->text == "4");  // line 1 and line 5
+    BOOST_TEST(dump.find("world_size")->where() == "p.log:1");
+    BOOST_TEST(dump.find("pipeline_model_parallel_size")->where() == "p.log:1");  // and line 5
     BOOST_TEST(dump.find("recompute_granularity")->text == "full");
     BOOST_TEST(dump.find("recompute_method")->text == "block");
     BOOST_TEST(dump.find("recompute_num_layers")->where() == "p.log:8");

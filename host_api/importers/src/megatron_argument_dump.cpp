@@ -147,13 +147,13 @@ std::optional<std::pair<std::string_view, std::string_view>> dump_entry(std::str
     return std::nullopt;
 }
 
-// The whole number after `label` in `text` when `label` starts a field (at the line's start or
-// after a space or comma: "encoder-pipeline-model-parallel size" is not "pipeline-model-parallel
-// size").
+// The whole number after `label` in `text` when `label` starts a field (not after a letter,
+// digit or '-': "encoder-pipeline-model-parallel size" is not "pipeline-model-parallel size";
+// a prefix such as "[default0]:" may precede it).
 std::optional<std::string_view> field_value(std::string_view text, std::string_view label) {
     for (std::size_t at = text.find(label); at != std::string_view::npos;
          at = text.find(label, at + 1)) {
-        if (at > 0 && text[at - 1] != ' ' && text[at - 1] != ',')
+        if (at > 0 && (text[at - 1] == '-' || is_name_char(text[at - 1])))
             continue;
         const std::size_t start = at + label.size();
         std::size_t end = start;
