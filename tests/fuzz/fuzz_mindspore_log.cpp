@@ -1,5 +1,7 @@
-// libFuzzer harness: a MindSpore dry-run log, read for both peak-memory figures
-// (ppb::importers::scan_mindspore_logs on a scratch file named as rank 3's log).
+// libFuzzer harness: a MindSpore dry-run log, read for both peak-memory figures and for the
+// layout MindFormers states in it (ppb::importers::scan_mindspore_logs on a scratch file named
+// as rank 3's log), and the layout from what it states, with the flags that leave the rest to
+// defaults.
 #include "fuzz_support.hpp"
 
 #include <ppb/importers/mindspore.hpp>
@@ -12,7 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
          {ppb::importers::MindSporeMemory::used, ppb::importers::MindSporeMemory::actual}) {
         ppb::fuzz::expect_only([&] {
             ppb::importers::Messages messages;
-            (void)ppb::importers::scan_mindspore_logs({&log, 1}, memory, messages);
+            ppb::importers::MindSporeLogLayout stated;
+            (void)ppb::importers::scan_mindspore_logs({&log, 1}, memory, messages, &stated);
+            (void)ppb::importers::mindspore_layout(std::nullopt, {}, messages, stated);
         });
     }
     return 0;

@@ -498,6 +498,39 @@ BOOST_AUTO_TEST_CASE(mindspeed_llm_flags_of_a_plan_import_back) {
     }
 }
 
+// MindFormers' logs state each stage's layers ("num_layers per stage"): what the configuration
+// leaves out is taken from them, and a configuration they contradict is refused.
+BOOST_AUTO_TEST_CASE(mindspore_layout_the_logs_state) {
+    Scratch dir;
+    const std::string out = (dir / "out.json").string();
+    const std::string first_log = ms + "/run_a/rank_0/dryrun.log";
+    ProcessResult r = ppb({"import", "mindspore", "--data-parallel", "2", "--model-parallel", "4",
+                           "--recompute", "[3, 1, 0, 0]", "--select-recompute", "true",
+                           "--micro-batch-num", "16", ms + "/run_a", "-o", out});
+    expect_success(r);
+    expect_in(r.err, {"ppb: note: --pipeline-stage 4 from " + first_log + ":4\n",
+                      "ppb: note: --num-layers 40 from " + first_log + ":4\n",
+                      "ppb: note: --offset [-1, 0, 0, 1] from " + first_log + ":4\n"});
+    // The same observations as from the configuration that ran.
+    const ProcessResult from_config =
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", ms + "/run_a"});
+    expect_success(from_config);
+    BOOST_TEST(json::serialize(json::parse(ppb_test::read_file(out)).at("observations")) ==
+               json::serialize(json::parse(from_config.out).at("observations")));
+
+    const std::string b = ms + "/llama13b_pp4_b.yaml";
+    r = ppb({"import", "mindspore", "--config", b, ms + "/run_a", "-o", (dir / "b.json").string()});
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.empty());
+    BOOST_TEST(r.err ==
+               "ppb: error: the layout gives [8, 11, 11, 10] layers per stage (num_layers "
+               "40 // pipeline_stage 4 = 10; offsets from " +
+                   b + ":73: model.model_config.offset), but " + first_log +
+                   ":4 says 'num_layers per stage: [[9, 10, 10, 11]]': are these the "
+                   "logs of this configuration's run?\n");
+    BOOST_TEST(!fs::exists(dir / "b.json"));
+}
+
 BOOST_AUTO_TEST_CASE(the_dry_run_goes_to_stdout_by_default) {
     const ProcessResult r =
         ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", "--label", "run-b",
@@ -638,7 +671,7 @@ BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8) {
         ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", bad.string()}),
         {bad.string() + ":15: the memory line holds a byte that is not UTF-8"});
     const fs::path cfg = dir.write("cfg.yaml", "parallel_config:\n  pipeline_stage: 4 # \xB7\n");
-    expect_input_error(ppb({"import", "mindspore", "--config", cfg.string(), bad.string()}),
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg.string(), gbk.string()}),
                        {cfg.string() + ":2: not UTF-8 text"});
 }
 
@@ -672,7 +705,11 @@ BOOST_AUTO_TEST_CASE(usage_mistakes) {
           "ppb import");
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
           {"LOG is required"});
-    usage(ppb({"import", "mindspore", ms + "/run_a"}), {"missing --pipeline-stage P"});
+    // Logs that state no layout (memory lines only), and no configuration.
+    const std::string bare_ms =
+        dir.write("bare/rank_0/dryrun.log", "Used peak memory usage (without fragments): 19738M\n")
+            .string();
+    usage(ppb({"import", "mindspore", bare_ms}), {"missing --pipeline-stage P"});
     usage(ppb({"import", "mindspore", "--memory", "peak", ms + "/run_a"}),
           {"--memory: peak not in {used,actual}"});
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", existing,

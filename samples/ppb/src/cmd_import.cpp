@@ -208,10 +208,12 @@ int import_mindspore(const MindSporeArgs& args) {
     imp::Messages messages;
     const std::optional<std::filesystem::path> config_path =
         args.config.empty() ? std::nullopt : std::optional<std::filesystem::path>(args.config);
-    const imp::PipelineLayout layout = imp::mindspore_layout(config_path, args.flags, messages);
-    messages.insert(messages.begin(), {imp::Message::Level::note, layout_summary(layout)});
     const auto logs = collect_logs(args.common);
-    const auto readings = imp::scan_mindspore_logs(logs, memory, messages);
+    imp::MindSporeLogLayout stated;
+    const auto readings = imp::scan_mindspore_logs(logs, memory, messages, &stated);
+    const imp::PipelineLayout layout =
+        imp::mindspore_layout(config_path, args.flags, messages, stated);
+    messages.insert(messages.begin(), {imp::Message::Level::note, layout_summary(layout)});
     auto observations = imp::stage_observations(layout, readings, messages);
     std::string marker(imp::mindspore_memory_marker(memory));
     marker.pop_back();  // the colon
