@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
+#include <iterator>
 
 namespace ppb::importers {
 namespace {

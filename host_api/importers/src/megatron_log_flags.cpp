@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <string>
@@ -14,7 +15,8 @@
 namespace ppb::importers {
 namespace {
 
-constexpr limits::CountRange any_count{1, std::numeric_limits<std::uint32_t>::max(), "ranks"};
+constexpr limits::CountRange ranks{1, std::numeric_limits<std::uint32_t>::max(), "ranks"};
+constexpr limits::CountRange samples{1, std::numeric_limits<std::uint32_t>::max(), "samples"};
 constexpr limits::CountRange experts{1, std::numeric_limits<std::uint32_t>::max(), "experts"};
 
 // A statement the flags are held to: its value read as the flag reads it.
@@ -218,13 +220,13 @@ std::optional<StatedMicroBatches> stated_micro_batches(const Reconciler& r, Mess
         dp->is_none()) {
         return line;
     }
-    const std::uint64_t global = *Reconciler::count_of(*gbs, any_count);
-    const std::uint64_t micro = *Reconciler::count_of(*mbs, any_count);
-    const std::uint64_t data = *Reconciler::count_of(*dp, any_count);
+    const std::uint64_t global = *Reconciler::count_of(*gbs, samples);
+    const std::uint64_t micro = *Reconciler::count_of(*mbs, samples);
+    const std::uint64_t data = *Reconciler::count_of(*dp, ranks);
     std::uint64_t remat = 1;
     std::string remat_text;
     if (const StatedValue* g = r.find({"gtp_weight_remat_size"}); g != nullptr && !g->is_none()) {
-        remat = *Reconciler::count_of(*g, any_count);
+        remat = *Reconciler::count_of(*g, ranks);
         remat_text = fmt::format(" x {}", g->described());
     }
     const std::uint64_t per = micro * data * remat;
@@ -268,7 +270,7 @@ MegatronFlags megatron_flags_from_logs(const MegatronFlags& given,
     r.count(flags.pipeline_size, "--pipeline-model-parallel-size", {"pipeline_model_parallel_size"},
             limits::stages);
     r.count(flags.num_layers, "--num-layers", {"num_layers"}, limits::layers);
-    r.count(flags.world_size, "--world-size", {"world_size"}, any_count);
+    r.count(flags.world_size, "--world-size", {"world_size"}, ranks);
     r.count(flags.first_stage_layers, "--decoder-first-pipeline-num-layers",
             {"decoder_first_pipeline_num_layers", "num_layers_in_first_pipeline_stage"},
             limits::layers_or_none);
