@@ -1,7 +1,7 @@
-// libFuzzer harness: a MindSpore dry-run log, read for both peak-memory figures and for the
-// layout MindFormers states in it (ppb::importers::scan_mindspore_logs on a scratch file named
-// as rank 3's log), and the layout from what it states, with the flags that leave the rest to
-// defaults.
+// libFuzzer harness: a MindSpore dry-run log, read for both peak-memory figures
+// (ppb::importers::scan_mindspore_logs on a scratch file named as rank 3's log) and for the
+// layout MindFormers states in it (mindspore_log_layout), and the layout from what it states,
+// with no flag or configuration.
 #include "fuzz_support.hpp"
 
 #include <ppb/importers/mindspore.hpp>
@@ -14,9 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
          {ppb::importers::MindSporeMemory::used, ppb::importers::MindSporeMemory::actual}) {
         ppb::fuzz::expect_only([&] {
             ppb::importers::Messages messages;
-            ppb::importers::MindSporeLogLayout stated;
-            (void)ppb::importers::scan_mindspore_logs({&log, 1}, memory, messages, &stated);
-            (void)ppb::importers::mindspore_layout(std::nullopt, {}, messages, stated);
+            (void)ppb::importers::scan_mindspore_logs({&log, 1}, memory, messages);
+            (void)ppb::importers::mindspore_layout(std::nullopt, {}, messages,
+                                                   ppb::importers::mindspore_log_layout({&log, 1}));
         });
     }
     return 0;

@@ -681,7 +681,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // "num_layers per stage" line (mindspore-lab/mindformers, mindformers/models/utils.py at commit
 // fd4deebc1606a02fd24c3b359a889cd0c966e72b: logger.info of layer_list.tolist(), one row per
 // chunk) and base_trainer.py's "Pipeline parallel was opened: pipeline_stages = N" line.
-BOOST_FIXTURE_TEST_SUITE(mindspore_log_layout, Fixture)
+BOOST_FIXTURE_TEST_SUITE(mindspore_stated_layout, Fixture)
 
 namespace {
 
@@ -705,10 +705,9 @@ std::vector<std::string> texts(const Messages& messages) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(values_the_configuration_leaves_out_come_from_the_logs) {
-    MindSporeLogLayout stated;
     const std::vector<LogFile> logs = {log("rank_0.log", stating("[[9, 10, 10, 11]]")),
                                        log("rank_8.log", stating("[[9, 10, 10, 11]]", 200))};
-    (void)scan_mindspore_logs(logs, MindSporeMemory::used, messages, &stated);
+    const MindSporeLogLayout stated = mindspore_log_layout(logs);
     BOOST_TEST(stated.layers_where == logs[0].name + ":1");
     BOOST_TEST(stated.layers == (std::vector<std::vector<std::uint32_t>>{{9, 10, 10, 11}}));
     // No pipeline_stage, num_layers or offset in the file: the logs say them.
@@ -734,9 +733,8 @@ BOOST_AUTO_TEST_CASE(values_the_configuration_leaves_out_come_from_the_logs) {
 }
 
 BOOST_AUTO_TEST_CASE(a_layout_the_logs_contradict_is_refused_naming_both) {
-    MindSporeLogLayout stated;
     const LogFile one = log("rank_0.log", stating("[[8, 11, 11, 10]]"));
-    (void)scan_mindspore_logs(std::vector{one}, MindSporeMemory::used, messages, &stated);
+    const MindSporeLogLayout stated = mindspore_log_layout(std::vector{one});
     const std::string config = dir.write("cfg.yaml", Yaml{}.text()).string();
     BOOST_TEST(ppb_test::error_message<ppb::InputError>(
                    [&] { (void)mindspore_layout(config, {}, messages, stated); }) ==
@@ -761,10 +759,8 @@ BOOST_AUTO_TEST_CASE(interleaved_rows_per_chunk) {
     // MindFormers' documentation example (docs/feature_cards/Offset_Recompute.md at commit
     // 8bb9f6ca330d2aa388f94c8a7baebd30ede2e7b1): 48 layers, pipeline_stage 5, pp_interleave_num
     // 2, offset [[0,1,1,1,1],[1,1,1,1,0]] print [[4, 5, 5, 5, 5], [5, 5, 5, 5, 4]].
-    MindSporeLogLayout stated;
-    (void)scan_mindspore_logs(
-        std::vector{log("rank_0.log", stating("[[4, 5, 5, 5, 5], [5, 5, 5, 5, 4]]"))},
-        MindSporeMemory::used, messages, &stated);
+    const MindSporeLogLayout stated = mindspore_log_layout(
+        std::vector{log("rank_0.log", stating("[[4, 5, 5, 5, 5], [5, 5, 5, 5, 4]]"))});
     Yaml yaml;
     yaml.pipeline_stage.clear();
     yaml.num_layers.clear();
@@ -784,26 +780,21 @@ BOOST_AUTO_TEST_CASE(interleaved_rows_per_chunk) {
 }
 
 BOOST_AUTO_TEST_CASE(logs_that_state_different_layouts) {
-    MindSporeLogLayout stated;
     const LogFile a = log("rank_0.log", stating("[[9, 10, 10, 11]]"));
     const LogFile b = log("rank_8.log", stating("[[8, 11, 11, 10]]"));
-    BOOST_TEST(
-        ppb_test::error_message<ppb::InputError>([&] {
-            (void)scan_mindspore_logs(std::vector{a, b}, MindSporeMemory::used, messages, &stated);
-        }) == b.name + ":1: num_layers per stage: [[8, 11, 11, 10]], but " + a.name +
-                  ":1 says num_layers per stage: [[9, 10, 10, 11]]: are these logs of one "
-                  "run?");
+    BOOST_TEST(ppb_test::error_message<ppb::InputError>([&] {
+                   (void)mindspore_log_layout(std::vector{a, b});
+               }) == b.name + ":1: num_layers per stage: [[8, 11, 11, 10]], but " + a.name +
+                         ":1 says num_layers per stage: [[9, 10, 10, 11]]: are these logs of one "
+                         "run?");
     const LogFile bad = log("rank_16.log", stating("[[9, 10, x]]"));
-    MindSporeLogLayout other;
-    PPB_CHECK_THROWS(ppb::InputError,
-                     scan_mindspore_logs(std::vector{bad}, MindSporeMemory::used, messages, &other),
+    PPB_CHECK_THROWS(ppb::InputError, mindspore_log_layout(std::vector{bad}),
                      bad.name + ":1: cannot read MindFormers' 'num_layers per stage' line");
 }
 
 BOOST_AUTO_TEST_CASE(the_pipeline_stages_line) {
     // base_trainer.py: "Pipeline parallel was opened: pipeline_stages = %s, full batch is True,
     // ...".
-    MindSporeLogLayout stated;
     const LogFile one =
         log("rank_0.log",
             "2024-11-20 10:31:06,211 - mindformers[mindformers/trainer/base_trainer.py:"
@@ -813,7 +804,7 @@ BOOST_AUTO_TEST_CASE(the_pipeline_stages_line) {
             "batch_size * data_parallel * micro_batch_num * micro_batch_interleave_num "
             "= 32 = 1 * 2 * 16 * 1).\n" +
                 ppb_test::mindspore_log(100, 110));
-    (void)scan_mindspore_logs(std::vector{one}, MindSporeMemory::used, messages, &stated);
+    const MindSporeLogLayout stated = mindspore_log_layout(std::vector{one});
     BOOST_TEST(stated.stages.value_or(0) == 2u);
     Yaml yaml;
     PPB_CHECK_THROWS(

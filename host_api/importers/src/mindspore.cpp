@@ -945,9 +945,18 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     return layout;
 }
 
+MindSporeLogLayout mindspore_log_layout(std::span<const LogFile> logs) {
+    MindSporeLogLayout stated;
+    for (const LogFile& log : logs) {
+        for_each_line(log, [&](std::size_t line, std::string_view text) {
+            read_layout_statement(stated, log, line, text);
+        });
+    }
+    return stated;
+}
+
 std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
-                                               MindSporeMemory memory, Messages& messages,
-                                               MindSporeLogLayout* stated) {
+                                               MindSporeMemory memory, Messages& messages) {
     const std::string_view marker = mindspore_memory_marker(memory);
     const std::string_view other = mindspore_memory_marker(
         memory == MindSporeMemory::used ? MindSporeMemory::actual : MindSporeMemory::used);
@@ -973,8 +982,6 @@ std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
         bool nul_found = false;
         for_each_line(log, [&](std::size_t line, std::string_view text) {
             nul_found = nul_found || text.find('\0') != std::string_view::npos;
-            if (stated != nullptr)
-                read_layout_statement(*stated, log, line, text);
             const std::size_t at = text.find(marker);
             if (at == std::string_view::npos) {
                 other_found = other_found || text.find(other) != std::string_view::npos;

@@ -209,11 +209,10 @@ int import_mindspore(const MindSporeArgs& args) {
     const std::optional<std::filesystem::path> config_path =
         args.config.empty() ? std::nullopt : std::optional<std::filesystem::path>(args.config);
     const auto logs = collect_logs(args.common);
-    imp::MindSporeLogLayout stated;
-    const auto readings = imp::scan_mindspore_logs(logs, memory, messages, &stated);
     const imp::PipelineLayout layout =
-        imp::mindspore_layout(config_path, args.flags, messages, stated);
+        imp::mindspore_layout(config_path, args.flags, messages, imp::mindspore_log_layout(logs));
     messages.insert(messages.begin(), {imp::Message::Level::note, layout_summary(layout)});
+    const auto readings = imp::scan_mindspore_logs(logs, memory, messages);
     auto observations = imp::stage_observations(layout, readings, messages);
     std::string marker(imp::mindspore_memory_marker(memory));
     marker.pop_back();  // the colon
@@ -422,7 +421,7 @@ void add_megatron(CLI::App& import, Commands& commands) {
                        "caching allocator keeps besides, which does not scale with\n"
                        "layers: plan for it with --memory-margin-mb",
                        "the rank of a log whose memory lines lack [Rank N] (repeatable)");
-    const std::string group = "Layout (Megatron's flags)";
+    const std::string group = "Layout (Megatron's flags; left out, the logs' values)";
     const auto count = [&](const char* name, std::optional<std::uint32_t>& field, const char* help,
                            const char* value_name, const limits::CountRange& range) {
         return mg->add_option(name, field, help)
@@ -430,10 +429,9 @@ void add_megatron(CLI::App& import, Commands& commands) {
             ->type_name(value_name)
             ->check(count_in(range));
     };
-    count("--pipeline-model-parallel-size", args->flags.pipeline_size,
-          "pipeline degree (default: the logs')", "P", limits::stages);
-    count("--num-layers", args->flags.num_layers, "transformer layers (default: the logs')", "L",
-          limits::layers);
+    count("--pipeline-model-parallel-size", args->flags.pipeline_size, "pipeline degree", "P",
+          limits::stages);
+    count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers);
     count("--decoder-first-pipeline-num-layers,--num-layers-in-first-pipeline-stage",
           args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
     count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
@@ -503,11 +501,11 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->group(moe_group)
         ->type_name("K")
         ->check(count_in(limits::layers_or_none));
-    count("--world-size", args->flags.world_size, "number of ranks (default: the logs' world size)",
-          "N", {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
+    count("--world-size", args->flags.world_size, "number of ranks (left out, the logs')", "N",
+          {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
     count("--num-microbatches", args->flags.micro_batches,
           "micro-batches per iteration (global batch size / (micro batch\n"
-          "size x data-parallel size); default: the logs')",
+          "size x data-parallel size); left out, the logs'",
           "M", limits::micro_batches);
     commands.push_back({mg, runner(import_megatron, args), {}});
 }

@@ -136,7 +136,9 @@ struct MegatronScan {
 //     first layers are the recomputed ones).
 // Throws FlagError for flags Megatron itself would refuse or that do not fit together (MoE flags
 // without --num-experts, --first-k-dense-replace K >= --num-layers or with a --moe-layer-freq
-// other than 1, a pattern without MoE layers).
+// other than 1, a pattern without MoE layers), its message ending "(with --num-layers 32 from
+// train.log:10; ...)" when some flags came from the logs; InputError from
+// megatron_flags_from_logs and for the chunk count.
 [[nodiscard]] PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
                                              Messages& messages);
 

@@ -92,7 +92,7 @@ struct MindSporeLogLayout {
 };
 
 // The layout from `config` (a MindFormers training YAML; optional when the flags say
-// everything), `flags` and what the logs state (`stated`, from scan_mindspore_logs): a value
+// everything), `flags` and what the logs state (`stated`, from mindspore_log_layout): a value
 // neither a flag nor the configuration gives is taken from the logs (pipeline_stage, num_layers,
 // pp_interleave_num and offset from the "num_layers per stage" line, pipeline_stage also from
 // the "pipeline_stages" line; noted: "--pipeline-stage 4 from rank_0/train.log:4"), and a layout
@@ -110,13 +110,15 @@ struct MindSporeLogLayout {
 // The peak figure of each rank, one per rank (the last line of a log; see
 // last_reading_per_rank). Every log named on the command line must hold a memory line, and so
 // must every rank among the logs found in directories; logs found in directories whose rank
-// cannot be told are skipped (noted). With `stated`, also what the logs state about the layout
-// (MindSporeLogLayout); logs that state different layouts are refused, naming both. Throws
-// InputError "<file>:<line>: <problem>".
+// cannot be told are skipped (noted). Throws InputError "<file>:<line>: <problem>".
 [[nodiscard]] std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
                                                              MindSporeMemory memory,
-                                                             Messages& messages,
-                                                             MindSporeLogLayout* stated = nullptr);
+                                                             Messages& messages);
+
+// What the logs state about the layout (MindSporeLogLayout): every log read for it, whatever
+// its rank. Logs that state different layouts are refused, naming both. Throws InputError
+// "<file>:<line>: <problem>".
+[[nodiscard]] MindSporeLogLayout mindspore_log_layout(std::span<const LogFile> logs);
 
 }  // namespace ppb::importers
 
