@@ -143,6 +143,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                               "--pipeline-model-parallel-layout",
                               "--account-for-embedding-in-pipeline-split",
                               "--account-for-loss-in-pipeline-split",
+                              "--num-layer-list",
+                              "--noop-layers",
                               "--mtp-num-layers",
                               "--recompute-granularity",
                               "--recompute-method",
@@ -203,9 +205,6 @@ BOOST_AUTO_TEST_CASE(missing_required_options_exit_2_naming_the_option) {
                        {"--stage is required", "Try 'ppb predict --help'."});
     expect_input_error(ppb({"partition", "--model-desc", sample_dryrun, "--stages", "8"}),
                        {"--memory-limit-mb is required", "Try 'ppb partition --help'."});
-    expect_input_error(
-        ppb({"import", "megatron", "--num-layers", "32", "run.log"}),
-        {"--pipeline-model-parallel-size is required", "Try 'ppb import megatron --help'."});
     expect_input_error(ppb({"fit"}), {"FILE is required", "Try 'ppb fit --help'."});
     expect_input_error(ppb({"fit", sample_dryrun, "--model-options"}),
                        {"--model-options", "missing"});

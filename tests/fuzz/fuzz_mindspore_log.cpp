@@ -1,5 +1,7 @@
 // libFuzzer harness: a MindSpore dry-run log, read for both peak-memory figures
-// (ppb::importers::scan_mindspore_logs on a scratch file named as rank 3's log).
+// (ppb::importers::scan_mindspore_logs on a scratch file named as rank 3's log) and for the
+// layout MindFormers states in it (mindspore_log_layout), and the layout from what it states,
+// with no flag or configuration.
 #include "fuzz_support.hpp"
 
 #include <ppb/importers/mindspore.hpp>
@@ -13,6 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ppb::fuzz::expect_only([&] {
             ppb::importers::Messages messages;
             (void)ppb::importers::scan_mindspore_logs({&log, 1}, memory, messages);
+            (void)ppb::importers::mindspore_layout(std::nullopt, {}, messages,
+                                                   ppb::importers::mindspore_log_layout({&log, 1}));
         });
     }
     return 0;

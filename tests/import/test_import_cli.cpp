@@ -99,6 +99,22 @@ std::vector<std::string> join(std::vector<std::string> a, const std::vector<std:
     return a;
 }
 
+// A copy of Megatron log `path` with its memory lines only (no argument dump, no world-size or
+// micro-batch line), in `dir`: a log that states nothing about the run.
+std::string memory_lines_of(const Scratch& dir, const std::string& path) {
+    const std::string text = ppb_test::read_file(path);
+    std::string kept;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = text.find('\n', start);
+        const std::string line = text.substr(start, end - start);
+        if (line.find("memory (MB)") != std::string::npos)
+            kept += line + "\n";
+        start = end == std::string::npos ? text.size() : end + 1;
+    }
+    return dir.write(fs::path(path).filename().string(), kept).string();
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(import_cli)
@@ -330,31 +346,255 @@ BOOST_AUTO_TEST_CASE(the_printed_mindformers_yaml_reads_back_as_the_plan) {
 }
 
 BOOST_AUTO_TEST_CASE(megatron_from_logs_to_fitted_coefficients) {
+    // The logs state every flag (their argument dump, the world-size and micro-batch lines): none
+    // is needed, and stderr says where each value comes from.
     Scratch dir;
     const std::string out = (dir / "llama7b-dryrun.json").string();
-    ProcessResult r = ppb(join(
+    const std::string log = mg + "/selective.log";
+    ProcessResult r = ppb({"import", "megatron", log, "-o", out});
+    expect_success(r);
+    BOOST_TEST(r.err ==
+               "ppb: note: layout: 4 stages of 2 ranks (world size 8 / "
+               "pipeline-model-parallel-size 4), 32 micro-batches; stage 0: 7 layers (select 7); "
+               "stage 1: 9 layers (select 9); stage 2: 9 layers (select 9); stage 3: 7 layers "
+               "(select 7)\n"
+               "ppb: note: --pipeline-model-parallel-size 4 from " +
+                   log +
+                   ":1\n"
+                   "ppb: note: --num-layers 32 from " +
+                   log +
+                   ":10\n"
+                   "ppb: note: --world-size 8 from " +
+                   log +
+                   ":1\n"
+                   "ppb: note: --decoder-first-pipeline-num-layers 7 from " +
+                   log +
+                   ":5\n"
+                   "ppb: note: --decoder-last-pipeline-num-layers 7 from " +
+                   log +
+                   ":6\n"
+                   "ppb: note: --recompute-granularity selective from " +
+                   log +
+                   ":12\n"
+                   "ppb: note: --num-microbatches 32 from " +
+                   log +
+                   ":18\n"
+                   "ppb: note: several ranks per stage: took each stage's largest reading (peak "
+                   "memory is what must fit): stage 0: ranks 0, 1; stage 1: ranks 2, 3; stage 2: "
+                   "ranks 4, 5; stage 3: ranks 6, 7\n"
+                   "ppb: imported 4 observations (config 'A', stages 0-3 of 4) from 1 log file "
+                   "to " +
+                   out + "\n");
+    // The same file as with every flag given as the log states it (and then no flag is noted).
+    const std::string flagged = (dir / "flagged.json").string();
+    r = ppb(join(
         {"import", "megatron"},
         join(megatron_layout,
              {"--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7",
-              "--recompute-granularity", "selective", mg + "/selective.log", "-o", out})));
+              "--recompute-granularity", "selective", "--world-size", "8", log, "-o", flagged})));
     expect_success(r);
-    expect_in(r.err, {"world size 8 from", "stage 1: ranks 2, 3",
-                      "stage 0: 7 layers (select 7); stage 1: 9 layers (select 9)"});
-    r = ppb(join(
-        {"import", "megatron"},
-        join(megatron_layout, {"--decoder-first-pipeline-num-layers", "6",
-                               "--decoder-last-pipeline-num-layers", "6", "--recompute-granularity",
-                               "full", "--recompute-method", "block", "--recompute-num-layers", "2",
-                               mg + "/full-block.log", "--append", out, "--label", "B"})));
+    BOOST_TEST(r.err.find(" from " + log) == std::string::npos, r.err);
+    BOOST_TEST(ppb_test::read_file(flagged) == ppb_test::read_file(out));
+
+    r = ppb({"import", "megatron", mg + "/full-block.log", "--append", out, "--label", "B"});
     expect_success(r);
-    expect_in(r.err, {"stage 1: 10 layers (full 2, none 8)"});
-    r = ppb(
-        join({"import", "megatron"},
-             join(megatron_layout, {"--recompute-granularity", "full", "--recompute-method",
-                                    "uniform", "--recompute-num-layers", "1", "--world-size", "8",
-                                    mg + "/full-uniform.log", "--append", out, "--label", "C"})));
+    expect_in(r.err, {"stage 1: 10 layers (full 2, none 8)",
+                      "--recompute-method block from " + mg + "/full-block.log:13",
+                      "--recompute-num-layers 2 from " + mg + "/full-block.log:14"});
+    r = ppb({"import", "megatron", mg + "/full-uniform.log", "--append", out, "--label", "C"});
     expect_success(r);
+    expect_in(r.err, {"stage 0: 8 layers (full 8)"});
     check_fit(out, megatron_truth, 12);
+}
+
+// The cases: a flag the logs contradict is refused naming both values and where each
+// comes from, with exit status 2 and nothing written.
+BOOST_AUTO_TEST_CASE(megatron_flags_that_contradict_the_logs_exit_2) {
+    Scratch dir;
+    const std::string out = (dir / "out.json").string();
+    const std::string log = mg + "/selective.log";
+    const std::string advice =
+        ": leave the flag out to take the log's value, or import the logs of the run the flag "
+        "describes\n";
+    const auto refused = [&](const std::vector<std::string>& flags, const std::string& message) {
+        const ProcessResult r = ppb(join(join({"import", "megatron", log, "-o", out}, flags), {}));
+        BOOST_TEST(r.exit_code == 2, r.err);
+        BOOST_TEST(r.out.empty());
+        BOOST_TEST(r.err == "ppb: error: " + message + advice);
+        BOOST_TEST(!fs::exists(out));
+    };
+    refused({"--pipeline-model-parallel-size", "2"},
+            "--pipeline-model-parallel-size 2 (command line) contradicts pipeline-model-parallel "
+            "size 4 (" +
+                log + ":1)");
+    refused({"--recompute-granularity", "full", "--recompute-method", "uniform",
+             "--recompute-num-layers", "1"},
+            "--recompute-granularity full (command line) contradicts recompute_granularity "
+            "selective (" +
+                log + ":12)");
+    refused({"--decoder-first-pipeline-num-layers", "8"},
+            "--decoder-first-pipeline-num-layers 8 (command line) contradicts "
+            "decoder_first_pipeline_num_layers 7 (" +
+                log + ":5)");
+    refused({"--num-layers", "40"},
+            "--num-layers 40 (command line) contradicts num_layers 32 (" + log + ":10)");
+    refused({"--num-microbatches", "16"},
+            "--num-microbatches 16 (command line) contradicts 'setting number of microbatches to "
+            "constant 32' (" +
+                log + ":18)");
+    refused({"--world-size", "16"},
+            "--world-size 16 (command line) contradicts world size 8 (" + log + ":1)");
+    refused({"--recompute-method", "block"},
+            "--recompute-method block (command line) contradicts recompute_method None (" + log +
+                ":13), unset in that run");
+
+    // Appending: the file is left as it was.
+    expect_success(ppb({"import", "megatron", log, "-o", out}));
+    const std::string before = ppb_test::read_file(out);
+    const ProcessResult r = ppb({"import", "megatron", mg + "/full-block.log", "--append", out,
+                                 "--label", "B", "--recompute-granularity", "selective"});
+    BOOST_TEST(r.exit_code == 2, r.err);
+    BOOST_TEST(ppb_test::read_file(out) == before);
+
+    // Logs of two runs together.
+    const ProcessResult both = ppb({"import", "megatron", log, mg + "/full-block.log"});
+    BOOST_TEST(both.exit_code == 2);
+    BOOST_TEST(both.err == "ppb: error: " + mg +
+                               "/full-block.log:5: decoder_first_pipeline_num_layers 6, but " +
+                               log +
+                               ":5 says decoder_first_pipeline_num_layers 7: are these logs of "
+                               "one run?\n");
+}
+
+// The old shape of the dump (Megatron-LM's megatron/arguments.py at commit
+// 94e2ca575c34593bd66c5c14d09c5c143155d707: 20 dashes, names padded with dots to 32, longer names
+// without dots), the world-size line of commit 6ea23928deb0830377cde977e8e3413586b2f7bd and the
+// micro-batch line of the time, each line behind torchrun's "[default0]:" prefix.
+BOOST_AUTO_TEST_CASE(megatron_old_argument_dump) {
+    Scratch dir;
+    std::string log =
+        "[default0]:using world size: 16, data-parallel-size: 2, tensor-model-parallel size: 2, "
+        "pipeline-model-parallel size: 4 \n"
+        "[default0]:-------------------- arguments --------------------\n"
+        "[default0]:  global_batch_size ............... 32\n"
+        "[default0]:  micro_batch_size ................ 1\n"
+        "[default0]:  num_layers ...................... 24\n"
+        "[default0]:  num_layers_per_virtual_pipeline_stage  3\n"
+        "[default0]:  pipeline_model_parallel_size .... 4\n"
+        "[default0]:  virtual_pipeline_model_parallel_size  2\n"
+        "[default0]:---------------- end of arguments ----------------\n"
+        "[default0]:setting number of micro-batches to constant 16\n";
+    for (int rank = 0; rank < 16; ++rank) {
+        log += fmt::format(
+            "[default{}]:[Rank {}] (after 1 iterations) memory (MB) | allocated: 100.0 | max "
+            "allocated: {}.0 | reserved: 30000.0 | max reserved: 30000.0\n",
+            rank % 8, rank, 20000 + 1000 * (rank / 4));
+    }
+    const fs::path file = dir.write("old.log", log);
+    const ProcessResult r = ppb({"import", "megatron", file.string()});
+    expect_success(r);
+    expect_in(r.err, {"--num-layers-per-virtual-pipeline-stage 3 from " + file.string() + ":6",
+                      "--num-microbatches 16 from " + file.string() + ":10", "4 stages of 4 ranks",
+                      "2 chunks per stage (interleaved schedule)"});
+    const json::object doc = json::parse(r.out).as_object();
+    BOOST_TEST(doc.at("format").as_string() == "ppb.dryrun/2");
+    BOOST_TEST(doc.at("micro_batches").to_number<int>() == 16);
+    BOOST_TEST(doc.at("num_chunks").to_number<int>() == 2);
+    BOOST_TEST(doc.at("observations").at(3).at("peak_memory_mb").to_number<double>() == 23000.0);
+}
+
+// MindSpeed-LLM's flags as 'ppb partition' prints them give back the plan's layers per stage
+// (and per chunk): --num-layer-list for 1F1B, --noop-layers padding for interleaved.
+BOOST_AUTO_TEST_CASE(mindspeed_llm_flags_of_a_plan_import_back) {
+    const std::string data = samples + "/..";
+    Scratch dir;
+    for (const std::vector<std::string>& shape :
+         {std::vector<std::string>{"--stages", "8", "--memory-limit-mb", "30000"},
+          std::vector<std::string>{"--stages", "4", "--memory-limit-mb", "60000", "--schedule",
+                                   "interleaved"}}) {
+        ProcessResult r =
+            ppb(join({"partition", "--model-desc", data + "/llama70b-layers.json", "--dryrun",
+                      data + "/llama70b-pp8-dryrun.json", "--micro-batches", "32",
+                      "--recompute-rule", "megatron", "--json"},
+                     shape));
+        expect_success(r);
+        const json::object plan = json::parse(r.out).as_object();
+        std::vector<std::string> args = {"import", "megatron", "--num-microbatches", "32"};
+        for (const auto& a : plan.at("mindspeed_llm").at("args").as_array())
+            args.emplace_back(a.as_string());
+        const int stages = plan.at("num_stages").to_number<int>();
+        std::string log =
+            fmt::format("using world size: {}, pipeline-model-parallel size: {}\n", stages, stages);
+        for (int rank = 0; rank < stages; ++rank) {
+            log += fmt::format(
+                "[Rank {}] (after 1 iterations) memory (MB) | allocated: 1.0 | max "
+                "allocated: {}.0 | reserved: 2.0 | max reserved: 2.0\n",
+                rank, 20000 + rank);
+        }
+        args.push_back(dir.write("mindspeed.log", log).string());
+        r = ppb(args);
+        expect_success(r);
+        const json::object imported = json::parse(r.out).as_object();
+        const json::array& observations = imported.at("observations").as_array();
+        BOOST_TEST_REQUIRE(observations.size() == static_cast<std::size_t>(stages));
+        for (int s = 0; s < stages; ++s) {
+            const json::object& planned = plan.at("stages").at(s).as_object();
+            const json::object& o = observations.at(s).as_object();
+            // The plan's counts per kind (zeros written out) against the import's (the kinds
+            // present): per stage, or per chunk (ppb.dryrun/2 gives a stage's chunks only).
+            const auto same = [&](const json::object& want, const json::object& got,
+                                  const std::string& what) {
+                for (const auto& [kind, n] : want) {
+                    const auto* g = got.if_contains(kind);
+                    BOOST_TEST((g == nullptr ? 0 : g->to_number<int>()) == n.to_number<int>(),
+                               what << " " << kind);
+                }
+            };
+            if (plan.at("num_chunks").to_number<int>() == 1) {
+                same(planned.at("layers").as_object(), o.at("layers").as_object(),
+                     fmt::format("stage {}", s));
+                continue;
+            }
+            for (const auto& c : planned.at("chunks").as_array()) {
+                const int chunk = c.at("chunk").to_number<int>();
+                same(c.at("layers").as_object(), o.at("chunks").at(chunk).at("layers").as_object(),
+                     fmt::format("stage {} chunk {}", s, chunk));
+            }
+        }
+    }
+}
+
+// MindFormers' logs state each stage's layers ("num_layers per stage"): what the configuration
+// leaves out is taken from them, and a configuration they contradict is refused.
+BOOST_AUTO_TEST_CASE(mindspore_layout_the_logs_state) {
+    Scratch dir;
+    const std::string out = (dir / "out.json").string();
+    const std::string first_log = ms + "/run_a/rank_0/dryrun.log";
+    ProcessResult r = ppb({"import", "mindspore", "--data-parallel", "2", "--model-parallel", "4",
+                           "--recompute", "[3, 1, 0, 0]", "--select-recompute", "true",
+                           "--micro-batch-num", "16", ms + "/run_a", "-o", out});
+    expect_success(r);
+    expect_in(r.err, {"ppb: note: --pipeline-stage 4 from " + first_log + ":4\n",
+                      "ppb: note: --num-layers 40 from " + first_log + ":4\n",
+                      "ppb: note: --offset [-1, 0, 0, 1] from " + first_log + ":4\n"});
+    // The same observations as from the configuration that ran.
+    const ProcessResult from_config =
+        ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", ms + "/run_a"});
+    expect_success(from_config);
+    BOOST_TEST(json::serialize(json::parse(ppb_test::read_file(out)).at("observations")) ==
+               json::serialize(json::parse(from_config.out).at("observations")));
+
+    const std::string b = ms + "/llama13b_pp4_b.yaml";
+    r = ppb({"import", "mindspore", "--config", b, ms + "/run_a", "-o", (dir / "b.json").string()});
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.out.empty());
+    BOOST_TEST(r.err ==
+               "ppb: error: the layout gives [8, 11, 11, 10] layers per stage (num_layers "
+               "40 // pipeline_stage 4 = 10; offsets from " +
+                   b + ":73: model.model_config.offset), but " + first_log +
+                   ":4 says 'num_layers per stage: [[9, 10, 10, 11]]': are these the "
+                   "logs of this configuration's run?\n");
+    BOOST_TEST(!fs::exists(dir / "b.json"));
 }
 
 BOOST_AUTO_TEST_CASE(the_dry_run_goes_to_stdout_by_default) {
@@ -497,7 +737,7 @@ BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8) {
         ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_b.yaml", bad.string()}),
         {bad.string() + ":15: the memory line holds a byte that is not UTF-8"});
     const fs::path cfg = dir.write("cfg.yaml", "parallel_config:\n  pipeline_stage: 4 # \xB7\n");
-    expect_input_error(ppb({"import", "mindspore", "--config", cfg.string(), bad.string()}),
+    expect_input_error(ppb({"import", "mindspore", "--config", cfg.string(), gbk.string()}),
                        {cfg.string() + ":2: not UTF-8 text"});
 }
 
@@ -531,7 +771,11 @@ BOOST_AUTO_TEST_CASE(usage_mistakes) {
           "ppb import");
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
           {"LOG is required"});
-    usage(ppb({"import", "mindspore", ms + "/run_a"}), {"missing --pipeline-stage P"});
+    // Logs that state no layout (memory lines only), and no configuration.
+    const std::string bare_ms =
+        dir.write("bare/rank_0/dryrun.log", "Used peak memory usage (without fragments): 19738M\n")
+            .string();
+    usage(ppb({"import", "mindspore", bare_ms}), {"missing --pipeline-stage P"});
     usage(ppb({"import", "mindspore", "--memory", "peak", ms + "/run_a"}),
           {"--memory: peak not in {used,actual}"});
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--append", existing,
@@ -546,10 +790,15 @@ BOOST_AUTO_TEST_CASE(usage_mistakes) {
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml", "--offset", "[1, 0]",
                ms + "/run_a"}),
           {"--offset: has 2 entries but the pipeline has 4 stages"});
-    usage(ppb(join({"import", "megatron", mg + "/selective.log"}, {"--num-layers", "32"})),
-          {"--pipeline-model-parallel-size is required"}, "ppb import megatron");
-    usage(ppb(join({"import", "megatron", mg + "/selective.log", "--recompute-granularity", "full"},
-                   megatron_layout)),
+    // A log that states none of the run's arguments: the flags say the layout.
+    const std::string bare = memory_lines_of(dir, mg + "/selective.log");
+    usage(ppb(join({"import", "megatron", bare}, {"--num-layers", "32"})),
+          {"missing --pipeline-model-parallel-size P (the logs state none of the run's "
+           "arguments)"},
+          "ppb import megatron");
+    usage(ppb(join(
+              {"import", "megatron", bare, "--recompute-granularity", "full", "--world-size", "8"},
+              megatron_layout)),
           {"needs --recompute-method uniform or block"}, "ppb import megatron");
     usage(ppb(join({"import", "megatron", mg + "/selective.log", "--memory", "peak"},
                    megatron_layout)),
@@ -688,9 +937,17 @@ BOOST_AUTO_TEST_CASE(mindspore_moe_config_writes_layers_per_group) {
 }
 
 BOOST_AUTO_TEST_CASE(contradictory_moe_settings_exit_2) {
-    const std::vector<std::string> layout = {
-        "import",       "megatron", mg + "/moe-block.log", "--pipeline-model-parallel-size", "4",
-        "--num-layers", "16"};
+    // Flags against flags: a log that states no argument.
+    Scratch dir;
+    const std::vector<std::string> layout = {"import",
+                                             "megatron",
+                                             memory_lines_of(dir, mg + "/moe-block.log"),
+                                             "--pipeline-model-parallel-size",
+                                             "4",
+                                             "--num-layers",
+                                             "16",
+                                             "--world-size",
+                                             "8"};
     expect_input_error(ppb(join(layout, {"--moe-layer-freq", "[0]*2+[1]*14"})),
                        {"--moe-layer-freq describes MoE layers, but --num-experts is not given"});
     expect_input_error(
@@ -703,6 +960,12 @@ BOOST_AUTO_TEST_CASE(contradictory_moe_settings_exit_2) {
     expect_input_error(
         ppb(join(layout, {"--num-experts", "8", "--moe-layer-freq", "list(range(16))"})),
         {"--moe-layer-freq 'list(range(16))': expected '[' or '(' at character 1"});
+    // Against the log's argument dump (num_experts 8, moe_layer_freq [0, 0, 1, ...]).
+    expect_input_error(
+        ppb({"import", "megatron", mg + "/moe-block.log", "--moe-layer-freq", "[0]*3+[1]*13"}),
+        {"--moe-layer-freq '[0]*3+[1]*13' (command line) contradicts "
+         "moe_layer_freq [0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1] (" +
+         mg + "/moe-block.log:7)"});
     expect_input_error(ppb({"import", "mindspore", "--config", ms + "/deepseek_like_pp4_moe.yaml",
                             ms + "/run_moe", "--first-k-dense-replace", "16"}),
                        {"--first-k-dense-replace: 16 dense layers leave no MoE layer of the "

@@ -180,7 +180,15 @@ BOOST_AUTO_TEST_CASE(readings_of_one_rank_in_two_logs_must_agree) {
     BOOST_TEST(last_reading_per_rank(same, "lines", messages).size() == 1u);
     const std::vector<MemoryReading> different = {{3, 5.0, "a.log", 1}, {3, 6.0, "b.log", 2}};
     PPB_CHECK_THROWS(ppb::InputError, last_reading_per_rank(different, "lines", messages), "rank 3",
-                     "a.log:1", "b.log:2", "5 MB", "6 MB");
+                     "a.log:1", "b.log:2", "5.0 MB", "6.0 MB");
+    // Rounded as ppb shows memory: readings that round alike say how far apart they are.
+    const std::vector<MemoryReading> close = {{3, 22058.603515625, "a.log", 1},
+                                              {3, 22058.6, "b.log", 2}};
+    BOOST_TEST(ppb_test::error_message<ppb::InputError>(
+                   [&] { (void)last_reading_per_rank(close, "lines", messages); }) ==
+               "rank 3 has different readings in two logs: a.log:1 says 22058.6 MB, b.log:2 says "
+               "22058.6 MB (0.0035 MB apart); read only one of them (or tell which rank each log "
+               "is with --rank FILE=ID)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -220,19 +220,17 @@ BOOST_AUTO_TEST_CASE(world_size_from_the_flag_or_the_log) {
     PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
                      "missing --world-size N");
     MegatronScan scan;
-    scan.world_size = 16;
-    scan.world_size_where = "train.log:3";
+    scan.arguments.read_line("train.log", 3, "using world size: 16, data-parallel size: 4");
     BOOST_TEST(megatron_layout(f, scan, messages).ranks_per_stage == 4u);
     BOOST_TEST_REQUIRE(messages.size() == 1u);
-    ppb_test::check_contains(messages[0].text, {"world size 16 from train.log:3"});
+    BOOST_TEST(messages[0].text == "--world-size 16 from train.log:3");
     messages.clear();
+    // A flag that contradicts the log is refused, naming both.
     f.world_size = 8;
-    BOOST_TEST(megatron_layout(f, scan, messages).ranks_per_stage == 2u);
-    BOOST_TEST_REQUIRE(messages.size() == 1u);
-    BOOST_TEST((messages[0].level == Message::Level::warning));
-    ppb_test::check_contains(messages[0].text, {"--world-size 8 differs from the log's 16"});
+    PPB_CHECK_THROWS(ppb::InputError, megatron_layout(f, scan, messages),
+                     "--world-size 8 (command line) contradicts world size 16 (train.log:3)");
     f.world_size = 6;
-    PPB_CHECK_THROWS(FlagError, megatron_layout(f, scan, messages),
+    PPB_CHECK_THROWS(FlagError, megatron_layout(f, MegatronScan{}, messages),
                      "world size 6 is not a multiple of --pipeline-model-parallel-size 4");
 }
 
@@ -260,8 +258,10 @@ BOOST_AUTO_TEST_CASE(one_combined_log_of_all_ranks) {
         memory_line(1, 22072.25) +  // two prints on one line, as concurrent ranks leave them
         "\n[2025-03-10][INFO] - " + memory_line(2, 24047.0) + "\n";
     const auto result = scan({log("train.log", text)});
-    BOOST_TEST(result.world_size.value_or(0) == 8u);
-    BOOST_TEST(result.world_size_where.find("train.log:1") != std::string::npos);
+    const StatedValue* world = result.arguments.find("world_size");
+    BOOST_TEST_REQUIRE(world != nullptr);
+    BOOST_TEST(world->text == "8");
+    BOOST_TEST(world->where().ends_with("train.log:1"));
     BOOST_TEST_REQUIRE(result.readings.size() == 4u);
     BOOST_TEST(result.readings[0].rank == 0u);
     BOOST_TEST(result.readings[0].mb == 22071.5);
@@ -349,8 +349,9 @@ BOOST_AUTO_TEST_CASE(logs_of_different_world_sizes) {
         log("a.log", "using world size: 8, data-parallel size: 1\n" + memory_line(0, 5.0) + "\n");
     const LogFile b =
         log("b.log", "using world size: 16, data-parallel size: 2\n" + memory_line(1, 5.0) + "\n");
-    PPB_CHECK_THROWS(ppb::InputError, scan({a, b}), b.name + ":1: world size 16",
-                     a.name + ":1 says 8");
+    PPB_CHECK_THROWS(ppb::InputError, scan({a, b}),
+                     b.name + ":1: world size 16, but " + a.name +
+                         ":1 says world size 8: are these logs of one run?");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

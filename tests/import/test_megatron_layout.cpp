@@ -3,7 +3,8 @@
 // megatron/core/transformer/pipeline_parallel_layer_layout.py at commit
 // 00caa53af30912914981c86f39db123961678bbd and its layout guide), the --account-for flags, the
 // conflicts Megatron refuses, and round trip 2: random plans taken to ppb's printed flags
-// (ppb/partition/framework_args.hpp) and imported back give the same counts and kinds.
+// (ppb/partition/framework_args.hpp), Megatron-LM's and MindSpeed-LLM's, and imported back give the
+// same counts and kinds.
 #include "../partition/random_plans.hpp"
 #include "scratch.hpp"
 
@@ -178,10 +179,12 @@ BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_in_the_split) {
 }
 
 // Round trip 2: plan -> ppb's Megatron flags -> import -> the same layers and kinds per
-// (stage, chunk); the legacy flags too where ppb gives them.
+// (stage, chunk); the legacy flags too where ppb gives them, and MindSpeed-LLM's
+// (--num-layer-list; --noop-layers with --num-layers-per-virtual-pipeline-stage).
 BOOST_AUTO_TEST_CASE(printed_flags_import_back_to_the_plan) {
     std::mt19937 rng(2024);
     std::size_t legacy = 0;
+    std::size_t mindspeed_flags = 0;
     for (int trial = 0; trial < 500; ++trial) {
         const auto r = ppb::partition::test::random_plan(rng, trial % 2 == 0);
         const auto& p = r.problem;
@@ -213,6 +216,12 @@ BOOST_AUTO_TEST_CASE(printed_flags_import_back_to_the_plan) {
                     f.recompute_method = value;
                 else if (flag == "--recompute-num-layers")
                     f.recompute_num_layers = n();
+                else if (flag == "--num-layer-list")
+                    f.num_layer_list = value;
+                else if (flag == "--noop-layers")
+                    f.noop_layers = value;
+                else if (flag == "--num-layers-per-virtual-pipeline-stage")
+                    f.layers_per_virtual_stage = n();
                 else
                     BOOST_FAIL("unexpected flag " << flag);
             }
@@ -238,8 +247,16 @@ BOOST_AUTO_TEST_CASE(printed_flags_import_back_to_the_plan) {
             ++legacy;
             check(import(megatron.legacy_args.args), "legacy");
         }
+        // MindSpeed-LLM's flags: --num-layer-list (1F1B), or the model padded with no-op layers
+        // (interleaved), read back with MindSpeed-LLM's meaning (megatron_layout.hpp).
+        const auto mindspeed = ppb::partition::mindspeed_args(p, r.plan);
+        if (mindspeed.expressible()) {
+            ++mindspeed_flags;
+            check(import(mindspeed.args), "mindspeed");
+        }
     }
     BOOST_TEST(legacy > 50u);
+    BOOST_TEST(mindspeed_flags > 200u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

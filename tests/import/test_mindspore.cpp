@@ -700,4 +700,142 @@ BOOST_AUTO_TEST_CASE(logs_found_in_directories) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+// What MindFormers' logs state about the layout (MindSporeLogLayout): its LayerSetting's
+// "num_layers per stage" line (mindspore-lab/mindformers, mindformers/models/utils.py at commit
+// fd4deebc1606a02fd24c3b359a889cd0c966e72b: logger.info of layer_list.tolist(), one row per
+// chunk) and base_trainer.py's "Pipeline parallel was opened: pipeline_stages = N" line.
+BOOST_FIXTURE_TEST_SUITE(mindspore_stated_layout, Fixture)
+
+namespace {
+
+// A rank's log as MindFormers writes it, stating `layers` (the list as printed).
+std::string stating(const std::string& layers, int used_mb = 100) {
+    return "2024-11-20 10:31:08,530 - mindformers[mindformers/models/utils.py:204] - INFO - "
+           "num_layers per stage: " +
+           layers +
+           "\n2024-11-20 10:31:08,531 - mindformers[mindformers/models/utils.py:205] - INFO - "
+           "Accumulated num_layers per stage: [[9, 19, 29, 40]]\n" +
+           ppb_test::mindspore_log(used_mb, used_mb + 10);
+}
+
+std::vector<std::string> texts(const Messages& messages) {
+    std::vector<std::string> out;
+    for (const Message& m : messages)
+        out.push_back(m.text);
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(values_the_configuration_leaves_out_come_from_the_logs) {
+    const std::vector<LogFile> logs = {log("rank_0.log", stating("[[9, 10, 10, 11]]")),
+                                       log("rank_8.log", stating("[[9, 10, 10, 11]]", 200))};
+    const MindSporeLogLayout stated = mindspore_log_layout(logs);
+    BOOST_TEST(stated.layers_where == logs[0].name + ":1");
+    BOOST_TEST(stated.layers == (std::vector<std::vector<std::uint32_t>>{{9, 10, 10, 11}}));
+    // No pipeline_stage, num_layers or offset in the file: the logs say them.
+    Yaml yaml;
+    yaml.pipeline_stage.clear();
+    yaml.num_layers.clear();
+    yaml.offset.clear();
+    messages.clear();
+    const PipelineLayout l =
+        mindspore_layout(dir.write("cfg.yaml", yaml.text()), {}, messages, stated);
+    BOOST_TEST(l.num_stages == 4u);
+    BOOST_TEST(l.stages[0] == kinds(0, 6, 0, 0, 3));
+    BOOST_TEST(l.stages[3] == kinds(0, 11, 0, 0, 0));
+    BOOST_TEST(texts(messages) ==
+                   (std::vector<std::string>{"--pipeline-stage 4 from " + logs[0].name + ":1",
+                                             "--num-layers 40 from " + logs[0].name + ":1",
+                                             "--offset [-1, 0, 0, 1] from " + logs[0].name + ":1"}),
+               boost::test_tools::per_element());
+    // Given as the logs state it: nothing to say.
+    messages.clear();
+    (void)mindspore_layout(dir.write("cfg.yaml", Yaml{}.text()), {}, messages, stated);
+    BOOST_TEST(messages.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_layout_the_logs_contradict_is_refused_naming_both) {
+    const LogFile one = log("rank_0.log", stating("[[8, 11, 11, 10]]"));
+    const MindSporeLogLayout stated = mindspore_log_layout(std::vector{one});
+    const std::string config = dir.write("cfg.yaml", Yaml{}.text()).string();
+    BOOST_TEST(ppb_test::error_message<ppb::InputError>(
+                   [&] { (void)mindspore_layout(config, {}, messages, stated); }) ==
+               "the layout gives [9, 10, 10, 11] layers per stage (num_layers 40 // "
+               "pipeline_stage 4 = 10; offsets from " +
+                   at_line(config, Yaml{}.text(), "offset") + "model.model_config.offset), but " +
+                   one.name +
+                   ":1 says 'num_layers per stage: [[8, 11, 11, 10]]': are these the logs "
+                   "of this configuration's run?");
+    // A flag that gives the logs' layout wins over the file, as flags do.
+    MindSporeFlags flags;
+    flags.offset = "[-2, 1, 1, 0]";
+    BOOST_TEST(total_layers(mindspore_layout(config, flags, messages, stated).stages[0]) == 8u);
+    flags.offset = "[0, 0, 0, 0]";
+    PPB_CHECK_THROWS(ppb::InputError, mindspore_layout(config, flags, messages, stated),
+                     "the layout gives [10, 10, 10, 10] layers per stage (num_layers 40 // "
+                     "pipeline_stage 4 = 10; offsets from --offset), but " +
+                         one.name + ":1 says 'num_layers per stage: [[8, 11, 11, 10]]'");
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_rows_per_chunk) {
+    // MindFormers' documentation example (docs/feature_cards/Offset_Recompute.md at commit
+    // 8bb9f6ca330d2aa388f94c8a7baebd30ede2e7b1): 48 layers, pipeline_stage 5, pp_interleave_num
+    // 2, offset [[0,1,1,1,1],[1,1,1,1,0]] print [[4, 5, 5, 5, 5], [5, 5, 5, 5, 4]].
+    const MindSporeLogLayout stated = mindspore_log_layout(
+        std::vector{log("rank_0.log", stating("[[4, 5, 5, 5, 5], [5, 5, 5, 5, 4]]"))});
+    Yaml yaml;
+    yaml.pipeline_stage.clear();
+    yaml.num_layers.clear();
+    yaml.offset.clear();
+    yaml.recompute = "0";
+    messages.clear();
+    const PipelineLayout l =
+        mindspore_layout(dir.write("cfg.yaml", yaml.text()), {}, messages, stated);
+    BOOST_TEST(l.num_stages == 5u);
+    BOOST_TEST(l.num_chunks == 2u);
+    BOOST_TEST(l.chunks[0][0] == kinds(0, 4, 0, 0, 0));
+    BOOST_TEST(l.chunks[4][1] == kinds(0, 4, 0, 0, 0));
+    BOOST_TEST(texts(messages).at(2) ==
+               "--pp-interleave-num 2 from " + (dir / "rank_0.log").string() + ":1");
+    BOOST_TEST(texts(messages).back() == "--offset [[0, 1, 1, 1, 1], [1, 1, 1, 1, 0]] from " +
+                                             (dir / "rank_0.log").string() + ":1");
+}
+
+BOOST_AUTO_TEST_CASE(logs_that_state_different_layouts) {
+    const LogFile a = log("rank_0.log", stating("[[9, 10, 10, 11]]"));
+    const LogFile b = log("rank_8.log", stating("[[8, 11, 11, 10]]"));
+    BOOST_TEST(ppb_test::error_message<ppb::InputError>([&] {
+                   (void)mindspore_log_layout(std::vector{a, b});
+               }) == b.name + ":1: num_layers per stage: [[8, 11, 11, 10]], but " + a.name +
+                         ":1 says num_layers per stage: [[9, 10, 10, 11]]: are these logs of one "
+                         "run?");
+    const LogFile bad = log("rank_16.log", stating("[[9, 10, x]]"));
+    PPB_CHECK_THROWS(ppb::InputError, mindspore_log_layout(std::vector{bad}),
+                     bad.name + ":1: cannot read MindFormers' 'num_layers per stage' line");
+}
+
+BOOST_AUTO_TEST_CASE(the_pipeline_stages_line) {
+    // base_trainer.py: "Pipeline parallel was opened: pipeline_stages = %s, full batch is True,
+    // ...".
+    const LogFile one =
+        log("rank_0.log",
+            "2024-11-20 10:31:06,211 - mindformers[mindformers/trainer/base_trainer.py:"
+            "210] - INFO - Pipeline parallel was opened: pipeline_stages = 2, full batch "
+            "is True, gradient_accumulation_steps will not take effect in pipeline "
+            "parallel, global batch size will be changed: global_batch_size = "
+            "batch_size * data_parallel * micro_batch_num * micro_batch_interleave_num "
+            "= 32 = 1 * 2 * 16 * 1).\n" +
+                ppb_test::mindspore_log(100, 110));
+    const MindSporeLogLayout stated = mindspore_log_layout(std::vector{one});
+    BOOST_TEST(stated.stages.value_or(0) == 2u);
+    Yaml yaml;
+    PPB_CHECK_THROWS(
+        ppb::InputError, mindspore_layout(dir.write("cfg.yaml", yaml.text()), {}, messages, stated),
+        "the layout has 4 stages (pipeline_stage from " + cfg() +
+            ":5: parallel_config.pipeline_stage), but " + one.name + ":1 says pipeline_stages = 2");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 }  // namespace mindspore_tests

@@ -188,8 +188,13 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
                 BOOST_TEST(!mindspeed.expressible(), what);
             } else {
                 BOOST_TEST_REQUIRE(mindspeed.expressible(), what << ": " << mindspeed.why_not);
-                BOOST_TEST((numbers(value_of(mindspeed.args, "--num-layer-list")) == r.positions),
-                           what);
+                // MindSpeed-LLM refuses the list with one stage, which holds every layer anyway.
+                if (P == 1)
+                    BOOST_TEST(!has(mindspeed.args, "--num-layer-list"), what);
+                else
+                    BOOST_TEST(
+                        (numbers(value_of(mindspeed.args, "--num-layer-list")) == r.positions),
+                        what);
             }
         } else {
             BOOST_TEST_REQUIRE(mindspeed.expressible(), what << ": " << mindspeed.why_not);

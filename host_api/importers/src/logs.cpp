@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -327,11 +328,17 @@ std::vector<MemoryReading> last_reading_per_rank(const std::vector<MemoryReading
         for (const MemoryReading* other : list) {
             if (other->mb == list.front()->mb)
                 continue;
+            // Rounded as ppb shows memory; readings that round alike say how far apart they are.
+            const std::string first = fmt::format("{:.1f} MB", list.front()->mb);
+            const std::string second = fmt::format("{:.1f} MB", other->mb);
             throw InputError(fmt::format(
-                "rank {} has different readings in two logs: {}:{} says {} MB, {}:{} says {} MB; "
+                "rank {} has different readings in two logs: {}:{} says {}, {}:{} says {}{}; "
                 "read only one of them (or tell which rank each log is with --rank FILE=ID)",
-                rank, list.front()->file, list.front()->line, list.front()->mb, other->file,
-                other->line, other->mb));
+                rank, list.front()->file, list.front()->line, first, other->file, other->line,
+                second,
+                first == second
+                    ? fmt::format(" ({:.2g} MB apart)", std::abs(list.front()->mb - other->mb))
+                    : std::string()));
         }
         out.push_back(*list.front());
     }

@@ -18,7 +18,6 @@ namespace {
 
 constexpr std::string_view rank_marker = "[Rank ";
 constexpr std::string_view memory_marker = "memory (MB)";
-constexpr std::string_view world_marker = "using world size: ";
 
 std::string_view trim(std::string_view text) {
     const std::size_t first = text.find_first_not_of(" \t");
@@ -273,24 +272,7 @@ MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory me
         bool nul_found = false;
         for_each_line(log, [&](std::size_t line, std::string_view text) {
             nul_found = nul_found || text.find('\0') != std::string_view::npos;
-            if (const std::size_t at = text.find(world_marker); at != std::string_view::npos) {
-                const std::string_view rest = text.substr(at + world_marker.size());
-                std::uint32_t world = 0;
-                const auto [end, ec] =
-                    std::from_chars(rest.data(), rest.data() + rest.size(), world);
-                if (ec == std::errc{} && world > 0) {
-                    const std::string where = fmt::format("{}:{}", log.name, line);
-                    if (scan.world_size && *scan.world_size != world) {
-                        throw InputError(fmt::format(
-                            "{}: world size {}, but {} says {}: are these logs of one run?", where,
-                            world, scan.world_size_where, *scan.world_size));
-                    }
-                    if (!scan.world_size) {
-                        scan.world_size = world;
-                        scan.world_size_where = where;
-                    }
-                }
-            }
+            scan.arguments.read_line(log.name, line, text);
             for (const MemoryRecord& record : memory_records(text)) {
                 require_utf8(record.text, log.name, line, "the memory line");
                 std::uint32_t rank = 0;
@@ -309,6 +291,7 @@ MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory me
                 ++found;
             }
         });
+        scan.arguments.end_of_file();
         if (found > 0)
             continue;
         if (!log.named) {
@@ -466,12 +449,15 @@ std::vector<std::vector<std::uint32_t>> even_split_counts(const MegatronFlags& f
 
 }  // namespace
 
-PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
-                               Messages& messages) {
+namespace {
+
+PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages& messages) {
+    const char* no_dump =
+        scan.arguments.empty() ? " (the logs state none of the run's arguments)" : "";
     if (!flags.pipeline_size)
-        throw FlagError("missing --pipeline-model-parallel-size P");
+        throw FlagError(fmt::format("missing --pipeline-model-parallel-size P{}", no_dump));
     if (!flags.num_layers)
-        throw FlagError("missing --num-layers L");
+        throw FlagError(fmt::format("missing --num-layers L{}", no_dump));
     const std::uint32_t p = *flags.pipeline_size;
     const std::uint32_t layers = *flags.num_layers;
     if (!limits::stages.contains(p)) {
@@ -497,22 +483,12 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
     }
 
     // World size and rank order.
-    std::uint32_t world = 0;
-    if (flags.world_size) {
-        world = *flags.world_size;
-        if (scan.world_size && *scan.world_size != world) {
-            add_warning(messages, fmt::format("--world-size {} differs from the log's {} ({}); "
-                                              "using --world-size",
-                                              world, *scan.world_size, scan.world_size_where));
-        }
-    } else if (scan.world_size) {
-        world = *scan.world_size;
-        add_note(messages, fmt::format("world size {} from {}", world, scan.world_size_where));
-    } else {
+    if (!flags.world_size) {
         throw FlagError(
             "missing --world-size N (the number of ranks; the logs have no 'using world size' "
             "line)");
     }
+    const std::uint32_t world = *flags.world_size;
     if (world == 0 || world % p != 0) {
         throw FlagError(fmt::format(
             "world size {} is not a multiple of --pipeline-model-parallel-size {}", world, p));
@@ -520,6 +496,25 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
     layout.ranks_per_stage = world / p;
     layout.ranks_explained =
         fmt::format("world size {} / pipeline-model-parallel-size {}", world, p);
+
+    // MindSpeed-LLM's no-op layers (megatron_layout.hpp); beside them MindSpeed-LLM drops
+    // --num-layer-list (NumLayerListFeature.validate_args).
+    std::vector<bool> is_noop(layers, false);
+    std::vector<std::uint32_t> noop;
+    if (flags.noop_layers) {
+        noop = parse_noop_layers(*flags.noop_layers, layers, "--noop-layers");
+        for (const std::uint32_t i : noop)
+            is_noop[i] = true;
+        if (flags.num_layer_list) {
+            add_warning(messages,
+                        fmt::format("--num-layer-list '{}' is not used: MindSpeed-LLM drops it "
+                                    "when --noop-layers is given (\"num layer list would be "
+                                    "disabled when noop-layer is activated\"), and so does this "
+                                    "import",
+                                    *flags.num_layer_list));
+            flags.num_layer_list.reset();
+        }
+    }
 
     // Layers per (stage, chunk): from the layout flags, or Megatron's even split below.
     std::vector<std::vector<std::uint32_t>> chunk_counts;
@@ -588,40 +583,77 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
             fmt::format("--recompute-method: expected uniform or block, got '{}'", *method));
     }
 
-    const auto kinds_of = [&](std::uint32_t n) {
-        KindCounts counts{};
+    // The kind of the layer at position i of its chunk: each chunk is a transformer block of its
+    // own, and the block method recomputes its first N layers.
+    const auto kind_at = [&](std::uint32_t i) {
         switch (recompute) {
             case Recompute::none:
-                counts[PPB_KIND_NONE] = n;
-                break;
+                return PPB_KIND_NONE;
             case Recompute::select:
-                counts[PPB_KIND_SELECT] = n;
-                break;
+                return PPB_KIND_SELECT;
             case Recompute::full_uniform:
-                counts[PPB_KIND_FULL] = n;
-                break;
+                return PPB_KIND_FULL;
             case Recompute::full_block:
-                counts[PPB_KIND_FULL] = std::min(n, *flags.recompute_num_layers);
-                counts[PPB_KIND_NONE] = n - counts[PPB_KIND_FULL];
-                break;
+                return i < *flags.recompute_num_layers ? PPB_KIND_FULL : PPB_KIND_NONE;
         }
-        return counts;
+        return PPB_KIND_NONE;
     };
-    for (const auto& stage : per_chunk) {
-        if (chunks == 1) {
-            layout.stages.push_back(kinds_of(stage.front()));
-            continue;
+    // Chunk c of stage s holds the layers after those of chunk c of the stages before it and of
+    // every stage's earlier chunks (Megatron's model order); its no-op layers are not counted.
+    std::vector<std::vector<std::uint32_t>> first(p, std::vector<std::uint32_t>(chunks, 0));
+    std::uint32_t position = 0;
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+        for (std::uint32_t s = 0; s < p; ++s) {
+            first[s][c] = position;
+            position += per_chunk[s][c];
         }
-        // Each chunk is a transformer block of its own: block recompute counts per chunk.
+    }
+    std::vector<std::uint32_t> real_per_stage;
+    for (std::uint32_t s = 0; s < p; ++s) {
         KindCounts total{};
         std::vector<KindCounts> each;
-        for (const std::uint32_t n : stage) {
-            each.push_back(kinds_of(n));
+        for (std::uint32_t c = 0; c < chunks; ++c) {
+            KindCounts counts{};
+            for (std::uint32_t i = 0; i < per_chunk[s][c]; ++i) {
+                if (!is_noop[first[s][c] + i])
+                    ++counts[kind_at(i)];
+            }
             for (std::size_t k = 0; k < total.size(); ++k)
-                total[k] += each.back()[k];
+                total[k] += counts[k];
+            each.push_back(counts);
         }
+        real_per_stage.push_back(total_layers(total));
         layout.stages.push_back(total);
-        layout.chunks.push_back(std::move(each));
+        if (chunks > 1)
+            layout.chunks.push_back(std::move(each));
+    }
+    if (!noop.empty()) {
+        add_note(messages,
+                 fmt::format("--noop-layers: {} of the {} layers are MindSpeed-LLM's no-op layers "
+                             "({}), which hold no transformer block and no memory: the stages "
+                             "count only their {} real layers ({})",
+                             noop.size(), layers, describe_numbers(noop), layers - noop.size(),
+                             fmt::join(real_per_stage, ", ")));
+    }
+
+    // The chunk count the run had, where its logs state it (Megatron derives it from the
+    // virtual-pipeline or layout flags; None is one chunk per stage).
+    if (const StatedValue* v = scan.arguments.find("virtual_pipeline_model_parallel_size")) {
+        std::uint32_t stated = 1;
+        if (!v->is_none()) {
+            const auto [end, ec] =
+                std::from_chars(v->text.data(), v->text.data() + v->text.size(), stated);
+            if (ec != std::errc{} || end != v->text.data() + v->text.size() || stated == 0) {
+                throw InputError(fmt::format("{}: {} '{}': expected a whole number or None",
+                                             v->where(), v->label, v->text));
+            }
+        }
+        if (stated != chunks) {
+            throw InputError(fmt::format(
+                "the flags give {} chunk{} per stage, but {} says {} {} ({} per stage in that "
+                "run): give the virtual-pipeline or layout flags the run had",
+                chunks, chunks == 1 ? "" : "s", v->where(), v->label, v->text, stated));
+        }
     }
 
     // MoE layers: which layers are, from --num-experts and --moe-layer-freq or
@@ -662,6 +694,13 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
                            ? fmt::format("--moe-layer-freq '{}'", freq)
                            : std::string("--moe-layer-freq 1 (Megatron's default)");
     }
+    // No-op layers hold no block, so no MoE layer either: the groups count the real layers.
+    std::vector<bool> real_is_moe;
+    for (std::uint32_t i = 0; i < layers; ++i) {
+        if (!is_noop[i])
+            real_is_moe.push_back(is_moe[i]);
+    }
+    is_moe = std::move(real_is_moe);
     const auto moe_count =
         static_cast<std::uint32_t>(std::count(is_moe.begin(), is_moe.end(), true));
     if (moe_count == 0) {
@@ -674,15 +713,34 @@ PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& s
     if (layout.groups.empty()) {
         add_note(messages, fmt::format("MoE: every one of the {} layers is an MoE layer ({}, "
                                        "--num-experts {}): one group of body layers",
-                                       layers, pattern_from, *flags.num_experts));
+                                       is_moe.size(), pattern_from, *flags.num_experts));
     } else {
         add_note(messages,
                  fmt::format("MoE: {} dense and {} MoE layers ({}, --num-experts {}): the layers "
                              "are counted per group, {}",
-                             layers - moe_count, moe_count, pattern_from, *flags.num_experts,
+                             is_moe.size() - moe_count, moe_count, pattern_from, *flags.num_experts,
                              fmt::join(layout.groups, " and ")));
     }
     return layout;
+}
+
+}  // namespace
+
+PipelineLayout megatron_layout(const MegatronFlags& given, const MegatronScan& scan,
+                               Messages& messages) {
+    const std::size_t before = messages.size();
+    const MegatronFlags flags = megatron_flags_from_logs(given, scan.arguments, messages);
+    std::vector<std::string> taken;
+    for (std::size_t i = before; i < messages.size(); ++i)
+        taken.push_back(messages[i].text);
+    try {
+        return layout_of(flags, scan, messages);
+    } catch (const FlagError& e) {
+        // A flag the message names may be one the logs gave: say which.
+        if (taken.empty())
+            throw;
+        throw FlagError(fmt::format("{} (with {})", e.what(), fmt::join(taken, "; ")));
+    }
 }
 
 }  // namespace ppb::importers

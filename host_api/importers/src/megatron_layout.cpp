@@ -1,6 +1,7 @@
 // Megatron-LM's layout flags (ppb/importers/megatron_layout.hpp gives the grammar and the rules).
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/megatron_layout.hpp>
+#include <ppb/limits.hpp>
 
 #include <fmt/format.h>
 
@@ -223,8 +224,185 @@ std::vector<std::vector<std::uint32_t>> counts_from_layout(const MegatronFlags& 
 
 }  // namespace
 
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0)
+        text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0)
+        text.remove_suffix(1);
+    return text;
+}
+
+// `text` without the brackets of a Python list or set repr; whether it had them.
+std::pair<std::string_view, bool> without_brackets(std::string_view text) {
+    text = trimmed(text);
+    if (text.size() >= 2 && ((text.front() == '[' && text.back() == ']') ||
+                             (text.front() == '{' && text.back() == '}'))) {
+        return {text.substr(1, text.size() - 2), true};
+    }
+    return {text, false};
+}
+
+std::vector<std::string_view> comma_items(std::string_view text) {
+    std::vector<std::string_view> items;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t comma = text.find(',', start);
+        items.push_back(text.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos)
+            return items;
+        start = comma + 1;
+    }
+}
+
+std::optional<std::uint32_t> digits_value(std::string_view text) {
+    if (text.empty() || !std::all_of(text.begin(), text.end(), is_digit))
+        return std::nullopt;
+    std::uint64_t value = 0;
+    for (const char c : text) {
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+        if (value > limits::layers.max)
+            return std::nullopt;
+    }
+    return static_cast<std::uint32_t>(value);
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> parse_num_layer_list(std::string_view text, std::string_view source) {
+    const auto [body, bracketed] = without_brackets(text);
+    std::vector<std::uint32_t> counts;
+    const auto items = comma_items(body);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        // Python's int() takes the item with spaces around it.
+        std::string_view item = trimmed(items[i]);
+        if (item.starts_with('+'))
+            item.remove_prefix(1);
+        const auto n = digits_value(item);
+        if (!n) {
+            throw FlagError(fmt::format(
+                "{} '{}': item {} '{}' is not a count of layers from 0 to {} (MindSpeed-LLM reads "
+                "the comma-separated counts of the stages with int())",
+                source, text, i + 1, items[i], limits::layers.max));
+        }
+        counts.push_back(*n);
+    }
+    return counts;
+}
+
+std::vector<std::uint32_t> parse_noop_layers(std::string_view text, std::uint32_t num_layers,
+                                             std::string_view source) {
+    const auto [body, bracketed] = without_brackets(text);
+    if (trimmed(text) == "set()")
+        return {};
+    std::vector<std::uint32_t> layers;
+    for (const std::string_view raw : comma_items(body)) {
+        // The flag's items are digits only (MindSpeed: x.isdigit()); a printed set or list puts a
+        // space after each comma.
+        const std::string_view item = bracketed ? trimmed(raw) : raw;
+        const auto n = digits_value(item);
+        if (!n && !item.empty() && std::all_of(item.begin(), item.end(), is_digit)) {
+            throw FlagError(fmt::format(
+                "{} '{}': layer {} is not below --num-layers {} (MindSpeed requires every no-op "
+                "layer to be from 0 to num_layers - 1)",
+                source, text, item, num_layers));
+        }
+        if (!n) {
+            throw FlagError(fmt::format(
+                "{} '{}': '{}' is not a layer index (MindSpeed requires digits only, separated "
+                "by commas, such as 61,62,63)",
+                source, text, raw));
+        }
+        if (*n >= num_layers) {
+            throw FlagError(fmt::format(
+                "{} '{}': layer {} is not below --num-layers {} (MindSpeed requires every no-op "
+                "layer to be from 0 to num_layers - 1)",
+                source, text, *n, num_layers));
+        }
+        layers.push_back(*n);
+    }
+    std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    return layers;
+}
+
+namespace {
+
+// MindSpeed-LLM's --num-layer-list: one count per stage, checked as MindSpeed-LLM checks it.
+std::vector<std::vector<std::uint32_t>> counts_from_num_layer_list(const MegatronFlags& flags) {
+    constexpr std::string_view list_flag = "--num-layer-list";
+    const std::string_view text = *flags.num_layer_list;
+    const char* other = flags.layout                  ? "--pipeline-model-parallel-layout"
+                        : flags.first_stage_layers    ? "--decoder-first-pipeline-num-layers"
+                        : flags.last_stage_layers     ? "--decoder-last-pipeline-num-layers"
+                        : flags.account_for_embedding ? "--account-for-embedding-in-pipeline-split"
+                        : flags.account_for_loss      ? "--account-for-loss-in-pipeline-split"
+                                                      : nullptr;
+    if (other != nullptr) {
+        throw FlagError(
+            fmt::format("{} and {} must not be given together: both say the stages' layers, and "
+                        "MindSpeed-LLM builds each stage from --num-layer-list alone (its "
+                        "get_num_layers_to_build); give one",
+                        list_flag, other));
+    }
+    if (flags.layers_per_virtual_stage) {
+        throw FlagError(fmt::format(
+            "{} and --num-layers-per-virtual-pipeline-stage must not be given together "
+            "(MindSpeed-LLM refuses it: \"Dynamic pipeline model and virtual pipeline cannot be "
+            "enabled at the same time\")",
+            list_flag));
+    }
+    if (flags.virtual_stages) {
+        throw FlagError(fmt::format(
+            "{} and --num-virtual-stages-per-pipeline-rank must not be given together: "
+            "MindSpeed-LLM's --num-layer-list gives each stage one block of layers (with virtual "
+            "pipeline chunks its get_num_layers_to_build would give every chunk the stage's "
+            "whole count)",
+            list_flag));
+    }
+    const std::uint32_t p = *flags.pipeline_size;
+    if (p < 2) {
+        throw FlagError(fmt::format(
+            "{} needs --pipeline-model-parallel-size 2 or more (MindSpeed-LLM: \"Dynamic pipeline "
+            "model should work with pipeline parallel\")",
+            list_flag));
+    }
+    const std::vector<std::uint32_t> list = parse_num_layer_list(text, list_flag);
+    if (list.size() != p) {
+        throw FlagError(fmt::format(
+            "{} '{}' gives {} count{}, but --pipeline-model-parallel-size is {}: MindSpeed-LLM "
+            "requires one per stage",
+            list_flag, text, list.size(), list.size() == 1 ? "" : "s", p));
+    }
+    std::uint64_t sum = 0;
+    for (const std::uint32_t n : list)
+        sum += n;
+    if (sum != *flags.num_layers) {
+        throw FlagError(fmt::format(
+            "{} '{}' sums to {} layers, but --num-layers is {}: MindSpeed-LLM requires them to "
+            "match",
+            list_flag, text, sum, *flags.num_layers));
+    }
+    std::vector<std::vector<std::uint32_t>> counts;
+    for (const std::uint32_t n : list)
+        counts.push_back({n});
+    return counts;
+}
+
+}  // namespace
+
 std::optional<std::vector<std::vector<std::uint32_t>>> megatron_layout_flag_counts(
     const MegatronFlags& flags, Messages& messages) {
+    if (flags.noop_layers && flags.layout) {
+        throw FlagError(
+            "--noop-layers and --pipeline-model-parallel-layout must not be given together "
+            "(MindSpeed refuses it: \"--pipeline-model-parallel-layout is incompatible with "
+            "--noop-layers\")");
+    }
+    if (flags.num_layer_list)
+        return counts_from_num_layer_list(flags);
     const bool embedding = flags.account_for_embedding;
     const bool loss = flags.account_for_loss;
     const char* first_last = flags.first_stage_layers ? "--decoder-first-pipeline-num-layers"

@@ -545,6 +545,130 @@ void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32
     }
 }
 
+constexpr std::string_view layers_marker = "num_layers per stage: ";
+constexpr std::string_view stages_marker = "pipeline_stages = ";
+
+// "[9, 10, 10, 11]" or "[[4, 5], [5, 4]]": rows of counts (one row for a flat list), or nullopt.
+std::optional<std::pair<std::vector<std::vector<std::uint32_t>>, bool>> count_rows(
+    std::string_view text) {
+    std::vector<std::vector<std::uint32_t>> rows;
+    std::size_t at = 0;
+    const auto skip = [&] {
+        while (at < text.size() && text[at] == ' ')
+            ++at;
+    };
+    const auto accept = [&](char c) {
+        skip();
+        if (at < text.size() && text[at] == c) {
+            ++at;
+            return true;
+        }
+        return false;
+    };
+    const auto row = [&]() -> std::optional<std::vector<std::uint32_t>> {
+        std::vector<std::uint32_t> counts;
+        if (!accept('['))
+            return std::nullopt;
+        if (accept(']'))
+            return counts;
+        do {
+            skip();
+            std::uint32_t n = 0;
+            const auto [end, ec] = std::from_chars(text.data() + at, text.data() + text.size(), n);
+            if (ec != std::errc{} || n > limits::layers.max)
+                return std::nullopt;
+            at = static_cast<std::size_t>(end - text.data());
+            counts.push_back(n);
+        } while (accept(','));
+        if (!accept(']'))
+            return std::nullopt;
+        return counts;
+    };
+    skip();
+    const std::size_t inner = text.find_first_not_of(' ', at + 1);
+    const bool nested = at < text.size() && text[at] == '[' && inner != std::string_view::npos &&
+                        text[inner] == '[';
+    if (!nested) {
+        auto flat = row();
+        if (!flat || flat->empty())
+            return std::nullopt;
+        rows.push_back(std::move(*flat));
+    } else {
+        accept('[');
+        do {
+            auto next = row();
+            if (!next || next->empty() || (!rows.empty() && next->size() != rows.front().size()))
+                return std::nullopt;
+            rows.push_back(std::move(*next));
+        } while (accept(','));
+        if (!accept(']'))
+            return std::nullopt;
+    }
+    skip();
+    if (at != text.size())
+        return std::nullopt;
+    return std::pair{std::move(rows), nested};
+}
+
+// MindFormers' statements of the layout on one log line (MindSporeLogLayout); every rank's log
+// states the same, or the logs are of different runs.
+void read_layout_statement(MindSporeLogLayout& stated, const LogFile& log, std::size_t line,
+                           std::string_view text) {
+    const std::string where = fmt::format("{}:{}", log.name, line);
+    if (const std::size_t at = text.find(layers_marker);
+        at != std::string_view::npos && !text.substr(0, at).ends_with("Accumulated ")) {
+        require_utf8(text, log.name, line, "the 'num_layers per stage' line");
+        std::string_view value = text.substr(at + layers_marker.size());
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+            value.remove_suffix(1);
+        auto rows = count_rows(value);
+        if (!rows) {
+            throw InputError(fmt::format(
+                "{}: cannot read MindFormers' 'num_layers per stage' line: expected a list of "
+                "per-stage layer counts, or one such list per chunk, got {}",
+                where, quote_excerpt(value)));
+        }
+        if (stated.layers.empty()) {
+            stated.layers = std::move(rows->first);
+            stated.per_chunk = rows->second;
+            stated.layers_text = std::string(value);
+            stated.layers_where = where;
+        } else if (stated.layers != rows->first || stated.per_chunk != rows->second) {
+            throw InputError(fmt::format(
+                "{}: num_layers per stage: {}, but {} says num_layers per stage: {}: are these "
+                "logs of one run?",
+                where, value, stated.layers_where, stated.layers_text));
+        }
+        return;
+    }
+    if (const std::size_t at = text.find(stages_marker);
+        at != std::string_view::npos &&
+        text.find("Pipeline parallel was opened") != std::string_view::npos) {
+        const std::string_view rest = text.substr(at + stages_marker.size());
+        std::uint32_t n = 0;
+        const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+        if (ec != std::errc{} || n == 0)
+            return;
+        if (!stated.stages) {
+            stated.stages = n;
+            stated.stages_where = where;
+        } else if (*stated.stages != n) {
+            throw InputError(fmt::format(
+                "{}: pipeline_stages = {}, but {} says pipeline_stages = {}: are these logs of one "
+                "run?",
+                where, n, stated.stages_where, *stated.stages));
+        }
+    }
+}
+
+// Rows as YAML writes a per-chunk setting: "[-1, 0, 0, 1]" for one row, "[[...], [...]]".
+std::string rows_text(const std::vector<std::vector<std::int64_t>>& rows) {
+    std::vector<std::string> each;
+    for (const auto& row : rows)
+        each.push_back(fmt::format("[{}]", fmt::join(row, ", ")));
+    return each.size() == 1 ? each.front() : fmt::format("[{}]", fmt::join(each, ", "));
+}
+
 }  // namespace
 
 std::optional<MindSporeMemory> mindspore_memory_from_name(std::string_view name) {
@@ -560,8 +684,10 @@ std::string_view mindspore_memory_marker(MindSporeMemory memory) {
 }
 
 PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& config,
-                                const MindSporeFlags& flags, Messages& messages) {
+                                const MindSporeFlags& given, Messages& messages,
+                                const MindSporeLogLayout& stated) {
     Settings settings(config);
+    MindSporeFlags flags = given;
 
     PipelineLayout layout;
     // MindFormers' newer layout (LLMTrainer) keeps the parallel settings here.
@@ -585,6 +711,52 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         }
         return at;
     };
+
+    // What neither a flag nor the configuration gives is taken from what the logs state, as a
+    // flag would give it (and said).
+    const auto absent = [&](const std::optional<std::string>& flag,
+                            std::initializer_list<Setting> in_file) {
+        return !flag && std::none_of(in_file.begin(), in_file.end(), given_not_null);
+    };
+    const auto take = [&](std::optional<std::string>& flag, std::string_view name,
+                          std::string value, const std::string& where) {
+        add_note(messages, fmt::format("{} {} from {}", name, value, where));
+        flag = std::move(value);
+    };
+    const auto absent_offset = [&] {
+        return absent(flags.offset, {settings.file({"model", "model_config", "offset"}),
+                                     settings.file({"model_config", "offset"}),
+                                     newer({"pipeline_parallel_config", "pipeline_stage_offset"})});
+    };
+    std::uint64_t stated_sum = 0;
+    for (const auto& row : stated.layers) {
+        for (const std::uint32_t n : row)
+            stated_sum += n;
+    }
+    const bool pipeline_absent =
+        absent(flags.pipeline_stage, {settings.file({"parallel_config", "pipeline_stage"}),
+                                      newer({"pipeline_model_parallel_size"})});
+    if (!stated.layers.empty()) {
+        if (pipeline_absent) {
+            take(flags.pipeline_stage, "--pipeline-stage",
+                 std::to_string(stated.layers.front().size()), stated.layers_where);
+        }
+        if (absent(flags.num_layers, {settings.file({"model", "model_config", "num_layers"}),
+                                      settings.file({"model_config", "num_layers"})})) {
+            take(flags.num_layers, "--num-layers", std::to_string(stated_sum), stated.layers_where);
+        }
+        if (stated.per_chunk && stated.layers.size() > 1 &&
+            absent(flags.pp_interleave_num,
+                   {settings.file({"model", "model_config", "pp_interleave_num"}),
+                    settings.file({"model_config", "pp_interleave_num"}),
+                    newer({"pipeline_parallel_config", "virtual_pipeline_model_parallel_size"})})) {
+            take(flags.pp_interleave_num, "--pp-interleave-num",
+                 std::to_string(stated.layers.size()), stated.layers_where);
+        }
+    } else if (stated.stages && pipeline_absent) {
+        take(flags.pipeline_stage, "--pipeline-stage", std::to_string(*stated.stages),
+             stated.stages_where);
+    }
 
     const Setting pipeline = agreed_count(settings.get(flags.pipeline_stage, "--pipeline-stage",
                                                        {"parallel_config", "pipeline_stage"}),
@@ -771,6 +943,26 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         shape.chunks_from =
             fmt::format("pp_interleave_num {} from {}", shape.chunks, source_of(interleave));
     }
+    // The offsets the logs' layers per stage mean, when nothing else gives them and the logs'
+    // shape is this layout's.
+    const std::uint32_t cells = layout.num_stages * layout.num_chunks;
+    if (!stated.layers.empty() && absent_offset() &&
+        stated.layers.front().size() == layout.num_stages &&
+        (stated.per_chunk ? stated.layers.size() == layout.num_chunks : layout.num_chunks == 1) &&
+        stated_sum == num_layers) {
+        const std::int64_t cell = num_layers / cells;
+        std::vector<std::vector<std::int64_t>> rows;
+        bool uneven = false;
+        for (const auto& row : stated.layers) {
+            auto& offsets_row = rows.emplace_back();
+            for (const std::uint32_t n : row) {
+                offsets_row.push_back(static_cast<std::int64_t>(n) - cell);
+                uneven = uneven || offsets_row.back() != 0;
+            }
+        }
+        if (uneven)
+            take(flags.offset, "--offset", rows_text(rows), stated.layers_where);
+    }
     Setting offset_setting =
         settings.get(flags.offset, "--offset", {"model", "model_config", "offset"});
     if (!given_not_null(offset_setting) && !offset_setting.from_flag())
@@ -793,7 +985,6 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
     }
     // MindFormers gives chunk c of stage s num_layers // (pipeline_stage x pp_interleave_num)
     // layers plus its offset; chunk 0 of every stage first, then chunk 1, ...
-    const std::uint32_t cells = layout.num_stages * layout.num_chunks;
     const std::int64_t base = num_layers / cells;
     const std::string base_text =
         layout.num_chunks == 1
@@ -868,8 +1059,46 @@ PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& conf
         if (layout.num_chunks > 1)
             layout.chunks.push_back(std::move(chunks));
     }
+    // What the logs state the run had.
+    if (!stated.layers.empty()) {
+        bool same = stated.layers.front().size() == layout.num_stages;
+        if (same && stated.per_chunk) {
+            same = stated.layers == layers;
+        } else if (same) {
+            for (std::uint32_t s = 0; s < layout.num_stages; ++s)
+                same = same && total_layers(layout.stages[s]) == stated.layers.front()[s];
+        }
+        if (!same) {
+            std::vector<std::vector<std::int64_t>> rows;
+            for (const auto& row : layers)
+                rows.emplace_back(row.begin(), row.end());
+            throw InputError(fmt::format(
+                "the layout gives {} layers per {} ({}; {}), but {} says 'num_layers per stage: "
+                "{}': are these the logs of this configuration's run?",
+                rows_text(rows), layout.num_chunks > 1 ? "chunk and stage" : "stage", base_text,
+                offset_setting.present() ? "offsets from " + source_of(offset_setting)
+                                         : std::string("no offset"),
+                stated.layers_where, stated.layers_text));
+        }
+    }
+    if (stated.stages && *stated.stages != layout.num_stages) {
+        throw InputError(fmt::format(
+            "the layout has {} stages (pipeline_stage from {}), but {} says pipeline_stages = "
+            "{}: are these the logs of this configuration's run?",
+            layout.num_stages, source_of(pipeline), stated.stages_where, *stated.stages));
+    }
     add_moe_groups(settings, flags, num_layers, layout, messages);
     return layout;
+}
+
+MindSporeLogLayout mindspore_log_layout(std::span<const LogFile> logs) {
+    MindSporeLogLayout stated;
+    for (const LogFile& log : logs) {
+        for_each_line(log, [&](std::size_t line, std::string_view text) {
+            read_layout_statement(stated, log, line, text);
+        });
+    }
+    return stated;
 }
 
 std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,

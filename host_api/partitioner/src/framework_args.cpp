@@ -255,7 +255,11 @@ FrameworkFlags mindspeed_args(const Problem& problem, const Plan& plan) {
             return out;
         }
         out.args = size_args(problem);
-        append(out.args, {"--num-layer-list", count_list(positions)});
+        // One stage holds every layer; MindSpeed-LLM refuses --num-layer-list without a pipeline
+        // (NumLayerListFeature.validate_args: "Dynamic pipeline model should work with pipeline
+        // parallel").
+        if (problem.num_stages > 1)
+            append(out.args, {"--num-layer-list", count_list(positions)});
     } else {
         // Every chunk padded to the largest with no-op layers at its end (0-based indices of the
         // padded model), so that the real layers keep their places and block recompute still

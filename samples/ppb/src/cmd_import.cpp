@@ -208,9 +208,10 @@ int import_mindspore(const MindSporeArgs& args) {
     imp::Messages messages;
     const std::optional<std::filesystem::path> config_path =
         args.config.empty() ? std::nullopt : std::optional<std::filesystem::path>(args.config);
-    const imp::PipelineLayout layout = imp::mindspore_layout(config_path, args.flags, messages);
-    messages.insert(messages.begin(), {imp::Message::Level::note, layout_summary(layout)});
     const auto logs = collect_logs(args.common);
+    const imp::PipelineLayout layout =
+        imp::mindspore_layout(config_path, args.flags, messages, imp::mindspore_log_layout(logs));
+    messages.insert(messages.begin(), {imp::Message::Level::note, layout_summary(layout)});
     const auto readings = imp::scan_mindspore_logs(logs, memory, messages);
     auto observations = imp::stage_observations(layout, readings, messages);
     std::string marker(imp::mindspore_memory_marker(memory));
@@ -393,7 +394,10 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "Reads each rank's peak memory from the lines Megatron-LM prints,\n"
         "  [Rank N] (after K iterations) memory (MB) | allocated: ... | max allocated: ... | ...\n"
         "and writes one ppb.dryrun/1 observation per pipeline stage, with the layout given by\n"
-        "Megatron's own flags (copy them from the training command).\n\n"
+        "Megatron's own flags and by what the logs state about the run: the argument dump\n"
+        "Megatron (or MindSpeed-LLM) prints at start-up, the 'using world size' line and the\n"
+        "'setting number of microbatches' line. A flag left out takes the logs' value (stderr\n"
+        "says from which line); a flag that contradicts the logs is refused, naming both.\n\n"
         "The rank is each line's [Rank N], so one combined log of all ranks works (a memory line\n"
         "without it takes the log's rank from --rank or the path: rank_<id>/..., rank_<id>.log,\n"
         "worker_<id>.log). A rank's stage is rank / (world size / P), Megatron's default rank\n"
@@ -407,6 +411,8 @@ void add_megatron(CLI::App& import, Commands& commands) {
         "over its chunks. Recompute kinds: selective granularity, every layer 'select'; full +\n"
         "uniform, every layer 'full'; full + block, the first N layers of each stage (of each\n"
         "chunk) 'full', the rest 'none'; no granularity, every layer 'none'.\n\n"
+        "MindSpeed-LLM: --num-layer-list gives each stage's layers; --noop-layers names layers\n"
+        "that hold no transformer block, left out of the stages' counts.\n\n"
         "MoE models: with --num-experts, --moe-layer-freq (or --first-k-dense-replace) says\n"
         "which layers are MoE layers; when some are dense, each stage's layers are counted per\n"
         "group 'dense' and 'moe' by their index in the model (each chunk's recomputed layers\n"
@@ -421,7 +427,7 @@ void add_megatron(CLI::App& import, Commands& commands) {
                        "caching allocator keeps besides, which does not scale with\n"
                        "layers: plan for it with --memory-margin-mb",
                        "the rank of a log whose memory lines lack [Rank N] (repeatable)");
-    const std::string group = "Layout (Megatron's flags)";
+    const std::string group = "Layout (Megatron's flags; left out, the logs' values)";
     const auto count = [&](const char* name, std::optional<std::uint32_t>& field, const char* help,
                            const char* value_name, const limits::CountRange& range) {
         return mg->add_option(name, field, help)
@@ -430,10 +436,8 @@ void add_megatron(CLI::App& import, Commands& commands) {
             ->check(count_in(range));
     };
     count("--pipeline-model-parallel-size", args->flags.pipeline_size, "pipeline degree", "P",
-          limits::stages)
-        ->required();
-    count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers)
-        ->required();
+          limits::stages);
+    count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers);
     count("--decoder-first-pipeline-num-layers,--num-layers-in-first-pipeline-stage",
           args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
     count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
@@ -462,6 +466,16 @@ void add_megatron(CLI::App& import, Commands& commands) {
                  "the loss counts as a layer in the even split (the last\n"
                  "virtual stage holds one layer fewer)")
         ->group(group);
+    mg->add_option("--num-layer-list", args->flags.num_layer_list,
+                   "MindSpeed-LLM: each stage's layers, e.g. 7,9,10,6 (summing to\n"
+                   "--num-layers)")
+        ->group(group)
+        ->type_name("a,b,...");
+    mg->add_option("--noop-layers", args->flags.noop_layers,
+                   "MindSpeed-LLM: 0-based indices of layers that hold no transformer\n"
+                   "block (counted in --num-layers, not in the stages' layers)")
+        ->group(group)
+        ->type_name("i,j,...");
     count("--mtp-num-layers", args->flags.mtp_layers,
           "multi-token-prediction layers: the layout's 'm' count", "N", limits::layers_or_none);
     mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
@@ -493,12 +507,11 @@ void add_megatron(CLI::App& import, Commands& commands) {
         ->group(moe_group)
         ->type_name("K")
         ->check(count_in(limits::layers_or_none));
-    count("--world-size", args->flags.world_size,
-          "number of ranks (default: the log's 'using world size' line)", "N",
+    count("--world-size", args->flags.world_size, "number of ranks (left out, the logs')", "N",
           {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
     count("--num-microbatches", args->flags.micro_batches,
           "micro-batches per iteration (global batch size / (micro batch\n"
-          "size x data-parallel size))",
+          "size x data-parallel size); left out, the logs'",
           "M", limits::micro_batches);
     commands.push_back({mg, runner(import_megatron, args), {}});
 }

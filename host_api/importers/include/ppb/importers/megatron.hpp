@@ -11,6 +11,7 @@
 
 #include <ppb/importers/layout.hpp>
 #include <ppb/importers/logs.hpp>
+#include <ppb/importers/megatron_argument_dump.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -59,6 +60,10 @@ struct MegatronFlags {
     std::optional<std::uint32_t> num_experts;            // --num-experts
     std::optional<std::string> moe_layer_freq;           // --moe-layer-freq, as given
     std::optional<std::uint32_t> first_k_dense_replace;  // --first-k-dense-replace
+    // MindSpeed-LLM's layout flags, as given (megatron_layout.hpp): layers per stage, and the
+    // 0-based indices of the layers that hold no transformer block.
+    std::optional<std::string> num_layer_list;  // --num-layer-list "7,9,10,6"
+    std::optional<std::string> noop_layers;     // --noop-layers "61,62,63"
 };
 
 // Which of `num_layers` layers --moe-layer-freq `text` makes MoE layers, as Megatron-LM's
@@ -73,17 +78,34 @@ struct MegatronFlags {
 // What the logs say.
 struct MegatronScan {
     std::vector<MemoryReading> readings;  // one per rank (see last_reading_per_rank)
-    // From Megatron's "using world size: N, ..." line, when a log has it.
-    std::optional<std::uint32_t> world_size;
-    std::string world_size_where;  // "<file>:<line>"
+    // What they state about the run: its argument dump, the "using world size" line, the
+    // micro-batch line (megatron_argument_dump.hpp).
+    MegatronArgumentDump arguments;
 };
 
 // Reads every log. A log named on the command line must hold a memory line; logs found in
-// directories without one are skipped (noted). Throws InputError "<file>:<line>: <problem>".
+// directories without one are skipped (noted). Logs that state different values of one argument
+// are refused (MegatronArgumentDump). Throws InputError "<file>:<line>: <problem>".
 [[nodiscard]] MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory memory,
                                               Messages& messages);
 
-// The layout, as Megatron builds it:
+// The run's flags: `given` (the command line) completed by what the logs state, as the run had
+// them — a flag left out takes the logs' value (noted: "--num-layers 32 from train.log:10"); a
+// flag that contradicts the logs is refused, naming both values and where each comes from (a
+// value the dump prints as None is unset in the run, and contradicts a flag given). Read from
+// the argument dump: every flag of MegatronFlags under Megatron's (or MindSpeed-LLM's) argument
+// name (decoder_first_pipeline_num_layers, also its older name num_layers_in_first_pipeline_stage,
+// ...; moe_layer_freq only with num_experts); the world and pipeline sizes also from the "using
+// world size" line; the micro-batch count from the "setting number of microbatches to constant
+// N" line, else as Megatron derives it, global_batch_size / (micro_batch_size x
+// data_parallel_size x gtp_weight_remat_size) (not with a batch-size ramp-up). Runs ppb cannot
+// import are refused by name (schedules_method, MindSpeed-LLM's dualpipev; a hybrid layer
+// pattern). Throws InputError.
+[[nodiscard]] MegatronFlags megatron_flags_from_logs(const MegatronFlags& given,
+                                                     const MegatronArgumentDump& stated,
+                                                     Messages& messages);
+
+// The layout, as Megatron builds it from megatron_flags_from_logs(flags, scan.arguments):
 //   layers: with --pipeline-model-parallel-layout or the --account-for flags, as
 //     megatron_layout_flag_counts() reads them (megatron_layout.hpp); otherwise
 //     --num-layers / P per stage (it must divide); with --decoder-first- or
@@ -97,7 +119,15 @@ struct MegatronScan {
 //     + --recompute-num-layers N -> the first N layers of each stage's chunk 'full' (each chunk
 //     is a transformer block of its own), the rest 'none'; no granularity -> 'none';
 //   ranks: stage = rank / (world size / P), Megatron's default rank order; the world size is
-//     --world-size, else the logs' "using world size" line;
+//     --world-size, else the logs' world_size;
+//   MindSpeed-LLM: --num-layer-list gives each stage's layers (megatron_layout_flag_counts);
+//     --noop-layers makes those layers (0-based, counted in --num-layers, placed as Megatron
+//     places layers) no-op layers: they hold no transformer block, so no memory, and are left out
+//     of every stage's counts (noted), each chunk's recompute still counting them by position
+//     (the block method recomputes the chunk's first N layers, no-op layers among them). With
+//     both, MindSpeed-LLM drops --num-layer-list, and so does the import (warned);
+//   chunks as the logs state them: a virtual_pipeline_model_parallel_size other than the
+//     layout's chunk count is refused;
 //   groups: with --num-experts, the MoE layers are those of --moe-layer-freq (moe_layer_pattern;
 //     default 1, every layer) or, with --first-k-dense-replace K (MindSpeed-LLM's flag for
 //     DeepSeek-like models), every layer from K on; with both dense and MoE layers the layout
@@ -106,7 +136,9 @@ struct MegatronScan {
 //     first layers are the recomputed ones).
 // Throws FlagError for flags Megatron itself would refuse or that do not fit together (MoE flags
 // without --num-experts, --first-k-dense-replace K >= --num-layers or with a --moe-layer-freq
-// other than 1, a pattern without MoE layers).
+// other than 1, a pattern without MoE layers), its message ending "(with --num-layers 32 from
+// train.log:10; ...)" when some flags came from the logs; InputError from
+// megatron_flags_from_logs and for the chunk count.
 [[nodiscard]] PipelineLayout megatron_layout(const MegatronFlags& flags, const MegatronScan& scan,
                                              Messages& messages);
 

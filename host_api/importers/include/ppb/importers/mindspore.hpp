@@ -82,8 +82,30 @@ struct MindSporeFlags {
     std::optional<std::string> first_k_dense_replace;  // moe_config.first_k_dense_replace
 };
 
+// What MindFormers' logs state about the layout that ran (every rank prints the same):
+//   "num_layers per stage: [[9, 10, 10, 11]]" — MindFormers' LayerSetting
+//     (mindspore-lab/mindformers, mindformers/models/utils.py and
+//     mindformers/parallel_core/training_graph/transformer/utils.py at commit
+//     fd4deebc1606a02fd24c3b359a889cd0c966e72b: layer_list.tolist(), one row of per-stage counts
+//     per chunk, after MindFormers applied offset and pp_interleave_num); a flat list is one
+//     chunk's;
+//   "Pipeline parallel was opened: pipeline_stages = 4, ..." (mindformers/trainer/base_trainer.py).
+struct MindSporeLogLayout {
+    std::vector<std::vector<std::uint32_t>> layers;  // [chunk][stage]; empty when not stated
+    bool per_chunk = true;                           // rows per chunk, not one flat list
+    std::string layers_text;                         // as printed
+    std::string layers_where;                        // "<file>:<line>"
+    std::optional<std::uint32_t> stages;
+    std::string stages_where;
+};
+
 // The layout from `config` (a MindFormers training YAML; optional when the flags say
-// everything) and `flags`. Required: pipeline_stage and num_layers; data_parallel,
+// everything), `flags` and what the logs state (`stated`, from mindspore_log_layout): a value
+// neither a flag nor the configuration gives is taken from the logs (pipeline_stage, num_layers,
+// pp_interleave_num and offset from the "num_layers per stage" line, pipeline_stage also from
+// the "pipeline_stages" line; noted: "--pipeline-stage 4 from rank_0/train.log:4"), and a layout
+// whose layers per (chunk, stage) or stage count differ from what the logs state is refused,
+// naming both. Required: pipeline_stage and num_layers; data_parallel,
 // model_parallel and context_parallel default to 1 and offset to 0 as in MindFormers; without
 // micro_batch_num the layout has no micro-batch count (noted in `messages`). MoE settings that
 // contradict each other (first_k_dense_replace or moe_layer_freq without experts, or leaving no
@@ -91,7 +113,8 @@ struct MindSporeFlags {
 // are) and two names of one setting that disagree are refused naming the keys. Throws InputError
 // "<config>:<line>: <key>: <problem>" for a problem in the file, FlagError for one in a flag.
 [[nodiscard]] PipelineLayout mindspore_layout(const std::optional<std::filesystem::path>& config,
-                                              const MindSporeFlags& flags, Messages& messages);
+                                              const MindSporeFlags& flags, Messages& messages,
+                                              const MindSporeLogLayout& stated = {});
 
 // The peak figure of each rank, one per rank (the last line of a log; see
 // last_reading_per_rank). Every log named on the command line must hold a memory line, and so
@@ -100,6 +123,11 @@ struct MindSporeFlags {
 [[nodiscard]] std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
                                                              MindSporeMemory memory,
                                                              Messages& messages);
+
+// What the logs state about the layout (MindSporeLogLayout): every log read for it, whatever
+// its rank. Logs that state different layouts are refused, naming both. Throws InputError
+// "<file>:<line>: <problem>".
+[[nodiscard]] MindSporeLogLayout mindspore_log_layout(std::span<const LogFile> logs);
 
 }  // namespace ppb::importers
 

@@ -19,7 +19,8 @@
 //     --decoder-last-pipeline-num-layers (the other stages share the rest evenly) and
 //     --num-virtual-stages-per-pipeline-rank (each stage's layers split evenly over its chunks):
 //     the legacy flags, where the plan has that shape.
-//   MindSpeed-LLM (Ascend/MindSpeed-LLM): --num-layer-list "a,b,..." (layers per stage, 1F1B);
+//   MindSpeed-LLM (Ascend/MindSpeed-LLM): --num-layer-list "a,b,..." (layers per stage, 1F1B;
+//     not for one stage, which MindSpeed-LLM refuses it with);
 //     with chunks, --noop-layers: the model padded to P·v·C layers (C the most a chunk holds),
 //     each chunk's missing layers made no-op layers at its end, with
 //     --num-layers-per-virtual-pipeline-stage C. The same recompute flags as Megatron's.
