@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(file_names_outside_the_scheme_are_not_plugins) {
 
 // Sets HOME for one test case, and back.
 class ScopedHome {
-public:
+  public:
     explicit ScopedHome(const fs::path& home) {
         if (const char* old = std::getenv("HOME"))
             saved_ = old;
@@ -223,7 +223,7 @@ public:
             ::unsetenv("HOME");
     }
 
-private:
+  private:
     std::optional<std::string> saved_;
 };
 
