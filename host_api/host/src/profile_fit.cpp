@@ -27,18 +27,7 @@ double zero_correction(const MemoryModel& model, const Observation& o, std::size
     std::vector<StagePlacement> rows;
     for (const InFlightVector& asked : zero_count_probes(v))
         rows.push_back(with_in_flight(o.placement, asked));
-    std::vector<double> answers;
-    if (o.placement.grouped()) {
-        std::vector<ppb_grouped_placement> views;
-        for (const StagePlacement& p : rows)
-            views.push_back(p.grouped_view());
-        answers = model.predict_grouped_batch(views);
-    } else {
-        std::vector<ppb_placement> views;
-        for (const StagePlacement& p : rows)
-            views.push_back(p.view());
-        answers = model.predict_batch(views);
-    }
+    const std::vector<double> answers = predict_placements(model, rows);
     return answers.front() - answer_at_counts(answers);
 }
 

@@ -19,6 +19,20 @@ StagePlacement with_in_flight(StagePlacement placement, const InFlightVector& co
     return placement;
 }
 
+std::vector<double> predict_placements(const MemoryModel& model,
+                                       const std::vector<StagePlacement>& placements) {
+    if (!placements.empty() && placements.front().grouped()) {
+        std::vector<ppb_grouped_placement> views;
+        for (const StagePlacement& p : placements)
+            views.push_back(p.grouped_view());
+        return model.predict_grouped_batch(views);
+    }
+    std::vector<ppb_placement> views;
+    for (const StagePlacement& p : placements)
+        views.push_back(p.view());
+    return model.predict_batch(views);
+}
+
 std::optional<std::vector<double>> chunk_activations(const MemoryModel& model,
                                                      const StagePlacement& placement) {
     const std::uint32_t groups = placement.grouped() ? placement.num_groups() : 1;
@@ -75,16 +89,8 @@ ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement&
         // before profiles, whose errors name the stage.
         const StagePlacement& p = rows.front();
         answers = {p.grouped() ? model.predict_grouped(p.grouped_view()) : model.predict(p.view())};
-    } else if (placement.grouped()) {
-        std::vector<ppb_grouped_placement> views;
-        for (const StagePlacement& p : rows)
-            views.push_back(p.grouped_view());
-        answers = model.predict_grouped_batch(views);
     } else {
-        std::vector<ppb_placement> views;
-        for (const StagePlacement& p : rows)
-            views.push_back(p.view());
-        answers = model.predict_batch(views);
+        answers = predict_placements(model, rows);
     }
     for (std::size_t j = 0; j < profile.size(); ++j) {
         double at = 0.0;

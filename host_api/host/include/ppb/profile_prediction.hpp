@@ -25,6 +25,10 @@ namespace ppb {
 // `placement` with the chunks' in-flight counts set to `counts` (one per chunk).
 [[nodiscard]] StagePlacement with_in_flight(StagePlacement placement, const InFlightVector& counts);
 
+// The model's predictions of `placements` (all grouped, or none), in one batch call.
+[[nodiscard]] std::vector<double> predict_placements(const MemoryModel& model,
+                                                     const std::vector<StagePlacement>& placements);
+
 // Chunk c's activation MB per micro-batch, a_c = Σ_g Σ_k A_gk · n_cgk, from the model's linear
 // coefficients (group_parameters of each group when `placement` is grouped), or nullopt when the
 // model has none or leaves one the placement needs unidentified.
