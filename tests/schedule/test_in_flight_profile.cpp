@@ -15,6 +15,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -208,6 +209,22 @@ BOOST_AUTO_TEST_CASE(the_largest_weighted_sum_over_the_profile_is_the_largest_ov
             }
         }
     }
+}
+
+// Two moments whose memory differs in the last bits only are a tie, and the earlier vector stays
+// the peak: with equal chunks (7, 0) and (6, 1) weigh the same, whatever order a model adds in.
+BOOST_AUTO_TEST_CASE(a_tie_up_to_rounding_keeps_the_earlier_vector) {
+    const std::vector<ppb::InFlightVector> profile = {{7, 0}, {6, 1}};
+    const double a = 0.1;
+    const double b = std::nextafter(0.1, 1.0);  // a rounding above a: (6, 1) by 1 ulp
+    const std::vector<double> weights = {a, b};
+    BOOST_TEST(weights[1] > weights[0]);
+    BOOST_TEST(ppb::heaviest_vector(profile, weights).index == 0u);
+    BOOST_TEST(!ppb::heavier_than(7 * a + 1e-13, 7 * a));
+    BOOST_TEST(ppb::heavier_than(7 * a + 1e-9, 7 * a));
+    // A real difference still decides.
+    const std::vector<double> unequal = {0.1, 0.2};
+    BOOST_TEST(ppb::heaviest_vector(profile, unequal).index == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_micro_batch_count_is_a_long_iteration) {

@@ -5,6 +5,7 @@
 #include <ppb/in_flight_profile.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -95,6 +96,10 @@ double answer_at_counts(std::span<const double> answers) {
     return at;
 }
 
+bool heavier_than(double sum, double best) {
+    return sum - best > 1e-12 * std::max(1.0, std::abs(best));
+}
+
 HeaviestVector heaviest_vector(const std::vector<InFlightVector>& profile,
                                std::span<const double> weights) {
     if (profile.empty())
@@ -109,7 +114,7 @@ HeaviestVector heaviest_vector(const std::vector<InFlightVector>& profile,
         double sum = 0.0;
         for (std::size_t c = 0; c < weights.size(); ++c)
             sum += weights[c] * profile[j][c];
-        if (j == 0 || sum > best.sum)
+        if (j == 0 || heavier_than(sum, best.sum))
             best = {j, sum};
     }
     return best;

@@ -107,7 +107,7 @@ ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement&
                 std::span<const double>(answers).subspan(first[j], first[j + 1] - first[j]));
         }
         out.per_vector.push_back(at);
-        if (j == 0 || at > out.memory_mb) {
+        if (j == 0 || heavier_than(at, out.memory_mb)) {
             out.memory_mb = at;
             out.active = j;
         }

@@ -69,8 +69,15 @@ using InFlightVector = std::vector<std::uint32_t>;
 // order: answers[0] less each zero chunk's slope, answers[i] − answers[0].
 [[nodiscard]] double answer_at_counts(std::span<const double> answers);
 
+// Whether a moment's memory `sum` is larger than `best` beyond rounding. Two moments whose memory
+// differs only in the last bits of a double (a tie, whose sums a model or the zero-count rule
+// happened to add up in another order) are equal: the earlier vector of the profile stays the
+// stage's peak, so the moment reported does not depend on rounding.
+[[nodiscard]] bool heavier_than(double sum, double best);
+
 // The vector of `profile` where Σ_c weights[c] · count_c is largest, and that sum (the first
-// such vector on a tie). `profile` must not be empty; weights has one entry per chunk.
+// such vector on a tie, heavier_than). `profile` must not be empty; weights has one entry per
+// chunk.
 struct HeaviestVector {
     std::size_t index = 0;
     double sum = 0.0;
