@@ -1,15 +1,23 @@
 // The analytic model against real GPUs: every measured point of tests/data/real (format
-// ppb.real/1, README.md there) is configured from its own Megatron-LM arguments through
-// 'ppb import megatron-options', predicted with 'ppb predict --model analytic' for the stage that
-// was measured, and compared with the measured peak of allocated memory. The goal the issue sets:
-// median |error| <= 2 %, worst <= 8 %, none under-predicted by more than 5 %. No point is tuned:
-// the options are exactly what the command writes. A point outside the model's coverage says so
-// ("expect": "refused", with the flag), and the command must refuse it naming that flag.
+// ppb.real/1, README.md there; read and checked by real_points.cpp) is configured from its own
+// Megatron-LM arguments through 'ppb import megatron-options', predicted with 'ppb predict
+// --model analytic' for the stage that was measured, and compared with the measured peak of
+// allocated memory. No point is tuned: the options are exactly what the command writes.
 //
-// Each point belongs to one of two sets ("set"): "calibration", the runs the model's defaults
-// (runtime_mb, moe.routing_imbalance, relative_std_error) were chosen on, and "held_out", runs
-// collected after those defaults were fixed and never used to choose anything. The goal is
-// asserted on each set alone, so a default tuned to the calibration runs cannot hide behind them.
+// The sets ("set" in each file) and what is asserted on each:
+//   calibration, held_out — issue 24's goal on each set alone: median |error| <= 2 %, worst
+//     <= 8 %, none under-predicted by more than 5 %. A point outside the model's coverage says
+//     so ("expect": "refused", with the flag) and the command must refuse it naming that flag.
+//   features — issue 36's runs (MLA, MTP, CP, FP8, FSDP, recompute modules, offloading, CUDA
+//     graphs), held out while the model's terms for them are written. Issue 36's goal is
+//     median <= 3 %, worst <= 10 %, none under by more than 5 %, and every run predicted. What
+//     holds today is asserted: no point crashes or gets a garbled answer — each is either
+//     refused (exit 2, nothing on stdout, the message naming one of its own flags or arguments)
+//     or predicted within issue 36's bounds for one run (worst and most under). The set's goal,
+//     check_goal("features", issue36_goal, ...), is switched on when no point is refused.
+// The test case 'report' prints every point's status and each set's figures (ctest -R report -V).
+#include "real_points.hpp"
+
 #include "../common/run_process.hpp"
 
 #include <boost/json.hpp>
@@ -19,10 +27,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <iterator>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -33,215 +45,89 @@ namespace real_runs_tests {
 
 namespace {
 
-const std::string real_dir = PPB_REAL_DATA_DIR;
+using real_points::Point;
 
 ppb_test::ProcessResult ppb(const std::vector<std::string>& args) {
     return ppb_test::run_process(
         PPB_EXE, args, {{"PPB_PLUGIN_PATH", PPB_BUILD_PLUGIN_DIR}, {"PPB_DEBUG_PLUGINS", ""}});
 }
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// The value of `--flag` in a Megatron argument list ("" for a switch, nullopt when absent).
-std::optional<std::string> flag(const std::vector<std::string>& args, const std::string& name) {
-    std::optional<std::string> found;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] != name)
-            continue;
-        found = (i + 1 < args.size() && !args[i + 1].starts_with("--")) ? args[i + 1] : "";
-    }
-    return found;
-}
-
-std::uint32_t count(const std::vector<std::string>& args, const std::string& name,
-                    std::uint32_t fallback) {
-    const auto v = flag(args, name);
-    return v ? static_cast<std::uint32_t>(std::stoul(*v)) : fallback;
-}
-
-struct Point {
-    std::string name;
-    std::vector<std::string> arguments;
-    std::uint32_t world_size = 0;
-    std::uint32_t compute_capability = 0;  // of the GPUs the run was measured on
-    double measured_mb = 0.0;
-    std::string set;                          // "calibration" or "held_out"
-    std::optional<std::string> refused_flag;  // "expect": "refused"
-};
-
-Point read_point(const fs::path& path) {
-    const json::object doc = json::parse(read_text(path)).as_object();
-    BOOST_TEST_REQUIRE(doc.at("format").as_string() == "ppb.real/1", path);
-    Point p;
-    p.name = json::value_to<std::string>(doc.at("name"));
-    p.set = json::value_to<std::string>(doc.at("set"));
-    BOOST_TEST_REQUIRE((p.set == "calibration" || p.set == "held_out"), path << ": set " << p.set);
-    for (const auto& a : doc.at("arguments").as_array())
-        p.arguments.push_back(json::value_to<std::string>(a));
-    p.world_size = json::value_to<std::uint32_t>(doc.at("world_size"));
-    p.compute_capability =
-        json::value_to<std::uint32_t>(doc.at("source").as_object().at("compute_capability"));
-    const json::object& measured = doc.at("measured").as_object();
-    BOOST_TEST_REQUIRE(measured.at("metric").as_string() == "max_allocated", path);
-    const double bytes = json::value_to<double>(measured.at("bytes"));
-    p.measured_mb = bytes / (1024.0 * 1024.0);
-    // The file's MB figure is the bytes in MB (2^20), rounded: the two agree.
-    BOOST_TEST(std::abs(json::value_to<double>(measured.at("mb")) - p.measured_mb) < 0.001, path);
-    if (const auto* expect = doc.if_contains("expect")) {
-        BOOST_TEST_REQUIRE(expect->as_string() == "refused", path);
-        p.refused_flag = json::value_to<std::string>(doc.at("refused_flag"));
-    }
-    return p;
-}
-
-std::vector<Point> real_points() {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(real_dir)) {
-        if (e.path().extension() == ".json")
-            files.push_back(e.path());
-    }
-    std::sort(files.begin(), files.end());
-    std::vector<Point> points;
-    for (const auto& f : files)
-        points.push_back(read_point(f));
-    return points;
-}
-
-// The measured stage (the last: Megatron's last rank writes the figures) as 'ppb predict' takes
-// it: layers per chunk and recompute kind from Megatron's own layout flags.
-std::vector<std::string> placement_arguments(const Point& p) {
-    const auto& a = p.arguments;
-    const std::uint32_t layers = count(a, "--num-layers", 0);
-    const std::uint32_t stages = count(a, "--pipeline-model-parallel-size", 1);
-    const std::uint32_t t = count(a, "--tensor-model-parallel-size", 1);
-    const std::uint32_t b = count(a, "--micro-batch-size", 1);
-    const std::uint32_t d = p.world_size / (t * stages);
-    const std::uint32_t micro_batches = count(a, "--global-batch-size", b * d) / (b * d);
-    const std::uint32_t per_stage = layers / stages;
-    std::uint32_t chunks = 1;
-    if (const auto n = flag(a, "--num-layers-per-virtual-pipeline-stage"))
-        chunks = per_stage / static_cast<std::uint32_t>(std::stoul(*n));
-    const std::uint32_t per_chunk = per_stage / chunks;
-    // Megatron's recompute per chunk: selective recomputes every layer's core attention; full with
-    // --recompute-method uniform recomputes every layer (in groups of --recompute-num-layers),
-    // with block only the first --recompute-num-layers layers of each chunk.
-    std::string chunk_layers = "none=" + std::to_string(per_chunk);
-    const auto granularity = flag(a, "--recompute-granularity");
-    if (granularity == "selective") {
-        chunk_layers = "select=" + std::to_string(per_chunk);
-    } else if (granularity == "full") {
-        const std::uint32_t full = flag(a, "--recompute-method") == "block"
-                                       ? std::min(per_chunk, count(a, "--recompute-num-layers", 1))
-                                       : per_chunk;
-        chunk_layers = "full=" + std::to_string(full);
-        if (full < per_chunk)
-            chunk_layers += ",none=" + std::to_string(per_chunk - full);
-    }
-    std::vector<std::string> out{"--stages",        std::to_string(stages),
-                                 "--stage",         std::to_string(stages - 1),
-                                 "--micro-batches", std::to_string(micro_batches)};
-    if (chunks == 1) {
-        out.insert(out.end(), {"--layers", chunk_layers});
-    } else {
-        out.insert(out.end(), {"--schedule", "interleaved"});
-        for (std::uint32_t c = 0; c < chunks; ++c)
-            out.insert(out.end(), {"--chunk", chunk_layers});
-    }
-    return out;
-}
-
+// What the commands made of one point.
 struct Outcome {
     std::string name;
     std::string set;
+    std::vector<std::string> features;
     double measured_mb = 0.0;
+    bool predicted = false;
     double predicted_mb = 0.0;
     double std_error_mb = 0.0;
+    std::string refusal;  // the first 'ppb: error:' line, when refused
+    ppb_test::ProcessResult import;
     [[nodiscard]] double error() const { return (predicted_mb - measured_mb) / measured_mb; }
 };
 
-std::vector<Outcome> predict_all() {
-    std::vector<Outcome> outcomes;
-    const fs::path scratch = fs::temp_directory_path() / "ppb-test-real-runs";
-    fs::create_directories(scratch);
-    for (const Point& p : real_points()) {
-        std::vector<std::string> args{"import",
-                                      "megatron-options",
-                                      "--world-size",
-                                      std::to_string(p.world_size),
-                                      "--compute-capability",
-                                      std::to_string(p.compute_capability),
-                                      "--"};
-        args.insert(args.end(), p.arguments.begin(), p.arguments.end());
-        const auto options = ppb(args);
-        if (p.refused_flag) {
-            BOOST_TEST(options.exit_code == 2, p.name << ": " << options.err);
-            BOOST_TEST(options.out.empty(), p.name);
-            BOOST_TEST(options.err.find("--" + *p.refused_flag) != std::string::npos,
-                       p.name << ": " << options.err);
-            continue;
-        }
-        BOOST_TEST_REQUIRE(options.exit_code == 0, p.name << ": " << options.err);
-        const fs::path file = scratch / (p.name + ".json");
-        std::ofstream(file) << options.out;
-        std::vector<std::string> predict{"predict",         "--model",     "analytic",
-                                         "--model-options", file.string(), "--json"};
-        const auto placement = placement_arguments(p);
-        predict.insert(predict.end(), placement.begin(), placement.end());
-        const auto r = ppb(predict);
-        BOOST_TEST_REQUIRE(r.exit_code == 0, p.name << ": " << r.err);
-        const json::object doc = json::parse(r.out).as_object();
-        Outcome o{p.name, p.set, p.measured_mb, json::value_to<double>(doc.at("peak_memory_mb")),
-                  json::value_to<double>(doc.at("std_error_mb"))};
-        BOOST_TEST_MESSAGE(p.name << ": measured " << o.measured_mb << " MB, predicted "
-                                  << o.predicted_mb << " MB (" << 100.0 * o.error()
-                                  << " %), standard error " << o.std_error_mb << " MB");
-        outcomes.push_back(o);
+std::string first_error_line(const std::string& err) {
+    std::istringstream lines(err);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.starts_with("ppb: error: "))
+            return line.substr(std::string("ppb: error: ").size());
     }
-    fs::remove_all(scratch);
-    return outcomes;
+    return {};
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+Outcome predict(const Point& p, const fs::path& scratch) {
+    Outcome o;
+    o.name = p.name;
+    o.set = p.set;
+    o.features = p.features;
+    o.measured_mb = p.measured_mb;
+    std::vector<std::string> args{"import",
+                                  "megatron-options",
+                                  "--world-size",
+                                  std::to_string(p.world_size),
+                                  "--compute-capability",
+                                  std::to_string(p.compute_capability),
+                                  "--"};
+    args.insert(args.end(), p.arguments.begin(), p.arguments.end());
+    o.import = ppb(args);
+    if (o.import.exit_code != 0) {
+        o.refusal = first_error_line(o.import.err);
+        return o;
+    }
+    const fs::path file = scratch / (p.name + ".json");
+    std::ofstream(file) << o.import.out;
+    std::vector<std::string> command{"predict",         "--model",     "analytic",
+                                     "--model-options", file.string(), "--json"};
+    const auto placement = real_points::measured_stage_placement(p);
+    command.insert(command.end(), placement.begin(), placement.end());
+    const auto r = ppb(command);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, p.name << ": ppb predict: " << r.err);
+    const json::object doc = json::parse(r.out).as_object();
+    o.predicted = true;
+    o.predicted_mb = json::value_to<double>(doc.at("peak_memory_mb"));
+    o.std_error_mb = json::value_to<double>(doc.at("std_error_mb"));
+    BOOST_TEST_REQUIRE((std::isfinite(o.predicted_mb) && o.predicted_mb > 0.0),
+                       p.name << ": predicted " << o.predicted_mb << " MB");
+    return o;
+}
+
+const std::vector<Point>& points() {
+    static const std::vector<Point> all = real_points::read_all(PPB_REAL_DATA_DIR);
+    return all;
 }
 
 // Every point predicted once for all the test cases (each prediction runs two processes).
 const std::vector<Outcome>& outcomes() {
-    static const std::vector<Outcome> all = predict_all();
+    static const std::vector<Outcome> all = [] {
+        const fs::path scratch = fs::temp_directory_path() / "ppb-test-real-runs";
+        fs::create_directories(scratch);
+        std::vector<Outcome> each;
+        for (const Point& p : points())
+            each.push_back(predict(p, scratch));
+        fs::remove_all(scratch);
+        return each;
+    }();
     return all;
-}
-
-struct Summary {
-    std::size_t count = 0;
-    double median = 0.0;      // of |error|
-    double worst = 0.0;       // largest |error|
-    double most_under = 0.0;  // the most negative error (0 when none is under)
-    double rms = 0.0;         // root mean square of the errors
-};
-
-Summary summarize(const std::vector<Outcome>& outcomes) {
-    Summary s;
-    std::vector<double> magnitudes;
-    double squares = 0.0;
-    for (const Outcome& o : outcomes) {
-        magnitudes.push_back(std::abs(o.error()));
-        s.worst = std::max(s.worst, std::abs(o.error()));
-        s.most_under = std::min(s.most_under, o.error());
-        squares += o.error() * o.error();
-    }
-    s.count = outcomes.size();
-    if (s.count > 0) {
-        s.median = median(magnitudes);
-        s.rms = std::sqrt(squares / static_cast<double>(s.count));
-    }
-    return s;
 }
 
 std::vector<Outcome> of_set(const std::string& set) {
@@ -251,19 +137,175 @@ std::vector<Outcome> of_set(const std::string& set) {
     return chosen;
 }
 
-// The goal of issue 24 on one set of runs.
-void check_goal(const std::string& set, std::size_t min_points) {
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Summary {
+    std::size_t count = 0;    // points
+    std::size_t refused = 0;  // of them, refused
+    std::size_t predicted = 0;
+    double median = 0.0;      // of |error|, over the predicted
+    double worst = 0.0;       // largest |error|
+    double most_under = 0.0;  // the most negative error (0 when none is under)
+    double rms = 0.0;         // root mean square of the errors
+};
+
+Summary summarize(const std::vector<Outcome>& chosen) {
+    Summary s;
+    std::vector<double> magnitudes;
+    double squares = 0.0;
+    for (const Outcome& o : chosen) {
+        ++s.count;
+        if (!o.predicted) {
+            ++s.refused;
+            continue;
+        }
+        magnitudes.push_back(std::abs(o.error()));
+        s.worst = std::max(s.worst, std::abs(o.error()));
+        s.most_under = std::min(s.most_under, o.error());
+        squares += o.error() * o.error();
+    }
+    s.predicted = magnitudes.size();
+    if (s.predicted > 0) {
+        s.median = median(magnitudes);
+        s.rms = std::sqrt(squares / static_cast<double>(s.predicted));
+    }
+    return s;
+}
+
+std::string percent(double fraction) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(2) << 100.0 * fraction << " %";
+    return text.str();
+}
+
+std::string megabytes(double mb) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(1) << mb << " MB";
+    return text.str();
+}
+
+// A goal on a set of runs: the issue that set it and its bounds on the errors.
+struct Goal {
+    const char* issue;
+    double median;      // of |error|
+    double worst;       // largest |error|
+    double most_under;  // largest under-prediction
+    bool every_run_predicted;
+};
+constexpr Goal issue24_goal{"issue 24", 0.02, 0.08, 0.05, false};
+constexpr Goal issue36_goal{"issue 36", 0.03, 0.10, 0.05, true};
+
+// One predicted run within a goal's bounds for a single run: not under by more than most_under,
+// |error| at most worst.
+void check_run_within(const Outcome& o, const Goal& goal) {
+    BOOST_TEST(o.error() >= -goal.most_under, o.name << " is under-predicted by more than "
+                                                     << percent(goal.most_under) << " ("
+                                                     << goal.issue << "): " << percent(o.error()));
+    BOOST_TEST(std::abs(o.error()) <= goal.worst,
+               o.name << ": |error| above " << percent(goal.worst) << " (" << goal.issue
+                      << "): " << percent(o.error()));
+}
+
+// A goal on one set of runs: at least min_points of them, every run within the bounds, the
+// median |error| at most the goal's, and (issue 36) none refused.
+void check_goal(const std::string& set, const Goal& goal, std::size_t min_points) {
     const std::vector<Outcome> chosen = of_set(set);
-    BOOST_TEST_REQUIRE(chosen.size() >= min_points, set << ": " << chosen.size() << " points");
     const Summary s = summarize(chosen);
-    BOOST_TEST_MESSAGE(set << ": " << s.count << " runs, median |error| " << 100.0 * s.median
-                           << " %, worst " << 100.0 * s.worst << " %, most under "
-                           << 100.0 * s.most_under << " %, rms " << 100.0 * s.rms << " %");
-    for (const Outcome& o : chosen)
-        BOOST_TEST(o.error() >= -0.05,
-                   o.name << " is under-predicted by more than 5 %: " << 100.0 * o.error() << " %");
-    BOOST_TEST(s.median <= 0.02, set << ": median |error| " << 100.0 * s.median << " %");
-    BOOST_TEST(s.worst <= 0.08, set << ": worst |error| " << 100.0 * s.worst << " %");
+    BOOST_TEST_REQUIRE(s.predicted >= min_points, set << ": " << s.predicted << " runs predicted");
+    BOOST_TEST_MESSAGE(set << ": " << s.predicted << " runs, median |error| " << percent(s.median)
+                           << ", worst " << percent(s.worst) << ", most under "
+                           << percent(s.most_under) << ", rms " << percent(s.rms));
+    if (goal.every_run_predicted)
+        BOOST_TEST(s.refused == 0U, set << ": " << s.refused << " runs refused (" << goal.issue
+                                        << ": every run predicted)");
+    for (const Outcome& o : chosen) {
+        if (o.predicted)
+            check_run_within(o, goal);
+    }
+    BOOST_TEST(s.median <= goal.median, set << ": median |error| " << percent(s.median));
+}
+
+// What a refusal names of the point's own arguments: a flag it gives ("--flag ..." in the
+// message), or the argument reader's "argument N 'TEXT'" whose N-th argument is TEXT — an
+// argument not read, said with the flag it belongs to (the last flag before it). `what` is empty
+// when the message names neither.
+struct Named {
+    std::string what;  // "--flag", or "argument N 'TEXT' of --flag"
+    bool not_read = false;
+};
+
+Named named_argument(const Point& p, const std::string& message) {
+    static const std::regex positional(R"(argument (\d+) '([^']*)')");
+    std::smatch m;
+    if (std::regex_search(message, m, positional)) {
+        const std::size_t n = std::stoul(m[1].str());
+        if (n == 0 || n > p.arguments.size() || p.arguments[n - 1] != m[2].str())
+            return {};
+        std::string what = "argument " + m[1].str() + " '" + m[2].str() + "'";
+        for (std::size_t i = n - 1; i-- > 0;) {
+            if (p.arguments[i].starts_with("--")) {
+                what += " of " + p.arguments[i];
+                break;
+            }
+        }
+        return {what, true};
+    }
+    static const std::regex flag(R"(--[A-Za-z0-9][A-Za-z0-9_-]*)");
+    for (auto it = std::sregex_iterator(message.begin(), message.end(), flag);
+         it != std::sregex_iterator(); ++it) {
+        if (std::ranges::count(p.arguments, it->str()) > 0)
+            return {it->str(), false};
+    }
+    return {};
+}
+
+const Point& point_named(const std::string& name) {
+    const auto it = std::ranges::find_if(points(), [&](const Point& p) { return p.name == name; });
+    BOOST_TEST_REQUIRE((it != points().end()), name);
+    return *it;
+}
+
+std::string joined(const std::vector<std::string>& parts, const std::string& separator) {
+    std::string text;
+    for (const std::string& part : parts)
+        text += (text.empty() ? "" : separator) + part;
+    return text;
+}
+
+// The status of every point and each set's figures, as Markdown tables.
+std::string status_report() {
+    std::ostringstream out;
+    out << "| set | points | predicted | refused | median |error| | worst |error| | most under "
+           "| rms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const std::string& set : real_points::set_names) {
+        const Summary s = summarize(of_set(set));
+        const auto figure = [&](double v) { return s.predicted == 0 ? "—" : percent(v); };
+        out << "| " << set << " | " << s.count << " | " << s.predicted << " | " << s.refused
+            << " | " << figure(s.median) << " | " << figure(s.worst) << " | "
+            << figure(s.most_under) << " | " << figure(s.rms) << " |\n";
+    }
+    out << "\n| run | set | features | measured | status | predicted | error |\n"
+           "| --- | --- | --- | ---: | --- | ---: | ---: |\n";
+    for (const std::string& set : real_points::set_names) {
+        for (const Outcome& o : of_set(set)) {
+            out << "| `" << o.name << "` | " << o.set << " | "
+                << (o.features.empty() ? "—" : joined(o.features, ", ")) << " | "
+                << megabytes(o.measured_mb) << " | ";
+            if (o.predicted) {
+                out << "predicted | " << megabytes(o.predicted_mb) << " | " << percent(o.error())
+                    << " |\n";
+                continue;
+            }
+            const Named named = named_argument(point_named(o.name), o.refusal);
+            out << (named.not_read ? "not read: " : "refused: ")
+                << (named.what.empty() ? o.refusal : named.what) << " | — | — |\n";
+        }
+    }
+    return out.str();
 }
 
 }  // namespace
@@ -271,23 +313,143 @@ void check_goal(const std::string& set, std::size_t min_points) {
 BOOST_AUTO_TEST_SUITE(real_runs)
 
 BOOST_AUTO_TEST_CASE(the_model_meets_the_goal_on_the_calibration_runs) {
-    check_goal("calibration", 10);
+    check_goal("calibration", issue24_goal, 10);
 }
 
 BOOST_AUTO_TEST_CASE(the_model_meets_the_goal_on_the_held_out_runs) {
-    check_goal("held_out", 10);
+    check_goal("held_out", issue24_goal, 10);
 }
 
-BOOST_AUTO_TEST_CASE(the_stated_uncertainty_covers_the_spread_of_every_run) {
-    // The standard error each prediction carries is at least the spread of the real set's errors
-    // (their root mean square, held-out runs included) times the prediction.
-    const Summary all = summarize(outcomes());
-    BOOST_TEST_MESSAGE("all: " << all.count << " runs, median |error| " << 100.0 * all.median
-                               << " %, worst " << 100.0 * all.worst << " %, rms " << 100.0 * all.rms
-                               << " %");
-    BOOST_TEST_REQUIRE(all.count >= 32U);
-    for (const Outcome& o : outcomes())
-        BOOST_TEST(o.std_error_mb >= all.rms * o.predicted_mb * 0.999, o.name);
+BOOST_AUTO_TEST_CASE(the_earlier_runs_are_predicted_or_refused_as_they_say) {
+    // Calibration and held-out runs are predicted, except those outside the model's coverage,
+    // which say so ("expect": "refused"): the command refuses each naming that flag, and writes
+    // nothing.
+    std::size_t expected = 0;
+    for (const Outcome& o : outcomes()) {
+        if (o.set == "features")
+            continue;
+        const Point& p = point_named(o.name);
+        if (!p.refused_flag) {
+            BOOST_TEST(o.predicted, o.name << ": " << o.import.err);
+            continue;
+        }
+        ++expected;
+        BOOST_TEST(o.import.exit_code == 2, p.name << ": " << o.import.err);
+        BOOST_TEST(o.import.out.empty(), p.name);
+        BOOST_TEST(o.refusal.find("--" + *p.refused_flag) != std::string::npos,
+                   p.name << ": " << o.import.err);
+    }
+    BOOST_TEST(expected >= 1U);
+}
+
+BOOST_AUTO_TEST_CASE(every_features_run_is_refused_by_name_or_predicted_within_the_goal) {
+    // Issue 36's runs, held out while the model's terms for them are written: each is either
+    // refused cleanly — exit status 2, nothing on stdout, one 'ppb: error:' line naming one of
+    // the run's own flags or arguments — or predicted within issue 36's bounds for one run.
+    const std::vector<Outcome> chosen = of_set("features");
+    BOOST_TEST_REQUIRE(chosen.size() >= 30U, chosen.size() << " features runs");
+    for (const Outcome& o : chosen) {
+        const Point& p = point_named(o.name);
+        if (o.predicted) {
+            check_run_within(o, issue36_goal);
+            continue;
+        }
+        BOOST_TEST(o.import.exit_code == 2, o.name << ": exit status " << o.import.exit_code
+                                                   << " (signal " << o.import.signal
+                                                   << "), stderr: " << o.import.err);
+        BOOST_TEST(o.import.out.empty(), o.name << ": " << o.import.out);
+        BOOST_TEST(!named_argument(p, o.refusal).what.empty(),
+                   o.name << ": the refusal names none of its flags: " << o.import.err);
+    }
+    const Summary s = summarize(chosen);
+    BOOST_TEST_MESSAGE("features: " << s.count << " runs, " << s.refused << " refused, "
+                                    << s.predicted << " predicted (median |error| "
+                                    << percent(s.median) << ", worst " << percent(s.worst)
+                                    << ", most under " << percent(s.most_under) << ")");
+    // Every feature of issue 36 that Megatron-LM's CI measures has runs in the set.
+    for (const std::string_view feature :
+         {"mla", "mtp", "cp-p2p", "cp-a2a+p2p", "fp8-tensorwise", "fp8-delayed", "fp8-blockwise",
+          "fsdp", "recompute-modules", "activation-offloading", "cuda-graphs", "moe"}) {
+        BOOST_TEST(std::ranges::count_if(chosen,
+                                         [&](const Outcome& o) {
+                                             return std::ranges::count(o.features, feature) > 0;
+                                         }) >= 1,
+                   "no features run with " << feature);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_measured_stage_holds_the_layers_megatron_gives_the_last_rank) {
+    // The placement each point is predicted for, worked by hand from Megatron-LM's rules:
+    // micro-batches = global batch / (micro batch x world / (TP x PP x CP)); virtual stage q is
+    // chunk q / P of rank q mod P; --moe-layer-freq lists each layer dense (0) or MoE (1).
+    const auto placement = [](const std::string& name) {
+        return real_points::measured_stage_placement(point_named(name));
+    };
+    using Args = std::vector<std::string>;
+    // 12 layers over PP4, 1 per virtual stage: 3 chunks of 1; DP 8 / 4 = 2, 32 / (4 x 2) = 4.
+    BOOST_TEST(
+        placement("gpt3-345m-legacy-fp16-tp1-pp4-vp") ==
+            (Args{"--stages", "4", "--stage", "3", "--micro-batches", "4", "--schedule",
+                  "interleaved", "--chunk", "none=1", "--chunk", "none=1", "--chunk", "none=1"}),
+        boost::test_tools::per_element());
+    // Context parallelism takes ranks from data parallelism: DP 8 / (2 x 2 x 2) = 1, 32 / 4 = 8.
+    BOOST_TEST(
+        placement("gpt-cp2-tp2-pp2-h100") ==
+            (Args{"--stages", "2", "--stage", "1", "--micro-batches", "8", "--layers", "none=6"}),
+        boost::test_tools::per_element());
+    // 'Et*3|(tt|)*6mL' over PP2: rank 1 holds virtual stages 1, 3, 5, 7 — layers 3-4, 7-8,
+    // 11-12 (MoE from layer 3 on) and the MTP layer with the loss (no decoder layer);
+    // selective recompute. DP 8 / 4 = 2, 8 / (1 x 2) = 4.
+    BOOST_TEST(placement("moe-mla-mtp-offload-tp2-pp2-vpp4-ep4-h100") ==
+                   (Args{"--stages", "2", "--stage", "1", "--micro-batches", "4", "--schedule",
+                         "interleaved", "--chunk", "moe.select=2", "--chunk", "moe.select=2",
+                         "--chunk", "moe.select=2", "--chunk", "dense.none=0"}),
+               boost::test_tools::per_element());
+    // 'Et|(tt|)*6mL' over PP2, 4 dense layers then 9 MoE: rank 1 holds layers 1-2 (dense),
+    // 5-6, 9-10 (MoE) and the MTP layer. DP 8 / (4 x 2) = 1, 32 / 2 = 16.
+    BOOST_TEST(placement("moe-mtp-fp8-blockwise-cudagraph-tp4-pp2-vpp4-ep2-h100") ==
+                   (Args{"--stages", "2", "--stage", "1", "--micro-batches", "16", "--schedule",
+                         "interleaved", "--chunk", "dense.select=2", "--chunk", "moe.select=2",
+                         "--chunk", "moe.select=2", "--chunk", "dense.none=0"}),
+               boost::test_tools::per_element());
+    // 16 layers, 4 virtual stages per rank over PP2: rank 1 holds layers 2-3, 6-7, 10-11, 14-15,
+    // all MoE (only layer 0 is dense). DP 8 / 4 = 2, 32 / (4 x 2) = 4.
+    BOOST_TEST(placement("moe-mla-mtp-tp2-pp2-vpp4-ep4-h100") ==
+                   (Args{"--stages", "2", "--stage", "1", "--micro-batches", "4", "--schedule",
+                         "interleaved", "--chunk", "moe.none=2", "--chunk", "moe.none=2", "--chunk",
+                         "moe.none=2", "--chunk", "moe.none=2"}),
+               boost::test_tools::per_element());
+    // No pipeline on 4 GPUs: every layer on the one stage, 4 dense and 9 MoE. DP 4 / 4 = 1.
+    BOOST_TEST(placement("moe-mtp-fp8-blockwise-cudagraph-tp4-ep2-etp2-4gpu-gb200") ==
+                   (Args{"--stages", "1", "--stage", "0", "--micro-batches", "16", "--layers",
+                         "dense.select=4,moe.select=9"}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_stated_uncertainty_covers_the_spread_of_the_earlier_runs) {
+    // The standard error each prediction carries is at least the spread of the calibration and
+    // held-out runs' errors (their root mean square) times the prediction. The features runs
+    // are held out from this too: nothing is chosen on them.
+    std::vector<Outcome> earlier = of_set("calibration");
+    const std::vector<Outcome> held_out = of_set("held_out");
+    earlier.insert(earlier.end(), held_out.begin(), held_out.end());
+    const Summary all = summarize(earlier);
+    BOOST_TEST_MESSAGE("calibration and held out: "
+                       << all.predicted << " runs, median |error| " << percent(all.median)
+                       << ", worst " << percent(all.worst) << ", rms " << percent(all.rms));
+    BOOST_TEST_REQUIRE(all.predicted >= 32U);
+    for (const Outcome& o : outcomes()) {
+        if (o.predicted)
+            BOOST_TEST(o.std_error_mb >= all.rms * o.predicted_mb * 0.999, o.name);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(report) {
+    // Every point's status and each set's figures, for people: ctest -R real_runs/report -V.
+    const std::string table = status_report();
+    BOOST_TEST(static_cast<std::size_t>(std::ranges::count(table, '\n')) >= points().size() + 6);
+    std::cout << "\nThe analytic model on the real runs of tests/data/real:\n\n"
+              << table << std::flush;
 }
 
 BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_on_stdout) {
