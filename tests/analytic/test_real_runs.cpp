@@ -72,6 +72,10 @@ struct Point {
     double measured_mb = 0.0;
     std::string set;                          // "calibration" or "held_out"
     std::optional<std::string> refused_flag;  // "expect": "refused"
+    // --megatron-flag for each flag of the run's Megatron-LM branch that no release has, and
+    // --megatron-version when the file names the run's release.
+    std::vector<std::string> megatron_flags;
+    std::optional<std::string> megatron_version;
 };
 
 Point read_point(const fs::path& path) {
@@ -92,6 +96,12 @@ Point read_point(const fs::path& path) {
     p.measured_mb = bytes / (1024.0 * 1024.0);
     // The file's MB figure is the bytes in MB (2^20), rounded: the two agree.
     BOOST_TEST(std::abs(json::value_to<double>(measured.at("mb")) - p.measured_mb) < 0.001, path);
+    if (const auto* flags = doc.if_contains("megatron_flags")) {
+        for (const auto& f : flags->as_array())
+            p.megatron_flags.push_back(json::value_to<std::string>(f));
+    }
+    if (const auto* version = doc.if_contains("megatron_version"))
+        p.megatron_version = json::value_to<std::string>(*version);
     if (const auto* expect = doc.if_contains("expect")) {
         BOOST_TEST_REQUIRE(expect->as_string() == "refused", path);
         p.refused_flag = json::value_to<std::string>(doc.at("refused_flag"));
@@ -174,8 +184,12 @@ std::vector<Outcome> predict_all() {
                                       "--world-size",
                                       std::to_string(p.world_size),
                                       "--compute-capability",
-                                      std::to_string(p.compute_capability),
-                                      "--"};
+                                      std::to_string(p.compute_capability)};
+        for (const std::string& f : p.megatron_flags)
+            args.insert(args.end(), {"--megatron-flag", f});
+        if (p.megatron_version)
+            args.insert(args.end(), {"--megatron-version", *p.megatron_version});
+        args.push_back("--");
         args.insert(args.end(), p.arguments.begin(), p.arguments.end());
         const auto options = ppb(args);
         if (p.refused_flag) {
@@ -311,9 +325,9 @@ BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_o
     // out, and the options load (ppb predict accepts them).
     const auto r = ppb({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size",
                         "64", "--num-attention-heads", "4", "--seq-length", "64", "--vocab-size",
-                        "100", "--bf16", "--cpu-offloading"});
+                        "100", "--bf16", "--cpu-offloading-num-layers", "1"});
     BOOST_TEST(r.exit_code == 0, r.err);
-    BOOST_TEST(r.err.find("--cpu-offloading changes memory but is not modelled") !=
+    BOOST_TEST(r.err.find("--cpu-offloading-num-layers changes memory but is not modelled") !=
                std::string::npos);
     const json::object o = json::parse(r.out).as_object();
     BOOST_TEST(o.at("vocab_size").as_int64() == 128);  // 100 padded to a multiple of 128
