@@ -530,6 +530,8 @@ NamedRelease release_named(std::string_view text) {
                 return refuse("not a Megatron-LM release");
         }
     }
+    if (major >= 20)  // a YY.MM tag (NVIDIA's container versions) other than those read
+        return refuse("not a release ppb knows");
     if (major == 0) {
         const std::string name = fmt::format("0.{}", minor);
         for (std::size_t i = 0; i < span.size(); ++i) {

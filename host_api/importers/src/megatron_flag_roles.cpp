@@ -239,6 +239,7 @@ constexpr Rule neutral[] = {
     {"--tiktoken-*", ""},
     {"--null-tokenizer-*", ""},
     {"--legacy-tokenizer", ""},
+    {"--use-gigatoken", ""},
     {"--trust-remote-code", ""},
     {"--chat-template", ""},
     {"--sft", ""},
