@@ -236,6 +236,15 @@ Point read_point(const fs::path& path) {
         for (const auto& [key, value] : env->get_object())
             BOOST_TEST(value.is_string(), at << ": env_vars." << key << " is not a string");
     }
+    if (const json::value* flags = o.if_contains("megatron_flags")) {
+        BOOST_TEST_REQUIRE(flags->is_array(), at << ": megatron_flags is not an array");
+        for (const auto& f : flags->get_array()) {
+            BOOST_TEST_REQUIRE(f.is_string(), at << ": a megatron_flags entry is not a string");
+            p.megatron_flags.emplace_back(f.get_string());
+        }
+    }
+    if (o.contains("megatron_version"))
+        p.megatron_version = string_field(o, "megatron_version", at);
     if (const json::value* expect = o.if_contains("expect")) {
         BOOST_TEST_REQUIRE(expect->is_string(), at << ": expect");
         BOOST_TEST_REQUIRE(expect->get_string() == "refused", at << ": expect");

@@ -39,6 +39,10 @@ struct Point {
     double measured_mb = 0.0;
     std::optional<double> after_step_mb;      // mem-allocated-bytes at the same iteration
     std::optional<std::string> refused_flag;  // "expect": "refused"
+    // "megatron_flags": flags of the run's Megatron-LM branch that no release has (given to
+    // 'ppb import megatron-options' as --megatron-flag); "megatron_version": the run's release.
+    std::vector<std::string> megatron_flags;
+    std::optional<std::string> megatron_version;
 };
 
 // Every point of tests/data/real, in file-name order, each checked as it is read (Boost.Test

@@ -175,20 +175,38 @@ BOOST_AUTO_TEST_CASE(attention_backend_and_implementation) {
         "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
         "--vocab-size 1000 ";
     BOOST_TEST(!options_of(map(base + "--transformer-impl local")).at("flash_attention").as_bool());
-    BOOST_TEST(options_of(map(base + "--transformer-impl local --use-flash-attn"))
-                   .at("flash_attention")
-                   .as_bool());
     BOOST_TEST(
         !options_of(map(base + "--attention-backend unfused")).at("flash_attention").as_bool());
     BOOST_TEST(options_of(map(base + "--attention-backend=flash")).at("flash_attention").as_bool());
+    // --use-flash-attn runs FlashAttention in the legacy model's ParallelAttention only
+    // (megatron/legacy/model/transformer.py): the default model up to 0.7, --use-legacy-models
+    // from 0.8 to 0.17; Megatron-core's local attention ignores it, and main has no legacy model.
+    const std::string flash_local = base + "--transformer-impl local --use-flash-attn";
+    MegatronRunContext at_0_7;
+    at_0_7.megatron_version = "0.7";
+    BOOST_TEST(options_of(map(flash_local, at_0_7)).at("flash_attention").as_bool());
+    BOOST_TEST(!options_of(map(flash_local + " --use-mcore-models", at_0_7))
+                    .at("flash_attention")
+                    .as_bool());
+    BOOST_TEST(
+        options_of(map(flash_local + " --use-legacy-models")).at("flash_attention").as_bool());
+    const auto newest = map(flash_local);
+    BOOST_TEST(!options_of(newest).at("flash_attention").as_bool());
+    // Older releases read the same arguments with FlashAttention: the warning says so.
+    BOOST_TEST(warns_about(newest,
+                           "these arguments fit Megatron-LM 23.04 to main, whose defaults "
+                           "differ (23.04 to 0.7: flash_attention true)"));
 }
 
 BOOST_AUTO_TEST_CASE(the_softmax_in_fp32_outside_the_fused_kernel_is_marked) {
     // Megatron's torch softmax (--no-masked-softmax-fusion) in fp32, which
     // --apply-query-key-layer-scaling forces, with unfused local attention and 16-bit training.
-    const std::string base =
-        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
-        "--vocab-size 1000 --transformer-impl local --no-masked-softmax-fusion ";
+    // s = 256, b = 1, 4 heads: the fused kernel would run (16 < s <= 4096, s % 4 = 0,
+    // b * heads % 4 = 0), so only --no-masked-softmax-fusion takes the torch path.
+    const std::string shape =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 256 "
+        "--vocab-size 1000 --transformer-impl local ";
+    const std::string base = shape + "--no-masked-softmax-fusion ";
     BOOST_TEST(options_of(map(base + "--fp16 --apply-query-key-layer-scaling"))
                    .at("softmax_in_fp32")
                    .as_bool());
@@ -197,15 +215,53 @@ BOOST_AUTO_TEST_CASE(the_softmax_in_fp32_outside_the_fused_kernel_is_marked) {
                    .as_bool());
     // The fused kernel (no --no-masked-softmax-fusion), a flash kernel, fp32 training, or a
     // 16-bit softmax keep the usual attention memory.
-    const std::string fused =
-        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
-        "--seq-length 128 --vocab-size 1000 --transformer-impl local ";
-    BOOST_TEST(!options_of(map(fused + "--fp16 --apply-query-key-layer-scaling"))
+    BOOST_TEST(!options_of(map(shape + "--fp16 --apply-query-key-layer-scaling"))
                     .contains("softmax_in_fp32"));
-    BOOST_TEST(!options_of(map(base + "--use-flash-attn --bf16 --attention-softmax-in-fp32"))
-                    .contains("softmax_in_fp32"));
+    MegatronRunContext legacy;
+    legacy.megatron_version = "0.7";
+    BOOST_TEST(
+        !options_of(map(base + "--use-flash-attn --bf16 --attention-softmax-in-fp32", legacy))
+             .contains("softmax_in_fp32"));
     BOOST_TEST(!options_of(map(base + "--attention-softmax-in-fp32")).contains("softmax_in_fp32"));
     BOOST_TEST(!options_of(map(base + "--bf16")).contains("softmax_in_fp32"));
+}
+
+BOOST_AUTO_TEST_CASE(the_softmax_kernel_runs_only_for_the_shapes_it_supports) {
+    // FusedScaleMaskSoftmax.is_kernel_available (megatron/core/fusions/fused_softmax.py): keys
+    // 16 < s <= 4096, s % 4 = 0, and b * heads per rank a multiple of get_batch_per_block (8 for
+    // s <= 128, 4 above); otherwise the torch softmax runs, in fp32 with query-key scaling.
+    const auto fp32_softmax = [](const std::string& shape, MegatronRunContext context = {}) {
+        // Query-key scaling (which forces the softmax into fp32) is on by default up to 23.06
+        // (--no-query-key-layer-scaling), asked for with --apply-query-key-layer-scaling later.
+        const bool before_0_4 = context.megatron_version == "23.04";
+        return options_of(
+                   map("--num-layers 2 --hidden-size 512 --vocab-size 1000 --fp16 "
+                       "--transformer-impl local " +
+                           std::string(before_0_4 ? "" : "--apply-query-key-layer-scaling ") +
+                           shape,
+                       context))
+            .contains("softmax_in_fp32");
+    };
+    BOOST_TEST(!fp32_softmax("--num-attention-heads 8 --seq-length 4096"));
+    BOOST_TEST(fp32_softmax("--num-attention-heads 8 --seq-length 8192"));  // longer than 4096
+    BOOST_TEST(fp32_softmax("--num-attention-heads 8 --seq-length 1022"));  // not a multiple of 4
+    // 8 heads over TP 4: 2 per rank, times b = 1: not a multiple of 4.
+    BOOST_TEST(
+        fp32_softmax("--num-attention-heads 8 --seq-length 1024 "
+                     "--tensor-model-parallel-size 4"));
+    BOOST_TEST(
+        !fp32_softmax("--num-attention-heads 8 --seq-length 1024 "
+                      "--tensor-model-parallel-size 4 --micro-batch-size 2"));
+    // s <= 128: 8 batches per block; 4 heads x b = 1 is not enough.
+    BOOST_TEST(fp32_softmax("--num-attention-heads 4 --seq-length 128"));
+    BOOST_TEST(!fp32_softmax("--num-attention-heads 8 --seq-length 128"));
+    // The legacy model's kernel (apex's from 0.4, megatron/legacy/model/fused_softmax.py) takes
+    // keys up to 16384; 23.04's own kernel up to 4096.
+    MegatronRunContext legacy;
+    legacy.megatron_version = "0.7";
+    BOOST_TEST(!fp32_softmax("--num-attention-heads 8 --seq-length 8192", legacy));
+    legacy.megatron_version = "23.04";
+    BOOST_TEST(fp32_softmax("--num-attention-heads 8 --seq-length 8192", legacy));
 }
 
 BOOST_AUTO_TEST_CASE(the_fused_cross_entropy_holds_one_more_fp32_logits_buffer) {
@@ -264,14 +320,59 @@ BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
 BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
     const auto r =
         map("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
-            "--vocab-size 1000 --bf16 --cpu-offloading --moe-frobnicate 3 --log-interval 1 "
-            "--recompute-granularity full --attention-dropout 0.1 --hidden-dropout 0");
-    BOOST_TEST(warns_about(r, "--cpu-offloading changes memory but is not modelled"));
-    BOOST_TEST(warns_about(r, "--moe-frobnicate is not known to ppb"));
+            "--vocab-size 1000 --bf16 --cpu-offloading-num-layers 1 --log-interval 1 "
+            "--recompute-granularity full --attention-dropout 0.1 --hidden-dropout 0 "
+            "--use-gigatoken --tp-comm-overlap-cfg tp.yaml --cuda-graph-impl none "
+            "--my-memory-saver",
+            [] {
+                MegatronRunContext c;
+                c.declared_flags = {"my-memory-saver:0"};
+                return c;
+            }());
+    BOOST_TEST(warns_about(r,
+                           "--cpu-offloading-num-layers changes memory but is not modelled: "
+                           "activations and weights of some layers offloaded to the host"));
+    // A flag of the run's own Megatron-LM, declared: ppb cannot know what it does.
+    BOOST_TEST(warns_about(r,
+                           "--my-memory-saver is a Megatron-LM flag whose effect on memory ppb "
+                           "does not know"));
     BOOST_TEST(warns_about(r, "--attention-dropout 0.1 and --hidden-dropout 0"));
+    // Neutral, the placement's, and an unmodelled flag at its default (no CUDA graphs): silent.
     BOOST_TEST(!warns_about(r, "--log-interval"));
     BOOST_TEST(!warns_about(r, "--recompute-granularity"));
+    BOOST_TEST(!warns_about(r, "--tp-comm-overlap-cfg"));
+    BOOST_TEST(!warns_about(r, "--cuda-graph-impl"));
+    BOOST_TEST(!warns_about(r, "--use-gigatoken"));  // a tokenizer implementation
     BOOST_TEST(r.warnings.size() == 3U);
+}
+
+BOOST_AUTO_TEST_CASE(other_model_families_are_refused_by_name) {
+    const std::string base =
+        "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 ";
+    expect_flag_error(base + "--hybrid-layer-pattern M*M*",
+                      "--hybrid-layer-pattern: a hybrid "
+                      "model (Mamba state-space layers");
+    expect_flag_error(base + "--hybrid-override-pattern M*M*",
+                      "--hybrid-override-pattern: a hybrid");
+    expect_flag_error(base + "--is-hybrid-model", "--is-hybrid-model: a hybrid model");
+    expect_flag_error(base + "--hybrid-attention-ratio 0.25", "--hybrid-attention-ratio: a hybrid");
+    expect_flag_error(base +
+                          "--spec megatron.core.models.hybrid.hybrid_layer_specs "
+                          "hybrid_stack_spec",
+                      "--spec: 'megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec' "
+                      "is a hybrid model");
+    expect_flag_error(base + "--spec my.module my_spec", "a layer specification of its own");
+    expect_flag_error(base + "--experimental-attention-variant gated_delta_net",
+                      "--experimental-attention-variant: an experimental attention");
+    expect_flag_error(base + "--decoder-num-layers 4", "--decoder-num-layers: an encoder-decoder");
+    expect_flag_error(base + "--perform-rl-step", "--perform-rl-step: reinforcement learning");
+    expect_flag_error(base + "--yaml-cfg run.yaml",
+                      "--yaml-cfg: the run's settings are in the "
+                      "YAML file");
+    expect_flag_error(base + "--batch-size 8", "--batch-size: Megatron-LM refuses it");
+    // A ratio of 0 is no Mamba layer; --spec local is Megatron's own layers.
+    BOOST_CHECK_NO_THROW((void)map(base + "--hybrid-attention-ratio 0.0 --spec local"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_name_the_flag) {
@@ -279,12 +380,19 @@ BOOST_AUTO_TEST_CASE(bad_arguments_name_the_flag) {
         "--hidden-size 64 --num-attention-heads 4 --seq-length 128 "
         "--vocab-size 1000 ";
     expect_flag_error(base, "missing --num-layers");
-    expect_flag_error(base + "--num-layers two", "--num-layers 'two'");
+    expect_flag_error(base + "--num-layers two",
+                      "--num-layers 'two': not an integer (argparse's invalid int value)");
     expect_flag_error(base + "--num-layers 0", "--num-layers '0'");
-    expect_flag_error(base + "--num-layers 2 --bf16 maybe", "--bf16 is a switch");
+    expect_flag_error(base + "--num-layers 2 --bf16 maybe",
+                      "value 'maybe': no flag takes it (argparse's unrecognized arguments)");
+    expect_flag_error(base + "--num-layers 2 --bf16=true",
+                      "--bf16=true: --bf16 is a switch and takes no value");
     expect_flag_error(base + "--num-layers 2 --attention-dropout -0.1",
                       "--attention-dropout '-0.1'");
-    expect_flag_error("12 " + base, "Megatron argument 1 '12'");
+    expect_flag_error("12 " + base, "value '12': no flag takes it");
+    expect_flag_error(base + "--num-layers 2 --transformer-impl fast",
+                      "--transformer-impl 'fast': not one of its choices (local, "
+                      "transformer_engine, inference_optimized)");
     expect_flag_error(
         base + "--num-layers 2 --tensor-model-parallel-size 4 --num-attention-heads 8",
         "--world-size 6 is not a multiple", {6U, {}, 9U});

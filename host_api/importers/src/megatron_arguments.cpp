@@ -1,129 +1,248 @@
-// The analytic plugin's options from Megatron-LM's arguments (see megatron_arguments.hpp).
-// Megatron-LM's defaults are those of megatron/training/arguments.py (NVIDIA/Megatron-LM, main
-// as of commit 3bf9b874c32ebbbaa6f895be988e04a19fdce7ee): ffn_hidden_size 4h, or with --swiglu
-// int(4h * 2/3 / 64) * 64; num_query_groups 1 once --group-query-attention is given;
-// position_embedding_type learned_absolute; attention and hidden dropout 0.1; linear biases on;
-// make_vocab_size_divisible_by 128; transformer_impl transformer_engine with the attention
-// backend chosen by Transformer Engine (a fused kernel).
+// The analytic plugin's options from Megatron-LM's arguments (see megatron_arguments.hpp). The
+// arguments are read by megatron_argparse.hpp as the run's release reads them; every default
+// below is that release's (the flag table's argparse defaults, megatron_release_defaults.hpp for
+// what Megatron's code does): ffn_hidden_size 4h, or with --swiglu int(4h * 2/3 / 64) * 64;
+// num_query_groups 1 once --group-query-attention is given; position_embedding_type
+// learned_absolute; attention and hidden dropout 0.1; linear biases on;
+// make_vocab_size_divisible_by 128; the transformer implementation, the GPT model class and the
+// attention kernel of the release.
+#include "megatron_flag_roles.hpp"
+
 #include <ppb/importers/layout.hpp>
 #include <ppb/importers/megatron.hpp>
+#include <ppb/importers/megatron_argparse.hpp>
 #include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/importers/megatron_release_defaults.hpp>
 #include <ppb/json_output.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
-#include <map>
+#include <set>
 #include <string_view>
 
 namespace ppb::importers {
 namespace {
 
 namespace json = boost::json;
+namespace mg = megatron;
 
-// The flags as given: name (without "--") -> value ("" for a switch). A repeated flag keeps its
-// last value, as argparse does.
-using Flags = std::map<std::string, std::string, std::less<>>;
+// The run's arguments as the mapping reads them, by flag name without "--". Every attribute the
+// mapping asks about is recorded: the flags setting it are the ones it models (or refuses), and
+// only the others need the roles of megatron_flag_roles.hpp.
+class Flags {
+  public:
+    explicit Flags(const mg::ParsedArguments& parsed) : parsed_(parsed) {}
 
-Flags read_flags(std::span<const std::string> arguments) {
-    Flags flags;
-    for (std::size_t i = 0; i < arguments.size(); ++i) {
-        const std::string_view token = arguments[i];
-        if (!token.starts_with("--") || token.size() == 2)
-            throw FlagError(fmt::format(
-                "Megatron argument {} '{}': expected a flag such as --num-layers (a value must "
-                "follow its flag)",
-                i + 1, token));
-        const std::string_view body = token.substr(2);
-        const std::size_t equals = body.find('=');
-        if (equals != std::string_view::npos) {
-            flags[std::string(body.substr(0, equals))] = std::string(body.substr(equals + 1));
-            continue;
-        }
-        std::string value;
-        if (i + 1 < arguments.size() && !arguments[i + 1].starts_with("--")) {
-            value = arguments[i + 1];
-            ++i;
-        }
-        flags[std::string(body)] = value;
+    [[nodiscard]] mg::ReleaseIndex release() const { return parsed_.release(); }
+
+    // The attribute's value (given or default); nullopt when the release does not know the flag.
+    [[nodiscard]] std::optional<json::value> value(std::string_view name) const {
+        note_read(name);
+        return parsed_.value("--" + std::string(name));
     }
-    return flags;
-}
 
-// A switch: given alone, or with a truthy value ("true", "1") as YAML configs write it.
+    [[nodiscard]] bool given(std::string_view name) const {
+        note_read(name);
+        return parsed_.given("--" + std::string(name));
+    }
+
+    // Whether the mapping read the attribute `flag` ("--x") sets.
+    [[nodiscard]] bool was_read(std::string_view flag) const {
+        const mg::Flag* f = mg::find_flag(flag, release());
+        return f && read_.contains(f->dest);
+    }
+
+    [[nodiscard]] const mg::ParsedArguments& parsed() const { return parsed_; }
+
+  private:
+    void note_read(std::string_view name) const {
+        if (const mg::Flag* f = mg::find_flag("--" + std::string(name), release()))
+            read_.emplace(f->dest);
+    }
+
+    const mg::ParsedArguments& parsed_;
+    mutable std::set<std::string, std::less<>> read_;  // dests
+};
+
+// A switch: whether the attribute holds what the flag stores ("--disable-bias-linear" is on when
+// add_bias_linear is false, by that flag or its default).
 bool is_on(const Flags& flags, std::string_view name) {
-    const auto it = flags.find(name);
-    if (it == flags.end())
+    const std::optional<json::value> v = flags.value(name);
+    const mg::Flag* f = mg::find_flag("--" + std::string(name), flags.release());
+    if (!v || !f || !v->is_bool())
         return false;
-    const std::string& v = it->second;
-    if (v.empty() || v == "true" || v == "True" || v == "1")
-        return true;
-    if (v == "false" || v == "False" || v == "0")
-        return false;
-    throw FlagError(fmt::format("--{} is a switch; '{}' is not true or false", name, v));
+    switch (f->action) {
+        case mg::FlagAction::store_true:
+            return v->as_bool();
+        case mg::FlagAction::store_false:
+            return !v->as_bool();
+        case mg::FlagAction::boolean_optional:
+            return v->as_bool() == !f->name.starts_with("--no-");
+        case mg::FlagAction::store:
+            return v->as_bool();
+    }
+    return false;
 }
 
+std::string describe(const json::value& v) {
+    if (v.is_string())
+        return std::string(v.as_string());
+    if (v.is_bool())
+        return v.as_bool() ? "True" : "False";
+    if (v.is_array()) {
+        std::string out;
+        for (const json::value& e : v.as_array())
+            out += fmt::format("{}{}", out.empty() ? "" : " ", describe(e));
+        return out;
+    }
+    if (v.is_double())
+        return fmt::format("{}", v.as_double());
+    return json::serialize(v);
+}
+
+// The value as text (a list's values joined by spaces), nullopt for None or an unknown flag.
 std::optional<std::string> text(const Flags& flags, std::string_view name) {
-    const auto it = flags.find(name);
-    if (it == flags.end())
+    const std::optional<json::value> v = flags.value(name);
+    if (!v || v->is_null())
         return std::nullopt;
-    if (it->second.empty())
-        throw FlagError(fmt::format("--{} needs a value", name));
-    return it->second;
+    return describe(*v);
 }
 
-// A positive count, at most 2^31 - 1 (the analytic plugin's range).
+// A count from min to 2^31 - 1 (the analytic plugin's range); nullopt for None.
 std::optional<std::uint32_t> count(const Flags& flags, std::string_view name,
                                    std::uint32_t min = 1) {
-    const std::optional<std::string> v = text(flags, name);
-    if (!v)
+    const std::optional<json::value> v = flags.value(name);
+    if (!v || v->is_null())
         return std::nullopt;
-    std::uint64_t n = 0;
-    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc{} || end != v->data() + v->size() || n < min || n > 2147483647U)
-        throw FlagError(
-            fmt::format("--{} '{}': expected an integer from {} to 2147483647", name, *v, min));
-    return static_cast<std::uint32_t>(n);
+    std::optional<std::int64_t> n;
+    if (v->is_int64())
+        n = v->as_int64();
+    if (!n || *n < static_cast<std::int64_t>(min) || *n > 2147483647)
+        throw FlagError(fmt::format("--{} '{}': expected an integer from {} to 2147483647", name,
+                                    describe(*v), min));
+    return static_cast<std::uint32_t>(*n);
 }
 
 std::optional<double> number(const Flags& flags, std::string_view name) {
-    const std::optional<std::string> v = text(flags, name);
-    if (!v)
+    const std::optional<json::value> v = flags.value(name);
+    if (!v || v->is_null())
         return std::nullopt;
-    double x = 0.0;
-    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-    if (ec != std::errc{} || end != v->data() + v->size() || !std::isfinite(x) || x < 0.0)
-        throw FlagError(fmt::format("--{} '{}': expected a number of at least 0", name, *v));
+    const double x = v->is_int64()    ? static_cast<double>(v->as_int64())
+                     : v->is_double() ? v->as_double()
+                                      : std::nan("");
+    if (!std::isfinite(x) || x < 0.0)
+        throw FlagError(
+            fmt::format("--{} '{}': expected a number of at least 0", name, describe(*v)));
     return x;
 }
 
-std::uint32_t required(const Flags& flags, std::string_view name, std::string_view meaning) {
-    const std::optional<std::uint32_t> n = count(flags, name);
-    if (!n)
-        throw FlagError(fmt::format("missing --{} ({})", name, meaning));
-    return *n;
+// A count that may be given under two names (Megatron copies --encoder-num-layers into
+// num_layers when --num-layers is absent, at every release).
+std::uint32_t required(const Flags& flags, std::string_view name, std::string_view alias,
+                       std::string_view meaning) {
+    if (const auto n = count(flags, name))
+        return *n;
+    if (const auto n = count(flags, alias))
+        return *n;
+    throw FlagError(fmt::format("missing --{} ({})", name, meaning));
 }
 
-// Runs the analytic model does not cover: refused by name.
-void refuse_uncovered(const Flags& flags) {
-    const auto refuse = [](std::string_view flag, std::string_view why) {
-        throw FlagError(
-            fmt::format("--{}: {}; the analytic model does not cover it (measure "
-                        "with a dry run and 'ppb import megatron')",
-                        flag, why));
+[[noreturn]] void refuse(std::string_view flag, std::string_view what) {
+    throw FlagError(
+        fmt::format("--{}: {}; the analytic model does not cover it (measure with a "
+                    "dry run and 'ppb import megatron')",
+                    flag, what));
+}
+
+// Models other than the decoder-only transformer the analytic model describes, and the flags
+// Megatron-LM itself refuses (validate_args asserts them None at every release).
+void refuse_other_families(const Flags& flags) {
+    constexpr std::pair<std::string_view, std::string_view> retired[] = {
+        {"batch-size", "--micro-batch-size"},
+        {"warmup", "--lr-warmup-fraction"},
+        {"model-parallel-size", "--tensor-model-parallel-size"},
     };
+    for (const auto& [flag, instead] : retired) {
+        if (flags.given(flag))
+            throw FlagError(fmt::format("--{}: Megatron-LM refuses it (no longer valid: use {})",
+                                        flag, instead));
+    }
+    constexpr std::string_view hybrid =
+        "a hybrid model (Mamba state-space layers among attention and MLP layers): the analytic "
+        "model describes transformer layers only";
+    if (text(flags, "hybrid-layer-pattern"))
+        refuse("hybrid-layer-pattern", hybrid);
+    if (text(flags, "hybrid-override-pattern"))
+        refuse("hybrid-override-pattern", hybrid);
+    for (const std::string_view ratio : {"hybrid-attention-ratio", "hybrid-mlp-ratio"}) {
+        if (const auto r = number(flags, ratio); r && *r > 0.0)
+            refuse(ratio, hybrid);
+    }
+    if (is_on(flags, "is-hybrid-model"))
+        refuse("is-hybrid-model", hybrid);
+    if (const auto spec = text(flags, "spec"); spec && *spec != "local") {
+        if (spec->find("hybrid") != std::string::npos || spec->find("mamba") != std::string::npos)
+            refuse("spec", fmt::format("'{}' is {}", *spec, hybrid));
+        refuse("spec", fmt::format("'{}' is a layer specification of its own (the analytic model "
+                                   "describes Megatron's GPT layers)",
+                                   *spec));
+    }
+    if (text(flags, "experimental-attention-variant"))
+        refuse("experimental-attention-variant",
+               "an experimental attention (gated delta net, DeepSeek sparse attention) with other "
+               "activations and state");
+    if (text(flags, "linear-attention-freq"))
+        refuse("linear-attention-freq", "linear-attention layers with other activations");
+    if (is_on(flags, "enable-mhc-connections"))
+        refuse("enable-mhc-connections",
+               "hyper-connections keep several residual streams per layer");
+    for (const std::string_view h :
+         {"heterogeneous-layers-config-path", "heterogeneous-layers-config-encoded-json"}) {
+        if (text(flags, h))
+            refuse(h, "layers of different shapes (a heterogeneous model)");
+    }
+    if (text(flags, "yaml-cfg"))
+        refuse("yaml-cfg",
+               "the run's settings are in the YAML file, which ppb does not read: give "
+               "them as flags");
+    if (is_on(flags, "retro-add-retriever"))
+        refuse("retro-add-retriever", "RETRO's retrieval encoder and chunked cross-attention");
+    if (count(flags, "decoder-num-layers"))
+        refuse("decoder-num-layers", "an encoder-decoder model (T5)");
+    for (const std::string_view encoder :
+         {"encoder-pipeline-model-parallel-size", "encoder-tensor-model-parallel-size"}) {
+        if (const auto p = count(flags, encoder, 0); p && *p > 0)
+            refuse(encoder, "a separate encoder (multimodal models)");
+    }
+    if (count(flags, "pipeline-model-parallel-split-rank"))
+        refuse("pipeline-model-parallel-split-rank", "an encoder-decoder model split over stages");
+    if (is_on(flags, "vision-pretraining"))
+        refuse("vision-pretraining", "a vision model");
+    if (is_on(flags, "perform-rl-step"))
+        refuse("perform-rl-step",
+               "reinforcement learning: the inference engine and its KV cache share the GPUs");
+    if (text(flags, "transformer-impl") == "inference_optimized")
+        refuse("transformer-impl", "inference_optimized layers are for inference, not training");
+}
+
+// Runs of the transformer family that use a feature the analytic model has no term for.
+void refuse_uncovered(const Flags& flags) {
     if (const auto cp = count(flags, "context-parallel-size"); cp && *cp > 1)
-        refuse("context-parallel-size", "context parallelism splits the sequence over ranks");
+        refuse("context-parallel-size",
+               "context parallelism splits the sequence over ranks and exchanges keys and values");
+    if (is_on(flags, "hybrid-context-parallel"))
+        refuse("hybrid-context-parallel", "context parallelism of varying degree");
     if (is_on(flags, "multi-latent-attention"))
         refuse("multi-latent-attention", "multi-latent attention (MLA) has other activations");
     if (const auto mtp = count(flags, "mtp-num-layers", 0); mtp && *mtp > 0)
         refuse("mtp-num-layers", "multi-token prediction adds modules the model does not count");
-    for (const std::string_view fp8 : {"fp8-format", "fp8", "fp8-recipe", "fp4-format"}) {
-        if (flags.contains(fp8))
+    for (const std::string_view fp8 :
+         {"fp8-format", "fp8-recipe", "fp8-e4m3", "fp8-hybrid", "fp4-format", "fp4-recipe"}) {
+        if (flags.given(fp8))
             refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
     }
     for (const std::string_view fsdp :
@@ -132,7 +251,7 @@ void refuse_uncovered(const Flags& flags) {
             refuse(fsdp, "FSDP shards parameters and gradients (ZeRO-3)");
     }
     if (const auto s = text(flags, "data-parallel-sharding-strategy");
-        s && *s != "no_shard" && *s != "optim")
+        s && flags.given("data-parallel-sharding-strategy") && *s != "no_shard" && *s != "optim")
         refuse("data-parallel-sharding-strategy", "sharded gradients or parameters (ZeRO-2/3)");
     if (const auto kv = count(flags, "kv-channels")) {
         const auto h = count(flags, "hidden-size");
@@ -144,94 +263,61 @@ void refuse_uncovered(const Flags& flags) {
     }
 }
 
-// Flags that change memory but are not modelled: named in a warning.
-constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
-    {"cpu-offloading", "activations and weights offloaded to the host"},
-    {"fine-grained-activation-offloading", "activations offloaded to the host"},
-    {"tp-comm-overlap", "Transformer Engine's userbuffers for overlapped communication"},
-    {"recompute-modules", "selective recompute of other modules than core attention"},
-    {"cuda-graph-impl", "CUDA graphs keep static input and output buffers"},
-    {"enable-cuda-graph", "CUDA graphs keep static input and output buffers"},
-    {"external-cuda-graph", "CUDA graphs keep static input and output buffers"},
-    {"use-precision-aware-optimizer", "optimizer state in other precisions"},
-    {"main-grads-dtype", "main gradients in another precision"},
-    {"main-params-dtype", "master weights in another precision"},
-    {"exp-avg-dtype", "Adam's first moment in another precision"},
-    {"exp-avg-sq-dtype", "Adam's second moment in another precision"},
-    {"num-distributed-optimizer-instances", "several distributed-optimizer replicas"},
-    {"use-legacy-models", "the legacy (non-core) model: the formulas follow Megatron-core"},
-    {"no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},
-    {"no-bias-swiglu-fusion", "unfused bias-SwiGLU keeps silu(gate)"},
-    {"qk-layernorm", "the query and key layer norms keep their inputs for backward"},
-};
-
-// Flags known not to change the memory of the tensors, or read by the mapping below, or the
-// layout's (read by 'ppb import megatron'). Prefixes end in '-'.
-constexpr std::string_view neutral[] = {
-    // read below
-    "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "group-query-attention",
-    "num-query-groups", "kv-channels", "seq-length", "max-position-embeddings", "micro-batch-size",
-    "global-batch-size", "tensor-model-parallel-size", "pipeline-model-parallel-size",
-    "context-parallel-size", "sequence-parallel", "use-distributed-optimizer", "bf16", "fp16",
-    "swiglu", "untie-embeddings-and-output-weights", "position-embedding-type", "attention-backend",
-    "use-flash-attn", "transformer-impl", "attention-dropout", "hidden-dropout",
-    "disable-bias-linear", "add-bias-linear", "num-experts", "moe-router-topk",
-    "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-layer-freq",
-    "expert-model-parallel-size", "expert-tensor-parallel-size", "moe-expert-capacity-factor",
-    "cross-entropy-loss-fusion", "cross-entropy-fusion-impl", "vocab-size",
-    "make-vocab-size-divisible-by", "tokenizer-type", "accumulate-allreduce-grads-in-fp32",
-    "grad-reduce-in-bf16", "optimizer", "use-rotary-position-embeddings", "mtp-num-layers",
-    "multi-latent-attention", "data-parallel-sharding-strategy",
-    // the layout ('ppb import megatron')
-    "recompute-", "num-layers-per-virtual-pipeline-stage", "num-virtual-stages-per-pipeline-rank",
-    "virtual-pipeline-model-parallel-size", "decoder-first-pipeline-num-layers",
-    "decoder-last-pipeline-num-layers", "num-layers-in-first-pipeline-stage",
-    "num-layers-in-last-pipeline-stage", "pipeline-model-parallel-layout", "account-for-",
-    "first-k-dense-replace",
-    // no effect on the tensors' memory
-    "log-", "tensorboard-", "wandb-", "save", "load", "data-", "split", "vocab-file", "merge-file",
-    "tokenizer-model", "tokenizer-library", "mock-data", "lr", "lr-", "min-lr", "save-", "load-",
-    "use-checkpoint-", "decoupled-", "moe-token-dispatcher-type", "no-ckpt-", "weight-decay",
-    "clip-grad", "adam-", "init-method-std", "seed", "train-", "eval-", "exit-", "timing-log-level",
-    "distributed-", "ckpt-", "dist-ckpt-", "async-save", "use-persistent-ckpt-worker",
-    "deterministic-mode", "no-gradient-accumulation-fusion", "use-mcore-models", "normalization",
-    "norm-epsilon", "rotary-", "no-rope-fusion", "manual-gc", "no-check-for-nan-in-loss-and-grad",
-    "overlap-grad-reduce", "overlap-param-gather", "moe-router-", "moe-aux-loss-coeff",
-    "moe-z-loss-coeff", "moe-permute-fusion", "moe-grouped-gemm", "apply-query-key-layer-scaling",
-    "no-masked-softmax-fusion", "attention-softmax-in-fp32", "no-persist-layer-norm", "num-workers",
-    "no-mmap-bin-files", "rampup-batch-size", "use-checkpoint-args", "no-load-", "finetune",
-    "logging-level", "check-weight-hash-across-dp-replicas-interval", "q-lora-rank", "kv-lora-rank",
-    "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim", "mscale", "mtp-loss-scaling-factor",
-    "use-cpu-initialization", "override-opt_param-scheduler"};
-
-bool is_neutral(std::string_view flag) {
-    return std::ranges::any_of(neutral, [flag](std::string_view known) {
-        return known.ends_with('-') ? flag.starts_with(known) : flag == known;
-    });
-}
-
 // Megatron-LM's _vocab_size_with_padding (megatron/training/tokenizer/tokenizer.py).
 std::uint64_t padded_vocabulary(std::uint64_t size, std::uint32_t divisible_by, std::uint32_t t) {
     const std::uint64_t multiple = static_cast<std::uint64_t>(divisible_by) * t;
     return (size + multiple - 1) / multiple * multiple;
 }
 
-}  // namespace
+// Whether the run's GPT model is the legacy one (megatron/model, megatron/legacy/model) rather
+// than Megatron-core's: by the release's default and --use-mcore-models / --use-legacy-models.
+bool legacy_model(const Flags& flags) {
+    const bool mcore_asked = is_on(flags, "use-mcore-models");
+    const bool legacy_asked = is_on(flags, "use-legacy-models");
+    const std::string_view model = mg::release_default("gpt_model", flags.release());
+    if (model == "legacy")
+        return true;
+    if (model == "legacy unless --use-mcore-models")
+        return !mcore_asked;
+    if (model == "core unless --use-legacy-models")
+        return legacy_asked;
+    return false;
+}
 
-MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::string> arguments,
-                                                       const MegatronRunContext& context) {
-    const Flags flags = read_flags(arguments);
+// Whether FusedScaleMaskSoftmax runs its CUDA kernel for GPT's causal attention of s keys, b
+// micro-batch and `heads` heads per rank (is_kernel_available of the release's
+// fused_softmax.py): 16 < s <= the release's longest key, s a multiple of 4, b * heads a
+// multiple of the kernel's batches per block (8 for s <= 128, 4 above, from
+// get_batch_per_block). Otherwise the PyTorch softmax runs.
+bool fused_softmax_kernel_runs(const Flags& flags, bool legacy, std::uint32_t s, std::uint32_t b,
+                               std::uint32_t heads) {
+    const std::string_view longest = mg::release_default(
+        legacy ? "legacy_softmax_max_keys" : "core_softmax_max_keys", flags.release());
+    std::uint32_t max_keys = 0;
+    std::from_chars(longest.data(), longest.data() + longest.size(), max_keys);
+    const std::uint64_t batches = static_cast<std::uint64_t>(b) * heads;
+    const std::uint32_t per_block = s <= 128 ? 8U : 4U;
+    return s > 16 && s <= max_keys && s % 4 == 0 && batches % per_block == 0;
+}
+
+// The options for one release's reading of the arguments.
+MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext& context) {
+    refuse_other_families(flags);
     refuse_uncovered(flags);
     MegatronAnalyticOptions out;
 
-    const std::uint32_t L = required(flags, "num-layers", "transformer layers");
-    const std::uint32_t h = required(flags, "hidden-size", "the hidden size");
-    const std::uint32_t a = required(flags, "num-attention-heads", "attention heads");
-    const std::uint32_t s = required(flags, "seq-length", "the sequence length");
+    const std::uint32_t L =
+        required(flags, "num-layers", "encoder-num-layers", "transformer layers");
+    const std::uint32_t h = required(flags, "hidden-size", "hidden-size", "the hidden size");
+    const std::uint32_t a =
+        required(flags, "num-attention-heads", "num-attention-heads", "attention heads");
+    const std::uint32_t s =
+        required(flags, "seq-length", "encoder-seq-length", "the sequence length");
     const std::uint32_t b = count(flags, "micro-batch-size").value_or(1);
     const std::uint32_t t = count(flags, "tensor-model-parallel-size").value_or(1);
     const std::uint32_t p = count(flags, "pipeline-model-parallel-size").value_or(1);
     const bool swiglu = is_on(flags, "swiglu");
+    const bool gated = swiglu || is_on(flags, "quick-geglu");
     const std::uint32_t F =
         count(flags, "ffn-hidden-size")
             .value_or(swiglu ? static_cast<std::uint32_t>(4.0 * h * 2.0 / 3.0 / 64.0) * 64U
@@ -239,7 +325,7 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     std::uint32_t kv = a;
     if (is_on(flags, "group-query-attention"))
         kv = count(flags, "num-query-groups").value_or(1);
-    else if (flags.contains("num-query-groups"))
+    else if (flags.given("num-query-groups"))
         out.warnings.push_back(
             "--num-query-groups without --group-query-attention: Megatron-LM ignores it, so "
             "does ppb");
@@ -275,16 +361,22 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         out.micro_batches = static_cast<std::uint32_t>(*gbs / per_step);
     }
 
-    // The vocabulary, padded as Megatron pads it.
+    // The vocabulary, padded as Megatron pads it. pretrain_gpt.py's args_defaults make
+    // GPT2BPETokenizer the tokenizer when none is given.
     std::uint64_t vocabulary = 0;
-    const std::optional<std::string> tokenizer = text(flags, "tokenizer-type");
-    if (context.tokenizer_size) {
+    const std::string tokenizer = text(flags, "tokenizer-type").value_or("GPT2BPETokenizer");
+    const bool pad = !is_on(flags, "no-pad-vocab-size");  // --disable-pad-vocab-size too
+    if (const auto padded = count(flags, "padded-vocab-size")) {
+        vocabulary = *padded;
+    } else if (context.tokenizer_size) {
         vocabulary = *context.tokenizer_size;
     } else if (const auto v = count(flags, "vocab-size")) {
-        // NullTokenizer(vocab_size) counts its end-of-document token on top.
-        vocabulary = *v + (tokenizer == "NullTokenizer" ? 1U : 0U);
-    } else if (tokenizer.value_or("GPT2BPETokenizer") == "GPT2BPETokenizer" &&
-               flags.contains("vocab-file")) {
+        // NullTokenizer(vocab_size) counts its end-of-document token on top, up to 0.17.
+        const bool extra_token =
+            tokenizer == "NullTokenizer" &&
+            mg::release_default("null_tokenizer_vocabulary", flags.release()) == "vocab_size + 1";
+        vocabulary = *v + (extra_token ? 1U : 0U);
+    } else if (tokenizer == "GPT2BPETokenizer" && text(flags, "vocab-file")) {
         vocabulary = 50257;  // GPT-2's BPE vocabulary (vocab.json)
     } else {
         throw FlagError(
@@ -292,30 +384,43 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
             "ppb's --tokenizer-size");
     }
     const std::uint32_t divisible = count(flags, "make-vocab-size-divisible-by").value_or(128);
-    const std::uint64_t V = padded_vocabulary(vocabulary, divisible, t);
+    const std::uint64_t V = count(flags, "padded-vocab-size") || !pad
+                                ? vocabulary
+                                : padded_vocabulary(vocabulary, divisible, t);
     if (V > 2147483647U)
         throw FlagError(fmt::format("the padded vocabulary {} is too large", V));
 
-    // Attention: a fused kernel unless the run says unfused ('local' without --use-flash-attn is
-    // Megatron's own unfused DotProductAttention).
-    const std::string impl = text(flags, "transformer-impl").value_or("transformer_engine");
+    // Attention. Megatron-core: a fused kernel unless the layers are Megatron's own ('local') or
+    // the backend says unfused. The legacy model: Transformer Engine's layers, or its own
+    // ParallelAttention, which runs FlashAttention with --use-flash-attn.
+    const bool legacy = legacy_model(flags);
+    const std::string impl =
+        text(flags, "transformer-impl")
+            .value_or(std::string(mg::release_default("transformer_impl", flags.release())));
     const std::string backend = text(flags, "attention-backend").value_or("auto");
+    const bool flash_attn_flag = is_on(flags, "use-flash-attn");
     bool flash = impl != "local";
-    if (backend == "unfused" || backend == "local")
+    if (legacy) {
+        if (impl == "local" && flash_attn_flag)
+            flash = true;
+    } else if (backend == "unfused" || backend == "local") {
         flash = false;
-    else if (backend == "flash" || backend == "fused")
+    } else if (backend == "flash" || backend == "fused") {
         flash = true;
-    if (is_on(flags, "use-flash-attn"))
-        flash = true;
-    // The softmax in fp32 outside the fused kernel (FusedScaleMaskSoftmax's torch fallback, taken
-    // with --no-masked-softmax-fusion; Transformer Engine's unfused attention has its own kernel
-    // switch): --attention-softmax-in-fp32, which --apply-query-key-layer-scaling forces
-    // (Megatron's attention: "if self.apply_query_key_layer_scaling: self.attention_softmax_in_fp32
-    // = True").
-    const bool softmax_in_fp32 = !flash && impl == "local" && (fp16 || bf16) &&
-                                 is_on(flags, "no-masked-softmax-fusion") &&
-                                 (is_on(flags, "attention-softmax-in-fp32") ||
-                                  is_on(flags, "apply-query-key-layer-scaling"));
+    }
+    // The softmax in fp32 outside the fused kernel: FusedScaleMaskSoftmax takes its PyTorch path
+    // with --no-masked-softmax-fusion, or when its kernel does not run for the shape, and keeps
+    // the fp32 output with --attention-softmax-in-fp32, which query-key layer scaling forces
+    // ("if self.apply_query_key_layer_scaling: self.attention_softmax_in_fp32 = True"; scaling
+    // is on by default up to 23.06). Transformer Engine's unfused attention has its own kernel.
+    const bool fp32_softmax =
+        is_on(flags, "attention-softmax-in-fp32") ||
+        is_on(flags, "apply-query-key-layer-scaling") ||
+        (flags.value("no-query-key-layer-scaling") && !is_on(flags, "no-query-key-layer-scaling"));
+    const bool torch_softmax = is_on(flags, "no-masked-softmax-fusion") ||
+                               !fused_softmax_kernel_runs(flags, legacy, s, b, a / t);
+    const bool softmax_in_fp32 =
+        !flash && impl == "local" && (fp16 || bf16) && fp32_softmax && torch_softmax;
 
     const double attention_dropout = number(flags, "attention-dropout").value_or(0.1);
     const double hidden_dropout = number(flags, "hidden-dropout").value_or(0.1);
@@ -364,17 +469,16 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     o["param_bytes"] = param_bytes;
     o["grad_bytes"] = grad_bytes;
     o["optimizer_bytes"] = optimizer_bytes;
-    o["gated_mlp"] = swiglu;
+    o["gated_mlp"] = gated;
     o["flash_attention"] = flash;
     if (softmax_in_fp32)
         o["softmax_in_fp32"] = true;
-    // The fused cross entropy (--cross-entropy-loss-fusion, the native implementation): its
-    // torch.compile'd steps materialize a fresh fp32 logits-sized buffer at the loss instead of
-    // working in place, as the note in megatron/core/fusions/fused_cross_entropy.py (commit
-    // 0cb4a9c81767ff391c3b18ce171c4084ebbc4789, which rewrote it in place) says; Megatron-LM's CI
-    // measured it: gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 4 s*b*V/t bytes above
-    // the same run unfused. Counted on top of the unfused transient (later Megatron versions
-    // then over-predict by that much).
+    // The fused cross entropy (--cross-entropy-loss-fusion, the native implementation of
+    // megatron/core/fusions/fused_cross_entropy.py, from 0.8): its steps run under jit_fuser
+    // (torch.compile from PyTorch 2.2, torch.jit.script before), which return new tensors rather
+    // than working in place, so one more fp32 logits-sized buffer is alive at the loss. Megatron-
+    // LM's CI measured it: gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 4 s*b*V/t bytes
+    // above the same run unfused (tests/data/real).
     if (is_on(flags, "cross-entropy-loss-fusion") &&
         text(flags, "cross-entropy-fusion-impl").value_or("native") == "native")
         o["logits_transient_bytes"] = 2.0 + 4.0;
@@ -384,9 +488,11 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     std::string positions = text(flags, "position-embedding-type").value_or("learned_absolute");
     if (is_on(flags, "use-rotary-position-embeddings"))
         positions = "rope";
-    if (positions == "learned_absolute") {
-        o["position_embeddings"] = count(flags, "max-position-embeddings").value_or(s);
-    }
+    if (is_on(flags, "no-position-embedding"))
+        positions = "none";
+    const std::uint32_t max_positions = count(flags, "max-position-embeddings").value_or(s);
+    if (positions == "learned_absolute")
+        o["position_embeddings"] = max_positions;
 
     if (const auto E = count(flags, "num-experts")) {
         // Transformer Engine's grouped GEMM runs on its own cuBLAS streams, each with a workspace
@@ -410,12 +516,12 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         moe["expert_tensor_parallel"] = count(flags, "expert-tensor-parallel-size").value_or(t);
         if (const auto cf = number(flags, "moe-expert-capacity-factor"))
             moe["capacity_factor"] = *cf;
-        if (const auto freq = text(flags, "moe-layer-freq")) {
+        if (flags.given("moe-layer-freq")) {
             // An integer N, or a 0/1 list expression, read as 'ppb import megatron' reads it.
             json::array pattern;
             std::uint32_t leading_dense = 0;
             bool leading = true;
-            for (const bool is_moe : moe_layer_pattern(*freq, L)) {
+            for (const bool is_moe : moe_layer_pattern(*text(flags, "moe-layer-freq"), L)) {
                 pattern.emplace_back(is_moe ? 1 : 0);
                 leading = leading && !is_moe;
                 leading_dense += leading ? 1U : 0U;
@@ -433,21 +539,145 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         out.warnings.push_back(
             "--moe-token-dispatcher-type flex changes memory but is not modelled: DeepEP's "
             "pre-allocated buffers (add them as constant_mb)");
-    for (const auto& [flag, value] : flags) {
-        // Without biases there is nothing for the bias fusions to keep.
-        if (flag.starts_with("no-bias-") && is_on(flags, "disable-bias-linear"))
-            continue;
-        const auto it = std::ranges::find(unmodelled, std::string_view(flag),
-                                          &std::pair<std::string_view, std::string_view>::first);
-        if (it != std::end(unmodelled))
-            out.warnings.push_back(
-                fmt::format("--{} changes memory but is not modelled: {}", flag, it->second));
-        else if (!is_neutral(flag))
-            out.warnings.push_back(fmt::format(
-                "--{} is not known to ppb: if it changes memory, the options do not include it",
-                flag));
-    }
     out.options_json = to_compact_json(o);
+    return out;
+}
+
+// Whether a given flag leaves its attribute at the release's default.
+bool at_default(const mg::ParsedArguments& parsed, std::string_view flag) {
+    const mg::Flag* f = mg::find_flag(flag, parsed.release());
+    if (!f)
+        return false;
+    const std::optional<json::value> v = parsed.value(flag);
+    for (const mg::Flag& other : mg::flags()) {
+        if (other.dest == f->dest && other.sets_default && other.first <= parsed.release() &&
+            parsed.release() <= other.last)
+            return v && *v == json::parse(other.default_json);
+    }
+    return false;
+}
+
+// The flags given that the mapping did not read: a warning for those that can change memory.
+void warn_unread(const Flags& flags, std::vector<std::string>& warnings) {
+    std::set<std::string_view> seen;
+    for (const mg::GivenFlag& g : flags.parsed().given_flags()) {
+        const std::string_view name = g.name;
+        if (!seen.insert(name).second || flags.was_read(name))
+            continue;
+        // Without biases there is nothing for the bias fusions to keep.
+        if (name.starts_with("--no-bias-") && is_on(flags, "disable-bias-linear"))
+            continue;
+        const auto role = detail::megatron_flag_role(name);
+        if (role && role->role != detail::MegatronFlagRole::unmodelled)
+            continue;
+        if (at_default(flags.parsed(), name))
+            continue;
+        if (role)
+            warnings.push_back(
+                fmt::format("{} changes memory but is not modelled: {}", name, role->reason));
+        else
+            warnings.push_back(fmt::format(
+                "{} is a Megatron-LM flag whose effect on memory ppb does not know: if it changes "
+                "memory, the options leave it out",
+                name));
+    }
+}
+
+// What differs between two options objects, as "key value" of `other`.
+std::string differences(const json::object& chosen, const json::object& other) {
+    std::set<std::string_view> keys;
+    for (const auto& kv : chosen)
+        keys.insert(kv.key());
+    for (const auto& kv : other)
+        keys.insert(kv.key());
+    std::string out;
+    for (const std::string_view key : keys) {
+        const json::value* a = chosen.if_contains(key);
+        const json::value* b = other.if_contains(key);
+        if (a && b && *a == *b)
+            continue;
+        out += fmt::format("{}{} {}", out.empty() ? "" : ", ", key,
+                           b ? json::serialize(*b) : std::string("absent"));
+    }
+    return out;
+}
+
+}  // namespace
+
+MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::string> arguments,
+                                                       const MegatronRunContext& context) {
+    std::vector<mg::DeclaredFlag> declared;
+    for (const std::string& d : context.declared_flags)
+        declared.push_back(mg::declared_flag(d));
+    const mg::MegatronArguments read = mg::read_megatron_arguments(
+        arguments,
+        context.megatron_version ? std::optional<std::string_view>(*context.megatron_version)
+                                 : std::nullopt,
+        declared);
+    const Flags flags(read.parsed);
+    MegatronAnalyticOptions out = map_release(flags, context);
+    out.release = mg::describe_release(read.parsed.release());
+    out.notes = read.notes;
+    // A value outside its flag's choices: an error where the mapping reads the flag, a warning
+    // elsewhere (the choices of a branch's Megatron-LM may differ, and the value is not needed).
+    for (const mg::ChoiceError& e : read.choice_errors) {
+        if (flags.was_read(e.flag))
+            throw FlagError(fmt::format("{} (Megatron-LM {})", e.message, out.release));
+        out.warnings.push_back(
+            fmt::format("{}: Megatron-LM {} would refuse it; its value does not change the options",
+                        e.message, out.release));
+    }
+    warn_unread(flags, out.warnings);
+    if (context.megatron_version)
+        return out;
+
+    // Other releases that read the same arguments: do their defaults give other options?
+    const json::object chosen = json::parse(out.options_json).as_object();
+    struct Group {
+        mg::ReleaseIndex first, last;
+        std::string options;
+    };
+    std::vector<Group> groups;
+    for (const mg::ReleaseIndex r : read.accepting) {
+        std::string options;
+        if (r == read.parsed.release()) {
+            options = out.options_json;
+        } else {
+            const mg::ParseOutcome outcome = mg::parse_megatron_arguments(arguments, r, declared);
+            if (!outcome.parsed)
+                continue;
+            try {
+                options = map_release(Flags(*outcome.parsed), context).options_json;
+            } catch (const FlagError&) {
+                continue;  // that release refuses the run: no options to compare
+            }
+        }
+        if (!groups.empty() && groups.back().options == options && groups.back().last + 1 == r)
+            groups.back().last = r;
+        else
+            groups.push_back({r, r, std::move(options)});
+    }
+    std::set<std::string> distinct;
+    for (const Group& g : groups)
+        distinct.insert(g.options);
+    if (distinct.size() > 1) {
+        std::string others;
+        for (const Group& g : groups) {
+            if (g.options == out.options_json)
+                continue;
+            const std::string range = g.first == g.last
+                                          ? std::string(mg::releases()[g.first].name)
+                                          : fmt::format("{} to {}", mg::releases()[g.first].name,
+                                                        mg::releases()[g.last].name);
+            others += fmt::format("{}{}: {}", others.empty() ? "" : "; ", range,
+                                  differences(chosen, json::parse(g.options).as_object()));
+        }
+        out.warnings.push_back(fmt::format(
+            "these arguments fit Megatron-LM {} to {}, whose defaults differ ({}): the options "
+            "of {} are written; give --megatron-version with the run's release",
+            mg::releases()[groups.front().first].name, mg::releases()[groups.back().last].name,
+            others, out.release));
+    }
     return out;
 }
 

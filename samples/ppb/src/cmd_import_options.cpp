@@ -27,6 +27,8 @@ struct MegatronOptionsArgs {
     std::optional<std::uint32_t> world_size;
     std::optional<std::uint32_t> tokenizer_size;
     std::uint32_t compute_capability = 9;
+    std::optional<std::string> megatron_version;
+    std::vector<std::string> declared_flags;
     std::string output;
 };
 
@@ -36,7 +38,10 @@ int import_megatron_options(const MegatronOptionsArgs& args) {
                          "ppb import megatron-options");
     const imp::MegatronAnalyticOptions result = imp::analytic_options_from_megatron(
         args.arguments,
-        imp::MegatronRunContext{args.world_size, args.tokenizer_size, args.compute_capability});
+        imp::MegatronRunContext{args.world_size, args.tokenizer_size, args.compute_capability,
+                                args.megatron_version, args.declared_flags});
+    for (const std::string& n : result.notes)
+        fmt::print(stderr, "ppb: note: {}\n", n);
     for (const std::string& w : result.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", w);
     if (result.micro_batches) {
@@ -117,12 +122,16 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
         "FILE) for the run whose Megatron-LM arguments follow '--', copied from its training\n"
         "command:\n"
         "  ppb import megatron-options --world-size 8 -- --num-layers 32 --hidden-size 4096 ...\n"
-        "Shape, parallelism (the data-parallel size is world size / (TP x PP)), precision,\n"
+        "The arguments are read as the run's Megatron-LM release's argparse reads them (every\n"
+        "flag of 2.6, 23.04, 23.06, core 0.4 to 0.19 and main is known); the release is\n"
+        "--megatron-version, else recognised from the flags (stderr says which). Shape,\n"
+        "parallelism (the data-parallel size is world size / (TP x PP)), precision,\n"
         "architecture, MoE and the vocabulary (padded as Megatron pads it) come from the\n"
-        "flags, with Megatron-LM's defaults for flags not given. Flags that change memory but\n"
-        "are not modelled, and flags ppb does not know, are named on stderr; runs the model\n"
-        "does not cover (context parallelism, multi-latent attention, multi-token prediction,\n"
-        "FP8, FSDP) are refused by name. host_api/docs/megatron-arguments.md lists every flag.\n\n"
+        "flags, with that release's defaults for flags not given. Flags that change memory\n"
+        "but are not modelled are named on stderr; unknown flags are errors; runs the model\n"
+        "does not cover (hybrid and other model families, context parallelism, multi-latent\n"
+        "attention, multi-token prediction, FP8, FSDP) are refused by name.\n"
+        "host_api/docs/megatron-arguments.md lists every flag and release default.\n\n"
         "Exit status: 0 written, 2 invalid or refused arguments or usage, 1 other errors.");
     mo->add_option("--world-size", args->world_size,
                    "ranks of the run (WORLD_SIZE): gives the data-parallel size")
@@ -138,6 +147,16 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
                    "9 (H100, the default), 10 (B200); sizes Transformer Engine's workspaces")
         ->type_name("MAJOR")
         ->check(CLI::Range(1U, 100U));
+    mo->add_option("--megatron-version", args->megatron_version,
+                   "the run's Megatron-LM release: 0.8 (or core_r0.8.0, core_v0.8.0),\n"
+                   "23.04, 23.06, 2.6, main (default: recognised from the flags)")
+        ->type_name("RELEASE");
+    mo->add_option("--megatron-flag", args->declared_flags,
+                   "a flag of the run's Megatron-LM that no release ppb knows has (a\n"
+                   "branch, a fork, a script's own): NAME (one value), NAME:0 (a\n"
+                   "switch), NAME:N, NAME:* or NAME:+ values; repeatable")
+        ->type_name("NAME[:VALUES]")
+        ->allow_extra_args(false);
     mo->add_option("-o,--output", args->output, "write the options to FILE (default: stdout)")
         ->type_name("FILE");
     mo->add_option("arguments", args->arguments, "the run's Megatron-LM arguments, after '--'")
