@@ -5,6 +5,8 @@
 // position_embedding_type learned_absolute; attention and hidden dropout 0.1; linear biases on;
 // make_vocab_size_divisible_by 128; transformer_impl transformer_engine with the attention
 // backend chosen by Transformer Engine (a fused kernel).
+#include "megatron_features.hpp"
+
 #include <ppb/importers/layout.hpp>
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/megatron_arguments.hpp>
@@ -89,6 +91,28 @@ std::optional<std::uint32_t> count(const Flags& flags, std::string_view name,
     return static_cast<std::uint32_t>(n);
 }
 
+// The values of a flag Megatron reads with nargs='+', given as one value: "a b", or as YAML
+// configs write the list, "[a b]" (commas and quotes allowed).
+std::vector<std::string> values(const Flags& flags, std::string_view name) {
+    std::vector<std::string> out;
+    const auto it = flags.find(name);
+    if (it == flags.end())
+        return out;
+    std::string word;
+    for (const char c : it->second + " ") {
+        if (c == ' ' || c == '\t' || c == ',' || c == '[' || c == ']' || c == '"' || c == '\'') {
+            if (!word.empty())
+                out.push_back(std::move(word));
+            word.clear();
+        } else {
+            word += c;
+        }
+    }
+    if (out.empty())
+        throw FlagError(fmt::format("--{} needs a value", name));
+    return out;
+}
+
 std::optional<double> number(const Flags& flags, std::string_view name) {
     const std::optional<std::string> v = text(flags, name);
     if (!v)
@@ -107,48 +131,11 @@ std::uint32_t required(const Flags& flags, std::string_view name, std::string_vi
     return *n;
 }
 
-// Runs the analytic model does not cover: refused by name.
-void refuse_uncovered(const Flags& flags) {
-    const auto refuse = [](std::string_view flag, std::string_view why) {
-        throw FlagError(
-            fmt::format("--{}: {}; the analytic model does not cover it (measure "
-                        "with a dry run and 'ppb import megatron')",
-                        flag, why));
-    };
-    if (const auto cp = count(flags, "context-parallel-size"); cp && *cp > 1)
-        refuse("context-parallel-size", "context parallelism splits the sequence over ranks");
-    if (is_on(flags, "multi-latent-attention"))
-        refuse("multi-latent-attention", "multi-latent attention (MLA) has other activations");
-    if (const auto mtp = count(flags, "mtp-num-layers", 0); mtp && *mtp > 0)
-        refuse("mtp-num-layers", "multi-token prediction adds modules the model does not count");
-    for (const std::string_view fp8 : {"fp8-format", "fp8", "fp8-recipe", "fp4-format"}) {
-        if (flags.contains(fp8))
-            refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
-    }
-    for (const std::string_view fsdp :
-         {"use-torch-fsdp2", "use-megatron-fsdp", "use-custom-fsdp"}) {
-        if (is_on(flags, fsdp))
-            refuse(fsdp, "FSDP shards parameters and gradients (ZeRO-3)");
-    }
-    if (const auto s = text(flags, "data-parallel-sharding-strategy");
-        s && *s != "no_shard" && *s != "optim")
-        refuse("data-parallel-sharding-strategy", "sharded gradients or parameters (ZeRO-2/3)");
-    if (const auto kv = count(flags, "kv-channels")) {
-        const auto h = count(flags, "hidden-size");
-        const auto a = count(flags, "num-attention-heads");
-        if (h && a && *kv * *a != *h)
-            refuse("kv-channels", fmt::format("heads of {} channels, not hidden-size / "
-                                              "num-attention-heads = {}",
-                                              *kv, *h / *a));
-    }
-}
-
 // Flags that change memory but are not modelled: named in a warning.
 constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
     {"cpu-offloading", "activations and weights offloaded to the host"},
     {"fine-grained-activation-offloading", "activations offloaded to the host"},
     {"tp-comm-overlap", "Transformer Engine's userbuffers for overlapped communication"},
-    {"recompute-modules", "selective recompute of other modules than core attention"},
     {"cuda-graph-impl", "CUDA graphs keep static input and output buffers"},
     {"enable-cuda-graph", "CUDA graphs keep static input and output buffers"},
     {"external-cuda-graph", "CUDA graphs keep static input and output buffers"},
@@ -220,7 +207,6 @@ std::uint64_t padded_vocabulary(std::uint64_t size, std::uint32_t divisible_by, 
 MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::string> arguments,
                                                        const MegatronRunContext& context) {
     const Flags flags = read_flags(arguments);
-    refuse_uncovered(flags);
     MegatronAnalyticOptions out;
 
     const std::uint32_t L = required(flags, "num-layers", "transformer layers");
@@ -432,7 +418,20 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         out.warnings.push_back(
             "--moe-token-dispatcher-type flex changes memory but is not modelled: DeepEP's "
             "pre-allocated buffers (add them as constant_mb)");
+    // The newer features (multi-latent attention, ...): megatron_features.cpp.
+    const detail::MegatronFlagView view{
+        [&](std::string_view name) { return flags.contains(name); },
+        [&](std::string_view name) { return is_on(flags, name); },
+        [&](std::string_view name) { return text(flags, name); },
+        [&](std::string_view name) { return values(flags, name); },
+        [&](std::string_view name, std::uint32_t min) { return count(flags, name, min); },
+        [&](std::string_view name) { return number(flags, name); },
+    };
+    const auto read_by_features = detail::add_megatron_features(view, context, o, out);
+
     for (const auto& [flag, value] : flags) {
+        if (read_by_features.contains(flag))
+            continue;
         // Without biases there is nothing for the bias fusions to keep.
         if (flag.starts_with("no-bias-") && is_on(flags, "disable-bias-linear"))
             continue;

@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ppb::analytic {
 
@@ -87,6 +89,9 @@ constexpr std::array<NumberOption, 8> number_options = {{
     {"relative_std_error", &ShapeOptions::relative_std_error, 0.0, false, 1.0},
 }};
 
+// Options whose values are objects or lists, parsed on their own (after the shape).
+constexpr std::array<std::string_view, 3> object_options = {"moe", "mla", "recompute_modules"};
+
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
     return ppb::plugin::format_number(x, 15);
@@ -109,7 +114,8 @@ std::string known_options() {
         add(o.key);
     for (const auto& o : number_options)
         add(o.key);
-    add("moe");
+    for (const auto name : object_options)
+        add(name);
     return out;
 }
 
@@ -122,7 +128,8 @@ std::optional<std::string_view> closest_key(std::string_view key) {
         known.push_back(o.key);
     for (const auto& o : number_options)
         known.push_back(o.key);
-    known.push_back("moe");
+    for (const auto name : object_options)
+        known.push_back(name);
     return ppb::closest_name(key, known);
 }
 
@@ -221,8 +228,11 @@ void check_shape(const ShapeOptions& o) {
                            " exceeds num_attention_heads " + std::to_string(o.num_attention_heads) +
                            ": each key/value head serves one or more query heads");
     }
-    require_divisible(o.hidden_size, "hidden_size", o.num_attention_heads, "num_attention_heads",
-                      "every head has h/a channels");
+    // Multi-latent attention gives its heads their own widths (checked with 'mla').
+    if (!o.mla) {
+        require_divisible(o.hidden_size, "hidden_size", o.num_attention_heads,
+                          "num_attention_heads", "every head has h/a channels");
+    }
     require_divisible(o.num_attention_heads, "num_attention_heads", kv, "num_kv_heads",
                       "grouped-query attention gives each key/value head a/num_kv_heads query "
                       "heads");
@@ -484,6 +494,121 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
     return m;
 }
 
+// ---- The "mla" object ----
+
+constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
+                                                      "qk_head_dim", "qk_pos_emb_head_dim",
+                                                      "v_head_dim",  "qk_layernorm"};
+
+MlaOptions parse_mla(const json::value& value, const ShapeOptions& shape) {
+    if (!value.is_object()) {
+        throw InvalidInput(quoted("mla") +
+                           " must be an object (kv_lora_rank, qk_head_dim, ...), got " +
+                           describe_json(value));
+    }
+    MlaOptions m;
+    for (const auto& [key, v] : value.get_object()) {
+        const std::string name = "mla." + std::string(key);
+        if (key == "q_lora_rank") {
+            m.q_lora_rank = parse_integer(v, name, max_integer);
+        } else if (key == "kv_lora_rank") {
+            m.kv_lora_rank = parse_integer(v, name, max_integer);
+        } else if (key == "qk_head_dim") {
+            m.qk_head_dim = parse_integer(v, name, max_integer);
+        } else if (key == "qk_pos_emb_head_dim") {
+            m.qk_pos_emb_head_dim = parse_integer(v, name, max_integer);
+        } else if (key == "v_head_dim") {
+            m.v_head_dim = parse_integer(v, name, max_integer);
+        } else if (key == "qk_layernorm") {
+            m.qk_layernorm = parse_bool(v, name);
+        } else {
+            const std::vector<std::string_view> known(mla_keys.begin(), mla_keys.end());
+            std::string message = "analytic option 'mla' has no member '" + std::string(key) + "'";
+            if (const auto suggestion = ppb::closest_name(key, known))
+                message += " (did you mean '" + std::string(*suggestion) + "'?)";
+            std::string list;
+            for (const auto k : known)
+                list += (list.empty() ? "" : ", ") + std::string(k);
+            throw InvalidInput(message + "; its members: " + list);
+        }
+    }
+    const std::pair<std::string_view, std::uint32_t> required[] = {
+        {"kv_lora_rank", m.kv_lora_rank},
+        {"qk_head_dim", m.qk_head_dim},
+        {"qk_pos_emb_head_dim", m.qk_pos_emb_head_dim},
+        {"v_head_dim", m.v_head_dim}};
+    for (const auto& [key, n] : required) {
+        if (n == 0) {
+            throw InvalidInput("analytic: missing required option 'mla." + std::string(key) +
+                               "' (multi-latent attention's head widths and latent rank)");
+        }
+    }
+    if (shape.num_kv_heads != 0 && shape.num_kv_heads != shape.num_attention_heads) {
+        throw InvalidInput(
+            "analytic options: num_kv_heads " + std::to_string(shape.num_kv_heads) +
+            " with 'mla': multi-latent attention has one key/value head per query head, made from "
+            "the latent (Megatron-LM refuses grouped-query attention with it); drop num_kv_heads");
+    }
+    return m;
+}
+
+// ---- "recompute_modules" ----
+
+// Megatron-LM's module names (megatron/core/transformer/transformer_config.py,
+// recompute_modules) that the model counts, and those it knows but does not.
+constexpr std::array<std::string_view, 2> modelled_recompute_modules = {"core_attn", "mla_up_proj"};
+constexpr std::array<std::string_view, 9> other_recompute_modules = {
+    "moe_act",      "layernorm",   "mlp",     "moe", "shared_experts",
+    "gdn_norm_out", "gdp_in_proj", "gdp_qkv", "mhc"};
+
+RecomputeModules parse_recompute_modules(const json::value& value, const ShapeOptions& shape) {
+    if (!value.is_array()) {
+        throw InvalidInput(quoted("recompute_modules") +
+                           " must be a list of module names (Megatron-LM's --recompute-modules, "
+                           "e.g. [\"core_attn\"]), got " +
+                           describe_json(value));
+    }
+    RecomputeModules out;
+    out.core_attn = false;
+    for (std::size_t i = 0; i < value.get_array().size(); ++i) {
+        const json::value& e = value.get_array()[i];
+        const std::string where = "recompute_modules entry " + std::to_string(i);
+        if (!e.is_string()) {
+            throw InvalidInput("analytic option '" + where + "' must be a module name, got " +
+                               describe_json(e));
+        }
+        const std::string_view name = e.get_string();
+        if (name == "core_attn") {
+            out.core_attn = true;
+        } else if (name == "mla_up_proj") {
+            if (!shape.mla) {
+                throw InvalidInput("analytic option '" + where +
+                                   "': mla_up_proj recomputes multi-latent attention's "
+                                   "up-projections, but there is no 'mla' (Megatron-LM refuses "
+                                   "it too)");
+            }
+            out.mla_up_proj = true;
+        } else if (std::ranges::find(other_recompute_modules, name) !=
+                   other_recompute_modules.end()) {
+            throw InvalidInput("analytic option '" + where + "': '" + std::string(name) +
+                               "' is a module Megatron-LM can recompute that the analytic model "
+                               "does not count");
+        } else {
+            std::vector<std::string_view> known(modelled_recompute_modules.begin(),
+                                                modelled_recompute_modules.end());
+            std::string message =
+                "analytic option '" + where + "': no module '" + std::string(name) + "'";
+            if (const auto suggestion = ppb::closest_name(name, known))
+                message += " (did you mean '" + std::string(*suggestion) + "'?)";
+            std::string list;
+            for (const auto k : known)
+                list += (list.empty() ? "" : ", ") + std::string(k);
+            throw InvalidInput(message + "; the modules counted: " + list);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 ShapeOptions parse_options(std::string_view options_json) {
@@ -504,10 +629,18 @@ ShapeOptions parse_options(std::string_view options_json) {
     ShapeOptions options;
     std::array<bool, integer_options.size()> seen{};
     const json::value* moe = nullptr;
+    const json::value* mla = nullptr;
+    const json::value* recompute_modules = nullptr;
     for (const auto& [key, value] : object) {
-        bool known = key == "moe";
-        if (known)
+        bool known = true;
+        if (key == "moe")
             moe = &value;
+        else if (key == "mla")
+            mla = &value;
+        else if (key == "recompute_modules")
+            recompute_modules = &value;
+        else
+            known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
             if (integer_options[i].key == key) {
                 options.*(integer_options[i].member) =
@@ -542,9 +675,13 @@ ShapeOptions parse_options(std::string_view options_json) {
                                std::string(integer_options[i].meaning) + ")");
         }
     }
+    if (mla != nullptr)
+        options.mla = parse_mla(*mla, options);
     check_shape(options);
     if (moe != nullptr)
         options.moe = parse_moe(*moe, options);
+    if (recompute_modules != nullptr)
+        options.recompute_modules = parse_recompute_modules(*recompute_modules, options);
     return options;
 }
 

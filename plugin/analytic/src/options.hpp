@@ -44,6 +44,29 @@ struct MoeOptions {
     }
 };
 
+// The optional "mla" object: multi-latent attention (DeepSeek-V2/V3; Megatron-LM's
+// --multi-latent-attention) in place of multi-head attention in every layer, the MTP layers'
+// included. Its heads have their own widths: keys and queries qk_head_dim + qk_pos_emb_head_dim
+// channels, values v_head_dim.
+struct MlaOptions {
+    // Rank of the query's down-projection; nullopt: the query is projected from h directly.
+    std::optional<std::uint32_t> q_lora_rank;
+    std::uint32_t kv_lora_rank = 0;         // rank of the key/value down-projection (the latent)
+    std::uint32_t qk_head_dim = 0;          // channels of a query/key head without rotary part
+    std::uint32_t qk_pos_emb_head_dim = 0;  // channels of the rotary part of a query/key head
+    std::uint32_t v_head_dim = 0;           // channels of a value head
+    // Norms of the query and key/value latents (Megatron-LM's --qk-layernorm with MLA; DeepSeek's
+    // q_a_layernorm and kv_a_layernorm): fused into the up-projections by Transformer Engine.
+    bool qk_layernorm = true;
+};
+
+// The modules Megatron-LM's selective recompute recomputes (--recompute-modules): what a layer
+// of kind 'select' (and 'both') drops. Megatron-LM's default is core attention alone.
+struct RecomputeModules {
+    bool core_attn = true;     // the attention core: softmax, dropout, attention over V
+    bool mla_up_proj = false;  // MLA's up-projections and rotary embedding: Q, K, V re-made
+};
+
 // One group of body layers as the model names it: dense layers or MoE layers.
 struct LayerGroup {
     std::string name;
@@ -101,6 +124,8 @@ struct ShapeOptions {
     // errors on the measured runs of tests/data/real (README.md, "How sure a prediction is").
     double relative_std_error = 0.02;
     std::optional<MoeOptions> moe;
+    std::optional<MlaOptions> mla;
+    RecomputeModules recompute_modules;
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

@@ -56,6 +56,23 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
             "recomputes selectively; K and V are expanded to all a heads before the batched "
             "matmuls, so grouped-query attention saves no activation memory");
     }
+    if (o.mla) {
+        out.emplace_back(
+            "multi-latent attention (Megatron-LM's MLASelfAttention): the down-projections and "
+            "latent norms are whole on every tensor-parallel rank, the up-projections and the "
+            "output projection split; the latents, the fused norms' outputs, Q, K, V of a*(" +
+            format_number(static_cast<double>(o.mla->qk_head_dim) + o.mla->qk_pos_emb_head_dim) +
+            ") and " + format_number(o.mla->v_head_dim) +
+            " channels per head and the core's output are kept for backward");
+    }
+    std::string recomputed;
+    if (o.recompute_modules.core_attn)
+        recomputed += "core_attn";
+    if (o.recompute_modules.mla_up_proj)
+        recomputed += std::string(recomputed.empty() ? "" : ", ") + "mla_up_proj";
+    out.emplace_back("'select' layers recompute " +
+                     (recomputed.empty() ? std::string("nothing (recompute_modules is empty)")
+                                         : "the modules " + recomputed));
     out.emplace_back(o.gated_mlp
                          ? "gated MLP (SwiGLU): three h x F matrices; the fused activation keeps "
                            "its two inputs (4sbF bytes) and the down projection its input (2sbF)"

@@ -5,29 +5,97 @@ namespace ppb::analytic {
 namespace {
 
 // Activation bytes per layer per micro-batch on one rank for each recompute kind, from a layer's
-// whole-tensor terms (README.md, the table "Per layer and micro-batch on one rank").
-std::array<double, PPB_KIND_COUNT> bytes_by_kind(const LayerActivationTerms& layer,
+// whole-tensor terms without recompute (`kept`) and with its selective recompute modules
+// (`selective`) (README.md, the table "Per layer and micro-batch on one rank").
+std::array<double, PPB_KIND_COUNT> bytes_by_kind(const LayerActivationTerms& kept,
+                                                 const LayerActivationTerms& selective,
                                                  const ShapeOptions& o) noexcept {
     const double t = o.tensor_parallel;
     const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
+    // One rank's share of a layer's terms: the replicated ones are split by sequence parallelism
+    // only, the others by tensor parallelism.
+    const auto on_rank = [&](const LayerActivationTerms& layer) {
+        const double replicated = split_sequence ? layer.replicated / t : layer.replicated;
+        return replicated + (layer.tensor_parallel + layer.attention_core) / t;
+    };
     // Under sequence parallelism, what keeping the all-gathered inputs adds to the shards.
-    const double kept_gathered =
-        split_sequence && o.keep_gathered_inputs ? layer.gathered_inputs * (1.0 - 1.0 / t) : 0.0;
-    double with_core = 0.0;     // attention core stored
-    double without_core = 0.0;  // attention core recomputed (selective) or never stored (flash)
-    if (split_sequence) {
-        without_core = (layer.replicated + layer.tensor_parallel) / t;
-        with_core = without_core + layer.attention_core / t;
-    } else {
-        without_core = layer.replicated + layer.tensor_parallel / t;
-        with_core = without_core + layer.attention_core / t;
-    }
+    const auto gathered = [&](const LayerActivationTerms& layer) {
+        return split_sequence && o.keep_gathered_inputs ? layer.gathered_inputs * (1.0 - 1.0 / t)
+                                                        : 0.0;
+    };
     std::array<double, PPB_KIND_COUNT> out{};
-    out[PPB_KIND_NONE] = with_core + kept_gathered;
-    out[PPB_KIND_SELECT] = without_core + kept_gathered;
-    out[PPB_KIND_COMM] = with_core;
-    out[PPB_KIND_BOTH] = without_core;
-    out[PPB_KIND_FULL] = split_sequence ? layer.layer_input / t : layer.layer_input;
+    out[PPB_KIND_NONE] = on_rank(kept) + gathered(kept);
+    out[PPB_KIND_SELECT] = on_rank(selective) + gathered(selective);
+    out[PPB_KIND_COMM] = on_rank(kept);
+    out[PPB_KIND_BOTH] = on_rank(selective);
+    out[PPB_KIND_FULL] = split_sequence ? kept.layer_input / t : kept.layer_input;
+    return out;
+}
+
+// The attention block of one layer (README.md, "Activations per layer" and "Multi-latent
+// attention"): `sb` tokens of `s` positions, whole tensors, 2 bytes per element.
+AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
+    const double h = o.hidden_size;
+    const double a = o.num_attention_heads;
+    AttentionTerms out;
+    if (!o.mla) {
+        const double h_kv = o.kv_heads() * h / a;
+        // Unfused attention expands K and V to all a heads before its batched matmuls and
+        // autograd keeps the expanded copies; a fused (flash) kernel keeps the grouped K and V.
+        const double kv_width = o.flash_attention ? h_kv : h;
+        out.split_parameters = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
+        // Q, K and V, and the projection's input.
+        out.split = 2.0 * sb * h + 4.0 * sb * kv_width + 2.0 * sb * h;
+        out.split_selective = out.split;
+        out.gathered = 2.0 * sb * h;  // the QKV linear's input
+        return out;
+    }
+    // Multi-latent attention as Megatron-LM builds it (megatron/core/transformer/
+    // multi_latent_attention.py, MLASelfAttention, at NVIDIA/Megatron-LM commit
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553; layer spec megatron/core/models/gpt/
+    // gpt_layer_specs.py): the down-projections are 'duplicated' linears, whole on every
+    // tensor-parallel rank and run on its sequence shard; the up-projections are column
+    // parallel (with the latent norms fused in as Transformer Engine LayerNormLinear when
+    // qk_layernorm), the output projection row parallel.
+    const MlaOptions& m = *o.mla;
+    const double q_head = static_cast<double>(m.qk_head_dim) + m.qk_pos_emb_head_dim;
+    const double q_width = a * q_head;  // Q and K
+    const double kv_up_width = a * (static_cast<double>(m.qk_head_dim) + m.v_head_dim);
+    const double v_width = a * static_cast<double>(m.v_head_dim);  // V, the core's output
+    const double kv_latent = static_cast<double>(m.kv_lora_rank) + m.qk_pos_emb_head_dim;
+    const double norm = m.qk_layernorm ? 1.0 : 0.0;
+    if (m.q_lora_rank) {
+        const double q_lora = *m.q_lora_rank;
+        out.split_parameters += q_lora * q_width;                 // linear_q_up_proj
+        out.replicated_parameters += h * q_lora + norm * q_lora;  // linear_q_down_proj, norm
+        // linear_q_up_proj keeps its input, and with the fused norm the norm's output too
+        // (Transformer Engine's LayerNormLinear saves inputmat and ln_out); recomputing the
+        // up-projections keeps only the input, which the checkpoint holds.
+        out.latent += 2.0 * sb * q_lora * (1.0 + norm);
+        out.latent_selective += 2.0 * sb * q_lora;
+        out.gathered += 2.0 * sb * q_lora;
+    } else {
+        out.split_parameters += h * q_width;  // linear_q_proj
+        // With qk_layernorm the query's projection fuses a norm of h (its output kept too).
+        out.replicated_parameters += norm * h;
+        out.latent += norm * 2.0 * sb * h;
+        out.gathered += 2.0 * sb * h;
+    }
+    out.split_parameters += m.kv_lora_rank * kv_up_width + v_width * h;  // kv up, output
+    out.replicated_parameters += h * kv_latent + norm * m.kv_lora_rank;  // kv down, norm
+    // linear_kv_up_proj's input is a view of the down-projection's output (kv_lora_rank +
+    // qk_pos_emb_head_dim wide), which it keeps alive; the fused norm's output is kept too.
+    out.latent += 2.0 * sb * kv_latent + norm * 2.0 * sb * m.kv_lora_rank;
+    out.latent_selective += 2.0 * sb * kv_latent;
+    out.gathered += 2.0 * sb * m.kv_lora_rank;
+    // The core attention keeps Q, K (q_width each) and V, and the output projection its input,
+    // the core's output (which a fused kernel also saves: the same tensor). With mla_up_proj,
+    // Q, K and V are discarded after the core attention's forward and re-made in backward
+    // (CheckpointWithoutOutput.discard_output_and_register_recompute).
+    out.split = 2.0 * sb * (2.0 * q_width + 2.0 * v_width);
+    out.split_selective = o.recompute_modules.mla_up_proj ? 2.0 * sb * v_width : out.split;
+    if (!o.recompute_modules.mla_up_proj)
+        out.latent_selective = out.latent;
     return out;
 }
 
@@ -44,8 +112,9 @@ double mlp_matrices(const ShapeOptions& o) noexcept {
 // An MoE layer's terms (README.md, "Mixture of experts"). `dense` is a dense layer's, whose
 // attention block, norms and their activations the MoE layer shares.
 MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
-                              const LayerActivationTerms& dense, double attention_parameters,
-                              double attention_activations) noexcept {
+                              const LayerActivationTerms& dense,
+                              const LayerActivationTerms& dense_selective,
+                              const AttentionTerms& attention) noexcept {
     const double h = o.hidden_size;
     const double s = o.seq_length;
     const double b = o.micro_batch_size;
@@ -62,19 +131,25 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     // The router's fp32 scores (kept by the softmax or sigmoid for its backward) and the routing
     // map of one byte per token and expert, for this rank's tokens (sequence-sharded with SP).
     out.router = 5.0 * s * b * E;
+    // The dense layer's replicated terms hold the MLP's input, which is the MoE block's.
     layer.replicated = dense.replicated + out.router;
     // The shared experts are one MLP of shared_experts * shared_expert_ffn_hidden_size, split
     // over t like a dense MLP; the dense MLP's inner activations are not there.
     const double shared_inner =
         static_cast<double>(m.shared_experts) * m.shared_expert_ffn_hidden_size;
     out.shared_experts = s * b * mlp_inner_bytes_per_token(o, shared_inner);
-    layer.tensor_parallel = attention_activations + out.shared_experts;
+    layer.tensor_parallel = attention.split + out.shared_experts;
     layer.attention_core = dense.attention_core;
     // Column-parallel linears whose input is all-gathered under SP: QKV, and the shared experts'
     // first linear. The router runs on the sequence shard; the routed experts receive their
     // tokens by all-to-all.
-    layer.gathered_inputs = 2.0 * sbh + (m.shared_experts > 0 ? 2.0 * sbh : 0.0);
+    layer.gathered_inputs = attention.gathered + (m.shared_experts > 0 ? 2.0 * sbh : 0.0);
     layer.layer_input = dense.layer_input;
+    // A 'select' MoE layer: the attention block as a dense layer's selective terms.
+    out.layer_selective = layer;
+    out.layer_selective.replicated = dense_selective.replicated + out.router;
+    out.layer_selective.tensor_parallel = attention.split_selective + out.shared_experts;
+    out.layer_selective.attention_core = dense_selective.attention_core;
 
     // Routed tokens on this rank: its s*b/t tokens (MoE with t > 1 requires SP) go top_k times
     // each to the experts, the all-to-all over EP ranks keeps the balanced count per rank, and the
@@ -91,7 +166,7 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
         out.routed_tokens * (2.0 * h) +
         out.routed_tokens * mlp_inner_bytes_per_token(o, m.moe_ffn_hidden_size) / etp +
         own_copies * (2.0 * h);
-    out.activation_bytes = bytes_by_kind(layer, o);
+    out.activation_bytes = bytes_by_kind(layer, out.layer_selective, o);
     for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
         // Full recompute keeps only the layer's input: the experts are recomputed with the rest.
         if (kind != PPB_KIND_FULL)
@@ -101,7 +176,8 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     const double norms = 2.0 * h;
     const double router = h * E;  // replicated on every rank (Megatron-LM's TopKRouter weight)
     const double shared = mlp_matrices(o) * h * shared_inner;
-    out.dense_parameters = (attention_parameters + shared) / t + norms + router;
+    out.dense_parameters = (attention.split_parameters + shared) / t +
+                           attention.replicated_parameters + norms + router;
     out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
     out.expert_data_parallel = t * d / (ep * etp);
     const double optimizer_share =
@@ -128,17 +204,14 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double h_kv = kv * h / a;  // width of K (and of V): num_kv_heads * head dimension
 
     MemoryTerms out;
+    out.attention = attention_terms(o, s * b);
+    const AttentionTerms& attention = out.attention;
 
     // --- Activations of one layer for one micro-batch (README.md, "Activations per layer").
     LayerActivationTerms& layer = out.layer;
-    layer.replicated = (8.0 + 2.0 * dropout) * sbh;
-    // Unfused attention expands K and V to all a heads before its batched matmuls and autograd
-    // keeps the expanded copies; a fused (flash) kernel keeps the grouped K and V.
-    const double kv_width = o.flash_attention ? h_kv : h;
+    layer.replicated = (8.0 + 2.0 * dropout) * sbh + attention.latent;
     const double mlp_inner = (o.gated_mlp ? 6.0 : 4.0) * s * b * F;
-    // Q, K and V, and the projection's input: the attention block's share, which MoE layers keep.
-    const double attention_activations = 2.0 * sbh + 4.0 * s * b * kv_width + 2.0 * sbh;
-    layer.tensor_parallel = attention_activations + mlp_inner;
+    layer.tensor_parallel = attention.split + mlp_inner;
     // Unfused attention keeps the 16-bit softmax output, and with dropout its mask and output:
     // (2 + 3 dropout) bytes per a*s^2*b element. When the softmax runs in fp32 outside the fused
     // kernel (Megatron's FusedScaleMaskSoftmax.forward_torch_softmax, megatron/core/fusions/
@@ -153,11 +226,20 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         layer.attention_core = (o.dropout ? 7.0 : 6.0) * a * s * s * b;
     else
         layer.attention_core = (2.0 + 3.0 * dropout) * a * s * s * b;
-    layer.gathered_inputs = 4.0 * sbh;
+    layer.gathered_inputs = attention.gathered + 2.0 * sbh;  // and the first MLP linear's input
     layer.layer_input = 2.0 * sbh;
 
+    // What a 'select' layer keeps: the modules Megatron-LM's selective recompute re-makes are
+    // dropped (core_attn: the attention core; mla_up_proj: MLA's Q, K, V and latent norms).
+    LayerActivationTerms& selective = out.layer_selective;
+    selective = layer;
+    selective.replicated = (8.0 + 2.0 * dropout) * sbh + attention.latent_selective;
+    selective.tensor_parallel = attention.split_selective + mlp_inner;
+    if (o.recompute_modules.core_attn)
+        selective.attention_core = 0.0;
+
     const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
-    out.activation_bytes = bytes_by_kind(layer, o);
+    out.activation_bytes = bytes_by_kind(layer, selective, o);
 
     // --- Head and tail activations per micro-batch (paper §4.3).
     const double sequence_share = split_sequence ? 1.0 / t : 1.0;
@@ -183,14 +265,18 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     }
 
     // --- Parameters (README.md, "Parameters").
-    const double attention = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
     const double mlp = (o.gated_mlp ? 3.0 : 2.0) * h * F;
     const double norms = 2.0 * h;  // two norm weights, replicated on every rank
     // Linear biases: QKV's and the first MLP linear's are split over t (column parallel), the
     // attention projection's and the second MLP linear's are whole on every rank (row parallel).
+    // MLA's projections other than the output have no bias (bias=False in Megatron-LM).
+    const double qkv_bias = o.mla ? 0.0 : h + 2.0 * h_kv;
     const double biases =
-        o.linear_biases ? (h + 2.0 * h_kv + (o.gated_mlp ? 2.0 : 1.0) * F) / t + 2.0 * h : 0.0;
-    out.layer_parameters = (attention + mlp) / t + norms + biases;
+        o.linear_biases ? (qkv_bias + (o.gated_mlp ? 2.0 : 1.0) * F) / t + 2.0 * h : 0.0;
+    out.layer_parameters =
+        (attention.split_parameters + mlp) / t + attention.replicated_parameters + norms + biases;
+    // One layer's attention, counted once for the whole model.
+    const double attention_whole = attention.split_parameters + attention.replicated_parameters;
     // Learned absolute position embeddings (Megatron-LM's LanguageModelEmbedding): a plain
     // torch.nn.Embedding, whole on every tensor-parallel rank of stage 0.
     const double positions = static_cast<double>(o.position_embeddings) * h;
@@ -199,7 +285,7 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     out.tail_parameters = h + lm_head;
     out.tail_parameters_single_stage = o.untie_embeddings ? h + lm_head : h;
     const double embeddings = V * h * (o.untie_embeddings ? 2.0 : 1.0) + h + positions;
-    out.model_parameters = L * (attention + mlp + norms) + embeddings;
+    out.model_parameters = L * (attention_whole + mlp + norms) + embeddings;
     out.active_parameters = out.model_parameters;
 
     const double optimizer_share =
@@ -208,16 +294,16 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
 
     if (o.moe) {
         const MoeOptions& m = *o.moe;
-        out.moe = moe_layer_terms(o, m, layer, attention, attention_activations);
+        out.moe = moe_layer_terms(o, m, layer, selective, attention);
         const double moe_layers = m.moe_layers();
         const double dense_layers = L - moe_layers;
         const double expert = mlp_matrices(o) * h * m.moe_ffn_hidden_size;
-        const double moe_common = attention + norms + h * m.num_experts +
+        const double moe_common = attention_whole + norms + h * m.num_experts +
                                   mlp_matrices(o) * h * m.shared_experts *
                                       static_cast<double>(m.shared_expert_ffn_hidden_size);
-        out.model_parameters = dense_layers * (attention + mlp + norms) +
+        out.model_parameters = dense_layers * (attention_whole + mlp + norms) +
                                moe_layers * (moe_common + m.num_experts * expert) + embeddings;
-        out.active_parameters = dense_layers * (attention + mlp + norms) +
+        out.active_parameters = dense_layers * (attention_whole + mlp + norms) +
                                 moe_layers * (moe_common + m.top_k * expert) + embeddings;
     }
     return out;

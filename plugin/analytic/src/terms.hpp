@@ -38,6 +38,23 @@ struct LayerActivationTerms {
     double layer_input = 0.0;
 };
 
+// One layer's attention block, as whole tensors: parameters and the activations it keeps beyond
+// the norms' and the block input's (README.md, "Multi-latent attention").
+struct AttentionTerms {
+    double split_parameters = 0.0;       // sliced over t: the column- and row-parallel linears
+    double replicated_parameters = 0.0;  // whole on every tensor-parallel rank (MLA's
+                                         // down-projections and latent norms)
+    // Split by sequence parallelism only (MLA's latents, kept for the up-projections), without
+    // and with the selective recompute modules.
+    double latent = 0.0;
+    double latent_selective = 0.0;
+    // Split by tensor parallelism: Q, K, V and the output projection's input.
+    double split = 0.0;
+    double split_selective = 0.0;
+    // The inputs of its column-parallel linears, all-gathered under sequence parallelism.
+    double gathered = 0.0;
+};
+
 // What a mixture-of-experts layer holds beyond the dense layer's terms (README.md, "Mixture of
 // experts"). Its `layer` terms are those of its attention block, norms and shared experts, split
 // as a dense layer's are; the routed experts' activations are per rank already.
@@ -46,6 +63,7 @@ struct MoeLayerTerms {
     // attention as a dense layer's plus the shared experts' inner activations; gathered_inputs:
     // the QKV input, plus the shared experts' input when there are shared experts.
     LayerActivationTerms layer;
+    LayerActivationTerms layer_selective;  // what a 'select' MoE layer keeps of `layer`
     double router = 0.0;          // router scores (fp32) and routing map (1 byte), whole: 5sbE
     double shared_experts = 0.0;  // inner activations of the shared experts, whole
     // Tokens (copies) entering this rank's local experts per micro-batch: the balanced share
@@ -69,6 +87,10 @@ struct MoeLayerTerms {
 
 struct MemoryTerms {
     LayerActivationTerms layer;
+    // What a layer of kind 'select' keeps: `layer` without what the recompute modules re-make
+    // (recompute_modules; by default core attention: attention_core is 0).
+    LayerActivationTerms layer_selective;
+    AttentionTerms attention;
     // Activation bytes per layer per in-flight micro-batch on one rank, for each recompute kind.
     std::array<double, PPB_KIND_COUNT> activation_bytes{};
     // Extra activation bytes per in-flight micro-batch of stage 0 (embedding dropout mask) and of

@@ -1,0 +1,131 @@
+// The analytic options of Megatron-LM's newer features (see megatron_features.hpp). Defaults and
+// choices are those of NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553:
+// megatron/training/arguments.py (_add_mla_args: --q-lora-rank None, --kv-lora-rank 32,
+// --qk-head-dim 128, --qk-pos-emb-head-dim 64, --v-head-dim 128) and
+// megatron/core/transformer/transformer_config.py (recompute_modules, default ["core_attn"]).
+#include "megatron_features.hpp"
+
+#include <ppb/importers/layout.hpp>
+
+#include <fmt/format.h>
+#include <boost/json/array.hpp>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace ppb::importers::detail {
+namespace {
+
+namespace json = boost::json;
+
+using ReadFlags = std::set<std::string, std::less<>>;
+
+[[noreturn]] void refuse(std::string_view flag, std::string_view why) {
+    throw FlagError(fmt::format(
+        "--{}: {}; the analytic model does not cover it (measure with a dry run and 'ppb import "
+        "megatron')",
+        flag, why));
+}
+
+// Runs of the features the model does not count yet: refused by name.
+void refuse_uncovered(const MegatronFlagView& flags) {
+    if (const auto cp = flags.count("context-parallel-size", 1); cp && *cp > 1)
+        refuse("context-parallel-size", "context parallelism splits the sequence over ranks");
+    if (const auto mtp = flags.count("mtp-num-layers", 0); mtp && *mtp > 0)
+        refuse("mtp-num-layers", "multi-token prediction adds modules the model does not count");
+    for (const std::string_view fp8 : {"fp8-format", "fp8", "fp8-recipe", "fp4-format"}) {
+        if (flags.given(fp8))
+            refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
+    }
+    for (const std::string_view fsdp :
+         {"use-torch-fsdp2", "use-megatron-fsdp", "use-custom-fsdp"}) {
+        if (flags.on(fsdp))
+            refuse(fsdp, "FSDP shards parameters and gradients (ZeRO-3)");
+    }
+    if (const auto s = flags.text("data-parallel-sharding-strategy");
+        s && *s != "no_shard" && *s != "optim")
+        refuse("data-parallel-sharding-strategy", "sharded gradients or parameters (ZeRO-2/3)");
+}
+
+// Multi-latent attention (--multi-latent-attention) and the shape of its heads. Without it,
+// --kv-channels other than h / a (heads of another width) is outside the model.
+void add_attention(const MegatronFlagView& flags, json::object& options, ReadFlags& read) {
+    read.insert("kv-channels");
+    if (!flags.on("multi-latent-attention")) {
+        if (const auto kv = flags.count("kv-channels", 1)) {
+            const auto h = flags.count("hidden-size", 1);
+            const auto a = flags.count("num-attention-heads", 1);
+            if (h && a && *kv * static_cast<std::uint64_t>(*a) != *h)
+                refuse("kv-channels", fmt::format("heads of {} channels, not hidden-size / "
+                                                  "num-attention-heads = {}",
+                                                  *kv, *h / *a));
+        }
+        return;
+    }
+    // MLA's heads have their own widths; --kv-channels is not used by it. Its rotary scaling
+    // (YaRN's mscale) changes no tensor's size; --mla-down-proj-fusion fuses the input norm into
+    // one down-projection, which keeps the same input and norm output.
+    for (const std::string_view flag :
+         {"multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
+          "qk-pos-emb-head-dim", "v-head-dim", "qk-layernorm", "mla-down-proj-fusion", "mscale",
+          "mscale-all-dim"})
+        read.insert(std::string(flag));
+    if (flags.on("group-query-attention"))
+        throw FlagError(
+            "--group-query-attention with --multi-latent-attention: multi-latent attention has "
+            "one key/value head per query head (Megatron-LM refuses the two together)");
+    json::object mla;
+    if (const auto q = flags.count("q-lora-rank", 1))
+        mla["q_lora_rank"] = *q;
+    mla["kv_lora_rank"] = flags.count("kv-lora-rank", 1).value_or(32);
+    mla["qk_head_dim"] = flags.count("qk-head-dim", 1).value_or(128);
+    mla["qk_pos_emb_head_dim"] = flags.count("qk-pos-emb-head-dim", 1).value_or(64);
+    mla["v_head_dim"] = flags.count("v-head-dim", 1).value_or(128);
+    // --qk-layernorm gives MLA its latent norms (fused into the up-projections); without it
+    // Megatron-LM builds none (megatron/core/transformer/mla_qk_norm_config.py).
+    mla["qk_layernorm"] = flags.on("qk-layernorm");
+    options["mla"] = std::move(mla);
+}
+
+// Megatron-LM's recompute modules and what the analytic model counts of them.
+constexpr std::array<std::string_view, 2> modelled_modules = {"core_attn", "mla_up_proj"};
+
+// --recompute-modules (with --recompute-granularity selective: what a 'select' layer recomputes).
+void add_recompute_modules(const MegatronFlagView& flags, json::object& options,
+                           MegatronAnalyticOptions& result, ReadFlags& read) {
+    if (!flags.given("recompute-modules"))
+        return;
+    read.insert("recompute-modules");
+    json::array modules;
+    for (const std::string& module : flags.values("recompute-modules")) {
+        if (module == "mla_up_proj" && !flags.on("multi-latent-attention"))
+            throw FlagError(
+                "--recompute-modules mla_up_proj recomputes multi-latent attention's "
+                "up-projections: it needs --multi-latent-attention (Megatron-LM refuses it "
+                "without)");
+        if (std::ranges::find(modelled_modules, module) != modelled_modules.end())
+            modules.emplace_back(module);
+        else
+            result.warnings.push_back(fmt::format(
+                "--recompute-modules {} changes memory but is not modelled: the layers of kind "
+                "'select' are counted as keeping what it recomputes",
+                module));
+    }
+    options["recompute_modules"] = std::move(modules);
+}
+
+}  // namespace
+
+std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView& flags,
+                                                         const MegatronRunContext& /*context*/,
+                                                         json::object& options,
+                                                         MegatronAnalyticOptions& result) {
+    refuse_uncovered(flags);
+    ReadFlags read;
+    add_attention(flags, options, read);
+    add_recompute_modules(flags, options, result, read);
+    return read;
+}
+
+}  // namespace ppb::importers::detail

@@ -1,0 +1,151 @@
+// The analytic options of Megatron-LM's newer features from a run's flags
+// (host_api/importers/src/megatron_features.cpp through analytic_options_from_megatron):
+// multi-latent attention and the recompute modules, with Megatron-LM's defaults
+// (NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/training/arguments.py).
+#include <ppb/importers/layout.hpp>
+#include <ppb/importers/megatron_arguments.hpp>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ppb::importers;
+namespace json = boost::json;
+
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace megatron_features_tests {
+
+namespace {
+
+// Whitespace-separated arguments; a word in brackets stays one argument ("[a b]" as YAML
+// configs give a list).
+std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> out;
+    std::string word;
+    bool bracket = false;
+    for (const char c : text + " ") {
+        if (c == '[')
+            bracket = true;
+        if (c == ']')
+            bracket = false;
+        if (c == ' ' && !bracket) {
+            if (!word.empty())
+                out.push_back(word);
+            word.clear();
+        } else {
+            word += c;
+        }
+    }
+    return out;
+}
+
+MegatronAnalyticOptions map(const std::string& args, MegatronRunContext context = {8U, {}, 9U}) {
+    return analytic_options_from_megatron(split(args), context);
+}
+
+json::object options_of(const MegatronAnalyticOptions& r) {
+    return json::parse(r.options_json).as_object();
+}
+
+bool warns_about(const MegatronAnalyticOptions& r, const std::string& text) {
+    return std::ranges::any_of(
+        r.warnings, [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+std::string flag_error(const std::string& args) {
+    try {
+        (void)map(args);
+    } catch (const FlagError& e) {
+        return e.what();
+    }
+    BOOST_ERROR("accepted: " << args);
+    return {};
+}
+
+// The DeepSeek-V3 proxy of Megatron-LM's CI (tests/functional_tests/test_cases/moe/
+// gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental/model_config.yaml, commit
+// 18e953661ea2b151361d5d0e7d14ce1f4a5cf75a): the flags of its attention.
+const std::string proxy =
+    "--num-layers 16 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 32 "
+    "--kv-channels 128 --seq-length 4096 --micro-batch-size 4 --tensor-model-parallel-size 2 "
+    "--sequence-parallel --bf16 --swiglu --disable-bias-linear --vocab-size 50000 "
+    "--attention-dropout 0.0 --hidden-dropout 0.0 --position-embedding-type rope "
+    "--multi-latent-attention --qk-layernorm --q-lora-rank 1536 --kv-lora-rank 512 "
+    "--qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 --rotary-scaling-factor 40 "
+    "--mscale 1.0 --mscale-all-dim 1.0 ";
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(megatron_features)
+
+BOOST_AUTO_TEST_CASE(multi_latent_attention_maps_its_widths_and_norms) {
+    const auto r = map(proxy);
+    const json::object mla = options_of(r).at("mla").as_object();
+    BOOST_TEST(mla.at("q_lora_rank").as_int64() == 1536);
+    BOOST_TEST(mla.at("kv_lora_rank").as_int64() == 512);
+    BOOST_TEST(mla.at("qk_head_dim").as_int64() == 128);
+    BOOST_TEST(mla.at("qk_pos_emb_head_dim").as_int64() == 64);
+    BOOST_TEST(mla.at("v_head_dim").as_int64() == 128);
+    BOOST_TEST(mla.at("qk_layernorm").as_bool());
+    // MLA's heads have their own widths: --kv-channels (128, not h / a = 32) is not refused, and
+    // --qk-layernorm is MLA's latent norms, not a warning.
+    BOOST_TEST(r.warnings.empty(), (r.warnings.empty() ? std::string() : r.warnings.front()));
+}
+
+BOOST_AUTO_TEST_CASE(megatrons_mla_defaults_apply_to_flags_not_given) {
+    // arguments.py: no query latent, --kv-lora-rank 32, heads of 128 + 64 and values of 128;
+    // without --qk-layernorm Megatron-LM builds no latent norms.
+    const auto r =
+        map("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+            "--vocab-size 1000 --bf16 --multi-latent-attention");
+    const json::object mla = options_of(r).at("mla").as_object();
+    BOOST_TEST(!mla.contains("q_lora_rank"));
+    BOOST_TEST(mla.at("kv_lora_rank").as_int64() == 32);
+    BOOST_TEST(mla.at("qk_head_dim").as_int64() == 128);
+    BOOST_TEST(mla.at("qk_pos_emb_head_dim").as_int64() == 64);
+    BOOST_TEST(mla.at("v_head_dim").as_int64() == 128);
+    BOOST_TEST(!mla.at("qk_layernorm").as_bool());
+}
+
+BOOST_AUTO_TEST_CASE(without_mla_other_head_widths_and_query_key_norms_stay_outside) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 ";
+    BOOST_TEST(flag_error(base + "--kv-channels 32").find("--kv-channels: heads of 32 channels") !=
+               std::string::npos);
+    const auto r = map(base + "--qk-layernorm");
+    BOOST_TEST(warns_about(r, "--qk-layernorm changes memory but is not modelled"));
+    BOOST_TEST(!options_of(r).contains("mla"));
+    BOOST_TEST(flag_error(base + "--multi-latent-attention --group-query-attention")
+                   .find("--group-query-attention with --multi-latent-attention") !=
+               std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(recompute_modules_are_the_select_kinds_modules) {
+    // As a YAML config gives the list, and as argparse takes one value.
+    const json::array listed =
+        options_of(map(proxy + "--recompute-modules [core_attn mla_up_proj]"))
+            .at("recompute_modules")
+            .as_array();
+    BOOST_TEST(listed.size() == 2U);
+    BOOST_TEST(listed[0].as_string() == "core_attn");
+    BOOST_TEST(listed[1].as_string() == "mla_up_proj");
+    const json::array one = options_of(map(proxy + "--recompute-modules mla_up_proj"))
+                                .at("recompute_modules")
+                                .as_array();
+    BOOST_TEST(one.size() == 1U);
+    // Without --recompute-modules the model's default is Megatron-LM's, core attention.
+    BOOST_TEST(!options_of(map(proxy)).contains("recompute_modules"));
+    BOOST_TEST(flag_error("--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                          "--seq-length 128 --vocab-size 1000 --recompute-modules mla_up_proj")
+                   .find("--recompute-modules mla_up_proj recomputes multi-latent attention") !=
+               std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace megatron_features_tests
