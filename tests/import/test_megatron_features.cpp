@@ -146,6 +146,38 @@ BOOST_AUTO_TEST_CASE(recompute_modules_are_the_select_kinds_modules) {
                std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(mtp_layers_go_where_megatron_places_them) {
+    const std::string base = proxy + "--pipeline-model-parallel-size 2 --mtp-num-layers 1 ";
+    // No layout: the last stage, no recompute unless the decoder recomputes.
+    const json::object last = options_of(map(base + "--mtp-loss-scaling-factor 0.1"));
+    BOOST_TEST(last.at("mtp_num_layers").as_int64() == 1);
+    BOOST_TEST(!last.contains("mtp_stage_offset"));
+    BOOST_TEST(!last.contains("mtp_recompute"));
+    // The CI proxy's layout: 8 virtual stages over 2 ranks, 'm' in the last (rank 1, chunk 3).
+    BOOST_TEST(!options_of(map(base + "--pipeline-model-parallel-layout Et*3|(tt|)*6tmL"))
+                    .contains("mtp_stage_offset"));
+    // Megatron-MoE-ModelZoo's "...|m|L" on 4 ranks: 'm' is virtual stage 6, rank 2, one before
+    // the last.
+    const json::object earlier = options_of(
+        map(proxy + "--num-layers 14 --pipeline-model-parallel-size 4 --mtp-num-layers 1 "
+                    "--pipeline-model-parallel-layout Et*3|(tt|)*4ttt|m|L",
+            {16U, {}, 9U}));
+    BOOST_TEST(earlier.at("mtp_stage_offset").as_int64() == 1);
+    BOOST_TEST(options_of(map(base + "--recompute-granularity selective"))
+                   .at("mtp_recompute")
+                   .as_string() == "select");
+    BOOST_TEST(options_of(map(base + "--recompute-granularity full --recompute-method uniform "
+                                     "--recompute-num-layers 1"))
+                   .at("mtp_recompute")
+                   .as_string() == "full");
+    // Megatron-LM skips the MTP module's recompute for the 'block' method.
+    BOOST_TEST(!options_of(map(base + "--recompute-granularity full --recompute-method block "
+                                      "--recompute-num-layers 1"))
+                    .contains("mtp_recompute"));
+    BOOST_TEST(flag_error(base + "--pipeline-model-parallel-layout Et*8|t*8L")
+                   .find("does not hold the 1 MTP layer") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace megatron_features_tests

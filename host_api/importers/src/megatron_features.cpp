@@ -6,6 +6,7 @@
 #include "megatron_features.hpp"
 
 #include <ppb/importers/layout.hpp>
+#include <ppb/importers/megatron_layout.hpp>
 
 #include <fmt/format.h>
 #include <boost/json/array.hpp>
@@ -32,8 +33,6 @@ using ReadFlags = std::set<std::string, std::less<>>;
 void refuse_uncovered(const MegatronFlagView& flags) {
     if (const auto cp = flags.count("context-parallel-size", 1); cp && *cp > 1)
         refuse("context-parallel-size", "context parallelism splits the sequence over ranks");
-    if (const auto mtp = flags.count("mtp-num-layers", 0); mtp && *mtp > 0)
-        refuse("mtp-num-layers", "multi-token prediction adds modules the model does not count");
     for (const std::string_view fp8 : {"fp8-format", "fp8", "fp8-recipe", "fp4-format"}) {
         if (flags.given(fp8))
             refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
@@ -88,6 +87,41 @@ void add_attention(const MegatronFlagView& flags, json::object& options, ReadFla
     options["mla"] = std::move(mla);
 }
 
+// Multi-token prediction (--mtp-num-layers): the layers, the stage that holds them and how they
+// recompute. Without a layout Megatron-LM puts them on the last stage; a layout's 'm' says where
+// (megatron/core/transformer/multi_token_prediction.py, mtp_on_this_rank).
+void add_mtp(const MegatronFlagView& flags, json::object& options, ReadFlags& read) {
+    read.insert("mtp-num-layers");
+    read.insert("mtp-loss-scaling-factor");  // scales a loss: no tensor's size
+    const std::uint32_t n = flags.count("mtp-num-layers", 0).value_or(0);
+    if (n == 0)
+        return;
+    options["mtp_num_layers"] = n;
+    if (const auto layout = flags.text("pipeline-model-parallel-layout")) {
+        const std::uint32_t p = flags.count("pipeline-model-parallel-size", 1).value_or(1);
+        const std::vector<LayoutStage> stages = parse_megatron_layout(*layout);
+        const auto holder =
+            std::ranges::find_if(stages, [](const LayoutStage& s) { return s.mtp > 0; });
+        if (holder == stages.end() || holder->mtp != n)
+            throw FlagError(fmt::format(
+                "--pipeline-model-parallel-layout '{}' does not hold the {} MTP layer{} of "
+                "--mtp-num-layers in one virtual stage ('m'; Megatron requires it)",
+                *layout, n, n == 1 ? "" : "s"));
+        const auto at = static_cast<std::uint32_t>(holder - stages.begin());
+        if (const std::uint32_t offset = p - 1 - at % p; offset > 0)
+            options["mtp_stage_offset"] = offset;
+    }
+    // The MTP module recomputes with the decoder's granularity: selective through its
+    // transformer layer's modules, full (uniform only; Megatron-LM skips it for 'block') as one
+    // checkpoint of the whole module.
+    const std::optional<std::string> granularity = flags.text("recompute-granularity");
+    if (granularity == "selective")
+        options["mtp_recompute"] = "select";
+    else if (granularity == "full" &&
+             flags.text("recompute-method").value_or("uniform") == "uniform")
+        options["mtp_recompute"] = "full";
+}
+
 // Megatron-LM's recompute modules and what the analytic model counts of them.
 constexpr std::array<std::string_view, 2> modelled_modules = {"core_attn", "mla_up_proj"};
 
@@ -124,6 +158,7 @@ std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView&
     refuse_uncovered(flags);
     ReadFlags read;
     add_attention(flags, options, read);
+    add_mtp(flags, options, read);
     add_recompute_modules(flags, options, result, read);
     return read;
 }

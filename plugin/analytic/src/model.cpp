@@ -56,6 +56,27 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
         group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));
     }
+    if (terms.mtp) {
+        // Each MTP layer is a transformer layer of the model's last layer's kind (its group's
+        // coefficients, MoE experts at their own bytes) with its projection and norms.
+        const MtpTerms& mtp = *terms.mtp;
+        const double n = options.mtp_num_layers;
+        double layer_mb = c.per_layer_mb;
+        double layer_activation_mb = c.activation_mb[options.mtp_recompute];
+        for (const GroupCoefficients& g : c.groups) {
+            if (g.moe == mtp.moe) {
+                layer_mb = g.per_layer_mb;
+                layer_activation_mb = g.activation_mb[options.mtp_recompute];
+            }
+        }
+        // Full recompute checkpoints the whole MTP module: its layer keeps nothing of its own.
+        if (options.mtp_recompute == PPB_KIND_FULL)
+            layer_activation_mb = 0.0;
+        c.mtp_mb = n * (layer_mb + mtp.own_parameters * bpp / bytes_per_mb);
+        c.mtp_embedding_mb = mtp.embedding_parameters * bpp / bytes_per_mb;
+        c.mtp_activation_mb = n * (layer_activation_mb +
+                                   mtp.own_activation_bytes[options.mtp_recompute] / bytes_per_mb);
+    }
     return c;
 }
 
@@ -131,6 +152,12 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         reject("the stage holds " + std::to_string(total) + " body layers, more than the " +
                std::to_string(options_.num_layers) + " of the model (option num_layers)");
     }
+    if (options_.mtp_num_layers > 0 && options_.mtp_stage_offset >= p) {
+        reject("the multi-token prediction layers are " +
+               std::to_string(options_.mtp_stage_offset) +
+               " stages before the last (option mtp_stage_offset), but there are " +
+               std::to_string(p) + " stages");
+    }
 
     double memory = k.const_mb;
     for (std::uint32_t g = 0; g < num_groups; ++g)
@@ -149,7 +176,26 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f;
         transient = std::max(transient, k.tail_transient_mb);
     }
+    if (holds_mtp(placement))
+        memory += mtp_memory(placement);
     return memory + transient;
+}
+
+bool AnalyticModel::holds_mtp(const ppb_placement& placement) const noexcept {
+    return options_.mtp_num_layers > 0 &&
+           placement.stage + 1 + options_.mtp_stage_offset == placement.num_stages;
+}
+
+double AnalyticModel::mtp_parameters_mb(const ppb_placement& placement) const noexcept {
+    // The MTP layers are in the stage's last chunk; a chunk that is not the model's first
+    // (stage 0's only chunk) holds its own copy of the embedding.
+    const bool shares_embedding = placement.stage == 0 && placement.num_chunks == 1;
+    return coefficients_.mtp_mb + (shares_embedding ? 0.0 : coefficients_.mtp_embedding_mb);
+}
+
+double AnalyticModel::mtp_memory(const ppb_placement& placement) const noexcept {
+    return mtp_parameters_mb(placement) +
+           coefficients_.mtp_activation_mb * placement.chunks[placement.num_chunks - 1].in_flight;
 }
 
 std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
@@ -185,6 +231,7 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
     const double head_flight = stage.chunks[0].in_flight;
     const double tail_flight = stage.chunks[stage.num_chunks - 1].in_flight;
     const bool logits_copy = last && k.tail_transient_mb > k.layer_transient_mb;
+    const bool mtp = holds_mtp(stage);
 
     std::vector<ppb_memory_part> parts = {
         {"constant", "constant (constant_mb: what the formulas leave out)", options_.constant_mb},
@@ -205,7 +252,16 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          first ? k.head_activation_mb * head_flight : 0.0},
         {"lm_head_activations", "final norm's and LM head's inputs",
          last ? (k.tail_activation_mb - k.tail_logits_mb) * tail_flight : 0.0},
-        {"logits", "logits the loss keeps", last ? k.tail_logits_mb * tail_flight : 0.0},
+        {"logits",
+         options_.mtp_num_layers > 0 ? "logits the losses keep (the model's and the MTP layers')"
+                                     : "logits the loss keeps",
+         last ? k.tail_logits_mb * tail_flight : 0.0},
+        {"mtp",
+         "multi-token prediction layers and their embedding copy: weights, gradients, optimizer "
+         "state",
+         mtp ? mtp_parameters_mb(stage) : 0.0},
+        {"mtp_activations", "multi-token prediction layers' activations",
+         mtp ? k.mtp_activation_mb * tail_flight : 0.0},
         {"transient",
          logits_copy ? "held once: the logits' 16-bit copy at the loss"
                      : "held once: one layer's backward gradients",

@@ -55,6 +55,13 @@ struct Coefficients {
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
     // The groups of body layers in model order (layer_groups()): one, "body", without `moe`.
     std::vector<GroupCoefficients> groups;
+    // The multi-token prediction layers, on their stage (mtp_stage_offset stages before the
+    // last) and its last chunk: their parameters (+ grads, optimizer), the embedding's copy
+    // (left out when that chunk is stage 0's only one), and their activations per in-flight
+    // micro-batch of that chunk, of kind mtp_recompute. All 0 without MTP layers.
+    double mtp_mb = 0.0;
+    double mtp_embedding_mb = 0.0;
+    double mtp_activation_mb = 0.0;
 };
 
 [[nodiscard]] Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& terms);
@@ -124,6 +131,11 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     // for a plain placement of a one-group model.
     [[nodiscard]] double stage_memory(const ppb_placement& placement, std::uint32_t num_groups,
                                       const std::uint32_t* group_layers) const;
+    // Whether the placement's stage holds the multi-token prediction layers, and their memory
+    // there (parameters, the embedding's copy, activations of its last chunk).
+    [[nodiscard]] bool holds_mtp(const ppb_placement& placement) const noexcept;
+    [[nodiscard]] double mtp_memory(const ppb_placement& placement) const noexcept;
+    [[nodiscard]] double mtp_parameters_mb(const ppb_placement& placement) const noexcept;
 
     ShapeOptions options_;
     MemoryTerms terms_;

@@ -2,6 +2,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
+#include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/plugin.hpp>
 #include <ppb/plugin/report_support.hpp>
@@ -89,8 +90,10 @@ constexpr std::array<NumberOption, 8> number_options = {{
     {"relative_std_error", &ShapeOptions::relative_std_error, 0.0, false, 1.0},
 }};
 
-// Options whose values are objects or lists, parsed on their own (after the shape).
-constexpr std::array<std::string_view, 3> object_options = {"moe", "mla", "recompute_modules"};
+// Options parsed on their own, after the shape they depend on: objects, lists, and the
+// multi-token prediction layers' placement.
+constexpr std::array<std::string_view, 6> separate_options = {
+    "moe", "mla", "recompute_modules", "mtp_num_layers", "mtp_stage_offset", "mtp_recompute"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -114,7 +117,7 @@ std::string known_options() {
         add(o.key);
     for (const auto& o : number_options)
         add(o.key);
-    for (const auto name : object_options)
+    for (const auto name : separate_options)
         add(name);
     return out;
 }
@@ -128,7 +131,7 @@ std::optional<std::string_view> closest_key(std::string_view key) {
         known.push_back(o.key);
     for (const auto& o : number_options)
         known.push_back(o.key);
-    for (const auto name : object_options)
+    for (const auto name : separate_options)
         known.push_back(name);
     return ppb::closest_name(key, known);
 }
@@ -280,6 +283,17 @@ std::uint32_t parse_count(const json::value& v, std::string_view key) {
     if (v.is_double() && v.get_double() == 0.0)
         return 0;
     return parse_integer(v, key, max_integer);
+}
+
+// A recompute kind by its name (none, select, comm, both, full).
+ppb_kind parse_kind(const json::value& v, std::string_view key) {
+    if (v.is_string()) {
+        if (const auto kind = ppb::kind_from_name(v.get_string()))
+            return *kind;
+    }
+    throw InvalidInput(quoted(key) +
+                       " must be a recompute kind (none, select, comm, both or full), got " +
+                       describe_json(v));
 }
 
 std::string parse_group_name(const json::value& v, std::string_view key) {
@@ -631,6 +645,8 @@ ShapeOptions parse_options(std::string_view options_json) {
     const json::value* moe = nullptr;
     const json::value* mla = nullptr;
     const json::value* recompute_modules = nullptr;
+    bool has_mtp_offset = false;
+    bool has_mtp_recompute = false;
     for (const auto& [key, value] : object) {
         bool known = true;
         if (key == "moe")
@@ -639,6 +655,12 @@ ShapeOptions parse_options(std::string_view options_json) {
             mla = &value;
         else if (key == "recompute_modules")
             recompute_modules = &value;
+        else if (key == "mtp_num_layers")
+            options.mtp_num_layers = parse_count(value, key);
+        else if (key == "mtp_stage_offset")
+            options.mtp_stage_offset = parse_count(value, key), has_mtp_offset = true;
+        else if (key == "mtp_recompute")
+            options.mtp_recompute = parse_kind(value, key), has_mtp_recompute = true;
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
@@ -682,6 +704,12 @@ ShapeOptions parse_options(std::string_view options_json) {
         options.moe = parse_moe(*moe, options);
     if (recompute_modules != nullptr)
         options.recompute_modules = parse_recompute_modules(*recompute_modules, options);
+    if (options.mtp_num_layers == 0 && (has_mtp_offset || has_mtp_recompute)) {
+        throw InvalidInput(std::string("analytic option '") +
+                           (has_mtp_offset ? "mtp_stage_offset" : "mtp_recompute") +
+                           "' without mtp_num_layers: there are no multi-token prediction layers "
+                           "to place");
+    }
     return options;
 }
 

@@ -3,6 +3,8 @@
 #ifndef PPB_ANALYTIC_OPTIONS_HPP
 #define PPB_ANALYTIC_OPTIONS_HPP
 
+#include <ppb/abi.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -126,6 +128,12 @@ struct ShapeOptions {
     std::optional<MoeOptions> moe;
     std::optional<MlaOptions> mla;
     RecomputeModules recompute_modules;
+    // Multi-token prediction (Megatron-LM's --mtp-num-layers): this many MTP layers, all on the
+    // stage mtp_stage_offset stages before the last (its last chunk), each a transformer layer of
+    // the model's last layer's kind with its projection and norms; their recompute kind.
+    std::uint32_t mtp_num_layers = 0;
+    std::uint32_t mtp_stage_offset = 0;
+    ppb_kind mtp_recompute = PPB_KIND_NONE;
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

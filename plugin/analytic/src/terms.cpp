@@ -306,6 +306,56 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         out.active_parameters = dense_layers * (attention_whole + mlp + norms) +
                                 moe_layers * (moe_common + m.top_k * expert) + embeddings;
     }
+
+    // --- Multi-token prediction (README.md, "Multi-token prediction"): Megatron-LM's
+    // MultiTokenPredictionLayer (megatron/core/transformer/multi_token_prediction.py at commit
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553) embeds the tokens shifted by one with the
+    // model's embedding, normalises them (enorm) and the previous hidden states (hnorm),
+    // concatenates the two (2h) into eh_proj (a column-parallel 2h -> h linear), runs a
+    // transformer layer built from the decoder's last layer's spec, and a final norm; the
+    // model's output layer then gives each MTP layer its own logits and loss.
+    if (o.mtp_num_layers > 0) {
+        MtpTerms mtp;
+        const double N = o.mtp_num_layers;
+        mtp.moe = o.moe && o.moe->moe_layer.back();
+        mtp.own_parameters = 2.0 * h * h / t + 3.0 * h;
+        mtp.embedding_parameters = out.embedding_parameters;
+        // eh_proj keeps its input like any column-parallel linear: the sequence shard under
+        // sequence parallelism (re-gathered in backward) unless gathered inputs are kept.
+        const double eh_input =
+            split_sequence && !o.keep_gathered_inputs ? 4.0 * sbh / t : 4.0 * sbh;
+        // The embedding's dropout mask, enorm's and hnorm's inputs, eh_proj's input and the
+        // final norm's input; the norms' outputs are copied by the concatenation and freed.
+        const double kept = (dropout + 2.0 + 2.0 + 2.0) * sbh * sequence_share + eh_input;
+        // Full recompute checkpoints the module from its two inputs (the hidden states and the
+        // embedded, dropped-out shifted tokens), the dropout itself running outside.
+        const double checkpointed = (dropout + 2.0 + 2.0) * sbh * sequence_share;
+        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+            mtp.own_activation_bytes[kind] = kind == PPB_KIND_FULL ? checkpointed : kept;
+        // process_mtp_loss: each MTP layer's hidden states (a view of the concatenation the
+        // output layer keeps) and the fp32 softmax of its logits; with the MTP layers on an
+        // earlier stage the last stage's final norm runs on the concatenation too.
+        mtp.tail_logits_bytes = N * logits;
+        mtp.tail_activation_bytes =
+            N * (lm_head_input + logits) + (o.mtp_stage_offset > 0 ? N * norm_input : 0.0);
+        out.tail_activation_bytes += mtp.tail_activation_bytes;
+        out.tail_logits_bytes += mtp.tail_logits_bytes;
+        // The whole model: N transformer layers of the last layer's kind, eh_proj and norms.
+        double layer_whole = attention_whole + mlp + norms;
+        double layer_active = layer_whole;
+        if (mtp.moe) {
+            const MoeOptions& m = *o.moe;
+            const double expert = mlp_matrices(o) * h * m.moe_ffn_hidden_size;
+            const double common = attention_whole + norms + h * m.num_experts +
+                                  mlp_matrices(o) * h * m.shared_experts *
+                                      static_cast<double>(m.shared_expert_ffn_hidden_size);
+            layer_whole = common + m.num_experts * expert;
+            layer_active = common + m.top_k * expert;
+        }
+        out.model_parameters += N * (layer_whole + 2.0 * h * h + 3.0 * h);
+        out.active_parameters += N * (layer_active + 2.0 * h * h + 3.0 * h);
+        out.mtp = mtp;
+    }
     return out;
 }
 

@@ -85,6 +85,27 @@ struct MoeLayerTerms {
     double bytes_per_expert_parameter = 0.0;
 };
 
+// The multi-token prediction layers (README.md, "Multi-token prediction"): on their stage, per
+// MTP layer, and what the last stage keeps for their losses.
+struct MtpTerms {
+    bool moe = false;  // each is an MoE layer (the model's last layer is one)
+    // Parameters of one MTP layer on one rank besides its transformer layer's: the projection
+    // eh_proj (2h -> h, column parallel) and the enorm, hnorm and final norms.
+    double own_parameters = 0.0;
+    // The copy of the word (and position) embeddings the MTP stage holds for the shifted tokens
+    // (shared with stage 0's; none when the MTP layers are in stage 0's only chunk).
+    double embedding_parameters = 0.0;
+    // Activation bytes of one MTP layer per micro-batch on one rank besides its transformer
+    // layer's, by the recompute kind of the MTP module (mtp_recompute): the embedding's dropout
+    // mask, the inputs of enorm, hnorm, eh_proj and the final norm; 'full' keeps the module's
+    // two inputs instead.
+    std::array<double, PPB_KIND_COUNT> own_activation_bytes{};
+    // What the last stage keeps per micro-batch for all the MTP layers' losses: their LM head
+    // inputs and logits (and, with the MTP layers on an earlier stage, their final norm inputs).
+    double tail_activation_bytes = 0.0;
+    double tail_logits_bytes = 0.0;  // the logits' part of it
+};
+
 struct MemoryTerms {
     LayerActivationTerms layer;
     // What a layer of kind 'select' keeps: `layer` without what the recompute modules re-make
@@ -120,6 +141,8 @@ struct MemoryTerms {
     // With the `moe` option: the terms of an MoE layer (`layer`, `activation_bytes` and
     // `layer_parameters` above are those of a dense layer).
     std::optional<MoeLayerTerms> moe;
+    // With mtp_num_layers > 0.
+    std::optional<MtpTerms> mtp;
 };
 
 // Evaluates every formula for valid options (parse_options() has checked divisibility).
