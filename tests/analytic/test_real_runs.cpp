@@ -305,8 +305,8 @@ BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_o
                    "--world-size 6 is not a multiple");
     expect_refusal({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size", "64",
                     "--num-attention-heads", "4", "--seq-length", "64", "--vocab-size", "100",
-                    "--context-parallel-size", "2"},
-                   "--context-parallel-size");
+                    "--context-parallel-size", "2", "--cp-comm-type", "ring"},
+                   "--cp-comm-type ring: not one of p2p, a2a, allgather, a2a+p2p");
     // The options the command writes are the analytic model's: a warning names what it leaves
     // out, and the options load (ppb predict accepts them).
     const auto r = ppb({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size",

@@ -178,6 +178,49 @@ BOOST_AUTO_TEST_CASE(mtp_layers_go_where_megatron_places_them) {
                    .find("does not hold the 1 MTP layer") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(context_parallelism_maps_its_size_kind_and_data_parallel_size) {
+    const std::string base =
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 8192 "
+        "--vocab-size 32000 --bf16 --tensor-model-parallel-size 2 --sequence-parallel "
+        "--use-distributed-optimizer --global-batch-size 16 --context-parallel-size 2 ";
+    // 16 ranks / (TP 2 x PP 1 x CP 2) = 4 data-parallel ranks, 16 / 4 = 4 micro-batches.
+    const auto r = map(base, {16U, {}, 9U});
+    const json::object o = options_of(r);
+    BOOST_TEST(o.at("context_parallel").as_int64() == 2);
+    BOOST_TEST(o.at("cp_comm_type").as_string() == "p2p");  // Megatron-LM's default
+    BOOST_TEST(o.at("data_parallel").as_int64() == 4);
+    BOOST_TEST(r.micro_batches.value() == 4U);
+    BOOST_TEST(r.warnings.empty(), (r.warnings.empty() ? std::string() : r.warnings.front()));
+    BOOST_TEST(options_of(map(base + "--cp-comm-type allgather", {16U, {}, 9U}))
+                   .at("cp_comm_type")
+                   .as_string() == "all_gather");
+    BOOST_TEST(options_of(map(base + "--cp-comm-type a2a+p2p "
+                                     "--hierarchical-context-parallel-sizes [2 1]",
+                              {16U, {}, 9U}))
+                   .at("cp_comm_type")
+                   .as_string() == "a2a+p2p");
+    // One kind per layer, different: counted as a2a+p2p for all, with a warning.
+    const auto mixed = map(base + "--cp-comm-type [p2p p2p a2a a2a]", {16U, {}, 9U});
+    BOOST_TEST(options_of(mixed).at("cp_comm_type").as_string() == "a2a+p2p");
+    BOOST_TEST(warns_about(mixed, "--cp-comm-type gives the layers different kinds"));
+    BOOST_TEST(flag_error(base + "--cp-comm-type ring").find("--cp-comm-type ring: not one of") !=
+               std::string::npos);
+    BOOST_TEST(flag_error(base + "--cp-comm-type a2a+p2p")
+                   .find("needs --hierarchical-context-parallel-sizes") != std::string::npos);
+    BOOST_TEST(flag_error(base + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes "
+                                 "[2 2]")
+                   .find("multiply to 4, not the --context-parallel-size 2") != std::string::npos);
+    BOOST_TEST(flag_error(base + "--attention-backend unfused")
+                   .find("--context-parallel-size 2 with unfused attention") != std::string::npos);
+    try {
+        (void)map(base, {10U, {}, 9U});
+        BOOST_ERROR("accepted");
+    } catch (const FlagError& e) {
+        BOOST_TEST(std::string(e.what()).find("tensor x pipeline x context parallel = 2 x 1 x 2") !=
+                   std::string::npos);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace megatron_features_tests

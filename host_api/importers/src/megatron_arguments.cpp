@@ -234,14 +234,20 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
     const bool fp16 = is_on(flags, "fp16");
     const bool bf16 = is_on(flags, "bf16");
 
-    // The data-parallel size: world / (t * p) (no context parallelism here).
+    // The data-parallel size: world / (t * p * cp); the context-parallel ranks share their
+    // micro-batches.
+    const std::uint32_t cp = count(flags, "context-parallel-size").value_or(1);
     std::uint32_t d = 1;
     if (context.world_size) {
-        const std::uint64_t tp = static_cast<std::uint64_t>(t) * p;
+        const std::uint64_t tp = static_cast<std::uint64_t>(t) * p * cp;
         if (*context.world_size % tp != 0)
-            throw FlagError(fmt::format(
-                "--world-size {} is not a multiple of tensor x pipeline parallel = {} x {}",
-                *context.world_size, t, p));
+            throw FlagError(
+                cp == 1 ? fmt::format("--world-size {} is not a multiple of tensor x pipeline "
+                                      "parallel = {} x {}",
+                                      *context.world_size, t, p)
+                        : fmt::format("--world-size {} is not a multiple of tensor x pipeline x "
+                                      "context parallel = {} x {} x {}",
+                                      *context.world_size, t, p, cp));
         d = static_cast<std::uint32_t>(*context.world_size / tp);
     } else if (is_on(flags, "use-distributed-optimizer")) {
         out.warnings.push_back(

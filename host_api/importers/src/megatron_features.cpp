@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <utility>
 
 namespace ppb::importers::detail {
@@ -31,8 +32,6 @@ using ReadFlags = std::set<std::string, std::less<>>;
 
 // Runs of the features the model does not count yet: refused by name.
 void refuse_uncovered(const MegatronFlagView& flags) {
-    if (const auto cp = flags.count("context-parallel-size", 1); cp && *cp > 1)
-        refuse("context-parallel-size", "context parallelism splits the sequence over ranks");
     for (const std::string_view fp8 : {"fp8-format", "fp8", "fp8-recipe", "fp4-format"}) {
         if (flags.given(fp8))
             refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
@@ -122,6 +121,68 @@ void add_mtp(const MegatronFlagView& flags, json::object& options, ReadFlags& re
         options["mtp_recompute"] = "full";
 }
 
+// Context parallelism (--context-parallel-size, --cp-comm-type with one value per layer or one
+// for all, --hierarchical-context-parallel-sizes for a2a+p2p). The reader has taken the
+// data-parallel size as world / (TP x PP x CP).
+void add_context_parallel(const MegatronFlagView& flags, json::object& options,
+                          MegatronAnalyticOptions& result, ReadFlags& read) {
+    for (const std::string_view flag :
+         {"context-parallel-size", "cp-comm-type", "hierarchical-context-parallel-sizes"})
+        read.insert(std::string(flag));
+    const std::uint32_t c = flags.count("context-parallel-size", 1).value_or(1);
+    if (c == 1)
+        return;
+    options["context_parallel"] = c;
+    if (!options.at("flash_attention").as_bool())
+        throw FlagError(fmt::format(
+            "--context-parallel-size {} with unfused attention (--attention-backend or "
+            "--transformer-impl): Transformer Engine runs context-parallel attention in its fused "
+            "kernels only",
+            c));
+    std::vector<std::string> types = flags.values("cp-comm-type");
+    if (types.empty())
+        types = {"p2p"};  // Megatron-LM's default
+    for (const std::string& type : types) {
+        if (type != "p2p" && type != "a2a" && type != "allgather" && type != "all_gather" &&
+            type != "a2a+p2p")
+            throw FlagError(
+                fmt::format("--cp-comm-type {}: not one of p2p, a2a, allgather, a2a+p2p", type));
+    }
+    std::string type = types.front();
+    if (std::ranges::any_of(types, [&](const std::string& t) { return t != type; })) {
+        // One kind per layer: the model takes one for all, the one that keeps the most.
+        type = "a2a+p2p";
+        result.warnings.push_back(
+            "--cp-comm-type gives the layers different kinds: every layer is counted as a2a+p2p, "
+            "which keeps what p2p and a2a keep (an upper bound)");
+    }
+    if (std::ranges::find(types, "a2a+p2p") != types.end()) {
+        // Megatron-LM: the a2a and p2p group sizes, whose product is the context-parallel size.
+        const std::vector<std::string> sizes = flags.values("hierarchical-context-parallel-sizes");
+        if (sizes.empty())
+            throw FlagError(
+                "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron-LM "
+                "requires it)");
+        std::uint64_t product = 1;
+        for (const std::string& size : sizes) {
+            std::uint64_t n = 0;
+            const auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), n);
+            if (ec != std::errc{} || end != size.data() + size.size() || n < 1 || n > c)
+                throw FlagError(fmt::format(
+                    "--hierarchical-context-parallel-sizes '{}': expected integers from 1 to the "
+                    "context-parallel size {}",
+                    size, c));
+            product *= n;
+        }
+        if (product != c)
+            throw FlagError(
+                fmt::format("--hierarchical-context-parallel-sizes multiply to {}, not the "
+                            "--context-parallel-size {} (Megatron-LM requires them to)",
+                            product, c));
+    }
+    options["cp_comm_type"] = type == "allgather" ? "all_gather" : type;
+}
+
 // Megatron-LM's recompute modules and what the analytic model counts of them.
 constexpr std::array<std::string_view, 2> modelled_modules = {"core_attn", "mla_up_proj"};
 
@@ -159,6 +220,7 @@ std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView&
     ReadFlags read;
     add_attention(flags, options, read);
     add_mtp(flags, options, read);
+    add_context_parallel(flags, options, result, read);
     add_recompute_modules(flags, options, result, read);
     return read;
 }

@@ -49,7 +49,7 @@ struct NumberOption {
     double max;
 };
 
-constexpr std::array<IntegerOption, 11> integer_options = {{
+constexpr std::array<IntegerOption, 12> integer_options = {{
     {"hidden_size", &ShapeOptions::hidden_size, true, "the hidden size h"},
     {"num_attention_heads", &ShapeOptions::num_attention_heads, true,
      "the number of attention (query) heads a"},
@@ -64,6 +64,7 @@ constexpr std::array<IntegerOption, 11> integer_options = {{
     {"data_parallel", &ShapeOptions::data_parallel, false, "the data-parallel degree d"},
     {"position_embeddings", &ShapeOptions::position_embeddings, false,
      "the positions of learned absolute position embeddings"},
+    {"context_parallel", &ShapeOptions::context_parallel, false, "the context-parallel degree"},
 }};
 
 constexpr std::array<BoolOption, 10> bool_options = {{
@@ -92,8 +93,9 @@ constexpr std::array<NumberOption, 8> number_options = {{
 
 // Options parsed on their own, after the shape they depend on: objects, lists, and the
 // multi-token prediction layers' placement.
-constexpr std::array<std::string_view, 6> separate_options = {
-    "moe", "mla", "recompute_modules", "mtp_num_layers", "mtp_stage_offset", "mtp_recompute"};
+constexpr std::array<std::string_view, 7> separate_options = {
+    "moe",           "mla",         "recompute_modules", "mtp_num_layers", "mtp_stage_offset",
+    "mtp_recompute", "cp_comm_type"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -249,10 +251,28 @@ void check_shape(const ShapeOptions& o) {
                       "the embedding and the LM head are split over the vocabulary; give the "
                       "padded vocabulary size your framework allocates (Megatron-LM pads to a "
                       "multiple of 128 * tensor_parallel)");
-    if (o.sequence_parallel) {
+    const std::uint32_t c = o.context_parallel;
+    if (c > 1) {
+        require_divisible(o.seq_length, "seq_length", 2ULL * c, "2 * context_parallel",
+                          "context parallelism gives each rank two chunks of the sequence (one "
+                          "from each end, for causal attention's balance; Megatron-LM requires "
+                          "it)");
+        if (!o.flash_attention) {
+            throw InvalidInput(
+                "analytic options: context_parallel " + std::to_string(c) +
+                " needs flash_attention: Transformer Engine runs context-parallel attention in "
+                "its fused kernels only");
+        }
+    }
+    if (o.sequence_parallel && c == 1) {
         require_divisible(o.seq_length, "seq_length", o.tensor_parallel, "tensor_parallel",
                           "sequence parallelism splits the sequence over the tensor-parallel "
                           "ranks");
+    } else if (o.sequence_parallel) {
+        require_divisible(o.seq_length / c, "seq_length / context_parallel", o.tensor_parallel,
+                          "tensor_parallel",
+                          "sequence parallelism splits each context-parallel rank's sequence "
+                          "over the tensor-parallel ranks");
     }
 }
 
@@ -293,6 +313,25 @@ ppb_kind parse_kind(const json::value& v, std::string_view key) {
     }
     throw InvalidInput(quoted(key) +
                        " must be a recompute kind (none, select, comm, both or full), got " +
+                       describe_json(v));
+}
+
+// Transformer Engine's names (Megatron-LM also writes all_gather as allgather).
+CpCommType parse_cp_comm_type(const json::value& v) {
+    if (v.is_string()) {
+        const std::string_view name = v.get_string();
+        if (name == "p2p")
+            return CpCommType::p2p;
+        if (name == "all_gather" || name == "allgather")
+            return CpCommType::all_gather;
+        if (name == "a2a")
+            return CpCommType::a2a;
+        if (name == "a2a+p2p")
+            return CpCommType::a2a_p2p;
+    }
+    throw InvalidInput(quoted("cp_comm_type") +
+                       " must be one of p2p, all_gather, a2a, a2a+p2p (Transformer Engine's "
+                       "context-parallel communication), got " +
                        describe_json(v));
 }
 
@@ -487,11 +526,13 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
     }
     const std::uint64_t expert_grid =
         static_cast<std::uint64_t>(m.expert_parallel) * m.expert_tensor_parallel;
-    const std::uint64_t dense_grid =
-        static_cast<std::uint64_t>(shape.tensor_parallel) * shape.data_parallel;
+    const std::uint64_t dense_grid = static_cast<std::uint64_t>(shape.tensor_parallel) *
+                                     shape.data_parallel * shape.context_parallel;
     if (dense_grid % expert_grid != 0) {
         throw InvalidInput(
-            "analytic options: tensor_parallel * data_parallel = " + std::to_string(dense_grid) +
+            "analytic options: tensor_parallel * data_parallel" +
+            std::string(shape.context_parallel > 1 ? " * context_parallel" : "") + " = " +
+            std::to_string(dense_grid) +
             " is not divisible by moe.expert_parallel * moe.expert_tensor_parallel = " +
             std::to_string(expert_grid) +
             ": the expert layers fold the same ranks of a pipeline stage into expert-tensor x "
@@ -661,6 +702,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.mtp_stage_offset = parse_count(value, key), has_mtp_offset = true;
         else if (key == "mtp_recompute")
             options.mtp_recompute = parse_kind(value, key), has_mtp_recompute = true;
+        else if (key == "cp_comm_type")
+            options.cp_comm_type = parse_cp_comm_type(value);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {

@@ -69,6 +69,12 @@ struct RecomputeModules {
     bool mla_up_proj = false;  // MLA's up-projections and rotary embedding: Q, K, V re-made
 };
 
+// How context-parallel attention exchanges keys and values (Transformer Engine's cp_comm_type):
+// a ring of key/value chunks, an all-gather of them, an all-to-all of Q, K, V and the output
+// (heads split over the ranks instead of the sequence), or all-to-all inside groups with a ring
+// between them.
+enum class CpCommType { p2p, all_gather, a2a, a2a_p2p };
+
 // One group of body layers as the model names it: dense layers or MoE layers.
 struct LayerGroup {
     std::string name;
@@ -134,6 +140,10 @@ struct ShapeOptions {
     std::uint32_t mtp_num_layers = 0;
     std::uint32_t mtp_stage_offset = 0;
     ppb_kind mtp_recompute = PPB_KIND_NONE;
+    // Context parallelism (Megatron-LM's --context-parallel-size, --cp-comm-type): the sequence
+    // split over this many ranks, and how attention exchanges keys and values between them.
+    std::uint32_t context_parallel = 1;
+    CpCommType cp_comm_type = CpCommType::p2p;
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

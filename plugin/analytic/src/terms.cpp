@@ -1,5 +1,7 @@
 #include "terms.hpp"
 
+#include <algorithm>
+
 namespace ppb::analytic {
 
 namespace {
@@ -32,6 +34,51 @@ std::array<double, PPB_KIND_COUNT> bytes_by_kind(const LayerActivationTerms& kep
     return out;
 }
 
+// Context-parallel attention (README.md, "Context parallelism"), from the bytes of one rank's Q,
+// of its K and V together, and of the attention's output (whole over tensor parallelism). What
+// Transformer Engine's functions (transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py at NVIDIA/TransformerEngine commit
+// d0067d0da6cb01811b8072a7d304f0e00344ce2b) keep beyond Q, K, V and the output, and the buffers
+// one layer holds while it runs:
+//   p2p (AttnFuncWithCPAndKVP2P): keeps the last key/value chunk received (a buffer of K and V's
+//     size; Q stays a view of the QKV projection's output, which holds K and V too); forward
+//     keeps every step's received chunk and partial output until it ends (c of each), backward
+//     a Q-sized dq buffer and per-step dq, two double buffers of K and V for the chunks and their
+//     gradients, and per-step dk, dv;
+//   all_gather (AttnFuncWithCPAndKVAllGather): keeps the local Q, K, V; the gathered K and V
+//     (c times the local) exist in forward, and again with their gradients in backward;
+//   a2a (AttnFuncWithCPAndQKVOA2A): keeps Q, K, V and the output in the all-to-all's layout, the
+//     output projection the output after the all-to-all back: one output more; the all-to-all's
+//     buffers are Q, K, V and the output once more while it runs;
+//   a2a+p2p: both (the ring taken over all c ranks: an upper bound).
+// With core attention recomputed the whole exchange is inside the checkpoint.
+void add_context_parallel(const ShapeOptions& o, double q, double kv, double output,
+                          AttentionTerms& out) noexcept {
+    const double c = o.context_parallel;
+    if (c <= 1.0)
+        return;
+    const bool ring = o.cp_comm_type == CpCommType::p2p || o.cp_comm_type == CpCommType::a2a_p2p;
+    const bool all_to_all =
+        o.cp_comm_type == CpCommType::a2a || o.cp_comm_type == CpCommType::a2a_p2p;
+    if (ring) {
+        out.cp_kept += kv;
+        out.cp_forward_buffers = std::max(out.cp_forward_buffers, c * (kv + output));
+        out.cp_backward_buffers = std::max(out.cp_backward_buffers, 2.0 * q + 5.0 * kv);
+    }
+    if (all_to_all) {
+        out.cp_kept += output;
+        out.cp_forward_buffers = std::max(out.cp_forward_buffers, q + kv + output);
+        out.cp_backward_buffers = std::max(out.cp_backward_buffers, q + kv + output);
+    }
+    if (o.cp_comm_type == CpCommType::all_gather) {
+        out.cp_forward_buffers = c * kv;
+        out.cp_backward_buffers = 2.0 * c * kv;
+    }
+    out.split += out.cp_kept;
+    if (!o.recompute_modules.core_attn)
+        out.split_selective += out.cp_kept;
+}
+
 // The attention block of one layer (README.md, "Activations per layer" and "Multi-latent
 // attention"): `sb` tokens of `s` positions, whole tensors, 2 bytes per element.
 AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
@@ -48,6 +95,7 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
         out.split = 2.0 * sb * h + 4.0 * sb * kv_width + 2.0 * sb * h;
         out.split_selective = out.split;
         out.gathered = 2.0 * sb * h;  // the QKV linear's input
+        add_context_parallel(o, 2.0 * sb * h, 4.0 * sb * h_kv, 2.0 * sb * h, out);
         return out;
     }
     // Multi-latent attention as Megatron-LM builds it (megatron/core/transformer/
@@ -96,6 +144,8 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
     out.split_selective = o.recompute_modules.mla_up_proj ? 2.0 * sb * v_width : out.split;
     if (!o.recompute_modules.mla_up_proj)
         out.latent_selective = out.latent;
+    add_context_parallel(o, 2.0 * sb * q_width, 2.0 * sb * (q_width + v_width), 2.0 * sb * v_width,
+                         out);
     return out;
 }
 
@@ -116,10 +166,11 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
                               const LayerActivationTerms& dense_selective,
                               const AttentionTerms& attention) noexcept {
     const double h = o.hidden_size;
-    const double s = o.seq_length;
+    const double s = static_cast<double>(o.seq_length) / o.context_parallel;  // per rank
     const double b = o.micro_batch_size;
     const double t = o.tensor_parallel;
     const double d = o.data_parallel;
+    const double cp = o.context_parallel;
     const double E = m.num_experts;
     const double k = m.top_k;
     const double ep = m.expert_parallel;
@@ -179,7 +230,7 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     out.dense_parameters = (attention.split_parameters + shared) / t +
                            attention.replicated_parameters + norms + router;
     out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
-    out.expert_data_parallel = t * d / (ep * etp);
+    out.expert_data_parallel = t * d * cp / (ep * etp);
     const double optimizer_share =
         o.distributed_optimizer ? o.optimizer_bytes / out.expert_data_parallel : o.optimizer_bytes;
     out.bytes_per_expert_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
@@ -193,7 +244,9 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double a = o.num_attention_heads;
     const double kv = o.kv_heads();
     const double F = o.ffn_hidden_size;
-    const double s = o.seq_length;
+    // The positions on one rank: context parallelism splits the sequence (attention over the
+    // whole of it needs a fused kernel, so no term below grows with s^2 when c > 1).
+    const double s = static_cast<double>(o.seq_length) / o.context_parallel;
     const double b = o.micro_batch_size;
     const double V = o.vocab_size;
     const double L = o.num_layers;
@@ -261,7 +314,12 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // 16-bit s*b*F tensors); split over t like the tensors they are the gradients of.
     if (o.backward_transient) {
         const double scores = o.flash_attention ? 0.0 : 4.0 * a * s * s * b;
-        out.layer_transient_bytes = (scores + 4.0 * s * b * F) / t;
+        // Context parallelism's exchange buffers: its backward's beside the gradients, or its
+        // forward's alone, whichever is larger.
+        out.layer_transient_bytes =
+            std::max(scores + 4.0 * s * b * F + attention.cp_backward_buffers,
+                     attention.cp_forward_buffers) /
+            t;
     }
 
     // --- Parameters (README.md, "Parameters").
@@ -288,8 +346,10 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     out.model_parameters = L * (attention_whole + mlp + norms) + embeddings;
     out.active_parameters = out.model_parameters;
 
+    // The distributed optimizer shards over the data-parallel ranks with the context-parallel
+    // ones (Megatron-LM's data-parallel group with context parallelism).
     const double optimizer_share =
-        o.distributed_optimizer ? o.optimizer_bytes / d : o.optimizer_bytes;
+        o.distributed_optimizer ? o.optimizer_bytes / (d * o.context_parallel) : o.optimizer_bytes;
     out.bytes_per_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
 
     if (o.moe) {

@@ -53,6 +53,12 @@ struct AttentionTerms {
     double split_selective = 0.0;
     // The inputs of its column-parallel linears, all-gathered under sequence parallelism.
     double gathered = 0.0;
+    // Context parallelism: what the exchange keeps for backward beyond Q, K, V and the output
+    // (part of `split`), and the buffers one layer's attention holds while it runs forward and
+    // backward (held once, split by tensor parallelism).
+    double cp_kept = 0.0;
+    double cp_forward_buffers = 0.0;
+    double cp_backward_buffers = 0.0;
 };
 
 // What a mixture-of-experts layer holds beyond the dense layer's terms (README.md, "Mixture of
@@ -81,7 +87,7 @@ struct MoeLayerTerms {
     // parallel ranks instead of d.
     double dense_parameters = 0.0;
     double expert_parameters = 0.0;
-    double expert_data_parallel = 0.0;  // t * d / (EP * ETP)
+    double expert_data_parallel = 0.0;  // t * d * c / (EP * ETP)
     double bytes_per_expert_parameter = 0.0;
 };
 
