@@ -221,6 +221,67 @@ BOOST_AUTO_TEST_CASE(context_parallelism_maps_its_size_kind_and_data_parallel_si
     }
 }
 
+BOOST_AUTO_TEST_CASE(fp8_and_fp4_recipes_map_as_megatron_applies_them) {
+    const std::string base =
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+        "--vocab-size 32000 --bf16 --use-distributed-optimizer ";
+    // --fp8-recipe defaults to delayed (megatron/core/transformer/transformer_config.py).
+    BOOST_TEST(options_of(map(base + "--fp8-format hybrid")).at("fp8_recipe").as_string() ==
+               "delayed");
+    const json::object tensorwise =
+        options_of(map(base + "--fp8-format e4m3 --fp8-recipe tensorwise --fp8-param-gather"));
+    BOOST_TEST(tensorwise.at("fp8_recipe").as_string() == "tensorwise");
+    BOOST_TEST(tensorwise.at("fp8_param_gather").as_bool());
+    BOOST_TEST(!tensorwise.contains("fp8_transposes"));  // Hopper by default
+    // Blackwell (compute capability 10): no transposed copies.
+    BOOST_TEST(!options_of(map(base + "--fp8-format hybrid --fp8-recipe mxfp8", {8U, {}, 10U}))
+                    .at("fp8_transposes")
+                    .as_bool());
+    BOOST_TEST(options_of(map(base + "--fp4-format e2m1 --fp4-param-gather", {8U, {}, 10U}))
+                   .at("fp8_recipe")
+                   .as_string() == "nvfp4");
+    // Without a format the recipe means nothing (Megatron-LM trains in 16 bits).
+    BOOST_TEST(!options_of(map(base + "--fp8-recipe tensorwise")).contains("fp8_recipe"));
+    BOOST_TEST(flag_error(base + "--fp8-format hybrid --fp8-recipe custom")
+                   .find("--fp8-recipe: a custom quantizer") != std::string::npos);
+    BOOST_TEST(
+        flag_error(base + "--fp8-format e5m2").find("--fp8-format e5m2: not e4m3 or hybrid") !=
+        std::string::npos);
+    BOOST_TEST(flag_error(base + "--fp8-format hybrid --fp4-format e2m1")
+                   .find("--fp8-format and --fp4-format together") != std::string::npos);
+    BOOST_TEST(
+        flag_error(base + "--fp8-param-gather").find("--fp8-param-gather without --fp8-format") !=
+        std::string::npos);
+    BOOST_TEST(warns_about(map(base + "--fp8-format hybrid --first-last-layers-bf16"),
+                           "--first-last-layers-bf16 changes memory but is not modelled"));
+}
+
+// Transformer Engine's FusedAdam keeps the master weights of a bf16 model as the 16-bit
+// remainders of the fp32 values (store_param_remainders), Adam's moments in their dtypes
+// (megatron/core/optimizer/distrib_optimizer.py, commit
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553).
+BOOST_AUTO_TEST_CASE(the_precision_aware_optimizer_keeps_its_state_in_its_dtypes) {
+    const std::string base =
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+        "--vocab-size 32000 --bf16 --use-distributed-optimizer --use-precision-aware-optimizer ";
+    const json::object fp32 = options_of(map(base));
+    BOOST_TEST(fp32.at("optimizer_bytes").as_double() == 2.0 + 4.0 + 4.0);
+    BOOST_TEST(fp32.at("grad_bytes").as_double() == 4.0);
+    const json::object low = options_of(map(base + "--main-grads-dtype bf16 --exp-avg-dtype bf16 "
+                                                   "--exp-avg-sq-dtype fp8 --main-params-dtype "
+                                                   "fp16"));
+    BOOST_TEST(low.at("optimizer_bytes").as_double() == 2.0 + 2.0 + 1.0);
+    BOOST_TEST(low.at("grad_bytes").as_double() == 2.0);
+    // Tensorwise FP8 with fp32 master weights: Megatron-LM keeps them itself, whole.
+    BOOST_TEST(options_of(map(base + "--fp8-format hybrid --fp8-recipe tensorwise"))
+                   .at("optimizer_bytes")
+                   .as_double() == 4.0 + 4.0 + 4.0);
+    BOOST_TEST(flag_error("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 "
+                          "--seq-length 2048 --vocab-size 32000 --bf16 --exp-avg-dtype bf16")
+                   .find("--exp-avg-dtype bf16 needs --use-precision-aware-optimizer") !=
+               std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace megatron_features_tests

@@ -32,10 +32,6 @@ using ReadFlags = std::set<std::string, std::less<>>;
 
 // Runs of the features the model does not count yet: refused by name.
 void refuse_uncovered(const MegatronFlagView& flags) {
-    for (const std::string_view fp8 : {"fp8-format", "fp8", "fp8-recipe", "fp4-format"}) {
-        if (flags.given(fp8))
-            refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
-    }
     for (const std::string_view fsdp :
          {"use-torch-fsdp2", "use-megatron-fsdp", "use-custom-fsdp"}) {
         if (flags.on(fsdp))
@@ -183,6 +179,132 @@ void add_context_parallel(const MegatronFlagView& flags, json::object& options,
     options["cp_comm_type"] = type == "allgather" ? "all_gather" : type;
 }
 
+// FP8 and FP4 training (--fp8-format with --fp8-recipe, default delayed; --fp4-format with
+// --fp4-recipe, default nvfp4) and weights kept quantized only (--fp8-param-gather,
+// --fp4-param-gather). Blackwell's FP8 GEMMs (compute capability 10 and later) take every layout:
+// no transposed copies.
+void add_fp8(const MegatronFlagView& flags, const MegatronRunContext& context,
+             json::object& options, MegatronAnalyticOptions& result, ReadFlags& read) {
+    for (const std::string_view flag :
+         {"fp8-format", "fp8-recipe", "fp8-param-gather", "fp4-format", "fp4-recipe",
+          "fp4-param-gather", "fp8-amax-history-len", "fp8-amax-compute-algo", "fp8-margin",
+          "fp8-interval", "fp8-wgrad", "no-fp8-wgrad", "tp-only-amax-red"})
+        read.insert(std::string(flag));
+    const std::optional<std::string> fp8 = flags.text("fp8-format");
+    const std::optional<std::string> fp4 = flags.text("fp4-format");
+    if (fp8 && fp4)
+        throw FlagError(
+            "--fp8-format and --fp4-format together: give one (Megatron-LM refuses both)");
+    if (!fp8 && !fp4) {
+        for (const std::string_view flag : {"fp8-param-gather", "fp4-param-gather"}) {
+            if (flags.on(flag))
+                throw FlagError(fmt::format(
+                    "--{} without --{}-format: the weights are kept quantized only when the layers "
+                    "train quantized",
+                    flag, flag.substr(0, 3)));
+        }
+        return;
+    }
+    std::string recipe;
+    if (fp8) {
+        if (*fp8 != "e4m3" && *fp8 != "hybrid")
+            throw FlagError(fmt::format("--fp8-format {}: not e4m3 or hybrid", *fp8));
+        recipe = flags.text("fp8-recipe").value_or("delayed");
+        if (recipe == "custom")
+            refuse("fp8-recipe",
+                   "a custom quantizer factory keeps tensors of formats the model "
+                   "does not know");
+        if (recipe != "delayed" && recipe != "tensorwise" && recipe != "blockwise" &&
+            recipe != "mxfp8")
+            throw FlagError(fmt::format(
+                "--fp8-recipe {}: not delayed, tensorwise, blockwise, mxfp8 or custom", recipe));
+    } else {
+        if (*fp4 != "e2m1")
+            throw FlagError(fmt::format("--fp4-format {}: not e2m1", *fp4));
+        const std::string fp4_recipe = flags.text("fp4-recipe").value_or("nvfp4");
+        if (fp4_recipe == "custom")
+            refuse("fp4-recipe",
+                   "a custom quantizer factory keeps tensors of formats the model "
+                   "does not know");
+        if (fp4_recipe != "nvfp4")
+            throw FlagError(fmt::format("--fp4-recipe {}: not nvfp4 or custom", fp4_recipe));
+        recipe = "nvfp4";
+    }
+    options["fp8_recipe"] = recipe;
+    if (flags.on(fp8 ? "fp8-param-gather" : "fp4-param-gather"))
+        options["fp8_param_gather"] = true;
+    if (context.compute_capability >= 10)
+        options["fp8_transposes"] = false;
+    for (const std::string_view flag : {"fp8-dot-product-attention", "fp8-multi-head-attention"}) {
+        if (flags.on(flag)) {
+            read.insert(std::string(flag));
+            result.warnings.push_back(fmt::format(
+                "--{} changes memory but is not modelled: attention's Q, K, V and output are "
+                "counted in 16 bits (over-predicted)",
+                flag));
+        }
+    }
+    if (flags.on("first-last-layers-bf16")) {
+        read.insert("first-last-layers-bf16");
+        result.warnings.push_back(
+            "--first-last-layers-bf16 changes memory but is not modelled: every layer is counted "
+            "in the FP8 recipe (the 16-bit ones keep 16-bit inputs and no quantized weights)");
+    }
+}
+
+// Bytes of one value of Megatron-LM's optimizer dtypes (--main-grads-dtype, --exp-avg-dtype, ...).
+double dtype_bytes(std::string_view flag, const std::string& dtype) {
+    if (dtype == "fp32")
+        return 4.0;
+    if (dtype == "bf16" || dtype == "fp16")
+        return 2.0;
+    if (dtype == "fp8")
+        return 1.0;
+    throw FlagError(fmt::format("--{} {}: not fp32, bf16, fp16 or fp8", flag, dtype));
+}
+
+// The precision-aware optimizer (--use-precision-aware-optimizer; Transformer Engine's FusedAdam):
+// its master weights, Adam's moments and the main gradients in the dtypes given
+// (megatron/core/optimizer/optimizer_config.py and distrib_optimizer.py at commit
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553). Where Transformer Engine keeps the master weights
+// (no FP8, or delayed scaling, or fp16 master weights) of a bf16 model with fp32 master weights,
+// it stores only their low 16 bits (store_param_remainders, on by default): 2 bytes.
+void add_precision_aware_optimizer(const MegatronFlagView& flags, json::object& options,
+                                   ReadFlags& read) {
+    constexpr std::string_view dtype_flags[] = {"main-grads-dtype", "main-params-dtype",
+                                                "exp-avg-dtype", "exp-avg-sq-dtype"};
+    read.insert("use-precision-aware-optimizer");
+    for (const std::string_view flag : dtype_flags)
+        read.insert(std::string(flag));
+    if (!flags.on("use-precision-aware-optimizer")) {
+        for (const std::string_view flag : dtype_flags) {
+            if (const auto dtype = flags.text(flag); dtype && *dtype != "fp32")
+                throw FlagError(fmt::format(
+                    "--{} {} needs --use-precision-aware-optimizer (Megatron-LM refuses other "
+                    "dtypes than fp32 without it)",
+                    flag, *dtype));
+        }
+        return;
+    }
+    const std::string main_params = flags.text("main-params-dtype").value_or("fp32");
+    const double exp_avg =
+        dtype_bytes("exp-avg-dtype", flags.text("exp-avg-dtype").value_or("fp32"));
+    const double exp_avg_sq =
+        dtype_bytes("exp-avg-sq-dtype", flags.text("exp-avg-sq-dtype").value_or("fp32"));
+    const double main_grads =
+        dtype_bytes("main-grads-dtype", flags.text("main-grads-dtype").value_or("fp32"));
+    const bool bf16 = flags.on("bf16");
+    const auto recipe = options.if_contains("fp8_recipe");
+    const bool managed_by_te = main_params != "fp32" || recipe == nullptr ||
+                               recipe->as_string() == "delayed" ||
+                               flags.on("optimizer-cpu-offload");
+    double master = dtype_bytes("main-params-dtype", main_params);
+    if (managed_by_te && main_params == "fp32" && bf16)
+        master = 2.0;  // the 16-bit remainders of the fp32 master weights
+    options["optimizer_bytes"] = master + exp_avg + exp_avg_sq;
+    options["grad_bytes"] = main_grads;
+}
+
 // Megatron-LM's recompute modules and what the analytic model counts of them.
 constexpr std::array<std::string_view, 2> modelled_modules = {"core_attn", "mla_up_proj"};
 
@@ -213,7 +335,7 @@ void add_recompute_modules(const MegatronFlagView& flags, json::object& options,
 }  // namespace
 
 std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView& flags,
-                                                         const MegatronRunContext& /*context*/,
+                                                         const MegatronRunContext& context,
                                                          json::object& options,
                                                          MegatronAnalyticOptions& result) {
     refuse_uncovered(flags);
@@ -221,6 +343,8 @@ std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView&
     add_attention(flags, options, read);
     add_mtp(flags, options, read);
     add_context_parallel(flags, options, result, read);
+    add_fp8(flags, context, options, result, read);
+    add_precision_aware_optimizer(flags, options, read);
     add_recompute_modules(flags, options, result, read);
     return read;
 }

@@ -30,7 +30,16 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.tail_logits_mb = terms.tail_logits_bytes / bytes_per_mb;
     c.layer_transient_mb = terms.layer_transient_bytes / bytes_per_mb;
     c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
-    c.per_layer_mb = terms.layer_parameters * bpp / bytes_per_mb;
+    // FP8 / FP4 (README.md, "FP8 and FP4"): per linear parameter, the quantized copies
+    // Transformer Engine caches, less the 16-bit weight when the weights are kept quantized only.
+    const double gathered_weight = options.fp8_param_gather ? options.param_bytes : 0.0;
+    const auto quantized_mb = [&](double linear) {
+        return linear * terms.linear.weight_copy / bytes_per_mb;
+    };
+    const auto replaced_mb = [&](double linear) { return linear * gathered_weight / bytes_per_mb; };
+    c.per_layer_mb =
+        terms.layer_parameters * bpp / bytes_per_mb +
+        (quantized_mb(terms.layer_linear_parameters) - replaced_mb(terms.layer_linear_parameters));
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
     // What a byte of parameters' memory is: the weight, its gradient, the optimizer's share.
@@ -38,12 +47,15 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
         double parameters = terms.layer_parameters;
+        double linear = terms.layer_linear_parameters;
         double optimizer_bytes = terms.layer_parameters * optimizer_share;
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
+            linear = moe.dense_linear_parameters + moe.expert_parameters;
             group.per_layer_mb = (moe.dense_parameters * bpp +
                                   moe.expert_parameters * moe.bytes_per_expert_parameter) /
-                                 bytes_per_mb;
+                                     bytes_per_mb +
+                                 (quantized_mb(linear) - replaced_mb(linear));
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
             parameters = moe.dense_parameters + moe.expert_parameters;
@@ -51,7 +63,9 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
                               moe.expert_parameters * (moe.bytes_per_expert_parameter -
                                                        options.param_bytes - options.grad_bytes);
         }
-        group.weights_per_layer_mb = parameters * options.param_bytes / bytes_per_mb;
+        group.weights_per_layer_mb =
+            parameters * options.param_bytes / bytes_per_mb - replaced_mb(linear);
+        group.quantized_per_layer_mb = quantized_mb(linear);
         group.gradients_per_layer_mb = parameters * options.grad_bytes / bytes_per_mb;
         group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));
@@ -72,7 +86,10 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
         // Full recompute checkpoints the whole MTP module: its layer keeps nothing of its own.
         if (options.mtp_recompute == PPB_KIND_FULL)
             layer_activation_mb = 0.0;
-        c.mtp_mb = n * (layer_mb + mtp.own_parameters * bpp / bytes_per_mb);
+        c.mtp_mb =
+            n *
+            (layer_mb + mtp.own_parameters * bpp / bytes_per_mb +
+             (quantized_mb(mtp.own_linear_parameters) - replaced_mb(mtp.own_linear_parameters)));
         c.mtp_embedding_mb = mtp.embedding_parameters * bpp / bytes_per_mb;
         c.mtp_activation_mb = n * (layer_activation_mb +
                                    mtp.own_activation_bytes[options.mtp_recompute] / bytes_per_mb);
@@ -207,6 +224,7 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
     const std::uint32_t num_groups = placement.num_groups;
     const Coefficients& k = coefficients_;
     double weights = 0.0;
+    double quantized = 0.0;
     double gradients = 0.0;
     double optimizer = 0.0;
     std::array<double, PPB_KIND_COUNT> activations{};
@@ -220,6 +238,7 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
                                                PPB_KIND_COUNT +
                                            kind];
                 weights += group.weights_per_layer_mb * n;
+                quantized += group.quantized_per_layer_mb * n;
                 gradients += group.gradients_per_layer_mb * n;
                 optimizer += group.optimizer_per_layer_mb * n;
                 activations[kind] += group.activation_mb[kind] * n * f;
@@ -240,7 +259,14 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
         {"embedding", "embedding: weights, gradients, optimizer state", first ? k.head_mb : 0.0},
         {"lm_head", "final norm and LM head: weights, gradients, optimizer state",
          last ? (p == 1 ? k.tail_single_stage_mb : k.tail_mb) : 0.0},
-        {"weights", "body layers' weights", weights},
+        {"weights",
+         options_.fp8_param_gather ? "body layers' weights (the linears' in FP8 below)"
+                                   : "body layers' weights",
+         weights},
+        {"fp8_weights",
+         "body layers' quantized weights (Transformer Engine's cached FP8 / FP4 copies and "
+         "transposes)",
+         quantized},
         {"gradients", "body layers' gradients", gradients},
         {"optimizer", "body layers' optimizer state", optimizer},
         {"none", "activations, 'none' layers", activations[PPB_KIND_NONE]},

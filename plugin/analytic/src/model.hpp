@@ -30,9 +30,11 @@ struct GroupCoefficients {
     std::uint32_t layers_in_model = 0;  // the most a placement may hold
     double per_layer_mb = 0.0;          // parameters (+ grads, optimizer) per layer
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
-    // per_layer_mb as its three terms (predict_parts): the weights, their gradients and the
-    // optimizer's state (an MoE layer's experts with their own optimizer share).
+    // per_layer_mb as its terms (predict_parts): the weights, their quantized copies, their
+    // gradients and the optimizer's state (an MoE layer's experts with their own optimizer
+    // share).
     double weights_per_layer_mb = 0.0;
+    double quantized_per_layer_mb = 0.0;  // FP8 / FP4 copies of the linears' weights
     double gradients_per_layer_mb = 0.0;
     double optimizer_per_layer_mb = 0.0;
 };

@@ -67,7 +67,7 @@ constexpr std::array<IntegerOption, 12> integer_options = {{
     {"context_parallel", &ShapeOptions::context_parallel, false, "the context-parallel degree"},
 }};
 
-constexpr std::array<BoolOption, 10> bool_options = {{
+constexpr std::array<BoolOption, 12> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -78,6 +78,8 @@ constexpr std::array<BoolOption, 10> bool_options = {{
     {"linear_biases", &ShapeOptions::linear_biases},
     {"backward_transient", &ShapeOptions::backward_transient},
     {"softmax_in_fp32", &ShapeOptions::softmax_in_fp32},
+    {"fp8_param_gather", &ShapeOptions::fp8_param_gather},
+    {"fp8_transposes", &ShapeOptions::fp8_transposes},
 }};
 
 constexpr std::array<NumberOption, 8> number_options = {{
@@ -332,6 +334,27 @@ CpCommType parse_cp_comm_type(const json::value& v) {
     throw InvalidInput(quoted("cp_comm_type") +
                        " must be one of p2p, all_gather, a2a, a2a+p2p (Transformer Engine's "
                        "context-parallel communication), got " +
+                       describe_json(v));
+}
+
+// Megatron-LM's --fp8-recipe names, and nvfp4 for --fp4-format's recipe.
+Fp8Recipe parse_fp8_recipe(const json::value& v) {
+    if (v.is_string()) {
+        const std::string_view name = v.get_string();
+        if (name == "delayed")
+            return Fp8Recipe::delayed;
+        if (name == "tensorwise")
+            return Fp8Recipe::tensorwise;
+        if (name == "blockwise")
+            return Fp8Recipe::blockwise;
+        if (name == "mxfp8")
+            return Fp8Recipe::mxfp8;
+        if (name == "nvfp4")
+            return Fp8Recipe::nvfp4;
+    }
+    throw InvalidInput(quoted("fp8_recipe") +
+                       " must be one of delayed, tensorwise, blockwise, mxfp8, nvfp4 (Transformer "
+                       "Engine's recipes as Megatron-LM names them), got " +
                        describe_json(v));
 }
 
@@ -704,6 +727,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.mtp_recompute = parse_kind(value, key), has_mtp_recompute = true;
         else if (key == "cp_comm_type")
             options.cp_comm_type = parse_cp_comm_type(value);
+        else if (key == "fp8_recipe")
+            options.fp8_recipe = parse_fp8_recipe(value);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
@@ -747,6 +772,11 @@ ShapeOptions parse_options(std::string_view options_json) {
         options.moe = parse_moe(*moe, options);
     if (recompute_modules != nullptr)
         options.recompute_modules = parse_recompute_modules(*recompute_modules, options);
+    if (options.fp8_param_gather && !options.fp8_recipe) {
+        throw InvalidInput(
+            "analytic option 'fp8_param_gather' without fp8_recipe: the weights are kept in FP8 "
+            "only when the layers train in FP8 (give the recipe)");
+    }
     if (options.mtp_num_layers == 0 && (has_mtp_offset || has_mtp_recompute)) {
         throw InvalidInput(std::string("analytic option '") +
                            (has_mtp_offset ? "mtp_stage_offset" : "mtp_recompute") +

@@ -75,6 +75,11 @@ struct RecomputeModules {
 // between them.
 enum class CpCommType { p2p, all_gather, a2a, a2a_p2p };
 
+// Transformer Engine's low-precision recipes as Megatron-LM applies them (--fp8-recipe with
+// --fp8-format, or --fp4-format's NVFP4): how linear layers quantize their weights and the inputs
+// they keep for backward.
+enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+
 // One group of body layers as the model names it: dense layers or MoE layers.
 struct LayerGroup {
     std::string name;
@@ -144,6 +149,12 @@ struct ShapeOptions {
     // split over this many ranks, and how attention exchanges keys and values between them.
     std::uint32_t context_parallel = 1;
     CpCommType cp_comm_type = CpCommType::p2p;
+    // FP8 / FP4 training of the body layers' linears (nullopt: 16-bit), whether the weights are
+    // kept in that format only (--fp8-param-gather: no 16-bit copy), and whether the GPU's FP8
+    // GEMMs need transposed copies (Hopper and earlier; not Blackwell).
+    std::optional<Fp8Recipe> fp8_recipe;
+    bool fp8_param_gather = false;
+    bool fp8_transposes = true;
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

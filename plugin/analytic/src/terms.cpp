@@ -4,6 +4,52 @@
 
 namespace ppb::analytic {
 
+// Transformer Engine's quantized tensors (transformer_engine/pytorch/tensor/, NVIDIA/
+// TransformerEngine commit d0067d0da6cb01811b8072a7d304f0e00344ce2b): Float8Tensor one byte a
+// value with one fp32 scale (delayed and tensorwise scaling), its transpose kept beside it where
+// the GEMMs need one (Hopper: FP8 GEMMs take one layout only); Float8BlockwiseQTensor one byte a
+// value, an fp32 scale per 1x128 block of an activation and per 128x128 block of a weight, row-
+// and column-wise copies; MXFP8Tensor one byte a value and an E8M0 scale per 32, row- and
+// column-wise; NVFP4Tensor half a byte a value and an E4M3 scale per 16, row- and column-wise.
+// What a linear keeps of its input (module/linear.py, layernorm_linear.py, grouped_linear.py):
+// the column-wise copy its weight gradient needs, and for delayed and tensorwise scaling under
+// sequence parallelism the row-wise one too, which backward all-gathers (MXFP8 and blockwise
+// gather column-wise data). A weight is cast once per step and cached (Megatron-LM passes
+// is_first_microbatch): its row-wise copy for forward, its column-wise one for backward.
+LinearBytes linear_bytes(const ShapeOptions& o) noexcept {
+    LinearBytes out;
+    if (!o.fp8_recipe)
+        return out;
+    out.quantized = true;
+    const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
+    switch (*o.fp8_recipe) {
+        case Fp8Recipe::delayed:
+        case Fp8Recipe::tensorwise:
+            out.input = 1.0;
+            out.column_input = o.fp8_transposes && split_sequence ? 2.0 : 1.0;
+            out.weight_copy = o.fp8_transposes ? 2.0 : 1.0;
+            break;
+        case Fp8Recipe::blockwise:
+            out.input = out.column_input = 1.0 + 4.0 / 128.0;
+            out.weight_copy = 2.0 * (1.0 + 4.0 / (128.0 * 128.0));
+            break;
+        case Fp8Recipe::mxfp8:
+            out.input = out.column_input = 1.0 + 1.0 / 32.0;
+            out.weight_copy = 2.0 * (1.0 + 1.0 / 32.0);
+            break;
+        case Fp8Recipe::nvfp4:
+            out.input = out.column_input = 0.5 + 1.0 / 16.0;
+            out.weight_copy = 2.0 * (0.5 + 1.0 / 16.0);
+            break;
+    }
+    // Megatron-LM's Attention sets the output projection to save its original (16-bit) input for
+    // every recipe but delayed scaling (megatron/core/transformer/attention.py, commit
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553, set_save_original_input(self.linear_proj)).
+    if (*o.fp8_recipe == Fp8Recipe::delayed)
+        out.projection_copy = out.input;
+    return out;
+}
+
 namespace {
 
 // Activation bytes per layer per micro-batch on one rank for each recompute kind, from a layer's
@@ -81,7 +127,7 @@ void add_context_parallel(const ShapeOptions& o, double q, double kv, double out
 
 // The attention block of one layer (README.md, "Activations per layer" and "Multi-latent
 // attention"): `sb` tokens of `s` positions, whole tensors, 2 bytes per element.
-AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
+AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearBytes& q) noexcept {
     const double h = o.hidden_size;
     const double a = o.num_attention_heads;
     AttentionTerms out;
@@ -91,8 +137,9 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
         // autograd keeps the expanded copies; a fused (flash) kernel keeps the grouped K and V.
         const double kv_width = o.flash_attention ? h_kv : h;
         out.split_parameters = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
-        // Q, K and V, and the projection's input.
-        out.split = 2.0 * sb * h + 4.0 * sb * kv_width + 2.0 * sb * h;
+        out.input = q.column_input * sb * h;                  // the QKV linear's input
+        // Q, K and V, and the projection's input (with delayed FP8 scaling a quantized copy too).
+        out.split = 2.0 * sb * h + 4.0 * sb * kv_width + (2.0 + q.projection_copy) * sb * h;
         out.split_selective = out.split;
         out.gathered = 2.0 * sb * h;  // the QKV linear's input
         add_context_parallel(o, 2.0 * sb * h, 4.0 * sb * h_kv, 2.0 * sb * h, out);
@@ -112,36 +159,46 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
     const double v_width = a * static_cast<double>(m.v_head_dim);  // V, the core's output
     const double kv_latent = static_cast<double>(m.kv_lora_rank) + m.qk_pos_emb_head_dim;
     const double norm = m.qk_layernorm ? 1.0 : 0.0;
+    // The down-projections keep the input norm's output: one 16-bit tensor for both, or under FP8
+    // each its own quantized copy.
+    out.input = (q.quantized ? 2.0 * q.input : 2.0) * sb * h;
     if (m.q_lora_rank) {
         const double q_lora = *m.q_lora_rank;
         out.split_parameters += q_lora * q_width;                 // linear_q_up_proj
         out.replicated_parameters += h * q_lora + norm * q_lora;  // linear_q_down_proj, norm
-        // linear_q_up_proj keeps its input, and with the fused norm the norm's output too
-        // (Transformer Engine's LayerNormLinear saves inputmat and ln_out); recomputing the
-        // up-projections keeps only the input, which the checkpoint holds.
-        out.latent += 2.0 * sb * q_lora * (1.0 + norm);
+        out.replicated_linear_parameters += h * q_lora;
+        // linear_q_up_proj keeps its input (the fused norm's, 16-bit; Transformer Engine's
+        // LayerNormLinear saves inputmat and ln_out) and what its linear keeps of the norm's
+        // output; recomputing the up-projections keeps only the input, which the checkpoint
+        // holds.
+        out.latent += (2.0 * norm + q.column_input) * sb * q_lora;
         out.latent_selective += 2.0 * sb * q_lora;
         out.gathered += 2.0 * sb * q_lora;
     } else {
         out.split_parameters += h * q_width;  // linear_q_proj
         // With qk_layernorm the query's projection fuses a norm of h (its output kept too).
         out.replicated_parameters += norm * h;
-        out.latent += norm * 2.0 * sb * h;
+        out.latent += norm * q.column_input * sb * h;
         out.gathered += 2.0 * sb * h;
     }
     out.split_parameters += m.kv_lora_rank * kv_up_width + v_width * h;  // kv up, output
     out.replicated_parameters += h * kv_latent + norm * m.kv_lora_rank;  // kv down, norm
+    out.replicated_linear_parameters += h * kv_latent;
     // linear_kv_up_proj's input is a view of the down-projection's output (kv_lora_rank +
-    // qk_pos_emb_head_dim wide), which it keeps alive; the fused norm's output is kept too.
-    out.latent += 2.0 * sb * kv_latent + norm * 2.0 * sb * m.kv_lora_rank;
+    // qk_pos_emb_head_dim wide), which the fused norm keeps alive; its linear keeps the norm's
+    // output. Without the norm the linear keeps the view itself, or under FP8 a quantized copy.
+    out.latent += norm > 0.0 || !q.quantized
+                      ? 2.0 * sb * kv_latent + norm * q.column_input * sb * m.kv_lora_rank
+                      : q.column_input * sb * m.kv_lora_rank;
     out.latent_selective += 2.0 * sb * kv_latent;
     out.gathered += 2.0 * sb * m.kv_lora_rank;
     // The core attention keeps Q, K (q_width each) and V, and the output projection its input,
     // the core's output (which a fused kernel also saves: the same tensor). With mla_up_proj,
     // Q, K and V are discarded after the core attention's forward and re-made in backward
     // (CheckpointWithoutOutput.discard_output_and_register_recompute).
-    out.split = 2.0 * sb * (2.0 * q_width + 2.0 * v_width);
-    out.split_selective = o.recompute_modules.mla_up_proj ? 2.0 * sb * v_width : out.split;
+    const double projection_input = (2.0 + q.projection_copy) * sb * v_width;
+    out.split = 2.0 * sb * (2.0 * q_width + v_width) + projection_input;
+    out.split_selective = o.recompute_modules.mla_up_proj ? projection_input : out.split;
     if (!o.recompute_modules.mla_up_proj)
         out.latent_selective = out.latent;
     add_context_parallel(o, 2.0 * sb * q_width, 2.0 * sb * (q_width + v_width), 2.0 * sb * v_width,
@@ -149,10 +206,12 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb) noexcept {
     return out;
 }
 
-double mlp_inner_bytes_per_token(const ShapeOptions& o, double inner_size) noexcept {
-    // Gated: the activation's two inputs (gate and up) and the down projection's input;
-    // two matrices: the activation's input and the second linear's input. 2 bytes each.
-    return (o.gated_mlp ? 6.0 : 4.0) * inner_size;
+double mlp_inner_bytes_per_token(const ShapeOptions& o, const LinearBytes& q,
+                                 double inner_size) noexcept {
+    // Gated: the activation's two inputs (gate and up, 16-bit) and the down projection's input;
+    // two matrices: the activation's input and the second linear's input. 2 bytes each, the
+    // second linear's input quantized under FP8.
+    return ((o.gated_mlp ? 4.0 : 2.0) + q.input) * inner_size;
 }
 
 double mlp_matrices(const ShapeOptions& o) noexcept {
@@ -164,7 +223,7 @@ double mlp_matrices(const ShapeOptions& o) noexcept {
 MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
                               const LayerActivationTerms& dense,
                               const LayerActivationTerms& dense_selective,
-                              const AttentionTerms& attention) noexcept {
+                              const AttentionTerms& attention, const LinearBytes& q) noexcept {
     const double h = o.hidden_size;
     const double s = static_cast<double>(o.seq_length) / o.context_parallel;  // per rank
     const double b = o.micro_batch_size;
@@ -182,13 +241,17 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     // The router's fp32 scores (kept by the softmax or sigmoid for its backward) and the routing
     // map of one byte per token and expert, for this rank's tokens (sequence-sharded with SP).
     out.router = 5.0 * s * b * E;
-    // The dense layer's replicated terms hold the MLP's input, which is the MoE block's.
-    layer.replicated = dense.replicated + out.router;
+    // The dense layer's replicated terms hold what the first MLP linear keeps of the MLP's
+    // input; the MoE block's input is kept 16-bit by the router, and under FP8 the shared
+    // experts' first linear keeps its own quantized copy.
+    const double moe_input = 2.0 * sbh - q.column_input * sbh +
+                             (q.quantized && m.shared_experts > 0 ? q.column_input * sbh : 0.0);
+    layer.replicated = dense.replicated + moe_input + out.router;
     // The shared experts are one MLP of shared_experts * shared_expert_ffn_hidden_size, split
     // over t like a dense MLP; the dense MLP's inner activations are not there.
     const double shared_inner =
         static_cast<double>(m.shared_experts) * m.shared_expert_ffn_hidden_size;
-    out.shared_experts = s * b * mlp_inner_bytes_per_token(o, shared_inner);
+    out.shared_experts = s * b * mlp_inner_bytes_per_token(o, q, shared_inner);
     layer.tensor_parallel = attention.split + out.shared_experts;
     layer.attention_core = dense.attention_core;
     // Column-parallel linears whose input is all-gathered under SP: QKV, and the shared experts'
@@ -198,7 +261,7 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     layer.layer_input = dense.layer_input;
     // A 'select' MoE layer: the attention block as a dense layer's selective terms.
     out.layer_selective = layer;
-    out.layer_selective.replicated = dense_selective.replicated + out.router;
+    out.layer_selective.replicated = dense_selective.replicated + moe_input + out.router;
     out.layer_selective.tensor_parallel = attention.split_selective + out.shared_experts;
     out.layer_selective.attention_core = dense_selective.attention_core;
 
@@ -213,9 +276,10 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     const double factor = m.capacity_factor.value_or(1.0);
     const double own_copies = factor * k * own_tokens;
     out.routed_tokens = own_copies * etp * (m.capacity_factor ? 1.0 : m.routing_imbalance);
+    // The experts' grouped linear keeps its input (quantized under FP8).
     out.routed_experts =
-        out.routed_tokens * (2.0 * h) +
-        out.routed_tokens * mlp_inner_bytes_per_token(o, m.moe_ffn_hidden_size) / etp +
+        out.routed_tokens * (q.input * h) +
+        out.routed_tokens * mlp_inner_bytes_per_token(o, q, m.moe_ffn_hidden_size) / etp +
         own_copies * (2.0 * h);
     out.activation_bytes = bytes_by_kind(layer, out.layer_selective, o);
     for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
@@ -229,6 +293,8 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     const double shared = mlp_matrices(o) * h * shared_inner;
     out.dense_parameters = (attention.split_parameters + shared) / t +
                            attention.replicated_parameters + norms + router;
+    out.dense_linear_parameters =
+        (attention.split_parameters + shared) / t + attention.replicated_linear_parameters;
     out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
     out.expert_data_parallel = t * d * cp / (ep * etp);
     const double optimizer_share =
@@ -257,13 +323,19 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double h_kv = kv * h / a;  // width of K (and of V): num_kv_heads * head dimension
 
     MemoryTerms out;
-    out.attention = attention_terms(o, s * b);
+    out.linear = linear_bytes(o);
+    const LinearBytes& q = out.linear;
+    out.attention = attention_terms(o, s * b, q);
     const AttentionTerms& attention = out.attention;
 
     // --- Activations of one layer for one micro-batch (README.md, "Activations per layer").
+    // The norms' inputs 4sbh, the masks, what the attention's and the first MLP linear's keep
+    // of the normalised inputs (2sbh each in 16 bits), MLA's latents.
     LayerActivationTerms& layer = out.layer;
-    layer.replicated = (8.0 + 2.0 * dropout) * sbh + attention.latent;
-    const double mlp_inner = (o.gated_mlp ? 6.0 : 4.0) * s * b * F;
+    const double norms_and_masks = (4.0 + 2.0 * dropout) * sbh;
+    const double mlp_input = q.column_input * sbh;
+    layer.replicated = norms_and_masks + attention.input + mlp_input + attention.latent;
+    const double mlp_inner = s * b * mlp_inner_bytes_per_token(o, q, F);
     layer.tensor_parallel = attention.split + mlp_inner;
     // Unfused attention keeps the 16-bit softmax output, and with dropout its mask and output:
     // (2 + 3 dropout) bytes per a*s^2*b element. When the softmax runs in fp32 outside the fused
@@ -286,7 +358,8 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // dropped (core_attn: the attention core; mla_up_proj: MLA's Q, K, V and latent norms).
     LayerActivationTerms& selective = out.layer_selective;
     selective = layer;
-    selective.replicated = (8.0 + 2.0 * dropout) * sbh + attention.latent_selective;
+    selective.replicated =
+        norms_and_masks + attention.input + mlp_input + attention.latent_selective;
     selective.tensor_parallel = attention.split_selective + mlp_inner;
     if (o.recompute_modules.core_attn)
         selective.attention_core = 0.0;
@@ -333,6 +406,8 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         o.linear_biases ? (qkv_bias + (o.gated_mlp ? 2.0 : 1.0) * F) / t + 2.0 * h : 0.0;
     out.layer_parameters =
         (attention.split_parameters + mlp) / t + attention.replicated_parameters + norms + biases;
+    out.layer_linear_parameters =
+        (attention.split_parameters + mlp) / t + attention.replicated_linear_parameters;
     // One layer's attention, counted once for the whole model.
     const double attention_whole = attention.split_parameters + attention.replicated_parameters;
     // Learned absolute position embeddings (Megatron-LM's LanguageModelEmbedding): a plain
@@ -354,7 +429,7 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
 
     if (o.moe) {
         const MoeOptions& m = *o.moe;
-        out.moe = moe_layer_terms(o, m, layer, selective, attention);
+        out.moe = moe_layer_terms(o, m, layer, selective, attention, q);
         const double moe_layers = m.moe_layers();
         const double dense_layers = L - moe_layers;
         const double expert = mlp_matrices(o) * h * m.moe_ffn_hidden_size;
@@ -379,11 +454,13 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         const double N = o.mtp_num_layers;
         mtp.moe = o.moe && o.moe->moe_layer.back();
         mtp.own_parameters = 2.0 * h * h / t + 3.0 * h;
+        mtp.own_linear_parameters = 2.0 * h * h / t;
         mtp.embedding_parameters = out.embedding_parameters;
         // eh_proj keeps its input like any column-parallel linear: the sequence shard under
         // sequence parallelism (re-gathered in backward) unless gathered inputs are kept.
-        const double eh_input =
-            split_sequence && !o.keep_gathered_inputs ? 4.0 * sbh / t : 4.0 * sbh;
+        const double eh_input = split_sequence && !o.keep_gathered_inputs
+                                    ? 2.0 * q.column_input * sbh / t
+                                    : 2.0 * q.column_input * sbh;
         // The embedding's dropout mask, enorm's and hnorm's inputs, eh_proj's input and the
         // final norm's input; the norms' outputs are copied by the concatenation and freed.
         const double kept = (dropout + 2.0 + 2.0 + 2.0) * sbh * sequence_share + eh_input;

@@ -38,12 +38,31 @@ struct LayerActivationTerms {
     double layer_input = 0.0;
 };
 
+// Bytes Transformer Engine keeps of a linear layer (README.md, "FP8 and FP4"): per element of
+// the input it saves for backward, and per parameter of the quantized weight copies it caches.
+// Without FP8: the 16-bit input, no copies.
+struct LinearBytes {
+    bool quantized = false;
+    double column_input = 2.0;  // input of a column-parallel linear (all-gathered under SP)
+    double input = 2.0;         // input of a row-parallel, duplicated or expert linear
+    double weight_copy = 0.0;   // the quantized copies of a weight (data, transposes, scales)
+    // Delayed scaling: the output projection keeps a quantized copy of its input beside the
+    // 16-bit one the attention keeps (Megatron-LM saves the original input for the others).
+    double projection_copy = 0.0;
+};
+
+[[nodiscard]] LinearBytes linear_bytes(const ShapeOptions& options) noexcept;
+
 // One layer's attention block, as whole tensors: parameters and the activations it keeps beyond
 // the norms' and the block input's (README.md, "Multi-latent attention").
 struct AttentionTerms {
     double split_parameters = 0.0;       // sliced over t: the column- and row-parallel linears
     double replicated_parameters = 0.0;  // whole on every tensor-parallel rank (MLA's
                                          // down-projections and latent norms)
+    double replicated_linear_parameters = 0.0;  // of those, the linears' (MLA's down-projections)
+    // What its linears keep of the layer's normalised input (the QKV projection's input, MLA's
+    // down-projections'), in place of the dense layer's 2 bytes an element (FP8 quantizes it).
+    double input = 0.0;
     // Split by sequence parallelism only (MLA's latents, kept for the up-projections), without
     // and with the selective recompute modules.
     double latent = 0.0;
@@ -86,6 +105,7 @@ struct MoeLayerTerms {
     // over ETP), whose optimizer state the distributed optimizer shards over the expert data
     // parallel ranks instead of d.
     double dense_parameters = 0.0;
+    double dense_linear_parameters = 0.0;  // of dense_parameters, the linears' (FP8 copies)
     double expert_parameters = 0.0;
     double expert_data_parallel = 0.0;  // t * d * c / (EP * ETP)
     double bytes_per_expert_parameter = 0.0;
@@ -98,6 +118,7 @@ struct MtpTerms {
     // Parameters of one MTP layer on one rank besides its transformer layer's: the projection
     // eh_proj (2h -> h, column parallel) and the enorm, hnorm and final norms.
     double own_parameters = 0.0;
+    double own_linear_parameters = 0.0;  // eh_proj's
     // The copy of the word (and position) embeddings the MTP stage holds for the shifted tokens
     // (shared with stage 0's; none when the MTP layers are in stage 0's only chunk).
     double embedding_parameters = 0.0;
@@ -134,6 +155,7 @@ struct MemoryTerms {
 
     // Parameters held by one rank.
     double layer_parameters = 0.0;              // per body layer
+    double layer_linear_parameters = 0.0;       // of those, the linears' (FP8 weight copies)
     double embedding_parameters = 0.0;          // stage 0: word embeddings
     double tail_parameters = 0.0;               // last stage of p > 1: final norm + LM head
     double tail_parameters_single_stage = 0.0;  // p = 1: tied LM head shares the embedding
@@ -143,6 +165,7 @@ struct MemoryTerms {
     // MoE layer (= model_parameters without MoE).
     double active_parameters = 0.0;
     double bytes_per_parameter = 0.0;
+    LinearBytes linear;  // what the linears keep (FP8 or 16-bit)
 
     // With the `moe` option: the terms of an MoE layer (`layer`, `activation_bytes` and
     // `layer_parameters` above are those of a dense layer).
