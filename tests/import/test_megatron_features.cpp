@@ -282,6 +282,72 @@ BOOST_AUTO_TEST_CASE(the_precision_aware_optimizer_keeps_its_state_in_its_dtypes
                std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(every_recompute_module_megatron_lists_for_these_layers_maps) {
+    const json::array modules =
+        options_of(map(proxy + "--recompute-granularity selective --recompute-modules "
+                               "[core_attn mla_up_proj layernorm mlp moe moe_act shared_experts]"))
+            .at("recompute_modules")
+            .as_array();
+    BOOST_TEST(modules.size() == 7U);
+    // --moe-layer-recompute's old module name.
+    BOOST_TEST(options_of(map(proxy + "--recompute-modules moe_layer"))
+                   .at("recompute_modules")
+                   .as_array()
+                   .front()
+                   .as_string() == "moe");
+    // Other architectures' modules are named in a warning and left out.
+    const auto other = map(proxy + "--recompute-modules [mlp gdn_norm_out]");
+    BOOST_TEST(warns_about(other,
+                           "--recompute-modules gdn_norm_out changes memory but is not "
+                           "modelled"));
+    BOOST_TEST(options_of(other).at("recompute_modules").as_array().size() == 1U);
+    // Megatron-LM's local spec has its norms as modules of their own.
+    BOOST_TEST(!options_of(map(proxy + "--transformer-impl local")).at("fused_norms").as_bool());
+    BOOST_TEST(!options_of(map(proxy)).contains("fused_norms"));
+}
+
+BOOST_AUTO_TEST_CASE(offloading_maps_its_modules_and_fractions) {
+    const json::object o = options_of(
+        map(proxy + "--fine-grained-activation-offloading --offload-modules [expert_fc1 moe_act "
+                    "attn_norm mlp_norm qkv_linear core_attn attn_proj] "
+                    "--activation-offload-fraction 0.8 --min-offloaded-tensor-size 1048576"));
+    BOOST_TEST(o.at("offload_modules").as_array().size() == 7U);
+    BOOST_TEST(o.at("activation_offload_fraction").as_double() == 0.8);
+    // Without --fine-grained-activation-offloading the modules mean nothing.
+    BOOST_TEST(!options_of(map(proxy + "--offload-modules core_attn")).contains("offload_modules"));
+    const auto fused = map(proxy +
+                           "--fine-grained-activation-offloading --offload-modules "
+                           "fused_group_mlp --delta-offload-bytes-across-pp-ranks 1024");
+    BOOST_TEST(warns_about(fused, "--offload-modules fused_group_mlp changes memory"));
+    BOOST_TEST(warns_about(fused, "--delta-offload-bytes-across-pp-ranks changes memory"));
+    BOOST_TEST(
+        flag_error(proxy + "--fine-grained-activation-offloading --offload-modules attn_proj")
+            .find("attn_proj without core_attn") != std::string::npos);
+    // The optimizer's state: all of it in host memory unless a fraction is given.
+    BOOST_TEST(options_of(map(proxy + "--optimizer-cpu-offload --use-precision-aware-optimizer"))
+                   .at("optimizer_offload_fraction")
+                   .as_double() == 1.0);
+    BOOST_TEST(options_of(map(proxy + "--optimizer-cpu-offload --use-precision-aware-optimizer "
+                                      "--optimizer-offload-fraction 0.5"))
+                   .at("optimizer_offload_fraction")
+                   .as_double() == 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(cuda_graphs_are_refused_by_name_with_the_reason) {
+    BOOST_TEST(flag_error(proxy + "--cuda-graph-impl transformer_engine --cuda-graph-modules "
+                                  "[attn mlp]")
+                   .find("--cuda-graph-impl: CUDA graphs keep static input and output buffers") !=
+               std::string::npos);
+    BOOST_TEST(flag_error(proxy + "--enable-cuda-graph").find("--enable-cuda-graph: CUDA graphs") !=
+               std::string::npos);
+    BOOST_TEST(flag_error(proxy + "--external-cuda-graph").find("--external-cuda-graph") !=
+               std::string::npos);
+    // Megatron-LM's default: no graphs.
+    const auto none = map(proxy + "--cuda-graph-impl none --cuda-graph-warmup-steps 3");
+    BOOST_TEST(none.warnings.empty(),
+               (none.warnings.empty() ? std::string() : none.warnings.front()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace megatron_features_tests

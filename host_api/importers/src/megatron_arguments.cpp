@@ -134,11 +134,7 @@ std::uint32_t required(const Flags& flags, std::string_view name, std::string_vi
 // Flags that change memory but are not modelled: named in a warning.
 constexpr std::pair<std::string_view, std::string_view> unmodelled[] = {
     {"cpu-offloading", "activations and weights offloaded to the host"},
-    {"fine-grained-activation-offloading", "activations offloaded to the host"},
     {"tp-comm-overlap", "Transformer Engine's userbuffers for overlapped communication"},
-    {"cuda-graph-impl", "CUDA graphs keep static input and output buffers"},
-    {"enable-cuda-graph", "CUDA graphs keep static input and output buffers"},
-    {"external-cuda-graph", "CUDA graphs keep static input and output buffers"},
     {"num-distributed-optimizer-instances", "several distributed-optimizer replicas"},
     {"use-legacy-models", "the legacy (non-core) model: the formulas follow Megatron-core"},
     {"no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},

@@ -305,12 +305,18 @@ void add_precision_aware_optimizer(const MegatronFlagView& flags, json::object& 
     options["grad_bytes"] = main_grads;
 }
 
-// Megatron-LM's recompute modules and what the analytic model counts of them.
-constexpr std::array<std::string_view, 2> modelled_modules = {"core_attn", "mla_up_proj"};
+// Megatron-LM's recompute modules the analytic model counts (the others belong to other
+// architectures: GatedDeltaNet, GatedDeltaProduct, hyper-connections).
+constexpr std::array<std::string_view, 7> modelled_modules = {
+    "core_attn", "mla_up_proj", "layernorm", "mlp", "moe", "moe_act", "shared_experts"};
 
-// --recompute-modules (with --recompute-granularity selective: what a 'select' layer recomputes).
+// --recompute-modules (with --recompute-granularity selective: what a 'select' layer recomputes)
+// and the norms it may recompute: Transformer Engine's layer specs fuse them into the following
+// linears, Megatron-LM's local spec (--transformer-impl local) has them as modules of their own.
 void add_recompute_modules(const MegatronFlagView& flags, json::object& options,
                            MegatronAnalyticOptions& result, ReadFlags& read) {
+    if (flags.text("transformer-impl") == "local")
+        options["fused_norms"] = false;
     if (!flags.given("recompute-modules"))
         return;
     read.insert("recompute-modules");
@@ -321,15 +327,93 @@ void add_recompute_modules(const MegatronFlagView& flags, json::object& options,
                 "--recompute-modules mla_up_proj recomputes multi-latent attention's "
                 "up-projections: it needs --multi-latent-attention (Megatron-LM refuses it "
                 "without)");
-        if (std::ranges::find(modelled_modules, module) != modelled_modules.end())
+        if (module == "moe_layer") {
+            // --moe-layer-recompute's old name (transformer_config.py appends "moe")
+            modules.emplace_back("moe");
+        } else if (std::ranges::find(modelled_modules, module) != modelled_modules.end()) {
             modules.emplace_back(module);
-        else
+        } else {
             result.warnings.push_back(fmt::format(
                 "--recompute-modules {} changes memory but is not modelled: the layers of kind "
                 "'select' are counted as keeping what it recomputes",
                 module));
+        }
     }
     options["recompute_modules"] = std::move(modules);
+}
+
+// Fine-grained activation offloading (--fine-grained-activation-offloading with
+// --offload-modules and --activation-offload-fraction) and the optimizer state in host memory
+// (--optimizer-cpu-offload with --optimizer-offload-fraction, default 1).
+void add_offloading(const MegatronFlagView& flags, json::object& options,
+                    MegatronAnalyticOptions& result, ReadFlags& read) {
+    for (const std::string_view flag :
+         {"fine-grained-activation-offloading", "offload-modules", "activation-offload-fraction",
+          "min-offloaded-tensor-size", "delta-offload-bytes-across-pp-ranks",
+          "fine-grained-offloading-max-inflight-offloads", "delay-offload-until-cuda-graph",
+          "optimizer-cpu-offload", "optimizer-offload-fraction",
+          "use-torch-optimizer-for-cpu-offload", "overlap-cpu-optimizer-d2h-h2d"})
+        read.insert(std::string(flag));
+    if (flags.on("fine-grained-activation-offloading")) {
+        constexpr std::array<std::string_view, 7> counted = {
+            "attn_norm", "qkv_linear", "core_attn", "attn_proj",
+            "mlp_norm",  "expert_fc1", "moe_act"};
+        json::array modules;
+        for (const std::string& module : flags.values("offload-modules")) {
+            if (std::ranges::find(counted, module) != counted.end())
+                modules.emplace_back(module);
+            else
+                result.warnings.push_back(fmt::format(
+                    "--offload-modules {} changes memory but is not modelled: what it offloads "
+                    "is counted on the device (over-predicted)",
+                    module));
+        }
+        const bool projection =
+            std::ranges::find(modules, json::value("attn_proj")) != modules.end();
+        const bool core = std::ranges::find(modules, json::value("core_attn")) != modules.end();
+        if (projection && !core)
+            throw FlagError(
+                "--offload-modules attn_proj without core_attn: Megatron-LM requires the two "
+                "together");
+        if (!modules.empty())
+            options["offload_modules"] = std::move(modules);
+        if (const auto fraction = flags.number("activation-offload-fraction")) {
+            if (*fraction > 1.0)
+                throw FlagError(
+                    fmt::format("--activation-offload-fraction {}: above 1", *fraction));
+            options["activation_offload_fraction"] = *fraction;
+        }
+        if (flags.count("delta-offload-bytes-across-pp-ranks", 0).value_or(0) > 0)
+            result.warnings.push_back(
+                "--delta-offload-bytes-across-pp-ranks changes memory but is not modelled: later "
+                "stages keep that many more bytes a rank on the device (under-predicted there)");
+    }
+    if (flags.on("optimizer-cpu-offload")) {
+        const double fraction = flags.number("optimizer-offload-fraction").value_or(1.0);
+        if (fraction > 1.0)
+            throw FlagError(fmt::format("--optimizer-offload-fraction {}: above 1", fraction));
+        options["optimizer_offload_fraction"] = fraction;
+    }
+}
+
+// CUDA graphs keep, for every captured graph (a layer's or a scope's forward and backward, for
+// each micro-batch in flight), static input and output buffers and a private memory pool whose
+// size is the capture's peak, none of which the model counts: refused by name.
+void refuse_cuda_graphs(const MegatronFlagView& flags, ReadFlags& read) {
+    for (const std::string_view flag :
+         {"cuda-graph-impl", "enable-cuda-graph", "external-cuda-graph", "cuda-graph-scope",
+          "cuda-graph-modules", "cuda-graph-warmup-steps"})
+        read.insert(std::string(flag));
+    const char* why =
+        "CUDA graphs keep static input and output buffers and a private memory pool for every "
+        "captured graph (per layer or scope, per micro-batch in flight), which the model does not "
+        "count";
+    if (const auto impl = flags.text("cuda-graph-impl"); impl && *impl != "none")
+        refuse("cuda-graph-impl", why);
+    for (const std::string_view flag : {"enable-cuda-graph", "external-cuda-graph"}) {
+        if (flags.on(flag))
+            refuse(flag, why);
+    }
 }
 
 }  // namespace
@@ -346,6 +430,8 @@ std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView&
     add_fp8(flags, context, options, result, read);
     add_precision_aware_optimizer(flags, options, read);
     add_recompute_modules(flags, options, result, read);
+    add_offloading(flags, options, result, read);
+    refuse_cuda_graphs(flags, read);
     return read;
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,7 +68,7 @@ constexpr std::array<IntegerOption, 12> integer_options = {{
     {"context_parallel", &ShapeOptions::context_parallel, false, "the context-parallel degree"},
 }};
 
-constexpr std::array<BoolOption, 12> bool_options = {{
+constexpr std::array<BoolOption, 13> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -80,9 +81,10 @@ constexpr std::array<BoolOption, 12> bool_options = {{
     {"softmax_in_fp32", &ShapeOptions::softmax_in_fp32},
     {"fp8_param_gather", &ShapeOptions::fp8_param_gather},
     {"fp8_transposes", &ShapeOptions::fp8_transposes},
+    {"fused_norms", &ShapeOptions::fused_norms},
 }};
 
-constexpr std::array<NumberOption, 8> number_options = {{
+constexpr std::array<NumberOption, 10> number_options = {{
     {"param_bytes", &ShapeOptions::param_bytes, 0.0, true, 64.0},
     {"grad_bytes", &ShapeOptions::grad_bytes, 0.0, false, 64.0},
     {"optimizer_bytes", &ShapeOptions::optimizer_bytes, 0.0, false, 256.0},
@@ -91,6 +93,8 @@ constexpr std::array<NumberOption, 8> number_options = {{
     {"logits_bytes", &ShapeOptions::logits_bytes, 0.0, false, 64.0},
     {"logits_transient_bytes", &ShapeOptions::logits_transient_bytes, 0.0, false, 64.0},
     {"relative_std_error", &ShapeOptions::relative_std_error, 0.0, false, 1.0},
+    {"activation_offload_fraction", &ShapeOptions::activation_offload_fraction, 0.0, false, 1.0},
+    {"optimizer_offload_fraction", &ShapeOptions::optimizer_offload_fraction, 0.0, false, 1.0},
 }};
 
 // Options parsed on their own, after the shape they depend on: objects, lists, and the
@@ -633,58 +637,91 @@ MlaOptions parse_mla(const json::value& value, const ShapeOptions& shape) {
 // ---- "recompute_modules" ----
 
 // Megatron-LM's module names (megatron/core/transformer/transformer_config.py,
-// recompute_modules) that the model counts, and those it knows but does not.
-constexpr std::array<std::string_view, 2> modelled_recompute_modules = {"core_attn", "mla_up_proj"};
-constexpr std::array<std::string_view, 9> other_recompute_modules = {
-    "moe_act",      "layernorm",   "mlp",     "moe", "shared_experts",
-    "gdn_norm_out", "gdp_in_proj", "gdp_qkv", "mhc"};
+// recompute_modules, at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553) that the model counts,
+// and those of other architectures it does not.
+constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*>, 7> recompute_names = {{
+    {"core_attn", &RecomputeModules::core_attn},
+    {"mla_up_proj", &RecomputeModules::mla_up_proj},
+    {"layernorm", &RecomputeModules::layernorm},
+    {"mlp", &RecomputeModules::mlp},
+    {"moe", &RecomputeModules::moe},
+    {"moe_act", &RecomputeModules::moe_act},
+    {"shared_experts", &RecomputeModules::shared_experts},
+}};
+constexpr std::array<std::string_view, 4> other_recompute_modules = {"gdn_norm_out", "gdp_in_proj",
+                                                                     "gdp_qkv", "mhc"};
 
-RecomputeModules parse_recompute_modules(const json::value& value, const ShapeOptions& shape) {
+// Megatron-LM's fine-grained offloading modules (docs/user-guide/features/
+// fine_grained_activation_offloading.md, the same commit); fused_group_mlp needs Transformer
+// Engine's operation fuser and is not counted.
+constexpr std::array<std::pair<std::string_view, bool OffloadModules::*>, 7> offload_names = {{
+    {"attn_norm", &OffloadModules::attn_norm},
+    {"qkv_linear", &OffloadModules::qkv_linear},
+    {"core_attn", &OffloadModules::core_attn},
+    {"attn_proj", &OffloadModules::attn_proj},
+    {"mlp_norm", &OffloadModules::mlp_norm},
+    {"expert_fc1", &OffloadModules::expert_fc1},
+    {"moe_act", &OffloadModules::moe_act},
+}};
+
+// A list of module names into the flags of `Modules` (`names` gives each name's member).
+template <class Modules, std::size_t N>
+Modules parse_module_list(const json::value& value, std::string_view key,
+                          const std::array<std::pair<std::string_view, bool Modules::*>, N>& names,
+                          std::span<const std::string_view> not_counted, Modules out) {
     if (!value.is_array()) {
-        throw InvalidInput(quoted("recompute_modules") +
-                           " must be a list of module names (Megatron-LM's --recompute-modules, "
-                           "e.g. [\"core_attn\"]), got " +
-                           describe_json(value));
+        throw InvalidInput(quoted(key) + " must be a list of module names (e.g. [\"" +
+                           std::string(names.front().first) + "\"]), got " + describe_json(value));
     }
-    RecomputeModules out;
-    out.core_attn = false;
     for (std::size_t i = 0; i < value.get_array().size(); ++i) {
         const json::value& e = value.get_array()[i];
-        const std::string where = "recompute_modules entry " + std::to_string(i);
+        const std::string where = std::string(key) + " entry " + std::to_string(i);
         if (!e.is_string()) {
             throw InvalidInput("analytic option '" + where + "' must be a module name, got " +
                                describe_json(e));
         }
         const std::string_view name = e.get_string();
-        if (name == "core_attn") {
-            out.core_attn = true;
-        } else if (name == "mla_up_proj") {
-            if (!shape.mla) {
-                throw InvalidInput("analytic option '" + where +
-                                   "': mla_up_proj recomputes multi-latent attention's "
-                                   "up-projections, but there is no 'mla' (Megatron-LM refuses "
-                                   "it too)");
-            }
-            out.mla_up_proj = true;
-        } else if (std::ranges::find(other_recompute_modules, name) !=
-                   other_recompute_modules.end()) {
-            throw InvalidInput("analytic option '" + where + "': '" + std::string(name) +
-                               "' is a module Megatron-LM can recompute that the analytic model "
-                               "does not count");
-        } else {
-            std::vector<std::string_view> known(modelled_recompute_modules.begin(),
-                                                modelled_recompute_modules.end());
-            std::string message =
-                "analytic option '" + where + "': no module '" + std::string(name) + "'";
-            if (const auto suggestion = ppb::closest_name(name, known))
-                message += " (did you mean '" + std::string(*suggestion) + "'?)";
-            std::string list;
-            for (const auto k : known)
-                list += (list.empty() ? "" : ", ") + std::string(k);
-            throw InvalidInput(message + "; the modules counted: " + list);
+        const auto it =
+            std::ranges::find(names, name, &std::pair<std::string_view, bool Modules::*>::first);
+        if (it != names.end()) {
+            out.*(it->second) = true;
+            continue;
         }
+        if (std::ranges::find(not_counted, name) != not_counted.end()) {
+            throw InvalidInput("analytic option '" + where + "': '" + std::string(name) +
+                               "' is a module of Megatron-LM the analytic model does not count");
+        }
+        std::vector<std::string_view> known;
+        for (const auto& [n, member] : names)
+            known.push_back(n);
+        std::string message =
+            "analytic option '" + where + "': no module '" + std::string(name) + "'";
+        if (const auto suggestion = ppb::closest_name(name, known))
+            message += " (did you mean '" + std::string(*suggestion) + "'?)";
+        std::string list;
+        for (const auto k : known)
+            list += (list.empty() ? "" : ", ") + std::string(k);
+        throw InvalidInput(message + "; the modules counted: " + list);
     }
     return out;
+}
+
+RecomputeModules parse_recompute_modules(const json::value& value, const ShapeOptions& shape) {
+    RecomputeModules none;
+    none.core_attn = false;
+    const RecomputeModules out = parse_module_list(value, "recompute_modules", recompute_names,
+                                                   other_recompute_modules, none);
+    if (out.mla_up_proj && !shape.mla) {
+        throw InvalidInput(
+            "analytic option 'recompute_modules': mla_up_proj recomputes multi-latent attention's "
+            "up-projections, but there is no 'mla' (Megatron-LM refuses it too)");
+    }
+    return out;
+}
+
+OffloadModules parse_offload_modules(const json::value& value) {
+    constexpr std::array<std::string_view, 1> fused = {"fused_group_mlp"};
+    return parse_module_list(value, "offload_modules", offload_names, fused, OffloadModules{});
 }
 
 }  // namespace
@@ -729,6 +766,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.cp_comm_type = parse_cp_comm_type(value);
         else if (key == "fp8_recipe")
             options.fp8_recipe = parse_fp8_recipe(value);
+        else if (key == "offload_modules")
+            options.offload_modules = parse_offload_modules(value);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
@@ -772,6 +811,12 @@ ShapeOptions parse_options(std::string_view options_json) {
         options.moe = parse_moe(*moe, options);
     if (recompute_modules != nullptr)
         options.recompute_modules = parse_recompute_modules(*recompute_modules, options);
+    if (options.offload_modules.attn_proj && !options.offload_modules.core_attn) {
+        throw InvalidInput(
+            "analytic option 'offload_modules': attn_proj without core_attn: the output "
+            "projection's input is the core attention's output, which the core attention keeps "
+            "too (Megatron-LM requires the two together)");
+    }
     if (options.fp8_param_gather && !options.fp8_recipe) {
         throw InvalidInput(
             "analytic option 'fp8_param_gather' without fp8_recipe: the weights are kept in FP8 "

@@ -65,8 +65,30 @@ struct MlaOptions {
 // The modules Megatron-LM's selective recompute recomputes (--recompute-modules): what a layer
 // of kind 'select' (and 'both') drops. Megatron-LM's default is core attention alone.
 struct RecomputeModules {
-    bool core_attn = true;     // the attention core: softmax, dropout, attention over V
-    bool mla_up_proj = false;  // MLA's up-projections and rotary embedding: Q, K, V re-made
+    bool core_attn = true;        // the attention core: softmax, dropout, attention over V
+    bool mla_up_proj = false;     // MLA's up-projections and rotary embedding: Q, K, V re-made
+    bool layernorm = false;       // the norms that are modules of their own: their outputs
+    bool mlp = false;             // a dense layer's MLP, from its input
+    bool moe = false;             // an MoE layer's MoE block, from its input
+    bool moe_act = false;         // the routed experts' activation function: its output
+    bool shared_experts = false;  // the shared experts, from their input
+};
+
+// Megatron-LM's fine-grained activation offloading (--fine-grained-activation-offloading,
+// --offload-modules): the modules whose saved inputs go to the host after forward and come back
+// for backward.
+struct OffloadModules {
+    bool attn_norm = false;   // the input norm (a module of its own: MLA, Megatron-LM's local spec)
+    bool qkv_linear = false;  // the QKV projection (MLA: the down- and up-projections)
+    bool core_attn = false;   // the attention core: Q, K, V (and unfused attention's scores)
+    bool attn_proj = false;   // the output projection's input
+    bool mlp_norm = false;    // the pre-MLP norm (a module of its own: MoE layers, the local spec)
+    bool expert_fc1 = false;  // the routed experts' first linear's input
+    bool moe_act = false;     // the routed experts' activation's input
+    [[nodiscard]] bool any() const noexcept {
+        return attn_norm || qkv_linear || core_attn || attn_proj || mlp_norm || expert_fc1 ||
+               moe_act;
+    }
 };
 
 // How context-parallel attention exchanges keys and values (Transformer Engine's cp_comm_type):
@@ -155,6 +177,16 @@ struct ShapeOptions {
     std::optional<Fp8Recipe> fp8_recipe;
     bool fp8_param_gather = false;
     bool fp8_transposes = true;
+    // The norms before the QKV and first MLP linears are fused into them (Transformer Engine's
+    // LayerNormLinear in Megatron-LM's TE layer specs); false: modules of their own (the local
+    // spec). MLA's input norm and an MoE layer's pre-MLP norm are always modules of their own.
+    bool fused_norms = true;
+    OffloadModules offload_modules;
+    // The share of the offloaded groups Megatron-LM offloads (--activation-offload-fraction).
+    double activation_offload_fraction = 1.0;
+    // The share of the optimizer state kept in host memory (--optimizer-cpu-offload with
+    // --optimizer-offload-fraction); 0: all on the device.
+    double optimizer_offload_fraction = 0.0;
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

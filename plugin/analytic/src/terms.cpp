@@ -97,22 +97,23 @@ std::array<double, PPB_KIND_COUNT> bytes_by_kind(const LayerActivationTerms& kep
 //     output projection the output after the all-to-all back: one output more; the all-to-all's
 //     buffers are Q, K, V and the output once more while it runs;
 //   a2a+p2p: both (the ring taken over all c ranks: an upper bound).
-// With core attention recomputed the whole exchange is inside the checkpoint.
-void add_context_parallel(const ShapeOptions& o, double q, double kv, double output,
-                          AttentionTerms& out) noexcept {
+// With core attention recomputed the whole exchange is inside the checkpoint: nothing is kept.
+void add_context_parallel(const ShapeOptions& o, const RecomputeModules& modules, double q,
+                          double kv, double output, AttentionTerms& out) noexcept {
     const double c = o.context_parallel;
     if (c <= 1.0)
         return;
     const bool ring = o.cp_comm_type == CpCommType::p2p || o.cp_comm_type == CpCommType::a2a_p2p;
     const bool all_to_all =
         o.cp_comm_type == CpCommType::a2a || o.cp_comm_type == CpCommType::a2a_p2p;
+    double kept = 0.0;
     if (ring) {
-        out.cp_kept += kv;
+        kept += kv;
         out.cp_forward_buffers = std::max(out.cp_forward_buffers, c * (kv + output));
         out.cp_backward_buffers = std::max(out.cp_backward_buffers, 2.0 * q + 5.0 * kv);
     }
     if (all_to_all) {
-        out.cp_kept += output;
+        kept += output;
         out.cp_forward_buffers = std::max(out.cp_forward_buffers, q + kv + output);
         out.cp_backward_buffers = std::max(out.cp_backward_buffers, q + kv + output);
     }
@@ -120,14 +121,13 @@ void add_context_parallel(const ShapeOptions& o, double q, double kv, double out
         out.cp_forward_buffers = c * kv;
         out.cp_backward_buffers = 2.0 * c * kv;
     }
-    out.split += out.cp_kept;
-    if (!o.recompute_modules.core_attn)
-        out.split_selective += out.cp_kept;
+    out.cp_kept = modules.core_attn ? 0.0 : kept;
 }
 
 // The attention block of one layer (README.md, "Activations per layer" and "Multi-latent
-// attention"): `sb` tokens of `s` positions, whole tensors, 2 bytes per element.
-AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearBytes& q) noexcept {
+// attention"), as a layer recomputing `modules` keeps it: `sb` tokens, whole tensors.
+AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearBytes& q,
+                               const RecomputeModules& modules) noexcept {
     const double h = o.hidden_size;
     const double a = o.num_attention_heads;
     AttentionTerms out;
@@ -138,11 +138,11 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
         const double kv_width = o.flash_attention ? h_kv : h;
         out.split_parameters = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
         out.input = q.column_input * sb * h;                  // the QKV linear's input
-        // Q, K and V, and the projection's input (with delayed FP8 scaling a quantized copy too).
-        out.split = 2.0 * sb * h + 4.0 * sb * kv_width + (2.0 + q.projection_copy) * sb * h;
-        out.split_selective = out.split;
-        out.gathered = 2.0 * sb * h;  // the QKV linear's input
-        add_context_parallel(o, 2.0 * sb * h, 4.0 * sb * h_kv, 2.0 * sb * h, out);
+        out.qkv = 2.0 * sb * h + 4.0 * sb * kv_width;
+        // The projection's input (with delayed FP8 scaling a quantized copy too).
+        out.projection = (2.0 + q.projection_copy) * sb * h;
+        out.gathered = 2.0 * sb * h;
+        add_context_parallel(o, modules, 2.0 * sb * h, 4.0 * sb * h_kv, 2.0 * sb * h, out);
         return out;
     }
     // Multi-latent attention as Megatron-LM builds it (megatron/core/transformer/
@@ -159,6 +159,10 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
     const double v_width = a * static_cast<double>(m.v_head_dim);  // V, the core's output
     const double kv_latent = static_cast<double>(m.kv_lora_rank) + m.qk_pos_emb_head_dim;
     const double norm = m.qk_layernorm ? 1.0 : 0.0;
+    // Recomputing the up-projections (CheckpointWithoutOutput) keeps only the checkpoint's
+    // inputs, the 16-bit latents; Q, K and V are discarded after the core attention's forward
+    // and re-made in backward (discard_output_and_register_recompute).
+    const bool up_recomputed = modules.mla_up_proj;
     // The down-projections keep the input norm's output: one 16-bit tensor for both, or under FP8
     // each its own quantized copy.
     out.input = (q.quantized ? 2.0 * q.input : 2.0) * sb * h;
@@ -169,16 +173,15 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
         out.replicated_linear_parameters += h * q_lora;
         // linear_q_up_proj keeps its input (the fused norm's, 16-bit; Transformer Engine's
         // LayerNormLinear saves inputmat and ln_out) and what its linear keeps of the norm's
-        // output; recomputing the up-projections keeps only the input, which the checkpoint
-        // holds.
-        out.latent += (2.0 * norm + q.column_input) * sb * q_lora;
-        out.latent_selective += 2.0 * sb * q_lora;
+        // output.
+        out.latent +=
+            up_recomputed ? 2.0 * sb * q_lora : (2.0 * norm + q.column_input) * sb * q_lora;
         out.gathered += 2.0 * sb * q_lora;
     } else {
         out.split_parameters += h * q_width;  // linear_q_proj
         // With qk_layernorm the query's projection fuses a norm of h (its output kept too).
         out.replicated_parameters += norm * h;
-        out.latent += norm * q.column_input * sb * h;
+        out.latent += up_recomputed ? 0.0 : norm * q.column_input * sb * h;
         out.gathered += 2.0 * sb * h;
     }
     out.split_parameters += m.kv_lora_rank * kv_up_width + v_width * h;  // kv up, output
@@ -187,22 +190,19 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
     // linear_kv_up_proj's input is a view of the down-projection's output (kv_lora_rank +
     // qk_pos_emb_head_dim wide), which the fused norm keeps alive; its linear keeps the norm's
     // output. Without the norm the linear keeps the view itself, or under FP8 a quantized copy.
-    out.latent += norm > 0.0 || !q.quantized
-                      ? 2.0 * sb * kv_latent + norm * q.column_input * sb * m.kv_lora_rank
-                      : q.column_input * sb * m.kv_lora_rank;
-    out.latent_selective += 2.0 * sb * kv_latent;
+    if (up_recomputed)
+        out.latent += 2.0 * sb * kv_latent;
+    else if (norm > 0.0 || !q.quantized)
+        out.latent += 2.0 * sb * kv_latent + norm * q.column_input * sb * m.kv_lora_rank;
+    else
+        out.latent += q.column_input * sb * m.kv_lora_rank;
     out.gathered += 2.0 * sb * m.kv_lora_rank;
     // The core attention keeps Q, K (q_width each) and V, and the output projection its input,
-    // the core's output (which a fused kernel also saves: the same tensor). With mla_up_proj,
-    // Q, K and V are discarded after the core attention's forward and re-made in backward
-    // (CheckpointWithoutOutput.discard_output_and_register_recompute).
-    const double projection_input = (2.0 + q.projection_copy) * sb * v_width;
-    out.split = 2.0 * sb * (2.0 * q_width + v_width) + projection_input;
-    out.split_selective = o.recompute_modules.mla_up_proj ? projection_input : out.split;
-    if (!o.recompute_modules.mla_up_proj)
-        out.latent_selective = out.latent;
-    add_context_parallel(o, 2.0 * sb * q_width, 2.0 * sb * (q_width + v_width), 2.0 * sb * v_width,
-                         out);
+    // the core's output (which a fused kernel also saves: the same tensor).
+    out.qkv = up_recomputed ? 0.0 : 2.0 * sb * (2.0 * q_width + v_width);
+    out.projection = (2.0 + q.projection_copy) * sb * v_width;
+    add_context_parallel(o, modules, 2.0 * sb * q_width, 2.0 * sb * (q_width + v_width),
+                         2.0 * sb * v_width, out);
     return out;
 }
 
@@ -218,12 +218,145 @@ double mlp_matrices(const ShapeOptions& o) noexcept {
     return o.gated_mlp ? 3.0 : 2.0;
 }
 
-// An MoE layer's terms (README.md, "Mixture of experts"). `dense` is a dense layer's, whose
-// attention block, norms and their activations the MoE layer shares.
-MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
-                              const LayerActivationTerms& dense,
-                              const LayerActivationTerms& dense_selective,
-                              const AttentionTerms& attention, const LinearBytes& q) noexcept {
+// The tensors of one layer that do not depend on the MLP's kind, per micro-batch, whole: what the
+// norms keep (their inputs), the dropout masks, the attention block, the attention core.
+struct LayerCommon {
+    double sbh = 0.0;
+    double norm_input = 0.0;  // one norm's input: 2sbh
+    double masks = 0.0;       // the two dropout masks after the attention and the MLP
+    AttentionTerms attention;
+    double attention_core = 0.0;
+    bool separate_input_norm = false;  // the input norm is a module of its own
+    // Core attention recomputed: its checkpoint runs outside the core_attn offloading context
+    // (megatron/core/transformer/attention.py, forward), so its inputs stay on the device.
+    bool core_recomputed = false;
+};
+
+// Fine-grained offloading of what `layer` keeps (README.md, "Activation offloading"): removes the
+// offloaded modules' saved tensors, as a share `fraction` of them, and returns the bytes removed
+// on one rank.
+struct Offloaded {
+    double replicated = 0.0;
+    double tensor_parallel = 0.0;
+    double attention_core = 0.0;
+};
+
+void remove_offloaded(LayerActivationTerms& layer, const Offloaded& offloaded,
+                      double fraction) noexcept {
+    layer.replicated -= fraction * offloaded.replicated;
+    layer.tensor_parallel -= fraction * offloaded.tensor_parallel;
+    layer.attention_core -= fraction * offloaded.attention_core;
+}
+
+// The attention half's offloadable tensors (attn_norm, qkv_linear, core_attn, attn_proj).
+Offloaded attention_offloaded(const ShapeOptions& o, const LayerCommon& c) noexcept {
+    const OffloadModules& m = o.offload_modules;
+    Offloaded out;
+    // The input norm's input: offloaded with attn_norm where the norm is a module of its own,
+    // or inside qkv_linear where Transformer Engine's LayerNormLinear saves it.
+    if (c.separate_input_norm ? m.attn_norm : m.qkv_linear)
+        out.replicated += c.norm_input;
+    if (m.qkv_linear)
+        out.replicated += c.attention.input + c.attention.latent;
+    if (m.core_attn && !c.core_recomputed) {
+        out.tensor_parallel += c.attention.qkv + c.attention.cp_kept;
+        out.attention_core += c.attention_core;
+    }
+    if (m.attn_proj)
+        out.tensor_parallel += c.attention.projection;
+    return out;
+}
+
+// The terms of a layer whose `common` part is given and whose MLP keeps `mlp_input` (what its
+// first linear or the router keeps of the normalised input, split by SP) and `mlp_inner` (split
+// by TP), with `mlp_norm_offloaded` the pre-MLP norm's input when offloading takes it.
+LayerActivationTerms layer_terms(const ShapeOptions& o, const LayerCommon& c, double mlp_input,
+                                 double mlp_inner, double extra_replicated,
+                                 const Offloaded& mlp_offloaded) noexcept {
+    LayerActivationTerms out;
+    out.replicated = 2.0 * c.norm_input + c.masks + c.attention.input + c.attention.latent +
+                     mlp_input + extra_replicated;
+    out.tensor_parallel = c.attention.split() + mlp_inner;
+    out.attention_core = c.attention_core;
+    out.gathered_inputs = c.attention.gathered + 2.0 * c.sbh;
+    out.layer_input = 2.0 * c.sbh;
+    Offloaded offloaded = attention_offloaded(o, c);
+    offloaded.replicated += mlp_offloaded.replicated;
+    remove_offloaded(out, offloaded, o.activation_offload_fraction);
+    return out;
+}
+
+// A dense layer recomputing `modules` (README.md, "Recompute modules").
+LayerActivationTerms dense_layer(const ShapeOptions& o, const LinearBytes& q, const LayerCommon& c,
+                                 const RecomputeModules& modules, double sbF) noexcept {
+    // The pre-MLP norm is fused into fc1 with Transformer Engine: fc1's LayerNormLinear keeps the
+    // norm's input (the 2sbh counted with the norms) and its output; 'mlp' checkpoints the MLP
+    // from the norm's input, dropping both fc1's output and the inner activations. With a norm of
+    // its own (the local spec) the checkpoint keeps the norm's output, which 'layernorm' drops.
+    double mlp_input = q.column_input * c.sbh;
+    if ((modules.layernorm && !o.fused_norms) || (modules.mlp && o.fused_norms))
+        mlp_input = 0.0;
+    const double mlp_inner = modules.mlp ? 0.0 : sbF;
+    Offloaded mlp_offloaded;
+    if (o.offload_modules.mlp_norm && !o.fused_norms)
+        mlp_offloaded.replicated = c.norm_input;
+    return layer_terms(o, c, mlp_input, mlp_inner, 0.0, mlp_offloaded);
+}
+
+// What an MoE layer recomputing `modules` keeps, and its routed experts per rank.
+struct MoeActivations {
+    LayerActivationTerms layer;
+    double routed_experts = 0.0;
+    double routed_offloaded = 0.0;  // of those, what offloading moves to the host
+};
+
+// An MoE layer's terms (README.md, "Mixture of experts"), `c` its attention half.
+MoeActivations moe_layer(const ShapeOptions& o, const MoeOptions& m, const LinearBytes& q,
+                         const LayerCommon& c, const RecomputeModules& modules, double router,
+                         double shared_inner_bytes, double routed_tokens,
+                         double own_copies) noexcept {
+    const double h = o.hidden_size;
+    const double etp = m.expert_tensor_parallel;
+    const bool shared = m.shared_experts > 0;
+    // The MoE block's input, the separate pre-MLP norm's output, is kept 16-bit by the router
+    // (and the dispatcher); under FP8 the shared experts' first linear keeps a quantized copy.
+    // 'layernorm' drops the norm's output (Megatron-LM then has the shared experts save the
+    // original input); 'moe' checkpoints the block from it; 'shared_experts' the shared experts.
+    double moe_input = modules.layernorm ? 0.0 : 2.0 * c.sbh;
+    if (q.quantized && shared && !modules.layernorm && !modules.moe && !modules.shared_experts)
+        moe_input += q.column_input * c.sbh;
+    const double router_kept = modules.moe ? 0.0 : router;
+    const double shared_kept = modules.moe || modules.shared_experts ? 0.0 : shared_inner_bytes;
+    Offloaded mlp_offloaded;
+    if (o.offload_modules.mlp_norm)
+        mlp_offloaded.replicated = c.norm_input;
+    MoeActivations out;
+    out.layer = layer_terms(o, c, moe_input, shared_kept, router_kept, mlp_offloaded);
+    out.layer.gathered_inputs += shared ? 2.0 * c.sbh : 0.0;
+    out.layer.gathered_inputs -= 2.0 * c.sbh;  // no dense fc1: the QKV input and shared experts'
+    if (modules.moe)
+        return out;
+    // The routed experts: their grouped linear's input (quantized under FP8), the activation's
+    // input (16-bit) and fc2's input, which 'moe_act' drops (CheckpointWithoutOutput; under FP8
+    // Megatron-LM has fc2 save the original), and the expert outputs the combine keeps.
+    const double fc1_input = routed_tokens * q.input * h;
+    const double activation_input = routed_tokens * (o.gated_mlp ? 4.0 : 2.0) *
+                                    static_cast<double>(m.moe_ffn_hidden_size) / etp;
+    const double fc2_input =
+        modules.moe_act ? 0.0 : routed_tokens * q.input * m.moe_ffn_hidden_size / etp;
+    out.routed_experts = fc1_input + activation_input + fc2_input + own_copies * (2.0 * h);
+    const double fraction = o.activation_offload_fraction;
+    out.routed_offloaded = fraction * ((o.offload_modules.expert_fc1 ? fc1_input : 0.0) +
+                                       (o.offload_modules.moe_act ? activation_input : 0.0));
+    out.routed_experts -= out.routed_offloaded;
+    return out;
+}
+
+// An MoE layer's terms and parameters (README.md, "Mixture of experts"). `c` and `selective` are
+// the attention halves of a layer without and with the selective recompute modules.
+MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m, const LinearBytes& q,
+                              const LayerCommon& c, const LayerCommon& selective,
+                              const AttentionTerms& attention) noexcept {
     const double h = o.hidden_size;
     const double s = static_cast<double>(o.seq_length) / o.context_parallel;  // per rank
     const double b = o.micro_batch_size;
@@ -234,36 +367,16 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     const double k = m.top_k;
     const double ep = m.expert_parallel;
     const double etp = m.expert_tensor_parallel;
-    const double sbh = s * b * h;
 
     MoeLayerTerms out;
-    LayerActivationTerms& layer = out.layer;
     // The router's fp32 scores (kept by the softmax or sigmoid for its backward) and the routing
     // map of one byte per token and expert, for this rank's tokens (sequence-sharded with SP).
     out.router = 5.0 * s * b * E;
-    // The dense layer's replicated terms hold what the first MLP linear keeps of the MLP's
-    // input; the MoE block's input is kept 16-bit by the router, and under FP8 the shared
-    // experts' first linear keeps its own quantized copy.
-    const double moe_input = 2.0 * sbh - q.column_input * sbh +
-                             (q.quantized && m.shared_experts > 0 ? q.column_input * sbh : 0.0);
-    layer.replicated = dense.replicated + moe_input + out.router;
     // The shared experts are one MLP of shared_experts * shared_expert_ffn_hidden_size, split
-    // over t like a dense MLP; the dense MLP's inner activations are not there.
+    // over t like a dense MLP.
     const double shared_inner =
         static_cast<double>(m.shared_experts) * m.shared_expert_ffn_hidden_size;
     out.shared_experts = s * b * mlp_inner_bytes_per_token(o, q, shared_inner);
-    layer.tensor_parallel = attention.split + out.shared_experts;
-    layer.attention_core = dense.attention_core;
-    // Column-parallel linears whose input is all-gathered under SP: QKV, and the shared experts'
-    // first linear. The router runs on the sequence shard; the routed experts receive their
-    // tokens by all-to-all.
-    layer.gathered_inputs = attention.gathered + (m.shared_experts > 0 ? 2.0 * sbh : 0.0);
-    layer.layer_input = dense.layer_input;
-    // A 'select' MoE layer: the attention block as a dense layer's selective terms.
-    out.layer_selective = layer;
-    out.layer_selective.replicated = dense_selective.replicated + moe_input + out.router;
-    out.layer_selective.tensor_parallel = attention.split_selective + out.shared_experts;
-    out.layer_selective.attention_core = dense_selective.attention_core;
 
     // Routed tokens on this rank: its s*b/t tokens (MoE with t > 1 requires SP) go top_k times
     // each to the experts, the all-to-all over EP ranks keeps the balanced count per rank, and the
@@ -276,29 +389,48 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m,
     const double factor = m.capacity_factor.value_or(1.0);
     const double own_copies = factor * k * own_tokens;
     out.routed_tokens = own_copies * etp * (m.capacity_factor ? 1.0 : m.routing_imbalance);
-    // The experts' grouped linear keeps its input (quantized under FP8).
-    out.routed_experts =
-        out.routed_tokens * (q.input * h) +
-        out.routed_tokens * mlp_inner_bytes_per_token(o, q, m.moe_ffn_hidden_size) / etp +
-        own_copies * (2.0 * h);
-    out.activation_bytes = bytes_by_kind(layer, out.layer_selective, o);
-    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
-        // Full recompute keeps only the layer's input: the experts are recomputed with the rest.
-        if (kind != PPB_KIND_FULL)
-            out.activation_bytes[kind] += out.routed_experts;
-    }
+
+    const RecomputeModules nothing{false, false, false, false, false, false, false};
+    const MoeActivations kept = moe_layer(o, m, q, c, nothing, out.router, out.shared_experts,
+                                          out.routed_tokens, own_copies);
+    const MoeActivations recomputing =
+        moe_layer(o, m, q, selective, o.recompute_modules, out.router, out.shared_experts,
+                  out.routed_tokens, own_copies);
+    out.layer = kept.layer;
+    out.layer_selective = recomputing.layer;
+    out.routed_experts = kept.routed_experts;
+    out.routed_experts_selective = recomputing.routed_experts;
+    out.activation_bytes = bytes_by_kind(out.layer, out.layer_selective, o);
+    // Full recompute keeps only the layer's input: the experts are recomputed with the rest.
+    for (const ppb_kind kind : {PPB_KIND_NONE, PPB_KIND_COMM})
+        out.activation_bytes[kind] += out.routed_experts;
+    for (const ppb_kind kind : {PPB_KIND_SELECT, PPB_KIND_BOTH})
+        out.activation_bytes[kind] += out.routed_experts_selective;
+    const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
+    const auto on_rank = [&](const Offloaded& x) {
+        return (split_sequence ? x.replicated / t : x.replicated) +
+               (x.tensor_parallel + x.attention_core) / t;
+    };
+    Offloaded moe_norm;
+    if (o.offload_modules.mlp_norm)
+        moe_norm.replicated = c.norm_input;
+    out.offloaded_bytes =
+        o.activation_offload_fraction * (on_rank(attention_offloaded(o, c)) + on_rank(moe_norm)) +
+        kept.routed_offloaded;
 
     const double norms = 2.0 * h;
-    const double router = h * E;  // replicated on every rank (Megatron-LM's TopKRouter weight)
+    const double router_weight = h * E;  // replicated on every rank (Megatron-LM's TopKRouter)
     const double shared = mlp_matrices(o) * h * shared_inner;
     out.dense_parameters = (attention.split_parameters + shared) / t +
-                           attention.replicated_parameters + norms + router;
+                           attention.replicated_parameters + norms + router_weight;
     out.dense_linear_parameters =
         (attention.split_parameters + shared) / t + attention.replicated_linear_parameters;
     out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
     out.expert_data_parallel = t * d * cp / (ep * etp);
     const double optimizer_share =
-        o.distributed_optimizer ? o.optimizer_bytes / out.expert_data_parallel : o.optimizer_bytes;
+        (o.distributed_optimizer ? o.optimizer_bytes / out.expert_data_parallel
+                                 : o.optimizer_bytes) *
+        (1.0 - o.optimizer_offload_fraction);
     out.bytes_per_expert_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
     return out;
 }
@@ -325,18 +457,11 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     MemoryTerms out;
     out.linear = linear_bytes(o);
     const LinearBytes& q = out.linear;
-    out.attention = attention_terms(o, s * b, q);
-    const AttentionTerms& attention = out.attention;
+    const RecomputeModules nothing{false, false, false, false, false, false, false};
 
-    // --- Activations of one layer for one micro-batch (README.md, "Activations per layer").
-    // The norms' inputs 4sbh, the masks, what the attention's and the first MLP linear's keep
-    // of the normalised inputs (2sbh each in 16 bits), MLA's latents.
-    LayerActivationTerms& layer = out.layer;
-    const double norms_and_masks = (4.0 + 2.0 * dropout) * sbh;
-    const double mlp_input = q.column_input * sbh;
-    layer.replicated = norms_and_masks + attention.input + mlp_input + attention.latent;
-    const double mlp_inner = s * b * mlp_inner_bytes_per_token(o, q, F);
-    layer.tensor_parallel = attention.split + mlp_inner;
+    // --- Activations of one layer for one micro-batch (README.md, "Activations per layer"):
+    // the two norms' inputs (4sbh), the dropout masks, the attention block, what the first MLP
+    // linear keeps of its normalised input (2sbh in 16 bits), the MLP's inner activations.
     // Unfused attention keeps the 16-bit softmax output, and with dropout its mask and output:
     // (2 + 3 dropout) bytes per a*s^2*b element. When the softmax runs in fp32 outside the fused
     // kernel (Megatron's FusedScaleMaskSoftmax.forward_torch_softmax, megatron/core/fusions/
@@ -345,27 +470,51 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // backward (4 bytes); with dropout, dropout keeps its mask (1) and the attention-over-V
     // matmul dropout's 16-bit output (2), the 16-bit cast is freed: 7 bytes. Without dropout
     // the matmul keeps the 16-bit cast: 6 bytes.
+    LayerCommon common;
+    common.sbh = sbh;
+    common.norm_input = 2.0 * sbh;
+    common.masks = 2.0 * dropout * sbh;
+    common.attention = attention_terms(o, s * b, q, nothing);
     if (o.flash_attention)
-        layer.attention_core = 0.0;
+        common.attention_core = 0.0;
     else if (o.softmax_in_fp32)
-        layer.attention_core = (o.dropout ? 7.0 : 6.0) * a * s * s * b;
+        common.attention_core = (o.dropout ? 7.0 : 6.0) * a * s * s * b;
     else
-        layer.attention_core = (2.0 + 3.0 * dropout) * a * s * s * b;
-    layer.gathered_inputs = attention.gathered + 2.0 * sbh;  // and the first MLP linear's input
-    layer.layer_input = 2.0 * sbh;
-
+        common.attention_core = (2.0 + 3.0 * dropout) * a * s * s * b;
+    // MLA's input norm is a module of its own (layer spec: input_layernorm), as are both norms
+    // of Megatron-LM's local spec; Transformer Engine's specs fuse it into the QKV projection.
+    common.separate_input_norm = o.mla.has_value() || !o.fused_norms;
     // What a 'select' layer keeps: the modules Megatron-LM's selective recompute re-makes are
-    // dropped (core_attn: the attention core; mla_up_proj: MLA's Q, K, V and latent norms).
-    LayerActivationTerms& selective = out.layer_selective;
-    selective = layer;
-    selective.replicated =
-        norms_and_masks + attention.input + mlp_input + attention.latent_selective;
-    selective.tensor_parallel = attention.split_selective + mlp_inner;
-    if (o.recompute_modules.core_attn)
+    // dropped (README.md, "Recompute modules").
+    const RecomputeModules& modules = o.recompute_modules;
+    LayerCommon selective = common;
+    selective.attention = attention_terms(o, s * b, q, modules);
+    if (modules.core_attn) {
         selective.attention_core = 0.0;
+        selective.core_recomputed = true;
+    }
+    if (modules.layernorm && selective.separate_input_norm)
+        selective.attention.input = 0.0;  // the input norm's output, re-made in backward
+    out.attention = common.attention;
+    const AttentionTerms& attention = out.attention;
+
+    const double mlp_inner = s * b * mlp_inner_bytes_per_token(o, q, F);
+    out.layer = dense_layer(o, q, common, nothing, mlp_inner);
+    out.layer_selective = dense_layer(o, q, selective, modules, mlp_inner);
+    const LayerActivationTerms& layer = out.layer;
 
     const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
-    out.activation_bytes = bytes_by_kind(layer, selective, o);
+    out.activation_bytes = bytes_by_kind(layer, out.layer_selective, o);
+    {
+        // What offloading moved off a dense layer, on one rank (one layer's comes back for its
+        // backward: held once, below).
+        Offloaded off = attention_offloaded(o, common);
+        if (o.offload_modules.mlp_norm && !o.fused_norms)
+            off.replicated += common.norm_input;
+        out.offloaded_bytes = o.activation_offload_fraction *
+                              ((split_sequence ? off.replicated / t : off.replicated) +
+                               (off.tensor_parallel + off.attention_core) / t);
+    }
 
     // --- Head and tail activations per micro-batch (paper §4.3).
     const double sequence_share = split_sequence ? 1.0 / t : 1.0;
@@ -423,13 +572,16 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
 
     // The distributed optimizer shards over the data-parallel ranks with the context-parallel
     // ones (Megatron-LM's data-parallel group with context parallelism).
+    // A share of it may live in host memory (optimizer_offload_fraction).
     const double optimizer_share =
-        o.distributed_optimizer ? o.optimizer_bytes / (d * o.context_parallel) : o.optimizer_bytes;
+        (o.distributed_optimizer ? o.optimizer_bytes / (d * o.context_parallel)
+                                 : o.optimizer_bytes) *
+        (1.0 - o.optimizer_offload_fraction);
     out.bytes_per_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
 
     if (o.moe) {
         const MoeOptions& m = *o.moe;
-        out.moe = moe_layer_terms(o, m, layer, selective, attention, q);
+        out.moe = moe_layer_terms(o, m, q, common, selective, attention);
         const double moe_layers = m.moe_layers();
         const double dense_layers = L - moe_layers;
         const double expert = mlp_matrices(o) * h * m.moe_ffn_hidden_size;
@@ -449,6 +601,15 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // concatenates the two (2h) into eh_proj (a column-parallel 2h -> h linear), runs a
     // transformer layer built from the decoder's last layer's spec, and a final norm; the
     // model's output layer then gives each MTP layer its own logits and loss.
+    // Fine-grained offloading brings one layer's offloaded tensors back while it runs backward
+    // (and keeps the last group of each module on the device): held once, with that layer's
+    // backward gradients.
+    if (o.offload_modules.any()) {
+        const double offloaded =
+            std::max(out.offloaded_bytes, out.moe ? out.moe->offloaded_bytes : 0.0);
+        out.layer_transient_bytes += offloaded;
+    }
+
     if (o.mtp_num_layers > 0) {
         MtpTerms mtp;
         const double N = o.mtp_num_layers;
@@ -483,11 +644,11 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         if (mtp.moe) {
             const MoeOptions& m = *o.moe;
             const double expert = mlp_matrices(o) * h * m.moe_ffn_hidden_size;
-            const double common = attention_whole + norms + h * m.num_experts +
-                                  mlp_matrices(o) * h * m.shared_experts *
-                                      static_cast<double>(m.shared_expert_ffn_hidden_size);
-            layer_whole = common + m.num_experts * expert;
-            layer_active = common + m.top_k * expert;
+            const double beside_experts = attention_whole + norms + h * m.num_experts +
+                                          mlp_matrices(o) * h * m.shared_experts *
+                                              static_cast<double>(m.shared_expert_ffn_hidden_size);
+            layer_whole = beside_experts + m.num_experts * expert;
+            layer_active = beside_experts + m.top_k * expert;
         }
         out.model_parameters += N * (layer_whole + 2.0 * h * h + 3.0 * h);
         out.active_parameters += N * (layer_active + 2.0 * h * h + 3.0 * h);

@@ -54,30 +54,31 @@ struct LinearBytes {
 [[nodiscard]] LinearBytes linear_bytes(const ShapeOptions& options) noexcept;
 
 // One layer's attention block, as whole tensors: parameters and the activations it keeps beyond
-// the norms' and the block input's (README.md, "Multi-latent attention").
+// the norms' inputs (README.md, "Multi-latent attention"), for one set of recompute modules.
 struct AttentionTerms {
     double split_parameters = 0.0;       // sliced over t: the column- and row-parallel linears
     double replicated_parameters = 0.0;  // whole on every tensor-parallel rank (MLA's
                                          // down-projections and latent norms)
     double replicated_linear_parameters = 0.0;  // of those, the linears' (MLA's down-projections)
-    // What its linears keep of the layer's normalised input (the QKV projection's input, MLA's
-    // down-projections'), in place of the dense layer's 2 bytes an element (FP8 quantizes it).
+    // Split by sequence parallelism only: what its linears keep of the normalised input (the QKV
+    // projection's input, MLA's down-projections'; 2 bytes an element in 16 bits), and MLA's
+    // latents with their norms' outputs, kept for the up-projections.
     double input = 0.0;
-    // Split by sequence parallelism only (MLA's latents, kept for the up-projections), without
-    // and with the selective recompute modules.
     double latent = 0.0;
-    double latent_selective = 0.0;
-    // Split by tensor parallelism: Q, K, V and the output projection's input.
-    double split = 0.0;
-    double split_selective = 0.0;
+    // Split by tensor parallelism: Q, K and V as the core attention keeps them, the output
+    // projection's input (the core's output), and what context parallelism's exchange keeps
+    // beyond them.
+    double qkv = 0.0;
+    double projection = 0.0;
+    double cp_kept = 0.0;
     // The inputs of its column-parallel linears, all-gathered under sequence parallelism.
     double gathered = 0.0;
-    // Context parallelism: what the exchange keeps for backward beyond Q, K, V and the output
-    // (part of `split`), and the buffers one layer's attention holds while it runs forward and
+    // Context parallelism: the buffers one layer's attention holds while it runs forward and
     // backward (held once, split by tensor parallelism).
-    double cp_kept = 0.0;
     double cp_forward_buffers = 0.0;
     double cp_backward_buffers = 0.0;
+
+    [[nodiscard]] double split() const noexcept { return qkv + projection + cp_kept; }
 };
 
 // What a mixture-of-experts layer holds beyond the dense layer's terms (README.md, "Mixture of
@@ -96,8 +97,10 @@ struct MoeLayerTerms {
     double routed_tokens = 0.0;
     // Bytes per rank per micro-batch of the routed experts: their inputs (2 bytes x h per routed
     // token), inner activations (6 or 4 bytes x moe_ffn_hidden_size / ETP per routed token) and
-    // the expert outputs the combine keeps (2 bytes x h per token copy of this rank's own tokens).
+    // the expert outputs the combine keeps (2 bytes x h per token copy of this rank's own tokens);
+    // and what a 'select' MoE layer keeps of them.
     double routed_experts = 0.0;
+    double routed_experts_selective = 0.0;
     std::array<double, PPB_KIND_COUNT> activation_bytes{};
 
     // Parameters one rank holds per MoE layer: sharded like dense parameters (attention and shared
@@ -109,6 +112,7 @@ struct MoeLayerTerms {
     double expert_parameters = 0.0;
     double expert_data_parallel = 0.0;  // t * d * c / (EP * ETP)
     double bytes_per_expert_parameter = 0.0;
+    double offloaded_bytes = 0.0;  // per rank per micro-batch, as MemoryTerms::offloaded_bytes
 };
 
 // The multi-token prediction layers (README.md, "Multi-token prediction"): on their stage, per
@@ -147,6 +151,10 @@ struct MemoryTerms {
     double tail_activation_bytes = 0.0;
     // The part of tail_activation_bytes that is the logits the loss keeps (its fp32 softmax).
     double tail_logits_bytes = 0.0;
+    // Activation bytes per layer per micro-batch on one rank that fine-grained offloading moves
+    // to the host (of a 'none' layer): out of activation_bytes, one layer's back on the device
+    // while it runs backward (in layer_transient_bytes).
+    double offloaded_bytes = 0.0;
     // Held once at a stage's peak, not per micro-batch: the gradients of one layer's backward
     // (every stage) and, on the last stage, the logits' 16-bit copy at the loss.
     // The peak takes the larger of the two, as they do not exist at the same time.

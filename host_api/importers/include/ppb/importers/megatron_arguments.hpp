@@ -7,7 +7,7 @@
 // Each flag falls in one of four classes:
 //   modelled   -> an analytic option (table in host_api/docs/megatron-arguments.md);
 //   refused    -> a run the analytic model does not cover (FSDP / ZeRO-3, custom FP8
-//                 recipes): FlagError naming it;
+//                 recipes, CUDA graphs): FlagError naming it;
 //   unmodelled -> changes memory but the model leaves it out: a warning naming it;
 //   neutral    -> known not to change the memory of the tensors (logging, paths, learning
 //                 rate, ...): accepted silently.
