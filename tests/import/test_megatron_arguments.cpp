@@ -249,9 +249,8 @@ BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
     const std::string base =
         "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
         "--vocab-size 1000 --bf16 ";
-    expect_flag_error(base + "--use-torch-fsdp2", "--use-torch-fsdp2");
-    expect_flag_error(base + "--data-parallel-sharding-strategy optim_grads_params",
-                      "--data-parallel-sharding-strategy");
+    expect_flag_error(base + "--cuda-graph-impl local", "--cuda-graph-impl");
+    expect_flag_error(base + "--fp8-format hybrid --fp8-recipe custom", "--fp8-recipe");
     expect_flag_error(base + "--kv-channels 32", "--kv-channels");
     // Context parallelism of 1 and no MTP layers are ordinary runs.
     BOOST_CHECK_NO_THROW((void)map(base + "--context-parallel-size 1 --mtp-num-layers 0"));

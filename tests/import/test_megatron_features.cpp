@@ -348,6 +348,46 @@ BOOST_AUTO_TEST_CASE(cuda_graphs_are_refused_by_name_with_the_reason) {
                (none.warnings.empty() ? std::string() : none.warnings.front()));
 }
 
+// Megatron-FSDP (commit d98e8a64ddf34856e74b24714e3bedb2f5a39553):
+// --data-parallel-sharding-strategy defaults to optim_grads_params and means nothing without it;
+// its main gradients are in the model's dtype and its main weights fp32 unless its dtype flags say
+// otherwise.
+BOOST_AUTO_TEST_CASE(sharded_data_parallelism_maps_the_strategy_and_its_dtypes) {
+    const std::string base =
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+        "--vocab-size 32000 --bf16 --untie-embeddings-and-output-weights ";
+    const json::object fsdp = options_of(map(base + "--use-megatron-fsdp"));
+    BOOST_TEST(fsdp.at("data_parallel_sharding").as_string() == "optim_grads_params");
+    BOOST_TEST(fsdp.at("grad_bytes").as_double() == 2.0);
+    BOOST_TEST(fsdp.at("optimizer_bytes").as_double() == 12.0);
+    BOOST_TEST(!fsdp.at("distributed_optimizer").as_bool());
+    const json::object zero2 = options_of(
+        map(base + "--use-custom-fsdp --data-parallel-sharding-strategy optim_grads "
+                   "--megatron-fsdp-main-grads-dtype fp32 --megatron-fsdp-main-params-dtype bf16 "
+                   "--use-distributed-optimizer"));
+    BOOST_TEST(zero2.at("data_parallel_sharding").as_string() == "optim_grads");
+    BOOST_TEST(zero2.at("grad_bytes").as_double() == 4.0);
+    BOOST_TEST(zero2.at("optimizer_bytes").as_double() == 2.0 + 8.0);
+    // Without FSDP the strategy flag changes nothing.
+    BOOST_TEST(!options_of(map(base + "--data-parallel-sharding-strategy optim_grads_params"))
+                    .contains("data_parallel_sharding"));
+    // torch FSDP2: the weights resharded after forward, unless told not to.
+    BOOST_TEST(
+        options_of(map(base + "--use-torch-fsdp2")).at("data_parallel_sharding").as_string() ==
+        "optim_grads_params");
+    BOOST_TEST(options_of(map(base + "--use-torch-fsdp2 --torch-fsdp2-no-reshard-after-forward"))
+                   .at("data_parallel_sharding")
+                   .as_string() == "optim_grads");
+    BOOST_TEST(flag_error(base + "--use-megatron-fsdp --data-parallel-sharding-strategy zero3")
+                   .find("--data-parallel-sharding-strategy zero3: not no_shard") !=
+               std::string::npos);
+    BOOST_TEST(flag_error(base + "--use-megatron-fsdp --use-torch-fsdp2")
+                   .find("--use-megatron-fsdp and --use-torch-fsdp2 together") !=
+               std::string::npos);
+    BOOST_TEST(warns_about(map(base + "--use-megatron-fsdp --outer-dp-sharding-strategy optim"),
+                           "--outer-dp-sharding-strategy (hybrid sharding) changes memory"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace megatron_features_tests

@@ -30,18 +30,6 @@ using ReadFlags = std::set<std::string, std::less<>>;
         flag, why));
 }
 
-// Runs of the features the model does not count yet: refused by name.
-void refuse_uncovered(const MegatronFlagView& flags) {
-    for (const std::string_view fsdp :
-         {"use-torch-fsdp2", "use-megatron-fsdp", "use-custom-fsdp"}) {
-        if (flags.on(fsdp))
-            refuse(fsdp, "FSDP shards parameters and gradients (ZeRO-3)");
-    }
-    if (const auto s = flags.text("data-parallel-sharding-strategy");
-        s && *s != "no_shard" && *s != "optim")
-        refuse("data-parallel-sharding-strategy", "sharded gradients or parameters (ZeRO-2/3)");
-}
-
 // Multi-latent attention (--multi-latent-attention) and the shape of its heads. Without it,
 // --kv-channels other than h / a (heads of another width) is outside the model.
 void add_attention(const MegatronFlagView& flags, json::object& options, ReadFlags& read) {
@@ -305,6 +293,74 @@ void add_precision_aware_optimizer(const MegatronFlagView& flags, json::object& 
     options["grad_bytes"] = main_grads;
 }
 
+// Bytes of a Megatron-FSDP dtype flag's value (fp32, bf16, fp16; auto: the model's 16 bits, or
+// fp32 for an fp32 model).
+double fsdp_dtype_bytes(std::string_view flag, const std::string& dtype, bool sixteen_bit) {
+    if (dtype == "auto")
+        return sixteen_bit ? 2.0 : 4.0;
+    if (dtype == "fp8")
+        throw FlagError(fmt::format("--{} fp8: not fp32, bf16, fp16 or auto", flag));
+    return dtype_bytes(flag, dtype);
+}
+
+// Sharded data parallelism: Megatron-FSDP (--use-megatron-fsdp, earlier --use-custom-fsdp) with
+// --data-parallel-sharding-strategy (default optim_grads_params; without FSDP the flag has no
+// effect), and torch FSDP2 (--use-torch-fsdp2: parameters resharded after forward unless
+// --torch-fsdp2-no-reshard-after-forward). Megatron-FSDP keeps its main gradients in the model's
+// dtype and its main weights in fp32 unless --megatron-fsdp-main-grads-dtype /
+// --megatron-fsdp-main-params-dtype say otherwise (megatron/core/distributed/fsdp/src/
+// megatron_fsdp/param_and_grad_buffer.py, _resolve_group_grad_dtype, commit
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553).
+void add_sharding(const MegatronFlagView& flags, json::object& options,
+                  MegatronAnalyticOptions& result, ReadFlags& read) {
+    for (const std::string_view flag :
+         {"use-megatron-fsdp", "use-custom-fsdp", "use-torch-fsdp2",
+          "data-parallel-sharding-strategy", "torch-fsdp2-no-reshard-after-forward",
+          "megatron-fsdp-main-params-dtype", "megatron-fsdp-main-grads-dtype",
+          "megatron-fsdp-grad-comm-dtype", "fsdp-double-buffer",
+          "megatron-fsdp-max-pool-double-buffer", "suggested-communication-unit-size",
+          "use-nccl-ub", "fsdp-manual-registration", "init-model-with-meta-device",
+          "create-all-gather-group", "keep-fp8-transpose-cache", "megatron-fsdp-version"})
+        read.insert(std::string(flag));
+    const bool megatron_fsdp = flags.on("use-megatron-fsdp") || flags.on("use-custom-fsdp");
+    const bool torch_fsdp2 = flags.on("use-torch-fsdp2");
+    if (megatron_fsdp && torch_fsdp2)
+        throw FlagError("--use-megatron-fsdp and --use-torch-fsdp2 together: give one");
+    if (!megatron_fsdp && !torch_fsdp2)
+        return;
+    std::string strategy = "optim_grads_params";
+    if (megatron_fsdp) {
+        strategy = flags.text("data-parallel-sharding-strategy").value_or(strategy);
+        if (strategy != "no_shard" && strategy != "optim" && strategy != "optim_grads" &&
+            strategy != "optim_grads_params")
+            throw FlagError(fmt::format(
+                "--data-parallel-sharding-strategy {}: not no_shard, optim, optim_grads or "
+                "optim_grads_params",
+                strategy));
+        const bool sixteen_bit = flags.on("bf16") || flags.on("fp16");
+        options["grad_bytes"] = fsdp_dtype_bytes(
+            "megatron-fsdp-main-grads-dtype",
+            flags.text("megatron-fsdp-main-grads-dtype").value_or("auto"), sixteen_bit);
+        const double main_params = fsdp_dtype_bytes(
+            "megatron-fsdp-main-params-dtype",
+            flags.text("megatron-fsdp-main-params-dtype").value_or("fp32"), sixteen_bit);
+        // A 16-bit model's main weights in their dtype instead of fp32, beside the optimizer's
+        // moments (the precision-aware optimizer's dtypes are its own).
+        if (sixteen_bit && !flags.on("use-precision-aware-optimizer"))
+            options["optimizer_bytes"] =
+                options.at("optimizer_bytes").to_number<double>() - 4.0 + main_params;
+    } else if (flags.on("torch-fsdp2-no-reshard-after-forward")) {
+        strategy = "optim_grads";  // the weights stay gathered from forward to backward
+    }
+    options["data_parallel_sharding"] = strategy;
+    options["distributed_optimizer"] = false;
+    read.insert("outer-dp-sharding-strategy");
+    if (flags.given("outer-dp-sharding-strategy"))
+        result.warnings.push_back(
+            "--outer-dp-sharding-strategy (hybrid sharding) changes memory but is not modelled: "
+            "the state is counted as sharded over all the data-parallel ranks (under-predicted)");
+}
+
 // Megatron-LM's recompute modules the analytic model counts (the others belong to other
 // architectures: GatedDeltaNet, GatedDeltaProduct, hyper-connections).
 constexpr std::array<std::string_view, 7> modelled_modules = {
@@ -422,13 +478,13 @@ std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView&
                                                          const MegatronRunContext& context,
                                                          json::object& options,
                                                          MegatronAnalyticOptions& result) {
-    refuse_uncovered(flags);
     ReadFlags read;
     add_attention(flags, options, read);
     add_mtp(flags, options, read);
     add_context_parallel(flags, options, result, read);
     add_fp8(flags, context, options, result, read);
     add_precision_aware_optimizer(flags, options, read);
+    add_sharding(flags, options, result, read);
     add_recompute_modules(flags, options, result, read);
     add_offloading(flags, options, result, read);
     refuse_cuda_graphs(flags, read);

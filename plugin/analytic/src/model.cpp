@@ -32,7 +32,8 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
     // FP8 / FP4 (README.md, "FP8 and FP4"): per linear parameter, the quantized copies
     // Transformer Engine caches, less the 16-bit weight when the weights are kept quantized only.
-    const double gathered_weight = options.fp8_param_gather ? options.param_bytes : 0.0;
+    const ParameterBytes& pb = terms.parameter_bytes;
+    const double gathered_weight = options.fp8_param_gather ? pb.weight : 0.0;
     const auto quantized_mb = [&](double linear) {
         return linear * terms.linear.weight_copy / bytes_per_mb;
     };
@@ -42,13 +43,13 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
         (quantized_mb(terms.layer_linear_parameters) - replaced_mb(terms.layer_linear_parameters));
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
-    // What a byte of parameters' memory is: the weight, its gradient, the optimizer's share.
-    const double optimizer_share = bpp - options.param_bytes - options.grad_bytes;
+    double largest_unit = terms.layer_parameters * pb.unsharded;  // FSDP: bytes unsharded
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
-        double parameters = terms.layer_parameters;
         double linear = terms.layer_linear_parameters;
-        double optimizer_bytes = terms.layer_parameters * optimizer_share;
+        double weight_bytes = terms.layer_parameters * pb.weight;
+        double gradient_bytes = terms.layer_parameters * pb.gradient;
+        double optimizer_bytes = terms.layer_parameters * pb.optimizer;
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
             linear = moe.dense_linear_parameters + moe.expert_parameters;
@@ -58,18 +59,27 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
                                  (quantized_mb(linear) - replaced_mb(linear));
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
-            parameters = moe.dense_parameters + moe.expert_parameters;
-            optimizer_bytes = moe.dense_parameters * optimizer_share +
-                              moe.expert_parameters * (moe.bytes_per_expert_parameter -
-                                                       options.param_bytes - options.grad_bytes);
+            const ParameterBytes& epb = moe.expert_parameter_bytes;
+            weight_bytes = moe.dense_parameters * pb.weight + moe.expert_parameters * epb.weight;
+            gradient_bytes =
+                moe.dense_parameters * pb.gradient + moe.expert_parameters * epb.gradient;
+            optimizer_bytes =
+                moe.dense_parameters * pb.optimizer + moe.expert_parameters * epb.optimizer;
+            largest_unit = std::max(largest_unit, moe.dense_parameters * pb.unsharded +
+                                                      moe.expert_parameters * epb.unsharded);
         }
-        group.weights_per_layer_mb =
-            parameters * options.param_bytes / bytes_per_mb - replaced_mb(linear);
+        group.weights_per_layer_mb = weight_bytes / bytes_per_mb - replaced_mb(linear);
         group.quantized_per_layer_mb = quantized_mb(linear);
-        group.gradients_per_layer_mb = parameters * options.grad_bytes / bytes_per_mb;
+        group.gradients_per_layer_mb = gradient_bytes / bytes_per_mb;
         group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));
     }
+    // Megatron-FSDP holds two units unsharded at a time (the one computing and the one
+    // prefetched; megatron_fsdp docs: "at least two FSDP units worth of un-sharded weight
+    // memory"): a layer and the largest unit beside it on the stage.
+    c.fsdp_layer_buffer_mb = largest_unit / bytes_per_mb;
+    c.fsdp_head_buffer_mb = terms.embedding_parameters * pb.unsharded / bytes_per_mb;
+    c.fsdp_tail_buffer_mb = terms.tail_parameters * pb.unsharded / bytes_per_mb;
     if (terms.mtp) {
         // Each MTP layer is a transformer layer of the model's last layer's kind (its group's
         // coefficients, MoE experts at their own bytes) with its projection and norms.
@@ -195,7 +205,17 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
     }
     if (holds_mtp(placement))
         memory += mtp_memory(placement);
-    return memory + transient;
+    return memory + fsdp_buffers(placement) + transient;
+}
+
+double AnalyticModel::fsdp_buffers(const ppb_placement& placement) const noexcept {
+    const Coefficients& k = coefficients_;
+    double beside = k.fsdp_layer_buffer_mb;
+    if (placement.stage == 0)
+        beside = std::max(beside, k.fsdp_head_buffer_mb);
+    if (placement.stage + 1 == placement.num_stages)
+        beside = std::max(beside, k.fsdp_tail_buffer_mb);
+    return k.fsdp_layer_buffer_mb + beside;
 }
 
 bool AnalyticModel::holds_mtp(const ppb_placement& placement) const noexcept {
@@ -288,6 +308,9 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          mtp ? mtp_parameters_mb(stage) : 0.0},
         {"mtp_activations", "multi-token prediction layers' activations",
          mtp ? k.mtp_activation_mb * tail_flight : 0.0},
+        {"fsdp_buffers",
+         "held once: FSDP's unsharded buffers (two units' gathered weights and gradients)",
+         fsdp_buffers(stage)},
         {"transient",
          logits_copy ? "held once: the logits' 16-bit copy at the loss"
                      : "held once: one layer's backward gradients",

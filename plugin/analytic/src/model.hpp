@@ -64,6 +64,12 @@ struct Coefficients {
     double mtp_mb = 0.0;
     double mtp_embedding_mb = 0.0;
     double mtp_activation_mb = 0.0;
+    // Sharded gradients or weights (FSDP): the unsharded buffers of one unit, the largest
+    // layer's, the embedding's, the LM head's; a stage holds a layer's and the largest beside it
+    // (the embedding's on stage 0, the LM head's on the last stage).
+    double fsdp_layer_buffer_mb = 0.0;
+    double fsdp_head_buffer_mb = 0.0;
+    double fsdp_tail_buffer_mb = 0.0;
 };
 
 [[nodiscard]] Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& terms);
@@ -138,6 +144,8 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     [[nodiscard]] bool holds_mtp(const ppb_placement& placement) const noexcept;
     [[nodiscard]] double mtp_memory(const ppb_placement& placement) const noexcept;
     [[nodiscard]] double mtp_parameters_mb(const ppb_placement& placement) const noexcept;
+    // FSDP's unsharded buffers held on the placement's stage (0 without FSDP).
+    [[nodiscard]] double fsdp_buffers(const ppb_placement& placement) const noexcept;
 
     ShapeOptions options_;
     MemoryTerms terms_;

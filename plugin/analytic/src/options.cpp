@@ -362,6 +362,25 @@ Fp8Recipe parse_fp8_recipe(const json::value& v) {
                        describe_json(v));
 }
 
+// Megatron-LM's --data-parallel-sharding-strategy names.
+Sharding parse_sharding(const json::value& v) {
+    if (v.is_string()) {
+        const std::string_view name = v.get_string();
+        if (name == "no_shard")
+            return Sharding::no_shard;
+        if (name == "optim")
+            return Sharding::optim;
+        if (name == "optim_grads")
+            return Sharding::optim_grads;
+        if (name == "optim_grads_params")
+            return Sharding::optim_grads_params;
+    }
+    throw InvalidInput(quoted("data_parallel_sharding") +
+                       " must be one of no_shard, optim, optim_grads, optim_grads_params "
+                       "(Megatron-LM's --data-parallel-sharding-strategy), got " +
+                       describe_json(v));
+}
+
 std::string parse_group_name(const json::value& v, std::string_view key) {
     if (!v.is_string() || v.get_string().empty()) {
         throw InvalidInput(quoted(key) + " must be a group name (a non-empty string), got " +
@@ -768,6 +787,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.fp8_recipe = parse_fp8_recipe(value);
         else if (key == "offload_modules")
             options.offload_modules = parse_offload_modules(value);
+        else if (key == "data_parallel_sharding")
+            options.data_parallel_sharding = parse_sharding(value);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
@@ -816,6 +837,12 @@ ShapeOptions parse_options(std::string_view options_json) {
             "analytic option 'offload_modules': attn_proj without core_attn: the output "
             "projection's input is the core attention's output, which the core attention keeps "
             "too (Megatron-LM requires the two together)");
+    }
+    if (options.data_parallel_sharding && options.distributed_optimizer &&
+        *options.data_parallel_sharding == Sharding::no_shard) {
+        throw InvalidInput(
+            "analytic options: distributed_optimizer with data_parallel_sharding no_shard: the "
+            "distributed optimizer shards the optimizer state (give one of the two)");
     }
     if (options.fp8_param_gather && !options.fp8_recipe) {
         throw InvalidInput(

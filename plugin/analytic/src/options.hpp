@@ -102,6 +102,11 @@ enum class CpCommType { p2p, all_gather, a2a, a2a_p2p };
 // they keep for backward.
 enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
 
+// What data parallelism shards (Megatron-LM's --data-parallel-sharding-strategy with its FSDP):
+// nothing, the optimizer state (the distributed optimizer, ZeRO-1), and the gradients (ZeRO-2),
+// and the parameters (ZeRO-3).
+enum class Sharding { no_shard, optim, optim_grads, optim_grads_params };
+
 // One group of body layers as the model names it: dense layers or MoE layers.
 struct LayerGroup {
     std::string name;
@@ -187,6 +192,17 @@ struct ShapeOptions {
     // The share of the optimizer state kept in host memory (--optimizer-cpu-offload with
     // --optimizer-offload-fraction); 0: all on the device.
     double optimizer_offload_fraction = 0.0;
+    // Sharded data parallelism (FSDP); nullopt: `distributed_optimizer` says (optim or
+    // no_shard). With gradients or parameters sharded, the two largest units' unsharded buffers
+    // are held at the peak.
+    std::optional<Sharding> data_parallel_sharding;
+
+    // The sharding in effect.
+    [[nodiscard]] Sharding sharding() const noexcept {
+        if (data_parallel_sharding)
+            return *data_parallel_sharding;
+        return distributed_optimizer ? Sharding::optim : Sharding::no_shard;
+    }
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

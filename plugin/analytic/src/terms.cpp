@@ -80,6 +80,27 @@ std::array<double, PPB_KIND_COUNT> bytes_by_kind(const LayerActivationTerms& kep
     return out;
 }
 
+// Bytes per parameter on one rank, its state sharded over `ranks` data-parallel ranks as far as
+// the sharding goes (README.md, "Sharded data parallelism"): the distributed optimizer (optim)
+// shards the optimizer state; Megatron-FSDP and torch FSDP2 also the gradients (optim_grads) and
+// the weights (optim_grads_params), and all-gather a unit's weights for its computation and hold
+// its unsharded gradients until they are reduce-scattered. A share of the optimizer state may
+// live in host memory (optimizer_offload_fraction).
+ParameterBytes parameter_bytes(const ShapeOptions& o, double ranks) noexcept {
+    const Sharding sharding = o.sharding();
+    const bool optimizer = sharding != Sharding::no_shard;
+    const bool gradients =
+        sharding == Sharding::optim_grads || sharding == Sharding::optim_grads_params;
+    const bool weights = sharding == Sharding::optim_grads_params;
+    ParameterBytes out;
+    out.weight = weights ? o.param_bytes / ranks : o.param_bytes;
+    out.gradient = gradients ? o.grad_bytes / ranks : o.grad_bytes;
+    out.optimizer = (optimizer ? o.optimizer_bytes / ranks : o.optimizer_bytes) *
+                    (1.0 - o.optimizer_offload_fraction);
+    out.unsharded = (weights ? o.param_bytes : 0.0) + (gradients ? o.grad_bytes : 0.0);
+    return out;
+}
+
 // Context-parallel attention (README.md, "Context parallelism"), from the bytes of one rank's Q,
 // of its K and V together, and of the attention's output (whole over tensor parallelism). What
 // Transformer Engine's functions (transformer_engine/pytorch/attention/dot_product_attention/
@@ -427,11 +448,8 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m, const 
         (attention.split_parameters + shared) / t + attention.replicated_linear_parameters;
     out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
     out.expert_data_parallel = t * d * cp / (ep * etp);
-    const double optimizer_share =
-        (o.distributed_optimizer ? o.optimizer_bytes / out.expert_data_parallel
-                                 : o.optimizer_bytes) *
-        (1.0 - o.optimizer_offload_fraction);
-    out.bytes_per_expert_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
+    out.expert_parameter_bytes = parameter_bytes(o, out.expert_data_parallel);
+    out.bytes_per_expert_parameter = out.expert_parameter_bytes.total();
     return out;
 }
 
@@ -570,14 +588,10 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     out.model_parameters = L * (attention_whole + mlp + norms) + embeddings;
     out.active_parameters = out.model_parameters;
 
-    // The distributed optimizer shards over the data-parallel ranks with the context-parallel
-    // ones (Megatron-LM's data-parallel group with context parallelism).
-    // A share of it may live in host memory (optimizer_offload_fraction).
-    const double optimizer_share =
-        (o.distributed_optimizer ? o.optimizer_bytes / (d * o.context_parallel)
-                                 : o.optimizer_bytes) *
-        (1.0 - o.optimizer_offload_fraction);
-    out.bytes_per_parameter = o.param_bytes + o.grad_bytes + optimizer_share;
+    // Sharded over the data-parallel ranks with the context-parallel ones (Megatron-LM's
+    // data-parallel group with context parallelism).
+    out.parameter_bytes = parameter_bytes(o, d * o.context_parallel);
+    out.bytes_per_parameter = out.parameter_bytes.total();
 
     if (o.moe) {
         const MoeOptions& m = *o.moe;

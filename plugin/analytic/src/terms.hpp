@@ -53,6 +53,18 @@ struct LinearBytes {
 
 [[nodiscard]] LinearBytes linear_bytes(const ShapeOptions& options) noexcept;
 
+// Bytes one rank holds per parameter: the weight, its gradient and the optimizer's state, each
+// divided by the ranks that shard it (README.md, "Parameters" and "Sharded data parallelism").
+struct ParameterBytes {
+    double weight = 0.0;
+    double gradient = 0.0;
+    double optimizer = 0.0;
+    // Per parameter of an FSDP unit while it is unsharded for computing (its all-gathered
+    // weight, its unsharded gradient before the reduce-scatter): 0 without FSDP.
+    double unsharded = 0.0;
+    [[nodiscard]] double total() const noexcept { return weight + gradient + optimizer; }
+};
+
 // One layer's attention block, as whole tensors: parameters and the activations it keeps beyond
 // the norms' inputs (README.md, "Multi-latent attention"), for one set of recompute modules.
 struct AttentionTerms {
@@ -112,6 +124,7 @@ struct MoeLayerTerms {
     double expert_parameters = 0.0;
     double expert_data_parallel = 0.0;  // t * d * c / (EP * ETP)
     double bytes_per_expert_parameter = 0.0;
+    ParameterBytes expert_parameter_bytes;  // bytes_per_expert_parameter's parts
     double offloaded_bytes = 0.0;  // per rank per micro-batch, as MemoryTerms::offloaded_bytes
 };
 
@@ -173,7 +186,8 @@ struct MemoryTerms {
     // MoE layer (= model_parameters without MoE).
     double active_parameters = 0.0;
     double bytes_per_parameter = 0.0;
-    LinearBytes linear;  // what the linears keep (FP8 or 16-bit)
+    ParameterBytes parameter_bytes;  // bytes_per_parameter's parts
+    LinearBytes linear;              // what the linears keep (FP8 or 16-bit)
 
     // With the `moe` option: the terms of an MoE layer (`layer`, `activation_bytes` and
     // `layer_parameters` above are those of a dense layer).

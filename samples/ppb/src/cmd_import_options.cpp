@@ -120,11 +120,11 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
         "Shape, parallelism (the data-parallel size is world size / (TP x PP x CP)),\n"
         "precision (FP8 and FP4 recipes, the precision-aware optimizer), architecture, MoE,\n"
         "multi-latent attention, multi-token prediction, context parallelism, recompute\n"
-        "modules, activation and optimizer offloading and the vocabulary (padded as Megatron\n"
-        "pads it) come from the flags, with Megatron-LM's defaults for flags not given. Flags\n"
-        "that change memory but are not modelled, and flags ppb does not know, are named on\n"
-        "stderr; runs the model does not cover (FSDP, custom FP8 recipes, CUDA graphs) are\n"
-        "refused by name.\n"
+        "modules, activation and optimizer offloading, FSDP and the vocabulary (padded as\n"
+        "Megatron pads it) come from the flags, with Megatron-LM's defaults for flags not\n"
+        "given. Flags that change memory but are not modelled, and flags ppb does not know,\n"
+        "are named on stderr; runs the model does not cover (custom FP8 recipes, CUDA graphs)\n"
+        "are refused by name.\n"
         "host_api/docs/megatron-arguments.md lists every flag.\n\n"
         "Exit status: 0 written, 2 invalid or refused arguments or usage, 1 other errors.");
     mo->add_option("--world-size", args->world_size,

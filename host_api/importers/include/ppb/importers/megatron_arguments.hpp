@@ -6,8 +6,8 @@
 // "--flag" alone for a switch (a token that does not start with "--" after a flag is its value).
 // Each flag falls in one of four classes:
 //   modelled   -> an analytic option (table in host_api/docs/megatron-arguments.md);
-//   refused    -> a run the analytic model does not cover (FSDP / ZeRO-3, custom FP8
-//                 recipes, CUDA graphs): FlagError naming it;
+//   refused    -> a run the analytic model does not cover (custom FP8 recipes, CUDA
+//                 graphs): FlagError naming it;
 //   unmodelled -> changes memory but the model leaves it out: a warning naming it;
 //   neutral    -> known not to change the memory of the tensors (logging, paths, learning
 //                 rate, ...): accepted silently.
