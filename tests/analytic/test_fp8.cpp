@@ -5,6 +5,7 @@
 
 #include <ppb/plugin.hpp>
 
+#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <string>
@@ -179,6 +180,21 @@ BOOST_AUTO_TEST_CASE(moe_layers_quantize_the_experts_inputs) {
     BOOST_TEST(t.moe->routed_experts / MiB == 16.125, tt::tolerance(1e-12));
     BOOST_TEST((t.moe->layer.replicated - t.layer.replicated - t.moe->router) / MiB == 4.0,
                tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(options_without_effect_are_named_in_the_reports_warnings) {
+    const auto warnings = [](std::string_view more) {
+        const AnalyticModel model(options_json(gpt, more));
+        return boost::json::serialize(
+            boost::json::parse(model.report()).at("diagnostics").at("warnings"));
+    };
+    BOOST_TEST(contains(warnings(R"("fp8_transposes": false)"),
+                        "fp8_transposes has no effect without fp8_recipe"));
+    BOOST_TEST(contains(warnings(R"("cp_comm_type": "a2a")"),
+                        "cp_comm_type has no effect with context_parallel = 1"));
+    BOOST_TEST(contains(warnings(R"("activation_offload_fraction": 0.5)"),
+                        "activation_offload_fraction has no effect without offload_modules"));
+    BOOST_TEST(warnings(R"("fp8_recipe": "mxfp8", "fp8_transposes": false)") == "[]");
 }
 
 BOOST_AUTO_TEST_CASE(bad_fp8_options_are_refused_by_name) {

@@ -313,7 +313,9 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          fsdp_buffers(stage)},
         {"transient",
          logits_copy ? "held once: the logits' 16-bit copy at the loss"
-                     : "held once: one layer's backward gradients",
+         : options_.context_parallel > 1 || options_.offload_modules.any()
+             ? "held once: one layer's backward gradients and its exchange or reloaded buffers"
+             : "held once: one layer's backward gradients",
          logits_copy ? k.tail_transient_mb : k.layer_transient_mb},
     };
     std::erase_if(parts, [](const ppb_memory_part& part) { return part.mb == 0.0; });

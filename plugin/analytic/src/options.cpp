@@ -887,6 +887,15 @@ std::vector<std::string> option_warnings(const ShapeOptions& o) {
             "keep_gathered_inputs has no effect without sequence parallelism over more than one "
             "rank: there is no all-gather in front of the column-parallel linears");
     }
+    if (!o.fp8_recipe && !o.fp8_transposes) {
+        out.emplace_back("fp8_transposes has no effect without fp8_recipe");
+    }
+    if (o.context_parallel == 1 && o.cp_comm_type != CpCommType::p2p) {
+        out.emplace_back("cp_comm_type has no effect with context_parallel = 1");
+    }
+    if (!o.offload_modules.any() && o.activation_offload_fraction != 1.0) {
+        out.emplace_back("activation_offload_fraction has no effect without offload_modules");
+    }
     if (o.distributed_optimizer && o.data_parallel == 1) {
         out.emplace_back(
             "distributed_optimizer with data_parallel = 1 shards nothing: the optimizer state is "
