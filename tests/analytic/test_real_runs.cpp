@@ -345,7 +345,9 @@ BOOST_AUTO_TEST_CASE(the_earlier_runs_are_predicted_or_refused_as_they_say) {
         BOOST_TEST(o.refusal.find("--" + *p.refused_flag) != std::string::npos,
                    p.name << ": " << o.import.err);
     }
-    BOOST_TEST(expected >= 1U);
+    // Since issue 36's terms no earlier run is refused (the MLA and MTP run that was is modelled
+    // and left the set); a point marked refused again is checked above.
+    BOOST_TEST_MESSAGE(expected << " earlier runs refused as they say");
 }
 
 BOOST_AUTO_TEST_CASE(every_features_run_is_refused_by_name_or_predicted_within_the_goal) {
@@ -473,8 +475,8 @@ BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_o
                    "--world-size 6 is not a multiple");
     expect_refusal({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size", "64",
                     "--num-attention-heads", "4", "--seq-length", "64", "--vocab-size", "100",
-                    "--context-parallel-size", "2"},
-                   "--context-parallel-size");
+                    "--context-parallel-size", "2", "--cp-comm-type", "ring"},
+                   "--cp-comm-type ring: not one of p2p, a2a, allgather, a2a+p2p");
     // The options the command writes are the analytic model's: a warning names what it leaves
     // out, and the options load (ppb predict accepts them).
     const auto r = ppb({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size",

@@ -3,6 +3,7 @@
 // data-parallel size), precisions, refusals by name, and warnings for what is not modelled.
 #include <ppb/importers/layout.hpp>
 #include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/importers/megatron_flags.hpp>
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -305,13 +306,8 @@ BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
     const std::string base =
         "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
         "--vocab-size 1000 --bf16 ";
-    expect_flag_error(base + "--context-parallel-size 2", "--context-parallel-size");
-    expect_flag_error(base + "--multi-latent-attention", "--multi-latent-attention");
-    expect_flag_error(base + "--mtp-num-layers 1", "--mtp-num-layers");
-    expect_flag_error(base + "--fp8-format hybrid", "--fp8-format");
-    expect_flag_error(base + "--use-torch-fsdp2", "--use-torch-fsdp2");
-    expect_flag_error(base + "--data-parallel-sharding-strategy optim_grads_params",
-                      "--data-parallel-sharding-strategy");
+    expect_flag_error(base + "--cuda-graph-impl local", "--cuda-graph-impl");
+    expect_flag_error(base + "--fp8-format hybrid --fp8-recipe custom", "--fp8-recipe");
     expect_flag_error(base + "--kv-channels 32", "--kv-channels");
     // Context parallelism of 1 and no MTP layers are ordinary runs.
     BOOST_CHECK_NO_THROW((void)map(base + "--context-parallel-size 1 --mtp-num-layers 0"));
@@ -344,6 +340,69 @@ BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
     BOOST_TEST(!warns_about(r, "--cuda-graph-impl"));
     BOOST_TEST(!warns_about(r, "--use-gigatoken"));  // a tokenizer implementation
     BOOST_TEST(r.warnings.size() == 3U);
+}
+
+// host_api/docs/megatron-arguments.md: every flag of every release is read by the mapping, refused
+// by name, or in the lists of what is not modelled, the placement's and what changes no tensor.
+// Each flag is given alone, at the first and the last release of each of its records, with a
+// value its parser takes (a choice other than the default, an integer, a number, a word); the run
+// either maps without the warning for a flag ppb does not know, or fails naming that flag first
+// (a refusal, or the flag contradicting the run).
+BOOST_AUTO_TEST_CASE(every_flag_of_every_release_has_a_class) {
+    namespace mg = ppb::importers::megatron;
+    const std::vector<std::string> base = {"--num-layers",          "2", "--hidden-size", "64",
+                                           "--num-attention-heads", "4", "--seq-length",  "128"};
+    std::size_t runs = 0;
+    for (const mg::Flag& f : mg::flags()) {
+        if (std::ranges::find(base, f.name) != base.end())
+            continue;
+        std::string value;
+        if (f.action == mg::FlagAction::store) {
+            const json::value fallback = json::parse(f.default_json);
+            std::vector<std::string> choices;
+            for (std::string_view rest = f.choices; !rest.empty();) {
+                const std::size_t bar = std::min(rest.find('|'), rest.size());
+                choices.emplace_back(rest.substr(0, bar));
+                rest.remove_prefix(std::min(bar + 1, rest.size()));
+            }
+            if (!choices.empty()) {
+                value = choices.front();
+                for (const std::string& c : choices) {
+                    if (!(fallback.is_string() && fallback.as_string() == c)) {
+                        value = c;
+                        break;
+                    }
+                }
+            } else if (f.type == mg::FlagValueType::integer) {
+                value = std::to_string(fallback.is_int64() ? fallback.as_int64() + 1 : 1);
+            } else if (f.type == mg::FlagValueType::real) {
+                value = "0.5";
+            } else {
+                value = "x";
+            }
+        }
+        for (const mg::ReleaseIndex r : {f.first, f.last}) {
+            std::vector<std::string> args = base;
+            args.emplace_back(f.name);
+            if (f.action == mg::FlagAction::store) {
+                for (unsigned i = 0; i < (f.arity == mg::FlagArity::exactly ? f.count : 1U); ++i)
+                    args.push_back(value);
+            }
+            MegatronRunContext context;
+            context.tokenizer_size = 1000;
+            context.megatron_version = std::string(mg::releases()[r].name);
+            ++runs;
+            try {
+                const MegatronAnalyticOptions out = analytic_options_from_megatron(args, context);
+                BOOST_TEST(!warns_about(out, "whose effect on memory ppb does not know"),
+                           f.name << " at " << mg::releases()[r].name);
+            } catch (const FlagError& e) {
+                BOOST_TEST(std::string_view(e.what()).starts_with(f.name),
+                           f.name << " at " << mg::releases()[r].name << ": " << e.what());
+            }
+        }
+    }
+    BOOST_TEST(runs > 2U * 1000U);
 }
 
 BOOST_AUTO_TEST_CASE(other_model_families_are_refused_by_name) {

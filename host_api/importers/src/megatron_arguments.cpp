@@ -5,7 +5,10 @@
 // num_query_groups 1 once --group-query-attention is given; position_embedding_type
 // learned_absolute; attention and hidden dropout 0.1; linear biases on;
 // make_vocab_size_divisible_by 128; the transformer implementation, the GPT model class and the
-// attention kernel of the release.
+// attention kernel of the release. The newer features (multi-latent attention, multi-token
+// prediction, context parallelism, FP8 and FP4, sharded data parallelism, recompute modules,
+// offloading, CUDA graphs) are mapped by megatron_features.cpp through the same reading.
+#include "megatron_features.hpp"
 #include "megatron_flag_roles.hpp"
 
 #include <ppb/importers/layout.hpp>
@@ -58,12 +61,14 @@ class Flags {
 
     [[nodiscard]] const mg::ParsedArguments& parsed() const { return parsed_; }
 
-  private:
+    // Records that the mapping read the attribute `name` sets without asking its value (a
+    // setting of a modelled feature that changes no tensor's size).
     void note_read(std::string_view name) const {
         if (const mg::Flag* f = mg::find_flag("--" + std::string(name), release()))
             read_.emplace(f->dest);
     }
 
+  private:
     const mg::ParsedArguments& parsed_;
     mutable std::set<std::string, std::less<>> read_;  // dests
 };
@@ -127,6 +132,38 @@ std::optional<std::uint32_t> count(const Flags& flags, std::string_view name,
     return static_cast<std::uint32_t>(*n);
 }
 
+// The values of a list flag (nargs '*', '+' or N: argparse gives them as a list), each as text;
+// a flag of one value gives a list of one, None (or an unknown flag) an empty list.
+std::vector<std::string> words(const Flags& flags, std::string_view name) {
+    const std::optional<json::value> v = flags.value(name);
+    std::vector<std::string> out;
+    if (!v || v->is_null())
+        return out;
+    if (!v->is_array())
+        return {describe(*v)};
+    for (const json::value& e : v->as_array())
+        out.push_back(describe(e));
+    return out;
+}
+
+// The integers of a list flag of integers (argparse has converted them), each from min to
+// 2^31 - 1; empty for None.
+std::vector<std::uint32_t> counts(const Flags& flags, std::string_view name, std::uint32_t min) {
+    const std::optional<json::value> v = flags.value(name);
+    std::vector<std::uint32_t> out;
+    if (!v || v->is_null())
+        return out;
+    const json::array one{*v};
+    for (const json::value& e : v->is_array() ? v->as_array() : one) {
+        if (!e.is_int64() || e.as_int64() < static_cast<std::int64_t>(min) ||
+            e.as_int64() > 2147483647)
+            throw FlagError(fmt::format("--{} '{}': expected integers from {} to 2147483647", name,
+                                        describe(e), min));
+        out.push_back(static_cast<std::uint32_t>(e.as_int64()));
+    }
+    return out;
+}
+
 std::optional<double> number(const Flags& flags, std::string_view name) {
     const std::optional<json::value> v = flags.value(name);
     if (!v || v->is_null())
@@ -141,22 +178,20 @@ std::optional<double> number(const Flags& flags, std::string_view name) {
 }
 
 // A count that may be given under two names (Megatron copies --encoder-num-layers into
-// num_layers when --num-layers is absent, at every release).
+// num_layers when --num-layers is absent, at every release). Both are read: the alias given
+// beside the name changes nothing.
 std::uint32_t required(const Flags& flags, std::string_view name, std::string_view alias,
                        std::string_view meaning) {
-    if (const auto n = count(flags, name))
+    const auto n = count(flags, name);
+    const auto a = count(flags, alias);
+    if (n)
         return *n;
-    if (const auto n = count(flags, alias))
-        return *n;
+    if (a)
+        return *a;
     throw FlagError(fmt::format("missing --{} ({})", name, meaning));
 }
 
-[[noreturn]] void refuse(std::string_view flag, std::string_view what) {
-    throw FlagError(
-        fmt::format("--{}: {}; the analytic model does not cover it (measure with a "
-                    "dry run and 'ppb import megatron')",
-                    flag, what));
-}
+using detail::refuse;
 
 // Models other than the decoder-only transformer the analytic model describes, and the flags
 // Megatron-LM itself refuses (validate_args asserts them None at every release).
@@ -229,40 +264,6 @@ void refuse_other_families(const Flags& flags) {
         refuse("transformer-impl", "inference_optimized layers are for inference, not training");
 }
 
-// Runs of the transformer family that use a feature the analytic model has no term for.
-void refuse_uncovered(const Flags& flags) {
-    if (const auto cp = count(flags, "context-parallel-size"); cp && *cp > 1)
-        refuse("context-parallel-size",
-               "context parallelism splits the sequence over ranks and exchanges keys and values");
-    if (is_on(flags, "hybrid-context-parallel"))
-        refuse("hybrid-context-parallel", "context parallelism of varying degree");
-    if (is_on(flags, "multi-latent-attention"))
-        refuse("multi-latent-attention", "multi-latent attention (MLA) has other activations");
-    if (const auto mtp = count(flags, "mtp-num-layers", 0); mtp && *mtp > 0)
-        refuse("mtp-num-layers", "multi-token prediction adds modules the model does not count");
-    for (const std::string_view fp8 :
-         {"fp8-format", "fp8-recipe", "fp8-e4m3", "fp8-hybrid", "fp4-format", "fp4-recipe"}) {
-        if (flags.given(fp8))
-            refuse(fp8, "FP8 / FP4 training keeps other activations and weight copies");
-    }
-    for (const std::string_view fsdp :
-         {"use-torch-fsdp2", "use-megatron-fsdp", "use-custom-fsdp"}) {
-        if (is_on(flags, fsdp))
-            refuse(fsdp, "FSDP shards parameters and gradients (ZeRO-3)");
-    }
-    if (const auto s = text(flags, "data-parallel-sharding-strategy");
-        s && flags.given("data-parallel-sharding-strategy") && *s != "no_shard" && *s != "optim")
-        refuse("data-parallel-sharding-strategy", "sharded gradients or parameters (ZeRO-2/3)");
-    if (const auto kv = count(flags, "kv-channels")) {
-        const auto h = count(flags, "hidden-size");
-        const auto a = count(flags, "num-attention-heads");
-        if (h && a && *kv * *a != *h)
-            refuse("kv-channels", fmt::format("heads of {} channels, not hidden-size / "
-                                              "num-attention-heads = {}",
-                                              *kv, *h / *a));
-    }
-}
-
 // Megatron-LM's _vocab_size_with_padding (megatron/training/tokenizer/tokenizer.py).
 std::uint64_t padded_vocabulary(std::uint64_t size, std::uint32_t divisible_by, std::uint32_t t) {
     const std::uint64_t multiple = static_cast<std::uint64_t>(divisible_by) * t;
@@ -303,7 +304,6 @@ bool fused_softmax_kernel_runs(const Flags& flags, bool legacy, std::uint32_t s,
 // The options for one release's reading of the arguments.
 MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext& context) {
     refuse_other_families(flags);
-    refuse_uncovered(flags);
     MegatronAnalyticOptions out;
 
     const std::uint32_t L =
@@ -335,14 +335,20 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     const bool fp16 = is_on(flags, "fp16");
     const bool bf16 = is_on(flags, "bf16");
 
-    // The data-parallel size: world / (t * p) (no context parallelism here).
+    // The data-parallel size: world / (t * p * cp); the context-parallel ranks share their
+    // micro-batches.
+    const std::uint32_t cp = count(flags, "context-parallel-size").value_or(1);
     std::uint32_t d = 1;
     if (context.world_size) {
-        const std::uint64_t tp = static_cast<std::uint64_t>(t) * p;
+        const std::uint64_t tp = static_cast<std::uint64_t>(t) * p * cp;
         if (*context.world_size % tp != 0)
-            throw FlagError(fmt::format(
-                "--world-size {} is not a multiple of tensor x pipeline parallel = {} x {}",
-                *context.world_size, t, p));
+            throw FlagError(
+                cp == 1 ? fmt::format("--world-size {} is not a multiple of tensor x pipeline "
+                                      "parallel = {} x {}",
+                                      *context.world_size, t, p)
+                        : fmt::format("--world-size {} is not a multiple of tensor x pipeline x "
+                                      "context parallel = {} x {} x {}",
+                                      *context.world_size, t, p, cp));
         d = static_cast<std::uint32_t>(*context.world_size / tp);
     } else if (is_on(flags, "use-distributed-optimizer")) {
         out.warnings.push_back(
@@ -365,12 +371,13 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     // GPT2BPETokenizer the tokenizer when none is given.
     std::uint64_t vocabulary = 0;
     const std::string tokenizer = text(flags, "tokenizer-type").value_or("GPT2BPETokenizer");
-    const bool pad = !is_on(flags, "no-pad-vocab-size");  // --disable-pad-vocab-size too
+    const bool pad = !is_on(flags, "no-pad-vocab-size");       // --disable-pad-vocab-size too
+    const auto given_vocabulary = count(flags, "vocab-size");  // read even where it is not used
     if (const auto padded = count(flags, "padded-vocab-size")) {
         vocabulary = *padded;
     } else if (context.tokenizer_size) {
         vocabulary = *context.tokenizer_size;
-    } else if (const auto v = count(flags, "vocab-size")) {
+    } else if (const auto v = given_vocabulary) {
         // NullTokenizer(vocab_size) counts its end-of-document token on top, up to 0.17.
         const bool extra_token =
             tokenizer == "NullTokenizer" &&
@@ -449,16 +456,19 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     // accumulate_allreduce_grads_in_fp32 for bf16), fp32 master weights and Adam's m and v.
     // fp16: Float16Optimizer's fp32 gradient copy is freed before forward (zero_grad sets it to
     // None), so forward and backward hold 2 + 2 + 12 bytes. fp32: 4 + 4 + Adam's 8.
+    // The gradients' switches are read at every precision (they change nothing at the others).
+    const bool accumulate_in_fp32 = is_on(flags, "accumulate-allreduce-grads-in-fp32");
+    const bool reduce_in_bf16 = is_on(flags, "grad-reduce-in-bf16");
     double param_bytes = 2.0;
     double grad_bytes = 4.0;
     double optimizer_bytes = 12.0;
     if (fp16) {
-        grad_bytes = is_on(flags, "accumulate-allreduce-grads-in-fp32") ? 4.0 : 2.0;
+        grad_bytes = accumulate_in_fp32 ? 4.0 : 2.0;
     } else if (!bf16) {
         param_bytes = 4.0;
         optimizer_bytes = 8.0;
     }
-    if (bf16 && is_on(flags, "grad-reduce-in-bf16"))
+    if (bf16 && reduce_in_bf16)
         grad_bytes = 2.0;
     const std::string optimizer = text(flags, "optimizer").value_or("adam");
     if (optimizer == "sgd")
@@ -479,8 +489,9 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     // than working in place, so one more fp32 logits-sized buffer is alive at the loss. Megatron-
     // LM's CI measured it: gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 4 s*b*V/t bytes
     // above the same run unfused (tests/data/real).
-    if (is_on(flags, "cross-entropy-loss-fusion") &&
-        text(flags, "cross-entropy-fusion-impl").value_or("native") == "native")
+    const bool native_fusion =
+        text(flags, "cross-entropy-fusion-impl").value_or("native") == "native";
+    if (is_on(flags, "cross-entropy-loss-fusion") && native_fusion)
         o["logits_transient_bytes"] = 2.0 + 4.0;
     o["dropout"] = dropout;
     o["untie_embeddings"] = is_on(flags, "untie-embeddings-and-output-weights");
@@ -531,6 +542,13 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
                 moe["first_k_dense"] = leading_dense;
         }
         o["moe"] = std::move(moe);
+    } else {
+        // A dense model: the experts' settings change nothing.
+        for (const std::string_view name :
+             {"moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size",
+              "expert-model-parallel-size", "expert-tensor-parallel-size",
+              "moe-expert-capacity-factor", "moe-layer-freq", "moe-grouped-gemm"})
+            flags.note_read(name);
     }
 
     // DeepEP's (flex) dispatcher pre-allocates its communication buffers; the all-to-all and
@@ -539,6 +557,20 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
         out.warnings.push_back(
             "--moe-token-dispatcher-type flex changes memory but is not modelled: DeepEP's "
             "pre-allocated buffers (add them as constant_mb)");
+
+    // The newer features: megatron_features.cpp, through the same reading of the flags. The
+    // settings it reads without asking their values count as read too.
+    const detail::MegatronFlagView view{
+        [&](std::string_view name) { return flags.given(name); },
+        [&](std::string_view name) { return is_on(flags, name); },
+        [&](std::string_view name) { return text(flags, name); },
+        [&](std::string_view name) { return words(flags, name); },
+        [&](std::string_view name, std::uint32_t min) { return counts(flags, name, min); },
+        [&](std::string_view name, std::uint32_t min) { return count(flags, name, min); },
+        [&](std::string_view name) { return number(flags, name); },
+    };
+    for (const std::string& name : detail::add_megatron_features(view, context, o, out))
+        flags.note_read(name);
     out.options_json = to_compact_json(o);
     return out;
 }

@@ -23,31 +23,23 @@ bool matches(std::string_view pattern, std::string_view flag) {
 
 // Change memory; the analytic model leaves them out.
 constexpr Rule unmodelled[] = {
-    // offloading
+    // offloading (fine-grained activation offloading and the optimizer's CPU offload are
+    // modelled: megatron_features.cpp)
     {"--cpu-offloading-num-layers", "activations and weights of some layers offloaded to the host"},
     {"--cpu-offloading-retain-pinned-cpu-buffers", "pinned host buffers of CPU offloading"},
-    {"--fine-grained-activation-offloading", "activations offloaded to the host"},
-    {"--offload-modules", "the activations of these modules offloaded to the host"},
-    {"--activation-offload-fraction", "a fraction of the activations offloaded to the host"},
-    {"--min-offloaded-tensor-size", "which activations are offloaded to the host"},
-    {"--delay-offload-until-cuda-graph", "activation offloading"},
-    {"--fine-grained-offloading-max-inflight-offloads", "activation offloading"},
-    {"--optimizer-cpu-offload", "optimizer state offloaded to the host"},
-    {"--optimizer-offload-fraction", "a fraction of the optimizer state offloaded to the host"},
+    {"--min-offloaded-tensor-size",
+     "which activations are offloaded to the host (smaller tensors stay)"},
+    {"--fine-grained-offloading-max-inflight-offloads",
+     "how many offloads are pending before the device waits"},
     {"--overlap-cpu-optimizer-d2h-h2d", "optimizer CPU offload's staging buffers"},
     {"--no-pin-cpu-grads", "optimizer CPU offload"},
     {"--no-pin-cpu-params", "optimizer CPU offload"},
-    // recompute beyond the placement's kinds
-    {"--recompute-modules", "selective recompute of other modules than core attention"},
+    // recompute beyond the placement's kinds and the modules of --recompute-modules
     {"--distribute-saved-activations", "recomputed layers' inputs split over the TP ranks"},
     {"--distribute-checkpointed-activations", "recomputed layers' inputs split over the TP ranks"},
     {"--moe-layer-recompute", "the MoE layers recomputed"},
-    // CUDA graphs
-    {"--cuda-graph-impl", "CUDA graphs keep static input and output buffers"},
-    {"--enable-cuda-graph", "CUDA graphs keep static input and output buffers"},
-    {"--external-cuda-graph", "CUDA graphs keep static input and output buffers"},
-    {"--cuda-graph-scope", "CUDA graphs keep static input and output buffers"},
-    {"--cuda-graph-modules", "CUDA graphs keep static input and output buffers"},
+    // CUDA graphs of the layers are refused (megatron_features.cpp); the optimizer step's, after
+    // the peak of forward and backward, is named
     {"--optimizer-cuda-graph", "a CUDA graph of the optimizer step"},
     // communication overlap with its own buffers
     {"--tp-comm-overlap", "Transformer Engine's userbuffers for overlapped communication"},
@@ -64,12 +56,10 @@ constexpr Rule unmodelled[] = {
     {"--microbatch-group-size-per-virtual-pipeline-stage",
      "the interleaved schedule's in-flight micro-batches (ppb's interleaved schedule groups by "
      "the pipeline size)"},
-    // precision
-    {"--use-precision-aware-optimizer", "optimizer state in other precisions"},
-    {"--main-grads-dtype", "main gradients in another precision"},
-    {"--main-params-dtype", "master weights in another precision"},
-    {"--exp-avg-dtype", "Adam's first moment in another precision"},
-    {"--exp-avg-sq-dtype", "Adam's second moment in another precision"},
+    // precision (FP8 and FP4 recipes and the precision-aware optimizer are modelled)
+    {"--no-fp8-wgrad", "FP8 weight gradients off: the linears keep 16-bit inputs for them"},
+    {"--disable-fp8-wgrad", "FP8 weight gradients off: the linears keep 16-bit inputs for them"},
+    {"--fp8-output-proj", "the output layer in MXFP8"},
     {"--fp32-residual-connection", "the residual stream kept in fp32"},
     {"--embedding-weights-in-fp32", "the embedding's weights in fp32"},
     {"--fp16-lm-cross-entropy", "the loss computed on 16-bit logits"},
@@ -79,8 +69,6 @@ constexpr Rule unmodelled[] = {
     {"--te-precision-config-file", "per-module precision of Transformer Engine"},
     {"--num-layers-at-start-in-bf16", "FP8 training's bf16 layers"},
     {"--num-layers-at-end-in-bf16", "FP8 training's bf16 layers"},
-    {"--first-last-layers-bf16", "FP8 training's bf16 layers"},
-    {"--keep-fp8-transpose-cache", "FP8 weight transposes kept"},
     // optimizer and data-parallel state
     {"--num-distributed-optimizer-instances", "several distributed-optimizer replicas"},
     {"--gtp-remat-opt-in-modules", "gathered tensor-parallel weights rematerialised"},
@@ -109,8 +97,11 @@ constexpr Rule unmodelled[] = {
     {"--moe-router-padding-for-fp8", "routing padded for FP8"},
     {"--moe-router-padding-for-quantization", "routing padded for quantized experts"},
     {"--moe-use-legacy-grouped-gemm", "the legacy grouped GEMM's buffers"},
+    // multi-token prediction's variants
+    {"--mtp-use-repeated-layer", "one MTP layer's weights shared by every prediction depth"},
+    {"--mtp-detach-heads", "the MTP heads detached from the trunk's gradients"},
+    {"--mtp-hsm", "MTP's hidden-state mixing keeps every depth's inputs"},
     {"--freeze-all-layers", "frozen layers keep no gradients or optimizer state"},
-    {"--delta-offload-bytes-across-pp-ranks", "activation offloading"},
     {"--ddp-param-name-patterns-for-fp32-local-accumulation",
      "fp32 gradient accumulation for some parameters"},
     {"--kitchen-attention-backend", "quantized attention (kitchen)"},
@@ -439,7 +430,7 @@ constexpr Rule neutral[] = {
     {"--moe-pad-experts-for-cuda-graph-inference", ""},
     {"--use-grouped-gemm-for-dense-mlp", ""},
     {"--use-grouped-gemm-for-shared-expert", ""},
-    // the cuda graphs' own settings (the graphs are named by the unmodelled flags)
+    // the CUDA graphs' own settings (the graphs are refused by name: megatron_features.cpp)
     {"--cuda-graph-warmup-steps", ""},
     // inference, generation and reinforcement learning's generation side
     {"--inference-*", ""},
@@ -503,20 +494,22 @@ constexpr Rule neutral[] = {
     {"--decoder-seq-length", ""},
     {"--relative-attention-*", ""},
     {"--retro-*", ""},
-    // settings that act only with a feature refused by the mapping (multi-latent attention,
-    // multi-token prediction, FP8 / FP4, FSDP, context parallelism, Mamba layers, DeepSeek
-    // sparse attention, linear attention, hyper-connections) or with an unmodelled flag above
+    // settings that act only with a feature: one the mapping reads when it is on (multi-latent
+    // attention, multi-token prediction, FP8 / FP4, FSDP, context parallelism: these flags are
+    // modelled then), a refused one (Mamba layers, DeepSeek sparse attention, linear attention,
+    // hyper-connections, CUDA graphs, custom quantizers) or an unmodelled flag above
     {"--q-lora-rank", ""},
     {"--kv-lora-rank", ""},
     {"--qk-head-dim", ""},
     {"--qk-pos-emb-head-dim", ""},
     {"--v-head-dim", ""},
     {"--mla-down-proj-fusion", ""},
-    {"--mtp-*", ""},
-    {"--fp8-*", ""},
-    {"--no-fp8-wgrad", ""},
-    {"--disable-fp8-wgrad", ""},
-    {"--fp4-*", ""},
+    {"--mtp-standalone", ""},
+    {"--mtp-hybrid-override-pattern", ""},
+    {"--fp8-recipe", ""},
+    {"--fp8-quantizer-factory", ""},
+    {"--fp4-recipe", ""},
+    {"--fp4-quantizer-factory", ""},
     {"--reuse-grad-buf-for-mxfp8-param-ag", ""},
     {"--keep-fp8-transpose-cache-when-using-custom-fsdp", ""},
     {"--fsdp-*", ""},

@@ -30,31 +30,79 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.tail_logits_mb = terms.tail_logits_bytes / bytes_per_mb;
     c.layer_transient_mb = terms.layer_transient_bytes / bytes_per_mb;
     c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
-    c.per_layer_mb = terms.layer_parameters * bpp / bytes_per_mb;
+    // FP8 / FP4 (README.md, "FP8 and FP4"): per linear parameter, the quantized copies
+    // Transformer Engine caches, less the 16-bit weight when the weights are kept quantized only.
+    const ParameterBytes& pb = terms.parameter_bytes;
+    const double gathered_weight = options.fp8_param_gather ? pb.weight : 0.0;
+    const auto quantized_mb = [&](double linear) {
+        return linear * terms.linear.weight_copy / bytes_per_mb;
+    };
+    const auto replaced_mb = [&](double linear) { return linear * gathered_weight / bytes_per_mb; };
+    c.per_layer_mb =
+        terms.layer_parameters * bpp / bytes_per_mb +
+        (quantized_mb(terms.layer_linear_parameters) - replaced_mb(terms.layer_linear_parameters));
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
-    // What a byte of parameters' memory is: the weight, its gradient, the optimizer's share.
-    const double optimizer_share = bpp - options.param_bytes - options.grad_bytes;
+    double largest_unit = terms.layer_parameters * pb.unsharded;  // FSDP: bytes unsharded
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
-        double parameters = terms.layer_parameters;
-        double optimizer_bytes = terms.layer_parameters * optimizer_share;
+        double linear = terms.layer_linear_parameters;
+        double weight_bytes = terms.layer_parameters * pb.weight;
+        double gradient_bytes = terms.layer_parameters * pb.gradient;
+        double optimizer_bytes = terms.layer_parameters * pb.optimizer;
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
+            linear = moe.dense_linear_parameters + moe.expert_parameters;
             group.per_layer_mb = (moe.dense_parameters * bpp +
                                   moe.expert_parameters * moe.bytes_per_expert_parameter) /
-                                 bytes_per_mb;
+                                     bytes_per_mb +
+                                 (quantized_mb(linear) - replaced_mb(linear));
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
-            parameters = moe.dense_parameters + moe.expert_parameters;
-            optimizer_bytes = moe.dense_parameters * optimizer_share +
-                              moe.expert_parameters * (moe.bytes_per_expert_parameter -
-                                                       options.param_bytes - options.grad_bytes);
+            const ParameterBytes& epb = moe.expert_parameter_bytes;
+            weight_bytes = moe.dense_parameters * pb.weight + moe.expert_parameters * epb.weight;
+            gradient_bytes =
+                moe.dense_parameters * pb.gradient + moe.expert_parameters * epb.gradient;
+            optimizer_bytes =
+                moe.dense_parameters * pb.optimizer + moe.expert_parameters * epb.optimizer;
+            largest_unit = std::max(largest_unit, moe.dense_parameters * pb.unsharded +
+                                                      moe.expert_parameters * epb.unsharded);
         }
-        group.weights_per_layer_mb = parameters * options.param_bytes / bytes_per_mb;
-        group.gradients_per_layer_mb = parameters * options.grad_bytes / bytes_per_mb;
+        group.weights_per_layer_mb = weight_bytes / bytes_per_mb - replaced_mb(linear);
+        group.quantized_per_layer_mb = quantized_mb(linear);
+        group.gradients_per_layer_mb = gradient_bytes / bytes_per_mb;
         group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));
+    }
+    // Megatron-FSDP holds two units unsharded at a time (the one computing and the one
+    // prefetched; megatron_fsdp docs: "at least two FSDP units worth of un-sharded weight
+    // memory"): a layer and the largest unit beside it on the stage.
+    c.fsdp_layer_buffer_mb = largest_unit / bytes_per_mb;
+    c.fsdp_head_buffer_mb = terms.embedding_parameters * pb.unsharded / bytes_per_mb;
+    c.fsdp_tail_buffer_mb = terms.tail_parameters * pb.unsharded / bytes_per_mb;
+    if (terms.mtp) {
+        // Each MTP layer is a transformer layer of the model's last layer's kind (its group's
+        // coefficients, MoE experts at their own bytes) with its projection and norms.
+        const MtpTerms& mtp = *terms.mtp;
+        const double n = options.mtp_num_layers;
+        double layer_mb = c.per_layer_mb;
+        double layer_activation_mb = c.activation_mb[options.mtp_recompute];
+        for (const GroupCoefficients& g : c.groups) {
+            if (g.moe == mtp.moe) {
+                layer_mb = g.per_layer_mb;
+                layer_activation_mb = g.activation_mb[options.mtp_recompute];
+            }
+        }
+        // Full recompute checkpoints the whole MTP module: its layer keeps nothing of its own.
+        if (options.mtp_recompute == PPB_KIND_FULL)
+            layer_activation_mb = 0.0;
+        c.mtp_mb =
+            n *
+            (layer_mb + mtp.own_parameters * bpp / bytes_per_mb +
+             (quantized_mb(mtp.own_linear_parameters) - replaced_mb(mtp.own_linear_parameters)));
+        c.mtp_embedding_mb = mtp.embedding_parameters * bpp / bytes_per_mb;
+        c.mtp_activation_mb = n * (layer_activation_mb +
+                                   mtp.own_activation_bytes[options.mtp_recompute] / bytes_per_mb);
     }
     return c;
 }
@@ -131,6 +179,12 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         reject("the stage holds " + std::to_string(total) + " body layers, more than the " +
                std::to_string(options_.num_layers) + " of the model (option num_layers)");
     }
+    if (options_.mtp_num_layers > 0 && options_.mtp_stage_offset >= p) {
+        reject("the multi-token prediction layers are " +
+               std::to_string(options_.mtp_stage_offset) +
+               " stages before the last (option mtp_stage_offset), but there are " +
+               std::to_string(p) + " stages");
+    }
 
     double memory = k.const_mb;
     for (std::uint32_t g = 0; g < num_groups; ++g)
@@ -149,7 +203,36 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f;
         transient = std::max(transient, k.tail_transient_mb);
     }
-    return memory + transient;
+    if (holds_mtp(placement))
+        memory += mtp_memory(placement);
+    return memory + fsdp_buffers(placement) + transient;
+}
+
+double AnalyticModel::fsdp_buffers(const ppb_placement& placement) const noexcept {
+    const Coefficients& k = coefficients_;
+    double beside = k.fsdp_layer_buffer_mb;
+    if (placement.stage == 0)
+        beside = std::max(beside, k.fsdp_head_buffer_mb);
+    if (placement.stage + 1 == placement.num_stages)
+        beside = std::max(beside, k.fsdp_tail_buffer_mb);
+    return k.fsdp_layer_buffer_mb + beside;
+}
+
+bool AnalyticModel::holds_mtp(const ppb_placement& placement) const noexcept {
+    return options_.mtp_num_layers > 0 &&
+           placement.stage + 1 + options_.mtp_stage_offset == placement.num_stages;
+}
+
+double AnalyticModel::mtp_parameters_mb(const ppb_placement& placement) const noexcept {
+    // The MTP layers are in the stage's last chunk; a chunk that is not the model's first
+    // (stage 0's only chunk) holds its own copy of the embedding.
+    const bool shares_embedding = placement.stage == 0 && placement.num_chunks == 1;
+    return coefficients_.mtp_mb + (shares_embedding ? 0.0 : coefficients_.mtp_embedding_mb);
+}
+
+double AnalyticModel::mtp_memory(const ppb_placement& placement) const noexcept {
+    return mtp_parameters_mb(placement) +
+           coefficients_.mtp_activation_mb * placement.chunks[placement.num_chunks - 1].in_flight;
 }
 
 std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
@@ -161,6 +244,7 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
     const std::uint32_t num_groups = placement.num_groups;
     const Coefficients& k = coefficients_;
     double weights = 0.0;
+    double quantized = 0.0;
     double gradients = 0.0;
     double optimizer = 0.0;
     std::array<double, PPB_KIND_COUNT> activations{};
@@ -174,6 +258,7 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
                                                PPB_KIND_COUNT +
                                            kind];
                 weights += group.weights_per_layer_mb * n;
+                quantized += group.quantized_per_layer_mb * n;
                 gradients += group.gradients_per_layer_mb * n;
                 optimizer += group.optimizer_per_layer_mb * n;
                 activations[kind] += group.activation_mb[kind] * n * f;
@@ -185,6 +270,7 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
     const double head_flight = stage.chunks[0].in_flight;
     const double tail_flight = stage.chunks[stage.num_chunks - 1].in_flight;
     const bool logits_copy = last && k.tail_transient_mb > k.layer_transient_mb;
+    const bool mtp = holds_mtp(stage);
 
     std::vector<ppb_memory_part> parts = {
         {"constant", "constant (constant_mb: what the formulas leave out)", options_.constant_mb},
@@ -193,7 +279,14 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
         {"embedding", "embedding: weights, gradients, optimizer state", first ? k.head_mb : 0.0},
         {"lm_head", "final norm and LM head: weights, gradients, optimizer state",
          last ? (p == 1 ? k.tail_single_stage_mb : k.tail_mb) : 0.0},
-        {"weights", "body layers' weights", weights},
+        {"weights",
+         options_.fp8_param_gather ? "body layers' weights (the linears' in FP8 below)"
+                                   : "body layers' weights",
+         weights},
+        {"fp8_weights",
+         "body layers' quantized weights (Transformer Engine's cached FP8 / FP4 copies and "
+         "transposes)",
+         quantized},
         {"gradients", "body layers' gradients", gradients},
         {"optimizer", "body layers' optimizer state", optimizer},
         {"none", "activations, 'none' layers", activations[PPB_KIND_NONE]},
@@ -205,10 +298,24 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          first ? k.head_activation_mb * head_flight : 0.0},
         {"lm_head_activations", "final norm's and LM head's inputs",
          last ? (k.tail_activation_mb - k.tail_logits_mb) * tail_flight : 0.0},
-        {"logits", "logits the loss keeps", last ? k.tail_logits_mb * tail_flight : 0.0},
+        {"logits",
+         options_.mtp_num_layers > 0 ? "logits the losses keep (the model's and the MTP layers')"
+                                     : "logits the loss keeps",
+         last ? k.tail_logits_mb * tail_flight : 0.0},
+        {"mtp",
+         "multi-token prediction layers and their embedding copy: weights, gradients, optimizer "
+         "state",
+         mtp ? mtp_parameters_mb(stage) : 0.0},
+        {"mtp_activations", "multi-token prediction layers' activations",
+         mtp ? k.mtp_activation_mb * tail_flight : 0.0},
+        {"fsdp_buffers",
+         "held once: FSDP's unsharded buffers (two units' gathered weights and gradients)",
+         fsdp_buffers(stage)},
         {"transient",
          logits_copy ? "held once: the logits' 16-bit copy at the loss"
-                     : "held once: one layer's backward gradients",
+         : options_.context_parallel > 1 || options_.offload_modules.any()
+             ? "held once: one layer's backward gradients and its exchange or reloaded buffers"
+             : "held once: one layer's backward gradients",
          logits_copy ? k.tail_transient_mb : k.layer_transient_mb},
     };
     std::erase_if(parts, [](const ppb_memory_part& part) { return part.mb == 0.0; });

@@ -30,9 +30,11 @@ struct GroupCoefficients {
     std::uint32_t layers_in_model = 0;  // the most a placement may hold
     double per_layer_mb = 0.0;          // parameters (+ grads, optimizer) per layer
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
-    // per_layer_mb as its three terms (predict_parts): the weights, their gradients and the
-    // optimizer's state (an MoE layer's experts with their own optimizer share).
+    // per_layer_mb as its terms (predict_parts): the weights, their quantized copies, their
+    // gradients and the optimizer's state (an MoE layer's experts with their own optimizer
+    // share).
     double weights_per_layer_mb = 0.0;
+    double quantized_per_layer_mb = 0.0;  // FP8 / FP4 copies of the linears' weights
     double gradients_per_layer_mb = 0.0;
     double optimizer_per_layer_mb = 0.0;
 };
@@ -55,6 +57,19 @@ struct Coefficients {
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
     // The groups of body layers in model order (layer_groups()): one, "body", without `moe`.
     std::vector<GroupCoefficients> groups;
+    // The multi-token prediction layers, on their stage (mtp_stage_offset stages before the
+    // last) and its last chunk: their parameters (+ grads, optimizer), the embedding's copy
+    // (left out when that chunk is stage 0's only one), and their activations per in-flight
+    // micro-batch of that chunk, of kind mtp_recompute. All 0 without MTP layers.
+    double mtp_mb = 0.0;
+    double mtp_embedding_mb = 0.0;
+    double mtp_activation_mb = 0.0;
+    // Sharded gradients or weights (FSDP): the unsharded buffers of one unit, the largest
+    // layer's, the embedding's, the LM head's; a stage holds a layer's and the largest beside it
+    // (the embedding's on stage 0, the LM head's on the last stage).
+    double fsdp_layer_buffer_mb = 0.0;
+    double fsdp_head_buffer_mb = 0.0;
+    double fsdp_tail_buffer_mb = 0.0;
 };
 
 [[nodiscard]] Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& terms);
@@ -124,6 +139,13 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     // for a plain placement of a one-group model.
     [[nodiscard]] double stage_memory(const ppb_placement& placement, std::uint32_t num_groups,
                                       const std::uint32_t* group_layers) const;
+    // Whether the placement's stage holds the multi-token prediction layers, and their memory
+    // there (parameters, the embedding's copy, activations of its last chunk).
+    [[nodiscard]] bool holds_mtp(const ppb_placement& placement) const noexcept;
+    [[nodiscard]] double mtp_memory(const ppb_placement& placement) const noexcept;
+    [[nodiscard]] double mtp_parameters_mb(const ppb_placement& placement) const noexcept;
+    // FSDP's unsharded buffers held on the placement's stage (0 without FSDP).
+    [[nodiscard]] double fsdp_buffers(const ppb_placement& placement) const noexcept;
 
     ShapeOptions options_;
     MemoryTerms terms_;

@@ -2,6 +2,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
+#include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/plugin.hpp>
 #include <ppb/plugin/report_support.hpp>
@@ -14,7 +15,10 @@
 #include <cstddef>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ppb::analytic {
 
@@ -46,7 +50,7 @@ struct NumberOption {
     double max;
 };
 
-constexpr std::array<IntegerOption, 11> integer_options = {{
+constexpr std::array<IntegerOption, 12> integer_options = {{
     {"hidden_size", &ShapeOptions::hidden_size, true, "the hidden size h"},
     {"num_attention_heads", &ShapeOptions::num_attention_heads, true,
      "the number of attention (query) heads a"},
@@ -61,9 +65,10 @@ constexpr std::array<IntegerOption, 11> integer_options = {{
     {"data_parallel", &ShapeOptions::data_parallel, false, "the data-parallel degree d"},
     {"position_embeddings", &ShapeOptions::position_embeddings, false,
      "the positions of learned absolute position embeddings"},
+    {"context_parallel", &ShapeOptions::context_parallel, false, "the context-parallel degree"},
 }};
 
-constexpr std::array<BoolOption, 10> bool_options = {{
+constexpr std::array<BoolOption, 13> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -74,9 +79,12 @@ constexpr std::array<BoolOption, 10> bool_options = {{
     {"linear_biases", &ShapeOptions::linear_biases},
     {"backward_transient", &ShapeOptions::backward_transient},
     {"softmax_in_fp32", &ShapeOptions::softmax_in_fp32},
+    {"fp8_param_gather", &ShapeOptions::fp8_param_gather},
+    {"fp8_transposes", &ShapeOptions::fp8_transposes},
+    {"fused_norms", &ShapeOptions::fused_norms},
 }};
 
-constexpr std::array<NumberOption, 8> number_options = {{
+constexpr std::array<NumberOption, 10> number_options = {{
     {"param_bytes", &ShapeOptions::param_bytes, 0.0, true, 64.0},
     {"grad_bytes", &ShapeOptions::grad_bytes, 0.0, false, 64.0},
     {"optimizer_bytes", &ShapeOptions::optimizer_bytes, 0.0, false, 256.0},
@@ -85,7 +93,15 @@ constexpr std::array<NumberOption, 8> number_options = {{
     {"logits_bytes", &ShapeOptions::logits_bytes, 0.0, false, 64.0},
     {"logits_transient_bytes", &ShapeOptions::logits_transient_bytes, 0.0, false, 64.0},
     {"relative_std_error", &ShapeOptions::relative_std_error, 0.0, false, 1.0},
+    {"activation_offload_fraction", &ShapeOptions::activation_offload_fraction, 0.0, false, 1.0},
+    {"optimizer_offload_fraction", &ShapeOptions::optimizer_offload_fraction, 0.0, false, 1.0},
 }};
+
+// Options parsed on their own, after the shape they depend on: objects, lists, and the
+// multi-token prediction layers' placement.
+constexpr std::array<std::string_view, 7> separate_options = {
+    "moe",           "mla",         "recompute_modules", "mtp_num_layers", "mtp_stage_offset",
+    "mtp_recompute", "cp_comm_type"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -109,7 +125,8 @@ std::string known_options() {
         add(o.key);
     for (const auto& o : number_options)
         add(o.key);
-    add("moe");
+    for (const auto name : separate_options)
+        add(name);
     return out;
 }
 
@@ -122,7 +139,8 @@ std::optional<std::string_view> closest_key(std::string_view key) {
         known.push_back(o.key);
     for (const auto& o : number_options)
         known.push_back(o.key);
-    known.push_back("moe");
+    for (const auto name : separate_options)
+        known.push_back(name);
     return ppb::closest_name(key, known);
 }
 
@@ -221,8 +239,11 @@ void check_shape(const ShapeOptions& o) {
                            " exceeds num_attention_heads " + std::to_string(o.num_attention_heads) +
                            ": each key/value head serves one or more query heads");
     }
-    require_divisible(o.hidden_size, "hidden_size", o.num_attention_heads, "num_attention_heads",
-                      "every head has h/a channels");
+    // Multi-latent attention gives its heads their own widths (checked with 'mla').
+    if (!o.mla) {
+        require_divisible(o.hidden_size, "hidden_size", o.num_attention_heads,
+                          "num_attention_heads", "every head has h/a channels");
+    }
     require_divisible(o.num_attention_heads, "num_attention_heads", kv, "num_kv_heads",
                       "grouped-query attention gives each key/value head a/num_kv_heads query "
                       "heads");
@@ -236,10 +257,28 @@ void check_shape(const ShapeOptions& o) {
                       "the embedding and the LM head are split over the vocabulary; give the "
                       "padded vocabulary size your framework allocates (Megatron-LM pads to a "
                       "multiple of 128 * tensor_parallel)");
-    if (o.sequence_parallel) {
+    const std::uint32_t c = o.context_parallel;
+    if (c > 1) {
+        require_divisible(o.seq_length, "seq_length", 2ULL * c, "2 * context_parallel",
+                          "context parallelism gives each rank two chunks of the sequence (one "
+                          "from each end, for causal attention's balance; Megatron-LM requires "
+                          "it)");
+        if (!o.flash_attention) {
+            throw InvalidInput(
+                "analytic options: context_parallel " + std::to_string(c) +
+                " needs flash_attention: Transformer Engine runs context-parallel attention in "
+                "its fused kernels only");
+        }
+    }
+    if (o.sequence_parallel && c == 1) {
         require_divisible(o.seq_length, "seq_length", o.tensor_parallel, "tensor_parallel",
                           "sequence parallelism splits the sequence over the tensor-parallel "
                           "ranks");
+    } else if (o.sequence_parallel) {
+        require_divisible(o.seq_length / c, "seq_length / context_parallel", o.tensor_parallel,
+                          "tensor_parallel",
+                          "sequence parallelism splits each context-parallel rank's sequence "
+                          "over the tensor-parallel ranks");
     }
 }
 
@@ -270,6 +309,76 @@ std::uint32_t parse_count(const json::value& v, std::string_view key) {
     if (v.is_double() && v.get_double() == 0.0)
         return 0;
     return parse_integer(v, key, max_integer);
+}
+
+// A recompute kind by its name (none, select, comm, both, full).
+ppb_kind parse_kind(const json::value& v, std::string_view key) {
+    if (v.is_string()) {
+        if (const auto kind = ppb::kind_from_name(v.get_string()))
+            return *kind;
+    }
+    throw InvalidInput(quoted(key) +
+                       " must be a recompute kind (none, select, comm, both or full), got " +
+                       describe_json(v));
+}
+
+// Transformer Engine's names (Megatron-LM also writes all_gather as allgather).
+CpCommType parse_cp_comm_type(const json::value& v) {
+    if (v.is_string()) {
+        const std::string_view name = v.get_string();
+        if (name == "p2p")
+            return CpCommType::p2p;
+        if (name == "all_gather" || name == "allgather")
+            return CpCommType::all_gather;
+        if (name == "a2a")
+            return CpCommType::a2a;
+        if (name == "a2a+p2p")
+            return CpCommType::a2a_p2p;
+    }
+    throw InvalidInput(quoted("cp_comm_type") +
+                       " must be one of p2p, all_gather, a2a, a2a+p2p (Transformer Engine's "
+                       "context-parallel communication), got " +
+                       describe_json(v));
+}
+
+// Megatron-LM's --fp8-recipe names, and nvfp4 for --fp4-format's recipe.
+Fp8Recipe parse_fp8_recipe(const json::value& v) {
+    if (v.is_string()) {
+        const std::string_view name = v.get_string();
+        if (name == "delayed")
+            return Fp8Recipe::delayed;
+        if (name == "tensorwise")
+            return Fp8Recipe::tensorwise;
+        if (name == "blockwise")
+            return Fp8Recipe::blockwise;
+        if (name == "mxfp8")
+            return Fp8Recipe::mxfp8;
+        if (name == "nvfp4")
+            return Fp8Recipe::nvfp4;
+    }
+    throw InvalidInput(quoted("fp8_recipe") +
+                       " must be one of delayed, tensorwise, blockwise, mxfp8, nvfp4 (Transformer "
+                       "Engine's recipes as Megatron-LM names them), got " +
+                       describe_json(v));
+}
+
+// Megatron-LM's --data-parallel-sharding-strategy names.
+Sharding parse_sharding(const json::value& v) {
+    if (v.is_string()) {
+        const std::string_view name = v.get_string();
+        if (name == "no_shard")
+            return Sharding::no_shard;
+        if (name == "optim")
+            return Sharding::optim;
+        if (name == "optim_grads")
+            return Sharding::optim_grads;
+        if (name == "optim_grads_params")
+            return Sharding::optim_grads_params;
+    }
+    throw InvalidInput(quoted("data_parallel_sharding") +
+                       " must be one of no_shard, optim, optim_grads, optim_grads_params "
+                       "(Megatron-LM's --data-parallel-sharding-strategy), got " +
+                       describe_json(v));
 }
 
 std::string parse_group_name(const json::value& v, std::string_view key) {
@@ -463,11 +572,13 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
     }
     const std::uint64_t expert_grid =
         static_cast<std::uint64_t>(m.expert_parallel) * m.expert_tensor_parallel;
-    const std::uint64_t dense_grid =
-        static_cast<std::uint64_t>(shape.tensor_parallel) * shape.data_parallel;
+    const std::uint64_t dense_grid = static_cast<std::uint64_t>(shape.tensor_parallel) *
+                                     shape.data_parallel * shape.context_parallel;
     if (dense_grid % expert_grid != 0) {
         throw InvalidInput(
-            "analytic options: tensor_parallel * data_parallel = " + std::to_string(dense_grid) +
+            "analytic options: tensor_parallel * data_parallel" +
+            std::string(shape.context_parallel > 1 ? " * context_parallel" : "") + " = " +
+            std::to_string(dense_grid) +
             " is not divisible by moe.expert_parallel * moe.expert_tensor_parallel = " +
             std::to_string(expert_grid) +
             ": the expert layers fold the same ranks of a pipeline stage into expert-tensor x "
@@ -482,6 +593,154 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
             "tensor parallelism, and the token counts of the experts assume it");
     }
     return m;
+}
+
+// ---- The "mla" object ----
+
+constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
+                                                      "qk_head_dim", "qk_pos_emb_head_dim",
+                                                      "v_head_dim",  "qk_layernorm"};
+
+MlaOptions parse_mla(const json::value& value, const ShapeOptions& shape) {
+    if (!value.is_object()) {
+        throw InvalidInput(quoted("mla") +
+                           " must be an object (kv_lora_rank, qk_head_dim, ...), got " +
+                           describe_json(value));
+    }
+    MlaOptions m;
+    for (const auto& [key, v] : value.get_object()) {
+        const std::string name = "mla." + std::string(key);
+        if (key == "q_lora_rank") {
+            m.q_lora_rank = parse_integer(v, name, max_integer);
+        } else if (key == "kv_lora_rank") {
+            m.kv_lora_rank = parse_integer(v, name, max_integer);
+        } else if (key == "qk_head_dim") {
+            m.qk_head_dim = parse_integer(v, name, max_integer);
+        } else if (key == "qk_pos_emb_head_dim") {
+            m.qk_pos_emb_head_dim = parse_integer(v, name, max_integer);
+        } else if (key == "v_head_dim") {
+            m.v_head_dim = parse_integer(v, name, max_integer);
+        } else if (key == "qk_layernorm") {
+            m.qk_layernorm = parse_bool(v, name);
+        } else {
+            const std::vector<std::string_view> known(mla_keys.begin(), mla_keys.end());
+            std::string message = "analytic option 'mla' has no member '" + std::string(key) + "'";
+            if (const auto suggestion = ppb::closest_name(key, known))
+                message += " (did you mean '" + std::string(*suggestion) + "'?)";
+            std::string list;
+            for (const auto k : known)
+                list += (list.empty() ? "" : ", ") + std::string(k);
+            throw InvalidInput(message + "; its members: " + list);
+        }
+    }
+    const std::pair<std::string_view, std::uint32_t> required[] = {
+        {"kv_lora_rank", m.kv_lora_rank},
+        {"qk_head_dim", m.qk_head_dim},
+        {"qk_pos_emb_head_dim", m.qk_pos_emb_head_dim},
+        {"v_head_dim", m.v_head_dim}};
+    for (const auto& [key, n] : required) {
+        if (n == 0) {
+            throw InvalidInput("analytic: missing required option 'mla." + std::string(key) +
+                               "' (multi-latent attention's head widths and latent rank)");
+        }
+    }
+    if (shape.num_kv_heads != 0 && shape.num_kv_heads != shape.num_attention_heads) {
+        throw InvalidInput(
+            "analytic options: num_kv_heads " + std::to_string(shape.num_kv_heads) +
+            " with 'mla': multi-latent attention has one key/value head per query head, made from "
+            "the latent (Megatron-LM refuses grouped-query attention with it); drop num_kv_heads");
+    }
+    return m;
+}
+
+// ---- "recompute_modules" ----
+
+// Megatron-LM's module names (megatron/core/transformer/transformer_config.py,
+// recompute_modules, at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553) that the model counts,
+// and those of other architectures it does not.
+constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*>, 7> recompute_names = {{
+    {"core_attn", &RecomputeModules::core_attn},
+    {"mla_up_proj", &RecomputeModules::mla_up_proj},
+    {"layernorm", &RecomputeModules::layernorm},
+    {"mlp", &RecomputeModules::mlp},
+    {"moe", &RecomputeModules::moe},
+    {"moe_act", &RecomputeModules::moe_act},
+    {"shared_experts", &RecomputeModules::shared_experts},
+}};
+constexpr std::array<std::string_view, 4> other_recompute_modules = {"gdn_norm_out", "gdp_in_proj",
+                                                                     "gdp_qkv", "mhc"};
+
+// Megatron-LM's fine-grained offloading modules (docs/user-guide/features/
+// fine_grained_activation_offloading.md, the same commit); fused_group_mlp needs Transformer
+// Engine's operation fuser and is not counted.
+constexpr std::array<std::pair<std::string_view, bool OffloadModules::*>, 7> offload_names = {{
+    {"attn_norm", &OffloadModules::attn_norm},
+    {"qkv_linear", &OffloadModules::qkv_linear},
+    {"core_attn", &OffloadModules::core_attn},
+    {"attn_proj", &OffloadModules::attn_proj},
+    {"mlp_norm", &OffloadModules::mlp_norm},
+    {"expert_fc1", &OffloadModules::expert_fc1},
+    {"moe_act", &OffloadModules::moe_act},
+}};
+
+// A list of module names into the flags of `Modules` (`names` gives each name's member).
+template <class Modules, std::size_t N>
+Modules parse_module_list(const json::value& value, std::string_view key,
+                          const std::array<std::pair<std::string_view, bool Modules::*>, N>& names,
+                          std::span<const std::string_view> not_counted, Modules out) {
+    if (!value.is_array()) {
+        throw InvalidInput(quoted(key) + " must be a list of module names (e.g. [\"" +
+                           std::string(names.front().first) + "\"]), got " + describe_json(value));
+    }
+    for (std::size_t i = 0; i < value.get_array().size(); ++i) {
+        const json::value& e = value.get_array()[i];
+        const std::string where = std::string(key) + " entry " + std::to_string(i);
+        if (!e.is_string()) {
+            throw InvalidInput("analytic option '" + where + "' must be a module name, got " +
+                               describe_json(e));
+        }
+        const std::string_view name = e.get_string();
+        const auto it =
+            std::ranges::find(names, name, &std::pair<std::string_view, bool Modules::*>::first);
+        if (it != names.end()) {
+            out.*(it->second) = true;
+            continue;
+        }
+        if (std::ranges::find(not_counted, name) != not_counted.end()) {
+            throw InvalidInput("analytic option '" + where + "': '" + std::string(name) +
+                               "' is a module of Megatron-LM the analytic model does not count");
+        }
+        std::vector<std::string_view> known;
+        for (const auto& [n, member] : names)
+            known.push_back(n);
+        std::string message =
+            "analytic option '" + where + "': no module '" + std::string(name) + "'";
+        if (const auto suggestion = ppb::closest_name(name, known))
+            message += " (did you mean '" + std::string(*suggestion) + "'?)";
+        std::string list;
+        for (const auto k : known)
+            list += (list.empty() ? "" : ", ") + std::string(k);
+        throw InvalidInput(message + "; the modules counted: " + list);
+    }
+    return out;
+}
+
+RecomputeModules parse_recompute_modules(const json::value& value, const ShapeOptions& shape) {
+    RecomputeModules none;
+    none.core_attn = false;
+    const RecomputeModules out = parse_module_list(value, "recompute_modules", recompute_names,
+                                                   other_recompute_modules, none);
+    if (out.mla_up_proj && !shape.mla) {
+        throw InvalidInput(
+            "analytic option 'recompute_modules': mla_up_proj recomputes multi-latent attention's "
+            "up-projections, but there is no 'mla' (Megatron-LM refuses it too)");
+    }
+    return out;
+}
+
+OffloadModules parse_offload_modules(const json::value& value) {
+    constexpr std::array<std::string_view, 1> fused = {"fused_group_mlp"};
+    return parse_module_list(value, "offload_modules", offload_names, fused, OffloadModules{});
 }
 
 }  // namespace
@@ -504,10 +763,34 @@ ShapeOptions parse_options(std::string_view options_json) {
     ShapeOptions options;
     std::array<bool, integer_options.size()> seen{};
     const json::value* moe = nullptr;
+    const json::value* mla = nullptr;
+    const json::value* recompute_modules = nullptr;
+    bool has_mtp_offset = false;
+    bool has_mtp_recompute = false;
     for (const auto& [key, value] : object) {
-        bool known = key == "moe";
-        if (known)
+        bool known = true;
+        if (key == "moe")
             moe = &value;
+        else if (key == "mla")
+            mla = &value;
+        else if (key == "recompute_modules")
+            recompute_modules = &value;
+        else if (key == "mtp_num_layers")
+            options.mtp_num_layers = parse_count(value, key);
+        else if (key == "mtp_stage_offset")
+            options.mtp_stage_offset = parse_count(value, key), has_mtp_offset = true;
+        else if (key == "mtp_recompute")
+            options.mtp_recompute = parse_kind(value, key), has_mtp_recompute = true;
+        else if (key == "cp_comm_type")
+            options.cp_comm_type = parse_cp_comm_type(value);
+        else if (key == "fp8_recipe")
+            options.fp8_recipe = parse_fp8_recipe(value);
+        else if (key == "offload_modules")
+            options.offload_modules = parse_offload_modules(value);
+        else if (key == "data_parallel_sharding")
+            options.data_parallel_sharding = parse_sharding(value);
+        else
+            known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
             if (integer_options[i].key == key) {
                 options.*(integer_options[i].member) =
@@ -542,9 +825,36 @@ ShapeOptions parse_options(std::string_view options_json) {
                                std::string(integer_options[i].meaning) + ")");
         }
     }
+    if (mla != nullptr)
+        options.mla = parse_mla(*mla, options);
     check_shape(options);
     if (moe != nullptr)
         options.moe = parse_moe(*moe, options);
+    if (recompute_modules != nullptr)
+        options.recompute_modules = parse_recompute_modules(*recompute_modules, options);
+    if (options.offload_modules.attn_proj && !options.offload_modules.core_attn) {
+        throw InvalidInput(
+            "analytic option 'offload_modules': attn_proj without core_attn: the output "
+            "projection's input is the core attention's output, which the core attention keeps "
+            "too (Megatron-LM requires the two together)");
+    }
+    if (options.data_parallel_sharding && options.distributed_optimizer &&
+        *options.data_parallel_sharding == Sharding::no_shard) {
+        throw InvalidInput(
+            "analytic options: distributed_optimizer with data_parallel_sharding no_shard: the "
+            "distributed optimizer shards the optimizer state (give one of the two)");
+    }
+    if (options.fp8_param_gather && !options.fp8_recipe) {
+        throw InvalidInput(
+            "analytic option 'fp8_param_gather' without fp8_recipe: the weights are kept in FP8 "
+            "only when the layers train in FP8 (give the recipe)");
+    }
+    if (options.mtp_num_layers == 0 && (has_mtp_offset || has_mtp_recompute)) {
+        throw InvalidInput(std::string("analytic option '") +
+                           (has_mtp_offset ? "mtp_stage_offset" : "mtp_recompute") +
+                           "' without mtp_num_layers: there are no multi-token prediction layers "
+                           "to place");
+    }
     return options;
 }
 
@@ -576,6 +886,15 @@ std::vector<std::string> option_warnings(const ShapeOptions& o) {
         out.emplace_back(
             "keep_gathered_inputs has no effect without sequence parallelism over more than one "
             "rank: there is no all-gather in front of the column-parallel linears");
+    }
+    if (!o.fp8_recipe && !o.fp8_transposes) {
+        out.emplace_back("fp8_transposes has no effect without fp8_recipe");
+    }
+    if (o.context_parallel == 1 && o.cp_comm_type != CpCommType::p2p) {
+        out.emplace_back("cp_comm_type has no effect with context_parallel = 1");
+    }
+    if (!o.offload_modules.any() && o.activation_offload_fraction != 1.0) {
+        out.emplace_back("activation_offload_fraction has no effect without offload_modules");
     }
     if (o.distributed_optimizer && o.data_parallel == 1) {
         out.emplace_back(

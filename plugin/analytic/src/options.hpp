@@ -3,6 +3,8 @@
 #ifndef PPB_ANALYTIC_OPTIONS_HPP
 #define PPB_ANALYTIC_OPTIONS_HPP
 
+#include <ppb/abi.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +45,67 @@ struct MoeOptions {
         return n;
     }
 };
+
+// The optional "mla" object: multi-latent attention (DeepSeek-V2/V3; Megatron-LM's
+// --multi-latent-attention) in place of multi-head attention in every layer, the MTP layers'
+// included. Its heads have their own widths: keys and queries qk_head_dim + qk_pos_emb_head_dim
+// channels, values v_head_dim.
+struct MlaOptions {
+    // Rank of the query's down-projection; nullopt: the query is projected from h directly.
+    std::optional<std::uint32_t> q_lora_rank;
+    std::uint32_t kv_lora_rank = 0;         // rank of the key/value down-projection (the latent)
+    std::uint32_t qk_head_dim = 0;          // channels of a query/key head without rotary part
+    std::uint32_t qk_pos_emb_head_dim = 0;  // channels of the rotary part of a query/key head
+    std::uint32_t v_head_dim = 0;           // channels of a value head
+    // Norms of the query and key/value latents (Megatron-LM's --qk-layernorm with MLA; DeepSeek's
+    // q_a_layernorm and kv_a_layernorm): fused into the up-projections by Transformer Engine.
+    bool qk_layernorm = true;
+};
+
+// The modules Megatron-LM's selective recompute recomputes (--recompute-modules): what a layer
+// of kind 'select' (and 'both') drops. Megatron-LM's default is core attention alone.
+struct RecomputeModules {
+    bool core_attn = true;        // the attention core: softmax, dropout, attention over V
+    bool mla_up_proj = false;     // MLA's up-projections and rotary embedding: Q, K, V re-made
+    bool layernorm = false;       // the norms that are modules of their own: their outputs
+    bool mlp = false;             // a dense layer's MLP, from its input
+    bool moe = false;             // an MoE layer's MoE block, from its input
+    bool moe_act = false;         // the routed experts' activation function: its output
+    bool shared_experts = false;  // the shared experts, from their input
+};
+
+// Megatron-LM's fine-grained activation offloading (--fine-grained-activation-offloading,
+// --offload-modules): the modules whose saved inputs go to the host after forward and come back
+// for backward.
+struct OffloadModules {
+    bool attn_norm = false;   // the input norm (a module of its own: MLA, Megatron-LM's local spec)
+    bool qkv_linear = false;  // the QKV projection (MLA: the down- and up-projections)
+    bool core_attn = false;   // the attention core: Q, K, V (and unfused attention's scores)
+    bool attn_proj = false;   // the output projection's input
+    bool mlp_norm = false;    // the pre-MLP norm (a module of its own: MoE layers, the local spec)
+    bool expert_fc1 = false;  // the routed experts' first linear's input
+    bool moe_act = false;     // the routed experts' activation's input
+    [[nodiscard]] bool any() const noexcept {
+        return attn_norm || qkv_linear || core_attn || attn_proj || mlp_norm || expert_fc1 ||
+               moe_act;
+    }
+};
+
+// How context-parallel attention exchanges keys and values (Transformer Engine's cp_comm_type):
+// a ring of key/value chunks, an all-gather of them, an all-to-all of Q, K, V and the output
+// (heads split over the ranks instead of the sequence), or all-to-all inside groups with a ring
+// between them.
+enum class CpCommType { p2p, all_gather, a2a, a2a_p2p };
+
+// Transformer Engine's low-precision recipes as Megatron-LM applies them (--fp8-recipe with
+// --fp8-format, or --fp4-format's NVFP4): how linear layers quantize their weights and the inputs
+// they keep for backward.
+enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+
+// What data parallelism shards (Megatron-LM's --data-parallel-sharding-strategy with its FSDP):
+// nothing, the optimizer state (the distributed optimizer, ZeRO-1), and the gradients (ZeRO-2),
+// and the parameters (ZeRO-3).
+enum class Sharding { no_shard, optim, optim_grads, optim_grads_params };
 
 // One group of body layers as the model names it: dense layers or MoE layers.
 struct LayerGroup {
@@ -101,6 +164,45 @@ struct ShapeOptions {
     // errors on the measured runs of tests/data/real (README.md, "How sure a prediction is").
     double relative_std_error = 0.02;
     std::optional<MoeOptions> moe;
+    std::optional<MlaOptions> mla;
+    RecomputeModules recompute_modules;
+    // Multi-token prediction (Megatron-LM's --mtp-num-layers): this many MTP layers, all on the
+    // stage mtp_stage_offset stages before the last (its last chunk), each a transformer layer of
+    // the model's last layer's kind with its projection and norms; their recompute kind.
+    std::uint32_t mtp_num_layers = 0;
+    std::uint32_t mtp_stage_offset = 0;
+    ppb_kind mtp_recompute = PPB_KIND_NONE;
+    // Context parallelism (Megatron-LM's --context-parallel-size, --cp-comm-type): the sequence
+    // split over this many ranks, and how attention exchanges keys and values between them.
+    std::uint32_t context_parallel = 1;
+    CpCommType cp_comm_type = CpCommType::p2p;
+    // FP8 / FP4 training of the body layers' linears (nullopt: 16-bit), whether the weights are
+    // kept in that format only (--fp8-param-gather: no 16-bit copy), and whether the GPU's FP8
+    // GEMMs need transposed copies (Hopper and earlier; not Blackwell).
+    std::optional<Fp8Recipe> fp8_recipe;
+    bool fp8_param_gather = false;
+    bool fp8_transposes = true;
+    // The norms before the QKV and first MLP linears are fused into them (Transformer Engine's
+    // LayerNormLinear in Megatron-LM's TE layer specs); false: modules of their own (the local
+    // spec). MLA's input norm and an MoE layer's pre-MLP norm are always modules of their own.
+    bool fused_norms = true;
+    OffloadModules offload_modules;
+    // The share of the offloaded groups Megatron-LM offloads (--activation-offload-fraction).
+    double activation_offload_fraction = 1.0;
+    // The share of the optimizer state kept in host memory (--optimizer-cpu-offload with
+    // --optimizer-offload-fraction); 0: all on the device.
+    double optimizer_offload_fraction = 0.0;
+    // Sharded data parallelism (FSDP); nullopt: `distributed_optimizer` says (optim or
+    // no_shard). With gradients or parameters sharded, the two largest units' unsharded buffers
+    // are held at the peak.
+    std::optional<Sharding> data_parallel_sharding;
+
+    // The sharding in effect.
+    [[nodiscard]] Sharding sharding() const noexcept {
+        if (data_parallel_sharding)
+            return *data_parallel_sharding;
+        return distributed_optimizer ? Sharding::optim : Sharding::no_shard;
+    }
 
     // Key/value heads with the default applied.
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {

@@ -56,6 +56,51 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
             "recomputes selectively; K and V are expanded to all a heads before the batched "
             "matmuls, so grouped-query attention saves no activation memory");
     }
+    if (o.mla) {
+        out.emplace_back(
+            "multi-latent attention (Megatron-LM's MLASelfAttention): the down-projections and "
+            "latent norms are whole on every tensor-parallel rank, the up-projections and the "
+            "output projection split; the latents, the fused norms' outputs, Q, K, V of a*(" +
+            format_number(static_cast<double>(o.mla->qk_head_dim) + o.mla->qk_pos_emb_head_dim) +
+            ") and " + format_number(o.mla->v_head_dim) +
+            " channels per head and the core's output are kept for backward");
+    }
+    std::string recomputed;
+    const RecomputeModules& r = o.recompute_modules;
+    for (const auto& [flag, name] : {std::pair{r.core_attn, "core_attn"},
+                                     {r.mla_up_proj, "mla_up_proj"},
+                                     {r.layernorm, "layernorm"},
+                                     {r.mlp, "mlp"},
+                                     {r.moe, "moe"},
+                                     {r.moe_act, "moe_act"},
+                                     {r.shared_experts, "shared_experts"}}) {
+        if (flag)
+            recomputed += std::string(recomputed.empty() ? "" : ", ") + name;
+    }
+    out.emplace_back("'select' layers recompute " +
+                     (recomputed.empty() ? std::string("nothing (recompute_modules is empty)")
+                                         : "the modules " + recomputed));
+    if (o.offload_modules.any()) {
+        out.emplace_back(
+            "fine-grained activation offloading: the offloaded modules' saved tensors (" +
+            format_number(o.activation_offload_fraction) +
+            " of them) leave the device after forward; one layer's come back for its backward "
+            "(held once); copies still in flight are not counted");
+    }
+    if (o.fp8_recipe) {
+        out.emplace_back(
+            "FP8/FP4: the linears keep their inputs quantized and cache quantized copies of their "
+            "weights (" +
+            format_number(terms.linear.weight_copy) + " bytes a linear parameter" +
+            (o.fp8_param_gather ? ", instead of their 16-bit weights)" : ")") +
+            "; attention, norms, the embedding and the LM head stay 16-bit");
+    }
+    if (o.context_parallel > 1) {
+        out.emplace_back("context parallelism over " + std::to_string(o.context_parallel) +
+                         " ranks: every per-token term at seq_length / " +
+                         std::to_string(o.context_parallel) +
+                         ", plus what the key/value exchange keeps and its buffers");
+    }
     out.emplace_back(o.gated_mlp
                          ? "gated MLP (SwiGLU): three h x F matrices; the fused activation keeps "
                            "its two inputs (4sbF bytes) and the down projection its input (2sbF)"

@@ -11,8 +11,10 @@
 //   refused    -> a run the analytic model does not cover: another model family (hybrid Mamba
 //                 models, encoder-decoder, RETRO, vision, linear or experimental attention,
 //                 heterogeneous layers, reinforcement learning) or a feature without a term
-//                 (context parallelism, multi-latent attention, multi-token prediction, FP8,
-//                 FSDP / ZeRO-2/3): FlagError naming the flag and what it is;
+//                 (custom FP8 / FP4 recipes, CUDA graphs, hybrid context parallelism):
+//                 FlagError naming the flag and what it is;
+//                 the newer features' flags (MLA, MTP, context parallelism, FP8 and FP4,
+//                 FSDP, recompute modules, offloading) are mapped by megatron_features.cpp;
 //   unmodelled -> changes memory but the model leaves it out: a warning naming it, when the run
 //                 gives it a value other than its release's default;
 //   neutral    -> cannot change the memory of the tensors (logging, paths, learning rate, ...),

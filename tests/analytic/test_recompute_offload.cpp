@@ -1,0 +1,192 @@
+// Megatron-LM's recompute modules (recompute_modules: what a 'select' layer drops), fine-grained
+// activation offloading (offload_modules, activation_offload_fraction), the optimizer state in
+// host memory (optimizer_offload_fraction), and bad options. Expected values are the tensors
+// Megatron-LM's modules save (megatron/core/transformer/transformer_layer.py, moe/experts.py,
+// moe/moe_layer.py, pipeline_parallel/fine_grained_activation_offload.py at commit
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553), listed per case.
+#include "analytic_support.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+using namespace analytic_test;
+using ppb::analytic::MemoryTerms;
+namespace tt = boost::test_tools;
+
+// The file's own namespace: its helpers keep their short names in a unity build too.
+namespace recompute_offload_tests {
+
+namespace {
+
+// Megatron-LM's CI DeepSeek-V3 proxy (test_mla.cpp) with its MoE layers: 32 experts of 1024,
+// top-4, one shared expert of 1024, EP = 4, ETP = 1, d = 2; dropless routing at the default
+// imbalance 1.5.
+constexpr std::string_view proxy =
+    R"("hidden_size": 1024, "num_attention_heads": 32, "ffn_hidden_size": 4096,
+       "num_layers": 16, "seq_length": 4096, "micro_batch_size": 4, "vocab_size": 51712,
+       "tensor_parallel": 2, "sequence_parallel": true, "dropout": false,
+       "flash_attention": false, "data_parallel": 2, "distributed_optimizer": true,
+       "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_head_dim": 128,
+               "qk_pos_emb_head_dim": 64, "v_head_dim": 128},
+       "moe": {"num_experts": 32, "top_k": 4, "moe_ffn_hidden_size": 1024,
+               "shared_experts": 1, "expert_parallel": 4, "expert_tensor_parallel": 1,
+               "first_k_dense": 3})";
+
+// On one rank per micro-batch (8192 tokens outside the attention, 16 heads of 16 384 inside):
+// the dense layer keeps test_mla.cpp's 2689 MiB. The MoE layer keeps its attention half, 2481
+// MiB (the norms' inputs 32, the down-projections' input 16, the latents and their norms' outputs
+// 65, Q, K, V 256, the projection's input 64, the scores 2048), and
+//   the MoE input (the pre-MLP norm's output, kept by the router)   16 MiB
+//   the router's fp32 scores and routing map, 5 x 16 384 x 32 / 2    1.25 MiB
+//   the shared expert's SwiGLU, 6 x 16 384 x 1024 / 2                48 MiB
+//   routed: 1.5 x 4 x 8192 = 49 152 token copies; their inputs 96, SwiGLU's inputs 192 and
+//   fc2's input 96 MiB, the combine's 4 x 8192 outputs 64 MiB       448 MiB
+// 2994.25 MiB.
+double dense(std::string_view more, ppb_kind kind) {
+    return terms(proxy, more).activation_bytes[kind] / MiB;
+}
+double moe(std::string_view more, ppb_kind kind) {
+    return terms(proxy, more).moe->activation_bytes[kind] / MiB;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(recompute_modules_and_offloading)
+
+BOOST_AUTO_TEST_CASE(the_layers_keep_what_their_modules_save) {
+    BOOST_TEST(dense("", PPB_KIND_NONE) == 2689.0, tt::tolerance(1e-12));
+    BOOST_TEST(moe("", PPB_KIND_NONE) == 2994.25, tt::tolerance(1e-12));
+}
+
+// What each module drops from a 'select' layer (core attention not recomputed):
+//   layernorm       the norms that are modules of their own: MLA's input norm (the
+//                   down-projections' input, 16 MiB) and an MoE layer's pre-MLP norm (its
+//                   output, 16); the dense layer's pre-MLP norm is fused into fc1;
+//   mlp             a dense layer's fc1 output of its fused norm (16) and SwiGLU (192);
+//   moe             the router, the shared expert and the routed experts (the checkpoint keeps
+//                   the block's input);
+//   moe_act         the routed experts' fc2 input (96);
+//   shared_experts  the shared expert's SwiGLU (48).
+BOOST_AUTO_TEST_CASE(each_recompute_module_drops_what_it_recomputes) {
+    const auto select = [](std::string_view modules) {
+        return std::string(R"("recompute_modules": )") + std::string(modules);
+    };
+    BOOST_TEST(dense(select(R"(["layernorm"])"), PPB_KIND_SELECT) == 2689.0 - 16.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(moe(select(R"(["layernorm"])"), PPB_KIND_SELECT) == 2994.25 - 32.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(dense(select(R"(["mlp"])"), PPB_KIND_SELECT) == 2689.0 - 208.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(moe(select(R"(["mlp"])"), PPB_KIND_SELECT) == 2994.25, tt::tolerance(1e-12));
+    BOOST_TEST(moe(select(R"(["moe"])"), PPB_KIND_SELECT) == 2994.25 - 1.25 - 48.0 - 448.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(moe(select(R"(["moe_act"])"), PPB_KIND_SELECT) == 2994.25 - 96.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(moe(select(R"(["shared_experts"])"), PPB_KIND_SELECT) == 2994.25 - 48.0,
+               tt::tolerance(1e-12));
+    // The CI run's set: layernorm, mla_up_proj (Q, K, V 256 and the latent norms' outputs 32),
+    // mlp, moe_act; the attention core stays.
+    const std::string ci = select(R"(["layernorm", "mla_up_proj", "mlp", "moe_act"])");
+    BOOST_TEST(dense(ci, PPB_KIND_SELECT) == 2689.0 - 16.0 - 288.0 - 208.0, tt::tolerance(1e-12));
+    BOOST_TEST(moe(ci, PPB_KIND_SELECT) == 2994.25 - 32.0 - 288.0 - 96.0, tt::tolerance(1e-12));
+    // 'none' and 'full' do not depend on the modules.
+    BOOST_TEST(moe(ci, PPB_KIND_NONE) == 2994.25, tt::tolerance(1e-12));
+    BOOST_TEST(moe(ci, PPB_KIND_FULL) == 16.0, tt::tolerance(1e-12));
+}
+
+// Megatron-LM's local spec (fused_norms false) has both norms as modules of their own: a dense
+// GPT layer recomputing 'layernorm' drops the QKV and fc1 inputs (the norms' outputs), and 'mlp'
+// keeps the pre-MLP norm's output (the checkpoint's input). GPT-3 175B at t = 8 without sequence
+// parallelism (test_formulas.cpp): 2sbh = 48 MiB each.
+BOOST_AUTO_TEST_CASE(separate_norms_are_what_layernorm_recomputes) {
+    const std::string local = R"("tensor_parallel": 8, "fused_norms": false, )";
+    const double none =
+        terms(gpt3_175b, R"("tensor_parallel": 8)").activation_bytes[PPB_KIND_SELECT];
+    const double layernorm =
+        terms(gpt3_175b, local + R"("recompute_modules": ["core_attn", "layernorm"])")
+            .activation_bytes[PPB_KIND_SELECT];
+    BOOST_TEST((none - layernorm) / MiB == 96.0, tt::tolerance(1e-12));
+    // With Transformer Engine's fused norms 'layernorm' has nothing to drop.
+    BOOST_TEST(terms(gpt3_175b, R"("tensor_parallel": 8, "recompute_modules": ["core_attn",
+                                   "layernorm"])")
+                   .activation_bytes[PPB_KIND_SELECT] == none);
+    // 'mlp' with a separate norm: the MLP's inner activations, 4sbF / t = 48 MiB, not its input.
+    const double mlp = terms(gpt3_175b, local + R"("recompute_modules": ["core_attn", "mlp"])")
+                           .activation_bytes[PPB_KIND_SELECT];
+    BOOST_TEST((none - mlp) / MiB == 48.0, tt::tolerance(1e-12));
+}
+
+// Fine-grained offloading moves each listed module's saved inputs to the host after forward
+// (and, the last group of each module aside, brings one layer's back for its backward: held
+// once). On the MoE layer:
+//   core_attn + attn_proj   Q, K, V 256, the scores 2048, the projection's input 64: 2368 MiB;
+//   expert_fc1 + moe_act    the routed inputs 96 and SwiGLU's inputs 192: 288 MiB;
+//   qkv_linear              the down-projections' input 16, the latents and norm outputs 65;
+//   attn_norm, mlp_norm     the input norm's input 16, the pre-MLP norm's input 16.
+BOOST_AUTO_TEST_CASE(offloaded_modules_leave_the_device) {
+    const MemoryTerms t = terms(proxy, R"("offload_modules": ["core_attn", "attn_proj"])");
+    BOOST_TEST(t.moe->activation_bytes[PPB_KIND_NONE] / MiB == 2994.25 - 2368.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(t.moe->offloaded_bytes / MiB == 2368.0, tt::tolerance(1e-12));
+    const MemoryTerms plain = terms(proxy, "");
+    BOOST_TEST((t.layer_transient_bytes - plain.layer_transient_bytes) / MiB == 2368.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(
+        moe(R"("offload_modules": ["expert_fc1", "moe_act"])", PPB_KIND_NONE) == 2994.25 - 288.0,
+        tt::tolerance(1e-12));
+    BOOST_TEST(moe(R"("offload_modules": ["qkv_linear"])", PPB_KIND_NONE) == 2994.25 - 81.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(
+        moe(R"("offload_modules": ["attn_norm", "mlp_norm"])", PPB_KIND_NONE) == 2994.25 - 32.0,
+        tt::tolerance(1e-12));
+    // --activation-offload-fraction keeps the later groups on the device: half of them here.
+    BOOST_TEST(moe(R"("offload_modules": ["core_attn", "attn_proj"],
+                      "activation_offload_fraction": 0.5)",
+                   PPB_KIND_NONE) == 2994.25 - 1184.0,
+               tt::tolerance(1e-12));
+    // A 'select' layer recomputing core attention runs its checkpoint outside the core_attn
+    // offloading context (Attention.forward): Q, K, V stay (the checkpoint's inputs), the scores
+    // are not saved, the projection's input goes.
+    BOOST_TEST(moe(R"("offload_modules": ["core_attn", "attn_proj"])", PPB_KIND_SELECT) ==
+                   2994.25 - 2048.0 - 64.0,
+               tt::tolerance(1e-12));
+}
+
+// The optimizer state partly in host memory: with d = 2 the distributed optimizer's 12 / 2 = 6
+// bytes a parameter, a quarter of it on the device.
+BOOST_AUTO_TEST_CASE(offloaded_optimizer_state_leaves_the_device) {
+    BOOST_TEST(terms(proxy, R"("optimizer_offload_fraction": 0.75)").bytes_per_parameter ==
+               2.0 + 4.0 + 1.5);
+    // The experts' state too: expert data parallel t x d / EP = 1, 12 bytes, a quarter: 3.
+    BOOST_TEST(
+        terms(proxy, R"("optimizer_offload_fraction": 0.75)").moe->bytes_per_expert_parameter ==
+        2.0 + 4.0 + 3.0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_recompute_and_offload_options_are_refused_by_name) {
+    const auto with = [](std::string_view more) { return options_json(proxy, more); };
+    BOOST_TEST(contains(rejection(with(R"("offload_modules": "core_attn")")),
+                        "'offload_modules' must be a list of module names"));
+    BOOST_TEST(contains(rejection(with(R"("offload_modules": ["fused_group_mlp"])")),
+                        "'fused_group_mlp' is a module of Megatron-LM the analytic model does not "
+                        "count"));
+    BOOST_TEST(contains(rejection(with(R"("offload_modules": ["attn_proj"])")),
+                        "attn_proj without core_attn"));
+    BOOST_TEST(contains(rejection(with(R"("offload_modules": ["expert_fc"])")),
+                        "no module 'expert_fc' (did you mean 'expert_fc1'?)"));
+    BOOST_TEST(contains(rejection(with(R"("recompute_modules": ["mhc"])")),
+                        "'mhc' is a module of Megatron-LM the analytic model does not count"));
+    BOOST_TEST(contains(rejection(with(R"("activation_offload_fraction": 1.5)")),
+                        "'activation_offload_fraction' must be a number from 0 to 1"));
+    BOOST_TEST(contains(rejection(with(R"("optimizer_offload_fraction": -0.1)")),
+                        "'optimizer_offload_fraction' must be a number from 0 to 1"));
+    BOOST_TEST(contains(rejection(with(R"("optimizer_offload_fraction": "half")")),
+                        "'optimizer_offload_fraction' must be a number"));
+    BOOST_TEST(
+        contains(rejection(with(R"("fused_norms": 0)")), "'fused_norms' must be true or false"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace recompute_offload_tests
