@@ -9,6 +9,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -348,6 +351,26 @@ BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
 // value its parser takes (a choice other than the default, an integer, a number, a word); the run
 // either maps without the warning for a flag ppb does not know, or fails naming that flag first
 // (a refusal, or the flag contradicting the run).
+// The section of megatron-arguments.md that starts at `heading`, up to the next "## " heading.
+std::string docs_section(const std::string& heading) {
+    std::ifstream in(std::string(PPB_DOCS_DIR) + "/megatron-arguments.md");
+    BOOST_TEST_REQUIRE(in.good());
+    std::stringstream whole;
+    whole << in.rdbuf();
+    const std::string text = whole.str();
+    const std::size_t start = text.find("\n" + heading + "\n");
+    BOOST_TEST_REQUIRE(start != std::string::npos, heading);
+    const std::size_t end = text.find("\n## ", start + 1);
+    return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// The flags whose warning says "changes memory but is not modelled", with the reason, each
+// given alone as every_flag_of_every_release_has_a_class gives it (filled there).
+std::map<std::string, std::string>& warned_flags() {
+    static std::map<std::string, std::string> warned;
+    return warned;
+}
+
 BOOST_AUTO_TEST_CASE(every_flag_of_every_release_has_a_class) {
     namespace mg = ppb::importers::megatron;
     const std::vector<std::string> base = {"--num-layers",          "2", "--hidden-size", "64",
@@ -396,6 +419,13 @@ BOOST_AUTO_TEST_CASE(every_flag_of_every_release_has_a_class) {
                 const MegatronAnalyticOptions out = analytic_options_from_megatron(args, context);
                 BOOST_TEST(!warns_about(out, "whose effect on memory ppb does not know"),
                            f.name << " at " << mg::releases()[r].name);
+                const std::string said = std::string(f.name) +
+                                         " changes memory but is not "
+                                         "modelled: ";
+                for (const std::string& w : out.warnings) {
+                    if (w.starts_with(said))
+                        warned_flags()[std::string(f.name)] = w.substr(said.size());
+                }
             } catch (const FlagError& e) {
                 BOOST_TEST(std::string_view(e.what()).starts_with(f.name),
                            f.name << " at " << mg::releases()[r].name << ": " << e.what());
@@ -403,6 +433,30 @@ BOOST_AUTO_TEST_CASE(every_flag_of_every_release_has_a_class) {
         }
     }
     BOOST_TEST(runs > 2U * 1000U);
+}
+
+// The docs' table of warned flags is the mapping's: each row's flag, given alone, draws that
+// warning with the row's words, and every flag that draws one is in the section (the table, or
+// the paragraph after it for the mapping's own warnings). Runs after the test above.
+BOOST_AUTO_TEST_CASE(
+    the_docs_list_every_warned_flag_as_the_mapping_warns,
+    *boost::unit_test::depends_on("megatron_arguments/every_flag_of_every_release_has_a_class")) {
+    const std::string section = docs_section("## Warned: changes memory, not modelled");
+    static const std::regex row(R"(\n\| `(--[^`]+)` \| ([^|]+) \|)");
+    std::size_t rows = 0;
+    for (auto it = std::sregex_iterator(section.begin(), section.end(), row);
+         it != std::sregex_iterator(); ++it) {
+        ++rows;
+        const std::string flag = (*it)[1].str();
+        const auto warned = warned_flags().find(flag);
+        BOOST_TEST((warned != warned_flags().end()), flag << " is in the table but not warned");
+        if (warned != warned_flags().end())
+            BOOST_TEST(warned->second == (*it)[2].str(), flag);
+    }
+    BOOST_TEST(rows > 50U);
+    for (const auto& [flag, reason] : warned_flags())
+        BOOST_TEST(section.find("`" + flag) != std::string::npos,
+                   flag << " is warned about (" << reason << ") but not in the docs");
 }
 
 BOOST_AUTO_TEST_CASE(other_model_families_are_refused_by_name) {
