@@ -285,6 +285,36 @@ BOOST_AUTO_TEST_CASE(the_fused_cross_entropy_holds_one_more_fp32_logits_buffer) 
                     .contains("logits_transient_bytes"));
 }
 
+// Transformer Engine's cuBLAS workspaces beyond the shared one, each get_cublas_workspace_size_
+// bytes() = 32 MiB + 1024 B from compute capability 9, 4 MiB below (transformer_engine/pytorch/
+// cpp_extensions/gemm.py at NVIDIA/TransformerEngine commit
+// b9d690e042b1c4e455214e7dab65d6d3512c05d6): --tp-comm-overlap's userbuffer GEMMs take one of
+// _NUM_MAX_UB_STREAMS = 3 times that size, the grouped GEMM one per stream (4).
+BOOST_AUTO_TEST_CASE(transformer_engines_extra_cublas_workspaces_join_the_runtime) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --sequence-parallel ";
+    const double hopper_mb = (32.0 * 1024 * 1024 + 1024) / (1024.0 * 1024.0);
+    const auto runtime = [](const MegatronAnalyticOptions& r) {
+        return options_of(r).at("runtime_mb").as_double();
+    };
+    BOOST_TEST(!options_of(map(base, {2U, {}, 9U})).contains("runtime_mb"));
+    const auto overlap =
+        map(base + "--tp-comm-overlap --tp-comm-overlap-cfg tp.yaml", {2U, {}, 9U});
+    BOOST_TEST(runtime(overlap) == 100.0 + 3.0 * hopper_mb);
+    BOOST_TEST(!warns_about(overlap, "--tp-comm-overlap"));  // modelled, not warned
+    BOOST_TEST(runtime(map(base + "--tp-comm-overlap", {2U, {}, 10U})) == 100.0 + 3.0 * hopper_mb);
+    BOOST_TEST(runtime(map(base + "--tp-comm-overlap", {2U, {}, 8U})) == 100.0 + 3.0 * 4.0);
+    // Megatron-LM's own layers run no userbuffer GEMM: no workspace.
+    BOOST_TEST(!options_of(map(base + "--tp-comm-overlap --transformer-impl local", {2U, {}, 9U}))
+                    .contains("runtime_mb"));
+    // Both: separate allocations, 4 + 3 workspaces.
+    const std::string moe = "--num-experts 4 --moe-grouped-gemm ";
+    BOOST_TEST(runtime(map(base + moe, {2U, {}, 9U})) == 100.0 + 4.0 * hopper_mb);
+    BOOST_TEST(runtime(map(base + moe + "--tp-comm-overlap", {2U, {}, 9U})) ==
+               100.0 + 7.0 * hopper_mb);
+}
+
 BOOST_AUTO_TEST_CASE(moe_flags_become_the_moe_object) {
     const auto o = options_of(
         map("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "

@@ -505,16 +505,36 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     if (positions == "learned_absolute")
         o["position_embeddings"] = max_positions;
 
+    // Transformer Engine's cuBLAS workspaces beyond the one every GEMM shares (which runtime_mb
+    // holds), each allocated once for the process through PyTorch's caching allocator and kept
+    // (transformer_engine/pytorch/cpp_extensions/gemm.py, get_cublas_workspace, an lru_cache, at
+    // NVIDIA/TransformerEngine commit b9d690e042b1c4e455214e7dab65d6d3512c05d6, the one Megatron-
+    // LM's uv.lock pins at commit 4828d651e768da5e3a833f8dbfc4dbec76f3fcdf). One workspace is
+    // get_cublas_workspace_size_bytes(): 32 MiB + 1 KiB from compute capability 9, 4 MiB below.
+    //   --moe-grouped-gemm: the grouped GEMM's own streams, one workspace each (4 streams).
+    //   --tp-comm-overlap: the GEMMs overlapped with userbuffers' communication take one
+    //     workspace of _NUM_MAX_UB_STREAMS (3) times the size (since Transformer Engine 2.10;
+    //     up to 2.9 initialize_ub grew the shared one to that size, one workspace less). The
+    //     userbuffers themselves are allocated by Transformer Engine's own cudaMalloc or cuMem
+    //     calls (transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp,
+    //     register_user_buffer_collective with alloc = true), outside PyTorch's allocator, and
+    //     so outside the memory Megatron-LM reports.
+    // Both need Transformer Engine's layers: Megatron-LM's local ones run neither.
+    {
+        constexpr double runtime_mb = 100.0;  // the analytic model's default
+        const double workspace_mb = context.compute_capability >= 9 ? 32.0 + 1.0 / 1024.0 : 4.0;
+        // (each flag read whatever the layers, so that a local run's is not "unread")
+        const bool grouped_gemm = count(flags, "num-experts") && is_on(flags, "moe-grouped-gemm");
+        const bool tp_comm_overlap = is_on(flags, "tp-comm-overlap");
+        double workspaces = 0.0;
+        if (impl != "local" && grouped_gemm)
+            workspaces += 4.0;
+        if (impl != "local" && tp_comm_overlap)
+            workspaces += 3.0;
+        if (workspaces > 0.0)
+            o["runtime_mb"] = runtime_mb + workspaces * workspace_mb;
+    }
     if (const auto E = count(flags, "num-experts")) {
-        // Transformer Engine's grouped GEMM runs on its own cuBLAS streams, each with a workspace
-        // (transformer_engine/pytorch/module/base.py, get_multi_stream_cublas_workspace: 4
-        // streams of get_cublas_workspace_size_bytes(), 32 MiB on Hopper and later, 4 MiB
-        // before), allocated once for the process on top of the usual runtime.
-        if (impl != "local" && is_on(flags, "moe-grouped-gemm")) {
-            constexpr double runtime_mb = 100.0;  // the analytic model's default
-            const double workspace_mb = context.compute_capability >= 9 ? 32.0 : 4.0;
-            o["runtime_mb"] = runtime_mb + 4.0 * workspace_mb;
-        }
         json::object moe;
         moe["num_experts"] = *E;
         moe["top_k"] = count(flags, "moe-router-topk").value_or(2);

@@ -41,8 +41,8 @@ constexpr Rule unmodelled[] = {
     // CUDA graphs of the layers are refused (megatron_features.cpp); the optimizer step's, after
     // the peak of forward and backward, is named
     {"--optimizer-cuda-graph", "a CUDA graph of the optimizer step"},
-    // communication overlap with its own buffers
-    {"--tp-comm-overlap", "Transformer Engine's userbuffers for overlapped communication"},
+    // communication overlap with its own buffers (--tp-comm-overlap is modelled:
+    // megatron_arguments.cpp)
     {"--overlap-moe-expert-parallel-comm",
      "the expert-parallel all-to-all overlapped with "
      "another micro-batch's computation"},
