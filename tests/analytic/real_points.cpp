@@ -206,6 +206,11 @@ Point read_point(const fs::path& path) {
     for (const auto& a : field(o, "arguments", at, &json::value::is_array).get_array()) {
         BOOST_TEST_REQUIRE(a.is_string(), at << ": an argument is not a string");
         p.arguments.emplace_back(a.get_string());
+        // The harness passes a YAML list's words as arguments of their own (README.md here).
+        const std::string& text = p.arguments.back();
+        BOOST_TEST(!(text.size() > 2 && text.front() == '[' && text.back() == ']'),
+                   at << ": argument '" << text
+                      << "' is a YAML list: the harness passes its words as several arguments");
     }
     p.world_size = static_cast<std::uint32_t>(count_field(o, "world_size", at));
     const json::object& source = field(o, "source", at, &json::value::is_object).get_object();

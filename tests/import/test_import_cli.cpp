@@ -843,6 +843,48 @@ BOOST_AUTO_TEST_CASE(a_failed_import_writes_nothing) {
     BOOST_TEST(entries == 2u);  // out.json and the log: no temporary file left behind
 }
 
+// The words after '--' reach Megatron-LM's argument reader as written: a bracketed one is not
+// CLI11's list syntax ("[0,1]" would lose its brackets and become two arguments).
+BOOST_AUTO_TEST_CASE(megatron_options_takes_the_words_after_the_terminator_verbatim) {
+    std::vector<std::string> args = {"import",
+                                     "megatron-options",
+                                     "--world-size",
+                                     "1",
+                                     "--",
+                                     "--num-layers",
+                                     "2",
+                                     "--hidden-size",
+                                     "64",
+                                     "--num-attention-heads",
+                                     "4",
+                                     "--seq-length",
+                                     "128",
+                                     "--max-position-embeddings",
+                                     "128",
+                                     "--micro-batch-size",
+                                     "1",
+                                     "--vocab-size",
+                                     "1000",
+                                     "--num-experts",
+                                     "4",
+                                     "--moe-router-topk",
+                                     "1",
+                                     "--moe-layer-freq",
+                                     "[0,1]",
+                                     "--recompute-granularity",
+                                     "selective",
+                                     "--recompute-modules",
+                                     "[moe_act mlp]",
+                                     "--moe-grouped-gemm"};
+    const ProcessResult r = ppb(args);
+    expect_success(r);
+    const json::object o = json::parse(r.out).as_object();
+    // Megatron-LM's moe_freq_type evaluates "[0,1]": layer 1 alone is an MoE layer.
+    BOOST_TEST(json::serialize(o.at("moe").as_object().at("layer_freq")) == "[0,1]");
+    // The YAML list is the words Megatron-LM's test harness passes.
+    BOOST_TEST(json::serialize(o.at("recompute_modules")) == R"(["moe_act","mlp"])");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(import_cli_moe)

@@ -428,6 +428,26 @@ BOOST_AUTO_TEST_CASE(list_flags_take_argparses_values_and_types) {
     BOOST_TEST(json::serialize(o.at("recompute_modules")) == R"(["core_attn","mlp"])");
 }
 
+BOOST_AUTO_TEST_CASE(a_yaml_list_is_the_words_megatrons_harness_passes) {
+    // Megatron-LM's CI configuration writes --recompute-modules: "[layernorm mla_up_proj mlp
+    // moe_act]"; its harness (tests/functional_tests/shell_test_utils/_run_training.sh, commit
+    // c08d89bea05b2071855733da684a5c15873e913f) strips the brackets and bash splits the rest.
+    std::vector<std::string> args = split(proxy + "--recompute-granularity selective");
+    args.insert(args.end(), {"--recompute-modules", "[layernorm mla_up_proj mlp moe_act]"});
+    const json::object listed =
+        options_of(analytic_options_from_megatron(args, MegatronRunContext{8U, {}, 9U}));
+    BOOST_TEST(json::serialize(listed.at("recompute_modules")) ==
+               R"(["layernorm","mla_up_proj","mlp","moe_act"])");
+    // A name Megatron-LM does not recompute fails its configuration's check
+    // (transformer_config.py, allowed_modules): refused, not left out with a warning.
+    const std::string error =
+        flag_error(proxy + "--recompute-granularity selective --recompute-modules mlp [mlp");
+    BOOST_TEST(error.find("--recompute-modules '[mlp': not a module Megatron-LM recomputes (it "
+                          "takes core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+                          "shared_experts, gdn_norm_out, gdp_in_proj, gdp_qkv, mhc;") == 0U,
+               error);
+}
+
 BOOST_AUTO_TEST_CASE(refusals_come_after_the_arguments_are_read_whole) {
     // An unknown flag is named before the feature the model refuses.
     const std::string error = flag_error(proxy + "--cuda-graph-impl local --no-such-flag");

@@ -9,6 +9,7 @@
 #include <ppb/importers/megatron_layout.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/json/array.hpp>
 
 #include <algorithm>
@@ -373,6 +374,13 @@ void add_sharding(const MegatronFlagView& flags, json::object& options,
 constexpr std::array<std::string_view, 7> modelled_modules = {
     "core_attn", "mla_up_proj", "layernorm", "mlp", "moe", "moe_act", "shared_experts"};
 
+// Every name Megatron-LM's selective recompute takes (transformer_config.py, allowed_modules, at
+// commit d98e8a64ddf34856e74b24714e3bedb2f5a39553; older releases take a subset): another name
+// fails its configuration's check ("Invalid choices for recompute_modules").
+constexpr std::array<std::string_view, 11> megatron_modules = {
+    "core_attn",      "moe_act",      "layernorm",   "mla_up_proj", "mlp", "moe",
+    "shared_experts", "gdn_norm_out", "gdp_in_proj", "gdp_qkv",     "mhc"};
+
 // --recompute-modules (with --recompute-granularity selective: what a 'select' layer recomputes)
 // and the norms it may recompute: Transformer Engine's layer specs fuse them into the following
 // linears, Megatron-LM's local spec (--transformer-impl local) has them as modules of their own.
@@ -390,6 +398,13 @@ void add_recompute_modules(const MegatronFlagView& flags, json::object& options,
                 "--recompute-modules mla_up_proj recomputes multi-latent attention's "
                 "up-projections: it needs --multi-latent-attention (Megatron-LM refuses it "
                 "without)");
+        const bool known = module == "moe_layer" ||
+                           std::ranges::find(megatron_modules, module) != megatron_modules.end();
+        if (!known && flags.text("recompute-granularity") == "selective")
+            throw FlagError(fmt::format(
+                "--recompute-modules '{}': not a module Megatron-LM recomputes (it takes {}; "
+                "several are several arguments, or one YAML list such as '[layernorm mlp]')",
+                module, fmt::join(megatron_modules, ", ")));
         if (module == "moe_layer") {
             // --moe-layer-recompute's old name (transformer_config.py appends "moe")
             modules.emplace_back("moe");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -355,8 +356,14 @@ int run(int argc, char** argv) {
     CLI::App* chosen = selected(app);
     try {
         for (const Command& c : commands) {
-            if (c.app == chosen)
-                return c.run();
+            if (c.app != chosen)
+                continue;
+            if (c.words_after_terminator != nullptr) {
+                const auto terminator = std::ranges::find(words, "--");
+                if (terminator != words.end())
+                    c.words_after_terminator->assign(terminator + 1, words.end());
+            }
+            return c.run();
         }
         throw UsageError("missing the command: 'ppb COMMAND ...'");
     } catch (const UsageError& e) {

@@ -47,6 +47,10 @@ struct Command {
     CLI::App* app = nullptr;
     std::function<int()> run;
     std::string subcommand_noun;  // what its subcommands are ("log format"), if it has some
+    // Where the words after the command line's first '--' go, verbatim, for a command that passes
+    // them on to another tool: CLI11 reads a bracketed word ("[0,1]", "[attn mlp]") given to a
+    // list as a list of its own, without the brackets and split at its commas.
+    std::vector<std::string>* words_after_terminator = nullptr;
 };
 using Commands = std::vector<Command>;
 

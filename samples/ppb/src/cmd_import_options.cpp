@@ -163,7 +163,8 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
         ->type_name("FILE");
     mo->add_option("arguments", args->arguments, "the run's Megatron-LM arguments, after '--'")
         ->type_name("-- MEGATRON-ARGS");
-    commands.push_back({mo, [args]() { return import_megatron_options(*args); }, {}});
+    commands.push_back(
+        {mo, [args]() { return import_megatron_options(*args); }, {}, &args->arguments});
 }
 
 }  // namespace ppb::cli
