@@ -505,10 +505,11 @@ class PickleMachine {
             const std::size_t second =
                 first == std::string::npos ? std::string::npos : d.find('\n', first + 1);
             if (second != std::string::npos && second - pos_ <= 256) {
-                what = fmt::format("would import {}.{}",
-                                   quote_excerpt(std::string_view(d).substr(pos_, first - pos_)),
-                                   quote_excerpt(std::string_view(d).substr(
-                                       first + 1, second - first - 1)));
+                what = fmt::format(
+                    "would import {}",
+                    quote_excerpt(fmt::format("{}.{}", std::string_view(d).substr(pos_, first - pos_),
+                                              std::string_view(d).substr(first + 1,
+                                                                         second - first - 1))));
                 if (op == 'i')
                     what += " and create an instance of it";
             }
@@ -517,8 +518,9 @@ class PickleMachine {
             const Value name_value = stack_.back();
             if (doc_.nodes_[module.index].kind == Kind::text &&
                 doc_.nodes_[name_value.index].kind == Kind::text) {
-                what = fmt::format("would import {}.{}", quote_excerpt(doc_.as_text(module)),
-                                   quote_excerpt(doc_.as_text(name_value)));
+                what = fmt::format("would import {}",
+                                   quote_excerpt(fmt::format("{}.{}", doc_.as_text(module),
+                                                             doc_.as_text(name_value))));
             }
         }
         if (op == 'I' || op == 'L' || op == 'F' || op == 'S' || op == 'V' || op == 'p' ||
