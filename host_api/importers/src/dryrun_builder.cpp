@@ -242,14 +242,13 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
             replicated.push_back(fmt::format("stage {}: ranks {}", stage, describe_numbers(ranks)));
             const double spread = (r.mb - (*smallest)->mb) / r.mb;
             if (spread > replica_tolerance) {
-                add_warning(
-                    messages,
-                    fmt::format("stage {}: its ranks' readings differ by {:.1f} % (rank "
-                                "{}: {:.1f} MB at {}, rank {}: {:.1f} MB at {}); ranks of "
-                                "one stage should measure alike: are the {}s of one "
-                                "dry run?",
-                                stage, 100.0 * spread, (*smallest)->rank, (*smallest)->mb,
-                                (*smallest)->where(), r.rank, r.mb, r.where(), source));
+                add_warning(messages,
+                            fmt::format("stage {}: its ranks' readings differ by {:.1f} % (rank "
+                                        "{}: {:.1f} MB at {}, rank {}: {:.1f} MB at {}); ranks of "
+                                        "one stage should measure alike: are the {}s of one "
+                                        "dry run?",
+                                        stage, 100.0 * spread, (*smallest)->rank, (*smallest)->mb,
+                                        (*smallest)->where(), r.rank, r.mb, r.where(), source));
             }
         }
         out.push_back(std::move(o));

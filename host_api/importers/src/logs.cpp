@@ -154,8 +154,8 @@ std::vector<LogFile> collect_files(std::span<const std::string> arguments,
         if (ec)
             throw InputError(fmt::format("{}: cannot read: {}", argument, ec.message()));
         if (found.empty()) {
-            throw InputError(fmt::format("{}: no {} in this directory ({})", argument,
-                                         kind.plural, kind.patterns));
+            throw InputError(fmt::format("{}: no {} in this directory ({})", argument, kind.plural,
+                                         kind.patterns));
         }
         std::sort(found.begin(), found.end());
         for (const auto& file : found)
@@ -176,9 +176,9 @@ std::vector<LogFile> collect_files(std::span<const std::string> arguments,
             assigned[i] = a.rank;
         }
         if (!matched) {
-            throw FlagError(fmt::format(
-                "--rank {}={}: {} is not one of the {} read (name it as a {} argument)",
-                a.file.string(), a.rank, a.file.string(), kind.plural, kind.argument));
+            throw FlagError(
+                fmt::format("--rank {}={}: {} is not one of the {} read (name it as a {} argument)",
+                            a.file.string(), a.rank, a.file.string(), kind.plural, kind.argument));
         }
     }
     for (std::size_t i = 0; i < logs.size(); ++i)

@@ -154,8 +154,17 @@ SnapshotSegment read_segment(const Place& place) {
         SnapshotBlock block;
         block.size = b.required("size", "the block's size").bytes("an int of bytes");
         block.requested_size = block.size;
-        if (auto requested = b.member("requested_size"))
+        if (auto requested = b.member("requested_size")) {
             block.requested_size = requested->bytes("an int of bytes");
+        } else if (auto history = b.member("history")) {
+            // PyTorch 2.0: the requested size is the block's first history entry's real_size.
+            const auto entries = history->elements("history entries");
+            if (!entries.empty()) {
+                block.requested_size = entries.front()
+                                           .required("real_size", "the size requested")
+                                           .bytes("an int of bytes");
+            }
+        }
         if (block.requested_size > block.size) {
             b.fail(fmt::format("requested_size {} is larger than the block's size {}",
                                block.requested_size, block.size));
@@ -227,9 +236,10 @@ MemorySnapshot parse_memory_snapshot(std::string bytes, std::string_view source)
     const PlainPickle doc = PlainPickle::read(std::move(bytes), source);
     const Place top(doc, doc.root(), "", source);
     if (top.kind() != Kind::dict) {
-        top.fail(fmt::format("expected the dict torch.cuda.memory._snapshot() returns, with "
-                             "'segments' and 'device_traces', got {}",
-                             doc.describe(doc.root())));
+        top.fail(
+            fmt::format("expected the dict torch.cuda.memory._snapshot() returns, with "
+                        "'segments' and 'device_traces', got {}",
+                        doc.describe(doc.root())));
     }
     MemorySnapshot snapshot;
     const auto segments = top.member("segments");

@@ -1142,8 +1142,8 @@ std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
                 require_utf8(text, log.name, line, "the memory line");
                 MemoryReading& used = readings[*waiting];
                 waiting.reset();
-                const double actual = parse_megabytes(text.substr(other_at + other.size()), log,
-                                                      line, other, text);
+                const double actual =
+                    parse_megabytes(text.substr(other_at + other.size()), log, line, other, text);
                 if (actual < used.mb) {
                     throw InputError(fmt::format(
                         "{}:{}: the peak with fragments, {}M, is less than the peak without "

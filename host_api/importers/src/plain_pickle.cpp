@@ -18,75 +18,144 @@ namespace {
 // Python's opcode names (Lib/pickle.py), for messages; "" for a byte that is no opcode.
 std::string_view opcode_name(unsigned char op) noexcept {
     switch (op) {
-        case '(': return "MARK";
-        case '.': return "STOP";
-        case '0': return "POP";
-        case '1': return "POP_MARK";
-        case '2': return "DUP";
-        case 'F': return "FLOAT";
-        case 'I': return "INT";
-        case 'J': return "BININT";
-        case 'K': return "BININT1";
-        case 'L': return "LONG";
-        case 'M': return "BININT2";
-        case 'N': return "NONE";
-        case 'P': return "PERSID";
-        case 'Q': return "BINPERSID";
-        case 'R': return "REDUCE";
-        case 'S': return "STRING";
-        case 'T': return "BINSTRING";
-        case 'U': return "SHORT_BINSTRING";
-        case 'V': return "UNICODE";
-        case 'X': return "BINUNICODE";
-        case 'a': return "APPEND";
-        case 'b': return "BUILD";
-        case 'c': return "GLOBAL";
-        case 'd': return "DICT";
-        case '}': return "EMPTY_DICT";
-        case 'e': return "APPENDS";
-        case 'g': return "GET";
-        case 'h': return "BINGET";
-        case 'i': return "INST";
-        case 'j': return "LONG_BINGET";
-        case 'l': return "LIST";
-        case ']': return "EMPTY_LIST";
-        case 'o': return "OBJ";
-        case 'p': return "PUT";
-        case 'q': return "BINPUT";
-        case 'r': return "LONG_BINPUT";
-        case 's': return "SETITEM";
-        case 't': return "TUPLE";
-        case ')': return "EMPTY_TUPLE";
-        case 'u': return "SETITEMS";
-        case 'G': return "BINFLOAT";
-        case 0x80: return "PROTO";
-        case 0x81: return "NEWOBJ";
-        case 0x82: return "EXT1";
-        case 0x83: return "EXT2";
-        case 0x84: return "EXT4";
-        case 0x85: return "TUPLE1";
-        case 0x86: return "TUPLE2";
-        case 0x87: return "TUPLE3";
-        case 0x88: return "NEWTRUE";
-        case 0x89: return "NEWFALSE";
-        case 0x8a: return "LONG1";
-        case 0x8b: return "LONG4";
-        case 'B': return "BINBYTES";
-        case 'C': return "SHORT_BINBYTES";
-        case 0x8c: return "SHORT_BINUNICODE";
-        case 0x8d: return "BINUNICODE8";
-        case 0x8e: return "BINBYTES8";
-        case 0x8f: return "EMPTY_SET";
-        case 0x90: return "ADDITEMS";
-        case 0x91: return "FROZENSET";
-        case 0x92: return "NEWOBJ_EX";
-        case 0x93: return "STACK_GLOBAL";
-        case 0x94: return "MEMOIZE";
-        case 0x95: return "FRAME";
-        case 0x96: return "BYTEARRAY8";
-        case 0x97: return "NEXT_BUFFER";
-        case 0x98: return "READONLY_BUFFER";
-        default: return "";
+        case '(':
+            return "MARK";
+        case '.':
+            return "STOP";
+        case '0':
+            return "POP";
+        case '1':
+            return "POP_MARK";
+        case '2':
+            return "DUP";
+        case 'F':
+            return "FLOAT";
+        case 'I':
+            return "INT";
+        case 'J':
+            return "BININT";
+        case 'K':
+            return "BININT1";
+        case 'L':
+            return "LONG";
+        case 'M':
+            return "BININT2";
+        case 'N':
+            return "NONE";
+        case 'P':
+            return "PERSID";
+        case 'Q':
+            return "BINPERSID";
+        case 'R':
+            return "REDUCE";
+        case 'S':
+            return "STRING";
+        case 'T':
+            return "BINSTRING";
+        case 'U':
+            return "SHORT_BINSTRING";
+        case 'V':
+            return "UNICODE";
+        case 'X':
+            return "BINUNICODE";
+        case 'a':
+            return "APPEND";
+        case 'b':
+            return "BUILD";
+        case 'c':
+            return "GLOBAL";
+        case 'd':
+            return "DICT";
+        case '}':
+            return "EMPTY_DICT";
+        case 'e':
+            return "APPENDS";
+        case 'g':
+            return "GET";
+        case 'h':
+            return "BINGET";
+        case 'i':
+            return "INST";
+        case 'j':
+            return "LONG_BINGET";
+        case 'l':
+            return "LIST";
+        case ']':
+            return "EMPTY_LIST";
+        case 'o':
+            return "OBJ";
+        case 'p':
+            return "PUT";
+        case 'q':
+            return "BINPUT";
+        case 'r':
+            return "LONG_BINPUT";
+        case 's':
+            return "SETITEM";
+        case 't':
+            return "TUPLE";
+        case ')':
+            return "EMPTY_TUPLE";
+        case 'u':
+            return "SETITEMS";
+        case 'G':
+            return "BINFLOAT";
+        case 0x80:
+            return "PROTO";
+        case 0x81:
+            return "NEWOBJ";
+        case 0x82:
+            return "EXT1";
+        case 0x83:
+            return "EXT2";
+        case 0x84:
+            return "EXT4";
+        case 0x85:
+            return "TUPLE1";
+        case 0x86:
+            return "TUPLE2";
+        case 0x87:
+            return "TUPLE3";
+        case 0x88:
+            return "NEWTRUE";
+        case 0x89:
+            return "NEWFALSE";
+        case 0x8a:
+            return "LONG1";
+        case 0x8b:
+            return "LONG4";
+        case 'B':
+            return "BINBYTES";
+        case 'C':
+            return "SHORT_BINBYTES";
+        case 0x8c:
+            return "SHORT_BINUNICODE";
+        case 0x8d:
+            return "BINUNICODE8";
+        case 0x8e:
+            return "BINBYTES8";
+        case 0x8f:
+            return "EMPTY_SET";
+        case 0x90:
+            return "ADDITEMS";
+        case 0x91:
+            return "FROZENSET";
+        case 0x92:
+            return "NEWOBJ_EX";
+        case 0x93:
+            return "STACK_GLOBAL";
+        case 0x94:
+            return "MEMOIZE";
+        case 0x95:
+            return "FRAME";
+        case 0x96:
+            return "BYTEARRAY8";
+        case 0x97:
+            return "NEXT_BUFFER";
+        case 0x98:
+            return "READONLY_BUFFER";
+        default:
+            return "";
     }
 }
 
@@ -94,23 +163,32 @@ std::string_view opcode_name(unsigned char op) noexcept {
 std::string_view refused_because(unsigned char op) noexcept {
     switch (op) {
         case 'c':
-        case 0x93: return "would import a Python object by name";
-        case 'R': return "would call a function";
-        case 'b': return "would set the state of an object";
+        case 0x93:
+            return "would import a Python object by name";
+        case 'R':
+            return "would call a function";
+        case 'b':
+            return "would set the state of an object";
         case 'i':
-        case 'o': return "would create an instance of a class";
+        case 'o':
+            return "would create an instance of a class";
         case 0x81:
-        case 0x92: return "would create an object by calling a class's __new__";
+        case 0x92:
+            return "would create an object by calling a class's __new__";
         case 0x82:
         case 0x83:
-        case 0x84: return "would import an object from the copyreg extension registry";
+        case 0x84:
+            return "would import an object from the copyreg extension registry";
         case 'P':
-        case 'Q': return "would ask the loader for a persistent object";
+        case 'Q':
+            return "would ask the loader for a persistent object";
         case 0x97:
-        case 0x98: return "would take an out-of-band buffer";
+        case 0x98:
+            return "would take an out-of-band buffer";
         case 0x8f:
         case 0x90:
-        case 0x91: return "builds a set, which a memory snapshot does not hold";
+        case 0x91:
+            return "builds a set, which a memory snapshot does not hold";
         case 'I':
         case 'L':
         case 'F':
@@ -120,7 +198,8 @@ std::string_view refused_because(unsigned char op) noexcept {
         case 'g':
             return "is an opcode of protocol 0 (text); ppb reads pickles of protocols 2 to 5, "
                    "which Python and PyTorch write";
-        default: return "";
+        default:
+            return "";
     }
 }
 
@@ -191,11 +270,12 @@ class PickleMachine {
     std::string_view take(std::uint64_t n, std::string_view what) {
         const std::string& d = *data_;
         if (n > d.size() - pos_) {
-            fail(fmt::format("needs {} byte{} of {}, but the file ends {} byte{} later (it has {} "
-                             "bytes): is it cut short, a run killed while writing it or a "
-                             "partial copy?",
-                             n, n == 1 ? "" : "s", what, d.size() - pos_,
-                             d.size() - pos_ == 1 ? "" : "s", d.size()));
+            fail(
+                fmt::format("needs {} byte{} of {}, but the file ends {} byte{} later (it has {} "
+                            "bytes): is it cut short, a run killed while writing it or a "
+                            "partial copy?",
+                            n, n == 1 ? "" : "s", what, d.size() - pos_,
+                            d.size() - pos_ == 1 ? "" : "s", d.size()));
         }
         const std::string_view out(d.data() + pos_, static_cast<std::size_t>(n));
         pos_ += static_cast<std::size_t>(n);
@@ -325,8 +405,8 @@ class PickleMachine {
                 const Value v = pop("the pickled value");
                 if (!stack_.empty() || !marks_.empty()) {
                     fail(fmt::format("leaves {} value{} and {} MARK{} behind: a malformed pickle",
-                                     stack_.size(), stack_.size() == 1 ? "" : "s",
-                                     marks_.size(), marks_.size() == 1 ? "" : "s"));
+                                     stack_.size(), stack_.size() == 1 ? "" : "s", marks_.size(),
+                                     marks_.size() == 1 ? "" : "s"));
                 }
                 doc_.root_ = v;
                 return true;
@@ -420,8 +500,8 @@ class PickleMachine {
             case 't':  // TUPLE
                 push(add_container(Kind::tuple, pop_mark()));
                 return false;
-            case 0x85:  // TUPLE1
-            case 0x86:  // TUPLE2
+            case 0x85:    // TUPLE1
+            case 0x86:    // TUPLE2
             case 0x87: {  // TUPLE3
                 std::vector<Value> items(static_cast<std::size_t>(op - 0x84));
                 for (std::size_t i = items.size(); i-- > 0;)
@@ -505,11 +585,10 @@ class PickleMachine {
             const std::size_t second =
                 first == std::string::npos ? std::string::npos : d.find('\n', first + 1);
             if (second != std::string::npos && second - pos_ <= 256) {
-                what = fmt::format(
-                    "would import {}",
-                    quote_excerpt(fmt::format("{}.{}", std::string_view(d).substr(pos_, first - pos_),
-                                              std::string_view(d).substr(first + 1,
-                                                                         second - first - 1))));
+                what = fmt::format("would import {}",
+                                   quote_excerpt(fmt::format(
+                                       "{}.{}", std::string_view(d).substr(pos_, first - pos_),
+                                       std::string_view(d).substr(first + 1, second - first - 1))));
                 if (op == 'i')
                     what += " and create an instance of it";
             }
@@ -527,11 +606,12 @@ class PickleMachine {
             op == 'g') {
             fail_at(op_at_, fmt::format("pickle opcode {} {}", name, what));
         }
-        fail_at(op_at_, fmt::format("pickle opcode {} {}: refused ({})", name, what,
-                                    op == 0x8f || op == 0x90 || op == 0x91
-                                        ? "ppb reads dicts, lists, tuples, strings, bytes, numbers, "
-                                          "booleans and None from a memory snapshot"
-                                        : plain_data_only));
+        fail_at(op_at_,
+                fmt::format("pickle opcode {} {}: refused ({})", name, what,
+                            op == 0x8f || op == 0x90 || op == 0x91
+                                ? "ppb reads dicts, lists, tuples, strings, bytes, numbers, "
+                                  "booleans and None from a memory snapshot"
+                                : plain_data_only));
     }
 
     std::string source_;
@@ -581,30 +661,44 @@ std::optional<PlainPickle::Value> PlainPickle::member(Value dict,
 
 std::string_view PlainPickle::kind_name(Kind kind) noexcept {
     switch (kind) {
-        case Kind::none: return "None";
-        case Kind::boolean: return "a bool";
-        case Kind::integer: return "an int";
-        case Kind::real: return "a float";
-        case Kind::text: return "a str";
-        case Kind::bytes: return "a bytes object";
-        case Kind::list: return "a list";
-        case Kind::tuple: return "a tuple";
-        case Kind::dict: return "a dict";
+        case Kind::none:
+            return "None";
+        case Kind::boolean:
+            return "a bool";
+        case Kind::integer:
+            return "an int";
+        case Kind::real:
+            return "a float";
+        case Kind::text:
+            return "a str";
+        case Kind::bytes:
+            return "a bytes object";
+        case Kind::list:
+            return "a list";
+        case Kind::tuple:
+            return "a tuple";
+        case Kind::dict:
+            return "a dict";
     }
     return "a value";
 }
 
 std::string PlainPickle::describe(Value v) const {
     switch (kind(v)) {
-        case Kind::none: return "None";
-        case Kind::boolean: return as_bool(v) ? "True" : "False";
+        case Kind::none:
+            return "None";
+        case Kind::boolean:
+            return as_bool(v) ? "True" : "False";
         case Kind::integer: {
             const auto n = as_integer(v);
             return n ? std::to_string(*n) : std::string("an int beyond 64 bits");
         }
-        case Kind::real: return fmt::format("{}", as_real(v));
-        case Kind::text: return quote_excerpt(as_text(v), 40) + " (a str)";
-        case Kind::bytes: return "a bytes object";
+        case Kind::real:
+            return fmt::format("{}", as_real(v));
+        case Kind::text:
+            return quote_excerpt(as_text(v), 40) + " (a str)";
+        case Kind::bytes:
+            return "a bytes object";
         case Kind::list:
         case Kind::tuple:
         case Kind::dict: {

@@ -68,10 +68,9 @@ SnapshotName snapshot_name(const fs::path& path) {
     } else if (s.starts_with("rank") && s.ends_with("_memory_snapshot")) {
         // torchtitan before b2cd149f6: rank<rank>_memory_snapshot
         from_file = number_of<std::uint32_t>(s.substr(4, s.size() - 4 - 16));
-    } else if (const auto oom = s.rfind("oom_rank"); oom != std::string_view::npos &&
-                                                     (oom == 0 || s[oom - 1] == '_') &&
-                                                     oom + 9 <= s.size() &&
-                                                     (s[oom + 8] == '_' || s[oom + 8] == '-')) {
+    } else if (const auto oom = s.rfind("oom_rank");
+               oom != std::string_view::npos && (oom == 0 || s[oom - 1] == '_') &&
+               oom + 9 <= s.size() && (s[oom + 8] == '_' || s[oom + 8] == '-')) {
         // Megatron-LM's out-of-memory dump: <base>_oom_rank_<rank> (or _oom_rank-<rank>)
         from_file = number_of<std::uint32_t>(s.substr(oom + 9));
         out.out_of_memory = from_file.has_value();

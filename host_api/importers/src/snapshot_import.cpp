@@ -54,9 +54,10 @@ std::string utc_time_text(std::int64_t time_us) {
     const sys_days day = floor<days>(t);
     const year_month_day date{day};
     const hh_mm_ss<microseconds> clock{t - day};
-    return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC", static_cast<int>(date.year()),
-                       static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
-                       clock.hours().count(), clock.minutes().count(), clock.seconds().count(),
+    return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC",
+                       static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                       static_cast<unsigned>(date.day()), clock.hours().count(),
+                       clock.minutes().count(), clock.seconds().count(),
                        clock.subseconds().count() / 1000);
 }
 
@@ -188,11 +189,11 @@ std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messag
             SnapshotPeaks{&file, mb_of(d.allocated.bytes), mb_of(d.reserved.bytes)});
     }
     if (!skipped.empty()) {
-        add_note(messages,
-                 fmt::format("skipped {} snapshot{} found in directories whose path does not tell "
-                             "the rank ({}); give --rank FILE=ID",
-                             skipped.size(), skipped.size() == 1 ? "" : "s",
-                             fmt::join(skipped, ", ")));
+        add_note(
+            messages,
+            fmt::format("skipped {} snapshot{} found in directories whose path does not tell "
+                        "the rank ({}); give --rank FILE=ID",
+                        skipped.size(), skipped.size() == 1 ? "" : "s", fmt::join(skipped, ", ")));
     }
     if (by_rank.empty()) {
         throw InputError(
@@ -212,8 +213,8 @@ std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messag
             if (p.reserved_mb > reserved->reserved_mb)
                 reserved = &p;
         }
-        MemoryReading reading{rank, allocated->allocated_mb, allocated->file->name, 0,
-                              reserved->reserved_mb, {}};
+        MemoryReading reading{rank, allocated->allocated_mb, allocated->file->name,
+                              0,    reserved->reserved_mb,   {}};
         if (reserved != allocated)
             reading.reserved_where = reserved->file->name;
         if (list.size() > 1) {

@@ -15,16 +15,26 @@ namespace {
 
 std::string_view action_name(TraceAction action) {
     switch (action) {
-        case TraceAction::alloc: return "alloc";
-        case TraceAction::free_requested: return "free_requested";
-        case TraceAction::free_completed: return "free_completed";
-        case TraceAction::segment_alloc: return "segment_alloc";
-        case TraceAction::segment_free: return "segment_free";
-        case TraceAction::segment_map: return "segment_map";
-        case TraceAction::segment_unmap: return "segment_unmap";
-        case TraceAction::oom: return "oom";
-        case TraceAction::snapshot: return "snapshot";
-        case TraceAction::other: return "other";
+        case TraceAction::alloc:
+            return "alloc";
+        case TraceAction::free_requested:
+            return "free_requested";
+        case TraceAction::free_completed:
+            return "free_completed";
+        case TraceAction::segment_alloc:
+            return "segment_alloc";
+        case TraceAction::segment_free:
+            return "segment_free";
+        case TraceAction::segment_map:
+            return "segment_map";
+        case TraceAction::segment_unmap:
+            return "segment_unmap";
+        case TraceAction::oom:
+            return "oom";
+        case TraceAction::snapshot:
+            return "snapshot";
+        case TraceAction::other:
+            return "other";
     }
     return "other";
 }
@@ -126,7 +136,8 @@ class DeviceReplay {
                     if (!reserved_start.add(e.size))
                         too_large("the segments' sizes");
                     break;
-                default: break;
+                default:
+                    break;
             }
         }
         Bytes allocated_now;
@@ -160,12 +171,20 @@ class DeviceReplay {
             }
             bool ok = true;
             switch (e.action) {
-                case TraceAction::alloc: ok = allocated_now.add(e.size); break;
-                case TraceAction::free_requested: ok = allocated_now.subtract(e.size); break;
+                case TraceAction::alloc:
+                    ok = allocated_now.add(e.size);
+                    break;
+                case TraceAction::free_requested:
+                    ok = allocated_now.subtract(e.size);
+                    break;
                 case TraceAction::segment_alloc:
-                case TraceAction::segment_map: ok = reserved_now.add(e.size); break;
+                case TraceAction::segment_map:
+                    ok = reserved_now.add(e.size);
+                    break;
                 case TraceAction::segment_free:
-                case TraceAction::segment_unmap: ok = reserved_now.subtract(e.size); break;
+                case TraceAction::segment_unmap:
+                    ok = reserved_now.subtract(e.size);
+                    break;
                 case TraceAction::oom:
                     if (!out.oom) {
                         out.oom = OutOfMemory{i,
@@ -176,17 +195,17 @@ class DeviceReplay {
                                               e.time_us};
                     }
                     break;
-                default: break;
+                default:
+                    break;
             }
             if (!ok)
                 too_large("the trace's sizes");
             if (reserved_now.value() < 0) {
-                contradiction(i, e,
-                              "it frees more segment bytes than are reserved at that moment");
+                contradiction(i, e, "it frees more segment bytes than are reserved at that moment");
             }
             if (static_cast<std::uint64_t>(allocated_now.value()) > out.allocated.bytes) {
-                out.allocated = MemoryPeak{static_cast<std::uint64_t>(allocated_now.value()), i,
-                                           e.time_us};
+                out.allocated =
+                    MemoryPeak{static_cast<std::uint64_t>(allocated_now.value()), i, e.time_us};
             }
             if (static_cast<std::uint64_t>(reserved_now.value()) > out.reserved.bytes) {
                 out.reserved =

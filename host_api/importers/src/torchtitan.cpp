@@ -72,8 +72,7 @@ std::string without_ansi_codes(std::string_view text) {
     return out;
 }
 
-std::vector<MemoryReading> scan_torchtitan_logs(std::span<const LogFile> logs,
-                                                Messages& messages) {
+std::vector<MemoryReading> scan_torchtitan_logs(std::span<const LogFile> logs, Messages& messages) {
     std::map<std::uint32_t, StepReading> by_rank;
     std::vector<std::string> skipped;
     for (const LogFile& log : logs) {
@@ -97,8 +96,8 @@ std::vector<MemoryReading> scan_torchtitan_logs(std::span<const LogFile> logs,
             }
             const std::string_view after =
                 std::string_view(text).substr(text.find(memory_marker) + memory_marker.size());
-            const std::string_view number = after.substr(std::min(after.find_first_not_of(' '),
-                                                                   after.size()));
+            const std::string_view number =
+                after.substr(std::min(after.find_first_not_of(' '), after.size()));
             double gib = 0.0;
             const auto [end, ec] =
                 std::from_chars(number.data(), number.data() + number.size(), gib);
@@ -115,7 +114,8 @@ std::vector<MemoryReading> scan_torchtitan_logs(std::span<const LogFile> logs,
                 throw InputError(fmt::format(
                     "{}:{}: the step line says memory: {}GiB, which is not a measured peak "
                     "(expected a positive number)",
-                    log.name, line, number.substr(0, static_cast<std::size_t>(end - number.data()))));
+                    log.name, line,
+                    number.substr(0, static_cast<std::size_t>(end - number.data()))));
             }
             StepReading& r = by_rank[*rank];
             ++r.lines;

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ppb::importers {
@@ -49,11 +50,11 @@ struct RankAssignment {
 // What kind of file the arguments of an import name: which files a directory yields, how
 // messages call them, and how a file's rank is told from its path.
 struct FileKind {
-    std::function<bool(const std::filesystem::path&)> accept;     // found in a directory
+    std::function<bool(const std::filesystem::path&)> accept;  // found in a directory
     std::function<std::optional<std::uint32_t>(const std::filesystem::path&)> rank_of;
-    std::string_view plural;     // "log files"
-    std::string_view patterns;   // "files named *.log, *.txt or *.out"
-    std::string_view argument;   // the command line's name of one: "LOG"
+    std::string_view plural;    // "log files"
+    std::string_view patterns;  // "files named *.log, *.txt or *.out"
+    std::string_view argument;  // the command line's name of one: "LOG"
 };
 
 // Logs: looks_like_log() and rank_from_path().
@@ -90,6 +91,16 @@ void require_utf8(std::string_view text, std::string_view file, std::size_t line
 
 // One peak-memory figure read from a log (or a memory snapshot).
 struct MemoryReading {
+    MemoryReading() = default;
+    MemoryReading(std::uint32_t rank_, double mb_, std::string file_, std::size_t line_,
+                  std::optional<double> reserved = std::nullopt, std::string reserved_at = {})
+        : rank(rank_),
+          mb(mb_),
+          file(std::move(file_)),
+          line(line_),
+          reserved_mb(reserved),
+          reserved_where(std::move(reserved_at)) {}
+
     std::uint32_t rank = 0;
     double mb = 0.0;
     std::string file;

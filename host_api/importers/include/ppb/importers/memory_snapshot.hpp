@@ -29,10 +29,11 @@
 //
 // Older snapshots differ, and are read as PyTorch's own viewer (torch/utils/viz/MemoryViz.js,
 // annotate_snapshot) reads them: a block without 'address' lies after the blocks before it in its
-// segment; a block without 'requested_size' requested its whole size; an event without 'time_us'
-// has no time; a snapshot without 'device_traces' has no trace; the keys this reader does not use
-// (frames, streams, pools, user annotations) are not looked at. An action this reader does not
-// know (PyTorch adds some, e.g. user annotations) is counted and passed over.
+// segment; a block without 'requested_size' requested its first 'history' entry's real_size
+// (PyTorch 2.0), or else its whole size; an event without 'time_us' has no time; a snapshot without
+// 'device_traces' has no trace; the keys this reader does not use (frames, streams, pools, user
+// annotations) are not looked at. An action this reader does not know (PyTorch adds some, e.g. user
+// annotations) is counted and passed over.
 #ifndef PPB_IMPORTERS_MEMORY_SNAPSHOT_HPP
 #define PPB_IMPORTERS_MEMORY_SNAPSHOT_HPP
 

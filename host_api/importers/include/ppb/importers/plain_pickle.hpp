@@ -91,8 +91,8 @@ class PlainPickle {
     };
     friend class PickleMachine;
 
-    std::shared_ptr<const std::string> bytes_;                 // the file; texts point into it
-    std::vector<Node> nodes_;                                  //
+    std::shared_ptr<const std::string> bytes_;                // the file; texts point into it
+    std::vector<Node> nodes_;                                 //
     std::vector<std::pair<std::size_t, std::size_t>> texts_;  // offset and length in bytes_
     std::vector<std::vector<Value>> containers_;
     Value root_;

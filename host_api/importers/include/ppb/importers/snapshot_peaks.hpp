@@ -49,10 +49,10 @@ struct MemoryPeak {
 // The first 'oom' event of a trace: an allocation that failed.
 struct OutOfMemory {
     std::size_t event = 0;
-    std::uint64_t requested = 0;       // the bytes that could not be had
-    std::uint64_t device_free = 0;     // what CUDA still had free
-    std::uint64_t allocated = 0;       // allocated bytes at that moment
-    std::uint64_t reserved = 0;        // reserved bytes at that moment
+    std::uint64_t requested = 0;    // the bytes that could not be had
+    std::uint64_t device_free = 0;  // what CUDA still had free
+    std::uint64_t allocated = 0;    // allocated bytes at that moment
+    std::uint64_t reserved = 0;     // reserved bytes at that moment
     std::optional<std::int64_t> time_us;
 };
 
