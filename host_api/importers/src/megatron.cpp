@@ -475,8 +475,9 @@ std::vector<std::vector<std::uint32_t>> even_split_counts(const MegatronFlags& f
 namespace {
 
 PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages& messages) {
-    const char* no_dump =
-        scan.arguments.empty() ? " (the logs state none of the run's arguments)" : "";
+    const char* no_dump = scan.arguments.empty() && scan.logs_read
+                              ? " (the logs state none of the run's arguments)"
+                              : "";
     if (!flags.pipeline_size)
         throw FlagError(fmt::format("missing --pipeline-model-parallel-size P{}", no_dump));
     if (!flags.num_layers)
@@ -507,9 +508,9 @@ PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages
 
     // World size and rank order.
     if (!flags.world_size) {
-        throw FlagError(
-            "missing --world-size N (the number of ranks; the logs have no 'using world size' "
-            "line)");
+        throw FlagError(scan.logs_read ? "missing --world-size N (the number of ranks; the logs "
+                                         "have no 'using world size' line)"
+                                       : "missing --world-size N (the number of ranks)");
     }
     const std::uint32_t world = *flags.world_size;
     if (world == 0 || world % p != 0) {

@@ -107,27 +107,28 @@ std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messag
         }
         const DeviceMemory& d = devices.front();
         const std::string who = fmt::format("rank {}: {}", *file.rank, file.name);
-        const std::string step = name.step ? fmt::format(" (step {})", *name.step) : "";
+        const std::string step = name.step ? fmt::format("step {}, ", *name.step) : "";
+        const std::string at_step = name.step ? fmt::format("(step {}) ", *name.step) : "";
 
         if (d.oom || name.out_of_memory) {
             ++out_of_memory;
             if (d.oom) {
                 add_warning(messages,
-                            fmt::format("{}{} is the dump of an out-of-memory error: an "
+                            fmt::format("{} {}is the dump of an out-of-memory error: an "
                                         "allocation of {} failed {} with {} allocated, {} "
                                         "reserved and {} free on the device; the run needed more "
                                         "than it shows, so it is left out",
-                                        who, step, format_mb(mb_of(d.oom->requested)),
+                                        who, at_step, format_mb(mb_of(d.oom->requested)),
                                         when(MemoryPeak{0, d.oom->event, d.oom->time_us}, d),
                                         format_mb(mb_of(d.oom->allocated)),
                                         format_mb(mb_of(d.oom->reserved)),
                                         format_mb(mb_of(d.oom->device_free))));
             } else {
                 add_warning(messages,
-                            fmt::format("{}{} is the dump of an out-of-memory error (its name "
+                            fmt::format("{} {}is the dump of an out-of-memory error (its name "
                                         "says so): the run needed more than it shows, so it is "
                                         "left out",
-                                        who, step));
+                                        who, at_step));
             }
             continue;
         }
@@ -151,7 +152,7 @@ std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messag
             settings = ", expandable segments";
         }
         add_note(messages,
-                 fmt::format("{}{} (device {}, {} trace event{}{}): peak allocated {} {}, peak "
+                 fmt::format("{} ({}device {}, {} trace event{}{}): peak allocated {} {}, peak "
                              "reserved {} {}",
                              who, step, d.device, d.events, d.events == 1 ? "" : "s", settings,
                              format_mb(mb_of(d.allocated.bytes)), when(d.allocated, d),

@@ -81,6 +81,9 @@ struct MegatronScan {
     // What they state about the run: its argument dump, the "using world size" line, the
     // micro-batch line (megatron_argument_dump.hpp).
     MegatronArgumentDump arguments;
+    // False when no log was read (the memory came from elsewhere, a snapshot): the flags alone
+    // give the layout, and messages about missing flags do not point at logs.
+    bool logs_read = true;
 };
 
 // Reads every log. A log named on the command line must hold a memory line; logs found in
