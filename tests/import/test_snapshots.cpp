@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(several_snapshots_of_a_rank_give_its_largest_peaks) {
     BOOST_TEST(readings.front().mb == allocated / (1024.0 * 1024.0));
     BOOST_TEST(readings.front().reserved_mb.value_or(0) == reserved / (1024.0 * 1024.0));
     BOOST_TEST(any_message(messages, Message::Level::note, "rank 1: 2 snapshots"));
-    BOOST_TEST(any_message(messages, Message::Level::note, "(step 20)"));
+    BOOST_TEST(any_message(messages, Message::Level::note, "(step 20, device 0"));
     // The step-20 snapshot kept its last 120 events: the trace begins with memory allocated.
     BOOST_TEST(any_message(messages, Message::Level::warning,
                            "000001_step_20.pickle: the trace begins with"));
@@ -259,8 +259,8 @@ BOOST_AUTO_TEST_CASE(warnings_and_refusals_of_a_scan) {
     const std::vector<LogFile> oom = {file_of("oom/snapshot_oom_rank_3.pickle", 3)};
     BOOST_TEST(
         ppb_test::error_message<ppb::InputError>([&] { (void)scan_snapshots(oom, messages); }) ==
-        "no snapshot to import: every one read is the dump of an out-of-memory error "
-        "(stderr says which)");
+        "no snapshot to import: every one read is the dump of an out-of-memory error, whose "
+        "peak is not what the run needed: oom/snapshot_oom_rank_3.pickle");
     BOOST_TEST(any_message(messages, Message::Level::warning,
                            "is the dump of an out-of-memory error: an allocation of 81920.0 MB "
                            "failed at event 161 of 162"));

@@ -72,7 +72,7 @@ const FileKind& snapshot_files() {
 std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messages& messages) {
     std::map<std::uint32_t, std::vector<SnapshotPeaks>> by_rank;
     std::vector<std::string> skipped;
-    std::size_t out_of_memory = 0;
+    std::vector<std::string> out_of_memory;
     for (const LogFile& file : files) {
         if (!file.rank) {
             if (!file.named) {
@@ -111,7 +111,7 @@ std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messag
         const std::string at_step = name.step ? fmt::format("(step {}) ", *name.step) : "";
 
         if (d.oom || name.out_of_memory) {
-            ++out_of_memory;
+            out_of_memory.push_back(file.name);
             if (d.oom) {
                 add_warning(messages,
                             fmt::format("{} {}is the dump of an out-of-memory error: an "
@@ -198,10 +198,11 @@ std::vector<MemoryReading> scan_snapshots(std::span<const LogFile> files, Messag
     }
     if (by_rank.empty()) {
         throw InputError(
-            out_of_memory > 0
-                ? std::string("no snapshot to import: every one read is the dump of an "
-                              "out-of-memory error (stderr says which)")
-                : std::string("no snapshot to import"));
+            out_of_memory.empty()
+                ? std::string("no snapshot to import")
+                : fmt::format("no snapshot to import: every one read is the dump of an "
+                              "out-of-memory error, whose peak is not what the run needed: {}",
+                              fmt::join(out_of_memory, ", ")));
     }
 
     std::vector<MemoryReading> readings;

@@ -333,7 +333,9 @@ void add_import_command(CLI::App& app, Commands& commands) {
         "'ppb import snapshot' reads PyTorch memory snapshots, 'ppb import torchtitan'\n"
         "torchtitan's step lines; 'ppb import sapp INIT.yaml' reads the dry runs that the public\n"
         "SAPP pipeline balancer's -init YAML describes.\n\n"
-        "Run 'ppb import FORMAT --help' for each format's options.");
+        "Run 'ppb import mindspore --help', 'ppb import megatron --help', 'ppb import\n"
+        "torchtitan --help', 'ppb import snapshot --help' or 'ppb import sapp --help' for each\n"
+        "format's options.");
     commands.push_back({import,
                         []() -> int {
                             throw UsageError(
