@@ -278,6 +278,9 @@ BOOST_AUTO_TEST_CASE(times_read_as_utc) {
     BOOST_TEST(utc_time_text(0) == "1970-01-01 00:00:00.000 UTC");
     BOOST_TEST(utc_time_text(1767225600123456) == "2026-01-01 00:00:00.123 UTC");
     BOOST_TEST(utc_time_text(951782400000000 - 1) == "2000-02-28 23:59:59.999 UTC");
+    BOOST_TEST(utc_time_text(-5) == "-5 us since the Unix epoch");
+    BOOST_TEST(utc_time_text(253402300800000000) == "253402300800000000 us since the Unix epoch");
+    BOOST_TEST(utc_time_text(253402300799999999) == "9999-12-31 23:59:59.999 UTC");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

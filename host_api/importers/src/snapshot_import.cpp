@@ -31,8 +31,11 @@ std::string when(const MemoryPeak& peak, const DeviceMemory& device) {
     if (peak.time_us) {
         text += " (" + utc_time_text(*peak.time_us);
         if (device.first_time_us) {
-            text += fmt::format(", {:.1f} s into the trace",
-                                static_cast<double>(*peak.time_us - *device.first_time_us) / 1e6);
+            // In doubles: times from a damaged file may be far apart.
+            text += fmt::format(
+                ", {:.1f} s into the trace",
+                (static_cast<double>(*peak.time_us) - static_cast<double>(*device.first_time_us)) /
+                    1e6);
         }
         text += ")";
     }
@@ -49,6 +52,10 @@ struct SnapshotPeaks {
 }  // namespace
 
 std::string utc_time_text(std::int64_t time_us) {
+    // Years 1970 to 9999; a time outside (a damaged file) is shown as the number it is.
+    constexpr std::int64_t year_10000_us = 253'402'300'800'000'000;
+    if (time_us < 0 || time_us >= year_10000_us)
+        return fmt::format("{} us since the Unix epoch", time_us);
     using namespace std::chrono;
     const sys_time<microseconds> t{microseconds{time_us}};
     const sys_days day = floor<days>(t);

@@ -25,7 +25,8 @@ namespace ppb::importers {
 // Which figure of the memory line to import. The default is max allocated: the peak of the
 // memory the job's tensors occupied, which is what the layout and recompute choices determine;
 // reserved figures add what PyTorch's caching allocator holds besides (fragmentation, cached
-// blocks), which does not scale with layers.
+// blocks), which does not scale with layers. Whichever is imported, a line's "max reserved" is
+// each reading's reserved_mb (at least the figure, or the line is refused as damaged).
 enum class MegatronMemory { allocated, max_allocated, reserved, max_reserved };
 
 // "allocated", "max-allocated" (also "max allocated", "max_allocated"), "reserved",

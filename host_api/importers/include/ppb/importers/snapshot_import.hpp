@@ -18,7 +18,8 @@ namespace ppb::importers {
 // Snapshot files: looks_like_snapshot() in directories, the rank from snapshot_name().
 [[nodiscard]] const FileKind& snapshot_files();
 
-// "2026-08-21 21:30:21.123 UTC": a trace's time (microseconds since the Unix epoch).
+// "2026-08-21 21:30:21.123 UTC": a trace's time (microseconds since the Unix epoch); a time
+// before 1970 or after 9999 reads "<n> us since the Unix epoch".
 [[nodiscard]] std::string utc_time_text(std::int64_t time_us);
 
 // One reading per rank: `mb` its peak allocated memory, `reserved_mb` its peak reserved memory,
