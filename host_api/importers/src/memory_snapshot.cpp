@@ -147,7 +147,8 @@ SnapshotSegment read_segment(const Place& place) {
     segment.address = place.required("address", "the segment's address").bytes("an address");
     segment.total_size =
         place.required("total_size", "the segment's size").bytes("an int of bytes");
-    if (auto expandable = place.member("is_expandable"))
+    if (auto expandable = place.member("is_expandable");
+        expandable && expandable->kind() == Kind::boolean)
         segment.expandable = expandable->boolean("True or False");
     std::uint64_t next = segment.address;  // where a block without 'address' lies
     for (const Place& b : place.required("blocks", "the segment's blocks").elements("blocks")) {
@@ -212,21 +213,28 @@ TraceEvent read_event(const Place& place, std::map<std::string, std::size_t>& ot
     return event;
 }
 
-AllocatorSettings read_settings(const Place& place) {
+// What the snapshot says of the allocator's settings. Only reported, never computed with: a
+// setting of another type than PyTorch writes today (its keys change between versions) is left
+// out, not refused.
+std::optional<AllocatorSettings> read_settings(const Place& place) {
+    if (place.kind() != Kind::dict)
+        return std::nullopt;
     AllocatorSettings settings;
-    place.expect(Kind::dict, "a dict of the allocator's settings");
-    if (auto conf = place.member("PYTORCH_CUDA_ALLOC_CONF"); conf && conf->kind() == Kind::text)
-        settings.alloc_conf = std::string(conf->text("a str"));
-    if (auto expandable = place.member("expandable_segments"))
-        settings.expandable_segments = expandable->boolean("True or False");
-    if (auto split = place.member("max_split_size"))
-        settings.max_split_size = split->integer("an int of bytes");
-    if (auto threshold = place.member("garbage_collection_threshold")) {
-        const double t = threshold->real("a number");
-        if (!std::isfinite(t))
-            threshold->fail("expected a finite number");
-        settings.garbage_collection_threshold = t;
+    // PYTORCH_ALLOC_CONF in newer PyTorch, PYTORCH_CUDA_ALLOC_CONF before.
+    for (const std::string_view key : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
+        if (auto conf = place.member(key); conf && conf->kind() == Kind::text) {
+            settings.alloc_conf = std::string(conf->text("a str"));
+            break;
+        }
     }
+    if (auto expandable = place.member("expandable_segments");
+        expandable && expandable->kind() == Kind::boolean)
+        settings.expandable_segments = expandable->boolean("True or False");
+    if (auto split = place.member("max_split_size"); split && split->kind() == Kind::integer)
+        settings.max_split_size = split->integer("an int of bytes");
+    if (auto threshold = place.member("garbage_collection_threshold");
+        threshold && threshold->kind() == Kind::real && std::isfinite(threshold->real("a number")))
+        settings.garbage_collection_threshold = threshold->real("a number");
     return settings;
 }
 

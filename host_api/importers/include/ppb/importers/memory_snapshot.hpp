@@ -20,8 +20,10 @@
 //     'segment_free', 'segment_map', 'segment_unmap' (expandable segments), 'oom' (with
 //     'device_free' instead of 'addr'; size is the request that failed) or 'snapshot'; time_us
 //     is microseconds since the Unix epoch;
-//   allocator_settings (newer PyTorch): {PYTORCH_CUDA_ALLOC_CONF, max_split_size,
-//     garbage_collection_threshold, expandable_segments, roundup_power2_divisions, ...}.
+//   allocator_settings (newer PyTorch): {PYTORCH_CUDA_ALLOC_CONF (PYTORCH_ALLOC_CONF in newer
+//     ones), max_split_size, garbage_collection_threshold, expandable_segments,
+//     roundup_power2_divisions, ...}, read where of the type PyTorch writes, never refused (they
+//     are only reported).
 // A trace event's size is the size requested (c10/cuda/CUDACachingAllocator.cpp records
 // orig_size for 'alloc', commit eb42ad6eca0ce61e7c581212b4bf32f991425571) and a block's
 // requested_size the same, while the allocator's own allocated_bytes statistic counts the
@@ -88,7 +90,8 @@ struct TraceEvent {
 
 // The allocator's settings, where the snapshot has them (what changes how much is reserved).
 struct AllocatorSettings {
-    std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as the allocator last read it
+    // PYTORCH_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF) as the allocator last read it
+    std::optional<std::string> alloc_conf;
     std::optional<bool> expandable_segments;
     std::optional<std::int64_t> max_split_size;
     std::optional<double> garbage_collection_threshold;
