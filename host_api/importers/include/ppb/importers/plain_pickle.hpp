@@ -83,6 +83,8 @@ class PlainPickle {
     [[nodiscard]] std::string describe(Value v) const;
 
   private:
+    PlainPickle() = default;  // made only by read()
+
     struct Node {
         Kind kind = Kind::none;
         bool large = false;      // an integer beyond 64 bits
