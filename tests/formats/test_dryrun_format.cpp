@@ -213,7 +213,7 @@ BOOST_AUTO_TEST_CASE(observation_members) {
                     read_dryrun(with_observation(R"("stage": 0, "layers": {}, "peak_mem": 1)")),
                     "dryrun.json: observations[0]: unknown field 'peak_mem' (did you mean "
                     "'peak_memory_mb'? expected one of: config, num_stages, micro_batches, stage, "
-                    "layers, in_flight, peak_memory_mb, comment)");
+                    "layers, in_flight, peak_memory_mb, reserved_mb, comment)");
     PPB_CHECK_ERROR(InputError, read_dryrun(with_observation(R"("stage": 0, "layers": {})")),
                     "dryrun.json: observations[0]: missing required field 'peak_memory_mb'");
     PPB_CHECK_ERROR(InputError, read_dryrun(with_observation(R"("stage": 0, "peak_memory_mb": 1)")),

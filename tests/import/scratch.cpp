@@ -36,6 +36,23 @@ std::string read_file(const fs::path& path) {
     return s.str();
 }
 
+std::string from_hex(std::string_view hex) {
+    std::string out;
+    int high = -1;
+    for (const char c : hex) {
+        if (c == ' ')
+            continue;
+        const int digit = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+        if (high < 0) {
+            high = digit;
+        } else {
+            out.push_back(static_cast<char>(high * 16 + digit));
+            high = -1;
+        }
+    }
+    return out;
+}
+
 std::string mindspore_log(int used_mb, int actual_mb) {
     return "2024-11-20 10:31:05,402 - mindformers[mindformers/tools/utils.py:167] - INFO - set "
            "output path\n"

@@ -47,6 +47,10 @@ class Scratch {
 
 [[nodiscard]] std::string read_file(const std::filesystem::path& path);
 
+// The bytes written in `hex` as pairs of hexadecimal digits, spaces between them ignored:
+// "80 02 4e 2e" (how the tests spell pickles byte by byte).
+[[nodiscard]] std::string from_hex(std::string_view hex);
+
 // The end of a MindSpore dry-run log: the memory lines MindSpore prints, after some noise.
 [[nodiscard]] std::string mindspore_log(int used_mb, int actual_mb);
 

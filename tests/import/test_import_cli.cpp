@@ -528,7 +528,7 @@ BOOST_AUTO_TEST_CASE(mindspeed_llm_flags_of_a_plan_import_back) {
         for (int rank = 0; rank < stages; ++rank) {
             log += fmt::format(
                 "[Rank {}] (after 1 iterations) memory (MB) | allocated: 1.0 | max "
-                "allocated: {}.0 | reserved: 2.0 | max reserved: 2.0\n",
+                "allocated: {}.0 | reserved: 30000.0 | max reserved: 30000.0\n",
                 rank, 20000 + rank);
         }
         args.push_back(dir.write("mindspeed.log", log).string());
@@ -767,7 +767,7 @@ BOOST_AUTO_TEST_CASE(usage_mistakes) {
     usage(ppb({"import"}), {"missing the log format"}, "ppb import");
     usage(ppb({"import", "pytorch"}),
           {"unknown log format 'pytorch' (expected mindspore, megatron, megatron-options, "
-           "mindformers-options, sapp)"},
+           "mindformers-options, sapp, snapshot, torchtitan)"},
           "ppb import");
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
           {"LOG is required"});

@@ -36,16 +36,16 @@ constexpr std::string_view layer_times_key = "layer_times";
 constexpr std::array<std::string_view, 9> top_level_keys_v1 = {
     "format",    "num_stages",    "micro_batches", "schedule",     "observations",
     comment_key, description_key, body_layers_key, layer_times_key};
-constexpr std::array<std::string_view, 8> observation_keys_v1 = {
-    "config", "num_stages", "micro_batches",  "stage",
-    "layers", "in_flight",  "peak_memory_mb", comment_key};
+constexpr std::array<std::string_view, 9> observation_keys_v1 = {
+    "config",    "num_stages",     "micro_batches", "stage",    "layers",
+    "in_flight", "peak_memory_mb", "reserved_mb",   comment_key};
 
 constexpr std::array<std::string_view, 10> top_level_keys_v2 = {
     "format",       "num_stages", "micro_batches", "schedule",      "num_chunks",
     "observations", comment_key,  description_key, body_layers_key, layer_times_key};
-constexpr std::array<std::string_view, 11> observation_keys_v2 = {
-    "config", "num_stages", "micro_batches", "schedule",       "num_chunks", "stage",
-    "layers", "chunks",     "in_flight",     "peak_memory_mb", comment_key};
+constexpr std::array<std::string_view, 12> observation_keys_v2 = {
+    "config", "num_stages", "micro_batches", "schedule",       "num_chunks",  "stage",
+    "layers", "chunks",     "in_flight",     "peak_memory_mb", "reserved_mb", comment_key};
 // ppb.dryrun/3: /2 with the model's groups of body layers, and layers counted per group.
 constexpr std::array<std::string_view, 11> top_level_keys_v3 = {
     "format", "num_stages", "micro_batches", "schedule",      "num_chunks",   "observations",
@@ -409,6 +409,25 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     if (!limits::positive_memory_mb.contains(out.peak_memory_mb)) {
         memory.fail(
             limits::out_of_range(describe_json(memory.value()), limits::positive_memory_mb));
+    }
+    // What the allocator reserved at its peak holds what was allocated at the allocated peak.
+    if (auto reserved = obs.optional("reserved_mb")) {
+        if (!reserved->is_number()) {
+            reserved->fail("expected a positive number of MB, got " +
+                           describe_json(reserved->value()));
+        }
+        const double mb = reserved->as_number();
+        if (!limits::positive_memory_mb.contains(mb)) {
+            reserved->fail(
+                limits::out_of_range(describe_json(reserved->value()), limits::positive_memory_mb));
+        }
+        if (mb < out.peak_memory_mb) {
+            reserved->fail(fmt::format(
+                "{} MB is less than the observation's peak_memory_mb {} MB: reserved memory holds "
+                "the allocated memory, so its peak is at least the allocated peak",
+                mb_text(mb), mb_text(out.peak_memory_mb)));
+        }
+        out.reserved_mb = mb;
     }
 
     out.placement.num_stages = p;

@@ -90,6 +90,8 @@ json::object observation_json(const ImportedDryRun& run, const StageObservation&
         obj["chunks"] = std::move(chunks);
     }
     obj["peak_memory_mb"] = o.peak_memory_mb;
+    if (o.reserved_mb)
+        obj["reserved_mb"] = *o.reserved_mb;
     if (!o.comment.empty())
         obj["comment"] = o.comment;
     return obj;
@@ -189,14 +191,14 @@ void check_groups(const ImportedDryRun& run) {
 
 std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
                                                  std::span<const MemoryReading> readings,
-                                                 Messages& messages) {
+                                                 Messages& messages, std::string_view source) {
     std::map<std::uint32_t, std::vector<const MemoryReading*>> by_stage;
     for (const MemoryReading& r : readings) {
         if (r.rank >= layout.world_size()) {
             throw InputError(fmt::format(
-                "{}:{}: rank {} is not a rank of this job: {} stage{} x {} rank{} per stage ({}) = "
+                "{}: rank {} is not a rank of this job: {} stage{} x {} rank{} per stage ({}) = "
                 "{} ranks, 0..{}",
-                r.file, r.line, r.rank, layout.num_stages, layout.num_stages == 1 ? "" : "s",
+                r.where(), r.rank, layout.num_stages, layout.num_stages == 1 ? "" : "s",
                 layout.ranks_per_stage, layout.ranks_per_stage == 1 ? "" : "s",
                 layout.ranks_explained, layout.world_size(), layout.world_size() - 1));
         }
@@ -221,26 +223,32 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
         if (!layout.group_layers.empty())
             o.group_layers = layout.group_layers.at(stage);
         o.peak_memory_mb = r.mb;
+        if (std::all_of(list.begin(), list.end(),
+                        [](const MemoryReading* x) { return x->reserved_mb.has_value(); })) {
+            const auto most_reserved = std::max_element(
+                list.begin(), list.end(), [](const MemoryReading* a, const MemoryReading* b) {
+                    return *a->reserved_mb < *b->reserved_mb;
+                });
+            o.reserved_mb = (*most_reserved)->reserved_mb;
+        }
         if (list.size() == 1) {
-            o.comment = fmt::format("rank {}, {}:{}", r.rank, r.file, r.line);
+            o.comment = fmt::format("rank {}, {}", r.rank, r.where());
         } else {
             std::vector<std::uint32_t> ranks;
             for (const auto* reading : list)
                 ranks.push_back(reading->rank);
-            o.comment = fmt::format("largest of ranks {}: rank {}, {}:{}", describe_numbers(ranks),
-                                    r.rank, r.file, r.line);
+            o.comment = fmt::format("largest of ranks {}: rank {}, {}", describe_numbers(ranks),
+                                    r.rank, r.where());
             replicated.push_back(fmt::format("stage {}: ranks {}", stage, describe_numbers(ranks)));
             const double spread = (r.mb - (*smallest)->mb) / r.mb;
             if (spread > replica_tolerance) {
-                add_warning(
-                    messages,
-                    fmt::format("stage {}: its ranks' readings differ by {:.1f} % (rank "
-                                "{}: {:.1f} MB at {}:{}, rank {}: {:.1f} MB at {}:{}); ranks of "
-                                "one stage should measure alike: are the logs of one "
-                                "dry run?",
-                                stage, 100.0 * spread, (*smallest)->rank, (*smallest)->mb,
-                                (*smallest)->file, (*smallest)->line, r.rank, r.mb, r.file,
-                                r.line));
+                add_warning(messages,
+                            fmt::format("stage {}: its ranks' readings differ by {:.1f} % (rank "
+                                        "{}: {:.1f} MB at {}, rank {}: {:.1f} MB at {}); ranks of "
+                                        "one stage should measure alike: are the {}s of one "
+                                        "dry run?",
+                                        stage, 100.0 * spread, (*smallest)->rank, (*smallest)->mb,
+                                        (*smallest)->where(), r.rank, r.mb, r.where(), source));
             }
         }
         out.push_back(std::move(o));
@@ -256,8 +264,8 @@ std::vector<StageObservation> stage_observations(const PipelineLayout& layout,
         (by_stage.count(s) != 0 ? present : missing).push_back(s);
     if (!missing.empty() && !present.empty()) {
         add_note(messages,
-                 fmt::format("no log for stage{} {} of the {}-stage pipeline: imported stage{} {}",
-                             missing.size() == 1 ? "" : "s", describe_numbers(missing),
+                 fmt::format("no {} for stage{} {} of the {}-stage pipeline: imported stage{} {}",
+                             source, missing.size() == 1 ? "" : "s", describe_numbers(missing),
                              layout.num_stages, present.size() == 1 ? "" : "s",
                              describe_numbers(present)));
     }

@@ -107,8 +107,20 @@ bool looks_like_log(const fs::path& path) {
            name.find_first_not_of("0123456789", at + 5) == std::string::npos;
 }
 
+const FileKind& log_files() {
+    static const FileKind kind{looks_like_log, rank_from_path, "log files",
+                               "files named *.log, *.txt or *.out", "LOG"};
+    return kind;
+}
+
 std::vector<LogFile> collect_logs(std::span<const std::string> arguments,
                                   std::span<const RankAssignment> assignments) {
+    return collect_files(arguments, assignments, log_files());
+}
+
+std::vector<LogFile> collect_files(std::span<const std::string> arguments,
+                                   std::span<const RankAssignment> assignments,
+                                   const FileKind& kind) {
     std::vector<LogFile> logs;
     std::map<std::string, std::size_t> seen;
     const auto add = [&](const fs::path& path, bool named) {
@@ -136,15 +148,14 @@ std::vector<LogFile> collect_logs(std::span<const std::string> arguments,
                                             ec);
         for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
             std::error_code type_ec;
-            if (it->is_regular_file(type_ec) && looks_like_log(it->path()))
+            if (it->is_regular_file(type_ec) && kind.accept(it->path()))
                 found.push_back(it->path());
         }
         if (ec)
             throw InputError(fmt::format("{}: cannot read: {}", argument, ec.message()));
         if (found.empty()) {
-            throw InputError(fmt::format(
-                "{}: no log files in this directory (files named *.log, *.txt or *.out)",
-                argument));
+            throw InputError(fmt::format("{}: no {} in this directory ({})", argument, kind.plural,
+                                         kind.patterns));
         }
         std::sort(found.begin(), found.end());
         for (const auto& file : found)
@@ -165,13 +176,13 @@ std::vector<LogFile> collect_logs(std::span<const std::string> arguments,
             assigned[i] = a.rank;
         }
         if (!matched) {
-            throw FlagError(fmt::format(
-                "--rank {}={}: {} is not one of the log files read (name it as a LOG argument)",
-                a.file.string(), a.rank, a.file.string()));
+            throw FlagError(
+                fmt::format("--rank {}={}: {} is not one of the {} read (name it as a {} argument)",
+                            a.file.string(), a.rank, a.file.string(), kind.plural, kind.argument));
         }
     }
     for (std::size_t i = 0; i < logs.size(); ++i)
-        logs[i].rank = assigned[i] ? assigned[i] : rank_from_path(logs[i].path);
+        logs[i].rank = assigned[i] ? assigned[i] : kind.rank_of(logs[i].path);
     return logs;
 }
 
@@ -282,6 +293,10 @@ void require_utf8(std::string_view text, std::string_view file, std::size_t line
         "reads numbers only from clean text lines — is the log corrupted, or written in another "
         "encoding?",
         file, line, what, static_cast<unsigned char>(text[bad]), bad + 1, quote_excerpt(text)));
+}
+
+std::string MemoryReading::where() const {
+    return line == 0 ? file : fmt::format("{}:{}", file, line);
 }
 
 std::vector<MemoryReading> last_reading_per_rank(const std::vector<MemoryReading>& readings,

@@ -191,10 +191,11 @@ std::vector<MemoryRecord> memory_records(std::string_view line) {
     return records;
 }
 
-double record_figure(const MemoryRecord& record, MegatronMemory memory, const LogFile& log,
-                     std::size_t line) {
-    const std::string_view wanted = megatron_memory_field(memory);
-    std::vector<std::string_view> names;
+// The figure `wanted` of the record, or nullopt when it has none (`names` then lists the fields
+// it has). Throws InputError for a figure that is not a positive number of MB.
+std::optional<double> record_field(const MemoryRecord& record, std::string_view wanted,
+                                   const LogFile& log, std::size_t line,
+                                   std::vector<std::string_view>& names) {
     std::string_view rest = record.fields;
     while (!rest.empty()) {
         const std::size_t bar = rest.find('|');
@@ -225,10 +226,33 @@ double record_figure(const MemoryRecord& record, MegatronMemory memory, const Lo
         }
         return mb;
     }
-    throw InputError(fmt::format(
-        "{}:{}: the memory line has no '{}' figure (it has: {}); choose another with --memory",
-        log.name, line, wanted,
-        names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    return std::nullopt;
+}
+
+// The reading of one record: the figure `memory` and, when the line has it, "max reserved" (at
+// least that figure: PyTorch reserves at least what it allocates).
+MemoryReading record_reading(const MemoryRecord& record, std::uint32_t rank, MegatronMemory memory,
+                             const LogFile& log, std::size_t line) {
+    const std::string_view wanted = megatron_memory_field(memory);
+    std::vector<std::string_view> names;
+    const std::optional<double> mb = record_field(record, wanted, log, line, names);
+    if (!mb) {
+        throw InputError(fmt::format(
+            "{}:{}: the memory line has no '{}' figure (it has: {}); choose another with --memory",
+            log.name, line, wanted,
+            names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    }
+    MemoryReading reading{rank, *mb, log.name, line, std::nullopt, {}};
+    const std::string_view reserved_field = megatron_memory_field(MegatronMemory::max_reserved);
+    std::vector<std::string_view> ignored;
+    reading.reserved_mb = record_field(record, reserved_field, log, line, ignored);
+    if (reading.reserved_mb && *reading.reserved_mb < *mb) {
+        throw InputError(fmt::format(
+            "{}:{}: '{}' is {:.1f} MB, less than '{}' {:.1f} MB: PyTorch reserves at least what it "
+            "allocates, so the line is damaged",
+            log.name, line, reserved_field, *reading.reserved_mb, wanted, *mb));
+    }
+    return reading;
 }
 
 }  // namespace
@@ -286,8 +310,7 @@ MegatronScan scan_megatron_logs(std::span<const LogFile> logs, MegatronMemory me
                         "give --rank {}=ID",
                         log.name, line, log.name));
                 }
-                readings.push_back(
-                    MemoryReading{rank, record_figure(record, memory, log, line), log.name, line});
+                readings.push_back(record_reading(record, rank, memory, log, line));
                 ++found;
             }
         });
@@ -452,8 +475,9 @@ std::vector<std::vector<std::uint32_t>> even_split_counts(const MegatronFlags& f
 namespace {
 
 PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages& messages) {
-    const char* no_dump =
-        scan.arguments.empty() ? " (the logs state none of the run's arguments)" : "";
+    const char* no_dump = scan.arguments.empty() && scan.logs_read
+                              ? " (the logs state none of the run's arguments)"
+                              : "";
     if (!flags.pipeline_size)
         throw FlagError(fmt::format("missing --pipeline-model-parallel-size P{}", no_dump));
     if (!flags.num_layers)
@@ -484,9 +508,9 @@ PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages
 
     // World size and rank order.
     if (!flags.world_size) {
-        throw FlagError(
-            "missing --world-size N (the number of ranks; the logs have no 'using world size' "
-            "line)");
+        throw FlagError(scan.logs_read ? "missing --world-size N (the number of ranks; the logs "
+                                         "have no 'using world size' line)"
+                                       : "missing --world-size N (the number of ranks)");
     }
     const std::uint32_t world = *flags.world_size;
     if (world == 0 || world % p != 0) {

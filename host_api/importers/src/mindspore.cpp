@@ -1126,17 +1126,44 @@ std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
         std::size_t found = 0;
         bool other_found = false;
         bool nul_found = false;
+        // The reading the next "with fragments" line belongs to: MindSpore prints it right
+        // after the "without fragments" line of the same run.
+        std::optional<std::size_t> waiting;
         for_each_line(log, [&](std::size_t line, std::string_view text) {
             nul_found = nul_found || text.find('\0') != std::string_view::npos;
             const std::size_t at = text.find(marker);
             if (at == std::string_view::npos) {
-                other_found = other_found || text.find(other) != std::string_view::npos;
+                const std::size_t other_at = text.find(other);
+                if (other_at == std::string_view::npos)
+                    return;
+                other_found = true;
+                if (memory != MindSporeMemory::used || !waiting)
+                    return;
+                require_utf8(text, log.name, line, "the memory line");
+                MemoryReading& used = readings[*waiting];
+                waiting.reset();
+                const double actual =
+                    parse_megabytes(text.substr(other_at + other.size()), log, line, other, text);
+                if (actual < used.mb) {
+                    throw InputError(fmt::format(
+                        "{}:{}: the peak with fragments, {}M, is less than the peak without "
+                        "them on line {}, {}M: the allocator's fragments only add to it, so the "
+                        "log is damaged",
+                        log.name, line, actual, used.line, used.mb));
+                }
+                used.reserved_mb = actual;
+                used.reserved_where = fmt::format("{}:{}", log.name, line);
                 return;
             }
             require_utf8(text, log.name, line, "the memory line");
             const double mb =
                 parse_megabytes(text.substr(at + marker.size()), log, line, marker, text);
-            readings.push_back(MemoryReading{*log.rank, mb, log.name, line});
+            MemoryReading reading{*log.rank, mb, log.name, line, std::nullopt, {}};
+            // --memory actual: the figure is the peak with fragments itself.
+            if (memory == MindSporeMemory::actual)
+                reading.reserved_mb = mb;
+            readings.push_back(std::move(reading));
+            waiting = readings.size() - 1;
             ++found;
         });
         if (found > 0) {

@@ -70,6 +70,10 @@ PlanStages read_plan_stages(std::string_view text, std::string_view source) {
     }
 
     PlanStages plan;
+    plan.num_stages = num_stages;
+    plan.schedule = schedule;
+    if (auto m = top.optional("micro_batches"))
+        plan.micro_batches = m->as_count(limits::micro_batches);
     if (auto list = top.optional("groups")) {
         const JsonArray groups(*list);
         if (groups.size() > limits::groups.max)

@@ -69,7 +69,8 @@ DryRun.__doc__ = """Observations read from a dry-run file (ppb.dryrun/1, /2 or /
 
 ``observations`` is a list of dicts: config, num_stages, stage, schedule, micro_batches (or None),
 chunks (each ``{"layers": {kind: n}, "in_flight": f}``, plus ``"groups"`` for /3 files) and
-peak_memory_mb, with every in-flight count filled in as the fit sees it. Also ``source``,
+peak_memory_mb (and reserved_mb when the file gives it), with every in-flight count filled in
+as the fit sees it. Also ``source``,
 ``revision``, ``groups``, ``num_stages``, ``micro_batches``, ``schedule``, ``num_chunks``, ``len()``.
 """
 

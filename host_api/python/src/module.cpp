@@ -147,6 +147,8 @@ py::dict observation_dict(const DryRunSet& set, const Observation& o) {
     }
     out["chunks"] = chunks;
     out["peak_memory_mb"] = o.peak_memory_mb;
+    if (o.reserved_mb)
+        out["reserved_mb"] = *o.reserved_mb;
     return out;
 }
 

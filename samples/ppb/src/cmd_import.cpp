@@ -1,7 +1,10 @@
 // ppb import: build a dry-run file (ppb.dryrun/1) from the logs of a dry run and the
 // configuration that produced it (MindSpore / MindFormers, Megatron-LM).
 #include "cmd_import_options.hpp"
+#include "cmd_import_snapshot.hpp"
 #include "commands.hpp"
+#include "import_common.hpp"
+#include "megatron_layout_options.hpp"
 #include "plugin_session.hpp"
 
 #include <limits>
@@ -28,16 +31,23 @@ namespace {
 
 namespace imp = ppb::importers;
 
-// What every format shares: the logs, the memory figure, where the result goes.
-struct CommonArgs {
-    std::vector<std::string> logs;
-    std::string memory;
-    std::string output;
-    std::string append;
-    std::string label = "A";
-    std::vector<std::string> ranks;  // FILE=ID
-    DryRunReadOptions read;
-};
+// Declares what every log format shares: LOG..., --memory (one of `memories`, the first the
+// default), the output options, --rank and --duplicate-tolerance.
+void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::string>& memories,
+                        const std::string& memory_help, const std::string& rank_help) {
+    args.memory = memories.front();
+    add_inputs(app, args, "LOG", "a log file, or a directory searched for *.log, *.txt, *.out");
+    app.add_option("--memory", args.memory, memory_help)
+        ->group("Memory")
+        ->type_name("FIGURE")
+        ->capture_default_str()
+        ->check(CLI::IsMember(memories));
+    add_output_and_ranks(app, args, rank_help);
+}
+
+std::vector<imp::LogFile> collect_logs(const CommonArgs& args) {
+    return imp::collect_logs(args.logs, rank_assignments(args));
+}
 
 struct MindSporeArgs {
     CommonArgs common;
@@ -54,154 +64,6 @@ struct MegatronArgs {
     CommonArgs common;
     imp::MegatronFlags flags;
 };
-
-CLI::Validator existing_dryrun_file() {
-    return CLI::Validator(
-        [](std::string& file) -> std::string {
-            if (std::filesystem::exists(file))
-                return {};
-            return fmt::format("no such file '{}' (write a new dry-run file with -o FILE first)",
-                               file);
-        },
-        "", "existing dry-run file");
-}
-
-CLI::Validator non_empty() {
-    return CLI::Validator(
-        [](std::string& text) { return text.empty() ? std::string("must not be empty") : ""; }, "",
-        "non-empty");
-}
-
-// Declares where the result goes: -o, --label, --append and --duplicate-tolerance.
-void add_output_options(CLI::App& app, CommonArgs& args) {
-    const std::string output_group = "Output";
-    auto* output = app.add_option("-o,--output", args.output,
-                                  "write FILE instead of stdout (a file is replaced atomically;\n"
-                                  "a FIFO or device is written to; '-' is stdout)")
-                       ->group(output_group)
-                       ->type_name("FILE");
-    auto* label = app.add_option("--label", args.label,
-                                 "the observations' config label (required with --append,\n"
-                                 "and new to its FILE)")
-                      ->group(output_group)
-                      ->type_name("NAME")
-                      ->capture_default_str()
-                      ->check(non_empty());
-    app.add_option("--append", args.append, "add the observations to the dry-run FILE in place")
-        ->group(output_group)
-        ->type_name("FILE")
-        ->excludes(output)
-        ->needs(label)
-        ->check(existing_dryrun_file());
-    add_duplicate_tolerance_option(app, args.read);
-    app.get_option("--duplicate-tolerance")->group(output_group);
-}
-
-// Declares what every log format shares: LOG..., --memory (one of `memories`, the first the
-// default), the output options, --rank and --duplicate-tolerance.
-void add_common_options(CLI::App& app, CommonArgs& args, const std::vector<std::string>& memories,
-                        const std::string& memory_help, const std::string& rank_help) {
-    args.memory = memories.front();
-    app.add_option("LOG", args.logs, "a log file, or a directory searched for *.log, *.txt, *.out")
-        ->required();
-    app.add_option("--memory", args.memory, memory_help)
-        ->group("Memory")
-        ->type_name("FIGURE")
-        ->capture_default_str()
-        ->check(CLI::IsMember(memories));
-    add_output_options(app, args);
-    app.add_option("--rank", args.ranks, rank_help)
-        ->group("Output")
-        ->type_name("FILE=ID")
-        ->allow_extra_args(false);
-}
-
-std::string layout_summary(const imp::PipelineLayout& layout) {
-    return fmt::format("layout: {} stage{} of {} rank{} ({}), {}{}; {}", layout.num_stages,
-                       layout.num_stages == 1 ? "" : "s", layout.ranks_per_stage,
-                       layout.ranks_per_stage == 1 ? "" : "s", layout.ranks_explained,
-                       layout.micro_batches ? fmt::format("{} micro-batches", *layout.micro_batches)
-                                            : std::string("micro-batch count not given"),
-                       layout.num_chunks == 1
-                           ? std::string()
-                           : fmt::format(", {} chunks per stage ({} schedule)", layout.num_chunks,
-                                         schedule_name(layout.schedule)),
-                       imp::describe_stages(layout));
-}
-
-void print_messages(const imp::Messages& messages) {
-    for (const imp::Message& m : messages) {
-        fmt::print(stderr, "ppb: {}: {}\n",
-                   m.level == imp::Message::Level::note ? "note" : "warning", m.text);
-    }
-}
-
-// Builds the document of `runs` (the first a new document or appended to --append FILE, the
-// others appended to it), checks it, writes it where the user asked; returns where it went.
-std::string write_runs(const CommonArgs& destination, const std::vector<imp::ImportedDryRun>& runs,
-                       imp::Messages& messages) {
-    std::string text;
-    std::string where = "stdout";
-    std::string source = "<import>";
-    bool have_document = false;
-    if (!destination.append.empty()) {
-        have_document = true;
-        const std::filesystem::path file(destination.append);
-        text = read_text_file(file);
-        source = source_name(file);
-        where = fmt::format("{} (appended)", destination.append);
-    }
-    for (const imp::ImportedDryRun& run : runs) {
-        text = have_document
-                   ? imp::appended_dryrun_text(text, source, run, destination.read, messages)
-                   : imp::new_dryrun_text(run, destination.read);
-        have_document = true;
-    }
-    if (!destination.append.empty()) {
-        write_output_file(destination.append, text);
-    } else if (!destination.output.empty() && destination.output != "-") {
-        write_output_file(destination.output, text);
-        where = destination.output;
-    } else {
-        write_stdout(text);
-    }
-    return where;
-}
-
-// Builds the document, checks it, writes it where the user asked, and tells what was done.
-int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
-           std::vector<imp::StageObservation> observations, std::string comment,
-           std::size_t log_count, imp::Messages& messages) {
-    imp::ImportedDryRun run;
-    run.num_stages = layout.num_stages;
-    run.micro_batches = layout.micro_batches;
-    run.schedule = layout.schedule;
-    run.num_chunks = layout.num_chunks;
-    run.groups = layout.groups;
-    run.label = destination.label;
-    run.comment = std::move(comment);
-    run.observations = std::move(observations);
-
-    const std::string where = write_runs(destination, {run}, messages);
-    std::vector<std::uint32_t> stages;
-    for (const auto& o : run.observations)
-        stages.push_back(o.stage);
-    print_messages(messages);
-    fmt::print(stderr,
-               "ppb: imported {} observation{} (config '{}', stage{} {} of {}) from {} log "
-               "file{} to {}\n",
-               run.observations.size(), run.observations.size() == 1 ? "" : "s", run.label,
-               stages.size() == 1 ? "" : "s", imp::describe_numbers(stages), layout.num_stages,
-               log_count, log_count == 1 ? "" : "s", where);
-    return 0;
-}
-
-std::vector<imp::LogFile> collect_logs(const CommonArgs& args) {
-    std::vector<imp::RankAssignment> assignments;
-    for (const std::string& text : args.ranks)
-        assignments.push_back(imp::parse_rank_assignment(text));
-    return imp::collect_logs(args.logs, assignments);
-}
 
 int import_mindspore(const MindSporeArgs& args) {
     const imp::MindSporeMemory memory = *imp::mindspore_memory_from_name(args.common.memory);
@@ -286,18 +148,6 @@ int import_sapp(const SappArgs& args) {
     fmt::print(stderr, "ppb: imported {} observation{} of {} dry run{} ({}) from {} to {}\n", total,
                total == 1 ? "" : "s", rounds, rounds == 1 ? "" : "s", summary, args.init, where);
     return 0;
-}
-
-// Importer complaints about flags are usage errors.
-template <typename Import, typename Args>
-std::function<int()> runner(Import import, std::shared_ptr<Args> args) {
-    return [import, args] {
-        try {
-            return import(*args);
-        } catch (const imp::FlagError& e) {
-            throw UsageError(e.what());
-        }
-    };
 }
 
 void add_mindspore(CLI::App& import, Commands& commands) {
@@ -427,92 +277,9 @@ void add_megatron(CLI::App& import, Commands& commands) {
                        "caching allocator keeps besides, which does not scale with\n"
                        "layers: plan for it with --memory-margin-mb",
                        "the rank of a log whose memory lines lack [Rank N] (repeatable)");
-    const std::string group = "Layout (Megatron's flags; left out, the logs' values)";
-    const auto count = [&](const char* name, std::optional<std::uint32_t>& field, const char* help,
-                           const char* value_name, const limits::CountRange& range) {
-        return mg->add_option(name, field, help)
-            ->group(group)
-            ->type_name(value_name)
-            ->check(count_in(range));
-    };
-    count("--pipeline-model-parallel-size", args->flags.pipeline_size, "pipeline degree", "P",
-          limits::stages);
-    count("--num-layers", args->flags.num_layers, "transformer layers", "L", limits::layers);
-    count("--decoder-first-pipeline-num-layers,--num-layers-in-first-pipeline-stage",
-          args->flags.first_stage_layers, "layers of the first stage", "N", limits::layers_or_none);
-    count("--decoder-last-pipeline-num-layers,--num-layers-in-last-pipeline-stage",
-          args->flags.last_stage_layers, "layers of the last stage", "N", limits::layers_or_none);
-    count("--num-layers-per-virtual-pipeline-stage", args->flags.layers_per_virtual_stage,
-          "layers per virtual pipeline chunk: each stage runs\n"
-          "L / P / N chunks (interleaved schedule)",
-          "N", limits::layers);
-    count("--num-virtual-stages-per-pipeline-rank,--virtual-pipeline-model-parallel-size",
-          args->flags.virtual_stages,
-          "virtual pipeline chunks per stage (interleaved schedule\n"
-          "when above 1); each stage's layers split evenly over them",
-          "V", limits::chunks);
-    mg->add_option("--pipeline-model-parallel-layout", args->flags.layout,
-                   "every (stage, chunk)'s layers in Megatron's grammar, e.g.\n"
-                   "'Et*3|(tt|)*29,m|L': E embedding, t decoder layer, m MTP\n"
-                   "layer, L loss, | between virtual stages (chunk c of rank r is\n"
-                   "virtual stage c*P + r), x*n and (...)*n repeats")
-        ->group(group)
-        ->type_name("LAYOUT");
-    mg->add_flag("--account-for-embedding-in-pipeline-split", args->flags.account_for_embedding,
-                 "the embedding counts as a layer in the even split (the first\n"
-                 "virtual stage holds one layer fewer)")
-        ->group(group);
-    mg->add_flag("--account-for-loss-in-pipeline-split", args->flags.account_for_loss,
-                 "the loss counts as a layer in the even split (the last\n"
-                 "virtual stage holds one layer fewer)")
-        ->group(group);
-    mg->add_option("--num-layer-list", args->flags.num_layer_list,
-                   "MindSpeed-LLM: each stage's layers, e.g. 7,9,10,6 (summing to\n"
-                   "--num-layers)")
-        ->group(group)
-        ->type_name("a,b,...");
-    mg->add_option("--noop-layers", args->flags.noop_layers,
-                   "MindSpeed-LLM: 0-based indices of layers that hold no transformer\n"
-                   "block (counted in --num-layers, not in the stages' layers)")
-        ->group(group)
-        ->type_name("i,j,...");
-    count("--mtp-num-layers", args->flags.mtp_layers,
-          "multi-token-prediction layers: the layout's 'm' count", "N", limits::layers_or_none);
-    mg->add_option("--recompute-granularity", args->flags.recompute_granularity,
-                   "full or selective")
-        ->group(group)
-        ->type_name("full|selective")
-        ->check(CLI::IsMember({"full", "selective"}));
-    mg->add_option("--recompute-method", args->flags.recompute_method,
-                   "with full granularity: uniform or block")
-        ->group(group)
-        ->type_name("uniform|block")
-        ->check(CLI::IsMember({"uniform", "block"}));
-    count("--recompute-num-layers", args->flags.recompute_num_layers,
-          "with the block method: layers fully recomputed per stage", "N", limits::layers);
-    const std::string moe_group = "MoE layers (Megatron's flags)";
-    mg->add_option("--num-experts", args->flags.num_experts,
-                   "experts per MoE layer: the model has MoE layers")
-        ->group(moe_group)
-        ->type_name("N")
-        ->check(count_in({1, std::numeric_limits<std::uint32_t>::max(), "experts"}));
-    mg->add_option("--moe-layer-freq", args->flags.moe_layer_freq,
-                   "which layers are MoE layers: an integer N (layer i when\n"
-                   "i % N == 0; default 1, every layer) or a list of 0/1 per\n"
-                   "layer such as '[0]*3+[1]*58'")
-        ->group(moe_group)
-        ->type_name("N|LIST");
-    mg->add_option("--first-k-dense-replace", args->flags.first_k_dense_replace,
-                   "the first K layers dense, the rest MoE (MindSpeed-LLM)")
-        ->group(moe_group)
-        ->type_name("K")
-        ->check(count_in(limits::layers_or_none));
-    count("--world-size", args->flags.world_size, "number of ranks (left out, the logs')", "N",
-          {1, std::numeric_limits<std::uint32_t>::max(), "ranks"});
-    count("--num-microbatches", args->flags.micro_batches,
-          "micro-batches per iteration (global batch size / (micro batch\n"
-          "size x data-parallel size); left out, the logs'",
-          "M", limits::micro_batches);
+    add_megatron_layout_options(*mg, args->flags,
+                                "Layout (Megatron's flags; left out, the logs' values)",
+                                "MoE layers (Megatron's flags)", true);
     commands.push_back({mg, runner(import_megatron, args), {}});
 }
 
@@ -555,23 +322,26 @@ void add_sapp(CLI::App& import, Commands& commands) {
 void add_import_command(CLI::App& app, Commands& commands) {
     CLI::App* import = add_command(
         app, "import",
-        "build a dry-run file from MindSpore or Megatron logs and configs,\n"
-        "or from SAPP's dry-run description",
+        "build a dry-run file from MindSpore, Megatron or torchtitan logs and\n"
+        "configs, PyTorch memory snapshots, or SAPP's dry-run description",
         "Builds a dry-run file (ppb.dryrun/1) from the logs of a dry run and the configuration\n"
         "that produced it: one observation per pipeline stage, with the stage's body layers per\n"
-        "recompute kind and its peak memory, ready for 'ppb fit' and 'ppb partition'. The file\n"
-        "goes to stdout, to -o FILE, or is appended to an existing dry-run file with\n"
-        "--append FILE --label NAME."
+        "recompute kind and its peak memory (and its peak reserved memory where the logs give\n"
+        "it), ready for 'ppb fit' and 'ppb partition'. The file goes to stdout, to -o FILE, or\n"
+        "is appended to an existing dry-run file with --append FILE --label NAME."
         "\n\n"
-        "'ppb import sapp INIT.yaml' reads the dry runs that the public SAPP pipeline balancer's\n"
-        "-init YAML describes.\n\n"
-        "Run 'ppb import mindspore --help', 'ppb import megatron --help' or 'ppb import sapp\n"
-        "--help' for each format's options.");
+        "'ppb import snapshot' reads PyTorch memory snapshots, 'ppb import torchtitan'\n"
+        "torchtitan's step lines; 'ppb import sapp INIT.yaml' reads the dry runs that the public\n"
+        "SAPP pipeline balancer's -init YAML describes.\n\n"
+        "Run 'ppb import mindspore --help', 'ppb import megatron --help', 'ppb import\n"
+        "torchtitan --help', 'ppb import snapshot --help' or 'ppb import sapp --help' for each\n"
+        "format's options.");
     commands.push_back({import,
                         []() -> int {
                             throw UsageError(
                                 "missing the log format: 'ppb import mindspore ...', 'ppb "
-                                "import megatron ...' or 'ppb import sapp ...'");
+                                "import megatron ...', 'ppb import torchtitan ...', 'ppb import "
+                                "snapshot ...' or 'ppb import sapp ...'");
                         },
                         "log format"});
     add_mindspore(*import, commands);
@@ -579,6 +349,7 @@ void add_import_command(CLI::App& app, Commands& commands) {
     add_megatron_options(*import, commands);
     add_mindformers_options(*import, commands);
     add_sapp(*import, commands);
+    add_snapshot_imports(*import, commands);
 }
 
 }  // namespace ppb::cli

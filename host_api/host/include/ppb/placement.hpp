@@ -11,6 +11,7 @@
 #include <ppb/schedule.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,9 @@ struct Observation {
     // it by alternating, ppb/profile_fit.hpp). Empty: the chunks' in_flight are the one vector.
     // placement.chunks[c].in_flight hold the chunks' maxima over the profile.
     std::vector<InFlightVector> in_flight_profile{};
+    // The peak reserved memory (the caching allocator's segments: allocated memory, its
+    // fragmentation and cached blocks), when the file gives it; at least peak_memory_mb.
+    std::optional<double> reserved_mb{};
 
     [[nodiscard]] ppb_observation view() const& noexcept {
         return ppb_observation{placement.view(), peak_memory_mb};

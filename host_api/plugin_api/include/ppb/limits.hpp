@@ -51,6 +51,9 @@ struct RealRange {
 // Bytes of a text file ppb reads whole (JSON documents, YAML configs, options): a real one is a
 // few MB at most; a device read to its end (/dev/zero, /dev/full) would never end.
 inline constexpr std::uint64_t text_file_bytes = 1ull << 28;  // 256 MiB
+// Bytes of a PyTorch memory snapshot ppb reads whole: a trace of a million events with their
+// Python stacks is a few hundred MB.
+inline constexpr std::uint64_t snapshot_file_bytes = 1ull << 32;  // 4 GiB
 // Pipeline stages P. The largest published pipelines use a few hundred stages at most.
 inline constexpr CountRange stages{1, 1024, "stages"};
 // Body layers of a model, of one SAPP entry, of one chunk, of one kind. Real models have a few

@@ -32,16 +32,21 @@ struct StageObservation {
     // chunks' layers (or `layers` for one chunk) are their sums over the groups.
     std::vector<std::vector<KindCounts>> group_layers;
     double peak_memory_mb = 0.0;
+    // The stage's peak reserved memory (the format's "reserved_mb"), when every reading of the
+    // stage has one.
+    std::optional<double> reserved_mb;
     std::string comment;  // which rank and log line the figure comes from
 };
 
 // One observation per stage that has readings: the largest reading of its ranks (data- and
-// tensor-parallel replicas of a stage measure the same placement; the peak is what must fit).
-// Noted in `messages`: stages with several ranks, stages without any reading; warned: a stage
-// whose ranks differ by more than 1 %. Throws InputError "<file>:<line>: ..." for a rank
-// outside the layout.
+// tensor-parallel replicas of a stage measure the same placement; the peak is what must fit),
+// and the largest reserved memory of its ranks when each has one. Noted in `messages`: stages
+// with several ranks, stages without any reading (`source`, "log" or "snapshot", says what was
+// missing); warned: a stage whose ranks differ by more than 1 %. Throws InputError
+// "<file>:<line>: ..." for a rank outside the layout.
 [[nodiscard]] std::vector<StageObservation> stage_observations(
-    const PipelineLayout& layout, std::span<const MemoryReading> readings, Messages& messages);
+    const PipelineLayout& layout, std::span<const MemoryReading> readings, Messages& messages,
+    std::string_view source = "log");
 
 // The observations of one dry run, under one label.
 struct ImportedDryRun {

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ppb::importers {
@@ -46,10 +47,28 @@ struct RankAssignment {
 // .out, or rotated logs (info.log.1). Files named on the command line are always read.
 [[nodiscard]] bool looks_like_log(const std::filesystem::path& path);
 
-// The files behind LOG arguments: a file as it is; a directory walked recursively for files that
-// looks_like_log() accepts, in path order. A file reached twice is read once. Each file's rank
-// comes from `assignments`, else from its path. Throws InputError for a LOG that does not exist
-// or a directory without logs, FlagError for an assignment naming none of the files.
+// What kind of file the arguments of an import name: which files a directory yields, how
+// messages call them, and how a file's rank is told from its path.
+struct FileKind {
+    std::function<bool(const std::filesystem::path&)> accept;  // found in a directory
+    std::function<std::optional<std::uint32_t>(const std::filesystem::path&)> rank_of;
+    std::string_view plural;    // "log files"
+    std::string_view patterns;  // "files named *.log, *.txt or *.out"
+    std::string_view argument;  // the command line's name of one: "LOG"
+};
+
+// Logs: looks_like_log() and rank_from_path().
+[[nodiscard]] const FileKind& log_files();
+
+// The files behind the arguments: a file as it is; a directory walked recursively for files that
+// `kind` accepts, in path order. A file reached twice is read once. Each file's rank comes from
+// `assignments`, else from its path (kind.rank_of). Throws InputError for an argument that does
+// not exist or a directory without such files, FlagError for an assignment naming none of the
+// files.
+[[nodiscard]] std::vector<LogFile> collect_files(std::span<const std::string> arguments,
+                                                 std::span<const RankAssignment> assignments,
+                                                 const FileKind& kind);
+// collect_files() of log_files().
 [[nodiscard]] std::vector<LogFile> collect_logs(std::span<const std::string> arguments,
                                                 std::span<const RankAssignment> assignments);
 
@@ -70,12 +89,29 @@ void for_each_line(const LogFile& file,
 void require_utf8(std::string_view text, std::string_view file, std::size_t line,
                   std::string_view what);
 
-// One peak-memory figure read from a log.
+// One peak-memory figure read from a log (or a memory snapshot).
 struct MemoryReading {
+    MemoryReading() = default;
+    MemoryReading(std::uint32_t rank_, double mb_, std::string file_, std::size_t line_,
+                  std::optional<double> reserved = std::nullopt, std::string reserved_at = {})
+        : rank(rank_),
+          mb(mb_),
+          file(std::move(file_)),
+          line(line_),
+          reserved_mb(reserved),
+          reserved_where(std::move(reserved_at)) {}
+
     std::uint32_t rank = 0;
     double mb = 0.0;
     std::string file;
-    std::size_t line = 0;
+    std::size_t line = 0;  // 0 for a file without lines (a snapshot)
+    // The rank's peak reserved memory, when the source states it beside `mb` (Megatron's "max
+    // reserved", MindSpore's peak "with fragments", a snapshot's segments): at least `mb`.
+    std::optional<double> reserved_mb;
+    std::string reserved_where;  // "<file>:<line>" when not the same line as `mb`
+
+    // "<file>:<line>", or "<file>" without a line.
+    [[nodiscard]] std::string where() const;
 };
 
 // One reading per rank, by rank: of several lines of one rank in one file the last (noted in

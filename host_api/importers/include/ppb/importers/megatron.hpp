@@ -25,7 +25,8 @@ namespace ppb::importers {
 // Which figure of the memory line to import. The default is max allocated: the peak of the
 // memory the job's tensors occupied, which is what the layout and recompute choices determine;
 // reserved figures add what PyTorch's caching allocator holds besides (fragmentation, cached
-// blocks), which does not scale with layers.
+// blocks), which does not scale with layers. Whichever is imported, a line's "max reserved" is
+// each reading's reserved_mb (at least the figure, or the line is refused as damaged).
 enum class MegatronMemory { allocated, max_allocated, reserved, max_reserved };
 
 // "allocated", "max-allocated" (also "max allocated", "max_allocated"), "reserved",
@@ -81,6 +82,9 @@ struct MegatronScan {
     // What they state about the run: its argument dump, the "using world size" line, the
     // micro-batch line (megatron_argument_dump.hpp).
     MegatronArgumentDump arguments;
+    // False when no log was read (the memory came from elsewhere, a snapshot): the flags alone
+    // give the layout, and messages about missing flags do not point at logs.
+    bool logs_read = true;
 };
 
 // Reads every log. A log named on the command line must hold a memory line; logs found in

@@ -117,9 +117,12 @@ struct MindSporeLogLayout {
                                               const MindSporeLogLayout& stated = {});
 
 // The peak figure of each rank, one per rank (the last line of a log; see
-// last_reading_per_rank). Every log named on the command line must hold a memory line, and so
-// must every rank among the logs found in directories; logs found in directories whose rank
-// cannot be told are skipped (noted). Throws InputError "<file>:<line>: <problem>".
+// last_reading_per_rank), with the peak with fragments as its reserved_mb: with `used`, the
+// "Actual peak memory usage (with fragments)" line that follows the used line in the log (a
+// smaller one is refused as damaged); with `actual`, the figure itself. Every log named on the
+// command line must hold a memory line, and so must every rank among the logs found in directories;
+// logs found in directories whose rank cannot be told are skipped (noted). Throws InputError
+// "<file>:<line>: <problem>".
 [[nodiscard]] std::vector<MemoryReading> scan_mindspore_logs(std::span<const LogFile> logs,
                                                              MindSporeMemory memory,
                                                              Messages& messages);

@@ -1,13 +1,14 @@
 // ppb/partition/plan_reader.hpp — a saved plan read back: the stages of a "ppb.partition/1"
 // document (what `ppb partition --json` printed; plan_document.hpp writes it) as the placements
 // a memory model is asked about. `ppb compare --partition PLAN` predicts them beside the
-// measurements of a dry run of the plan.
+// measurements of a dry run of the plan; `ppb import snapshot --plan PLAN` places the ranks of a
+// dry run of it.
 //
-// What is read, and nothing else: "format", "num_stages", "micro_batches" (needed only when a
-// stage has several chunks), "schedule", "groups" (names, in model order) and, for each stage,
-// "stage", "layers" and "in_flight" or a list of "chunks" each with both, and "groups" (layers per
-// group and kind). The other members a plan document carries (memory, the frameworks' settings,
-// the simulation) are the planner's opinion, not the placement, and are left alone.
+// What is read, and nothing else: "format", "num_stages", "micro_batches" (needed when a stage
+// has several chunks; read when given), "schedule", "groups" (names, in model order) and, for each
+// stage, "stage", "layers" and "in_flight" or a list of "chunks" each with both, and "groups"
+// (layers per group and kind). The other members a plan document carries (memory, the frameworks'
+// settings, the simulation) are the planner's opinion, not the placement, and are left alone.
 //
 // Every refusal is a ppb::InputError naming the source and the JSON path: a stage outside the
 // pipeline, counts outside ppb/limits.hpp, an unknown kind, schedule or group,
@@ -17,7 +18,10 @@
 
 #include <ppb/in_flight_profile.hpp>
 #include <ppb/placement.hpp>
+#include <ppb/schedule.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +38,11 @@ struct PlannedStage {
 };
 
 struct PlanStages {
+    // The pipeline: its degree, schedule and micro-batches per iteration (when the document gives
+    // them).
+    std::uint32_t num_stages = 1;
+    Schedule schedule = Schedule::one_f_one_b;
+    std::optional<std::uint32_t> micro_batches;
     // The groups of each placement's group_layers, in model order; empty when the plan counts
     // layers without groups.
     std::vector<std::string> groups;
