@@ -312,7 +312,9 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          "held once: FSDP's unsharded buffers (two units' gathered weights and gradients)",
          fsdp_buffers(stage)},
         {"transient",
-         logits_copy ? "held once: the logits' 16-bit copy at the loss"
+         logits_copy
+             ? (options_.activation_bytes >= 4.0 ? "held once: the logits' fp32 copy at the loss"
+                                                 : "held once: the logits' 16-bit copy at the loss")
          : options_.context_parallel > 1 || options_.offload_modules.any()
              ? "held once: one layer's backward gradients and its exchange or reloaded buffers"
              : "held once: one layer's backward gradients",
