@@ -125,6 +125,20 @@ BOOST_AUTO_TEST_CASE(the_ffn_width_without_a_multiplier_is_llama2s) {
     BOOST_TEST(json::parse(w.out).as_object().at("ffn_hidden_size").as_int64() == 13824);
 }
 
+// The layers compute in compute_dtype: float32 activations are 4 bytes (activation_bytes 4);
+// float16 and bfloat16 are the model's default 2 and leave the key out.
+BOOST_AUTO_TEST_CASE(compute_dtype_gives_the_activations_bytes) {
+    const ScratchConfig fp32("fp32", llama2_7b_shape + "    compute_dtype: \"float32\"\n");
+    const auto r = ppb({"import", "mindformers-options", fp32.path.string()});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(json::parse(r.out).as_object().at("activation_bytes").as_double() == 4.0);
+    BOOST_TEST(!contains(r.err, "compute_dtype"), r.err);
+    const ScratchConfig bf16("bf16", llama2_7b_shape + "    compute_dtype: \"bfloat16\"\n");
+    const auto b = ppb({"import", "mindformers-options", bf16.path.string()});
+    BOOST_TEST_REQUIRE(b.exit_code == 0, b.err);
+    BOOST_TEST(!json::parse(b.out).as_object().contains("activation_bytes"));
+}
+
 BOOST_AUTO_TEST_CASE(unknown_model_keys_are_named_in_a_warning) {
     const ScratchConfig config("unknown", llama2_7b_shape + "    shiny_new_feature: 3\n");
     const auto r = ppb({"import", "mindformers-options", config.path.string()});

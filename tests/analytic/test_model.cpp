@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -126,14 +127,17 @@ BOOST_AUTO_TEST_CASE(single_stage_pipelines) {
     const auto& u = untied.coefficients();
     // The runtime (const_mb: runtime_mb 100) and, held once, the larger transient: one layer's
     // backward (unfused score gradients 4as^2b/t = 512 MB, MLP gradients 4sbF/t = 56 MB) over
-    // the logits' 16-bit copy (2sbV/t = 31.25 MB).
+    // the logits' 16-bit copy (2sbV/t = 31.25 MB). Beside the tail of a stage of one chunk the
+    // layer's gradients come without the fp32 logits its micro-batch's loss freed (4sbV/t =
+    // 62.5 MB): 505.5 MB.
     BOOST_TEST(u.const_mb == 100.0);
     BOOST_TEST(u.layer_transient_mb == 568.0, tt::tolerance(1e-12));
     BOOST_TEST(u.tail_transient_mb == 31.25, tt::tolerance(1e-12));
+    BOOST_TEST(u.tail_layer_transient_mb == 568.0 - 62.5, tt::tolerance(1e-12));
     BOOST_TEST(
         untied.predict(placement) == u.const_mb + u.head_mb + u.tail_mb + 2 * u.per_layer_mb +
                                          2 * u.activation_mb[PPB_KIND_NONE] + u.head_activation_mb +
-                                         u.tail_activation_mb + u.layer_transient_mb,
+                                         u.tail_activation_mb + u.tail_layer_transient_mb,
         tt::tolerance(1e-12));
     const AnalyticModel tied(
         options_json(llama2_70b, R"("tensor_parallel": 8, "untie_embeddings": false)"));
@@ -231,9 +235,11 @@ BOOST_AUTO_TEST_CASE(the_terms_of_a_prediction_are_the_formulas_terms) {
 }
 
 // What is held once is the larger transient, named as what it is: one layer's backward
-// gradients (568 MB for LLaMA-2 70B at t = 8: unfused score gradients 512 MB and the MLP's 56),
-// or on the last stage the logits' 16-bit copy when that is larger (a 128 000-word vocabulary
-// with flash attention: 2sbV/t = 125 MB over the MLP's 56 MB). The runtime is its own term.
+// gradients (568 MB for LLaMA-2 70B at t = 8: unfused score gradients 512 MB and the MLP's 56;
+// beside the tail of a last stage of one chunk 62.5 MB less, the fp32 logits 4sbV/t its
+// micro-batch's loss freed), or on the last stage the logits' 16-bit copy when that is larger
+// (a 128 000-word vocabulary with flash attention: 2sbV/t = 125 MB over the MLP's 56 MB). The
+// runtime is its own term.
 BOOST_AUTO_TEST_CASE(the_terms_name_what_is_held_once) {
     const ppb_chunk chunk = chunk_of(PPB_KIND_NONE, 2, 1);
     const ppb_grouped_placement last{ppb_placement{4, 3, 1, &chunk}, 1, chunk.layers};
@@ -247,8 +253,19 @@ BOOST_AUTO_TEST_CASE(the_terms_name_what_is_held_once) {
     const auto layer_parts = layer.predict_parts(last).value();
     BOOST_TEST(find(layer_parts, "runtime").mb == 100.0);
     const ppb_memory_part held = find(layer_parts, "transient");
-    BOOST_TEST(held.mb == 568.0, tt::tolerance(1e-12));
+    BOOST_TEST(held.mb == 568.0 - 62.5, tt::tolerance(1e-12));
     BOOST_TEST(std::string(held.label) == "held once: one layer's backward gradients");
+    // Interleaved, another micro-batch's logits may wait in the last chunk: the whole 568 MB,
+    // as on every other stage.
+    const std::array<ppb_chunk, 2> chunks{chunk, chunk};
+    const std::array<std::uint32_t, 2 * PPB_KIND_COUNT> by_chunk{2, 0, 0, 0, 0, 2, 0, 0, 0, 0};
+    const ppb_grouped_placement interleaved{ppb_placement{4, 3, 2, chunks.data()}, 1,
+                                            by_chunk.data()};
+    BOOST_TEST(find(layer.predict_parts(interleaved).value(), "transient").mb == 568.0,
+               tt::tolerance(1e-12));
+    const ppb_grouped_placement middle{ppb_placement{4, 1, 1, &chunk}, 1, chunk.layers};
+    BOOST_TEST(find(layer.predict_parts(middle).value(), "transient").mb == 568.0,
+               tt::tolerance(1e-12));
     const AnalyticModel logits(options_json(
         llama2_70b, R"("tensor_parallel": 8, "vocab_size": 128000, "flash_attention": true)"));
     const auto logits_parts = logits.predict_parts(last).value();

@@ -164,11 +164,16 @@ BOOST_AUTO_TEST_CASE(precision_sets_the_bytes_per_parameter) {
     BOOST_TEST(o.at("optimizer_bytes").as_double() == 12.0);
     o = options_of(map(base + "--fp16 --accumulate-allreduce-grads-in-fp32"));
     BOOST_TEST(o.at("grad_bytes").as_double() == 4.0);
-    // fp32: 4-byte weights and gradients, Adam's m and v.
+    BOOST_TEST(!o.contains("activation_bytes"));  // 16-bit activations, the model's default
+    // fp32: 4-byte weights and gradients, Adam's m and v; the layers compute in params_dtype
+    // (torch.float without --bf16 and --fp16, megatron/training/arguments.py at commit
+    // adfb8ec7926215bfd0d5120aaf6b080de224d328), so their activations are 4 bytes too.
     o = options_of(map(base));
     BOOST_TEST(o.at("param_bytes").as_double() == 4.0);
     BOOST_TEST(o.at("grad_bytes").as_double() == 4.0);
     BOOST_TEST(o.at("optimizer_bytes").as_double() == 8.0);
+    BOOST_TEST(o.at("activation_bytes").as_double() == 4.0);
+    BOOST_TEST(!options_of(map(base + "--bf16")).contains("activation_bytes"));
     o = options_of(map(base + "--bf16 --optimizer sgd"));
     BOOST_TEST(o.at("optimizer_bytes").as_double() == 8.0);
     expect_flag_error(base + "--bf16 --fp16", "--bf16 and --fp16");
@@ -283,6 +288,13 @@ BOOST_AUTO_TEST_CASE(the_fused_cross_entropy_holds_one_more_fp32_logits_buffer) 
     // Transformer Engine's implementation is not the compiled one: the unfused figure stays.
     BOOST_TEST(!options_of(map(base + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te"))
                     .contains("logits_transient_bytes"));
+    // In fp32 the logits have no 16-bit copy: the compiled steps' fp32 buffer alone.
+    const std::string fp32 =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 ";
+    BOOST_TEST(options_of(map(fp32 + "--cross-entropy-loss-fusion"))
+                   .at("logits_transient_bytes")
+                   .as_double() == 4.0);
 }
 
 // Transformer Engine's cuBLAS workspaces beyond the shared one, each get_cublas_workspace_size_

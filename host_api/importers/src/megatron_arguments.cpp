@@ -509,6 +509,12 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     o["param_bytes"] = param_bytes;
     o["grad_bytes"] = grad_bytes;
     o["optimizer_bytes"] = optimizer_bytes;
+    // Without --bf16 and --fp16 Megatron-LM trains in fp32 (args.params_dtype = torch.float,
+    // megatron/training/arguments.py at commit adfb8ec7926215bfd0d5120aaf6b080de224d328): the
+    // layers compute in the parameters' dtype, so the activations they keep are 4 bytes.
+    const bool fp32 = !fp16 && !bf16;
+    if (fp32)
+        o["activation_bytes"] = 4.0;
     o["gated_mlp"] = gated;
     o["flash_attention"] = flash;
     if (softmax_in_fp32)
@@ -521,8 +527,9 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     // above the same run unfused (tests/data/real).
     const bool native_fusion =
         text(flags, "cross-entropy-fusion-impl").value_or("native") == "native";
+    // In fp32 there is no 16-bit copy of the logits to count beside that buffer.
     if (is_on(flags, "cross-entropy-loss-fusion") && native_fusion)
-        o["logits_transient_bytes"] = 2.0 + 4.0;
+        o["logits_transient_bytes"] = (fp32 ? 0.0 : 2.0) + 4.0;
     o["dropout"] = dropout;
     o["untie_embeddings"] = is_on(flags, "untie-embeddings-and-output-weights");
     o["linear_biases"] = !is_on(flags, "disable-bias-linear");

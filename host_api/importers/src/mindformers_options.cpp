@@ -293,10 +293,8 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     // AdamWeightDecay.
     const double param_bytes =
         dtype_bytes(model_setting(config, spellings::param_dtype, "the parameters' type"), 4.0);
-    if (dtype_bytes(model("compute_dtype"), 2.0) > 2.0)
-        out.warnings.push_back(
-            fmt::format("{}: float32 activations: the model counts 16-bit activations",
-                        model("compute_dtype").where()));
+    // The layers compute in compute_dtype: its activations are what they keep (float32: 4 bytes).
+    const double activation_bytes = dtype_bytes(model("compute_dtype"), 2.0);
     const Setting optimizer = config.lookup({"optimizer", "type"});
     const std::string optimizer_type = optional_text(optimizer).value_or("AdamW");
     double optimizer_bytes = 8.0;
@@ -343,6 +341,8 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     o["param_bytes"] = param_bytes;
     o["grad_bytes"] = param_bytes;
     o["optimizer_bytes"] = optimizer_bytes;
+    if (activation_bytes != 2.0)
+        o["activation_bytes"] = activation_bytes;
     // MindFormers' current models say whether the MLP is gated and the linears have biases
     // (gated_linear_unit, add_bias_linear); LLaMA-shaped models without them are gated and
     // without biases.

@@ -30,6 +30,12 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.tail_logits_mb = terms.tail_logits_bytes / bytes_per_mb;
     c.layer_transient_mb = terms.layer_transient_bytes / bytes_per_mb;
     c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
+    // The model's own logits; the MTP layers' are left in (their losses' order in backward is
+    // not relied on).
+    const double own_logits =
+        terms.tail_logits_bytes - (terms.mtp ? terms.mtp->tail_logits_bytes : 0.0);
+    c.tail_layer_transient_mb =
+        std::max(0.0, terms.layer_transient_bytes - own_logits) / bytes_per_mb;
     // FP8 / FP4 (README.md, "FP8 and FP4"): per linear parameter, the quantized copies
     // Transformer Engine caches, less the 16-bit weight when the weights are kept quantized only.
     const ParameterBytes& pb = terms.parameter_bytes;
@@ -201,11 +207,21 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         // The LM head and loss belong to the last chunk (the model's last layers).
         const double f = placement.chunks[placement.num_chunks - 1].in_flight;
         memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f;
-        transient = std::max(transient, k.tail_transient_mb);
+        transient = std::max(tail_layer_transient(placement), k.tail_transient_mb);
     }
     if (holds_mtp(placement))
         memory += mtp_memory(placement);
     return memory + fsdp_buffers(placement) + transient;
+}
+
+// One layer's backward gradients as the last stage holds them beside its tail (README.md,
+// "Peak"). With one chunk, the micro-batch whose layer runs backward has freed its logits in its
+// loss's backward, and one running forward has none yet: they do not add up. In an interleaved
+// schedule another micro-batch's logits may wait in the last chunk while an earlier chunk runs
+// backward: the gradients are counted whole.
+double AnalyticModel::tail_layer_transient(const ppb_placement& placement) const noexcept {
+    return placement.num_chunks == 1 ? coefficients_.tail_layer_transient_mb
+                                     : coefficients_.layer_transient_mb;
 }
 
 double AnalyticModel::fsdp_buffers(const ppb_placement& placement) const noexcept {
@@ -269,7 +285,8 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
     const bool last = stage.stage == p - 1;
     const double head_flight = stage.chunks[0].in_flight;
     const double tail_flight = stage.chunks[stage.num_chunks - 1].in_flight;
-    const bool logits_copy = last && k.tail_transient_mb > k.layer_transient_mb;
+    const double layer_transient = last ? tail_layer_transient(stage) : k.layer_transient_mb;
+    const bool logits_copy = last && k.tail_transient_mb > layer_transient;
     const bool mtp = holds_mtp(stage);
 
     std::vector<ppb_memory_part> parts = {
@@ -312,11 +329,13 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          "held once: FSDP's unsharded buffers (two units' gathered weights and gradients)",
          fsdp_buffers(stage)},
         {"transient",
-         logits_copy ? "held once: the logits' 16-bit copy at the loss"
+         logits_copy
+             ? (options_.activation_bytes >= 4.0 ? "held once: the logits' fp32 copy at the loss"
+                                                 : "held once: the logits' 16-bit copy at the loss")
          : options_.context_parallel > 1 || options_.offload_modules.any()
              ? "held once: one layer's backward gradients and its exchange or reloaded buffers"
              : "held once: one layer's backward gradients",
-         logits_copy ? k.tail_transient_mb : k.layer_transient_mb},
+         logits_copy ? k.tail_transient_mb : layer_transient},
     };
     std::erase_if(parts, [](const ppb_memory_part& part) { return part.mb == 0.0; });
     if (parts.empty())

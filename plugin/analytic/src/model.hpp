@@ -52,6 +52,10 @@ struct Coefficients {
     // gradients on every stage, the logits' 16-bit copy on the last stage.
     double layer_transient_mb = 0.0;
     double tail_transient_mb = 0.0;
+    // The layer's on the last stage when it has one chunk: less the logits of the micro-batch
+    // the layer runs for, which that micro-batch's loss freed in backward before its layers' (and
+    // which do not exist yet while they run forward). README.md, "Peak".
+    double tail_layer_transient_mb = 0.0;
     // A dense layer's terms (those of every body layer without the `moe` option).
     double per_layer_mb = 0.0;  // parameters (+ grads, optimizer) per body layer
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per layer per in-flight micro-batch
@@ -144,6 +148,8 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     [[nodiscard]] bool holds_mtp(const ppb_placement& placement) const noexcept;
     [[nodiscard]] double mtp_memory(const ppb_placement& placement) const noexcept;
     [[nodiscard]] double mtp_parameters_mb(const ppb_placement& placement) const noexcept;
+    // One layer's backward gradients held once on the last stage, beside its logits.
+    [[nodiscard]] double tail_layer_transient(const ppb_placement& placement) const noexcept;
     // FSDP's unsharded buffers held on the placement's stage (0 without FSDP).
     [[nodiscard]] double fsdp_buffers(const ppb_placement& placement) const noexcept;
 

@@ -99,9 +99,9 @@ constexpr std::array<NumberOption, 10> number_options = {{
 
 // Options parsed on their own, after the shape they depend on: objects, lists, and the
 // multi-token prediction layers' placement.
-constexpr std::array<std::string_view, 7> separate_options = {
-    "moe",           "mla",         "recompute_modules", "mtp_num_layers", "mtp_stage_offset",
-    "mtp_recompute", "cp_comm_type"};
+constexpr std::array<std::string_view, 8> separate_options = {
+    "moe",           "mla",          "recompute_modules", "mtp_num_layers", "mtp_stage_offset",
+    "mtp_recompute", "cp_comm_type", "activation_bytes"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -204,6 +204,18 @@ bool parse_bool(const json::value& v, std::string_view key) {
         throw InvalidInput(quoted(key) + " must be true or false, got " + describe_json(v));
     }
     return v.get_bool();
+}
+
+// The training dtype's bytes: 2 (bf16, fp16) or 4 (fp32); the formulas know no other.
+double parse_activation_bytes(const json::value& v) {
+    json::error_code ec;
+    const double x = v.is_number() ? v.to_number<double>(ec) : 0.0;
+    if (!v.is_number() || ec || (x != 2.0 && x != 4.0)) {
+        throw InvalidInput(quoted("activation_bytes") +
+                           " must be 2 (bf16, fp16 activations) or 4 (fp32), got " +
+                           describe_json(v));
+    }
+    return x;
 }
 
 double parse_number(const json::value& v, const NumberOption& option) {
@@ -783,6 +795,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.mtp_recompute = parse_kind(value, key), has_mtp_recompute = true;
         else if (key == "cp_comm_type")
             options.cp_comm_type = parse_cp_comm_type(value);
+        else if (key == "activation_bytes")
+            options.activation_bytes = parse_activation_bytes(value);
         else if (key == "fp8_recipe")
             options.fp8_recipe = parse_fp8_recipe(value);
         else if (key == "offload_modules")
@@ -818,6 +832,11 @@ ShapeOptions parse_options(std::string_view options_json) {
             throw InvalidInput(message + "; known options: " + known_options());
         }
     }
+    // The 16-bit logits cast to fp32 at the loss (README.md, "Peak"): with fp32 activations the
+    // logits are fp32 already and Tensor.float() returns them as they are.
+    if (!object.contains("logits_transient_bytes"))
+        options.logits_transient_bytes =
+            options.activation_bytes < 4.0 ? options.activation_bytes : 0.0;
     for (std::size_t i = 0; i < integer_options.size(); ++i) {
         if (integer_options[i].required && !seen[i]) {
             throw InvalidInput("analytic: missing required option '" +
@@ -889,6 +908,11 @@ std::vector<std::string> option_warnings(const ShapeOptions& o) {
     }
     if (!o.fp8_recipe && !o.fp8_transposes) {
         out.emplace_back("fp8_transposes has no effect without fp8_recipe");
+    }
+    if (o.softmax_in_fp32 && o.activation_bytes >= 4.0) {
+        out.emplace_back(
+            "softmax_in_fp32 has no effect with activation_bytes 4: the softmax runs in fp32 "
+            "anyway, with no 16-bit copy of its output");
     }
     if (o.context_parallel == 1 && o.cp_comm_type != CpCommType::p2p) {
         out.emplace_back("cp_comm_type has no effect with context_parallel = 1");

@@ -139,6 +139,10 @@ struct ShapeOptions {
     bool keep_gathered_inputs = false;
     double param_bytes = 2.0;
     double grad_bytes = 4.0;
+    // Bytes per element of the activations the layers keep in the training dtype (Megatron-LM's
+    // params_dtype): 2 for bf16 and fp16, 4 for fp32 (README.md, "Activations per layer"). Dropout
+    // masks, FP8 copies, the router's fp32 scores and the fp32 logits do not follow it.
+    double activation_bytes = 2.0;
     double optimizer_bytes = 12.0;
     double constant_mb = 0.0;
     // Learned absolute position embeddings: positions x h parameters on stage 0, not split by
@@ -152,6 +156,7 @@ struct ShapeOptions {
     // Bytes per element of the last stage's s*b*V/t logits: kept for backward per in-flight
     // micro-batch (the cross entropy's fp32 softmax), and held once more at the peak (the
     // 16-bit logits while they are cast, and the 16-bit gradient while it is cast back).
+    // logits_transient_bytes defaults to activation_bytes, 0 with fp32 activations (no cast).
     double logits_bytes = 4.0;
     double logits_transient_bytes = 2.0;
     // The gradients that exist only while one layer runs its backward (README.md, "Peak").

@@ -36,10 +36,12 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
                                         const Coefficients& c) {
     const bool split_sequence = o.sequence_parallel && o.tensor_parallel > 1;
     std::vector<std::string> out;
+    const bool fp32 = o.activation_bytes >= 4.0;
     out.emplace_back(
-        "activations are 16-bit (2 bytes per element), dropout masks 1 byte per element, as in "
-        "Korthikanti et al. 2022 §4.1; normalisation statistics and other per-token scalars are "
-        "ignored");
+        std::string(fp32 ? "activations are fp32 (activation_bytes 4: 4 bytes per element)"
+                         : "activations are 16-bit (2 bytes per element)") +
+        ", dropout masks 1 byte per element, as in Korthikanti et al. 2022 §4.1; normalisation "
+        "statistics and other per-token scalars are ignored");
     out.emplace_back(o.dropout
                          ? "dropout is on: the masks after the attention projection and the MLP "
                            "(and the embedding's) are stored"
@@ -52,7 +54,9 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
     } else {
         out.emplace_back(
             "unfused attention (flash_attention false): softmax output, dropout mask and "
-            "dropout output, (2 + 3*dropout)*a*s^2*b bytes, are stored unless the layer "
+            "dropout output, " +
+            std::string(fp32 ? "(4 + 5*dropout)" : "(2 + 3*dropout)") +
+            "*a*s^2*b bytes, are stored unless the layer "
             "recomputes selectively; K and V are expanded to all a heads before the batched "
             "matmuls, so grouped-query attention saves no activation memory");
     }
@@ -93,7 +97,7 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
             "weights (" +
             format_number(terms.linear.weight_copy) + " bytes a linear parameter" +
             (o.fp8_param_gather ? ", instead of their 16-bit weights)" : ")") +
-            "; attention, norms, the embedding and the LM head stay 16-bit");
+            "; attention, norms, the embedding and the LM head stay " + (fp32 ? "fp32" : "16-bit"));
     }
     if (o.context_parallel > 1) {
         out.emplace_back("context parallelism over " + std::to_string(o.context_parallel) +
@@ -132,9 +136,9 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
         "V*h/t parameters; per in-flight micro-batch of its last chunk the final norm's and the "
         "LM head's inputs and the logits the loss keeps, logits_bytes*sbV/t bytes)");
     out.emplace_back("held once at the peak, the larger of: one layer's backward gradients (" +
-                     format_mb(c.layer_transient_mb) +
-                     ", every stage) and the logits' 16-bit copy (" +
-                     format_mb(c.tail_transient_mb) + ", last stage)");
+                     format_mb(c.layer_transient_mb) + ", every stage) and the logits' " +
+                     (fp32 ? "fp32" : "16-bit") + " copy (" + format_mb(c.tail_transient_mb) +
+                     ", last stage)");
     out.emplace_back(
         o.untie_embeddings
             ? "untied embeddings: the LM head has its own V*h/t parameters"

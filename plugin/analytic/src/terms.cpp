@@ -18,6 +18,7 @@ namespace ppb::analytic {
 // is_first_microbatch): its row-wise copy for forward, its column-wise one for backward.
 LinearBytes linear_bytes(const ShapeOptions& o) noexcept {
     LinearBytes out;
+    out.input = out.column_input = o.activation_bytes;  // the input as it is, in params_dtype
     if (!o.fp8_recipe)
         return out;
     out.quantized = true;
@@ -151,6 +152,7 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
                                const RecomputeModules& modules) noexcept {
     const double h = o.hidden_size;
     const double a = o.num_attention_heads;
+    const double e = o.activation_bytes;  // bytes of an element in the training dtype
     AttentionTerms out;
     if (!o.mla) {
         const double h_kv = o.kv_heads() * h / a;
@@ -159,11 +161,11 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
         const double kv_width = o.flash_attention ? h_kv : h;
         out.split_parameters = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
         out.input = q.column_input * sb * h;                  // the QKV linear's input
-        out.qkv = 2.0 * sb * h + 4.0 * sb * kv_width;
+        out.qkv = e * sb * h + 2.0 * e * sb * kv_width;
         // The projection's input (with delayed FP8 scaling a quantized copy too).
-        out.projection = (2.0 + q.projection_copy) * sb * h;
-        out.gathered = 2.0 * sb * h;
-        add_context_parallel(o, modules, 2.0 * sb * h, 4.0 * sb * h_kv, 2.0 * sb * h, out);
+        out.projection = (e + q.projection_copy) * sb * h;
+        out.gathered = e * sb * h;
+        add_context_parallel(o, modules, e * sb * h, 2.0 * e * sb * h_kv, e * sb * h, out);
         return out;
     }
     // Multi-latent attention as Megatron-LM builds it (megatron/core/transformer/
@@ -186,7 +188,7 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
     const bool up_recomputed = modules.mla_up_proj;
     // The down-projections keep the input norm's output: one 16-bit tensor for both, or under FP8
     // each its own quantized copy.
-    out.input = (q.quantized ? 2.0 * q.input : 2.0) * sb * h;
+    out.input = (q.quantized ? 2.0 * q.input : e) * sb * h;
     if (m.q_lora_rank) {
         const double q_lora = *m.q_lora_rank;
         out.split_parameters += q_lora * q_width;                 // linear_q_up_proj
@@ -195,15 +197,14 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
         // linear_q_up_proj keeps its input (the fused norm's, 16-bit; Transformer Engine's
         // LayerNormLinear saves inputmat and ln_out) and what its linear keeps of the norm's
         // output.
-        out.latent +=
-            up_recomputed ? 2.0 * sb * q_lora : (2.0 * norm + q.column_input) * sb * q_lora;
-        out.gathered += 2.0 * sb * q_lora;
+        out.latent += up_recomputed ? e * sb * q_lora : (e * norm + q.column_input) * sb * q_lora;
+        out.gathered += e * sb * q_lora;
     } else {
         out.split_parameters += h * q_width;  // linear_q_proj
         // With qk_layernorm the query's projection fuses a norm of h (its output kept too).
         out.replicated_parameters += norm * h;
         out.latent += up_recomputed ? 0.0 : norm * q.column_input * sb * h;
-        out.gathered += 2.0 * sb * h;
+        out.gathered += e * sb * h;
     }
     out.split_parameters += m.kv_lora_rank * kv_up_width + v_width * h;  // kv up, output
     out.replicated_parameters += h * kv_latent + norm * m.kv_lora_rank;  // kv down, norm
@@ -212,18 +213,18 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
     // qk_pos_emb_head_dim wide), which the fused norm keeps alive; its linear keeps the norm's
     // output. Without the norm the linear keeps the view itself, or under FP8 a quantized copy.
     if (up_recomputed)
-        out.latent += 2.0 * sb * kv_latent;
+        out.latent += e * sb * kv_latent;
     else if (norm > 0.0 || !q.quantized)
-        out.latent += 2.0 * sb * kv_latent + norm * q.column_input * sb * m.kv_lora_rank;
+        out.latent += e * sb * kv_latent + norm * q.column_input * sb * m.kv_lora_rank;
     else
         out.latent += q.column_input * sb * m.kv_lora_rank;
-    out.gathered += 2.0 * sb * m.kv_lora_rank;
+    out.gathered += e * sb * m.kv_lora_rank;
     // The core attention keeps Q, K (q_width each) and V, and the output projection its input,
     // the core's output (which a fused kernel also saves: the same tensor).
-    out.qkv = up_recomputed ? 0.0 : 2.0 * sb * (2.0 * q_width + v_width);
-    out.projection = (2.0 + q.projection_copy) * sb * v_width;
-    add_context_parallel(o, modules, 2.0 * sb * q_width, 2.0 * sb * (q_width + v_width),
-                         2.0 * sb * v_width, out);
+    out.qkv = up_recomputed ? 0.0 : e * sb * (2.0 * q_width + v_width);
+    out.projection = (e + q.projection_copy) * sb * v_width;
+    add_context_parallel(o, modules, e * sb * q_width, e * sb * (q_width + v_width),
+                         e * sb * v_width, out);
     return out;
 }
 
@@ -232,7 +233,7 @@ double mlp_inner_bytes_per_token(const ShapeOptions& o, const LinearBytes& q,
     // Gated: the activation's two inputs (gate and up, 16-bit) and the down projection's input;
     // two matrices: the activation's input and the second linear's input. 2 bytes each, the
     // second linear's input quantized under FP8.
-    return ((o.gated_mlp ? 4.0 : 2.0) + q.input) * inner_size;
+    return ((o.gated_mlp ? 2.0 : 1.0) * o.activation_bytes + q.input) * inner_size;
 }
 
 double mlp_matrices(const ShapeOptions& o) noexcept {
@@ -299,8 +300,8 @@ LayerActivationTerms layer_terms(const ShapeOptions& o, const LayerCommon& c, do
                      mlp_input + extra_replicated;
     out.tensor_parallel = c.attention.split() + mlp_inner;
     out.attention_core = c.attention_core;
-    out.gathered_inputs = c.attention.gathered + 2.0 * c.sbh;
-    out.layer_input = 2.0 * c.sbh;
+    out.gathered_inputs = c.attention.gathered + o.activation_bytes * c.sbh;
+    out.layer_input = o.activation_bytes * c.sbh;
     Offloaded offloaded = attention_offloaded(o, c);
     offloaded.replicated += mlp_offloaded.replicated;
     remove_offloaded(out, offloaded, o.activation_offload_fraction);
@@ -343,7 +344,8 @@ MoeActivations moe_layer(const ShapeOptions& o, const MoeOptions& m, const Linea
     // (and the dispatcher); under FP8 the shared experts' first linear keeps a quantized copy.
     // 'layernorm' drops the norm's output (Megatron-LM then has the shared experts save the
     // original input); 'moe' checkpoints the block from it; 'shared_experts' the shared experts.
-    double moe_input = modules.layernorm ? 0.0 : 2.0 * c.sbh;
+    const double e = o.activation_bytes;
+    double moe_input = modules.layernorm ? 0.0 : e * c.sbh;
     if (q.quantized && shared && !modules.layernorm && !modules.moe && !modules.shared_experts)
         moe_input += q.column_input * c.sbh;
     const double router_kept = modules.moe ? 0.0 : router;
@@ -353,19 +355,19 @@ MoeActivations moe_layer(const ShapeOptions& o, const MoeOptions& m, const Linea
         mlp_offloaded.replicated = c.norm_input;
     MoeActivations out;
     out.layer = layer_terms(o, c, moe_input, shared_kept, router_kept, mlp_offloaded);
-    out.layer.gathered_inputs += shared ? 2.0 * c.sbh : 0.0;
-    out.layer.gathered_inputs -= 2.0 * c.sbh;  // no dense fc1: the QKV input and shared experts'
+    out.layer.gathered_inputs += shared ? e * c.sbh : 0.0;
+    out.layer.gathered_inputs -= e * c.sbh;  // no dense fc1: the QKV input and shared experts'
     if (modules.moe)
         return out;
     // The routed experts: their grouped linear's input (quantized under FP8), the activation's
     // input (16-bit) and fc2's input, which 'moe_act' drops (CheckpointWithoutOutput; under FP8
     // Megatron-LM has fc2 save the original), and the expert outputs the combine keeps.
     const double fc1_input = routed_tokens * q.input * h;
-    const double activation_input = routed_tokens * (o.gated_mlp ? 4.0 : 2.0) *
+    const double activation_input = routed_tokens * (o.gated_mlp ? 2.0 : 1.0) * e *
                                     static_cast<double>(m.moe_ffn_hidden_size) / etp;
     const double fc2_input =
         modules.moe_act ? 0.0 : routed_tokens * q.input * m.moe_ffn_hidden_size / etp;
-    out.routed_experts = fc1_input + activation_input + fc2_input + own_copies * (2.0 * h);
+    out.routed_experts = fc1_input + activation_input + fc2_input + own_copies * (e * h);
     const double fraction = o.activation_offload_fraction;
     out.routed_offloaded = fraction * ((o.offload_modules.expert_fc1 ? fc1_input : 0.0) +
                                        (o.offload_modules.moe_act ? activation_input : 0.0));
@@ -471,6 +473,11 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double dropout = o.dropout ? 1.0 : 0.0;
     const double sbh = s * b * h;
     const double h_kv = kv * h / a;  // width of K (and of V): num_kv_heads * head dimension
+    // Bytes of an element the layers keep in the training dtype (Megatron-LM's params_dtype:
+    // torch.float without --bf16 and --fp16, megatron/training/arguments.py at commit
+    // adfb8ec7926215bfd0d5120aaf6b080de224d328): the residual stream, the norms' inputs, Q, K, V,
+    // the MLP's inner activations. Dropout masks stay 1 byte, FP8 copies their format's.
+    const double e = o.activation_bytes;
 
     MemoryTerms out;
     out.linear = linear_bytes(o);
@@ -478,27 +485,31 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const RecomputeModules nothing{false, false, false, false, false, false, false};
 
     // --- Activations of one layer for one micro-batch (README.md, "Activations per layer"):
-    // the two norms' inputs (4sbh), the dropout masks, the attention block, what the first MLP
-    // linear keeps of its normalised input (2sbh in 16 bits), the MLP's inner activations.
-    // Unfused attention keeps the 16-bit softmax output, and with dropout its mask and output:
-    // (2 + 3 dropout) bytes per a*s^2*b element. When the softmax runs in fp32 outside the fused
+    // the two norms' inputs (4sbh in 16 bits), the dropout masks, the attention block, what the
+    // first MLP linear keeps of its normalised input (2sbh in 16 bits), the MLP's inner
+    // activations. Unfused attention keeps the softmax output in the training dtype (e bytes),
+    // and with dropout its mask (1) and output (e): 2 + 3 dropout bytes per a*s^2*b element in
+    // 16 bits, 4 + 5 dropout in fp32. When a 16-bit softmax runs in fp32 outside the fused
     // kernel (Megatron's FusedScaleMaskSoftmax.forward_torch_softmax, megatron/core/fusions/
     // fused_softmax.py at commit 550f9c44589efb85af6c5a11da8fbc8c3491b636: input.float(),
     // torch softmax, then .half() or .bfloat16()), the softmax keeps its fp32 output for its
     // backward (4 bytes); with dropout, dropout keeps its mask (1) and the attention-over-V
     // matmul dropout's 16-bit output (2), the 16-bit cast is freed: 7 bytes. Without dropout
-    // the matmul keeps the 16-bit cast: 6 bytes.
+    // the matmul keeps the 16-bit cast: 6 bytes. An fp32 input takes no cast either way (the
+    // casts are under input_in_float16; Transformer Engine's own copy of the class,
+    // transformer_engine/pytorch/attention/dot_product_attention/softmax.py at commit
+    // 2e559f062497bef768dfbe9d7e45548fadeca80a, runs fp32 inputs through the torch path too).
     LayerCommon common;
     common.sbh = sbh;
-    common.norm_input = 2.0 * sbh;
+    common.norm_input = e * sbh;
     common.masks = 2.0 * dropout * sbh;
     common.attention = attention_terms(o, s * b, q, nothing);
     if (o.flash_attention)
         common.attention_core = 0.0;
-    else if (o.softmax_in_fp32)
-        common.attention_core = (o.dropout ? 7.0 : 6.0) * a * s * s * b;
+    else if (o.softmax_in_fp32 && e < 4.0)
+        common.attention_core = (4.0 + dropout + e) * a * s * s * b;
     else
-        common.attention_core = (2.0 + 3.0 * dropout) * a * s * s * b;
+        common.attention_core = (e + dropout * (1.0 + e)) * a * s * s * b;
     // MLA's input norm is a module of its own (layer spec: input_layernorm), as are both norms
     // of Megatron-LM's local spec; Transformer Engine's specs fuse it into the QKV projection.
     common.separate_input_norm = o.mla.has_value() || !o.fused_norms;
@@ -537,27 +548,29 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // --- Head and tail activations per micro-batch (paper §4.3).
     const double sequence_share = split_sequence ? 1.0 / t : 1.0;
     out.head_activation_bytes = dropout * sbh * sequence_share;
-    const double norm_input = 2.0 * sbh * sequence_share;
-    const double lm_head_input =
-        split_sequence && !o.keep_gathered_inputs ? 2.0 * sbh / t : 2.0 * sbh;
+    const double norm_input = e * sbh * sequence_share;
+    const double lm_head_input = split_sequence && !o.keep_gathered_inputs ? e * sbh / t : e * sbh;
     // Megatron-core's vocab-parallel cross entropy (megatron/core/tensor_parallel/
     // cross_entropy.py, also the fused one in megatron/core/fusions/fused_cross_entropy.py)
     // saves the fp32 softmax of the logits for backward; the 16-bit logits exist next to it while
     // they are cast (GPTModel.compute_language_model_loss calls it on logits.float()), and in
-    // backward the 16-bit gradient next to the fp32 one.
+    // backward the 16-bit gradient next to the fp32 one. With fp32 activations .float() returns
+    // the logits themselves, which the loss turns into the softmax in place (calculate_logits_max
+    // and calculate_predicted_logits at commit adfb8ec7926215bfd0d5120aaf6b080de224d328): no
+    // copy, logits_transient_bytes 0 by default (options.cpp).
     const double logits = o.logits_bytes * s * b * V / t;
     out.tail_activation_bytes = norm_input + lm_head_input + logits;
     out.tail_logits_bytes = logits;
     out.tail_transient_bytes = o.logits_transient_bytes * s * b * V / t;
     // One layer's backward: unfused attention's gradients of the attention probabilities and of
-    // the scores (two 16-bit a*s^2*b tensors), the MLP's gradients of its inner activation (two
-    // 16-bit s*b*F tensors); split over t like the tensors they are the gradients of.
+    // the scores (two a*s^2*b tensors in the training dtype), the MLP's gradients of its inner
+    // activation (two s*b*F tensors); split over t like the tensors they are the gradients of.
     if (o.backward_transient) {
-        const double scores = o.flash_attention ? 0.0 : 4.0 * a * s * s * b;
+        const double scores = o.flash_attention ? 0.0 : 2.0 * e * a * s * s * b;
         // Context parallelism's exchange buffers: its backward's beside the gradients, or its
         // forward's alone, whichever is larger.
         out.layer_transient_bytes =
-            std::max(scores + 4.0 * s * b * F + attention.cp_backward_buffers,
+            std::max(scores + 2.0 * e * s * b * F + attention.cp_backward_buffers,
                      attention.cp_forward_buffers) /
             t;
     }
@@ -638,10 +651,10 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
                                     : 2.0 * q.column_input * sbh;
         // The embedding's dropout mask, enorm's and hnorm's inputs, eh_proj's input and the
         // final norm's input; the norms' outputs are copied by the concatenation and freed.
-        const double kept = (dropout + 2.0 + 2.0 + 2.0) * sbh * sequence_share + eh_input;
+        const double kept = (dropout + 3.0 * e) * sbh * sequence_share + eh_input;
         // Full recompute checkpoints the module from its two inputs (the hidden states and the
         // embedded, dropped-out shifted tokens), the dropout itself running outside.
-        const double checkpointed = (dropout + 2.0 + 2.0) * sbh * sequence_share;
+        const double checkpointed = (dropout + 2.0 * e) * sbh * sequence_share;
         for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
             mtp.own_activation_bytes[kind] = kind == PPB_KIND_FULL ? checkpointed : kept;
         // process_mtp_loss: each MTP layer's hidden states (a view of the concatenation the
