@@ -58,9 +58,9 @@ mg::ParsedArguments parse(const std::string& args, mg::ReleaseIndex r = newest()
     mg::ParseOutcome outcome = mg::parse_megatron_arguments(list, r);
     // The messages name every error or unknown value (Boost.Test forms the message before the
     // check: no front() of an empty list).
-    const auto all = [](const auto& list) {
+    const auto all = [](const auto& items) {
         std::string text;
-        for (const auto& item : list)
+        for (const auto& item : items)
             text += "; " + std::string(item);
         return text;
     };
