@@ -20,6 +20,8 @@
 
 #include "../common/run_process.hpp"
 
+#include <unistd.h>
+
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -125,7 +127,9 @@ const std::vector<Point>& points() {
 // Every point predicted once for all the test cases (each prediction runs two processes).
 const std::vector<Outcome>& outcomes() {
     static const std::vector<Outcome> all = [] {
-        const fs::path scratch = fs::temp_directory_path() / "ppb-test-real-runs";
+        // One directory per process: CTest runs the report and the goals as two entries at once.
+        const fs::path scratch =
+            fs::temp_directory_path() / ("ppb-test-real-runs-" + std::to_string(::getpid()));
         fs::create_directories(scratch);
         std::vector<Outcome> each;
         for (const Point& p : points())

@@ -56,8 +56,16 @@ mg::ReleaseIndex newest() {
 mg::ParsedArguments parse(const std::string& args, mg::ReleaseIndex r = newest()) {
     const auto list = split(args);
     mg::ParseOutcome outcome = mg::parse_megatron_arguments(list, r);
-    BOOST_TEST_REQUIRE(outcome.errors.empty(), args << ": " << outcome.errors.front());
-    BOOST_TEST_REQUIRE(outcome.unknown.empty(), args << ": " << outcome.unknown.front());
+    // The messages name every error or unknown value (Boost.Test forms the message before the
+    // check: no front() of an empty list).
+    const auto all = [](const auto& items) {
+        std::string text;
+        for (const auto& item : items)
+            text += "; " + std::string(item);
+        return text;
+    };
+    BOOST_TEST_REQUIRE(outcome.errors.empty(), args << all(outcome.errors));
+    BOOST_TEST_REQUIRE(outcome.unknown.empty(), args << all(outcome.unknown));
     BOOST_TEST_REQUIRE(outcome.parsed.has_value());
     return std::move(*outcome.parsed);
 }
