@@ -36,25 +36,19 @@ std::vector<double> predict_placements(const MemoryModel& model,
 std::optional<std::vector<double>> chunk_activations(const MemoryModel& model,
                                                      const StagePlacement& placement) {
     const std::uint32_t groups = placement.grouped() ? placement.num_groups() : 1;
-    std::vector<double> out(placement.chunks.size(), 0.0);
+    std::vector<ppb_linear_parameters> coefficients;
     for (std::uint32_t g = 0; g < groups; ++g) {
         const std::optional<ppb_linear_parameters> c =
             placement.grouped() ? model.group_parameters(g) : model.parameters();
         if (!c)
             return std::nullopt;
-        for (std::size_t chunk = 0; chunk < placement.chunks.size(); ++chunk) {
-            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-                const std::uint32_t n = placement.grouped() ? placement.group_layer(chunk, g, k)
-                                                            : placement.chunks[chunk].layers[k];
-                if (n == 0)
-                    continue;
-                if ((c->identified & PPB_PARAM_ACTIVATION(k)) == 0)
-                    return std::nullopt;
-                out[chunk] += c->activation_mb[k] * n;
-            }
-        }
+        coefficients.push_back(*c);
     }
-    return out;
+    if (placement.grouped()) {
+        const ppb_grouped_placement view = placement.grouped_view();
+        return linear_chunk_activations(view.placement, view.group_layers, groups, coefficients);
+    }
+    return linear_chunk_activations(placement.view(), nullptr, 1, coefficients);
 }
 
 ProfilePeak predict_over_profile(const MemoryModel& model, const StagePlacement& placement,

@@ -1,4 +1,5 @@
 #include <ppb/partition/plan_document.hpp>
+#include <ppb/reserve_fit.hpp>
 
 #include <ppb/kinds.hpp>
 #include <ppb/partition/framework_args.hpp>
@@ -291,6 +292,9 @@ json::object partition_document(const Problem& problem, const Plan& plan,
         doc["groups"] = std::move(groups);
     }
     doc["memory_limit_mb"] = problem.memory_limit_mb;
+    doc["memory"] = context.reserve ? "reserved" : "allocated";
+    if (context.reserve)
+        doc["allocator_reserve"] = reserve_document(*context.reserve);
     doc["memory_margin_mb"] = problem.memory_margin_mb;
     doc["recompute_rule"] = rule_name(problem.rule);
     doc["memory_margin_sigma"] = problem.memory_margin_sigma;

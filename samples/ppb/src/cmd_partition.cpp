@@ -55,6 +55,7 @@ struct PartitionArgs {
     double device_tflops = 400.0;
     std::vector<double> comm_time;
     bool breakdown = false;
+    BasisChoice memory = BasisChoice::automatic;
     double weight_grad_share = 0.5;
 };
 
@@ -175,9 +176,11 @@ int run_partition(const PartitionArgs& args) {
             ? prepare_model(open_model_spec(discover_from_args(args.choice.plugin_paths), "table",
                                             *layer_file_options),
                             nullptr, "", "--dryrun FILE")
-            : prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE");
+            : prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE",
+                                     args.memory);
     const MemoryModel& model = prepared.model;
-    const PartitionContext context{model.name(), model.version(), prepared.source, times.unit};
+    const PartitionContext context{model.name(), model.version(), prepared.source, times.unit,
+                                   model.allocator_reserve()};
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, model, {.choose_objective = args.objective == "auto", .refine = !args.fast});
     const Simulation& simulation = planned.simulation;
@@ -284,6 +287,7 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y (default 0)")
         ->type_name("Y")
         ->check(number_in(limits::memory_mb));
+    add_memory_basis_option(*partition, args->memory, " (the peak of the live tensors)");
     as_comma_list(
         partition->add_option("--kinds", args->kinds,
                               "recompute kinds allowed (default: all the model predicts)"))

@@ -185,7 +185,7 @@ int run_predict(const PredictArgs& args) {
             throw UsageError(fmt::format("--schedule {}: {}", schedule_name(schedule), e.what()));
         }
     }
-    const PreparedModel prepared =
+    PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.file, "a dry-run FILE");
     const MemoryModel& model = prepared.model;
     StagePlacement placement{stages, stage, chunks, schedule};
@@ -204,6 +204,23 @@ int run_predict(const PredictArgs& args) {
         asked.grouped() ? model.predict_grouped_std_error(asked.grouped_view())
                         : model.predict_std_error(asked.view());
     const ppb_chunk& chunk = chunks.front();
+    // Reserved memory too, where the dry runs measured it: the same stage with the allocator's
+    // fitted reserve (ppb/allocator_reserve.hpp), at its own peak over the profile.
+    struct Reserved {
+        double memory_mb = 0.0;
+        std::optional<double> std_error_mb;
+    };
+    std::optional<Reserved> reserved;
+    if (prepared.reserve) {
+        prepared.model.set_allocator_reserve(prepared.reserve);
+        const ProfilePeak at_peak = predict_over_profile(model, placement, profile);
+        const StagePlacement there =
+            with_in_flight(placement, asked_in_flight(profile[at_peak.active]));
+        reserved = Reserved{at_peak.memory_mb,
+                            there.grouped() ? model.predict_grouped_std_error(there.grouped_view())
+                                            : model.predict_std_error(there.view())};
+        prepared.model.set_allocator_reserve(std::nullopt);
+    }
 
     // Chunk c's layers: "2 none, 1 full" (in `layers`, {"none": 2, "full": 1}); counted per
     // group, "dense: 1 none; moe: 2 full" ({"dense": {"none": 1}, "moe": {"full": 2}}).
@@ -270,6 +287,13 @@ int run_predict(const PredictArgs& args) {
         doc["peak_memory_mb"] = memory;
         doc["std_error_mb"] =
             std_error ? boost::json::value(*std_error) : boost::json::value(nullptr);
+        if (reserved) {
+            doc["reserved_memory_mb"] = reserved->memory_mb;
+            doc["reserved_std_error_mb"] = reserved->std_error_mb
+                                               ? boost::json::value(*reserved->std_error_mb)
+                                               : boost::json::value(nullptr);
+            doc["allocator_reserve"] = reserve_document(*prepared.reserve);
+        }
         out = to_pretty_json(doc);
     } else {
         std::string held;
@@ -283,11 +307,19 @@ int run_predict(const PredictArgs& args) {
         }
         out = fmt::format(
             "Stage {} of {}{} with {}:\n"
-            "  predicted peak memory {}{}  (model {} {}, {})\n",
+            "  predicted peak {}memory {}{}  (model {} {}, {})\n",
             stage, stages, v == 1 ? "" : fmt::format(" ({})", schedule_name(schedule)), held,
-            format_mb(memory),
+            reserved ? "allocated " : "", format_mb(memory),
             std_error ? fmt::format(" ± {} (one standard error)", format_mb(*std_error)) : "",
             model.name(), model.version(), prepared.source);
+        if (reserved) {
+            out += fmt::format(
+                "  predicted peak reserved memory {}{}  ({})\n", format_mb(reserved->memory_mb),
+                reserved->std_error_mb
+                    ? fmt::format(" ± {} (one standard error)", format_mb(*reserved->std_error_mb))
+                    : "",
+                describe_reserve(*prepared.reserve));
+        }
         if (profile.size() > 1) {
             std::string vectors;
             for (std::size_t j = 0; j < profile.size(); ++j)

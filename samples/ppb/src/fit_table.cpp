@@ -35,6 +35,12 @@ std::string text_at(const json::object& o, std::string_view key) {
     return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
+// An integer member as text, "?" when it is not a number.
+std::string int_at_of(const json::object& o, std::string_view key) {
+    const auto* v = find(o, key);
+    return v != nullptr && v->is_number() ? fmt::format("{}", v->to_number<std::int64_t>()) : "?";
+}
+
 double number(const json::value& v) {
     return v.is_double() ? v.get_double() : v.to_number<double>();
 }
@@ -112,11 +118,7 @@ std::string render_fit(const json::object& doc, std::string_view source, std::si
     }
     out += table.render(2);
 
-    const auto int_at = [&](std::string_view key) -> std::string {
-        const auto* v = find(diag, key);
-        return v != nullptr && v->is_number() ? fmt::format("{}", v->to_number<std::int64_t>())
-                                              : "?";
-    };
+    const auto int_at = [&](std::string_view key) { return int_at_of(diag, key); };
     const std::string dof = int_at("degrees_of_freedom");
     out +=
         fmt::format("\nFit: rank {} of {} unknowns from {} observations ({} degree{} of freedom)",
@@ -129,6 +131,41 @@ std::string render_fit(const json::object& doc, std::string_view source, std::si
         }
     }
     out += "\n";
+    // The allocator's reserve beyond allocated memory, where observations gave reserved_mb
+    // (ppb/allocator_reserve.hpp).
+    if (const auto* reserve = find(doc, "allocator_reserve");
+        reserve != nullptr && reserve->is_object()) {
+        const auto& r = reserve->get_object();
+        const auto& error = object_at(r, "std_error");
+        const auto plus_minus = [&](std::string_view key, bool mb) -> std::string {
+            const auto* e = find(error, key);
+            if (e == nullptr || !e->is_number())
+                return "";
+            return mb ? fmt::format(" ± {}", format_mb(number(*e)))
+                      : fmt::format(" ± {:.3f}", number(*e));
+        };
+        const auto& range = array_at(r, "activation_range_mb");
+        out += fmt::format(
+            "\nReserved memory (the caching allocator's segments), fitted to {} observation{} "
+            "with reserved_mb:\n  reserved = allocated + {}{} + {:.3f}{} × activation memory in "
+            "flight\n",
+            int_at_of(r, "observations"), int_at_of(r, "observations") == "1" ? "" : "s",
+            format_mb(number(r.at("constant_mb"))), plus_minus("constant_mb", true),
+            number(r.at("activation_ratio")), plus_minus("activation_ratio", false));
+        if (const auto* s = find(r, "residual_std_mb"); s != nullptr && s->is_number())
+            out += fmt::format("  residual standard error {}", format_mb(number(*s)));
+        else
+            out += "  no residual degrees of freedom";
+        if (range.size() == 2) {
+            out += fmt::format("; activation memory of the observations {} to {}",
+                               format_mb(number(range[0])), format_mb(number(range[1])));
+        }
+        out += "\n";
+        for (const auto& note : array_at(r, "notes")) {
+            if (note.is_string())
+                out += fmt::format("  note: {}\n", std::string_view(note.get_string()));
+        }
+    }
     // Observations whose peak is the largest row of an in-flight profile: the vector each was
     // fitted at (ppb/profile_fit.hpp).
     if (const auto* profiles = find(doc, "in_flight_profiles");

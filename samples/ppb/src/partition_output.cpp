@@ -35,6 +35,8 @@ std::string render_partition(const Problem& problem, const Plan& plan,
         fmt::format("{} {} layers over {} stages, {} micro-batches, {}; memory limit {}",
                     problem.time.body_layers, what, problem.num_stages, problem.micro_batches,
                     schedule, format_mb(problem.memory_limit_mb));
+    if (context.reserve)
+        out += " of reserved memory";
     if (problem.memory_margin_mb > 0.0) {
         out += fmt::format(" with a {} margin", format_mb(problem.memory_margin_mb));
     }

@@ -10,9 +10,11 @@
 
 #include <ppb/json_input.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <system_error>
 
 #include <sys/stat.h>
@@ -118,25 +120,89 @@ std::optional<DryRunSet> read_optional_dryrun(const std::string& path,
     return read_dryrun_file(path, options);
 }
 
+void add_memory_basis_option(CLI::App& app, BasisChoice& choice, std::string_view what) {
+    static const std::map<std::string, BasisChoice> names{{"allocated", BasisChoice::allocated},
+                                                          {"reserved", BasisChoice::reserved}};
+    app.add_option("--memory", choice,
+                   fmt::format("plan against reserved memory (the default when observations "
+                               "give\nreserved_mb: allocated plus the allocator's fitted reserve) "
+                               "or\nallocated memory{}",
+                               what))
+        ->transform(
+            CLI::CheckedTransformer(names, CLI::ignore_case).description("{allocated,reserved}"))
+        ->type_name("BASIS");
+}
+
+namespace {
+
+// The allocator reserve of `dryrun` under `model` (fitted already, or configured): the in-flight
+// vectors of the fit, or for a configured model each observation's heaviest.
+std::optional<AllocatorReserve> reserve_of(const MemoryModel& model, const DryRunSet& dryrun,
+                                           const ProfileFit* fit) {
+    const bool any = std::any_of(dryrun.observations.begin(), dryrun.observations.end(),
+                                 [](const Observation& o) { return o.reserved_mb.has_value(); });
+    if (!any)
+        return std::nullopt;
+    if (fit != nullptr)
+        return fit_allocator_reserve(model, dryrun, *fit);
+    ProfileFit heaviest;
+    heaviest.active = heaviest_vectors(predict_profiles(model, dryrun),
+                                       std::vector<std::size_t>(dryrun.observations.size(), 0));
+    return fit_allocator_reserve(model, dryrun, heaviest);
+}
+
+}  // namespace
+
 PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,
-                            const std::string& dryrun_path, std::string_view how) {
-    if (!model.needs_fit())
-        return PreparedModel{std::move(model), "configured by its options"};
-    if (dryrun == nullptr) {
-        throw UsageError(fmt::format("memory model '{}' is fitted to dry-run observations: give {}",
-                                     model.name(), how));
+                            const std::string& dryrun_path, std::string_view how,
+                            BasisChoice basis) {
+    std::string source = "configured by its options";
+    std::optional<AllocatorReserve> reserve;
+    if (model.needs_fit()) {
+        if (dryrun == nullptr) {
+            throw UsageError(fmt::format(
+                "memory model '{}' is fitted to dry-run observations: give {}", model.name(), how));
+        }
+        const ProfileFit fit = fit_model(model, *dryrun, dryrun_path);
+        source = fmt::format("fitted to {} observations of {}", dryrun->observations.size(),
+                             dryrun_path);
+        reserve = reserve_of(model, *dryrun, &fit);
+    } else if (dryrun != nullptr) {
+        reserve = reserve_of(model, *dryrun, nullptr);
     }
-    fit_model(model, *dryrun, dryrun_path);
-    std::string source =
-        fmt::format("fitted to {} observations of {}", dryrun->observations.size(), dryrun_path);
-    return PreparedModel{std::move(model), std::move(source)};
+    if (basis == BasisChoice::reserved && !reserve) {
+        throw UsageError(
+            dryrun == nullptr
+                ? fmt::format("--memory reserved: the allocator's reserve is fitted to dry runs "
+                              "that measured reserved memory: give {}",
+                              how)
+                : fmt::format("--memory reserved: no observation of {} gives reserved_mb (ppb "
+                              "import fills it from Megatron-LM's max reserved, MindSpore's peak "
+                              "with fragments, torchtitan's memory lines and memory snapshots)",
+                              dryrun_path));
+    }
+    if (reserve && basis != BasisChoice::allocated) {
+        model.set_allocator_reserve(reserve);
+        source += fmt::format("; reserved memory: {}", describe_reserve(*reserve));
+        if (basis == BasisChoice::automatic) {
+            fmt::print(stderr,
+                       "ppb: note: {} observation{} of {} give{} reserved_mb: planning against "
+                       "reserved memory, {} (--memory allocated plans against allocated memory)\n",
+                       reserve->observations, reserve->observations == 1 ? "" : "s", dryrun_path,
+                       reserve->observations == 1 ? "s" : "", describe_reserve(*reserve));
+        }
+        for (const std::string& caveat : reserve_caveats(*reserve))
+            fmt::print(stderr, "ppb: note: {}\n", caveat);
+    }
+    return PreparedModel{std::move(model), std::move(source), reserve};
 }
 
 PreparedModel prepare_selected_model(const ModelChoice& choice,
                                      const std::optional<DryRunSet>& dryrun,
-                                     const std::string& dryrun_path, std::string_view how) {
-    return prepare_model(open_selected_model(choice), dryrun ? &*dryrun : nullptr, dryrun_path,
-                         how);
+                                     const std::string& dryrun_path, std::string_view how,
+                                     BasisChoice basis) {
+    return prepare_model(open_selected_model(choice), dryrun ? &*dryrun : nullptr, dryrun_path, how,
+                         basis);
 }
 
 FittedModel fit_selected_model(const ModelChoice& choice, const DryRunSet& dryrun,
@@ -151,6 +217,8 @@ FittedModel fit_selected_model(const ModelChoice& choice, const DryRunSet& dryru
     const ProfileFit profile_fit = fit_model(model, dryrun, source);
     auto document = make_fit_document(model.name(), model.version(), model.report());
     add_profile_fit(document, profile_fit, dryrun);
+    if (const auto reserve = fit_allocator_reserve(model, dryrun, profile_fit))
+        document["allocator_reserve"] = reserve_document(*reserve);
     return FittedModel{std::move(model), std::move(document)};
 }
 

@@ -9,6 +9,7 @@
 #include <ppb/dryrun_format.hpp>
 #include <ppb/memory_model.hpp>
 #include <ppb/model_session.hpp>
+#include <ppb/reserve_fit.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -73,20 +74,35 @@ using ppb::fit_model;
 struct PreparedModel {
     MemoryModel model;
     std::string source;  // "fitted to 13 observations of FILE" or "configured by its options"
+    // The allocator reserve fitted to the observations that give reserved_mb
+    // (ppb/reserve_fit.hpp), whether or not the model predicts reserved memory with it
+    // (model.basis() says).
+    std::optional<AllocatorReserve> reserve;
 };
+
+// Which memory a command plans or predicts: --memory allocated|reserved, or neither given.
+enum class BasisChoice { automatic, allocated, reserved };
+
+// Declares --memory allocated|reserved on `app` (`what` completes "plan against ...").
+void add_memory_basis_option(CLI::App& app, BasisChoice& choice, std::string_view what);
 
 // Fits a model that needs observations to `dryrun` (an error when there is none); a model
 // configured by its options is used as it is. `how` says how to give observations, for the
-// error message ("a dry-run FILE", "--dryrun FILE").
+// error message ("a dry-run FILE", "--dryrun FILE"). With observations that give reserved_mb
+// the allocator reserve is fitted too (PreparedModel::reserve); `basis` says whether the model
+// then predicts reserved memory: automatic does when the reserve was fitted (and says so on
+// stderr), reserved must have it (a usage error otherwise), allocated never does.
 [[nodiscard]] PreparedModel prepare_model(MemoryModel model, const DryRunSet* dryrun,
-                                          const std::string& dryrun_path, std::string_view how);
+                                          const std::string& dryrun_path, std::string_view how,
+                                          BasisChoice basis = BasisChoice::allocated);
 
 // Opens the selected model and prepares it (prepare_model): the steps 'ppb predict' and
 // 'ppb partition' share once the command line is checked.
 [[nodiscard]] PreparedModel prepare_selected_model(const ModelChoice& choice,
                                                    const std::optional<DryRunSet>& dryrun,
                                                    const std::string& dryrun_path,
-                                                   std::string_view how);
+                                                   std::string_view how,
+                                                   BasisChoice basis = BasisChoice::allocated);
 
 struct FittedModel {
     MemoryModel model;

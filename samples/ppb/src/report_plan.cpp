@@ -432,7 +432,7 @@ std::string plan_summary(const json::object& plan, const ReportTexts& texts) {
     const json::object& model = plan.at("model").as_object();
     const json::object& simulated = plan.at("simulated").as_object();
     return fmt::format(
-        "<p>{} body layers over {} stages, {} micro-batches, {}; memory limit {}; recompute rule "
+        "<p>{} body layers over {} stages, {} micro-batches, {}; memory limit {}{}; recompute rule "
         "{}.</p><p class=\"muted\">memory model {} {}{}</p>"
         "<dl class=\"figures\"><div><dt>simulated iteration</dt><dd>{}</dd></div>"
         "<div><dt>partitioner objective</dt><dd>{}</dd></div>"
@@ -443,6 +443,7 @@ std::string plan_summary(const json::object& plan, const ReportTexts& texts) {
         plan.at("num_layers").to_number<std::uint64_t>(), plan.at("num_stages").to_number<int>(),
         plan.at("micro_batches").to_number<std::uint64_t>(), escape(schedule_text),
         mb(number_or_zero(plan.at("memory_limit_mb"))),
+        plan.contains("memory") && plan.at("memory") == "reserved" ? " of reserved memory" : "",
         escape(std::string(plan.at("recompute_rule").as_string())),
         escape(std::string(model.at("name").as_string())),
         escape(std::string(model.at("version").as_string())),

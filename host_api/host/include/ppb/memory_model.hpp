@@ -17,6 +17,7 @@
 #define PPB_MEMORY_MODEL_HPP
 
 #include <ppb/abi.h>
+#include <ppb/allocator_reserve.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
@@ -92,6 +93,8 @@ inline constexpr std::size_t max_part_name_bytes = 32;
 inline constexpr std::size_t max_part_label_bytes = 120;
 // How far the terms of a prediction may add up from it: rounding, relative to the prediction.
 inline constexpr double memory_parts_tolerance = 1e-9;
+// The name of the part a prediction of reserved memory adds after the model's own.
+inline constexpr std::string_view allocator_reserve_part = "allocator_reserve";
 
 // The options help of a table (API 1.1): nullopt for a plugin built for API 1.0, whose table
 // ends before the field, or one that gives none.
@@ -108,6 +111,33 @@ inline constexpr double memory_parts_tolerance = 1e-9;
 // does not use.
 [[nodiscard]] inline bool newer_than_host(const ppb_memory_model_api& api) noexcept {
     return api.api_minor > PPB_API_MINOR;
+}
+
+// Chunk c's activation MB per micro-batch under linear coefficients, a_c = Σ_g Σ_k A_gk · n_cgk:
+// `group_layers` as ppb_grouped_placement's (num_groups groups, coefficients[g] each), or null
+// for a plain placement (one group, the chunks' layers). Nullopt when a coefficient the
+// placement needs is not identified. The one owner of this sum: the allocator reserve's A and the
+// host's zero-count rule (ppb::chunk_activations) both read it.
+[[nodiscard]] inline std::optional<std::vector<double>> linear_chunk_activations(
+    const ppb_placement& placement, const std::uint32_t* group_layers, std::uint32_t num_groups,
+    std::span<const ppb_linear_parameters> coefficients) {
+    std::vector<double> out(placement.num_chunks, 0.0);
+    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
+        for (std::uint32_t g = 0; g < num_groups; ++g) {
+            for (std::uint32_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                const std::uint32_t n =
+                    group_layers != nullptr
+                        ? group_layers[(std::size_t{c} * num_groups + g) * PPB_KIND_COUNT + k]
+                        : placement.chunks[c].layers[k];
+                if (n == 0)
+                    continue;
+                if ((coefficients[g].identified & PPB_PARAM_ACTIVATION(k)) == 0)
+                    return std::nullopt;
+                out[c] += coefficients[g].activation_mb[k] * n;
+            }
+        }
+    }
+    return out;
 }
 
 class MemoryModel {
@@ -129,12 +159,15 @@ class MemoryModel {
     MemoryModel(const MemoryModel&) = delete;
     MemoryModel& operator=(const MemoryModel&) = delete;
     MemoryModel(MemoryModel&& other) noexcept
-        : api_(std::move(other.api_)), model_(std::exchange(other.model_, nullptr)) {}
+        : api_(std::move(other.api_)),
+          model_(std::exchange(other.model_, nullptr)),
+          reserve_(std::exchange(other.reserve_, std::nullopt)) {}
     MemoryModel& operator=(MemoryModel&& other) noexcept {
         if (this != &other) {
             reset();
             api_ = std::move(other.api_);
             model_ = std::exchange(other.model_, nullptr);
+            reserve_ = std::exchange(other.reserve_, std::nullopt);
         }
         return *this;
     }
@@ -164,52 +197,111 @@ class MemoryModel {
         check(api_->fit(model_, observations.data(), observations.size()), "fit");
     }
 
+    // ---- Predictions: of allocated memory, or of reserved memory with an allocator reserve ----
+    //
+    // Without an allocator reserve (the default) every answer below is the model's own, of the
+    // memory a stage allocates. With one (set_allocator_reserve), every answer is of the memory
+    // the caching allocator reserves: the model's answer plus κ + ρ · A
+    // (ppb/allocator_reserve.hpp), A the placement's activation memory at its in-flight counts
+    // (activation_in_flight_mb). So predictions, coefficients (const + κ and every activation
+    // coefficient × (1 + ρ): the same sum for a linear model), standard errors (the model's and the
+    // reserve's, in quadrature) and parts (the model's, then "allocator_reserve") all say one
+    // thing, and every host use of the model (a prediction, a plan, a simulation, a comparison)
+    // plans on the one basis.
+
     [[nodiscard]] double predict(const ppb_placement& placement) const {
-        double out = 0.0;
-        check(api_->predict(model_, &placement, &out), "predict");
-        check_value(out, "a prediction", [&] { return describe(placement); });
-        return out;
+        const double allocated = model_predict(placement);
+        if (!reserve_)
+            return allocated;
+        return allocated + reserve_->reserve_mb(activations_of(std::span(&placement, 1),
+                                                               std::span(&allocated, 1))[0]);
     }
 
     [[nodiscard]] std::vector<double> predict_batch(
         std::span<const ppb_placement> placements) const {
-        std::vector<double> out(placements.size());
-        check(api_->predict_batch(model_, placements.data(), placements.size(), out.data()),
-              "predict_batch");
-        for (std::size_t i = 0; i < out.size(); ++i)
-            check_value(out[i], "a prediction", [&] { return "placement " + std::to_string(i); });
+        std::vector<double> out = model_predict_batch(placements);
+        add_reserves(placements, out);
         return out;
     }
 
     // Standard error in MB of predict()'s value (API 1.2), or nullopt when the plugin is older or
     // the model has no estimate of its uncertainty.
     [[nodiscard]] std::optional<double> predict_std_error(const ppb_placement& placement) const {
-        const bool has_field =
-            api_->api_minor >= 2 &&
-            api_->struct_size >= offsetof(ppb_memory_model_api, predict_std_error) +
-                                     sizeof(api_->predict_std_error) &&
-            api_->predict_std_error != nullptr;
-        if (!has_field)
-            return std::nullopt;
-        double out = 0.0;
-        const ppb_status status = api_->predict_std_error(model_, &placement, &out);
-        if (status == PPB_ERR_UNSUPPORTED)
-            return std::nullopt;
-        check(status, "predict_std_error");
-        check_value(out, "a standard error", [&] { return describe(placement); });
-        return out;
+        const std::optional<double> error = model_std_error(placement);
+        if (!error || !reserve_)
+            return error;
+        const double allocated = model_predict(placement);
+        return with_reserve_error(
+            *error, activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0]);
     }
 
     // The linear coefficients, or nullopt when the model is not linear.
     [[nodiscard]] std::optional<ppb_linear_parameters> parameters() const {
-        ppb_linear_parameters out{};
-        out.struct_size = sizeof(out);
-        const ppb_status status = api_->parameters(model_, &out);
-        if (status == PPB_ERR_UNSUPPORTED)
-            return std::nullopt;
-        check(status, "parameters");
-        check_parameters(out);
+        std::optional<ppb_linear_parameters> out = model_parameters();
+        if (out)
+            add_reserve(*out);
         return out;
+    }
+
+    [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const {
+        const double allocated = model_predict_grouped(placement);
+        if (!reserve_)
+            return allocated;
+        return allocated + reserve_->reserve_mb(activations_of(std::span(&placement, 1),
+                                                               std::span(&allocated, 1))[0]);
+    }
+
+    [[nodiscard]] std::vector<double> predict_grouped_batch(
+        std::span<const ppb_grouped_placement> placements) const {
+        std::vector<double> out = model_predict_grouped_batch(placements);
+        add_reserves(placements, out);
+        return out;
+    }
+
+    [[nodiscard]] std::optional<double> predict_grouped_std_error(
+        const ppb_grouped_placement& placement) const {
+        const std::optional<double> error = model_grouped_std_error(placement);
+        if (!error || !reserve_)
+            return error;
+        const double allocated = model_predict_grouped(placement);
+        return with_reserve_error(
+            *error, activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0]);
+    }
+
+    // Coefficients of group `group` (shared const, head and tail; the group's per-layer and
+    // activation), or nullopt when the model is not linear.
+    [[nodiscard]] std::optional<ppb_linear_parameters> group_parameters(std::uint32_t group) const {
+        std::optional<ppb_linear_parameters> out = model_group_parameters(group);
+        if (out)
+            add_reserve(*out);
+        return out;
+    }
+
+    // ---- Reserved memory (ppb/allocator_reserve.hpp) ----
+
+    // Sets (or, with nullopt, clears) the allocator reserve: from then on every prediction is of
+    // reserved memory.
+    void set_allocator_reserve(std::optional<AllocatorReserve> reserve) noexcept {
+        reserve_ = reserve;
+    }
+    [[nodiscard]] const std::optional<AllocatorReserve>& allocator_reserve() const noexcept {
+        return reserve_;
+    }
+    [[nodiscard]] MemoryBasis basis() const noexcept {
+        return reserve_ ? MemoryBasis::reserved : MemoryBasis::allocated;
+    }
+
+    // A of ppb/allocator_reserve.hpp: the placement's activation memory at its in-flight counts
+    // under the model's own (allocated) answers, Σ_c count_c · a_c, a_c the chunk's MB per
+    // micro-batch: from a linear model's coefficients (linear_chunk_activations), otherwise the
+    // model's own slope, its answer with one more micro-batch on the chunk less its answer.
+    [[nodiscard]] double activation_in_flight_mb(const ppb_grouped_placement& placement) const {
+        const double allocated = model_predict_grouped(placement);
+        return activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0];
+    }
+    [[nodiscard]] double activation_in_flight_mb(const ppb_placement& placement) const {
+        const double allocated = model_predict(placement);
+        return activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0];
     }
 
     // ---- Groups of body layers (plugin API 1.3) ----
@@ -270,69 +362,6 @@ class MemoryModel {
         check(api_->fit_grouped(model_, pointers.data(), static_cast<std::uint32_t>(names.size()),
                                 observations.data(), observations.size()),
               "fit_grouped");
-    }
-
-    [[nodiscard]] double predict_grouped(const ppb_grouped_placement& placement) const {
-        if (!supports_groups()) {
-            require_one_group(placement.num_groups);
-            return predict(placement.placement);
-        }
-        double out = 0.0;
-        check(api_->predict_grouped(model_, &placement, &out), "predict_grouped");
-        check_value(out, "a prediction", [&] { return describe(placement.placement); });
-        return out;
-    }
-
-    [[nodiscard]] std::vector<double> predict_grouped_batch(
-        std::span<const ppb_grouped_placement> placements) const {
-        if (!supports_groups()) {
-            std::vector<ppb_placement> plain;
-            plain.reserve(placements.size());
-            for (const auto& p : placements) {
-                require_one_group(p.num_groups);
-                plain.push_back(p.placement);
-            }
-            return predict_batch(plain);
-        }
-        std::vector<double> out(placements.size());
-        check(api_->predict_grouped_batch(model_, placements.data(), placements.size(), out.data()),
-              "predict_grouped_batch");
-        for (std::size_t i = 0; i < out.size(); ++i)
-            check_value(out[i], "a prediction", [&] { return "placement " + std::to_string(i); });
-        return out;
-    }
-
-    [[nodiscard]] std::optional<double> predict_grouped_std_error(
-        const ppb_grouped_placement& placement) const {
-        if (!supports_groups()) {
-            require_one_group(placement.num_groups);
-            return predict_std_error(placement.placement);
-        }
-        double out = 0.0;
-        const ppb_status status = api_->predict_grouped_std_error(model_, &placement, &out);
-        if (status == PPB_ERR_UNSUPPORTED)
-            return std::nullopt;
-        check(status, "predict_grouped_std_error");
-        check_value(out, "a standard error", [&] { return describe(placement.placement); });
-        return out;
-    }
-
-    // Coefficients of group `group` (shared const, head and tail; the group's per-layer and
-    // activation), or nullopt when the model is not linear.
-    [[nodiscard]] std::optional<ppb_linear_parameters> group_parameters(std::uint32_t group) const {
-        if (!supports_groups()) {
-            if (group != 0)
-                throw InputError(too_old_for_groups({}));
-            return parameters();
-        }
-        ppb_linear_parameters out{};
-        out.struct_size = sizeof(out);
-        const ppb_status status = api_->group_parameters(model_, group, &out);
-        if (status == PPB_ERR_UNSUPPORTED)
-            return std::nullopt;
-        check(status, "group_parameters");
-        check_parameters(out);
-        return out;
     }
 
     // ---- The terms of a prediction (plugin API 1.4) ----
@@ -406,10 +435,16 @@ class MemoryModel {
             sum += part.mb;
             parts.push_back(MemoryPart{std::move(name), std::move(label), part.mb});
         }
-        const double whole = predict_grouped(placement);
+        const double whole = model_predict_grouped(placement);
         if (std::abs(sum - whole) > memory_parts_tolerance * std::max(1.0, whole)) {
             fault("returned parts of a prediction that add up to " + number(sum) + " MB, not to " +
                   "its prediction " + number(whole) + " MB, for " + where());
+        }
+        if (reserve_) {
+            const double a = activations_of(std::span(&placement, 1), std::span(&whole, 1))[0];
+            parts.push_back(MemoryPart{std::string(allocator_reserve_part),
+                                       "the allocator's reserve (fragmentation, cached blocks)",
+                                       reserve_->reserve_mb(a)});
         }
         return parts;
     }
@@ -431,6 +466,242 @@ class MemoryModel {
     }
 
   private:
+    // ---- The model's own answers (allocated memory), as the plugin gives them ----
+
+    [[nodiscard]] double model_predict(const ppb_placement& placement) const {
+        double out = 0.0;
+        check(api_->predict(model_, &placement, &out), "predict");
+        check_value(out, "a prediction", [&] { return describe(placement); });
+        return out;
+    }
+
+    [[nodiscard]] std::vector<double> model_predict_batch(
+        std::span<const ppb_placement> placements) const {
+        std::vector<double> out(placements.size());
+        check(api_->predict_batch(model_, placements.data(), placements.size(), out.data()),
+              "predict_batch");
+        for (std::size_t i = 0; i < out.size(); ++i)
+            check_value(out[i], "a prediction", [&] { return "placement " + std::to_string(i); });
+        return out;
+    }
+
+    // Standard error in MB of predict()'s value (API 1.2), or nullopt when the plugin is older or
+    // the model has no estimate of its uncertainty.
+    [[nodiscard]] std::optional<double> model_std_error(const ppb_placement& placement) const {
+        const bool has_field =
+            api_->api_minor >= 2 &&
+            api_->struct_size >= offsetof(ppb_memory_model_api, predict_std_error) +
+                                     sizeof(api_->predict_std_error) &&
+            api_->predict_std_error != nullptr;
+        if (!has_field)
+            return std::nullopt;
+        double out = 0.0;
+        const ppb_status status = api_->predict_std_error(model_, &placement, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "predict_std_error");
+        check_value(out, "a standard error", [&] { return describe(placement); });
+        return out;
+    }
+
+    // The linear coefficients, or nullopt when the model is not linear.
+    [[nodiscard]] std::optional<ppb_linear_parameters> model_parameters() const {
+        ppb_linear_parameters out{};
+        out.struct_size = sizeof(out);
+        const ppb_status status = api_->parameters(model_, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "parameters");
+        check_parameters(out);
+        return out;
+    }
+
+    [[nodiscard]] double model_predict_grouped(const ppb_grouped_placement& placement) const {
+        if (!supports_groups()) {
+            require_one_group(placement.num_groups);
+            return model_predict(placement.placement);
+        }
+        double out = 0.0;
+        check(api_->predict_grouped(model_, &placement, &out), "predict_grouped");
+        check_value(out, "a prediction", [&] { return describe(placement.placement); });
+        return out;
+    }
+
+    [[nodiscard]] std::vector<double> model_predict_grouped_batch(
+        std::span<const ppb_grouped_placement> placements) const {
+        if (!supports_groups()) {
+            std::vector<ppb_placement> plain;
+            plain.reserve(placements.size());
+            for (const auto& p : placements) {
+                require_one_group(p.num_groups);
+                plain.push_back(p.placement);
+            }
+            return model_predict_batch(plain);
+        }
+        std::vector<double> out(placements.size());
+        check(api_->predict_grouped_batch(model_, placements.data(), placements.size(), out.data()),
+              "predict_grouped_batch");
+        for (std::size_t i = 0; i < out.size(); ++i)
+            check_value(out[i], "a prediction", [&] { return "placement " + std::to_string(i); });
+        return out;
+    }
+
+    [[nodiscard]] std::optional<double> model_grouped_std_error(
+        const ppb_grouped_placement& placement) const {
+        if (!supports_groups()) {
+            require_one_group(placement.num_groups);
+            return model_std_error(placement.placement);
+        }
+        double out = 0.0;
+        const ppb_status status = api_->predict_grouped_std_error(model_, &placement, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "predict_grouped_std_error");
+        check_value(out, "a standard error", [&] { return describe(placement.placement); });
+        return out;
+    }
+
+    // Coefficients of group `group` (shared const, head and tail; the group's per-layer and
+    // activation), or nullopt when the model is not linear.
+    [[nodiscard]] std::optional<ppb_linear_parameters> model_group_parameters(
+        std::uint32_t group) const {
+        if (!supports_groups()) {
+            if (group != 0)
+                throw InputError(too_old_for_groups({}));
+            return model_parameters();
+        }
+        ppb_linear_parameters out{};
+        out.struct_size = sizeof(out);
+        const ppb_status status = api_->group_parameters(model_, group, &out);
+        if (status == PPB_ERR_UNSUPPORTED)
+            return std::nullopt;
+        check(status, "group_parameters");
+        check_parameters(out);
+        return out;
+    }
+
+    // ---- The allocator reserve ----
+
+    [[nodiscard]] static const ppb_placement& plain_of(const ppb_placement& p) noexcept {
+        return p;
+    }
+    [[nodiscard]] static const ppb_placement& plain_of(const ppb_grouped_placement& p) noexcept {
+        return p.placement;
+    }
+    [[nodiscard]] static ppb_placement& plain_of(ppb_placement& p) noexcept { return p; }
+    [[nodiscard]] static ppb_placement& plain_of(ppb_grouped_placement& p) noexcept {
+        return p.placement;
+    }
+
+    // Each chunk's activation MB per micro-batch of `placement` from the model's own coefficients,
+    // or nullopt when it is not linear or leaves one the placement needs unidentified.
+    [[nodiscard]] std::optional<std::vector<double>> own_chunk_activations(
+        const ppb_placement& placement) const {
+        const std::optional<ppb_linear_parameters> c = model_parameters();
+        if (!c)
+            return std::nullopt;
+        return linear_chunk_activations(placement, nullptr, 1, std::span(&*c, 1));
+    }
+    [[nodiscard]] std::optional<std::vector<double>> own_chunk_activations(
+        const ppb_grouped_placement& placement) const {
+        if (!supports_groups())
+            return own_chunk_activations(placement.placement);
+        std::vector<ppb_linear_parameters> coefficients;
+        for (std::uint32_t g = 0; g < placement.num_groups; ++g) {
+            const std::optional<ppb_linear_parameters> c = model_group_parameters(g);
+            if (!c)
+                return std::nullopt;
+            coefficients.push_back(*c);
+        }
+        return linear_chunk_activations(placement.placement, placement.group_layers,
+                                        placement.num_groups, coefficients);
+    }
+
+    [[nodiscard]] std::vector<double> own_batch(std::span<const ppb_placement> placements) const {
+        return model_predict_batch(placements);
+    }
+    [[nodiscard]] std::vector<double> own_batch(
+        std::span<const ppb_grouped_placement> placements) const {
+        return model_predict_grouped_batch(placements);
+    }
+
+    // A for each placement (activation_in_flight_mb), `allocated` being the model's own answers
+    // for them: from coefficients where the model has them, else from one batch of the model's
+    // answers with one more micro-batch on each chunk in turn.
+    template <class Placement>
+    [[nodiscard]] std::vector<double> activations_of(std::span<const Placement> placements,
+                                                     std::span<const double> allocated) const {
+        std::vector<double> out(placements.size(), 0.0);
+        std::vector<std::size_t> probed;  // placements without coefficients
+        for (std::size_t i = 0; i < placements.size(); ++i) {
+            const ppb_placement& plain = plain_of(placements[i]);
+            if (const auto a = own_chunk_activations(placements[i])) {
+                for (std::uint32_t c = 0; c < plain.num_chunks; ++c)
+                    out[i] += (*a)[c] * plain.chunks[c].in_flight;
+            } else {
+                probed.push_back(i);
+            }
+        }
+        if (probed.empty())
+            return out;
+        // One copy of the chunks per probe, each with one more micro-batch on its chunk.
+        std::vector<std::vector<ppb_chunk>> chunks;
+        std::vector<Placement> probes;
+        for (const std::size_t i : probed) {
+            const ppb_placement& plain = plain_of(placements[i]);
+            for (std::uint32_t c = 0; c < plain.num_chunks; ++c) {
+                chunks.emplace_back(plain.chunks, plain.chunks + plain.num_chunks);
+                chunks.back()[c].in_flight += 1;
+            }
+        }
+        std::size_t next = 0;
+        for (const std::size_t i : probed) {
+            for (std::uint32_t c = 0; c < plain_of(placements[i]).num_chunks; ++c) {
+                probes.push_back(placements[i]);
+                plain_of(probes.back()).chunks = chunks[next++].data();
+            }
+        }
+        const std::vector<double> answers = own_batch(std::span<const Placement>(probes));
+        next = 0;
+        for (const std::size_t i : probed) {
+            const ppb_placement& plain = plain_of(placements[i]);
+            for (std::uint32_t c = 0; c < plain.num_chunks; ++c) {
+                const double slope = std::max(answers[next++] - allocated[i], 0.0);
+                out[i] += slope * plain.chunks[c].in_flight;
+            }
+        }
+        return out;
+    }
+
+    template <class Placement>
+    void add_reserves(std::span<const Placement> placements, std::vector<double>& answers) const {
+        if (!reserve_)
+            return;
+        const std::vector<double> a = activations_of(placements, std::span<const double>(answers));
+        for (std::size_t i = 0; i < answers.size(); ++i)
+            answers[i] += reserve_->reserve_mb(a[i]);
+    }
+
+    // const + κ, each identified activation coefficient × (1 + ρ).
+    void add_reserve(ppb_linear_parameters& p) const noexcept {
+        if (!reserve_)
+            return;
+        if ((p.identified & PPB_PARAM_CONST) != 0)
+            p.const_mb += reserve_->constant_mb;
+        for (std::uint32_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            if ((p.identified & PPB_PARAM_ACTIVATION(k)) != 0)
+                p.activation_mb[k] *= 1.0 + reserve_->activation_ratio;
+        }
+    }
+
+    // The model's standard error and the reserve's at `activation_mb`, in quadrature (the fits
+    // are of different numbers, taken as independent); the model's alone when the reserve's fit
+    // had no degrees of freedom left.
+    [[nodiscard]] double with_reserve_error(double error, double activation_mb) const {
+        const std::optional<double> reserve = reserve_->std_error_mb(activation_mb);
+        return reserve ? std::hypot(error, *reserve) : error;
+    }
+
     // limits::groups.max, without making every host include ppb/limits.hpp's implementation.
     static constexpr std::uint32_t limits_max_groups = 64;
 
@@ -608,6 +879,8 @@ class MemoryModel {
 
     std::shared_ptr<const ppb_memory_model_api> api_;
     ppb_model* model_ = nullptr;
+    // Set: every prediction is of reserved memory (see "Predictions" above).
+    std::optional<AllocatorReserve> reserve_;
 };
 
 }  // namespace ppb

@@ -4,6 +4,7 @@
 #ifndef PPB_PARTITION_PLAN_DOCUMENT_HPP
 #define PPB_PARTITION_PLAN_DOCUMENT_HPP
 
+#include <ppb/allocator_reserve.hpp>
 #include <ppb/partition/memory_breakdown.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/simulator.hpp>
@@ -25,6 +26,10 @@ struct PartitionContext {
     // The unit of every time of the plan: "ms" when the times come from a model shape's FLOPs,
     // empty for a layer file's own unit (which ppb does not know). The document's "time_unit".
     std::string time_unit = {};
+    // The allocator's reserve when the plan is on reserved memory (ppb/allocator_reserve.hpp):
+    // the document's "memory" is then "reserved" and "allocator_reserve" states the fit;
+    // otherwise "memory" is "allocated".
+    std::optional<AllocatorReserve> reserve = {};
 };
 
 // "any", "mindformers", "megatron" or "torchtitan", and back (nullopt for another name).
