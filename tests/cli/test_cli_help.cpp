@@ -67,6 +67,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--micro-batches",
                                "--memory-limit-mb",
                                "--memory-margin-mb",
+                               "--memory",
                                "--memory-margin-sigma",
                                "--kinds",
                                "--recompute-rule",
