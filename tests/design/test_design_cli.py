@@ -77,9 +77,12 @@ def check_rule(doc, rule):
             assert set(st["layers"]) <= set(doc["kinds"]), st
             if rule == "mindformers":
                 assert not (st["layers"].get("select") and st["layers"].get("comm")), st
-        if rule == "megatron":
+        if rule in ("megatron", "torchtitan"):
             assert r["megatron"] is not None
-        if rule in ("mindformers", "megatron"):
+        if rule == "torchtitan":  # one mode for every layer: no stage mixes kinds, all alike
+            kinds = {k for st in r["stages"] for k, n in st["layers"].items() if n}
+            assert len(kinds) == 1, r
+        if rule in ("mindformers", "megatron", "torchtitan"):
             assert r["mindformers"] is not None
 
 
@@ -90,6 +93,7 @@ CASES = [
     ("4", 10, "none,select,full", "megatron"),
     ("2,3", 9, "none,select", "mindformers"),
     ("8", 16, "select,full", "megatron"),
+    ("4", 12, "none,select,full", "torchtitan"),
 ]
 
 
@@ -228,6 +232,8 @@ def test_a_prior_and_a_limit_keep_every_stage_under_it_or_say_what_limit_would_d
     (("--stages", "4", "--num-layers", "3"), 2, ["--num-layers 3"]),
     (("--stages", "4", "--num-layers", "8", "--kinds", "comm", "--recompute-rule", "megatron"), 2,
      ["communication recompute"]),
+    (("--stages", "4", "--num-layers", "8", "--kinds", "both", "--recompute-rule", "torchtitan"),
+     2, ["torchtitan has no communication recompute"]),
     (("--stages", "4", "--num-layers", "8", "--memory-limit-mb", "1000"), 2, ["prior model"]),
     (("--stages", "4", "--num-layers", "8", "--kinds", "nothing"), 2, ["--kinds"]),
     (("--stages", "0", "--num-layers", "8"), 2, ["--stages"]),
@@ -295,3 +301,140 @@ def test_compare_puts_a_plan_s_measured_stages_beside_its_predictions():
     assert "plan (plan-run)" in text
     bad = ppb("compare", "--model", "dryrun-lsq", "--measured", "x.json", expect=2)
     assert "--partition" in bad.stderr and bad.stdout == ""
+
+
+def test_one_gpu_per_rank_commands_import_back_their_snapshots():
+    """`--world-size`: each run's commands for one GPU per rank (Megatron-LM's fake process group,
+    torchtitan's fake backend) name the rank that holds each stage, and the snapshots they write,
+    imported with the printed `ppb import snapshot` arguments, come back as the designed stages
+    with their memory. The snapshots are made by tests/data/snapshots' allocator: a stage's weights
+    once, then one block of activations per micro-batch in flight."""
+    import pickle
+    import sys
+    sys.path.insert(0, str(SOURCE / "tests/data/snapshots"))
+    import make_snapshots  # noqa: E402 (the fixtures' own allocator)
+
+    doc = design("--stages", "4", "--num-layers", "16", "--kinds", "none,full",
+                 "--recompute-rule", "torchtitan", "--world-size", "8")
+    mib = make_snapshots.MIB
+    with tempfile.TemporaryDirectory() as t:
+        out = Path(t) / "dryruns.json"
+        expected = []
+        for i, r in enumerate(doc["runs"]):
+            one = r["one_gpu"]
+            assert one["world_size"] == 8 and one["ranks"] == [0, 2, 4, 6]
+            assert one["megatron"]["args"][-4:] == [
+                "--fake-process-group", "--record-memory-history", "--memory-snapshot-path",
+                f"{r['label']}.pickle"]
+            parts = one["torchtitan"]["module_fqns_per_model_part"]
+            assert [sum(n.startswith("layers.") for n in p) for p in parts] == [
+                sum(st["layers"].values()) for st in r["stages"]]
+            assert parts[0][0] == "tok_embeddings" and parts[-1][-2:] == ["norm", "output"]
+            kinds = {k for st in r["stages"] for k in st["layers"]}
+            assert len(kinds) == 1  # torchtitan: one mode per run
+            assert one["torchtitan"]["activation_checkpoint"]["mode"] == kinds.pop()
+            assert "--profiler.enable_memory_snapshot" in one["torchtitan"]["args"]
+            files = []
+            for st, rank in zip(r["stages"], one["ranks"]):
+                p, s = r["num_stages"], st["stage"]
+                f = min(p - s, doc["micro_batches"])
+                x = row(doc, p, s, st["layers"])
+                static = float(x[:4] @ np.array([TRUTH[n] for n in names(doc)[:4]]))
+                activation = sum(TRUTH["activation_mb." + k] * n for k, n in st["layers"].items())
+                allocator = make_snapshots.Allocator()
+                allocator.alloc(int(static * mib))
+                live = [allocator.alloc(int(activation * mib)) for _ in range(f)]
+                for block in live:
+                    allocator.free(block)
+                snapshot, truth = allocator.snapshot()
+                path = Path(t) / f"{r['label']}_{rank}.pickle"  # Megatron-LM's name for the rank
+                path.write_bytes(pickle.dumps(snapshot, protocol=4))
+                files.append(path)
+                expected.append((r["label"], p, s, st["layers"], truth["allocated_peak"] / mib))
+            ppb("import", "snapshot", *one["import_args"], *files,
+                *(["-o", out] if i == 0 else ["--append", out]))
+        observations = json.loads(out.read_text())["observations"]
+        got = {(o["config"], o.get("num_stages", 4), o["stage"]): o for o in observations}
+        assert len(got) == len(expected)
+        for label, p, s, layers, peak in expected:
+            o = got[(label, p, s)]
+            assert {k: v for k, v in o["layers"].items() if v} == layers
+            assert o["peak_memory_mb"] == pytest.approx(peak, abs=1e-3)
+    text = ppb("design", "--stages", "4", "--num-layers", "16", "--kinds", "none,full",
+               "--recompute-rule", "torchtitan", "--world-size", "8").stdout
+    assert "RANK=$RANK WORLD_SIZE=8 LOCAL_RANK=0 python pretrain_gpt.py YOUR_ARGS" in text
+    assert "NGPU=8 RANK=$RANK COMM_MODE=fake_backend ./run_train.sh YOUR_ARGS" in text
+    assert "for RANK in 0 2 4 6:" in text
+    bad = ppb("design", "--stages", "4", "--num-layers", "16", "--world-size", "6", expect=2)
+    assert "--world-size 6" in bad.stderr and "not a multiple of 4" in bad.stderr
+    assert bad.stdout == ""
+
+
+def test_compare_takes_the_plan_s_own_snapshots_and_torchtitan_logs():
+    """`ppb compare --partition PLAN --measured` with the run's memory snapshots (a directory, as
+    torchtitan writes them) or torchtitan's logs: each rank placed by the plan (rank r of N runs
+    stage r / (N / P)), each stage's measured peak beside the predictions."""
+    import pickle
+    import sys
+    sys.path.insert(0, str(SOURCE / "tests/data/snapshots"))
+    import make_snapshots  # noqa: E402 (the fixtures' own allocator)
+
+    doc = design("--stages", "4", "--num-layers", "8", "--kinds", "none,full", "--runs", 3)
+    mib = make_snapshots.MIB
+    with tempfile.TemporaryDirectory() as d:
+        train = dryrun_file(doc, d)
+        layers = Path(d) / "layers.json"
+        layers.write_text(json.dumps({"layers_description": [
+            {"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2.0},
+            {"name": "b", "type": "BODY", "nb_layer": 8, "time": 6.0},
+            {"name": "h", "type": "TAIL", "nb_layer": 1, "time": 3.0}]}))
+        plan = json.loads(ppb("partition", "--model-desc", layers, "--dryrun", train, "--stages",
+                              4, "--micro-batches", doc["micro_batches"], "--memory-limit-mb",
+                              3000, "--kinds", "none,full", "--json").stdout)
+        plan_file = Path(d) / "plan.json"
+        plan_file.write_text(json.dumps(plan))
+        # 8 ranks, 2 per stage; torchtitan's names: step_<12 digits>/<6-digit rank>_step_1.pickle.
+        step = Path(d) / "outputs" / "run" / "step_000000000001"
+        step.mkdir(parents=True)
+        logs = Path(d) / "logs"
+        logs.mkdir()
+        truth = {}
+        for st in plan["stages"]:
+            layers_ = {k: n for k, n in st["layers"].items() if n}
+            peak = measured(doc, row(doc, 4, st["stage"], layers_)) + 10.0
+            for rank in (2 * st["stage"], 2 * st["stage"] + 1):
+                allocator = make_snapshots.Allocator()
+                allocator.alloc(int(peak * mib))
+                snapshot, expected = allocator.snapshot()
+                (step / f"{rank:06d}_step_1.pickle").write_bytes(
+                    pickle.dumps(snapshot, protocol=4))
+                truth[st["stage"]] = expected["allocated_peak"] / mib
+                gib = peak * 1.25 / 1024  # the reserved memory torchtitan logs, in GiB
+                (logs / f"rank_{rank}.log").write_text(
+                    f"[rank{rank}]:[titan] 2026-12-01 10:00:00,000 - root - INFO - step:  1  "
+                    f"loss: 10.8  grad_norm:  1.2  memory: {gib:.2f}GiB(50.00%)  tps: 1,000  "
+                    f"tflops: 10.00  mfu: 1.00%\n")
+        out = json.loads(ppb("compare", train, "--model", "dryrun-lsq", "--partition", plan_file,
+                             "--measured", Path(d) / "outputs", "--world-size", 8,
+                             "--json").stdout)
+        rows = [r for r in out["placements"] if r["label"].startswith("plan")]
+        assert [r["label"] for r in rows] == ["plan (measured)"] * 4
+        for st, r in zip(plan["stages"], rows):
+            assert r["measured_mb"] == pytest.approx(truth[st["stage"]], abs=1e-3)
+            assert r["predictions"][0]["error_mb"] == pytest.approx(
+                r["predictions"][0]["memory_mb"] - truth[st["stage"]], abs=1e-6)
+        from_logs = ppb("compare", train, "--model", "dryrun-lsq", "--partition", plan_file,
+                        "--measured", logs, "--world-size", 8, "--json")
+        assert "peak reserved memory" in from_logs.stderr
+        rows = [r for r in json.loads(from_logs.stdout)["placements"]
+                if r["label"].startswith("plan")]
+        for st, r in zip(plan["stages"], rows):
+            layers_ = {k: n for k, n in st["layers"].items() if n}
+            gib = (measured(doc, row(doc, 4, st["stage"], layers_)) + 10.0) * 1.25 / 1024
+            assert r["measured_mb"] == pytest.approx(round(gib, 2) * 1024, abs=1e-6)
+        # A world size the plan's stages do not divide, and --world-size without --measured.
+        bad = ppb("compare", train, "--model", "dryrun-lsq", "--partition", plan_file,
+                  "--measured", Path(d) / "outputs", "--world-size", 6, expect=2)
+        assert "6" in bad.stderr and bad.stdout == ""
+        ppb("compare", train, "--model", "dryrun-lsq", "--partition", plan_file,
+            "--world-size", 8, expect=2)

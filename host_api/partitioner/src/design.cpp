@@ -29,10 +29,21 @@ std::string_view design_rule_name(DesignRule rule) noexcept {
             return "mindformers";
         case DesignRule::megatron:
             return "megatron";
+        case DesignRule::torchtitan:
+            return "torchtitan";
         case DesignRule::any:
             return "any";
     }
     return "any";
+}
+
+std::optional<DesignRule> design_rule_from_name(std::string_view name) noexcept {
+    for (const DesignRule rule :
+         {DesignRule::mindformers, DesignRule::megatron, DesignRule::torchtitan, DesignRule::any}) {
+        if (design_rule_name(rule) == name)
+            return rule;
+    }
+    return std::nullopt;
 }
 
 std::uint32_t DesignStage::total_layers() const {
@@ -215,8 +226,9 @@ std::vector<MegatronRecompute> megatron_settings(const Setup& setup, std::uint32
     if (setup.has_kind(PPB_KIND_SELECT))
         out.push_back({M::selective, 0});
     if (setup.has_kind(PPB_KIND_FULL)) {
-        // Block N of the first N layers; N covering every stage is the uniform method.
-        if (setup.has_kind(PPB_KIND_NONE)) {
+        // Block N of the first N layers (not under torchtitan's one mode); N covering every
+        // stage is the uniform method.
+        if (setup.has_kind(PPB_KIND_NONE) && setup.request->rule != DesignRule::torchtitan) {
             for (std::uint32_t n = 1; n < max_layers; ++n)
                 out.push_back({M::block, n});
         }
@@ -231,7 +243,7 @@ Run random_run(const Setup& setup, std::mt19937_64& rng) {
     run.p = r.stages[std::uniform_int_distribution<std::size_t>(0, r.stages.size() - 1)(rng)];
     const auto counts = random_counts(r.num_layers, run.p, rng);
     run.layers.assign(run.p, KindCounts{});
-    if (r.rule == DesignRule::megatron) {
+    if (one_setting_per_run(r.rule)) {
         for (std::uint32_t s = 0; s < run.p; ++s)
             run.layers[s][PPB_KIND_NONE] = counts[s];
         const auto settings = megatron_settings(setup, r.num_layers);
@@ -260,7 +272,7 @@ Run random_run(const Setup& setup, std::mt19937_64& rng) {
 std::vector<Run> neighbours(const Setup& setup, const Run& run, std::mt19937_64& rng) {
     const DesignRequest& r = *setup.request;
     std::vector<Run> out;
-    const bool megatron = r.rule == DesignRule::megatron;
+    const bool megatron = one_setting_per_run(r.rule);
     // One layer from stage a to stage b (of the same kind; Megatron re-applies its setting).
     for (std::uint32_t a = 0; a < run.p; ++a) {
         if (total(run.layers[a]) <= 1)
@@ -421,13 +433,15 @@ Setup make_setup(const DesignRequest& r) {
     }
     if (setup.kinds.empty())
         throw InputError("no recompute kind: give --kinds (none, select, comm, both, full)");
-    if (r.rule == DesignRule::megatron) {
+    if (one_setting_per_run(r.rule)) {
+        const bool megatron = r.rule == DesignRule::megatron;
         for (const std::size_t k : setup.kinds) {
             if (k == PPB_KIND_COMM || k == PPB_KIND_BOTH)
-                throw InputError(
-                    fmt::format("--kinds {}: Megatron-LM has no communication recompute; under "
-                                "--recompute-rule megatron the kinds are none, select and full",
-                                kind_names[k]));
+                throw InputError(fmt::format(
+                    "--kinds {}: {} has no communication recompute; under --recompute-rule {} "
+                    "the kinds are none, select and full",
+                    kind_names[k], megatron ? "Megatron-LM" : "torchtitan",
+                    design_rule_name(r.rule)));
         }
     }
     if (!(r.noise_mb > 0.0) || !std::isfinite(r.noise_mb))
@@ -463,7 +477,7 @@ DesignRun finished_run(const Setup& setup, const Run& run, std::size_t index) {
             stage.prior_mb = setup.prior_mb(run.p, s, run.layers[s]);
         out.stages.push_back(stage);
     }
-    if (setup.request->rule == DesignRule::megatron)
+    if (one_setting_per_run(setup.request->rule))
         out.megatron = run.megatron;
     return out;
 }
@@ -684,7 +698,7 @@ std::optional<std::vector<DesignRun>> random_full_rank_design(const DesignReques
                 }
             }
             run.layers.assign(run.p, KindCounts{});
-            if (request.rule == DesignRule::megatron) {
+            if (one_setting_per_run(request.rule)) {
                 for (std::uint32_t s = 0; s < run.p; ++s)
                     run.layers[s][PPB_KIND_NONE] = counts[s];
                 const auto settings = megatron_settings(setup, request.num_layers);

@@ -2,6 +2,7 @@
 
 #include <ppb/kinds.hpp>
 #include <ppb/partition/design_megatron.hpp>
+#include <ppb/partition/design_one_gpu.hpp>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -9,7 +10,53 @@
 #include <algorithm>
 
 namespace ppb::partition {
+
 namespace json = boost::json;
+
+namespace {
+
+json::array string_array(const std::vector<std::string>& words) {
+    json::array out;
+    for (const auto& w : words)
+        out.emplace_back(w);
+    return out;
+}
+
+// "one_gpu": how the run is made on one GPU per rank (ppb/partition/design_one_gpu.hpp).
+json::object one_gpu_document(const OneGpuRuns& runs) {
+    json::array ranks(runs.ranks.begin(), runs.ranks.end());
+    json::object megatron;
+    json::value megatron_value = nullptr;
+    if (runs.megatron_args) {
+        megatron_value = json::object{{"args", string_array(*runs.megatron_args)},
+                                      {"snapshots", runs.megatron_snapshots}};
+    }
+    json::array parts;
+    for (const auto& part : runs.torchtitan_parts)
+        parts.push_back(string_array(part));
+    json::value checkpoint = nullptr;
+    if (runs.torchtitan_checkpoint) {
+        json::object c{{"mode", runs.torchtitan_checkpoint->mode}};
+        if (!runs.torchtitan_checkpoint->option.empty())
+            c["selective_ac_option"] = runs.torchtitan_checkpoint->option;
+        checkpoint = std::move(c);
+    }
+    json::object torchtitan{{"module_fqns_per_model_part", std::move(parts)},
+                            {"activation_checkpoint", std::move(checkpoint)},
+                            {"args", string_array(runs.torchtitan_args)},
+                            {"snapshots", runs.torchtitan_snapshots}};
+    if (!runs.torchtitan_why_not.empty())
+        torchtitan["why_not"] = runs.torchtitan_why_not;
+    return json::object{
+        {"world_size", runs.world_size},
+        {"ranks", std::move(ranks)},
+        {"megatron", std::move(megatron_value)},
+        {"torchtitan", std::move(torchtitan)},
+        {"import_args", runs.import_args.empty() ? json::value(nullptr)
+                                                 : json::value(string_array(runs.import_args))}};
+}
+
+}  // namespace
 
 namespace {
 
@@ -130,6 +177,9 @@ json::object design_document(const DesignRequest& request, const Design& design,
             r["sapp_init"] = *init;
         else
             r["sapp_init"] = nullptr;
+        if (request.world_size != 0)
+            r["one_gpu"] = one_gpu_document(
+                one_gpu_runs(run, request.num_layers, design.micro_batches, request.world_size));
         runs.push_back(std::move(r));
     }
     json::object errors;

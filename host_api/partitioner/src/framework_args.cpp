@@ -305,46 +305,57 @@ TorchtitanPlan torchtitan_plan(const Problem& problem, const Plan& plan) {
             "parts the same way but hold other in-flight counts",
             schedule_name(problem.schedule));
     } else {
-        const auto positions = layers_per_position(problem, plan);
-        std::uint32_t next = 0;
-        for (std::size_t q = 0; q < positions.size(); ++q) {
-            std::vector<std::string> part;
-            if (q == 0)
-                part.emplace_back("tok_embeddings");
-            for (std::uint32_t i = 0; i < positions[q]; ++i)
-                part.push_back(fmt::format("layers.{}", next++));
-            if (q + 1 == positions.size()) {
-                part.emplace_back("norm");
-                part.emplace_back("output");
-            }
-            out.module_fqns_per_model_part.push_back(std::move(part));
-        }
+        out.module_fqns_per_model_part = torchtitan_module_fqns(layers_per_position(problem, plan));
     }
     const auto setting = megatron_recompute_of(plan);
     if (!setting) {
         out.ac_why_not = no_setting_reason(problem, plan, "torchtitan");
         return out;
     }
-    switch (setting->method) {
-        case MegatronRecompute::Method::none:
-            out.ac_mode = "none";
-            break;
-        case MegatronRecompute::Method::selective:
-            out.ac_mode = "selective";
-            out.ac_option = "op";
-            break;
-        case MegatronRecompute::Method::uniform:
-            out.ac_mode = "full";
-            break;
-        case MegatronRecompute::Method::block:
-            out.ac_why_not = fmt::format(
-                "the plan recomputes the first {} layer{} of every chunk (Megatron's block "
-                "method), and torchtitan's [activation_checkpoint] applies one setting to every "
-                "layer; plan with --recompute-rule torchtitan for a plan it can run",
-                setting->num_layers, setting->num_layers == 1 ? "" : "s");
-            break;
+    if (const auto checkpoint = torchtitan_checkpoint(*setting)) {
+        out.ac_mode = checkpoint->mode;
+        out.ac_option = checkpoint->option;
+    } else {
+        out.ac_why_not = fmt::format(
+            "the plan recomputes the first {} layer{} of every chunk (Megatron's block "
+            "method), and torchtitan's [activation_checkpoint] applies one setting to every "
+            "layer; plan with --recompute-rule torchtitan for a plan it can run",
+            setting->num_layers, setting->num_layers == 1 ? "" : "s");
     }
     return out;
+}
+
+std::vector<std::vector<std::string>> torchtitan_module_fqns(
+    const std::vector<std::uint32_t>& positions) {
+    std::vector<std::vector<std::string>> out;
+    std::uint32_t next = 0;
+    for (std::size_t q = 0; q < positions.size(); ++q) {
+        std::vector<std::string> part;
+        if (q == 0)
+            part.emplace_back("tok_embeddings");
+        for (std::uint32_t i = 0; i < positions[q]; ++i)
+            part.push_back(fmt::format("layers.{}", next++));
+        if (q + 1 == positions.size()) {
+            part.emplace_back("norm");
+            part.emplace_back("output");
+        }
+        out.push_back(std::move(part));
+    }
+    return out;
+}
+
+std::optional<TorchtitanCheckpoint> torchtitan_checkpoint(const MegatronRecompute& setting) {
+    switch (setting.method) {
+        case MegatronRecompute::Method::none:
+            return TorchtitanCheckpoint{"none", ""};
+        case MegatronRecompute::Method::selective:
+            return TorchtitanCheckpoint{"selective", "op"};
+        case MegatronRecompute::Method::uniform:
+            return TorchtitanCheckpoint{"full", ""};
+        case MegatronRecompute::Method::block:
+            break;
+    }
+    return std::nullopt;
 }
 
 std::string shell_line(const std::vector<std::string>& args) {

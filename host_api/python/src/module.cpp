@@ -611,16 +611,12 @@ py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t n
         mask |= PPB_KIND_BIT(*kind);
     }
     request.kinds = mask;
-    if (recompute_rule == "mindformers")
-        request.rule = partition::DesignRule::mindformers;
-    else if (recompute_rule == "megatron")
-        request.rule = partition::DesignRule::megatron;
-    else if (recompute_rule == "any")
-        request.rule = partition::DesignRule::any;
+    if (const auto rule = partition::design_rule_from_name(recompute_rule))
+        request.rule = *rule;
     else
-        throw InputError(
-            fmt::format("recompute_rule: expected 'mindformers', 'megatron' or 'any', got '{}'",
-                        recompute_rule));
+        throw InputError(fmt::format(
+            "recompute_rule: expected 'mindformers', 'megatron', 'torchtitan' or 'any', got '{}'",
+            recompute_rule));
     if (!micro_batches_arg.is_none())
         request.micro_batches = count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
     if (!runs_arg.is_none())

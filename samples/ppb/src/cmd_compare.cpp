@@ -2,8 +2,14 @@
 // memory where one exists, with the error in MB and %: how a user decides which model to trust.
 #include "commands.hpp"
 #include "compare_output.hpp"
+#include "import_common.hpp"
+#include "plan_layout.hpp"
 #include "plugin_session.hpp"
 
+#include <ppb/importers/dryrun_builder.hpp>
+#include <ppb/importers/snapshot_files.hpp>
+#include <ppb/importers/snapshot_import.hpp>
+#include <ppb/importers/torchtitan.hpp>
 #include <ppb/in_flight_profile.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
@@ -15,6 +21,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,7 +36,9 @@ struct CompareArgs {
     std::string file;
     std::vector<std::string> models;  // NAME[@VERSION][=OPTIONS]
     std::string partition;
-    std::string measured;  // a dry run of the plan: the measurements of its stages
+    // A run of the plan: its dry-run file, or its memory snapshots or torchtitan logs.
+    std::vector<std::string> measured;
+    std::optional<std::uint32_t> world_size;  // the run's ranks (default: one per stage)
     bool cross_validate = false;
     std::vector<std::string> plugin_paths;
     DryRunReadOptions read;
@@ -81,11 +92,78 @@ bool same_placement(const StagePlacement& a, const StagePlacement& b) {
     return true;
 }
 
-// Each plan stage's measurement from `path` (a dry run of the plan, ppb import's output): the
-// observation of the same placement. A stage the file does not hold is said on stderr.
-void attach_measurements(std::vector<ComparedPlacement>& plan, const std::string& path,
-                         const DryRunReadOptions& read) {
-    const DryRunSet measured = read_dryrun_file(path, read);
+// Whether `path` is a JSON document (its first byte that is not white space is '{').
+bool is_json_document(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char c = 0;
+    while (in.get(c)) {
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            return c == '{';
+    }
+    return false;
+}
+
+// Whether the arguments name PyTorch memory snapshots: a snapshot file, or a directory holding one.
+bool names_snapshots(const std::vector<std::string>& paths) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (const std::string& path : paths) {
+        if (fs::is_directory(path, ec)) {
+            for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end;
+                 it.increment(ec)) {
+                if (it->is_regular_file(ec) && importers::looks_like_snapshot(it->path()))
+                    return true;
+            }
+        } else if (importers::looks_like_snapshot(path)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The measured run of the plan `plan_path`: its dry-run file (ppb import's output), or its own
+// PyTorch memory snapshots or torchtitan logs placed by the plan, rank r of `world_size` running
+// stage r / (N / P), as 'ppb import snapshot --plan' and 'ppb import torchtitan --plan' read them.
+DryRunSet measured_run(const std::vector<std::string>& paths, const std::string& plan_path,
+                       std::optional<std::uint32_t> world_size, const DryRunReadOptions& read) {
+    if (paths.size() == 1 && is_json_document(paths.front())) {
+        if (world_size) {
+            throw UsageError(
+                "--world-size places snapshots and logs by the plan; the dry-run file of "
+                "--measured has its own placements");
+        }
+        return read_dryrun_file(paths.front(), read);
+    }
+    importers::Messages messages;
+    const importers::PipelineLayout layout = plan_layout(plan_path, world_size, messages);
+    importers::ImportedDryRun run;
+    run.num_stages = layout.num_stages;
+    run.micro_batches = layout.micro_batches;
+    run.schedule = layout.schedule;
+    run.num_chunks = layout.num_chunks;
+    run.groups = layout.groups;
+    run.label = "measured";
+    if (names_snapshots(paths)) {
+        const auto files = importers::collect_files(paths, {}, importers::snapshot_files());
+        run.observations = importers::stage_observations(
+            layout, importers::scan_snapshots(files, messages), messages, "snapshot");
+    } else {
+        const auto logs = importers::collect_logs(paths, {});
+        run.observations = importers::stage_observations(
+            layout, importers::scan_torchtitan_logs(logs, messages), messages);
+        messages.push_back(
+            {importers::Message::Level::note,
+             "torchtitan's 'memory:' figures are the peak reserved memory (its logs give no "
+             "allocated figure): compare them with predictions of reserved memory"});
+    }
+    print_messages(messages);
+    return parse_dryrun(importers::new_dryrun_text(run, read), "the measured run", read);
+}
+
+// Each plan stage's measurement from `measured` (a run of the plan): the observation of the same
+// placement. A stage it does not hold is said on stderr.
+void attach_measurements(std::vector<ComparedPlacement>& plan, const DryRunSet& measured,
+                         const std::string& source) {
     for (ComparedPlacement& p : plan) {
         const auto found = std::find_if(
             measured.observations.begin(), measured.observations.end(),
@@ -94,7 +172,7 @@ void attach_measurements(std::vector<ComparedPlacement>& plan, const std::string
             fmt::print(stderr,
                        "ppb: note: {} holds no observation of the plan's stage {} (the same "
                        "layers, kinds and in-flight counts): it has no measurement\n",
-                       path, p.placement.stage);
+                       source, p.placement.stage);
             continue;
         }
         p.measured_mb = found->peak_memory_mb;
@@ -160,15 +238,21 @@ int run_compare(const CompareArgs& args) {
     }
     if (!args.measured.empty() && args.partition.empty())
         throw UsageError("--measured FILE holds the measurements of a plan: give --partition PLAN");
+    if (args.world_size && args.measured.empty())
+        throw UsageError("--world-size places the snapshots or logs of --measured: give them");
     if (!args.partition.empty()) {
         std::vector<ComparedPlacement> plan = read_partition(args.partition);
-        if (!args.measured.empty())
-            attach_measurements(plan, args.measured, args.read);
+        const std::string measured_source = fmt::format("{}", fmt::join(args.measured, ", "));
+        if (!args.measured.empty()) {
+            attach_measurements(
+                plan, measured_run(args.measured, args.partition, args.world_size, args.read),
+                measured_source);
+        }
         for (auto& p : plan)
             comparison.placements.push_back(std::move(p));
         sources.push_back(args.partition);
         if (!args.measured.empty())
-            sources.push_back(args.measured);
+            sources.push_back(measured_source);
     }
     comparison.source = fmt::format("{}", fmt::join(sources, " and "));
     comparison.cross_validated = args.cross_validate;
@@ -269,10 +353,17 @@ void add_compare_command(CLI::App& app, Commands& commands) {
         ->type_name("FILE");
     compare
         ->add_option("--measured", args->measured,
-                     "a dry run of the plan (ppb import's output): each plan stage's\n"
-                     "measured peak beside its predictions, from the observation of the\n"
-                     "same placement")
+                     "a run of the plan: its dry-run file (ppb import's output), or its\n"
+                     "PyTorch memory snapshots (files, or directories of *.pickle) or\n"
+                     "torchtitan logs, placed by the plan; each plan stage's measured\n"
+                     "peak beside its predictions")
         ->type_name("FILE");
+    compare
+        ->add_option("--world-size", args->world_size,
+                     "the ranks of the --measured snapshots' or logs' run: rank r ran\n"
+                     "stage r / (N / P) (default one rank per stage)")
+        ->type_name("N")
+        ->check(count_in({1, std::numeric_limits<std::uint32_t>::max(), "ranks"}));
     compare->add_flag("--cross-validate", args->cross_validate,
                       "fitted models predict each config of FILE from a fit to the\n"
                       "other configs only (an honest error for unseen dry runs)");

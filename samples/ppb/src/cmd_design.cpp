@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -31,27 +32,29 @@ struct DesignArgs {
     std::string dryrun;
     DryRunReadOptions read;
     bool json = false;
+    std::uint32_t world_size = 0;
     CLI::Option* model_option = nullptr;
 };
-
-partition::DesignRule rule_of(const std::string& name) {
-    if (name == "megatron")
-        return partition::DesignRule::megatron;
-    if (name == "any")
-        return partition::DesignRule::any;
-    return partition::DesignRule::mindformers;
-}
 
 int run_design(DesignArgs& args) {
     partition::DesignRequest request;
     request.stages = args.stages;
     request.num_layers = args.num_layers;
     request.kinds = kind_mask(args.kinds);
-    request.rule = rule_of(args.recompute_rule);
+    request.rule = *partition::design_rule_from_name(args.recompute_rule);  // checked by CLI11
     request.micro_batches = args.micro_batches.value_or(0);
     request.runs = args.runs;
     request.noise_mb = args.noise_mb;
     request.memory_limit_mb = args.memory_limit_mb;
+    request.world_size = args.world_size;
+    for (const std::uint32_t p : args.stages) {
+        if (args.world_size != 0 && args.world_size % p != 0) {
+            throw UsageError(fmt::format(
+                "--world-size {}: a job's ranks split evenly over its pipeline stages, and {} is "
+                "not a multiple of {} (--stages)",
+                args.world_size, args.world_size, p));
+        }
+    }
 
     const bool prior_given = args.model_option->count() > 0 || !args.dryrun.empty();
     if (args.memory_limit_mb > 0.0 && !prior_given)
@@ -119,10 +122,11 @@ void add_design_command(CLI::App& app, Commands& commands) {
                      "how a run may set recompute: 'mindformers' (per-stage prefix counts:\n"
                      "no stage mixes 'select' and 'comm'), 'megatron' (one setting for the\n"
                      "whole run: none, selective, or full on the first N layers of every\n"
-                     "stage), or 'any' (every mix)")
+                     "stage), 'torchtitan' (one activation-checkpointing mode for the whole\n"
+                     "run: none, selective or full), or 'any' (every mix)")
         ->type_name("RULE")
         ->capture_default_str()
-        ->check(CLI::IsMember({"mindformers", "megatron", "any"}));
+        ->check(CLI::IsMember({"mindformers", "megatron", "torchtitan", "any"}));
     design
         ->add_option("--micro-batches", args->micro_batches,
                      "micro-batches per dry run (default: the largest degree; 1F1B holds\n"
@@ -154,6 +158,13 @@ void add_design_command(CLI::App& app, Commands& commands) {
                      "earlier dry runs to fit the prior model to (dryrun-lsq)")
         ->type_name("FILE");
     add_duplicate_tolerance_option(*design, args->read);
+    design
+        ->add_option("--world-size", args->world_size,
+                     "the job's ranks: also print, for each run, the commands that make it\n"
+                     "on one GPU per rank (Megatron-LM's --fake-process-group, torchtitan's\n"
+                     "COMM_MODE=fake_backend) with memory snapshots, and their import")
+        ->type_name("N")
+        ->check(count_in({1, std::numeric_limits<std::uint32_t>::max(), "ranks"}));
     design->add_flag("--json", args->json, "print ppb.design/1 JSON instead of text");
     commands.push_back({design, [args] { return run_design(*args); }, {}});
 }

@@ -6,6 +6,8 @@
 #include <ppb/kinds.hpp>
 #include <ppb/partition/design_document.hpp>
 #include <ppb/partition/design_megatron.hpp>
+#include <ppb/partition/design_one_gpu.hpp>
+#include <ppb/partition/framework_args.hpp>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,55 @@ std::string indented(const std::string& text, std::string_view indent) {
         const std::size_t stop = end == std::string::npos ? text.size() : end;
         out += fmt::format("{}{}\n", indent, std::string_view(text).substr(start, stop - start));
         start = stop + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+namespace {
+
+// How a designed run is made on one GPU per rank (ppb/partition/design_one_gpu.hpp).
+std::string render_one_gpu(const partition::OneGpuRuns& runs, const std::string& label,
+                           std::uint32_t micro_batches, bool first) {
+    const std::string ranks = fmt::format("{}", fmt::join(runs.ranks, " "));
+    std::string out = fmt::format(
+        "  One GPU per rank ({} ranks, {} per stage; the first of each stage measures it; {} "
+        "micro-batches per iteration), for RANK in {}:\n",
+        runs.world_size, runs.ranks_per_stage, micro_batches, ranks);
+    if (runs.megatron_args) {
+        out += fmt::format(
+            "    Megatron-LM (core 0.16 or newer):\n      RANK=$RANK WORLD_SIZE={} LOCAL_RANK=0 "
+            "python pretrain_gpt.py YOUR_ARGS {}\n",
+            runs.world_size, partition::shell_line(*runs.megatron_args));
+    } else {
+        out += "    Megatron-LM: none (its one recompute setting cannot give these stages)\n";
+    }
+    std::string parts;
+    for (const auto& part : runs.torchtitan_parts) {
+        std::vector<std::string> quoted;
+        for (const auto& name : part)
+            quoted.push_back(fmt::format("\"{}\"", name));
+        parts += fmt::format("{}[{}]", parts.empty() ? "" : ", ", fmt::join(quoted, ", "));
+    }
+    if (runs.torchtitan_checkpoint) {
+        const auto& c = *runs.torchtitan_checkpoint;
+        out += fmt::format(
+            "    torchtitan, with parallelism.module_fqns_per_model_part = [{}] and "
+            "activation_checkpoint.mode = \"{}\"{} in the job's configuration:\n      NGPU={} "
+            "RANK=$RANK COMM_MODE=fake_backend ./run_train.sh YOUR_ARGS {}\n",
+            parts, c.mode,
+            c.option.empty() ? "" : fmt::format(", selective_ac_option = \"{}\"", c.option),
+            runs.world_size, partition::shell_line(runs.torchtitan_args));
+    } else {
+        out += fmt::format("    torchtitan: none ({})\n", runs.torchtitan_why_not);
+    }
+    if (!runs.import_args.empty()) {
+        out += fmt::format(
+            "    then: ppb import snapshot {} {} {} dryruns.json   (torchtitan's: outputs/{} under "
+            "its dump folder, in place of {})\n",
+            partition::shell_line(runs.import_args), runs.megatron_snapshots,
+            first ? "-o" : "--append", label, runs.megatron_snapshots);
     }
     return out;
 }
@@ -106,6 +157,10 @@ std::string render_design(const partition::DesignRequest& request, const partiti
         }
         if (const auto init = partition::design_sapp_init(run, request.num_layers))
             out += "  SAPP -init:\n" + indented(*init, "    ");
+        if (request.world_size != 0)
+            out += render_one_gpu(partition::one_gpu_runs(run, request.num_layers,
+                                                          design.micro_batches, request.world_size),
+                                  run.label, design.micro_batches, &run == &design.runs.front());
     }
     out += fmt::format("\nExpected standard errors at {} of noise per measured peak:\n",
                        format_mb(request.noise_mb));

@@ -43,9 +43,20 @@ namespace ppb::partition {
 //                block method and --recompute-num-layers N (the first min(N, n_s) layers of
 //                every stage 'full', the rest 'none'). Only the kinds none, select and full.
 //   any:         every mix on every stage.
-enum class DesignRule { mindformers, megatron, any };
+// How a run may set recompute: MindFormers' per-stage prefix counts, Megatron-LM's one setting per
+// run (none, selective, full on the first N layers of every stage, full everywhere), torchtitan's
+// one activation-checkpointing mode per run (Megatron's settings but the block method), or any mix.
+enum class DesignRule { mindformers, megatron, torchtitan, any };
+
+// Whether runs under `rule` take one recompute setting for the whole run (Megatron's, or
+// torchtitan's).
+[[nodiscard]] constexpr bool one_setting_per_run(DesignRule rule) noexcept {
+    return rule == DesignRule::megatron || rule == DesignRule::torchtitan;
+}
 
 [[nodiscard]] std::string_view design_rule_name(DesignRule rule) noexcept;
+// The rule named "mindformers", "megatron", "torchtitan" or "any"; nullopt for another name.
+[[nodiscard]] std::optional<DesignRule> design_rule_from_name(std::string_view name) noexcept;
 
 struct DesignRequest {
     std::vector<std::uint32_t> stages;  // pipeline degrees the runs may have, each >= 1
@@ -61,6 +72,9 @@ struct DesignRequest {
     std::function<std::vector<double>(std::span<const ppb_placement>)> prior;
     std::uint64_t seed = 1;
     std::uint32_t restarts = 16;
+    // The full job's ranks, for the commands that make each run on one GPU per rank
+    // (ppb/partition/design_one_gpu.hpp); 0: none are written. Not used by the design itself.
+    std::uint32_t world_size = 0;
 };
 
 struct DesignStage {

@@ -99,6 +99,20 @@ struct TorchtitanPlan {
 
 [[nodiscard]] TorchtitanPlan torchtitan_plan(const Problem& problem, const Plan& plan);
 
+// torchtitan's module_fqns_per_model_part for `positions` (each model part's body layers, in
+// model order): "tok_embeddings" first, "layers.i" in order, "norm" and "output" last.
+[[nodiscard]] std::vector<std::vector<std::string>> torchtitan_module_fqns(
+    const std::vector<std::uint32_t>& positions);
+
+// torchtitan's [activation_checkpoint] for Megatron's one setting: mode "none", "selective"
+// (option "op") or "full"; nullopt for the block method, which torchtitan cannot express.
+struct TorchtitanCheckpoint {
+    std::string mode;
+    std::string option;
+};
+[[nodiscard]] std::optional<TorchtitanCheckpoint> torchtitan_checkpoint(
+    const MegatronRecompute& setting);
+
 // The arguments as one line to paste into a shell: each token that holds a character the shell
 // treats specially ('|', '*', '(', ...) in double quotes.
 [[nodiscard]] std::string shell_line(const std::vector<std::string>& args);
