@@ -261,20 +261,26 @@ def test_human_output_names_every_run_with_its_flags_and_the_errors():
         assert f"{n}" in text and f"{se:.3f} MB" in text
 
 
+def plan_of(doc, train, directory):
+    """A 1F1B plan of 8 layers on 4 stages under 3000 MB, fitted to `train`; and its file."""
+    layers = Path(directory) / "layers.json"
+    layers.write_text(json.dumps({"layers_description": [
+        {"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2.0},
+        {"name": "b", "type": "BODY", "nb_layer": 8, "time": 6.0},
+        {"name": "h", "type": "TAIL", "nb_layer": 1, "time": 3.0}]}))
+    plan = json.loads(ppb("partition", "--model-desc", layers, "--dryrun", train, "--stages",
+                          4, "--micro-batches", doc["micro_batches"], "--memory-limit-mb",
+                          3000, "--kinds", "none,full", "--json").stdout)
+    plan_file = Path(directory) / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    return plan, plan_file
+
+
 def test_compare_puts_a_plan_s_measured_stages_beside_its_predictions():
     doc = design("--stages", "4", "--num-layers", "8", "--kinds", "none,full", "--runs", 3)
     with tempfile.TemporaryDirectory() as d:
         train = dryrun_file(doc, d)
-        layers = Path(d) / "layers.json"
-        layers.write_text(json.dumps({"layers_description": [
-            {"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2.0},
-            {"name": "b", "type": "BODY", "nb_layer": 8, "time": 6.0},
-            {"name": "h", "type": "TAIL", "nb_layer": 1, "time": 3.0}]}))
-        plan = json.loads(ppb("partition", "--model-desc", layers, "--dryrun", train, "--stages",
-                              4, "--micro-batches", doc["micro_batches"], "--memory-limit-mb",
-                              3000, "--kinds", "none,full", "--json").stdout)
-        plan_file = Path(d) / "plan.json"
-        plan_file.write_text(json.dumps(plan))
+        plan, plan_file = plan_of(doc, train, d)
         # The plan's run measured 10 MB above the truth on every stage but the last, which the
         # run did not report.
         observations = []
@@ -383,16 +389,7 @@ def test_compare_takes_the_plan_s_own_snapshots_and_torchtitan_logs():
     mib = make_snapshots.MIB
     with tempfile.TemporaryDirectory() as d:
         train = dryrun_file(doc, d)
-        layers = Path(d) / "layers.json"
-        layers.write_text(json.dumps({"layers_description": [
-            {"name": "e", "type": "HEAD", "nb_layer": 1, "time": 2.0},
-            {"name": "b", "type": "BODY", "nb_layer": 8, "time": 6.0},
-            {"name": "h", "type": "TAIL", "nb_layer": 1, "time": 3.0}]}))
-        plan = json.loads(ppb("partition", "--model-desc", layers, "--dryrun", train, "--stages",
-                              4, "--micro-batches", doc["micro_batches"], "--memory-limit-mb",
-                              3000, "--kinds", "none,full", "--json").stdout)
-        plan_file = Path(d) / "plan.json"
-        plan_file.write_text(json.dumps(plan))
+        plan, plan_file = plan_of(doc, train, d)
         # 8 ranks, 2 per stage; torchtitan's names: step_<12 digits>/<6-digit rank>_step_1.pickle.
         step = Path(d) / "outputs" / "run" / "step_000000000001"
         step.mkdir(parents=True)

@@ -136,13 +136,7 @@ DryRunSet measured_run(const std::vector<std::string>& paths, const std::string&
     }
     importers::Messages messages;
     const importers::PipelineLayout layout = plan_layout(plan_path, world_size, messages);
-    importers::ImportedDryRun run;
-    run.num_stages = layout.num_stages;
-    run.micro_batches = layout.micro_batches;
-    run.schedule = layout.schedule;
-    run.num_chunks = layout.num_chunks;
-    run.groups = layout.groups;
-    run.label = "measured";
+    importers::ImportedDryRun run = imported_run(layout, "measured");
     if (names_snapshots(paths)) {
         const auto files = importers::collect_files(paths, {}, importers::snapshot_files());
         run.observations = importers::stage_observations(

@@ -123,16 +123,21 @@ std::string write_runs(const CommonArgs& destination, const std::vector<imp::Imp
     return where;
 }
 
-int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
-           std::vector<imp::StageObservation> observations, std::string comment,
-           std::size_t file_count, imp::Messages& messages, std::string_view what) {
+imp::ImportedDryRun imported_run(const imp::PipelineLayout& layout, std::string label) {
     imp::ImportedDryRun run;
     run.num_stages = layout.num_stages;
     run.micro_batches = layout.micro_batches;
     run.schedule = layout.schedule;
     run.num_chunks = layout.num_chunks;
     run.groups = layout.groups;
-    run.label = destination.label;
+    run.label = std::move(label);
+    return run;
+}
+
+int finish(const CommonArgs& destination, const imp::PipelineLayout& layout,
+           std::vector<imp::StageObservation> observations, std::string comment,
+           std::size_t file_count, imp::Messages& messages, std::string_view what) {
+    imp::ImportedDryRun run = imported_run(layout, destination.label);
     run.comment = std::move(comment);
     run.observations = std::move(observations);
 

@@ -52,6 +52,11 @@ std::string write_runs(const CommonArgs& destination,
                        const std::vector<importers::ImportedDryRun>& runs,
                        importers::Messages& messages);
 
+// A dry run of `layout` under `label`, without observations yet: its stages, micro-batches,
+// schedule, chunks and groups.
+[[nodiscard]] importers::ImportedDryRun imported_run(const importers::PipelineLayout& layout,
+                                                     std::string label);
+
 // Builds the document of one dry run, checks it, writes it where the user asked, and tells what
 // was done: "ppb: imported 4 observations (...) from 4 <what>s to stdout".
 int finish(const CommonArgs& destination, const importers::PipelineLayout& layout,
