@@ -41,6 +41,18 @@ not seen. "reserved" is the heap's size (arena + hblkhd). To be reproducible: on
 (torch.set_num_threads(1)), fixed seeds, a fixed mmap threshold (mallopt), and each stage run in a
 process of its own (forked from one that has imported torch but run nothing), so that no stage
 inherits another's caches.
+
+Memory snapshots (--record-memory-history, as Megatron-LM's flag). The run's tensor lifetimes are
+recorded too: each tensor operation's outputs through the same TorchDispatchMode, a storage
+allocated when a tensor first shows it and freed when the last tensor holding it dies (its
+finalizer; PyTorch keeps a tensor's Python object alive while C++ holds it, so a tensor saved for
+backward lives until its backward), the parameters from before the run, and the outputs whose
+data is freed after sending (deallocate_output_tensor) released then. The lifetimes are replayed
+through the rules of PyTorch's CUDA caching allocator (caching_allocator.py) and each rank's
+snapshot is written as Megatron-LM names it, <--memory-snapshot-path stem>_<rank><ext>, with the
+log line "memory snapshot: rank R ... peak allocated A MiB, peak reserved B MiB" (the replay's own
+peaks): what `ppb import snapshot` reads, segments and reserved memory included, from real tensor
+lifetimes.
 """
 
 import argparse
@@ -286,11 +298,76 @@ def plan_stage_kinds(plan):
 
 
 # ---------------------------------------------------------------------------------------------
+# Tensor lifetimes, for memory snapshots.
+
+class LifetimeRecorder:
+    """Storages allocated and freed as the run's tensors show and release them, replayed through
+    the caching allocator (module documentation, "Memory snapshots")."""
+
+    def __init__(self):
+        import weakref
+        here = os.path.dirname(os.path.abspath(__file__))
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        from caching_allocator import CachingAllocator
+        self.allocator = CachingAllocator()
+        self._live = {}  # storage data pointer -> [allocator address, tensors holding it]
+        # id(tensor) -> [its storage data pointer], while the tensor lives (its finalizer takes
+        # it out, before the id can be reused); by identity, as tensors compare elementwise.
+        self._cells = {}
+        self._weakref = weakref
+
+    @staticmethod
+    def _storage(t):
+        s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
+        return s.data_ptr(), s.nbytes()
+
+    def track(self, t):
+        """A tensor seen: its storage is allocated if new; freed when its last tensor dies."""
+        if id(t) in self._cells:
+            return
+        ptr, nbytes = self._storage(t)
+        if ptr == 0 or nbytes == 0:
+            return
+        entry = self._live.get(ptr)
+        if entry is None:
+            entry = self._live[ptr] = [self.allocator.malloc(nbytes), 0]
+        entry[1] += 1
+        cell = [ptr]
+        self._cells[id(t)] = cell
+        self._weakref.finalize(t, self._dead, id(t), cell)
+
+    def _dead(self, key, cell):
+        if self._cells.get(key) is cell:
+            del self._cells[key]
+        self._release(cell)
+
+    def _release(self, cell):
+        ptr = cell[0]
+        if ptr is None:
+            return
+        cell[0] = None
+        entry = self._live[ptr]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del self._live[ptr]
+            self.allocator.free(entry[0])
+
+    def rebind(self, t):
+        """`t`'s data was replaced (t.data = ...): its old storage loses it, its new one gains it."""
+        cell = self._cells.pop(id(t), None)
+        if cell is not None:
+            self._release(cell)
+        self.track(t)
+
+
+# ---------------------------------------------------------------------------------------------
 # One stage.
 
-def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule):
+def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule, recorder=None):
     """Runs rank `rank`'s program for two iterations; returns (in use, peak, reserved) in MiB
-    after each iteration, measured from before the stage was built (reserved: the whole heap)."""
+    after each iteration, measured from before the stage was built (reserved: the whole heap).
+    With a LifetimeRecorder, every tensor's lifetime is recorded too."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     Chunk, Adam = build_classes(torch)
@@ -301,6 +378,10 @@ def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule):
     class Sampler(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
+            if recorder is not None:
+                for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                    if isinstance(t, torch.Tensor):
+                        recorder.track(t)
             used, _ = heap_in_use()
             if used > samples["peak"]:
                 samples["peak"] = used
@@ -310,6 +391,9 @@ def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule):
     chunks = [Chunk(cfg, stage_kinds[rank][c], rank == 0 and c == 0,
                     rank == p - 1 and c == v - 1) for c in range(v)]
     params = [q for c in chunks for q in c.parameters()]
+    if recorder is not None:
+        for q in params:  # allocated before the run
+            recorder.track(q)
     optimizer = Adam(params, lr=1e-4)
     order = one_f_one_b_order(p, rank, m) if schedule == "1f1b" else interleaved_order(
         p, rank, m, v)
@@ -332,6 +416,8 @@ def run_stage(torch, cfg, stage_kinds, p, rank, m, schedule):
                         # Megatron-LM's deallocate_output_tensor: the output is sent, its data
                         # freed; the graph stays for the backward.
                         out.data = torch.empty((1,), dtype=out.dtype)
+                        if recorder is not None:
+                            recorder.rebind(out)
                     held[(mb, c)] = (x, out)
                 else:
                     x, out = held.pop((mb, c))
@@ -360,9 +446,17 @@ def report_memory_line(rank, iteration, allocated, max_allocated, reserved):
             f"max reserved: {reserved}")
 
 
-def run_pipeline(cfg, stage_kinds, m, schedule, ranks=None, out=sys.stdout):
+def snapshot_file(path, rank):
+    """Megatron-LM's name of rank `rank`'s snapshot: <stem>_<rank><ext> of --memory-snapshot-path
+    (megatron/training/training.py)."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}_{rank}{ext}"
+
+
+def run_pipeline(cfg, stage_kinds, m, schedule, ranks=None, out=sys.stdout, snapshot_path=None):
     """Every rank (or `ranks`) in a forked process of its own; prints each rank's lines in rank
-    order, as one combined log of all ranks."""
+    order, as one combined log of all ranks. With `snapshot_path`, each rank also writes its
+    memory snapshot (module documentation, "Memory snapshots")."""
     import torch
     import torch.utils.checkpoint  # noqa: F401 (torch.utils.checkpoint.checkpoint)
     torch.set_num_threads(1)
@@ -377,10 +471,20 @@ def run_pipeline(cfg, stage_kinds, m, schedule, ranks=None, out=sys.stdout):
             status = 0
             try:
                 _libc.mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
-                readings = run_stage(torch, cfg, stage_kinds, p, rank, m, schedule)
+                recorder = LifetimeRecorder() if snapshot_path else None
+                readings = run_stage(torch, cfg, stage_kinds, p, rank, m, schedule, recorder)
                 text = "".join(report_memory_line(rank, i + 1, round(used, 3), round(peak, 3),
                                                   round(res, 3)) + "\n"
                                for i, (used, peak, res) in enumerate(readings))
+                if recorder is not None:
+                    import pickle
+                    name = snapshot_file(snapshot_path, rank)
+                    with open(name, "wb") as f:
+                        pickle.dump(recorder.allocator.snapshot(), f, protocol=4)
+                    a = recorder.allocator
+                    text += (f"memory snapshot: rank {rank} wrote {name}: peak allocated "
+                             f"{a.peak_allocated / MIB:.6f} MiB, peak reserved "
+                             f"{a.peak_reserved / MIB:.6f} MiB\n")
                 os.write(write_end, text.encode())
             except BaseException as e:  # the child must never return into the parent's code
                 os.write(write_end, f"error: rank {rank}: {e!r}\n".encode())
@@ -430,6 +534,12 @@ def build_parser():
     g.add_argument("--recompute-method", choices=("uniform", "block"))
     g.add_argument("--recompute-num-layers", type=int, default=1)
     g.add_argument("--num-microbatches", type=int)
+    g = parser.add_argument_group("memory snapshots (Megatron-LM's flags)")
+    g.add_argument("--record-memory-history", action="store_true",
+                   help="also write each rank's memory snapshot, replayed through PyTorch's "
+                        "caching allocator's rules")
+    g.add_argument("--memory-snapshot-path", default="snapshot.pickle",
+                   help="rank R's snapshot is <stem>_R<ext> (default snapshot.pickle)")
     parser.add_argument("--plan", help="run a ppb.partition/1 plan's stages instead of the flags")
     parser.add_argument("--rank", type=int, action="append",
                         help="run only this rank (repeatable; default every rank)")
@@ -463,7 +573,8 @@ def main(argv=None):
         parser.error(f"the harness runs 1f1b and interleaved plans, not {schedule}")
     if args.recompute_granularity == "full" and args.recompute_method is None:
         parser.error("--recompute-granularity full needs --recompute-method uniform or block")
-    run_pipeline(args, stage_kinds, args.num_microbatches, schedule, args.rank)
+    run_pipeline(args, stage_kinds, args.num_microbatches, schedule, args.rank,
+                 snapshot_path=args.memory_snapshot_path if args.record_memory_history else None)
     return 0
 
 

@@ -1,6 +1,8 @@
 """The whole loop on real execution (PyTorch on the CPU, samples/dryrun-harness):
 
   ppb design -> the harness runs the designed dry runs -> ppb import megatron -> ppb fit
+  -> the same runs' memory snapshots (real tensor lifetimes through the caching allocator's
+     rules), imported with the arguments ppb design prints, read back exactly, reserved included
   -> held-out placements (one of another pipeline degree) predicted within 3 % and 3 standard
      errors of what the harness measures
   -> ppb partition under a limit -> the harness runs the plan: every stage's measured peak under
@@ -59,10 +61,52 @@ def check(ok, what):
         failures.append(what)
 
 
-def run_megatron(args, log):
+def run_megatron(args, log, snapshot_path=None):
     cfg, kinds = ppb_dryrun.megatron_run(MODEL + list(args))
     with open(log, "w", encoding="utf-8") as out:
-        ppb_dryrun.run_pipeline(cfg, kinds, MICRO, "1f1b", out=out)
+        ppb_dryrun.run_pipeline(cfg, kinds, MICRO, "1f1b", out=out, snapshot_path=snapshot_path)
+
+
+def snapshot_peaks(text):
+    """{rank: (peak allocated, peak reserved) MiB} of the harness's "memory snapshot:" lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("memory snapshot: rank "):
+            rank = int(line.split()[3])
+            allocated = float(line.split("peak allocated ")[1].split(" MiB")[0])
+            reserved = float(line.split("peak reserved ")[1].split(" MiB")[0])
+            out[rank] = (allocated, reserved)
+    return out
+
+
+def snapshot_check(design, work, logs):
+    """The design's runs as one GPU per rank would make them (ppb design --world-size): their
+    memory snapshots, written by the harness from the run's real tensor lifetimes replayed through
+    the caching allocator's rules, imported with the arguments `ppb design` prints, give every
+    stage's peaks exactly; fitted, they carry the allocator's reserve, and a plan is on reserved
+    memory."""
+    snapshots = work / "snapshots.json"
+    for i, run in enumerate(design["runs"]):
+        one = run["one_gpu"]
+        files = sorted(work.glob(one["megatron"]["snapshots"]))
+        check(len(files) == STAGES, f"{run['label']}: {len(files)} snapshots, one per rank")
+        where = ["--append", snapshots] if i > 0 else ["-o", snapshots]
+        ppb("import", "snapshot", *one["import_args"], *files, *where)
+        peaks = snapshot_peaks(logs[run["label"]])
+        observed = [o for o in json.loads(snapshots.read_text())["observations"]
+                    if o["config"] == run["label"]]
+        for o in observed:
+            allocated, reserved = peaks[one["ranks"][o["stage"]]]
+            check(abs(o["peak_memory_mb"] - allocated) < 1e-5
+                  and abs(o["reserved_mb"] - reserved) < 1e-5,
+                  f"{run['label']} stage {o['stage']}: snapshot read as {o['peak_memory_mb']:.3f} "
+                  f"MB allocated, {o['reserved_mb']:.3f} MB reserved, the replay's "
+                  f"{allocated:.3f} / {reserved:.3f}")
+    fit = json.loads(ppb("fit", snapshots, "--json"))
+    reserve = fit.get("allocator_reserve")
+    check(reserve is not None and reserve["observations"] == STAGES * len(design["runs"]),
+          f"the snapshots' fit carries the allocator's reserve: {json.dumps(reserve)}")
+    return snapshots
 
 
 def import_run(log, args, label, file, append):
@@ -167,13 +211,17 @@ def main():
     train = work / "dryruns.json"
     design = json.loads(ppb("design", "--stages", STAGES, "--num-layers", LAYERS, "--kinds",
                             "none,full", "--recompute-rule", "megatron", "--micro-batches", MICRO,
-                            "--runs", 3, "--json"))
+                            "--runs", 3, "--world-size", STAGES, "--json"))
     print(f"design: {len(design['runs'])} runs, worst prediction se "
           f"{design['worst_prediction_std_error_mb']:.3f} MB per MB of noise")
+    logs = {}
     for i, run in enumerate(design["runs"]):
         log = work / f"{run['label']}.log"
-        run_megatron(run["megatron"]["args"], log)
+        run_megatron(run["megatron"]["args"], log,
+                     snapshot_path=str(work / f"{run['label']}.pickle"))
+        logs[run["label"]] = log.read_text()
         import_run(log, run["megatron"]["args"], run["label"], train, i > 0)
+    snapshot_check(design, work, logs)
     fit = json.loads(ppb("fit", train, "--json"))
     check(not fit["diagnostics"]["not_identifiable"] and not fit["diagnostics"]["const_folded"],
           "the designed dry runs identify every coefficient")
