@@ -178,9 +178,20 @@ BOOST_AUTO_TEST_CASE(partition_plans_against_reserved_memory_and_says_so) {
         }
         const auto p = ppb(args);
         BOOST_TEST_REQUIRE(p.exit_code == 0, p.err);
-        BOOST_TEST(std::abs(num(parse_json(p.out).at("reserved_memory_mb")) -
-                            num(stage.at("memory_mb"))) < 1e-6,
-                   "stage " << st);
+        const auto predicted = parse_json(p.out);
+        BOOST_TEST(
+            std::abs(num(predicted.at("reserved_memory_mb")) - num(stage.at("memory_mb"))) < 1e-6,
+            "stage " << st);
+        // Both numbers in the plan: the allocated memory beside it, and the reserve a part of the
+        // breakdown of its own (κ + ρ × the stage's allocated activations).
+        BOOST_TEST(
+            std::abs(num(stage.at("allocated_mb")) - num(predicted.at("peak_memory_mb"))) < 1e-6,
+            "stage " << st);
+        const auto& parts = stage.at("memory_breakdown_mb").as_object();
+        BOOST_TEST(std::abs(num(parts.at("allocator_reserve")) -
+                            (kappa + rho * num(parts.at("activations_total")))) < 1e-3);
+        BOOST_TEST(std::abs(num(parts.at("allocator_reserve")) + num(stage.at("allocated_mb")) -
+                            num(stage.at("memory_mb"))) < 1e-6);
     }
     // On request, allocated memory: the plan is the allocated one, which would not fit reserved.
     auto allocated_args = common;

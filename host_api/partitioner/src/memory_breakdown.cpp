@@ -181,6 +181,28 @@ std::vector<MemoryBreakdown> model_parts(const Problem& problem, const Plan& pla
     return out;
 }
 
+// The allocator's reserve taken out of parts computed on reserved memory: the coefficients'
+// constant holds κ and every activation coefficient (1 + ρ) times the allocated one, so the
+// allocated parts are the constant less κ and the activations over (1 + ρ), and the reserve is
+// κ + ρ × those activations (ppb/allocator_reserve.hpp).
+void separate_reserve(MemoryBreakdown& b, const AllocatorReserve& reserve) {
+    const double share = 1.0 + reserve.activation_ratio;
+    double activations = 0.0;
+    if (b.itemised) {
+        b.constant_mb -= reserve.constant_mb;
+        for (double& a : b.activation_mb)
+            a /= share;
+        total_activations(b);
+        activations = *b.activations_total_mb;
+    } else if (b.activations_total_mb) {
+        activations = *b.activations_total_mb / share;
+        b.activations_total_mb = activations;
+    }
+    b.reserve_mb = reserve.reserve_mb(activations);
+    if (!b.itemised)
+        b.other_mb -= *b.reserve_mb - reserve.activation_ratio * activations;
+}
+
 }  // namespace
 
 std::vector<MemoryBreakdown> memory_breakdown(const Problem& problem, const Plan& plan,
@@ -208,8 +230,20 @@ std::vector<MemoryBreakdown> memory_breakdown(const Problem& problem, const Plan
             b.other_mb = stage.memory_mb - activations;
             out.push_back(b);
         }
+        if (memory.reserve)
+            separate_reserve(out.back(), *memory.reserve);
     }
     return out;
+}
+
+std::optional<double> allocated_memory_mb(double memory_mb, const MemoryBreakdown& breakdown) {
+    if (breakdown.reserve_mb)
+        return memory_mb - *breakdown.reserve_mb;
+    for (const MemoryPart& part : breakdown.parts) {
+        if (part.name == allocator_reserve_part)
+            return memory_mb - part.mb;
+    }
+    return std::nullopt;
 }
 
 }  // namespace ppb::partition

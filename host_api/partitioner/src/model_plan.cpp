@@ -208,6 +208,7 @@ MemorySource model_memory_source(const Problem& problem, const MemoryModel& mode
     MemorySource memory;
     memory.kinds = model.kinds();
     memory.linear = connect_groups(problem, model, memory);
+    memory.reserve = model.allocator_reserve();
     memory.predict_batch = [&model](std::span<const ppb_placement> placements) {
         return model.predict_batch(placements);
     };

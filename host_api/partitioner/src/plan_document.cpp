@@ -199,6 +199,8 @@ json::object breakdown_object(const MemoryBreakdown& b) {
         out["activations_total"] = *b.activations_total_mb;
     if (!b.itemised)
         out["other"] = b.other_mb;
+    if (b.reserve_mb)
+        out[allocator_reserve_part] = *b.reserve_mb;
     return out;
 }
 
@@ -261,8 +263,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
                            {"headroom_mb", problem.budget_mb() - s.memory_mb - s.margin_mb},
                            {"time", s.time},
                            {"chunks", std::move(chunks)}};
-        if (s.stage < breakdown.size())
+        if (s.stage < breakdown.size()) {
             stage["memory_breakdown_mb"] = breakdown_object(breakdown[s.stage]);
+            // On reserved memory, the stage's allocated memory beside it.
+            if (const auto allocated = allocated_memory_mb(s.memory_mb, breakdown[s.stage]))
+                stage["allocated_mb"] = *allocated;
+        }
         if (!s.group_layers.empty()) {
             // The stage's range of the layer sequence (with chunks, each chunk's) and its layers
             // per group.

@@ -74,6 +74,11 @@ std::vector<Part> memory_parts(const json::object& stage) {
         parts.push_back({"other", "parameters, optimizer state, constant (not broken down)",
                          number_or_zero(b.at("other"))});
     }
+    // On reserved memory: what the caching allocator reserves beyond the allocated parts.
+    if (const json::value* reserve = b.if_contains("allocator_reserve"))
+        parts.push_back({"allocator_reserve",
+                         "the allocator's reserve (fragmentation, cached blocks)",
+                         number_or_zero(*reserve)});
     std::erase_if(parts, [](const Part& p) { return p.mb <= 0.0; });
     return parts;
 }
@@ -272,6 +277,8 @@ std::string memory_section(const json::object& plan) {
         };
     };
     rows += row("memory", " class=\"total\"", column("memory_mb"));
+    if (!stages.empty() && stages[0].as_object().contains("allocated_mb"))
+        rows += row("of which allocated", "", column("allocated_mb"));
     if (any_margin)
         rows += row("uncertainty margin", "", column("uncertainty_margin_mb"));
     rows += row("headroom", "", column("headroom_mb"));

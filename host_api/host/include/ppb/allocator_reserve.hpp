@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstddef>
 #include <optional>
+#include <string_view>
 
 namespace ppb {
 
@@ -72,6 +73,10 @@ struct AllocatorReserve {
         return std::sqrt(std::max(variance, 0.0));
     }
 };
+
+// The name of the term a prediction of reserved memory adds after the model's own
+// (MemoryModel::predict_parts), and of the reserve in a plan's memory breakdown.
+inline constexpr std::string_view allocator_reserve_part = "allocator_reserve";
 
 // Which memory a prediction and a plan are about.
 enum class MemoryBasis {

@@ -93,8 +93,6 @@ inline constexpr std::size_t max_part_name_bytes = 32;
 inline constexpr std::size_t max_part_label_bytes = 120;
 // How far the terms of a prediction may add up from it: rounding, relative to the prediction.
 inline constexpr double memory_parts_tolerance = 1e-9;
-// The name of the part a prediction of reserved memory adds after the model's own.
-inline constexpr std::string_view allocator_reserve_part = "allocator_reserve";
 
 // The options help of a table (API 1.1): nullopt for a plugin built for API 1.0, whose table
 // ends before the field, or one that gives none.

@@ -37,16 +37,27 @@ struct MemoryBreakdown {
     std::array<double, PPB_KIND_COUNT> activation_mb{};  // per recompute kind, all in flight
     std::optional<double> activations_total_mb;          // sum of activation_mb, or probed
     double other_mb = 0.0;  // not itemised: the stage's memory less its known activations
+    // On reserved memory (MemorySource::reserve): the allocator's reserve, κ + ρ × the stage's
+    // activations, apart from the allocated parts above (the constant without κ, the activations
+    // without ρ's share). Nullopt on allocated memory, and with the model's own terms, which hold
+    // it as their part "allocator_reserve".
+    std::optional<double> reserve_mb = {};
     // The model's own terms (MemorySource::predict_parts): when not empty, the breakdown is these,
     // in the model's order, and nothing above is set.
     std::vector<MemoryPart> parts = {};
 };
 
 // One per stage of `plan`, or none when the model says nothing about the parts of its memory
-// (no coefficients and no probed activations).
+// (no coefficients and no probed activations). On reserved memory the allocator's reserve is a
+// part of its own.
 [[nodiscard]] std::vector<MemoryBreakdown> memory_breakdown(const Problem& problem,
                                                             const Plan& plan,
                                                             const MemorySource& memory);
+
+// A stage's allocated memory when its breakdown shows the allocator's reserve (reserve_mb, or the
+// model's term "allocator_reserve"): its memory less the reserve; nullopt otherwise.
+[[nodiscard]] std::optional<double> allocated_memory_mb(double memory_mb,
+                                                        const MemoryBreakdown& breakdown);
 
 }  // namespace ppb::partition
 

@@ -3,6 +3,7 @@
 #define PPB_PARTITION_PROBLEM_HPP
 
 #include <ppb/abi.h>
+#include <ppb/allocator_reserve.hpp>
 #include <ppb/in_flight_profile.hpp>
 #include <ppb/memory_part.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -49,6 +50,9 @@ struct MemorySource {
     // gives none. Only for showing a plan's memory (memory_breakdown.hpp), never for planning.
     std::function<std::optional<std::vector<MemoryPart>>(const ppb_grouped_placement&)>
         predict_parts = {};
+    // Set when the model predicts reserved memory (ppb/allocator_reserve.hpp): its coefficients
+    // and predictions include the allocator's reserve, which a plan's breakdown shows apart.
+    std::optional<AllocatorReserve> reserve = {};
 };
 
 // Which mixes of recompute kinds a stage may hold.
