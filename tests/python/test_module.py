@@ -325,3 +325,45 @@ def test_argument_errors_name_the_argument():
         model.predict(8, {"none": 3})
     with pytest.raises(ppb.InvalidInput, match="memory_limit_mb: expected a positive number"):
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=-1)
+
+
+def test_reserved_memory_is_what_the_command_says(cli, tmp_path):
+    """Observations with reserved_mb: the fit's allocator reserve, predictions and plans on
+    reserved memory equal `ppb fit`, `ppb predict` and `ppb partition` for the same file."""
+    doc = json.loads(LLAMA_DRYRUN.read_text())
+    for i, o in enumerate(doc["observations"]):
+        o["reserved_mb"] = o["peak_memory_mb"] + 400.0 + 37.0 * (i % 5) + 0.002 * o["peak_memory_mb"] * i
+    file = tmp_path / "reserved.json"
+    file.write_text(json.dumps(doc))
+    model = ppb.load_model().fit(file)
+    assert model.report == cli.json("fit", file)
+    assert model.allocator_reserve == model.report["allocator_reserve"]
+    assert model.allocator_reserve["observations"] == len(doc["observations"])
+    assert model.memory == "allocated"
+    expected = cli.json("predict", file, "--stage", 2, "--layers", "select=7,full=3")
+    assert model.predict(2, {"select": 7, "full": 3}) == expected["peak_memory_mb"]
+    model.memory = "reserved"
+    assert model.predict(2, {"select": 7, "full": 3}) == expected["reserved_memory_mb"]
+    assert model.std_error(2, {"select": 7, "full": 3}) == expected["reserved_std_error_mb"]
+    model.memory = "allocated"
+    # Plans: on reserved memory by default, as the command; allocated on request.
+    args = ["partition", "--model-desc", LLAMA_LAYERS, "--dryrun", file, "--stages", 8,
+            "--memory-limit-mb", 30000]
+    plan = ppb.partition(LLAMA_LAYERS, dryrun=file, stages=8, memory_limit_mb=30000)
+    assert plan == cli.json(*args) and plan["memory"] == "reserved"
+    allocated = ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=30000,
+                              memory="allocated")
+    assert allocated == cli.json(*args, "--memory", "allocated")
+    assert allocated["memory"] == "allocated" and model.memory == "allocated"
+    # What cannot be asked.
+    with pytest.raises(ppb.InvalidInput) as bad:
+        model.memory = "segments"
+    assert "expected 'allocated' or 'reserved'" in str(bad.value)
+    plain = ppb.load_model().fit(LLAMA_DRYRUN)
+    assert plain.allocator_reserve is None
+    with pytest.raises(ppb.InvalidInput) as none:
+        plain.memory = "reserved"
+    assert "reserved_mb" in str(none.value)
+    with pytest.raises(ppb.InvalidInput):
+        ppb.partition(LLAMA_LAYERS, model=plain, stages=8, memory_limit_mb=30000,
+                      memory="reserved")

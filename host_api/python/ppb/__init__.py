@@ -205,6 +205,24 @@ class Model:
         return self._native.fit_document()
 
     @property
+    def allocator_reserve(self):
+        """The caching allocator's reserve beyond allocated memory, fitted where the observations
+        give ``reserved_mb`` (``report["allocator_reserve"]``: ``constant_mb``,
+        ``activation_ratio``, their standard errors, notes), or None."""
+        return self.report.get("allocator_reserve")
+
+    @property
+    def memory(self):
+        """Which memory :meth:`predict`, :meth:`std_error` and :meth:`partition` give:
+        ``"allocated"`` (the default, the model's own) or ``"reserved"`` (allocated plus the
+        fitted allocator's reserve; setting it needs :attr:`allocator_reserve`)."""
+        return self._native.memory
+
+    @memory.setter
+    def memory(self, basis):
+        self._native.memory = basis
+
+    @property
     def parameters(self):
         """The fitted coefficients in MB (``report["parameters"]``): const_mb, head_mb, tail_mb,
         param_per_layer_mb, activation_mb per kind (None where not determined); per group under
@@ -417,7 +435,7 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
               refine=False, fast=False, model_options=None, plugin_path=None,
               duplicate_tolerance=0.01, sapp_time_convention="hyper-parallel", comm_time=None,
-              weight_grad_share=0.5):
+              weight_grad_share=0.5, memory=None):
     """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
 
     ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
@@ -436,8 +454,15 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
     ``weight_grad_share`` (``--weight-grad-share``): the zero-bubble schedules' W as a share of a
     layer's backward without recomputation, where the layer file gives no ``weight_grad_time``.
 
+    ``memory`` (``--memory``): ``"reserved"`` plans against allocated memory plus the allocator's
+    reserve fitted where the observations give ``reserved_mb``, ``"allocated"`` against the
+    model's own; None (the default) is ``"reserved"`` when the fit has a reserve, as
+    ``ppb partition`` does, and the plan's ``memory`` says which.
+
     Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
     """
+    if memory not in (None, "allocated", "reserved"):
+        raise InvalidInput(f"memory: expected 'allocated' or 'reserved', got {memory!r}")
     owned = None
     if isinstance(model, Model):
         loaded = model
@@ -447,7 +472,12 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
         owned = loaded = load_model(model, model_options, plugin_path)
         if dryrun is not None:
             loaded.fit(dryrun, duplicate_tolerance)
+    before = loaded.memory
     try:
+        if memory is not None:
+            loaded.memory = memory
+        elif loaded.allocator_reserve is not None:
+            loaded.memory = "reserved"
         return loaded._native.partition(
             _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
             float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
@@ -456,3 +486,5 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
     finally:
         if owned is not None:
             owned.close()
+        else:
+            loaded.memory = before

@@ -21,6 +21,7 @@
 #include <ppb/partition/time_model.hpp>
 #include <ppb/placement.hpp>
 #include <ppb/profile_prediction.hpp>
+#include <ppb/reserve_fit.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/search_path.hpp>
 #include <ppb/simulator.hpp>
@@ -169,8 +170,35 @@ class Model {
     [[nodiscard]] bool closed() const noexcept { return !model_.has_value(); }
 
     void fit(const DryRun& dryrun) {
+        // A refit starts on allocated memory, as every fit does (ppb/allocator_reserve.hpp).
+        get().set_allocator_reserve(std::nullopt);
         profile_fit_ = fit_model(get(), dryrun.set, dryrun.source);
         fitted_ = dryrun;
+        reserve_ = fit_allocator_reserve(get(), dryrun.set, profile_fit_);
+    }
+
+    // The allocator's reserve fitted with the model, where observations gave reserved_mb.
+    [[nodiscard]] const std::optional<AllocatorReserve>& reserve() const noexcept {
+        return reserve_;
+    }
+    // "allocated" or "reserved": which memory predict(), std_error() and partition() give.
+    [[nodiscard]] std::string memory() const {
+        return get().basis() == MemoryBasis::reserved ? "reserved" : "allocated";
+    }
+    void set_memory(const std::string& basis) {
+        if (basis == "allocated") {
+            get().set_allocator_reserve(std::nullopt);
+        } else if (basis == "reserved") {
+            if (!reserve_) {
+                throw InputError(
+                    "memory = 'reserved': the allocator's reserve is fitted to observations that "
+                    "give reserved_mb, and this model's fit had none");
+            }
+            get().set_allocator_reserve(reserve_);
+        } else {
+            throw InputError(
+                fmt::format("memory: expected 'allocated' or 'reserved', got '{}'", basis));
+        }
     }
     [[nodiscard]] const std::optional<DryRun>& fitted() const noexcept { return fitted_; }
     [[nodiscard]] const std::string& spec() const noexcept { return spec_; }
@@ -190,6 +218,8 @@ class Model {
         auto document = make_fit_document(m.name(), m.version(), m.report());
         if (fitted_)
             add_profile_fit(document, profile_fit_, fitted_->set);
+        if (reserve_)
+            document["allocator_reserve"] = reserve_document(*reserve_);
         return document;
     }
 
@@ -198,6 +228,7 @@ class Model {
     std::string spec_;
     std::optional<DryRun> fitted_;
     ProfileFit profile_fit_;
+    std::optional<AllocatorReserve> reserve_;
 };
 
 // A stage as predict() and std_error() take it: the placement a model is asked about and, for a
@@ -585,7 +616,14 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
         throw InputError("refine and fast: the local search is the default; fast skips it");
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, m, {.choose_objective = objective == "auto", .refine = !fast});
-    const partition::PartitionContext context{m.name(), m.version(), model.source()};
+    const partition::PartitionContext context{
+        m.name(),
+        m.version(),
+        m.allocator_reserve() ? fmt::format("{}; reserved memory: {}", model.source(),
+                                            describe_reserve(*m.allocator_reserve()))
+                              : model.source(),
+        {},
+        m.allocator_reserve()};
     return to_python(partition::partition_document(planned.problem, planned.plan, context,
                                                    planned.simulation, planned.breakdown,
                                                    planned.lower_bound));
@@ -806,6 +844,7 @@ PYBIND11_MODULE(_ppb, module) {
                                    return m.fitted() ? py::cast(*m.fitted()) : py::none();
                                })
         .def_property_readonly("closed", &Model::closed)
+        .def_property("memory", &Model::memory, &Model::set_memory)
         .def("close", &Model::close)
         .def("fit", &Model::fit, py::arg("dryrun"))
         .def("fit_document", [](const Model& m) { return to_python(m.fit_document()); })
