@@ -84,6 +84,48 @@ BOOST_AUTO_TEST_CASE(each_logging_rank_gives_its_largest_step) {
                "peak_memory_mb and reserved_mb are that figure, for ranks 0, 1");
 }
 
+BOOST_AUTO_TEST_CASE(public_logs_are_read_as_their_runs_printed_them) {
+    // The figures of step lines published with torchtitan pull requests, in the shapes those
+    // runs printed: pytorch/torchtitan#3393 (torchrun's prefix, steps 14 to 21 at 9.46 GiB,
+    // 64.99 %); pytorch/torchtitan#1287 (an older MetricsProcessor without grad_norm, the GC and
+    // profiler lines between the steps, 49.66 GiB, 52.28 %).
+    const auto line = [](int step, double loss, std::optional<double> grad_norm, double gib,
+                         double percent, const char* tps, double tflops, double mfu) {
+        return fmt::format(
+            "[rank0]:[titan] 2026-05-18 16:04:{:02},338 - root - INFO - step: {:2}  loss: {:8.5f}  "
+            "{}memory: {:5.2f}GiB({:.2f}%)  tps: {}  tflops: {:.2f}  mfu: {:.2f}%\n",
+            step, step, loss,
+            grad_norm ? fmt::format("grad_norm: {:7.4f}  ", *grad_norm) : std::string(), gib,
+            percent, tps, tflops, mfu);
+    };
+    std::string pr3393;
+    const double losses[] = {3.24405, 3.10680, 3.05047, 3.14459,
+                             3.54399, 3.01032, 2.89959, 3.00867};
+    for (int step = 14; step <= 21; ++step)
+        pr3393 += line(step, losses[step - 14], 0.8, 9.46, 64.99, "7,282", 0.52, 0.17);
+    std::string pr1287 =
+        "[rank0]:[titan] 2025-06-16 22:30:48,735 - root - INFO - [GC] Peforming periodical GC "
+        "collection. 0.06 seconds.\n";
+    pr1287 += line(200, 6.1384, std::nullopt, 49.66, 52.28, "5,856", 339.16, 34.29);
+    pr1287 +=
+        "[rank0]:[titan] 2025-06-16 22:30:50,758 - root - INFO - Dumping profiler traces at step "
+        "200\n";
+    for (int step = 210; step <= 250; step += 10)
+        pr1287 += line(step, 6.0, std::nullopt, 49.66, 52.28, "5,862", 339.48, 34.33);
+    const std::vector<LogFile> first = {log("pr3393.log", pr3393)};
+    const auto a = scan_torchtitan_logs(first, messages);
+    BOOST_TEST_REQUIRE(a.size() == 1u);
+    BOOST_TEST(a[0].rank == 0u);
+    BOOST_TEST(a[0].mb == 9.46 * 1024);
+    BOOST_TEST(a[0].reserved_mb.value_or(0) == 9.46 * 1024);
+    BOOST_TEST(a[0].line == 1u);  // the first of equal peaks
+    const std::vector<LogFile> second = {log("pr1287.log", pr1287)};
+    const auto b = scan_torchtitan_logs(second, messages);
+    BOOST_TEST_REQUIRE(b.size() == 1u);
+    BOOST_TEST(b[0].mb == 49.66 * 1024);
+    BOOST_TEST(b[0].line == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(a_line_without_the_prefix_is_its_logs_rank) {
     // COMM_MODE=fake_backend: one process, no torchrun, no colours.
     const std::vector<LogFile> logs = {
