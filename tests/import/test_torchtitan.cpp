@@ -134,6 +134,15 @@ BOOST_AUTO_TEST_CASE(a_line_without_the_prefix_is_its_logs_rank) {
     BOOST_TEST_REQUIRE(readings.size() == 1u);
     BOOST_TEST(readings[0].rank == 3u);
     BOOST_TEST(readings[0].mb == 41.0 * 1024);
+    // A file given one rank whose lines say another: refused, naming both.
+    const std::vector<LogFile> contradicting = {log("rank_1.log", step_line(1, 40.0, false, 0), 1)};
+    BOOST_TEST(ppb_test::error_message<ppb::InputError>(
+                   [&] { (void)scan_torchtitan_logs(contradicting, messages); }) ==
+               "rank_1.log:1: the step line is rank 0's (torchrun's '[rank0]:' prefix), but the "
+               "file's rank is 1 (from --rank or its name): leave out --rank for a log of "
+               "prefixed lines, or give the file its own rank's log");
+    const std::vector<LogFile> agreeing = {log("rank_0.log", step_line(1, 40.0, false, 0), 0)};
+    BOOST_TEST(scan_torchtitan_logs(agreeing, messages).size() == 1u);
     const std::vector<LogFile> unknown = {log("train.log", step_line(1, 40.0, false))};
     BOOST_TEST(ppb_test::error_message<ppb::InputError>(
                    [&] { (void)scan_torchtitan_logs(unknown, messages); }) ==
@@ -158,7 +167,7 @@ BOOST_AUTO_TEST_CASE(bad_lines_and_logs_without_steps) {
                      "c.log: no torchtitan step line with a memory figure");
     // Found in a directory, a log without step lines is skipped.
     const std::vector<LogFile> found = {log("d.log", "nothing\n", 0, false),
-                                        log("e.log", step_line(5, 1.5, false, 2), 0, false)};
+                                        log("e.log", step_line(5, 1.5, false, 2), std::nullopt, false)};
     messages.clear();
     const auto readings = scan_torchtitan_logs(found, messages);
     BOOST_TEST_REQUIRE(readings.size() == 1u);

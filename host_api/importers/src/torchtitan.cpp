@@ -86,6 +86,14 @@ std::vector<MemoryReading> scan_torchtitan_logs(std::span<const LogFile> logs, M
                 return;
             require_utf8(text, log.name, line, "the step line");
             std::optional<std::uint32_t> rank = torchrun_rank(text);
+            if (rank && log.rank && *rank != *log.rank) {
+                // Two answers to whose memory this is: refused, not one silently preferred.
+                throw InputError(fmt::format(
+                    "{}:{}: the step line is rank {}'s (torchrun's '[rank{}]:' prefix), but the "
+                    "file's rank is {} (from --rank or its name): leave out --rank for a log of "
+                    "prefixed lines, or give the file its own rank's log",
+                    log.name, line, *rank, *rank, *log.rank));
+            }
             if (!rank)
                 rank = log.rank;
             if (!rank) {
