@@ -49,7 +49,8 @@ finalizer; PyTorch keeps a tensor's Python object alive while C++ holds it, so a
 backward lives until its backward), the parameters from before the run, and the outputs whose
 data is freed after sending (deallocate_output_tensor) released then. The lifetimes are replayed
 through the rules of PyTorch's CUDA caching allocator (caching_allocator.py) and each rank's
-snapshot is written as Megatron-LM names it, <--memory-snapshot-path stem>_<rank><ext>, with the
+snapshot is written as Megatron-LM names it, <--memory-snapshot-path stem>_<rank><ext> (or, with
+torchtitan's --profiler.enable_memory_snapshot, as torchtitan does), with the
 log line "memory snapshot: rank R ... peak allocated A MiB, peak reserved B MiB" (the replay's own
 peaks): what `ppb import snapshot` reads, segments and reserved memory included, from real tensor
 lifetimes.
@@ -453,9 +454,19 @@ def snapshot_file(path, rank):
     return f"{stem}_{rank}{ext}"
 
 
+def torchtitan_snapshot_file(folder, rank, step=2):
+    """torchtitan's name of rank `rank`'s snapshot after step `step`:
+    <folder>/step_<12 digits>/<rank:06d>_step_<step>.pickle (torchtitan/tools/profiler.py,
+    MEMORY_STEP_DIR and MEMORY_FILE); the harness's two iterations end at step 2."""
+    directory = os.path.join(folder, f"step_{step:012d}")
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, f"{rank:06d}_step_{step}.pickle")
+
+
 def run_pipeline(cfg, stage_kinds, m, schedule, ranks=None, out=sys.stdout, snapshot_path=None):
     """Every rank (or `ranks`) in a forked process of its own; prints each rank's lines in rank
-    order, as one combined log of all ranks. With `snapshot_path`, each rank also writes its
+    order, as one combined log of all ranks. With `snapshot_path` (Megatron-LM's
+    --memory-snapshot-path, or a function of the rank giving the file), each rank also writes its
     memory snapshot (module documentation, "Memory snapshots")."""
     import torch
     import torch.utils.checkpoint  # noqa: F401 (torch.utils.checkpoint.checkpoint)
@@ -478,7 +489,8 @@ def run_pipeline(cfg, stage_kinds, m, schedule, ranks=None, out=sys.stdout, snap
                                for i, (used, peak, res) in enumerate(readings))
                 if recorder is not None:
                     import pickle
-                    name = snapshot_file(snapshot_path, rank)
+                    name = (snapshot_path(rank) if callable(snapshot_path)
+                            else snapshot_file(snapshot_path, rank))
                     with open(name, "wb") as f:
                         pickle.dump(recorder.allocator.snapshot(), f, protocol=4)
                     a = recorder.allocator
@@ -540,6 +552,12 @@ def build_parser():
                         "caching allocator's rules")
     g.add_argument("--memory-snapshot-path", default="snapshot.pickle",
                    help="rank R's snapshot is <stem>_R<ext> (default snapshot.pickle)")
+    g.add_argument("--profiler.enable_memory_snapshot", dest="torchtitan_snapshot",
+                   action="store_true",
+                   help="torchtitan's flag: write each rank's snapshot as torchtitan names it")
+    g.add_argument("--profiler.save_memory_snapshot_folder", dest="torchtitan_snapshot_folder",
+                   default="profiling/memory_snapshot",
+                   help="torchtitan's folder: <folder>/step_000000000002/<rank:06d>_step_2.pickle")
     parser.add_argument("--plan", help="run a ppb.partition/1 plan's stages instead of the flags")
     parser.add_argument("--rank", type=int, action="append",
                         help="run only this rank (repeatable; default every rank)")
@@ -573,8 +591,17 @@ def main(argv=None):
         parser.error(f"the harness runs 1f1b and interleaved plans, not {schedule}")
     if args.recompute_granularity == "full" and args.recompute_method is None:
         parser.error("--recompute-granularity full needs --recompute-method uniform or block")
+    if args.record_memory_history and args.torchtitan_snapshot:
+        parser.error("--record-memory-history (Megatron-LM's names) or "
+                     "--profiler.enable_memory_snapshot (torchtitan's), not both")
+    snapshot_path = None
+    if args.record_memory_history:
+        snapshot_path = args.memory_snapshot_path
+    elif args.torchtitan_snapshot:
+        folder = args.torchtitan_snapshot_folder
+        snapshot_path = lambda rank: torchtitan_snapshot_file(folder, rank)  # noqa: E731
     run_pipeline(args, stage_kinds, args.num_microbatches, schedule, args.rank,
-                 snapshot_path=args.memory_snapshot_path if args.record_memory_history else None)
+                 snapshot_path=snapshot_path)
     return 0
 
 
