@@ -166,8 +166,9 @@ BOOST_AUTO_TEST_CASE(bad_lines_and_logs_without_steps) {
     PPB_CHECK_THROWS(ppb::InputError, scan_torchtitan_logs(empty, messages),
                      "c.log: no torchtitan step line with a memory figure");
     // Found in a directory, a log without step lines is skipped.
-    const std::vector<LogFile> found = {log("d.log", "nothing\n", 0, false),
-                                        log("e.log", step_line(5, 1.5, false, 2), std::nullopt, false)};
+    const std::vector<LogFile> found = {
+        log("d.log", "nothing\n", 0, false),
+        log("e.log", step_line(5, 1.5, false, 2), std::nullopt, false)};
     messages.clear();
     const auto readings = scan_torchtitan_logs(found, messages);
     BOOST_TEST_REQUIRE(readings.size() == 1u);

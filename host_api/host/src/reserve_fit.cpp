@@ -43,14 +43,10 @@ Line least_squares(const std::vector<Sample>& samples) {
     return Line{mean_y - ratio * mean_a, ratio};
 }
 
-// Whether the A of the samples differ enough to tell ρ from κ: their spread beyond rounding of
-// the largest.
-bool activations_vary(const std::vector<Sample>& samples) {
-    const auto [low, high] = std::minmax_element(
-        samples.begin(), samples.end(),
-        [](const Sample& a, const Sample& b) { return a.activation_mb < b.activation_mb; });
-    return high->activation_mb - low->activation_mb >
-           1e-6 * std::max(1.0, std::abs(high->activation_mb));
+// Whether activations from `low` to `high` MB differ enough to tell ρ from κ: a spread beyond
+// rounding of the largest.
+bool activations_vary(double low, double high) {
+    return high - low > 1e-6 * std::max(1.0, std::abs(high));
 }
 
 }  // namespace
@@ -94,7 +90,8 @@ std::optional<AllocatorReserve> fit_allocator_reserve(const MemoryModel& model,
         out.constant_mb = sum_y / n;
         out.constant_fitted = true;
     };
-    if (samples.size() >= 2 && activations_vary(samples)) {
+    if (samples.size() >= 2 &&
+        activations_vary(out.smallest_activation_mb, out.largest_activation_mb)) {
         const Line line = least_squares(samples);
         if (line.ratio < 0.0) {
             constant_only();
@@ -145,9 +142,8 @@ std::vector<std::string> reserve_caveats(const AllocatorReserve& reserve) {
             out.push_back(
                 "one observation gives reserved_mb: the reserve is taken as a constant (ρ = 0); "
                 "dry runs of stages with different activation memory would tell how it grows");
-        } else if (reserve.smallest_activation_mb == reserve.largest_activation_mb ||
-                   reserve.largest_activation_mb - reserve.smallest_activation_mb <=
-                       1e-6 * std::max(1.0, reserve.largest_activation_mb)) {
+        } else if (!activations_vary(reserve.smallest_activation_mb,
+                                     reserve.largest_activation_mb)) {
             out.push_back(fmt::format(
                 "the observations that give reserved_mb hold the same activation memory ({}): "
                 "the reserve is taken as a constant (ρ = 0)",

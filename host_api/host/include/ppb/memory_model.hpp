@@ -211,8 +211,7 @@ class MemoryModel {
         const double allocated = model_predict(placement);
         if (!reserve_)
             return allocated;
-        return allocated + reserve_->reserve_mb(activations_of(std::span(&placement, 1),
-                                                               std::span(&allocated, 1))[0]);
+        return allocated + reserve_->reserve_mb(activation_at(placement, allocated));
     }
 
     [[nodiscard]] std::vector<double> predict_batch(
@@ -229,8 +228,7 @@ class MemoryModel {
         if (!error || !reserve_)
             return error;
         const double allocated = model_predict(placement);
-        return with_reserve_error(
-            *error, activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0]);
+        return with_reserve_error(*error, activation_at(placement, allocated));
     }
 
     // The linear coefficients, or nullopt when the model is not linear.
@@ -245,8 +243,7 @@ class MemoryModel {
         const double allocated = model_predict_grouped(placement);
         if (!reserve_)
             return allocated;
-        return allocated + reserve_->reserve_mb(activations_of(std::span(&placement, 1),
-                                                               std::span(&allocated, 1))[0]);
+        return allocated + reserve_->reserve_mb(activation_at(placement, allocated));
     }
 
     [[nodiscard]] std::vector<double> predict_grouped_batch(
@@ -262,8 +259,7 @@ class MemoryModel {
         if (!error || !reserve_)
             return error;
         const double allocated = model_predict_grouped(placement);
-        return with_reserve_error(
-            *error, activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0]);
+        return with_reserve_error(*error, activation_at(placement, allocated));
     }
 
     // Coefficients of group `group` (shared const, head and tail; the group's per-layer and
@@ -295,11 +291,11 @@ class MemoryModel {
     // model's own slope, its answer with one more micro-batch on the chunk less its answer.
     [[nodiscard]] double activation_in_flight_mb(const ppb_grouped_placement& placement) const {
         const double allocated = model_predict_grouped(placement);
-        return activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0];
+        return activation_at(placement, allocated);
     }
     [[nodiscard]] double activation_in_flight_mb(const ppb_placement& placement) const {
         const double allocated = model_predict(placement);
-        return activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0];
+        return activation_at(placement, allocated);
     }
 
     // ---- Groups of body layers (plugin API 1.3) ----
@@ -439,7 +435,7 @@ class MemoryModel {
                   "its prediction " + number(whole) + " MB, for " + where());
         }
         if (reserve_) {
-            const double a = activations_of(std::span(&placement, 1), std::span(&whole, 1))[0];
+            const double a = activation_at(placement, whole);
             parts.push_back(MemoryPart{std::string(allocator_reserve_part),
                                        "the allocator's reserve (fragmentation, cached blocks)",
                                        reserve_->reserve_mb(a)});
@@ -669,6 +665,12 @@ class MemoryModel {
             }
         }
         return out;
+    }
+
+    // A for one placement, `allocated` being the model's own answer for it.
+    template <class Placement>
+    [[nodiscard]] double activation_at(const Placement& placement, double allocated) const {
+        return activations_of(std::span(&placement, 1), std::span(&allocated, 1))[0];
     }
 
     template <class Placement>
