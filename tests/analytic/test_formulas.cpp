@@ -239,4 +239,47 @@ BOOST_AUTO_TEST_CASE(mlp_generalisation) {
                tt::tolerance(1e-15));
 }
 
+// Heads wider than h/a (Megatron-LM's --kv-channels, HF's head_dim): Qwen3-30B-A3B's attention
+// (its published config: h = 2048, 32 query heads and 4 key/value heads of 128 channels).
+// Megatron-LM's count (megatron/training/theoretical_memory_usage.py at NVIDIA/Megatron-LM
+// commit d98e8a64ddf34856e74b24714e3bedb2f5a39553): self_attn_term = 2h^2 (1 + g/a) *
+// query_projection_size / h, query_projection_size = kv_channels * a (attention.py):
+// 2 * 2048^2 * 1.125 * 4096 / 2048 = 18 874 368. What a layer keeps of it per token with a fused
+// kernel: Q (a x 128), K and V (g x 128 each) and the core's output (a x 128), 2 bytes each.
+BOOST_AUTO_TEST_CASE(kv_channels_widen_q_k_v_and_the_output_projection) {
+    constexpr std::string_view qwen3_30b_attention =
+        R"("hidden_size": 2048, "num_attention_heads": 32, "num_kv_heads": 4,
+           "ffn_hidden_size": 6144, "seq_length": 4096, "micro_batch_size": 1,
+           "vocab_size": 151936, "num_layers": 48, "tensor_parallel": 1,
+           "flash_attention": true, "dropout": false)";
+    const double h = 2048.0;
+    const double a = 32.0;
+    const double g = 4.0;
+    const double query_projection_size = 128.0 * a;
+    const double megatron = 2.0 * h * h * (1.0 + g / a) * query_projection_size / h;
+    BOOST_TEST(megatron == 18874368.0);
+    const auto wide = terms(qwen3_30b_attention, R"("kv_channels": 128)");
+    BOOST_TEST(wide.attention.split_parameters == megatron);
+    const double sb = 4096.0;
+    BOOST_TEST(wide.attention.qkv == 2.0 * sb * (32.0 * 128.0 + 2.0 * 4.0 * 128.0));
+    BOOST_TEST(wide.attention.projection == 2.0 * sb * 32.0 * 128.0);
+    // The QKV linear's input is the hidden state, h wide, whatever the heads.
+    BOOST_TEST(wide.attention.input == 2.0 * sb * h);
+    // kv_channels equal to h/a (64) changes nothing; the default is h/a.
+    const auto narrow = terms(qwen3_30b_attention, "");
+    const auto same = terms(qwen3_30b_attention, R"("kv_channels": 64)");
+    BOOST_TEST(same.attention.qkv == narrow.attention.qkv);
+    BOOST_TEST(same.layer_parameters == narrow.layer_parameters);
+    BOOST_TEST(wide.layer_parameters - narrow.layer_parameters == megatron / 2.0);
+    // Biases of the QKV projection follow its width (a x 128 + 2 g x 128).
+    const auto biased = terms(qwen3_30b_attention, R"("kv_channels": 128, "linear_biases": true)");
+    BOOST_TEST(biased.layer_parameters - wide.layer_parameters ==
+               32.0 * 128.0 + 2.0 * 4.0 * 128.0 + 2.0 * 6144.0 + 2.0 * h);
+    // With kv_channels, hidden_size need not be a multiple of the heads.
+    BOOST_CHECK_NO_THROW((void)terms(qwen3_30b_attention,
+                                     R"("hidden_size": 2000, "kv_channels": 128)"));
+    BOOST_CHECK_THROW((void)terms(qwen3_30b_attention, R"("hidden_size": 2000)"),
+                      ppb::plugin::InvalidInput);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -353,7 +353,6 @@ BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
         "--vocab-size 1000 --bf16 ";
     expect_flag_error(base + "--cuda-graph-impl local", "--cuda-graph-impl");
     expect_flag_error(base + "--fp8-format hybrid --fp8-recipe custom", "--fp8-recipe");
-    expect_flag_error(base + "--kv-channels 32", "--kv-channels");
     // Context parallelism of 1 and no MTP layers are ordinary runs.
     BOOST_CHECK_NO_THROW((void)map(base + "--context-parallel-size 1 --mtp-num-layers 0"));
 }

@@ -32,7 +32,10 @@ namespace json = boost::json;
 using ReadFlags = std::set<std::string, std::less<>>;
 
 // Multi-latent attention (--multi-latent-attention) and the shape of its heads. Without it,
-// --kv-channels other than h / a (heads of another width) is outside the model.
+// --kv-channels gives the heads' width (Megatron-LM's validate_args sets it to hidden-size /
+// num-attention-heads when absent; megatron/training/arguments.py at commit
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553): passed on when it differs (Qwen3's 128-channel
+// heads on a narrower hidden size).
 void add_attention(const MegatronFlagView& flags, json::object& options, ReadFlags& read) {
     read.insert("kv-channels");
     if (!flags.on("multi-latent-attention")) {
@@ -40,9 +43,7 @@ void add_attention(const MegatronFlagView& flags, json::object& options, ReadFla
             const auto h = flags.count("hidden-size", 1);
             const auto a = flags.count("num-attention-heads", 1);
             if (h && a && *kv * static_cast<std::uint64_t>(*a) != *h)
-                refuse("kv-channels", fmt::format("heads of {} channels, not hidden-size / "
-                                                  "num-attention-heads = {}",
-                                                  *kv, *h / *a));
+                options["kv_channels"] = *kv;
         }
         return;
     }

@@ -335,6 +335,15 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     o["tensor_parallel"] = t;
     if (kv_heads != a)
         o["num_kv_heads"] = kv_heads;
+    // The heads' width when it is not hidden_size / num_heads (Qwen3: 64 heads of 128 on a
+    // hidden size of 5 120): TransformerConfig.kv_channels, which COMMON_CONFIG_MAPPING fills from
+    // head_dim (mindformers_keys.hpp).
+    if (const Setting head_dim = model_setting(config, spellings::head_dim, "the head dimension");
+        head_dim.present() && !head_dim.node().IsNull()) {
+        const std::uint32_t channels = positive_integer(head_dim);
+        if (std::uint64_t{channels} * a != h)
+            o["kv_channels"] = channels;
+    }
     o["sequence_parallel"] = switch_on(parallel("use_seq_parallel"), false) && t > 1;
     o["data_parallel"] = d;
     o["distributed_optimizer"] = optimizer_shard;
@@ -381,17 +390,6 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     if (const Setting norm = model_setting(config, spellings::qk_norm, "the query/key norms");
         switch_on(norm, false)) {
         warn(norm, "the query and key normalisation (its inputs are kept for backward)");
-    }
-    // The attention's width is heads x head_dim, which the model takes as hidden_size.
-    if (const Setting head_dim = model_setting(config, spellings::head_dim, "the head dimension");
-        head_dim.present() && !head_dim.node().IsNull()) {
-        const std::uint64_t attention = std::uint64_t{positive_integer(head_dim)} * a;
-        if (attention != h) {
-            warn(head_dim,
-                 fmt::format("{} heads of {} make the attention {} wide, not hidden_size {}: the "
-                             "model counts the attention's projections and activations {} wide",
-                             a, value_text(head_dim), attention, h, h));
-        }
     }
     if (optional_count(model("fine_grain_interleave")).value_or(1) > 1)
         warn(model("fine_grain_interleave"), "each layer's activations split in slices");

@@ -27,11 +27,11 @@ namespace {
 namespace json = boost::json;
 
 // The keys of the analytic model's options (plugin/analytic/README.md, "Options"). The time
-// model reads the shape's sizes, num_kv_heads, gated_mlp and moe; the others are the memory
+// model reads the shape's sizes, num_kv_heads, kv_channels, gated_mlp and moe; the others are the memory
 // model's and are accepted without being read. A key not among them is refused with a "did you
 // mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would otherwise
 // change the times unnoticed.
-constexpr std::array<std::string_view, 29> shape_keys = {"hidden_size",
+constexpr std::array<std::string_view, 30> shape_keys = {"hidden_size",
                                                          "num_attention_heads",
                                                          "ffn_hidden_size",
                                                          "seq_length",
@@ -40,6 +40,7 @@ constexpr std::array<std::string_view, 29> shape_keys = {"hidden_size",
                                                          "num_layers",
                                                          "tensor_parallel",
                                                          "num_kv_heads",
+                                                         "kv_channels",
                                                          "sequence_parallel",
                                                          "data_parallel",
                                                          "distributed_optimizer",
@@ -97,6 +98,7 @@ struct Shape {
     double hidden = 0.0;    // h
     double heads = 0.0;     // a
     double kv_heads = 0.0;  // num_kv_heads, default a
+    double head = 0.0;      // kv_channels: the channels of a head, default h/a
     double ffn = 0.0;       // F
     double seq = 0.0;       // s
     double batch = 0.0;     // b
@@ -268,6 +270,9 @@ Shape read_shape(std::string_view options_json, std::string_view source) {
         }
         shape.kv_heads = static_cast<double>(kv_heads);
     }
+    shape.head = shape.hidden / shape.heads;
+    if (const auto channels = object.optional("kv_channels"))
+        shape.head = static_cast<double>(channels->as_uint32(1));
     if (const auto gated = object.optional("gated_mlp"))
         shape.gated_mlp = gated->as_bool();
     if (const auto moe = object.optional("moe"))
@@ -277,17 +282,19 @@ Shape read_shape(std::string_view options_json, std::string_view source) {
 
 // ---- FLOPs of one micro-batch, forward, on one tensor-parallel rank ----
 
-// The attention block: the QKV projection (K and V h_kv wide each), the scores QK^T and the
-// context (scores x V), each a x s x s x h/a multiply-adds per sequence, and the output
-// projection. The causal mask's zeros are counted (kernels skip at most half of them).
+// The attention block: the QKV projection (Q a x head channels wide, K and V h_kv each), the
+// scores QK^T and the context (scores x V), each a x s x s x head-channels multiply-adds per
+// sequence, and the output projection. The causal mask's zeros are counted (kernels skip at
+// most half of them).
 double attention_flops(const Shape& m) {
     const double bs = m.batch * m.seq;
     const double h = m.hidden;
-    const double h_kv = m.kv_heads * h / m.heads;
-    return 2.0 * bs * h * (h + 2.0 * h_kv)  // QKV
-           + 2.0 * bs * m.seq * h           // scores
-           + 2.0 * bs * m.seq * h           // context
-           + 2.0 * bs * h * h;              // output projection
+    const double q = m.heads * m.head;
+    const double h_kv = m.kv_heads * m.head;
+    return 2.0 * bs * h * (q + 2.0 * h_kv)  // QKV
+           + 2.0 * bs * m.seq * q           // scores
+           + 2.0 * bs * m.seq * q           // context
+           + 2.0 * bs * q * h;              // output projection
 }
 
 // An MLP of inner size `ffn`: three h x ffn matrices when gated (gate, up, down), else two.

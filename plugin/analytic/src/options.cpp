@@ -50,7 +50,7 @@ struct NumberOption {
     double max;
 };
 
-constexpr std::array<IntegerOption, 12> integer_options = {{
+constexpr std::array<IntegerOption, 13> integer_options = {{
     {"hidden_size", &ShapeOptions::hidden_size, true, "the hidden size h"},
     {"num_attention_heads", &ShapeOptions::num_attention_heads, true,
      "the number of attention (query) heads a"},
@@ -62,6 +62,7 @@ constexpr std::array<IntegerOption, 12> integer_options = {{
      ppb::limits::layers.max},
     {"tensor_parallel", &ShapeOptions::tensor_parallel, true, "the tensor-parallel degree t"},
     {"num_kv_heads", &ShapeOptions::num_kv_heads, false, "the number of key/value heads"},
+    {"kv_channels", &ShapeOptions::kv_channels, false, "the channels of one attention head"},
     {"data_parallel", &ShapeOptions::data_parallel, false, "the data-parallel degree d"},
     {"position_embeddings", &ShapeOptions::position_embeddings, false,
      "the positions of learned absolute position embeddings"},
@@ -251,8 +252,9 @@ void check_shape(const ShapeOptions& o) {
                            " exceeds num_attention_heads " + std::to_string(o.num_attention_heads) +
                            ": each key/value head serves one or more query heads");
     }
-    // Multi-latent attention gives its heads their own widths (checked with 'mla').
-    if (!o.mla) {
+    // Multi-latent attention gives its heads their own widths (checked with 'mla'), as
+    // kv_channels does.
+    if (!o.mla && o.kv_channels == 0) {
         require_divisible(o.hidden_size, "hidden_size", o.num_attention_heads,
                           "num_attention_heads", "every head has h/a channels");
     }
@@ -661,6 +663,12 @@ MlaOptions parse_mla(const json::value& value, const ShapeOptions& shape) {
             "analytic options: num_kv_heads " + std::to_string(shape.num_kv_heads) +
             " with 'mla': multi-latent attention has one key/value head per query head, made from "
             "the latent (Megatron-LM refuses grouped-query attention with it); drop num_kv_heads");
+    }
+    if (shape.kv_channels != 0) {
+        throw InvalidInput(
+            "analytic options: kv_channels " + std::to_string(shape.kv_channels) +
+            " with 'mla': multi-latent attention's heads have the widths 'mla' gives "
+            "(qk_head_dim, qk_pos_emb_head_dim, v_head_dim); drop kv_channels");
     }
     return m;
 }

@@ -127,6 +127,10 @@ struct ShapeOptions {
 
     // Optional.
     std::uint32_t num_kv_heads = 0;  // key/value heads (GQA); 0 in the text means "= a"
+    // Channels of one attention head (Megatron-LM's --kv-channels, HF's head_dim); 0 means h/a.
+    // Qwen3's heads are wider than h/a: 32 heads of 128 make its 30B-A3B attention 4096 wide on
+    // a hidden size of 2048.
+    std::uint32_t kv_channels = 0;
     std::uint32_t data_parallel = 1;
     bool sequence_parallel = false;
     bool distributed_optimizer = false;
@@ -213,6 +217,16 @@ struct ShapeOptions {
     [[nodiscard]] std::uint32_t kv_heads() const noexcept {
         return num_kv_heads == 0 ? num_attention_heads : num_kv_heads;
     }
+    // The channels of a head with the default applied, and the widths of Q (and of the core
+    // attention's output, the output projection's input) and of K (and of V) that follow.
+    [[nodiscard]] double head_channels() const noexcept {
+        return kv_channels == 0 ? static_cast<double>(hidden_size) / num_attention_heads
+                                : static_cast<double>(kv_channels);
+    }
+    [[nodiscard]] double query_width() const noexcept {
+        return num_attention_heads * head_channels();
+    }
+    [[nodiscard]] double key_width() const noexcept { return kv_heads() * head_channels(); }
 };
 
 // Parses the options object. Throws ppb::plugin::InvalidInput naming the offending key for

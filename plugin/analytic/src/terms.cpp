@@ -155,17 +155,24 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
     const double e = o.activation_bytes;  // bytes of an element in the training dtype
     AttentionTerms out;
     if (!o.mla) {
-        const double h_kv = o.kv_heads() * h / a;
+        // Q is a x head channels wide, K and V num_kv_heads x head channels each: h and h_kv
+        // unless kv_channels widens the heads (Megatron-LM's Attention: query_projection_size =
+        // kv_channels * num_attention_heads, kv_projection_size = kv_channels *
+        // num_query_groups; megatron/core/transformer/attention.py at commit
+        // d98e8a64ddf34856e74b24714e3bedb2f5a39553).
+        const double q_width = o.query_width();
+        const double h_kv = o.key_width();
         // Unfused attention expands K and V to all a heads before its batched matmuls and
         // autograd keeps the expanded copies; a fused (flash) kernel keeps the grouped K and V.
-        const double kv_width = o.flash_attention ? h_kv : h;
-        out.split_parameters = h * (h + 2.0 * h_kv) + h * h;  // QKV and output projection
-        out.input = q.column_input * sb * h;                  // the QKV linear's input
-        out.qkv = e * sb * h + 2.0 * e * sb * kv_width;
+        const double kv_width = o.flash_attention ? h_kv : q_width;
+        out.split_parameters = h * (q_width + 2.0 * h_kv) + q_width * h;  // QKV, output proj.
+        out.input = q.column_input * sb * h;  // the QKV linear's input
+        out.qkv = e * sb * q_width + 2.0 * e * sb * kv_width;
         // The projection's input (with delayed FP8 scaling a quantized copy too).
-        out.projection = (e + q.projection_copy) * sb * h;
+        out.projection = (e + q.projection_copy) * sb * q_width;
         out.gathered = e * sb * h;
-        add_context_parallel(o, modules, e * sb * h, 2.0 * e * sb * h_kv, e * sb * h, out);
+        add_context_parallel(o, modules, e * sb * q_width, 2.0 * e * sb * h_kv, e * sb * q_width,
+                             out);
         return out;
     }
     // Multi-latent attention as Megatron-LM builds it (megatron/core/transformer/
@@ -460,7 +467,6 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m, const 
 MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double h = o.hidden_size;
     const double a = o.num_attention_heads;
-    const double kv = o.kv_heads();
     const double F = o.ffn_hidden_size;
     // The positions on one rank: context parallelism splits the sequence (attention over the
     // whole of it needs a fused kernel, so no term below grows with s^2 when c > 1).
@@ -472,7 +478,7 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     const double d = o.data_parallel;
     const double dropout = o.dropout ? 1.0 : 0.0;
     const double sbh = s * b * h;
-    const double h_kv = kv * h / a;  // width of K (and of V): num_kv_heads * head dimension
+    const double h_kv = o.key_width();  // width of K (and of V): num_kv_heads * head channels
     // Bytes of an element the layers keep in the training dtype (Megatron-LM's params_dtype:
     // torch.float without --bf16 and --fp16, megatron/training/arguments.py at commit
     // adfb8ec7926215bfd0d5120aaf6b080de224d328): the residual stream, the norms' inputs, Q, K, V,
@@ -581,7 +587,7 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // Linear biases: QKV's and the first MLP linear's are split over t (column parallel), the
     // attention projection's and the second MLP linear's are whole on every rank (row parallel).
     // MLA's projections other than the output have no bias (bias=False in Megatron-LM).
-    const double qkv_bias = o.mla ? 0.0 : h + 2.0 * h_kv;
+    const double qkv_bias = o.mla ? 0.0 : o.query_width() + 2.0 * h_kv;
     const double biases =
         o.linear_biases ? (qkv_bias + (o.gated_mlp ? 2.0 : 1.0) * F) / t + 2.0 * h : 0.0;
     out.layer_parameters =
