@@ -276,8 +276,8 @@ BOOST_AUTO_TEST_CASE(kv_channels_widen_q_k_v_and_the_output_projection) {
     BOOST_TEST(biased.layer_parameters - wide.layer_parameters ==
                32.0 * 128.0 + 2.0 * 4.0 * 128.0 + 2.0 * 6144.0 + 2.0 * h);
     // With kv_channels, hidden_size need not be a multiple of the heads.
-    BOOST_CHECK_NO_THROW((void)terms(qwen3_30b_attention,
-                                     R"("hidden_size": 2000, "kv_channels": 128)"));
+    BOOST_CHECK_NO_THROW(
+        (void)terms(qwen3_30b_attention, R"("hidden_size": 2000, "kv_channels": 128)"));
     BOOST_CHECK_THROW((void)terms(qwen3_30b_attention, R"("hidden_size": 2000)"),
                       ppb::plugin::InvalidInput);
 }

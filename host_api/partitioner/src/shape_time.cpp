@@ -27,10 +27,10 @@ namespace {
 namespace json = boost::json;
 
 // The keys of the analytic model's options (plugin/analytic/README.md, "Options"). The time
-// model reads the shape's sizes, num_kv_heads, kv_channels, gated_mlp and moe; the others are the memory
-// model's and are accepted without being read. A key not among them is refused with a "did you
-// mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would otherwise
-// change the times unnoticed.
+// model reads the shape's sizes, num_kv_heads, kv_channels, gated_mlp and moe; the others are the
+// memory model's and are accepted without being read. A key not among them is refused with a
+// "did you mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would
+// otherwise change the times unnoticed.
 constexpr std::array<std::string_view, 30> shape_keys = {"hidden_size",
                                                          "num_attention_heads",
                                                          "ffn_hidden_size",

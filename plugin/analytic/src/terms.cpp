@@ -166,7 +166,7 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
         // autograd keeps the expanded copies; a fused (flash) kernel keeps the grouped K and V.
         const double kv_width = o.flash_attention ? h_kv : q_width;
         out.split_parameters = h * (q_width + 2.0 * h_kv) + q_width * h;  // QKV, output proj.
-        out.input = q.column_input * sb * h;  // the QKV linear's input
+        out.input = q.column_input * sb * h;                              // the QKV linear's input
         out.qkv = e * sb * q_width + 2.0 * e * sb * kv_width;
         // The projection's input (with delayed FP8 scaling a quantized copy too).
         out.projection = (e + q.projection_copy) * sb * q_width;
