@@ -163,15 +163,30 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_exit_2_naming_the_key) {
     const ScratchConfig dtype("dtype", llama2_7b_shape + "    param_init_type: \"int8\"\n");
     expect_refusal(dtype.path, {"model.model_config.param_init_type", "int8"});
 
-    // Runs the analytic model does not cover: refused by name, with the line.
+    // What MindFormers itself refuses, refused by name with the line: context parallelism
+    // without flash attention, hybrid_cp in the current models, more MTP layers than they take,
+    // an algorithm it does not know, more experts chosen than there are.
     const ScratchConfig cp("cp", llama2_7b_shape,
                            "parallel_config:\n  model_parallel: 2\n  context_parallel: 2\n");
     expect_refusal(cp.path, {"ppb-test-mindformers-cp.yaml:", "parallel_config.context_parallel",
-                             "does not cover"});
-    const ScratchConfig moe("moe", llama2_7b_shape, "moe_config:\n  expert_num: 8\n");
-    expect_refusal(moe.path, {"moe_config.expert_num", "does not cover"});
-    const ScratchConfig mla("mla", llama2_7b_shape + "    kv_lora_rank: 512\n");
-    expect_refusal(mla.path, {"model.model_config.kv_lora_rank", "does not cover"});
+                             "use_flash_attention"});
+    const ScratchConfig hybrid(
+        "hybrid", "    model_type: qwen3\n" + llama2_7b_shape + "    use_flash_attention: True\n",
+        "use_legacy: False\nparallel_config:\n  context_parallel: 4\n"
+        "  context_parallel_algo: hybrid_cp\n");
+    expect_refusal(hybrid.path, {"parallel_config.context_parallel_algo", "hybrid_cp",
+                                 "transformer_config_utils.py"});
+    const ScratchConfig algo("algo", llama2_7b_shape + "    use_flash_attention: True\n",
+                             "parallel_config:\n  context_parallel: 2\n"
+                             "  context_parallel_algo: ring\n");
+    expect_refusal(algo.path, {"context_parallel_algo", "expected colossalai_cp"});
+    const ScratchConfig mtp("mtp",
+                            "    model_type: qwen3\n" + llama2_7b_shape + "    mtp_num_layers: 2\n",
+                            "use_legacy: False\n");
+    expect_refusal(mtp.path, {"model.model_config.mtp_num_layers", "at most one"});
+    const ScratchConfig chosen("chosen", llama2_7b_shape,
+                               "moe_config:\n  expert_num: 8\n  num_experts_chosen: 9\n");
+    expect_refusal(chosen.path, {"moe_config.num_experts_chosen", "9 experts chosen"});
 
     // Not a MindFormers configuration at all.
     const fs::path list = fs::temp_directory_path() / "ppb-test-mindformers-list.yaml";
@@ -257,38 +272,181 @@ BOOST_AUTO_TEST_CASE(glm4s_chatglm2_names_give_its_shape) {
     BOOST_TEST(!contains(m.err, "add_qkv_bias"), m.err);
 }
 
-// Qwen3-MoE is refused as MoE, naming the key and line that make it one: the expert count under
-// any of its names, the model type whose class builds experts by default
-// (configuration_qwen3_moe.py: Qwen3MoeConfig num_experts=128), or a setting only experts have.
-BOOST_AUTO_TEST_CASE(qwen3_moe_is_refused_as_moe_by_the_key_that_makes_it_one) {
-    const fs::path config = data_dir / "qwen3_30b_a3b_mcore.yaml";
-    const auto r = ppb({"import", "mindformers-options", config.string()});
-    BOOST_TEST(r.exit_code == 2);
-    BOOST_TEST(r.out.empty());
-    BOOST_TEST(r.err == "ppb: error: " + config.string() +
-                            ":37: model.model_config.num_experts: 128 experts per MoE layer: "
-                            "MindFormers' mixture of experts (capacity, dispatch) is not mapped; "
-                            "the analytic model does not cover it (measure with a dry run and "
-                            "'ppb import mindspore')\n");
+namespace {
 
-    // The model type alone (line 10: the shape takes lines 3-9).
-    const ScratchConfig type("moe-type", llama2_7b_shape + "    model_type: qwen3_moe\n");
-    const auto t = ppb({"import", "mindformers-options", type.path.string()});
-    BOOST_TEST(t.exit_code == 2);
-    BOOST_TEST(t.err == "ppb: error: " + type.path.string() +
-                            ":10: model.model_config.model_type: 'qwen3_moe': Qwen3MoeConfig "
-                            "builds 128 experts per MoE layer by default: MindFormers' mixture of "
-                            "experts (capacity, dispatch) is not mapped; the analytic model does "
-                            "not cover it (measure with a dry run and 'ppb import mindspore')\n");
-    // Every name of the count (n_routed_experts: DeepSeek's), and a setting only experts have.
-    const ScratchConfig routed("moe-routed", llama2_7b_shape + "    n_routed_experts: 256\n");
-    expect_refusal(routed.path, {":10: model.model_config.n_routed_experts: 256 experts per MoE"});
+json::object options_of(const fs::path& config, std::string* err = nullptr) {
+    const auto r = ppb({"import", "mindformers-options", config.string()});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    if (err != nullptr)
+        *err = r.err;
+    return json::parse(r.out).as_object();
+}
+
+// The predicted peak of `options` for the stage `stage` of `stages` holding `layers`.
+double predicted_mb(const json::object& options, const std::string& stage,
+                    const std::string& stages, const std::string& layers) {
+    const auto r = ppb({"predict", "--model", "analytic", "--model-options",
+                        json::serialize(options), "--stages", stages, "--stage", stage, "--layers",
+                        layers, "--micro-batches", "8", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    return json::parse(r.out).as_object().at("peak_memory_mb").to_number<double>();
+}
+
+}  // namespace
+
+// Qwen3-30B-A3B in MindFormers' current models (tests/data/mindformers/README.md): every layer an
+// MoE layer of 128 experts, 8 chosen, 768 wide (num_experts, num_experts_per_tok,
+// moe_intermediate_size); expert_parallel 4 of the data_parallel x model_parallel = 4 ranks, each
+// expert whole (training_graph/transformer/moe/ffn.py: the experts' weights are laid out over
+// inner_dp only); dropless (an AlltoAllV dispatch: no capacity); heads of head_dim 128.
+BOOST_AUTO_TEST_CASE(qwen3_moe_maps_to_the_analytic_models_experts) {
+    const fs::path config = data_dir / "qwen3_30b_a3b_mcore.yaml";
+    const json::object o = options_of(config);
+    const json::object& moe = o.at("moe").as_object();
+    BOOST_TEST(moe.at("num_experts").as_int64() == 128);
+    BOOST_TEST(moe.at("top_k").as_int64() == 8);
+    BOOST_TEST(moe.at("moe_ffn_hidden_size").as_int64() == 768);
+    BOOST_TEST(moe.at("expert_parallel").as_int64() == 4);
+    BOOST_TEST(moe.at("expert_tensor_parallel").as_int64() == 1);
+    BOOST_TEST(!moe.contains("capacity_factor"));
+    BOOST_TEST(!moe.contains("shared_experts"));
+    BOOST_TEST(!moe.contains("first_k_dense"));
+    BOOST_TEST(!moe.contains("layer_freq"));
+    BOOST_TEST(o.at("kv_channels").as_int64() == 128);
+    BOOST_TEST(o.at("num_kv_heads").as_int64() == 4);
+    BOOST_TEST(predicted_mb(o, "3", "4", "moe.none=12") > 0.0);
+
+    // The model type alone takes Qwen3MoeConfig's defaults (num_experts 128,
+    // num_experts_per_tok 8, moe_intermediate_size 768: configuration_qwen3_moe.py).
+    const ScratchConfig type("moe-type", llama2_7b_shape + "    model_type: qwen3_moe\n",
+                             "use_legacy: False\n");
+    const json::object t = options_of(type.path);
+    BOOST_TEST(t.at("moe").at("num_experts").as_int64() == 128);
+    BOOST_TEST(t.at("moe").at("top_k").as_int64() == 8);
+    BOOST_TEST(t.at("moe").at("moe_ffn_hidden_size").as_int64() == 768);
+    // A setting only experts have, without a count, cannot be mapped: the count is in the
+    // model's own files.
     const ScratchConfig topk("moe-topk", llama2_7b_shape + "    num_experts_per_tok: 8\n");
     expect_refusal(topk.path,
-                   {":10: model.model_config.num_experts_per_tok: a setting only MoE layers have"});
+                   {":10: model.model_config.num_experts_per_tok: a setting only MoE layers have",
+                    "give the experts' count"});
     // One expert is no mixture (MoEConfig's expert_num 1, its default): planned as dense.
     const ScratchConfig one("moe-one", llama2_7b_shape, "moe_config:\n  expert_num: 1\n");
-    BOOST_TEST(ppb({"import", "mindformers-options", one.path.string()}).exit_code == 0);
+    BOOST_TEST(!options_of(one.path).contains("moe"));
+}
+
+// The classic MoE (moe_config with LLaMA-style layers, mindformers/modules/transformer/moe.py):
+// the routed experts are the model's FFN (intermediate_size, or LlamaFeedForward's width), each
+// split over model_parallel (llama_layer.py: w1 sharded (ep, mp, 1)), one chosen and a capacity
+// factor of 1.1 by default (MoEConfig); moe_config.expert_model_parallel 1 keeps each expert
+// whole. Qwen2-57B-A14B (tests/data/mindformers/README.md): 64 experts of 2560, 8 chosen, the
+// shared experts one MLP of int(2560 x 8.0) = 20 480 (llama_layer.py), capacity 1.1.
+BOOST_AUTO_TEST_CASE(the_classic_moe_keeps_its_capacity_and_splits_experts_over_model_parallel) {
+    const ScratchConfig moe("moe", llama2_7b_shape, "moe_config:\n  expert_num: 8\n");
+    const json::object m = options_of(moe.path).at("moe").as_object();
+    BOOST_TEST(m.at("num_experts").as_int64() == 8);
+    BOOST_TEST(m.at("top_k").as_int64() == 1);
+    BOOST_TEST(m.at("moe_ffn_hidden_size").as_int64() == 11008);  // LlamaFeedForward's 4096 width
+    BOOST_TEST(m.at("expert_tensor_parallel").as_int64() == 2);   // model_parallel
+    BOOST_TEST(m.at("expert_parallel").as_int64() == 1);
+    BOOST_TEST(m.at("capacity_factor").as_double() == 1.1);
+    const ScratchConfig whole("moe-whole", llama2_7b_shape,
+                              "moe_config:\n  expert_num: 8\n  expert_model_parallel: 1\n"
+                              "  capacity_factor: 2.0\n");
+    const json::object w = options_of(whole.path).at("moe").as_object();
+    BOOST_TEST(w.at("expert_tensor_parallel").as_int64() == 1);
+    BOOST_TEST(w.at("capacity_factor").as_double() == 2.0);
+
+    std::string err;
+    const json::object q = options_of(data_dir / "qwen2_57b_moe.yaml", &err);
+    const json::object& qm = q.at("moe").as_object();
+    BOOST_TEST(qm.at("num_experts").as_int64() == 64);
+    BOOST_TEST(qm.at("top_k").as_int64() == 8);
+    BOOST_TEST(qm.at("moe_ffn_hidden_size").as_int64() == 2560);
+    BOOST_TEST(qm.at("shared_experts").as_int64() == 1);
+    BOOST_TEST(qm.at("shared_expert_ffn_hidden_size").as_int64() == 20480);
+    BOOST_TEST(qm.at("expert_parallel").as_int64() == 2);
+    BOOST_TEST(qm.at("expert_tensor_parallel").as_int64() == 4);
+    BOOST_TEST(qm.at("capacity_factor").as_double() == 1.1);
+    // Under sequence parallelism MindFormers keeps the shared experts whole on every
+    // model_parallel rank, which the model does not: said.
+    BOOST_TEST(contains(err, "moe_config.shared_expert_num: with use_seq_parallel"), err);
+    BOOST_TEST(predicted_mb(q, "3", "4", "none=7") > 0.0);
+}
+
+// DeepSeek-V3 671B as MindFormers' research model builds it (tests/data/mindformers/README.md;
+// research/deepseek3/deepseek2_model.py): MLA with both latents and their norms, 256 experts of
+// 2048 with one shared expert of moe_intermediate_size x 1, the first 3 layers dense of
+// intermediate_size 18 432, the grouped-matmul MoE (use_gmm: dropless, "Capacity factor is
+// ignored", each expert whole: moev3.py), expert_parallel 8, one MTP layer on the last stage.
+BOOST_AUTO_TEST_CASE(deepseek_v3s_mla_mtp_and_experts_are_mapped) {
+    std::string err;
+    const json::object o = options_of(data_dir / "deepseek3_671b.yaml", &err);
+    const json::object& mla = o.at("mla").as_object();
+    BOOST_TEST(mla.at("q_lora_rank").as_int64() == 1536);
+    BOOST_TEST(mla.at("kv_lora_rank").as_int64() == 512);
+    BOOST_TEST(mla.at("qk_head_dim").as_int64() == 128);         // qk_nope_head_dim
+    BOOST_TEST(mla.at("qk_pos_emb_head_dim").as_int64() == 64);  // qk_rope_head_dim
+    BOOST_TEST(mla.at("v_head_dim").as_int64() == 128);
+    BOOST_TEST(mla.at("qk_layernorm").as_bool());
+    BOOST_TEST(!o.contains("num_kv_heads"));  // MLA's heads: n_kv_heads is not used
+    const json::object& moe = o.at("moe").as_object();
+    BOOST_TEST(moe.at("num_experts").as_int64() == 256);
+    BOOST_TEST(moe.at("top_k").as_int64() == 8);
+    BOOST_TEST(moe.at("moe_ffn_hidden_size").as_int64() == 2048);
+    BOOST_TEST(moe.at("shared_experts").as_int64() == 1);
+    BOOST_TEST(moe.at("shared_expert_ffn_hidden_size").as_int64() == 2048);
+    BOOST_TEST(moe.at("expert_parallel").as_int64() == 8);
+    BOOST_TEST(moe.at("expert_tensor_parallel").as_int64() == 1);
+    BOOST_TEST(moe.at("first_k_dense").as_int64() == 3);
+    BOOST_TEST(!moe.contains("capacity_factor"));
+    BOOST_TEST(o.at("ffn_hidden_size").as_int64() == 18432);
+    BOOST_TEST(o.at("mtp_num_layers").as_int64() == 1);
+    BOOST_TEST(contains(err, "the last stage also holds the 1 MTP layer"), err);
+    // The last of 16 stages: (61 + 1) // 16 = 3 layers and offset -1 (LayerSetting,
+    // mindformers/models/utils.py): 2 layers, one of them the MTP layer.
+    const double last = predicted_mb(o, "15", "16", "moe.full=1");
+    json::object without_mtp = o;
+    without_mtp.erase("mtp_num_layers");
+    BOOST_TEST(last > predicted_mb(without_mtp, "15", "16", "moe.full=1"));
+    BOOST_TEST(predicted_mb(o, "0", "16", "dense.full=3,moe.full=1") > 0.0);
+}
+
+// MLA of the current models (MLATransformerConfig): q_lora_rank null is no query latent, the
+// latent norms come with qk_layernorm; the classic model always has both (deepseek3_config.py
+// defaults). Context parallelism: colossalai_cp (the default) gathers keys and values,
+// use_ring_attention passes them round a ring, ulysses_cp is an all-to-all
+// (modules/flash_attention.py, llama_transformer.py); classic hybrid_cp without the ring is
+// counted as a2a+p2p, said.
+BOOST_AUTO_TEST_CASE(mla_and_context_parallelism_follow_each_family) {
+    const ScratchConfig mla("mla", llama2_7b_shape + "    kv_lora_rank: 512\n");
+    const json::object classic = options_of(mla.path).at("mla").as_object();
+    BOOST_TEST(classic.at("q_lora_rank").as_int64() == 1536);
+    BOOST_TEST(classic.at("qk_layernorm").as_bool());
+    const ScratchConfig lite("mla-lite",
+                             "    model_type: deepseek_v3\n" + llama2_7b_shape +
+                                 "    q_lora_rank: null\n    kv_lora_rank: 512\n"
+                                 "    qk_layernorm: False\n    num_experts: 8\n",
+                             "use_legacy: False\n");
+    const json::object current = options_of(lite.path).at("mla").as_object();
+    BOOST_TEST(!current.contains("q_lora_rank"));
+    BOOST_TEST(!current.at("qk_layernorm").as_bool());
+
+    const auto cp_type = [](const std::string& name, const std::string& parallel) {
+        const ScratchConfig c(
+            name, llama2_7b_shape + "    use_flash_attention: True\n",
+            "parallel_config:\n  model_parallel: 2\n  context_parallel: 4\n" + parallel);
+        std::string err;
+        const json::object o = options_of(c.path, &err);
+        BOOST_TEST(o.at("context_parallel").as_int64() == 4);
+        return std::make_pair(std::string(o.at("cp_comm_type").as_string()), err);
+    };
+    BOOST_TEST(cp_type("cp-gather", "").first == "all_gather");
+    BOOST_TEST(cp_type("cp-ulysses", "  context_parallel_algo: ulysses_cp\n").first == "a2a");
+    BOOST_TEST(cp_type("cp-ring", "  use_ring_attention: True\n").first == "p2p");
+    const auto hybrid = cp_type("cp-hybrid", "  context_parallel_algo: hybrid_cp\n");
+    BOOST_TEST(hybrid.first == "a2a+p2p");
+    BOOST_TEST(contains(hybrid.second, "an upper bound"), hybrid.second);
 }
 
 // Two names of one setting: taken when they agree, refused naming both keys, values and lines

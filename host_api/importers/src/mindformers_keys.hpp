@@ -74,6 +74,17 @@ inline constexpr std::array<std::string_view, 3> experts_chosen = {
     "num_experts_chosen", "num_experts_per_tok", "moe_router_topk"};
 inline constexpr std::array<std::string_view, 1> first_k_dense = {"first_k_dense_replace"};
 inline constexpr std::array<std::string_view, 1> moe_layer_freq = {"moe_layer_freq"};
+inline constexpr std::array<std::string_view, 2> expert_inner = {"moe_intermediate_size",
+                                                                 "moe_ffn_hidden_size"};
+inline constexpr std::array<std::string_view, 2> shared_experts = {"n_shared_experts",
+                                                                   "shared_expert_num"};
+inline constexpr std::array<std::string_view, 1> shared_inner = {
+    "moe_shared_expert_intermediate_size"};
+inline constexpr std::array<std::string_view, 2> capacity_factor = {"capacity_factor",
+                                                                    "moe_expert_capacity_factor"};
+inline constexpr std::array<std::string_view, 2> mla_qk_head = {"qk_nope_head_dim", "qk_head_dim"};
+inline constexpr std::array<std::string_view, 2> mla_rope_head = {"qk_rope_head_dim",
+                                                                  "qk_pos_emb_head_dim"};
 // Settings only MoE layers have (shapes of the experts), besides the count.
 inline constexpr std::array<std::string_view, 7> expert_shape = {
     "moe_intermediate_size",
@@ -124,13 +135,42 @@ struct Experts {
     // from one layer spec).
     bool every_layer = false;
     std::optional<std::uint32_t> first_k_default;  // the model type's first_k_dense_replace
-    std::string model_type;                        // for messages
+    // The model type's num_experts_per_tok, moe_intermediate_size and n_shared_experts.
+    std::optional<std::uint32_t> experts_chosen_default;
+    std::optional<std::uint32_t> expert_inner_default;
+    std::optional<std::uint32_t> shared_experts_default;
+    std::string model_type;  // for messages
 };
 
 // The experts of the model of `config` (may be null: flags only) whose expert count is `count`:
 // a flag, or spelled(..., spellings::experts, ...); absent when neither gives it. A count above
 // 1 makes the model MoE and one of 1 or less dense, whatever else the file says.
 [[nodiscard]] Experts model_experts(const Config* config, const Setting& count);
+
+// "--expert-num" for a flag, "<file>:<line>: moe_config.expert_num" for a key: where a setting
+// came from, for messages.
+[[nodiscard]] std::string source_of(const Setting& setting);
+
+// Which layers of a model with `experts` are MoE layers, by MindFormers' rule (mindspore-lab/
+// mindformers at commit f52743ca27a5a8af5fbc77c5b2037c1147c7004c: mindformers/parallel_core/
+// training_graph/base_models/gpt/gpt_layer_specs.py get_gpt_decoder_block_spec, and
+// transformer_config.py TransformerConfig.__post_init__; the classic DeepSeek models build a dense
+// FFN for layer_id < first_k_dense_replace): the first first_k_dense_replace layers dense and the
+// others MoE when it is above 0 (the model type's default when absent), else by moe_layer_freq
+// (default 1: every layer MoE). first_k_dense_replace with moe_layer_freq above 1, or with a list
+// other than its own pattern, is refused as MindFormers refuses it, and so are either of them
+// without experts. A model type that builds every layer as an MoE layer (Qwen3-MoE:
+// modeling_qwen3_moe_train.py has one layer spec) does so whatever they, and the HuggingFace keys
+// `ignored_hf` (decoder_sparse_step, mlp_only_layers), say: noted.
+struct MoeLayers {
+    std::vector<bool> is_moe;        // per layer in model order; empty without experts
+    std::string placement;           // "the first 3 layers dense (...), the other 58 MoE", or
+                                     // empty when every layer is an MoE layer
+    std::vector<std::string> notes;  // settings given but not used
+};
+[[nodiscard]] MoeLayers moe_layers(const Experts& experts, const Setting& first_k,
+                                   const Setting& freq, std::span<const Setting> ignored_hf,
+                                   std::uint32_t num_layers, std::string_view count_text);
 
 }  // namespace ppb::importers::detail
 

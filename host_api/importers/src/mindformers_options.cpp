@@ -40,8 +40,8 @@ constexpr std::string_view neutral_model_keys[] = {
     "hidden_size", "seq_length", "ffn_dim_multiplier", "multiple_of", "use_flash_attention",
     "compute_dtype", "tie_word_embeddings", "hidden_dropout_prob", "attention_dropout_prob",
     "hidden_dropout", "attention_dropout", "fine_grain_interleave", "use_ring_attention",
-    "kv_lora_rank", "q_lora_rank", "multi_latent_attention", "add_bias_linear", "gated_linear_unit",
-    "multi_query_attention", "multi_query_group_num",
+    "kv_lora_rank", "q_lora_rank", "multi_latent_attention", "v_head_dim", "add_bias_linear",
+    "gated_linear_unit", "multi_query_attention", "multi_query_group_num",
     // the placement
     "offset",
     // no effect on the tensors' memory (dtypes of small tensors, token ids, decoding, names)
@@ -65,6 +65,16 @@ constexpr std::string_view neutral_model_keys[] = {
     "use_contiguous_weight_layout_attention", "use_interleaved_weight_layout_mlp", "normalization",
     "use_fused_rope", "apply_rope_fusion", "use_fused_swiglu", "bias_swiglu_fusion",
     "print_separate_loss",
+    // MoE routing and kernels (the routed tokens' memory is moe.routing_imbalance's or the
+    // capacity's), MLA's and MTP's settings that keep the tensors' sizes
+    "moe_grouped_gemm", "router_dense_type", "norm_topk_prob", "moe_router_pre_softmax",
+    "moe_token_drop_policy", "routed_scaling_factor", "router_aux_loss_coef", "moe_aux_loss_coeff",
+    "moe_router_load_balancing_type", "moe_router_score_function", "moe_router_enable_expert_bias",
+    "moe_router_bias_update_rate", "moe_router_num_groups", "moe_router_group_topk",
+    "moe_router_topk_scaling_factor", "moe_z_loss_coeff", "topk_method", "n_group", "topk_group",
+    "scoring_func", "aux_loss_alpha", "seq_aux", "output_router_logits", "mtp_loss_factor",
+    "mtp_loss_scaling_factor", "return_extra_loss", "auto_register", "input_sliced_sig",
+    "mla_qkv_concat", "rope_interleave", "mscale", "mscale_all_dim",
     // GLM-4's (ChatGLM2Config, mindformers/models/glm2/glm2_config.py)
     "rope_ratio", "rmsnorm", "apply_residual_connection_post_layernorm", "post_layer_norm",
     "bias_dropout_fusion", "apply_query_key_layer_scaling", "attention_softmax_in_fp32",
@@ -75,10 +85,14 @@ bool known_model_key(std::string_view key) {
     if (std::ranges::find(neutral_model_keys, key) != std::end(neutral_model_keys))
         return true;
     using Names = std::span<const std::string_view>;
-    const Names read[] = {spellings::num_layers,  spellings::num_heads, spellings::kv_heads,
-                          spellings::ffn_width,   spellings::vocab,     spellings::head_dim,
-                          spellings::param_dtype, spellings::qkv_bias,  spellings::qk_norm,
-                          spellings::mtp_layers,  spellings::experts,   spellings::chunks};
+    const Names read[] = {
+        spellings::num_layers,      spellings::num_heads,      spellings::kv_heads,
+        spellings::ffn_width,       spellings::vocab,          spellings::head_dim,
+        spellings::param_dtype,     spellings::qkv_bias,       spellings::qk_norm,
+        spellings::mtp_layers,      spellings::experts,        spellings::chunks,
+        spellings::experts_chosen,  spellings::first_k_dense,  spellings::moe_layer_freq,
+        spellings::expert_inner,    spellings::shared_experts, spellings::shared_inner,
+        spellings::capacity_factor, spellings::mla_qk_head,    spellings::mla_rope_head};
     return std::ranges::any_of(
         read, [key](Names names) { return std::ranges::find(names, key) != names.end(); });
 }
@@ -113,6 +127,10 @@ std::optional<std::string> optional_text(const Setting& s) {
     if (!s.node().IsScalar())
         s.fail("expected a name, got " + describe(s.node()));
     return s.node().Scalar();
+}
+
+bool given_setting(const Setting& s) {
+    return s.present() && !s.node().IsNull();
 }
 
 // A setting of the model by any of its names (mindformers_keys.hpp), or absent.
@@ -161,11 +179,298 @@ double dtype_bytes(const Setting& s, double fallback) {
     s.fail(fmt::format("expected float16, bfloat16 or float32, got '{}'", *name));
 }
 
-[[noreturn]] void refuse(const Setting& s, std::string_view why) {
-    s.fail(
-        fmt::format("{}; the analytic model does not cover it (measure with a dry run and "
-                    "'ppb import mindspore')",
-                    why));
+// Which MindFormers builds the model: the current ("mcore") models (mindformers/parallel_core,
+// chosen by use_legacy: False, or a HuggingFace model_type without a classic config class), or
+// the classic ones (mindformers/models/llama, research/deepseek3: model_config.type names the
+// class). Their experts, MLA and context parallelism differ (see add_moe, add_mla, add_cp).
+struct Family {
+    bool mcore = false;
+    bool classic_deepseek = false;  // research/deepseek3 (DeepseekV2Config, DeepseekV3Config)
+};
+
+Family family_of(const Config& config) {
+    Family out;
+    const std::string type =
+        optional_text(config.lookup({"model", "model_config", "type"})).value_or("");
+    if (const Setting legacy = config.lookup({"use_legacy"}); legacy.present())
+        out.mcore = !switch_on(legacy, true);
+    else
+        out.mcore =
+            type.empty() && config.lookup({"model", "model_config", "model_type"}).present();
+    out.classic_deepseek = !out.mcore && type.starts_with("Deepseek");
+    return out;
+}
+
+Setting moe_setting(const Config& config, std::span<const std::string_view> names,
+                    std::string_view meaning) {
+    return detail::spelled(config, detail::moe_sections(), names, meaning);
+}
+
+// The parallel setting by its classic name or TransformerConfig's (COMMON_CONFIG_MAPPING).
+Setting parallel_setting(const Config& config, std::string_view classic, std::string_view mcore) {
+    const Setting a = config.lookup({"parallel_config", classic});
+    const Setting b = config.lookup({"parallel_config", mcore});
+    if (a.present() && !a.node().IsNull() && b.present() && !b.node().IsNull() &&
+        optional_count(a) != optional_count(b))
+        detail::spellings_disagree(a, b, "one parallel degree");
+    return a.present() && !a.node().IsNull() ? a : b;
+}
+
+// Mixture of experts (mindspore-lab/mindformers at commit
+// fd4deebc1606a02fd24c3b359a889cd0c966e72b; the current models' behaviour is the same at
+// 477621fde7ff9cd6b131470d3b093b49cd272c65, whose Qwen3-MoE configuration the tests read):
+//   * experts and experts chosen: the count under any of its names (mindformers_keys.hpp), the
+//     chosen ones by num_experts_chosen / num_experts_per_tok / moe_router_topk, defaults the
+//     model type's, else MoEConfig's 1 (classic, mindformers/modules/transformer/moe.py) or
+//     TransformerConfig's 2 (mcore, mindformers/parallel_core/transformer_config.py);
+//   * one routed expert's inner size: the model's intermediate_size in the classic LLaMA-style
+//     layers (models/llama/llama_transformer.py builds the experts from it), moe_intermediate_size
+//     in research/deepseek3 with shared experts (deepseek2_model.py), and in the current models
+//     (TransformerConfig.moe_ffn_hidden_size, default ffn_hidden_size);
+//   * shared experts: one merged MLP, int(routed inner x shared_expert_num) wide in the classic
+//     models (llama_layer.py: LlamaFeedForward(intermediate_size=int(intermediate_size *
+//     shared_expert_num))), moe_shared_expert_intermediate_size or moe_ffn_hidden_size x
+//     n_shared_experts in the current ones (transformer_config.py, shared_experts.py);
+//   * expert parallelism: parallel_config.expert_parallel; each expert's inner dimension split
+//     over model_parallel in the classic MoE (llama_layer.py: w1 sharded (ep, mp, 1)) unless
+//     moe_config.expert_model_parallel is 1, whole in the grouped-matmul MoE of use_gmm
+//     (moev3.py) and in the current models (training_graph/transformer/moe/ffn.py);
+//   * capacity: the classic MoE pads and drops to ceil(k x tokens x capacity_factor / E)
+//     (moe.py, capacity_factor default 1.1; 0 or less: each step's largest load, no drops); the
+//     grouped-matmul MoE ("Capacity factor is ignored", moev3.py) and the current models
+//     (an AlltoAllV dispatch, token_dispatcher.py) drop nothing: routing_imbalance's default;
+//   * which layers: mindformers_keys.hpp's moe_layers.
+void add_moe(const Config& config, const Family& family, const detail::Experts& experts,
+             std::uint32_t num_layers, std::uint32_t ffn, std::uint32_t t, bool sequence_parallel,
+             json::object& o, std::vector<std::string>& warnings) {
+    if (!experts.count) {
+        experts.because.fail(experts.why +
+                             ": give the experts' count (moe_config.expert_num or "
+                             "model.model_config.num_experts), which ppb cannot read from the "
+                             "model's own files");
+    }
+    json::object moe;
+    const std::uint32_t E = *experts.count;
+    moe["num_experts"] = E;
+    const Setting chosen = moe_setting(config, spellings::experts_chosen, "the experts chosen");
+    const std::uint32_t k = optional_count(chosen).value_or(
+        experts.experts_chosen_default.value_or(family.mcore ? 2U : 1U));
+    if (k > E) {
+        fail_at(config, chosen,
+                fmt::format("{} experts chosen per token, but the model has {} experts "
+                            "(MindFormers refuses it)",
+                            k, E));
+    }
+    moe["top_k"] = k;
+
+    const bool grouped_matmul =
+        !family.mcore && switch_on(config.lookup({"moe_config", "use_gmm"}), false);
+    const Setting shared_count = moe_setting(config, spellings::shared_experts, "shared experts");
+    double shared = 0.0;
+    if (shared_count.present() && !shared_count.node().IsNull()) {
+        const auto n = number_of(shared_count.node());
+        if (!n || *n < 0.0 || *n > 1024.0 || boolean_of(shared_count.node()))
+            shared_count.fail("expected a number of shared experts (0 to 1024), got " +
+                              describe(shared_count.node()));
+        shared = *n;
+    } else {
+        shared = experts.shared_experts_default.value_or(0);
+    }
+    const Setting inner = moe_setting(config, spellings::expert_inner, "one expert's inner size");
+    std::uint32_t expert_inner = ffn;
+    if (family.mcore || (family.classic_deepseek && shared > 0.0))
+        expert_inner = optional_count(inner).value_or(experts.expert_inner_default.value_or(
+            family.mcore ? ffn : 1407U));  // MoEConfig's moe_intermediate_size default
+    moe["moe_ffn_hidden_size"] = expert_inner;
+    if (shared > 0.0) {
+        std::uint64_t shared_inner = 0;
+        const Setting total = moe_setting(config, spellings::shared_inner, "the shared experts");
+        if (family.mcore && optional_count(total))
+            shared_inner = *optional_count(total);
+        else if (family.mcore)
+            shared_inner =
+                static_cast<std::uint64_t>(expert_inner) * static_cast<std::uint64_t>(shared);
+        else
+            shared_inner = static_cast<std::uint64_t>(expert_inner * shared);
+        if (shared_inner == 0 || shared_inner > 2147483647U)
+            shared_count.fail(
+                fmt::format("the shared experts' inner size {} is out of range", shared_inner));
+        moe["shared_experts"] = 1;
+        moe["shared_expert_ffn_hidden_size"] = shared_inner;
+        if (sequence_parallel && t > 1) {
+            warnings.push_back(fmt::format(
+                "{}: with use_seq_parallel MindFormers keeps the shared experts whole on every "
+                "model_parallel rank (llama_layer.py, shared_experts.py); the model splits them "
+                "over model_parallel {}, which under-counts their parameters and activations",
+                shared_count.present() ? shared_count.where() : config.name(), t));
+        }
+    }
+    const Setting ep = parallel_setting(config, "expert_parallel", "expert_model_parallel_size");
+    moe["expert_parallel"] = optional_count(ep).value_or(1);
+    std::uint32_t etp = 1;
+    if (!family.mcore && !grouped_matmul) {
+        const Setting expert_mp = config.lookup({"moe_config", "expert_model_parallel"});
+        etp = optional_count(expert_mp).value_or(t) == 1 ? 1 : t;
+    }
+    moe["expert_tensor_parallel"] = etp;
+    if (!family.mcore && !grouped_matmul) {
+        const Setting cf = moe_setting(config, spellings::capacity_factor, "the capacity factor");
+        const double factor = cf.present() && !cf.node().IsNull()
+                                  ? number_of(cf.node()).value_or(-1.0)
+                                  : 1.1;  // MoEConfig's default
+        if (cf.present() && !cf.node().IsNull() && !number_of(cf.node()))
+            cf.fail("expected a number, got " + describe(cf.node()));
+        if (factor > 0.0)
+            moe["capacity_factor"] = factor;
+    }
+    if (!experts.every_layer) {
+        const Setting first_k = moe_setting(config, spellings::first_k_dense, "the dense layers");
+        const Setting freq = moe_setting(config, spellings::moe_layer_freq, "the MoE layers");
+        const std::array<std::string_view, 1> sparse_step = {"decoder_sparse_step"};
+        const std::array<std::string_view, 1> mlp_only = {"mlp_only_layers"};
+        const Setting ignored[] = {model_setting(config, sparse_step, "decoder_sparse_step"),
+                                   model_setting(config, mlp_only, "mlp_only_layers")};
+        const detail::MoeLayers layers =
+            detail::moe_layers(experts, first_k, freq, ignored, num_layers,
+                               fmt::format("{} is {}", experts.count_name, E));
+        warnings.insert(warnings.end(), layers.notes.begin(), layers.notes.end());
+        const auto first_moe = std::ranges::find(layers.is_moe, true);
+        if (std::find(first_moe, layers.is_moe.end(), false) == layers.is_moe.end()) {
+            // Dense layers first, then MoE layers only (DeepSeek's first_k_dense_replace).
+            if (first_moe != layers.is_moe.begin())
+                moe["first_k_dense"] = first_moe - layers.is_moe.begin();
+        } else {
+            json::array pattern;
+            for (const bool is_moe : layers.is_moe)
+                pattern.emplace_back(is_moe ? 1 : 0);
+            moe["layer_freq"] = std::move(pattern);
+        }
+    }
+    o["moe"] = std::move(moe);
+}
+
+// Multi-latent attention: the classic DeepSeek models (research/deepseek3/deepseek2_model.py)
+// always project the query through its latent and normalise both latents (q_lora_rank 1536,
+// kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128 by default:
+// deepseek3_config.py); the current ones (MLATransformerConfig, transformer_config.py) take
+// q_lora_rank null as no query latent and have the latent norms with qk_layernorm (the DeepSeek-V3
+// model type's default: configuration_deepseek_v3.py). The heads' widths are MLA's own:
+// num_kv_heads and head_dim are not used.
+bool add_mla(const Config& config, const Family& family, const detail::Experts& experts,
+             json::object& o) {
+    const std::array<std::string_view, 1> q_lora_name = {"q_lora_rank"};
+    const std::array<std::string_view, 1> kv_lora_name = {"kv_lora_rank"};
+    const std::array<std::string_view, 1> flag_name = {"multi_latent_attention"};
+    const std::array<std::string_view, 1> v_head_name = {"v_head_dim"};
+    const Setting q_lora = model_setting(config, q_lora_name, "the query latent");
+    const Setting kv_lora = model_setting(config, kv_lora_name, "the key/value latent");
+    const Setting flag = model_setting(config, flag_name, "MLA");
+    const bool deepseek_type = family.mcore && experts.model_type == "deepseek_v3";
+    const bool given = (q_lora.present() && !q_lora.node().IsNull()) ||
+                       (kv_lora.present() && !kv_lora.node().IsNull());
+    if (!(given || switch_on(flag, false) || deepseek_type || family.classic_deepseek))
+        return false;
+    json::object mla;
+    // spelled() takes a null as not given: look for the explicit null itself.
+    const bool q_lora_null = std::ranges::any_of(detail::model_sections(), [&](const auto& path) {
+        detail::KeyPath key = path;
+        key.push_back("q_lora_rank");
+        const Setting raw = config.lookup(std::span<const std::string_view>(key));
+        return raw.present() && raw.node().IsNull();
+    });
+    if (family.mcore && q_lora_null) {
+        // no query latent
+    } else {
+        mla["q_lora_rank"] =
+            optional_count(q_lora).value_or(family.mcore && !deepseek_type ? 512U : 1536U);
+    }
+    mla["kv_lora_rank"] = optional_count(kv_lora).value_or(512);
+    mla["qk_head_dim"] =
+        optional_count(model_setting(config, spellings::mla_qk_head, "the query/key head"))
+            .value_or(128);
+    mla["qk_pos_emb_head_dim"] =
+        optional_count(model_setting(config, spellings::mla_rope_head, "the rotary head"))
+            .value_or(64);
+    mla["v_head_dim"] =
+        optional_count(model_setting(config, v_head_name, "the value head")).value_or(128);
+    mla["qk_layernorm"] =
+        !family.mcore ||
+        switch_on(model_setting(config, spellings::qk_norm, "the latent norms"), deepseek_type);
+    o["mla"] = std::move(mla);
+    return true;
+}
+
+// Context parallelism (parallel_config.context_parallel, context_parallel_algo, and
+// use_ring_attention): the classic models gather K and V over the context-parallel ranks
+// (colossalai_cp, the default: Q split (dp, cp, mp), K and V (dp, 1, mp) in
+// modules/flash_attention.py), pass them round a ring with use_ring_attention, split the heads
+// by an all-to-all (ulysses_cp), or both (hybrid_cp: ulysses_degree_in_cp ranks by all-to-all,
+// the others by the ring, counted as a2a+p2p over all ranks, an upper bound of its gather); the
+// current models map colossalai_cp to all_gather and ulysses_cp to a2a and refuse hybrid_cp
+// (transformer_config_utils.py get_cp_comm_type). Both need flash attention.
+void add_cp(const Config& config, const Family& family, json::object& o,
+            std::vector<std::string>& warnings) {
+    const Setting cp = parallel_setting(config, "context_parallel", "context_parallel_size");
+    const std::uint32_t c = optional_count(cp).value_or(1);
+    if (c <= 1)
+        return;
+    if (!switch_on(config.lookup({"model", "model_config", "use_flash_attention"}), false)) {
+        cp.fail(
+            fmt::format("{} context-parallel ranks need model.model_config."
+                        "use_flash_attention: True (MindFormers runs context parallelism in "
+                        "flash attention only)",
+                        c));
+    }
+    const Setting algo = config.lookup({"parallel_config", "context_parallel_algo"});
+    const std::string name = optional_text(algo).value_or("colossalai_cp");
+    const bool ring =
+        switch_on(config.lookup({"model", "model_config", "use_ring_attention"}), false) ||
+        switch_on(config.lookup({"parallel_config", "use_ring_attention"}), false);
+    std::string type;
+    if (name == "colossalai_cp") {
+        type = ring ? "p2p" : "all_gather";
+    } else if (name == "ulysses_cp") {
+        type = "a2a";
+    } else if (name == "hybrid_cp") {
+        if (family.mcore)
+            algo.fail(
+                "hybrid_cp: MindFormers' current models refuse it "
+                "(transformer_config_utils.py, get_cp_comm_type); use colossalai_cp or "
+                "ulysses_cp");
+        type = "a2a+p2p";
+        if (!ring)
+            warnings.push_back(fmt::format(
+                "{}: hybrid_cp without ring attention gathers keys and values over the ranks "
+                "outside the all-to-all; counted as an all-to-all with a ring over all {} ranks "
+                "(a2a+p2p, an upper bound)",
+                algo.where(), c));
+    } else {
+        algo.fail(fmt::format("expected colossalai_cp, ulysses_cp or hybrid_cp, got '{}'", name));
+    }
+    o["context_parallel"] = c;
+    o["cp_comm_type"] = type;
+}
+
+// Multi-token prediction: mtp_depth (or its other names) MTP layers on the last stage, each a
+// layer of the model's last layer's kind with its own fuser (two norms and a 2h -> h linear) and
+// norm, sharing the embedding and the output layer (research/deepseek3/deepseek2_model.py;
+// training_graph/transformer/multi_token_prediction.py). The current models take at most one
+// (transformer_config.py refuses more).
+std::uint32_t add_mtp(const Config& config, const Family& family, json::object& o) {
+    const Setting mtp = model_setting(config, spellings::mtp_layers, "the MTP layers");
+    if (!mtp.present() || mtp.node().IsNull())
+        return 0;
+    const auto depth = integer_of(mtp.node());
+    if (!depth || *depth < 0 || *depth > 64 || boolean_of(mtp.node()))
+        mtp.fail("expected a count of layers (0 to 64), got " + describe(mtp.node()));
+    if (family.mcore && *depth > 1)
+        mtp.fail(
+            fmt::format("{} MTP layers: MindFormers' current models take at most one "
+                        "(transformer_config.py refuses more)",
+                        *depth));
+    if (*depth > 0)
+        o["mtp_num_layers"] = *depth;
+    return static_cast<std::uint32_t>(*depth);
 }
 
 }  // namespace
@@ -183,43 +488,37 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     };
     MindFormersAnalyticOptions out;
 
-    // Runs the model does not cover: refused by name.
-    if (const auto cp = optional_count(parallel("context_parallel")); cp && *cp > 1)
-        refuse(parallel("context_parallel"), "context parallelism splits the sequence over ranks");
-    if (switch_on(model("use_ring_attention"), false))
-        refuse(model("use_ring_attention"), "ring attention splits the sequence over ranks");
+    const Family family = family_of(config);
     // Mixture of experts wherever MindFormers builds experts (mindformers_keys.hpp): by the
     // expert count under any of its names, the model type, or a setting only experts have.
     const detail::Experts experts = detail::model_experts(
         &config, detail::spelled(config, detail::moe_sections(), spellings::experts,
                                  "the number of experts"));
-    if (experts.moe) {
-        refuse(
-            experts.because,
-            experts.why + ": MindFormers' mixture of experts (capacity, dispatch) is not mapped");
-    }
-    for (const std::string_view mla : {"kv_lora_rank", "q_lora_rank"}) {
-        if (const Setting s = model(mla); s.present() && !s.node().IsNull())
-            refuse(s, "multi-latent attention (MLA) has other activations");
-    }
-    if (switch_on(model("multi_latent_attention"), false))
-        refuse(model("multi_latent_attention"),
-               "multi-latent attention (MLA) has other activations");
-    if (const Setting mtp = model_setting(config, spellings::mtp_layers, "the MTP layers");
-        mtp.present() && !mtp.node().IsNull()) {
-        const auto depth = integer_of(mtp.node());
-        if (!depth || *depth < 0)
-            mtp.fail("expected a count of layers (0 or more), got " + describe(mtp.node()));
-        if (*depth > 0)
-            refuse(mtp, "multi-token prediction adds modules the model does not count");
-    }
 
     const std::uint32_t L = required(config, spellings::num_layers, "the transformer layers");
     const std::array<std::string_view, 1> hidden = {"hidden_size"};
     const std::uint32_t h = required(config, hidden, "the hidden size");
     const std::uint32_t a = required(config, spellings::num_heads, "the attention heads");
     const std::array<std::string_view, 1> sequence = {"seq_length"};
-    const std::uint32_t s = required(config, sequence, "the sequence length");
+    // The sequence length: the model's; the current models' configurations give it in the
+    // dataset's section only (configs/qwen3_moe/pretrain_qwen3_30b_a3b_4k.yaml:
+    // train_dataset.data_loader.config.seq_length), the samples the graph is built for; without
+    // either, MFModelConfig's default 4096 (mindformers/parallel_core/mf_model_config.py).
+    const Setting dataset_sequence =
+        config.lookup({"train_dataset", "data_loader", "config", "seq_length"});
+    const bool model_sequence = given_setting(model_setting(config, sequence, "the sequence"));
+    std::uint32_t s = 0;
+    if (model_sequence || (!family.mcore && !given_setting(dataset_sequence))) {
+        s = required(config, sequence, "the sequence length");
+    } else if (given_setting(dataset_sequence)) {
+        s = positive_integer(dataset_sequence);
+    } else {
+        s = 4096;
+        out.warnings.push_back(fmt::format(
+            "{}: no seq_length in model.model_config or train_dataset.data_loader.config: taken "
+            "as MFModelConfig's default 4096",
+            config.name()));
+    }
     const std::uint32_t V = required(config, spellings::vocab, "the vocabulary");
 
     // Key/value heads: any name of n_kv_heads, or GLM's multi_query_group_num, which
@@ -325,6 +624,7 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
         dropout_rate = std::max(dropout_rate, optional_number(model(key)).value_or(0.0));
 
     json::object o;
+    const bool mla = add_mla(config, family, experts, o);
     o["hidden_size"] = h;
     o["num_attention_heads"] = a;
     o["ffn_hidden_size"] = F;
@@ -333,13 +633,13 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     o["vocab_size"] = V;
     o["num_layers"] = L;
     o["tensor_parallel"] = t;
-    if (kv_heads != a)
+    if (kv_heads != a && !mla)
         o["num_kv_heads"] = kv_heads;
     // The heads' width when it is not hidden_size / num_heads (Qwen3: 64 heads of 128 on a
     // hidden size of 5 120): TransformerConfig.kv_channels, which COMMON_CONFIG_MAPPING fills from
     // head_dim (mindformers_keys.hpp).
     if (const Setting head_dim = model_setting(config, spellings::head_dim, "the head dimension");
-        head_dim.present() && !head_dim.node().IsNull()) {
+        !mla && head_dim.present() && !head_dim.node().IsNull()) {
         const std::uint32_t channels = positive_integer(head_dim);
         if (std::uint64_t{channels} * a != h)
             o["kv_channels"] = channels;
@@ -361,6 +661,12 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
     o["dropout"] = dropout_rate > 0.0;
     o["untie_embeddings"] = !switch_on(model("tie_word_embeddings"), false);
     o["linear_biases"] = switch_on(model("add_bias_linear"), false);
+    add_cp(config, family, o, out.warnings);
+    if (experts.moe) {
+        add_moe(config, family, experts, L, static_cast<std::uint32_t>(F), t,
+                o.at("sequence_parallel").as_bool(), o, out.warnings);
+    }
+    out.mtp_layers = add_mtp(config, family, o);
 
     // Keys that change memory but are not modelled.
     // A key not in the file is named with its default ("parallel_config.vocab_emb_dp (default

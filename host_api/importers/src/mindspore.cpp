@@ -30,6 +30,7 @@ using detail::integer_of;
 using detail::Origin;
 using detail::positive_integer;
 using detail::Setting;
+using detail::source_of;
 namespace spellings = detail::spellings;
 
 constexpr std::string_view used_marker = "Used peak memory usage (without fragments):";
@@ -322,10 +323,6 @@ Setting agreed_count(const Setting& classic, const Setting& newer,
     return classic;
 }
 
-std::string source_of(const Setting& setting) {
-    return setting.from_flag() ? setting.path() : setting.where();
-}
-
 double parse_megabytes(std::string_view rest, const LogFile& log, std::size_t line,
                        std::string_view marker, std::string_view text) {
     const std::size_t start = rest.find_first_not_of(" \t");
@@ -348,53 +345,8 @@ double parse_megabytes(std::string_view rest, const LogFile& log, std::size_t li
     return mb;
 }
 
-// MindFormers' moe_layer_freq: an integer N (layer i is an MoE layer when i % N == 0), or a list
-// of one 0 / 1 per layer (1: MoE). Checked as TransformerConfig.__post_init__ checks it.
-std::vector<bool> moe_layer_pattern(const Setting& freq, std::uint32_t num_layers) {
-    std::vector<bool> is_moe(num_layers, true);
-    if (!given_not_null(freq))
-        return is_moe;
-    const YAML::Node& node = freq.node();
-    if (const auto n = integer_of(node); n && !boolean_of(node)) {
-        if (*n < 1 || *n > static_cast<std::int64_t>(num_layers)) {
-            freq.fail(fmt::format("{} is not from 1 to num_layers {} (MindFormers refuses it)", *n,
-                                  num_layers));
-        }
-        for (std::uint32_t i = 0; i < num_layers; ++i)
-            is_moe[i] = i % static_cast<std::uint64_t>(*n) == 0;
-        return is_moe;
-    }
-    if (!node.IsSequence()) {
-        freq.fail(
-            fmt::format("expected an integer N (every N-th layer an MoE layer) or a list of "
-                        "one 0 or 1 per layer, got {}",
-                        describe(node)));
-    }
-    if (node.size() != num_layers) {
-        freq.fail(
-            fmt::format("has {} entries, but num_layers is {}: give one 0 or 1 per layer "
-                        "(MindFormers refuses another length)",
-                        node.size(), num_layers));
-    }
-    for (std::size_t i = 0; i < node.size(); ++i) {
-        const auto bit = integer_of(node[i]);
-        if (!bit || (*bit != 0 && *bit != 1))
-            freq.element(i).fail("expected 0 (dense) or 1 (MoE), got " + describe(node[i]));
-        is_moe[i] = *bit == 1;
-    }
-    return is_moe;
-}
-
-// MindFormers' MoE layers. Whether the model has experts is mindformers_keys.hpp's rule; which
-// layers are MoE layers is MindFormers' (mindspore-lab/mindformers at commit
-// f52743ca27a5a8af5fbc77c5b2037c1147c7004c: mindformers/parallel_core/training_graph/base_models/
-// gpt/gpt_layer_specs.py get_gpt_decoder_block_spec, and transformer_config.py
-// TransformerConfig.__post_init__; the classic DeepSeek models build a dense FFN for layer_id <
-// first_k_dense_replace): the first first_k_dense_replace layers dense and the others MoE when it
-// is above 0, else by moe_layer_freq (default 1: every layer MoE). first_k_dense_replace with
-// moe_layer_freq above 1, or with a list other than its own pattern, is refused as MindFormers
-// refuses it. Qwen3-MoE builds every layer as an MoE layer whatever they say
-// (modeling_qwen3_moe_train.py: its decoder has one layer spec), which is noted.
+// MindFormers' MoE layers, in groups: whether the model has experts and which layers are MoE
+// layers are mindformers_keys.hpp's rules.
 void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32_t num_layers,
                     PipelineLayout& layout, Messages& messages) {
     const auto sections = detail::moe_sections();
@@ -428,110 +380,20 @@ void add_moe_groups(Settings& settings, const MindSporeFlags& flags, std::uint32
                 n, experts.count ? count_text : std::string("expert_num is 1 (not given)")));
         }
     }
-    std::optional<std::uint32_t> dense;
-    if (given_not_null(first_k)) {
-        const auto value = integer_of(first_k.node());
-        if (!value || boolean_of(first_k.node()) || *value < 0 ||
-            *value > static_cast<std::int64_t>(limits::layers.max)) {
-            first_k.fail(
-                fmt::format("expected the number of dense layers before the MoE layers "
-                            "(an integer, 0 to {}), got {}",
-                            limits::layers.max, describe(first_k.node())));
-        }
-        dense = static_cast<std::uint32_t>(*value);
-    }
-    const bool freq_given =
-        given_not_null(freq) && !(integer_of(freq.node()) == 1 && !boolean_of(freq.node()));
-    if (!experts.moe) {
-        const std::string no_experts =
-            experts.count ? count_text : std::string("expert_num is not given");
-        if (dense.value_or(0) > 0) {
-            first_k.fail(fmt::format(
-                "{} dense layers before the MoE layers, but {}: MindFormers builds MoE layers "
-                "only with experts (give moe_config.expert_num or model.model_config.num_experts "
-                "above 1)",
-                *dense, no_experts));
-        }
-        if (freq_given) {
-            freq.fail(
-                fmt::format("{} says which layers are MoE layers, but {}: MindFormers builds "
-                            "MoE layers only with experts",
-                            value_text(freq), no_experts));
-        }
+    const std::array<std::string_view, 1> sparse_step = {"decoder_sparse_step"};
+    const std::array<std::string_view, 1> mlp_only = {"mlp_only_layers"};
+    const Setting ignored[] = {
+        settings.spelled(std::nullopt, "", detail::model_sections(), sparse_step,
+                         "decoder_sparse_step"),
+        settings.spelled(std::nullopt, "", detail::model_sections(), mlp_only, "mlp_only_layers")};
+    const detail::MoeLayers layers =
+        detail::moe_layers(experts, first_k, freq, ignored, num_layers, count_text);
+    for (const std::string& note : layers.notes)
+        add_note(messages, note);
+    if (!experts.moe)
         return;
-    }
-
-    std::vector<bool> is_moe(num_layers, true);
-    std::string placement;  // how the layers were placed, for the note
-    if (experts.every_layer) {
-        const auto not_used = [&](const Setting& ignored) {
-            add_note(messages,
-                     fmt::format("{} is not used: MindFormers' model '{}' builds every layer as an "
-                                 "MoE layer (its decoder has one layer spec), and so does this "
-                                 "import",
-                                 ignored.where(), experts.model_type));
-        };
-        if (dense.value_or(0) > 0)
-            not_used(first_k);
-        if (freq_given)
-            not_used(freq);
-        for (const char* hf_key : {"decoder_sparse_step", "mlp_only_layers"}) {
-            const std::array<std::string_view, 1> name = {hf_key};
-            const Setting s =
-                settings.spelled(std::nullopt, "", detail::model_sections(), name, hf_key);
-            if (given_not_null(s) && !(std::string_view(hf_key) == "decoder_sparse_step"
-                                           ? integer_of(s.node()) == 1
-                                           : s.node().IsSequence() && s.node().size() == 0)) {
-                add_note(messages,
-                         fmt::format("{} is not used: MindFormers' Qwen3MoeConfig drops it "
-                                     "(configuration_qwen3_moe.py), every layer is an MoE layer",
-                                     s.where()));
-            }
-        }
-    } else {
-        const std::uint32_t k = dense.value_or(experts.first_k_default.value_or(0));
-        const std::string k_source =
-            dense ? source_of(first_k)
-                  : fmt::format("the default of model_type '{}'", experts.model_type);
-        if (k > 0 && freq_given) {
-            const std::vector<bool> pattern = moe_layer_pattern(freq, num_layers);
-            std::vector<bool> expected(num_layers, true);
-            std::fill(expected.begin(), expected.begin() + std::min(k, num_layers), false);
-            if (!freq.node().IsSequence() || pattern != expected) {
-                freq.fail(fmt::format(
-                    "{} with first_k_dense_replace {} ({}): MindFormers refuses the two "
-                    "together unless moe_layer_freq is first_k_dense_replace's own pattern "
-                    "(a list of {} zeros then ones)",
-                    value_text(freq), k, k_source, k));
-            }
-        }
-        if (k >= num_layers) {
-            const std::string message = fmt::format(
-                "{} dense layers leave no MoE layer of the model's {}, but {}: "
-                "first_k_dense_replace must be below num_layers",
-                k, num_layers, experts.count ? count_text : experts.why);
-            if (dense)
-                first_k.fail(message);
-            experts.because.fail(message);
-        }
-        if (k > 0) {
-            std::fill(is_moe.begin(), is_moe.begin() + k, false);
-            placement = fmt::format(
-                "the first {} layers dense (first_k_dense_replace{}), the "
-                "other {} MoE",
-                k, dense ? "" : ", " + k_source, num_layers - k);
-        } else if (freq_given) {
-            is_moe = moe_layer_pattern(freq, num_layers);
-            const auto moe =
-                static_cast<std::uint32_t>(std::count(is_moe.begin(), is_moe.end(), true));
-            if (moe == 0) {
-                freq.fail(fmt::format("{} makes no layer an MoE layer, but {}", value_text(freq),
-                                      experts.count ? count_text : experts.why));
-            }
-            placement = fmt::format("{} MoE and {} dense layers (moe_layer_freq {}, {})", moe,
-                                    num_layers - moe, value_text(freq), freq.where());
-        }
-    }
+    const std::vector<bool>& is_moe = layers.is_moe;
+    const std::string& placement = layers.placement;
     split_into_groups(layout, moe_groups(is_moe));
     const std::string from = fmt::format("{}: {}", source_of(experts.because), experts.why);
     if (layout.groups.empty()) {

@@ -77,6 +77,13 @@ int import_mindformers_options(const MindFormersOptionsArgs& args) {
                result.chunks > 1 ? fmt::format(" of {} chunks", result.chunks) : "",
                result.data_parallel, result.micro_batches, result.pipeline_size,
                result.micro_batches, result.chunks > 1 ? " --schedule interleaved" : "");
+    if (result.mtp_layers > 0) {
+        fmt::print(stderr,
+                   "ppb: note: the last stage also holds the {} MTP layer{} (mtp_num_layers in the "
+                   "options), which MindFormers' offsets count among its layers: give 'ppb "
+                   "predict --layers' the last stage's transformer layers only\n",
+                   result.mtp_layers, result.mtp_layers == 1 ? "" : "s");
+    }
     const std::string text = result.options_json + "\n";
     if (args.output.empty())
         write_stdout(text);
@@ -97,11 +104,12 @@ void add_mindformers_options(CLI::App& import, Commands& commands) {
         "  ppb import mindformers-options pretrain_llama2_7b.yaml -o llama2.json\n"
         "The shape (model.model_config), parallelism (parallel_config, parallel.\n"
         "enable_parallel_optimizer), micro-batch size (runner_config.batch_size), precision\n"
-        "(param_init_type, optimizer.type) and attention (use_flash_attention) come from the\n"
-        "file, for a LLaMA-shaped model. Keys that change memory but are not modelled, and\n"
-        "model_config keys ppb does not know, are named on stderr with their line; runs the\n"
-        "model does not cover (context parallelism, ring attention, MindFormers' MoE,\n"
-        "multi-latent attention, multi-token prediction) are refused by name.\n"
+        "(param_init_type, optimizer.type), attention (use_flash_attention, head_dim, MLA's\n"
+        "latents), experts (moe_config or the model's MoE keys), MTP layers (mtp_depth) and\n"
+        "context parallelism (context_parallel, context_parallel_algo) come from the file, as\n"
+        "MindFormers' classic or current ('use_legacy: False') models build them. Keys that\n"
+        "change memory but are not modelled, and model_config keys ppb does not know, are\n"
+        "named on stderr with their line; what MindFormers itself refuses is refused by name.\n"
         "host_api/docs/mindformers-options.md lists every key.\n\n"
         "Exit status: 0 written, 2 invalid or refused configuration or usage, 1 other errors.");
     mo->add_option("config", args->config, "the MindFormers training YAML")

@@ -18,9 +18,14 @@
 // which also says when the model is MoE. Two names of one setting that disagree are refused.
 // Each key falls in one of four classes, as Megatron's flags do:
 //   modelled   -> an analytic option (table in host_api/docs/mindformers-options.md);
-//   refused    -> a run the analytic model does not cover (context parallelism, ring attention,
-//                 MindFormers' MoE wherever it builds experts, multi-latent attention,
-//                 multi-token prediction): InputError naming the key and its line;
+//   features   -> mixture of experts (wherever MindFormers builds experts), multi-latent
+//                 attention, multi-token prediction and context parallelism, each as the classic
+//                 models (models/llama, research/deepseek3) or the current ones
+//                 (parallel_core) build it: the analytic model's moe, mla, mtp_num_layers,
+//                 context_parallel and cp_comm_type (mindformers_options.cpp says how);
+//   refused    -> what MindFormers itself refuses (hybrid_cp in the current models, more than
+//                 one MTP layer there, more experts chosen than there are): InputError naming
+//                 the key and its line;
 //   unmodelled -> changes memory but the model leaves it out (vocab_emb_dp with model
 //                 parallelism, fine-grained interleave, recompute_slice_activation, ...): a
 //                 warning naming it;
@@ -54,6 +59,9 @@ struct MindFormersAnalyticOptions {
     std::uint32_t data_parallel = 1;  // parallel_config.data_parallel
     std::uint32_t micro_batches = 1;  // parallel_config.micro_batch_num
     std::uint32_t chunks = 1;         // model.model_config.pp_interleave_num
+    // MTP layers (mtp_depth): on the last stage besides its body layers; MindFormers' offsets
+    // count them among the stage's layers.
+    std::uint32_t mtp_layers = 0;
 };
 
 // Throws InputError naming the file, line and key for a refused run, a missing required key, a
