@@ -348,6 +348,7 @@ void add_import_command(CLI::App& app, Commands& commands) {
     add_megatron(*import, commands);
     add_megatron_options(*import, commands);
     add_mindformers_options(*import, commands);
+    add_torchtitan_options(*import, commands);
     add_sapp(*import, commands);
     add_snapshot_imports(*import, commands);
 }

@@ -1,11 +1,12 @@
-// ppb import megatron-options and mindformers-options: the analytic plugin's options from a
-// Megatron-LM run's arguments or a MindFormers training YAML (ppb/importers/
-// megatron_arguments.hpp and mindformers_options.hpp do the mappings; this file is their command
-// lines).
+// ppb import megatron-options, mindformers-options and torchtitan-options: the analytic plugin's
+// options from a Megatron-LM run's arguments, a MindFormers training YAML or a torchtitan TOML
+// (ppb/importers/megatron_arguments.hpp, mindformers_options.hpp and torchtitan_options.hpp do
+// the mappings; this file is their command lines).
 #include "cmd_import_options.hpp"
 
 #include <ppb/importers/megatron_arguments.hpp>
 #include <ppb/importers/mindformers_options.hpp>
+#include <ppb/importers/torchtitan_options.hpp>
 #include <ppb/limits.hpp>
 
 #include <fmt/format.h>
@@ -92,7 +93,79 @@ int import_mindformers_options(const MindFormersOptionsArgs& args) {
     return 0;
 }
 
+struct TorchtitanOptionsArgs {
+    std::string config;  // the training TOML
+    std::optional<std::uint32_t> world_size;
+    std::uint32_t compute_capability = 9;
+    std::string output;
+};
+
+int import_torchtitan_options(const TorchtitanOptionsArgs& args) {
+    const imp::TorchtitanAnalyticOptions result = imp::analytic_options_from_torchtitan(
+        args.config, imp::TorchtitanRunContext{args.world_size, args.compute_capability});
+    for (const std::string& w : result.warnings)
+        fmt::print(stderr, "ppb: warning: {}\n", w);
+    std::string schedule;
+    if (result.pipeline_size > 1 && result.schedule.empty()) {
+        schedule = fmt::format("; ppb has no {} schedule", result.schedule_given);
+    } else if (result.pipeline_size > 1 && result.schedule != "1f1b") {
+        schedule = fmt::format(" --schedule {}{}", result.schedule,
+                               result.stages_per_rank != 2 || result.schedule != "interleaved"
+                                   ? fmt::format(" --chunks {}", result.stages_per_rank)
+                                   : "");
+    }
+    fmt::print(stderr,
+               "ppb: note: {} pipeline stage{}, {} micro-batch{} per step (plan with --stages {} "
+               "--micro-batches {}{}); every layer '{}' (activation_checkpoint){}\n",
+               result.pipeline_size, result.pipeline_size == 1 ? "" : "s", result.micro_batches,
+               result.micro_batches == 1 ? "" : "es", result.pipeline_size, result.micro_batches,
+               schedule, result.layer_kind,
+               result.layer_kind_note.empty() ? "" : ": " + result.layer_kind_note);
+    const std::string text = result.options_json + "\n";
+    if (args.output.empty())
+        write_stdout(text);
+    else
+        write_output_file(args.output, text);
+    return 0;
+}
+
 }  // namespace
+
+void add_torchtitan_options(CLI::App& import, Commands& commands) {
+    auto args = std::make_shared<TorchtitanOptionsArgs>();
+    CLI::App* to = add_command(
+        import, "torchtitan-options",
+        "the analytic model's options from a torchtitan training TOML",
+        "Writes the options of the analytic memory model (--model analytic --model-options\n"
+        "FILE) for the run a torchtitan training configuration describes (the TOML\n"
+        "run_train.sh takes as CONFIG_FILE):\n"
+        "  ppb import torchtitan-options --world-size 64 llama3_70b.toml -o llama70b.json\n"
+        "The model's shape comes from torchtitan's flavour tables ([model] name, flavor:\n"
+        "llama3, qwen3, deepseek_v3), the parallelism from [parallelism] (FSDP over\n"
+        "data_parallel_shard_degree x context_parallel_degree; -1 is the rest of\n"
+        "--world-size), the batch from [training], float8 from [model] converters, and the\n"
+        "layers' recompute kind from [activation_checkpoint] (said on stderr, for --layers).\n"
+        "Settings that change memory but are not modelled, and keys ppb does not know, are\n"
+        "named on stderr with their line. host_api/docs/torchtitan-options.md lists every key.\n\n"
+        "Exit status: 0 written, 2 invalid configuration or usage, 1 other errors.");
+    to->add_option("config", args->config, "the torchtitan training TOML")
+        ->type_name("CONFIG.toml")
+        ->required()
+        ->check(CLI::ExistingFile);
+    to->add_option("--world-size", args->world_size,
+                   "GPUs of the run (NGPU x nodes): resolves a degree of -1 and is checked\n"
+                   "against the degrees' product")
+        ->type_name("N")
+        ->check(count_in({1, std::numeric_limits<std::uint32_t>::max(), "ranks"}));
+    to->add_option("--compute-capability", args->compute_capability,
+                   "the GPUs' CUDA compute capability, major version: 9 (H100, the\n"
+                   "default), 10 (B200: FP8 GEMMs without transposed copies)")
+        ->type_name("MAJOR")
+        ->check(CLI::Range(1U, 100U));
+    to->add_option("-o,--output", args->output, "write the options to FILE (default: stdout)")
+        ->type_name("FILE");
+    commands.push_back({to, [args]() { return import_torchtitan_options(*args); }, {}});
+}
 
 void add_mindformers_options(CLI::App& import, Commands& commands) {
     auto args = std::make_shared<MindFormersOptionsArgs>();

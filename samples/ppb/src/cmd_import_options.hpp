@@ -10,6 +10,7 @@ namespace ppb::cli {
 
 void add_megatron_options(CLI::App& import, Commands& commands);
 void add_mindformers_options(CLI::App& import, Commands& commands);
+void add_torchtitan_options(CLI::App& import, Commands& commands);
 
 }  // namespace ppb::cli
 
