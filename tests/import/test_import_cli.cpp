@@ -767,7 +767,7 @@ BOOST_AUTO_TEST_CASE(usage_mistakes) {
     usage(ppb({"import"}), {"missing the log format"}, "ppb import");
     usage(ppb({"import", "pytorch"}),
           {"unknown log format 'pytorch' (expected mindspore, megatron, megatron-options, "
-           "mindformers-options, sapp, snapshot, torchtitan)"},
+           "mindformers-options, torchtitan-options, sapp, snapshot, torchtitan)"},
           "ppb import");
     usage(ppb({"import", "mindspore", "--config", ms + "/llama13b_pp4_a.yaml"}),
           {"LOG is required"});

@@ -23,6 +23,15 @@ namespace {
 
 namespace imp = ppb::importers;
 
+// The options, one JSON object and a newline, on stdout or in `output`.
+void write_options(const std::string& options_json, const std::string& output) {
+    const std::string text = options_json + "\n";
+    if (output.empty())
+        write_stdout(text);
+    else
+        write_output_file(output, text);
+}
+
 struct MegatronOptionsArgs {
     std::vector<std::string> arguments;  // Megatron's, after "--"
     std::optional<std::uint32_t> world_size;
@@ -52,11 +61,7 @@ int import_megatron_options(const MegatronOptionsArgs& args) {
                    result.pipeline_size, result.pipeline_size == 1 ? "" : "s", result.data_parallel,
                    *result.micro_batches, result.pipeline_size, *result.micro_batches);
     }
-    const std::string text = result.options_json + "\n";
-    if (args.output.empty())
-        write_stdout(text);
-    else
-        write_output_file(args.output, text);
+    write_options(result.options_json, args.output);
     return 0;
 }
 
@@ -85,11 +90,7 @@ int import_mindformers_options(const MindFormersOptionsArgs& args) {
                    "predict --layers' the last stage's transformer layers only\n",
                    result.mtp_layers, result.mtp_layers == 1 ? "" : "s");
     }
-    const std::string text = result.options_json + "\n";
-    if (args.output.empty())
-        write_stdout(text);
-    else
-        write_output_file(args.output, text);
+    write_options(result.options_json, args.output);
     return 0;
 }
 
@@ -121,11 +122,7 @@ int import_torchtitan_options(const TorchtitanOptionsArgs& args) {
                result.micro_batches == 1 ? "" : "es", result.pipeline_size, result.micro_batches,
                schedule, result.layer_kind,
                result.layer_kind_note.empty() ? "" : ": " + result.layer_kind_note);
-    const std::string text = result.options_json + "\n";
-    if (args.output.empty())
-        write_stdout(text);
-    else
-        write_output_file(args.output, text);
+    write_options(result.options_json, args.output);
     return 0;
 }
 
