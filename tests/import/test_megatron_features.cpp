@@ -116,6 +116,30 @@ BOOST_AUTO_TEST_CASE(without_mla_head_widths_are_passed_on_and_query_key_norms_w
                std::string::npos);
 }
 
+// Transformer Engine's CUDA graphs are the eager run's memory (their buffers reused across
+// micro-batches, their saved tensors in one shared pool: megatron/core/transformer/cuda_graphs.py,
+// TECudaGraphHelper), said in a warning; Megatron's own (local, --enable-cuda-graph) are refused.
+BOOST_AUTO_TEST_CASE(transformer_engines_cuda_graphs_are_predicted_megatrons_own_refused) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 ";
+    const auto eager = map(base);
+    const auto graphed =
+        map(base + "--cuda-graph-impl transformer_engine --cuda-graph-scope attn mlp");
+    BOOST_TEST(options_of(graphed) == options_of(eager));
+    BOOST_TEST(warns_about(graphed,
+                           "--cuda-graph-impl transformer_engine: Transformer Engine's "
+                           "CUDA graphs are counted as the eager run's memory"));
+    const auto external = map(base + "--external-cuda-graph");
+    BOOST_TEST(warns_about(external, "Transformer Engine's CUDA graphs are counted"),
+               (external.warnings.empty() ? std::string() : external.warnings.back()));
+    BOOST_TEST(flag_error(base + "--cuda-graph-impl local")
+                   .find("--cuda-graph-impl: Megatron-LM's "
+                         "own CUDA graphs") != std::string::npos);
+    BOOST_TEST(flag_error(base + "--enable-cuda-graph").find("--enable-cuda-graph") !=
+               std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(recompute_modules_are_the_select_kinds_modules) {
     // argparse's nargs='+': every value up to the next flag.
     const json::array listed = options_of(map(proxy + "--recompute-modules core_attn mla_up_proj"))
@@ -324,16 +348,7 @@ BOOST_AUTO_TEST_CASE(offloading_maps_its_modules_and_fractions) {
                    .as_double() == 0.5);
 }
 
-BOOST_AUTO_TEST_CASE(cuda_graphs_are_refused_by_name_with_the_reason) {
-    BOOST_TEST(flag_error(proxy + "--cuda-graph-impl transformer_engine --cuda-graph-modules "
-                                  "attn mlp")
-                   .find("--cuda-graph-impl: CUDA graphs keep static input and output buffers") !=
-               std::string::npos);
-    BOOST_TEST(flag_error(proxy + "--enable-cuda-graph").find("--enable-cuda-graph: CUDA graphs") !=
-               std::string::npos);
-    BOOST_TEST(flag_error(proxy + "--external-cuda-graph").find("--external-cuda-graph") !=
-               std::string::npos);
-    // Megatron-LM's default: no graphs.
+BOOST_AUTO_TEST_CASE(no_cuda_graphs_is_megatrons_default) {
     const auto none = map(proxy + "--cuda-graph-impl none --cuda-graph-warmup-steps 3");
     BOOST_TEST(none.warnings.empty(),
                (none.warnings.empty() ? std::string() : none.warnings.front()));
