@@ -282,4 +282,40 @@ BOOST_AUTO_TEST_CASE(kv_channels_widen_q_k_v_and_the_output_projection) {
                       ppb::plugin::InvalidInput);
 }
 
+// Query/key norms (Megatron-LM's --qk-layernorm: Attention.get_query_key_value_tensors runs
+// q_layernorm and k_layernorm, Transformer Engine norms that save their inputs, at NVIDIA/
+// Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553): one layer keeps Q and K once more,
+// the norms' inputs, e*s*b*(a*d + g*d) bytes, split over t. Qwen3-30B-A3B's attention:
+// 2 * 4096 * (32 * 128 + 4 * 128) = 37 748 736 bytes per layer and micro-batch.
+BOOST_AUTO_TEST_CASE(query_key_norms_keep_their_inputs) {
+    constexpr std::string_view qwen3 =
+        R"("hidden_size": 2048, "num_attention_heads": 32, "num_kv_heads": 4,
+           "kv_channels": 128, "ffn_hidden_size": 6144, "seq_length": 4096,
+           "micro_batch_size": 1, "vocab_size": 151936, "num_layers": 48,
+           "tensor_parallel": 1, "flash_attention": true, "dropout": false)";
+    const auto plain = terms(qwen3, "");
+    const auto normed = terms(qwen3, R"("qk_layernorm": true)");
+    BOOST_TEST(normed.attention.qk_norm_inputs == 2.0 * 4096.0 * (32.0 * 128.0 + 4.0 * 128.0));
+    for (const ppb_kind kind : {PPB_KIND_NONE, PPB_KIND_SELECT}) {
+        BOOST_TEST(normed.activation_bytes[kind] - plain.activation_bytes[kind] == 37748736.0);
+    }
+    // A fully recomputed layer keeps its input only.
+    BOOST_TEST(normed.activation_bytes[PPB_KIND_FULL] == plain.activation_bytes[PPB_KIND_FULL]);
+    // Split over tensor parallelism with the heads.
+    const auto split = terms(qwen3, R"("qk_layernorm": true, "tensor_parallel": 4,
+                                      "sequence_parallel": true)");
+    const auto split_plain = terms(qwen3, R"("tensor_parallel": 4, "sequence_parallel": true)");
+    BOOST_TEST(split.activation_bytes[PPB_KIND_NONE] -
+                   split_plain.activation_bytes[PPB_KIND_NONE] ==
+               37748736.0 / 4.0);
+    // MLA has its own latent norms.
+    BOOST_CHECK_THROW((void)terms(R"("hidden_size": 1024, "num_attention_heads": 8,
+           "ffn_hidden_size": 4096, "seq_length": 1024, "micro_batch_size": 1,
+           "vocab_size": 1024, "num_layers": 2, "tensor_parallel": 1,
+           "mla": {"kv_lora_rank": 64, "qk_head_dim": 64, "qk_pos_emb_head_dim": 32,
+                   "v_head_dim": 64})",
+                                  R"("qk_layernorm": true)"),
+                      ppb::plugin::InvalidInput);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

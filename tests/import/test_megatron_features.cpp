@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(megatrons_mla_defaults_apply_to_flags_not_given) {
     BOOST_TEST(!mla.at("qk_layernorm").as_bool());
 }
 
-BOOST_AUTO_TEST_CASE(without_mla_head_widths_are_passed_on_and_query_key_norms_warned) {
+BOOST_AUTO_TEST_CASE(without_mla_head_widths_and_query_key_norms_are_passed_on) {
     const std::string base =
         "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
         "--vocab-size 1000 --bf16 ";
@@ -109,7 +109,8 @@ BOOST_AUTO_TEST_CASE(without_mla_head_widths_are_passed_on_and_query_key_norms_w
     BOOST_TEST(options_of(map(base + "--kv-channels 32")).at("kv_channels").as_int64() == 32);
     BOOST_TEST(!options_of(map(base + "--kv-channels 16")).contains("kv_channels"));
     const auto r = map(base + "--qk-layernorm");
-    BOOST_TEST(warns_about(r, "--qk-layernorm changes memory but is not modelled"));
+    BOOST_TEST(options_of(r).at("qk_layernorm").as_bool());
+    BOOST_TEST(!warns_about(r, "--qk-layernorm"));
     BOOST_TEST(!options_of(r).contains("mla"));
     BOOST_TEST(flag_error(base + "--multi-latent-attention --group-query-attention")
                    .find("--group-query-attention with --multi-latent-attention") !=

@@ -39,6 +39,10 @@ using ReadFlags = std::set<std::string, std::less<>>;
 void add_attention(const MegatronFlagView& flags, json::object& options, ReadFlags& read) {
     read.insert("kv-channels");
     if (!flags.on("multi-latent-attention")) {
+        // --qk-layernorm: norms of the query and key heads, each keeping its input.
+        read.insert("qk-layernorm");
+        if (flags.on("qk-layernorm"))
+            options["qk_layernorm"] = true;
         if (const auto kv = flags.count("kv-channels", 1)) {
             const auto h = flags.count("hidden-size", 1);
             const auto a = flags.count("num-attention-heads", 1);

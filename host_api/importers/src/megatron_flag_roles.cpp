@@ -81,7 +81,6 @@ constexpr Rule unmodelled[] = {
     // architecture details the formulas leave out
     {"--no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},
     {"--no-bias-swiglu-fusion", "unfused bias-SwiGLU keeps silu(gate)"},
-    {"--qk-layernorm", "the query and key layer norms keep their inputs for backward"},
     {"--qk-l2-norm", "the query and key norms keep their inputs for backward"},
     {"--attention-output-gate", "a gate on the attention output: weights and activations"},
     {"--logits-load-dir", "the teacher's logits of distillation"},

@@ -693,10 +693,10 @@ MindFormersAnalyticOptions analytic_options_from_mindformers(const std::filesyst
                         "projections",
                         where));
     }
-    if (const Setting norm = model_setting(config, spellings::qk_norm, "the query/key norms");
-        switch_on(norm, false)) {
-        warn(norm, "the query and key normalisation (its inputs are kept for backward)");
-    }
+    // Query/key norms (the current models' qk_layernorm, TransformerConfig's): each keeps its
+    // input; MLA's are its latents' (add_mla).
+    if (!mla && switch_on(model_setting(config, spellings::qk_norm, "the query/key norms"), false))
+        o["qk_layernorm"] = true;
     if (optional_count(model("fine_grain_interleave")).value_or(1) > 1)
         warn(model("fine_grain_interleave"), "each layer's activations split in slices");
     if (t > 1 && switch_on(parallel("vocab_emb_dp"), true))

@@ -335,12 +335,8 @@ TorchtitanAnalyticOptions analytic_options_from_torchtitan(const std::filesystem
     o["dropout"] = false;
     o["untie_embeddings"] = !f.tied_embeddings;
     o["linear_biases"] = false;
-    if (f.qk_norm) {
-        out.warnings.push_back(fmt::format(
-            "{} {}'s query and key norms change memory but are not modelled (their inputs are "
-            "kept for backward)",
-            f.model, f.flavor));
-    }
+    if (f.qk_norm)
+        o["qk_layernorm"] = true;  // Qwen3's q_norm and k_norm keep their inputs
     if (f.mla) {
         json::object mla;
         if (f.mla->q_lora_rank != 0)

@@ -31,7 +31,7 @@ namespace json = boost::json;
 // memory model's and are accepted without being read. A key not among them is refused with a
 // "did you mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would
 // otherwise change the times unnoticed.
-constexpr std::array<std::string_view, 30> shape_keys = {"hidden_size",
+constexpr std::array<std::string_view, 31> shape_keys = {"hidden_size",
                                                          "num_attention_heads",
                                                          "ffn_hidden_size",
                                                          "seq_length",
@@ -41,6 +41,7 @@ constexpr std::array<std::string_view, 30> shape_keys = {"hidden_size",
                                                          "tensor_parallel",
                                                          "num_kv_heads",
                                                          "kv_channels",
+                                                         "qk_layernorm",
                                                          "sequence_parallel",
                                                          "data_parallel",
                                                          "distributed_optimizer",

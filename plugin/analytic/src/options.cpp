@@ -69,7 +69,7 @@ constexpr std::array<IntegerOption, 13> integer_options = {{
     {"context_parallel", &ShapeOptions::context_parallel, false, "the context-parallel degree"},
 }};
 
-constexpr std::array<BoolOption, 13> bool_options = {{
+constexpr std::array<BoolOption, 14> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -83,6 +83,7 @@ constexpr std::array<BoolOption, 13> bool_options = {{
     {"fp8_param_gather", &ShapeOptions::fp8_param_gather},
     {"fp8_transposes", &ShapeOptions::fp8_transposes},
     {"fused_norms", &ShapeOptions::fused_norms},
+    {"qk_layernorm", &ShapeOptions::qk_layernorm},
 }};
 
 constexpr std::array<NumberOption, 10> number_options = {{
@@ -663,6 +664,11 @@ MlaOptions parse_mla(const json::value& value, const ShapeOptions& shape) {
             "analytic options: num_kv_heads " + std::to_string(shape.num_kv_heads) +
             " with 'mla': multi-latent attention has one key/value head per query head, made from "
             "the latent (Megatron-LM refuses grouped-query attention with it); drop num_kv_heads");
+    }
+    if (shape.qk_layernorm) {
+        throw InvalidInput(
+            "analytic options: qk_layernorm with 'mla': multi-latent attention's norms are its "
+            "latents' (mla.qk_layernorm); drop the top-level qk_layernorm");
     }
     if (shape.kv_channels != 0) {
         throw InvalidInput(

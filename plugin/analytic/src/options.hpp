@@ -131,6 +131,9 @@ struct ShapeOptions {
     // Qwen3's heads are wider than h/a: 32 heads of 128 make its 30B-A3B attention 4096 wide on
     // a hidden size of 2048.
     std::uint32_t kv_channels = 0;
+    // Norms of the query and key heads (Megatron-LM's --qk-layernorm, Qwen3's q_norm and
+    // k_norm; not with MLA, whose latent norms are mla.qk_layernorm): each keeps its input.
+    bool qk_layernorm = false;
     std::uint32_t data_parallel = 1;
     bool sequence_parallel = false;
     bool distributed_optimizer = false;

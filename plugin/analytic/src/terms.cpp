@@ -171,6 +171,11 @@ AttentionTerms attention_terms(const ShapeOptions& o, double sb, const LinearByt
         // The projection's input (with delayed FP8 scaling a quantized copy too).
         out.projection = (e + q.projection_copy) * sb * q_width;
         out.gathered = e * sb * h;
+        // Query/key norms (Megatron-LM's Attention.get_query_key_value_tensors runs q_layernorm
+        // and k_layernorm, Transformer Engine norms, on Q and K after the projection): each
+        // keeps its input for backward, and the core keeps their outputs (counted in qkv).
+        if (o.qk_layernorm)
+            out.qk_norm_inputs = e * sb * (q_width + h_kv);
         add_context_parallel(o, modules, e * sb * q_width, 2.0 * e * sb * h_kv, e * sb * q_width,
                              out);
         return out;

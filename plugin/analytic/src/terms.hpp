@@ -83,6 +83,8 @@ struct AttentionTerms {
     double qkv = 0.0;
     double projection = 0.0;
     double cp_kept = 0.0;
+    // With query/key norms: their inputs, Q and K as the QKV projection made them.
+    double qk_norm_inputs = 0.0;
     // The inputs of its column-parallel linears, all-gathered under sequence parallelism.
     double gathered = 0.0;
     // Context parallelism: the buffers one layer's attention holds while it runs forward and
@@ -90,7 +92,9 @@ struct AttentionTerms {
     double cp_forward_buffers = 0.0;
     double cp_backward_buffers = 0.0;
 
-    [[nodiscard]] double split() const noexcept { return qkv + projection + cp_kept; }
+    [[nodiscard]] double split() const noexcept {
+        return qkv + projection + cp_kept + qk_norm_inputs;
+    }
 };
 
 // What a mixture-of-experts layer holds beyond the dense layer's terms (README.md, "Mixture of
