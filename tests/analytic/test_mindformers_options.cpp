@@ -368,8 +368,8 @@ BOOST_AUTO_TEST_CASE(the_classic_moe_keeps_its_capacity_and_splits_experts_over_
     BOOST_TEST(qm.at("expert_tensor_parallel").as_int64() == 4);
     BOOST_TEST(qm.at("capacity_factor").as_double() == 1.1);
     // Under sequence parallelism MindFormers keeps the shared experts whole on every
-    // model_parallel rank, which the model does not: said.
-    BOOST_TEST(contains(err, "moe_config.shared_expert_num: with use_seq_parallel"), err);
+    // model_parallel rank (llama_layer.py: parallel_config_sp.model_parallel = 1).
+    BOOST_TEST(qm.at("shared_experts_replicated").as_bool());
     BOOST_TEST(predicted_mb(q, "3", "4", "none=7") > 0.0);
 }
 

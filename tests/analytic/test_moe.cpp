@@ -591,6 +591,29 @@ BOOST_AUTO_TEST_CASE(the_plugin_predicts_groups_through_the_c_boundary) {
     }
 }
 
+// Shared experts whole on every tensor-parallel rank (MindFormers under sequence parallelism:
+// llama_layer.py sets the shared experts' model_parallel to 1, each rank running its sequence
+// shard): Qwen2-57B's one shared MLP of 20 480 on 4 ranks holds 3 x 3584 x 20 480 parameters on
+// each rank instead of a quarter of them; the activations per rank are the same.
+BOOST_AUTO_TEST_CASE(replicated_shared_experts_are_whole_on_every_rank) {
+    const std::string_view tp4 = R"("tensor_parallel": 4, "sequence_parallel": true)";
+    const MemoryTerms split = terms(qwen2_57b, tp4);
+    const std::string both = std::string(tp4) + R"(, "moe": {"num_experts": 64, "top_k": 8,
+        "moe_ffn_hidden_size": 2560, "shared_experts": 1, "shared_expert_ffn_hidden_size": 20480,
+        "shared_experts_replicated": true})";
+    const MemoryTerms whole = terms(qwen2_57b, both);
+    const double shared = 3.0 * 3584.0 * 20480.0;
+    BOOST_TEST(whole.moe->dense_parameters - split.moe->dense_parameters == shared * 3.0 / 4.0);
+    BOOST_TEST(whole.moe->expert_parameters == split.moe->expert_parameters);
+    BOOST_TEST(whole.moe->activation_bytes[PPB_KIND_NONE] ==
+               split.moe->activation_bytes[PPB_KIND_NONE]);
+    BOOST_TEST(whole.model_parameters == split.model_parameters);
+    // A switch, nothing else.
+    BOOST_CHECK_THROW((void)terms(qwen2_57b, R"("moe": {"num_experts": 64, "top_k": 8,
+        "shared_experts": 1, "shared_experts_replicated": 1})"),
+                      ppb::plugin::InvalidInput);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace moe_tests

@@ -230,7 +230,8 @@ Setting parallel_setting(const Config& config, std::string_view classic, std::st
 //   * shared experts: one merged MLP, int(routed inner x shared_expert_num) wide in the classic
 //     models (llama_layer.py: LlamaFeedForward(intermediate_size=int(intermediate_size *
 //     shared_expert_num))), moe_shared_expert_intermediate_size or moe_ffn_hidden_size x
-//     n_shared_experts in the current ones (transformer_config.py, shared_experts.py);
+//     n_shared_experts in the current ones (transformer_config.py, shared_experts.py); whole on
+//     every model_parallel rank under use_seq_parallel (both);
 //   * expert parallelism: parallel_config.expert_parallel; each expert's inner dimension split
 //     over model_parallel in the classic MoE (llama_layer.py: w1 sharded (ep, mp, 1)) unless
 //     moe_config.expert_model_parallel is 1, whole in the grouped-matmul MoE of use_gmm
@@ -297,13 +298,11 @@ void add_moe(const Config& config, const Family& family, const detail::Experts& 
                 fmt::format("the shared experts' inner size {} is out of range", shared_inner));
         moe["shared_experts"] = 1;
         moe["shared_expert_ffn_hidden_size"] = shared_inner;
-        if (sequence_parallel && t > 1) {
-            warnings.push_back(fmt::format(
-                "{}: with use_seq_parallel MindFormers keeps the shared experts whole on every "
-                "model_parallel rank (llama_layer.py, shared_experts.py); the model splits them "
-                "over model_parallel {}, which under-counts their parameters and activations",
-                shared_count.present() ? shared_count.where() : config.name(), t));
-        }
+        // With use_seq_parallel MindFormers keeps the shared experts whole on every
+        // model_parallel rank, each running its sequence shard (llama_layer.py:
+        // parallel_config_sp.model_parallel = 1; shared_experts.py: dp = dp * tp, tp = 1).
+        if (sequence_parallel && t > 1)
+            moe["shared_experts_replicated"] = true;
     }
     const Setting ep = parallel_setting(config, "expert_parallel", "expert_model_parallel_size");
     moe["expert_parallel"] = optional_count(ep).value_or(1);

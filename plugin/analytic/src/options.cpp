@@ -299,11 +299,12 @@ void check_shape(const ShapeOptions& o) {
 
 // ---- The "moe" object ----
 
-constexpr std::array<std::string_view, 13> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 14> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
                                                        "shared_expert_ffn_hidden_size",
+                                                       "shared_experts_replicated",
                                                        "expert_parallel",
                                                        "expert_tensor_parallel",
                                                        "capacity_factor",
@@ -454,6 +455,11 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
         } else if (key == "shared_expert_ffn_hidden_size") {
             m.shared_expert_ffn_hidden_size = parse_integer(v, name, max_integer);
             has_shared_ffn = true;
+        } else if (key == "shared_experts_replicated") {
+            if (!v.is_bool())
+                throw InvalidInput(quoted(std::string_view(name)) + " expects true or false, got " +
+                                   describe_json(v));
+            m.shared_experts_replicated = v.as_bool();
         } else if (key == "expert_parallel") {
             m.expert_parallel = parse_integer(v, name, max_integer);
         } else if (key == "expert_tensor_parallel") {
@@ -577,7 +583,7 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
     require_divisible(m.moe_ffn_hidden_size, "moe.moe_ffn_hidden_size", m.expert_tensor_parallel,
                       "moe.expert_tensor_parallel",
                       "expert tensor parallelism splits each routed expert's inner dimension");
-    if (m.shared_experts > 0) {
+    if (m.shared_experts > 0 && !m.shared_experts_replicated) {
         require_divisible(
             static_cast<std::uint64_t>(m.shared_experts) * m.shared_expert_ffn_hidden_size,
             "moe.shared_experts * moe.shared_expert_ffn_hidden_size", shape.tensor_parallel,

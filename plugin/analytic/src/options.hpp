@@ -21,6 +21,9 @@ struct MoeOptions {
     std::uint32_t moe_ffn_hidden_size = 0;            // inner size of one routed expert (default F)
     std::uint32_t shared_experts = 0;                 // experts every token passes through
     std::uint32_t shared_expert_ffn_hidden_size = 0;  // inner size of one shared expert
+    // The shared experts whole on every tensor-parallel rank, each running its sequence shard
+    // (MindFormers under sequence parallelism); false: split over t like a dense MLP.
+    bool shared_experts_replicated = false;
     std::uint32_t expert_parallel = 1;         // EP: ranks the routed experts are spread over
     std::uint32_t expert_tensor_parallel = 0;  // ETP: ranks one routed expert is sliced over
     // Tokens per expert as a multiple of the balanced share; nullopt: dropless routing, taken

@@ -455,11 +455,14 @@ MoeLayerTerms moe_layer_terms(const ShapeOptions& o, const MoeOptions& m, const 
 
     const double norms = 2.0 * h;
     const double router_weight = h * E;  // replicated on every rank (Megatron-LM's TopKRouter)
+    // The shared experts split over t like a dense MLP, or whole on every rank (each running
+    // its sequence shard: the same activations per rank).
     const double shared = mlp_matrices(o) * h * shared_inner;
-    out.dense_parameters = (attention.split_parameters + shared) / t +
+    const double shared_on_rank = m.shared_experts_replicated ? shared : shared / t;
+    out.dense_parameters = attention.split_parameters / t + shared_on_rank +
                            attention.replicated_parameters + norms + router_weight;
     out.dense_linear_parameters =
-        (attention.split_parameters + shared) / t + attention.replicated_linear_parameters;
+        attention.split_parameters / t + shared_on_rank + attention.replicated_linear_parameters;
     out.expert_parameters = (E / ep) * mlp_matrices(o) * h * m.moe_ffn_hidden_size / etp;
     out.expert_data_parallel = t * d * cp / (ep * etp);
     out.expert_parameter_bytes = parameter_bytes(o, out.expert_data_parallel);
