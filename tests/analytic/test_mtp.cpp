@@ -47,31 +47,6 @@ constexpr double mtp_own_parameters = 1048576.0 + 3072.0;
 constexpr double embedding_copy = 16777216.0;
 constexpr double bytes = 18.0;
 
-ppb_chunk chunk(std::uint32_t none_layers, std::uint32_t in_flight) {
-    ppb_chunk c{};
-    c.layers[PPB_KIND_NONE] = none_layers;
-    c.in_flight = in_flight;
-    return c;
-}
-
-double part(const AnalyticModel& model, const ppb_placement& placement, std::string_view name) {
-    std::vector<std::uint32_t> layers;
-    for (std::uint32_t c = 0; c < placement.num_chunks; ++c)
-        layers.insert(layers.end(), placement.chunks[c].layers,
-                      placement.chunks[c].layers + PPB_KIND_COUNT);
-    const ppb_grouped_placement grouped{placement, 1, layers.data()};
-    double sum = 0.0;
-    double found = 0.0;
-    const auto parts = model.predict_parts(grouped);
-    for (const ppb_memory_part& p : parts.value()) {
-        sum += p.mb;
-        if (name == p.name)
-            found = p.mb;
-    }
-    BOOST_TEST(sum == model.predict(placement), tt::tolerance(1e-9));
-    return found;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(multi_token_prediction)
@@ -98,21 +73,21 @@ BOOST_AUTO_TEST_CASE(the_mtp_layers_terms_are_the_tensors_megatron_keeps) {
 //            input and logits on this stage 130 MiB x 3
 BOOST_AUTO_TEST_CASE(the_last_stage_holds_the_mtp_layer_its_embedding_copy_and_logits) {
     const AnalyticModel model(options_json(gpt, ""));
-    ppb_chunk c = chunk(2, 3);
+    ppb_chunk c = none_chunk(2, 3);
     const ppb_placement last{4, 3, 1, &c};
     const double expected = (2.0 * layer_parameters * bytes) / mb + 2.0 * 32.0 * 3.0 +
                             (1024.0 + embedding_copy) * bytes / mb + 132.0 * 3.0 +
                             (layer_parameters + mtp_own_parameters + embedding_copy) * bytes / mb +
                             (32.0 + 10.0) * 3.0 + 130.0 * 3.0;
     BOOST_TEST(model.predict(last) == expected, tt::tolerance(1e-12));
-    BOOST_TEST(part(model, last, "mtp") ==
+    BOOST_TEST(prediction_part(model, last, "mtp") ==
                    (layer_parameters + mtp_own_parameters + embedding_copy) * bytes / mb,
                tt::tolerance(1e-12));
-    BOOST_TEST(part(model, last, "mtp_activations") == 42.0 * 3.0, tt::tolerance(1e-12));
-    BOOST_TEST(part(model, last, "logits") == 2.0 * 128.0 * 3.0, tt::tolerance(1e-12));
+    BOOST_TEST(prediction_part(model, last, "mtp_activations") == 42.0 * 3.0, tt::tolerance(1e-12));
+    BOOST_TEST(prediction_part(model, last, "logits") == 2.0 * 128.0 * 3.0, tt::tolerance(1e-12));
     // Stage 2 holds none of it.
     const ppb_placement before{4, 2, 1, &c};
-    BOOST_TEST(part(model, before, "mtp") == 0.0);
+    BOOST_TEST(prediction_part(model, before, "mtp") == 0.0);
     BOOST_TEST(model.predict(before) == 2.0 * layer_parameters * bytes / mb + 2.0 * 32.0 * 3.0,
                tt::tolerance(1e-12));
 }
@@ -122,17 +97,18 @@ BOOST_AUTO_TEST_CASE(the_last_stage_holds_the_mtp_layer_its_embedding_copy_and_l
 // runs on the concatenated hidden states (2 MiB more per micro-batch).
 BOOST_AUTO_TEST_CASE(a_layout_can_put_the_mtp_layers_on_an_earlier_stage) {
     const AnalyticModel model(options_json(gpt, R"("mtp_stage_offset": 1)"));
-    ppb_chunk c = chunk(2, 1);
+    ppb_chunk c = none_chunk(2, 1);
     const ppb_placement last{4, 3, 1, &c};
     const ppb_placement before{4, 2, 1, &c};
     const AnalyticModel plain(options_json(gpt, ""));
-    BOOST_TEST(part(model, last, "mtp") == 0.0);
-    BOOST_TEST(part(model, before, "mtp") == part(plain, last, "mtp"), tt::tolerance(1e-12));
-    BOOST_TEST(model.predict(last) == plain.predict(last) - part(plain, last, "mtp") -
-                                          part(plain, last, "mtp_activations") + 2.0,
+    BOOST_TEST(prediction_part(model, last, "mtp") == 0.0);
+    BOOST_TEST(prediction_part(model, before, "mtp") == prediction_part(plain, last, "mtp"),
+               tt::tolerance(1e-12));
+    BOOST_TEST(model.predict(last) == plain.predict(last) - prediction_part(plain, last, "mtp") -
+                                          prediction_part(plain, last, "mtp_activations") + 2.0,
                tt::tolerance(1e-12));
     // Two stages: the offset is the first stage; one: refused.
-    ppb_chunk d = chunk(1, 1);
+    ppb_chunk d = none_chunk(1, 1);
     const ppb_placement only{1, 0, 1, &d};
     try {
         (void)model.predict(only);
@@ -147,27 +123,29 @@ BOOST_AUTO_TEST_CASE(a_layout_can_put_the_mtp_layers_on_an_earlier_stage) {
 // two chunks (the MTP layer in chunk 1) does not.
 BOOST_AUTO_TEST_CASE(the_embedding_copy_is_left_out_only_where_the_model_begins) {
     const AnalyticModel model(options_json(gpt, ""));
-    ppb_chunk one = chunk(2, 1);
+    ppb_chunk one = none_chunk(2, 1);
     const ppb_placement single{1, 0, 1, &one};
-    BOOST_TEST(part(model, single, "mtp") == (layer_parameters + mtp_own_parameters) * bytes / mb,
+    BOOST_TEST(prediction_part(model, single, "mtp") ==
+                   (layer_parameters + mtp_own_parameters) * bytes / mb,
                tt::tolerance(1e-12));
-    ppb_chunk two[2] = {chunk(1, 2), chunk(1, 1)};
+    ppb_chunk two[2] = {none_chunk(1, 2), none_chunk(1, 1)};
     const ppb_placement chunks{1, 0, 2, two};
-    BOOST_TEST(part(model, chunks, "mtp") ==
+    BOOST_TEST(prediction_part(model, chunks, "mtp") ==
                    (layer_parameters + mtp_own_parameters + embedding_copy) * bytes / mb,
                tt::tolerance(1e-12));
     // Its activations follow the last chunk's in-flight count.
-    BOOST_TEST(part(model, chunks, "mtp_activations") == 42.0, tt::tolerance(1e-12));
+    BOOST_TEST(prediction_part(model, chunks, "mtp_activations") == 42.0, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(full_recompute_keeps_only_the_modules_inputs) {
     const AnalyticModel model(options_json(gpt, R"("mtp_recompute": "full")"));
-    ppb_chunk c = chunk(1, 2);
+    ppb_chunk c = none_chunk(1, 2);
     const ppb_placement last{2, 1, 1, &c};
-    BOOST_TEST(part(model, last, "mtp_activations") == 4.0 * 2.0, tt::tolerance(1e-12));
+    BOOST_TEST(prediction_part(model, last, "mtp_activations") == 4.0 * 2.0, tt::tolerance(1e-12));
     const AnalyticModel selective(options_json(gpt, R"("mtp_recompute": "select")"));
     // Flash attention: 'select' keeps what 'none' keeps.
-    BOOST_TEST(part(selective, last, "mtp_activations") == 42.0 * 2.0, tt::tolerance(1e-12));
+    BOOST_TEST(prediction_part(selective, last, "mtp_activations") == 42.0 * 2.0,
+               tt::tolerance(1e-12));
 }
 
 // DeepSeek-V3's MTP module (its technical report: 685 B parameters, 671 B of the main model and

@@ -259,12 +259,6 @@ constexpr OpenGap open_gaps[] = {
      "2659630721 (the routing probabilities applied inside the experts' activation), counted by "
      "the model (1 280 MB here), and routing_imbalance 1.5 above this run's",
      0.105, 0.12},
-    {"moe-mla-fp8-tensorwise-attn-cudagraph-tp2-pp2-vpp4-ep4-h100",
-     "about 9 GB of activations over on a run whose unfused attention (--attention-backend "
-     "unfused) keeps 2.1 GB of softmax output per layer and micro-batch; its sibling without "
-     "CUDA graphs (moe-mla-mtp-fp8-tensorwise-tp2-pp2-vpp4-ep4-h100: h = 1024, an MTP layer) is "
-     "+5.4 %, the other three graph runs within 0.7 %: cause not found",
-     0.22, 0.25},
 };
 
 const OpenGap* open_gap(const std::string& run) {

@@ -19,19 +19,8 @@ namespace recompute_offload_tests {
 
 namespace {
 
-// Megatron-LM's CI DeepSeek-V3 proxy (test_mla.cpp) with its MoE layers: 32 experts of 1024,
-// top-4, one shared expert of 1024, EP = 4, ETP = 1, d = 2; dropless routing at the default
-// imbalance 1.5.
-constexpr std::string_view proxy =
-    R"("hidden_size": 1024, "num_attention_heads": 32, "ffn_hidden_size": 4096,
-       "num_layers": 16, "seq_length": 4096, "micro_batch_size": 4, "vocab_size": 51712,
-       "tensor_parallel": 2, "sequence_parallel": true, "dropout": false,
-       "flash_attention": false, "data_parallel": 2, "distributed_optimizer": true,
-       "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_head_dim": 128,
-               "qk_pos_emb_head_dim": 64, "v_head_dim": 128},
-       "moe": {"num_experts": 32, "top_k": 4, "moe_ffn_hidden_size": 1024,
-               "shared_experts": 1, "expert_parallel": 4, "expert_tensor_parallel": 1,
-               "first_k_dense": 3})";
+// Megatron-LM's CI DeepSeek-V3 proxy with its MoE layers (analytic_support.hpp).
+constexpr std::string_view proxy = ci_deepseek_v3_proxy;
 
 // On one rank per micro-batch (8192 tokens outside the attention, 16 heads of 16 384 inside):
 // the dense layer keeps test_mla.cpp's 2689 MiB. The MoE layer keeps its attention half, 2481

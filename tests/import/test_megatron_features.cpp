@@ -141,6 +141,42 @@ BOOST_AUTO_TEST_CASE(transformer_engines_cuda_graphs_are_predicted_megatrons_own
                std::string::npos);
 }
 
+// With no eager iteration before the capture (--cuda-graph-warmup-steps 0; the default is 3,
+// megatron/training/arguments.py at commit 69ba8096f0daf65490b5c5a26e93b1d11367fd68) the peak is
+// the capture's or the replay's, which the model counts for the attention's graphs; the scope's
+// other parts stay eager, said by name, and the pool beyond the allocated memory is said too.
+BOOST_AUTO_TEST_CASE(attention_graphs_without_warm_up_are_counted_as_the_allocator_sees_them) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 --cuda-graph-impl transformer_engine ";
+    const auto attn = map(base + "--cuda-graph-scope attn --cuda-graph-warmup-steps 0");
+    BOOST_TEST(json::serialize(options_of(attn).at("cuda_graph_scope")) == R"(["attn"])");
+    BOOST_TEST(warns_about(attn, "leaves out the graphs' memory pool"));
+    // The deprecated name of the scope, and a scope with more than the attention.
+    const auto old_name = map(base + "--cuda-graph-modules attn --cuda-graph-warmup-steps 0");
+    BOOST_TEST(options_of(old_name).contains("cuda_graph_scope"));
+    const auto router =
+        map(base + "--cuda-graph-scope attn moe_router --cuda-graph-warmup-steps 0");
+    BOOST_TEST(json::serialize(options_of(router).at("cuda_graph_scope")) == R"(["attn"])");
+    BOOST_TEST(warns_about(router, "the scope's moe_router is counted as the eager run's memory"));
+    // Warm-up steps run eagerly first (given, or the default): the eager run's memory.
+    for (const std::string& warm :
+         {base + "--cuda-graph-scope attn", base + "--cuda-graph-scope attn "
+                                                   "--cuda-graph-warmup-steps 1"}) {
+        const auto r = map(warm);
+        BOOST_TEST(!options_of(r).contains("cuda_graph_scope"), warm);
+        BOOST_TEST(warns_about(r, "the peak of the warm-up steps run before the capture"), warm);
+    }
+    // The whole layer (no scope) and a scope without the attention: eager.
+    for (const std::string& whole :
+         {base + "--cuda-graph-warmup-steps 0", base + "--cuda-graph-scope mlp "
+                                                       "--cuda-graph-warmup-steps 0"}) {
+        const auto r = map(whole);
+        BOOST_TEST(!options_of(r).contains("cuda_graph_scope"), whole);
+        BOOST_TEST(warns_about(r, "only the attention's scope is counted"), whole);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(recompute_modules_are_the_select_kinds_modules) {
     // argparse's nargs='+': every value up to the next flag.
     const json::array listed = options_of(map(proxy + "--recompute-modules core_attn mla_up_proj"))

@@ -481,18 +481,20 @@ void add_offloading(const MegatronFlagView& flags, json::object& options,
 
 // CUDA graphs. Transformer Engine's (--cuda-graph-impl transformer_engine, or the deprecated
 // --external-cuda-graph) are captured by TE's make_graphed_callables for each (layer or scope,
-// micro-batch) in the schedule's order: the static input buffers are reused once a micro-batch's
-// backward has run, the output buffers too (TE 2.7 on), and what the graphs save for backward
-// lives in one memory pool all of them share (megatron/core/transformer/cuda_graphs.py,
-// TECudaGraphHelper._get_sample_arguments and create_cudagraphs, at NVIDIA/Megatron-LM commit
-// d98e8a64ddf34856e74b24714e3bedb2f5a39553): the memory of the eager run, which the model
-// counts. Megatron-LM's CI runs with them (tests/data/real, "cuda-graphs") peak within 0.7 % of
-// the prediction made without them, bar one whose MLA and FP8 terms it over-predicts
-// (host_api/docs/analytic-accuracy.md). Megatron's own graphs (--cuda-graph-impl local, or the
-// deprecated --enable-cuda-graph: CudaGraphManager, one graph per layer and micro-batch with its
-// own buffers) have no measured run: refused by name.
-void add_cuda_graphs(const MegatronFlagView& flags, MegatronAnalyticOptions& result,
-                     ReadFlags& read) {
+// micro-batch) in the schedule's order, once --cuda-graph-warmup-steps eager iterations have run
+// (default 3): the static input buffers are reused once a micro-batch's backward has run, the
+// output buffers too (TE 2.7 on), and what the graphs save for backward lives in one memory pool
+// all of them share (megatron/core/transformer/cuda_graphs.py, TECudaGraphHelper, and
+// megatron/training/training.py, where create_cudagraphs runs, at NVIDIA/Megatron-LM commit
+// 69ba8096f0daf65490b5c5a26e93b1d11367fd68). After eager iterations the peak allocated memory is
+// theirs, the eager run's, which the model counts (Megatron-LM's CI runs with three warm-up
+// steps peak within 0.7 % of it). With none, the peak is the capture's or the replay's, where
+// the pool is not allocated memory: the model counts that for the attention's graphs
+// (cuda_graph_scope); other scopes are counted as the eager run's memory. Megatron's own graphs
+// (--cuda-graph-impl local, or the deprecated --enable-cuda-graph: CudaGraphManager, one graph
+// per layer and micro-batch with its own buffers) have no measured run: refused by name.
+void add_cuda_graphs(const MegatronFlagView& flags, json::object& options,
+                     MegatronAnalyticOptions& result, ReadFlags& read) {
     for (const std::string_view flag :
          {"cuda-graph-impl", "enable-cuda-graph", "external-cuda-graph", "cuda-graph-scope",
           "cuda-graph-modules", "cuda-graph-warmup-steps"})
@@ -504,18 +506,52 @@ void add_cuda_graphs(const MegatronFlagView& flags, MegatronAnalyticOptions& res
                "and micro-batch that no measured run has shown the size of; the model does not "
                "count them");
     }
-    if ((impl && *impl == "transformer_engine") || flags.on("external-cuda-graph")) {
-        result.warnings.push_back(fmt::format(
-            "{}: Transformer Engine's CUDA graphs are counted as the eager run's memory (their "
-            "static buffers are reused across micro-batches and their saved tensors share one "
-            "pool); Megatron-LM's CI runs with them peak within 0.7 % of that",
-            impl ? "--cuda-graph-impl transformer_engine" : "--external-cuda-graph"));
-    } else if (impl && *impl != "none") {
+    if (impl && *impl != "none" && *impl != "transformer_engine") {
         refuse("cuda-graph-impl",
                fmt::format("'{}' is not a CUDA graph implementation ppb knows (none, local, "
                            "transformer_engine)",
                            *impl));
     }
+    if (!(impl && *impl == "transformer_engine") && !flags.on("external-cuda-graph"))
+        return;
+    const std::string how = impl ? "--cuda-graph-impl transformer_engine" : "--external-cuda-graph";
+    // The scope's list (--cuda-graph-modules is its name in older Megatron-LM); none, or "full":
+    // the whole layer.
+    std::vector<std::string> scope;
+    for (const std::string_view flag : {"cuda-graph-scope", "cuda-graph-modules"}) {
+        if (flags.given(flag)) {
+            for (const std::string& part : flags.words(flag))
+                scope.push_back(part);
+        }
+    }
+    const bool attn = std::ranges::find(scope, "attn") != scope.end();
+    const double warmup = flags.number("cuda-graph-warmup-steps").value_or(3.0);
+    if (warmup > 0.0 || !attn) {
+        result.warnings.push_back(fmt::format(
+            "{}: Transformer Engine's CUDA graphs are counted as the eager run's memory ({}); "
+            "Megatron-LM's CI runs with them peak within 0.7 % of that",
+            how,
+            warmup > 0.0 ? "the peak of the warm-up steps run before the capture"
+                         : "the graphs' saved tensors share one pool; only the attention's "
+                           "scope is counted as the allocator reports it"));
+        return;
+    }
+    options["cuda_graph_scope"] = json::array{"attn"};
+    std::string others;
+    for (const std::string& part : scope) {
+        if (part != "attn")
+            others += (others.empty() ? "" : ", ") + part;
+    }
+    result.warnings.push_back(fmt::format(
+        "{} --cuda-graph-scope attn with --cuda-graph-warmup-steps 0: the peak predicted is "
+        "Megatron-LM's max allocated memory, the capture's or the replay's, which leaves out "
+        "the graphs' memory pool (the attention's saved tensors of every micro-batch in flight, "
+        "reserved beyond the allocated memory: plan with a margin for it, or against reserved "
+        "memory){}",
+        how,
+        others.empty()
+            ? ""
+            : fmt::format("; the scope's {} is counted as the eager run's memory", others)));
 }
 
 }  // namespace
@@ -533,7 +569,7 @@ std::set<std::string, std::less<>> add_megatron_features(const MegatronFlagView&
     add_sharding(flags, options, result, read);
     add_recompute_modules(flags, options, result, read);
     add_offloading(flags, options, result, read);
-    add_cuda_graphs(flags, result, read);
+    add_cuda_graphs(flags, options, result, read);
     return read;
 }
 

@@ -429,8 +429,6 @@ constexpr Rule neutral[] = {
     {"--moe-pad-experts-for-cuda-graph-inference", ""},
     {"--use-grouped-gemm-for-dense-mlp", ""},
     {"--use-grouped-gemm-for-shared-expert", ""},
-    // the CUDA graphs' own settings (the graphs are refused by name: megatron_features.cpp)
-    {"--cuda-graph-warmup-steps", ""},
     // inference, generation and reinforcement learning's generation side
     {"--inference-*", ""},
     {"--no-inference-*", ""},

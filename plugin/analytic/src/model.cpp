@@ -1,5 +1,7 @@
 #include "model.hpp"
 
+#include <ppb/kinds.hpp>
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -14,6 +16,15 @@ using ppb::plugin::InvalidInput;
 
 [[noreturn]] void reject(const std::string& problem) {
     throw InvalidInput("placement: " + problem);
+}
+
+// The parts of predict_parts() that are parameters (weights, their copies, gradients, optimizer
+// state) or fixed: allocated already while the CUDA graphs are captured.
+bool is_parameter_part(std::string_view name) {
+    constexpr std::array<std::string_view, 9> fixed = {"constant",  "runtime",   "embedding",
+                                                       "lm_head",   "weights",   "fp8_weights",
+                                                       "gradients", "optimizer", "mtp"};
+    return std::ranges::find(fixed, name) != fixed.end();
 }
 
 }  // namespace
@@ -47,8 +58,12 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.per_layer_mb =
         terms.layer_parameters * bpp / bytes_per_mb +
         (quantized_mb(terms.layer_linear_parameters) - replaced_mb(terms.layer_linear_parameters));
-    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
         c.activation_mb[k] = terms.activation_bytes[k] / bytes_per_mb;
+        c.graph_kept_mb[k] = terms.graph_kept_bytes[k] / bytes_per_mb;
+    }
+    c.graph_input_mb = terms.graph_input_bytes / bytes_per_mb;
+    c.graph_output_mb = terms.graph_output_bytes / bytes_per_mb;
     double largest_unit = terms.layer_parameters * pb.unsharded;  // FSDP: bytes unsharded
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
@@ -154,6 +169,8 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
     // At most two groups (dense and MoE): counted without allocating.
     std::array<std::uint64_t, 2> layers{};
     double activation = 0.0;
+    double graph_kept = 0.0;   // CUDA graphs: what the graphed attention keeps
+    double graph_slots = 0.0;  // graphed layer micro-batches in flight
     for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
         const ppb_chunk& chunk = placement.chunks[c];
         const double f = chunk.in_flight;
@@ -168,6 +185,8 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
                                        kind];
                 layers[g] += n;
                 activation += group.activation_mb[kind] * static_cast<double>(n) * f;
+                graph_kept += k.graph_kept_mb[kind] * static_cast<double>(n) * f;
+                graph_slots += static_cast<double>(n) * f;
             }
         }
     }
@@ -195,10 +214,12 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
     double memory = k.const_mb;
     for (std::uint32_t g = 0; g < num_groups; ++g)
         memory += k.groups[g].per_layer_mb * static_cast<double>(layers[g]);
+    double fixed = memory;  // the parameters' memory, for the CUDA graphs' capture
     memory += activation;
     if (placement.stage == 0) {
         // The embedding belongs to the first chunk (the model's first layers).
         memory += k.head_mb + k.head_activation_mb * placement.chunks[0].in_flight;
+        fixed += k.head_mb;
     }
     // Held once, whatever the stage's layer count: the stage memory stays affine in the layer
     // counts (the partitioner probes it so), and a stage without layers is not planned anyway.
@@ -207,11 +228,35 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         // The LM head and loss belong to the last chunk (the model's last layers).
         const double f = placement.chunks[placement.num_chunks - 1].in_flight;
         memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f;
+        fixed += p == 1 ? k.tail_single_stage_mb : k.tail_mb;
         transient = std::max(tail_layer_transient(placement), k.tail_transient_mb);
     }
-    if (holds_mtp(placement))
+    if (holds_mtp(placement)) {
         memory += mtp_memory(placement);
-    return memory + fsdp_buffers(placement) + transient;
+        fixed += mtp_parameters_mb(placement);
+    }
+    const double eager = memory + fsdp_buffers(placement) + transient;
+    if (!options_.cuda_graph_scope.any())
+        return eager;
+    const GraphPeaks peaks = graph_peaks(eager, fixed, graph_kept, graph_slots);
+    return std::max(peaks.capture, peaks.replay);
+}
+
+// Transformer Engine's CUDA graphs with no eager iteration before them (README.md, "CUDA
+// graphs"; megatron/core/transformer/cuda_graphs.py, TECudaGraphHelper, and
+// transformer_engine/pytorch/graph.py, make_graphed_callables, at the Megatron-LM commit of
+// terms.cpp). The graphs are captured before the first step, in the schedule's order, the
+// attention of each layer and micro-batch alone: at the capture's peak the parameters are
+// allocated with the attention's saved tensors, inputs and outputs of every micro-batch in
+// flight (freed once its backward is captured). While the graphs replay, what they save lives in
+// their pool, which the allocator does not see: the eager peak less it, plus the static inputs,
+// allocated for the whole run (one per micro-batch in flight, reused once its backward ran).
+// PyTorch's max_memory_allocated is the larger of the two; the pool is reserved memory beyond.
+AnalyticModel::GraphPeaks AnalyticModel::graph_peaks(double eager, double fixed, double kept,
+                                                     double slots) const noexcept {
+    const Coefficients& k = coefficients_;
+    return {fixed + kept + slots * (k.graph_input_mb + k.graph_output_mb),
+            eager - kept + slots * k.graph_input_mb};
 }
 
 // One layer's backward gradients as the last stage holds them beside its tail (README.md,
@@ -264,6 +309,8 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
     double gradients = 0.0;
     double optimizer = 0.0;
     std::array<double, PPB_KIND_COUNT> activations{};
+    std::array<double, PPB_KIND_COUNT> graph_kept{};
+    double graph_slots = 0.0;
     for (std::uint32_t c = 0; c < stage.num_chunks; ++c) {
         const double f = stage.chunks[c].in_flight;
         for (std::uint32_t g = 0; g < num_groups; ++g) {
@@ -278,6 +325,8 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
                 gradients += group.gradients_per_layer_mb * n;
                 optimizer += group.optimizer_per_layer_mb * n;
                 activations[kind] += group.activation_mb[kind] * n * f;
+                graph_kept[kind] += k.graph_kept_mb[kind] * n * f;
+                graph_slots += n * f;
             }
         }
     }
@@ -337,10 +386,50 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
              : "held once: one layer's backward gradients",
          logits_copy ? k.tail_transient_mb : layer_transient},
     };
+    if (options_.cuda_graph_scope.any())
+        graph_parts(parts, graph_kept, graph_slots);
     std::erase_if(parts, [](const ppb_memory_part& part) { return part.mb == 0.0; });
     if (parts.empty())
         parts.push_back({"constant", "constant (constant_mb: what the formulas leave out)", 0.0});
     return parts;
+}
+
+// The eager parts as the CUDA graphs' peak has them: at the replay's, the activations less what
+// the graphs keep in their pool, and the graphs' static inputs; at the capture's, the parameters
+// and what the capture holds.
+void AnalyticModel::graph_parts(std::vector<ppb_memory_part>& parts,
+                                const std::array<double, PPB_KIND_COUNT>& kept,
+                                double slots) const {
+    const Coefficients& k = coefficients_;
+    double eager = 0.0;
+    double fixed = 0.0;
+    double kept_total = 0.0;
+    for (const ppb_memory_part& part : parts) {
+        eager += part.mb;
+        if (is_parameter_part(part.name))
+            fixed += part.mb;
+    }
+    for (const double x : kept)
+        kept_total += x;
+    const GraphPeaks peaks = graph_peaks(eager, fixed, kept_total, slots);
+    if (peaks.replay >= peaks.capture) {
+        for (ppb_memory_part& part : parts) {
+            for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
+                if (std::string_view(part.name) == kind_names[kind])
+                    part.mb = std::max(0.0, part.mb - kept[kind]);
+            }
+        }
+        parts.push_back({"cuda_graph_inputs",
+                         "CUDA graphs' static inputs (hidden states, attention mask), per "
+                         "micro-batch in flight; their saved tensors are in the graphs' pool",
+                         slots * k.graph_input_mb});
+        return;
+    }
+    std::erase_if(parts, [](const ppb_memory_part& part) { return !is_parameter_part(part.name); });
+    parts.push_back({"cuda_graph_capture",
+                     "CUDA graph capture: the attention's saved tensors, inputs and outputs of "
+                     "every micro-batch in flight",
+                     peaks.capture - fixed});
 }
 
 std::string AnalyticModel::report() const {

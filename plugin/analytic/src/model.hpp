@@ -68,6 +68,11 @@ struct Coefficients {
     double mtp_mb = 0.0;
     double mtp_embedding_mb = 0.0;
     double mtp_activation_mb = 0.0;
+    // Transformer Engine's CUDA graphs of the attention (MemoryTerms::graph_kept_bytes and the
+    // buffers beside it), per layer per in-flight micro-batch: all 0 without cuda_graph_scope.
+    std::array<double, PPB_KIND_COUNT> graph_kept_mb{};
+    double graph_input_mb = 0.0;
+    double graph_output_mb = 0.0;
     // Sharded gradients or weights (FSDP): the unsharded buffers of one unit, the largest
     // layer's, the embedding's, the LM head's; a stage holds a layer's and the largest beside it
     // (the embedding's on stage 0, the LM head's on the last stage).
@@ -150,6 +155,19 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     [[nodiscard]] double mtp_parameters_mb(const ppb_placement& placement) const noexcept;
     // One layer's backward gradients held once on the last stage, beside its logits.
     [[nodiscard]] double tail_layer_transient(const ppb_placement& placement) const noexcept;
+    // The stage's memory with CUDA graphs of the attention (cuda_graph_scope), from its eager
+    // peak `eager`, its parameters' memory `fixed`, and, over its layers and micro-batches in
+    // flight, what the graphs keep (`kept`, part of `eager`) and how many graphed layer
+    // micro-batches (`slots`): the larger of the capture's peak and the replay's (README.md,
+    // "CUDA graphs").
+    struct GraphPeaks {
+        double capture = 0.0;
+        double replay = 0.0;
+    };
+    [[nodiscard]] GraphPeaks graph_peaks(double eager, double fixed, double kept,
+                                         double slots) const noexcept;
+    void graph_parts(std::vector<ppb_memory_part>& parts,
+                     const std::array<double, PPB_KIND_COUNT>& kept, double slots) const;
     // FSDP's unsharded buffers held on the placement's stage (0 without FSDP).
     [[nodiscard]] double fsdp_buffers(const ppb_placement& placement) const noexcept;
 

@@ -101,9 +101,18 @@ constexpr std::array<NumberOption, 10> number_options = {{
 
 // Options parsed on their own, after the shape they depend on: objects, lists, and the
 // multi-token prediction layers' placement.
-constexpr std::array<std::string_view, 8> separate_options = {
-    "moe",           "mla",          "recompute_modules", "mtp_num_layers", "mtp_stage_offset",
-    "mtp_recompute", "cp_comm_type", "activation_bytes"};
+constexpr std::array<std::string_view, 12> separate_options = {"moe",
+                                                               "mla",
+                                                               "recompute_modules",
+                                                               "mtp_num_layers",
+                                                               "mtp_stage_offset",
+                                                               "mtp_recompute",
+                                                               "cp_comm_type",
+                                                               "activation_bytes",
+                                                               "fp8_recipe",
+                                                               "offload_modules",
+                                                               "data_parallel_sharding",
+                                                               "cuda_graph_scope"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -715,6 +724,15 @@ constexpr std::array<std::pair<std::string_view, bool OffloadModules::*>, 7> off
     {"moe_act", &OffloadModules::moe_act},
 }};
 
+// The parts of a layer Megatron-LM's CUDA graph scopes name (CudaGraphScope in
+// megatron/core/transformer/enums.py at NVIDIA/Megatron-LM commit
+// 69ba8096f0daf65490b5c5a26e93b1d11367fd68); the attention's is counted.
+constexpr std::array<std::pair<std::string_view, bool CudaGraphScope::*>, 1> graph_scope_names = {{
+    {"attn", &CudaGraphScope::attn},
+}};
+constexpr std::array<std::string_view, 6> other_graph_scopes = {
+    "mlp", "moe", "moe_router", "moe_preprocess", "mamba", "full_iteration"};
+
 // A list of module names into the flags of `Modules` (`names` gives each name's member).
 template <class Modules, std::size_t N>
 Modules parse_module_list(const json::value& value, std::string_view key,
@@ -775,6 +793,11 @@ OffloadModules parse_offload_modules(const json::value& value) {
     return parse_module_list(value, "offload_modules", offload_names, fused, OffloadModules{});
 }
 
+CudaGraphScope parse_cuda_graph_scope(const json::value& value) {
+    return parse_module_list(value, "cuda_graph_scope", graph_scope_names, other_graph_scopes,
+                             CudaGraphScope{});
+}
+
 }  // namespace
 
 ShapeOptions parse_options(std::string_view options_json) {
@@ -823,6 +846,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.offload_modules = parse_offload_modules(value);
         else if (key == "data_parallel_sharding")
             options.data_parallel_sharding = parse_sharding(value);
+        else if (key == "cuda_graph_scope")
+            options.cuda_graph_scope = parse_cuda_graph_scope(value);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {

@@ -94,6 +94,15 @@ struct OffloadModules {
     }
 };
 
+// Transformer Engine's CUDA graphs (Megatron-LM's --cuda-graph-impl transformer_engine with
+// --cuda-graph-scope), the parts of each layer captured, when no eager iteration ran before the
+// capture (--cuda-graph-warmup-steps 0): what the captured parts save for backward then lives in
+// the graphs' memory pool, allocated while the graphs are captured and not while they replay.
+struct CudaGraphScope {
+    bool attn = false;  // TransformerLayer._forward_attention: input norm, attention, its residual
+    [[nodiscard]] bool any() const noexcept { return attn; }
+};
+
 // How context-parallel attention exchanges keys and values (Transformer Engine's cp_comm_type):
 // a ring of key/value chunks, an all-gather of them, an all-to-all of Q, K, V and the output
 // (heads split over the ranks instead of the sequence), or all-to-all inside groups with a ring
@@ -204,6 +213,9 @@ struct ShapeOptions {
     OffloadModules offload_modules;
     // The share of the offloaded groups Megatron-LM offloads (--activation-offload-fraction).
     double activation_offload_fraction = 1.0;
+    // The parts of each layer Transformer Engine's CUDA graphs capture, counted as the allocator
+    // reports them (README.md, "CUDA graphs"); none: the eager run's memory.
+    CudaGraphScope cuda_graph_scope;
     // The share of the optimizer state kept in host memory (--optimizer-cpu-offload with
     // --optimizer-offload-fraction); 0: all on the device.
     double optimizer_offload_fraction = 0.0;

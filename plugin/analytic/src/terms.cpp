@@ -559,6 +559,37 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
                                (off.tensor_parallel + off.attention_core) / t);
     }
 
+    // --- Transformer Engine's CUDA graphs of the attention (README.md, "CUDA graphs"). The
+    // captured callable is TransformerLayer._forward_attention: the input norm, the attention
+    // and its bias-dropout-add (megatron/core/transformer/transformer_layer.py,
+    // _te_cuda_graph_capture, at NVIDIA/Megatron-LM commit
+    // 69ba8096f0daf65490b5c5a26e93b1d11367fd68). What it saves for backward is the attention half
+    // of the layer's terms, less what offloading moves; full recompute keeps the layer's input
+    // only, outside the graph. Its static inputs (get_layer_static_inputs, the same commit) are
+    // the hidden states [s/t, b, h] in the training dtype and a boolean mask [b, 1, s/c, s].
+    if (o.cuda_graph_scope.attn) {
+        const auto attention_half = [&](const LayerCommon& c) {
+            Offloaded half;
+            half.replicated = c.norm_input + c.masks / 2.0 + c.attention.input + c.attention.latent;
+            half.tensor_parallel = c.attention.split();
+            half.attention_core = c.attention_core;
+            const Offloaded off = attention_offloaded(o, c);
+            const double f = o.activation_offload_fraction;
+            return (split_sequence ? (half.replicated - f * off.replicated) / t
+                                   : half.replicated - f * off.replicated) +
+                   (half.tensor_parallel - f * off.tensor_parallel + half.attention_core -
+                    f * off.attention_core) /
+                       t;
+        };
+        out.graph_kept_bytes[PPB_KIND_NONE] = out.graph_kept_bytes[PPB_KIND_COMM] =
+            attention_half(common);
+        out.graph_kept_bytes[PPB_KIND_SELECT] = out.graph_kept_bytes[PPB_KIND_BOTH] =
+            attention_half(selective);
+        const double hidden = e * sbh * (split_sequence ? 1.0 / t : 1.0);
+        out.graph_input_bytes = hidden + b * s * static_cast<double>(o.seq_length);
+        out.graph_output_bytes = hidden;
+    }
+
     // --- Head and tail activations per micro-batch (paper §4.3).
     const double sequence_share = split_sequence ? 1.0 / t : 1.0;
     out.head_activation_bytes = dropout * sbh * sequence_share;

@@ -172,6 +172,15 @@ struct MemoryTerms {
     // to the host (of a 'none' layer): out of activation_bytes, one layer's back on the device
     // while it runs backward (in layer_transient_bytes).
     double offloaded_bytes = 0.0;
+    // Transformer Engine's CUDA graphs of the attention (cuda_graph_scope; README.md, "CUDA
+    // graphs"), per layer per in-flight micro-batch on one rank: what the captured attention
+    // saves for backward, by recompute kind (in the graphs' pool: allocated while the graphs are
+    // captured, not while they replay; part of activation_bytes); the static input buffers of
+    // each graphed layer and micro-batch in flight (the hidden states and the attention mask,
+    // allocated for the whole run); the output the capture holds until its backward is captured.
+    std::array<double, PPB_KIND_COUNT> graph_kept_bytes{};
+    double graph_input_bytes = 0.0;
+    double graph_output_bytes = 0.0;
     // Held once at a stage's peak, not per micro-batch: the gradients of one layer's backward
     // (every stage) and, on the last stage, the logits' 16-bit copy at the loss.
     // The peak takes the larger of the two, as they do not exist at the same time.

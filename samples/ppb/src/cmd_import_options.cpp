@@ -206,11 +206,12 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
         "parallelism (the data-parallel size is world size / (TP x PP x CP)), precision (FP8\n"
         "and FP4 recipes, the precision-aware optimizer), architecture, MoE, multi-latent\n"
         "attention, multi-token prediction, context parallelism, recompute modules,\n"
-        "activation and optimizer offloading, FSDP and the vocabulary (padded as Megatron\n"
-        "pads it) come from the flags, with that release's defaults for flags not given.\n"
-        "Flags that change memory but are not modelled are named on stderr; unknown flags are\n"
-        "errors; runs the model does not cover (hybrid and other model families, custom FP8\n"
-        "recipes, CUDA graphs) are refused by name.\n"
+        "activation and optimizer offloading, FSDP, Transformer Engine's CUDA graphs and the\n"
+        "vocabulary (padded as Megatron pads it) come from the flags, with that release's\n"
+        "defaults for flags not given. Flags that change memory but are not modelled are\n"
+        "named on stderr; unknown flags are errors; runs the model does not cover (hybrid and\n"
+        "other model families, custom FP8 recipes, Megatron-LM's own CUDA graphs) are refused\n"
+        "by name.\n"
         "host_api/docs/megatron-arguments.md lists every flag and release default.\n\n"
         "Exit status: 0 written, 2 invalid or refused arguments or usage, 1 other errors.");
     mo->add_option("--world-size", args->world_size,

@@ -11,7 +11,8 @@
 //   refused    -> a run the analytic model does not cover: another model family (hybrid Mamba
 //                 models, encoder-decoder, RETRO, vision, linear or experimental attention,
 //                 heterogeneous layers, reinforcement learning) or a feature without a term
-//                 (custom FP8 / FP4 recipes, CUDA graphs, hybrid context parallelism):
+//                 (custom FP8 / FP4 recipes, Megatron-LM's own CUDA graphs, hybrid context
+//                 parallelism):
 //                 FlagError naming the flag and what it is;
 //                 the newer features' flags (MLA, MTP, context parallelism, FP8 and FP4,
 //                 FSDP, recompute modules, offloading) are mapped by megatron_features.cpp;
