@@ -77,6 +77,12 @@ BOOST_AUTO_TEST_CASE(the_graphs_keep_the_attention_half_and_take_static_buffers)
     const MemoryTerms cp = terms(proxy, std::string(attn) + R"(, "context_parallel": 2,
                                                          "flash_attention": true)");
     BOOST_TEST(cp.graph_input_bytes / MiB == 8.0 + 32.0, tt::tolerance(1e-12));
+    // The report gives them per layer and micro-batch in flight.
+    const auto report = boost::json::parse(AnalyticModel(options_json(proxy, attn)).report());
+    const auto& graphs = report.at("diagnostics").at("cuda_graphs");
+    BOOST_TEST(graphs.at("kept_in_pool_mb").at("none").to_number<double>() == 2465.0,
+               tt::tolerance(1e-12));
+    BOOST_TEST(graphs.at("static_input_mb").to_number<double>() == 80.0, tt::tolerance(1e-12));
     // Without the option nothing changes.
     BOOST_TEST(terms(proxy, "").graph_kept_bytes[PPB_KIND_NONE] == 0.0);
 }

@@ -303,6 +303,16 @@ std::string report_json(const ShapeOptions& o, const MemoryTerms& terms, const C
              }},
         };
     }
+    if (o.cuda_graph_scope.any()) {
+        // What the graphs keep in their pool per layer and micro-batch in flight (reserved
+        // memory beyond the allocated peak while they replay), and their buffers (README.md,
+        // "CUDA graphs").
+        diagnostics["cuda_graphs"] = json::object{
+            {"kept_in_pool_mb", activation_object(c.graph_kept_mb)},
+            {"static_input_mb", finite(c.graph_input_mb)},
+            {"capture_output_mb", finite(c.graph_output_mb)},
+        };
+    }
     return ppb::plugin::make_report(std::move(parameters), std::move(diagnostics));
 }
 
