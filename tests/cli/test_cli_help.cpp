@@ -49,6 +49,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
     const std::vector<std::pair<std::vector<std::string>, std::set<std::string>>> commands = {
         {{}, {"-h", "--help", "--version"}},
         {{"plugins"}, {"-h", "--help", "--plugin-path", "--check", "--json"}},
+        {{"devices"}, {"-h", "--help", "--json"}},
         {{"fit"},
          with(plugin_options, {"-h", "--help", "--duplicate-tolerance", "--json", "--export-sapp",
                                "--model-desc", "--sapp-fold-negative-constant"})},
@@ -61,6 +62,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--help",
                                "--model-desc",
                                "--device-tflops",
+                               "--device",
+                               "--cluster",
                                "--sapp-time-convention",
                                "--sapp-config",
                                "--stages",
@@ -89,6 +92,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--help",
                                "--model-desc",
                                "--device-tflops",
+                               "--device",
+                               "--cluster",
                                "--sapp-time-convention",
                                "--devices",
                                "--pipeline-degrees",
@@ -173,7 +178,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
     // The top-level help lists the commands, not the hidden child-process one.
     const auto r = ppb({"--help"});
     for (const char* command : {"plugins", "fit", "predict", "partition", "search", "design",
-                                "compare", "import", "simulate"})
+                                "compare", "import", "simulate", "devices"})
         BOOST_TEST(r.out.find(std::string("  ") + command + " ") != std::string::npos, command);
     BOOST_TEST(r.out.find("__probe-plugin") == std::string::npos);
     // Required options and defaults are part of what is generated.

@@ -189,6 +189,65 @@ BOOST_AUTO_TEST_CASE(the_analytic_model_gets_each_configurations_data_parallel_d
                        {"--tensor-parallel 4 contradicts the model options' tensor_parallel = 8"});
 }
 
+// --device and --cluster time the shape at the device's dense peak x its achievable fraction
+// (H100: 989 TFLOP/s; 0.5 of it here) and make its memory the limit: the same ranking as the rate
+// and the limit given by hand.
+BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory) {
+    const std::vector<std::string> base = {"search",   "--model",     "analytic", "--model-options",
+                                           shape_file, "--devices",   "64",       "--global-batch",
+                                           "128",      "--schedules", "1f1b",     "--json"};
+    const std::string cluster =
+        write_file(R"({"format": "ppb.cluster/1", "device": "H100", "achievable_fraction": 0.5})",
+                   "cluster.json");
+    auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto by_cluster = with({"--cluster", cluster});
+    BOOST_TEST_REQUIRE(by_cluster.exit_code == 0, by_cluster.err);
+    BOOST_TEST(
+        by_cluster.err.find("--memory-limit-mb 81920 from the H100's 80 GiB") != std::string::npos,
+        by_cluster.err);
+    const auto by_hand = with({"--device-tflops", "494.5", "--memory-limit-mb", "81920"});
+    BOOST_TEST_REQUIRE(by_hand.exit_code == 0, by_hand.err);
+    BOOST_TEST(json::serialize(parse_json(by_cluster.out).at("ranking")) ==
+               json::serialize(parse_json(by_hand.out).at("ranking")));
+    // A limit given wins over the device's memory.
+    const auto limited = with({"--device", "H100", "--memory-limit-mb", "60000"});
+    BOOST_TEST_REQUIRE(limited.exit_code == 0, limited.err);
+    BOOST_TEST(parse_json(limited.out).at("search").at("memory_limit_mb").to_number<double>() ==
+               60000.0);
+    // Bad input: an unknown device, conflicting flags, a bad description, no limit at all.
+    expect_input_error(with({"--device", "H10O"}),
+                       {"--device: unknown device 'H10O' (did you mean 'H100'?)",
+                        "A100, H100, H200, B200, GB200, MI300X, Ascend910B"});
+    expect_input_error(with({"--device", "H100", "--device-tflops", "300"}),
+                       {"--device-tflops excludes --device"});
+    expect_input_error(with({"--device", "H100", "--cluster", cluster}), {"excludes"});
+    const std::string fp8 = write_file(
+        R"({"format": "ppb.cluster/1", "device": "A100", "precision": "fp8"})", "fp8.json");
+    expect_input_error(with({"--cluster", fp8}),
+                       {"fp8.json: precision: the device A100 has no fp8 rate"});
+    expect_input_error(with({}), {"--memory-limit-mb is required (or --device NAME or --cluster "
+                                  "FILE, whose device memory gives it)"});
+}
+
+// ppb devices: the table, and as JSON with every figure's source.
+BOOST_AUTO_TEST_CASE(the_devices_are_listed_with_their_figures) {
+    const auto table = ppb({"devices"});
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("H100        NVIDIA H100 SXM5 80 GB") != std::string::npos,
+               table.out);
+    const auto r = ppb({"devices", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    const json::array& devices = doc.at("devices").as_array();
+    BOOST_TEST(devices.size() == 7U);
+    BOOST_TEST(devices.at(1).at("bf16_tflops").to_number<double>() == 989.0);
+    BOOST_TEST(!devices.at(1).at("source").as_string().empty());
+}
+
 BOOST_AUTO_TEST_CASE(what_does_not_fit_is_listed_with_the_limit_that_would) {
     const auto r =
         ppb(search_args({"--devices", "64", "--global-batch", "256", "--memory-limit-mb", "40000",

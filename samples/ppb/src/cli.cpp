@@ -313,6 +313,7 @@ int run(int argc, char** argv) {
     add_simulate_command(app, commands);
     add_search_command(app, commands);
     add_design_command(app, commands);
+    add_devices_command(app, commands);
     add_probe_plugin_command(app, commands);
 
     const std::vector<std::string> words(argv + 1, argv + argc);

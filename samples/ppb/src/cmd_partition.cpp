@@ -52,7 +52,7 @@ struct PartitionArgs {
     std::string objective = "auto";
     bool refine = false;
     bool fast = false;
-    double device_tflops = 400.0;
+    DeviceOptions device;
     std::vector<double> comm_time;
     bool breakdown = false;
     BasisChoice memory = BasisChoice::automatic;
@@ -72,13 +72,11 @@ int run_partition(const PartitionArgs& args) {
         throw UsageError(
             "--stages is required (or --sapp-config FILE, whose pipeline_num gives it)");
     }
-    if (!settings.memory_limit_mb) {
-        throw UsageError(
-            "--memory-limit-mb is required (or --sapp-config FILE, whose memory_limit gives it)");
-    }
+    const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
     partition::Problem problem;
     problem.num_stages = *settings.stages;
-    problem.memory_limit_mb = *settings.memory_limit_mb;
+    problem.memory_limit_mb = memory_limit_of(settings.memory_limit_mb, cluster,
+                                              ", or --sapp-config FILE, whose memory_limit does");
     problem.memory_margin_mb = settings.memory_margin_mb.value_or(0.0);
     if (problem.memory_limit_mb <= 0.0)
         throw UsageError("--memory-limit-mb: expected a positive number of MB");
@@ -132,7 +130,7 @@ int run_partition(const PartitionArgs& args) {
                                 args.choice.options.empty()
                                     ? ModelOptions{}
                                     : options_text(args.choice.options, "--model-options"),
-                                args.device_tflops, args.time_convention);
+                                achieved_tflops(args.device, cluster), args.time_convention);
     }();
     problem.time = std::move(times.time);
     for (const std::string& warning : problem.time.warnings)
@@ -256,7 +254,7 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "model shape of --model-options is timed from its FLOPs (ms at\n"
                      "--device-tflops)")
         ->type_name("FILE");
-    add_device_tflops_option(*partition, args->device_tflops);
+    add_device_options(*partition, args->device);
     add_time_convention_option(*partition, args->time_convention);
     partition
         ->add_option("--sapp-config", args->sapp_config,
@@ -279,8 +277,8 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->check(count_in(limits::micro_batches));
     partition
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
-                     "device memory available to a stage, MB (required without\n"
-                     "--sapp-config)")
+                     "device memory available to a stage, MB (default: the memory of\n"
+                     "--device or --cluster, or --sapp-config's memory_limit)")
         ->type_name("X")
         ->check(number_in(limits::positive_memory_mb));
     partition

@@ -47,7 +47,7 @@ struct SearchArgs {
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
     std::string recompute_rule = "mindformers";
-    double memory_limit_mb = 0.0;
+    std::optional<double> memory_limit_mb;
     double memory_margin_mb = 0.0;
     double memory_margin_sigma = 0.0;
     std::size_t top = 10;
@@ -57,7 +57,7 @@ struct SearchArgs {
     unsigned jobs = 0;
     bool fast = false;
     std::string progress = "auto";
-    double device_tflops = 400.0;
+    DeviceOptions device;
     std::optional<double> comm_time;
 };
 
@@ -266,7 +266,9 @@ std::string first_refusal(const partition::SearchResult& result) {
 
 int run_search_command(const SearchArgs& args) {
     // Everything the user typed is checked before any plugin is loaded.
-    if (args.memory_margin_mb >= args.memory_limit_mb)
+    const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
+    const double memory_limit_mb = memory_limit_of(args.memory_limit_mb, cluster, "");
+    if (args.memory_margin_mb >= memory_limit_mb)
         throw UsageError("--memory-margin-mb: expected less than --memory-limit-mb");
     if (!args.devices && args.pipeline_degrees.empty())
         throw UsageError("give --devices N or --pipeline-degrees P,... (or both)");
@@ -280,7 +282,7 @@ int run_search_command(const SearchArgs& args) {
     const std::optional<json::object> shape = model_shape(options);
 
     partition::Problem base;
-    base.memory_limit_mb = args.memory_limit_mb;
+    base.memory_limit_mb = memory_limit_mb;
     base.memory_margin_mb = args.memory_margin_mb;
     base.memory_margin_sigma = args.memory_margin_sigma;
     base.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
@@ -293,8 +295,8 @@ int run_search_command(const SearchArgs& args) {
         }
         base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
     }
-    LayerTimes times =
-        read_layer_times(args.model_desc, options, args.device_tflops, args.time_convention);
+    LayerTimes times = read_layer_times(
+        args.model_desc, options, achieved_tflops(args.device, cluster), args.time_convention);
     base.time = std::move(times.time);
     for (const std::string& warning : base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -424,7 +426,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "and times); without it, the model shape of --model-options is timed\n"
                      "from its FLOPs (ms at --device-tflops)")
         ->type_name("FILE");
-    add_device_tflops_option(*search, args->device_tflops);
+    add_device_options(*search, args->device);
     add_time_convention_option(*search, args->time_convention);
     search->add_option("--devices", args->devices, "devices in all, N (every P dividing N / t)")
         ->type_name("N")
@@ -484,9 +486,9 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->check(CLI::IsMember({"mindformers", "any", "megatron", "torchtitan"}));
     search
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
-                     "device memory available to a stage, MB")
+                     "device memory available to a stage, MB (default: the memory of --device\n"
+                     "or --cluster)")
         ->type_name("X")
-        ->required()
         ->check(number_in(limits::positive_memory_mb));
     search->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y")
         ->type_name("Y")

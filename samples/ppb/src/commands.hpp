@@ -17,6 +17,7 @@ void add_import_command(CLI::App& app, Commands& commands);
 void add_simulate_command(CLI::App& app, Commands& commands);
 void add_search_command(CLI::App& app, Commands& commands);
 void add_design_command(CLI::App& app, Commands& commands);
+void add_devices_command(CLI::App& app, Commands& commands);
 // The child-process side of 'ppb plugins --check' (hidden command __probe-plugin).
 void add_probe_plugin_command(CLI::App& app, Commands& commands);
 

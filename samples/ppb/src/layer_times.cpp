@@ -14,14 +14,61 @@
 
 namespace ppb::cli {
 
-void add_device_tflops_option(CLI::App& app, double& tflops) {
-    app.add_option("--device-tflops", tflops,
-                   "without --model-desc: the achieved TFLOP/s per device that turns the\n"
-                   "shape's FLOPs into ms (all times scale together: the plans do not\n"
-                   "depend on it)")
-        ->type_name("R")
-        ->capture_default_str()
-        ->check(number_in({0.0, 1e9, true, "TFLOP/s"}));
+void add_device_options(CLI::App& app, DeviceOptions& options) {
+    CLI::Option* tflops =
+        app.add_option("--device-tflops", options.device_tflops,
+                       "without --model-desc: the achieved TFLOP/s per device that turns the\n"
+                       "shape's FLOPs into ms (all times scale together: the plans do not\n"
+                       "depend on it)")
+            ->type_name("R")
+            ->capture_default_str()
+            ->check(number_in({0.0, 1e9, true, "TFLOP/s"}));
+    CLI::Option* device =
+        app.add_option("--device", options.device,
+                       "the devices, by name (ppb devices lists them): their dense peak rate x\n"
+                       "0.4 times the shape's FLOPs, their memory is the default limit")
+            ->type_name("NAME");
+    CLI::Option* cluster =
+        app.add_option("--cluster", options.cluster,
+                       "the cluster description (ppb.cluster/1, host_api/docs/cluster.md): its\n"
+                       "device's rate x achievable fraction and its memory, as --device")
+            ->type_name("FILE");
+    device->excludes(tflops)->excludes(cluster);
+    cluster->excludes(tflops);
+}
+
+std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options) {
+    if (!options.cluster.empty())
+        return partition::read_cluster(read_text_file(options.cluster),
+                                       source_name(options.cluster));
+    if (options.device.empty())
+        return std::nullopt;
+    try {
+        return partition::cluster_of_device(options.device);
+    } catch (const InputError& e) {
+        throw UsageError(std::string("--device: ") + e.what());
+    }
+}
+
+double achieved_tflops(const DeviceOptions& options,
+                       const std::optional<partition::Cluster>& cluster) {
+    return cluster ? cluster->achieved_tflops() : options.device_tflops;
+}
+
+double memory_limit_of(std::optional<double> given,
+                       const std::optional<partition::Cluster>& cluster,
+                       std::string_view alternatives) {
+    if (given)
+        return *given;
+    if (!cluster) {
+        throw UsageError(fmt::format(
+            "--memory-limit-mb is required (or --device NAME or --cluster FILE, whose device "
+            "memory gives it{})",
+            alternatives));
+    }
+    fmt::print(stderr, "ppb: note: --memory-limit-mb {:g} from the {}'s {:g} GiB\n",
+               cluster->memory_mb(), cluster->device.name, cluster->device.memory_gib);
+    return cluster->memory_mb();
 }
 
 void add_time_convention_option(CLI::App& app, std::string& convention) {

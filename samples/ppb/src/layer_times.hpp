@@ -7,6 +7,7 @@
 #include "cli.hpp"
 #include "plugin_session.hpp"
 
+#include <ppb/partition/cluster.hpp>
 #include <ppb/partition/time_model.hpp>
 
 #include <boost/json/object.hpp>
@@ -26,8 +27,32 @@ struct LayerTimes {
 // model's options), or none.
 [[nodiscard]] std::optional<boost::json::object> model_shape(const ModelOptions& options);
 
-// Declares --device-tflops on `app`.
-void add_device_tflops_option(CLI::App& app, double& tflops);
+// The devices the layers run on: --device-tflops, or the device of --device NAME or of the
+// cluster description --cluster FILE (ppb/partition/cluster.hpp), whose achieved rate (peak x
+// achievable fraction) replaces --device-tflops and whose memory is the limit when
+// --memory-limit-mb is not given.
+struct DeviceOptions {
+    double device_tflops = 400.0;
+    std::string device;
+    std::string cluster;
+};
+
+// Declares --device-tflops, --device and --cluster on `app`, each excluding the others.
+void add_device_options(CLI::App& app, DeviceOptions& options);
+
+// The cluster of --device or --cluster, if either is given. Throws UsageError for an unknown
+// --device name (listing the known ones), InputError for a bad cluster description.
+[[nodiscard]] std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options);
+
+// The achieved TFLOP/s per device that times a model shape: the cluster's, else --device-tflops.
+[[nodiscard]] double achieved_tflops(const DeviceOptions& options,
+                                     const std::optional<partition::Cluster>& cluster);
+
+// The memory limit: `given`, else the cluster's device memory (said on stderr), else a usage
+// error naming `alternatives` beside --device and --cluster.
+[[nodiscard]] double memory_limit_of(std::optional<double> given,
+                                     const std::optional<partition::Cluster>& cluster,
+                                     std::string_view alternatives);
 // Declares --sapp-time-convention on `app`: what a layer file's `time` means.
 void add_time_convention_option(CLI::App& app, std::string& convention);
 

@@ -1,0 +1,92 @@
+// ppb/partition/cluster.hpp — the devices a configuration runs on: a table of common
+// accelerators and the cluster description users write (ppb.cluster/1).
+//
+// A device's figures are its vendor's datasheet figures, dense (without structured sparsity):
+// the memory, the peak matrix rates per precision, the memory bandwidth, and the links of the
+// systems it is usually sold in — inside a node (NVLink, Infinity Fabric, HCCS: GB/s per device
+// and direction) and across nodes (the network adapters per device: GB/s per device and
+// direction). host_api/docs/cluster.md lists the table with each figure's source.
+//
+// A cluster is one device type with those figures, any of them overridden, the devices per node
+// (the scale-up domain the intra-node links join), the network between nodes, and the fraction
+// of the peak matrix rate the layers achieve (the time model's rate is peak x fraction). Its
+// document:
+//
+//     {"format": "ppb.cluster/1", "device": "H100", "devices_per_node": 8,
+//      "network_gb_s": 50, "achievable_fraction": 0.4, "precision": "bf16",
+//      "overrides": {"memory_gib": 94}}
+//
+// or, for a device the table does not have, "device": {"name": ..., every figure}. Unknown device
+// names are an error that lists the known ones.
+#ifndef PPB_PARTITION_CLUSTER_HPP
+#define PPB_PARTITION_CLUSTER_HPP
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ppb::partition {
+
+struct DeviceSpec {
+    std::string name;         // the table's key: "H100"
+    std::string description;  // "NVIDIA H100 SXM5 80 GB"
+    double memory_gib = 0.0;  // device memory, GiB (2^30 bytes), as the vendor sizes it
+    double memory_bandwidth_tb_s = 0.0;
+    // Peak dense matrix rates, TFLOP/s; 0: the precision is not supported.
+    double bf16_tflops = 0.0;
+    double fp8_tflops = 0.0;
+    double fp32_tflops = 0.0;            // without tensor cores (FP32 vector)
+    double intra_node_gb_s = 0.0;        // per device and direction, inside the scale-up domain
+    std::uint32_t devices_per_node = 0;  // in that domain, as the device is usually sold
+    double network_gb_s = 0.0;           // per device and direction, across nodes
+    std::string source;                  // where the figures come from
+};
+
+// The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
+// Ascend910B).
+[[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
+
+// The known device named `name` (case-insensitive). Throws ppb::InputError naming the unknown
+// name, a "did you mean", and every known name.
+[[nodiscard]] const DeviceSpec& device_named(std::string_view name);
+
+// The matrix precision a cluster's layers run their rate at.
+enum class MatrixPrecision { bf16, fp8, fp32 };
+
+struct Cluster {
+    DeviceSpec device;  // with the document's overrides applied
+    std::uint32_t devices_per_node = 0;
+    double intra_node_gb_s = 0.0;
+    double network_gb_s = 0.0;
+    double network_latency_us = 0.0;
+    // The fraction of the peak matrix rate the layers achieve (default 0.4: not yet calibrated
+    // per device type; host_api/docs/cluster.md).
+    double achievable_fraction = 0.4;
+    MatrixPrecision precision = MatrixPrecision::bf16;
+
+    // The peak rate at `precision`, TFLOP/s.
+    [[nodiscard]] double peak_tflops() const noexcept;
+    // peak_tflops() x achievable_fraction: the rate the time model uses.
+    [[nodiscard]] double achieved_tflops() const noexcept;
+    // The device memory in MB (2^20 bytes).
+    [[nodiscard]] double memory_mb() const noexcept;
+};
+
+// The cluster of `name`'s devices with the table's figures and the defaults above. Throws as
+// device_named().
+[[nodiscard]] Cluster cluster_of_device(std::string_view name);
+
+// Reads a ppb.cluster/1 document. Throws ppb::InputError "<source>: <JSON path>: <problem>" for
+// malformed JSON, a wrong or missing format, an unknown device name (listing the known ones), an
+// unknown field, a figure that is not a finite number in its range (memory 0 < GiB <= 1e6, rates
+// and bandwidths >= 0, achievable_fraction in (0, 1], devices_per_node 1 to 1 000 000), a custom
+// device without one of its figures, and a precision the device has no rate for. `source` names
+// the document in messages.
+[[nodiscard]] Cluster read_cluster(std::string_view text, std::string_view source);
+
+[[nodiscard]] std::string_view precision_name(MatrixPrecision precision) noexcept;
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_CLUSTER_HPP

@@ -1,0 +1,135 @@
+// The device table and the cluster description (ppb/partition/cluster.hpp): the datasheet
+// figures per device (dense rates: the vendors' "with sparsity" figures halved, a system's
+// divided by its devices), the rate the time model uses, and what bad documents get.
+#include <ppb/errors.hpp>
+#include <ppb/partition/cluster.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+namespace tt = boost::test_tools;
+using ppb::partition::Cluster;
+using ppb::partition::read_cluster;
+
+namespace cluster_tests {
+
+namespace {
+
+// The message read_cluster throws for `text`; fails the test if it reads.
+std::string refusal(const std::string& text) {
+    try {
+        (void)read_cluster(text, "cluster.json");
+    } catch (const ppb::InputError& e) {
+        return e.what();
+    }
+    BOOST_ERROR("read: " << text);
+    return {};
+}
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster)
+
+// NVIDIA's H100 SXM datasheet: BF16 1 979 and FP8 3 958 TFLOPS with sparsity, 80 GB; the HGX
+// B200 (8 GPUs) FP8 72 PFLOPS with sparsity; GB200 NVL72 (72 GPUs) BF16 360 PFLOPS with
+// sparsity, 13.4 TB; AMD's MI300X data sheet: BF16 1 307.4 TFLOPS dense, 192 GB.
+BOOST_AUTO_TEST_CASE(the_table_holds_each_vendors_dense_figures) {
+    const auto& h100 = ppb::partition::device_named("H100");
+    BOOST_TEST(h100.bf16_tflops == 1979.0 / 2.0, tt::tolerance(1e-3));
+    BOOST_TEST(h100.fp8_tflops == 3958.0 / 2.0, tt::tolerance(1e-12));
+    BOOST_TEST(h100.memory_gib == 80.0);
+    BOOST_TEST(h100.intra_node_gb_s == 900.0 / 2.0);  // NVLink's 900 GB/s is both directions
+    BOOST_TEST(ppb::partition::device_named("B200").fp8_tflops == 72000.0 / 8.0 / 2.0);
+    const auto& gb200 = ppb::partition::device_named("gb200");  // any case
+    BOOST_TEST(gb200.bf16_tflops == 360000.0 / 72.0 / 2.0);
+    BOOST_TEST(gb200.memory_gib == 186.0);
+    BOOST_TEST(gb200.devices_per_node == 72U);
+    BOOST_TEST(ppb::partition::device_named("MI300X").bf16_tflops == 1307.4);
+    BOOST_TEST(ppb::partition::known_devices().size() == 7U);
+    for (const auto& d : ppb::partition::known_devices()) {
+        BOOST_TEST(d.memory_gib > 0.0, d.name);
+        BOOST_TEST(d.bf16_tflops > 0.0, d.name);
+        BOOST_TEST(!d.source.empty(), d.name);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_device_lists_the_known_ones) {
+    try {
+        (void)ppb::partition::device_named("H10O");
+        BOOST_ERROR("H10O was found");
+    } catch (const ppb::InputError& e) {
+        const std::string m = e.what();
+        BOOST_TEST(contains(m, "unknown device 'H10O' (did you mean 'H100'?)"), m);
+        BOOST_TEST(contains(m, "A100, H100, H200, B200, GB200, MI300X, Ascend910B"), m);
+    }
+}
+
+// The time model's rate is the peak at the precision times the achievable fraction; the memory
+// limit the device's memory in MB.
+BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
+    const Cluster h100 = read_cluster(
+        R"({"format": "ppb.cluster/1", "device": "H100", "achievable_fraction": 0.5,
+            "precision": "fp8", "network_gb_s": 100, "overrides": {"memory_gib": 94}})",
+        "cluster.json");
+    BOOST_TEST(h100.achieved_tflops() == 1979.0 * 0.5);
+    BOOST_TEST(h100.memory_mb() == 94.0 * 1024.0);
+    BOOST_TEST(h100.network_gb_s == 100.0);
+    BOOST_TEST(h100.devices_per_node == 8U);
+    BOOST_TEST(contains(h100.device.source, "overridden by the cluster description"));
+    // The defaults: bf16 at 0.4 of the peak.
+    const Cluster plain = ppb::partition::cluster_of_device("A100");
+    BOOST_TEST(plain.achieved_tflops() == 312.0 * 0.4, tt::tolerance(1e-12));
+    // A device of the user's own, every figure given.
+    const Cluster custom = read_cluster(
+        R"({"format": "ppb.cluster/1", "device": {"name": "X1", "memory_gib": 96,
+            "memory_bandwidth_tb_s": 4, "bf16_tflops": 800, "fp8_tflops": 0, "fp32_tflops": 60,
+            "intra_node_gb_s": 400, "devices_per_node": 16, "network_gb_s": 100},
+            "devices_per_node": 4})",
+        "cluster.json");
+    BOOST_TEST(custom.achieved_tflops() == 320.0, tt::tolerance(1e-12));
+    BOOST_TEST(custom.devices_per_node == 4U);
+    BOOST_TEST(custom.device.description == "X1");
+}
+
+BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H10O"})"),
+                        "cluster.json: device: unknown device 'H10O' (did you mean 'H100'?)"));
+    BOOST_TEST(contains(refusal(R"({"device": "H100"})"), "missing required field 'format'"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/2", "device": "H100"})"),
+                        "format: expected \"ppb.cluster/1\""));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "A100",
+                                   "precision": "fp8"})"),
+                        "precision: the device A100 has no fp8 rate"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
+                                   "precision": "int8"})"),
+                        "unknown precision \"int8\""));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
+                                   "achievable_fraction": 1.5})"),
+                        "achievable_fraction"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
+                                   "overrides": {"memory_gib": -1}})"),
+                        "overrides.memory_gib"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
+                                   "overrides": {"memory": 94}})"),
+                        "unknown device figure 'memory'"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
+                                   "devices_per_node": 0})"),
+                        "devices_per_node"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": {"name": "X1",
+                                   "memory_gib": 96}})"),
+                        "device: missing required field 'memory_bandwidth_tb_s'"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": 7})"),
+                        "expected a device name or an object of its figures, got 7"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100", "gpus": 8})"),
+                        "unknown field 'gpus'"));
+    BOOST_TEST(contains(refusal("{"), "malformed JSON"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cluster_tests
