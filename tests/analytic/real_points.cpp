@@ -222,16 +222,32 @@ Point read_point(const fs::path& path) {
 
     const json::object& measured = field(o, "measured", at, &json::value::is_object).get_object();
     BOOST_TEST_REQUIRE(string_field(measured, "metric", at) == "max_allocated", at);
-    BOOST_TEST(string_field(measured, "field", at) == "mem-max-allocated-bytes", at);
-    // Megatron's TensorBoard writer, which records the figure, is on the last rank.
-    BOOST_TEST(count_field(measured, "rank", at) + 1 == p.world_size,
-               at << ": the measured rank is not the last");
+    // The figure of Megatron's TensorBoard writer, on the last rank, or of its log line
+    // (report_memory's "max allocated", printed by data-parallel rank 0 of each stage): a rank of
+    // the last pipeline stage (in Megatron's rank order the pipeline rank varies slowest).
+    const std::string field_name = string_field(measured, "field", at);
+    BOOST_TEST((field_name == "mem-max-allocated-bytes" || field_name == "max allocated"), at);
+    const json::value& rank_value = field(measured, "rank", at, &json::value::is_number);
+    BOOST_TEST_REQUIRE((!rank_value.is_double() && json::value_to<std::int64_t>(rank_value) >= 0),
+                       at << ": 'rank' is not a rank");
+    const auto rank = json::value_to<std::uint64_t>(rank_value);
+    const std::uint64_t stages =
+        count_flag(p.arguments, "--pipeline-model-parallel-size", at).value_or(1);
+    BOOST_TEST_REQUIRE((stages > 0 && p.world_size % stages == 0), at);
+    BOOST_TEST(rank < p.world_size, at << ": the measured rank is not one of the run's");
+    BOOST_TEST(rank / (p.world_size / stages) + 1 == stages,
+               at << ": the measured rank is not on the last pipeline stage");
+    if (field_name == "mem-max-allocated-bytes") {
+        BOOST_TEST(rank + 1 == p.world_size,
+                   at << ": TensorBoard's figures are the last rank's, not " << rank);
+    }
     BOOST_TEST(string_field(measured, "stage", at) == "last", at);
     (void)count_field(measured, "iteration", at);
     p.measured_mb = bytes_in_mb(measured, at);
     if (const json::value* after = measured.if_contains("after_step")) {
         BOOST_TEST_REQUIRE(after->is_object(), at << ": measured.after_step is not an object");
-        BOOST_TEST(string_field(after->get_object(), "field", at) == "mem-allocated-bytes", at);
+        const std::string after_field = string_field(after->get_object(), "field", at);
+        BOOST_TEST((after_field == "mem-allocated-bytes" || after_field == "allocated"), at);
         p.after_step_mb = bytes_in_mb(after->get_object(), at + ": after_step");
         BOOST_TEST(*p.after_step_mb <= p.measured_mb,
                    at << ": memory after the step is above the peak");

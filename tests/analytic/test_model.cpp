@@ -323,6 +323,31 @@ BOOST_AUTO_TEST_CASE(the_report_carries_option_warnings) {
     BOOST_TEST(contains(std::string(warnings[0].as_string()), "sequence_parallel has no effect"));
 }
 
+// --defer-embedding-wgrad-compute (deferred_wgrad_micro_batches): the last stage keeps, for each
+// deferred micro-batch, the LM head's output gradient in bf16 (s x b x V / t: 1024 x 4 x 50 432 /
+// 2 x 2 bytes = 197 MiB) and its input (sequence-parallel: 1024 x 4 x 512 / 2 x 2 bytes = 2 MiB),
+// once, whatever the micro-batches in flight.
+BOOST_AUTO_TEST_CASE(deferred_embedding_wgrad_is_held_on_the_last_stage) {
+    const std::string shape =
+        R"("hidden_size": 512, "num_attention_heads": 8, "ffn_hidden_size": 2048,
+           "seq_length": 1024, "micro_batch_size": 4, "vocab_size": 50432, "num_layers": 12,
+           "tensor_parallel": 2, "sequence_parallel": true)";
+    const ppb::analytic::AnalyticModel plain(options_json(shape, ""));
+    const ppb::analytic::AnalyticModel deferred(
+        options_json(shape, R"("deferred_wgrad_micro_batches": 2)"));
+    BOOST_TEST(deferred.terms().deferred_wgrad_bytes / MiB == 2.0 * (197.0 + 2.0),
+               tt::tolerance(1e-12));
+    for (const std::uint32_t in_flight : {1U, 3U}) {
+        ppb_chunk c = none_chunk(6, in_flight);
+        const ppb_placement last{2, 1, 1, &c};
+        const ppb_placement first{2, 0, 1, &c};
+        BOOST_TEST(deferred.predict(last) - plain.predict(last) == 398.0, tt::tolerance(1e-9));
+        BOOST_TEST(deferred.predict(first) == plain.predict(first));
+        BOOST_TEST(prediction_part(deferred, last, "deferred_wgrad") == 398.0,
+                   tt::tolerance(1e-12));
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace model_tests

@@ -204,7 +204,8 @@ BOOST_AUTO_TEST_CASE(attention_backend_and_implementation) {
     // Older releases read the same arguments with FlashAttention: the warning says so.
     BOOST_TEST(warns_about(newest,
                            "these arguments fit Megatron-LM 23.04 to main, whose defaults "
-                           "differ (23.04 to 0.7: flash_attention true)"));
+                           "differ (23.04 to 0.7: flash_attention true, "
+                           "logits_transient_bytes 4.0)"));
 }
 
 BOOST_AUTO_TEST_CASE(the_softmax_in_fp32_outside_the_fused_kernel_is_marked) {
@@ -295,6 +296,60 @@ BOOST_AUTO_TEST_CASE(the_fused_cross_entropy_holds_one_more_fp32_logits_buffer) 
     BOOST_TEST(options_of(map(fp32 + "--cross-entropy-loss-fusion"))
                    .at("logits_transient_bytes")
                    .as_double() == 4.0);
+}
+
+// The releases whose vocab-parallel cross entropy subtracts the logits' maximum out of place (23.04
+// to 0.7: megatron/core/tensor_parallel/cross_entropy.py, 55817ec9b9 to 9634c0e4a3) hold one more
+// fp32 logits-sized buffer at the loss; 0.8 on subtract in place (as 2.6 did). Without
+// --megatron-version, arguments that fit both eras are written as main's and the warning names
+// the difference.
+BOOST_AUTO_TEST_CASE(older_releases_cross_entropy_holds_one_more_fp32_logits_buffer) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --fp16 ";
+    for (const char* version : {"23.04", "23.06", "0.4", "0.7"}) {
+        MegatronRunContext context;
+        context.megatron_version = version;
+        BOOST_TEST(options_of(map(base, context)).at("logits_transient_bytes").as_double() == 6.0,
+                   version);
+        BOOST_TEST(options_of(map("--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                                  "--seq-length 128 --vocab-size 1000 ",
+                                  context))
+                           .at("logits_transient_bytes")
+                           .as_double() == 4.0,
+                   version);
+    }
+    for (const char* version : {"0.8", "main"}) {
+        MegatronRunContext context;
+        context.megatron_version = version;
+        BOOST_TEST(!options_of(map(base, context)).contains("logits_transient_bytes"), version);
+    }
+    BOOST_TEST(warns_about(map(base), "0.6 to 0.7: logits_transient_bytes 6.0"));
+}
+
+// --defer-embedding-wgrad-compute keeps the LM head's output gradient of the first
+// --wgrad-deferral-limit micro-batches (0: every micro-batch of the iteration) on the last stage.
+BOOST_AUTO_TEST_CASE(deferred_embedding_wgrad_keeps_the_deferred_micro_batches) {
+    const std::string base =
+        "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 --pipeline-model-parallel-size 2 --micro-batch-size 2 "
+        "--defer-embedding-wgrad-compute ";
+    const auto deferred = [&](const std::string& more) {
+        MegatronRunContext eight;
+        eight.world_size = 8U;
+        return options_of(map(base + more, eight))
+            .at("deferred_wgrad_micro_batches")
+            .to_number<int>();
+    };
+    // d = 8 / 2 = 4: 32 / (2 x 4) = 4 micro-batches.
+    BOOST_TEST(deferred("--global-batch-size 32") == 4);
+    BOOST_TEST(deferred("--global-batch-size 32 --wgrad-deferral-limit 2") == 2);
+    BOOST_TEST(deferred("--global-batch-size 32 --wgrad-deferral-limit 9") == 4);
+    BOOST_TEST(deferred("--wgrad-deferral-limit 3") == 3);
+    expect_flag_error(base, "give --global-batch-size (or --wgrad-deferral-limit)");
+    MegatronRunContext eight;
+    eight.world_size = 8U;
+    BOOST_TEST(!warns_about(map(base + "--global-batch-size 32", eight), "defer"));
 }
 
 // Transformer Engine's cuBLAS workspaces beyond the shared one, each get_cublas_workspace_size_

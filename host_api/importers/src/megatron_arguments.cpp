@@ -527,9 +527,34 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     // above the same run unfused (tests/data/real).
     const bool native_fusion =
         text(flags, "cross-entropy-fusion-impl").value_or("native") == "native";
-    // In fp32 there is no 16-bit copy of the logits to count beside that buffer.
-    if (is_on(flags, "cross-entropy-loss-fusion") && native_fusion)
+    // In fp32 there is no 16-bit copy of the logits to count beside that buffer. The releases
+    // whose vocab-parallel cross entropy subtracts the logits' maximum out of place (23.04 to
+    // 0.7: megatron/core/tensor_parallel/cross_entropy.py, 55817ec9b9 to 9634c0e4a3) hold the
+    // same one more buffer: the fp32 logits it is given stay alive beside the new tensor through
+    // its forward. Measured: GPT-2 345M at Megatron-LM 992da75 (tests/data/real, gpt2-345m-*),
+    // whose last stages peak 4 s*b*V/t bytes above the in-place count.
+    const bool subtraction_out_of_place =
+        mg::release_default("cross_entropy_subtraction", flags.release()) == "out of place";
+    if ((is_on(flags, "cross-entropy-loss-fusion") && native_fusion) || subtraction_out_of_place)
         o["logits_transient_bytes"] = (fp32 ? 0.0 : 2.0) + 4.0;
+    // --defer-embedding-wgrad-compute: the last stage keeps the LM head's output gradient and
+    // input of the first --wgrad-deferral-limit micro-batches (0: all of the iteration's) until
+    // the iteration's end (megatron/core/tensor_parallel/layers.py, grad_output_buffer, at commit
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553).
+    const std::uint32_t limit = count(flags, "wgrad-deferral-limit", 0).value_or(0);
+    if (is_on(flags, "defer-embedding-wgrad-compute")) {
+        if (limit == 0 && !out.micro_batches) {
+            throw FlagError(
+                "--defer-embedding-wgrad-compute keeps the LM head's output gradient of every "
+                "micro-batch of the iteration: give --global-batch-size (or "
+                "--wgrad-deferral-limit)");
+        }
+        const std::uint32_t deferred =
+            limit == 0 ? *out.micro_batches
+                       : (out.micro_batches ? std::min(limit, *out.micro_batches) : limit);
+        if (deferred > 0)
+            o["deferred_wgrad_micro_batches"] = deferred;
+    }
     o["dropout"] = dropout;
     o["untie_embeddings"] = is_on(flags, "untie-embeddings-and-output-weights");
     o["linear_biases"] = !is_on(flags, "disable-bias-linear");
@@ -686,7 +711,7 @@ std::string differences(const json::object& chosen, const json::object& other) {
         if (a && b && *a == *b)
             continue;
         out += fmt::format("{}{} {}", out.empty() ? "" : ", ", key,
-                           b ? json::serialize(*b) : std::string("absent"));
+                           b ? ppb::to_compact_json(*b) : std::string("absent"));
     }
     return out;
 }

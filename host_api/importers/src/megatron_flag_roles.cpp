@@ -49,8 +49,6 @@ constexpr Rule unmodelled[] = {
     {"--delay-wgrad-compute", "weight gradients computed later: their inputs kept longer"},
     {"--overlap-dispatch-backward-with-experts-wgrad", "expert weight gradients computed later"},
     {"--ep-overlap-early-attn-memory-release", "expert-parallel overlap's memory release"},
-    {"--defer-embedding-wgrad-compute", "the embedding's weight gradient deferred"},
-    {"--wgrad-deferral-limit", "the embedding's weight gradient deferred"},
     {"--ddp-reduce-scatter-with-fp32-accumulation", "fp32 staging buffers of the reduce-scatter"},
     {"--DDP-impl", "PyTorch DistributedDataParallel keeps gradient buckets beside the gradients"},
     {"--microbatch-group-size-per-virtual-pipeline-stage",

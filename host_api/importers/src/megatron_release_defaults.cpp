@@ -81,6 +81,17 @@ constexpr ReleaseDefault table[] = {
      "c9dfe34798 (2026-04-22)",
      "megatron/core/tokenizers/text/libraries/null_tokenizer.py (end of document = "
      "vocab_size - 1)"},
+    // The vocab-parallel cross entropy's max-subtracted logits: in place, or a new tensor beside
+    // the logits it is given (which stay alive through the loss's forward: one more fp32
+    // logits-sized buffer at the last stage's peak).
+    {"vocab-parallel cross entropy: max subtraction", "cross_entropy_subtraction", "", "2.6", "2.6",
+     "in place", "", "megatron/mpu/cross_entropy.py (vocab_parallel_logits.sub_)"},
+    {"vocab-parallel cross entropy: max subtraction", "cross_entropy_subtraction", "", "23.04",
+     "0.7", "out of place", "55817ec9b9 (2022-09-27)",
+     "megatron/core/tensor_parallel/cross_entropy.py (vocab_parallel_logits - logits_max)"},
+    {"vocab-parallel cross entropy: max subtraction", "cross_entropy_subtraction", "", "0.8",
+     "main", "in place", "9634c0e4a3 (2024-06-13)",
+     "megatron/core/tensor_parallel/cross_entropy.py (vocab_parallel_logits -= logits_max)"},
     // The fused cross entropy.
     {"cross-entropy loss fusion", "cross_entropy_loss_fusion", "--cross-entropy-loss-fusion", "0.8",
      "main", "false", "7b4a6d76c9 (2024-06-14)", arguments_py},

@@ -39,6 +39,7 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     c.tail_single_stage_mb = terms.tail_parameters_single_stage * bpp / bytes_per_mb;
     c.tail_activation_mb = terms.tail_activation_bytes / bytes_per_mb;
     c.tail_logits_mb = terms.tail_logits_bytes / bytes_per_mb;
+    c.tail_deferred_mb = terms.deferred_wgrad_bytes / bytes_per_mb;
     c.layer_transient_mb = terms.layer_transient_bytes / bytes_per_mb;
     c.tail_transient_mb = terms.tail_transient_bytes / bytes_per_mb;
     // The model's own logits; the MTP layers' are left in (their losses' order in backward is
@@ -227,7 +228,8 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
     if (placement.stage == p - 1) {
         // The LM head and loss belong to the last chunk (the model's last layers).
         const double f = placement.chunks[placement.num_chunks - 1].in_flight;
-        memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f;
+        memory += (p == 1 ? k.tail_single_stage_mb : k.tail_mb) + k.tail_activation_mb * f +
+                  k.tail_deferred_mb;
         fixed += p == 1 ? k.tail_single_stage_mb : k.tail_mb;
         transient = std::max(tail_layer_transient(placement), k.tail_transient_mb);
     }
@@ -368,6 +370,9 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          options_.mtp_num_layers > 0 ? "logits the losses keep (the model's and the MTP layers')"
                                      : "logits the loss keeps",
          last ? k.tail_logits_mb * tail_flight : 0.0},
+        {"deferred_wgrad",
+         "LM head's output gradients and inputs kept for the deferred weight gradient",
+         last ? k.tail_deferred_mb : 0.0},
         {"mtp",
          "multi-token prediction layers and their embedding copy: weights, gradients, optimizer "
          "state",

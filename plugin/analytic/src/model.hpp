@@ -48,6 +48,7 @@ struct Coefficients {
     double tail_single_stage_mb = 0.0;  // the same for p = 1 (a tied LM head is the embedding)
     double tail_activation_mb = 0.0;    // last stage: per in-flight micro-batch of its last chunk
     double tail_logits_mb = 0.0;        // the logits' part of tail_activation_mb
+    double tail_deferred_mb = 0.0;      // last stage: the deferred weight gradients' tensors
     // Held once at the peak (the larger of the two on the last stage): one layer's backward
     // gradients on every stage, the logits' 16-bit copy on the last stage.
     double layer_transient_mb = 0.0;

@@ -50,7 +50,7 @@ struct NumberOption {
     double max;
 };
 
-constexpr std::array<IntegerOption, 13> integer_options = {{
+constexpr std::array<IntegerOption, 14> integer_options = {{
     {"hidden_size", &ShapeOptions::hidden_size, true, "the hidden size h"},
     {"num_attention_heads", &ShapeOptions::num_attention_heads, true,
      "the number of attention (query) heads a"},
@@ -67,6 +67,9 @@ constexpr std::array<IntegerOption, 13> integer_options = {{
     {"position_embeddings", &ShapeOptions::position_embeddings, false,
      "the positions of learned absolute position embeddings"},
     {"context_parallel", &ShapeOptions::context_parallel, false, "the context-parallel degree"},
+    {"deferred_wgrad_micro_batches", &ShapeOptions::deferred_wgrad_micro_batches, false,
+     "the micro-batches whose LM-head output gradient the last stage keeps for its deferred "
+     "weight gradient"},
 }};
 
 constexpr std::array<BoolOption, 14> bool_options = {{

@@ -211,6 +211,10 @@ struct ShapeOptions {
     // spec). MLA's input norm and an MoE layer's pre-MLP norm are always modules of their own.
     bool fused_norms = true;
     OffloadModules offload_modules;
+    // Megatron-LM's --defer-embedding-wgrad-compute: the micro-batches whose LM-head output
+    // gradient (and input) the last stage keeps until the iteration's end, where their weight
+    // gradient is computed (--wgrad-deferral-limit, or every micro-batch of the iteration).
+    std::uint32_t deferred_wgrad_micro_batches = 0;
     // The share of the offloaded groups Megatron-LM offloads (--activation-offload-fraction).
     double activation_offload_fraction = 1.0;
     // The parts of each layer Transformer Engine's CUDA graphs capture, counted as the allocator

@@ -607,6 +607,13 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     out.tail_activation_bytes = norm_input + lm_head_input + logits;
     out.tail_logits_bytes = logits;
     out.tail_transient_bytes = o.logits_transient_bytes * s * b * V / t;
+    // Megatron-LM's --defer-embedding-wgrad-compute: the LM head's backward keeps its output
+    // gradient (cast to its input's dtype) and, in the model's embedding_activation_buffer, its
+    // input, for each deferred micro-batch until the iteration's end computes their weight
+    // gradient (LinearWithGradAccumulationAndAsyncCommunication.backward, grad_output_buffer;
+    // megatron/core/pipeline_parallel/schedules.py, finish_embedding_wgrad_compute; at commit
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553).
+    out.deferred_wgrad_bytes = o.deferred_wgrad_micro_batches * (e * s * b * V / t + lm_head_input);
     // One layer's backward: unfused attention's gradients of the attention probabilities and of
     // the scores (two a*s^2*b tensors in the training dtype), the MLP's gradients of its inner
     // activation (two s*b*F tensors); split over t like the tensors they are the gradients of.

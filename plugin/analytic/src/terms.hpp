@@ -168,6 +168,10 @@ struct MemoryTerms {
     double tail_activation_bytes = 0.0;
     // The part of tail_activation_bytes that is the logits the loss keeps (its fp32 softmax).
     double tail_logits_bytes = 0.0;
+    // Held on the last stage for the iteration, not per micro-batch in flight: the LM head's
+    // output gradients and inputs of the micro-batches whose weight gradient is deferred
+    // (deferred_wgrad_micro_batches).
+    double deferred_wgrad_bytes = 0.0;
     // Activation bytes per layer per micro-batch on one rank that fine-grained offloading moves
     // to the host (of a 'none' layer): out of activation_bytes, one layer's back on the device
     // while it runs backward (in layer_transient_bytes).
