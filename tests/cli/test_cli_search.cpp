@@ -31,6 +31,7 @@ extern char** environ;
 
 using namespace ppb_test;
 namespace json = boost::json;
+namespace tt = boost::test_tools;
 
 // The file's own namespace: its helpers keep their short names in a unity build too.
 namespace cli_search_tests {
@@ -190,8 +191,11 @@ BOOST_AUTO_TEST_CASE(the_analytic_model_gets_each_configurations_data_parallel_d
 }
 
 // --device and --cluster time the shape at the device's dense peak x its achievable fraction
-// (H100: 989 TFLOP/s; 0.5 of it here) and make its memory the limit: the same ranking as the rate
-// and the limit given by hand.
+// (H100: 989 TFLOP/s; 0.5 of it here), make its memory the limit, and time the transfers on its
+// links (ppb/partition/communication.hpp): with t = 8 every stage spans a node of 8 H100, so each
+// boundary is the network's, one micro-batch's 4096 x 8192 / 8 bf16 values at 50 GB/s =
+// 0.16777216 ms; the plans are those of that --comm-time by hand, the iteration theirs plus the
+// data-parallel synchronisation.
 BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory) {
     const std::vector<std::string> base = {"search",   "--model",     "analytic", "--model-options",
                                            shape_file, "--devices",   "64",       "--global-batch",
@@ -209,10 +213,40 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
     BOOST_TEST(
         by_cluster.err.find("--memory-limit-mb 81920 from the H100's 80 GiB") != std::string::npos,
         by_cluster.err);
-    const auto by_hand = with({"--device-tflops", "494.5", "--memory-limit-mb", "81920"});
+    const auto by_hand = with({"--device-tflops", "494.5", "--memory-limit-mb", "81920",
+                               "--comm-time", "0.16777216", "--top", "0"});
     BOOST_TEST_REQUIRE(by_hand.exit_code == 0, by_hand.err);
-    BOOST_TEST(json::serialize(parse_json(by_cluster.out).at("ranking")) ==
-               json::serialize(parse_json(by_hand.out).at("ranking")));
+    const json::value cluster_doc = parse_json(by_cluster.out);
+    BOOST_TEST(std::string(cluster_doc.at("communication").as_string())
+                   .starts_with("communication on 8 H100 per node (450 GB/s inside, 50 GB/s "
+                                "across nodes)"));
+    const json::value hand_doc = parse_json(by_hand.out);
+    const json::array& hand_ranking = hand_doc.at("ranking").as_array();
+    std::size_t compared = 0;
+    for (const json::value& v : cluster_doc.at("ranking").as_array()) {
+        const json::object& entry = v.as_object();
+        const auto pipeline = entry.at("pipeline_parallel").to_number<int>();
+        const auto replicas = entry.at("data_parallel").to_number<int>();
+        const double sync = entry.at("data_parallel_sync_time").to_number<double>();
+        for (const json::value& h : hand_ranking) {
+            if (h.at("pipeline_parallel").to_number<int>() != pipeline)
+                continue;
+            ++compared;
+            BOOST_TEST(json::serialize(entry.at("plan")) == json::serialize(h.at("plan")));
+            BOOST_TEST(entry.at("iteration_time").to_number<double>() ==
+                           h.at("iteration_time").to_number<double>() + sync,
+                       tt::tolerance(1e-12));
+        }
+        // One replica synchronises nothing. With P = 4, d = 2 the last stage (20 layers of
+        // 106 971 136 parameters a rank, and the LM head's 4000 x 8192 + 8192) reduce-scatters
+        // fp32 gradients and all-gathers bf16 weights with the replica on the next node:
+        // 1/2 x 2 172 198 912 x 6 bytes at 50 GB/s = 130.33193472 ms.
+        if (replicas == 1)
+            BOOST_TEST(sync == 0.0);
+        if (pipeline == 4)
+            BOOST_TEST(sync == 130.33193472, tt::tolerance(1e-9));
+    }
+    BOOST_TEST(compared == cluster_doc.at("ranking").as_array().size());
     // A limit given wins over the device's memory.
     const auto limited = with({"--device", "H100", "--memory-limit-mb", "60000"});
     BOOST_TEST_REQUIRE(limited.exit_code == 0, limited.err);
@@ -225,6 +259,10 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
     expect_input_error(with({"--device", "H100", "--device-tflops", "300"}),
                        {"--device-tflops excludes --device"});
     expect_input_error(with({"--device", "H100", "--cluster", cluster}), {"excludes"});
+    expect_input_error(
+        with({"--device", "H100", "--comm-time", "1"}),
+        {"--comm-time: the cluster's links time the transfers between stages of a model "
+         "shape's layers"});
     const std::string fp8 = write_file(
         R"({"format": "ppb.cluster/1", "device": "A100", "precision": "fp8"})", "fp8.json");
     expect_input_error(with({"--cluster", fp8}),

@@ -237,7 +237,8 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
 }
 
 double SearchOutcome::iteration_time() const {
-    return planned ? planned->simulation.makespan : std::numeric_limits<double>::infinity();
+    return planned ? planned->simulation.makespan + data_parallel_sync
+                   : std::numeric_limits<double>::infinity();
 }
 
 SearchOutcome plan_configuration(const Problem& base, const Configuration& configuration,

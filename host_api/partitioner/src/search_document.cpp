@@ -90,6 +90,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
     doc["invalid"] = counts.invalid;
     doc["skipped"] = plan.skipped.size();
     doc["stopped"] = result.stopped;
+    doc["communication"] =
+        context.communication.empty() ? json::value(nullptr) : json::value(context.communication);
 
     json::array ranking;
     std::size_t rank = 0;
@@ -98,7 +100,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         for (auto& [key, value] : configuration_object(o->configuration))
             entry[key] = value;
         const PlannedPartition& p = *o->planned;
-        entry["iteration_time"] = p.simulation.makespan;
+        entry["iteration_time"] = o->iteration_time();
+        entry["data_parallel_sync_time"] = o->data_parallel_sync;
         entry["partitioner_objective"] = p.plan.iteration_time;
         entry["bubble_fraction"] = p.simulation.bubble_fraction;
         entry["peak_memory_mb"] = o->peak_memory_mb;

@@ -412,6 +412,72 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
     return sapp::to_json(file);
 }
 
+ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
+    const Shape shape = read_shape(options_json, source);  // validates the whole shape
+    const json::value root = parse_json(options_json, source);
+    const JsonObject object = JsonNode(root, source).as_object();
+    const auto flag = [&](std::string_view key, bool fallback) {
+        const auto member = object.optional(key);
+        return member ? member->as_bool() : fallback;
+    };
+    const auto bytes = [&](std::string_view key, double fallback) {
+        const auto member = object.optional(key);
+        return member ? member->as_number_in({0.0, 64.0, false, "bytes"}) : fallback;
+    };
+    ShapeSizes out;
+    out.tensor_parallel = shape.tp;
+    out.sequence_parallel = flag("sequence_parallel", false) && shape.tp > 1.0;
+    out.distributed_optimizer = flag("distributed_optimizer", false);
+    out.param_bytes = bytes("param_bytes", 2.0);
+    out.grad_bytes = bytes("grad_bytes", 4.0);
+    out.hidden_states = shape.seq * shape.batch * shape.hidden;
+    const double h = shape.hidden;
+    const double vocabulary = shape.vocab / shape.tp * h;
+    double positions = 0.0;
+    if (const auto p = object.optional("position_embeddings"))
+        positions = static_cast<double>(p->as_uint32(0)) * h;
+    out.embedding_parameters = vocabulary + positions;
+    // An untied LM head has its own weights; a tied one reads the embedding's, whose gradient
+    // the last stage reduces too when it is another stage (counted there as well: p > 1).
+    out.lm_head_parameters = vocabulary + h;
+    out.final_norm_parameters = h;
+    out.tied_embeddings = !flag("untie_embeddings", true);
+    const double q = shape.heads * shape.head;
+    const double h_kv = shape.kv_heads * shape.head;
+    const double attention = (h * (q + 2.0 * h_kv) + q * h) / shape.tp + 2.0 * h;  // + 2 norms
+    const double mlp_matrices = shape.gated_mlp ? 3.0 : 2.0;
+    if (!shape.moe) {
+        out.groups.push_back({std::string(dense_shape_group),
+                              attention + mlp_matrices * h * shape.ffn / shape.tp, 0.0, 0.0});
+        return out;
+    }
+    const Moe& moe = *shape.moe;
+    const JsonObject moe_object = object.required("moe").as_object();
+    const auto degree = [&](std::string_view key, double fallback) {
+        const auto member = moe_object.optional(key);
+        return member ? static_cast<double>(member->as_uint32(1)) : fallback;
+    };
+    out.expert_parallel = degree("expert_parallel", 1.0);
+    out.expert_tensor_parallel = degree("expert_tensor_parallel", shape.tp);
+    const double shared = moe.shared * mlp_matrices * h * moe.shared_ffn / shape.tp;
+    const double routed = moe.experts * mlp_matrices * h * moe.expert_ffn /
+                          (out.expert_parallel * out.expert_tensor_parallel);
+    bool dense_seen = false;
+    bool moe_seen = false;
+    for (const bool is_moe : moe.moe_layer) {
+        if (is_moe && !moe_seen) {
+            out.groups.push_back({moe.moe_group, attention + h * moe.experts + shared, routed,
+                                  moe.top_k * shape.seq * shape.batch / shape.tp * h});
+            moe_seen = true;
+        } else if (!is_moe && !dense_seen) {
+            out.groups.push_back(
+                {moe.dense_group, attention + mlp_matrices * h * shape.ffn / shape.tp, 0.0, 0.0});
+            dense_seen = true;
+        }
+    }
+    return out;
+}
+
 TimeModel time_model_from_shape(std::string_view options_json, std::string_view source,
                                 const ShapeTimeSettings& settings) {
     const json::value document = layer_file_from_shape(options_json, source, settings);

@@ -12,10 +12,12 @@
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/number_text.hpp>
+#include <ppb/partition/communication.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/plan_warnings.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/shape_time.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/simulator.hpp>
@@ -120,19 +122,35 @@ int run_partition(const PartitionArgs& args) {
         sapp && args.dryrun.empty() && !args.model_chosen && !args.model_desc.empty();
     std::optional<ModelOptions> layer_file_options;
     // The layer file's times, or the model shape's (--model-options) from its FLOPs.
+    const ModelOptions shape_options = args.choice.options.empty()
+                                           ? ModelOptions{}
+                                           : options_text(args.choice.options, "--model-options");
     LayerTimes times = [&] {
         if (layer_file_memory) {
             LayerFileModel read = read_layer_file_model(args.model_desc, args.time_convention);
             layer_file_options = std::move(read.options);
             return std::move(read.times);
         }
-        return read_layer_times(args.model_desc,
-                                args.choice.options.empty()
-                                    ? ModelOptions{}
-                                    : options_text(args.choice.options, "--model-options"),
+        return read_layer_times(args.model_desc, shape_options,
                                 achieved_tflops(args.device, cluster), args.time_convention);
     }();
     problem.time = std::move(times.time);
+    // A model shape's layers on a cluster: its links time the transfers between stages
+    // (ppb/partition/communication.hpp), unless --comm-time gives them.
+    if (cluster && args.comm_time.empty() && args.model_desc.empty()) {
+        if (const auto shape = model_shape(shape_options)) {
+            const std::uint32_t replicas =
+                shape->contains("data_parallel") && shape->at("data_parallel").is_int64() &&
+                        shape->at("data_parallel").as_int64() > 0
+                    ? static_cast<std::uint32_t>(shape->at("data_parallel").as_int64())
+                    : 1;
+            problem.comm_time = partition::pipeline_transfer_ms(
+                partition::shape_sizes(shape_options.json, shape_options.file.empty()
+                                                               ? "--model-options"
+                                                               : shape_options.file),
+                *cluster, {problem.num_stages, replicas}, problem.schedule);
+        }
+    }
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     if (sapp) {

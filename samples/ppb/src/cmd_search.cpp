@@ -9,10 +9,12 @@
 #include "search_progress.hpp"
 
 #include <ppb/json_output.hpp>
+#include <ppb/partition/communication.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/search.hpp>
 #include <ppb/partition/search_document.hpp>
+#include <ppb/partition/shape_time.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/timeline_svg.hpp>
@@ -218,6 +220,43 @@ class ModelsByDegree {
     std::map<std::uint32_t, std::unique_ptr<Entry>> entries_;
 };
 
+// The transfers a configuration makes, timed on the cluster (ppb/partition/communication.hpp):
+// with --device or --cluster and a model shape's times (ms). A layer file's times are in its own
+// unit, which the cluster's cannot be added to.
+struct CommunicationTiming {
+    partition::ShapeSizes sizes;
+    partition::Cluster cluster;
+
+    // Plans `c` with the transfers between its stages, then adds its data-parallel
+    // synchronisation.
+    [[nodiscard]] partition::SearchOutcome plan(const ModelsByDegree& models,
+                                                const partition::Problem& base,
+                                                const partition::Configuration& c,
+                                                bool refine) const {
+        const partition::ParallelLayout layout{c.pipeline, c.data_parallel};
+        partition::Problem problem = base;
+        problem.comm_time =
+            partition::pipeline_transfer_ms(sizes, cluster, layout, c.schedule.schedule);
+        partition::SearchOutcome out = models.plan(problem, c, refine);
+        if (out.planned) {
+            out.data_parallel_sync = partition::data_parallel_sync_ms(
+                sizes, cluster, layout, problem.time, out.planned->plan);
+        }
+        return out;
+    }
+
+    // For the search's header.
+    [[nodiscard]] std::string description() const {
+        return fmt::format(
+            "communication on {} {} per node ({:g} GB/s inside, {:g} GB/s across nodes): "
+            "transfers between stages in the schedule, the data-parallel synchronisation after "
+            "it{}",
+            cluster.devices_per_node, cluster.device.name, cluster.intra_node_gb_s,
+            cluster.network_gb_s,
+            sizes.distributed_optimizer ? " (reduce-scatter + all-gather)" : " (all-reduce)");
+    }
+};
+
 // "P=2 d=32 M=2 1f1b recompute any: <why>" of the first configuration that cannot be planned.
 std::string first_refusal(const partition::SearchResult& result) {
     for (const partition::SearchOutcome& o : result.outcomes) {
@@ -267,6 +306,11 @@ std::string first_refusal(const partition::SearchResult& result) {
 int run_search_command(const SearchArgs& args) {
     // Everything the user typed is checked before any plugin is loaded.
     const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
+    if (cluster && args.comm_time && args.model_desc.empty()) {
+        throw UsageError(
+            "--comm-time: the cluster's links time the transfers between stages of a model "
+            "shape's layers (--device, --cluster): give one of them");
+    }
     const double memory_limit_mb = memory_limit_of(args.memory_limit_mb, cluster, "");
     if (args.memory_margin_mb >= memory_limit_mb)
         throw UsageError("--memory-margin-mb: expected less than --memory-limit-mb");
@@ -294,6 +338,17 @@ int run_search_command(const SearchArgs& args) {
                 *args.comm_time));
         }
         base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
+    }
+    std::optional<CommunicationTiming> communication;
+    if (cluster && shape && args.model_desc.empty()) {
+        communication = CommunicationTiming{
+            partition::shape_sizes(options.json,
+                                   options.file.empty() ? "--model-options" : options.file),
+            *cluster};
+    } else if (cluster && !args.model_desc.empty()) {
+        fmt::print(stderr,
+                   "ppb: note: the layer file's times are in its own unit: communication is not "
+                   "timed from the cluster (--comm-time gives the transfers between stages)\n");
     }
     LayerTimes times = read_layer_times(
         args.model_desc, options, achieved_tflops(args.device, cluster), args.time_convention);
@@ -329,6 +384,10 @@ int run_search_command(const SearchArgs& args) {
             degrees.push_back(c.data_parallel);
     }
     const ModelsByDegree models(args, dryrun, options, shape, base, degrees);
+    const auto plan_one = [&](const partition::Configuration& c, bool refine) {
+        return communication ? communication->plan(models, base, c, refine)
+                             : models.plan(base, c, refine);
+    };
     const PreparedModel* described = models.any();
     if (described == nullptr)
         throw InputError(models.first_refusal());
@@ -339,7 +398,7 @@ int run_search_command(const SearchArgs& args) {
         const InterruptScope scope;
         result = partition::run_search(
             plan.configurations,
-            [&](const partition::Configuration& c) { return models.plan(base, c); },
+            [&](const partition::Configuration& c) { return plan_one(c, false); },
             {.jobs = args.jobs,
              .on_progress =
                  [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
@@ -349,7 +408,7 @@ int run_search_command(const SearchArgs& args) {
         if (!args.fast && !result.stopped) {
             partition::refine_best(
                 result, partition::refined_configurations,
-                [&](const partition::Configuration& c) { return models.plan(base, c, true); },
+                [&](const partition::Configuration& c) { return plan_one(c, true); },
                 {.jobs = args.jobs, .stop = &interrupted});
         }
         bar.finish();
@@ -360,7 +419,8 @@ int run_search_command(const SearchArgs& args) {
         times.source,
         times.unit,
         args.top,
-        args.show_infeasible};
+        args.show_infeasible,
+        communication ? communication->description() : std::string()};
     if (!result.stopped) {
         // Nothing fits: the smallest limit that fits a configuration, and exit 4 (or 2 when no
         // configuration could be planned at all).
@@ -407,8 +467,10 @@ void add_search_command(CLI::App& app, Commands& commands) {
         "devices and tensor parallel t, P makes d = N / (P t) data-parallel replicas, each\n"
         "running M = B / (b d) micro-batches of b samples. Each line shows the memory headroom\n"
         "of the plan's fullest stage. The layer times are the layer file's, for its micro-batch\n"
-        "size and tensor parallel (the times do not change with P; communication between stages\n"
-        "and data-parallel gradient reduction are not timed). A model configured by a shape\n"
+        "size and tensor parallel (the times do not change with P). With --device or --cluster\n"
+        "and a model shape, the transfers between stages and the data-parallel gradient\n"
+        "synchronisation are timed on the cluster's links (host_api/docs/cluster.md); otherwise\n"
+        "--comm-time alone. A model configured by a shape\n"
         "(options holding tensor_parallel, like the analytic model's) is given each\n"
         "configuration's data_parallel; a model fitted to dry runs predicts as it was fitted.\n"
         "Configurations are planned on every core (--jobs); the results do not depend on it.\n"

@@ -26,12 +26,15 @@ void add_device_options(CLI::App& app, DeviceOptions& options) {
     CLI::Option* device =
         app.add_option("--device", options.device,
                        "the devices, by name (ppb devices lists them): their dense peak rate x\n"
-                       "0.4 times the shape's FLOPs, their memory is the default limit")
+                       "0.4 times the shape's FLOPs, their links its transfers between stages\n"
+                       "(and, searching, the data-parallel synchronisation), their memory is the\n"
+                       "default limit")
             ->type_name("NAME");
     CLI::Option* cluster =
         app.add_option("--cluster", options.cluster,
                        "the cluster description (ppb.cluster/1, host_api/docs/cluster.md): its\n"
-                       "device's rate x achievable fraction and its memory, as --device")
+                       "device's rate x achievable fraction, its links and its memory, as\n"
+                       "--device")
             ->type_name("FILE");
     device->excludes(tflops)->excludes(cluster);
     cluster->excludes(tflops);

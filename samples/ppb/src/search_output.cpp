@@ -11,7 +11,8 @@ namespace {
 
 using partition::SearchOutcome;
 
-std::string space_line(const partition::SearchSpace& space, const partition::Problem& base) {
+std::string space_line(const partition::SearchSpace& space, const partition::Problem& base,
+                       const partition::SearchContext& context) {
     std::string out;
     if (space.devices)
         out += fmt::format("{} devices, ", *space.devices);
@@ -24,7 +25,9 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
         out += fmt::format(" with a {} margin", format_mb(base.memory_margin_mb));
     if (base.memory_margin_sigma > 0.0)
         out += fmt::format(" and {:g} standard errors", base.memory_margin_sigma);
-    if (!base.comm_time.empty() && base.comm_time.front() > 0.0) {
+    if (!context.communication.empty()) {
+        out += "\n" + context.communication;
+    } else if (!base.comm_time.empty() && base.comm_time.front() > 0.0) {
         out += fmt::format(", {} per transfer between stages", format_time(base.comm_time.front()));
     }
     return out;
@@ -38,7 +41,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
     std::string out = fmt::format(
         "{} configurations of {} body layers ({}); memory model {} {} ({})\n{}\n\n",
         plan.configurations.size(), base.time.body_layers, context.layers, context.model.model_name,
-        context.model.model_version, context.model.source, space_line(space, base));
+        context.model.model_version, context.model.source, space_line(space, base, context));
 
     using A = TextTable::Align;
     TextTable table({"RANK", "PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "ITERATION", "OBJECTIVE",
@@ -53,7 +56,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         table.add_row({std::to_string(++rank), std::to_string(c.pipeline),
                        std::to_string(c.data_parallel), std::to_string(c.micro_batches),
                        partition::describe(c.schedule), c.recompute.name,
-                       format_time(p.simulation.makespan, context.time_unit),
+                       format_time(o->iteration_time(), context.time_unit),
                        format_time(p.plan.iteration_time, context.time_unit),
                        fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
                        format_mb(o->peak_memory_mb), format_mb(o->headroom_mb)});
@@ -62,9 +65,11 @@ std::string render_search(const partition::SearchSpace& space, const partition::
 
     const auto [planned, infeasible, invalid] = partition::count_outcomes(result);
     out += fmt::format(
-        "\nITERATION: the plan's iteration as its schedule runs it (simulated), per global batch, "
+        "\nITERATION: the plan's iteration as its schedule runs it (simulated{}), per global "
+        "batch, "
         "{}; OBJECTIVE: the partitioner objective, the estimate each plan minimises (not the "
         "iteration).\n",
+        context.communication.empty() ? "" : ", then the data-parallel synchronisation",
         time_unit_phrase(context.time_unit));
     std::string summary = fmt::format("{} planned", planned);
     if (ranking.size() < planned)

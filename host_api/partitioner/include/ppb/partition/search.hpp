@@ -105,8 +105,11 @@ struct SearchOutcome {
     // included), and memory_limit_mb minus it.
     double peak_memory_mb = 0.0;
     double headroom_mb = 0.0;
-    // planned: what the configuration is ranked by, the simulated iteration time (per global
-    // batch, in the layer file's time unit).
+    // planned: the data-parallel gradient synchronisation after the last backward, not
+    // overlapped (ppb/partition/communication.hpp; 0 unless the search times communication).
+    double data_parallel_sync = 0.0;
+    // planned: what the configuration is ranked by, the simulated iteration time plus the
+    // data-parallel synchronisation (per global batch, in the layer file's time unit).
     [[nodiscard]] double iteration_time() const;
 };
 

@@ -19,6 +19,10 @@ struct SearchContext {
     std::string time_unit;         // "ms", or empty: the layer file's own unit
     std::size_t top = 10;          // ranked configurations listed (0: all)
     bool with_infeasible = false;  // list the configurations that do not fit, and what would
+    // What the iteration times include of communication, for people ("transfers between stages
+    // and data-parallel synchronisation on 8 H100 per node, ..."); empty: none is timed beyond
+    // the problem's comm_time.
+    std::string communication = {};
 };
 
 // The ppb.search/1 document: the space searched, counts, the ranked configurations (each with its

@@ -31,7 +31,9 @@
 
 #include <boost/json/object.hpp>
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ppb::partition {
 
@@ -58,6 +60,44 @@ struct ShapeTimeSettings {
 [[nodiscard]] TimeModel time_model_from_shape(std::string_view options_json,
                                               std::string_view source,
                                               const ShapeTimeSettings& settings);
+
+// What a configuration's transfers move, from the same shape (ppb/partition/communication.hpp
+// times them). Counts are elements on one tensor-parallel rank; bytes per element are the
+// shape's: activations 2 (16-bit), gradients grad_bytes (default 4), parameters param_bytes
+// (default 2), as the analytic model reads them.
+struct ShapeSizes {
+    double tensor_parallel = 1.0;  // t
+    bool sequence_parallel = false;
+    bool distributed_optimizer = false;
+    double param_bytes = 2.0;
+    double grad_bytes = 4.0;
+    // One micro-batch's hidden states, s x b x h: what a layer's tensor-parallel collectives and
+    // the pipeline's transfers between stages move.
+    double hidden_states = 0.0;
+    // The parameters each tensor-parallel rank holds and reduces over the data-parallel ranks:
+    // the embedding (stage 0: V/t x h, + s x h learned positions when the shape has them), the
+    // LM head (last stage: V/t x h + h; also the tied embedding's copy when p > 1).
+    double embedding_parameters = 0.0;
+    double lm_head_parameters = 0.0;
+    double final_norm_parameters = 0.0;  // h, part of lm_head_parameters
+    bool tied_embeddings = false;        // untie_embeddings false
+    struct Group {
+        std::string name;         // the layer file's BODY name: "body", "dense", "moe"
+        double parameters = 0.0;  // one layer's, besides its routed experts, per rank
+        // An MoE layer's routed experts on one rank (num_experts / expert_parallel of them,
+        // sliced over expert_tensor_parallel), reduced over the expert-data-parallel ranks.
+        double expert_parameters = 0.0;
+        // An MoE layer's all-to-all per micro-batch and direction: the routed token copies a
+        // rank sends (top_k x s x b / t tokens of h), over expert_parallel ranks.
+        double routed_elements = 0.0;
+    };
+    std::vector<Group> groups;
+    double expert_parallel = 1.0;         // EP
+    double expert_tensor_parallel = 1.0;  // ETP (default t)
+};
+
+// The sizes of the shape in `options_json`. Throws as layer_file_from_shape().
+[[nodiscard]] ShapeSizes shape_sizes(std::string_view options_json, std::string_view source);
 
 }  // namespace ppb::partition
 

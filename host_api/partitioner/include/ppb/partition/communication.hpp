@@ -1,0 +1,95 @@
+// ppb/partition/communication.hpp — what a configuration's transfers cost on a cluster.
+//
+// The algorithm, before the code. A transfer's time is its bytes over the bandwidth of the
+// slowest link it crosses, plus that link's latency per step:
+//
+//   point to point   bytes / B + L
+//   ring all-gather  (n - 1) / n x bytes / B + (n - 1) L   (bytes: the gathered whole)
+//   reduce-scatter   the same (bytes: the whole before scattering)
+//   all-reduce       reduce-scatter + all-gather
+//   all-to-all       (n - 1) / n x bytes / B + (n - 1) L   (bytes: what one rank sends in all)
+//
+// with B the link's bandwidth per device and direction (ppb::partition::Cluster: inside the
+// scale-up domain, or the network's across it) and L its latency (0 inside a node, the cluster's
+// network_latency_us across). Which link a group crosses follows Megatron-LM's rank order
+// (parallel_state.py, order "tp-cp-ep-dp-pp": tensor-parallel ranks adjacent, then
+// data-parallel, pipeline stages outermost): the t tensor-parallel ranks of a stage are
+// consecutive, its d data-parallel replicas are t apart, and stage i's ranks start at i x t x d.
+// A group stays inside a node when all its ranks fall in one node of devices_per_node devices.
+//
+// A configuration (tensor parallel t, pipeline degree p, data parallel d) pays, per iteration:
+//   - between stages, per micro-batch and direction, one micro-batch's hidden states (s x b x h
+//     16-bit values, / t with sequence parallelism): pipeline_transfer_ms per boundary, which the
+//     simulated schedule waits for (ppb::SimulationInput::comm_time);
+//   - after the last backward, the data-parallel gradient synchronisation of each stage: its
+//     gradients reduce-scattered and its parameters all-gathered with the distributed optimizer,
+//     all-reduced without it, over the d replicas (the routed experts over the
+//     expert-data-parallel ranks); not overlapped with the backward (Megatron-LM without
+//     --overlap-grad-reduce): data_parallel_sync_ms of the slowest stage is added to the
+//     iteration.
+// Not yet counted: the tensor-parallel and expert all-to-all collectives inside each layer,
+// context-parallel exchanges, overlap of the synchronisation with the backward.
+#ifndef PPB_PARTITION_COMMUNICATION_HPP
+#define PPB_PARTITION_COMMUNICATION_HPP
+
+#include <ppb/partition/cluster.hpp>
+#include <ppb/partition/problem.hpp>
+#include <ppb/partition/shape_time.hpp>
+#include <ppb/schedule.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace ppb::partition {
+
+// One kind of link: bandwidth per device and direction, latency per step.
+struct Link {
+    double gb_s = 0.0;  // 10^9 bytes per second
+    double latency_us = 0.0;
+};
+
+[[nodiscard]] Link intra_node_link(const Cluster& cluster) noexcept;
+[[nodiscard]] Link network_link(const Cluster& cluster) noexcept;
+
+// The link a group of `size` ranks, `stride` apart from `first`, crosses: inside a node when
+// they all fall in the node of `first`, else the network.
+[[nodiscard]] Link group_link(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
+                              std::uint64_t size) noexcept;
+
+// Times in ms of the transfers above; 0 for one rank or no bytes.
+[[nodiscard]] double point_to_point_ms(double bytes, const Link& link) noexcept;
+[[nodiscard]] double all_gather_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
+[[nodiscard]] double reduce_scatter_ms(double bytes, std::uint64_t ranks,
+                                       const Link& link) noexcept;
+[[nodiscard]] double all_reduce_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
+[[nodiscard]] double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
+
+// The configuration whose transfers are timed.
+struct ParallelLayout {
+    std::uint32_t pipeline = 1;       // p
+    std::uint32_t data_parallel = 1;  // d
+};
+
+// Per boundary between stages i and i + 1, the time one micro-batch's hidden states take from
+// one stage to the next, and for the interleaved schedules the wrap from stage p - 1 to stage 0:
+// the comm_time of the simulated schedule (ppb::comm_boundaries entries; none for p = 1).
+[[nodiscard]] std::vector<double> pipeline_transfer_ms(const ShapeSizes& shape,
+                                                       const Cluster& cluster,
+                                                       const ParallelLayout& layout,
+                                                       Schedule schedule);
+
+// The data-parallel synchronisation of one stage holding `plan_stage`'s body layers (per group
+// of the shape, by the time model's group names), the embedding on stage 0 and the LM head on
+// the last stage, in ms.
+[[nodiscard]] double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
+                                           const ParallelLayout& layout, const TimeModel& time,
+                                           const StagePlan& plan_stage);
+
+// The slowest stage's, for a plan of `layout.pipeline` stages.
+[[nodiscard]] double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
+                                           const ParallelLayout& layout, const TimeModel& time,
+                                           const Plan& plan);
+
+}  // namespace ppb::partition
+
+#endif  // PPB_PARTITION_COMMUNICATION_HPP

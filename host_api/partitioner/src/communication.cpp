@@ -1,0 +1,161 @@
+// What a configuration's transfers cost on a cluster (ppb/partition/communication.hpp).
+#include <ppb/partition/communication.hpp>
+#include <ppb/simulator.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <numeric>
+
+namespace ppb::partition {
+namespace {
+
+// Seconds to ms; GB/s to bytes per ms.
+constexpr double bytes_per_ms_per_gb_s = 1e9 / 1e3;
+
+// (n - 1) / n of `bytes` over the link, in n - 1 steps: a ring's all-gather or reduce-scatter,
+// an all-to-all.
+double ring_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
+    if (ranks <= 1 || !(bytes > 0.0) || !(link.gb_s > 0.0))
+        return 0.0;
+    const double n = static_cast<double>(ranks);
+    return (n - 1.0) / n * bytes / (link.gb_s * bytes_per_ms_per_gb_s) +
+           (n - 1.0) * link.latency_us / 1e3;
+}
+
+std::uint32_t layers_of(const KindCounts& counts) {
+    return std::accumulate(counts.begin(), counts.end(), 0u);
+}
+
+}  // namespace
+
+Link intra_node_link(const Cluster& cluster) noexcept {
+    return Link{cluster.intra_node_gb_s, 0.0};
+}
+
+Link network_link(const Cluster& cluster) noexcept {
+    return Link{cluster.network_gb_s, cluster.network_latency_us};
+}
+
+Link group_link(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
+                std::uint64_t size) noexcept {
+    const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
+    const std::uint64_t last = first + stride * (size > 0 ? size - 1 : 0);
+    return first / node == last / node ? intra_node_link(cluster) : network_link(cluster);
+}
+
+double point_to_point_ms(double bytes, const Link& link) noexcept {
+    if (!(bytes > 0.0) || !(link.gb_s > 0.0))
+        return 0.0;
+    return bytes / (link.gb_s * bytes_per_ms_per_gb_s) + link.latency_us / 1e3;
+}
+
+double all_gather_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
+    return ring_ms(bytes, ranks, link);
+}
+
+double reduce_scatter_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
+    return ring_ms(bytes, ranks, link);
+}
+
+double all_reduce_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
+    return reduce_scatter_ms(bytes, ranks, link) + all_gather_ms(bytes, ranks, link);
+}
+
+double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
+    return ring_ms(bytes, ranks, link);
+}
+
+std::vector<double> pipeline_transfer_ms(const ShapeSizes& shape, const Cluster& cluster,
+                                         const ParallelLayout& layout, Schedule schedule) {
+    std::vector<double> out;
+    if (layout.pipeline <= 1)
+        return out;
+    // Each tensor-parallel rank sends its part: all of it, or 1/t of it with sequence
+    // parallelism; the t ranks send at once over their own links.
+    const double bytes =
+        2.0 * shape.hidden_states / (shape.sequence_parallel ? shape.tensor_parallel : 1.0);
+    const std::uint64_t stage_ranks =
+        static_cast<std::uint64_t>(shape.tensor_parallel) * layout.data_parallel;
+    out.reserve(layout.pipeline - 1);
+    for (std::uint32_t i = 0; i + 1 < layout.pipeline; ++i) {
+        // Rank r of stage i talks to rank r of stage i + 1, stage_ranks apart; the slowest pair
+        // (the last rank of stage i) sets the boundary's time.
+        const std::uint64_t last_of_stage = (i + 1) * stage_ranks - 1;
+        out.push_back(point_to_point_ms(bytes, group_link(cluster, last_of_stage, stage_ranks, 2)));
+    }
+    if (comm_boundaries(schedule, layout.pipeline) == layout.pipeline) {
+        // The interleaved schedules' wrap from the last stage back to stage 0.
+        const std::uint64_t span = (layout.pipeline - 1) * stage_ranks;
+        out.push_back(point_to_point_ms(bytes, group_link(cluster, stage_ranks - 1, span, 2)));
+    }
+    return out;
+}
+
+double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
+                             const ParallelLayout& layout, const TimeModel& time,
+                             const StagePlan& plan_stage) {
+    // The stage's parameters on one rank: its layers of each group, and the ends it holds.
+    double parameters = 0.0;
+    double experts = 0.0;
+    const auto add_group = [&](std::string_view name, std::uint32_t layers) {
+        for (const ShapeSizes::Group& g : shape.groups) {
+            if (g.name == name) {
+                parameters += layers * g.parameters;
+                experts += layers * g.expert_parameters;
+                return;
+            }
+        }
+    };
+    if (time.grouped() && !plan_stage.group_layers.empty()) {
+        for (std::size_t g = 0; g < plan_stage.group_layers.size() && g < time.groups.size(); ++g)
+            add_group(time.groups[g].name, layers_of(plan_stage.group_layers[g]));
+    } else {
+        add_group(time.groups.empty() ? time.body_name : time.groups.front().name,
+                  plan_stage.total_layers());
+    }
+    if (plan_stage.stage == 0)
+        parameters += shape.embedding_parameters;
+    if (plan_stage.stage + 1 == layout.pipeline) {
+        // A tied LM head on the embedding's own stage is the embedding: its norm only.
+        const bool same_weights = shape.tied_embeddings && layout.pipeline == 1;
+        parameters += same_weights ? shape.final_norm_parameters : shape.lm_head_parameters;
+    }
+
+    const auto sync = [&](double count, std::uint64_t ranks, std::uint64_t stride) {
+        if (ranks <= 1 || !(count > 0.0))
+            return 0.0;
+        const std::uint64_t first = static_cast<std::uint64_t>(plan_stage.stage) *
+                                    static_cast<std::uint64_t>(shape.tensor_parallel) *
+                                    layout.data_parallel;
+        const Link link = group_link(cluster, first, stride, ranks);
+        if (shape.distributed_optimizer) {
+            return reduce_scatter_ms(count * shape.grad_bytes, ranks, link) +
+                   all_gather_ms(count * shape.param_bytes, ranks, link);
+        }
+        return all_reduce_ms(count * shape.grad_bytes, ranks, link);
+    };
+    const auto t = static_cast<std::uint64_t>(shape.tensor_parallel);
+    double ms = sync(parameters, layout.data_parallel, t);
+    if (experts > 0.0) {
+        // Expert-data-parallel ranks: the stage's t x d ranks over EP x ETP; adjacent groups of
+        // EP x ETP ranks hold the same experts.
+        const double expert_group = shape.expert_parallel * shape.expert_tensor_parallel;
+        const double ranks = shape.tensor_parallel * layout.data_parallel / expert_group;
+        if (ranks >= 1.0) {
+            ms += sync(experts, static_cast<std::uint64_t>(ranks),
+                       static_cast<std::uint64_t>(expert_group));
+        }
+    }
+    return ms;
+}
+
+double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
+                             const ParallelLayout& layout, const TimeModel& time,
+                             const Plan& plan) {
+    double slowest = 0.0;
+    for (const StagePlan& stage : plan.stages)
+        slowest = std::max(slowest, data_parallel_sync_ms(shape, cluster, layout, time, stage));
+    return slowest;
+}
+
+}  // namespace ppb::partition

@@ -1,0 +1,172 @@
+// What a configuration's transfers cost on a cluster (ppb/partition/communication.hpp): the
+// collectives' ring times, which link a group crosses in Megatron-LM's rank order, the pipeline's
+// transfers per boundary, and each stage's data-parallel synchronisation, each against the
+// arithmetic done by hand on the H100 table figures (450 GB/s NVLink, 50 GB/s network per
+// device, 8 per node).
+#include <ppb/partition/cluster.hpp>
+#include <ppb/partition/communication.hpp>
+#include <ppb/partition/shape_time.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+namespace tt = boost::test_tools;
+using namespace ppb::partition;
+
+namespace communication_tests {
+
+namespace {
+
+// 1e9 bytes at B GB/s take 1e3 / B ms.
+constexpr double intra_bytes_per_ms = 450e6;
+constexpr double network_bytes_per_ms = 50e6;
+
+// A dense shape of 8 layers: h = 1024, 16 heads, F = 4096 (not gated), V = 32000, t = 2.
+// Per layer and rank: (h (h + 2h) + h h) / t + 2h (norms) + 2 h F / t = 6 293 504 parameters;
+// the embedding V/t x h = 16 384 000, the LM head 16 384 000 + h (untied by default).
+const std::string dense_shape =
+    R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+        "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 8,
+        "tensor_parallel": 2, "gated_mlp": false, "sequence_parallel": true,
+        "distributed_optimizer": true})";
+constexpr double layer_parameters = 6'293'504.0;
+constexpr double embedding_parameters = 16'384'000.0;
+
+StagePlan stage_with(std::uint32_t stage, std::uint32_t layers) {
+    StagePlan s;
+    s.stage = stage;
+    s.layers[PPB_KIND_NONE] = layers;
+    return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(communication)
+
+BOOST_AUTO_TEST_CASE(collectives_take_the_ring_times) {
+    const Link nvlink{450.0, 0.0};
+    const Link network{50.0, 10.0};  // 10 us a step
+    // 1 GB gathered by 8 ranks: 7/8 of it crosses each link.
+    BOOST_TEST(all_gather_ms(1e9, 8, nvlink) == 7.0 / 8.0 * 1e9 / intra_bytes_per_ms,
+               tt::tolerance(1e-12));
+    BOOST_TEST(reduce_scatter_ms(1e9, 8, nvlink) == all_gather_ms(1e9, 8, nvlink));
+    BOOST_TEST(all_reduce_ms(1e9, 8, nvlink) == 2.0 * all_gather_ms(1e9, 8, nvlink),
+               tt::tolerance(1e-12));
+    // Latency: 3 steps for 4 ranks.
+    BOOST_TEST(all_to_all_ms(4e8, 4, network) == 0.75 * 4e8 / network_bytes_per_ms + 3 * 0.01,
+               tt::tolerance(1e-12));
+    BOOST_TEST(point_to_point_ms(5e7, network) == 1.0 + 0.01, tt::tolerance(1e-12));
+    // One rank, or nothing to send: no time.
+    BOOST_TEST(all_reduce_ms(1e9, 1, nvlink) == 0.0);
+    BOOST_TEST(point_to_point_ms(0.0, network) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_group_crosses_the_network_when_its_ranks_span_nodes) {
+    const Cluster h100 = cluster_of_device("H100");
+    BOOST_TEST(h100.devices_per_node == 8u);
+    // 8 tensor-parallel ranks of a node; 4 replicas 2 apart (ranks 0..6); 2 replicas 8 apart.
+    BOOST_TEST(group_link(h100, 0, 1, 8).gb_s == 450.0);
+    BOOST_TEST(group_link(h100, 0, 2, 4).gb_s == 450.0);
+    BOOST_TEST(group_link(h100, 0, 8, 2).gb_s == 50.0);
+    // Ranks 4..10 straddle the first two nodes.
+    BOOST_TEST(group_link(h100, 4, 2, 4).gb_s == 50.0);
+    BOOST_TEST(group_link(h100, 8, 2, 4).gb_s == 450.0);
+}
+
+BOOST_AUTO_TEST_CASE(the_pipeline_sends_a_micro_batch_of_hidden_states_per_boundary) {
+    const Cluster h100 = cluster_of_device("H100");
+    const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
+    // s b h 16-bit values, / t with sequence parallelism: 2 x 2048 x 1024 / 2 bytes.
+    const double bytes = 2.0 * 2048 * 1024 / 2;
+    // t = 2, d = 2: a stage is 4 ranks; boundaries at ranks 3|4 (node 0), 7|8 (across),
+    // 11|12 (node 1).
+    const std::vector<double> one_f_one_b =
+        pipeline_transfer_ms(shape, h100, {4, 2}, ppb::Schedule::one_f_one_b);
+    BOOST_TEST_REQUIRE(one_f_one_b.size() == 3u);
+    BOOST_TEST(one_f_one_b[0] == bytes / intra_bytes_per_ms, tt::tolerance(1e-12));
+    BOOST_TEST(one_f_one_b[1] == bytes / network_bytes_per_ms, tt::tolerance(1e-12));
+    BOOST_TEST(one_f_one_b[2] == bytes / intra_bytes_per_ms, tt::tolerance(1e-12));
+    // The interleaved schedule also wraps from stage 3 (ranks 12..15) to stage 0: across nodes.
+    const std::vector<double> interleaved =
+        pipeline_transfer_ms(shape, h100, {4, 2}, ppb::Schedule::interleaved);
+    BOOST_TEST_REQUIRE(interleaved.size() == 4u);
+    BOOST_TEST(interleaved[3] == bytes / network_bytes_per_ms, tt::tolerance(1e-12));
+    // One stage: nothing to send.
+    BOOST_TEST(pipeline_transfer_ms(shape, h100, {1, 8}, ppb::Schedule::one_f_one_b).empty());
+}
+
+BOOST_AUTO_TEST_CASE(each_stage_synchronises_its_own_parameters_over_the_replicas) {
+    const Cluster h100 = cluster_of_device("H100");
+    const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
+    BOOST_TEST(shape.groups.at(0).parameters == layer_parameters);
+    BOOST_TEST(shape.embedding_parameters == embedding_parameters);
+    const TimeModel time =
+        time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{400.0});
+
+    // p = 2, d = 4, t = 2: stage 0 holds 4 layers and the embedding, reduce-scattered in fp32
+    // and all-gathered in bf16 (distributed optimizer) over ranks 0, 2, 4, 6 (NVLink).
+    const double stage0 = 4 * layer_parameters + embedding_parameters;
+    const double expected0 = 0.75 * stage0 * (4.0 + 2.0) / intra_bytes_per_ms;
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 4}, time, stage_with(0, 4)) == expected0,
+               tt::tolerance(1e-12));
+    // Stage 1 holds 4 layers and the LM head (ranks 8..14, the second node).
+    const double stage1 = 4 * layer_parameters + embedding_parameters + 1024;
+    const double expected1 = 0.75 * stage1 * 6.0 / intra_bytes_per_ms;
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 4}, time, stage_with(1, 4)) == expected1,
+               tt::tolerance(1e-12));
+    // The slowest stage sets the plan's.
+    Plan plan;
+    plan.stages = {stage_with(0, 4), stage_with(1, 4)};
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 4}, time, plan) == expected1,
+               tt::tolerance(1e-12));
+    // 8 replicas span two nodes: the network's rate.
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 8}, time, stage_with(0, 4)) ==
+                   7.0 / 8.0 * stage0 * 6.0 / network_bytes_per_ms,
+               tt::tolerance(1e-12));
+    // One replica: nothing to synchronise.
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 1}, time, stage_with(0, 4)) == 0.0);
+
+    // Without the distributed optimizer the gradients are all-reduced; with one stage a tied
+    // LM head is the embedding, counted once (its final norm beside it).
+    std::string plain = dense_shape;
+    plain.replace(plain.find(R"("distributed_optimizer": true)"),
+                  std::string(R"("distributed_optimizer": true)").size(),
+                  R"("distributed_optimizer": false, "untie_embeddings": false)");
+    const ShapeSizes tied = shape_sizes(plain, "plain.json");
+    const double whole = 8 * layer_parameters + embedding_parameters + 1024;
+    BOOST_TEST(data_parallel_sync_ms(tied, h100, {1, 4}, time, stage_with(0, 8)) ==
+                   2.0 * 0.75 * whole * 4.0 / intra_bytes_per_ms,
+               tt::tolerance(1e-12));
+}
+
+// The routed experts synchronise over the ranks that hold the same experts: with t = 1, d = 8
+// and EP = 4, two groups of 4 ranks, 4 apart.
+BOOST_AUTO_TEST_CASE(routed_experts_synchronise_over_the_expert_data_parallel_ranks) {
+    const std::string moe_shape =
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 2,
+            "tensor_parallel": 1, "distributed_optimizer": true,
+            "moe": {"num_experts": 8, "top_k": 2, "moe_ffn_hidden_size": 1024,
+                    "expert_parallel": 4}})";
+    const Cluster h100 = cluster_of_device("H100");
+    const ShapeSizes shape = shape_sizes(moe_shape, "moe.json");
+    BOOST_TEST_REQUIRE(shape.groups.size() == 1u);
+    // Attention 4h^2 + 2h norms + router h E; the routed experts 8 x 3 h F_e / 4 per rank.
+    const double dense = 4.0 * 1024 * 1024 + 2 * 1024 + 1024 * 8;
+    const double experts = 8.0 * 3 * 1024 * 1024 / 4;
+    BOOST_TEST(shape.groups[0].parameters == dense);
+    BOOST_TEST(shape.groups[0].expert_parameters == experts);
+    const TimeModel time = time_model_from_shape(moe_shape, "moe.json", ShapeTimeSettings{400.0});
+    // One stage of both layers, the embedding and the LM head (untied), over ranks 0..7 (one
+    // node) for the rest, ranks 0 and 4 for the experts.
+    const double rest = 2 * dense + 2 * 32000.0 * 1024 + 1024;
+    const double expected =
+        7.0 / 8.0 * rest * 6.0 / intra_bytes_per_ms + 0.5 * 2 * experts * 6.0 / intra_bytes_per_ms;
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {1, 8}, time, stage_with(0, 2)) == expected,
+               tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace communication_tests
