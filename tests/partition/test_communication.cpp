@@ -167,6 +167,49 @@ BOOST_AUTO_TEST_CASE(routed_experts_synchronise_over_the_expert_data_parallel_ra
                tt::tolerance(1e-12));
 }
 
+// A layer's collectives: t = 2 with sequence parallelism all-gathers and reduce-scatters one
+// micro-batch's hidden states (2048 x 1024 x 2 bytes) twice each way over the node's NVLink, half
+// of it crossing; an MoE layer of EP = 4 adds dispatch and combine all-to-alls of its token
+// copies (top_k x s x b x h x 2 bytes), three quarters crossing.
+BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_all_to_all) {
+    const Cluster h100 = cluster_of_device("H100");
+    const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
+    const double hidden_bytes = 2048.0 * 1024 * 2;
+    const double gather = 0.5 * hidden_bytes / intra_bytes_per_ms;
+    const LayerCommunication dense = layer_communication_ms(shape, shape.groups.at(0), h100);
+    BOOST_TEST(dense.forward == 4.0 * gather, tt::tolerance(1e-12));
+    BOOST_TEST(dense.backward == 4.0 * gather, tt::tolerance(1e-12));
+    // Without sequence parallelism: two all-reduces each way, the same bytes on the links.
+    std::string plain = dense_shape;
+    plain.replace(plain.find(R"("sequence_parallel": true)"),
+                  std::string(R"("sequence_parallel": true)").size(),
+                  R"("sequence_parallel": false)");
+    const ShapeSizes replicated = shape_sizes(plain, "plain.json");
+    BOOST_TEST(
+        layer_communication_ms(replicated, replicated.groups.at(0), h100).forward == 4.0 * gather,
+        tt::tolerance(1e-12));
+    // The collectives land in the layer times made for the cluster: the forward gains the
+    // forward's, forward + backward both.
+    const TimeModel alone =
+        time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{400.0});
+    const TimeModel on_h100 =
+        time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{400.0, h100});
+    BOOST_TEST(on_h100.body_forward - alone.body_forward == dense.forward, tt::tolerance(1e-9));
+    BOOST_TEST(on_h100.body_time[PPB_KIND_NONE] - alone.body_time[PPB_KIND_NONE] ==
+                   dense.forward + dense.backward,
+               tt::tolerance(1e-9));
+
+    const std::string moe_shape =
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 2,
+            "tensor_parallel": 1, "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 4}})";
+    const ShapeSizes moe = shape_sizes(moe_shape, "moe.json");
+    const LayerCommunication routed = layer_communication_ms(moe, moe.groups.at(0), h100);
+    const double copies = 2.0 * 2048 * 1024 * 2;
+    BOOST_TEST(routed.forward == 2.0 * 0.75 * copies / intra_bytes_per_ms, tt::tolerance(1e-12));
+    BOOST_TEST(routed.backward == routed.forward);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace communication_tests

@@ -65,6 +65,32 @@ double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexce
     return ring_ms(bytes, ranks, link);
 }
 
+LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSizes::Group& group,
+                                          const Cluster& cluster) {
+    LayerCommunication out;
+    const auto t = static_cast<std::uint64_t>(shape.tensor_parallel);
+    if (t > 1) {
+        const double bytes = 2.0 * shape.hidden_states;
+        const Link link = group_link(cluster, 0, 1, t);
+        // Two blocks (attention, MLP or MoE), each gathered before and reduced after.
+        const double per_direction =
+            shape.sequence_parallel
+                ? 2.0 * (all_gather_ms(bytes, t, link) + reduce_scatter_ms(bytes, t, link))
+                : 2.0 * all_reduce_ms(bytes, t, link);
+        out.forward += per_direction;
+        out.backward += per_direction;
+    }
+    const auto ep = static_cast<std::uint64_t>(shape.expert_parallel);
+    if (group.routed_elements > 0.0 && ep > 1) {
+        const Link link =
+            group_link(cluster, 0, static_cast<std::uint64_t>(shape.expert_tensor_parallel), ep);
+        const double exchange = 2.0 * all_to_all_ms(2.0 * group.routed_elements, ep, link);
+        out.forward += exchange;
+        out.backward += exchange;
+    }
+    return out;
+}
+
 std::vector<double> pipeline_transfer_ms(const ShapeSizes& shape, const Cluster& cluster,
                                          const ParallelLayout& layout, Schedule schedule) {
     std::vector<double> out;

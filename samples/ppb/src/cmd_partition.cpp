@@ -132,7 +132,8 @@ int run_partition(const PartitionArgs& args) {
             return std::move(read.times);
         }
         return read_layer_times(args.model_desc, shape_options,
-                                achieved_tflops(args.device, cluster), args.time_convention);
+                                achieved_tflops(args.device, cluster), cluster,
+                                args.time_convention);
     }();
     problem.time = std::move(times.time);
     // A model shape's layers on a cluster: its links time the transfers between stages

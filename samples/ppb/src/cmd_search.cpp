@@ -350,8 +350,9 @@ int run_search_command(const SearchArgs& args) {
                    "ppb: note: the layer file's times are in its own unit: communication is not "
                    "timed from the cluster (--comm-time gives the transfers between stages)\n");
     }
-    LayerTimes times = read_layer_times(
-        args.model_desc, options, achieved_tflops(args.device, cluster), args.time_convention);
+    LayerTimes times =
+        read_layer_times(args.model_desc, options, achieved_tflops(args.device, cluster), cluster,
+                         args.time_convention);
     base.time = std::move(times.time);
     for (const std::string& warning : base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);

@@ -93,7 +93,8 @@ std::optional<boost::json::object> model_shape(const ModelOptions& options) {
 }
 
 LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
-                            double device_tflops, const std::string& convention) {
+                            double device_tflops, const std::optional<partition::Cluster>& cluster,
+                            const std::string& convention) {
     if (!model_desc.empty()) {
         return LayerTimes{partition::read_time_model(
                               model_desc, *partition::time_convention_from_name(convention)),
@@ -107,9 +108,11 @@ LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& o
     }
     const std::string source = options.file.empty() ? "--model-options" : options.file;
     partition::TimeModel time = partition::time_model_from_shape(
-        options.json, source, partition::ShapeTimeSettings{device_tflops});
+        options.json, source, partition::ShapeTimeSettings{device_tflops, cluster});
     return LayerTimes{std::move(time),
-                      fmt::format("FLOPs of {} at {:g} TFLOP/s", source, device_tflops), "ms"};
+                      fmt::format("FLOPs of {} at {:g} TFLOP/s{}", source, device_tflops,
+                                  cluster ? ", collectives on the cluster's links" : ""),
+                      "ms"};
 }
 
 LayerFileModel read_layer_file_model(const std::string& model_desc, const std::string& convention) {

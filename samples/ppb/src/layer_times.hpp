@@ -57,10 +57,12 @@ void add_device_options(CLI::App& app, DeviceOptions& options);
 void add_time_convention_option(CLI::App& app, std::string& convention);
 
 // The layer file `model_desc` when given, its times read in `convention` (a name of
-// partition::time_convention_names); else the times of the shape in `options` (model_shape);
-// else a usage error naming both ways.
+// partition::time_convention_names); else the times of the shape in `options` (model_shape) at
+// `device_tflops`, with each layer's collectives on `cluster`'s links when there is one; else a
+// usage error naming both ways.
 [[nodiscard]] LayerTimes read_layer_times(const std::string& model_desc,
                                           const ModelOptions& options, double device_tflops,
+                                          const std::optional<partition::Cluster>& cluster,
                                           const std::string& convention);
 
 // A layer file that is the memory model as well: SAPP plans with its layer file alone, its BODY

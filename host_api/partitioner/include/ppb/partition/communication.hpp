@@ -27,8 +27,11 @@
 //     expert-data-parallel ranks); not overlapped with the backward (Megatron-LM without
 //     --overlap-grad-reduce): data_parallel_sync_ms of the slowest stage is added to the
 //     iteration.
-// Not yet counted: the tensor-parallel and expert all-to-all collectives inside each layer,
-// context-parallel exchanges, overlap of the synchronisation with the backward.
+// and, per body layer and micro-batch, its tensor-parallel collectives and an MoE layer's expert
+// all-to-all (layer_communication_ms), which the layer times from a shape include when they are
+// made for a cluster (ppb/partition/shape_time.hpp).
+// Not yet counted: context-parallel exchanges, overlap of the synchronisation with the
+// backward.
 #ifndef PPB_PARTITION_COMMUNICATION_HPP
 #define PPB_PARTITION_COMMUNICATION_HPP
 
@@ -63,6 +66,23 @@ struct Link {
                                        const Link& link) noexcept;
 [[nodiscard]] double all_reduce_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
 [[nodiscard]] double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
+
+// One body layer's collectives per micro-batch on one tensor-parallel rank, in ms, forward and
+// backward. With t > 1: sequence parallelism all-gathers the hidden states (s x b x h x 2 bytes)
+// before the attention's and the MLP's first linear and reduce-scatters them after their last
+// (2 all-gathers + 2 reduce-scatters forward, their transposes backward; the backward's
+// re-gather of the inputs for the weight gradients is overlapped with the input gradients, as
+// Megatron-LM overlaps it); without it, 2 all-reduces each way; over the t consecutive ranks. An
+// MoE layer's router sends each of its tokens to top_k experts and back (dispatch and combine:
+// 2 all-to-alls forward, 2 backward, of routed_elements x 2 bytes) over the expert-parallel
+// ranks, expert_tensor_parallel apart.
+struct LayerCommunication {
+    double forward = 0.0;
+    double backward = 0.0;
+};
+[[nodiscard]] LayerCommunication layer_communication_ms(const ShapeSizes& shape,
+                                                        const ShapeSizes::Group& group,
+                                                        const Cluster& cluster);
 
 // The configuration whose transfers are timed.
 struct ParallelLayout {

@@ -20,17 +20,23 @@
 // each divided by t. A body layer's time is its forward, FLOPs / (device_tflops x 1e12) in ms,
 // as today's SAPP reads `time` (its forward + backward without recompute is 3 x that, the
 // time model's TimeConvention::hyper_parallel); the recompute kinds follow the
-// reader's default SAPP coefficients. The embedding is a lookup: time 0. Not counted:
-// communication, element-wise work (norms, softmax, activations), the causal mask's savings,
-// flash attention's recomputation in backward, capacity padding. host_api/docs/design.md,
-// "Times from a model shape", gives the reasons.
+// reader's default SAPP coefficients. The embedding is a lookup: time 0. With a cluster
+// (ShapeTimeSettings::cluster) a body layer's entry also carries its collectives: forward_time
+// = FLOPs time + forward collectives, time = FLOPs time + half the backward collectives (so the
+// reader's backward, 2 x time, is twice the FLOPs time plus the backward collectives). Not
+// counted: the ends' collectives, other communication (the pipeline's and the data-parallel
+// synchronisation are the search's), element-wise work (norms, softmax, activations), the causal
+// mask's savings, flash attention's recomputation in backward, capacity padding.
+// host_api/docs/design.md, "Times from a model shape", gives the reasons.
 #ifndef PPB_PARTITION_SHAPE_TIME_HPP
 #define PPB_PARTITION_SHAPE_TIME_HPP
 
+#include <ppb/partition/cluster.hpp>
 #include <ppb/partition/time_model.hpp>
 
 #include <boost/json/object.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +45,10 @@ namespace ppb::partition {
 
 struct ShapeTimeSettings {
     double device_tflops = 400.0;  // achieved dense bf16 TFLOP/s per device
+    // With a cluster, each body layer's forward and backward also take its tensor-parallel
+    // collectives and an MoE layer's expert all-to-all on the cluster's links
+    // (ppb/partition/communication.hpp, layer_communication_ms).
+    std::optional<Cluster> cluster = std::nullopt;
 };
 
 // A SAPP layer file ({"layers_description": [...]}, with comment, pre_defined_layer and
