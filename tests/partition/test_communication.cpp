@@ -167,6 +167,33 @@ BOOST_AUTO_TEST_CASE(routed_experts_synchronise_over_the_expert_data_parallel_ra
                tt::tolerance(1e-12));
 }
 
+// Megatron-LM's overlap: the gradients' buckets reduced during the stage's last backward, the
+// weights gathered during the next forward; what outlasts the window is waited for, and at least
+// the last bucket's share (40 M of 400 M parameters here: a tenth).
+BOOST_AUTO_TEST_CASE(overlap_hides_the_synchronisation_behind_the_stage_but_its_last_bucket) {
+    StagePlan stage = stage_with(1, 4);
+    ChunkPlan chunk;
+    chunk.forward_time = 10.0;
+    chunk.backward_time = 20.0;
+    stage.chunks = {chunk};
+    const DataParallelSync sync{30.0, 12.0, 400e6};
+    const double bucket = default_bucket_parameters(8);
+    BOOST_TEST(bucket == 40e6);
+    BOOST_TEST(default_bucket_parameters(64) == 64e6);
+    BOOST_TEST(exposed_sync_ms(sync, stage, {}, bucket) == 42.0);
+    BOOST_TEST(exposed_sync_ms(sync, stage, {true, false}, bucket) == 10.0 + 12.0);
+    BOOST_TEST(exposed_sync_ms(sync, stage, {true, true}, bucket) == 10.0 + 2.0);
+    // A backward long enough hides all but the last bucket.
+    stage.chunks[0].backward_time = 100.0;
+    stage.chunks[0].forward_time = 50.0;
+    BOOST_TEST(exposed_sync_ms(sync, stage, {true, true}, bucket) == 3.0 + 1.2,
+               tt::tolerance(1e-12));
+    // Chunks add up: two chunks of a stage give one window.
+    stage.chunks = {chunk, chunk};
+    BOOST_TEST(exposed_sync_ms(sync, stage, {true, true}, bucket) == 3.0 + 1.2,
+               tt::tolerance(1e-12));
+}
+
 // A layer's collectives: t = 2 with sequence parallelism all-gathers and reduce-scatters one
 // micro-batch's hidden states (2048 x 1024 x 2 bytes) twice each way over the node's NVLink, half
 // of it crossing; an MoE layer of EP = 4 adds dispatch and combine all-to-alls of its token

@@ -117,9 +117,9 @@ std::vector<double> pipeline_transfer_ms(const ShapeSizes& shape, const Cluster&
     return out;
 }
 
-double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
-                             const ParallelLayout& layout, const TimeModel& time,
-                             const StagePlan& plan_stage) {
+DataParallelSync data_parallel_sync(const ShapeSizes& shape, const Cluster& cluster,
+                                    const ParallelLayout& layout, const TimeModel& time,
+                                    const StagePlan& plan_stage) {
     // The stage's parameters on one rank: its layers of each group, and the ends it holds.
     double parameters = 0.0;
     double experts = 0.0;
@@ -147,40 +147,73 @@ double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
         parameters += same_weights ? shape.final_norm_parameters : shape.lm_head_parameters;
     }
 
-    const auto sync = [&](double count, std::uint64_t ranks, std::uint64_t stride) {
+    DataParallelSync out;
+    out.parameter_count = parameters + experts;
+    const auto add = [&](double count, std::uint64_t ranks, std::uint64_t stride) {
         if (ranks <= 1 || !(count > 0.0))
-            return 0.0;
+            return;
         const std::uint64_t first = static_cast<std::uint64_t>(plan_stage.stage) *
                                     static_cast<std::uint64_t>(shape.tensor_parallel) *
                                     layout.data_parallel;
         const Link link = group_link(cluster, first, stride, ranks);
         if (shape.distributed_optimizer) {
-            return reduce_scatter_ms(count * shape.grad_bytes, ranks, link) +
-                   all_gather_ms(count * shape.param_bytes, ranks, link);
+            out.gradients += reduce_scatter_ms(count * shape.grad_bytes, ranks, link);
+            out.parameters += all_gather_ms(count * shape.param_bytes, ranks, link);
+        } else {
+            out.gradients += all_reduce_ms(count * shape.grad_bytes, ranks, link);
         }
-        return all_reduce_ms(count * shape.grad_bytes, ranks, link);
     };
     const auto t = static_cast<std::uint64_t>(shape.tensor_parallel);
-    double ms = sync(parameters, layout.data_parallel, t);
+    add(parameters, layout.data_parallel, t);
     if (experts > 0.0) {
         // Expert-data-parallel ranks: the stage's t x d ranks over EP x ETP; adjacent groups of
         // EP x ETP ranks hold the same experts.
         const double expert_group = shape.expert_parallel * shape.expert_tensor_parallel;
         const double ranks = shape.tensor_parallel * layout.data_parallel / expert_group;
         if (ranks >= 1.0) {
-            ms += sync(experts, static_cast<std::uint64_t>(ranks),
-                       static_cast<std::uint64_t>(expert_group));
+            add(experts, static_cast<std::uint64_t>(ranks),
+                static_cast<std::uint64_t>(expert_group));
         }
     }
-    return ms;
+    return out;
 }
 
 double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
                              const ParallelLayout& layout, const TimeModel& time,
-                             const Plan& plan) {
+                             const StagePlan& plan_stage) {
+    return data_parallel_sync(shape, cluster, layout, time, plan_stage).total();
+}
+
+double default_bucket_parameters(std::uint32_t data_parallel) noexcept {
+    return std::max(40'000'000.0, 1'000'000.0 * data_parallel);
+}
+
+double exposed_sync_ms(const DataParallelSync& sync, const StagePlan& plan_stage,
+                       const SyncOverlap& overlap, double bucket_parameters) noexcept {
+    double forward = 0.0;
+    double backward = 0.0;
+    for (const ChunkPlan& chunk : plan_stage.chunks) {
+        forward += chunk.forward_time;
+        backward += chunk.backward_time;
+    }
+    const double last_bucket =
+        sync.parameter_count > 0.0 ? std::min(1.0, bucket_parameters / sync.parameter_count) : 1.0;
+    const auto exposed = [&](double ms, bool overlapped, double window) {
+        return overlapped ? std::max(ms - window, ms * last_bucket) : ms;
+    };
+    return exposed(sync.gradients, overlap.grad_reduce, backward) +
+           exposed(sync.parameters, overlap.param_gather, forward);
+}
+
+double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
+                             const ParallelLayout& layout, const TimeModel& time, const Plan& plan,
+                             const SyncOverlap& overlap) {
+    const double bucket = default_bucket_parameters(layout.data_parallel);
     double slowest = 0.0;
-    for (const StagePlan& stage : plan.stages)
-        slowest = std::max(slowest, data_parallel_sync_ms(shape, cluster, layout, time, stage));
+    for (const StagePlan& stage : plan.stages) {
+        const DataParallelSync sync = data_parallel_sync(shape, cluster, layout, time, stage);
+        slowest = std::max(slowest, exposed_sync_ms(sync, stage, overlap, bucket));
+    }
     return slowest;
 }
 

@@ -61,6 +61,8 @@ struct SearchArgs {
     std::string progress = "auto";
     DeviceOptions device;
     std::optional<double> comm_time;
+    bool overlap_grad_reduce = false;
+    bool overlap_param_gather = false;
 };
 
 // Set by SIGINT: the search stops taking configurations. A second SIGINT ends the process the
@@ -226,6 +228,7 @@ class ModelsByDegree {
 struct CommunicationTiming {
     partition::ShapeSizes sizes;
     partition::Cluster cluster;
+    partition::SyncOverlap overlap;
 
     // Plans `c` with the transfers between its stages, then adds its data-parallel
     // synchronisation.
@@ -240,7 +243,7 @@ struct CommunicationTiming {
         partition::SearchOutcome out = models.plan(problem, c, refine);
         if (out.planned) {
             out.data_parallel_sync = partition::data_parallel_sync_ms(
-                sizes, cluster, layout, problem.time, out.planned->plan);
+                sizes, cluster, layout, problem.time, out.planned->plan, overlap);
         }
         return out;
     }
@@ -250,10 +253,14 @@ struct CommunicationTiming {
         return fmt::format(
             "communication on {} {} per node ({:g} GB/s inside, {:g} GB/s across nodes): "
             "transfers between stages in the schedule, the data-parallel synchronisation after "
-            "it{}",
+            "it{}{}",
             cluster.devices_per_node, cluster.device.name, cluster.intra_node_gb_s,
             cluster.network_gb_s,
-            sizes.distributed_optimizer ? " (reduce-scatter + all-gather)" : " (all-reduce)");
+            sizes.distributed_optimizer ? " (reduce-scatter + all-gather)" : " (all-reduce)",
+            overlap.grad_reduce && overlap.param_gather
+                ? ", overlapped with the last backward and the next forward"
+            : overlap.grad_reduce ? ", the gradients' overlapped with the last backward"
+                                  : "");
     }
 };
 
@@ -306,10 +313,31 @@ std::string first_refusal(const partition::SearchResult& result) {
 int run_search_command(const SearchArgs& args) {
     // Everything the user typed is checked before any plugin is loaded.
     const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
+    if ((args.overlap_grad_reduce || args.overlap_param_gather) &&
+        (!cluster || !args.model_desc.empty())) {
+        throw UsageError(fmt::format(
+            "{}: the data-parallel synchronisation is timed on a cluster's links only, for a model "
+            "shape's layers: give --device NAME or --cluster FILE, and --model-options SHAPE "
+            "without --model-desc",
+            args.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
+    }
     if (cluster && args.comm_time && args.model_desc.empty()) {
         throw UsageError(
             "--comm-time: the cluster's links time the transfers between stages of a model "
             "shape's layers (--device, --cluster): give one of them");
+    }
+    const ModelOptions options = args.choice.options.empty()
+                                     ? ModelOptions{}
+                                     : options_text(args.choice.options, "--model-options");
+    const std::optional<json::object> shape = model_shape(options);
+    if (args.overlap_param_gather && shape) {
+        const json::value* sharded = shape->if_contains("distributed_optimizer");
+        if (sharded == nullptr || !sharded->is_bool() || !sharded->as_bool()) {
+            throw UsageError(
+                "--overlap-param-gather: the weights are gathered with the distributed optimizer "
+                "only (Megatron-LM requires --use-distributed-optimizer); the model options have "
+                "no \"distributed_optimizer\": true");
+        }
     }
     const double memory_limit_mb = memory_limit_of(args.memory_limit_mb, cluster, "");
     if (args.memory_margin_mb >= memory_limit_mb)
@@ -320,11 +348,6 @@ int run_search_command(const SearchArgs& args) {
         throw UsageError(
             "--data-parallel: with --devices every pipeline degree P has its own, N / (P x t)");
     }
-    const ModelOptions options = args.choice.options.empty()
-                                     ? ModelOptions{}
-                                     : options_text(args.choice.options, "--model-options");
-    const std::optional<json::object> shape = model_shape(options);
-
     partition::Problem base;
     base.memory_limit_mb = memory_limit_mb;
     base.memory_margin_mb = args.memory_margin_mb;
@@ -344,7 +367,9 @@ int run_search_command(const SearchArgs& args) {
         communication = CommunicationTiming{
             partition::shape_sizes(options.json,
                                    options.file.empty() ? "--model-options" : options.file),
-            *cluster};
+            *cluster,
+            {args.overlap_grad_reduce, args.overlap_param_gather}};
+
     } else if (cluster && !args.model_desc.empty()) {
         fmt::print(stderr,
                    "ppb: note: the layer file's times are in its own unit: communication is not "
@@ -596,6 +621,13 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "shape), on every boundary of every configuration:\n"
                      "each plan's simulated iteration (the ranking) waits for it")
         ->type_name("T");
+    search->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce,
+                     "as Megatron-LM's flag: with --device or --cluster, each stage reduces its\n"
+                     "gradients' buckets while its last backward runs (only what outlasts it,\n"
+                     "at least the last bucket, is waited for)");
+    search->add_flag("--overlap-param-gather", args->overlap_param_gather,
+                     "as Megatron-LM's flag (with the distributed optimizer): the weights are\n"
+                     "gathered while the next forward runs");
     search->add_flag("--fast", args->fast,
                      "skip the local search on the simulated iteration that plans the 8 best\n"
                      "configurations with chunks again (each configuration is then the exact\n"

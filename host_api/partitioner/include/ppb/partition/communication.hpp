@@ -24,14 +24,17 @@
 //   - after the last backward, the data-parallel gradient synchronisation of each stage: its
 //     gradients reduce-scattered and its parameters all-gathered with the distributed optimizer,
 //     all-reduced without it, over the d replicas (the routed experts over the
-//     expert-data-parallel ranks); not overlapped with the backward (Megatron-LM without
-//     --overlap-grad-reduce): data_parallel_sync_ms of the slowest stage is added to the
-//     iteration.
+//     expert-data-parallel ranks). Without overlap (Megatron-LM's default) all of it waits;
+//     with --overlap-grad-reduce the gradients' buckets are reduced while the stage's last
+//     backward runs, with --overlap-param-gather the weights gathered while the next forward
+//     runs, so only what outlasts that window, and at least the last bucket's share, is exposed
+//     (exposed_sync_ms). The slowest stage's exposed synchronisation is added to the
+//     iteration;
 // and, per body layer and micro-batch, its tensor-parallel collectives and an MoE layer's expert
 // all-to-all (layer_communication_ms), which the layer times from a shape include when they are
 // made for a cluster (ppb/partition/shape_time.hpp).
-// Not yet counted: context-parallel exchanges, overlap of the synchronisation with the
-// backward.
+// Not yet counted: context-parallel exchanges, overlap of the layers' collectives with their
+// compute.
 #ifndef PPB_PARTITION_COMMUNICATION_HPP
 #define PPB_PARTITION_COMMUNICATION_HPP
 
@@ -100,15 +103,42 @@ struct ParallelLayout {
 
 // The data-parallel synchronisation of one stage holding `plan_stage`'s body layers (per group
 // of the shape, by the time model's group names), the embedding on stage 0 and the LM head on
-// the last stage, in ms.
+// the last stage: its gradients' reduction and (distributed optimizer) its weights' gather, in
+// ms, and the parameters a rank synchronises.
+struct DataParallelSync {
+    double gradients = 0.0;
+    double parameters = 0.0;
+    double parameter_count = 0.0;
+    [[nodiscard]] double total() const noexcept { return gradients + parameters; }
+};
+[[nodiscard]] DataParallelSync data_parallel_sync(const ShapeSizes& shape, const Cluster& cluster,
+                                                  const ParallelLayout& layout,
+                                                  const TimeModel& time,
+                                                  const StagePlan& plan_stage);
+// Its total, all exposed.
 [[nodiscard]] double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
                                            const ParallelLayout& layout, const TimeModel& time,
                                            const StagePlan& plan_stage);
 
-// The slowest stage's, for a plan of `layout.pipeline` stages.
+// What Megatron-LM overlaps of it (--overlap-grad-reduce, --overlap-param-gather), with its
+// bucket size: by default max(40 000 000, 1 000 000 x d) parameters
+// (megatron/core/distributed/distributed_data_parallel.py at d98e8a64dd).
+struct SyncOverlap {
+    bool grad_reduce = false;
+    bool param_gather = false;
+};
+[[nodiscard]] double default_bucket_parameters(std::uint32_t data_parallel) noexcept;
+
+// The part of `sync` the stage waits for: each overlapped part less its window (the stage's
+// backward of one micro-batch for the gradients, its forward for the weights, from
+// `plan_stage`'s chunks), but at least its last bucket's share, bucket / parameter_count of it.
+[[nodiscard]] double exposed_sync_ms(const DataParallelSync& sync, const StagePlan& plan_stage,
+                                     const SyncOverlap& overlap, double bucket_parameters) noexcept;
+
+// The slowest stage's exposed synchronisation, for a plan of `layout.pipeline` stages.
 [[nodiscard]] double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
                                            const ParallelLayout& layout, const TimeModel& time,
-                                           const Plan& plan);
+                                           const Plan& plan, const SyncOverlap& overlap = {});
 
 }  // namespace ppb::partition
 
