@@ -118,6 +118,8 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--jobs",
                                "--progress",
                                "--comm-time",
+                               "--overlap-grad-reduce",
+                               "--overlap-param-gather",
                                "--fast",
                                "--json",
                                "--report"})},
