@@ -227,6 +227,7 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
                                 "across nodes)"));
     const json::value hand_doc = parse_json(by_hand.out);
     BOOST_TEST(hand_doc.at("communication").is_null());
+    BOOST_TEST(!hand_doc.at("ranking").at(0).as_object().contains("model_flops_utilisation"));
 
     // One body layer's forward without communication: a middle stage of P = 8 by hand (10
     // layers, none recomputed).
@@ -247,8 +248,18 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
         const auto pipeline = v.at("pipeline_parallel").to_number<int>();
         const auto replicas = v.at("data_parallel").to_number<int>();
         const double sync = v.at("data_parallel_sync_time").to_number<double>();
-        BOOST_TEST(v.at("iteration_time").to_number<double>() ==
-                       plan.at("simulated").at("makespan").to_number<double>() + sync,
+        const double iteration = v.at("iteration_time").to_number<double>();
+        BOOST_TEST(iteration == plan.at("simulated").at("makespan").to_number<double>() + sync,
+                   tt::tolerance(1e-12));
+        // Throughput: 128 sequences of 4096 tokens per iteration over 64 devices; the model's
+        // FLOPs per sequence, 3 x (80 layers of 7 559 142 440 960 and the LM head's
+        // 2 147 483 648 000), over 64 x 989 TFLOP/s.
+        BOOST_TEST(v.at("tokens_per_second_per_device").to_number<double>() ==
+                       128.0 * 4096 / (iteration / 1e3) / 64,
+                   tt::tolerance(1e-12));
+        BOOST_TEST(v.at("model_flops_utilisation").to_number<double>() ==
+                       128.0 * 3 * (80 * 7'559'142'440'960.0 + 2'147'483'648'000.0) /
+                           (iteration / 1e3 * 64 * 989e12),
                    tt::tolerance(1e-12));
         for (const json::value& t : plan.at("comm_time").as_array())
             BOOST_TEST(t.to_number<double>() == 0.16777216, tt::tolerance(1e-12));

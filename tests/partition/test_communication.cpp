@@ -101,6 +101,11 @@ BOOST_AUTO_TEST_CASE(each_stage_synchronises_its_own_parameters_over_the_replica
     const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
     BOOST_TEST(shape.groups.at(0).parameters == layer_parameters);
     BOOST_TEST(shape.embedding_parameters == embedding_parameters);
+    // The model's FLOPs per micro-batch, forward and backward: 8 layers of 2bsh(h + 2h) + 4bs^2h
+    // + 2bsh^2 (attention) + 4bshF (MLP) = 68 719 476 736, the LM head's 2bshV, times 3.
+    BOOST_TEST(shape.model_flops_per_micro_batch ==
+               3.0 * (8 * 68'719'476'736.0 + 134'217'728'000.0));
+    BOOST_TEST(shape.tokens_per_micro_batch == 2048.0);
     const TimeModel time =
         time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{400.0});
 

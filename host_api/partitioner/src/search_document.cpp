@@ -37,6 +37,20 @@ json::value limit_value(double mb) {
 
 }  // namespace
 
+ConfigurationThroughput throughput_of(const SearchOutcome& outcome, std::uint32_t tensor_parallel,
+                                      const Throughput& throughput) {
+    const Configuration& c = outcome.configuration;
+    const double seconds = outcome.iteration_time() / 1e3;
+    const double micro_batches = static_cast<double>(c.micro_batches) * c.data_parallel;
+    const double devices = static_cast<double>(c.pipeline) * c.data_parallel * tensor_parallel;
+    if (!(seconds > 0.0) || !std::isfinite(seconds))
+        return {};
+    return ConfigurationThroughput{
+        micro_batches * throughput.tokens_per_micro_batch / seconds / devices,
+        micro_batches * throughput.model_flops_per_micro_batch /
+            (seconds * devices * throughput.peak_tflops * 1e12)};
+}
+
 std::vector<const SearchOutcome*> top_ranked(const SearchResult& result, std::size_t top) {
     std::vector<const SearchOutcome*> out = ranked(result);
     if (top != 0 && out.size() > top)
@@ -102,6 +116,12 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         const PlannedPartition& p = *o->planned;
         entry["iteration_time"] = o->iteration_time();
         entry["data_parallel_sync_time"] = o->data_parallel_sync;
+        if (context.throughput) {
+            const ConfigurationThroughput t =
+                throughput_of(*o, space.tensor_parallel, *context.throughput);
+            entry["tokens_per_second_per_device"] = t.tokens_per_second_per_device;
+            entry["model_flops_utilisation"] = t.model_flops_utilisation;
+        }
         entry["partitioner_objective"] = p.plan.iteration_time;
         entry["bubble_fraction"] = p.simulation.bubble_fraction;
         entry["peak_memory_mb"] = o->peak_memory_mb;

@@ -465,6 +465,15 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
     out.param_bytes = bytes("param_bytes", 2.0);
     out.grad_bytes = bytes("grad_bytes", 4.0);
     out.hidden_states = shape.seq * shape.batch * shape.hidden;
+    out.tokens_per_micro_batch = shape.seq * shape.batch;
+    {
+        double forward = lm_head_flops(shape);
+        for (std::uint32_t i = 0; i < shape.layers; ++i) {
+            const bool moe = shape.moe && shape.moe->moe_layer[i];
+            forward += moe ? moe_layer_flops(shape) : dense_layer_flops(shape);
+        }
+        out.model_flops_per_micro_batch = 3.0 * forward * shape.tp;
+    }
     const double h = shape.hidden;
     const double vocabulary = shape.vocab / shape.tp * h;
     double positions = 0.0;

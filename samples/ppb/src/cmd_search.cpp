@@ -446,7 +446,12 @@ int run_search_command(const SearchArgs& args) {
         times.unit,
         args.top,
         args.show_infeasible,
-        communication ? communication->description() : std::string()};
+        communication ? communication->description() : std::string(),
+        communication ? std::optional<partition::Throughput>(
+                            partition::Throughput{communication->sizes.tokens_per_micro_batch,
+                                                  communication->sizes.model_flops_per_micro_batch,
+                                                  communication->cluster.peak_tflops()})
+                      : std::nullopt};
     if (!result.stopped) {
         // Nothing fits: the smallest limit that fits a configuration, and exit 4 (or 2 when no
         // configuration could be planned at all).

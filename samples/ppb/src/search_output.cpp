@@ -44,33 +44,58 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         context.model.model_version, context.model.source, space_line(space, base, context));
 
     using A = TextTable::Align;
-    TextTable table({"RANK", "PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "ITERATION", "OBJECTIVE",
-                     "BUBBLE", "PEAK MEMORY", "HEADROOM"},
-                    {A::right, A::right, A::right, A::right, A::left, A::left, A::right, A::right,
-                     A::right, A::right, A::right});
+    std::vector<std::string> headers = {"RANK",     "PP",          "DP",        "M",
+                                        "SCHEDULE", "RECOMPUTE",   "ITERATION", "OBJECTIVE",
+                                        "BUBBLE",   "PEAK MEMORY", "HEADROOM"};
+    std::vector<A> align = {A::right, A::right, A::right, A::right, A::left, A::left,
+                            A::right, A::right, A::right, A::right, A::right};
+    if (context.throughput) {
+        // With a cluster's devices: throughput beside the iteration.
+        headers.insert(headers.begin() + 7, {"TOKENS/S/DEVICE", "MFU"});
+        align.insert(align.begin() + 7, {A::right, A::right});
+    }
+    TextTable table(headers, align);
     const auto ranking = partition::top_ranked(result, context.top);
     std::size_t rank = 0;
     for (const SearchOutcome* o : ranking) {
         const auto& c = o->configuration;
         const auto& p = *o->planned;
-        table.add_row({std::to_string(++rank), std::to_string(c.pipeline),
-                       std::to_string(c.data_parallel), std::to_string(c.micro_batches),
-                       partition::describe(c.schedule), c.recompute.name,
-                       format_time(o->iteration_time(), context.time_unit),
-                       format_time(p.plan.iteration_time, context.time_unit),
-                       fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
-                       format_mb(o->peak_memory_mb), format_mb(o->headroom_mb)});
+        std::vector<std::string> row = {
+            std::to_string(++rank),
+            std::to_string(c.pipeline),
+            std::to_string(c.data_parallel),
+            std::to_string(c.micro_batches),
+            partition::describe(c.schedule),
+            c.recompute.name,
+            format_time(o->iteration_time(), context.time_unit),
+            format_time(p.plan.iteration_time, context.time_unit),
+            fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
+            format_mb(o->peak_memory_mb),
+            format_mb(o->headroom_mb)};
+        if (context.throughput) {
+            const partition::ConfigurationThroughput t =
+                partition::throughput_of(*o, space.tensor_parallel, *context.throughput);
+            row.insert(row.begin() + 7,
+                       {fmt::format("{:.0f}", t.tokens_per_second_per_device),
+                        fmt::format("{:.1f} %", 100.0 * t.model_flops_utilisation)});
+        }
+        table.add_row(row);
     }
     out += table.render();
 
     const auto [planned, infeasible, invalid] = partition::count_outcomes(result);
     out += fmt::format(
         "\nITERATION: the plan's iteration as its schedule runs it (simulated{}), per global "
-        "batch, "
-        "{}; OBJECTIVE: the partitioner objective, the estimate each plan minimises (not the "
-        "iteration).\n",
+        "batch, {}; {}OBJECTIVE: the partitioner objective, the estimate each plan minimises "
+        "(not the iteration).\n",
         context.communication.empty() ? "" : ", then the data-parallel synchronisation",
-        time_unit_phrase(context.time_unit));
+        time_unit_phrase(context.time_unit),
+        context.throughput
+            ? fmt::format("TOKENS/S/DEVICE: the global batch's tokens per second of it and "
+                          "device; MFU: the model's FLOPs (forward and backward, no "
+                          "recomputation) over the devices' {:g} TFLOP/s peak; ",
+                          context.throughput->peak_tflops)
+            : std::string());
     std::string summary = fmt::format("{} planned", planned);
     if (ranking.size() < planned)
         summary += fmt::format(" (the best {} shown; --top 0 shows all)", ranking.size());

@@ -9,9 +9,31 @@
 #include <boost/json/object.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ppb::partition {
+
+// What turns a configuration's iteration (in ms) into throughput: known when the layers are a
+// model shape's on a cluster's devices.
+struct Throughput {
+    double tokens_per_micro_batch = 0.0;       // s x b
+    double model_flops_per_micro_batch = 0.0;  // forward + backward, all tensor-parallel ranks
+    double peak_tflops = 0.0;                  // per device, at the cluster's precision
+};
+
+// Of a planned configuration with tensor parallel t: tokens per second per device (the global
+// batch's tokens over the iteration, over P x d x t devices), and the model-FLOPs utilisation
+// (the model's FLOPs per iteration over the devices' peak for as long; recomputation is not
+// model FLOPs).
+struct ConfigurationThroughput {
+    double tokens_per_second_per_device = 0.0;
+    double model_flops_utilisation = 0.0;
+};
+[[nodiscard]] ConfigurationThroughput throughput_of(const SearchOutcome& outcome,
+                                                    std::uint32_t tensor_parallel,
+                                                    const Throughput& throughput);
 
 struct SearchContext {
     PartitionContext model;        // the memory model, as in ppb.partition/1
@@ -23,6 +45,8 @@ struct SearchContext {
     // and data-parallel synchronisation on 8 H100 per node, ..."); empty: none is timed beyond
     // the problem's comm_time.
     std::string communication = {};
+    // With it, each ranked configuration's tokens per second per device and MFU.
+    std::optional<Throughput> throughput = std::nullopt;
 };
 
 // The ppb.search/1 document: the space searched, counts, the ranked configurations (each with its

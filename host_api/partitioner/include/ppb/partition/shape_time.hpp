@@ -104,6 +104,11 @@ struct ShapeSizes {
     std::vector<Group> groups;
     double expert_parallel = 1.0;         // EP
     double expert_tensor_parallel = 1.0;  // ETP (default t)
+    // The model's FLOPs for one micro-batch, forward and backward (3 x the forward's matrix
+    // products counted above, over all its layers and the LM head, on all t ranks together):
+    // what a model-FLOPs utilisation divides; and the tokens of one micro-batch, s x b.
+    double model_flops_per_micro_batch = 0.0;
+    double tokens_per_micro_batch = 0.0;
 };
 
 // The sizes of the shape in `options_json`. Throws as layer_file_from_shape().
