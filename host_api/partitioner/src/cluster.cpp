@@ -112,9 +112,17 @@ double Cluster::memory_mb() const noexcept {
     return device.memory_gib * 1024.0;
 }
 
+double achievable_fraction(const DeviceSpec& device, MatrixPrecision precision) noexcept {
+    const double calibrated = precision == MatrixPrecision::fp8    ? device.fp8_achievable_fraction
+                              : precision == MatrixPrecision::bf16 ? device.bf16_achievable_fraction
+                                                                   : 0.0;
+    return calibrated > 0.0 ? calibrated : default_achievable_fraction;
+}
+
 Cluster cluster_of_device(std::string_view name) {
     Cluster cluster;
     cluster.device = device_named(name);
+    cluster.achievable_fraction = achievable_fraction(cluster.device, cluster.precision);
     cluster.devices_per_node = cluster.device.devices_per_node;
     cluster.intra_node_gb_s = cluster.device.intra_node_gb_s;
     cluster.network_gb_s = cluster.device.network_gb_s;
@@ -162,11 +170,12 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
         cluster.network_gb_s = x->as_number_in(bandwidth_range);
     if (const auto x = root.optional("network_latency_us"))
         cluster.network_latency_us = x->as_number_in(latency_range);
-    if (const auto x = root.optional("achievable_fraction"))
-        cluster.achievable_fraction = x->as_number_in(fraction_range);
     std::optional<JsonNode> precision = root.optional("precision");
     if (precision)
         cluster.precision = precision_of(*precision);
+    cluster.achievable_fraction = achievable_fraction(cluster.device, cluster.precision);
+    if (const auto x = root.optional("achievable_fraction"))
+        cluster.achievable_fraction = x->as_number_in(fraction_range);
     if (cluster.peak_tflops() <= 0.0) {
         const std::string problem = fmt::format(
             "the device {} has no {} rate (give {}_tflops in overrides)", cluster.device.name,

@@ -77,16 +77,16 @@ LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSi
             shape.sequence_parallel
                 ? 2.0 * (all_gather_ms(bytes, t, link) + reduce_scatter_ms(bytes, t, link))
                 : 2.0 * all_reduce_ms(bytes, t, link);
-        out.forward += per_direction;
-        out.backward += per_direction;
+        out.tensor_parallel_forward = per_direction;
+        out.tensor_parallel_backward = per_direction;
     }
     const auto ep = static_cast<std::uint64_t>(shape.expert_parallel);
     if (group.routed_elements > 0.0 && ep > 1) {
         const Link link =
             group_link(cluster, 0, static_cast<std::uint64_t>(shape.expert_tensor_parallel), ep);
         const double exchange = 2.0 * all_to_all_ms(2.0 * group.routed_elements, ep, link);
-        out.forward += exchange;
-        out.backward += exchange;
+        out.expert_forward = exchange;
+        out.expert_backward = exchange;
     }
     return out;
 }
@@ -215,6 +215,21 @@ double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
         slowest = std::max(slowest, exposed_sync_ms(sync, stage, overlap, bucket));
     }
     return slowest;
+}
+
+SearchOutcome plan_with_communication(
+    const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
+    const Problem& base, const Configuration& c,
+    const std::function<SearchOutcome(const Problem&, const Configuration&)>& plan_one) {
+    const ParallelLayout layout{c.pipeline, c.data_parallel};
+    Problem problem = base;
+    problem.comm_time = pipeline_transfer_ms(shape, cluster, layout, c.schedule.schedule);
+    SearchOutcome out = plan_one(problem, c);
+    if (out.planned) {
+        out.data_parallel_sync =
+            data_parallel_sync_ms(shape, cluster, layout, problem.time, out.planned->plan, overlap);
+    }
+    return out;
 }
 
 }  // namespace ppb::partition

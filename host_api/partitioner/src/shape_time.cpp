@@ -13,6 +13,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -340,8 +341,17 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
                         const ShapeTimeSettings& settings, std::string_view source,
                         const LayerCommunication& communication = {}) {
     const double compute = flops / (settings.device_tflops * 1e12) * 1e3;  // ms
-    const double forward = compute + communication.forward;
-    const double backward = 2.0 * compute + communication.backward;
+    // With --tp-comm-overlap the tensor-parallel collectives hide under the matrix products.
+    const auto exposed = [&](double collectives, double products) {
+        return settings.tp_comm_overlap ? std::max(collectives - products, 0.0) : collectives;
+    };
+    const double forward_collectives =
+        exposed(communication.tensor_parallel_forward, compute) + communication.expert_forward;
+    const double backward_collectives =
+        exposed(communication.tensor_parallel_backward, 2.0 * compute) +
+        communication.expert_backward;
+    const double forward = compute + forward_collectives;
+    const double backward = 2.0 * compute + backward_collectives;
     const double time = forward + backward;
     if (type == sapp::EntryType::body && !(time > 0.0)) {
         throw InputError(located_message(
@@ -358,7 +368,7 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
                         sapp::type_name(type), name, format_time(time, "ms"),
                         limits::describe(limits::time), settings.device_tflops)));
     }
-    if (communication.forward == 0.0 && communication.backward == 0.0)
+    if (forward_collectives == 0.0 && backward_collectives == 0.0)
         return sapp::Entry{
             .name = std::move(name), .type = type, .nb_layer = layers, .time = compute};
     return sapp::Entry{.name = std::move(name),

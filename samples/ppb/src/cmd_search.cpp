@@ -236,16 +236,11 @@ struct CommunicationTiming {
                                                 const partition::Problem& base,
                                                 const partition::Configuration& c,
                                                 bool refine) const {
-        const partition::ParallelLayout layout{c.pipeline, c.data_parallel};
-        partition::Problem problem = base;
-        problem.comm_time =
-            partition::pipeline_transfer_ms(sizes, cluster, layout, c.schedule.schedule);
-        partition::SearchOutcome out = models.plan(problem, c, refine);
-        if (out.planned) {
-            out.data_parallel_sync = partition::data_parallel_sync_ms(
-                sizes, cluster, layout, problem.time, out.planned->plan, overlap);
-        }
-        return out;
+        return partition::plan_with_communication(
+            sizes, cluster, overlap, base, c,
+            [&](const partition::Problem& problem, const partition::Configuration& configuration) {
+                return models.plan(problem, configuration, refine);
+            });
     }
 
     // For the search's header.

@@ -41,7 +41,15 @@ struct DeviceSpec {
     std::uint32_t devices_per_node = 0;  // in that domain, as the device is usually sold
     double network_gb_s = 0.0;           // per device and direction, across nodes
     std::string source;                  // where the figures come from
+    // The fraction of the peak matrix rate a model shape's layers achieve, calibrated against
+    // published throughputs of tuned configurations (tests/data/tuned/published.json; the
+    // default_achievable_fraction where the table has none for the device or precision).
+    double bf16_achievable_fraction = 0.0;  // 0: not calibrated
+    double fp8_achievable_fraction = 0.0;
 };
+
+// The fraction a device without a calibrated one is taken at.
+inline constexpr double default_achievable_fraction = 0.4;
 
 // The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
 // Ascend910B).
@@ -54,15 +62,19 @@ struct DeviceSpec {
 // The matrix precision a cluster's layers run their rate at.
 enum class MatrixPrecision { bf16, fp8, fp32 };
 
+// The device's calibrated achievable fraction at `precision`, else default_achievable_fraction.
+[[nodiscard]] double achievable_fraction(const DeviceSpec& device,
+                                         MatrixPrecision precision) noexcept;
+
 struct Cluster {
     DeviceSpec device;  // with the document's overrides applied
     std::uint32_t devices_per_node = 0;
     double intra_node_gb_s = 0.0;
     double network_gb_s = 0.0;
     double network_latency_us = 0.0;
-    // The fraction of the peak matrix rate the layers achieve (default 0.4: not yet calibrated
-    // per device type; host_api/docs/cluster.md).
-    double achievable_fraction = 0.4;
+    // The fraction of the peak matrix rate the layers achieve: the device's calibrated one at
+    // the precision (achievable_fraction()) unless the description gives it.
+    double achievable_fraction = default_achievable_fraction;
     MatrixPrecision precision = MatrixPrecision::bf16;
 
     // The peak rate at `precision`, TFLOP/s.

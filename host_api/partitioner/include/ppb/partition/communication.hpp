@@ -40,10 +40,12 @@
 
 #include <ppb/partition/cluster.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/search.hpp>
 #include <ppb/partition/shape_time.hpp>
 #include <ppb/schedule.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ppb::partition {
@@ -80,8 +82,16 @@ struct Link {
 // 2 all-to-alls forward, 2 backward, of routed_elements x 2 bytes) over the expert-parallel
 // ranks, expert_tensor_parallel apart.
 struct LayerCommunication {
-    double forward = 0.0;
-    double backward = 0.0;
+    double tensor_parallel_forward = 0.0;
+    double tensor_parallel_backward = 0.0;
+    double expert_forward = 0.0;
+    double expert_backward = 0.0;
+    [[nodiscard]] double forward() const noexcept {
+        return tensor_parallel_forward + expert_forward;
+    }
+    [[nodiscard]] double backward() const noexcept {
+        return tensor_parallel_backward + expert_backward;
+    }
 };
 [[nodiscard]] LayerCommunication layer_communication_ms(const ShapeSizes& shape,
                                                         const ShapeSizes::Group& group,
@@ -139,6 +149,14 @@ struct SyncOverlap {
 [[nodiscard]] double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
                                            const ParallelLayout& layout, const TimeModel& time,
                                            const Plan& plan, const SyncOverlap& overlap = {});
+
+// Plans configuration `c` of `base` with `plan_one` (plan_configuration with a memory source)
+// after setting the transfers between its stages (pipeline_transfer_ms), then adds its exposed
+// data-parallel synchronisation to the outcome: what `ppb search` does with a cluster.
+[[nodiscard]] SearchOutcome plan_with_communication(
+    const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
+    const Problem& base, const Configuration& c,
+    const std::function<SearchOutcome(const Problem&, const Configuration&)>& plan_one);
 
 }  // namespace ppb::partition
 

@@ -49,6 +49,10 @@ struct ShapeTimeSettings {
     // collectives and an MoE layer's expert all-to-all on the cluster's links
     // (ppb/partition/communication.hpp, layer_communication_ms).
     std::optional<Cluster> cluster = std::nullopt;
+    // Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers): the tensor-parallel
+    // collectives run under the layer's matrix products, so only what outlasts them is waited
+    // for (the expert all-to-all is not overlapped by it).
+    bool tp_comm_overlap = false;
 };
 
 // A SAPP layer file ({"layers_description": [...]}, with comment, pre_defined_layer and

@@ -1,0 +1,323 @@
+// The time model against published, measured throughputs of expert-tuned configurations
+// (tests/data/tuned/published.json: NeMo's and Megatron-Bridge's performance summaries and
+// torchtitan's benchmarks, each row with its repository, path and commit). Each configuration
+// (TP, PP, VP, EP, micro- and global batch, sequence, precision) is timed as `ppb search` times
+// it on the device of the table: the layers' FLOPs at the device's peak x its achievable
+// fraction, their collectives, the transfers between stages and the data-parallel
+// synchronisation, overlapped as NeMo's and Megatron-Bridge's performance recipes overlap them
+// (tp_comm_overlap, overlap_grad_reduce and overlap_param_gather on: e.g. Megatron-Bridge's
+// scripts/performance configs, NeMo's MegatronCommOverlapCallback in its perf scripts); planned
+// without a memory limit (the published run fitted). The ratio of the published tokens per second
+// per GPU to the predicted one is the error; the achievable fraction of each device and precision
+// in the device table is the one that makes the median ratio 1 (calibrated once per device type
+// and precision, not per case). Rows the time model does not cover yet are named with why.
+// ctest -R tuned -V prints the table.
+#include <ppb/partition/cluster.hpp>
+#include <ppb/partition/communication.hpp>
+#include <ppb/partition/search.hpp>
+#include <ppb/partition/shape_time.hpp>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace json = boost::json;
+using namespace ppb::partition;
+
+namespace tuned_tests {
+
+namespace {
+
+struct Row {
+    std::string name;         // "llama3_70b H100 fp8 64 GPUs TP4 PP4 VP5"
+    std::string device;       // "H100"
+    std::string precision;    // "bf16" or "fp8"
+    std::string not_covered;  // why the time model does not time it (empty: timed)
+    double published = 0.0;   // tokens per second per GPU
+    double predicted = 0.0;
+    bool moe = false;
+};
+
+json::value read_published() {
+    std::ifstream in(std::string(PPB_TEST_DATA_DIR) + "/tuned/published.json");
+    BOOST_TEST_REQUIRE(in.good());
+    return json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+}
+
+double number(const json::value& v) {
+    return v.to_number<double>();
+}
+
+std::uint32_t count(const json::object& o, std::string_view key, std::uint32_t fallback) {
+    const json::value* v = o.if_contains(key);
+    return v == nullptr || v->is_null() ? fallback : v->to_number<std::uint32_t>();
+}
+
+// The analytic model's shape of `model` run as `run` describes.
+std::string shape_of(const json::object& model, const json::object& run) {
+    const std::uint32_t tp = count(run, "tp", 1);
+    json::object shape{{"hidden_size", model.at("hidden_size")},
+                       {"num_attention_heads", model.at("num_attention_heads")},
+                       {"num_kv_heads", model.at("num_kv_heads")},
+                       {"ffn_hidden_size", model.at("ffn_hidden_size")},
+                       {"vocab_size", model.at("vocab_size")},
+                       {"num_layers", model.at("num_layers")},
+                       {"gated_mlp", model.at("gated_mlp")},
+                       {"seq_length", run.at("seq_length")},
+                       {"micro_batch_size", run.at("micro_batch")},
+                       {"tensor_parallel", tp},
+                       {"sequence_parallel", tp > 1},
+                       {"distributed_optimizer", true},
+                       // The performance recipes reduce gradients in bf16
+                       // (grad_reduce_in_fp32 = False in Megatron-Bridge's and NeMo's).
+                       {"grad_bytes", 2}};
+    if (const json::value* kv = model.if_contains("kv_channels"); kv != nullptr && !kv->is_null())
+        shape["kv_channels"] = *kv;
+    if (const json::value& moe = model.at("moe"); !moe.is_null()) {
+        const json::object& m = moe.as_object();
+        json::object out{{"num_experts", m.at("num_experts")},
+                         {"top_k", m.at("top_k")},
+                         {"moe_ffn_hidden_size", m.at("moe_ffn_hidden_size")},
+                         {"expert_parallel", count(run, "ep", 1)},
+                         {"expert_tensor_parallel", count(run, "etp", tp)}};
+        if (const std::uint32_t shared = count(m, "shared_experts", 0); shared > 0) {
+            out["shared_experts"] = shared;
+            out["shared_expert_ffn_hidden_size"] = m.at("shared_expert_ffn_hidden_size");
+        }
+        if (const std::uint32_t dense = count(m, "first_k_dense", 0); dense > 0)
+            out["first_k_dense"] = dense;
+        shape["moe"] = std::move(out);
+    }
+    return json::serialize(shape);
+}
+
+// Why the time model does not time `run` of `model` yet, or "".
+std::string not_covered(const json::object& model, const json::object& run) {
+    if (!model.at("mla").is_null())
+        return "multi-latent attention's FLOPs are not in the time model";
+    if (model.at("model").as_string() == "gpt_oss_120b")
+        return "attention sinks and sliding windows are not in the time model";
+    if (count(run, "cp", 1) > 1)
+        return "context parallelism is not in the time model";
+    if (const json::value* f = run.if_contains("fsdp");
+        f != nullptr && !f->is_null() && number(*f) > 0.0)
+        return "FSDP's per-layer weight gathers are not in the time model";
+    if (run.at("seq_length").is_null() || run.at("global_batch").is_null() ||
+        run.at("micro_batch").is_null())
+        return "the source does not state the sequence, global or micro-batch";
+    return "";
+}
+
+// The predicted tokens per second per GPU of `run`, or a reason it cannot be planned.
+double predict(const json::object& model, const json::object& run, const Cluster& cluster,
+               std::string& why) {
+    const std::string shape = shape_of(model, run);
+    const std::uint32_t gpus = count(run, "gpus", 1);
+    const std::uint32_t tp = count(run, "tp", 1);
+    const std::uint32_t pp = count(run, "pp", 1);
+    const std::uint32_t vp = count(run, "vp", 1);
+    const std::uint32_t dp = gpus / (tp * pp);
+    const std::uint32_t mbs = count(run, "micro_batch", 1);
+    const std::uint32_t gbs = count(run, "global_batch", 1);
+    const double seq = number(run.at("seq_length"));
+    if (dp == 0 || gbs % (mbs * dp) != 0) {
+        why = "the global batch is not a whole number of micro-batches per replica";
+        return 0.0;
+    }
+    Problem base;
+    base.memory_limit_mb = 1e12;
+    base.time = time_model_from_shape(shape, "published.json",
+                                      ShapeTimeSettings{cluster.achieved_tflops(), cluster, true});
+    // Time only: a memory model of nothing, every term identified (the published run fitted).
+    ppb_linear_parameters nothing{};
+    nothing.struct_size = sizeof nothing;
+    nothing.identified = PPB_PARAM_CONST | PPB_PARAM_HEAD | PPB_PARAM_TAIL | PPB_PARAM_PER_LAYER;
+    for (std::uint32_t k = 0; k < PPB_KIND_COUNT; ++k)
+        nothing.identified |= PPB_PARAM_ACTIVATION(k);
+    MemorySource memory;
+    memory.kinds = 1u << PPB_KIND_NONE;
+    if (base.time.grouped())
+        memory.group_linear.assign(base.time.groups.size(), nothing);
+    else
+        memory.linear = nothing;
+    Configuration c;
+    c.pipeline = pp;
+    c.data_parallel = dp;
+    c.micro_batches = gbs / (mbs * dp);
+    c.schedule = vp > 1 ? ScheduleChoice{ppb::Schedule::interleaved, vp} : ScheduleChoice{};
+    c.recompute = RecomputePolicy{"none", 1u << PPB_KIND_NONE};
+    const SearchOutcome out = plan_with_communication(
+        shape_sizes(shape, "published.json"), cluster, SyncOverlap{true, true}, base, c,
+        [&](const Problem& problem, const Configuration& configuration) {
+            return plan_configuration(problem, configuration, memory, true);
+        });
+    if (!out.planned) {
+        why = out.message;
+        return 0.0;
+    }
+    return gbs * seq / (out.iteration_time() / 1e3) / gpus;
+}
+
+// Every published run, timed at the device table's achievable fraction, or at `fraction` for
+// the runs on `device` at `precision` when given.
+std::vector<Row> evaluate(const std::string& device = "", const std::string& precision = "",
+                          double fraction = 0.0) {
+    static const json::value doc = read_published();
+    std::map<std::string, const json::object*> models;
+    for (const json::value& m : doc.at("models").as_array())
+        models[std::string(m.at("model").as_string())] = &m.as_object();
+    std::vector<Row> rows;
+    for (const json::value& v : doc.at("runs").as_array()) {
+        const json::object& run = v.as_object();
+        const json::object& model = *models.at(std::string(run.at("model").as_string()));
+        Row row;
+        row.device = std::string(run.at("hardware").as_string());
+        const std::string published_precision(run.at("precision").as_string());
+        row.precision = published_precision.starts_with("fp8") ? "fp8" : "bf16";
+        row.published = number(run.at("tokens_per_sec_per_gpu"));
+        row.name =
+            fmt::format("{} {} {} {} GPUs TP{} PP{}{}{}{} GBS {} MBS {}",
+                        std::string(run.at("model").as_string()), row.device, published_precision,
+                        count(run, "gpus", 1), count(run, "tp", 1), count(run, "pp", 1),
+                        count(run, "vp", 1) > 1 ? fmt::format(" VP{}", count(run, "vp", 1)) : "",
+                        count(run, "cp", 1) > 1 ? fmt::format(" CP{}", count(run, "cp", 1)) : "",
+                        count(run, "ep", 1) > 1 ? fmt::format(" EP{}", count(run, "ep", 1)) : "",
+                        count(run, "global_batch", 0), count(run, "micro_batch", 0));
+        row.not_covered = not_covered(model, run);
+        row.moe = !model.at("moe").is_null();
+        if (!device.empty() && (row.device != device || row.precision != precision))
+            continue;
+        if (row.not_covered.empty()) {
+            Cluster cluster = cluster_of_device(row.device);
+            cluster.precision =
+                row.precision == "fp8" ? MatrixPrecision::fp8 : MatrixPrecision::bf16;
+            cluster.achievable_fraction =
+                fraction > 0.0 ? fraction : achievable_fraction(cluster.device, cluster.precision);
+            row.predicted = predict(model, run, cluster, row.not_covered);
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+double median(std::vector<double> xs) {
+    std::sort(xs.begin(), xs.end());
+    const std::size_t n = xs.size();
+    return n % 2 == 1 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+// The median of published / predicted over the dense runs of `rows` that are timed (MoE layers'
+// efficiency is not calibrated: see the file's header); none when there are none.
+std::optional<double> median_ratio(const std::vector<Row>& rows) {
+    std::vector<double> ratios;
+    for (const Row& r : rows) {
+        if (r.not_covered.empty() && !r.moe)
+            ratios.push_back(r.published / r.predicted);
+    }
+    if (ratios.empty())
+        return std::nullopt;
+    return median(ratios);
+}
+
+// The fraction of `device` at `precision` that makes the median ratio 1, by bisection (the
+// predicted throughput grows with the fraction).
+double calibrated_fraction(const std::string& device, const std::string& precision) {
+    double low = 0.05;
+    double high = 1.0;
+    for (int i = 0; i < 16; ++i) {
+        const double mid = 0.5 * (low + high);
+        (*median_ratio(evaluate(device, precision, mid)) > 1.0 ? low : high) = mid;
+    }
+    return 0.5 * (low + high);
+}
+
+// Timed dense runs more than 15 % off at the calibrated fractions, and what we think the time
+// model misses there: kept exact, so that the list stays true.
+const std::map<std::string, std::string> open_gaps = {
+    {"gpt3_20b H100 fp8 64 GPUs TP2 PP1 GBS 256 MBS 2",
+     "under: 4 micro-batches per replica; the synchronisation of 10 G parameters a rank over 32 "
+     "replicas is exposed beyond the last backward in ppb, which overlaps it with that backward "
+     "only"},
+    {"gpt3_175b H100 fp8 512 GPUs TP4 PP8 VP6 GBS 2048 MBS 2",
+     "under at MBS 2 where MBS 1 on 128 GPUs is within 5 %: larger matrix products run nearer "
+     "the peak than one achievable fraction says"},
+    {"nemotron3_8b H100 fp8 64 GPUs TP2 PP1 GBS 256 MBS 4",
+     "over: a 256 000-token vocabulary, whose loss and softmax (element-wise work) the time model "
+     "does not count"},
+    {"llama31_405b GB200 fp8 256 GPUs TP4 PP16 VP4 GBS 1536 MBS 1",
+     "under by 15.2 %; the same model's MXFP8 run with VP8 is within 9 %"},
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tuned)
+
+BOOST_AUTO_TEST_CASE(report) {
+    const std::vector<Row> rows = evaluate();
+    std::string table =
+        "| configuration | published tok/s/GPU | predicted | error |\n|---|---|---|---|\n";
+    std::vector<double> errors;
+    for (const Row& r : rows) {
+        if (!r.not_covered.empty()) {
+            table += fmt::format("| {} | {:.0f} | not timed: {} | |\n", r.name, r.published,
+                                 r.not_covered);
+            continue;
+        }
+        const double error = r.predicted / r.published - 1.0;
+        if (!r.moe)
+            errors.push_back(std::abs(error));
+        table += fmt::format("| {}{} | {:.0f} | {:.0f} | {:+.1f} % |\n", r.name,
+                             r.moe ? " (MoE)" : "", r.published, r.predicted, 100.0 * error);
+    }
+    table += fmt::format(
+        "\n{} runs, {} timed, {} of them dense: median |error| {:.1f} %\n", rows.size(),
+        std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.not_covered.empty(); }),
+        errors.size(), 100.0 * median(errors));
+    BOOST_TEST_MESSAGE(table);
+}
+
+// The device table's achievable fractions are the ones the published dense runs give.
+BOOST_AUTO_TEST_CASE(the_table_fractions_are_calibrated_on_the_published_runs) {
+    for (const auto& [device, precision] :
+         {std::pair<std::string, std::string>{"H100", "fp8"}, {"B200", "fp8"}, {"GB200", "fp8"}}) {
+        const double calibrated = calibrated_fraction(device, precision);
+        const double table =
+            achievable_fraction(device_named(device),
+                                precision == "fp8" ? MatrixPrecision::fp8 : MatrixPrecision::bf16);
+        BOOST_TEST_MESSAGE(device << " " << precision << ": calibrated " << calibrated << ", table "
+                                  << table);
+        BOOST_TEST(std::abs(table - calibrated) <= 0.005,
+                   device << " " << precision << ": the table's " << table
+                          << " is not the calibrated " << calibrated);
+    }
+}
+
+// Every timed dense run within 15 % of its published throughput, but the open gaps, named.
+BOOST_AUTO_TEST_CASE(dense_runs_are_predicted_within_15_percent_but_the_open_gaps) {
+    std::size_t timed = 0;
+    for (const Row& r : evaluate()) {
+        if (!r.not_covered.empty() || r.moe)
+            continue;
+        ++timed;
+        const double error = r.predicted / r.published - 1.0;
+        const bool open = open_gaps.contains(r.name);
+        BOOST_TEST((std::abs(error) > 0.15) == open,
+                   r.name << ": " << 100.0 * error << " % (listed as an open gap: " << open << ")");
+    }
+    BOOST_TEST(timed == 18u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace tuned_tests
