@@ -133,7 +133,7 @@ int run_partition(const PartitionArgs& args) {
         }
         return read_layer_times(args.model_desc, shape_options,
                                 achieved_tflops(args.device, cluster), cluster,
-                                args.time_convention);
+                                args.time_convention, args.device.tp_comm_overlap);
     }();
     problem.time = std::move(times.time);
     // A model shape's layers on a cluster: its links time the transfers between stages

@@ -372,7 +372,7 @@ int run_search_command(const SearchArgs& args) {
     }
     LayerTimes times =
         read_layer_times(args.model_desc, options, achieved_tflops(args.device, cluster), cluster,
-                         args.time_convention);
+                         args.time_convention, args.device.tp_comm_overlap);
     base.time = std::move(times.time);
     for (const std::string& warning : base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);

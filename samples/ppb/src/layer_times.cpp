@@ -38,9 +38,18 @@ void add_device_options(CLI::App& app, DeviceOptions& options) {
             ->type_name("FILE");
     device->excludes(tflops)->excludes(cluster);
     cluster->excludes(tflops);
+    app.add_flag("--tp-comm-overlap", options.tp_comm_overlap,
+                 "as Megatron-LM's flag: with --device or --cluster, each layer's tensor-parallel\n"
+                 "collectives run under its matrix products (only what outlasts them is waited\n"
+                 "for)");
 }
 
 std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options) {
+    if (options.tp_comm_overlap && options.cluster.empty() && options.device.empty()) {
+        throw UsageError(
+            "--tp-comm-overlap: the layers' collectives are timed on a cluster's links only: give "
+            "--device NAME or --cluster FILE");
+    }
     if (!options.cluster.empty())
         return partition::read_cluster(read_text_file(options.cluster),
                                        source_name(options.cluster));
@@ -94,7 +103,7 @@ std::optional<boost::json::object> model_shape(const ModelOptions& options) {
 
 LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
                             double device_tflops, const std::optional<partition::Cluster>& cluster,
-                            const std::string& convention) {
+                            const std::string& convention, bool tp_comm_overlap) {
     if (!model_desc.empty()) {
         return LayerTimes{partition::read_time_model(
                               model_desc, *partition::time_convention_from_name(convention)),
@@ -108,7 +117,8 @@ LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& o
     }
     const std::string source = options.file.empty() ? "--model-options" : options.file;
     partition::TimeModel time = partition::time_model_from_shape(
-        options.json, source, partition::ShapeTimeSettings{device_tflops, cluster});
+        options.json, source,
+        partition::ShapeTimeSettings{device_tflops, cluster, tp_comm_overlap && cluster});
     return LayerTimes{std::move(time),
                       fmt::format("FLOPs of {} at {:g} TFLOP/s{}", source, device_tflops,
                                   cluster ? ", collectives on the cluster's links" : ""),

@@ -35,9 +35,12 @@ struct DeviceOptions {
     double device_tflops = 400.0;
     std::string device;
     std::string cluster;
+    bool tp_comm_overlap = false;  // --tp-comm-overlap: with a cluster, the layers' collectives
+                                   // run under their matrix products
 };
 
-// Declares --device-tflops, --device and --cluster on `app`, each excluding the others.
+// Declares --device-tflops, --device and --cluster on `app`, each excluding the others, and
+// --tp-comm-overlap.
 void add_device_options(CLI::App& app, DeviceOptions& options);
 
 // The cluster of --device or --cluster, if either is given. Throws UsageError for an unknown
@@ -63,7 +66,8 @@ void add_time_convention_option(CLI::App& app, std::string& convention);
 [[nodiscard]] LayerTimes read_layer_times(const std::string& model_desc,
                                           const ModelOptions& options, double device_tflops,
                                           const std::optional<partition::Cluster>& cluster,
-                                          const std::string& convention);
+                                          const std::string& convention,
+                                          bool tp_comm_overlap = false);
 
 // A layer file that is the memory model as well: SAPP plans with its layer file alone, its BODY
 // entries' memory_parameter and activation memory being the per-layer memory (the table model's
