@@ -22,6 +22,8 @@
 
 #include <unistd.h>
 
+#include <ppb/partition/shape_time.hpp>
+
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -497,6 +499,25 @@ BOOST_AUTO_TEST_CASE(the_stated_uncertainty_covers_the_spread_of_the_earlier_run
         if (o.predicted)
             BOOST_TEST(o.std_error_mb >= all.rms * o.predicted_mb * 0.999, o.name);
     }
+}
+
+// The search journey: every shape 'ppb import megatron-options' writes is one 'ppb search'
+// times (ppb/partition/shape_time.hpp reads every key of the analytic model's options).
+BOOST_AUTO_TEST_CASE(every_imported_shape_is_one_the_search_times) {
+    std::size_t read = 0;
+    for (const Outcome& o : outcomes()) {
+        if (o.import.exit_code != 0)
+            continue;
+        try {
+            const ppb::partition::TimeModel time = ppb::partition::time_model_from_shape(
+                o.import.out, o.name, ppb::partition::ShapeTimeSettings{});
+            BOOST_TEST(time.body_layers > 0u, o.name);
+            ++read;
+        } catch (const std::exception& e) {
+            BOOST_ERROR(o.name << ": " << e.what());
+        }
+    }
+    BOOST_TEST(read > 70u);
 }
 
 BOOST_AUTO_TEST_CASE(report) {

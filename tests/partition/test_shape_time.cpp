@@ -460,6 +460,50 @@ BOOST_AUTO_TEST_CASE(bad_rates) {
                     "shape.json: expected a model shape");
 }
 
+// Multi-latent attention (Megatron-LM's MLASelfAttention) counted by its own projections, context
+// parallelism splitting a sequence's tokens and scores, the multi-token prediction layers on the
+// last stage's LM head entry, and every key the analytic model's options hold accepted: h 1024,
+// a 8, q_lora 256, kv_lora 128, qk 64 + 32 rotary, v 64, s 1024, b 1, t 1, a non-gated MLP of
+// 2048, V 32000, at 1 TFLOP/s.
+BOOST_AUTO_TEST_CASE(mla_context_parallel_and_mtp_are_counted) {
+    const std::string mla =
+        R"({"hidden_size": 1024, "num_attention_heads": 8, "ffn_hidden_size": 2048,
+            "seq_length": 1024, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 4,
+            "tensor_parallel": 1, "gated_mlp": false,
+            "mla": {"q_lora_rank": 256, "kv_lora_rank": 128, "qk_head_dim": 64,
+                    "qk_pos_emb_head_dim": 32, "v_head_dim": 64},
+            "fp8_recipe": "tensorwise", "data_parallel_sharding": "optim_grads_params",
+            "activation_bytes": 4, "recompute_modules": ["mla_up_proj"]})";
+    // Queries 2bs(h q_lora + q_lora a (qk + pos)) = 939 524 096, keys' and values' latent
+    // 2bs h (kv_lora + pos) = 335 544 320, their up-projection 2bs kv_lora a (qk + v) =
+    // 268 435 456, scores 2bs^2 a (qk + pos) = 1 610 612 736, context 2bs^2 a v =
+    // 1 073 741 824, output 2bs a v h = 1 073 741 824; the MLP 4bshF = 8 589 934 592.
+    const double layer = 939'524'096.0 + 335'544'320.0 + 268'435'456.0 + 1'610'612'736.0 +
+                         1'073'741'824.0 + 1'073'741'824.0 + 8'589'934'592.0;
+    const TimeModel plain = model_of(mla);
+    BOOST_TEST(plain.body_forward == layer / 1e9, tt::tolerance(1e-12));
+    // Two context-parallel ranks hold half the tokens each, and half the scores.
+    const TimeModel split = model_of(with_member(mla, "context_parallel", 2));
+    BOOST_TEST(split.body_forward == layer / 2e9, tt::tolerance(1e-12));
+    // One MTP layer: a layer, its 2h x h projection (4 294 967 296) and the LM head again
+    // (2bshV = 67 108 864 000 each).
+    const double lm_head = 67'108'864'000.0;
+    BOOST_TEST(plain.tail_forward == lm_head / 1e9, tt::tolerance(1e-12));
+    const TimeModel with_mtp = model_of(with_member(mla, "mtp_num_layers", 1));
+    BOOST_TEST(with_mtp.tail_forward == (2.0 * lm_head + layer + 4'294'967'296.0) / 1e9,
+               tt::tolerance(1e-12));
+    // A misspelt member of mla is still refused with its did-you-mean.
+    try {
+        (void)model_of(R"({"hidden_size": 1024, "num_attention_heads": 8, "ffn_hidden_size": 2048,
+            "seq_length": 1024, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 4,
+            "tensor_parallel": 1, "mla": {"kv_lora_rnak": 128, "qk_head_dim": 64,
+            "qk_pos_emb_head_dim": 32, "v_head_dim": 64}})");
+        BOOST_ERROR("a misspelt mla member was accepted");
+    } catch (const InputError& e) {
+        BOOST_TEST(std::string(e.what()).find("kv_lora_rank") != std::string::npos, e.what());
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace shape_time_tests

@@ -88,6 +88,14 @@ LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSi
         out.expert_forward = exchange;
         out.expert_backward = exchange;
     }
+    const auto cp = static_cast<std::uint64_t>(shape.context_parallel);
+    if (cp > 1 && shape.key_value_elements > 0.0) {
+        const Link link = group_link(cluster, 0, t, cp);
+        const double ring =
+            static_cast<double>(cp - 1) * point_to_point_ms(2.0 * shape.key_value_elements, link);
+        out.context_parallel_forward = ring;
+        out.context_parallel_backward = 2.0 * ring;
+    }
     return out;
 }
 
@@ -100,8 +108,9 @@ std::vector<double> pipeline_transfer_ms(const ShapeSizes& shape, const Cluster&
     // parallelism; the t ranks send at once over their own links.
     const double bytes =
         2.0 * shape.hidden_states / (shape.sequence_parallel ? shape.tensor_parallel : 1.0);
-    const std::uint64_t stage_ranks =
-        static_cast<std::uint64_t>(shape.tensor_parallel) * layout.data_parallel;
+    const std::uint64_t stage_ranks = static_cast<std::uint64_t>(shape.tensor_parallel) *
+                                      static_cast<std::uint64_t>(shape.context_parallel) *
+                                      layout.data_parallel;
     out.reserve(layout.pipeline - 1);
     for (std::uint32_t i = 0; i + 1 < layout.pipeline; ++i) {
         // Rank r of stage i talks to rank r of stage i + 1, stage_ranks apart; the slowest pair
@@ -152,9 +161,10 @@ DataParallelSync data_parallel_sync(const ShapeSizes& shape, const Cluster& clus
     const auto add = [&](double count, std::uint64_t ranks, std::uint64_t stride) {
         if (ranks <= 1 || !(count > 0.0))
             return;
-        const std::uint64_t first = static_cast<std::uint64_t>(plan_stage.stage) *
-                                    static_cast<std::uint64_t>(shape.tensor_parallel) *
-                                    layout.data_parallel;
+        const std::uint64_t first =
+            static_cast<std::uint64_t>(plan_stage.stage) *
+            static_cast<std::uint64_t>(shape.tensor_parallel * shape.context_parallel) *
+            layout.data_parallel;
         const Link link = group_link(cluster, first, stride, ranks);
         if (shape.distributed_optimizer) {
             out.gradients += reduce_scatter_ms(count * shape.grad_bytes, ranks, link);
@@ -163,13 +173,17 @@ DataParallelSync data_parallel_sync(const ShapeSizes& shape, const Cluster& clus
             out.gradients += all_reduce_ms(count * shape.grad_bytes, ranks, link);
         }
     };
+    // The replicas of the stage's weights: its d x cp ranks, t apart (Megatron-LM reduces the
+    // gradients over the data- and context-parallel ranks together).
     const auto t = static_cast<std::uint64_t>(shape.tensor_parallel);
-    add(parameters, layout.data_parallel, t);
+    const auto cp = static_cast<std::uint64_t>(shape.context_parallel);
+    add(parameters, layout.data_parallel * cp, t);
     if (experts > 0.0) {
-        // Expert-data-parallel ranks: the stage's t x d ranks over EP x ETP; adjacent groups of
-        // EP x ETP ranks hold the same experts.
+        // Expert-data-parallel ranks: the stage's t x cp x d ranks over EP x ETP; adjacent groups
+        // of EP x ETP ranks hold the same experts.
         const double expert_group = shape.expert_parallel * shape.expert_tensor_parallel;
-        const double ranks = shape.tensor_parallel * layout.data_parallel / expert_group;
+        const double ranks =
+            shape.tensor_parallel * shape.context_parallel * layout.data_parallel / expert_group;
         if (ranks >= 1.0) {
             add(experts, static_cast<std::uint64_t>(ranks),
                 static_cast<std::uint64_t>(expert_group));

@@ -49,6 +49,8 @@ void check_space(const SearchSpace& space) {
         throw InputError("the micro-batch size: expected at least 1 sample");
     if (space.tensor_parallel == 0)
         throw InputError("the tensor-parallel degree: expected at least 1");
+    if (space.context_parallel == 0)
+        throw InputError("the context-parallel degree: expected at least 1");
     if (space.schedules.empty())
         throw InputError("the search space is empty: no schedule to consider");
     if (space.recompute.empty())
@@ -69,11 +71,13 @@ void check_space(const SearchSpace& space) {
     if (space.devices) {
         if (*space.devices == 0)
             throw InputError("the device count: expected at least 1");
-        if (*space.devices % space.tensor_parallel != 0) {
+        const std::uint32_t group = space.tensor_parallel * space.context_parallel;
+        if (*space.devices % group != 0) {
             throw InputError(fmt::format(
-                "the {} devices cannot be split into tensor-parallel groups of {}: {} is not a "
-                "multiple of {}",
-                *space.devices, space.tensor_parallel, *space.devices, space.tensor_parallel));
+                "the {} devices cannot be split into {} groups of {}: {} is not a multiple of {}",
+                *space.devices,
+                space.context_parallel > 1 ? "tensor- x context-parallel" : "tensor-parallel",
+                group, *space.devices, group));
         }
     } else {
         if (space.pipeline_degrees.empty()) {
@@ -125,7 +129,8 @@ std::string describe(const Configuration& c) {
 
 SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time) {
     check_space(space);
-    const std::uint32_t t = space.tensor_parallel;
+    // The devices of one stage's replica: t x cp.
+    const std::uint32_t t = space.tensor_parallel * space.context_parallel;
     const bool listed = !space.pipeline_degrees.empty();
     std::vector<std::uint32_t> degrees = space.pipeline_degrees;
     if (listed) {

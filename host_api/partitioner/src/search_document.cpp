@@ -37,12 +37,12 @@ json::value limit_value(double mb) {
 
 }  // namespace
 
-ConfigurationThroughput throughput_of(const SearchOutcome& outcome, std::uint32_t tensor_parallel,
+ConfigurationThroughput throughput_of(const SearchOutcome& outcome, std::uint32_t replica_devices,
                                       const Throughput& throughput) {
     const Configuration& c = outcome.configuration;
     const double seconds = outcome.iteration_time() / 1e3;
     const double micro_batches = static_cast<double>(c.micro_batches) * c.data_parallel;
-    const double devices = static_cast<double>(c.pipeline) * c.data_parallel * tensor_parallel;
+    const double devices = static_cast<double>(c.pipeline) * c.data_parallel * replica_devices;
     if (!(seconds > 0.0) || !std::isfinite(seconds))
         return {};
     return ConfigurationThroughput{
@@ -71,6 +71,7 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
     json::object searched;
     searched["devices"] = space.devices ? json::value(*space.devices) : json::value(nullptr);
     searched["tensor_parallel"] = space.tensor_parallel;
+    searched["context_parallel"] = space.context_parallel;
     searched["global_batch"] = space.global_batch;
     searched["micro_batch_size"] = space.micro_batch_size;
     json::array degrees;
@@ -117,8 +118,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         entry["iteration_time"] = o->iteration_time();
         entry["data_parallel_sync_time"] = o->data_parallel_sync;
         if (context.throughput) {
-            const ConfigurationThroughput t =
-                throughput_of(*o, space.tensor_parallel, *context.throughput);
+            const ConfigurationThroughput t = throughput_of(
+                *o, space.tensor_parallel * space.context_parallel, *context.throughput);
             entry["tokens_per_second_per_device"] = t.tokens_per_second_per_device;
             entry["model_flops_utilisation"] = t.model_flops_utilisation;
         }

@@ -28,12 +28,14 @@ namespace {
 
 namespace json = boost::json;
 
-// The keys of the analytic model's options (plugin/analytic/README.md, "Options"). The time
-// model reads the shape's sizes, num_kv_heads, kv_channels, gated_mlp and moe; the others are the
-// memory model's and are accepted without being read. A key not among them is refused with a
-// "did you mean", as the analytic model refuses it: a misspelt gated_mlp or num_kv_heads would
-// otherwise change the times unnoticed.
-constexpr std::array<std::string_view, 31> shape_keys = {"hidden_size",
+// The keys of the analytic model's options (plugin/analytic/README.md, "Options"; every key its
+// parser reads, plugin/analytic/src/options.cpp). The time model reads the shape's sizes,
+// num_kv_heads, kv_channels, gated_mlp, moe, mla, mtp_num_layers and context_parallel; the
+// others are the memory model's and are accepted without being read. A key not among them is
+// refused with a "did you mean", as the analytic model refuses it: a misspelt gated_mlp or
+// num_kv_heads would otherwise change the times unnoticed. The test of the real runs checks that
+// every shape `ppb import megatron-options` writes is read here (tests/analytic).
+constexpr std::array<std::string_view, 50> shape_keys = {"hidden_size",
                                                          "num_attention_heads",
                                                          "ffn_hidden_size",
                                                          "seq_length",
@@ -43,27 +45,49 @@ constexpr std::array<std::string_view, 31> shape_keys = {"hidden_size",
                                                          "tensor_parallel",
                                                          "num_kv_heads",
                                                          "kv_channels",
-                                                         "qk_layernorm",
-                                                         "sequence_parallel",
                                                          "data_parallel",
+                                                         "position_embeddings",
+                                                         "context_parallel",
+                                                         "deferred_wgrad_micro_batches",
+                                                         "sequence_parallel",
                                                          "distributed_optimizer",
+                                                         "gated_mlp",
+                                                         "flash_attention",
+                                                         "untie_embeddings",
+                                                         "dropout",
+                                                         "keep_gathered_inputs",
+                                                         "linear_biases",
+                                                         "backward_transient",
+                                                         "softmax_in_fp32",
+                                                         "fp8_param_gather",
+                                                         "fp8_transposes",
+                                                         "fused_norms",
+                                                         "qk_layernorm",
                                                          "param_bytes",
                                                          "grad_bytes",
                                                          "optimizer_bytes",
-                                                         "gated_mlp",
-                                                         "flash_attention",
-                                                         "dropout",
-                                                         "keep_gathered_inputs",
-                                                         "untie_embeddings",
                                                          "constant_mb",
                                                          "runtime_mb",
-                                                         "position_embeddings",
-                                                         "linear_biases",
                                                          "logits_bytes",
                                                          "logits_transient_bytes",
-                                                         "backward_transient",
                                                          "relative_std_error",
-                                                         "moe"};
+                                                         "activation_offload_fraction",
+                                                         "optimizer_offload_fraction",
+                                                         "moe",
+                                                         "mla",
+                                                         "recompute_modules",
+                                                         "mtp_num_layers",
+                                                         "mtp_stage_offset",
+                                                         "mtp_recompute",
+                                                         "cp_comm_type",
+                                                         "activation_bytes",
+                                                         "fp8_recipe",
+                                                         "offload_modules",
+                                                         "data_parallel_sharding",
+                                                         "cuda_graph_scope"};
+constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
+                                                      "qk_head_dim", "qk_pos_emb_head_dim",
+                                                      "v_head_dim",  "qk_layernorm"};
 constexpr std::array<std::string_view, 14> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
@@ -98,6 +122,15 @@ struct Moe {
 
 // What the time model reads of a shape, sizes as doubles (each an integer of at most 2^32, so
 // every product below is finite).
+// Multi-latent attention's widths (the analytic model's "mla").
+struct Mla {
+    double q_lora_rank = 0.0;  // 0: the queries are projected from h directly
+    double kv_lora_rank = 0.0;
+    double qk_head = 0.0;
+    double qk_pos = 0.0;
+    double v_head = 0.0;
+};
+
 struct Shape {
     double hidden = 0.0;    // h
     double heads = 0.0;     // a
@@ -108,9 +141,12 @@ struct Shape {
     double batch = 0.0;     // b
     double vocab = 0.0;     // V
     double tp = 0.0;        // t
+    double cp = 1.0;        // context_parallel: each rank holds s / cp of a sequence's tokens
     std::uint32_t layers = 0;
+    std::uint32_t mtp_layers = 0;  // mtp_num_layers, on the last stage
     bool gated_mlp = true;
     std::optional<Moe> moe;
+    std::optional<Mla> mla;
 };
 
 double size_of(const JsonObject& object, std::string_view key) {
@@ -281,6 +317,24 @@ Shape read_shape(std::string_view options_json, std::string_view source) {
         shape.gated_mlp = gated->as_bool();
     if (const auto moe = object.optional("moe"))
         shape.moe = read_moe(*moe, shape.ffn, shape.layers);
+    if (const auto cp = object.optional("context_parallel"))
+        shape.cp = static_cast<double>(cp->as_uint32(1));
+    if (const auto mtp = object.optional("mtp_num_layers"))
+        shape.mtp_layers = mtp->as_uint32(0);
+    if (const auto mla = object.optional("mla")) {
+        const JsonObject m = mla->as_object();
+        m.allow_only(mla_keys, "member");
+        Mla out;
+        if (const auto q = m.optional("q_lora_rank"))
+            out.q_lora_rank = static_cast<double>(q->as_uint32(0));
+        out.kv_lora_rank = static_cast<double>(m.required("kv_lora_rank").as_uint32(1));
+        out.qk_head = static_cast<double>(m.required("qk_head_dim").as_uint32(1));
+        out.qk_pos = static_cast<double>(m.required("qk_pos_emb_head_dim").as_uint32(0));
+        out.v_head = static_cast<double>(m.required("v_head_dim").as_uint32(1));
+        if (const auto norm = m.optional("qk_layernorm"))
+            (void)norm->as_bool();
+        shape.mla = out;
+    }
     return shape;
 }
 
@@ -292,6 +346,23 @@ Shape read_shape(std::string_view options_json, std::string_view source) {
 // most half of them).
 double attention_flops(const Shape& m) {
     const double bs = m.batch * m.seq;
+    if (m.mla) {
+        // Multi-latent attention (Megatron-LM's MLASelfAttention): the queries through their
+        // low-rank latent (or from h), keys and values up-projected from the kv latent, the
+        // rotary part of the keys projected from h beside it; scores over qk + pos channels,
+        // the context over v channels per head.
+        const Mla& l = *m.mla;
+        const double qk = l.qk_head + l.qk_pos;
+        const double a = m.heads;
+        const double queries = l.q_lora_rank > 0.0
+                                   ? 2.0 * bs * (m.hidden * l.q_lora_rank + l.q_lora_rank * a * qk)
+                                   : 2.0 * bs * m.hidden * a * qk;
+        return queries + 2.0 * bs * m.hidden * (l.kv_lora_rank + l.qk_pos)  // kv down
+               + 2.0 * bs * l.kv_lora_rank * a * (l.qk_head + l.v_head)     // kv up
+               + 2.0 * bs * m.seq * a * qk                                  // scores
+               + 2.0 * bs * m.seq * a * l.v_head                            // context
+               + 2.0 * bs * a * l.v_head * m.hidden;                        // output projection
+    }
     const double h = m.hidden;
     const double q = m.heads * m.head;
     const double h_kv = m.kv_heads * m.head;
@@ -301,14 +372,24 @@ double attention_flops(const Shape& m) {
            + 2.0 * bs * q * h;              // output projection
 }
 
+// The attention's core alone (scores and context) on one rank: what the context-parallel ring's
+// sends run under.
+double core_attention_flops(const Shape& m) {
+    const double bs = m.batch * m.seq;
+    const double qk = m.mla ? m.heads * (m.mla->qk_head + m.mla->qk_pos) : m.heads * m.head;
+    const double v = m.mla ? m.heads * m.mla->v_head : m.heads * m.head;
+    return 2.0 * bs * m.seq * (qk + v) / (m.tp * m.cp);
+}
+
 // An MLP of inner size `ffn`: three h x ffn matrices when gated (gate, up, down), else two.
 double mlp_flops(const Shape& m, double ffn) {
     return (m.gated_mlp ? 6.0 : 4.0) * m.batch * m.seq * m.hidden * ffn;
 }
 
-// A dense layer, split over the t ranks (heads and the MLP's inner dimension).
+// A dense layer, split over the t ranks (heads and the MLP's inner dimension) and the cp ranks
+// (each holds s / cp of the tokens, and its queries meet every key: a cp-th of the scores).
 double dense_layer_flops(const Shape& m) {
-    return (attention_flops(m) + mlp_flops(m, m.ffn)) / m.tp;
+    return (attention_flops(m) + mlp_flops(m, m.ffn)) / (m.tp * m.cp);
 }
 
 // An MoE layer. Its router scores every token against E experts; each token passes through
@@ -323,12 +404,24 @@ double moe_layer_flops(const Shape& m) {
     const double router = 2.0 * m.batch * m.seq * m.hidden * moe.experts;
     const double routed = moe.top_k * mlp_flops(m, moe.expert_ffn);
     const double shared = moe.shared * mlp_flops(m, moe.shared_ffn);
-    return (attention_flops(m) + router + routed + shared) / m.tp;
+    return (attention_flops(m) + router + routed + shared) / (m.tp * m.cp);
 }
 
-// The LM head: one h x V matrix, split over the vocabulary.
+// The LM head: one h x V matrix, split over the vocabulary (and the tokens over cp).
 double lm_head_flops(const Shape& m) {
-    return 2.0 * m.batch * m.seq * m.hidden * m.vocab / m.tp;
+    return 2.0 * m.batch * m.seq * m.hidden * m.vocab / (m.tp * m.cp);
+}
+
+// The multi-token prediction layers on the last stage: each a transformer layer of the model's
+// last layer's kind, its projection of the two normalised inputs (2h to h) and its own pass
+// through the LM head.
+double mtp_flops(const Shape& m) {
+    if (m.mtp_layers == 0)
+        return 0.0;
+    const bool moe = m.moe && m.moe->moe_layer.back();
+    const double layer = moe ? moe_layer_flops(m) : dense_layer_flops(m);
+    const double projection = 2.0 * m.batch * m.seq * 2.0 * m.hidden * m.hidden / (m.tp * m.cp);
+    return m.mtp_layers * (layer + projection + lm_head_flops(m));
 }
 
 // One layer's entry: time = its forward, from its FLOPs, as today's SAPP reads `time`
@@ -339,17 +432,22 @@ double lm_head_flops(const Shape& m) {
 // then the FLOPs' backward plus the backward's collectives.
 sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t layers, double flops,
                         const ShapeTimeSettings& settings, std::string_view source,
-                        const LayerCommunication& communication = {}) {
-    const double compute = flops / (settings.device_tflops * 1e12) * 1e3;  // ms
-    // With --tp-comm-overlap the tensor-parallel collectives hide under the matrix products.
+                        const LayerCommunication& communication = {}, double core_flops = 0.0) {
+    const auto ms = [&](double f) { return f / (settings.device_tflops * 1e12) * 1e3; };
+    const double compute = ms(flops);
+    const double core = ms(core_flops);
+    // With --tp-comm-overlap the tensor-parallel collectives hide under the matrix products;
+    // the context-parallel ring's sends always run under the attention's core.
     const auto exposed = [&](double collectives, double products) {
         return settings.tp_comm_overlap ? std::max(collectives - products, 0.0) : collectives;
     };
-    const double forward_collectives =
-        exposed(communication.tensor_parallel_forward, compute) + communication.expert_forward;
+    const double forward_collectives = exposed(communication.tensor_parallel_forward, compute) +
+                                       communication.expert_forward +
+                                       std::max(communication.context_parallel_forward - core, 0.0);
     const double backward_collectives =
         exposed(communication.tensor_parallel_backward, 2.0 * compute) +
-        communication.expert_backward;
+        communication.expert_backward +
+        std::max(communication.context_parallel_backward - 2.0 * core, 0.0);
     const double forward = compute + forward_collectives;
     const double backward = 2.0 * compute + backward_collectives;
     const double time = forward + backward;
@@ -440,7 +538,7 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
             ++end;
         file.entries.push_back(timed_entry(std::string(name), sapp::EntryType::body, end - i,
                                            moe ? moe_flops : dense_flops, settings, source,
-                                           communication_of(name)));
+                                           communication_of(name), core_attention_flops(shape)));
         // auto_partition_layer: each group once, in order of first appearance, all its layers.
         auto it = file.auto_partition_layer.begin();
         while (it != file.auto_partition_layer.end() && it->name != name)
@@ -452,7 +550,7 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
         i = end;
     }
     file.entries.push_back(timed_entry(std::string(tail_name), sapp::EntryType::tail, 1,
-                                       lm_head_flops(shape), settings, source));
+                                       lm_head_flops(shape) + mtp_flops(shape), settings, source));
     return sapp::to_json(file);
 }
 
@@ -470,19 +568,27 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
     };
     ShapeSizes out;
     out.tensor_parallel = shape.tp;
+    out.context_parallel = shape.cp;
     out.sequence_parallel = flag("sequence_parallel", false) && shape.tp > 1.0;
     out.distributed_optimizer = flag("distributed_optimizer", false);
     out.param_bytes = bytes("param_bytes", 2.0);
     out.grad_bytes = bytes("grad_bytes", 4.0);
-    out.hidden_states = shape.seq * shape.batch * shape.hidden;
+    out.hidden_states = shape.seq / shape.cp * shape.batch * shape.hidden;
+    {
+        const double channels =
+            shape.mla ? shape.heads * (shape.mla->qk_head + shape.mla->qk_pos + shape.mla->v_head)
+                      : 2.0 * shape.kv_heads * shape.head;
+        out.key_value_elements =
+            shape.cp > 1.0 ? shape.seq / shape.cp * shape.batch * channels / shape.tp : 0.0;
+    }
     out.tokens_per_micro_batch = shape.seq * shape.batch;
     {
-        double forward = lm_head_flops(shape);
+        double forward = lm_head_flops(shape) + mtp_flops(shape);
         for (std::uint32_t i = 0; i < shape.layers; ++i) {
             const bool moe = shape.moe && shape.moe->moe_layer[i];
             forward += moe ? moe_layer_flops(shape) : dense_layer_flops(shape);
         }
-        out.model_flops_per_micro_batch = 3.0 * forward * shape.tp;
+        out.model_flops_per_micro_batch = 3.0 * forward * shape.tp * shape.cp;
     }
     const double h = shape.hidden;
     const double vocabulary = shape.vocab / shape.tp * h;

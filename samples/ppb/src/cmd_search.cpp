@@ -382,6 +382,7 @@ int run_search_command(const SearchArgs& args) {
     space.pipeline_degrees = args.pipeline_degrees;
     space.tensor_parallel = agreed(args.tensor_parallel, "--tensor-parallel",
                                    shape ? &*shape : nullptr, "tensor_parallel", 1);
+    space.context_parallel = shape ? shape_count(*shape, "context_parallel").value_or(1) : 1;
     space.micro_batch_size = agreed(args.micro_batch_size, "--micro-batch-size",
                                     shape ? &*shape : nullptr, "micro_batch_size", 1);
     space.data_parallel =

@@ -18,9 +18,12 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
         out += fmt::format("{} devices, ", *space.devices);
     else
         out += fmt::format("data parallel {}, ", space.data_parallel);
-    out += fmt::format("tensor parallel {}, global batch {} (micro-batches of {}), memory limit {}",
-                       space.tensor_parallel, space.global_batch, space.micro_batch_size,
-                       format_mb(base.memory_limit_mb));
+    out += fmt::format(
+        "tensor parallel {}{}, global batch {} (micro-batches of {}), memory limit {}",
+        space.tensor_parallel,
+        space.context_parallel > 1 ? fmt::format(", context parallel {}", space.context_parallel)
+                                   : std::string(),
+        space.global_batch, space.micro_batch_size, format_mb(base.memory_limit_mb));
     if (base.memory_margin_mb > 0.0)
         out += fmt::format(" with a {} margin", format_mb(base.memory_margin_mb));
     if (base.memory_margin_sigma > 0.0)
@@ -73,8 +76,8 @@ std::string render_search(const partition::SearchSpace& space, const partition::
             format_mb(o->peak_memory_mb),
             format_mb(o->headroom_mb)};
         if (context.throughput) {
-            const partition::ConfigurationThroughput t =
-                partition::throughput_of(*o, space.tensor_parallel, *context.throughput);
+            const partition::ConfigurationThroughput t = partition::throughput_of(
+                *o, space.tensor_parallel * space.context_parallel, *context.throughput);
             row.insert(row.begin() + 7,
                        {fmt::format("{:.0f}", t.tokens_per_second_per_device),
                         fmt::format("{:.1f} %", 100.0 * t.model_flops_utilisation)});

@@ -81,16 +81,23 @@ struct Link {
 // MoE layer's router sends each of its tokens to top_k experts and back (dispatch and combine:
 // 2 all-to-alls forward, 2 backward, of routed_elements x 2 bytes) over the expert-parallel
 // ranks, expert_tensor_parallel apart.
+// With context parallelism (Transformer Engine's ring, cp_comm_type p2p), the attention passes
+// each rank's keys and values around the cp ranks, t apart: cp - 1 sends of key_value_elements
+// x 2 bytes forward, twice that backward (the keys and values again, and their gradients); the
+// ring overlaps each send with the previous step's attention (exposed only beyond it: the layer
+// times' business, ppb/partition/shape_time.hpp).
 struct LayerCommunication {
     double tensor_parallel_forward = 0.0;
     double tensor_parallel_backward = 0.0;
     double expert_forward = 0.0;
     double expert_backward = 0.0;
+    double context_parallel_forward = 0.0;
+    double context_parallel_backward = 0.0;
     [[nodiscard]] double forward() const noexcept {
-        return tensor_parallel_forward + expert_forward;
+        return tensor_parallel_forward + expert_forward + context_parallel_forward;
     }
     [[nodiscard]] double backward() const noexcept {
-        return tensor_parallel_backward + expert_backward;
+        return tensor_parallel_backward + expert_backward + context_parallel_backward;
     }
 };
 [[nodiscard]] LayerCommunication layer_communication_ms(const ShapeSizes& shape,

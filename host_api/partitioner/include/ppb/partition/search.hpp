@@ -49,6 +49,8 @@ struct SearchSpace {
     // that leaves each stage a layer.
     std::vector<std::uint32_t> pipeline_degrees;
     std::uint32_t tensor_parallel = 1;  // t, fixed (the layer file's times are for it)
+    // cp, fixed: a stage's replica spans t x cp devices (data parallel d = N / (P t cp)).
+    std::uint32_t context_parallel = 1;
     // Samples per iteration (B) and per micro-batch (b): M = B / (b d) micro-batches.
     std::uint64_t global_batch = 0;
     std::uint32_t micro_batch_size = 1;

@@ -23,8 +23,9 @@ struct Throughput {
     double peak_tflops = 0.0;                  // per device, at the cluster's precision
 };
 
-// Of a planned configuration with tensor parallel t: tokens per second per device (the global
-// batch's tokens over the iteration, over P x d x t devices), and the model-FLOPs utilisation
+// Of a planned configuration whose stage replicas span `replica_devices` = t x cp devices:
+// tokens per second per device (the global batch's tokens over the iteration, over P x d x t x
+// cp devices), and the model-FLOPs utilisation
 // (the model's FLOPs per iteration over the devices' peak for as long; recomputation is not
 // model FLOPs).
 struct ConfigurationThroughput {
@@ -32,7 +33,7 @@ struct ConfigurationThroughput {
     double model_flops_utilisation = 0.0;
 };
 [[nodiscard]] ConfigurationThroughput throughput_of(const SearchOutcome& outcome,
-                                                    std::uint32_t tensor_parallel,
+                                                    std::uint32_t replica_devices,
                                                     const Throughput& throughput);
 
 struct SearchContext {

@@ -80,14 +80,18 @@ struct ShapeTimeSettings {
 // shape's: activations 2 (16-bit), gradients grad_bytes (default 4), parameters param_bytes
 // (default 2), as the analytic model reads them.
 struct ShapeSizes {
-    double tensor_parallel = 1.0;  // t
+    double tensor_parallel = 1.0;   // t
+    double context_parallel = 1.0;  // cp: a sequence's tokens split over cp ranks
     bool sequence_parallel = false;
     bool distributed_optimizer = false;
     double param_bytes = 2.0;
     double grad_bytes = 4.0;
-    // One micro-batch's hidden states, s x b x h: what a layer's tensor-parallel collectives and
-    // the pipeline's transfers between stages move.
+    // One micro-batch's hidden states on a rank's cp-th of the tokens, s / cp x b x h: what a
+    // layer's tensor-parallel collectives and the pipeline's transfers between stages move.
     double hidden_states = 0.0;
+    // With context parallelism: the keys and values of a rank's tokens, s / cp x b x (key +
+    // value channels) / t, that the attention's ring passes to the next cp rank at each step.
+    double key_value_elements = 0.0;
     // The parameters each tensor-parallel rank holds and reduces over the data-parallel ranks:
     // the embedding (stage 0: V/t x h, + s x h learned positions when the shape has them), the
     // LM head (last stage: V/t x h + h; also the tied embedding's copy when p > 1).
