@@ -16,6 +16,7 @@
 #include <csignal>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -361,6 +362,63 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
                        {"fp8.json: precision: the device A100 has no fp8 rate"});
     expect_input_error(with({}), {"--memory-limit-mb is required (or --device NAME or --cluster "
                                   "FILE, whose device memory gives it)"});
+}
+
+// Several tensor-parallel degrees and micro-batch sizes: each configuration is the shape's with
+// its t and b (P x d x t = the devices, M x d x b = the global batch), planned as a search of that
+// t and b alone plans it; a layer file's times are for one t and b.
+BOOST_AUTO_TEST_CASE(tensor_parallel_degrees_and_micro_batch_sizes_are_searched_together) {
+    const std::vector<std::string> common = {
+        "search",     "--model",     "analytic", "--model-options",
+        shape_file,   "--devices",   "64",       "--global-batch",
+        "128",        "--schedules", "1f1b",     "--device",
+        "H100",       "--json",      "--top",    "0",
+        "--progress", "never"};
+    auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = common;
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto both = with({"--tensor-parallel", "4,8", "--micro-batch-size", "1,2"});
+    BOOST_TEST_REQUIRE(both.exit_code == 0, both.err);
+    const json::value doc = parse_json(both.out);
+    std::set<std::pair<int, int>> seen;
+    for (const json::value& v : doc.at("ranking").as_array()) {
+        const int t = v.at("tensor_parallel").to_number<int>();
+        const int b = v.at("micro_batch_size").to_number<int>();
+        const int p = v.at("pipeline_parallel").to_number<int>();
+        const int d = v.at("data_parallel").to_number<int>();
+        const int m = v.at("micro_batches").to_number<int>();
+        BOOST_TEST(p * d * t == 64);
+        BOOST_TEST(m * d * b == 128);
+        seen.insert({t, b});
+    }
+    BOOST_TEST(seen.size() == 4u);
+    // The t = 4, b = 2 configurations as a search of that t and b alone ranks them.
+    const auto alone = with({"--tensor-parallel", "4", "--micro-batch-size", "2"});
+    BOOST_TEST_REQUIRE(alone.exit_code == 0, alone.err);
+    const json::value alone_doc = parse_json(alone.out);
+    std::size_t matched = 0;
+    for (const json::value& a : alone_doc.at("ranking").as_array()) {
+        for (const json::value& v : doc.at("ranking").as_array()) {
+            if (v.at("tensor_parallel").to_number<int>() == 4 &&
+                v.at("micro_batch_size").to_number<int>() == 2 &&
+                v.at("pipeline_parallel") == a.at("pipeline_parallel")) {
+                ++matched;
+                BOOST_TEST(v.at("iteration_time").to_number<double>() ==
+                           a.at("iteration_time").to_number<double>());
+                BOOST_TEST(json::serialize(v.at("plan").at("stages")) ==
+                           json::serialize(a.at("plan").at("stages")));
+            }
+        }
+    }
+    BOOST_TEST(matched == alone_doc.at("ranking").as_array().size());
+    BOOST_TEST(matched > 0u);
+    // A layer file's times are for one t and b.
+    expect_input_error(
+        ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--devices", "64",
+             "--global-batch", "128", "--memory-limit-mb", "60000", "--tensor-parallel", "4,8"}),
+        {"--tensor-parallel: several values need a model shape's layers"});
 }
 
 // ppb devices: the table, and as JSON with every figure's source.

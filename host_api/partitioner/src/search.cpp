@@ -72,7 +72,7 @@ void check_space(const SearchSpace& space) {
         if (*space.devices == 0)
             throw InputError("the device count: expected at least 1");
         const std::uint32_t group = space.tensor_parallel * space.context_parallel;
-        if (*space.devices % group != 0) {
+        if (space.tensor_parallel_degrees.empty() && *space.devices % group != 0) {
             throw InputError(fmt::format(
                 "the {} devices cannot be split into {} groups of {}: {} is not a multiple of {}",
                 *space.devices,
@@ -127,10 +127,12 @@ std::string describe(const Configuration& c) {
                        c.micro_batches, describe(c.schedule), c.recompute.name);
 }
 
-SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time) {
-    check_space(space);
+// The configurations of one tensor-parallel degree `tp` and micro-batch size `b`, added to `out`;
+// `label` ("" or " t=8 b=1") names them in the skipped combinations.
+void add_configurations(const SearchSpace& space, const TimeModel& time, std::uint32_t tp,
+                        std::uint32_t b, const std::string& label, SearchPlan& out) {
     // The devices of one stage's replica: t x cp.
-    const std::uint32_t t = space.tensor_parallel * space.context_parallel;
+    const std::uint32_t t = tp * space.context_parallel;
     const bool listed = !space.pipeline_degrees.empty();
     std::vector<std::uint32_t> degrees = space.pipeline_degrees;
     if (listed) {
@@ -145,7 +147,6 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
         }
     }
 
-    SearchPlan out;
     const auto skip = [&](std::string what, std::string reason) {
         out.skipped.push_back({std::move(what), std::move(reason)});
     };
@@ -166,13 +167,13 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
             }
             d = static_cast<std::uint32_t>(*space.devices / grid);
         }
-        const std::uint64_t per_step = static_cast<std::uint64_t>(space.micro_batch_size) * d;
-        const std::string at = fmt::format("P={} d={}", p, d);
+        const std::uint64_t per_step = static_cast<std::uint64_t>(b) * d;
+        const std::string at = fmt::format("P={} d={}{}", p, d, label);
         if (space.global_batch % per_step != 0) {
             const std::string reason = fmt::format(
                 "the global batch of {} samples is not divisible by micro-batch size {} x "
                 "data-parallel degree {} = {}",
-                space.global_batch, space.micro_batch_size, d, per_step);
+                space.global_batch, b, d, per_step);
             if (listed)
                 throw InputError(fmt::format("pipeline degree {}: {}", p, reason));
             skip(at, reason);
@@ -180,18 +181,18 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
         }
         const std::uint64_t m = space.global_batch / per_step;
         if (!limits::micro_batches.contains(m)) {
-            const std::string reason =
-                fmt::format("{} micro-batches (global batch {} / ({} x {})): {}", m,
-                            space.global_batch, space.micro_batch_size, d,
-                            limits::out_of_range(std::to_string(m), limits::micro_batches));
+            const std::string reason = fmt::format(
+                "{} micro-batches (global batch {} / ({} x {})): {}", m, space.global_batch, b, d,
+                limits::out_of_range(std::to_string(m), limits::micro_batches));
             if (listed)
                 throw InputError(fmt::format("pipeline degree {}: {}", p, reason));
             skip(at, reason);
             continue;
         }
         for (const ScheduleChoice& choice : space.schedules) {
-            Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}};
-            const std::string what = fmt::format("P={} d={} M={} {}", p, d, m, describe(choice));
+            Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}, tp, b};
+            const std::string what =
+                fmt::format("P={} d={} M={} {}{}", p, d, m, describe(choice), label);
             if (std::string shape =
                     schedule_shape_problem(choice.schedule, p, choice.chunks, c.micro_batches);
                 !shape.empty()) {
@@ -227,6 +228,38 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                 c.recompute = policy;
                 out.configurations.push_back(c);
             }
+        }
+    }
+}
+
+SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time) {
+    check_space(space);
+    const std::vector<std::uint32_t> tps = space.tensor_parallel_degrees.empty()
+                                               ? std::vector<std::uint32_t>{space.tensor_parallel}
+                                               : space.tensor_parallel_degrees;
+    const std::vector<std::uint32_t> sizes =
+        space.micro_batch_sizes.empty() ? std::vector<std::uint32_t>{space.micro_batch_size}
+                                        : space.micro_batch_sizes;
+    const bool several = tps.size() > 1 || sizes.size() > 1;
+    SearchPlan out;
+    for (const std::uint32_t tp : tps) {
+        if (tp == 0)
+            throw InputError("the tensor-parallel degree: expected at least 1");
+        if (space.devices && *space.devices % (tp * space.context_parallel) != 0) {
+            if (!several) {
+                throw InputError(fmt::format("the {} devices cannot be split into groups of {}",
+                                             *space.devices, tp * space.context_parallel));
+            }
+            out.skipped.push_back({fmt::format("t={}", tp),
+                                   fmt::format("the {} devices are not a multiple of t x cp = {}",
+                                               *space.devices, tp * space.context_parallel)});
+            continue;
+        }
+        for (const std::uint32_t b : sizes) {
+            if (b == 0)
+                throw InputError("the micro-batch size: expected at least 1 sample");
+            add_configurations(space, time, tp, b,
+                               several ? fmt::format(" t={} b={}", tp, b) : std::string(), out);
         }
     }
     if (out.configurations.empty()) {

@@ -27,7 +27,9 @@ json::object configuration_object(const Configuration& c) {
                         {"schedule", schedule_name(c.schedule.schedule)},
                         {"chunks", c.schedule.chunks},
                         {"recompute", c.recompute.name},
-                        {"recompute_kinds", kind_names_of(c.recompute.kinds)}};
+                        {"recompute_kinds", kind_names_of(c.recompute.kinds)},
+                        {"tensor_parallel", c.tensor_parallel},
+                        {"micro_batch_size", c.micro_batch_size}};
 }
 
 // A limit in MB, or null when no limit fits (JSON has no infinity).
@@ -37,18 +39,19 @@ json::value limit_value(double mb) {
 
 }  // namespace
 
-ConfigurationThroughput throughput_of(const SearchOutcome& outcome, std::uint32_t replica_devices,
+ConfigurationThroughput throughput_of(const SearchOutcome& outcome, std::uint32_t context_parallel,
                                       const Throughput& throughput) {
     const Configuration& c = outcome.configuration;
     const double seconds = outcome.iteration_time() / 1e3;
-    const double micro_batches = static_cast<double>(c.micro_batches) * c.data_parallel;
-    const double devices = static_cast<double>(c.pipeline) * c.data_parallel * replica_devices;
+    const double samples =
+        static_cast<double>(c.micro_batches) * c.data_parallel * c.micro_batch_size;
+    const double devices =
+        static_cast<double>(c.pipeline) * c.data_parallel * c.tensor_parallel * context_parallel;
     if (!(seconds > 0.0) || !std::isfinite(seconds))
         return {};
-    return ConfigurationThroughput{
-        micro_batches * throughput.tokens_per_micro_batch / seconds / devices,
-        micro_batches * throughput.model_flops_per_micro_batch /
-            (seconds * devices * throughput.peak_tflops * 1e12)};
+    return ConfigurationThroughput{samples * throughput.tokens_per_sample / seconds / devices,
+                                   samples * throughput.model_flops_per_sample /
+                                       (seconds * devices * throughput.peak_tflops * 1e12)};
 }
 
 std::vector<const SearchOutcome*> top_ranked(const SearchResult& result, std::size_t top) {
@@ -118,8 +121,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         entry["iteration_time"] = o->iteration_time();
         entry["data_parallel_sync_time"] = o->data_parallel_sync;
         if (context.throughput) {
-            const ConfigurationThroughput t = throughput_of(
-                *o, space.tensor_parallel * space.context_parallel, *context.throughput);
+            const ConfigurationThroughput t =
+                throughput_of(*o, space.context_parallel, *context.throughput);
             entry["tokens_per_second_per_device"] = t.tokens_per_second_per_device;
             entry["model_flops_utilisation"] = t.model_flops_utilisation;
         }

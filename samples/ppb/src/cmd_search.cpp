@@ -41,10 +41,10 @@ struct SearchArgs {
     DryRunReadOptions read;
     std::optional<std::uint32_t> devices;
     std::vector<std::uint32_t> pipeline_degrees;
-    std::optional<std::uint32_t> tensor_parallel;
+    std::vector<std::uint32_t> tensor_parallel;
     std::optional<std::uint32_t> data_parallel;
     std::uint64_t global_batch = 0;
-    std::optional<std::uint32_t> micro_batch_size;
+    std::vector<std::uint32_t> micro_batch_size;
     std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
@@ -141,15 +141,27 @@ std::uint32_t agreed(std::optional<std::uint32_t> given, std::string_view option
     return given.value_or(in_shape.value_or(fallback));
 }
 
-// The memory model of each data-parallel degree. A model configured by a shape (options holding
-// `tensor_parallel`, as the analytic model's do) is created once per degree with its
-// `data_parallel` set to it, since the optimizer state it shards depends on it; any other model
-// is created (and fitted) once and used for every configuration.
+// The memory model of each configuration's tensor-parallel degree, micro-batch size and
+// data-parallel degree. A model configured by a shape (options holding `tensor_parallel`, as the
+// analytic model's do) is created once per (t, b, d) with its `tensor_parallel`,
+// `micro_batch_size` and `data_parallel` set to them, since its memory depends on them (the
+// distributed optimizer's share shrinks as d grows); any other model is created (and fitted)
+// once and used for every configuration.
 class ModelsByDegree {
   public:
+    struct Key {
+        std::uint32_t tensor_parallel = 1;
+        std::uint32_t micro_batch_size = 1;
+        std::uint32_t data_parallel = 1;
+        auto operator<=>(const Key&) const = default;
+    };
+    [[nodiscard]] static Key key_of(const partition::Configuration& c) {
+        return {c.tensor_parallel, c.micro_batch_size, c.data_parallel};
+    }
+
     ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
                    const ModelOptions& options, const std::optional<json::object>& shape,
-                   const partition::Problem& base, const std::vector<std::uint32_t>& degrees)
+                   const partition::Problem& base, const std::vector<Key>& keys)
         : per_degree_(shape.has_value()) {
         const auto candidates = discover_from_args(args.choice.plugin_paths);
         const auto prepare = [&](const ModelOptions& text) {
@@ -160,13 +172,15 @@ class ModelsByDegree {
             auto entry = std::make_unique<Entry>();
             entry->prepared.emplace(prepare(options));
             entry->memory = partition::model_memory_source(base, entry->prepared->model);
-            entries_[0] = std::move(entry);  // for every degree
+            entries_[Key{0, 0, 0}] = std::move(entry);  // for every configuration
             return;
         }
-        for (const std::uint32_t d : degrees) {
+        for (const Key& k : keys) {
             auto entry = std::make_unique<Entry>();
             json::object with_degree = *shape;
-            with_degree["data_parallel"] = d;
+            with_degree["tensor_parallel"] = k.tensor_parallel;
+            with_degree["micro_batch_size"] = k.micro_batch_size;
+            with_degree["data_parallel"] = k.data_parallel;
             try {
                 entry->prepared.emplace(
                     prepare(ModelOptions{to_compact_json(with_degree), options.file}));
@@ -174,23 +188,25 @@ class ModelsByDegree {
             } catch (const ModelError& e) {
                 if (!e.is_input_error())
                     throw;
-                entry->refused =
-                    fmt::format("the memory model refuses data_parallel = {}: {}", d, e.what());
+                entry->refused = fmt::format(
+                    "the memory model refuses tensor_parallel = {}, micro_batch_size = {}, "
+                    "data_parallel = {}: {}",
+                    k.tensor_parallel, k.micro_batch_size, k.data_parallel, e.what());
             }
-            entries_[d] = std::move(entry);
+            entries_[k] = std::move(entry);
         }
     }
 
     // The model that describes the search (the first one created).
     [[nodiscard]] const PreparedModel* any() const {
-        for (const auto& [d, entry] : entries_) {
+        for (const auto& [k, entry] : entries_) {
             if (entry->prepared)
                 return &*entry->prepared;
         }
         return nullptr;
     }
     [[nodiscard]] std::string first_refusal() const {
-        for (const auto& [d, entry] : entries_) {
+        for (const auto& [k, entry] : entries_) {
             if (!entry->refused.empty())
                 return entry->refused;
         }
@@ -200,7 +216,7 @@ class ModelsByDegree {
     [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
                                                 const partition::Configuration& c,
                                                 bool refine = false) const {
-        const Entry& entry = *entries_.at(per_degree_ ? c.data_parallel : 0);
+        const Entry& entry = *entries_.at(per_degree_ ? key_of(c) : Key{0, 0, 0});
         if (!entry.prepared) {
             partition::SearchOutcome out;
             out.configuration = c;
@@ -218,8 +234,8 @@ class ModelsByDegree {
         std::string refused;
     };
     bool per_degree_;
-    // By data-parallel degree; one entry, at 0, when the model serves every degree.
-    std::map<std::uint32_t, std::unique_ptr<Entry>> entries_;
+    // By configuration; one entry, at {0, 0, 0}, when the model serves every configuration.
+    std::map<Key, std::unique_ptr<Entry>> entries_;
 };
 
 // The transfers a configuration makes, timed on the cluster (ppb/partition/communication.hpp):
@@ -343,11 +359,12 @@ int run_search_command(const SearchArgs& args) {
         throw UsageError(
             "--data-parallel: with --devices every pipeline degree P has its own, N / (P x t)");
     }
-    partition::Problem base;
-    base.memory_limit_mb = memory_limit_mb;
-    base.memory_margin_mb = args.memory_margin_mb;
-    base.memory_margin_sigma = args.memory_margin_sigma;
-    base.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
+    // What every configuration's problem shares: the limit, the margins, the rule.
+    partition::Problem common;
+    common.memory_limit_mb = memory_limit_mb;
+    common.memory_margin_mb = args.memory_margin_mb;
+    common.memory_margin_sigma = args.memory_margin_sigma;
+    common.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
     if (args.comm_time) {
         if (!std::isfinite(*args.comm_time) || *args.comm_time < 0.0) {
             throw UsageError(fmt::format(
@@ -355,36 +372,86 @@ int run_search_command(const SearchArgs& args) {
                 "times' unit",
                 *args.comm_time));
         }
-        base.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
+        common.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
     }
-    std::optional<CommunicationTiming> communication;
-    if (cluster && shape && args.model_desc.empty()) {
-        communication = CommunicationTiming{
-            partition::shape_sizes(options.json,
-                                   options.file.empty() ? "--model-options" : options.file),
-            *cluster,
-            {args.overlap_grad_reduce, args.overlap_param_gather}};
+    // The tensor-parallel degrees and micro-batch sizes: the flags' lists, else the shape's.
+    const bool shape_times = shape.has_value() && args.model_desc.empty();
+    if ((args.tensor_parallel.size() > 1 || args.micro_batch_size.size() > 1) && !shape_times) {
+        throw UsageError(fmt::format(
+            "{}: several values need a model shape's layers (--model-options SHAPE without "
+            "--model-desc), timed and sized for each; a layer file's times are for one",
+            args.tensor_parallel.size() > 1 ? "--tensor-parallel" : "--micro-batch-size"));
+    }
+    // With a shape's times the flags' values replace the shape's; with a layer file's, whose
+    // times are for one t and b, they must agree with the memory model's shape.
+    const auto one_or_shapes = [&](const std::vector<std::uint32_t>& given, std::string_view flag,
+                                   std::string_view key) {
+        if (given.size() > 1 || (shape_times && !given.empty()))
+            return given;
+        return std::vector<std::uint32_t>{
+            agreed(given.empty() ? std::nullopt : std::optional<std::uint32_t>(given.front()), flag,
+                   shape ? &*shape : nullptr, key, 1)};
+    };
+    const std::vector<std::uint32_t> tps =
+        one_or_shapes(args.tensor_parallel, "--tensor-parallel", "tensor_parallel");
+    const std::vector<std::uint32_t> sizes =
+        one_or_shapes(args.micro_batch_size, "--micro-batch-size", "micro_batch_size");
 
-    } else if (cluster && !args.model_desc.empty()) {
+    if (cluster && !args.model_desc.empty()) {
         fmt::print(stderr,
                    "ppb: note: the layer file's times are in its own unit: communication is not "
                    "timed from the cluster (--comm-time gives the transfers between stages)\n");
     }
-    LayerTimes times =
-        read_layer_times(args.model_desc, options, achieved_tflops(args.device, cluster), cluster,
-                         args.time_convention, args.device.tp_comm_overlap);
-    base.time = std::move(times.time);
-    for (const std::string& warning : base.time.warnings)
+    // Per tensor-parallel degree and micro-batch size: the layer times (and the shape's sizes for
+    // the cluster's transfers), in a problem of their own.
+    struct Variant {
+        ModelOptions options;
+        LayerTimes times;
+        partition::Problem base;
+        std::optional<CommunicationTiming> communication;
+    };
+    std::map<std::pair<std::uint32_t, std::uint32_t>, Variant> variants;
+    for (const std::uint32_t t : tps) {
+        for (const std::uint32_t b : sizes) {
+            ModelOptions variant_options = options;
+            if (shape_times) {
+                json::object with = *shape;
+                with["tensor_parallel"] = t;
+                with["micro_batch_size"] = b;
+                variant_options.json = to_compact_json(with);
+            }
+            Variant v{variant_options,
+                      read_layer_times(args.model_desc, variant_options,
+                                       achieved_tflops(args.device, cluster), cluster,
+                                       args.time_convention, args.device.tp_comm_overlap),
+                      common, std::nullopt};
+            v.base.time = v.times.time;
+            if (cluster && shape_times) {
+                v.communication = CommunicationTiming{
+                    partition::shape_sizes(variant_options.json,
+                                           options.file.empty() ? "--model-options" : options.file),
+                    *cluster,
+                    {args.overlap_grad_reduce, args.overlap_param_gather}};
+            }
+            variants.emplace(std::pair{t, b}, std::move(v));
+        }
+    }
+    const Variant& first = variants.begin()->second;
+    for (const std::string& warning : first.base.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
+    const LayerTimes& times = first.times;
+    const std::optional<CommunicationTiming>& communication = first.communication;
 
     partition::SearchSpace space;
     space.devices = args.devices;
     space.pipeline_degrees = args.pipeline_degrees;
-    space.tensor_parallel = agreed(args.tensor_parallel, "--tensor-parallel",
-                                   shape ? &*shape : nullptr, "tensor_parallel", 1);
+    space.tensor_parallel = tps.front();
+    space.micro_batch_size = sizes.front();
+    if (tps.size() > 1)
+        space.tensor_parallel_degrees = tps;
+    if (sizes.size() > 1)
+        space.micro_batch_sizes = sizes;
     space.context_parallel = shape ? shape_count(*shape, "context_parallel").value_or(1) : 1;
-    space.micro_batch_size = agreed(args.micro_batch_size, "--micro-batch-size",
-                                    shape ? &*shape : nullptr, "micro_batch_size", 1);
     space.data_parallel =
         args.data_parallel.value_or(shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
     space.global_batch = args.global_batch;
@@ -397,19 +464,22 @@ int run_search_command(const SearchArgs& args) {
             space.recompute.push_back(policy);
         }
     }
-    const partition::SearchPlan plan = partition::search_configurations(space, base.time);
+    const partition::SearchPlan plan = partition::search_configurations(space, first.base.time);
 
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
-    std::vector<std::uint32_t> degrees;
+    std::vector<ModelsByDegree::Key> keys;
     for (const partition::Configuration& c : plan.configurations) {
-        if (std::find(degrees.begin(), degrees.end(), c.data_parallel) == degrees.end())
-            degrees.push_back(c.data_parallel);
+        const ModelsByDegree::Key k = ModelsByDegree::key_of(c);
+        if (std::find(keys.begin(), keys.end(), k) == keys.end())
+            keys.push_back(k);
     }
-    const ModelsByDegree models(args, dryrun, options, shape, base, degrees);
+    const ModelsByDegree models(args, dryrun, options, shape, first.base, keys);
     const auto plan_one = [&](const partition::Configuration& c, bool refine) {
-        return communication ? communication->plan(models, base, c, refine)
-                             : models.plan(base, c, refine);
+        const Variant& v = variants.at({c.tensor_parallel, c.micro_batch_size});
+        return v.communication ? v.communication->plan(models, v.base, c, refine)
+                               : models.plan(v.base, c, refine);
     };
+    const partition::Problem& base = first.base;
     const PreparedModel* described = models.any();
     if (described == nullptr)
         throw InputError(models.first_refusal());
@@ -443,10 +513,10 @@ int run_search_command(const SearchArgs& args) {
         args.top,
         args.show_infeasible,
         communication ? communication->description() : std::string(),
-        communication ? std::optional<partition::Throughput>(
-                            partition::Throughput{communication->sizes.tokens_per_micro_batch,
-                                                  communication->sizes.model_flops_per_micro_batch,
-                                                  communication->cluster.peak_tflops()})
+        communication ? std::optional<partition::Throughput>(partition::Throughput{
+                            communication->sizes.tokens_per_micro_batch / sizes.front(),
+                            communication->sizes.model_flops_per_micro_batch / sizes.front(),
+                            communication->cluster.peak_tflops()})
                       : std::nullopt};
     if (!result.stopped) {
         // Nothing fits: the smallest limit that fits a configuration, and exit 4 (or 2 when no
@@ -492,7 +562,9 @@ void add_search_command(CLI::App& app, Commands& commands) {
         "policy exactly, as 'ppb partition' does, and ranks them by the simulated iteration\n"
         "time of their optimal plans (one iteration processes the global batch B): with N\n"
         "devices and tensor parallel t, P makes d = N / (P t) data-parallel replicas, each\n"
-        "running M = B / (b d) micro-batches of b samples. Each line shows the memory headroom\n"
+        "running M = B / (b d) micro-batches of b samples; with a model shape, several t and b\n"
+        "(--tensor-parallel 2,4,8 --micro-batch-size 1,2) are searched too. Each line shows the "
+        "memory headroom\n"
         "of the plan's fullest stage. The layer times are the layer file's, for its micro-batch\n"
         "size and tensor parallel (the times do not change with P). With --device or --cluster\n"
         "and a model shape, the transfers between stages and the data-parallel gradient\n"
@@ -525,11 +597,11 @@ void add_search_command(CLI::App& app, Commands& commands) {
                                      "dividing N / t that leaves each stage a layer)"))
         ->type_name("P,...")
         ->check(count_in(limits::stages));
-    search
-        ->add_option("--tensor-parallel", args->tensor_parallel,
-                     "tensor-parallel degree t (default: the model options' tensor_parallel, or\n"
-                     "1)")
-        ->type_name("T")
+    as_comma_list(
+        search->add_option("--tensor-parallel", args->tensor_parallel,
+                           "tensor-parallel degrees t to consider (default: the model options'\n"
+                           "tensor_parallel, or 1); several need a model shape (--model-options)"))
+        ->type_name("T,...")
         ->check(count_in({1, 1'000'000, "devices"}));
     search
         ->add_option("--data-parallel", args->data_parallel,
@@ -543,11 +615,11 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->type_name("B")
         ->required()
         ->check(count_in({1, 1'000'000'000, "samples"}));
-    search
-        ->add_option("--micro-batch-size", args->micro_batch_size,
-                     "samples per micro-batch, b (default: the model options'\n"
-                     "micro_batch_size, or 1)")
-        ->type_name("b")
+    as_comma_list(
+        search->add_option("--micro-batch-size", args->micro_batch_size,
+                           "samples per micro-batch b to consider (default: the model options'\n"
+                           "micro_batch_size, or 1); several need a model shape"))
+        ->type_name("b,...")
         ->check(count_in({1, 1'000'000, "samples"}));
     as_comma_list(
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))

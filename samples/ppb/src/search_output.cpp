@@ -18,12 +18,21 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
         out += fmt::format("{} devices, ", *space.devices);
     else
         out += fmt::format("data parallel {}, ", space.data_parallel);
+    const auto listed = [](const std::vector<std::uint32_t>& values, std::uint32_t one) {
+        if (values.size() <= 1)
+            return std::to_string(values.empty() ? one : values.front());
+        std::string text;
+        for (const std::uint32_t v : values)
+            text += (text.empty() ? "" : ",") + std::to_string(v);
+        return text;
+    };
     out += fmt::format(
         "tensor parallel {}{}, global batch {} (micro-batches of {}), memory limit {}",
-        space.tensor_parallel,
+        listed(space.tensor_parallel_degrees, space.tensor_parallel),
         space.context_parallel > 1 ? fmt::format(", context parallel {}", space.context_parallel)
                                    : std::string(),
-        space.global_batch, space.micro_batch_size, format_mb(base.memory_limit_mb));
+        space.global_batch, listed(space.micro_batch_sizes, space.micro_batch_size),
+        format_mb(base.memory_limit_mb));
     if (base.memory_margin_mb > 0.0)
         out += fmt::format(" with a {} margin", format_mb(base.memory_margin_mb));
     if (base.memory_margin_sigma > 0.0)
@@ -57,6 +66,13 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         headers.insert(headers.begin() + 7, {"TOKENS/S/DEVICE", "MFU"});
         align.insert(align.begin() + 7, {A::right, A::right});
     }
+    // Several tensor-parallel degrees or micro-batch sizes searched: each line's.
+    const bool per_line_tp_b =
+        space.tensor_parallel_degrees.size() > 1 || space.micro_batch_sizes.size() > 1;
+    if (per_line_tp_b) {
+        headers.insert(headers.begin() + 3, {"TP", "MBS"});
+        align.insert(align.begin() + 3, {A::right, A::right});
+    }
     TextTable table(headers, align);
     const auto ranking = partition::top_ranked(result, context.top);
     std::size_t rank = 0;
@@ -76,11 +92,15 @@ std::string render_search(const partition::SearchSpace& space, const partition::
             format_mb(o->peak_memory_mb),
             format_mb(o->headroom_mb)};
         if (context.throughput) {
-            const partition::ConfigurationThroughput t = partition::throughput_of(
-                *o, space.tensor_parallel * space.context_parallel, *context.throughput);
+            const partition::ConfigurationThroughput t =
+                partition::throughput_of(*o, space.context_parallel, *context.throughput);
             row.insert(row.begin() + 7,
                        {fmt::format("{:.0f}", t.tokens_per_second_per_device),
                         fmt::format("{:.1f} %", 100.0 * t.model_flops_utilisation)});
+        }
+        if (per_line_tp_b) {
+            row.insert(row.begin() + 3,
+                       {std::to_string(c.tensor_parallel), std::to_string(c.micro_batch_size)});
         }
         table.add_row(row);
     }

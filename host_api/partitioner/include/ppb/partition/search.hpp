@@ -48,7 +48,12 @@ struct SearchSpace {
     // The pipeline degrees to consider; empty: every P dividing N / t (then `devices` is needed)
     // that leaves each stage a layer.
     std::vector<std::uint32_t> pipeline_degrees;
-    std::uint32_t tensor_parallel = 1;  // t, fixed (the layer file's times are for it)
+    std::uint32_t tensor_parallel = 1;  // t, when tensor_parallel_degrees is empty
+    // The tensor-parallel degrees and micro-batch sizes to consider (empty: tensor_parallel,
+    // micro_batch_size alone). More than one needs layer times and memory for each (a model
+    // shape's, which the caller makes per configuration); a layer file's are for one t and b.
+    std::vector<std::uint32_t> tensor_parallel_degrees = {};
+    std::vector<std::uint32_t> micro_batch_sizes = {};
     // cp, fixed: a stage's replica spans t x cp devices (data parallel d = N / (P t cp)).
     std::uint32_t context_parallel = 1;
     // Samples per iteration (B) and per micro-batch (b): M = B / (b d) micro-batches.
@@ -65,6 +70,8 @@ struct Configuration {
     std::uint32_t micro_batches = 1;  // M = B / (b d)
     ScheduleChoice schedule;
     RecomputePolicy recompute;
+    std::uint32_t tensor_parallel = 1;   // t
+    std::uint32_t micro_batch_size = 1;  // b
 };
 
 // "P=8 d=4 M=32 interleaved v=2 recompute any": a configuration for people.

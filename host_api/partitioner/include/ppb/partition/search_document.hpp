@@ -18,14 +18,14 @@ namespace ppb::partition {
 // What turns a configuration's iteration (in ms) into throughput: known when the layers are a
 // model shape's on a cluster's devices.
 struct Throughput {
-    double tokens_per_micro_batch = 0.0;       // s x b
-    double model_flops_per_micro_batch = 0.0;  // forward + backward, all tensor-parallel ranks
-    double peak_tflops = 0.0;                  // per device, at the cluster's precision
+    double tokens_per_sample = 0.0;       // s
+    double model_flops_per_sample = 0.0;  // forward + backward, all ranks of a replica
+    double peak_tflops = 0.0;             // per device, at the cluster's precision
 };
 
-// Of a planned configuration whose stage replicas span `replica_devices` = t x cp devices:
-// tokens per second per device (the global batch's tokens over the iteration, over P x d x t x
-// cp devices), and the model-FLOPs utilisation
+// Of a planned configuration (its t, b) with context parallel cp: tokens per second per device
+// (the global batch's tokens over the iteration, over P x d x t x cp devices), and the
+// model-FLOPs utilisation
 // (the model's FLOPs per iteration over the devices' peak for as long; recomputation is not
 // model FLOPs).
 struct ConfigurationThroughput {
@@ -33,7 +33,7 @@ struct ConfigurationThroughput {
     double model_flops_utilisation = 0.0;
 };
 [[nodiscard]] ConfigurationThroughput throughput_of(const SearchOutcome& outcome,
-                                                    std::uint32_t replica_devices,
+                                                    std::uint32_t context_parallel,
                                                     const Throughput& throughput);
 
 struct SearchContext {
