@@ -421,6 +421,33 @@ BOOST_AUTO_TEST_CASE(tensor_parallel_degrees_and_micro_batch_sizes_are_searched_
         {"--tensor-parallel: several values need a model shape's layers"});
 }
 
+// ppb partition of a shape on a cluster shows the data-parallel synchronisation after its
+// simulated iteration: with it, the iteration ppb search ranks the same configuration by.
+BOOST_AUTO_TEST_CASE(the_partition_adds_the_synchronisation_the_search_ranks_by) {
+    const auto search =
+        ppb({"search", "--model", "analytic", "--model-options", shape_file, "--device", "H100",
+             "--pipeline-degrees", "2", "--data-parallel", "4", "--global-batch", "256",
+             "--schedules", "interleaved", "--json", "--progress", "never"});
+    BOOST_TEST_REQUIRE(search.exit_code == 0, search.err);
+    const json::value doc = parse_json(search.out);
+    const double ranked = doc.at("ranking").at(0).at("iteration_time").to_number<double>();
+    const auto partition =
+        ppb({"partition", "--model", "analytic", "--model-options", shape_file, "--device", "H100",
+             "--stages", "2", "--micro-batches", "64", "--schedule", "interleaved"});
+    BOOST_TEST_REQUIRE(partition.exit_code == 0, partition.err);
+    const std::regex line(R"(Data-parallel synchronisation: ([0-9.]+) ms after the iteration, )"
+                          R"(over the shape's 4 replicas \(the iteration with it: ([0-9.]+) ms)");
+    std::smatch m;
+    BOOST_TEST_REQUIRE(std::regex_search(partition.out, m, line), partition.out);
+    BOOST_TEST(std::stod(m[2].str()) == ranked, tt::tolerance(0.05 / ranked));
+    BOOST_TEST(std::stod(m[1].str()) > 0.0);
+    expect_input_error(
+        ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--stages", "4",
+             "--memory-limit-mb", "60000", "--overlap-grad-reduce"}),
+        {"--overlap-grad-reduce: the data-parallel synchronisation is timed on a "
+         "cluster's links only"});
+}
+
 // ppb devices: the table, and as JSON with every figure's source.
 BOOST_AUTO_TEST_CASE(the_devices_are_listed_with_their_figures) {
     const auto table = ppb({"devices"});

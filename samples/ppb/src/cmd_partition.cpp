@@ -136,21 +136,37 @@ int run_partition(const PartitionArgs& args) {
                                 args.time_convention, args.device.tp_comm_overlap);
     }();
     problem.time = std::move(times.time);
-    // A model shape's layers on a cluster: its links time the transfers between stages
-    // (ppb/partition/communication.hpp), unless --comm-time gives them.
-    if (cluster && args.comm_time.empty() && args.model_desc.empty()) {
+    // A model shape's layers on a cluster: its links time the transfers between stages, unless
+    // --comm-time gives them, and the data-parallel synchronisation after the iteration
+    // (ppb/partition/communication.hpp), over the shape's data_parallel replicas.
+    std::optional<partition::ShapeSizes> sizes;
+    std::uint32_t replicas = 1;
+    if (cluster && args.model_desc.empty()) {
         if (const auto shape = model_shape(shape_options)) {
-            const std::uint32_t replicas =
-                shape->contains("data_parallel") && shape->at("data_parallel").is_int64() &&
-                        shape->at("data_parallel").as_int64() > 0
-                    ? static_cast<std::uint32_t>(shape->at("data_parallel").as_int64())
-                    : 1;
-            problem.comm_time = partition::pipeline_transfer_ms(
-                partition::shape_sizes(shape_options.json, shape_options.file.empty()
-                                                               ? "--model-options"
-                                                               : shape_options.file),
-                *cluster, {problem.num_stages, replicas}, problem.schedule);
+            if (const boost::json::value* d = shape->if_contains("data_parallel");
+                d != nullptr && d->is_int64() && d->as_int64() > 0) {
+                replicas = static_cast<std::uint32_t>(d->as_int64());
+            }
+            sizes = partition::shape_sizes(shape_options.json, shape_options.file.empty()
+                                                                   ? "--model-options"
+                                                                   : shape_options.file);
+            if (args.device.overlap_param_gather && !sizes->distributed_optimizer) {
+                throw UsageError(
+                    "--overlap-param-gather: the weights are gathered with the distributed "
+                    "optimizer only (Megatron-LM requires --use-distributed-optimizer); the model "
+                    "options have no \"distributed_optimizer\": true");
+            }
+            if (args.comm_time.empty()) {
+                problem.comm_time = partition::pipeline_transfer_ms(
+                    *sizes, *cluster, {problem.num_stages, replicas}, problem.schedule);
+            }
         }
+    }
+    if ((args.device.overlap_grad_reduce || args.device.overlap_param_gather) && !sizes) {
+        throw UsageError(fmt::format(
+            "{}: the data-parallel synchronisation is timed for a model shape's layers only: give "
+            "--model-options SHAPE without --model-desc",
+            args.device.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
     }
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
@@ -223,6 +239,19 @@ int run_partition(const PartitionArgs& args) {
         after_simulation += render_iteration_breakdown(
             partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation),
             times.unit);
+    }
+    if (sizes && !args.json) {
+        const double sync = partition::data_parallel_sync_ms(
+            *sizes, *cluster, {problem.num_stages, replicas}, planned.problem.time, planned.plan,
+            {args.device.overlap_grad_reduce, args.device.overlap_param_gather});
+        after_simulation += fmt::format(
+            "Data-parallel synchronisation: {} after the iteration, over the shape's {} "
+            "replicas{} (the iteration with it: {}, as ppb search ranks it)\n",
+            format_time(sync, times.unit), replicas,
+            args.device.overlap_grad_reduce || args.device.overlap_param_gather
+                ? ", what its overlaps leave"
+                : "",
+            format_time(simulation.makespan + sync, times.unit));
     }
     const std::string out =
         args.json ? to_pretty_json(document())

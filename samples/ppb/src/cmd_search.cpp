@@ -61,8 +61,6 @@ struct SearchArgs {
     std::string progress = "auto";
     DeviceOptions device;
     std::optional<double> comm_time;
-    bool overlap_grad_reduce = false;
-    bool overlap_param_gather = false;
 };
 
 // Set by SIGINT: the search stops taking configurations. A second SIGINT ends the process the
@@ -324,13 +322,13 @@ std::string first_refusal(const partition::SearchResult& result) {
 int run_search_command(const SearchArgs& args) {
     // Everything the user typed is checked before any plugin is loaded.
     const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
-    if ((args.overlap_grad_reduce || args.overlap_param_gather) &&
-        (!cluster || !args.model_desc.empty())) {
+    if ((args.device.overlap_grad_reduce || args.device.overlap_param_gather) &&
+        !args.model_desc.empty()) {
         throw UsageError(fmt::format(
             "{}: the data-parallel synchronisation is timed on a cluster's links only, for a model "
             "shape's layers: give --device NAME or --cluster FILE, and --model-options SHAPE "
             "without --model-desc",
-            args.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
+            args.device.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
     }
     if (cluster && args.comm_time && args.model_desc.empty()) {
         throw UsageError(
@@ -341,7 +339,7 @@ int run_search_command(const SearchArgs& args) {
                                      ? ModelOptions{}
                                      : options_text(args.choice.options, "--model-options");
     const std::optional<json::object> shape = model_shape(options);
-    if (args.overlap_param_gather && shape) {
+    if (args.device.overlap_param_gather && shape) {
         const json::value* sharded = shape->if_contains("distributed_optimizer");
         if (sharded == nullptr || !sharded->is_bool() || !sharded->as_bool()) {
             throw UsageError(
@@ -431,7 +429,7 @@ int run_search_command(const SearchArgs& args) {
                     partition::shape_sizes(variant_options.json,
                                            options.file.empty() ? "--model-options" : options.file),
                     *cluster,
-                    {args.overlap_grad_reduce, args.overlap_param_gather}};
+                    {args.device.overlap_grad_reduce, args.device.overlap_param_gather}};
             }
             variants.emplace(std::pair{t, b}, std::move(v));
         }
@@ -694,13 +692,6 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "shape), on every boundary of every configuration:\n"
                      "each plan's simulated iteration (the ranking) waits for it")
         ->type_name("T");
-    search->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce,
-                     "as Megatron-LM's flag: with --device or --cluster, each stage reduces its\n"
-                     "gradients' buckets while its last backward runs (only what outlasts it,\n"
-                     "at least the last bucket, is waited for)");
-    search->add_flag("--overlap-param-gather", args->overlap_param_gather,
-                     "as Megatron-LM's flag (with the distributed optimizer): the weights are\n"
-                     "gathered while the next forward runs");
     search->add_flag("--fast", args->fast,
                      "skip the local search on the simulated iteration that plans the 8 best\n"
                      "configurations with chunks again (each configuration is then the exact\n"

@@ -42,6 +42,13 @@ void add_device_options(CLI::App& app, DeviceOptions& options) {
                  "as Megatron-LM's flag: with --device or --cluster, each layer's tensor-parallel\n"
                  "collectives run under its matrix products (only what outlasts them is waited\n"
                  "for)");
+    app.add_flag("--overlap-grad-reduce", options.overlap_grad_reduce,
+                 "as Megatron-LM's flag: with --device or --cluster, each stage reduces its\n"
+                 "gradients' buckets while its last backward runs (only what outlasts it,\n"
+                 "at least the last bucket, is waited for)");
+    app.add_flag("--overlap-param-gather", options.overlap_param_gather,
+                 "as Megatron-LM's flag (with the distributed optimizer): the weights are\n"
+                 "gathered while the next forward runs");
 }
 
 std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options) {
@@ -49,6 +56,14 @@ std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options) {
         throw UsageError(
             "--tp-comm-overlap: the layers' collectives are timed on a cluster's links only: give "
             "--device NAME or --cluster FILE");
+    }
+    if ((options.overlap_grad_reduce || options.overlap_param_gather) && options.cluster.empty() &&
+        options.device.empty()) {
+        throw UsageError(fmt::format(
+            "{}: the data-parallel synchronisation is timed on a cluster's links only, for a model "
+            "shape's layers: give --device NAME or --cluster FILE, and --model-options SHAPE "
+            "without --model-desc",
+            options.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
     }
     if (!options.cluster.empty())
         return partition::read_cluster(read_text_file(options.cluster),

@@ -37,10 +37,14 @@ struct DeviceOptions {
     std::string cluster;
     bool tp_comm_overlap = false;  // --tp-comm-overlap: with a cluster, the layers' collectives
                                    // run under their matrix products
+    // --overlap-grad-reduce, --overlap-param-gather: with a cluster, the data-parallel
+    // synchronisation overlapped as Megatron-LM overlaps it (ppb/partition/communication.hpp).
+    bool overlap_grad_reduce = false;
+    bool overlap_param_gather = false;
 };
 
 // Declares --device-tflops, --device and --cluster on `app`, each excluding the others, and
-// --tp-comm-overlap.
+// the overlaps of the framework: --tp-comm-overlap, --overlap-grad-reduce, --overlap-param-gather.
 void add_device_options(CLI::App& app, DeviceOptions& options);
 
 // The cluster of --device or --cluster, if either is given. Throws UsageError for an unknown
