@@ -379,7 +379,7 @@ BOOST_AUTO_TEST_CASE(tensor_parallel_degrees_and_micro_batch_sizes_are_searched_
         args.insert(args.end(), more.begin(), more.end());
         return ppb(args);
     };
-    const auto both = with({"--tensor-parallel", "4,8", "--micro-batch-size", "1,2"});
+    const auto both = with({"--tensor-parallel", "8,4", "--micro-batch-size", "2,1"});
     BOOST_TEST_REQUIRE(both.exit_code == 0, both.err);
     const json::value doc = parse_json(both.out);
     std::set<std::pair<int, int>> seen;
@@ -391,6 +391,11 @@ BOOST_AUTO_TEST_CASE(tensor_parallel_degrees_and_micro_batch_sizes_are_searched_
         const int m = v.at("micro_batches").to_number<int>();
         BOOST_TEST(p * d * t == 64);
         BOOST_TEST(m * d * b == 128);
+        // The global batch's 128 x 4096 tokens over the iteration and the 64 devices, whatever
+        // the order the sizes were listed in.
+        BOOST_TEST(v.at("tokens_per_second_per_device").to_number<double>() ==
+                       128.0 * 4096 / (v.at("iteration_time").to_number<double>() / 1e3) / 64,
+                   tt::tolerance(1e-12));
         seen.insert({t, b});
     }
     BOOST_TEST(seen.size() == 4u);

@@ -439,6 +439,7 @@ int run_search_command(const SearchArgs& args) {
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     const LayerTimes& times = first.times;
     const std::optional<CommunicationTiming>& communication = first.communication;
+    const double first_b = variants.begin()->first.second;  // the micro-batch `first` is sized for
 
     partition::SearchSpace space;
     space.devices = args.devices;
@@ -512,8 +513,8 @@ int run_search_command(const SearchArgs& args) {
         args.show_infeasible,
         communication ? communication->description() : std::string(),
         communication ? std::optional<partition::Throughput>(partition::Throughput{
-                            communication->sizes.tokens_per_micro_batch / sizes.front(),
-                            communication->sizes.model_flops_per_micro_batch / sizes.front(),
+                            communication->sizes.tokens_per_micro_batch / first_b,
+                            communication->sizes.model_flops_per_micro_batch / first_b,
                             communication->cluster.peak_tflops()})
                       : std::nullopt};
     if (!result.stopped) {
