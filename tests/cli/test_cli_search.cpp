@@ -426,6 +426,94 @@ BOOST_AUTO_TEST_CASE(tensor_parallel_degrees_and_micro_batch_sizes_are_searched_
         {"--tensor-parallel: several values need a model shape's layers"});
 }
 
+// Every chunk count up to 8 is planned at 10 240 devices: where every mix and split of a stage's
+// layers over its chunks is too many to weigh exactly, the configuration's plan is the exact one
+// of one recompute setting with balanced chunks, marked, with its gap to a proven lower bound.
+BOOST_AUTO_TEST_CASE(every_chunk_count_up_to_eight_is_planned_at_ten_thousand_devices) {
+    const std::vector<std::string> args = {
+        "search", "--model",    "analytic", "--model-options", shape_file,    "--device",
+        "H100",   "--devices",  "10240",    "--global-batch",  "5120",        "--pipeline-degrees",
+        "4,8,10", "--chunks",   "2,4,8",    "--schedules",     "interleaved", "--top",
+        "0",      "--progress", "never"};
+    std::vector<std::string> as_json = args;
+    as_json.push_back("--json");
+    const auto r = ppb(as_json);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    BOOST_TEST(doc.at("not_planned").as_array().empty(), r.out);
+    std::set<std::pair<int, int>> planned;
+    std::size_t not_exact = 0;
+    for (const json::value& v : doc.at("ranking").as_array()) {
+        const int p = v.at("pipeline_parallel").to_number<int>();
+        const int chunks = v.at("chunks").to_number<int>();
+        planned.insert({p, chunks});
+        const json::value& plan = v.at("plan");
+        BOOST_TEST(plan.at("exact") == v.at("exact"));
+        if (v.at("exact").as_bool()) {
+            BOOST_TEST(plan.at("not_exact_because").is_null());
+            continue;
+        }
+        ++not_exact;
+        BOOST_TEST(std::string(plan.at("not_exact_because").as_string())
+                       .find(fmt::format("planning {} chunks per stage exactly", chunks)) == 0u);
+        BOOST_TEST(plan.at("balanced_chunks").as_bool());
+        // Megatron's flags of one setting, and chunks of a stage within one layer of each other.
+        for (const json::value& stage : plan.at("stages").as_array()) {
+            int lo = 1000, hi = 0;
+            for (const json::value& chunk : stage.at("chunks").as_array()) {
+                int n = 0;
+                for (const auto& [kind, count] : chunk.at("layers").as_object())
+                    n += count.to_number<int>();
+                lo = std::min(lo, n);
+                hi = std::max(hi, n);
+            }
+            BOOST_TEST(hi - lo <= 1);
+            BOOST_TEST(stage.at("memory_mb").to_number<double>() <= 81920.0);
+        }
+        const json::value& simulated = plan.at("simulated");
+        if (!simulated.at("lower_bound").is_null()) {
+            BOOST_TEST(simulated.at("lower_bound").to_number<double>() <=
+                       simulated.at("makespan").to_number<double>());
+            BOOST_TEST(simulated.at("gap").to_number<double>() < 0.15);
+        }
+    }
+    // P = 4, 8, 10 by 2, 4 and 8 chunks: 80 layers leave P = 10 with 8 chunks its 80 positions.
+    BOOST_TEST(planned.size() == 9u);
+    BOOST_TEST(not_exact > 0u);
+    // The table marks them.
+    const auto table = ppb(args);
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("interleaved v=8  any*") != std::string::npos, table.out);
+    BOOST_TEST(table.out.find("*: too large to plan exactly under the policy") !=
+               std::string::npos);
+}
+
+// With 8 chunks a probed model is asked only for stages it can hold (it once was asked for 180
+// layers of a 32-layer model: the affinity check put c + 1 layers of every kind in chunk c).
+BOOST_AUTO_TEST_CASE(eight_chunks_of_a_probed_model_ask_it_for_layers_it_has) {
+    std::ifstream in(shape_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    json::object shape = parse_json(text.str()).as_object();
+    shape["num_layers"] = 32;
+    const auto r = ppb({"partition", "--model", "analytic", "--model-options",
+                        write_file(json::serialize(shape), "shape32.json"), "--device", "H100",
+                        "--stages", "2", "--micro-batches", "8", "--schedule", "interleaved",
+                        "--chunks", "8", "--recompute-rule", "any", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    BOOST_TEST(doc.at("num_chunks").to_number<int>() == 8);
+    int layers = 0;
+    for (const json::value& stage : doc.at("stages").as_array()) {
+        BOOST_TEST(stage.at("chunks").as_array().size() == 8u);
+        for (const json::value& chunk : stage.at("chunks").as_array()) {
+            for (const auto& [kind, count] : chunk.at("layers").as_object())
+                layers += count.to_number<int>();
+        }
+    }
+    BOOST_TEST(layers == 32);
+}
+
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its
 // simulated iteration: with it, the iteration ppb search ranks the same configuration by.
 BOOST_AUTO_TEST_CASE(the_partition_adds_the_synchronisation_the_search_ranks_by) {

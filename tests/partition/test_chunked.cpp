@@ -6,8 +6,9 @@
 // source and predict_batch (where the host probes the model and describes dualpipe-v stages by
 // their ends).
 #include "brute_force.hpp"
-#include "chunk_tables.hpp"    // detail::last_chunked_bounds
-#include "makespan_graph.hpp"  // detail::MakespanGraph
+#include "chunk_tables.hpp"     // detail::last_chunked_bounds
+#include "makespan_graph.hpp"   // detail::MakespanGraph
+#include "megatron_solver.hpp"  // detail::megatron_settings
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
@@ -24,6 +25,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -863,6 +865,27 @@ double least_simulated(const Problem& p, const Coefficients& k, std::uint32_t al
     return best;
 }
 
+// Times on a half-unit grid (forward 1, the ends fixed) and memory coefficients for a random
+// instance of the lower-bound and fallback tests; the layer count and schedule are the caller's.
+Coefficients random_times_and_memory(Problem& p, std::mt19937& rng) {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    p.time.body_forward = 1.0;
+    p.time.head_forward = 0.5;
+    p.time.tail_forward = 1.0;
+    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+        p.time.body_time[kind] = 3.0 + std::round(6.0 * unit(rng)) / 2.0;
+    p.time.head_time = 1.5;
+    p.time.tail_time = 3.0;
+    Coefficients k;
+    k.c = 100.0 * unit(rng);
+    k.h = 200.0 * unit(rng);
+    k.t = 200.0 * unit(rng);
+    k.per_layer = 10.0 + 40.0 * unit(rng);
+    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+        k.a[kind] = 40.0 * unit(rng) * (1.0 - 0.18 * kind);
+    return k;
+}
+
 // The lower bound on the simulated iteration is at most the least simulated makespan of every
 // plan that fits (enumerated: every spread over the positions and every mix), and the plan
 // ppb partition makes (both estimates' optima, then the local search) lies between them.
@@ -908,20 +931,7 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
                     p.weight_grad_share = seq % 2 ? 0.5 : 0.3;
                     p.kinds = allowed;
                     p.time.body_layers = layers;
-                    p.time.body_forward = 1.0;
-                    p.time.head_forward = 0.5;
-                    p.time.tail_forward = 1.0;
-                    for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-                        p.time.body_time[k] = 3.0 + std::round(6.0 * unit(rng)) / 2.0;
-                    p.time.head_time = 1.5;
-                    p.time.tail_time = 3.0;
-                    Coefficients k;
-                    k.c = 100.0 * unit(rng);
-                    k.h = 200.0 * unit(rng);
-                    k.t = 200.0 * unit(rng);
-                    k.per_layer = 10.0 + 40.0 * unit(rng);
-                    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
-                        k.a[kind] = 40.0 * unit(rng) * (1.0 - 0.18 * kind);
+                    const Coefficients k = random_times_and_memory(p, rng);
                     if (!ppb::schedule_shape_problem(p.schedule, p.num_stages, p.chunks,
                                                      p.micro_batches)
                              .empty())
@@ -973,6 +983,176 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
         fmt::format("lower bound: {} instances, {} plans simulated, {} tight, {} within 10 %",
                     instances, plans, tight, within));
     BOOST_TEST(instances > 40u);
+}
+
+// The least 'stages' objective over the plans of one recompute setting whose stages hold as many
+// layers in each chunk as in every other, give or take one (Problem::balanced_chunks): every
+// setting, every count per stage, every choice of the chunks holding one more.
+double brute_force_balanced_one_setting(const Problem& p, const Coefficients& k,
+                                        std::uint32_t allowed) {
+    const Problem smaller = ppb::partition::smaller_to_plan_exactly(p);
+    const std::uint32_t v = p.chunks;
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& setting : ppb::partition::detail::megatron_settings(smaller, allowed)) {
+        // Per stage and count: (total, slowest) of every balanced split that fits.
+        std::vector<std::vector<std::vector<std::pair<double, double>>>> options(p.num_stages);
+        for (std::uint32_t s = 0; s < p.num_stages; ++s) {
+            options[s].resize(p.time.body_layers + 1);
+            for (std::uint32_t n = 0; n <= p.time.body_layers; ++n) {
+                const std::uint32_t q = n / v;
+                const std::uint32_t r = n % v;
+                for (std::uint32_t more = 0; more < (1u << v); ++more) {
+                    if (static_cast<std::uint32_t>(std::popcount(more)) != r)
+                        continue;
+                    std::vector<KindCounts> mixes;
+                    bool possible = true;
+                    double total = 0.0, slowest = 0.0;
+                    for (std::uint32_t c = 0; c < v; ++c) {
+                        const std::uint32_t count = q + ((more >> c) & 1u);
+                        if (p.num_stages > 1 && count < min_layers(p, s, c))
+                            possible = false;
+                        mixes.push_back(setting.chunk_layers(count));
+                        const double t = chunk_time(p, s, c, mixes.back());
+                        total += t;
+                        slowest = std::max(slowest, t);
+                    }
+                    if (possible &&
+                        ppb::partition::within_budget(stage_memory(k, p, s, mixes), p.budget_mb()))
+                        options[s][n].emplace_back(total, slowest);
+                }
+            }
+        }
+        const double m = p.micro_batches;
+        auto rec = [&](auto& self, std::uint32_t s, std::uint32_t left, double max_total,
+                       double sum_slowest, double max_slowest) -> void {
+            if (s == p.num_stages) {
+                if (left == 0)
+                    best = std::min(best, m * max_total + sum_slowest - max_slowest);
+                return;
+            }
+            for (std::uint32_t n = 0; n <= left; ++n) {
+                for (const auto& [total, slowest] : options[s][n]) {
+                    self(self, s + 1, left - n, std::max(max_total, total), sum_slowest + slowest,
+                         std::max(max_slowest, slowest));
+                }
+            }
+        };
+        rec(rec, 0, p.time.body_layers, 0.0, 0.0, 0.0);
+    }
+    return best;
+}
+
+// A problem too large to plan exactly (here: no work allowed at all, so that small instances can
+// be enumerated) is planned under one recompute setting with balanced chunks: the plan is that
+// smaller problem's exact optimum, admitted by the problem's own rule, says why it is not the
+// exact one, and its lower bound (the relaxed one: the tables cannot be built either) is at most
+// the least simulated iteration of every plan of the problem.
+BOOST_AUTO_TEST_CASE(too_large_problems_plan_one_setting_with_balanced_chunks) {
+    const std::array<Case, 2> cases = {{{Schedule::interleaved, 3}, {Schedule::interleaved, 4}}};
+    std::mt19937 rng(2028);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::size_t instances = 0, plans = 0, seq = 0, with_recompute = 0;
+    for (const Case& c : cases) {
+        for (std::uint32_t stages = 2; stages <= (c.chunks == 3 ? 3u : 2u); ++stages) {
+            const std::uint32_t fewest = stages * c.chunks - 2;
+            for (std::uint32_t layers = fewest + 1; layers <= fewest + (c.chunks == 3 ? 4 : 2);
+                 ++layers) {
+                for (const std::uint32_t allowed : {0x11u, 0x13u}) {
+                    ++seq;
+                    Problem p;
+                    p.schedule = c.schedule;
+                    p.chunks = c.chunks;
+                    p.num_stages = stages;
+                    p.rule = seq % 2 ? RecomputeRule::mindformers : RecomputeRule::any;
+                    p.micro_batches = stages * (1 + static_cast<std::uint32_t>(seq % 2));
+                    p.kinds = allowed;
+                    p.time.body_layers = layers;
+                    const Coefficients k = random_times_and_memory(p, rng);
+                    p.time.body_time[PPB_KIND_NONE] = 3.0;
+                    if (!ppb::schedule_shape_problem(p.schedule, p.num_stages, p.chunks,
+                                                     p.micro_batches)
+                             .empty())
+                        continue;
+                    double spread = 0.0;
+                    for (std::uint32_t s = 0; s < stages; ++s) {
+                        std::vector<KindCounts> even(c.chunks);
+                        even[0][PPB_KIND_NONE] = layers;
+                        spread = std::max(spread, stage_memory(k, p, s, even));
+                    }
+                    for (const double scale : {1.2, 0.7, 0.5}) {
+                        p.memory_limit_mb = spread * scale;
+                        for (const MemorySource& source : {linear_source(k), probed_source(k)}) {
+                            BOOST_TEST_CONTEXT(fmt::format(
+                                "v={} P={} L={} M={} kinds={:#x} rule={} limit={} {}", c.chunks,
+                                stages, layers, p.micro_batches, allowed,
+                                p.rule == RecomputeRule::any ? "any" : "mindformers",
+                                p.memory_limit_mb, source.linear ? "linear" : "probed")) {
+                                const double expected =
+                                    brute_force_balanced_one_setting(p, k, allowed);
+                                const ppb::partition::detail::ScopedExactWorkBudget nothing(
+                                    ppb::partition::detail::ExactWorkBudget{0, 0});
+                                Plan plan;
+                                try {
+                                    plan = ppb::partition::solve(p, source);
+                                } catch (const Infeasible&) {
+                                    BOOST_TEST(!std::isfinite(expected));
+                                    continue;
+                                }
+                                ++instances;
+                                BOOST_TEST(plan.iteration_time == expected,
+                                           boost::test_tools::tolerance(1e-9));
+                                BOOST_TEST(!plan.not_exact_because.empty());
+                                BOOST_TEST(plan.not_exact_because.find(
+                                               "chunks per stage exactly") != std::string::npos);
+                                BOOST_TEST(plan.balanced_chunks);
+                                BOOST_TEST_REQUIRE(plan.recompute_setting.has_value());
+                                with_recompute += plan.recompute_setting->method !=
+                                                  ppb::partition::MegatronRecompute::Method::none;
+                                const std::string defect = check_plan(plan, p, k, allowed);
+                                BOOST_TEST(defect.empty(), defect);
+                                for (const auto& stage : plan.stages) {
+                                    std::uint32_t lo = layers, hi = 0;
+                                    for (const auto& chunk : stage.chunks) {
+                                        const std::uint32_t n = std::accumulate(
+                                            chunk.layers.begin(), chunk.layers.end(), 0u);
+                                        lo = std::min(lo, n);
+                                        hi = std::max(hi, n);
+                                    }
+                                    BOOST_TEST(hi - lo <= 1u);
+                                }
+                                // The local search keeps to the smaller problem's plans.
+                                const Plan refined =
+                                    ppb::partition::refine_by_simulation(p, source, plan, 100);
+                                BOOST_TEST(refined.balanced_chunks);
+                                BOOST_TEST(check_plan(refined, p, k, allowed).empty());
+                                const double made =
+                                    ppb::simulate(ppb::partition::simulation_input(p, refined))
+                                        .makespan;
+                                const double bound =
+                                    ppb::partition::simulated_lower_bound(p, source, made);
+                                BOOST_TEST(bound > 0.0);
+                                BOOST_TEST(bound <= made * (1 + 1e-9));
+                                // Every plan enumerated where that stays quick (3 chunks over 2
+                                // stages).
+                                if (c.chunks == 3 && stages == 2) {
+                                    const double least = least_simulated(p, k, allowed, plans);
+                                    BOOST_TEST(bound <= least * (1 + 1e-9),
+                                               bound << " > " << least);
+                                    BOOST_TEST(made >= least * (1 - 1e-9));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(
+        fmt::format("too large to plan exactly: {} instances, {} with recompute, "
+                    "{} plans simulated",
+                    instances, with_recompute, plans));
+    BOOST_TEST(instances > 30u);
+    BOOST_TEST(with_recompute > 5u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -148,20 +148,30 @@ AffineStage probed_stage(const Problem& problem, const MemorySource& memory, std
         }
         probe.add(empty, first, c, 1);
     }
-    // Checks: three layers of each kind in each chunk; every kind in every chunk at once; at
-    // every vector as asked, against the empty stage there (the first of its bases).
+    // Checks: three layers of each kind in each chunk; every kind in every chunk at once (c + 1
+    // layers in chunk c, as far as the model's body layers go: a model refuses a stage holding
+    // more than it has, and 8 chunks of 5 kinds would ask for 180); at every vector as asked,
+    // against the empty stage there (the first of its bases).
+    const std::uint32_t body = problem.time.body_layers;
+    const std::uint32_t three_layers = std::min<std::uint32_t>(3, body);
+    std::vector<KindCounts> all = empty;
+    std::uint32_t left = body;
+    for (std::uint32_t c = 0; c < v; ++c) {
+        for (const std::size_t k : kinds) {
+            all[c][k] = std::min(c + 1, left);
+            left -= all[c][k];
+        }
+    }
     const std::size_t first_check = probe.size();
     std::vector<std::size_t> check_row;
-    std::vector<KindCounts> all = empty;
     for (std::size_t row = 0; row < profile.size(); ++row) {
         const InFlightVector asked = asked_in_flight(profile[row]);
         for (std::uint32_t c = 0; c < v; ++c) {
             for (const std::size_t k : kinds) {
                 std::vector<KindCounts> three = empty;
-                three[c][k] = 3;
+                three[c][k] = three_layers;
                 probe.add(three, asked);
                 check_row.push_back(row);
-                all[c][k] = c + 1;
             }
         }
         probe.add(all, asked);
@@ -371,10 +381,60 @@ Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
 
 // ---- combining the chunks of a stage ---------------------------------------------------------
 
-// The most options of one stage combined over its chunks before the last: beyond it (three or
-// more chunks, many layers, a loosely binding limit) the exact search would take seconds and
-// gigabytes, and the problem is refused with what to change instead.
-constexpr std::size_t max_partial_options = 2'000'000;
+// The most options of one stage combined over its chunks before the last, and the most
+// comparisons keeping them Pareto-optimal (several rows): beyond them (three or more chunks,
+// many layers, a loosely binding limit) the exact search would take seconds to minutes and
+// gigabytes, and TooLargeToPlanExactly says so. An ExactWorkBudget in scope (solve()'s exact
+// attempt) bounds the work of every stage and setting together, more tightly.
+constexpr std::size_t max_partial_options = 1'000'000;
+constexpr std::size_t max_comparisons = 100'000'000;
+
+thread_local ExactWorkBudget* active_budget = nullptr;
+
+// What one stage's combination may still do: its own limits and the budget in scope.
+class StageWork {
+  public:
+    // False when making one more partial option passes a limit.
+    [[nodiscard]] bool make() {
+        if (++made_ > max_partial_options)
+            return false;
+        if (active_budget == nullptr)
+            return true;
+        if (active_budget->partial_options == 0)
+            return false;
+        --active_budget->partial_options;
+        return true;
+    }
+    // False when n more comparisons pass a limit.
+    [[nodiscard]] bool compare(std::size_t n) {
+        compared_ += n;
+        if (compared_ > max_comparisons)
+            return false;
+        if (active_budget == nullptr)
+            return true;
+        if (active_budget->comparisons < n)
+            return false;
+        active_budget->comparisons -= n;
+        return true;
+    }
+
+  private:
+    std::size_t made_ = 0;
+    std::size_t compared_ = 0;
+};
+
+// Under Problem::balanced_chunks, whether the next chunk may hold n layers after the chunks
+// `picks` (count, frontier index): every chunk of a stage within one layer of every other.
+bool balanced_with(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& picks,
+                   std::uint32_t n) {
+    std::uint32_t lo = n;
+    std::uint32_t hi = n;
+    for (const auto& [count, index] : picks) {
+        lo = std::min(lo, count);
+        hi = std::max(hi, count);
+    }
+    return hi - lo <= 1;
+}
 
 struct Partial {
     double total = 0.0;
@@ -396,8 +456,9 @@ bool rows_no_larger(const std::vector<double>& a, const std::vector<double>& b) 
 // add the same to each row of both. `safe(p)`: every way to complete p fits the budget, so its
 // memory no longer matters — it dominates any p' no faster in total and slowest chunk, whatever
 // p' holds in memory. Without it a generous limit would keep every memory.
+// False, leaving `options` as they were sorted, when the comparisons would pass `work`'s limits.
 template <class Safe>
-void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
+[[nodiscard]] bool keep_pareto_3d(std::vector<Partial>& options, Safe safe, StageWork& work) {
     std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
         if (a.total != b.total)
             return a.total < b.total;
@@ -426,22 +487,34 @@ void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
             kept.push_back(std::move(p));
         }
         options = std::move(kept);
-        return;
+        return true;
     }
-    // Several rows: compared with every kept option (those kept are no faster in total).
-    std::vector<bool> kept_safe;
+    // Several rows: compared with every kept option (those kept are no faster in total): the safe
+    // ones at once (the fastest slowest chunk among them decides), the others row by row. These
+    // comparisons grow as the square of the options; past `work`'s limits the stage is too large
+    // to plan exactly.
+    double safe_slowest = infinity;
+    std::vector<std::size_t> unsafe;  // indices into kept
     for (Partial& p : options) {
+        if (safe_slowest <= p.slowest)
+            continue;
+        if (!work.compare(unsafe.size()))
+            return false;
         bool dominated = false;
-        for (std::size_t i = 0; i < kept.size() && !dominated; ++i) {
-            dominated = kept[i].slowest <= p.slowest &&
-                        (kept_safe[i] || rows_no_larger(kept[i].rows, p.rows));
+        for (std::size_t i = 0; i < unsafe.size() && !dominated; ++i) {
+            const Partial& q = kept[unsafe[i]];
+            dominated = q.slowest <= p.slowest && rows_no_larger(q.rows, p.rows);
         }
         if (dominated)
             continue;
-        kept_safe.push_back(safe(p));
+        if (safe(p))
+            safe_slowest = std::min(safe_slowest, p.slowest);
+        else
+            unsafe.push_back(kept.size());
         kept.push_back(std::move(p));
     }
     options = std::move(kept);
+    return true;
 }
 
 // With one recompute setting, the least memory of n layers in row j of a stage: over every way
@@ -451,23 +524,33 @@ void keep_pareto_3d(std::vector<Partial>& options, Safe safe) {
 template <class Unit>
 std::vector<double> least_memory_of_setting(const MegatronRecompute& setting, double empty,
                                             Unit unit, const std::vector<std::uint32_t>& fewest,
-                                            std::uint32_t all) {
+                                            std::uint32_t all, StageWork& work) {
+    const std::size_t v = fewest.size();
+    std::vector<KindCounts> mixes(all + 1);
+    for (std::uint32_t n = 0; n <= all; ++n)
+        mixes[n] = setting.chunk_layers(n);
+    // adds[c][n]: what n layers add in chunk c.
+    std::vector<std::vector<double>> adds(v, std::vector<double>(all + 1, 0.0));
+    for (std::size_t c = 0; c < v; ++c) {
+        for (std::uint32_t n = 0; n <= all; ++n) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                if (mixes[n][k] != 0)
+                    adds[c][n] += unit(static_cast<std::uint32_t>(c), k) * mixes[n][k];
+            }
+        }
+    }
     std::vector<double> least(all + 1, infinity);
     least[0] = empty;
-    for (std::uint32_t c = 0; c < fewest.size(); ++c) {
+    for (std::size_t c = 0; c < v; ++c) {
+        // Charged as comparisons: at v = 8 and many rows and settings this is the stage's work.
+        if (!work.compare(static_cast<std::size_t>(all) * all / 2))
+            return {};
         std::vector<double> next(all + 1, infinity);
         for (std::uint32_t held = 0; held <= all; ++held) {
             if (!std::isfinite(least[held]))
                 continue;
-            for (std::uint32_t n = fewest[c]; held + n <= all; ++n) {
-                const KindCounts mix = setting.chunk_layers(n);
-                double m = least[held];
-                for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-                    if (mix[k] != 0)
-                        m += unit(c, k) * mix[k];
-                }
-                next[held + n] = std::min(next[held + n], m);
-            }
+            for (std::uint32_t n = fewest[c]; held + n <= all; ++n)
+                next[held + n] = std::min(next[held + n], least[held] + adds[c][n]);
         }
         least = std::move(next);
     }
@@ -529,6 +612,13 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         fewest.push_back(problem.min_layers(stage, c));
     }
 
+    StageWork work;
+    const auto too_large = [&] {
+        return TooLargeToPlanExactly(fmt::format(
+            "planning {} chunks per stage exactly weighs too many partial options on stage {} "
+            "(many chunks and kinds under a limit that binds loosely leave many mixes to weigh)",
+            v, stage));
+    };
     ChunkedStage out;
     out.stage = stage;
     // The least memory of n layers in row j: each chunk's minimum on its lightest kind, the rest on
@@ -557,10 +647,14 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             required += fewest[c] * chunk_lightest;
         }
         std::vector<double> row_least(all + 1, infinity);
-        if (const auto& setting = problem.recompute_setting) {
+        // Balanced chunks (the fallback of a problem too large to plan exactly) take the bound
+        // below: its many rows would make the setting's least the stage's main work.
+        if (const auto& setting = problem.recompute_setting; setting && !problem.balanced_chunks) {
             row_least = least_memory_of_setting(
                 *setting, empty_rows[j],
-                [&](std::uint32_t c, std::size_t k) { return unit(j, c, k); }, fewest, all);
+                [&](std::uint32_t c, std::size_t k) { return unit(j, c, k); }, fewest, all, work);
+            if (row_least.empty())
+                throw too_large();
         } else {
             for (std::uint32_t n = required_layers; n <= all; ++n)
                 row_least[n] = required + (n - required_layers) * lightest;
@@ -595,10 +689,11 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     // slowest chunk, rows).
     for (std::uint32_t c = 1; c + 1 < v; ++c) {
         std::vector<std::vector<Partial>> next(layers + 1);
-        std::size_t made = 0;
         for (std::uint32_t held = 0; held <= layers; ++held) {
             for (const Partial& p : partial[held]) {
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
+                    if (problem.balanced_chunks && !balanced_with(p.picks, n))
+                        continue;
                     const auto& points = frontiers[c][n];
                     for (std::size_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
@@ -607,15 +702,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                             r[j] = rows.row_with(p.rows, j, c, points[i].memory);
                         if (monotone && over_budget(r))
                             continue;
-                        if (++made > max_partial_options) {
-                            throw InputError(fmt::format(
-                                "planning {} chunks per stage exactly needs more than {} partial "
-                                "options on stage {} (a limit that binds loosely leaves many "
-                                "mixes to weigh); plan with fewer chunks, fewer recompute kinds "
-                                "(--kinds; --recompute in a search) or a tighter "
-                                "--memory-limit-mb",
-                                v, max_partial_options, stage));
-                        }
+                        if (!work.make())
+                            throw too_large();
                         Partial q{p.total + t, std::max(p.slowest, t), std::move(r), p.picks};
                         q.picks.emplace_back(n, static_cast<std::uint32_t>(i));
                         next[held + n].push_back(std::move(q));
@@ -626,13 +714,18 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         // The most memory a layer can add in the chunks still to come.
         const std::vector<double> worst = worst_from(c + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
-            keep_pareto_3d(next[held], [&](const Partial& p) {
-                for (std::size_t j = 0; j < row_count; ++j) {
-                    if (!within_budget(p.rows[j] + (layers - held) * worst[j], budget))
-                        return false;
-                }
-                return true;
-            });
+            const bool kept = keep_pareto_3d(
+                next[held],
+                [&](const Partial& p) {
+                    for (std::size_t j = 0; j < row_count; ++j) {
+                        if (!within_budget(p.rows[j] + (layers - held) * worst[j], budget))
+                            return false;
+                    }
+                    return true;
+                },
+                work);
+            if (!kept)
+                throw too_large();
         }
         partial = std::move(next);
     }
@@ -661,6 +754,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         for (std::uint32_t held = 0; held <= layers; ++held) {
             for (const Partial& p : partial[held]) {
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
+                    if (problem.balanced_chunks && !balanced_with(p.picks, n))
+                        continue;
                     // By increasing time; with several rows the points that fit need not be a
                     // suffix, so the first that fits is searched for.
                     const auto& points = frontiers[c][n];
@@ -740,6 +835,20 @@ double ends(const Problem& problem, std::uint32_t stage, std::uint32_t chunk, do
 }
 
 }  // namespace
+
+ScopedExactWorkBudget::ScopedExactWorkBudget(ExactWorkBudget budget)
+    : budget_(budget), outer_(active_budget) {
+    if (outer_ == nullptr)  // the outermost budget governs (solve() within solve_megatron)
+        active_budget = &budget_;
+}
+
+ScopedExactWorkBudget::ScopedExactWorkBudget(Unlimited) : outer_(active_budget) {
+    active_budget = nullptr;
+}
+
+ScopedExactWorkBudget::~ScopedExactWorkBudget() {
+    active_budget = outer_;
+}
 
 double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
                   const KindCounts& layers) {

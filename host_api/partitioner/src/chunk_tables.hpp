@@ -112,6 +112,35 @@ struct ChunkedStage {
 // the schedule's order cannot run, an uncertainty margin, fewer layers than positions need.
 void validate_chunked(const Problem& problem);
 
+// What the chunk tables may do, together, while a ScopedExactWorkBudget is in scope on this thread:
+// partial options made and comparisons among them, over every stage, setting and rebuild. solve()
+// gives its exact attempt one, so that a problem too large to plan exactly (many chunks and kinds)
+// throws TooLargeToPlanExactly in a fraction of a second. Without one, each stage's own limits
+// apply (chunk_tables.cpp). Within another's scope a budget does nothing: the outermost governs.
+struct ExactWorkBudget {
+    std::size_t partial_options = 0;
+    std::size_t comparisons = 0;
+};
+class ScopedExactWorkBudget {
+  public:
+    explicit ScopedExactWorkBudget(ExactWorkBudget budget);
+    // No budget in this scope, whatever is outside it (the smaller problem solve() plans when
+    // the exact one is too large: each stage's own limits only).
+    struct Unlimited {};
+    explicit ScopedExactWorkBudget(Unlimited);
+    ~ScopedExactWorkBudget();
+    ScopedExactWorkBudget(const ScopedExactWorkBudget&) = delete;
+    ScopedExactWorkBudget& operator=(const ScopedExactWorkBudget&) = delete;
+
+  private:
+    ExactWorkBudget budget_;
+    ExactWorkBudget* outer_;
+};
+
+// The work solve() allows its exact attempt, simulated_lower_bound its tables and the local search
+// its own (each about half a second).
+inline constexpr ExactWorkBudget default_exact_work_budget{250'000, 25'000'000};
+
 // The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
 // problem.chunked().
 [[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,

@@ -55,6 +55,128 @@ bool paths_through_chunk_zero(const Problem& problem) {
     return true;
 }
 
+// The least z in [0, upper] at which `feasible` holds, to a relative 1e-9 (feasibility is monotone
+// in z): the largest z found infeasible, so never above the true threshold. `upper` when even it
+// is infeasible (no plan within the caps beats it: rounding).
+template <class Feasible>
+double least_feasible(double upper, Feasible feasible) {
+    double lo = 0.0;
+    double hi = upper;
+    if (!feasible(hi))
+        return upper;
+    while (hi - lo > 1e-9 * hi) {
+        const double mid = 0.5 * (lo + hi);
+        if (feasible(mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo;
+}
+
+// The least time of n body layers on a stage whose memory row j may hold `room[j]` MB beyond its
+// base, a layer of kind k adding at least unit[j][k] there (its least over the chunks), relaxed
+// to real counts: for each row alone a linear programme with two constraints (n layers, the
+// row's room), whose optimum is at a vertex holding at most two kinds; the largest over the rows.
+// Every plan's stage of n layers takes at least this long. Infinity when no row admits n layers.
+double relaxed_least_time(std::uint32_t n, const std::vector<std::size_t>& kinds,
+                          const std::vector<double>& time,
+                          const std::vector<std::vector<double>>& unit,
+                          const std::vector<double>& room) {
+    double least = 0.0;
+    for (std::size_t j = 0; j < room.size(); ++j) {
+        double row = detail::infinity;
+        const double slack = 1e-9 * std::max(1.0, std::abs(room[j]));
+        for (std::size_t a = 0; a < kinds.size(); ++a) {
+            if (n * unit[j][a] <= room[j] + slack)
+                row = std::min(row, n * time[a]);
+            for (std::size_t b = 0; b < kinds.size(); ++b) {
+                if (!(unit[j][b] > unit[j][a]))
+                    continue;
+                // x_a + x_b = n with the row exactly full: x_b = (room - n u_a) / (u_b - u_a).
+                const double x_b = (room[j] - n * unit[j][a]) / (unit[j][b] - unit[j][a]);
+                if (x_b < 0.0 || x_b > n)
+                    continue;
+                row = std::min(row, (n - x_b) * time[a] + x_b * time[b]);
+            }
+        }
+        least = std::max(least, row);
+    }
+    return least;
+}
+
+// simulated_lower_bound where the stages' options are too many to build (TooLargeToPlanExactly):
+// the same claim, makespan >= M T_s + sum_{q < s} t_q0, with each T_s at least its ends plus
+// relaxed_least_time of its layers under the memory limit, and each t_q0 at least chunk 0's ends
+// and fewest layers at the fastest kind. A weaker bound, as cheap as the affine stages.
+double relaxed_lower_bound(const Problem& problem, const MemorySource& memory, double upper) {
+    const std::uint32_t p = problem.num_stages;
+    const std::uint32_t layers = problem.time.body_layers;
+    const double m = problem.micro_batches;
+    const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
+    const std::vector<std::size_t> list = detail::kind_list(kinds);
+    std::vector<double> time;
+    double fastest = detail::infinity;
+    for (const std::size_t k : list) {
+        time.push_back(problem.time.body_time[k]);
+        fastest = std::min(fastest, problem.time.body_time[k]);
+    }
+    if (!(fastest > 0.0))
+        fastest = 0.0;
+    const std::vector<detail::AffineStage> affine = detail::affine_stages(problem, memory, kinds);
+    const bool chains = paths_through_chunk_zero(problem);
+    // least[s][n]: M T_s at least, plus the chunk-0 times of the stages before s.
+    std::vector<std::vector<double>> least(p, std::vector<double>(layers + 1, detail::infinity));
+    double before = 0.0;
+    for (std::uint32_t s = 0; s < p; ++s) {
+        const detail::AffineStage& a = affine[s];
+        const std::size_t row_count = a.rows.size();
+        std::vector<double> base;
+        a.rows.rows(std::vector<detail::ChunkMemory>(problem.chunks), base);
+        std::vector<double> room(row_count);
+        std::vector<std::vector<double>> unit(row_count, std::vector<double>(list.size()));
+        for (std::size_t j = 0; j < row_count; ++j) {
+            room[j] = problem.budget_mb() - base[j];
+            for (std::size_t i = 0; i < list.size(); ++i) {
+                double u = detail::infinity;
+                for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+                    u = std::min(
+                        u, a.fixed[c][list[i]] + a.rows.count(j, c) * a.activation[c][list[i]]);
+                }
+                unit[j][i] = u;
+            }
+        }
+        double ends = 0.0;
+        for (std::uint32_t c = 0; c < problem.chunks; ++c)
+            ends += detail::chunk_time(problem, s, c, KindCounts{});
+        const std::uint32_t fewest = p == 1 ? layers : problem.min_layers(s);
+        for (std::uint32_t n = fewest; n <= layers; ++n)
+            least[s][n] = m * (ends + relaxed_least_time(n, list, time, unit, room)) + before;
+        if (chains) {
+            before += detail::chunk_time(problem, s, 0, KindCounts{}) +
+                      problem.min_layers(s, 0) * fastest;
+        }
+    }
+    // Whether every stage can keep its term within z with the layers summing to L: a stage's
+    // least time grows with its layers, so its admissible counts run from its fewest to a most.
+    const auto feasible = [&](double z) {
+        std::uint64_t lowest = 0;
+        std::uint64_t highest = 0;
+        for (std::uint32_t s = 0; s < p; ++s) {
+            const std::uint32_t fewest = p == 1 ? layers : problem.min_layers(s);
+            if (!(least[s][fewest] <= z))
+                return false;
+            std::uint32_t n = fewest;
+            while (n < layers && least[s][n + 1] <= z)
+                ++n;
+            lowest += fewest;
+            highest += n;
+        }
+        return lowest <= layers && layers <= highest;
+    };
+    return least_feasible(upper, feasible);
+}
+
 }  // namespace
 
 namespace detail {
@@ -105,8 +227,14 @@ double simulated_lower_bound(const Problem& given, const MemorySource& memory, d
     // Stage s holds at most the layers with which M T_s can stay within `upper`.
     const std::vector<std::uint32_t> most =
         detail::most_layers_within_makespan(problem, kinds, upper);
-    const std::vector<ChunkedStage> stages = detail::build_chunked_stages(
-        problem, detail::affine_stages(problem, memory, kinds), kinds, most);
+    std::vector<ChunkedStage> stages;
+    try {
+        const detail::ScopedExactWorkBudget budget(detail::default_exact_work_budget);
+        stages = detail::build_chunked_stages(
+            problem, detail::affine_stages(problem, memory, kinds), kinds, most);
+    } catch (const TooLargeToPlanExactly&) {
+        return relaxed_lower_bound(problem, memory, upper);
+    }
 
     const bool chains = paths_through_chunk_zero(problem);
     // pairs[s][n]: Pareto-optimal in (total, chunk 0's time), by increasing total. With two chunks
@@ -165,18 +293,7 @@ double simulated_lower_bound(const Problem& given, const MemorySource& memory, d
         }
         return best[layers] < detail::infinity;
     };
-    double lo = 0.0;
-    double hi = upper;
-    if (!feasible(hi))
-        return upper;  // no plan within the caps beats `upper` (rounding): `upper` is the bound
-    while (hi - lo > 1e-9 * hi) {
-        const double mid = 0.5 * (lo + hi);
-        if (feasible(mid))
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return lo;
+    return least_feasible(upper, feasible);
 }
 
 }  // namespace ppb::partition

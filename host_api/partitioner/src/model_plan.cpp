@@ -266,7 +266,16 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
         Problem by_slots = problem;
         by_slots.objective = ChunkObjective::slots;
         Plan stages_plan = solve(by_stages, memory);
-        Plan slots_plan = solve(by_slots, memory);
+        // Both estimates weigh the same stage options: when they were too many for one, the
+        // other plans the smaller problem at once.
+        Plan slots_plan;
+        if (stages_plan.not_exact_because.empty()) {
+            slots_plan = solve(by_slots, memory);
+        } else {
+            slots_plan = solve(smaller_to_plan_exactly(by_slots), memory);
+            slots_plan.balanced_chunks = true;
+            slots_plan.not_exact_because = stages_plan.not_exact_because;
+        }
         const auto makespan = [](const Problem& p, const Plan& candidate) {
             SimulationInput input = simulation_input(p, candidate);
             input.with_memory = false;  // the makespan alone
@@ -285,8 +294,11 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     // The local search and the bound move layers between stages of one group (refine.cpp,
     // lower_bound.cpp); a plan of several groups with chunks is the exact optimum of its estimate.
     const bool one_group = !problem.time.grouped();
-    if (options.refine && problem.chunked() && one_group)
+    if (options.refine && problem.chunked() && one_group) {
+        std::string not_exact_because = std::move(plan.not_exact_because);
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
+        plan.not_exact_because = std::move(not_exact_because);
+    }
     add_slope_activations(problem, plan, memory);
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;

@@ -320,6 +320,12 @@ json::object partition_document(const Problem& problem, const Plan& plan,
         simulated["gap"] = bound_gap(simulation.makespan, *lower_bound);
     }
     doc["simulated"] = std::move(simulated);
+    // Whether the plan is the exact optimum of its estimate; when not, why (Plan::
+    // not_exact_because: planned under one recompute setting, bounded by "lower_bound").
+    doc["exact"] = plan.not_exact_because.empty();
+    doc["not_exact_because"] =
+        plan.not_exact_because.empty() ? json::value(nullptr) : json::value(plan.not_exact_because);
+    doc["balanced_chunks"] = plan.balanced_chunks;
     // Communication per stage boundary (ppb::SimulationInput::comm_time), what it adds to the
     // estimate, and the simulated iteration broken down as SAPP reads it.
     doc["comm_time"] = json::array(simulation.comm_time.begin(), simulation.comm_time.end());

@@ -63,11 +63,19 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
     if (!problem.chunked())
         return start;
     // A plan of one recompute setting (RecomputeRule::megatron, torchtitan) moves within it.
-    if (!problem.recompute_setting && start.recompute_setting) {
+    // So does a plan of balanced chunks (solve()'s fallback when planning every split is too
+    // large).
+    if ((!problem.recompute_setting && start.recompute_setting) ||
+        (!problem.balanced_chunks && start.balanced_chunks)) {
         Problem fixed = problem;
-        fixed.recompute_setting = start.recompute_setting;
-        fixed.kinds = problem.kinds & start.recompute_setting->kinds();
-        return refine_by_simulation(fixed, memory, start, max_moves, budget);
+        if (start.recompute_setting) {
+            fixed.recompute_setting = start.recompute_setting;
+            fixed.kinds = problem.kinds & start.recompute_setting->kinds();
+        }
+        fixed.balanced_chunks = fixed.balanced_chunks || start.balanced_chunks;
+        Plan refined = refine_by_simulation(fixed, memory, start, max_moves, budget);
+        refined.balanced_chunks = start.balanced_chunks;
+        return refined;
     }
     const auto now = std::chrono::steady_clock::now();
     const auto deadline = budget >= std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -80,9 +88,15 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
     // default plan with chunks").
     SimulationInput at_start = simulation_input(problem, start);
     at_start.with_memory = false;
-    const std::vector<ChunkedStage> stages = detail::build_chunked_stages(
-        problem, detail::affine_stages(problem, memory, kinds), kinds,
-        detail::most_layers_within_makespan(problem, kinds, simulate(at_start).makespan));
+    std::vector<ChunkedStage> stages;
+    try {
+        const detail::ScopedExactWorkBudget work(detail::default_exact_work_budget);
+        stages = detail::build_chunked_stages(
+            problem, detail::affine_stages(problem, memory, kinds), kinds,
+            detail::most_layers_within_makespan(problem, kinds, simulate(at_start).makespan));
+    } catch (const TooLargeToPlanExactly&) {
+        return start;  // the neighbours are too many to weigh: the start stands
+    }
 
     // The start, as options of the stages. The solver builds its options within bounds on the
     // layer counts, so where equal times leave a choice it may have kept another mix, and even

@@ -126,6 +126,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
             entry["tokens_per_second_per_device"] = t.tokens_per_second_per_device;
             entry["model_flops_utilisation"] = t.model_flops_utilisation;
         }
+        // Whether the plan is the configuration's exact optimum (else "plan"."not_exact_because").
+        entry["exact"] = p.plan.not_exact_because.empty();
         entry["partitioner_objective"] = p.plan.iteration_time;
         entry["bubble_fraction"] = p.simulation.bubble_fraction;
         entry["peak_memory_mb"] = o->peak_memory_mb;

@@ -22,6 +22,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 
@@ -490,15 +492,42 @@ Plan solve_validated(const Problem& problem, const MemorySource& memory) {
 
 }  // namespace
 
+Problem smaller_to_plan_exactly(const Problem& problem) {
+    Problem smaller = problem;
+    if (problem.rule != RecomputeRule::megatron && problem.rule != RecomputeRule::torchtitan)
+        smaller.rule = RecomputeRule::megatron;
+    smaller.balanced_chunks = true;
+    return smaller;
+}
+
 Plan solve(const Problem& problem, const MemorySource& memory) {
     validate(problem);
     const bool one_setting =
         problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan;
-    if (one_setting && !problem.recompute_setting)
-        return detail::solve_megatron(problem, memory);
-    Plan plan = solve_validated(problem, memory);
-    plan.recompute_setting = problem.recompute_setting;
-    return plan;
+    try {
+        // The exact attempt may do this much work in the chunk tables, all stages and settings
+        // together (about half a second); a smaller problem's plan follows when it needs more.
+        // (A problem already balanced is the smaller one: planned whatever it takes.)
+        std::optional<detail::ScopedExactWorkBudget> budget;
+        if (problem.balanced_chunks)
+            budget.emplace(detail::ScopedExactWorkBudget::Unlimited{});
+        else
+            budget.emplace(detail::default_exact_work_budget);
+        if (one_setting && !problem.recompute_setting)
+            return detail::solve_megatron(problem, memory);
+        Plan plan = solve_validated(problem, memory);
+        plan.recompute_setting = problem.recompute_setting;
+        return plan;
+    } catch (const TooLargeToPlanExactly& e) {
+        if (problem.recompute_setting || problem.balanced_chunks)
+            throw;
+        // The lower bound (simulated_lower_bound) says what the exact plan could gain.
+        const detail::ScopedExactWorkBudget unlimited(detail::ScopedExactWorkBudget::Unlimited{});
+        Plan plan = detail::solve_megatron(smaller_to_plan_exactly(problem), memory);
+        plan.balanced_chunks = true;
+        plan.not_exact_because = e.what();
+        return plan;
+    }
 }
 
 }  // namespace ppb::partition

@@ -145,6 +145,15 @@ std::string render_partition(const Problem& problem, const Plan& plan,
             format_time(*lower_bound, unit),
             100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
     }
+    if (!plan.not_exact_because.empty()) {
+        out += fmt::format(
+            "Not the exact optimum: {}; planned under one recompute setting for the whole "
+            "model{} instead (a plan the rule admits), the lower bound above bounding what any "
+            "other plan could gain\n",
+            plan.not_exact_because,
+            plan.balanced_chunks ? " with each stage's chunks holding as many layers as each other"
+                                 : "");
+    }
     out += after_simulation;  // communication and the iteration's breakdown, when asked for
 
     if (const auto& setting = plan.recompute_setting)

@@ -2,7 +2,10 @@
 
 #include "text_table.hpp"
 
+#include <ppb/partition/lower_bound.hpp>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -85,7 +88,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
             std::to_string(c.data_parallel),
             std::to_string(c.micro_batches),
             partition::describe(c.schedule),
-            c.recompute.name,
+            c.recompute.name + (p.plan.not_exact_because.empty() ? "" : "*"),
             format_time(o->iteration_time(), context.time_unit),
             format_time(p.plan.iteration_time, context.time_unit),
             fmt::format("{:.1f} %", 100.0 * p.simulation.bubble_fraction),
@@ -105,6 +108,27 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         table.add_row(row);
     }
     out += table.render();
+    // Which plans shown are not their exact optimum, and how far they can be from the best plan.
+    std::vector<std::string> not_exact;
+    rank = 0;
+    for (const SearchOutcome* o : ranking) {
+        ++rank;
+        const partition::PlannedPartition& p = *o->planned;
+        if (p.plan.not_exact_because.empty())
+            continue;
+        not_exact.push_back(
+            p.lower_bound
+                ? fmt::format("{} (within {:.1f} % of a proven bound)", rank,
+                              100.0 * partition::bound_gap(p.simulation.makespan, *p.lower_bound))
+                : std::to_string(rank));
+    }
+    if (!not_exact.empty()) {
+        out += fmt::format(
+            "\n*: too large to plan exactly under the policy (every mix of kinds and split of "
+            "layers over the chunks); the exact plan of one recompute setting with as many layers "
+            "in each chunk of a stage as in the others, a plan the policy admits. Ranks {}.\n",
+            fmt::join(not_exact, ", "));
+    }
 
     const auto [planned, infeasible, invalid] = partition::count_outcomes(result);
     out += fmt::format(

@@ -4,6 +4,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/allocator_reserve.hpp>
+#include <ppb/errors.hpp>
 #include <ppb/in_flight_profile.hpp>
 #include <ppb/memory_part.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -141,6 +142,10 @@ struct Problem {
     // chunk_layers(n) (and `kinds` must allow its kinds): the plans of one Megatron setting.
     // RecomputeRule::megatron's solver sets it for each setting in turn.
     std::optional<MegatronRecompute> recompute_setting;
+    // When set, the chunks of a stage hold as many body layers as each other, give or take one
+    // (Megatron-LM's even layout within a stage): the plans solve() falls back to when planning
+    // every split exactly is too large (TooLargeToPlanExactly).
+    bool balanced_chunks = false;
     // The pipeline schedule and its chunks per stage v (ppb/schedule.hpp: 1 for 1F1B, at least 2
     // for the interleaved schedules, 2 for dualpipe-v). Each (stage, chunk) holds one contiguous
     // block of the model's layers, in the schedule's position order.
@@ -226,6 +231,31 @@ struct Plan {
     // The one recompute setting every chunk follows, when the plan was made under
     // RecomputeRule::megatron or Problem::recompute_setting.
     std::optional<MegatronRecompute> recompute_setting;
+    // Empty for the exact optimum of the problem. Otherwise why it is not: planning its rule's
+    // mixes exactly was too large (TooLargeToPlanExactly), and the plan is the exact optimum
+    // under one recompute setting for the whole model (recompute_setting), a plan the rule also
+    // admits, with balanced chunks if need be; simulated_lower_bound() bounds what the exact
+    // plan could gain.
+    std::string not_exact_because;
+    // Whether the plan was made with Problem::balanced_chunks (the fallback above, when even one
+    // recompute setting was too large to plan with every split of a stage's layers over its
+    // chunks); its local search keeps it.
+    bool balanced_chunks = false;
+};
+
+// The problem solve() plans when `problem` is too large to plan exactly (TooLargeToPlanExactly):
+// the plans of one recompute setting for the whole model (RecomputeRule::megatron unless the rule
+// is already one setting) whose stages hold as many layers in each chunk as in every other
+// (Problem::balanced_chunks, Megatron-LM's even layout within a stage). Every rule admits them,
+// and they are few enough to plan exactly in milliseconds.
+[[nodiscard]] Problem smaller_to_plan_exactly(const Problem& problem);
+
+// Planning a problem with several chunks per stage exactly would weigh more partial options of a
+// stage than ppb allows (seconds and gigabytes: many chunks, many kinds, a limit that binds
+// loosely). solve() catches it and plans under one recompute setting (Plan::not_exact_because).
+class TooLargeToPlanExactly : public InputError {
+  public:
+    using InputError::InputError;
 };
 
 // No placement satisfies the memory limit. what() says why in numbers: the tightest
