@@ -204,6 +204,18 @@ std::vector<Outcome> stage_outcomes(const Problem& p, const Coefficients& k, std
     return out;
 }
 
+// The most memory any stage needs holding every layer in chunk 0 without recompute: the scale of
+// the tests' memory limits (from generous to tight as fractions of it).
+double heaviest_stage_of_no_recompute(const Problem& p, const Coefficients& k) {
+    double spread = 0.0;
+    for (std::uint32_t s = 0; s < p.num_stages; ++s) {
+        std::vector<KindCounts> even(p.chunks);
+        even[0][PPB_KIND_NONE] = p.time.body_layers;
+        spread = std::max(spread, stage_memory(k, p, s, even));
+    }
+    return spread;
+}
+
 // The least objective over every plan, or infinity: 'stages' (M max_s T_s + sum_s m_s -
 // max_s m_s) and 'slots' ((M v - 1) max_s m_s + sum_s m_s).
 struct Optima {
@@ -387,12 +399,7 @@ BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
                             needed += min_layers(p, s, ch);
                     // Budgets from generous to tight: the largest memory of an even spread,
                     // scaled.
-                    double spread = 0.0;
-                    for (std::uint32_t s = 0; s < stages; ++s) {
-                        std::vector<KindCounts> even(c.chunks);
-                        even[0][PPB_KIND_NONE] = layers;
-                        spread = std::max(spread, stage_memory(k, p, s, even));
-                    }
+                    const double spread = heaviest_stage_of_no_recompute(p, k);
                     for (const double scale : {1.2, 0.8, 0.55, 0.35}) {
                         p.memory_limit_mb = spread * scale;
                         MemorySource linear;
@@ -936,12 +943,7 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
                                                      p.micro_batches)
                              .empty())
                         continue;
-                    double spread = 0.0;
-                    for (std::uint32_t s = 0; s < stages; ++s) {
-                        std::vector<KindCounts> even(c.chunks);
-                        even[0][PPB_KIND_NONE] = layers;
-                        spread = std::max(spread, stage_memory(k, p, s, even));
-                    }
+                    const double spread = heaviest_stage_of_no_recompute(p, k);
                     for (const double scale : {1.2, 0.6}) {
                         p.memory_limit_mb = spread * scale;
                         const MemorySource linear = linear_source(k);
@@ -1073,12 +1075,7 @@ BOOST_AUTO_TEST_CASE(too_large_problems_plan_one_setting_with_balanced_chunks) {
                                                      p.micro_batches)
                              .empty())
                         continue;
-                    double spread = 0.0;
-                    for (std::uint32_t s = 0; s < stages; ++s) {
-                        std::vector<KindCounts> even(c.chunks);
-                        even[0][PPB_KIND_NONE] = layers;
-                        spread = std::max(spread, stage_memory(k, p, s, even));
-                    }
+                    const double spread = heaviest_stage_of_no_recompute(p, k);
                     for (const double scale : {1.2, 0.7, 0.5}) {
                         p.memory_limit_mb = spread * scale;
                         for (const MemorySource& source : {linear_source(k), probed_source(k)}) {
