@@ -4,9 +4,11 @@
 #include <ppb/discovery.hpp>
 #include <ppb/dryrun_format.hpp>
 #include <ppb/loader.hpp>
+#include <ppb/partition/cluster.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/search.hpp>
+#include <ppb/partition/shape_time.hpp>
 #include <ppb/partition/time_model.hpp>
 
 #include <benchmark/benchmark.h>
@@ -494,6 +496,55 @@ BENCHMARK(BM_Search)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
+
+// One configuration of the search at 10 240 H100s (host_api/docs/performance.md, "A search at
+// scale"): the 70B shape with t = 8 on P = 10 stages, d = 128, M = 40, interleaved with v chunks
+// (2, 4, 8), the analytic model probed, recompute 'any' under MindFormers' rule; planned as
+// ppb search plans it (both estimates), with the local search and the bound (argument 1) as for
+// its best configurations, or without. v = 4 and 8 are too large to plan exactly: the budget,
+// then one setting with balanced chunks (design 6.12).
+void BM_SearchConfigurationAtScale(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const std::filesystem::path samples = PPB_SAMPLES_DIR;
+    std::ifstream in(samples / "llama70b-shape.json");
+    std::string shape{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    // The search gives each configuration's model its data-parallel degree.
+    const std::string key = "\"data_parallel\": 4";
+    if (const auto at = shape.find(key); at != std::string::npos)
+        shape.replace(at, key.size(), "\"data_parallel\": 128");
+    const pt::Cluster cluster = pt::cluster_of_device("H100");
+    pt::Problem base;
+    base.time =
+        pt::time_model_from_shape(shape, "llama70b-shape.json",
+                                  {.device_tflops = cluster.achieved_tflops(), .cluster = cluster});
+    base.memory_limit_mb = 81920.0;
+    base.rule = pt::RecomputeRule::mindformers;
+    ppb::MemoryModel model =
+        ppb::open_model(ppb::inspect_plugin_file(plugin_dir / "ppb-analytic-1.0.0.so"), shape);
+    const pt::MemorySource memory = pt::model_memory_source(base, model);
+    const auto chunks = static_cast<std::uint32_t>(state.range(0));
+    pt::Configuration c;
+    c.pipeline = 10;
+    c.data_parallel = 128;
+    c.micro_batches = 40;
+    c.schedule = {ppb::Schedule::interleaved, chunks};
+    c.recompute = pt::recompute_policy("any");
+    pt::SearchOutcome outcome;
+    for (auto _ : state) {
+        outcome = pt::plan_configuration(base, c, memory, state.range(1) != 0);
+        benchmark::DoNotOptimize(outcome);
+    }
+    if (outcome.status != pt::SearchOutcome::Status::planned) {
+        state.SkipWithError(outcome.message.c_str());
+        return;
+    }
+    state.counters["exact"] = outcome.planned->plan.not_exact_because.empty() ? 1 : 0;
+    state.counters["makespan_ms"] = outcome.planned->simulation.makespan;
+}
+BENCHMARK(BM_SearchConfigurationAtScale)
+    ->ArgsProduct({{2, 4, 8}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // How planning time grows (host_api/docs/performance.md, scaling): one axis at a time from P = 16
 // stages, L = 512 layers, all 5 kinds, 1 chunk (1F1B, M = 32; the chunks from L = 256,
