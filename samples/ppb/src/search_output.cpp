@@ -126,8 +126,8 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         out += fmt::format(
             "\n*: too large to plan exactly under the policy (every mix of kinds and split of "
             "layers over the chunks); the exact plan of one recompute setting with as many layers "
-            "in each chunk of a stage as in the others, a plan the policy admits. Ranks {}.\n",
-            fmt::join(not_exact, ", "));
+            "in each chunk of a stage as in the others, a plan the policy admits. {} {}.\n",
+            not_exact.size() == 1 ? "Rank" : "Ranks", fmt::join(not_exact, ", "));
     }
 
     const auto [planned, infeasible, invalid] = partition::count_outcomes(result);
