@@ -109,6 +109,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--global-batch",
                                "--global-batch-size",
                                "--micro-batch-size",
+                               "--context-parallel",
                                "--schedules",
                                "--schedule",
                                "--chunks",

@@ -514,6 +514,74 @@ BOOST_AUTO_TEST_CASE(eight_chunks_of_a_probed_model_ask_it_for_layers_it_has) {
     BOOST_TEST(layers == 32);
 }
 
+// Context-parallel degrees are searched with the shape's: each configuration's shape gets its
+// cp (its times: the sequence split over cp, the ring's K/V exchange; its memory), d = N / (P t
+// cp), and a cp = 2 configuration is planned as a search of cp = 2 alone plans it.
+BOOST_AUTO_TEST_CASE(context_parallel_degrees_are_searched_with_the_shape) {
+    std::ifstream in(shape_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    json::object shape = parse_json(text.str()).as_object();
+    shape["flash_attention"] = true;  // Transformer Engine's context parallelism needs it
+    shape["seq_length"] = 8192;
+    const std::string file = write_file(json::serialize(shape), "shape8k.json");
+    const std::vector<std::string> common = {
+        "search", "--model",           "analytic", "--model-options", file,   "--devices",
+        "64",     "--global-batch",    "128",      "--schedules",     "1f1b", "--device",
+        "H100",   "--tensor-parallel", "4",        "--top",           "0",    "--progress",
+        "never"};
+    auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = common;
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto both = with({"--context-parallel", "1,2", "--json"});
+    BOOST_TEST_REQUIRE(both.exit_code == 0, both.err);
+    const json::value doc = parse_json(both.out);
+    std::set<int> seen;
+    for (const json::value& v : doc.at("ranking").as_array()) {
+        const int cp = v.at("context_parallel").to_number<int>();
+        const int p = v.at("pipeline_parallel").to_number<int>();
+        const int d = v.at("data_parallel").to_number<int>();
+        BOOST_TEST(p * d * 4 * cp == 64);
+        BOOST_TEST(v.at("micro_batches").to_number<int>() * d == 128);
+        // The global batch's 128 x 8192 tokens over the iteration and the 64 devices.
+        BOOST_TEST(v.at("tokens_per_second_per_device").to_number<double>() ==
+                       128.0 * 8192 / (v.at("iteration_time").to_number<double>() / 1e3) / 64,
+                   tt::tolerance(1e-12));
+        seen.insert(cp);
+    }
+    BOOST_TEST((seen == std::set<int>{1, 2}));
+    const auto alone = with({"--context-parallel", "2", "--json"});
+    BOOST_TEST_REQUIRE(alone.exit_code == 0, alone.err);
+    const json::value alone_doc = parse_json(alone.out);
+    std::size_t matched = 0;
+    for (const json::value& a : alone_doc.at("ranking").as_array()) {
+        BOOST_TEST(a.at("context_parallel").to_number<int>() == 2);
+        for (const json::value& v : doc.at("ranking").as_array()) {
+            if (v.at("context_parallel").to_number<int>() == 2 &&
+                v.at("pipeline_parallel") == a.at("pipeline_parallel")) {
+                ++matched;
+                BOOST_TEST(v.at("iteration_time").to_number<double>() ==
+                           a.at("iteration_time").to_number<double>());
+                BOOST_TEST(json::serialize(v.at("plan").at("stages")) ==
+                           json::serialize(a.at("plan").at("stages")));
+            }
+        }
+    }
+    BOOST_TEST(matched > 0u);
+    // The table has a CP column.
+    const auto table = with({"--context-parallel", "1,2"});
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("RANK  PP  DP  CP") != std::string::npos, table.out);
+    BOOST_TEST(table.out.find("context parallel 1,2") != std::string::npos);
+    // A layer file's times are for one cp.
+    expect_input_error(
+        ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--devices", "64",
+             "--global-batch", "128", "--memory-limit-mb", "60000", "--context-parallel", "1,2"}),
+        {"--context-parallel: several values need a model shape's layers"});
+}
+
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its
 // simulated iteration: with it, the iteration ppb search ranks the same configuration by.
 BOOST_AUTO_TEST_CASE(the_partition_adds_the_synchronisation_the_search_ranks_by) {

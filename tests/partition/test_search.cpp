@@ -128,6 +128,41 @@ BOOST_AUTO_TEST_CASE(every_degree_dividing_the_devices_with_its_micro_batches) {
     BOOST_TEST(plan.configurations.size() + plan.skipped.size() * 2 == 5u * 3u * 2u);
 }
 
+BOOST_AUTO_TEST_CASE(context_parallel_degrees_split_each_replica_further) {
+    // 64 devices, t = 4, cp 1, 2 and 3: a replica spans t x cp devices, d = 64 / (P t cp);
+    // 3 does not divide 64 and is left out with the reason; the micro-batches follow d.
+    SearchSpace space = devices_space();
+    space.context_parallel_degrees = {1, 2, 3};
+    space.schedules = {{Schedule::one_f_one_b, 1}};
+    space.recompute = {recompute_policy("any")};
+    const SearchPlan plan = search_configurations(space, uniform_time(20));
+    std::set<std::uint32_t> seen;
+    std::size_t with_two = 0;
+    for (const Configuration& c : plan.configurations) {
+        BOOST_TEST(c.pipeline * c.data_parallel * c.tensor_parallel * c.context_parallel == 64u);
+        BOOST_TEST(c.micro_batches * 2u * c.data_parallel == 256u);
+        seen.insert(c.context_parallel);
+        with_two += c.context_parallel == 2 ? 1 : 0;
+    }
+    BOOST_TEST((seen == std::set<std::uint32_t>{1, 2}));
+    // cp = 2: 64 / 8 = 8 devices over P in 1, 2, 4, 8.
+    BOOST_TEST(with_two == 4u);
+    bool three_left_out = false;
+    for (const SkippedConfiguration& s : plan.skipped) {
+        three_left_out =
+            three_left_out || (s.configuration == "t=4 cp=3" &&
+                               s.reason == "the 64 devices are not a multiple of t x cp = 12");
+    }
+    BOOST_TEST(three_left_out);
+    // One degree that does not divide the devices is an error, not a skip.
+    space.context_parallel_degrees = {3};
+    expect_input_error([&] { (void)search_configurations(space, uniform_time(20)); },
+                       "the 64 devices cannot be split into groups of 12");
+    space.context_parallel_degrees = {0, 2};
+    expect_input_error([&] { (void)search_configurations(space, uniform_time(20)); },
+                       "the context-parallel degree: expected at least 1");
+}
+
 BOOST_AUTO_TEST_CASE(the_schedule_needs_are_left_out_with_the_reason) {
     SearchSpace s;
     s.pipeline_degrees = {4};

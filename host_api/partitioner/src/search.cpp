@@ -72,7 +72,8 @@ void check_space(const SearchSpace& space) {
         if (*space.devices == 0)
             throw InputError("the device count: expected at least 1");
         const std::uint32_t group = space.tensor_parallel * space.context_parallel;
-        if (space.tensor_parallel_degrees.empty() && *space.devices % group != 0) {
+        if (space.tensor_parallel_degrees.empty() && space.context_parallel_degrees.empty() &&
+            *space.devices % group != 0) {
             throw InputError(fmt::format(
                 "the {} devices cannot be split into {} groups of {}: {} is not a multiple of {}",
                 *space.devices,
@@ -127,12 +128,14 @@ std::string describe(const Configuration& c) {
                        c.micro_batches, describe(c.schedule), c.recompute.name);
 }
 
-// The configurations of one tensor-parallel degree `tp` and micro-batch size `b`, added to `out`;
-// `label` ("" or " t=8 b=1") names them in the skipped combinations.
+// The configurations of one tensor-parallel degree `tp`, context-parallel degree `cp` and
+// micro-batch size `b`, added to `out`; `label` ("" or " t=8 cp=1 b=1") names them in the skipped
+// combinations.
 void add_configurations(const SearchSpace& space, const TimeModel& time, std::uint32_t tp,
-                        std::uint32_t b, const std::string& label, SearchPlan& out) {
+                        std::uint32_t cp, std::uint32_t b, const std::string& label,
+                        SearchPlan& out) {
     // The devices of one stage's replica: t x cp.
-    const std::uint32_t t = tp * space.context_parallel;
+    const std::uint32_t t = tp * cp;
     const bool listed = !space.pipeline_degrees.empty();
     std::vector<std::uint32_t> degrees = space.pipeline_degrees;
     if (listed) {
@@ -190,7 +193,7 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
             continue;
         }
         for (const ScheduleChoice& choice : space.schedules) {
-            Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}, tp, b};
+            Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}, tp, b, cp};
             const std::string what =
                 fmt::format("P={} d={} M={} {}{}", p, d, m, describe(choice), label);
             if (std::string shape =
@@ -240,26 +243,35 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
     const std::vector<std::uint32_t> sizes =
         space.micro_batch_sizes.empty() ? std::vector<std::uint32_t>{space.micro_batch_size}
                                         : space.micro_batch_sizes;
-    const bool several = tps.size() > 1 || sizes.size() > 1;
+    const std::vector<std::uint32_t> cps = space.context_parallel_degrees.empty()
+                                               ? std::vector<std::uint32_t>{space.context_parallel}
+                                               : space.context_parallel_degrees;
+    const bool several = tps.size() > 1 || sizes.size() > 1 || cps.size() > 1;
     SearchPlan out;
-    for (const std::uint32_t tp : tps) {
-        if (tp == 0)
-            throw InputError("the tensor-parallel degree: expected at least 1");
-        if (space.devices && *space.devices % (tp * space.context_parallel) != 0) {
-            if (!several) {
-                throw InputError(fmt::format("the {} devices cannot be split into groups of {}",
-                                             *space.devices, tp * space.context_parallel));
+    for (const std::uint32_t cp : cps) {
+        if (cp == 0)
+            throw InputError("the context-parallel degree: expected at least 1");
+        for (const std::uint32_t tp : tps) {
+            if (tp == 0)
+                throw InputError("the tensor-parallel degree: expected at least 1");
+            if (space.devices && *space.devices % (tp * cp) != 0) {
+                if (!several) {
+                    throw InputError(fmt::format("the {} devices cannot be split into groups of {}",
+                                                 *space.devices, tp * cp));
+                }
+                out.skipped.push_back(
+                    {fmt::format("t={} cp={}", tp, cp),
+                     fmt::format("the {} devices are not a multiple of t x cp = {}", *space.devices,
+                                 tp * cp)});
+                continue;
             }
-            out.skipped.push_back({fmt::format("t={}", tp),
-                                   fmt::format("the {} devices are not a multiple of t x cp = {}",
-                                               *space.devices, tp * space.context_parallel)});
-            continue;
-        }
-        for (const std::uint32_t b : sizes) {
-            if (b == 0)
-                throw InputError("the micro-batch size: expected at least 1 sample");
-            add_configurations(space, time, tp, b,
-                               several ? fmt::format(" t={} b={}", tp, b) : std::string(), out);
+            for (const std::uint32_t b : sizes) {
+                if (b == 0)
+                    throw InputError("the micro-batch size: expected at least 1 sample");
+                add_configurations(
+                    space, time, tp, cp, b,
+                    several ? fmt::format(" t={} cp={} b={}", tp, cp, b) : std::string(), out);
+            }
         }
     }
     if (out.configurations.empty()) {

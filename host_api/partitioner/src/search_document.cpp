@@ -29,7 +29,8 @@ json::object configuration_object(const Configuration& c) {
                         {"recompute", c.recompute.name},
                         {"recompute_kinds", kind_names_of(c.recompute.kinds)},
                         {"tensor_parallel", c.tensor_parallel},
-                        {"micro_batch_size", c.micro_batch_size}};
+                        {"micro_batch_size", c.micro_batch_size},
+                        {"context_parallel", c.context_parallel}};
 }
 
 // A limit in MB, or null when no limit fits (JSON has no infinity).
@@ -39,14 +40,13 @@ json::value limit_value(double mb) {
 
 }  // namespace
 
-ConfigurationThroughput throughput_of(const SearchOutcome& outcome, std::uint32_t context_parallel,
-                                      const Throughput& throughput) {
+ConfigurationThroughput throughput_of(const SearchOutcome& outcome, const Throughput& throughput) {
     const Configuration& c = outcome.configuration;
     const double seconds = outcome.iteration_time() / 1e3;
     const double samples =
         static_cast<double>(c.micro_batches) * c.data_parallel * c.micro_batch_size;
     const double devices =
-        static_cast<double>(c.pipeline) * c.data_parallel * c.tensor_parallel * context_parallel;
+        static_cast<double>(c.pipeline) * c.data_parallel * c.tensor_parallel * c.context_parallel;
     if (!(seconds > 0.0) || !std::isfinite(seconds))
         return {};
     return ConfigurationThroughput{samples * throughput.tokens_per_sample / seconds / devices,
@@ -121,8 +121,7 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         entry["iteration_time"] = o->iteration_time();
         entry["data_parallel_sync_time"] = o->data_parallel_sync;
         if (context.throughput) {
-            const ConfigurationThroughput t =
-                throughput_of(*o, space.context_parallel, *context.throughput);
+            const ConfigurationThroughput t = throughput_of(*o, *context.throughput);
             entry["tokens_per_second_per_device"] = t.tokens_per_second_per_device;
             entry["model_flops_utilisation"] = t.model_flops_utilisation;
         }

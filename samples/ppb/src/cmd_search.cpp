@@ -45,6 +45,7 @@ struct SearchArgs {
     std::optional<std::uint32_t> data_parallel;
     std::uint64_t global_batch = 0;
     std::vector<std::uint32_t> micro_batch_size;
+    std::vector<std::uint32_t> context_parallel;
     std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
@@ -141,20 +142,23 @@ std::uint32_t agreed(std::optional<std::uint32_t> given, std::string_view option
 
 // The memory model of each configuration's tensor-parallel degree, micro-batch size and
 // data-parallel degree. A model configured by a shape (options holding `tensor_parallel`, as the
-// analytic model's do) is created once per (t, b, d) with its `tensor_parallel`,
-// `micro_batch_size` and `data_parallel` set to them, since its memory depends on them (the
-// distributed optimizer's share shrinks as d grows); any other model is created (and fitted)
-// once and used for every configuration.
+// analytic model's do) is created once per (t, b, d, cp) with its `tensor_parallel`,
+// `micro_batch_size`, `data_parallel` and `context_parallel` set to them, since its memory depends
+// on them (the distributed optimizer's share shrinks as d grows); any other model is created (and
+// fitted) once and used for every configuration.
 class ModelsByDegree {
   public:
     struct Key {
         std::uint32_t tensor_parallel = 1;
         std::uint32_t micro_batch_size = 1;
         std::uint32_t data_parallel = 1;
+        std::uint32_t context_parallel = 1;
         auto operator<=>(const Key&) const = default;
     };
+    // The one model of every configuration, when the model is not configured by a shape.
+    static constexpr Key every_configuration{0, 0, 0, 0};
     [[nodiscard]] static Key key_of(const partition::Configuration& c) {
-        return {c.tensor_parallel, c.micro_batch_size, c.data_parallel};
+        return {c.tensor_parallel, c.micro_batch_size, c.data_parallel, c.context_parallel};
     }
 
     ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
@@ -170,7 +174,7 @@ class ModelsByDegree {
             auto entry = std::make_unique<Entry>();
             entry->prepared.emplace(prepare(options));
             entry->memory = partition::model_memory_source(base, entry->prepared->model);
-            entries_[Key{0, 0, 0}] = std::move(entry);  // for every configuration
+            entries_[every_configuration] = std::move(entry);
             return;
         }
         for (const Key& k : keys) {
@@ -179,6 +183,7 @@ class ModelsByDegree {
             with_degree["tensor_parallel"] = k.tensor_parallel;
             with_degree["micro_batch_size"] = k.micro_batch_size;
             with_degree["data_parallel"] = k.data_parallel;
+            with_degree["context_parallel"] = k.context_parallel;
             try {
                 entry->prepared.emplace(
                     prepare(ModelOptions{to_compact_json(with_degree), options.file}));
@@ -188,8 +193,9 @@ class ModelsByDegree {
                     throw;
                 entry->refused = fmt::format(
                     "the memory model refuses tensor_parallel = {}, micro_batch_size = {}, "
-                    "data_parallel = {}: {}",
-                    k.tensor_parallel, k.micro_batch_size, k.data_parallel, e.what());
+                    "data_parallel = {}, context_parallel = {}: {}",
+                    k.tensor_parallel, k.micro_batch_size, k.data_parallel, k.context_parallel,
+                    e.what());
             }
             entries_[k] = std::move(entry);
         }
@@ -214,7 +220,7 @@ class ModelsByDegree {
     [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
                                                 const partition::Configuration& c,
                                                 bool refine = false) const {
-        const Entry& entry = *entries_.at(per_degree_ ? key_of(c) : Key{0, 0, 0});
+        const Entry& entry = *entries_.at(per_degree_ ? key_of(c) : every_configuration);
         if (!entry.prepared) {
             partition::SearchOutcome out;
             out.configuration = c;
@@ -374,11 +380,15 @@ int run_search_command(const SearchArgs& args) {
     }
     // The tensor-parallel degrees and micro-batch sizes: the flags' lists, else the shape's.
     const bool shape_times = shape.has_value() && args.model_desc.empty();
-    if ((args.tensor_parallel.size() > 1 || args.micro_batch_size.size() > 1) && !shape_times) {
+    if ((args.tensor_parallel.size() > 1 || args.micro_batch_size.size() > 1 ||
+         args.context_parallel.size() > 1) &&
+        !shape_times) {
         throw UsageError(fmt::format(
             "{}: several values need a model shape's layers (--model-options SHAPE without "
             "--model-desc), timed and sized for each; a layer file's times are for one",
-            args.tensor_parallel.size() > 1 ? "--tensor-parallel" : "--micro-batch-size"));
+            args.tensor_parallel.size() > 1    ? "--tensor-parallel"
+            : args.micro_batch_size.size() > 1 ? "--micro-batch-size"
+                                               : "--context-parallel"));
     }
     // With a shape's times the flags' values replace the shape's; with a layer file's, whose
     // times are for one t and b, they must agree with the memory model's shape.
@@ -394,44 +404,51 @@ int run_search_command(const SearchArgs& args) {
         one_or_shapes(args.tensor_parallel, "--tensor-parallel", "tensor_parallel");
     const std::vector<std::uint32_t> sizes =
         one_or_shapes(args.micro_batch_size, "--micro-batch-size", "micro_batch_size");
+    const std::vector<std::uint32_t> cps =
+        one_or_shapes(args.context_parallel, "--context-parallel", "context_parallel");
 
     if (cluster && !args.model_desc.empty()) {
         fmt::print(stderr,
                    "ppb: note: the layer file's times are in its own unit: communication is not "
                    "timed from the cluster (--comm-time gives the transfers between stages)\n");
     }
-    // Per tensor-parallel degree and micro-batch size: the layer times (and the shape's sizes for
-    // the cluster's transfers), in a problem of their own.
+    // Per tensor-parallel degree, context-parallel degree and micro-batch size: the layer times
+    // (and the shape's sizes for the cluster's transfers), in a problem of their own.
     struct Variant {
         ModelOptions options;
         LayerTimes times;
         partition::Problem base;
         std::optional<CommunicationTiming> communication;
     };
-    std::map<std::pair<std::uint32_t, std::uint32_t>, Variant> variants;
+    using VariantKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // t, cp, b
+    std::map<VariantKey, Variant> variants;
     for (const std::uint32_t t : tps) {
-        for (const std::uint32_t b : sizes) {
-            ModelOptions variant_options = options;
-            if (shape_times) {
-                json::object with = *shape;
-                with["tensor_parallel"] = t;
-                with["micro_batch_size"] = b;
-                variant_options.json = to_compact_json(with);
+        for (const std::uint32_t cp : cps) {
+            for (const std::uint32_t b : sizes) {
+                ModelOptions variant_options = options;
+                if (shape_times) {
+                    json::object with = *shape;
+                    with["tensor_parallel"] = t;
+                    with["micro_batch_size"] = b;
+                    with["context_parallel"] = cp;
+                    variant_options.json = to_compact_json(with);
+                }
+                Variant v{variant_options,
+                          read_layer_times(args.model_desc, variant_options,
+                                           achieved_tflops(args.device, cluster), cluster,
+                                           args.time_convention, args.device.tp_comm_overlap),
+                          common, std::nullopt};
+                v.base.time = v.times.time;
+                if (cluster && shape_times) {
+                    v.communication = CommunicationTiming{
+                        partition::shape_sizes(variant_options.json, options.file.empty()
+                                                                         ? "--model-options"
+                                                                         : options.file),
+                        *cluster,
+                        {args.device.overlap_grad_reduce, args.device.overlap_param_gather}};
+                }
+                variants.emplace(VariantKey{t, cp, b}, std::move(v));
             }
-            Variant v{variant_options,
-                      read_layer_times(args.model_desc, variant_options,
-                                       achieved_tflops(args.device, cluster), cluster,
-                                       args.time_convention, args.device.tp_comm_overlap),
-                      common, std::nullopt};
-            v.base.time = v.times.time;
-            if (cluster && shape_times) {
-                v.communication = CommunicationTiming{
-                    partition::shape_sizes(variant_options.json,
-                                           options.file.empty() ? "--model-options" : options.file),
-                    *cluster,
-                    {args.device.overlap_grad_reduce, args.device.overlap_param_gather}};
-            }
-            variants.emplace(std::pair{t, b}, std::move(v));
         }
     }
     const Variant& first = variants.begin()->second;
@@ -439,7 +456,9 @@ int run_search_command(const SearchArgs& args) {
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     const LayerTimes& times = first.times;
     const std::optional<CommunicationTiming>& communication = first.communication;
-    const double first_b = variants.begin()->first.second;  // the micro-batch `first` is sized for
+    // The micro-batch size `first` is sized for (its tokens and FLOPs per sample are every
+    // variant's: t and cp split a sample's work, they do not change it).
+    const double first_b = std::get<2>(variants.begin()->first);
 
     partition::SearchSpace space;
     space.devices = args.devices;
@@ -450,7 +469,9 @@ int run_search_command(const SearchArgs& args) {
         space.tensor_parallel_degrees = tps;
     if (sizes.size() > 1)
         space.micro_batch_sizes = sizes;
-    space.context_parallel = shape ? shape_count(*shape, "context_parallel").value_or(1) : 1;
+    space.context_parallel = cps.front();
+    if (cps.size() > 1)
+        space.context_parallel_degrees = cps;
     space.data_parallel =
         args.data_parallel.value_or(shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
     space.global_batch = args.global_batch;
@@ -474,7 +495,8 @@ int run_search_command(const SearchArgs& args) {
     }
     const ModelsByDegree models(args, dryrun, options, shape, first.base, keys);
     const auto plan_one = [&](const partition::Configuration& c, bool refine) {
-        const Variant& v = variants.at({c.tensor_parallel, c.micro_batch_size});
+        const Variant& v =
+            variants.at(VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size});
         return v.communication ? v.communication->plan(models, v.base, c, refine)
                                : models.plan(v.base, c, refine);
     };
@@ -620,6 +642,12 @@ void add_search_command(CLI::App& app, Commands& commands) {
                            "micro_batch_size, or 1); several need a model shape"))
         ->type_name("b,...")
         ->check(count_in({1, 1'000'000, "samples"}));
+    as_comma_list(
+        search->add_option("--context-parallel", args->context_parallel,
+                           "context-parallel degrees cp to consider (default: the model options'\n"
+                           "context_parallel, or 1); several need a model shape"))
+        ->type_name("CP,...")
+        ->check(count_in({1, 1'000'000, "devices"}));
     as_comma_list(
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")

@@ -32,8 +32,10 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
     out += fmt::format(
         "tensor parallel {}{}, global batch {} (micro-batches of {}), memory limit {}",
         listed(space.tensor_parallel_degrees, space.tensor_parallel),
-        space.context_parallel > 1 ? fmt::format(", context parallel {}", space.context_parallel)
-                                   : std::string(),
+        space.context_parallel > 1 || space.context_parallel_degrees.size() > 1
+            ? fmt::format(", context parallel {}",
+                          listed(space.context_parallel_degrees, space.context_parallel))
+            : std::string(),
         space.global_batch, listed(space.micro_batch_sizes, space.micro_batch_size),
         format_mb(base.memory_limit_mb));
     if (base.memory_margin_mb > 0.0)
@@ -76,6 +78,12 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         headers.insert(headers.begin() + 3, {"TP", "MBS"});
         align.insert(align.begin() + 3, {A::right, A::right});
     }
+    // Several context-parallel degrees: each line's, after TP.
+    const bool per_line_cp = space.context_parallel_degrees.size() > 1;
+    if (per_line_cp) {
+        headers.insert(headers.begin() + 3 + (per_line_tp_b ? 1 : 0), "CP");
+        align.insert(align.begin() + 3 + (per_line_tp_b ? 1 : 0), A::right);
+    }
     TextTable table(headers, align);
     const auto ranking = partition::top_ranked(result, context.top);
     std::size_t rank = 0;
@@ -96,7 +104,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
             format_mb(o->headroom_mb)};
         if (context.throughput) {
             const partition::ConfigurationThroughput t =
-                partition::throughput_of(*o, space.context_parallel, *context.throughput);
+                partition::throughput_of(*o, *context.throughput);
             row.insert(row.begin() + 7,
                        {fmt::format("{:.0f}", t.tokens_per_second_per_device),
                         fmt::format("{:.1f} %", 100.0 * t.model_flops_utilisation)});
@@ -105,6 +113,9 @@ std::string render_search(const partition::SearchSpace& space, const partition::
             row.insert(row.begin() + 3,
                        {std::to_string(c.tensor_parallel), std::to_string(c.micro_batch_size)});
         }
+        if (per_line_cp)
+            row.insert(row.begin() + 3 + (per_line_tp_b ? 1 : 0),
+                       std::to_string(c.context_parallel));
         table.add_row(row);
     }
     out += table.render();

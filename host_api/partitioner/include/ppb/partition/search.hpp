@@ -54,8 +54,10 @@ struct SearchSpace {
     // shape's, which the caller makes per configuration); a layer file's are for one t and b.
     std::vector<std::uint32_t> tensor_parallel_degrees = {};
     std::vector<std::uint32_t> micro_batch_sizes = {};
-    // cp, fixed: a stage's replica spans t x cp devices (data parallel d = N / (P t cp)).
+    // cp: a stage's replica spans t x cp devices (data parallel d = N / (P t cp)); the degrees to
+    // consider (empty: context_parallel alone; more than one needs a model shape, as t does).
     std::uint32_t context_parallel = 1;
+    std::vector<std::uint32_t> context_parallel_degrees = {};
     // Samples per iteration (B) and per micro-batch (b): M = B / (b d) micro-batches.
     std::uint64_t global_batch = 0;
     std::uint32_t micro_batch_size = 1;
@@ -72,6 +74,7 @@ struct Configuration {
     RecomputePolicy recompute;
     std::uint32_t tensor_parallel = 1;   // t
     std::uint32_t micro_batch_size = 1;  // b
+    std::uint32_t context_parallel = 1;  // cp
 };
 
 // "P=8 d=4 M=32 interleaved v=2 recompute any": a configuration for people.

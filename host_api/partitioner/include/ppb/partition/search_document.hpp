@@ -23,9 +23,8 @@ struct Throughput {
     double peak_tflops = 0.0;             // per device, at the cluster's precision
 };
 
-// Of a planned configuration (its t, b) with context parallel cp: tokens per second per device
-// (the global batch's tokens over the iteration, over P x d x t x cp devices), and the
-// model-FLOPs utilisation
+// Of a planned configuration (its t, cp, b): tokens per second per device (the global batch's
+// tokens over the iteration, over P x d x t x cp devices), and the model-FLOPs utilisation
 // (the model's FLOPs per iteration over the devices' peak for as long; recomputation is not
 // model FLOPs).
 struct ConfigurationThroughput {
@@ -33,7 +32,6 @@ struct ConfigurationThroughput {
     double model_flops_utilisation = 0.0;
 };
 [[nodiscard]] ConfigurationThroughput throughput_of(const SearchOutcome& outcome,
-                                                    std::uint32_t context_parallel,
                                                     const Throughput& throughput);
 
 struct SearchContext {
