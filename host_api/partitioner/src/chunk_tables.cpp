@@ -542,8 +542,10 @@ std::vector<double> least_memory_of_setting(const MegatronRecompute& setting, do
     std::vector<double> least(all + 1, infinity);
     least[0] = empty;
     for (std::size_t c = 0; c < v; ++c) {
-        // Charged as comparisons: at v = 8 and many rows and settings this is the stage's work.
-        if (!work.compare(static_cast<std::size_t>(all) * all / 2))
+        // Charged as comparisons from 3 chunks on, where the exact attempt may give up anyway (at
+        // 8 chunks, many rows and a dozen settings this is most of its work); 1 or 2 chunks are
+        // always planned exactly.
+        if (v >= 3 && !work.compare(static_cast<std::size_t>(all) * all / 2))
             return {};
         std::vector<double> next(all + 1, infinity);
         for (std::uint32_t held = 0; held <= all; ++held) {
