@@ -1152,6 +1152,48 @@ BOOST_AUTO_TEST_CASE(too_large_problems_plan_one_setting_with_balanced_chunks) {
     BOOST_TEST(with_recompute > 5u);
 }
 
+// With two chunks nothing is combined nor charged: under a budget of nothing, every 2-chunk plan
+// (interleaved, DualPipe-V; MindFormers' rule and Megatron's one setting, whose spread's least
+// memory is the charge from 3 chunks on) is still the exact optimum, equal to the enumeration.
+BOOST_AUTO_TEST_CASE(two_chunks_are_planned_exactly_whatever_the_budget) {
+    std::mt19937 rng(2029);
+    std::size_t instances = 0;
+    for (const Schedule schedule : {Schedule::interleaved, Schedule::dualpipe_v}) {
+        for (const RecomputeRule rule : {RecomputeRule::mindformers, RecomputeRule::megatron}) {
+            for (std::uint32_t layers = 4; layers <= 8; ++layers) {
+                Problem p;
+                p.schedule = schedule;
+                p.chunks = 2;
+                p.num_stages = 2;
+                p.rule = rule;
+                p.micro_batches = 4;
+                p.kinds = 0x11u;
+                p.time.body_layers = layers;
+                const Coefficients k = random_times_and_memory(p, rng);
+                p.memory_limit_mb = 0.8 * heaviest_stage_of_no_recompute(p, k);
+                const ppb::partition::detail::ScopedExactWorkBudget nothing(
+                    ppb::partition::detail::ExactWorkBudget{0, 0});
+                BOOST_TEST_CONTEXT(
+                    fmt::format("{} L={} rule={}", ppb::schedule_name(schedule), layers,
+                                rule == RecomputeRule::megatron ? "megatron" : "mindformers")) {
+                    try {
+                        const Plan plan = ppb::partition::solve(p, linear_source(k));
+                        BOOST_TEST(plan.not_exact_because.empty(), plan.not_exact_because);
+                        BOOST_TEST(!plan.balanced_chunks);
+                        if (rule == RecomputeRule::mindformers) {
+                            BOOST_TEST(plan.iteration_time == brute_force(p, k, 0x11u),
+                                       boost::test_tools::tolerance(1e-9));
+                        }
+                        ++instances;
+                    } catch (const Infeasible&) {
+                    }
+                }
+            }
+        }
+    }
+    BOOST_TEST(instances > 10u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace chunked_tests
