@@ -273,7 +273,6 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
             slots_plan = solve(by_slots, memory);
         } else {
             slots_plan = solve(smaller_to_plan_exactly(by_slots), memory);
-            slots_plan.balanced_chunks = true;
             slots_plan.not_exact_because = stages_plan.not_exact_because;
         }
         const auto makespan = [](const Problem& p, const Plan& candidate) {

@@ -22,10 +22,9 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace ppb::partition {
 namespace {
@@ -513,18 +512,19 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
             budget.emplace(detail::ScopedExactWorkBudget::Unlimited{});
         else
             budget.emplace(detail::default_exact_work_budget);
-        if (one_setting && !problem.recompute_setting)
-            return detail::solve_megatron(problem, memory);
-        Plan plan = solve_validated(problem, memory);
-        plan.recompute_setting = problem.recompute_setting;
+        Plan plan = one_setting && !problem.recompute_setting
+                        ? detail::solve_megatron(problem, memory)
+                        : solve_validated(problem, memory);
+        if (problem.recompute_setting)
+            plan.recompute_setting = problem.recompute_setting;
+        plan.balanced_chunks = problem.balanced_chunks;
         return plan;
     } catch (const TooLargeToPlanExactly& e) {
         if (problem.recompute_setting || problem.balanced_chunks)
             throw;
-        // The lower bound (simulated_lower_bound) says what the exact plan could gain.
-        const detail::ScopedExactWorkBudget unlimited(detail::ScopedExactWorkBudget::Unlimited{});
-        Plan plan = detail::solve_megatron(smaller_to_plan_exactly(problem), memory);
-        plan.balanced_chunks = true;
+        // The smaller problem, planned without a budget (it is balanced); the lower bound
+        // (simulated_lower_bound) says what the exact plan could gain.
+        Plan plan = solve(smaller_to_plan_exactly(problem), memory);
         plan.not_exact_because = e.what();
         return plan;
     }
