@@ -435,8 +435,9 @@ BENCHMARK(BM_ExplainInfeasible)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillis
 // 1 080 configurations (interleaved runs where P divides 960, the chunks only where every chunk
 // gets a layer). The first argument is the memory model (0: dryrun-lsq fitted to
 // the sample dry runs, through its coefficients; 1: the analytic model of the sample shape, probed
-// through predictions), the second the threads, the third whether the 8 best configurations with
-// chunks are planned again with the local search, as `ppb search` does without --fast.
+// through predictions), the second the threads, the third whether the first 8 places are settled
+// (refine_best: the 8 best configurations with chunks and every other that could still enter them
+// planned again with the local search), as `ppb search` does without --fast.
 void BM_Search(benchmark::State& state) {
     namespace pt = ppb::partition;
     const std::filesystem::path samples = PPB_SAMPLES_DIR;
@@ -471,17 +472,22 @@ void BM_Search(benchmark::State& state) {
         space.recompute.push_back(pt::recompute_policy(policy));
     const pt::SearchPlan plan = pt::search_configurations(space, base.time);
     pt::SearchResult result;
+    std::size_t again = 0;
     for (auto _ : state) {
-        result = pt::run_search(
-            plan.configurations,
-            [&](const pt::Configuration& c) { return pt::plan_configuration(base, c, memory); },
-            {.jobs = static_cast<unsigned>(state.range(1))});
+        result = pt::run_search(plan.configurations,
+                                [&](const pt::Configuration& c) {
+                                    // The bounds only serve refine_best, as in ppb search without
+                                    // --fast.
+                                    return pt::plan_configuration(base, c, memory, false,
+                                                                  state.range(2) != 0);
+                                },
+                                {.jobs = static_cast<unsigned>(state.range(1))});
         if (state.range(2) != 0) {
-            (void)pt::refine_best(result, pt::refined_configurations,
-                                  [&](const pt::Configuration& c) {
-                                      return pt::plan_configuration(base, c, memory, true);
-                                  },
-                                  {.jobs = static_cast<unsigned>(state.range(1))});
+            again = pt::refine_best(result, pt::refined_configurations,
+                                    [&](const pt::Configuration& c) {
+                                        return pt::plan_configuration(base, c, memory, true);
+                                    },
+                                    {.jobs = static_cast<unsigned>(state.range(1))});
         }
         benchmark::DoNotOptimize(result);
     }
@@ -490,6 +496,7 @@ void BM_Search(benchmark::State& state) {
         planned += o.status == pt::SearchOutcome::Status::planned ? 1 : 0;
     state.counters["configurations"] = static_cast<double>(plan.configurations.size());
     state.counters["planned"] = static_cast<double>(planned);
+    state.counters["planned_again"] = static_cast<double>(again);
 }
 BENCHMARK(BM_Search)
     ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})

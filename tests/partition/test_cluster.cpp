@@ -6,6 +6,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace tt = boost::test_tools;
@@ -81,9 +83,20 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
     BOOST_TEST(h100.network_gb_s == 100.0);
     BOOST_TEST(h100.devices_per_node == 8U);
     BOOST_TEST(contains(h100.device.source, "overridden by the cluster description"));
-    // The defaults: bf16 at 0.4 of the peak.
+    BOOST_TEST(h100.overlap_exposed_fraction == 0.25);
+    // The defaults: bf16 at 0.4 of the peak, a quarter of an overlapped collective exposed.
     const Cluster plain = ppb::partition::cluster_of_device("A100");
     BOOST_TEST(plain.achieved_tflops() == 312.0 * 0.4, tt::tolerance(1e-12));
+    BOOST_TEST(plain.overlap_exposed_fraction == 0.25);
+    // A measured share, 0 (all hidden) included.
+    for (const double share : {0.0, 0.1, 1.0}) {
+        const Cluster measured =
+            read_cluster(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
+                            "overlap_exposed_fraction": {}}})",
+                                     share),
+                         "cluster.json");
+        BOOST_TEST(measured.overlap_exposed_fraction == share);
+    }
     // A device of the user's own, every figure given.
     const Cluster custom = read_cluster(
         R"({"format": "ppb.cluster/1", "device": {"name": "X1", "memory_gib": 96,
@@ -111,6 +124,13 @@ BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
                                    "achievable_fraction": 1.5})"),
                         "achievable_fraction"));
+    for (const char* share : {"-0.1", "1.01", "\"a quarter\"", "null"}) {
+        BOOST_TEST(contains(refusal(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
+                                                 "overlap_exposed_fraction": {}}})",
+                                                share)),
+                            "cluster.json: overlap_exposed_fraction: "),
+                   share);
+    }
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
                                    "overrides": {"memory_gib": -1}})"),
                         "overrides.memory_gib"));

@@ -242,14 +242,35 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
     BOOST_TEST(routed.backward() == routed.forward());
     BOOST_TEST(routed.tensor_parallel_forward == 0.0);
 
-    // --tp-comm-overlap: the collectives hide under the layer's matrix products; at 0.001
-    // TFLOP/s those take far longer, so nothing is waited for; at 10 000 TFLOP/s little hides.
+    // --tp-comm-overlap: the collectives run under the layer's matrix products, a quarter of
+    // them exposed whatever (Cluster::overlap_exposed_fraction); at 400 TFLOP/s the products
+    // outlast the other three quarters, so a quarter is waited for; at 10 000 TFLOP/s little
+    // hides.
+    BOOST_TEST(h100.overlap_exposed_fraction == 0.25);
     const double slow_compute = alone.body_forward;
+    BOOST_TEST_REQUIRE(slow_compute > 0.75 * dense.forward());
     const TimeModel overlapped =
         time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{400.0, h100, true});
-    BOOST_TEST(overlapped.body_forward ==
-                   alone.body_forward + std::max(dense.forward() - slow_compute, 0.0),
+    BOOST_TEST(overlapped.body_forward == alone.body_forward + 0.25 * dense.forward(),
                tt::tolerance(1e-9));
+    // A measured share replaces it: none exposed hides all the products can hold, all of it is
+    // no overlap.
+    for (const double share : {0.0, 0.6, 1.0}) {
+        Cluster measured = h100;
+        measured.overlap_exposed_fraction = share;
+        const TimeModel m = time_model_from_shape(dense_shape, "shape.json",
+                                                  ShapeTimeSettings{400.0, measured, true});
+        BOOST_TEST(
+            m.body_forward == alone.body_forward + share * dense.forward() +
+                                  std::max((1.0 - share) * dense.forward() - slow_compute, 0.0),
+            tt::tolerance(1e-9));
+    }
+    Cluster none_hidden = h100;
+    none_hidden.overlap_exposed_fraction = 1.0;
+    BOOST_TEST(time_model_from_shape(dense_shape, "shape.json",
+                                     ShapeTimeSettings{400.0, none_hidden, true})
+                       .body_forward == on_h100.body_forward,
+               tt::tolerance(1e-12));
     const TimeModel fast_alone =
         time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{1e4});
     const TimeModel fast_overlapped =

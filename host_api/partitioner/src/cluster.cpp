@@ -22,6 +22,7 @@ constexpr limits::RealRange bandwidth_range{0.0, 1e7, false, "GB/s"};
 constexpr limits::RealRange memory_bandwidth_range{0.0, 1e4, false, "TB/s"};
 constexpr limits::RealRange latency_range{0.0, 1e7, false, "microseconds"};
 constexpr limits::RealRange fraction_range{0.0, 1.0, true, "of the peak rate"};
+constexpr limits::RealRange exposed_range{0.0, 1.0, false, "of an overlapped collective"};
 constexpr limits::CountRange per_node_range{1, 1000000, "devices"};
 
 // The device figures a document may give (a custom device gives them all).
@@ -133,7 +134,8 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
     const boost::json::value document = parse_json(text, source);
     const JsonObject root{JsonNode(document, source)};
     root.allow_only({"format", "device", "overrides", "devices_per_node", "intra_node_gb_s",
-                     "network_gb_s", "network_latency_us", "achievable_fraction", "precision"});
+                     "network_gb_s", "network_latency_us", "achievable_fraction", "precision",
+                     "overlap_exposed_fraction"});
     const JsonNode format = root.required("format");
     if (format.as_string() != "ppb.cluster/1")
         format.fail(
@@ -176,6 +178,8 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
     cluster.achievable_fraction = achievable_fraction(cluster.device, cluster.precision);
     if (const auto x = root.optional("achievable_fraction"))
         cluster.achievable_fraction = x->as_number_in(fraction_range);
+    if (const auto x = root.optional("overlap_exposed_fraction"))
+        cluster.overlap_exposed_fraction = x->as_number_in(exposed_range);
     if (cluster.peak_tflops() <= 0.0) {
         const std::string problem = fmt::format(
             "the device {} has no {} rate (give {}_tflops in overrides)", cluster.device.name,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <numeric>
 
 namespace ppb::partition {
@@ -231,6 +232,31 @@ double data_parallel_sync_ms(const ShapeSizes& shape, const Cluster& cluster,
     return slowest;
 }
 
+double data_parallel_sync_bound_ms(const ShapeSizes& shape, const Cluster& cluster,
+                                   const ParallelLayout& layout, const TimeModel& time,
+                                   const SyncOverlap& overlap) {
+    if (time.grouped() || layout.pipeline == 0)
+        return 0.0;
+    const std::uint32_t most =
+        (time.body_layers + layout.pipeline - 1) / layout.pipeline;  // ceil(L / P)
+    const double bucket = default_bucket_parameters(layout.data_parallel);
+    // The stage's compute taken as endless: with overlap only the last bucket's share is left.
+    ChunkPlan endless;
+    endless.forward_time = std::numeric_limits<double>::infinity();
+    endless.backward_time = std::numeric_limits<double>::infinity();
+    double least = std::numeric_limits<double>::infinity();
+    for (std::uint32_t s = 0; s < layout.pipeline; ++s) {
+        // Which stage it is decides the links and the ends it adds; the ends only add.
+        StagePlan stage;
+        stage.stage = s;
+        stage.layers[PPB_KIND_NONE] = most;
+        stage.chunks = {endless};
+        const DataParallelSync sync = data_parallel_sync(shape, cluster, layout, time, stage);
+        least = std::min(least, exposed_sync_ms(sync, stage, overlap, bucket));
+    }
+    return least;
+}
+
 SearchOutcome plan_with_communication(
     const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
     const Problem& base, const Configuration& c,
@@ -242,6 +268,8 @@ SearchOutcome plan_with_communication(
     if (out.planned) {
         out.data_parallel_sync =
             data_parallel_sync_ms(shape, cluster, layout, problem.time, out.planned->plan, overlap);
+        out.data_parallel_sync_bound =
+            data_parallel_sync_bound_ms(shape, cluster, layout, problem.time, overlap);
     }
     return out;
 }

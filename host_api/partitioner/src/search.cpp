@@ -14,6 +14,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -292,7 +293,7 @@ double SearchOutcome::iteration_time() const {
 }
 
 SearchOutcome plan_configuration(const Problem& base, const Configuration& configuration,
-                                 const MemorySource& memory, bool refine) {
+                                 const MemorySource& memory, bool refine, bool bound) {
     Problem problem = base;
     problem.num_stages = configuration.pipeline;
     problem.micro_batches = configuration.micro_batches;
@@ -305,7 +306,7 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
         out.planned = plan_with_memory(std::move(problem), memory,
                                        {.choose_objective = true,
                                         .refine = refine,
-                                        .lower_bound = refine,
+                                        .lower_bound = refine || bound,
                                         .simulate_memory = false});
         out.status = SearchOutcome::Status::planned;
         double peak = 0.0;
@@ -422,13 +423,28 @@ SearchCounts count_outcomes(const SearchResult& result) {
 std::size_t refine_best(SearchResult& result, std::size_t count,
                         const std::function<SearchOutcome(const Configuration&)>& plan_refined,
                         const SearchRunOptions& options) {
+    // A plan's local search only shortens it, and never below the plan's proven bound (no plan
+    // of its configuration that fits simulates faster) plus the least synchronisation of any of
+    // its plans (SearchOutcome::data_parallel_sync_bound). So once the `count` fastest are planned
+    // again, a configuration can only enter them if its bound is below the count-th iteration of
+    // today; those are planned again with them, in one batch (the count-th iteration can only
+    // fall). A plan without a bound (several groups of layers) is planned again when it is among
+    // the `count` fastest, as before.
+    const std::vector<const SearchOutcome*> order = ranked(result);
+    const double threshold = order.size() >= count && count > 0
+                                 ? order[count - 1]->iteration_time()
+                                 : std::numeric_limits<double>::infinity();
     std::vector<std::size_t> chosen;
-    for (const SearchOutcome* outcome : ranked(result)) {
-        if (chosen.size() >= count)
-            break;
-        if (outcome->planned->problem.chunked())
-            chosen.push_back(static_cast<std::size_t>(outcome - result.outcomes.data()));
+    for (std::size_t place = 0; place < order.size(); ++place) {
+        const SearchOutcome& outcome = *order[place];
+        if (!outcome.planned->problem.chunked())
+            continue;
+        const std::optional<double>& bound = outcome.planned->lower_bound;
+        if (place < count || (bound && *bound + outcome.data_parallel_sync_bound < threshold))
+            chosen.push_back(static_cast<std::size_t>(&outcome - result.outcomes.data()));
     }
+    // In configuration order, as the first planning ran them.
+    std::sort(chosen.begin(), chosen.end());
     std::vector<Configuration> configurations;
     for (const std::size_t i : chosen)
         configurations.push_back(result.outcomes[i].configuration);

@@ -436,18 +436,24 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
     const auto ms = [&](double f) { return f / (settings.device_tflops * 1e12) * 1e3; };
     const double compute = ms(flops);
     const double core = ms(core_flops);
-    // With --tp-comm-overlap the tensor-parallel collectives hide under the matrix products;
-    // the context-parallel ring's sends always run under the attention's core.
-    const auto exposed = [&](double collectives, double products) {
-        return settings.tp_comm_overlap ? std::max(collectives - products, 0.0) : collectives;
+    // An overlapped collective costs its exposed share (Cluster::overlap_exposed_fraction: the
+    // pieces waited for, the SMs it takes) and what of the rest outlasts the products under it.
+    // With --tp-comm-overlap the tensor-parallel collectives run under the layer's matrix
+    // products; the context-parallel ring's sends always run under the attention's core.
+    const double share = settings.cluster ? settings.cluster->overlap_exposed_fraction : 0.0;
+    const auto overlapped = [&](double collectives, double products) {
+        return share * collectives + std::max((1.0 - share) * collectives - products, 0.0);
     };
-    const double forward_collectives = exposed(communication.tensor_parallel_forward, compute) +
-                                       communication.expert_forward +
-                                       std::max(communication.context_parallel_forward - core, 0.0);
+    const auto tensor_parallel = [&](double collectives, double products) {
+        return settings.tp_comm_overlap ? overlapped(collectives, products) : collectives;
+    };
+    const double forward_collectives =
+        tensor_parallel(communication.tensor_parallel_forward, compute) +
+        communication.expert_forward + overlapped(communication.context_parallel_forward, core);
     const double backward_collectives =
-        exposed(communication.tensor_parallel_backward, 2.0 * compute) +
+        tensor_parallel(communication.tensor_parallel_backward, 2.0 * compute) +
         communication.expert_backward +
-        std::max(communication.context_parallel_backward - 2.0 * core, 0.0);
+        overlapped(communication.context_parallel_backward, 2.0 * core);
     const double forward = compute + forward_collectives;
     const double backward = 2.0 * compute + backward_collectives;
     const double time = forward + backward;

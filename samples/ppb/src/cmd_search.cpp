@@ -219,7 +219,7 @@ class ModelsByDegree {
 
     [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
                                                 const partition::Configuration& c,
-                                                bool refine = false) const {
+                                                bool refine = false, bool bound = true) const {
         const Entry& entry = *entries_.at(per_degree_ ? key_of(c) : every_configuration);
         if (!entry.prepared) {
             partition::SearchOutcome out;
@@ -228,7 +228,7 @@ class ModelsByDegree {
             out.message = entry.refused;
             return out;
         }
-        return partition::plan_configuration(base, c, entry.memory, refine);
+        return partition::plan_configuration(base, c, entry.memory, refine, bound);
     }
 
   private:
@@ -254,12 +254,12 @@ struct CommunicationTiming {
     // synchronisation.
     [[nodiscard]] partition::SearchOutcome plan(const ModelsByDegree& models,
                                                 const partition::Problem& base,
-                                                const partition::Configuration& c,
-                                                bool refine) const {
+                                                const partition::Configuration& c, bool refine,
+                                                bool bound) const {
         return partition::plan_with_communication(
             sizes, cluster, overlap, base, c,
             [&](const partition::Problem& problem, const partition::Configuration& configuration) {
-                return models.plan(problem, configuration, refine);
+                return models.plan(problem, configuration, refine, bound);
             });
     }
 
@@ -497,8 +497,11 @@ int run_search_command(const SearchArgs& args) {
     const auto plan_one = [&](const partition::Configuration& c, bool refine) {
         const Variant& v =
             variants.at(VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size});
-        return v.communication ? v.communication->plan(models, v.base, c, refine)
-                               : models.plan(v.base, c, refine);
+        // The bounds say which configurations the local search must plan again; --fast plans
+        // none again and needs none.
+        const bool bound = !args.fast;
+        return v.communication ? v.communication->plan(models, v.base, c, refine, bound)
+                               : models.plan(v.base, c, refine, bound);
     };
     const partition::Problem& base = first.base;
     const PreparedModel* described = models.any();
@@ -516,10 +519,11 @@ int run_search_command(const SearchArgs& args) {
              .on_progress =
                  [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
              .stop = &interrupted});
-        // The best configurations with chunks, planned again with the local search on the
-        // simulated iteration (the plan `ppb partition` makes); --fast keeps the exact optima.
+        // The best configurations with chunks, and every other one that could still be among
+        // them, planned again with the local search on the simulated iteration (the plan `ppb
+        // partition` makes); --fast keeps the exact optima.
         if (!args.fast && !result.stopped) {
-            partition::refine_best(
+            (void)partition::refine_best(
                 result, partition::refined_configurations,
                 [&](const partition::Configuration& c) { return plan_one(c, true); },
                 {.jobs = args.jobs, .stop = &interrupted});
@@ -722,9 +726,10 @@ void add_search_command(CLI::App& app, Commands& commands) {
                      "each plan's simulated iteration (the ranking) waits for it")
         ->type_name("T");
     search->add_flag("--fast", args->fast,
-                     "skip the local search on the simulated iteration that plans the 8 best\n"
-                     "configurations with chunks again (each configuration is then the exact\n"
-                     "optimum of the better estimate, as ppb partition --fast)");
+                     "skip the local search on the simulated iteration that plans again the 8\n"
+                     "best configurations with chunks and every other that could still be among\n"
+                     "them (each configuration is then the exact optimum of the better\n"
+                     "estimate, as ppb partition --fast)");
     search->add_flag("--json", args->json, "print ppb.search/1 JSON instead of a table");
     search
         ->add_option("--report", args->report,

@@ -14,6 +14,7 @@
 //
 //     {"format": "ppb.cluster/1", "device": "H100", "devices_per_node": 8,
 //      "network_gb_s": 50, "achievable_fraction": 0.4, "precision": "bf16",
+//      "overlap_exposed_fraction": 0.25,
 //      "overrides": {"memory_gib": 94}}
 //
 // or, for a device the table does not have, "device": {"name": ..., every figure}. Unknown device
@@ -51,6 +52,18 @@ struct DeviceSpec {
 // The fraction a device without a calibrated one is taken at.
 inline constexpr double default_achievable_fraction = 0.4;
 
+// The share of an overlapped collective (tensor-parallel collectives under --tp-comm-overlap, the
+// context-parallel ring) that stays exposed however long the products it runs under. Overlap
+// works piece by piece: Transformer Engine's userbuffers cut each forward reduce-scatter into 4
+// pieces, the last waited for after the last product (method "pipeline", num_splits 4, in its
+// default configuration and in every NeMo / Megatron-Bridge H100 and B200 configuration, e.g.
+// NeMo's nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py at 8cfedd7), and the
+// communication kernels take SMs from the products they overlap (num_sm 16 to 24 of an H100's
+// 132 with set_sm_margin). A quarter is the share that ranks the published tuned configurations
+// best (tests/data/tuned/published.json; host_api/docs/cluster.md, "Overlap"); a measured one
+// replaces it in the cluster description.
+inline constexpr double default_overlap_exposed_fraction = 0.25;
+
 // The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
 // Ascend910B).
 [[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
@@ -76,6 +89,9 @@ struct Cluster {
     // the precision (achievable_fraction()) unless the description gives it.
     double achievable_fraction = default_achievable_fraction;
     MatrixPrecision precision = MatrixPrecision::bf16;
+    // The share of an overlapped collective that stays exposed (default_overlap_exposed_fraction):
+    // with overlap a collective costs share x its time + what of the rest outlasts its products.
+    double overlap_exposed_fraction = default_overlap_exposed_fraction;
 
     // The peak rate at `precision`, TFLOP/s.
     [[nodiscard]] double peak_tflops() const noexcept;
@@ -92,9 +108,9 @@ struct Cluster {
 // Reads a ppb.cluster/1 document. Throws ppb::InputError "<source>: <JSON path>: <problem>" for
 // malformed JSON, a wrong or missing format, an unknown device name (listing the known ones), an
 // unknown field, a figure that is not a finite number in its range (memory 0 < GiB <= 1e6, rates
-// and bandwidths >= 0, achievable_fraction in (0, 1], devices_per_node 1 to 1 000 000), a custom
-// device without one of its figures, and a precision the device has no rate for. `source` names
-// the document in messages.
+// and bandwidths >= 0, achievable_fraction in (0, 1], overlap_exposed_fraction in [0, 1],
+// devices_per_node 1 to 1 000 000), a custom device without one of its figures, and a precision the
+// device has no rate for. `source` names the document in messages.
 [[nodiscard]] Cluster read_cluster(std::string_view text, std::string_view source);
 
 [[nodiscard]] std::string_view precision_name(MatrixPrecision precision) noexcept;

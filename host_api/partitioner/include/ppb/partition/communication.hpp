@@ -157,6 +157,15 @@ struct SyncOverlap {
                                            const ParallelLayout& layout, const TimeModel& time,
                                            const Plan& plan, const SyncOverlap& overlap = {});
 
+// A lower bound on data_parallel_sync_ms of every plan of `layout` with the body layers of a
+// one-group `time` (0 for several groups: their layers' parameters differ): some stage holds at
+// least ceil(L / P) body layers, and a stage's exposed synchronisation grows with its
+// parameters — all of it without overlap, and with overlap at least the last bucket's share of
+// it, however long the stage's compute (exposed_sync_ms).
+[[nodiscard]] double data_parallel_sync_bound_ms(const ShapeSizes& shape, const Cluster& cluster,
+                                                 const ParallelLayout& layout,
+                                                 const TimeModel& time, const SyncOverlap& overlap);
+
 // Plans configuration `c` of `base` with `plan_one` (plan_configuration with a memory source)
 // after setting the transfers between its stages (pipeline_transfer_ms), then adds its exposed
 // data-parallel synchronisation to the outcome: what `ppb search` does with a cluster.

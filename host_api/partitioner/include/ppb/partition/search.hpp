@@ -120,6 +120,10 @@ struct SearchOutcome {
     // planned: the data-parallel gradient synchronisation after the last backward, not
     // overlapped (ppb/partition/communication.hpp; 0 unless the search times communication).
     double data_parallel_sync = 0.0;
+    // planned: no plan of this configuration synchronises in less (data_parallel_sync_bound_ms;
+    // 0 unless the search times communication): with the plan's lower bound, what refine_best
+    // knows of the configuration's best iteration.
+    double data_parallel_sync_bound = 0.0;
     // planned: what the configuration is ranked by, the simulated iteration time plus the
     // data-parallel synchronisation (per global batch, in the layer file's time unit).
     [[nodiscard]] double iteration_time() const;
@@ -129,13 +133,15 @@ struct SearchOutcome {
 // configuration's stages, micro-batches, schedule, chunks and kinds, memory from `memory`, as
 // plan_with_memory does. Infeasible and ppb::InputError become outcomes; other errors (the
 // plugin's) propagate.
-// `refine`: with chunks, the local search on the simulated iteration too, and the lower bound (the
-// plan `ppb partition` makes by default); without it, the better estimate's exact optimum
-// (milliseconds even for hundreds of stages and micro-batches, where the local search can take
-// seconds).
+// `refine`: with chunks, the local search on the simulated iteration too (the plan `ppb
+// partition` makes by default); without it, the better estimate's exact optimum (milliseconds
+// even for hundreds of stages and micro-batches, where the local search can take seconds).
+// `bound`: with chunks, the proven lower bound on the simulated iteration of every plan that fits
+// (PlannedPartition::lower_bound, which refine_best reads); always with `refine`.
 [[nodiscard]] SearchOutcome plan_configuration(const Problem& base,
                                                const Configuration& configuration,
-                                               const MemorySource& memory, bool refine = false);
+                                               const MemorySource& memory, bool refine = false,
+                                               bool bound = true);
 
 struct SearchProgress {
     std::size_t done = 0;
@@ -167,14 +173,15 @@ struct SearchResult {
     const std::function<SearchOutcome(const Configuration&)>& plan_one,
     const SearchRunOptions& options);
 
-// How many configurations with chunks `ppb search` plans again with the local search, best first
-// (refine_best): the ranking's head is what a user takes, and refining every configuration would
-// cost seconds for the largest pipelines.
+// How many of the fastest configurations `ppb search` settles (refine_best): the ranking's head
+// is what a user takes.
 inline constexpr std::size_t refined_configurations = 8;
 
-// Plans again, with `plan_refined` (plan_configuration with refine), the `count` fastest planned
-// configurations with chunks of `result` — the same in any number of jobs —, keeping each new plan
-// when it simulates no slower. Returns how many were planned again.
+// Plans again, with `plan_refined` (plan_configuration with refine), the configurations with
+// chunks of `result` that are among its `count` fastest or whose proven lower bound
+// (PlannedPartition::lower_bound) is below the count-th fastest iteration — every configuration
+// that could still be among the `count` fastest — keeping each new plan when it simulates no
+// slower; the same in any number of jobs. Returns how many were planned again.
 std::size_t refine_best(SearchResult& result, std::size_t count,
                         const std::function<SearchOutcome(const Configuration&)>& plan_refined,
                         const SearchRunOptions& options);

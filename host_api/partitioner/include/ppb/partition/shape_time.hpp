@@ -50,7 +50,8 @@ struct ShapeTimeSettings {
     // (ppb/partition/communication.hpp, layer_communication_ms).
     std::optional<Cluster> cluster = std::nullopt;
     // Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers): the tensor-parallel
-    // collectives run under the layer's matrix products, so only what outlasts them is waited
+    // collectives run under the layer's matrix products: the cluster's exposed share of them
+    // (Cluster::overlap_exposed_fraction) and what of the rest outlasts the products are waited
     // for (the expert all-to-all is not overlapped by it).
     bool tp_comm_overlap = false;
 };

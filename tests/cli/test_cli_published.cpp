@@ -1,0 +1,177 @@
+// Issue 38's measure: where `ppb search` ranks the configuration experts chose. For each dense
+// published run the time model times (tests/data/tuned/published.json; tests/common/
+// published_runs.hpp), `ppb search` runs on the run's model, devices, GPU count, global batch
+// and sequence, over TP 1, 2, 4, 8 (those that divide the heads), CP 1, 2 and the run's, MBS 1, 2
+// and the run's, 1F1B and interleaved with 2 chunks and the run's, no recompute (as the
+// performance recipes run), with the recipes' overlaps (--tp-comm-overlap --overlap-grad-reduce
+// --overlap-param-gather). The published configuration must rank among the first three, but the
+// runs named below with what we know of why; the list is kept exact, so that it stays true.
+// The sanitizer builds do not run this suite (tests/cli/CMakeLists.txt): it is 23 searches of
+// the whole space, and its code paths are the ones cli_search runs there.
+#include "../common/published_runs.hpp"
+#include "cli_fixture.hpp"
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cli_published_tests {
+
+namespace json = boost::json;
+using namespace ppb_test;
+using published::count;
+
+namespace {
+
+std::string joined(const std::set<std::uint32_t>& values) {
+    std::string out;
+    for (const std::uint32_t v : values)
+        out += (out.empty() ? "" : ",") + std::to_string(v);
+    return out;
+}
+
+// Dense runs whose published configuration ppb does not rank among its first three, and what
+// we know of why (the measured places are in the test's message).
+const std::map<std::string, std::string> open_ranks = {
+    {"gpt3_20b H100 fp8 64 TP2 PP1 VP1 CP1 MBS2",
+     "predicted 21 % under the published throughput (the time model's open gap: the "
+     "synchronisation of 32 replicas exposed beyond the last backward)"},
+    {"gpt3_175b H100 fp8 128 TP4 PP8 VP6 CP1 MBS1",
+     "ppb's first splits a 2 048-token sequence over two CP ranks, whose smaller kernels it "
+     "times at the efficiency of the whole"},
+    {"llama2_13b H100 fp8 16 TP1 PP4 VP10 CP1 MBS1",
+     "ppb prefers two stages of 10 chunks (+2.6 %)"},
+    {"nemotron3_22b H100 fp8 64 TP2 PP4 VP10 CP1 MBS2",
+     "predicted 12 % over the published throughput at the recipe's layout, and its own plan "
+     "of 10 chunks without recompute puts fewer layers on stage 0"},
+    {"nemotron4_340b H100 fp8 128 TP8 PP8 VP12 CP1 MBS1",
+     "does not fit without recompute in the analytic model (87.7 GB of 80 GiB)"},
+    {"llama3_70b H100 fp8 64 TP4 PP4 VP5 CP2 MBS1",
+     "its plan of 5 chunks without recompute is not among the 8 settled; with --recompute "
+     "any it ranks first"},
+    {"llama31_405b B200 fp8-mx 128 TP4 PP8 VP8 CP2 MBS1",
+     "ppb prefers 16 stages (+7 %): the bubble of 8 micro-batches over 8 stages"},
+    {"llama31_405b B200 fp8-cs 128 TP4 PP8 VP8 CP2 MBS1",
+     "ppb prefers 16 stages (+7 %): the bubble of 8 micro-batches over 8 stages"},
+    {"llama31_405b GB200 fp8 256 TP4 PP16 VP4 CP1 MBS1",
+     "predicted 17 % under the published throughput (the time model's open gap)"},
+    {"llama3_70b GB200 fp8-mx 64 TP2 PP4 VP5 CP1 MBS1", "ppb prefers CP 2 on two stages (+3 %)"},
+    {"llama3_70b H100 fp8 64 TP4 PP8 VP5 CP1 MBS1",
+     "its plan of 5 chunks over 8 stages without recompute is not among the 8 settled"},
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_published)
+
+BOOST_AUTO_TEST_CASE(published_configurations_rank_among_the_first_three_but_the_open_ones) {
+    const auto models = published::models();
+    std::string table =
+        "| run | place | of | predicted tok/s/GPU | published |\n|---|---|---|---|---|\n";
+    std::size_t searched = 0;
+    std::size_t first_three = 0;
+    for (const json::value& v : published::document().at("runs").as_array()) {
+        const json::object& run = v.as_object();
+        const json::object& model = *models.at(std::string(run.at("model").as_string()));
+        if (!model.at("moe").is_null() || !published::not_covered(model, run).empty())
+            continue;
+        const std::uint32_t tp = count(run, "tp", 1);
+        const std::uint32_t pp = count(run, "pp", 1);
+        const std::uint32_t vp = count(run, "vp", 1);
+        const std::uint32_t cp = count(run, "cp", 1);
+        const std::uint32_t mbs = count(run, "micro_batch", 1);
+        const std::string precision(run.at("precision").as_string());
+        const std::string name = fmt::format("{} {} {} {} TP{} PP{} VP{} CP{} MBS{}",
+                                             std::string(run.at("model").as_string()),
+                                             std::string(run.at("hardware").as_string()), precision,
+                                             count(run, "gpus", 1), tp, pp, vp, cp, mbs);
+        std::set<std::uint32_t> tps;
+        for (const std::uint32_t t : {1u, 2u, 4u, 8u}) {
+            if (count(model, "num_attention_heads", 1) % t == 0 &&
+                count(model, "num_kv_heads", 1) % t == 0)
+                tps.insert(t);
+        }
+        std::set<std::uint32_t> chunks{2, vp};
+        chunks.erase(1);
+        const std::string shape = write_file(published::shape_of(model, run), "published.json");
+        const std::string cluster = write_file(
+            fmt::format(R"({{"format": "ppb.cluster/1", "device": "{}", "precision": "{}"}})",
+                        std::string(run.at("hardware").as_string()),
+                        precision == "bf16" ? "bf16" : "fp8"),
+            "published-cluster.json");
+        const auto r = ppb({"search",
+                            "--model",
+                            "analytic",
+                            "--model-options",
+                            shape,
+                            "--devices",
+                            std::to_string(count(run, "gpus", 1)),
+                            "--global-batch",
+                            std::to_string(count(run, "global_batch", 1)),
+                            "--cluster",
+                            cluster,
+                            "--tp-comm-overlap",
+                            "--overlap-grad-reduce",
+                            "--overlap-param-gather",
+                            "--tensor-parallel",
+                            joined(tps),
+                            "--context-parallel",
+                            joined({1, 2, cp}),
+                            "--micro-batch-size",
+                            joined({1, 2, mbs}),
+                            "--schedules",
+                            "1f1b,interleaved",
+                            "--chunks",
+                            joined(chunks),
+                            "--recompute",
+                            "none",
+                            "--top",
+                            "0",
+                            "--json",
+                            "--progress",
+                            "never"});
+        BOOST_TEST_REQUIRE(r.exit_code == 0, name << ": " << r.err);
+        ++searched;
+        const json::value doc = parse_json(r.out);
+        const json::array& ranking = doc.at("ranking").as_array();
+        std::optional<std::size_t> place;
+        double predicted = 0.0;
+        for (const json::value& e : ranking) {
+            const bool schedule = vp == 1 ? e.at("schedule").as_string() == "1f1b"
+                                          : e.at("schedule").as_string() == "interleaved" &&
+                                                e.at("chunks").to_number<std::uint32_t>() == vp;
+            if (schedule && e.at("pipeline_parallel").to_number<std::uint32_t>() == pp &&
+                e.at("tensor_parallel").to_number<std::uint32_t>() == tp &&
+                e.at("context_parallel").to_number<std::uint32_t>() == cp &&
+                e.at("micro_batch_size").to_number<std::uint32_t>() == mbs) {
+                place = e.at("rank").to_number<std::size_t>();
+                predicted = e.at("tokens_per_second_per_device").to_number<double>();
+            }
+        }
+        const bool among_three = place && *place <= 3;
+        first_three += among_three ? 1 : 0;
+        table += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} |\n", name,
+                             place ? std::to_string(*place) : "does not fit", ranking.size(),
+                             predicted, published::number(run.at("tokens_per_sec_per_gpu")));
+        BOOST_TEST(among_three == !open_ranks.contains(name),
+                   name << ": place " << (place ? std::to_string(*place) : "none")
+                        << " (listed as open: " << open_ranks.contains(name) << ")");
+    }
+    BOOST_TEST_MESSAGE(table << "\n"
+                             << first_three << " of " << searched
+                             << " published configurations among ppb's first three");
+    BOOST_TEST(searched == 23u);
+    BOOST_TEST(first_three == searched - open_ranks.size());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cli_published_tests

@@ -1,0 +1,132 @@
+// The published, measured runs of expert-tuned configurations (tests/data/tuned/published.json:
+// NeMo's and Megatron-Bridge's performance summaries and torchtitan's benchmarks, each row with
+// its repository, path and commit) as the tests read them: the run's figures, the analytic
+// model's shape of its model as the run ran it, and why the time model does not time a run yet.
+// One owner for the suites that time the runs (tests/partition/test_tuned_configurations.cpp)
+// and that rank them in `ppb search` (tests/cli/test_cli_published.cpp).
+#ifndef PPB_TEST_COMMON_PUBLISHED_RUNS_HPP
+#define PPB_TEST_COMMON_PUBLISHED_RUNS_HPP
+
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ppb_test::published {
+
+namespace json = boost::json;
+
+inline double number(const json::value& v) {
+    return v.to_number<double>();
+}
+
+// A run's count `key`, or `fallback` where the source leaves it out (null or absent).
+inline std::uint32_t count(const json::object& o, std::string_view key, std::uint32_t fallback) {
+    const json::value* v = o.if_contains(key);
+    return v == nullptr || v->is_null() ? fallback : v->to_number<std::uint32_t>();
+}
+
+// The whole document, read once.
+inline const json::value& document() {
+    static const json::value doc = [] {
+        std::ifstream in(std::string(PPB_TEST_DATA_DIR) + "/tuned/published.json");
+        if (!in.good())
+            throw std::runtime_error("tests/data/tuned/published.json cannot be read");
+        return json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+    }();
+    return doc;
+}
+
+// The models by name.
+inline std::map<std::string, const json::object*> models() {
+    std::map<std::string, const json::object*> out;
+    for (const json::value& m : document().at("models").as_array())
+        out[std::string(m.at("model").as_string())] = &m.as_object();
+    return out;
+}
+
+// Transformer Engine's recipe of a published precision: NeMo 24.07's "FP8" is its default,
+// delayed scaling; Megatron-Bridge names current scaling "fp8-cs" and MXFP8 "fp8-mx"; none for
+// 16 bits.
+inline std::string fp8_recipe_of(std::string_view precision) {
+    if (precision == "fp8")
+        return "delayed";
+    if (precision == "fp8-cs" || precision == "fp8-tensorwise")
+        return "tensorwise";
+    if (precision == "fp8-mx")
+        return "mxfp8";
+    return "";
+}
+
+// The analytic model's shape of `model` run as `run` describes: its sizes, sequence, micro-batch,
+// TP with sequence parallelism, CP, EP, the distributed optimizer, gradients reduced in bf16 (the
+// performance recipes set grad_reduce_in_fp32 = False), flash attention and the run's FP8 recipe.
+inline std::string shape_of(const json::object& model, const json::object& run) {
+    const std::uint32_t tp = count(run, "tp", 1);
+    json::object shape{{"hidden_size", model.at("hidden_size")},
+                       {"num_attention_heads", model.at("num_attention_heads")},
+                       {"num_kv_heads", model.at("num_kv_heads")},
+                       {"ffn_hidden_size", model.at("ffn_hidden_size")},
+                       {"vocab_size", model.at("vocab_size")},
+                       {"num_layers", model.at("num_layers")},
+                       {"gated_mlp", model.at("gated_mlp")},
+                       {"seq_length", run.at("seq_length")},
+                       {"micro_batch_size", run.at("micro_batch")},
+                       {"tensor_parallel", tp},
+                       {"sequence_parallel", tp > 1},
+                       {"distributed_optimizer", true},
+                       {"grad_bytes", 2},
+                       {"flash_attention", true}};
+    if (const std::string recipe = fp8_recipe_of(run.at("precision").as_string()); !recipe.empty())
+        shape["fp8_recipe"] = recipe;
+    if (const json::value* kv = model.if_contains("kv_channels"); kv != nullptr && !kv->is_null())
+        shape["kv_channels"] = *kv;
+    if (const std::uint32_t cp = count(run, "cp", 1); cp > 1)
+        shape["context_parallel"] = cp;
+    if (const json::value& mla = model.at("mla"); !mla.is_null()) {
+        json::object m;
+        for (const char* key :
+             {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"})
+            m[key] = mla.at(key);
+        shape["mla"] = std::move(m);
+        shape.erase("num_kv_heads");  // one key/value head per query head, from the latent
+    }
+    if (const json::value& moe = model.at("moe"); !moe.is_null()) {
+        const json::object& m = moe.as_object();
+        json::object out{{"num_experts", m.at("num_experts")},
+                         {"top_k", m.at("top_k")},
+                         {"moe_ffn_hidden_size", m.at("moe_ffn_hidden_size")},
+                         {"expert_parallel", count(run, "ep", 1)},
+                         {"expert_tensor_parallel", count(run, "etp", tp)}};
+        if (const std::uint32_t shared = count(m, "shared_experts", 0); shared > 0) {
+            out["shared_experts"] = shared;
+            out["shared_expert_ffn_hidden_size"] = m.at("shared_expert_ffn_hidden_size");
+        }
+        if (const std::uint32_t dense = count(m, "first_k_dense", 0); dense > 0)
+            out["first_k_dense"] = dense;
+        shape["moe"] = std::move(out);
+    }
+    return json::serialize(shape);
+}
+
+// Why the time model does not time `run` of `model` yet, or "".
+inline std::string not_covered(const json::object& model, const json::object& run) {
+    if (model.at("model").as_string() == "gpt_oss_120b")
+        return "attention sinks and sliding windows are not in the time model";
+    if (const json::value* f = run.if_contains("fsdp");
+        f != nullptr && !f->is_null() && number(*f) > 0.0)
+        return "FSDP's per-layer weight gathers are not in the time model";
+    if (run.at("seq_length").is_null() || run.at("global_batch").is_null() ||
+        run.at("micro_batch").is_null())
+        return "the source does not state the sequence, global or micro-batch";
+    return "";
+}
+
+}  // namespace ppb_test::published
+
+#endif  // PPB_TEST_COMMON_PUBLISHED_RUNS_HPP
