@@ -83,11 +83,11 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
     BOOST_TEST(h100.network_gb_s == 100.0);
     BOOST_TEST(h100.devices_per_node == 8U);
     BOOST_TEST(contains(h100.device.source, "overridden by the cluster description"));
-    BOOST_TEST(h100.overlap_exposed_fraction == 0.25);
-    // The defaults: bf16 at 0.4 of the peak, a quarter of an overlapped collective exposed.
+    BOOST_TEST(h100.overlap_exposed_fraction == 0.5);
+    // The defaults: bf16 at 0.4 of the peak, half of an overlapped collective exposed.
     const Cluster plain = ppb::partition::cluster_of_device("A100");
     BOOST_TEST(plain.achieved_tflops() == 312.0 * 0.4, tt::tolerance(1e-12));
-    BOOST_TEST(plain.overlap_exposed_fraction == 0.25);
+    BOOST_TEST(plain.overlap_exposed_fraction == 0.5);
     // A measured share, 0 (all hidden) included.
     for (const double share : {0.0, 0.1, 1.0}) {
         const Cluster measured =

@@ -242,16 +242,15 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
     BOOST_TEST(routed.backward() == routed.forward());
     BOOST_TEST(routed.tensor_parallel_forward == 0.0);
 
-    // --tp-comm-overlap: the collectives run under the layer's matrix products, a quarter of
-    // them exposed whatever (Cluster::overlap_exposed_fraction); at 400 TFLOP/s the products
-    // outlast the other three quarters, so a quarter is waited for; at 10 000 TFLOP/s little
-    // hides.
-    BOOST_TEST(h100.overlap_exposed_fraction == 0.25);
+    // --tp-comm-overlap: the collectives run under the layer's matrix products, half of them
+    // exposed whatever (Cluster::overlap_exposed_fraction); at 400 TFLOP/s the products outlast
+    // the other half, so half is waited for; at 10 000 TFLOP/s little hides.
+    BOOST_TEST(h100.overlap_exposed_fraction == 0.5);
     const double slow_compute = alone.body_forward;
-    BOOST_TEST_REQUIRE(slow_compute > 0.75 * dense.forward());
+    BOOST_TEST_REQUIRE(slow_compute > 0.5 * dense.forward());
     const TimeModel overlapped =
         time_model_from_shape(dense_shape, "shape.json", ShapeTimeSettings{400.0, h100, true});
-    BOOST_TEST(overlapped.body_forward == alone.body_forward + 0.25 * dense.forward(),
+    BOOST_TEST(overlapped.body_forward == alone.body_forward + 0.5 * dense.forward(),
                tt::tolerance(1e-9));
     // A measured share replaces it: none exposed hides all the products can hold, all of it is
     // no overlap.

@@ -251,7 +251,10 @@ const std::map<std::string, std::string> open_gaps = {
      "over: a 256 000-token vocabulary, whose loss and softmax (element-wise work) the time model "
      "does not count"},
     {"llama31_405b GB200 fp8 256 GPUs TP4 PP16 VP4 GBS 1536 MBS 1",
-     "under by 17.3 %; the same model's MXFP8 run with VP8 is within 11 %"},
+     "under by 17.9 %; the same model's MXFP8 run with VP8 is within 12 %"},
+    {"llama3_8b H100 fp8 8 GPUs TP1 PP1 CP2 GBS 128 MBS 1",
+     "over by 17.9 %: the ring attention's split of each sequence into 2 x cp pieces (load "
+     "balance of the causal mask) runs smaller kernels than one achievable fraction says"},
 };
 
 }  // namespace

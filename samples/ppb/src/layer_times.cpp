@@ -41,7 +41,7 @@ void add_device_options(CLI::App& app, DeviceOptions& options) {
     app.add_flag("--tp-comm-overlap", options.tp_comm_overlap,
                  "as Megatron-LM's flag: with --device or --cluster, each layer's tensor-parallel\n"
                  "collectives run under its matrix products (the cluster's exposed share of them,\n"
-                 "a quarter by default, and what of the rest outlasts the products are waited\n"
+                 "half by default, and what of the rest outlasts the products are waited\n"
                  "for)");
     app.add_flag("--overlap-grad-reduce", options.overlap_grad_reduce,
                  "as Megatron-LM's flag: with --device or --cluster, each stage reduces its\n"
