@@ -47,6 +47,12 @@ print(int(os.environ["X"]) + 1, open("f.txt").read().split())
 42 ['a', 'b']
 ```
 
+<!-- release build only: a slow command -->
+```console
+$ echo slow
+slow
+```
+
 ```yaml
 not: run
 ```
@@ -66,6 +72,8 @@ BAD = [
      "cat f.txt\nends other than shown"),
     ("a Python block printing other than shown", GOOD.replace("42 ['a', 'b']", "43 ['a', 'b']"),
      "prints other than shown"),
+    ("a release-only block printing other than shown", GOOD.replace("$ echo slow\nslow\n", "$ echo slow\nslaw\n"),
+     "echo slow\nprints other than shown"),
     ("a Python block that raises", GOOD.replace("import os\n", "import os\nraise SystemExit(5)\n"),
      "exited 5"),
 ]
@@ -85,11 +93,15 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ppb-rules-") as scratch:
         good = run(GOOD, scratch, "good")
         kinds = [step.kind for step in good.steps]
-        if kinds != ["console"] * 3 + ["sh"] * 3 + ["python"]:
+        if kinds != ["console"] * 3 + ["sh"] * 3 + ["python"] + ["console"]:
             print(f"steps read as {kinds}")
             return 1
         if good.not_run != ["doc.md:13: a synopsis, not a command"]:
             print(f"blocks not run: {good.not_run}")
+            return 1
+        marked = [step.release_only for step in good.steps]
+        if marked != [None] * 7 + ["a slow command"]:
+            print(f"release-only steps read as {marked}")
             return 1
         for number, (what, text, expected) in enumerate(BAD):
             try:

@@ -11,6 +11,7 @@ clean checkout.
 
 Usage: check_walkthroughs.py SOURCE_DIR BUILD_DIR; exits 1 naming the first difference."""
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +24,9 @@ def main():
     build = Path(sys.argv[2]).resolve()
     ran = steps = 0
     left = []
+    # Against a sanitizer build the blocks marked "release build only" are left out (walkthroughs.py).
+    sanitized = bool(os.environ.get("PPB_SANITIZED_BUILD"))
+    release_only = []
     with tempfile.TemporaryDirectory(prefix="ppb-walkthrough-") as scratch:
         for number, document in enumerate(walkthroughs.documents(walkthroughs.tracked_files(source))):
             for index, walkthrough in enumerate(walkthroughs.read_walkthroughs(source, document)):
@@ -31,6 +35,10 @@ def main():
                 if walkthroughs.needs_checkout(walkthrough, build):
                     left.append(walkthrough.name)
                     continue
+                if sanitized:
+                    release_only += [f"{s.where}: {s.release_only}" for s in walkthrough.steps
+                                     if s.release_only]
+                    walkthrough.steps = [s for s in walkthrough.steps if not s.release_only]
                 work = Path(scratch) / f"w{number}-{index}"
                 work.mkdir()
                 (work / "samples").symlink_to(source / "samples")
@@ -44,6 +52,10 @@ def main():
                 ran += 1
                 steps += len(walkthrough.steps)
     print(f"{ran} walk-throughs ({steps} commands) run against {build}")
+    if release_only:
+        print("left to the release build (PPB_SANITIZED_BUILD):")
+        for where in release_only:
+            print(f"  {where}")
     if left:
         print("left to the journeys stage (they need the set-up command's checkout):")
         for name in left:

@@ -18,6 +18,10 @@ What a document holds, and what is run:
   (or "ends with:"), is the end of what the last command of that ```sh block prints.
 - A block right after the line `<!-- not run: REASON -->` is not run (REASON says why: a command
   that takes hours, the test command itself, a synopsis); every such block is listed.
+- A block right after the line `<!-- release build only: REASON -->` runs and is compared as any
+  other, but not against a sanitizer build (docs_walkthroughs there sets PPB_SANITIZED_BUILD): its
+  commands take minutes under the sanitizers and run no code the other tests do not run there.
+  It must write nothing a later block reads; every such block is listed where it is left out.
 - Any other block (```text, ```yaml, ```json, …) is text to read, not a command.
 
 A walk-through is a document, except the README, where each section (`## ` heading) is one: a
@@ -39,6 +43,7 @@ from pathlib import Path
 
 BLOCK = re.compile(r"^```([A-Za-z0-9_-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->\s*\n\s*$", re.S)
+RELEASE_ONLY = re.compile(r"<!--\s*release build only:\s*(.+?)\s*-->\s*\n\s*$", re.S)
 STEP_SECONDS = 600
 SEPARATOR = "\x1e"  # ASCII record separator: never in ppb's output nor in a document
 
@@ -51,6 +56,7 @@ class Step:
     expected: str | None  # exact output, or None when not compared
     expected_end: str | None = None  # what the output ends with, or None
     status_shown: bool = False  # the next step is `echo $?`: a non-zero status is expected
+    release_only: str | None = None  # why it is not run against a sanitizer build, or None
 
 
 @dataclass
@@ -137,6 +143,9 @@ def read_walkthroughs(source: Path, document: str):
         if kind not in ("sh", "console", "python"):
             continue
         steps = _steps_of(kind, block.group(2), first_line, document)
+        if release := RELEASE_ONLY.search(before):
+            for step in steps:
+                step.release_only = release.group(1)
         if steps and index + 1 < len(blocks) and blocks[index + 1].group(1) == "text":
             between = " ".join(text[block.end():blocks[index + 1].start()].split())
             if kind == "python" and not between:
