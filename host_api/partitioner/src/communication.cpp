@@ -244,15 +244,20 @@ double data_parallel_sync_bound_ms(const ShapeSizes& shape, const Cluster& clust
     ChunkPlan endless;
     endless.forward_time = std::numeric_limits<double>::infinity();
     endless.backward_time = std::numeric_limits<double>::infinity();
+    // Which stage it is decides the links and the ends it adds. Between ceil(L / P) and all L
+    // layers the exposed part grows with the parameters, but with overlap its last-bucket floor
+    // (bytes plus a latency per step, times bucket / parameters) can fall again past one bucket:
+    // its least over that range is at one of the two ends.
     double least = std::numeric_limits<double>::infinity();
     for (std::uint32_t s = 0; s < layout.pipeline; ++s) {
-        // Which stage it is decides the links and the ends it adds; the ends only add.
-        StagePlan stage;
-        stage.stage = s;
-        stage.layers[PPB_KIND_NONE] = most;
-        stage.chunks = {endless};
-        const DataParallelSync sync = data_parallel_sync(shape, cluster, layout, time, stage);
-        least = std::min(least, exposed_sync_ms(sync, stage, overlap, bucket));
+        for (const std::uint32_t layers : {most, time.body_layers}) {
+            StagePlan stage;
+            stage.stage = s;
+            stage.layers[PPB_KIND_NONE] = layers;
+            stage.chunks = {endless};
+            const DataParallelSync sync = data_parallel_sync(shape, cluster, layout, time, stage);
+            least = std::min(least, exposed_sync_ms(sync, stage, overlap, bucket));
+        }
     }
     return least;
 }

@@ -159,9 +159,9 @@ struct SyncOverlap {
 
 // A lower bound on data_parallel_sync_ms of every plan of `layout` with the body layers of a
 // one-group `time` (0 for several groups: their layers' parameters differ): some stage holds at
-// least ceil(L / P) body layers, and a stage's exposed synchronisation grows with its
-// parameters — all of it without overlap, and with overlap at least the last bucket's share of
-// it, however long the stage's compute (exposed_sync_ms).
+// least ceil(L / P) body layers, and a stage's exposed synchronisation is all of it without
+// overlap, and with overlap at least the last bucket's share of it, however long the stage's
+// compute (exposed_sync_ms): the least of those at ceil(L / P) and at L layers, on any stage.
 [[nodiscard]] double data_parallel_sync_bound_ms(const ShapeSizes& shape, const Cluster& cluster,
                                                  const ParallelLayout& layout,
                                                  const TimeModel& time, const SyncOverlap& overlap);
