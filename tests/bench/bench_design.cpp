@@ -2,7 +2,7 @@
 // (random configurations until the coefficient matrix has full rank; mindspore-ai/hyper-parallel,
 // hyper_parallel/auto_parallel/sapp_ppb, generate_solvable_config). The counter "ratio" is the
 // design's worst prediction standard error over the median of 41 random full-rank designs of as
-// many runs (below 1: more precise); the README reports it.
+// many runs (below 1: more precise); host_api/docs/dryrun-loop.md reports it.
 #include <ppb/partition/design.hpp>
 
 #include <benchmark/benchmark.h>

@@ -375,7 +375,7 @@ BOOST_AUTO_TEST_CASE(exact_refusals_of_missing_keys) {
     }
 }
 
-// README's journey, "SAPP and MindFormers users": the pipe as the README writes it, run by a
+// The pipe as host_api/docs/commands.md writes it (`--sapp-config`, for SAPP users), run by a
 // shell in a directory of its own, plans with the memory the layer file holds (SAPP's
 // PPOptimizer.optimize takes the -init YAML and the layer file alone: mindspore-ai/
 // hyper-parallel, hyper_parallel/auto_parallel/sapp_ppb/pp_optimizer.py at commit

@@ -53,7 +53,7 @@ double ratio_to_random(const pp::DesignRequest& r, std::uint32_t draws) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(design_beats_the_median_random_full_rank_design) {
-    // The README reports these ratios (bench_design prints them too).
+    // host_api/docs/dryrun-loop.md reports these ratios (bench_design prints them too).
     BOOST_TEST(ratio_to_random(request({4}, 16, none_full, pp::DesignRule::mindformers), 41) < 0.5);
     BOOST_TEST(
         ratio_to_random(request({8}, 32, none_select_full, pp::DesignRule::mindformers), 41) < 0.5);

@@ -19,7 +19,7 @@ sqrt(se^2 + sigma^2), se the fit's standard error of the predicted mean (ppb pre
 the fit's residual variance (a new run scatters around the mean as the fitted runs did).
 
 A plain script, not pytest: it must fail, never skip, when torch is missing. It prints every
-figure it checks (the README's "measured errors" come from this output)."""
+figure it checks (the measured errors of host_api/docs/dryrun-loop.md come from this output)."""
 
 import io
 import json
