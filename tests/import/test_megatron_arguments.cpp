@@ -402,6 +402,33 @@ BOOST_AUTO_TEST_CASE(moe_flags_become_the_moe_object) {
     BOOST_TEST(json::serialize(moe.at("layer_freq")) == "[0,1,1,1]");
 }
 
+// Where the routing weights multiply the expert outputs is Megatron-LM's release: the combine
+// up to 0.12 (moe_utils.py, unpermute), inside the experts' activation from 2659630721 (core
+// 0.13: experts.py, bias_act_func). There, with SwiGLU, the fused weighted kernel runs unless
+// Transformer Engine's activation is asked for or --no-bias-swiglu-fusion turns fusion off.
+BOOST_AUTO_TEST_CASE(the_release_says_where_the_routing_weights_are_applied) {
+    const std::string moe =
+        "--num-layers 2 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+        "--vocab-size 1000 --bf16 --num-experts 8 --moe-router-topk 2 --swiglu ";
+    const auto weights = [&](const std::string& more, const char* version) {
+        MegatronRunContext context;
+        context.megatron_version = version;
+        const json::object o = options_of(map(moe + more, context));
+        const json::object& m = o.at("moe").as_object();
+        return std::string(m.at("routing_weights").as_string()) +
+               (m.contains("activation_fused") ? " unfused" : "");
+    };
+    for (const char* version : {"0.8", "0.12"})
+        BOOST_TEST(weights("", version) == "combine", version);
+    for (const char* version : {"0.13", "0.16", "main"})
+        BOOST_TEST(weights("", version) == "experts", version);
+    BOOST_TEST(weights("--no-bias-swiglu-fusion", "main") == "experts unfused");
+    BOOST_TEST(weights("--use-te-activation-func", "main") == "experts unfused");
+    BOOST_TEST(weights("--no-bias-swiglu-fusion", "0.12") == "combine");
+    // Without --megatron-version, arguments that fit both eras are main's, the warning says so.
+    BOOST_TEST(warns_about(map(moe), "routing_weights"));
+}
+
 BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
     const std::string base =
         "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "

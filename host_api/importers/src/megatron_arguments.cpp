@@ -609,6 +609,17 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
         moe["expert_tensor_parallel"] = count(flags, "expert-tensor-parallel-size").value_or(t);
         if (const auto cf = number(flags, "moe-expert-capacity-factor"))
             moe["capacity_factor"] = *cf;
+        // Where the routing weights multiply the expert outputs (megatron_release_defaults.cpp),
+        // and, inside the experts, whether the weighted SwiGLU is Megatron-LM's fused kernel
+        // (experts.py, bias_act_func: Transformer Engine's activation comes first, then the
+        // fused kernel under bias_activation_fusion, which is --no-bias-swiglu-fusion's switch
+        // for SwiGLU).
+        const std::string_view weights =
+            mg::release_default("moe_routing_weights", flags.release());
+        moe["routing_weights"] = weights.empty() ? "combine" : std::string(weights);
+        if (weights == "experts" && swiglu &&
+            (is_on(flags, "use-te-activation-func") || is_on(flags, "no-bias-swiglu-fusion")))
+            moe["activation_fused"] = false;
         if (flags.given("moe-layer-freq")) {
             // An integer N, or a 0/1 list expression, read as 'ppb import megatron' reads it.
             json::array pattern;

@@ -98,6 +98,16 @@ constexpr ReleaseDefault table[] = {
     {"cross-entropy fusion implementation", "cross_entropy_fusion_impl",
      "--cross-entropy-fusion-impl", "0.12", "main", "\"native\"", "3b141a2471 (2025-04-05)",
      arguments_py},
+    // Where an MoE layer's routing weights multiply the expert outputs, which sets what is kept
+    // for their gradient: in the combine's unpermute (the rank's own weighted expert outputs), or
+    // from 2659630721 inside the experts' activation (its output, unless the fused weighted
+    // SwiGLU runs). `git tag --contains` places it first in core_v0.13.0.
+    {"MoE routing weights applied", "moe_routing_weights", "", "0.4", "0.12", "combine", "",
+     "megatron/core/transformer/moe/moe_utils.py (unpermute: permuted_tokens * permuted_probs)"},
+    {"MoE routing weights applied", "moe_routing_weights", "", "0.13", "main", "experts",
+     "2659630721 (2025-04-09)",
+     "megatron/core/transformer/moe/experts.py (bias_act_func: the activation times "
+     "permuted_probs)"},
     // Shape settings whose defaults held at every release (checked).
     {"position embeddings", "position_embedding_type", "--position-embedding-type", "0.4", "main",
      "\"learned_absolute\"", "c156ab1ee4 (2023-07-06)", arguments_py},

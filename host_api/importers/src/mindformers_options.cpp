@@ -312,6 +312,10 @@ void add_moe(const Config& config, const Family& family, const detail::Experts& 
         etp = optional_count(expert_mp).value_or(t) == 1 ? 1 : t;
     }
     moe["expert_tensor_parallel"] = etp;
+    // Where MindFormers weighs the expert outputs has not been read from its code: the analytic
+    // model's count from before moe.routing_weights existed is kept (the combine keeps the
+    // rank's own weighted outputs).
+    moe["routing_weights"] = "combine";
     if (!family.mcore && !grouped_matmul) {
         const Setting cf = moe_setting(config, spellings::capacity_factor, "the capacity factor");
         const double factor = cf.present() && !cf.node().IsNull()

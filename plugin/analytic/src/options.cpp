@@ -311,7 +311,7 @@ void check_shape(const ShapeOptions& o) {
 
 // ---- The "moe" object ----
 
-constexpr std::array<std::string_view, 14> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
@@ -321,6 +321,8 @@ constexpr std::array<std::string_view, 14> moe_keys = {"num_experts",
                                                        "expert_tensor_parallel",
                                                        "capacity_factor",
                                                        "routing_imbalance",
+                                                       "routing_weights",
+                                                       "activation_fused",
                                                        "first_k_dense",
                                                        "layer_freq",
                                                        "dense_group",
@@ -484,6 +486,22 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
             m.routing_imbalance =
                 parse_number(v, NumberOption{"moe.routing_imbalance", nullptr, 1.0, false, 1024.0});
             has_imbalance = true;
+        } else if (key == "routing_weights") {
+            if (v.is_string() && v.get_string() == "combine") {
+                m.routing_weights = RoutingWeights::combine;
+            } else if (v.is_string() && v.get_string() == "experts") {
+                m.routing_weights = RoutingWeights::experts;
+            } else {
+                throw InvalidInput(quoted(std::string_view(name)) +
+                                   " must be \"experts\" (the weights applied inside the experts' "
+                                   "activation) or \"combine\" (by the combine), got " +
+                                   describe_json(v));
+            }
+        } else if (key == "activation_fused") {
+            if (!v.is_bool())
+                throw InvalidInput(quoted(std::string_view(name)) + " expects true or false, got " +
+                                   describe_json(v));
+            m.activation_fused = v.as_bool();
         } else if (key == "first_k_dense") {
             m.first_k_dense = parse_count(v, name);
             has_first_k = true;

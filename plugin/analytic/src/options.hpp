@@ -13,6 +13,12 @@
 
 namespace ppb::analytic {
 
+// Where the router's probabilities weigh the routed experts' outputs, which decides what is kept
+// for their gradient (README.md, "Activations of an MoE layer"): in the combine that brings the
+// expert outputs back (Megatron-LM before core 0.13), or inside the experts' activation
+// (Megatron-LM from 2659630721, 2025-04-09, core 0.13).
+enum class RoutingWeights { combine, experts };
+
 // The optional "moe" object: a mixture of experts in place of the MLP of some or all layers.
 // parse_options() resolves every default, so each member holds the value the formulas use.
 struct MoeOptions {
@@ -30,8 +36,13 @@ struct MoeOptions {
     // at its balanced expectation.
     std::optional<double> capacity_factor;
     // Without a capacity factor: tokens this rank's experts receive, as a multiple of the
-    // balanced share (the busiest experts of a dropless router; default 1.5, README.md).
-    double routing_imbalance = 1.5;
+    // balanced share (the busiest experts of a dropless router; default 1.2, README.md).
+    double routing_imbalance = 1.2;
+    RoutingWeights routing_weights = RoutingWeights::experts;
+    // With the weights inside the experts: a gated activation and its weighting run as one fused
+    // kernel (Megatron-LM's weighted bias-SwiGLU), which keeps its input only; false, or a GeLU
+    // expert: the weighting keeps the activation's output.
+    bool activation_fused = true;
     std::uint32_t first_k_dense = 0;  // DeepSeek's first_k_dense_replace
     // Megatron-LM's --moe-layer-freq as given: an integer N, or a 0/1 list (nullopt: none given).
     std::optional<std::uint32_t> layer_freq_every;

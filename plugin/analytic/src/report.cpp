@@ -175,9 +175,14 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
         out.emplace_back(
             "MoE layers: attention and norms as a dense layer's; router scores in fp32 and a "
             "one-byte routing map per token and expert; shared experts as a dense MLP split over "
-            "tensor_parallel; routed experts keep their input, inner activations and the outputs "
-            "the combine weights, " +
-            format_number(moe.routed_tokens) + " routed tokens per rank and micro-batch");
+            "tensor_parallel; routed experts keep their input, inner activations and " +
+            std::string(m.routing_weights == RoutingWeights::combine
+                            ? "the outputs the combine weights"
+                        : o.gated_mlp && m.activation_fused
+                            ? "nothing more for the routing weights (the fused weighted "
+                              "SwiGLU)"
+                            : "the activation's output the routing weights multiply") +
+            ", " + format_number(moe.routed_tokens) + " routed tokens per rank and micro-batch");
         out.emplace_back(
             "recompute kinds on MoE layers: 'select' recomputes the attention core only (the "
             "experts keep their activations), 'comm' re-gathers the QKV and shared-expert inputs "

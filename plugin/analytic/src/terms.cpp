@@ -373,16 +373,30 @@ MoeActivations moe_layer(const ShapeOptions& o, const MoeOptions& m, const Linea
         return out;
     // The routed experts: their grouped linear's input (quantized under FP8), the activation's
     // input (16-bit) and fc2's input, which 'moe_act' drops (CheckpointWithoutOutput; under FP8
-    // Megatron-LM has fc2 save the original), and the expert outputs the combine keeps.
+    // Megatron-LM has fc2 save the original), and what the routing weights keep for their
+    // gradient. Megatron-LM before 2659630721: the combine's unpermute multiplies the rank's own
+    // expert outputs by their weights and keeps them. From it (experts.py, bias_act_func): the
+    // activation's output times the weights inside the experts; the fused weighted SwiGLU
+    // (weighted_bias_swiglu_impl) keeps its input only, any other activation (GeLU, SwiGLU
+    // unfused or Transformer Engine's) keeps its output for the multiplication, which 'moe_act'
+    // recomputes and offloading the activation moves with its input.
+    const double inner = static_cast<double>(m.moe_ffn_hidden_size) / etp;
     const double fc1_input = routed_tokens * q.input * h;
-    const double activation_input = routed_tokens * (o.gated_mlp ? 2.0 : 1.0) * e *
-                                    static_cast<double>(m.moe_ffn_hidden_size) / etp;
-    const double fc2_input =
-        modules.moe_act ? 0.0 : routed_tokens * q.input * m.moe_ffn_hidden_size / etp;
-    out.routed_experts = fc1_input + activation_input + fc2_input + own_copies * (e * h);
+    const double activation_input = routed_tokens * (o.gated_mlp ? 2.0 : 1.0) * e * inner;
+    const double fc2_input = modules.moe_act ? 0.0 : routed_tokens * q.input * inner;
+    double weighted = 0.0;
+    if (m.routing_weights == RoutingWeights::combine)
+        weighted = own_copies * (e * h);
+    else if (!(o.gated_mlp && m.activation_fused) && !modules.moe_act)
+        weighted = routed_tokens * e * inner;
+    out.routed_experts = fc1_input + activation_input + fc2_input + weighted;
+    const bool weighted_in_activation = m.routing_weights == RoutingWeights::experts;
     const double fraction = o.activation_offload_fraction;
-    out.routed_offloaded = fraction * ((o.offload_modules.expert_fc1 ? fc1_input : 0.0) +
-                                       (o.offload_modules.moe_act ? activation_input : 0.0));
+    out.routed_offloaded =
+        fraction *
+        ((o.offload_modules.expert_fc1 ? fc1_input : 0.0) +
+         (o.offload_modules.moe_act ? activation_input + (weighted_in_activation ? weighted : 0.0)
+                                    : 0.0));
     out.routed_experts -= out.routed_offloaded;
     return out;
 }
