@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -577,6 +578,40 @@ BOOST_AUTO_TEST_CASE(context_parallel_degrees_are_searched_with_the_shape) {
     BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
     BOOST_TEST(table.out.find("RANK  PP  DP  CP") != std::string::npos, table.out);
     BOOST_TEST(table.out.find("context parallel 1,2") != std::string::npos);
+    // Without flash attention the analytic model refuses cp = 2 (Transformer Engine's context
+    // parallelism runs in its fused kernels only): each memory model it is asked for (one per
+    // t, cp, b and d) refuses once, said once with the configurations it stops; P = 16 with
+    // cp = 2 would need 128 devices a replica and is left out, where cp = 1 takes it.
+    shape["flash_attention"] = false;
+    const std::string unfused = write_file(json::serialize(shape), "shape8k-unfused.json");
+    const auto refused = ppb({"search",    "--model",
+                              "analytic",  "--model-options",
+                              unfused,     "--devices",
+                              "64",        "--global-batch",
+                              "128",       "--schedules",
+                              "1f1b",      "--device",
+                              "H100",      "--tensor-parallel",
+                              "4",         "--pipeline-degrees",
+                              "2,4,16",    "--context-parallel",
+                              "1,2",       "--recompute",
+                              "none,full", "--progress",
+                              "never"});
+    BOOST_TEST_REQUIRE(refused.exit_code == 0, refused.err);
+    const std::string heading = "\nCannot be planned:\n";
+    const std::size_t cannot = refused.out.find(heading);
+    BOOST_TEST_REQUIRE(cannot != std::string::npos, refused.out);
+    const std::string listed = refused.out.substr(cannot + heading.size());
+    BOOST_TEST(listed.starts_with("  P=2 d=4 M=32 1f1b recompute none, P=2 d=4 M=32 1f1b recompute "
+                                  "full: the memory model refuses tensor_parallel = 4, "
+                                  "micro_batch_size = 1, data_parallel = 4, context_parallel = 2"),
+               listed);
+    BOOST_TEST(listed.find("\n  P=4 d=2 M=64 1f1b recompute none, P=4 d=2 M=64 1f1b recompute "
+                           "full: the memory model refuses") != std::string::npos,
+               listed);
+    BOOST_TEST(listed.find("context_parallel 2 needs flash_attention") != std::string::npos);
+    BOOST_TEST(std::ranges::count(listed, '\n') == 2, listed);
+    BOOST_TEST(refused.out.find("4 cannot be planned; 1 combination left out") != std::string::npos,
+               refused.out);
     // A layer file's times are for one cp.
     expect_input_error(
         ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--devices", "64",

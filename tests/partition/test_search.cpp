@@ -163,6 +163,49 @@ BOOST_AUTO_TEST_CASE(context_parallel_degrees_split_each_replica_further) {
                        "the context-parallel degree: expected at least 1");
 }
 
+// Listed pipeline degrees with several tensor- or context-parallel degrees: a degree the devices
+// take with one of them and not another is left out where it does not fit, with the reason in
+// the degrees given; one that no combination takes is an error, as with one combination.
+BOOST_AUTO_TEST_CASE(listed_degrees_are_left_out_where_another_degree_takes_them) {
+    SearchSpace space = devices_space();  // 64 devices, t = 4, b = 2, B = 256
+    space.context_parallel_degrees = {1, 2};
+    space.pipeline_degrees = {2, 16};
+    space.schedules = {{Schedule::one_f_one_b, 1}};
+    space.recompute = {recompute_policy("any")};
+    const SearchPlan plan = search_configurations(space, uniform_time(20));
+    std::set<std::pair<std::uint32_t, std::uint32_t>> planned;
+    for (const Configuration& c : plan.configurations)
+        planned.insert({c.pipeline, c.context_parallel});
+    // P = 16 with cp = 2 needs 16 x 4 x 2 = 128 devices per replica.
+    BOOST_TEST(
+        (planned == std::set<std::pair<std::uint32_t, std::uint32_t>>{{2, 1}, {16, 1}, {2, 2}}));
+    BOOST_TEST_REQUIRE(plan.skipped.size() == 1u);
+    BOOST_TEST(plan.skipped[0].configuration == "P=16 t=4 cp=2 b=2");
+    BOOST_TEST(plan.skipped[0].reason ==
+               "pipeline degree 16 does not divide the 64 devices: 16 stages x tensor parallel 4 "
+               "x context parallel 2 = 128 devices per data-parallel replica, and 64 is not a "
+               "multiple of 128");
+    // P = 32 fits neither: 32 x 4 = 128 already.
+    space.pipeline_degrees = {2, 32};
+    expect_input_error([&] { (void)search_configurations(space, uniform_time(20)); },
+                       "pipeline degree 32 fits none of the tensor-parallel and context-parallel "
+                       "degrees and micro-batch sizes searched: pipeline degree 32 does not "
+                       "divide the 64 devices: 32 stages x tensor parallel 4 = 128 devices");
+    // A batch the data-parallel degree does not divide: with two micro-batch sizes, b = 2 and
+    // P = 2 give d = 8 and 16 samples a step, which 248 is not a multiple of; b = 1 takes it.
+    space = devices_space();
+    space.pipeline_degrees = {2};
+    space.micro_batch_sizes = {1, 2};
+    space.global_batch = 248;
+    space.schedules = {{Schedule::one_f_one_b, 1}};
+    space.recompute = {recompute_policy("any")};
+    const SearchPlan batch = search_configurations(space, uniform_time(20));
+    BOOST_TEST_REQUIRE(batch.configurations.size() == 1u);
+    BOOST_TEST(batch.configurations[0].micro_batch_size == 1u);
+    BOOST_TEST_REQUIRE(batch.skipped.size() == 1u);
+    BOOST_TEST(batch.skipped[0].configuration == "P=2 d=8 t=4 cp=1 b=2");
+}
+
 BOOST_AUTO_TEST_CASE(the_schedule_needs_are_left_out_with_the_reason) {
     SearchSpace s;
     s.pipeline_degrees = {4};

@@ -15,6 +15,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -131,13 +132,16 @@ std::string describe(const Configuration& c) {
 
 // The configurations of one tensor-parallel degree `tp`, context-parallel degree `cp` and
 // micro-batch size `b`, added to `out`; `label` ("" or " t=8 cp=1 b=1") names them in the skipped
-// combinations.
+// combinations. A listed pipeline degree the devices or the batch cannot take is an error when it
+// is the only combination searched, and left out with its reason among several (another t, cp or
+// b may take it); `fitted` collects the listed degrees some combination takes.
 void add_configurations(const SearchSpace& space, const TimeModel& time, std::uint32_t tp,
                         std::uint32_t cp, std::uint32_t b, const std::string& label,
-                        SearchPlan& out) {
+                        SearchPlan& out, std::set<std::uint32_t>& fitted) {
     // The devices of one stage's replica: t x cp.
     const std::uint32_t t = tp * cp;
     const bool listed = !space.pipeline_degrees.empty();
+    const bool strict = listed && label.empty();
     std::vector<std::uint32_t> degrees = space.pipeline_degrees;
     if (listed) {
         std::sort(degrees.begin(), degrees.end());
@@ -163,11 +167,19 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
         if (space.devices) {
             const std::uint64_t grid = static_cast<std::uint64_t>(p) * t;
             if (*space.devices % grid != 0) {
-                throw InputError(fmt::format(
+                const std::string reason = fmt::format(
                     "pipeline degree {} does not divide the {} devices: {} stages x tensor "
-                    "parallel {} = {} devices per data-parallel replica, and {} is not a multiple "
-                    "of {}",
-                    p, *space.devices, p, t, grid, *space.devices, grid));
+                    "parallel {}{} = {} devices per data-parallel replica, and {} is not a "
+                    "multiple of {}",
+                    p, *space.devices, p, tp,
+                    cp > 1 ? fmt::format(" x context parallel {}", cp) : std::string(), grid,
+                    *space.devices, grid);
+                if (strict)
+                    throw InputError(reason);
+                if (!listed)
+                    continue;  // never: derived degrees divide N / t
+                skip(fmt::format("P={}{}", p, label), reason);
+                continue;
             }
             d = static_cast<std::uint32_t>(*space.devices / grid);
         }
@@ -178,7 +190,7 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
                 "the global batch of {} samples is not divisible by micro-batch size {} x "
                 "data-parallel degree {} = {}",
                 space.global_batch, b, d, per_step);
-            if (listed)
+            if (strict)
                 throw InputError(fmt::format("pipeline degree {}: {}", p, reason));
             skip(at, reason);
             continue;
@@ -188,11 +200,12 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
             const std::string reason = fmt::format(
                 "{} micro-batches (global batch {} / ({} x {})): {}", m, space.global_batch, b, d,
                 limits::out_of_range(std::to_string(m), limits::micro_batches));
-            if (listed)
+            if (strict)
                 throw InputError(fmt::format("pipeline degree {}: {}", p, reason));
             skip(at, reason);
             continue;
         }
+        fitted.insert(p);
         for (const ScheduleChoice& choice : space.schedules) {
             Configuration c{p, d, static_cast<std::uint32_t>(m), choice, {}, tp, b, cp};
             const std::string what =
@@ -249,6 +262,7 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                                                : space.context_parallel_degrees;
     const bool several = tps.size() > 1 || sizes.size() > 1 || cps.size() > 1;
     SearchPlan out;
+    std::set<std::uint32_t> fitted;
     for (const std::uint32_t cp : cps) {
         if (cp == 0)
             throw InputError("the context-parallel degree: expected at least 1");
@@ -271,8 +285,23 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                     throw InputError("the micro-batch size: expected at least 1 sample");
                 add_configurations(
                     space, time, tp, cp, b,
-                    several ? fmt::format(" t={} cp={} b={}", tp, cp, b) : std::string(), out);
+                    several ? fmt::format(" t={} cp={} b={}", tp, cp, b) : std::string(), out,
+                    fitted);
             }
+        }
+    }
+    // A listed degree that no combination takes is a mistake in the list, as with one combination.
+    for (const std::uint32_t p : space.pipeline_degrees) {
+        if (several && !fitted.contains(p)) {
+            const auto first =
+                std::ranges::find_if(out.skipped, [&](const SkippedConfiguration& s) {
+                    return s.configuration.starts_with(fmt::format("P={} ", p));
+                });
+            throw InputError(fmt::format(
+                "pipeline degree {} fits none of the tensor-parallel and context-parallel degrees "
+                "and micro-batch sizes searched{}{}",
+                p, first == out.skipped.end() ? "" : ": ",
+                first == out.skipped.end() ? std::string() : first->reason));
         }
     }
     if (out.configurations.empty()) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ppb::cli {
@@ -163,7 +164,8 @@ std::string render_search(const partition::SearchSpace& space, const partition::
     if (invalid > 0)
         summary += fmt::format(", {} cannot be planned", invalid);
     if (!plan.skipped.empty())
-        summary += fmt::format("; {} combinations left out{}", plan.skipped.size(),
+        summary += fmt::format("; {} combination{} left out{}", plan.skipped.size(),
+                               plan.skipped.size() == 1 ? "" : "s",
                                context.with_infeasible ? "" : " (--show-infeasible says why)");
     if (result.stopped) {
         summary += fmt::format("; interrupted: {} of {} configurations planned",
@@ -189,10 +191,27 @@ std::string render_search(const partition::SearchSpace& space, const partition::
             fmt::format("\nDo not fit {}:\n", format_mb(base.memory_limit_mb)) + misfits.render();
     }
     if (invalid > 0) {
-        out += "\nCannot be planned:\n";
+        // One line per reason, in the order first met: a degree the memory model refuses makes
+        // every configuration with it fail the same way (the reason names the degrees).
+        std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
         for (const SearchOutcome& o : result.outcomes) {
-            if (o.status == SearchOutcome::Status::invalid)
-                out += fmt::format("  {}: {}\n", partition::describe(o.configuration), o.message);
+            if (o.status != SearchOutcome::Status::invalid)
+                continue;
+            auto it =
+                std::ranges::find_if(reasons, [&](const auto& r) { return r.first == o.message; });
+            if (it == reasons.end())
+                it = reasons.insert(reasons.end(), {o.message, {}});
+            it->second.push_back(partition::describe(o.configuration));
+        }
+        constexpr std::size_t named = 3;
+        out += "\nCannot be planned:\n";
+        for (const auto& [message, which] : reasons) {
+            std::string list;
+            for (std::size_t i = 0; i < which.size() && i < named; ++i)
+                list += (i == 0 ? "" : ", ") + which[i];
+            if (which.size() > named)
+                list += fmt::format(" and {} more", which.size() - named);
+            out += fmt::format("  {}: {}\n", list, message);
         }
     }
     if (context.with_infeasible && !plan.skipped.empty()) {
