@@ -311,6 +311,9 @@ BOOST_AUTO_TEST_CASE(qwen3_moe_maps_to_the_analytic_models_experts) {
     BOOST_TEST(!moe.contains("shared_experts"));
     BOOST_TEST(!moe.contains("first_k_dense"));
     BOOST_TEST(!moe.contains("layer_freq"));
+    // Where MindFormers weighs the expert outputs is not read from its code: ppb's count from
+    // before moe.routing_weights, the combine's.
+    BOOST_TEST(moe.at("routing_weights").as_string() == "combine");
     BOOST_TEST(o.at("kv_channels").as_int64() == 128);
     BOOST_TEST(o.at("num_kv_heads").as_int64() == 4);
     BOOST_TEST(predicted_mb(o, "3", "4", "moe.none=12") > 0.0);

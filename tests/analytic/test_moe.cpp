@@ -488,6 +488,8 @@ BOOST_AUTO_TEST_CASE(routing_weights_keep_what_their_gradient_needs) {
     BOOST_TEST(fused == X * (2.0 * h + 6.0 * inner));
     BOOST_TEST(routed(R"(, "routing_weights": "experts", "activation_fused": true})") == fused);
     BOOST_TEST(routed(R"(, "routing_weights": "combine"})") - fused == own * 2.0 * h);
+    // torchtitan's combine keeps an fp32 copy.
+    BOOST_TEST(routed(R"(, "routing_weights": "combine_fp32"})") - fused == own * 4.0 * h);
     BOOST_TEST(routed(R"(, "activation_fused": false})") - fused == X * 2.0 * inner);
     // Under "combine" the activation is not weighted: unfused or not, the same.
     BOOST_TEST(routed(R"(, "routing_weights": "combine", "activation_fused": false})") ==

@@ -161,6 +161,8 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_16b_gets_mla_and_experts) {
     BOOST_TEST(moe.at("expert_parallel").as_int64() == 8);
     BOOST_TEST(moe.at("expert_tensor_parallel").as_int64() == 1);
     BOOST_TEST(moe.at("first_k_dense").as_int64() == 1);
+    // torchtitan's combine weighs an fp32 copy of the expert outputs (token_dispatcher.py).
+    BOOST_TEST(moe.at("routing_weights").as_string() == "combine_fp32");
     BOOST_TEST(contains(r.err, "every layer 'none'"), r.err);
     BOOST_TEST(contains(r.err, "op-level selective checkpointing"), r.err);
     BOOST_TEST(predicted_mb(o, "dense.none=1,moe.none=26") > 0.0);

@@ -366,10 +366,9 @@ TorchtitanAnalyticOptions analytic_options_from_torchtitan(const std::filesystem
         }
         moe["expert_tensor_parallel"] = etp;
         // torchtitan weighs the expert outputs in its combine (torchtitan/models/common/
-        // token_dispatcher.py, combine: routed_output.to(float32) * the sorted top-k scores),
-        // which keeps them for the scores' gradient: the analytic model's "combine" (counted
-        // at the activations' 2 bytes; torchtitan keeps the fp32 copy).
-        moe["routing_weights"] = "combine";
+        // token_dispatcher.py at b5bcd76c66, combine: routed_output.to(float32) times the sorted
+        // top-k scores), which keeps the fp32 copy for the scores' gradient.
+        moe["routing_weights"] = "combine_fp32";
         if (f.moe->dense_layers > 0)
             moe["first_k_dense"] = f.moe->dense_layers;
         o["moe"] = std::move(moe);

@@ -489,12 +489,15 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
         } else if (key == "routing_weights") {
             if (v.is_string() && v.get_string() == "combine") {
                 m.routing_weights = RoutingWeights::combine;
+            } else if (v.is_string() && v.get_string() == "combine_fp32") {
+                m.routing_weights = RoutingWeights::combine_fp32;
             } else if (v.is_string() && v.get_string() == "experts") {
                 m.routing_weights = RoutingWeights::experts;
             } else {
                 throw InvalidInput(quoted(std::string_view(name)) +
                                    " must be \"experts\" (the weights applied inside the experts' "
-                                   "activation) or \"combine\" (by the combine), got " +
+                                   "activation), \"combine\" (by the combine) or "
+                                   "\"combine_fp32\" (by the combine, in fp32), got " +
                                    describe_json(v));
             }
         } else if (key == "activation_fused") {

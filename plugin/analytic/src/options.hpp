@@ -15,9 +15,10 @@ namespace ppb::analytic {
 
 // Where the router's probabilities weigh the routed experts' outputs, which decides what is kept
 // for their gradient (README.md, "Activations of an MoE layer"): in the combine that brings the
-// expert outputs back (Megatron-LM before core 0.13), or inside the experts' activation
-// (Megatron-LM from 2659630721, 2025-04-09, core 0.13).
-enum class RoutingWeights { combine, experts };
+// expert outputs back, which keeps them in the activations' dtype (Megatron-LM before core 0.13)
+// or in fp32 (torchtitan), or inside the experts' activation (Megatron-LM from 2659630721,
+// 2025-04-09, core 0.13).
+enum class RoutingWeights { combine, combine_fp32, experts };
 
 // The optional "moe" object: a mixture of experts in place of the MLP of some or all layers.
 // parse_options() resolves every default, so each member holds the value the formulas use.

@@ -178,6 +178,8 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
             "tensor_parallel; routed experts keep their input, inner activations and " +
             std::string(m.routing_weights == RoutingWeights::combine
                             ? "the outputs the combine weights"
+                        : m.routing_weights == RoutingWeights::combine_fp32
+                            ? "the outputs the combine weights, in fp32"
                         : o.gated_mlp && m.activation_fused
                             ? "nothing more for the routing weights (the fused weighted "
                               "SwiGLU)"

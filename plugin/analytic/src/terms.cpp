@@ -384,9 +384,12 @@ MoeActivations moe_layer(const ShapeOptions& o, const MoeOptions& m, const Linea
     const double fc1_input = routed_tokens * q.input * h;
     const double activation_input = routed_tokens * (o.gated_mlp ? 2.0 : 1.0) * e * inner;
     const double fc2_input = modules.moe_act ? 0.0 : routed_tokens * q.input * inner;
+    // torchtitan's combine multiplies an fp32 copy of the outputs (token_dispatcher.py, combine).
     double weighted = 0.0;
     if (m.routing_weights == RoutingWeights::combine)
         weighted = own_copies * (e * h);
+    else if (m.routing_weights == RoutingWeights::combine_fp32)
+        weighted = own_copies * (4.0 * h);
     else if (!(o.gated_mlp && m.activation_fused) && !modules.moe_act)
         weighted = routed_tokens * e * inner;
     out.routed_experts = fc1_input + activation_input + fc2_input + weighted;
