@@ -425,6 +425,11 @@ BOOST_AUTO_TEST_CASE(the_release_says_where_the_routing_weights_are_applied) {
     BOOST_TEST(weights("--no-bias-swiglu-fusion", "main") == "experts unfused");
     BOOST_TEST(weights("--use-te-activation-func", "main") == "experts unfused");
     BOOST_TEST(weights("--no-bias-swiglu-fusion", "0.12") == "combine");
+    // Read for the experts, --no-bias-swiglu-fusion is still warned about for the rest.
+    MegatronRunContext main_release;
+    main_release.megatron_version = "main";
+    BOOST_TEST(warns_about(map(moe + "--no-bias-swiglu-fusion", main_release),
+                           "--no-bias-swiglu-fusion changes memory but is not modelled"));
     // Without --megatron-version, arguments that fit both eras are main's, the warning says so.
     BOOST_TEST(warns_about(map(moe), "routing_weights"));
 }

@@ -620,6 +620,15 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
         if (weights == "experts" && swiglu &&
             (is_on(flags, "use-te-activation-func") || is_on(flags, "no-bias-swiglu-fusion")))
             moe["activation_fused"] = false;
+        // Read for the experts, the flag still leaves the dense SwiGLU's silu(gate) out (as
+        // warn_unread says it, and not without biases).
+        if (swiglu && is_on(flags, "no-bias-swiglu-fusion") &&
+            !is_on(flags, "disable-bias-linear")) {
+            if (const auto role = detail::megatron_flag_role("--no-bias-swiglu-fusion"))
+                out.warnings.push_back(
+                    fmt::format("--no-bias-swiglu-fusion changes memory but is not modelled: {}",
+                                role->reason));
+        }
         if (flags.given("moe-layer-freq")) {
             // An integer N, or a 0/1 list expression, read as 'ppb import megatron' reads it.
             json::array pattern;

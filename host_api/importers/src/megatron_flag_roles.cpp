@@ -78,7 +78,8 @@ constexpr Rule unmodelled[] = {
     {"--expert-tensor-parallel-num-weight-shards", "expert weights sharded beyond ETP"},
     // architecture details the formulas leave out
     {"--no-bias-gelu-fusion", "unfused bias-GeLU keeps its intermediate"},
-    {"--no-bias-swiglu-fusion", "unfused bias-SwiGLU keeps silu(gate)"},
+    {"--no-bias-swiglu-fusion",
+     "unfused bias-SwiGLU keeps silu(gate); the routed experts' weighting is modelled"},
     {"--qk-l2-norm", "the query and key norms keep their inputs for backward"},
     {"--attention-output-gate", "a gate on the attention output: weights and activations"},
     {"--logits-load-dir", "the teacher's logits of distillation"},
