@@ -39,7 +39,7 @@ inline constexpr std::string_view llama2_70b =
 // Megatron-LM's CI DeepSeek-V3 proxy (tests/functional_tests/test_cases/moe/
 // gpt3_mcore_te_tp2_pp2_ep4_etp1_*: MLA, h = 1024, s = 4096, b = 4, t = 2 with SP, unfused
 // attention) with its MoE layers: 32 experts of 1024, top-4, one shared expert of 1024,
-// EP = 4, ETP = 1, d = 2; dropless routing at the default imbalance 1.5.
+// EP = 4, ETP = 1, d = 2; dropless routing at the default imbalance 1.2.
 inline constexpr std::string_view ci_deepseek_v3_proxy =
     R"("hidden_size": 1024, "num_attention_heads": 32, "ffn_hidden_size": 4096,
        "num_layers": 16, "seq_length": 4096, "micro_batch_size": 4, "vocab_size": 51712,
