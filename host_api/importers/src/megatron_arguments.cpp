@@ -49,6 +49,12 @@ class Flags {
         return parsed_.value("--" + std::string(name));
     }
 
+    // The value without recording it: for a flag the mapping models in part, so that what it
+    // leaves out is still warned about (warn_unread).
+    [[nodiscard]] std::optional<json::value> peek(std::string_view name) const {
+        return parsed_.value("--" + std::string(name));
+    }
+
     [[nodiscard]] bool given(std::string_view name) const {
         note_read(name);
         return parsed_.given("--" + std::string(name));
@@ -75,9 +81,9 @@ class Flags {
 };
 
 // A switch: whether the attribute holds what the flag stores ("--disable-bias-linear" is on when
-// add_bias_linear is false, by that flag or its default).
-bool is_on(const Flags& flags, std::string_view name) {
-    const std::optional<json::value> v = flags.value(name);
+// add_bias_linear is false, by that flag or its default); `record` false: Flags::peek.
+bool is_on(const Flags& flags, std::string_view name, bool record = true) {
+    const std::optional<json::value> v = record ? flags.value(name) : flags.peek(name);
     const mg::Flag* f = mg::find_flag("--" + std::string(name), flags.release());
     if (!v || !f || !v->is_bool())
         return false;
@@ -613,22 +619,15 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
         // and, inside the experts, whether the weighted SwiGLU is Megatron-LM's fused kernel
         // (experts.py, bias_act_func: Transformer Engine's activation comes first, then the
         // fused kernel under bias_activation_fusion, which is --no-bias-swiglu-fusion's switch
-        // for SwiGLU).
+        // for SwiGLU). That flag is peeked: the dense SwiGLU's silu(gate) it also keeps is not
+        // modelled, and warn_unread says so.
         const std::string_view weights =
             mg::release_default("moe_routing_weights", flags.release());
         moe["routing_weights"] = weights.empty() ? "combine" : std::string(weights);
         if (weights == "experts" && swiglu &&
-            (is_on(flags, "use-te-activation-func") || is_on(flags, "no-bias-swiglu-fusion")))
+            (is_on(flags, "use-te-activation-func") ||
+             is_on(flags, "no-bias-swiglu-fusion", false)))
             moe["activation_fused"] = false;
-        // Read for the experts, the flag still leaves the dense SwiGLU's silu(gate) out (as
-        // warn_unread says it, and not without biases).
-        if (swiglu && is_on(flags, "no-bias-swiglu-fusion") &&
-            !is_on(flags, "disable-bias-linear")) {
-            if (const auto role = detail::megatron_flag_role("--no-bias-swiglu-fusion"))
-                out.warnings.push_back(
-                    fmt::format("--no-bias-swiglu-fusion changes memory but is not modelled: {}",
-                                role->reason));
-        }
         if (flags.given("moe-layer-freq")) {
             // An integer N, or a 0/1 list expression, read as 'ppb import megatron' reads it.
             json::array pattern;

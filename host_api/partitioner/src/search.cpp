@@ -176,8 +176,6 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
                     *space.devices, grid);
                 if (strict)
                     throw InputError(reason);
-                if (!listed)
-                    continue;  // never: derived degrees divide N / t
                 skip(fmt::format("P={}{}", p, label), reason);
                 continue;
             }

@@ -172,19 +172,25 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
                 : std::string("tokens per routed expert: the balanced expectation top_k * s * b / "
                               "num_experts (dropless routing without capacity_factor); an "
                               "unbalanced router puts more on some ranks"));
+        const auto weights_keep = [&]() -> std::string_view {
+            switch (m.routing_weights) {
+                case RoutingWeights::combine:
+                    return "the outputs the combine weights";
+                case RoutingWeights::combine_fp32:
+                    return "the outputs the combine weights, in fp32";
+                case RoutingWeights::experts:
+                    break;
+            }
+            return o.gated_mlp && m.activation_fused
+                       ? "nothing more for the routing weights (the fused weighted SwiGLU)"
+                       : "the activation's output the routing weights multiply";
+        };
         out.emplace_back(
             "MoE layers: attention and norms as a dense layer's; router scores in fp32 and a "
             "one-byte routing map per token and expert; shared experts as a dense MLP split over "
             "tensor_parallel; routed experts keep their input, inner activations and " +
-            std::string(m.routing_weights == RoutingWeights::combine
-                            ? "the outputs the combine weights"
-                        : m.routing_weights == RoutingWeights::combine_fp32
-                            ? "the outputs the combine weights, in fp32"
-                        : o.gated_mlp && m.activation_fused
-                            ? "nothing more for the routing weights (the fused weighted "
-                              "SwiGLU)"
-                            : "the activation's output the routing weights multiply") +
-            ", " + format_number(moe.routed_tokens) + " routed tokens per rank and micro-batch");
+            std::string(weights_keep()) + ", " + format_number(moe.routed_tokens) +
+            " routed tokens per rank and micro-batch");
         out.emplace_back(
             "recompute kinds on MoE layers: 'select' recomputes the attention core only (the "
             "experts keep their activations), 'comm' re-gathers the QKV and shared-expert inputs "
