@@ -627,7 +627,9 @@ std::string parse_errors(const ParseOutcome& outcome, ReleaseIndex release) {
                 "Megatron-LM has it (a branch, a fork, a script's own flags), declare it: "
                 "--megatron-flag {}[:VALUES]",
                 name, releases().front().name, describe_release(last_release()),
-                name.substr(name.find_first_not_of('-'))));
+                name.find_first_not_of('-') == std::string_view::npos
+                    ? name
+                    : name.substr(name.find_first_not_of('-'))));
         }
     }
     for (const std::string& e : outcome.errors)
