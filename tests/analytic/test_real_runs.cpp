@@ -252,17 +252,17 @@ struct OpenGap {
 };
 constexpr OpenGap open_gaps[] = {
     {"moe-mla-offload-tp2-pp2-vpp4-ep4-gb200",
-     "about 490 MB under, near one MoE layer's core-attention group (its unfused scores, 512 MiB) "
-     "more on the device at the peak than the one layer counted; likely offload copies still in "
-     "flight (a tensor's block is freed when its device-to-host copy ends), smaller over "
-     "GB200's host link than H100's; the combine's outputs the model counted before "
+     "about 490 MB under: 118 MB of it in the allocated memory after every step (no term of "
+     "the MoE layers or the offloading accounts for it), the other 372 MB at the peak; not "
+     "copies in flight (the caching allocator counts a block free before its copy ends), "
+     "nor the reloading one group ahead; the combine's outputs the model counted before "
      "moe.routing_weights hid 190 MB of it",
      -0.08, -0.065},
     {"moe-mla-offload-tp2-pp2-vpp4-ep4-h100",
-     "about 540 MB under, near one MoE layer's core-attention group (its unfused scores, 512 MiB) "
-     "more on the device at the peak than the one layer counted; likely offload copies still in "
-     "flight (a tensor's block is freed when its device-to-host copy ends), smaller over "
-     "GB200's host link than H100's; the combine's outputs the model counted before "
+     "about 540 MB under: 118 MB of it in the allocated memory after every step (no term of "
+     "the MoE layers or the offloading accounts for it), the other 418 MB at the peak; not "
+     "copies in flight (the caching allocator counts a block free before its copy ends), "
+     "nor the reloading one group ahead; the combine's outputs the model counted before "
      "moe.routing_weights hid 190 MB of it",
      -0.085, -0.07},
 };

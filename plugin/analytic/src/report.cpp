@@ -89,7 +89,7 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
             "fine-grained activation offloading: the offloaded modules' saved tensors (" +
             format_number(o.activation_offload_fraction) +
             " of them) leave the device after forward; one layer's come back for its backward "
-            "(held once); copies still in flight are not counted");
+            "(held once); copies still in flight cost no allocated memory");
     }
     if (o.fp8_recipe) {
         out.emplace_back(
