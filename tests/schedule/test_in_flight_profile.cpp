@@ -243,6 +243,42 @@ BOOST_AUTO_TEST_CASE(an_unknown_micro_batch_count_is_a_long_iteration) {
     }
 }
 
+// The profile is found from the states just before each release that follows a forward (the
+// others are dominated by a neighbour) and remembered per shape; it is the Pareto set of every
+// state of the order, for every schedule (the zero-bubble ones release on W, not B), and the
+// same when asked again.
+BOOST_AUTO_TEST_CASE(
+    the_profile_is_the_pareto_set_of_every_state_and_asking_again_changes_nothing) {
+    struct Shape {
+        Schedule schedule;
+        std::uint32_t p, v, m;
+    };
+    const Shape shapes[] = {
+        {Schedule::one_f_one_b, 4, 1, 3}, {Schedule::one_f_one_b, 6, 1, 20},
+        {Schedule::interleaved, 4, 2, 8}, {Schedule::interleaved, 4, 4, 12},
+        {Schedule::interleaved, 3, 8, 9}, {Schedule::interleaved_less_memory, 4, 3, 12},
+        {Schedule::dualpipe_v, 4, 2, 8},  {Schedule::dualpipe_v, 6, 2, 30},
+        {Schedule::zb_h1, 4, 1, 8},       {Schedule::zb_h1, 5, 1, 3},
+        {Schedule::zb_v, 4, 2, 8},        {Schedule::zb_v, 3, 2, 12},
+    };
+    for (const Shape& x : shapes) {
+        for (std::uint32_t s = 0; s < x.p; ++s) {
+            const auto order = ppb::stage_order(x.schedule, x.p, x.v, x.m, s);
+            const auto all = ppb::pareto_in_flight(ppb::in_flight_states(order, x.v));
+            const auto profile = ppb::in_flight_profile(x.schedule, x.p, s, x.m, x.v);
+            BOOST_TEST((profile == all), ppb::schedule_name(x.schedule)
+                                             << " P " << x.p << " v " << x.v << " M " << x.m
+                                             << " stage " << s);
+            BOOST_TEST((ppb::in_flight_profile(x.schedule, x.p, s, x.m, x.v) == profile));
+        }
+    }
+    // A refused shape is refused again, not remembered.
+    for (int i = 0; i < 2; ++i) {
+        BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::interleaved, 4, 0, 6, 2),
+                          std::invalid_argument);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(impossible_shapes_are_refused_as_the_counts_are) {
     BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::interleaved, 4, 0, 6, 2),
                       std::invalid_argument);

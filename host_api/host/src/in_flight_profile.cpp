@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace ppb {
 namespace {
@@ -21,6 +23,45 @@ bool covers(const InFlightVector& a, const InFlightVector& b) {
     }
     return true;
 }
+
+// The states of `order` that may be on the profile: each held just before a release that follows
+// one or more forwards (and the last, if the order ended on a forward). Every other state is
+// dominated by a neighbour — the one before a release holds one more on that chunk, the one
+// after a forward one less than the next — so the Pareto set of these is that of all states
+// (in_flight_states), found without a vector per step of a long order.
+std::vector<InFlightVector> peak_states(const std::vector<StageStep>& order,
+                                        std::uint32_t num_chunks) {
+    std::vector<InFlightVector> peaks;
+    InFlightVector held(num_chunks, 0);
+    const Pass release = releasing_pass(order);
+    bool rising = false;
+    for (const StageStep& step : order) {
+        std::uint32_t& h = held.at(step.chunk);
+        if (step.pass == Pass::forward) {
+            ++h;
+            rising = true;
+            continue;
+        }
+        if (step.pass != release)
+            continue;  // an input gradient B before its W: still held
+        if (h == 0)
+            throw std::logic_error("a backward before its forward in a stage's order");
+        if (rising)
+            peaks.push_back(held);
+        rising = false;
+        --h;
+    }
+    if (rising)
+        peaks.push_back(held);
+    return peaks;
+}
+
+// The profiles asked for on this thread, by shape: a search asks for the same few thousand again
+// for every recompute setting and plan it weighs. Bounded; only valid shapes are kept, so a
+// refusal is worded afresh each time.
+using ProfileKey = std::tuple<Schedule, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>;
+constexpr std::size_t max_remembered_profiles = 4096;
+thread_local std::map<ProfileKey, std::vector<InFlightVector>> remembered_profiles;
 
 }  // namespace
 
@@ -62,11 +103,18 @@ std::vector<InFlightVector> pareto_in_flight(std::vector<InFlightVector> vectors
 std::vector<InFlightVector> in_flight_profile(Schedule schedule, std::uint32_t num_stages,
                                               std::uint32_t stage, std::uint32_t micro_batches,
                                               std::uint32_t chunks) {
+    const ProfileKey key{schedule, num_stages, stage, micro_batches, chunks};
+    if (const auto it = remembered_profiles.find(key); it != remembered_profiles.end())
+        return it->second;
     // in_flight_counts checks the shape and words the refusals; its counts are not used.
     (void)in_flight_counts(schedule, num_stages, stage, micro_batches, chunks);
     const std::uint32_t m = micro_batches == 0 ? 4 * num_stages : micro_batches;
-    return pareto_in_flight(
-        in_flight_states(stage_order(schedule, num_stages, chunks, m, stage), chunks));
+    std::vector<InFlightVector> profile =
+        pareto_in_flight(peak_states(stage_order(schedule, num_stages, chunks, m, stage), chunks));
+    if (remembered_profiles.size() >= max_remembered_profiles)
+        remembered_profiles.clear();
+    remembered_profiles.emplace(key, profile);
+    return profile;
 }
 
 InFlightVector asked_in_flight(InFlightVector counts) {
