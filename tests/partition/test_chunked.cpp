@@ -6,9 +6,8 @@
 // source and predict_batch (where the host probes the model and describes dualpipe-v stages by
 // their ends).
 #include "brute_force.hpp"
-#include "chunk_tables.hpp"     // detail::last_chunked_bounds
-#include "makespan_graph.hpp"   // detail::MakespanGraph
-#include "megatron_solver.hpp"  // detail::megatron_settings
+#include "chunk_tables.hpp"    // detail::last_chunked_bounds
+#include "makespan_graph.hpp"  // detail::MakespanGraph
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
@@ -987,15 +986,29 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
     BOOST_TEST(instances > 40u);
 }
 
+// Every one of Megatron-LM's settings whose kinds are allowed: none, selective, block N for every
+// N below the layer count, uniform (not megatron_settings, which leaves out the block settings
+// that build the same plans as a smaller N).
+std::vector<ppb::partition::MegatronRecompute> every_megatron_setting(std::uint32_t layers,
+                                                                      std::uint32_t allowed) {
+    using Method = ppb::partition::MegatronRecompute::Method;
+    std::vector<ppb::partition::MegatronRecompute> all = {{Method::none, 0},
+                                                          {Method::selective, 0}};
+    for (std::uint32_t n = 1; n < layers; ++n)
+        all.push_back({Method::block, n});
+    all.push_back({Method::uniform, 0});
+    std::erase_if(all, [&](const auto& setting) { return (setting.kinds() & ~allowed) != 0; });
+    return all;
+}
+
 // The least 'stages' objective over the plans of one recompute setting whose stages hold as many
 // layers in each chunk as in every other, give or take one (Problem::balanced_chunks): every
 // setting, every count per stage, every choice of the chunks holding one more.
 double brute_force_balanced_one_setting(const Problem& p, const Coefficients& k,
                                         std::uint32_t allowed) {
-    const Problem smaller = ppb::partition::smaller_to_plan_exactly(p);
     const std::uint32_t v = p.chunks;
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& setting : ppb::partition::detail::megatron_settings(smaller, allowed)) {
+    for (const auto& setting : every_megatron_setting(p.time.body_layers, allowed)) {
         // Per stage and count: (total, slowest) of every balanced split that fits.
         std::vector<std::vector<std::vector<std::pair<double, double>>>> options(p.num_stages);
         for (std::uint32_t s = 0; s < p.num_stages; ++s) {

@@ -867,14 +867,46 @@ double chunk_forward_time(const Problem& problem, std::uint32_t stage, std::uint
            static_cast<double>(n) * problem.time.body_forward;
 }
 
+namespace {
+thread_local ScopedAffineStages* active_affine_stages = nullptr;
+}  // namespace
+
+ScopedAffineStages::ScopedAffineStages(const MemorySource& memory)
+    : memory_(&memory), outer_(active_affine_stages) {
+    // Within a scope for the same source, that one goes on remembering.
+    installed_ = outer_ == nullptr || outer_->memory_ != &memory;
+    if (installed_)
+        active_affine_stages = this;
+}
+
+ScopedAffineStages::~ScopedAffineStages() {
+    if (installed_)
+        active_affine_stages = outer_;
+}
+
 std::vector<AffineStage> affine_stages(const Problem& problem, const MemorySource& memory,
                                        std::uint32_t kinds) {
+    ScopedAffineStages* scope = active_affine_stages;
+    if (scope != nullptr && scope->memory() != &memory)
+        scope = nullptr;
+    const ScopedAffineStages::Key key{static_cast<std::uint32_t>(problem.schedule),
+                                      problem.num_stages,
+                                      problem.chunks,
+                                      problem.micro_batches,
+                                      problem.time.body_layers,
+                                      kinds};
+    if (scope != nullptr) {
+        if (const auto it = scope->remembered().find(key); it != scope->remembered().end())
+            return it->second;
+    }
     const auto list = kind_list(kinds);
     std::vector<AffineStage> stages;
     for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
         stages.push_back(memory.linear ? linear_stage(problem, *memory.linear, s)
                                        : probed_stage(problem, memory, s, list));
     }
+    if (scope != nullptr)
+        scope->remembered().emplace(key, stages);
     return stages;
 }
 

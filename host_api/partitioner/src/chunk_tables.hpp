@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -77,6 +78,34 @@ struct ChunkedStage {
 [[nodiscard]] std::vector<AffineStage> affine_stages(const Problem& problem,
                                                      const MemorySource& memory,
                                                      std::uint32_t kinds);
+
+// While one is in scope on this thread, affine_stages() remembers what it derives for `memory` —
+// the probes a model without coefficients answers, the in-flight profiles — by the layout and the
+// kinds it was asked for (schedule, stages, chunks, micro-batches, body layers, kinds: all the
+// description depends on besides the source). One configuration's plan asks for the same few
+// again and again: both objectives, the smaller problem under each of Megatron's recompute
+// settings (one kind set for every Block N), the local search and the bound. Another source
+// within the scope is not remembered; an inner scope for another source governs until it ends,
+// one for the same source leaves the outer one remembering.
+class ScopedAffineStages {
+  public:
+    explicit ScopedAffineStages(const MemorySource& memory);
+    ~ScopedAffineStages();
+    ScopedAffineStages(const ScopedAffineStages&) = delete;
+    ScopedAffineStages& operator=(const ScopedAffineStages&) = delete;
+
+    using Key = std::array<std::uint32_t, 6>;
+    [[nodiscard]] const MemorySource* memory() const noexcept { return memory_; }
+    [[nodiscard]] std::map<Key, std::vector<AffineStage>>& remembered() noexcept {
+        return remembered_;
+    }
+
+  private:
+    const MemorySource* memory_;
+    std::map<Key, std::vector<AffineStage>> remembered_;
+    ScopedAffineStages* outer_;
+    bool installed_ = false;
+};
 
 // The options of every stage, exactly: per chunk a Pareto frontier over (time, memory) of the
 // mixes `rule` admits, combined chunk by chunk. Stage s holds at most max_layers[s] body layers

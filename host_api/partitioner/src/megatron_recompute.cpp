@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -101,10 +102,35 @@ std::optional<MegatronRecompute> megatron_recompute_of(const Plan& plan) {
 
 namespace detail {
 
+namespace {
+
+// The most body layers one chunk of `problem` can hold: all but what every other chunk must hold
+// (a layer, or none at the model's ends).
+std::uint32_t most_in_one_chunk(const Problem& problem) {
+    std::uint32_t least_total = 0;
+    std::uint32_t least_of_one = 0;
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+            least_total += problem.min_layers(s, c);
+            least_of_one = std::max(least_of_one, problem.min_layers(s, c));
+        }
+    }
+    const std::uint32_t layers = problem.time.body_layers;
+    return least_total - least_of_one >= layers ? 0 : layers - (least_total - least_of_one);
+}
+
+}  // namespace
+
 std::vector<MegatronRecompute> megatron_settings(const Problem& problem, std::uint32_t kinds) {
     using Method = MegatronRecompute::Method;
     std::vector<MegatronRecompute> all = {{Method::none, 0}, {Method::selective, 0}};
-    for (std::uint32_t n = 1; n < problem.time.body_layers; ++n) {
+    // Block N with N at least the most one chunk can hold recomputes every layer, as uniform
+    // does, and so does every larger N: of them only that first one is weighed (it comes first
+    // on a tie, as it did among them all).
+    const std::uint32_t layers = problem.time.body_layers;
+    const std::uint32_t last_block =
+        layers <= 1 ? 0 : std::min(layers - 1, std::max(1u, most_in_one_chunk(problem)));
+    for (std::uint32_t n = 1; n <= last_block; ++n) {
         if (problem.rule != RecomputeRule::torchtitan)
             all.push_back({Method::block, n});
     }

@@ -8,7 +8,8 @@ namespace ppb::partition::detail {
 
 // The settings RecomputeRule::megatron chooses among for `problem` whose candidate kinds are
 // `kinds`, in the order of preference on ties: none, selective, block N for N = 1 .. L - 1
-// (not under RecomputeRule::torchtitan), uniform (block N >= L is uniform: no chunk holds more
+// (not under RecomputeRule::torchtitan) up to the first N no chunk can hold more layers than
+// (every larger N builds the same plans), uniform (block N >= L is uniform: no chunk holds more
 // than L layers).
 [[nodiscard]] std::vector<MegatronRecompute> megatron_settings(const Problem& problem,
                                                                std::uint32_t kinds);

@@ -1,5 +1,7 @@
 #include <ppb/partition/model_plan.hpp>
 
+#include "chunk_tables.hpp"
+
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
 #include <ppb/partition/refine.hpp>
@@ -256,6 +258,8 @@ PlannedPartition plan_with_model(Problem problem, const MemoryModel& model,
 
 PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
                                   const PlanWithModelOptions& options) {
+    // Every solve below, the local search and the bound weigh the same stages of `memory`.
+    const detail::ScopedAffineStages remembered(memory);
     Plan plan;
     if (problem.chunked() && options.choose_objective) {
         // Both estimates' exact optima, and the one whose iteration simulates faster

@@ -501,6 +501,9 @@ Problem smaller_to_plan_exactly(const Problem& problem) {
 
 Plan solve(const Problem& problem, const MemorySource& memory) {
     validate(problem);
+    // The exact attempt, the smaller problem and each of Megatron's settings weigh the same
+    // stages of `memory`.
+    const detail::ScopedAffineStages remembered(memory);
     const bool one_setting =
         problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan;
     try {
