@@ -439,6 +439,47 @@ BOOST_AUTO_TEST_CASE(outcomes_are_each_configuration_planned_alone_for_any_numbe
         }
     }
     BOOST_TEST(changed <= again);
+
+    // Planned again from the first plans (ppb search's way: the first plan is not solved again,
+    // PlanWithModelOptions::solved): the same configurations, the same plans, bounds and times.
+    SearchResult from_first = one;
+    const std::size_t again_from_first =
+        refine_best(from_first, 3,
+                    [&](const Configuration& c, const SearchOutcome& before) {
+                        BOOST_TEST(describe(before.configuration) == describe(c));
+                        return plan_configuration(base, c, memory, true, true, &before);
+                    },
+                    {.jobs = 2});
+    BOOST_TEST(again_from_first == again);
+    for (std::size_t i = 0; i < one.outcomes.size(); ++i) {
+        const SearchOutcome& a = from_first.outcomes[i];
+        const SearchOutcome& b = refined_one.outcomes[i];
+        BOOST_TEST_REQUIRE((a.status == b.status));
+        if (a.status != SearchOutcome::Status::planned)
+            continue;
+        BOOST_TEST(a.iteration_time() == b.iteration_time());
+        BOOST_TEST((a.planned->lower_bound == b.planned->lower_bound));
+        BOOST_TEST((a.planned->problem.objective == b.planned->problem.objective));
+        for (std::size_t j = 0; j < a.planned->plan.stages.size(); ++j) {
+            BOOST_TEST((a.planned->plan.stages[j].layers == b.planned->plan.stages[j].layers));
+            BOOST_TEST(a.planned->plan.stages[j].memory_mb == b.planned->plan.stages[j].memory_mb);
+        }
+    }
+    // A first plan of another configuration is refused, not refined.
+    const SearchOutcome* chunked_first = nullptr;
+    const SearchOutcome* other = nullptr;
+    for (const SearchOutcome& o : one.outcomes) {
+        if (o.status != SearchOutcome::Status::planned || !o.planned->problem.chunked())
+            continue;
+        if (chunked_first == nullptr)
+            chunked_first = &o;
+        else if (o.configuration.pipeline != chunked_first->configuration.pipeline)
+            other = &o;
+    }
+    BOOST_TEST_REQUIRE(other != nullptr);
+    BOOST_CHECK_THROW(
+        (void)plan_configuration(base, chunked_first->configuration, memory, true, true, other),
+        std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(a_stop_keeps_what_was_planned_in_order) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -261,7 +262,20 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     // Every solve below, the local search and the bound weigh the same stages of `memory`.
     const detail::ScopedAffineStages remembered(memory);
     Plan plan;
-    if (problem.chunked() && options.choose_objective) {
+    if (options.solved != nullptr && problem.chunked()) {
+        const Problem& before = options.solved->problem;
+        if (before.num_stages != problem.num_stages ||
+            before.micro_batches != problem.micro_batches || before.schedule != problem.schedule ||
+            before.chunks != problem.chunks || before.kinds != problem.kinds ||
+            before.rule != problem.rule || before.memory_limit_mb != problem.memory_limit_mb ||
+            before.time.body_layers != problem.time.body_layers ||
+            (!options.choose_objective && before.objective != problem.objective)) {
+            throw std::invalid_argument(
+                "plan_with_memory: the plan given as solved is of another problem");
+        }
+        problem = before;
+        plan = options.solved->plan;
+    } else if (problem.chunked() && options.choose_objective) {
         // Both estimates' exact optima, and the one whose iteration simulates faster
         // (host_api/docs/schedules.md, "Every schedule": neither estimate wins on every instance; a
         // tie keeps 'stages').

@@ -320,7 +320,8 @@ double SearchOutcome::iteration_time() const {
 }
 
 SearchOutcome plan_configuration(const Problem& base, const Configuration& configuration,
-                                 const MemorySource& memory, bool refine, bool bound) {
+                                 const MemorySource& memory, bool refine, bool bound,
+                                 const SearchOutcome* before) {
     Problem problem = base;
     problem.num_stages = configuration.pipeline;
     problem.micro_batches = configuration.micro_batches;
@@ -330,11 +331,13 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
     SearchOutcome out;
     out.configuration = configuration;
     try {
-        out.planned = plan_with_memory(std::move(problem), memory,
-                                       {.choose_objective = true,
-                                        .refine = refine,
-                                        .lower_bound = refine || bound,
-                                        .simulate_memory = false});
+        out.planned = plan_with_memory(
+            std::move(problem), memory,
+            {.choose_objective = true,
+             .refine = refine,
+             .lower_bound = refine || bound,
+             .simulate_memory = false,
+             .solved = before != nullptr && before->planned ? &*before->planned : nullptr});
         out.status = SearchOutcome::Status::planned;
         double peak = 0.0;
         for (const StagePlan& stage : out.planned->plan.stages)
@@ -450,6 +453,16 @@ SearchCounts count_outcomes(const SearchResult& result) {
 std::size_t refine_best(SearchResult& result, std::size_t count,
                         const std::function<SearchOutcome(const Configuration&)>& plan_refined,
                         const SearchRunOptions& options) {
+    return refine_best(
+        result, count,
+        [&](const Configuration& c, const SearchOutcome&) { return plan_refined(c); }, options);
+}
+
+std::size_t refine_best(
+    SearchResult& result, std::size_t count,
+    const std::function<SearchOutcome(const Configuration&, const SearchOutcome& before)>&
+        plan_refined,
+    const SearchRunOptions& options) {
     // A plan's local search only shortens it, and never below the plan's proven bound (no plan
     // of its configuration that fits simulates faster) plus the least synchronisation of any of
     // its plans (SearchOutcome::data_parallel_sync_bound). So once the `count` fastest are planned
@@ -475,7 +488,14 @@ std::size_t refine_best(SearchResult& result, std::size_t count,
     std::vector<Configuration> configurations;
     for (const std::size_t i : chosen)
         configurations.push_back(result.outcomes[i].configuration);
-    SearchResult again = run_search(configurations, plan_refined, options);
+    // Each configuration with its outcome so far (run_search plans configurations[i] as given).
+    SearchResult again = run_search(
+        configurations,
+        [&](const Configuration& c) {
+            const auto i = static_cast<std::size_t>(&c - configurations.data());
+            return plan_refined(c, result.outcomes[chosen.at(i)]);
+        },
+        options);
     // A stopped run leaves out the configurations it did not start: match by configuration.
     std::size_t next = 0;
     for (SearchOutcome& after : again.outcomes) {

@@ -217,9 +217,9 @@ class ModelsByDegree {
         return {};
     }
 
-    [[nodiscard]] partition::SearchOutcome plan(const partition::Problem& base,
-                                                const partition::Configuration& c,
-                                                bool refine = false, bool bound = true) const {
+    [[nodiscard]] partition::SearchOutcome plan(
+        const partition::Problem& base, const partition::Configuration& c, bool refine = false,
+        bool bound = true, const partition::SearchOutcome* before = nullptr) const {
         const Entry& entry = *entries_.at(per_degree_ ? key_of(c) : every_configuration);
         if (!entry.prepared) {
             partition::SearchOutcome out;
@@ -228,7 +228,7 @@ class ModelsByDegree {
             out.message = entry.refused;
             return out;
         }
-        return partition::plan_configuration(base, c, entry.memory, refine, bound);
+        return partition::plan_configuration(base, c, entry.memory, refine, bound, before);
     }
 
   private:
@@ -255,11 +255,12 @@ struct CommunicationTiming {
     [[nodiscard]] partition::SearchOutcome plan(const ModelsByDegree& models,
                                                 const partition::Problem& base,
                                                 const partition::Configuration& c, bool refine,
-                                                bool bound) const {
+                                                bool bound,
+                                                const partition::SearchOutcome* before) const {
         return partition::plan_with_communication(
             sizes, cluster, overlap, base, c,
             [&](const partition::Problem& problem, const partition::Configuration& configuration) {
-                return models.plan(problem, configuration, refine, bound);
+                return models.plan(problem, configuration, refine, bound, before);
             });
     }
 
@@ -494,14 +495,17 @@ int run_search_command(const SearchArgs& args) {
             keys.push_back(k);
     }
     const ModelsByDegree models(args, dryrun, options, shape, first.base, keys);
-    const auto plan_one = [&](const partition::Configuration& c, bool refine) {
+    // `before`: the configuration's first plan, which planning it again with the local search
+    // starts from rather than solving it again.
+    const auto plan_one = [&](const partition::Configuration& c, bool refine,
+                              const partition::SearchOutcome* before) {
         const Variant& v =
             variants.at(VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size});
         // The bounds say which configurations the local search must plan again; --fast plans
         // none again and needs none.
         const bool bound = !args.fast;
-        return v.communication ? v.communication->plan(models, v.base, c, refine, bound)
-                               : models.plan(v.base, c, refine, bound);
+        return v.communication ? v.communication->plan(models, v.base, c, refine, bound, before)
+                               : models.plan(v.base, c, refine, bound, before);
     };
     const partition::Problem& base = first.base;
     const PreparedModel* described = models.any();
@@ -514,7 +518,7 @@ int run_search_command(const SearchArgs& args) {
         const InterruptScope scope;
         result = partition::run_search(
             plan.configurations,
-            [&](const partition::Configuration& c) { return plan_one(c, false); },
+            [&](const partition::Configuration& c) { return plan_one(c, false, nullptr); },
             {.jobs = args.jobs,
              .on_progress =
                  [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
@@ -525,7 +529,9 @@ int run_search_command(const SearchArgs& args) {
         if (!args.fast && !result.stopped) {
             (void)partition::refine_best(
                 result, partition::refined_configurations,
-                [&](const partition::Configuration& c) { return plan_one(c, true); },
+                [&](const partition::Configuration& c, const partition::SearchOutcome& before) {
+                    return plan_one(c, true, &before);
+                },
                 {.jobs = args.jobs, .stop = &interrupted});
         }
         bar.finish();

@@ -20,6 +20,8 @@ namespace ppb::partition {
 // depend on the machine.
 inline constexpr std::uint32_t refine_moves = 100;
 
+struct PlannedPartition;
+
 struct PlanWithModelOptions {
     // With chunks: solve for both estimates (ChunkObjective::stages and slots) and keep the plan
     // whose iteration simulates faster (host_api/docs/schedules.md, "Every schedule": neither
@@ -35,6 +37,12 @@ struct PlanWithModelOptions {
     // Whether the returned simulation traces each stage's memory over time (for `ppb simulate`
     // and timelines); the makespan and bubble do not depend on it. A search leaves it out.
     bool simulate_memory = true;
+    // With chunks: what an earlier call made of the same problem without the local search (its
+    // problem, with the objective it chose, and its plan). The solves are skipped — they would
+    // give that plan again — and the local search, the simulation and the bound start from it:
+    // a search planning its best configurations again pays for the local search only. Throws
+    // std::invalid_argument when it is not the same problem.
+    const PlannedPartition* solved = nullptr;
 };
 
 struct PlannedPartition {

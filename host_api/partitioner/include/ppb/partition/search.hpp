@@ -138,10 +138,13 @@ struct SearchOutcome {
 // even for hundreds of stages and micro-batches, where the local search can take seconds).
 // `bound`: with chunks, the proven lower bound on the simulated iteration of every plan that fits
 // (PlannedPartition::lower_bound, which refine_best reads); always with `refine`.
+// `before`: this configuration's outcome of an earlier call without `refine` (refine_best's): its
+// plan is not solved again (PlanWithModelOptions::solved).
 [[nodiscard]] SearchOutcome plan_configuration(const Problem& base,
                                                const Configuration& configuration,
                                                const MemorySource& memory, bool refine = false,
-                                               bool bound = true);
+                                               bool bound = true,
+                                               const SearchOutcome* before = nullptr);
 
 struct SearchProgress {
     std::size_t done = 0;
@@ -166,8 +169,8 @@ struct SearchResult {
 };
 
 // Plans `configurations` on `options.jobs` threads with `plan_one` (which must be safe to call
-// from several threads at once). The first exception `plan_one` throws stops the search and is
-// rethrown here.
+// from several threads at once), called with the elements of `configurations` themselves. The first
+// exception `plan_one` throws stops the search and is rethrown here.
 [[nodiscard]] SearchResult run_search(
     const std::vector<Configuration>& configurations,
     const std::function<SearchOutcome(const Configuration&)>& plan_one,
@@ -185,6 +188,13 @@ inline constexpr std::size_t refined_configurations = 8;
 std::size_t refine_best(SearchResult& result, std::size_t count,
                         const std::function<SearchOutcome(const Configuration&)>& plan_refined,
                         const SearchRunOptions& options);
+// The same with `plan_refined` given each configuration's outcome so far too (for
+// plan_configuration's `before`: the plan is not solved again, only searched locally).
+std::size_t refine_best(
+    SearchResult& result, std::size_t count,
+    const std::function<SearchOutcome(const Configuration&, const SearchOutcome& before)>&
+        plan_refined,
+    const SearchRunOptions& options);
 
 // How many outcomes of each status a search has.
 struct SearchCounts {
