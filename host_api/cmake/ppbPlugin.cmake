@@ -4,6 +4,8 @@
 # Builds a memory-model plugin: a MODULE library named ppb-<name>-<version>.so, with hidden
 # visibility, no undefined symbols, and PPB_PLUGIN_NAME / PPB_PLUGIN_VERSION defined for
 # PPB_EXPORT_MEMORY_MODEL, so that the file name and the plugin's manifest always agree.
+# A plugin written in C (every source a .c file; enable_language(C) first) gets ppb/abi.h's
+# include directory only, C11, and exports its table with PPB_EXPORT_MEMORY_MODEL_TABLE.
 # Only the entry point is exported (ppbPluginExports.map), and no symbol of a static library
 # linked into the module (--exclude-libs). Compile the static libraries a plugin links with
 # hidden visibility too (CMAKE_CXX_VISIBILITY_PRESET). Installs into <prefix>/lib/ppb/plugins
@@ -24,13 +26,27 @@ function(ppb_add_plugin target)
     endif()
     add_library(${target} MODULE ${arg_SOURCES})
     if(TARGET ppb_plugin_api)
-        target_link_libraries(${target} PRIVATE ppb_plugin_api)
+        set(api ppb_plugin_api)
     else()
-        target_link_libraries(${target} PRIVATE ppb::plugin_api)
+        set(api ppb::plugin_api)
+    endif()
+    set(in_c ON)
+    foreach(source IN LISTS arg_SOURCES)
+        if(NOT source MATCHES "\\.c$")
+            set(in_c OFF)
+        endif()
+    endforeach()
+    if(in_c)
+        # The contract's header alone: none of the C++ wrappers' code, no C++ runtime.
+        target_include_directories(${target} PRIVATE
+            $<TARGET_PROPERTY:${api},INTERFACE_INCLUDE_DIRECTORIES>)
+        target_compile_features(${target} PRIVATE c_std_11)
+    else()
+        target_link_libraries(${target} PRIVATE ${api})
+        target_compile_features(${target} PRIVATE cxx_std_20)
     endif()
     target_compile_definitions(${target} PRIVATE
         PPB_PLUGIN_NAME="${arg_NAME}" PPB_PLUGIN_VERSION="${arg_VERSION}")
-    target_compile_features(${target} PRIVATE cxx_std_20)
     if(NOT arg_OUTPUT_DIRECTORY)
         if(DEFINED PPB_PLUGIN_OUTPUT_DIRECTORY)
             set(arg_OUTPUT_DIRECTORY "${PPB_PLUGIN_OUTPUT_DIRECTORY}")
@@ -43,6 +59,7 @@ function(ppb_add_plugin target)
         OUTPUT_NAME "ppb-${arg_NAME}-${arg_VERSION}"
         SUFFIX ".so"
         CXX_VISIBILITY_PRESET hidden
+        C_VISIBILITY_PRESET hidden
         VISIBILITY_INLINES_HIDDEN ON
         LIBRARY_OUTPUT_DIRECTORY "${arg_OUTPUT_DIRECTORY}")
     # Export only the entry point; with GCC, no STB_GNU_UNIQUE symbols either, which would make
@@ -50,7 +67,7 @@ function(ppb_add_plugin target)
     target_link_options(${target} PRIVATE "LINKER:--no-undefined" "LINKER:--exclude-libs,ALL"
         "LINKER:--version-script=${_ppb_plugin_exports_map}")
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${_ppb_plugin_exports_map}")
-    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-gnu-unique>)
     if(NOT arg_NO_INSTALL)
         install(TARGETS ${target} LIBRARY DESTINATION "${PPB_PLUGIN_SUBDIR}")
         # Every installed target is listed, so that one target can build them all (ppb's own

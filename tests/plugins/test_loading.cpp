@@ -162,6 +162,74 @@ BOOST_AUTO_TEST_CASE(dryrun_lsq_loads_fits_and_predicts_through_the_c_boundary) 
     BOOST_TEST(predicted[1] == observations[0].peak_memory_mb, boost::test_tools::tolerance(1e-9));
 }
 
+// A plugin written in C against ppb/abi.h alone (tests/plugins/fixtures/c_linear.c, exported
+// with PPB_EXPORT_MEMORY_MODEL_TABLE): found, loaded, fitted and asked like any other, its
+// refusals carrying its status and message.
+BOOST_AUTO_TEST_CASE(a_plugin_written_in_c_loads_fits_and_predicts) {
+    const ppb::PluginCandidate candidate = fixture("ppb-c-linear-1.0.0.so");
+    BOOST_TEST_REQUIRE((candidate.verdict == ppb::Verdict::usable), candidate.reason);
+    BOOST_TEST(candidate.entry_point == "ppb_memory_model_v1_4");
+    ppb::MemoryModel model = ppb::open_model(candidate);
+    BOOST_TEST(model.name() == "c-linear");
+    BOOST_TEST(model.needs_fit());
+    const ppb::StagePlacement four{4, 1, {ppb_chunk{{3, 0, 0, 0, 1}, 3}}};
+    try {
+        (void)model.predict(four.view());
+        BOOST_FAIL("predict before fit must fail");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_NOT_FITTED);
+        BOOST_TEST(contains(e.what(), "fit c-linear before predicting"), e.what());
+    }
+    // Stages of one layer count cannot tell the constant from the per-layer memory.
+    std::vector<ppb_observation> one_count;
+    std::vector<ppb::StagePlacement> kept;
+    for (std::uint32_t s = 0; s < 2; ++s)
+        kept.push_back(ppb::StagePlacement{2, s, {ppb_chunk{{4}, 2 - s}}});
+    for (const auto& k : kept)
+        one_count.push_back(ppb_observation{k.view(), 900.0});
+    try {
+        model.fit(one_count);
+        BOOST_FAIL("one layer count must be refused");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INVALID_INPUT);
+        BOOST_TEST(contains(e.what(), "2 observations of one layer count"), e.what());
+    }
+    // M = 500 + 120 n, recovered by its least squares.
+    std::vector<ppb::StagePlacement> stages;
+    for (std::uint32_t n : {2u, 3u, 5u, 8u})
+        stages.push_back(ppb::StagePlacement{4, n % 4, {ppb_chunk{{n}, 1}}});
+    std::vector<ppb_observation> observations;
+    for (const auto& st : stages) {
+        observations.push_back(
+            ppb_observation{st.view(), 500.0 + 120.0 * st.chunks.front().layers[PPB_KIND_NONE]});
+    }
+    model.fit(observations);
+    BOOST_TEST(model.predict(four.view()) == 500.0 + 120.0 * 4, boost::test_tools::tolerance(1e-9));
+    const auto parameters = model.parameters();
+    BOOST_TEST_REQUIRE(parameters.has_value());
+    BOOST_TEST(parameters->const_mb == 500.0, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(parameters->per_layer_mb == 120.0, boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(!model.predict_std_error(four.view()).has_value());  // unsupported: none given
+    BOOST_TEST(model.groups() == std::vector<std::string>{"body"});
+    const auto report = boost::json::parse(model.report()).as_object();
+    BOOST_TEST(report.at("diagnostics").at("language").as_string() == "C");
+    // Its own checks of the input, with its message.
+    const ppb_placement beyond{4, 7, 1, four.chunks.data()};
+    try {
+        (void)model.predict(beyond);
+        BOOST_FAIL("stage 7 of 4 must be refused");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.is_input_error());
+    }
+    try {
+        (void)ppb::open_model(candidate, "{\"const_mb\": 1}");
+        BOOST_FAIL("an option must be refused");
+    } catch (const ppb::ModelError& e) {
+        BOOST_TEST(e.status() == PPB_ERR_INVALID_INPUT);
+        BOOST_TEST(contains(e.what(), "c-linear takes no options"), e.what());
+    }
+}
+
 BOOST_AUTO_TEST_CASE(the_library_lives_exactly_as_long_as_its_models) {
     const auto candidate =
         ppb::inspect_plugin_file(fs::path(PPB_VERSIONS_DIR) / "ppb-fixed-1.4.2.so");

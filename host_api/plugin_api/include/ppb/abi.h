@@ -19,13 +19,26 @@
  *   a newer minor's table covers all of this header's), and never smaller than API 1.0's.
  *
  * Entry point
- *   A plugin exports exactly one symbol, a Boost.DLL alias (a `const void*` variable whose value
- *   is the address of a `ppb_memory_model_api` table) named
+ *   A plugin exports exactly one symbol, a `const void*` variable whose value is the address of
+ *   a `ppb_memory_model_api` table, named
  *       ppb_memory_model_v<ABI_MAJOR>_<API_MINOR>      e.g. ppb_memory_model_v1_4
  *   and placed in the ELF section "ppbabi<ABI_MAJOR>". Both versions are in the symbol's name so
  *   that a host can tell compatibility from the file alone, without running plugin code.
  *   Its minor is the plugin's own (nm -D --defined-only lists it); a ctypes host tries those it
  *   knows, newest first: ctypes.c_void_p.in_dll(lib, "ppb_memory_model_v1_4") (ctypes_host.py)
+ *   From C (or C++ without ppb/plugin.hpp's wrappers), after the table:
+ *       static const ppb_memory_model_api table = {sizeof(ppb_memory_model_api), PPB_ABI_MAJOR,
+ *                                                  PPB_API_MINOR, ...};
+ *       PPB_EXPORT_MEMORY_MODEL_TABLE(table);
+ *   (GCC or Clang, ELF; build the plugin with -fvisibility=hidden so that nothing else is
+ *   exported: ppb_add_plugin in ppb's CMake package does). C++ plugins use
+ *   PPB_EXPORT_MEMORY_MODEL (ppb/plugin.hpp), which writes the table from a class.
+ *
+ * Hosts
+ *   A plugin built against this header (ABI 1, API 1.4) loads in every host of ABI 1: ppb 0.1.0,
+ *   the first release, and later. A host of an older API minor uses what it knows of the table
+ *   (see Versioning); what API 1.m added is used by hosts of API 1.m or later, and ppb 0.1.0 is
+ *   API 1.4.
  *
  * Errors
  *   Every function returning ppb_status reports failure with a code and leaves a message for
@@ -67,11 +80,21 @@ typedef enum ppb_kind {
 #define PPB_KIND_BIT(kind) (1u << (unsigned)(kind))
 #define PPB_ALL_KINDS 0x1fu
 
-/* Status of a call. PPB_ERR_INVALID_INPUT: the caller's data are wrong (observations,
- * placement, options). PPB_ERR_NOT_FITTED: predict, parameters or report before a successful
- * fit. PPB_ERR_NOT_ESTIMABLE: the fitted data do not determine this prediction.
- * PPB_ERR_UNSUPPORTED: the model does not offer this operation. PPB_ERR_INTERNAL: a defect or
- * unexpected failure inside the plugin. */
+/* Status of a call. Every status but PPB_OK leaves a message for last_error().
+ *   PPB_OK                 the call did what it says; its outputs are written.
+ *   PPB_ERR_INVALID_INPUT  the caller's data are wrong (observations, placement, options); the
+ *                          message names what and where. The model is unchanged.
+ *   PPB_ERR_NOT_FITTED     predict, parameters or report before a successful fit of a model
+ *                          that needs one (PPB_MODEL_NEEDS_FIT).
+ *   PPB_ERR_NOT_ESTIMABLE  the fitted data do not determine this prediction (or coefficient).
+ *   PPB_ERR_UNSUPPORTED    the model does not offer this operation (a host falls back or says
+ *                          so; never an error of the caller's data).
+ *   PPB_ERR_OUT_OF_MEMORY  the plugin could not allocate what the call needs (host memory;
+ *                          ppb/plugin.hpp's wrappers turn std::bad_alloc into it): a host may
+ *                          try again with less, e.g. fewer placements in one batch.
+ *   PPB_ERR_INTERNAL       a defect or unexpected failure inside the plugin.
+ * When a call fails its outputs are unspecified: a host reads none of them. A host treats any
+ * other value as a defect of the plugin. */
 typedef int32_t ppb_status;
 #define PPB_OK 0
 #define PPB_ERR_INVALID_INPUT 1
@@ -257,6 +280,31 @@ typedef struct ppb_memory_model_api {
 
 #ifdef __cplusplus
 }
+#endif
+
+/* The entry point's name and section for a major and minor (string-pasted, so that they follow
+ * PPB_ABI_MAJOR and PPB_API_MINOR). */
+#define PPB_DETAIL_STR2(x) #x
+#define PPB_DETAIL_STR(x) PPB_DETAIL_STR2(x)
+#define PPB_DETAIL_CAT4(a, b, c, d) a##b##c##d
+#define PPB_DETAIL_ENTRY(major, minor) PPB_DETAIL_CAT4(ppb_memory_model_v, major, _, minor)
+#define PPB_DETAIL_SECTION2(major) ppbabi##major
+#define PPB_DETAIL_SECTION(major) PPB_DETAIL_SECTION2(major)
+
+/* PPB_EXPORT_MEMORY_MODEL_TABLE(table): the entry point of a plugin whose table is the variable
+ * `table` (see "Entry point" above), with C linkage, default visibility, in its section. Once
+ * per plugin. */
+#if defined(__GNUC__) && defined(__ELF__)
+#ifdef __cplusplus
+#define PPB_DETAIL_EXTERN_C extern "C"
+#else
+#define PPB_DETAIL_EXTERN_C extern
+#endif
+#define PPB_EXPORT_MEMORY_MODEL_TABLE(table)                                                   \
+    PPB_DETAIL_EXTERN_C __attribute__((visibility("default"),                                   \
+                                       section(PPB_DETAIL_STR(PPB_DETAIL_SECTION(PPB_ABI_MAJOR)))))\
+    const void* PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR);                                  \
+    const void* PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR) = &(table)
 #endif
 
 #endif /* PPB_ABI_H */

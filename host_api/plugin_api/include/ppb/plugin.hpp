@@ -561,12 +561,7 @@ ppb_status create(const char* options_json, ppb_model** out) noexcept {
 }  // namespace detail
 }  // namespace ppb::plugin
 
-#define PPB_DETAIL_STR2(x) #x
-#define PPB_DETAIL_STR(x) PPB_DETAIL_STR2(x)
-#define PPB_DETAIL_CAT4(a, b, c, d) a##b##c##d
-#define PPB_DETAIL_ENTRY(major, minor) PPB_DETAIL_CAT4(ppb_memory_model_v, major, _, minor)
-#define PPB_DETAIL_SECTION2(major) ppbabi##major
-#define PPB_DETAIL_SECTION(major) PPB_DETAIL_SECTION2(major)
+// PPB_DETAIL_STR, PPB_DETAIL_ENTRY and PPB_DETAIL_SECTION: ppb/abi.h.
 
 #if defined(__clang__)
 #define PPB_DETAIL_COMPILER "clang " __clang_version__
