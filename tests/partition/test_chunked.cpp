@@ -6,8 +6,9 @@
 // source and predict_batch (where the host probes the model and describes dualpipe-v stages by
 // their ends).
 #include "brute_force.hpp"
-#include "chunk_tables.hpp"    // detail::last_chunked_bounds
+#include "chunk_tables.hpp"    // detail::solve_chunked, detail::ChunkedBounds
 #include "makespan_graph.hpp"  // detail::MakespanGraph
+#include "stage_table.hpp"     // detail::candidate_kinds
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
@@ -528,8 +529,9 @@ BOOST_AUTO_TEST_CASE(a_stage_may_hold_more_than_the_first_cap) {
         for (const MemorySource* source : {&linear, &probed}) {
             const Coefficients& ks = k;
             const double expected = brute_force(p, ks, p.kinds);
-            const Plan plan = ppb::partition::solve(p, *source);
-            const auto& bounds = ppb::partition::detail::last_chunked_bounds();
+            ppb::partition::detail::ChunkedBounds bounds;
+            const Plan plan = ppb::partition::detail::solve_chunked(
+                p, *source, ppb::partition::detail::candidate_kinds(p, *source), &bounds);
             BOOST_TEST(bounds.first_cap == 10u);
             BOOST_TEST(bounds.builds == 2u);
             BOOST_TEST(bounds.capped);
@@ -723,10 +725,12 @@ BOOST_AUTO_TEST_CASE(generous_limits_match_enumeration) {
                                             : "stages",
                                         source == &linear ? "linear" : "probed")) {
                                         try {
-                                            const Plan plan = ppb::partition::solve(p, *source);
+                                            namespace detail = ppb::partition::detail;
+                                            detail::ChunkedBounds bounds;
+                                            const Plan plan = detail::solve_chunked(
+                                                p, *source, detail::candidate_kinds(p, *source),
+                                                &bounds);
                                             ++solves;
-                                            const auto& bounds =
-                                                ppb::partition::detail::last_chunked_bounds();
                                             BOOST_TEST(bounds.first_cap < layers);
                                             capped += bounds.capped ? 1 : 0;
                                             widened += bounds.widened ? 1 : 0;

@@ -170,12 +170,7 @@ class ScopedExactWorkBudget {
 // its own (each about half a second).
 inline constexpr ExactWorkBudget default_exact_work_budget{250'000, 25'000'000};
 
-// The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
-// problem.chunked().
-[[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,
-                                 std::uint32_t kinds);
-
-// How the last solve_chunked() on this thread bounded each stage's layer count (for tests).
+// How solve_chunked() bounded each stage's layer count (what the tests of its bounds read).
 struct ChunkedBounds {
     std::uint32_t first_cap = 0;  // the cap of the first plan (L: none)
     std::uint32_t builds = 0;     // how many times the stages' options were built
@@ -184,7 +179,12 @@ struct ChunkedBounds {
     bool capped = false;
     bool widened = false;
 };
-[[nodiscard]] const ChunkedBounds& last_chunked_bounds();
+
+// The optimal plan with several chunks per stage (chunked_solver.cpp): solve() for
+// problem.chunked(), with the candidate kinds `kinds`; how it bounded the stages goes to
+// `bounds` when given.
+[[nodiscard]] Plan solve_chunked(const Problem& problem, const MemorySource& memory,
+                                 std::uint32_t kinds, ChunkedBounds* bounds = nullptr);
 
 }  // namespace ppb::partition::detail
 

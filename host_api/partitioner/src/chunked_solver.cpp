@@ -453,22 +453,18 @@ std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint3
     return most;
 }
 
-thread_local ChunkedBounds bounds_of_last_solve;
-
 }  // namespace
 
-const ChunkedBounds& last_chunked_bounds() {
-    return bounds_of_last_solve;
-}
-
-Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
+Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint32_t kinds,
+                   ChunkedBounds* bounds) {
     validate_chunked(problem);
     if (!memory.linear && !memory.predict_batch)
         throw InputError("the memory model offers no way to predict");
     const std::uint32_t layers = problem.time.body_layers;
     const std::uint32_t p = problem.num_stages;
     const std::vector<AffineStage> affine = affine_stages(problem, memory, kinds);
-    ChunkedBounds& trace = bounds_of_last_solve;
+    ChunkedBounds untold;
+    ChunkedBounds& trace = bounds != nullptr ? *bounds : untold;
     trace = ChunkedBounds{};
     const auto build = [&](const std::vector<std::uint32_t>& most) {
         ++trace.builds;
