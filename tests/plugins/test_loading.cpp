@@ -228,6 +228,22 @@ BOOST_AUTO_TEST_CASE(a_plugin_written_in_c_loads_fits_and_predicts) {
         BOOST_TEST(e.status() == PPB_ERR_INVALID_INPUT);
         BOOST_TEST(contains(e.what(), "c-linear takes no options"), e.what());
     }
+    // Through the bare table, what the host's own checks would stop first: the plugin's checks
+    // and messages, per observation.
+    const auto table = ppb::load_plugin(candidate);
+    ppb_model* raw = nullptr;
+    BOOST_TEST_REQUIRE(table->create("{}", &raw) == PPB_OK);
+    std::vector<ppb_observation> bad = observations;
+    bad[1].peak_memory_mb = std::nan("");
+    BOOST_TEST(table->fit(raw, bad.data(), bad.size()) == PPB_ERR_INVALID_INPUT);
+    BOOST_TEST(std::string(table->last_error()) == "observation 2: peak memory nan MB");
+    bad = observations;
+    bad[2].placement.stage = 9;
+    BOOST_TEST(table->fit(raw, bad.data(), bad.size()) == PPB_ERR_INVALID_INPUT);
+    BOOST_TEST(std::string(table->last_error()) == "observation 3: stage 9 of a 4-stage pipeline");
+    double mb = 0.0;
+    BOOST_TEST(table->predict(raw, &observations[0].placement, &mb) == PPB_ERR_NOT_FITTED);
+    table->destroy(raw);
 }
 
 BOOST_AUTO_TEST_CASE(the_library_lives_exactly_as_long_as_its_models) {
