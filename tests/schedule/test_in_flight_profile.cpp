@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // The file's own namespace: its helpers keep their short names in a unity build too.
@@ -277,6 +279,27 @@ BOOST_AUTO_TEST_CASE(
         BOOST_CHECK_THROW((void)ppb::in_flight_profile(Schedule::interleaved, 4, 0, 6, 2),
                           std::invalid_argument);
     }
+}
+
+// One list of the schedules for every message: each name reads back as its schedule, and the
+// chunked ones are exactly those that run two chunks per stage.
+BOOST_AUTO_TEST_CASE(every_message_lists_the_same_schedules) {
+    BOOST_TEST(ppb::names_or(ppb::schedule_names()) ==
+               "1f1b, interleaved, interleaved-less-memory, dualpipe-v, zb-h1 or zb-v");
+    std::vector<std::string_view> two_chunks;
+    for (const std::string_view name : ppb::schedule_names()) {
+        const auto schedule = ppb::schedule_from_name(name);
+        BOOST_TEST_REQUIRE(schedule.has_value(), name);
+        BOOST_TEST(ppb::schedule_name(*schedule) == name);
+        try {
+            (void)ppb::in_flight_counts(*schedule, 4, 0, 8, 2);
+            two_chunks.push_back(name);
+        } catch (const std::invalid_argument&) {
+        }
+    }
+    BOOST_TEST((ppb::chunked_schedule_names() == two_chunks));
+    BOOST_TEST(ppb::names_or({"a"}) == "a");
+    BOOST_TEST(ppb::names_or({"a", "b"}) == "a or b");
 }
 
 BOOST_AUTO_TEST_CASE(impossible_shapes_are_refused_as_the_counts_are) {

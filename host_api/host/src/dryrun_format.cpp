@@ -53,10 +53,6 @@ constexpr std::array<std::string_view, 11> top_level_keys_v3 = {
 constexpr std::array<std::string_view, 3> layer_time_keys = {"head", "body", "tail"};
 constexpr std::array<std::string_view, 2> chunk_keys = {"layers", "in_flight"};
 
-constexpr std::array<Schedule, 6> all_schedules = {
-    Schedule::one_f_one_b, Schedule::interleaved, Schedule::interleaved_less_memory,
-    Schedule::dualpipe_v,  Schedule::zb_h1,       Schedule::zb_v};
-
 // "a"/"an" before a number as spoken: an 8-stage, an 11-stage, a 16-stage pipeline.
 std::string_view article_for(std::uint32_t n) {
     const std::string digits = std::to_string(n);
@@ -109,9 +105,7 @@ Schedule read_schedule(const JsonNode& node, std::uint32_t revision) {
     const std::string_view name = node.as_string();
     const auto schedule = schedule_from_name(name);
     if (!schedule) {
-        std::vector<std::string_view> names;
-        for (const Schedule known : all_schedules)
-            names.push_back(schedule_name(known));
+        const std::vector<std::string_view> names = schedule_names();
         const auto guess = closest_name(name, names);
         node.fail(fmt::format(
             "unknown schedule '{}' ({}expected one of: {}{})", name,

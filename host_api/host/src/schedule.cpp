@@ -17,7 +17,7 @@ struct ScheduleName {
     Schedule schedule;
     std::string_view name;
 };
-constexpr std::array<ScheduleName, 6> schedule_names = {{
+constexpr std::array<ScheduleName, 6> name_table = {{
     {Schedule::one_f_one_b, "1f1b"},
     {Schedule::interleaved, "interleaved"},
     {Schedule::interleaved_less_memory, "interleaved-less-memory"},
@@ -41,7 +41,7 @@ bool v_shaped(Schedule schedule) noexcept {
 }
 
 std::optional<Schedule> schedule_from_name(std::string_view name) noexcept {
-    for (const auto& entry : schedule_names) {
+    for (const auto& entry : name_table) {
         if (entry.name == name)
             return entry.schedule;
     }
@@ -49,11 +49,37 @@ std::optional<Schedule> schedule_from_name(std::string_view name) noexcept {
 }
 
 std::string_view schedule_name(Schedule schedule) noexcept {
-    for (const auto& entry : schedule_names) {
+    for (const auto& entry : name_table) {
         if (entry.schedule == schedule)
             return entry.name;
     }
     return "unknown";
+}
+
+std::vector<std::string_view> schedule_names() {
+    std::vector<std::string_view> out;
+    for (const auto& entry : name_table)
+        out.push_back(entry.name);
+    return out;
+}
+
+std::vector<std::string_view> chunked_schedule_names() {
+    std::vector<std::string_view> out;
+    for (const auto& entry : name_table) {
+        if (entry.schedule != Schedule::one_f_one_b && entry.schedule != Schedule::zb_h1)
+            out.push_back(entry.name);
+    }
+    return out;
+}
+
+std::string names_or(const std::vector<std::string_view>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0)
+            out += i + 1 == names.size() ? " or " : ", ";
+        out += names[i];
+    }
+    return out;
 }
 
 std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num_stages,

@@ -65,7 +65,8 @@ PlanStages read_plan_stages(std::string_view text, std::string_view source) {
     if (auto name = top.optional("schedule")) {
         const auto known = schedule_from_name(name->as_string());
         if (!known)
-            name->fail("unknown schedule (1f1b, interleaved, interleaved-less-memory, dualpipe-v)");
+            name->fail(fmt::format("unknown schedule '{}' (expected {})", name->as_string(),
+                                   names_or(schedule_names())));
         schedule = *known;
     }
 

@@ -288,17 +288,15 @@ StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle 
         const auto name = py::str(schedule_arg).cast<std::string>();
         const auto parsed = schedule_from_name(name);
         if (!parsed) {
-            throw InputError(
-                fmt::format("schedule: unknown schedule '{}' (expected 1f1b, interleaved, "
-                            "interleaved-less-memory or dualpipe-v)",
-                            name));
+            throw InputError(fmt::format("schedule: unknown schedule '{}' (expected {})", name,
+                                         names_or(schedule_names())));
         }
         schedule = *parsed;
     } else if (dryrun && dryrun->num_chunks == v) {
         schedule = dryrun->schedule;
     } else if (v == 2) {
         throw InputError(
-            "two chunks: give schedule (interleaved, interleaved-less-memory or dualpipe-v)");
+            fmt::format("two chunks: give schedule ({})", names_or(chunked_schedule_names())));
     } else if (v > 2) {
         schedule = Schedule::interleaved;
     }
@@ -548,10 +546,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     problem.rule = *rule;
     const auto parsed_schedule = schedule_from_name(schedule);
     if (!parsed_schedule) {
-        throw InputError(fmt::format(
-            "schedule: unknown schedule '{}' (expected 1f1b, interleaved, interleaved-less-memory, "
-            "dualpipe-v, zb-h1 or zb-v)",
-            schedule));
+        throw InputError(fmt::format("schedule: unknown schedule '{}' (expected {})", schedule,
+                                     names_or(schedule_names())));
     }
     problem.schedule = *parsed_schedule;
     problem.chunks =

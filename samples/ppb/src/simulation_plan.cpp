@@ -6,6 +6,7 @@
 #include <ppb/schedule_order.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
 #include <string>
@@ -26,10 +27,8 @@ Schedule read_schedule(const JsonObject& doc) {
     const std::string_view name = node->as_string();
     if (const auto schedule = schedule_from_name(name))
         return *schedule;
-    node->fail(fmt::format(
-        "unknown schedule '{}' (expected one of: 1f1b, interleaved, interleaved-less-memory, "
-        "dualpipe-v, zb-h1, zb-v)",
-        name));
+    node->fail(fmt::format("unknown schedule '{}' (expected one of: {})", name,
+                           fmt::join(schedule_names(), ", ")));
 }
 
 // One chunk's costs and, when it gives them, its activation MB and in-flight count.

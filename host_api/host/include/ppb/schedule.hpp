@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,12 @@ enum class Schedule {
 
 [[nodiscard]] std::optional<Schedule> schedule_from_name(std::string_view name) noexcept;
 [[nodiscard]] std::string_view schedule_name(Schedule schedule) noexcept;
+// Every schedule's name, in the one order every list of them is shown in; and those of the
+// schedules that run several chunks per stage (every one but 1f1b and zb-h1).
+[[nodiscard]] std::vector<std::string_view> schedule_names();
+[[nodiscard]] std::vector<std::string_view> chunked_schedule_names();
+// Names for a message: "a, b or c".
+[[nodiscard]] std::string names_or(const std::vector<std::string_view>& names);
 
 // In-flight count of each of the `chunks` chunks of `stage` in a `num_stages`-stage pipeline: the
 // most micro-batches whose activations the chunk holds at once under the schedule's order
