@@ -367,3 +367,17 @@ def test_reserved_memory_is_what_the_command_says(cli, tmp_path):
     with pytest.raises(ppb.InvalidInput):
         ppb.partition(LLAMA_LAYERS, model=plain, stages=8, memory_limit_mb=30000,
                       memory="reserved")
+
+
+def test_schedule_refusals_name_every_schedule_that_fits():
+    model = ppb.load_model().fit(str(LLAMA_DRYRUN))
+    chunks = [{"none": 4}, {"full": 4}]
+    with pytest.raises(ppb.InvalidInput) as refused:
+        model.predict(0, chunks=chunks, num_stages=4, micro_batches=8, schedule="zigzag")
+    assert ("unknown schedule 'zigzag' (expected 1f1b, interleaved, interleaved-less-memory, "
+            "dualpipe-v, zb-h1 or zb-v)") in str(refused.value)
+    # Two chunks without a schedule: the schedules that run two chunks, zb-v among them.
+    with pytest.raises(ppb.InvalidInput) as refused:
+        model.predict(0, chunks=chunks, num_stages=4, micro_batches=8)
+    assert ("two chunks: give schedule (interleaved, interleaved-less-memory, dualpipe-v or "
+            "zb-v)") in str(refused.value)
