@@ -300,10 +300,10 @@ typedef struct ppb_memory_model_api {
 #else
 #define PPB_DETAIL_EXTERN_C extern
 #endif
-#define PPB_EXPORT_MEMORY_MODEL_TABLE(table)                                                   \
-    PPB_DETAIL_EXTERN_C __attribute__((visibility("default"),                                   \
-                                       section(PPB_DETAIL_STR(PPB_DETAIL_SECTION(PPB_ABI_MAJOR)))))\
-    const void* PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR);                                  \
+#define PPB_EXPORT_MEMORY_MODEL_TABLE(table)                                                \
+    PPB_DETAIL_EXTERN_C __attribute__((                                                     \
+        visibility("default"), section(PPB_DETAIL_STR(PPB_DETAIL_SECTION(PPB_ABI_MAJOR))))) \
+    const void* PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR);                             \
     const void* PPB_DETAIL_ENTRY(PPB_ABI_MAJOR, PPB_API_MINOR) = &(table)
 #endif
 
