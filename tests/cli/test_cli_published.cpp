@@ -3,10 +3,11 @@
 // published_runs.hpp), `ppb search` runs on the run's model, devices, GPU count, global batch
 // and sequence, over TP 1, 2, 4, 8 (those that divide the heads), CP 1, 2 and the run's, MBS 1, 2
 // and the run's, 1F1B and interleaved with 2 chunks and the run's, no recompute (as the
-// performance recipes run), with the recipes' overlaps (--tp-comm-overlap --overlap-grad-reduce
+// performance recipes run), the run's data-parallel sharding (Megatron-FSDP's where it used
+// it), with the recipes' overlaps (--tp-comm-overlap --overlap-grad-reduce
 // --overlap-param-gather). The published configuration must rank among the first three, but the
 // runs named below with what we know of why; the list is kept exact, so that it stays true.
-// The sanitizer builds do not run this suite (tests/cli/CMakeLists.txt): it is 23 searches of
+// The sanitizer builds do not run this suite (tests/cli/CMakeLists.txt): it is 25 searches of
 // the whole space, and its code paths are the ones cli_search runs there.
 #include "../common/published_runs.hpp"
 #include "cli_fixture.hpp"
@@ -61,6 +62,10 @@ const std::map<std::string, std::string> open_ranks = {
      "predicted 18 % under the published throughput (the time model's open gap)"},
     {"llama3_70b GB200 fp8-mx 64 TP2 PP4 VP5 CP1 MBS1",
      "11th: ppb prefers CP 2 on two stages (+4 %)"},
+    {"llama3_70b GB200 fp8 64 TP1 PP1 VP1 CP1 MBS2",
+     "does not fit without recompute in the analytic model (484 857 MB of 186 GiB: one stage "
+     "keeps 80 layers' activations of 2 x 8192 tokens; Megatron-FSDP shards the weights, not "
+     "the activations, and the table does not say what the recipe recomputed)"},
     {"llama3_70b H100 fp8 64 TP4 PP8 VP5 CP1 MBS1",
      "6th: ppb prefers CP 2 on four stages (+4 %), as the same recipe runs at GBS 128"},
 };
@@ -165,7 +170,7 @@ BOOST_AUTO_TEST_CASE(published_configurations_rank_among_the_first_three_but_the
     BOOST_TEST_MESSAGE(table << "\n"
                              << first_three << " of " << searched
                              << " published configurations among ppb's first three");
-    BOOST_TEST(searched == 23u);
+    BOOST_TEST(searched == 25u);
     BOOST_TEST(first_three == searched - open_ranks.size());
 }
 

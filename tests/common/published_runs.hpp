@@ -64,7 +64,8 @@ inline std::string fp8_recipe_of(std::string_view precision) {
 }
 
 // The analytic model's shape of `model` run as `run` describes: its sizes, sequence, micro-batch,
-// TP with sequence parallelism, CP, EP, the distributed optimizer, gradients reduced in bf16 (the
+// TP with sequence parallelism, CP, EP, the distributed optimizer (FSDP's sharding where the run
+// used it), gradients reduced in bf16 (the
 // performance recipes set grad_reduce_in_fp32 = False), flash attention and the run's FP8 recipe.
 inline std::string shape_of(const json::object& model, const json::object& run) {
     const std::uint32_t tp = count(run, "tp", 1);
@@ -88,6 +89,12 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
         shape["kv_channels"] = *kv;
     if (const std::uint32_t cp = count(run, "cp", 1); cp > 1)
         shape["context_parallel"] = cp;
+    // The FSDP column: 0 data-parallel replicas, > 0 Megatron-FSDP (torchtitan: FSDP2) sharding
+    // the weights, gradients and optimizer state over that many ranks (the archive's
+    // nomenclature; the runs shard over all their data-parallel ranks).
+    if (const json::value* f = run.if_contains("fsdp");
+        f != nullptr && !f->is_null() && number(*f) > 0.0)
+        shape["data_parallel_sharding"] = "optim_grads_params";
     if (const json::value& mla = model.at("mla"); !mla.is_null()) {
         json::object m;
         for (const char* key :
@@ -118,9 +125,6 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
 inline std::string not_covered(const json::object& model, const json::object& run) {
     if (model.at("model").as_string() == "gpt_oss_120b")
         return "attention sinks and sliding windows are not in the time model";
-    if (const json::value* f = run.if_contains("fsdp");
-        f != nullptr && !f->is_null() && number(*f) > 0.0)
-        return "FSDP's per-layer weight gathers are not in the time model";
     if (run.at("seq_length").is_null() || run.at("global_batch").is_null() ||
         run.at("micro_batch").is_null())
         return "the source does not state the sequence, global or micro-batch";

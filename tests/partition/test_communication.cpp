@@ -3,6 +3,7 @@
 // transfers per boundary, and each stage's data-parallel synchronisation, each against the
 // arithmetic done by hand on the H100 table figures (450 GB/s NVLink, 50 GB/s network per
 // device, 8 per node).
+#include <ppb/errors.hpp>
 #include <ppb/partition/cluster.hpp>
 #include <ppb/partition/communication.hpp>
 #include <ppb/partition/shape_time.hpp>
@@ -279,6 +280,97 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
                    3.0 * fast_alone.body_forward + dense.forward() + dense.backward() -
                        fast_alone.body_forward - 2.0 * fast_alone.body_forward,
                tt::tolerance(1e-9));
+}
+
+// Sharded data parallelism (Megatron-FSDP's optim_grads_params): each unit's weights are gathered
+// before its forward and again before its backward, its gradients reduce-scattered after it; a
+// unit waits for what outlasts its own compute. With t = 2 and d = 8 the replicas span two nodes
+// (ranks 0, 2, ..., 14): the network's 50 GB/s.
+BOOST_AUTO_TEST_CASE(sharded_weights_and_gradients_move_with_each_layer) {
+    const Cluster h100 = cluster_of_device("H100");
+    std::string fsdp = dense_shape;
+    fsdp.replace(fsdp.find(R"("distributed_optimizer": true)"),
+                 std::string(R"("distributed_optimizer": true)").size(),
+                 R"("data_parallel_sharding": "optim_grads_params")");
+    const ShapeSizes shape = shape_sizes(fsdp, "fsdp.json");
+    BOOST_TEST((shape.sharding == DataParallelSharding::optim_grads_params));
+    BOOST_TEST(shape.distributed_optimizer);
+    const TimeModel time = time_model_from_shape(fsdp, "fsdp.json", ShapeTimeSettings{400.0});
+    // A layer's forward: 68 719 476 736 FLOPs over t = 2 at 400 TFLOP/s.
+    const double forward = 68'719'476'736.0 / 2.0 / 400e12 * 1e3;
+    BOOST_TEST(time.body_forward == forward, tt::tolerance(1e-12));
+
+    const double gather = 7.0 / 8.0 * layer_parameters * 2.0 / network_bytes_per_ms;
+    const double reduce = 7.0 / 8.0 * layer_parameters * 4.0 / network_bytes_per_ms;
+    const ShardedTransfers layer = sharded_transfers(shape, h100, {1, 8}, layer_parameters, 0.0);
+    BOOST_TEST(layer.gather == gather, tt::tolerance(1e-12));
+    BOOST_TEST(layer.reduce == reduce, tt::tolerance(1e-12));
+
+    // Both outlast the layer's compute: the forward waits for the gather, the backward for the
+    // gather and the reduction beyond its 2 x forward.
+    const TimeModel sharded = with_sharded_transfers(time, shape, h100, {1, 8});
+    BOOST_TEST(sharded.body_forward == gather, tt::tolerance(1e-12));
+    BOOST_TEST(sharded.body_time[PPB_KIND_NONE] == gather + (gather + reduce),
+               tt::tolerance(1e-12));
+    BOOST_TEST(
+        sharded.body_time[PPB_KIND_FULL] ==
+            time.body_time[PPB_KIND_FULL] + (gather - forward) + (gather + reduce - 2.0 * forward),
+        tt::tolerance(1e-12));
+    // The embedding computes nothing: its gathers and reduction wait in full.
+    const ShardedTransfers embedding =
+        sharded_transfers(shape, h100, {1, 8}, embedding_parameters, 0.0);
+    BOOST_TEST(sharded.head_forward == embedding.gather, tt::tolerance(1e-12));
+    BOOST_TEST(sharded.head_time == 2.0 * embedding.gather + embedding.reduce,
+               tt::tolerance(1e-12));
+    // Nothing is left for after the iteration.
+    BOOST_TEST(data_parallel_sync_ms(shape, h100, {1, 8}, time, stage_with(0, 8)) == 0.0);
+
+    // Inside a node (d = 4: ranks 0, 2, 4, 6 on NVLink) a layer's compute hides it all.
+    const TimeModel hidden = with_sharded_transfers(time, shape, h100, {1, 4});
+    BOOST_TEST(hidden.body_forward == time.body_forward);
+    BOOST_TEST(hidden.body_time == time.body_time);
+
+    // optim_grads shards the gradients only: reduce-scattered in every backward, the weights
+    // gathered once after the step.
+    std::string zero2 = fsdp;
+    zero2.replace(zero2.find("optim_grads_params"), std::string("optim_grads_params").size(),
+                  "optim_grads");
+    const ShapeSizes grads = shape_sizes(zero2, "zero2.json");
+    const TimeModel reduced = with_sharded_transfers(time, grads, h100, {1, 8});
+    BOOST_TEST(reduced.body_forward == time.body_forward);
+    BOOST_TEST(reduced.body_time[PPB_KIND_NONE] == forward + reduce, tt::tolerance(1e-12));
+    const double whole = 8 * layer_parameters + 2 * embedding_parameters + 1024;
+    BOOST_TEST(data_parallel_sync_ms(grads, h100, {1, 8}, time, stage_with(0, 8)) ==
+                   7.0 / 8.0 * whole * 2.0 / network_bytes_per_ms,
+               tt::tolerance(1e-12));
+    // The distributed optimizer's (optim) and no sharding's times are their own.
+    const ShapeSizes optim = shape_sizes(dense_shape, "shape.json");
+    BOOST_TEST((optim.sharding == DataParallelSharding::optim));
+    BOOST_TEST(with_sharded_transfers(time, optim, h100, {1, 8}).body_time == time.body_time);
+}
+
+BOOST_AUTO_TEST_CASE(a_sharding_is_one_megatron_names) {
+    std::string wrong = dense_shape;
+    wrong.replace(wrong.find(R"("distributed_optimizer": true)"),
+                  std::string(R"("distributed_optimizer": true)").size(),
+                  R"("data_parallel_sharding": "zero3")");
+    BOOST_CHECK_EXCEPTION(
+        (void)shape_sizes(wrong, "wrong.json"), ppb::InputError, [](const ppb::InputError& e) {
+            return std::string(e.what()) ==
+                   "wrong.json: data_parallel_sharding: expected one of no_shard, optim, "
+                   "optim_grads, optim_grads_params (Megatron-LM's "
+                   "--data-parallel-sharding-strategy), got \"zero3\"";
+        });
+    std::string both = dense_shape;
+    both.replace(both.find(R"("distributed_optimizer": true)"),
+                 std::string(R"("distributed_optimizer": true)").size(),
+                 R"("distributed_optimizer": true, "data_parallel_sharding": "no_shard")");
+    BOOST_CHECK_EXCEPTION((void)shape_sizes(both, "both.json"), ppb::InputError,
+                          [](const ppb::InputError& e) {
+                              return std::string(e.what()).find(
+                                         "both.json: data_parallel_sharding: no_shard with "
+                                         "distributed_optimizer") != std::string::npos;
+                          });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

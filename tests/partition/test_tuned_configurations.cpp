@@ -64,6 +64,7 @@ using ppb_test::published::shape_of;
 double even_layout_iteration_ms(const Problem& base, const Configuration& c,
                                 const ShapeSizes& sizes, const Cluster& cluster) {
     Problem problem = base;
+    problem.time = with_sharded_transfers(base.time, sizes, cluster, {c.pipeline, c.data_parallel});
     problem.num_stages = c.pipeline;
     problem.micro_batches = c.micro_batches;
     problem.schedule = c.schedule.schedule;
@@ -251,7 +252,11 @@ const std::map<std::string, std::string> open_gaps = {
      "over: a 256 000-token vocabulary, whose loss and softmax (element-wise work) the time model "
      "does not count"},
     {"llama31_405b GB200 fp8 256 GPUs TP4 PP16 VP4 GBS 1536 MBS 1",
-     "under by 17.9 %; the same model's MXFP8 run with VP8 is within 12 %"},
+     "under by 15.9 %; the same model's MXFP8 run with VP8 is within 10 %"},
+    {"llama3_8b GB200 fp8-mx 8 GPUs TP1 PP1 GBS 128 MBS 2",
+     "over by 15.1 %: MXFP8's block scaling ran 5.5 % slower than current scaling in the same "
+     "table (29 789 against 31 508 tokens/s/GPU, +8.8 % here), which one fraction per device "
+     "and precision does not tell apart"},
     {"llama3_8b H100 fp8 8 GPUs TP1 PP1 CP2 GBS 128 MBS 1",
      "over by 17.9 %: the ring attention's split of each sequence into 2 x cp pieces (load "
      "balance of the causal mask) runs smaller kernels than one achievable fraction says"},
@@ -313,7 +318,7 @@ BOOST_AUTO_TEST_CASE(dense_runs_are_predicted_within_15_percent_but_the_open_gap
         BOOST_TEST((std::abs(error) > 0.15) == open,
                    r.name << ": " << 100.0 * error << " % (listed as an open gap: " << open << ")");
     }
-    BOOST_TEST(timed == 23u);
+    BOOST_TEST(timed == 25u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

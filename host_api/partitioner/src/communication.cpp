@@ -3,6 +3,7 @@
 #include <ppb/simulator.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <numeric>
@@ -167,11 +168,21 @@ DataParallelSync data_parallel_sync(const ShapeSizes& shape, const Cluster& clus
             static_cast<std::uint64_t>(shape.tensor_parallel * shape.context_parallel) *
             layout.data_parallel;
         const Link link = group_link(cluster, first, stride, ranks);
-        if (shape.distributed_optimizer) {
-            out.gradients += reduce_scatter_ms(count * shape.grad_bytes, ranks, link);
-            out.parameters += all_gather_ms(count * shape.param_bytes, ranks, link);
-        } else {
-            out.gradients += all_reduce_ms(count * shape.grad_bytes, ranks, link);
+        switch (shape.sharding) {
+            case DataParallelSharding::no_shard:
+                out.gradients += all_reduce_ms(count * shape.grad_bytes, ranks, link);
+                break;
+            case DataParallelSharding::optim:
+                out.gradients += reduce_scatter_ms(count * shape.grad_bytes, ranks, link);
+                out.parameters += all_gather_ms(count * shape.param_bytes, ranks, link);
+                break;
+            case DataParallelSharding::optim_grads:
+                // The gradients were reduce-scattered in each backward (with_sharded_transfers);
+                // the updated weights are gathered after the step.
+                out.parameters += all_gather_ms(count * shape.param_bytes, ranks, link);
+                break;
+            case DataParallelSharding::optim_grads_params:
+                break;  // all of it per layer (with_sharded_transfers)
         }
     };
     // The replicas of the stage's weights: its d x cp ranks, t apart (Megatron-LM reduces the
@@ -262,6 +273,88 @@ double data_parallel_sync_bound_ms(const ShapeSizes& shape, const Cluster& clust
     return least;
 }
 
+ShardedTransfers sharded_transfers(const ShapeSizes& shape, const Cluster& cluster,
+                                   const ParallelLayout& layout, double parameters,
+                                   double expert_parameters) {
+    ShardedTransfers out;
+    const auto add = [&](double count, std::uint64_t ranks, std::uint64_t stride) {
+        if (ranks <= 1 || !(count > 0.0))
+            return;
+        const Link link = group_link(cluster, 0, stride, ranks);
+        out.gather += all_gather_ms(count * shape.param_bytes, ranks, link);
+        out.reduce += reduce_scatter_ms(count * shape.grad_bytes, ranks, link);
+    };
+    const auto t = static_cast<std::uint64_t>(shape.tensor_parallel);
+    const auto cp = static_cast<std::uint64_t>(shape.context_parallel);
+    add(parameters, layout.data_parallel * cp, t);
+    const double expert_group = shape.expert_parallel * shape.expert_tensor_parallel;
+    const double expert_ranks =
+        shape.tensor_parallel * shape.context_parallel * layout.data_parallel / expert_group;
+    if (expert_parameters > 0.0 && expert_ranks >= 1.0) {
+        add(expert_parameters, static_cast<std::uint64_t>(expert_ranks),
+            static_cast<std::uint64_t>(expert_group));
+    }
+    return out;
+}
+
+TimeModel with_sharded_transfers(const TimeModel& time, const ShapeSizes& shape,
+                                 const Cluster& cluster, const ParallelLayout& layout) {
+    const bool params = shape.sharding == DataParallelSharding::optim_grads_params;
+    if (!params && shape.sharding != DataParallelSharding::optim_grads)
+        return time;
+    // What one unit of `parameters` (and `experts`) waits for, forward and backward, given its
+    // forward and backward compute.
+    struct Exposed {
+        double forward = 0.0;
+        double backward = 0.0;
+    };
+    const auto exposed = [&](double parameters, double experts, double forward, double backward) {
+        const ShardedTransfers x = sharded_transfers(shape, cluster, layout, parameters, experts);
+        return Exposed{params ? std::max(x.gather - forward, 0.0) : 0.0,
+                       std::max((params ? x.gather : 0.0) + x.reduce - backward, 0.0)};
+    };
+    const auto group_sizes = [&](std::string_view name) -> const ShapeSizes::Group* {
+        for (const ShapeSizes::Group& g : shape.groups) {
+            if (g.name == name)
+                return &g;
+        }
+        return nullptr;
+    };
+    const auto lengthen = [](std::array<double, PPB_KIND_COUNT>& times, double& forward,
+                             const Exposed& e) {
+        for (double& t : times) {
+            if (t > 0.0)
+                t += e.forward + e.backward;
+        }
+        forward += e.forward;
+    };
+    TimeModel out = time;
+    const auto body = [&](std::string_view name, std::array<double, PPB_KIND_COUNT>& times,
+                          double& forward) {
+        const ShapeSizes::Group* g = group_sizes(name);
+        if (g == nullptr)
+            return;
+        lengthen(
+            times, forward,
+            exposed(g->parameters, g->expert_parameters, forward, times[PPB_KIND_NONE] - forward));
+    };
+    body(out.body_name, out.body_time, out.body_forward);
+    for (BodyGroupTime& g : out.groups)
+        body(g.name, g.time, g.forward);
+    // The ends, each one unit: the embedding on stage 0, the LM head (with the final norm) on the
+    // last stage; a tied head on the embedding's own stage is the embedding's weights.
+    const auto end = [&](double parameters, double& total, double& forward) {
+        const Exposed e = exposed(parameters, 0.0, forward, total - forward);
+        total += e.forward + e.backward;
+        forward += e.forward;
+    };
+    end(shape.embedding_parameters, out.head_time, out.head_forward);
+    end(shape.tied_embeddings && layout.pipeline == 1 ? shape.final_norm_parameters
+                                                      : shape.lm_head_parameters,
+        out.tail_time, out.tail_forward);
+    return out;
+}
+
 SearchOutcome plan_with_communication(
     const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
     const Problem& base, const Configuration& c,
@@ -269,6 +362,9 @@ SearchOutcome plan_with_communication(
     const ParallelLayout layout{c.pipeline, c.data_parallel};
     Problem problem = base;
     problem.comm_time = pipeline_transfer_ms(shape, cluster, layout, c.schedule.schedule);
+    if (shape.sharding == DataParallelSharding::optim_grads ||
+        shape.sharding == DataParallelSharding::optim_grads_params)
+        problem.time = with_sharded_transfers(base.time, shape, cluster, layout);
     SearchOutcome out = plan_one(problem, c);
     if (out.planned) {
         out.data_parallel_sync =

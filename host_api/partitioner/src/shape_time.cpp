@@ -30,7 +30,9 @@ namespace json = boost::json;
 
 // The keys of the analytic model's options (plugin/analytic/README.md, "Options"; every key its
 // parser reads, plugin/analytic/src/options.cpp). The time model reads the shape's sizes,
-// num_kv_heads, kv_channels, gated_mlp, moe, mla, mtp_num_layers and context_parallel; the
+// num_kv_heads, kv_channels, gated_mlp, moe, mla, mtp_num_layers and context_parallel (and, for
+// the transfers' sizes, sequence_parallel, distributed_optimizer, data_parallel_sharding,
+// param_bytes, grad_bytes, position_embeddings and untie_embeddings); the
 // others are the memory model's and are accepted without being read. A key not among them is
 // refused with a "did you mean", as the analytic model refuses it: a misspelt gated_mlp or
 // num_kv_heads would otherwise change the times unnoticed. The test of the real runs checks that
@@ -104,6 +106,10 @@ constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
                                                        "layer_freq",
                                                        "dense_group",
                                                        "moe_group"};
+
+// DataParallelSharding's names, in its order (the analytic model's and Megatron-LM's).
+constexpr std::array<std::string_view, 4> sharding_names = {"no_shard", "optim", "optim_grads",
+                                                            "optim_grads_params"};
 
 // The names of the generated HEAD and TAIL entries (SAPP's own).
 constexpr std::string_view head_name = "embedding";
@@ -486,6 +492,10 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
 
 }  // namespace
 
+std::string_view sharding_name(DataParallelSharding sharding) noexcept {
+    return sharding_names[static_cast<std::size_t>(sharding)];
+}
+
 json::object layer_file_from_shape(std::string_view options_json, std::string_view source,
                                    const ShapeTimeSettings& settings) {
     if (!std::isfinite(settings.device_tflops) || !(settings.device_tflops > 0.0)) {
@@ -578,7 +588,27 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
     out.tensor_parallel = shape.tp;
     out.context_parallel = shape.cp;
     out.sequence_parallel = flag("sequence_parallel", false) && shape.tp > 1.0;
-    out.distributed_optimizer = flag("distributed_optimizer", false);
+    const bool distributed_optimizer = flag("distributed_optimizer", false);
+    out.sharding =
+        distributed_optimizer ? DataParallelSharding::optim : DataParallelSharding::no_shard;
+    if (const auto member = object.optional("data_parallel_sharding")) {
+        const std::string_view name = member->as_string();
+        const auto it =
+            std::ranges::find_if(sharding_names, [&](std::string_view n) { return n == name; });
+        if (it == sharding_names.end()) {
+            member->fail(fmt::format(
+                "expected one of no_shard, optim, optim_grads, optim_grads_params (Megatron-LM's "
+                "--data-parallel-sharding-strategy), got \"{}\"",
+                name));
+        }
+        out.sharding = static_cast<DataParallelSharding>(it - sharding_names.begin());
+        if (out.sharding == DataParallelSharding::no_shard && distributed_optimizer) {
+            member->fail(
+                "no_shard with distributed_optimizer: the distributed optimizer shards the "
+                "optimizer state (optim); give one of the two");
+        }
+    }
+    out.distributed_optimizer = out.sharding != DataParallelSharding::no_shard;
     out.param_bytes = bytes("param_bytes", 2.0);
     out.grad_bytes = bytes("grad_bytes", 4.0);
     out.hidden_states = shape.seq / shape.cp * shape.batch * shape.hidden;

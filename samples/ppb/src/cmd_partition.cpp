@@ -154,8 +154,13 @@ int run_partition(const PartitionArgs& args) {
                 throw UsageError(
                     "--overlap-param-gather: the weights are gathered with the distributed "
                     "optimizer only (Megatron-LM requires --use-distributed-optimizer); the model "
-                    "options have no \"distributed_optimizer\": true");
+                    "options have no \"distributed_optimizer\": true and no "
+                    "\"data_parallel_sharding\" but no_shard");
             }
+            // Sharded gradients or weights (Megatron-FSDP, FSDP2) move per layer: the layers'
+            // times carry what of it their compute does not hide, as in ppb search.
+            problem.time = partition::with_sharded_transfers(problem.time, *sizes, *cluster,
+                                                             {problem.num_stages, replicas});
             if (args.comm_time.empty()) {
                 problem.comm_time = partition::pipeline_transfer_ms(
                     *sizes, *cluster, {problem.num_stages, replicas}, problem.schedule);

@@ -242,6 +242,25 @@ class ModelsByDegree {
     std::map<Key, std::unique_ptr<Entry>> entries_;
 };
 
+// How the data-parallel ranks synchronise, for the search's header.
+std::string_view sync_description(partition::DataParallelSharding sharding) {
+    switch (sharding) {
+        case partition::DataParallelSharding::no_shard:
+            return " (all-reduce)";
+        case partition::DataParallelSharding::optim:
+            return " (reduce-scatter + all-gather)";
+        case partition::DataParallelSharding::optim_grads:
+            return " (the weights' all-gather; optim_grads: the gradients reduce-scattered in "
+                   "every "
+                   "backward)";
+        case partition::DataParallelSharding::optim_grads_params:
+            return " (none left: optim_grads_params gathers each layer's weights before its "
+                   "forward "
+                   "and backward and reduce-scatters its gradients after it)";
+    }
+    return "";
+}
+
 // The transfers a configuration makes, timed on the cluster (ppb/partition/communication.hpp):
 // with --device or --cluster and a model shape's times (ms). A layer file's times are in its own
 // unit, which the cluster's cannot be added to.
@@ -271,8 +290,7 @@ struct CommunicationTiming {
             "transfers between stages in the schedule, the data-parallel synchronisation after "
             "it{}{}",
             cluster.devices_per_node, cluster.device.name, cluster.intra_node_gb_s,
-            cluster.network_gb_s,
-            sizes.distributed_optimizer ? " (reduce-scatter + all-gather)" : " (all-reduce)",
+            cluster.network_gb_s, sync_description(sizes.sharding),
             overlap.grad_reduce && overlap.param_gather
                 ? ", overlapped with the last backward and the next forward"
             : overlap.grad_reduce ? ", the gradients' overlapped with the last backward"
@@ -348,11 +366,16 @@ int run_search_command(const SearchArgs& args) {
     const std::optional<json::object> shape = model_shape(options);
     if (args.device.overlap_param_gather && shape) {
         const json::value* sharded = shape->if_contains("distributed_optimizer");
-        if (sharded == nullptr || !sharded->is_bool() || !sharded->as_bool()) {
+        const json::value* sharding = shape->if_contains("data_parallel_sharding");
+        const bool gathers =
+            (sharded != nullptr && sharded->is_bool() && sharded->as_bool()) ||
+            (sharding != nullptr && sharding->is_string() && sharding->as_string() != "no_shard");
+        if (!gathers) {
             throw UsageError(
                 "--overlap-param-gather: the weights are gathered with the distributed optimizer "
                 "only (Megatron-LM requires --use-distributed-optimizer); the model options have "
-                "no \"distributed_optimizer\": true");
+                "no \"distributed_optimizer\": true and no \"data_parallel_sharding\" but "
+                "no_shard");
         }
     }
     const double memory_limit_mb = memory_limit_of(args.memory_limit_mb, cluster, "");

@@ -22,11 +22,14 @@
 //     16-bit values, / t with sequence parallelism): pipeline_transfer_ms per boundary, which the
 //     simulated schedule waits for (ppb::SimulationInput::comm_time);
 //   - after the last backward, the data-parallel gradient synchronisation of each stage: its
-//     gradients reduce-scattered and its parameters all-gathered with the distributed optimizer,
-//     all-reduced without it, over the d replicas (the routed experts over the
-//     expert-data-parallel ranks). Without overlap (Megatron-LM's default) all of it waits;
-//     with --overlap-grad-reduce the gradients' buckets are reduced while the stage's last
-//     backward runs, with --overlap-param-gather the weights gathered while the next forward
+//     gradients reduce-scattered and its parameters all-gathered with the distributed optimizer
+//     (sharding optim), all-reduced without it (no_shard), over the d replicas (the routed
+//     experts over the expert-data-parallel ranks); with optim_grads the gradients are
+//     reduce-scattered in every backward instead, and with optim_grads_params the weights are
+//     gathered per layer too (with_sharded_transfers: the layers' times carry them), nothing
+//     left for the end but optim_grads' weight gather. Without overlap (Megatron-LM's default) all
+//     of it waits; with --overlap-grad-reduce the gradients' buckets are reduced while the stage's
+//     last backward runs, with --overlap-param-gather the weights gathered while the next forward
 //     runs, so only what outlasts that window, and at least the last bucket's share, is exposed
 //     (exposed_sync_ms). The slowest stage's exposed synchronisation is added to the
 //     iteration;
@@ -166,8 +169,41 @@ struct SyncOverlap {
                                                  const ParallelLayout& layout,
                                                  const TimeModel& time, const SyncOverlap& overlap);
 
+// Sharded data parallelism's transfers of one unit — a body layer, the embedding, the LM head —
+// per micro-batch, whole (before any overlap), in ms, as Megatron-FSDP makes them
+// (megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py at 4e85d74ae9:
+// _pre_forward_param_unshard gathers a unit's weights before its forward, the forward post-hook
+// reshards them, the pre-backward hook gathers them again; the post-backward hook reduce-scatters
+// its gradients in every backward with optim_grads and optim_grads_params
+// (grad_reduce_every_bprop), asynchronously); torch FSDP2's fully_shard does the same by default
+// (reshard_after_forward, a reduce-scatter per backward). `gather` is one all-gather of the
+// unit's weights (param_bytes each), `reduce` one reduce-scatter of its gradients (grad_bytes
+// each), over the stage's d x cp ranks t apart, the routed experts' over the expert-data-parallel
+// ranks (as data_parallel_sync groups them).
+struct ShardedTransfers {
+    double gather = 0.0;
+    double reduce = 0.0;
+};
+[[nodiscard]] ShardedTransfers sharded_transfers(const ShapeSizes& shape, const Cluster& cluster,
+                                                 const ParallelLayout& layout, double parameters,
+                                                 double expert_parameters);
+
+// `time` with sharded data parallelism's per-unit transfers where they outlast the compute they
+// run under; `time` itself for no_shard and optim, whose synchronisation is once per iteration
+// (data_parallel_sync). Each unit's transfers run on their own stream while the units around
+// it compute (the next unit's weights are prefetched during this one's forward), so a unit waits
+// for what of them outlasts its own compute: forward max(0, gather - F) with optim_grads_params;
+// backward max(0, gather + reduce - B) with optim_grads_params, max(0, reduce - B) with
+// optim_grads; F and B the unit's forward and backward without recomputation (recomputation's
+// longer backward is taken to hide no more). The embedding, a lookup, computes nothing: its
+// gathers wait in full. Every stage's links are taken as stage 0's.
+[[nodiscard]] TimeModel with_sharded_transfers(const TimeModel& time, const ShapeSizes& shape,
+                                               const Cluster& cluster,
+                                               const ParallelLayout& layout);
+
 // Plans configuration `c` of `base` with `plan_one` (plan_configuration with a memory source)
-// after setting the transfers between its stages (pipeline_transfer_ms), then adds its exposed
+// after setting the transfers between its stages (pipeline_transfer_ms) and, with sharded
+// gradients or weights, the layers' own transfers (with_sharded_transfers), then adds its exposed
 // data-parallel synchronisation to the outcome: what `ppb search` does with a cluster.
 [[nodiscard]] SearchOutcome plan_with_communication(
     const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
