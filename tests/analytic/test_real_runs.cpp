@@ -241,37 +241,6 @@ void check_goal(const std::string& set, const Goal& goal, std::size_t min_points
     BOOST_TEST(s.median <= goal.median, set << ": median |error| " << percent(s.median));
 }
 
-// Issue 36 is open: the features runs predicted outside its bounds today, each with what is known
-// of the cause. Each is asserted within its band (a change to the model that moves it is seen)
-// and outside the goal (a run the model comes to meet leaves this list).
-struct OpenGap {
-    const char* run;
-    const char* cause;
-    double low;  // error band, as fractions
-    double high;
-};
-constexpr OpenGap open_gaps[] = {
-    {"moe-mla-offload-tp2-pp2-vpp4-ep4-gb200",
-     "about 490 MB under: 118 MB of it in the allocated memory after every step (no term of "
-     "the MoE layers or the offloading accounts for it), the other 372 MB at the peak; not "
-     "copies in flight (the caching allocator counts a block free before its copy ends), "
-     "nor the reloading one group ahead; the combine's outputs the model counted before "
-     "moe.routing_weights hid 190 MB of it",
-     -0.08, -0.065},
-    {"moe-mla-offload-tp2-pp2-vpp4-ep4-h100",
-     "about 540 MB under: 118 MB of it in the allocated memory after every step (no term of "
-     "the MoE layers or the offloading accounts for it), the other 418 MB at the peak; not "
-     "copies in flight (the caching allocator counts a block free before its copy ends), "
-     "nor the reloading one group ahead; the combine's outputs the model counted before "
-     "moe.routing_weights hid 190 MB of it",
-     -0.085, -0.07},
-};
-
-const OpenGap* open_gap(const std::string& run) {
-    const auto it = std::ranges::find_if(open_gaps, [&](const OpenGap& g) { return g.run == run; });
-    return it == std::end(open_gaps) ? nullptr : &*it;
-}
-
 // What a refusal names of the point's own arguments: a flag it gives ("--flag ..." in the
 // message), or the argument reader's "argument N 'TEXT'" whose N-th argument is TEXT — an
 // argument not read, said with the flag it belongs to (the last flag before it). `what` is empty
@@ -396,17 +365,6 @@ BOOST_AUTO_TEST_CASE(every_features_run_is_refused_by_name_or_predicted_within_t
     for (const Outcome& o : chosen) {
         const Point& p = point_named(o.name);
         if (o.predicted) {
-            if (const OpenGap* gap = open_gap(o.name)) {
-                BOOST_TEST((o.error() >= gap->low && o.error() <= gap->high),
-                           o.name << " (open: " << gap->cause << "): " << percent(o.error())
-                                  << " left its band " << percent(gap->low) << " to "
-                                  << percent(gap->high));
-                BOOST_TEST((o.error() < -issue36_goal.most_under ||
-                            std::abs(o.error()) > issue36_goal.worst),
-                           o.name << " meets issue 36's bounds now: " << percent(o.error())
-                                  << " (take it off open_gaps)");
-                continue;
-            }
             check_run_within(o, issue36_goal);
             continue;
         }
@@ -417,11 +375,6 @@ BOOST_AUTO_TEST_CASE(every_features_run_is_refused_by_name_or_predicted_within_t
         BOOST_TEST(!named_argument(p, o.refusal).what.empty(),
                    o.name << ": the refusal names none of its flags: " << o.import.err);
     }
-    for (const OpenGap& gap : open_gaps)
-        BOOST_TEST(
-            std::ranges::count_if(
-                chosen, [&](const Outcome& o) { return o.predicted && o.name == gap.run; }) == 1,
-            gap.run << " is on open_gaps but not a predicted features run");
     const Summary s = summarize(chosen);
     BOOST_TEST_MESSAGE("features: " << s.count << " runs, " << s.refused << " refused, "
                                     << s.predicted << " predicted (median |error| "

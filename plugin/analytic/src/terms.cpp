@@ -264,6 +264,14 @@ struct LayerCommon {
     // Core attention recomputed: its checkpoint runs outside the core_attn offloading context
     // (megatron/core/transformer/attention.py, forward), so its inputs stay on the device.
     bool core_recomputed = false;
+    // Of attention_core, what two autograd nodes save: unfused attention's softmax output,
+    // saved by the softmax for its backward and, without dropout (whose p = 0 returns its
+    // input), by the attention-over-V matmul as its input (Transformer Engine's
+    // UnfusedDotProductAttention: ScaledMaskedSoftmax.forward saves its output,
+    // dot_product_attention/softmax.py; torch.bmm saves the same tensor, backends.py; at
+    // NVIDIA/TransformerEngine 71bbefbf). One tensor in memory, but offloading copies it once
+    // per save (see Offloaded).
+    double core_saved_twice = 0.0;
 };
 
 // Fine-grained offloading of what `layer` keeps (README.md, "Activation offloading"): removes the
@@ -273,6 +281,15 @@ struct Offloaded {
     double replicated = 0.0;
     double tensor_parallel = 0.0;
     double attention_core = 0.0;
+    // A tensor two autograd nodes save gets two tags from the saved-tensor hook, each copied to
+    // the host and reloaded on its own (megatron/core/pipeline_parallel/
+    // fine_grained_activation_offload.py at 4e85d74ae9: tensor_push per save, bulk_offload_group
+    // and bulk_reload_group per tag): its reload brings it back twice. The second copies,
+    // replicated (split by SP) and split by TP: MLA's input-norm output, which both
+    // down-projections save (linear_q_down_proj or linear_q_proj, and linear_kv_down_proj), and
+    // unfused attention's softmax output (LayerCommon::core_saved_twice).
+    double reloaded_twice_replicated = 0.0;
+    double reloaded_twice_tensor_parallel = 0.0;
 };
 
 void remove_offloaded(LayerActivationTerms& layer, const Offloaded& offloaded,
@@ -290,11 +307,15 @@ Offloaded attention_offloaded(const ShapeOptions& o, const LayerCommon& c) noexc
     // or inside qkv_linear where Transformer Engine's LayerNormLinear saves it.
     if (c.separate_input_norm ? m.attn_norm : m.qkv_linear)
         out.replicated += c.norm_input;
-    if (m.qkv_linear)
+    if (m.qkv_linear) {
         out.replicated += c.attention.input + c.attention.latent;
+        if (o.mla)
+            out.reloaded_twice_replicated += c.attention.input;
+    }
     if (m.core_attn && !c.core_recomputed) {
         out.tensor_parallel += c.attention.qkv + c.attention.cp_kept;
         out.attention_core += c.attention_core;
+        out.reloaded_twice_tensor_parallel += c.core_saved_twice;
     }
     if (m.attn_proj)
         out.tensor_parallel += c.attention.projection;
@@ -541,6 +562,10 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         common.attention_core = (4.0 + dropout + e) * a * s * s * b;
     else
         common.attention_core = (e + dropout * (1.0 + e)) * a * s * s * b;
+    // Without dropout and without an fp32 softmax beside a 16-bit cast, the matmul's input is
+    // the softmax's output itself.
+    if (!o.flash_attention && !o.dropout && !(o.softmax_in_fp32 && e < 4.0))
+        common.core_saved_twice = e * a * s * s * b;
     // MLA's input norm is a module of its own (layer spec: input_layernorm), as are both norms
     // of Megatron-LM's local spec; Transformer Engine's specs fuse it into the QKV projection.
     common.separate_input_norm = o.mla.has_value() || !o.fused_norms;
@@ -574,6 +599,10 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
         out.offloaded_bytes = o.activation_offload_fraction *
                               ((split_sequence ? off.replicated / t : off.replicated) +
                                (off.tensor_parallel + off.attention_core) / t);
+        out.reloaded_twice_bytes =
+            o.activation_offload_fraction *
+            ((split_sequence ? off.reloaded_twice_replicated / t : off.reloaded_twice_replicated) +
+             off.reloaded_twice_tensor_parallel / t);
     }
 
     // --- Transformer Engine's CUDA graphs of the attention (README.md, "CUDA graphs"). The
@@ -699,11 +728,18 @@ MemoryTerms memory_terms(const ShapeOptions& o) noexcept {
     // model's output layer then gives each MTP layer its own logits and loss.
     // Fine-grained offloading brings one layer's offloaded tensors back while it runs backward
     // (and keeps the last group of each module on the device): held once, with that layer's
-    // backward gradients.
+    // backward gradients, each tensor saved twice reloaded twice. Where a chunk's backward
+    // ends, its reloading runs on into the next backward chunk: each group's start in its first
+    // layer reloads one group of the next chunk's last layer (ChunkOffloadHandler.bulk_reload,
+    // pre_reload_last_layer, at 4e85d74ae9), so all of that layer is back on the device, with
+    // its second copies, through the forward step the schedule runs before that backward; that
+    // forward's own transient (unfused attention's scores and softmax output, kept until the
+    // attention returns) is the size of the backward's two gradients. Both moments come to
+    // one layer's transient, the offloaded tensors and their second copies.
     if (o.offload_modules.any()) {
         const double offloaded =
             std::max(out.offloaded_bytes, out.moe ? out.moe->offloaded_bytes : 0.0);
-        out.layer_transient_bytes += offloaded;
+        out.layer_transient_bytes += offloaded + out.reloaded_twice_bytes;
     }
 
     if (o.mtp_num_layers > 0) {

@@ -176,6 +176,10 @@ struct MemoryTerms {
     // to the host (of a 'none' layer): out of activation_bytes, one layer's back on the device
     // while it runs backward (in layer_transient_bytes).
     double offloaded_bytes = 0.0;
+    // Of those, the second copies its reload brings back of the tensors two autograd nodes save
+    // (MLA's input-norm output, unfused attention's softmax output without dropout): offloading
+    // copies a tensor once per save (in layer_transient_bytes).
+    double reloaded_twice_bytes = 0.0;
     // Transformer Engine's CUDA graphs of the attention (cuda_graph_scope; README.md, "CUDA
     // graphs"), per layer per in-flight micro-batch on one rank: what the captured attention
     // saves for backward, by recompute kind (in the graphs' pool: allocated while the graphs are
