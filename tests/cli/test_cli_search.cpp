@@ -16,6 +16,7 @@
 #include <cmath>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -617,6 +618,87 @@ BOOST_AUTO_TEST_CASE(context_parallel_degrees_are_searched_with_the_shape) {
         ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--devices", "64",
              "--global-batch", "128", "--memory-limit-mb", "60000", "--context-parallel", "1,2"}),
         {"--context-parallel: several values need a model shape's layers"});
+}
+
+// --data-parallel-sharding: each sharding a configuration of its own, its memory from the shape
+// with that sharding and its transfers timed for it (ppb/partition/communication.hpp).
+BOOST_AUTO_TEST_CASE(the_data_parallel_sharding_is_searched_with_the_shape) {
+    const std::vector<std::string> common = {
+        "search",         shape_file, "--model",     "analytic",  "--devices",  "64",
+        "--global-batch", "128",      "--device",    "H100",      "--top",      "0",
+        "--schedules",    "1f1b",     "--recompute", "none,full", "--progress", "never"};
+    auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = common;
+        args.insert(args.begin() + 1, "--model-options");
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto both = with({"--data-parallel-sharding", "optim,optim_grads_params", "--json"});
+    BOOST_TEST_REQUIRE(both.exit_code == 0, both.err);
+    const json::value doc = parse_json(both.out);
+    BOOST_TEST(json::serialize(doc.at("search").at("data_parallel_sharding")) ==
+               R"(["optim","optim_grads_params"])");
+    // Per (P, recompute): the entry of each sharding.
+    std::map<std::pair<int, std::string>, std::map<std::string, const json::object*>> entries;
+    for (const json::value& v : doc.at("ranking").as_array()) {
+        entries[{v.at("pipeline_parallel").to_number<int>(),
+                 std::string(v.at("recompute").as_string())}]
+               [std::string(v.at("data_parallel_sharding").as_string())] = &v.as_object();
+    }
+    std::size_t compared = 0;
+    for (const auto& [key, by_sharding] : entries) {
+        if (by_sharding.size() != 2)
+            continue;
+        const json::object& optim = *by_sharding.at("optim");
+        const json::object& fsdp = *by_sharding.at("optim_grads_params");
+        const double optim_time = optim.at("iteration_time").to_number<double>();
+        const double fsdp_time = fsdp.at("iteration_time").to_number<double>();
+        // FSDP leaves nothing for after the iteration: its gathers and reductions are per layer.
+        BOOST_TEST(fsdp.at("data_parallel_sync_time").to_number<double>() == 0.0);
+        if (optim.at("data_parallel").to_number<int>() == 1) {
+            // One replica moves nothing either way: the same plan, the same iteration.
+            BOOST_TEST(fsdp_time == optim_time, tt::tolerance(1e-12));
+        } else {
+            // Two replicas, 8 ranks apart on two nodes: each layer's gathers and reduction cross
+            // the network (50 GB/s) and outlast its compute, per micro-batch.
+            BOOST_TEST(fsdp_time > optim_time, key.first << " stages");
+            // Sharded weights and gradients: less memory on the fullest stage.
+            BOOST_TEST(fsdp.at("peak_memory_mb").to_number<double>() <
+                       optim.at("peak_memory_mb").to_number<double>());
+        }
+        ++compared;
+    }
+    BOOST_TEST(compared >= 3u);
+    // One sharding searched is the search without the flag, for the shape's own (optim).
+    const auto own = with({"--json"});
+    const auto optim_only = with({"--data-parallel-sharding", "optim", "--json"});
+    BOOST_TEST_REQUIRE(own.exit_code == 0, own.err);
+    BOOST_TEST_REQUIRE(optim_only.exit_code == 0, optim_only.err);
+    const json::value own_doc = parse_json(own.out);
+    const json::value optim_doc = parse_json(optim_only.out);
+    const json::array& own_ranking = own_doc.at("ranking").as_array();
+    const json::array& optim_ranking = optim_doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(own_ranking.size() == optim_ranking.size());
+    for (std::size_t i = 0; i < own_ranking.size(); ++i) {
+        BOOST_TEST(own_ranking[i].at("iteration_time") == optim_ranking[i].at("iteration_time"));
+        BOOST_TEST(optim_ranking[i].at("data_parallel_sharding").as_string() == "optim");
+        BOOST_TEST(!own_ranking[i].as_object().contains("data_parallel_sharding"));
+    }
+    // The table names each line's sharding.
+    const auto table = with({"--data-parallel-sharding", "optim,optim_grads_params"});
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("RANK  PP  DP  SHARDING") != std::string::npos, table.out);
+    BOOST_TEST(table.out.find("data-parallel sharding optim,optim_grads_params") !=
+               std::string::npos);
+    // Bad input.
+    expect_input_error(with({"--data-parallel-sharding", "zero3"}),
+                       {"--data-parallel-sharding", "zero3"});
+    expect_input_error(
+        ppb({"search", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--devices", "64",
+             "--global-batch", "128", "--memory-limit-mb", "60000", "--data-parallel-sharding",
+             "optim_grads_params"}),
+        {"--data-parallel-sharding: the sharding changes the memory and the transfers, which need "
+         "a model shape"});
 }
 
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its

@@ -79,6 +79,24 @@ def test_search_is_the_command_s_document(cli):
         doc["ranking"]
 
 
+def test_search_takes_the_data_parallel_sharding(cli):
+    from conftest import DATA
+
+    shape = DATA / "llama70b-shape.json"
+    doc = ppb.search(model_options=shape, data_parallel_sharding=["optim", "optim_grads_params"],
+                     **SEARCH)
+    assert doc["search"]["data_parallel_sharding"] == ["optim", "optim_grads_params"]
+    assert {e["data_parallel_sharding"] for e in doc["ranking"]} == {"optim",
+                                                                     "optim_grads_params"}
+    assert doc == cli.json("search", "--model", "analytic", "--model-options", shape,
+                           "--devices", 64, "--global-batch", 128, "--memory-limit-mb", 80000,
+                           "--recompute", "any", "--schedules", "1f1b",
+                           "--data-parallel-sharding", "optim,optim_grads_params",
+                           "--progress", "never")
+    with pytest.raises(ppb.InvalidInput, match="zero3"):
+        ppb.search(model_options=shape, data_parallel_sharding="zero3", **SEARCH)
+
+
 def test_search_errors():
     from conftest import DATA
 

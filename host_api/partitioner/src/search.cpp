@@ -126,8 +126,10 @@ std::string describe(const ScheduleChoice& choice) {
 }
 
 std::string describe(const Configuration& c) {
-    return fmt::format("P={} d={} M={} {} recompute {}", c.pipeline, c.data_parallel,
-                       c.micro_batches, describe(c.schedule), c.recompute.name);
+    return fmt::format(
+        "P={} d={} M={} {} recompute {}{}", c.pipeline, c.data_parallel, c.micro_batches,
+        describe(c.schedule), c.recompute.name,
+        c.sharding ? fmt::format(" sharding {}", sharding_name(*c.sharding)) : std::string());
 }
 
 // The configurations of one tensor-parallel degree `tp`, context-parallel degree `cp` and
@@ -301,6 +303,18 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                 p, first == out.skipped.end() ? "" : ": ",
                 first == out.skipped.end() ? std::string() : first->reason));
         }
+    }
+    if (!space.shardings.empty() && !out.configurations.empty()) {
+        // Each configuration once per sharding, next to each other.
+        std::vector<Configuration> each;
+        each.reserve(out.configurations.size() * space.shardings.size());
+        for (const Configuration& c : out.configurations) {
+            for (const DataParallelSharding sharding : space.shardings) {
+                each.push_back(c);
+                each.back().sharding = sharding;
+            }
+        }
+        out.configurations = std::move(each);
     }
     if (out.configurations.empty()) {
         std::string reasons;

@@ -21,16 +21,19 @@ json::array kind_names_of(std::uint32_t mask) {
 }
 
 json::object configuration_object(const Configuration& c) {
-    return json::object{{"pipeline_parallel", c.pipeline},
-                        {"data_parallel", c.data_parallel},
-                        {"micro_batches", c.micro_batches},
-                        {"schedule", schedule_name(c.schedule.schedule)},
-                        {"chunks", c.schedule.chunks},
-                        {"recompute", c.recompute.name},
-                        {"recompute_kinds", kind_names_of(c.recompute.kinds)},
-                        {"tensor_parallel", c.tensor_parallel},
-                        {"micro_batch_size", c.micro_batch_size},
-                        {"context_parallel", c.context_parallel}};
+    json::object out{{"pipeline_parallel", c.pipeline},
+                     {"data_parallel", c.data_parallel},
+                     {"micro_batches", c.micro_batches},
+                     {"schedule", schedule_name(c.schedule.schedule)},
+                     {"chunks", c.schedule.chunks},
+                     {"recompute", c.recompute.name},
+                     {"recompute_kinds", kind_names_of(c.recompute.kinds)},
+                     {"tensor_parallel", c.tensor_parallel},
+                     {"micro_batch_size", c.micro_batch_size},
+                     {"context_parallel", c.context_parallel}};
+    if (c.sharding)
+        out["data_parallel_sharding"] = sharding_name(*c.sharding);
+    return out;
 }
 
 // A limit in MB, or null when no limit fits (JSON has no infinity).
@@ -75,6 +78,12 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
     searched["devices"] = space.devices ? json::value(*space.devices) : json::value(nullptr);
     searched["tensor_parallel"] = space.tensor_parallel;
     searched["context_parallel"] = space.context_parallel;
+    if (!space.shardings.empty()) {
+        json::array shardings;
+        for (const DataParallelSharding sharding : space.shardings)
+            shardings.emplace_back(sharding_name(sharding));
+        searched["data_parallel_sharding"] = std::move(shardings);
+    }
     searched["global_batch"] = space.global_batch;
     searched["micro_batch_size"] = space.micro_batch_size;
     json::array degrees;

@@ -107,10 +107,6 @@ constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
                                                        "dense_group",
                                                        "moe_group"};
 
-// DataParallelSharding's names, in its order (the analytic model's and Megatron-LM's).
-constexpr std::array<std::string_view, 4> sharding_names = {"no_shard", "optim", "optim_grads",
-                                                            "optim_grads_params"};
-
 // The names of the generated HEAD and TAIL entries (SAPP's own).
 constexpr std::string_view head_name = "embedding";
 constexpr std::string_view tail_name = "lm_head";
@@ -492,10 +488,6 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
 
 }  // namespace
 
-std::string_view sharding_name(DataParallelSharding sharding) noexcept {
-    return sharding_names[static_cast<std::size_t>(sharding)];
-}
-
 json::object layer_file_from_shape(std::string_view options_json, std::string_view source,
                                    const ShapeTimeSettings& settings) {
     if (!std::isfinite(settings.device_tflops) || !(settings.device_tflops > 0.0)) {
@@ -593,15 +585,14 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
         distributed_optimizer ? DataParallelSharding::optim : DataParallelSharding::no_shard;
     if (const auto member = object.optional("data_parallel_sharding")) {
         const std::string_view name = member->as_string();
-        const auto it =
-            std::ranges::find_if(sharding_names, [&](std::string_view n) { return n == name; });
-        if (it == sharding_names.end()) {
+        const std::optional<DataParallelSharding> sharding = sharding_from_name(name);
+        if (!sharding) {
             member->fail(fmt::format(
                 "expected one of no_shard, optim, optim_grads, optim_grads_params (Megatron-LM's "
                 "--data-parallel-sharding-strategy), got \"{}\"",
                 name));
         }
-        out.sharding = static_cast<DataParallelSharding>(it - sharding_names.begin());
+        out.sharding = *sharding;
         if (out.sharding == DataParallelSharding::no_shard && distributed_optimizer) {
             member->fail(
                 "no_shard with distributed_optimizer: the distributed optimizer shards the "

@@ -46,6 +46,7 @@ struct SearchArgs {
     std::uint64_t global_batch = 0;
     std::vector<std::uint32_t> micro_batch_size;
     std::vector<std::uint32_t> context_parallel;
+    std::vector<std::string> sharding;
     std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
@@ -140,6 +141,14 @@ std::uint32_t agreed(std::optional<std::uint32_t> given, std::string_view option
     return given.value_or(in_shape.value_or(fallback));
 }
 
+// A model shape with data parallelism sharding as `sharding` says: data_parallel_sharding, and
+// distributed_optimizer with every sharding but no_shard (Megatron-FSDP requires the distributed
+// optimizer; the analytic model refuses no_shard with it).
+void set_sharding(json::object& shape, partition::DataParallelSharding sharding) {
+    shape["data_parallel_sharding"] = partition::sharding_name(sharding);
+    shape["distributed_optimizer"] = sharding != partition::DataParallelSharding::no_shard;
+}
+
 // The memory model of each configuration's tensor-parallel degree, micro-batch size and
 // data-parallel degree. A model configured by a shape (options holding `tensor_parallel`, as the
 // analytic model's do) is created once per (t, b, d, cp) with its `tensor_parallel`,
@@ -153,12 +162,14 @@ class ModelsByDegree {
         std::uint32_t micro_batch_size = 1;
         std::uint32_t data_parallel = 1;
         std::uint32_t context_parallel = 1;
+        std::optional<partition::DataParallelSharding> sharding;  // none: the shape's own
         auto operator<=>(const Key&) const = default;
     };
     // The one model of every configuration, when the model is not configured by a shape.
-    static constexpr Key every_configuration{0, 0, 0, 0};
+    static constexpr Key every_configuration{0, 0, 0, 0, std::nullopt};
     [[nodiscard]] static Key key_of(const partition::Configuration& c) {
-        return {c.tensor_parallel, c.micro_batch_size, c.data_parallel, c.context_parallel};
+        return {c.tensor_parallel, c.micro_batch_size, c.data_parallel, c.context_parallel,
+                c.sharding};
     }
 
     ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
@@ -184,6 +195,8 @@ class ModelsByDegree {
             with_degree["micro_batch_size"] = k.micro_batch_size;
             with_degree["data_parallel"] = k.data_parallel;
             with_degree["context_parallel"] = k.context_parallel;
+            if (k.sharding)
+                set_sharding(with_degree, *k.sharding);
             try {
                 entry->prepared.emplace(
                     prepare(ModelOptions{to_compact_json(with_degree), options.file}));
@@ -193,8 +206,11 @@ class ModelsByDegree {
                     throw;
                 entry->refused = fmt::format(
                     "the memory model refuses tensor_parallel = {}, micro_batch_size = {}, "
-                    "data_parallel = {}, context_parallel = {}: {}",
+                    "data_parallel = {}, context_parallel = {}{}: {}",
                     k.tensor_parallel, k.micro_batch_size, k.data_parallel, k.context_parallel,
+                    k.sharding ? fmt::format(", data_parallel_sharding = {}",
+                                             partition::sharding_name(*k.sharding))
+                               : std::string(),
                     e.what());
             }
             entries_[k] = std::move(entry);
@@ -283,14 +299,16 @@ struct CommunicationTiming {
             });
     }
 
-    // For the search's header.
-    [[nodiscard]] std::string description() const {
+    // For the search's header; `several_shardings`: each configuration's own.
+    [[nodiscard]] std::string description(bool several_shardings) const {
         return fmt::format(
             "communication on {} {} per node ({:g} GB/s inside, {:g} GB/s across nodes): "
             "transfers between stages in the schedule, the data-parallel synchronisation after "
             "it{}{}",
             cluster.devices_per_node, cluster.device.name, cluster.intra_node_gb_s,
-            cluster.network_gb_s, sync_description(sizes.sharding),
+            cluster.network_gb_s,
+            several_shardings ? " (as each configuration's sharding makes it)"
+                              : sync_description(sizes.sharding),
             overlap.grad_reduce && overlap.param_gather
                 ? ", overlapped with the last backward and the next forward"
             : overlap.grad_reduce ? ", the gradients' overlapped with the last backward"
@@ -364,7 +382,7 @@ int run_search_command(const SearchArgs& args) {
                                      ? ModelOptions{}
                                      : options_text(args.choice.options, "--model-options");
     const std::optional<json::object> shape = model_shape(options);
-    if (args.device.overlap_param_gather && shape) {
+    if (args.device.overlap_param_gather && shape && args.sharding.empty()) {
         const json::value* sharded = shape->if_contains("distributed_optimizer");
         const json::value* sharding = shape->if_contains("data_parallel_sharding");
         const bool gathers =
@@ -430,6 +448,19 @@ int run_search_command(const SearchArgs& args) {
         one_or_shapes(args.micro_batch_size, "--micro-batch-size", "micro_batch_size");
     const std::vector<std::uint32_t> cps =
         one_or_shapes(args.context_parallel, "--context-parallel", "context_parallel");
+    // --data-parallel-sharding: each a configuration, its memory from the shape with that
+    // sharding, its transfers timed for it.
+    std::vector<partition::DataParallelSharding> sharding_list;
+    for (const std::string& name : args.sharding) {
+        const auto sharding = *partition::sharding_from_name(name);  // checked by CLI11
+        if (std::find(sharding_list.begin(), sharding_list.end(), sharding) == sharding_list.end())
+            sharding_list.push_back(sharding);
+    }
+    if (!sharding_list.empty() && !shape_times) {
+        throw UsageError(
+            "--data-parallel-sharding: the sharding changes the memory and the transfers, which "
+            "need a model shape (--model-options SHAPE without --model-desc) to size for each");
+    }
 
     if (cluster && !args.model_desc.empty()) {
         fmt::print(stderr,
@@ -444,34 +475,45 @@ int run_search_command(const SearchArgs& args) {
         partition::Problem base;
         std::optional<CommunicationTiming> communication;
     };
-    using VariantKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // t, cp, b
+    // t, cp, b and the sharding (none: the shape's own).
+    using VariantKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t,
+                                  std::optional<partition::DataParallelSharding>>;
+    std::vector<std::optional<partition::DataParallelSharding>> shardings;
+    for (const partition::DataParallelSharding s : sharding_list)
+        shardings.emplace_back(s);
+    if (shardings.empty())
+        shardings.emplace_back(std::nullopt);
     std::map<VariantKey, Variant> variants;
     for (const std::uint32_t t : tps) {
         for (const std::uint32_t cp : cps) {
             for (const std::uint32_t b : sizes) {
-                ModelOptions variant_options = options;
-                if (shape_times) {
-                    json::object with = *shape;
-                    with["tensor_parallel"] = t;
-                    with["micro_batch_size"] = b;
-                    with["context_parallel"] = cp;
-                    variant_options.json = to_compact_json(with);
+                for (const std::optional<partition::DataParallelSharding>& sharding : shardings) {
+                    ModelOptions variant_options = options;
+                    if (shape_times) {
+                        json::object with = *shape;
+                        with["tensor_parallel"] = t;
+                        with["micro_batch_size"] = b;
+                        with["context_parallel"] = cp;
+                        if (sharding)
+                            set_sharding(with, *sharding);
+                        variant_options.json = to_compact_json(with);
+                    }
+                    Variant v{variant_options,
+                              read_layer_times(args.model_desc, variant_options,
+                                               achieved_tflops(args.device, cluster), cluster,
+                                               args.time_convention, args.device.tp_comm_overlap),
+                              common, std::nullopt};
+                    v.base.time = v.times.time;
+                    if (cluster && shape_times) {
+                        v.communication = CommunicationTiming{
+                            partition::shape_sizes(variant_options.json, options.file.empty()
+                                                                             ? "--model-options"
+                                                                             : options.file),
+                            *cluster,
+                            {args.device.overlap_grad_reduce, args.device.overlap_param_gather}};
+                    }
+                    variants.emplace(VariantKey{t, cp, b, sharding}, std::move(v));
                 }
-                Variant v{variant_options,
-                          read_layer_times(args.model_desc, variant_options,
-                                           achieved_tflops(args.device, cluster), cluster,
-                                           args.time_convention, args.device.tp_comm_overlap),
-                          common, std::nullopt};
-                v.base.time = v.times.time;
-                if (cluster && shape_times) {
-                    v.communication = CommunicationTiming{
-                        partition::shape_sizes(variant_options.json, options.file.empty()
-                                                                         ? "--model-options"
-                                                                         : options.file),
-                        *cluster,
-                        {args.device.overlap_grad_reduce, args.device.overlap_param_gather}};
-                }
-                variants.emplace(VariantKey{t, cp, b}, std::move(v));
             }
         }
     }
@@ -496,6 +538,7 @@ int run_search_command(const SearchArgs& args) {
     space.context_parallel = cps.front();
     if (cps.size() > 1)
         space.context_parallel_degrees = cps;
+    space.shardings = sharding_list;
     space.data_parallel =
         args.data_parallel.value_or(shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
     space.global_batch = args.global_batch;
@@ -522,8 +565,8 @@ int run_search_command(const SearchArgs& args) {
     // starts from rather than solving it again.
     const auto plan_one = [&](const partition::Configuration& c, bool refine,
                               const partition::SearchOutcome* before) {
-        const Variant& v =
-            variants.at(VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size});
+        const Variant& v = variants.at(
+            VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, c.sharding});
         // The bounds say which configurations the local search must plan again; --fast plans
         // none again and needs none.
         const bool bound = !args.fast;
@@ -566,7 +609,7 @@ int run_search_command(const SearchArgs& args) {
         times.unit,
         args.top,
         args.show_infeasible,
-        communication ? communication->description() : std::string(),
+        communication ? communication->description(space.shardings.size() > 1) : std::string(),
         communication ? std::optional<partition::Throughput>(partition::Throughput{
                             communication->sizes.tokens_per_micro_batch / first_b,
                             communication->sizes.model_flops_per_micro_batch / first_b,
@@ -681,6 +724,14 @@ void add_search_command(CLI::App& app, Commands& commands) {
                            "context_parallel, or 1); several need a model shape"))
         ->type_name("CP,...")
         ->check(count_in({1, 1'000'000, "devices"}));
+    as_comma_list(
+        search->add_option(
+            "--data-parallel-sharding", args->sharding,
+            "what data parallelism shards, each a configuration (default: the model options'):\n"
+            "no_shard, optim (the distributed optimizer), optim_grads, optim_grads_params\n"
+            "(Megatron-FSDP, FSDP2); needs a model shape"))
+        ->type_name("S,...")
+        ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}));
     as_comma_list(
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")

@@ -39,6 +39,12 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
             : std::string(),
         space.global_batch, listed(space.micro_batch_sizes, space.micro_batch_size),
         format_mb(base.memory_limit_mb));
+    if (!space.shardings.empty()) {
+        std::string names;
+        for (const partition::DataParallelSharding s : space.shardings)
+            names += fmt::format("{}{}", names.empty() ? "" : ",", partition::sharding_name(s));
+        out += fmt::format(", data-parallel sharding {}", names);
+    }
     if (base.memory_margin_mb > 0.0)
         out += fmt::format(" with a {} margin", format_mb(base.memory_margin_mb));
     if (base.memory_margin_sigma > 0.0)
@@ -85,6 +91,13 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         headers.insert(headers.begin() + 3 + (per_line_tp_b ? 1 : 0), "CP");
         align.insert(align.begin() + 3 + (per_line_tp_b ? 1 : 0), A::right);
     }
+    // Several shardings: each line's, after the degrees.
+    const bool per_line_sharding = space.shardings.size() > 1;
+    const std::size_t sharding_column = 3 + (per_line_tp_b ? 2 : 0) + (per_line_cp ? 1 : 0);
+    if (per_line_sharding) {
+        headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(sharding_column), "SHARDING");
+        align.insert(align.begin() + static_cast<std::ptrdiff_t>(sharding_column), A::left);
+    }
     TextTable table(headers, align);
     const auto ranking = partition::top_ranked(result, context.top);
     std::size_t rank = 0;
@@ -117,6 +130,10 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         if (per_line_cp)
             row.insert(row.begin() + 3 + (per_line_tp_b ? 1 : 0),
                        std::to_string(c.context_parallel));
+        if (per_line_sharding) {
+            row.insert(row.begin() + static_cast<std::ptrdiff_t>(sharding_column),
+                       c.sharding ? std::string(partition::sharding_name(*c.sharding)) : "");
+        }
         table.add_row(row);
     }
     out += table.render();

@@ -7,6 +7,7 @@
 
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/sharding.hpp>
 #include <ppb/schedule.hpp>
 
 #include <atomic>
@@ -63,6 +64,10 @@ struct SearchSpace {
     std::uint32_t micro_batch_size = 1;
     std::vector<ScheduleChoice> schedules = {ScheduleChoice{}};
     std::vector<RecomputePolicy> recompute = {RecomputePolicy{"any", PPB_ALL_KINDS}};
+    // What the data-parallel ranks shard, each a configuration of its own (empty: the model's
+    // own, not searched). It changes the memory and the transfers, which the caller makes per
+    // configuration (a model shape's), not which configurations can run.
+    std::vector<DataParallelSharding> shardings = {};
 };
 
 // One configuration to plan.
@@ -75,9 +80,12 @@ struct Configuration {
     std::uint32_t tensor_parallel = 1;   // t
     std::uint32_t micro_batch_size = 1;  // b
     std::uint32_t context_parallel = 1;  // cp
+    // Searched with SearchSpace::shardings: this configuration's; none: the model's own.
+    std::optional<DataParallelSharding> sharding = std::nullopt;
 };
 
-// "P=8 d=4 M=32 interleaved v=2 recompute any": a configuration for people.
+// "P=8 d=4 M=32 interleaved v=2 recompute any" (and "sharding optim" where searched): a
+// configuration for people.
 [[nodiscard]] std::string describe(const Configuration& configuration);
 // "1f1b", "interleaved v=2", "dualpipe-v": a schedule and its chunks for people.
 [[nodiscard]] std::string describe(const ScheduleChoice& schedule);

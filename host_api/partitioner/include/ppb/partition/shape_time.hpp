@@ -32,6 +32,7 @@
 #define PPB_PARTITION_SHAPE_TIME_HPP
 
 #include <ppb/partition/cluster.hpp>
+#include <ppb/partition/sharding.hpp>
 #include <ppb/partition/time_model.hpp>
 
 #include <boost/json/object.hpp>
@@ -76,17 +77,6 @@ struct ShapeTimeSettings {
                                               std::string_view source,
                                               const ShapeTimeSettings& settings);
 
-// What data parallelism shards (the shape's data_parallel_sharding, Megatron-LM's
-// --data-parallel-sharding-strategy, as the analytic model reads it): no_shard replicates
-// everything and all-reduces the gradients; optim (the distributed optimizer) shards the optimizer
-// state, reduce-scatters the gradients and all-gathers the weights once per iteration;
-// optim_grads and optim_grads_params (Megatron-FSDP, torch FSDP2) also shard the gradients,
-// reduce-scattered in every backward, and optim_grads_params the weights, gathered before each
-// layer's forward and again before its backward (ppb/partition/communication.hpp,
-// with_sharded_transfers).
-enum class DataParallelSharding { no_shard, optim, optim_grads, optim_grads_params };
-[[nodiscard]] std::string_view sharding_name(DataParallelSharding sharding) noexcept;
-
 // What a configuration's transfers move, from the same shape (ppb/partition/communication.hpp
 // times them). Counts are elements on one tensor-parallel rank; bytes per element are the
 // shape's: activations 2 (16-bit), gradients grad_bytes (default 4), parameters param_bytes
@@ -95,7 +85,7 @@ struct ShapeSizes {
     double tensor_parallel = 1.0;   // t
     double context_parallel = 1.0;  // cp: a sequence's tokens split over cp ranks
     bool sequence_parallel = false;
-    // The weights and gradients sharded over the data-parallel ranks: data_parallel_sharding,
+    // What the data-parallel ranks shard (ppb/partition/sharding.hpp): data_parallel_sharding,
     // else optim with distributed_optimizer, else no_shard; distributed_optimizer is true for
     // every sharding but no_shard (the weights are gathered after the step or per layer).
     DataParallelSharding sharding = DataParallelSharding::no_shard;
