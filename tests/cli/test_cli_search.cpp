@@ -655,6 +655,18 @@ BOOST_AUTO_TEST_CASE(the_data_parallel_sharding_is_searched_with_the_shape) {
         const double fsdp_time = fsdp.at("iteration_time").to_number<double>();
         // FSDP leaves nothing for after the iteration: its gathers and reductions are per layer.
         BOOST_TEST(fsdp.at("data_parallel_sync_time").to_number<double>() == 0.0);
+        // Each in the frameworks' settings: Megatron-FSDP's flags, FSDP2's shard degree; the
+        // distributed optimizer has no torchtitan setting.
+        const json::array& fsdp_flags = fsdp.at("megatron_parallelism").as_array();
+        BOOST_TEST(json::serialize(json::array(fsdp_flags.end() - 5, fsdp_flags.end())) ==
+                   R"(["--use-megatron-fsdp","--data-parallel-sharding-strategy",)"
+                   R"("optim_grads_params","--ckpt-format","fsdp_dtensor"])");
+        BOOST_TEST(optim.at("megatron_parallelism").as_array().back() ==
+                   "--use-distributed-optimizer");
+        BOOST_TEST(fsdp.at("torchtitan_parallelism")
+                       .at("parallelism.data_parallel_shard_degree")
+                       .to_number<int>() == optim.at("data_parallel").to_number<int>());
+        BOOST_TEST(optim.at("torchtitan_parallelism").is_null());
         if (optim.at("data_parallel").to_number<int>() == 1) {
             // One replica moves nothing either way: the same plan, the same iteration.
             BOOST_TEST(fsdp_time == optim_time, tt::tolerance(1e-12));

@@ -3,6 +3,7 @@
 // refuses, and the thread pool: outcomes identical to planning each configuration alone, in the
 // same order for any number of threads, stopped cleanly, failures passed on.
 #include <ppb/errors.hpp>
+#include <ppb/partition/configuration_flags.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/search.hpp>
 
@@ -543,6 +544,73 @@ BOOST_AUTO_TEST_CASE(a_configuration_that_cannot_be_planned_is_an_outcome) {
     const SearchOutcome o = plan_configuration(base, c, memory);
     BOOST_TEST((o.status == SearchOutcome::Status::invalid));
     BOOST_TEST(!o.message.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// A configuration in the frameworks' own settings: Megatron-LM's flags (megatron/training/
+// arguments.py at 4e85d74ae9: Megatron-FSDP asserts --ckpt-format fsdp_dtensor) and torchtitan's
+// job configuration (parallel_dims.py, job_config.py at 238fa9953e).
+BOOST_AUTO_TEST_SUITE(configuration_flags)
+
+BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
+    Configuration c;
+    c.pipeline = 4;
+    c.data_parallel = 2;
+    c.micro_batches = 64;
+    c.tensor_parallel = 8;
+    c.context_parallel = 1;
+    c.micro_batch_size = 1;
+    const std::vector<std::string> megatron = {"--tensor-model-parallel-size",
+                                               "8",
+                                               "--pipeline-model-parallel-size",
+                                               "4",
+                                               "--context-parallel-size",
+                                               "1",
+                                               "--micro-batch-size",
+                                               "1",
+                                               "--global-batch-size",
+                                               "128"};
+    BOOST_TEST(megatron_configuration_args(c).args == megatron, boost::test_tools::per_element());
+    // Not searched: the model's own sharding, no flag for it; torchtitan shards (its default).
+    TorchtitanSettings titan = torchtitan_configuration(c);
+    BOOST_TEST(titan.why_not.empty());
+    using Setting = std::pair<std::string, std::uint64_t>;
+    const std::vector<Setting> pipelined = {{"parallelism.tensor_parallel_degree", 8},
+                                            {"parallelism.pipeline_parallel_degree", 4},
+                                            {"parallelism.context_parallel_degree", 1},
+                                            {"parallelism.data_parallel_shard_degree", 2},
+                                            {"parallelism.pipeline_parallel_microbatch_size", 1},
+                                            {"training.local_batch_size", 64},
+                                            {"training.global_batch_size", 128}};
+    BOOST_TEST((titan.settings == pipelined));
+
+    c.sharding = DataParallelSharding::optim_grads_params;
+    std::vector<std::string> fsdp = megatron;
+    fsdp.insert(fsdp.end(), {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                             "optim_grads_params", "--ckpt-format", "fsdp_dtensor"});
+    BOOST_TEST(megatron_configuration_args(c).args == fsdp, boost::test_tools::per_element());
+    c.sharding = DataParallelSharding::optim;
+    BOOST_TEST(megatron_configuration_args(c).args.back() == "--use-distributed-optimizer");
+    BOOST_TEST(torchtitan_configuration(c).why_not ==
+               "torchtitan shards the weights, gradients and optimizer state together (FSDP2, "
+               "optim_grads_params) or replicates them (no_shard), not the optimizer state alone");
+    BOOST_TEST(torchtitan_configuration(c).settings.empty());
+
+    // One stage, replicas: the step runs b samples, the rest is gradient accumulation.
+    c.pipeline = 1;
+    c.data_parallel = 8;
+    c.micro_batches = 16;
+    c.sharding = DataParallelSharding::no_shard;
+    BOOST_TEST(megatron_configuration_args(c).args.size() == 10u);  // DDP: no flag
+    titan = torchtitan_configuration(c);
+    const std::vector<Setting> replicated = {{"parallelism.tensor_parallel_degree", 8},
+                                             {"parallelism.pipeline_parallel_degree", 1},
+                                             {"parallelism.context_parallel_degree", 1},
+                                             {"parallelism.data_parallel_replicate_degree", 8},
+                                             {"training.local_batch_size", 1},
+                                             {"training.global_batch_size", 128}};
+    BOOST_TEST((titan.settings == replicated));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

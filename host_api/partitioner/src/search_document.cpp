@@ -1,3 +1,4 @@
+#include <ppb/partition/configuration_flags.hpp>
 #include <ppb/partition/search_document.hpp>
 
 #include <ppb/kinds.hpp>
@@ -140,6 +141,22 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         entry["bubble_fraction"] = p.simulation.bubble_fraction;
         entry["peak_memory_mb"] = o->peak_memory_mb;
         entry["headroom_mb"] = o->headroom_mb;
+        // The configuration in the frameworks' own settings, beside the plan's layout and
+        // recompute (its "megatron", "torchtitan").
+        json::array megatron;
+        for (const std::string& a : megatron_configuration_args(o->configuration).args)
+            megatron.emplace_back(a);
+        entry["megatron_parallelism"] = std::move(megatron);
+        const TorchtitanSettings titan = torchtitan_configuration(o->configuration);
+        if (titan.why_not.empty()) {
+            json::object settings;
+            for (const auto& [key, value] : titan.settings)
+                settings[key] = value;
+            entry["torchtitan_parallelism"] = std::move(settings);
+        } else {
+            entry["torchtitan_parallelism"] = nullptr;
+            entry["torchtitan_parallelism_why_not"] = titan.why_not;
+        }
         entry["plan"] = partition_document(p.problem, p.plan, context.model, p.simulation,
                                            p.breakdown, p.lower_bound);
         ranking.push_back(std::move(entry));

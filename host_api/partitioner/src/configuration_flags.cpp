@@ -1,0 +1,74 @@
+// A searched configuration in each framework's settings (ppb/partition/configuration_flags.hpp).
+#include <ppb/partition/configuration_flags.hpp>
+
+#include <fmt/format.h>
+
+namespace ppb::partition {
+
+FrameworkFlags megatron_configuration_args(const Configuration& c) {
+    const std::uint64_t global_batch =
+        static_cast<std::uint64_t>(c.micro_batches) * c.micro_batch_size * c.data_parallel;
+    FrameworkFlags out;
+    out.args = {"--tensor-model-parallel-size",
+                std::to_string(c.tensor_parallel),
+                "--pipeline-model-parallel-size",
+                std::to_string(c.pipeline),
+                "--context-parallel-size",
+                std::to_string(c.context_parallel),
+                "--micro-batch-size",
+                std::to_string(c.micro_batch_size),
+                "--global-batch-size",
+                std::to_string(global_batch)};
+    if (!c.sharding)
+        return out;
+    switch (*c.sharding) {
+        case DataParallelSharding::no_shard:
+            break;
+        case DataParallelSharding::optim:
+            out.args.emplace_back("--use-distributed-optimizer");
+            break;
+        case DataParallelSharding::optim_grads:
+        case DataParallelSharding::optim_grads_params:
+            out.args.insert(
+                out.args.end(),
+                {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                 std::string(sharding_name(*c.sharding)), "--ckpt-format", "fsdp_dtensor"});
+            break;
+    }
+    return out;
+}
+
+TorchtitanSettings torchtitan_configuration(const Configuration& c) {
+    TorchtitanSettings out;
+    const bool replicate = c.sharding == DataParallelSharding::no_shard;
+    if (c.sharding && !replicate && *c.sharding != DataParallelSharding::optim_grads_params) {
+        out.why_not = fmt::format(
+            "torchtitan shards the weights, gradients and optimizer state together (FSDP2, "
+            "optim_grads_params) or replicates them (no_shard), not {} alone",
+            *c.sharding == DataParallelSharding::optim ? "the optimizer state"
+                                                       : "the optimizer state and gradients");
+        return out;
+    }
+    const std::uint64_t global_batch =
+        static_cast<std::uint64_t>(c.micro_batches) * c.micro_batch_size * c.data_parallel;
+    out.settings = {
+        {"parallelism.tensor_parallel_degree", c.tensor_parallel},
+        {"parallelism.pipeline_parallel_degree", c.pipeline},
+        {"parallelism.context_parallel_degree", c.context_parallel},
+        {replicate ? "parallelism.data_parallel_replicate_degree"
+                   : "parallelism.data_parallel_shard_degree",
+         c.data_parallel},
+    };
+    if (c.pipeline > 1) {
+        out.settings.emplace_back("parallelism.pipeline_parallel_microbatch_size",
+                                  c.micro_batch_size);
+        out.settings.emplace_back("training.local_batch_size",
+                                  static_cast<std::uint64_t>(c.micro_batch_size) * c.micro_batches);
+    } else {
+        out.settings.emplace_back("training.local_batch_size", c.micro_batch_size);
+    }
+    out.settings.emplace_back("training.global_batch_size", global_batch);
+    return out;
+}
+
+}  // namespace ppb::partition
