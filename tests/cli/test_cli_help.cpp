@@ -110,6 +110,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--global-batch-size",
                                "--micro-batch-size",
                                "--context-parallel",
+                               "--expert-parallel",
                                "--data-parallel-sharding",
                                "--schedules",
                                "--schedule",

@@ -19,6 +19,10 @@ FrameworkFlags megatron_configuration_args(const Configuration& c) {
                 std::to_string(c.micro_batch_size),
                 "--global-batch-size",
                 std::to_string(global_batch)};
+    if (c.expert_parallel) {
+        out.args.insert(out.args.end(),
+                        {"--expert-model-parallel-size", std::to_string(*c.expert_parallel)});
+    }
     if (!c.sharding)
         return out;
     switch (*c.sharding) {
@@ -59,6 +63,8 @@ TorchtitanSettings torchtitan_configuration(const Configuration& c) {
                    : "parallelism.data_parallel_shard_degree",
          c.data_parallel},
     };
+    if (c.expert_parallel)
+        out.settings.emplace_back("parallelism.expert_parallel_degree", *c.expert_parallel);
     if (c.pipeline > 1) {
         out.settings.emplace_back("parallelism.pipeline_parallel_microbatch_size",
                                   c.micro_batch_size);

@@ -32,6 +32,8 @@ json::object configuration_object(const Configuration& c) {
                      {"tensor_parallel", c.tensor_parallel},
                      {"micro_batch_size", c.micro_batch_size},
                      {"context_parallel", c.context_parallel}};
+    if (c.expert_parallel)
+        out["expert_parallel"] = *c.expert_parallel;
     if (c.sharding)
         out["data_parallel_sharding"] = sharding_name(*c.sharding);
     return out;
@@ -79,6 +81,12 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
     searched["devices"] = space.devices ? json::value(*space.devices) : json::value(nullptr);
     searched["tensor_parallel"] = space.tensor_parallel;
     searched["context_parallel"] = space.context_parallel;
+    if (!space.expert_parallel_degrees.empty()) {
+        json::array eps;
+        for (const std::uint32_t ep : space.expert_parallel_degrees)
+            eps.emplace_back(ep);
+        searched["expert_parallel"] = std::move(eps);
+    }
     if (!space.shardings.empty()) {
         json::array shardings;
         for (const DataParallelSharding sharding : space.shardings)

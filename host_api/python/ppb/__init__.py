@@ -355,13 +355,13 @@ def _command():
 
 def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipeline_degrees=None,
            tensor_parallel=None, data_parallel=None, micro_batch_size=None,
-           data_parallel_sharding=None, schedules=None, chunks=None, recompute=None, recompute_rule="mindformers", memory_margin_mb=0.0,
+           expert_parallel=None, data_parallel_sharding=None, schedules=None, chunks=None, recompute=None, recompute_rule="mindformers", memory_margin_mb=0.0,
            memory_margin_sigma=0.0, model="dryrun-lsq", model_options=None, dryrun=None, top=10,
            show_infeasible=False, jobs=None, device_tflops=None, plugin_path=None):
     """Every pipeline configuration planned and ranked, as the ppb.search/1 dict
     ``ppb search --json`` prints — by that command (``ppb search``'s options, with underscores:
     ``pipeline_degrees=[2, 4]``, ``schedules=["1f1b"]``, ``recompute=["any", "full"]``,
-    ``data_parallel_sharding=["optim", "optim_grads_params"]``;
+    ``expert_parallel=[8, 16]``, ``data_parallel_sharding=["optim", "optim_grads_params"]``;
     ``model_options`` a dict or a file; ``dryrun`` a file).
 
     Raises :class:`InvalidInput` for what the command refuses as input (exit 2),
@@ -395,6 +395,7 @@ def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipe
     one("--tensor-parallel", tensor_parallel)
     one("--data-parallel", data_parallel)
     one("--micro-batch-size", micro_batch_size)
+    listed("--expert-parallel", expert_parallel)
     listed("--data-parallel-sharding", data_parallel_sharding)
     listed("--schedules", schedules)
     listed("--chunks", chunks)

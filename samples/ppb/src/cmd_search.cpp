@@ -47,6 +47,7 @@ struct SearchArgs {
     std::vector<std::uint32_t> micro_batch_size;
     std::vector<std::uint32_t> context_parallel;
     std::vector<std::string> sharding;
+    std::vector<std::uint32_t> expert_parallel;
     std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
@@ -149,6 +150,11 @@ void set_sharding(json::object& shape, partition::DataParallelSharding sharding)
     shape["distributed_optimizer"] = sharding != partition::DataParallelSharding::no_shard;
 }
 
+// A model shape whose MoE layers spread their experts over `expert_parallel` ranks.
+void set_expert_parallel(json::object& shape, std::uint32_t expert_parallel) {
+    shape["moe"].as_object()["expert_parallel"] = expert_parallel;
+}
+
 // The memory model of each configuration's tensor-parallel degree, micro-batch size and
 // data-parallel degree. A model configured by a shape (options holding `tensor_parallel`, as the
 // analytic model's do) is created once per (t, b, d, cp) with its `tensor_parallel`,
@@ -163,13 +169,14 @@ class ModelsByDegree {
         std::uint32_t data_parallel = 1;
         std::uint32_t context_parallel = 1;
         std::optional<partition::DataParallelSharding> sharding;  // none: the shape's own
+        std::optional<std::uint32_t> expert_parallel;             // none: the shape's own
         auto operator<=>(const Key&) const = default;
     };
     // The one model of every configuration, when the model is not configured by a shape.
-    static constexpr Key every_configuration{0, 0, 0, 0, std::nullopt};
+    static constexpr Key every_configuration{0, 0, 0, 0, std::nullopt, std::nullopt};
     [[nodiscard]] static Key key_of(const partition::Configuration& c) {
-        return {c.tensor_parallel, c.micro_batch_size, c.data_parallel, c.context_parallel,
-                c.sharding};
+        return {c.tensor_parallel,  c.micro_batch_size, c.data_parallel,
+                c.context_parallel, c.sharding,         c.expert_parallel};
     }
 
     ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
@@ -197,6 +204,8 @@ class ModelsByDegree {
             with_degree["context_parallel"] = k.context_parallel;
             if (k.sharding)
                 set_sharding(with_degree, *k.sharding);
+            if (k.expert_parallel)
+                set_expert_parallel(with_degree, *k.expert_parallel);
             try {
                 entry->prepared.emplace(
                     prepare(ModelOptions{to_compact_json(with_degree), options.file}));
@@ -208,9 +217,12 @@ class ModelsByDegree {
                     "the memory model refuses tensor_parallel = {}, micro_batch_size = {}, "
                     "data_parallel = {}, context_parallel = {}{}: {}",
                     k.tensor_parallel, k.micro_batch_size, k.data_parallel, k.context_parallel,
-                    k.sharding ? fmt::format(", data_parallel_sharding = {}",
-                                             partition::sharding_name(*k.sharding))
-                               : std::string(),
+                    (k.expert_parallel
+                         ? fmt::format(", moe.expert_parallel = {}", *k.expert_parallel)
+                         : std::string()) +
+                        (k.sharding ? fmt::format(", data_parallel_sharding = {}",
+                                                  partition::sharding_name(*k.sharding))
+                                    : std::string()),
                     e.what());
             }
             entries_[k] = std::move(entry);
@@ -382,6 +394,21 @@ int run_search_command(const SearchArgs& args) {
                                      ? ModelOptions{}
                                      : options_text(args.choice.options, "--model-options");
     const std::optional<json::object> shape = model_shape(options);
+    // The degrees only a model shape's layers are sized and timed for (checked before anything is
+    // said of the search).
+    if (!args.expert_parallel.empty() &&
+        (!shape || !args.model_desc.empty() || !shape->contains("moe") ||
+         !shape->at("moe").is_object())) {
+        throw UsageError(
+            "--expert-parallel: the experts' degree changes the memory and the expert "
+            "all-to-all, which need a model shape with \"moe\" (--model-options SHAPE without "
+            "--model-desc) to size for each");
+    }
+    if (!args.sharding.empty() && (!shape || !args.model_desc.empty())) {
+        throw UsageError(
+            "--data-parallel-sharding: the sharding changes the memory and the transfers, which "
+            "need a model shape (--model-options SHAPE without --model-desc) to size for each");
+    }
     if (args.device.overlap_param_gather && shape && args.sharding.empty()) {
         const json::value* sharded = shape->if_contains("distributed_optimizer");
         const json::value* sharding = shape->if_contains("data_parallel_sharding");
@@ -456,11 +483,13 @@ int run_search_command(const SearchArgs& args) {
         if (std::find(sharding_list.begin(), sharding_list.end(), sharding) == sharding_list.end())
             sharding_list.push_back(sharding);
     }
-    if (!sharding_list.empty() && !shape_times) {
-        throw UsageError(
-            "--data-parallel-sharding: the sharding changes the memory and the transfers, which "
-            "need a model shape (--model-options SHAPE without --model-desc) to size for each");
+    // --expert-parallel: each EP a configuration, the shape's MoE layers spread over it.
+    std::vector<std::uint32_t> ep_list;
+    for (const std::uint32_t ep : args.expert_parallel) {
+        if (std::find(ep_list.begin(), ep_list.end(), ep) == ep_list.end())
+            ep_list.push_back(ep);
     }
+    const json::value* moe = shape ? shape->if_contains("moe") : nullptr;
 
     if (cluster && !args.model_desc.empty()) {
         fmt::print(stderr,
@@ -475,9 +504,13 @@ int run_search_command(const SearchArgs& args) {
         partition::Problem base;
         std::optional<CommunicationTiming> communication;
     };
-    // t, cp, b and the sharding (none: the shape's own).
-    using VariantKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t,
-                                  std::optional<partition::DataParallelSharding>>;
+    // t, cp, b, the sharding and EP (none: the shape's own).
+    using VariantKey =
+        std::tuple<std::uint32_t, std::uint32_t, std::uint32_t,
+                   std::optional<partition::DataParallelSharding>, std::optional<std::uint32_t>>;
+    std::vector<std::optional<std::uint32_t>> eps(ep_list.begin(), ep_list.end());
+    if (eps.empty())
+        eps.emplace_back(std::nullopt);
     std::vector<std::optional<partition::DataParallelSharding>> shardings;
     for (const partition::DataParallelSharding s : sharding_list)
         shardings.emplace_back(s);
@@ -488,31 +521,37 @@ int run_search_command(const SearchArgs& args) {
         for (const std::uint32_t cp : cps) {
             for (const std::uint32_t b : sizes) {
                 for (const std::optional<partition::DataParallelSharding>& sharding : shardings) {
-                    ModelOptions variant_options = options;
-                    if (shape_times) {
-                        json::object with = *shape;
-                        with["tensor_parallel"] = t;
-                        with["micro_batch_size"] = b;
-                        with["context_parallel"] = cp;
-                        if (sharding)
-                            set_sharding(with, *sharding);
-                        variant_options.json = to_compact_json(with);
+                    for (const std::optional<std::uint32_t>& ep : eps) {
+                        ModelOptions variant_options = options;
+                        if (shape_times) {
+                            json::object with = *shape;
+                            with["tensor_parallel"] = t;
+                            with["micro_batch_size"] = b;
+                            with["context_parallel"] = cp;
+                            if (sharding)
+                                set_sharding(with, *sharding);
+                            if (ep)
+                                set_expert_parallel(with, *ep);
+                            variant_options.json = to_compact_json(with);
+                        }
+                        Variant v{
+                            variant_options,
+                            read_layer_times(args.model_desc, variant_options,
+                                             achieved_tflops(args.device, cluster), cluster,
+                                             args.time_convention, args.device.tp_comm_overlap),
+                            common, std::nullopt};
+                        v.base.time = v.times.time;
+                        if (cluster && shape_times) {
+                            v.communication = CommunicationTiming{
+                                partition::shape_sizes(variant_options.json, options.file.empty()
+                                                                                 ? "--model-options"
+                                                                                 : options.file),
+                                *cluster,
+                                {args.device.overlap_grad_reduce,
+                                 args.device.overlap_param_gather}};
+                        }
+                        variants.emplace(VariantKey{t, cp, b, sharding, ep}, std::move(v));
                     }
-                    Variant v{variant_options,
-                              read_layer_times(args.model_desc, variant_options,
-                                               achieved_tflops(args.device, cluster), cluster,
-                                               args.time_convention, args.device.tp_comm_overlap),
-                              common, std::nullopt};
-                    v.base.time = v.times.time;
-                    if (cluster && shape_times) {
-                        v.communication = CommunicationTiming{
-                            partition::shape_sizes(variant_options.json, options.file.empty()
-                                                                             ? "--model-options"
-                                                                             : options.file),
-                            *cluster,
-                            {args.device.overlap_grad_reduce, args.device.overlap_param_gather}};
-                    }
-                    variants.emplace(VariantKey{t, cp, b, sharding}, std::move(v));
                 }
             }
         }
@@ -539,6 +578,11 @@ int run_search_command(const SearchArgs& args) {
     if (cps.size() > 1)
         space.context_parallel_degrees = cps;
     space.shardings = sharding_list;
+    space.expert_parallel_degrees = ep_list;
+    if (moe != nullptr && moe->is_object()) {
+        if (const auto etp = shape_count(moe->as_object(), "expert_tensor_parallel"))
+            space.expert_tensor_parallel = *etp;
+    }
     space.data_parallel =
         args.data_parallel.value_or(shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
     space.global_batch = args.global_batch;
@@ -565,8 +609,9 @@ int run_search_command(const SearchArgs& args) {
     // starts from rather than solving it again.
     const auto plan_one = [&](const partition::Configuration& c, bool refine,
                               const partition::SearchOutcome* before) {
-        const Variant& v = variants.at(
-            VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, c.sharding});
+        const Variant& v =
+            variants.at(VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size,
+                                   c.sharding, c.expert_parallel});
         // The bounds say which configurations the local search must plan again; --fast plans
         // none again and needs none.
         const bool bound = !args.fast;
@@ -723,6 +768,13 @@ void add_search_command(CLI::App& app, Commands& commands) {
                            "context-parallel degrees cp to consider (default: the model options'\n"
                            "context_parallel, or 1); several need a model shape"))
         ->type_name("CP,...")
+        ->check(count_in({1, 1'000'000, "devices"}));
+    as_comma_list(search->add_option(
+                      "--expert-parallel", args->expert_parallel,
+                      "expert-parallel degrees EP of an MoE shape to consider, each a\n"
+                      "configuration (default: the model options' moe.expert_parallel); EP x ETP\n"
+                      "must divide t x cp x d"))
+        ->type_name("EP,...")
         ->check(count_in({1, 1'000'000, "devices"}));
     as_comma_list(
         search->add_option(

@@ -39,6 +39,8 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
             : std::string(),
         space.global_batch, listed(space.micro_batch_sizes, space.micro_batch_size),
         format_mb(base.memory_limit_mb));
+    if (!space.expert_parallel_degrees.empty())
+        out += fmt::format(", expert parallel {}", listed(space.expert_parallel_degrees, 1));
     if (!space.shardings.empty()) {
         std::string names;
         for (const partition::DataParallelSharding s : space.shardings)
@@ -91,9 +93,16 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         headers.insert(headers.begin() + 3 + (per_line_tp_b ? 1 : 0), "CP");
         align.insert(align.begin() + 3 + (per_line_tp_b ? 1 : 0), A::right);
     }
+    // Several expert-parallel degrees: each line's, after the other degrees.
+    const bool per_line_ep = space.expert_parallel_degrees.size() > 1;
+    const std::size_t ep_column = 3 + (per_line_tp_b ? 2 : 0) + (per_line_cp ? 1 : 0);
+    if (per_line_ep) {
+        headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(ep_column), "EP");
+        align.insert(align.begin() + static_cast<std::ptrdiff_t>(ep_column), A::right);
+    }
     // Several shardings: each line's, after the degrees.
     const bool per_line_sharding = space.shardings.size() > 1;
-    const std::size_t sharding_column = 3 + (per_line_tp_b ? 2 : 0) + (per_line_cp ? 1 : 0);
+    const std::size_t sharding_column = ep_column + (per_line_ep ? 1 : 0);
     if (per_line_sharding) {
         headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(sharding_column), "SHARDING");
         align.insert(align.begin() + static_cast<std::ptrdiff_t>(sharding_column), A::left);
@@ -130,6 +139,10 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         if (per_line_cp)
             row.insert(row.begin() + 3 + (per_line_tp_b ? 1 : 0),
                        std::to_string(c.context_parallel));
+        if (per_line_ep) {
+            row.insert(row.begin() + static_cast<std::ptrdiff_t>(ep_column),
+                       c.expert_parallel ? std::to_string(*c.expert_parallel) : "");
+        }
         if (per_line_sharding) {
             row.insert(row.begin() + static_cast<std::ptrdiff_t>(sharding_column),
                        c.sharding ? std::string(partition::sharding_name(*c.sharding)) : "");
@@ -191,18 +204,46 @@ std::string render_search(const partition::SearchSpace& space, const partition::
     out += summary + ".\n";
 
     if (context.with_infeasible && infeasible > 0) {
-        TextTable misfits({"PP", "DP", "M", "SCHEDULE", "RECOMPUTE", "SMALLEST LIMIT THAT FITS"},
-                          {A::right, A::right, A::right, A::left, A::left, A::right});
+        // The degrees searched several ways, each line's, as in the ranking.
+        std::vector<std::string> misfit_headers = {"PP", "DP"};
+        std::vector<A> misfit_align = {A::right, A::right};
+        const auto degree = [&](bool shown, const char* header, A a) {
+            if (shown) {
+                misfit_headers.emplace_back(header);
+                misfit_align.push_back(a);
+            }
+        };
+        degree(per_line_tp_b, "TP", A::right);
+        degree(per_line_cp, "CP", A::right);
+        degree(per_line_tp_b, "MBS", A::right);
+        degree(per_line_ep, "EP", A::right);
+        degree(per_line_sharding, "SHARDING", A::left);
+        misfit_headers.insert(misfit_headers.end(),
+                              {"M", "SCHEDULE", "RECOMPUTE", "SMALLEST LIMIT THAT FITS"});
+        misfit_align.insert(misfit_align.end(), {A::right, A::left, A::left, A::right});
+        TextTable misfits(misfit_headers, misfit_align);
         for (const SearchOutcome& o : result.outcomes) {
             if (o.status != SearchOutcome::Status::infeasible)
                 continue;
             const auto& c = o.configuration;
-            misfits.add_row({std::to_string(c.pipeline), std::to_string(c.data_parallel),
-                             std::to_string(c.micro_batches), partition::describe(c.schedule),
-                             c.recompute.name,
-                             std::isfinite(o.smallest_feasible_limit_mb)
-                                 ? format_mb(o.smallest_feasible_limit_mb)
-                                 : std::string("none")});
+            std::vector<std::string> row = {std::to_string(c.pipeline),
+                                            std::to_string(c.data_parallel)};
+            if (per_line_tp_b)
+                row.push_back(std::to_string(c.tensor_parallel));
+            if (per_line_cp)
+                row.push_back(std::to_string(c.context_parallel));
+            if (per_line_tp_b)
+                row.push_back(std::to_string(c.micro_batch_size));
+            if (per_line_ep)
+                row.push_back(c.expert_parallel ? std::to_string(*c.expert_parallel) : "");
+            if (per_line_sharding)
+                row.emplace_back(c.sharding ? partition::sharding_name(*c.sharding) : "");
+            row.insert(row.end(), {std::to_string(c.micro_batches), partition::describe(c.schedule),
+                                   c.recompute.name,
+                                   std::isfinite(o.smallest_feasible_limit_mb)
+                                       ? format_mb(o.smallest_feasible_limit_mb)
+                                       : std::string("none")});
+            misfits.add_row(row);
         }
         out +=
             fmt::format("\nDo not fit {}:\n", format_mb(base.memory_limit_mb)) + misfits.render();

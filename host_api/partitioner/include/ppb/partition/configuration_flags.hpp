@@ -3,7 +3,8 @@
 //
 // Megatron-LM (and MindSpeed-LLM, which takes its flags): --tensor-model-parallel-size t
 // --pipeline-model-parallel-size P --context-parallel-size cp --micro-batch-size b
-// --global-batch-size B (B = M x b x d), and with a searched sharding: optim
+// --global-batch-size B (B = M x b x d), a searched expert-parallel degree
+// --expert-model-parallel-size EP, and with a searched sharding: optim
 // --use-distributed-optimizer; optim_grads and optim_grads_params --use-megatron-fsdp
 // --data-parallel-sharding-strategy S --ckpt-format fsdp_dtensor (Megatron-FSDP turns the
 // distributed optimizer on itself and asserts that checkpoint format: megatron/training/
@@ -13,7 +14,8 @@
 // job_config.py, torchtitan/distributed/parallel_dims.py): parallelism.tensor_parallel_degree,
 // pipeline_parallel_degree, context_parallel_degree; the d data-parallel replicas as
 // data_parallel_shard_degree d (FSDP2: optim_grads_params, and what torchtitan does when the
-// sharding is not searched) or data_parallel_replicate_degree d (no_shard); torchtitan has no
+// sharding is not searched) or data_parallel_replicate_degree d (no_shard),
+// expert_parallel_degree EP; torchtitan has no
 // sharding of the optimizer state or gradients alone (optim, optim_grads): why_not says so.
 // training.global_batch_size B and local_batch_size b x M with pipeline stages (then
 // parallelism.pipeline_parallel_microbatch_size b: M micro-batches of the schedule), b without

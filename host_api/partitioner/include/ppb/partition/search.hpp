@@ -68,6 +68,13 @@ struct SearchSpace {
     // own, not searched). It changes the memory and the transfers, which the caller makes per
     // configuration (a model shape's), not which configurations can run.
     std::vector<DataParallelSharding> shardings = {};
+    // The expert-parallel degrees EP of an MoE model, each a configuration of its own (empty: the
+    // model's own, not searched), where EP x ETP divides the t x cp x d ranks of a stage (the
+    // expert layers fold them into expert-tensor x expert x expert-data-parallel groups:
+    // Megatron-LM requires it). ETP: expert_tensor_parallel, 0 for each configuration's t
+    // (Megatron-LM's default). Like the sharding, the caller makes the memory and times per EP.
+    std::vector<std::uint32_t> expert_parallel_degrees = {};
+    std::uint32_t expert_tensor_parallel = 0;
 };
 
 // One configuration to plan.
@@ -82,9 +89,12 @@ struct Configuration {
     std::uint32_t context_parallel = 1;  // cp
     // Searched with SearchSpace::shardings: this configuration's; none: the model's own.
     std::optional<DataParallelSharding> sharding = std::nullopt;
+    // Searched with SearchSpace::expert_parallel_degrees: this configuration's EP; none: the
+    // model's own.
+    std::optional<std::uint32_t> expert_parallel = std::nullopt;
 };
 
-// "P=8 d=4 M=32 interleaved v=2 recompute any" (and "sharding optim" where searched): a
+// "P=8 d=4 M=32 interleaved v=2 recompute any" (and "ep=8", "sharding optim" where searched): a
 // configuration for people.
 [[nodiscard]] std::string describe(const Configuration& configuration);
 // "1f1b", "interleaved v=2", "dualpipe-v": a schedule and its chunks for people.
