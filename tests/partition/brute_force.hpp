@@ -1,6 +1,8 @@
 // The oracle of the partitioner tests: an exhaustive search over every plan of a small problem,
-// written independently of the solver, and the instance helpers test_optimality.cpp and
-// test_infeasible.cpp share (memory sources, plan checks, instance descriptions).
+// written independently of the solver, the instance helpers test_optimality.cpp and
+// test_infeasible.cpp share (memory sources, plan checks, instance descriptions), and the
+// in-flight states of a stage's executed order that the chunked, grouped-chunked and Megatron-rule
+// oracles weigh memory over (executed_states).
 //
 // The search is deliberately naive. For every stage s and every layer count n it lists every
 // composition of n over the allowed kinds (with its time and memory, computed by the canonical
@@ -17,6 +19,8 @@
 
 #include <ppb/abi.h>
 #include <ppb/partition/problem.hpp>
+#include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
 
 #include <fmt/format.h>
 #include <boost/test/unit_test.hpp>
@@ -28,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -59,6 +64,43 @@ inline std::uint32_t oracle_in_flight(std::uint32_t stages, std::uint32_t stage,
 }
 inline std::uint32_t oracle_min_layers(std::uint32_t stages, std::uint32_t stage) {
     return (stage == 0 || stage + 1 == stages) ? 0 : 1;
+}
+
+// Every in-flight vector stage s of `problem` passes through (micro-batches held per chunk), by
+// executing its program order (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a
+// backward's (a W's under the zero-bubble schedules, which hold the activations until W). A
+// chunk holding none counts as none for every model, linear or probed (ppb/in_flight_profile.hpp,
+// "A count of 0": the host takes a probed model's own slope there, and the tests' models are
+// affine in each chunk's count wherever a count of 0 occurs). Each distinct vector once, in no
+// particular order: the steady state passes through the same few vectors again and again, and
+// the oracles weigh every mix of every stage against each (a stage's peak is their maximum,
+// which repeats do not change; the repeats were three quarters of the chunked oracle's time
+// under ASan). The suites' one copy of the rule the solver's in-flight profile is proved against.
+inline const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& problem,
+                                                                      std::uint32_t stage) {
+    static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
+                    std::vector<std::vector<std::uint32_t>>>
+        cache;
+    auto& states = cache[{static_cast<int>(problem.schedule), problem.num_stages, problem.chunks,
+                          problem.micro_batches, stage}];
+    if (states.empty()) {
+        const ppb::Pass frees =
+            ppb::splits_backward(problem.schedule) ? ppb::Pass::weight : ppb::Pass::backward;
+        std::vector<std::uint32_t> held(problem.chunks, 0);
+        for (const auto& step : ppb::stage_order(problem.schedule, problem.num_stages,
+                                                 problem.chunks, problem.micro_batches, stage)) {
+            if (step.pass == ppb::Pass::forward)
+                ++held[step.chunk];
+            else if (step.pass == frees)
+                --held[step.chunk];
+            else
+                continue;
+            states.push_back(held);
+        }
+        std::sort(states.begin(), states.end());
+        states.erase(std::unique(states.begin(), states.end()), states.end());
+    }
+    return states;
 }
 
 // Memory of a placement by the linear model equation, written independently of

@@ -16,7 +16,6 @@
 #include <ppb/partition/refine.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/schedule.hpp>
-#include <ppb/schedule_order.hpp>
 #include <ppb/simulator.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -59,42 +58,6 @@ struct Coefficients {
     double h_squared = 0;
 };
 
-// Every in-flight vector stage s passes through, by executing its program order
-// (ppb::stage_order) step by step: +1 on a forward's chunk, -1 on a backward's (a W's under
-// the zero-bubble schedules). A chunk holding none counts as none for every model, linear or
-// probed (ppb/in_flight_profile.hpp, "A count of 0": the host takes a probed model's own slope
-// there, and these models are affine in each chunk's count wherever a count of 0 occurs).
-// Each distinct vector once, in no particular order: the steady state passes through the same
-// few vectors again and again, and the oracles weigh every mix of every stage against each
-// vector (a stage's peak is their maximum, which repeats do not change): the repeats were
-// three quarters of generous_limits_match_enumeration's time under ASan.
-const std::vector<std::vector<std::uint32_t>>& executed_states(const Problem& p, std::uint32_t s) {
-    static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>,
-                    std::vector<std::vector<std::uint32_t>>>
-        cache;
-    auto& states =
-        cache[{static_cast<int>(p.schedule), p.num_stages, p.chunks, p.micro_batches, s}];
-    if (states.empty()) {
-        std::vector<std::uint32_t> held(p.chunks, 0);
-        for (const auto& step :
-             ppb::stage_order(p.schedule, p.num_stages, p.chunks, p.micro_batches, s)) {
-            // Under the zero-bubble schedules the activations are held until W, not B.
-            const ppb::Pass frees =
-                ppb::splits_backward(p.schedule) ? ppb::Pass::weight : ppb::Pass::backward;
-            if (step.pass == ppb::Pass::forward)
-                ++held[step.chunk];
-            else if (step.pass == frees)
-                --held[step.chunk];
-            else
-                continue;
-            states.push_back(held);
-        }
-        std::sort(states.begin(), states.end());
-        states.erase(std::unique(states.begin(), states.end()), states.end());
-    }
-    return states;
-}
-
 // Memory of stage s holding `chunks` (kinds per chunk) while `f` micro-batches are in flight in
 // each chunk, written out: the constant, the embedding on stage 0, the LM head on the stage of
 // the model's last position, and per layer its parameters and its activations times its chunk's
@@ -119,7 +82,7 @@ double memory_at(const Coefficients& k, const Problem& p, std::uint32_t s,
 double stage_memory(const Coefficients& k, const Problem& p, std::uint32_t s,
                     const std::vector<KindCounts>& chunks) {
     double peak = -std::numeric_limits<double>::infinity();
-    for (const auto& f : executed_states(p, s))
+    for (const auto& f : pt::executed_states(p, s))
         peak = std::max(peak, memory_at(k, p, s, chunks, f));
     return peak;
 }
@@ -320,7 +283,7 @@ std::string check_plan(const Plan& plan, const Problem& p, const Coefficients& k
         std::vector<std::uint32_t> at_peak;
         for (const auto& chunk : stage.chunks)
             at_peak.push_back(chunk.in_flight);
-        const auto& states = executed_states(p, stage.stage);
+        const auto& states = pt::executed_states(p, stage.stage);
         if (std::find(states.begin(), states.end(), at_peak) == states.end())
             return fmt::format("stage {}: in-flight counts that never occur", stage.stage);
         const double there = memory_at(k, p, stage.stage, mixes, at_peak);

@@ -60,36 +60,12 @@ std::pair<std::uint32_t, std::uint32_t> stage_chunk(const Problem& p, std::uint3
     return {q % P, q / P};
 }
 
-// Every in-flight vector of stage s, executing its order; each distinct one once (a stage's peak
-// is their maximum, and the steady state passes through the same few again and again). A chunk
-// holding none counts as none for a linear and a probed model alike (ppb/in_flight_profile.hpp,
-// "A count of 0").
-const std::vector<std::vector<std::uint32_t>>& states(const Problem& p, std::uint32_t s) {
-    static std::map<std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t>,
-                    std::vector<std::vector<std::uint32_t>>>
-        cache;
-    auto& out = cache[{static_cast<int>(p.schedule), p.num_stages, p.micro_batches, s}];
-    if (out.empty()) {
-        std::vector<std::uint32_t> held(2, 0);
-        for (const auto& step : ppb::stage_order(p.schedule, p.num_stages, 2, p.micro_batches, s)) {
-            if (step.pass == ppb::Pass::forward)
-                ++held[step.chunk];
-            else
-                --held[step.chunk];
-            out.push_back(held);
-        }
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-    }
-    return out;
-}
-
 // The stage holding the first position holds the embedding; the one holding the last, the head.
 double stage_memory(const Instance& in, std::uint32_t s, const std::array<Mix, 2>& chunks) {
     const Problem& p = in.problem;
     const std::uint32_t tail_stage = stage_chunk(p, 2 * p.num_stages - 1).first;
     double peak = -pt::infinity;
-    for (const auto& f : states(p, s)) {
+    for (const auto& f : pt::executed_states(p, s)) {
         double m = in.c[0].const_mb + (s == 0 ? in.c[0].head_mb : 0.0) +
                    (s == tail_stage ? in.c[0].tail_mb : 0.0);
         for (std::size_t c = 0; c < 2; ++c) {

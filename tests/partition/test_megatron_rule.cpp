@@ -12,7 +12,6 @@
 #include <ppb/errors.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/schedule.hpp>
-#include <ppb/schedule_order.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -66,26 +65,9 @@ struct Linear {
     std::array<double, PPB_KIND_COUNT> a{};
 };
 
-// In flight: with one chunk 1F1B's min(P - s, M); with chunks, every state stage s passes
-// through, by executing its program order (ppb::stage_order) step by step, +1 on a forward's
-// chunk and -1 on a backward's, a chunk holding none counted as none: the model here is linear,
-// so its answer at a count of 0 is exact (ppb::ZeroCounts::exact). The stage's memory is its
-// largest over these states.
-std::vector<std::vector<std::uint32_t>> in_flight_states(const Problem& p, std::uint32_t s) {
-    if (p.chunks == 1)
-        return {{std::min(p.num_stages - s, p.micro_batches)}};
-    std::vector<std::vector<std::uint32_t>> states;
-    std::vector<std::uint32_t> held(p.chunks, 0);
-    for (const auto& step :
-         ppb::stage_order(p.schedule, p.num_stages, p.chunks, p.micro_batches, s)) {
-        if (step.pass == ppb::Pass::forward)
-            ++held[step.chunk];
-        else
-            --held[step.chunk];
-        states.push_back(held);
-    }
-    return states;
-}
+// In flight: every state stage s passes through, executing its order (pt::executed_states);
+// the model here is linear, so its answer at a count of 0 is exact (ppb::ZeroCounts::exact).
+// The stage's memory is its largest over these states.
 
 struct Best {
     double objective = pt::infinity;
@@ -117,7 +99,7 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
     std::vector<std::uint32_t> counts(Q, 0);
     std::vector<std::vector<std::vector<std::uint32_t>>> states;
     for (std::uint32_t s = 0; s < P; ++s)
-        states.push_back(in_flight_states(p, s));
+        states.push_back(pt::executed_states(p, s));
     const auto evaluate = [&](const OracleSetting& setting) {
         std::vector<double> total(P, 0.0), slowest(P, 0.0);
         for (std::uint32_t s = 0; s < P; ++s) {
