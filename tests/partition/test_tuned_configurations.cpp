@@ -245,21 +245,9 @@ const std::map<std::string, std::string> open_gaps = {
      "under: 4 micro-batches per replica; the synchronisation of 10 G parameters a rank over 32 "
      "replicas is exposed beyond the last backward in ppb, which overlaps it with that backward "
      "only"},
-    {"gpt3_175b H100 fp8 512 GPUs TP4 PP8 VP6 GBS 2048 MBS 2",
-     "under at MBS 2 where MBS 1 on 128 GPUs is within 5 %: larger matrix products run nearer "
-     "the peak than one achievable fraction says"},
     {"nemotron3_8b H100 fp8 64 GPUs TP2 PP1 GBS 256 MBS 4",
      "over: a 256 000-token vocabulary, whose loss and softmax (element-wise work) the time model "
      "does not count"},
-    {"llama31_405b GB200 fp8 256 GPUs TP4 PP16 VP4 GBS 1536 MBS 1",
-     "under by 15.9 %; the same model's MXFP8 run with VP8 is within 10 %"},
-    {"llama3_8b GB200 fp8-mx 8 GPUs TP1 PP1 GBS 128 MBS 2",
-     "over by 15.1 %: MXFP8's block scaling ran 5.5 % slower than current scaling in the same "
-     "table (29 789 against 31 508 tokens/s/GPU, +8.8 % here), which one fraction per device "
-     "and precision does not tell apart"},
-    {"llama3_8b H100 fp8 8 GPUs TP1 PP1 CP2 GBS 128 MBS 1",
-     "over by 17.9 %: the ring attention's split of each sequence into 2 x cp pieces (load "
-     "balance of the causal mask) runs smaller kernels than one achievable fraction says"},
 };
 
 }  // namespace

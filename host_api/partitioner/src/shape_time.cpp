@@ -428,18 +428,42 @@ double mtp_flops(const Shape& m) {
     return m.mtp_layers * (layer + projection + lm_head_flops(m));
 }
 
+// The rate of the 16-bit matrix products: the cluster's rate scaled by the 16-bit over the FP8
+// peak when the cluster runs FP8 (the same achievable fraction), else the rate itself.
+double sixteen_bit_rate(const ShapeTimeSettings& settings) noexcept {
+    if (!settings.cluster || settings.cluster->precision != MatrixPrecision::fp8)
+        return settings.device_tflops;
+    const DeviceSpec& d = settings.cluster->device;
+    return d.bf16_tflops > 0.0 && d.fp8_tflops > 0.0
+               ? settings.device_tflops * d.bf16_tflops / d.fp8_tflops
+               : settings.device_tflops;
+}
+
 // One layer's entry: time = its forward, from its FLOPs, as today's SAPP reads `time`
 // (TimeConvention::hyper_parallel: the backward base is 2 x time, the backward computing the
 // gradients of the inputs and of the weights, each as much work as the forward).
 // With `communication` (a cluster's), forward_time is the forward with its collectives and time
 // the FLOPs' forward plus half the backward's collectives: the reader's backward, 2 x time, is
 // then the FLOPs' backward plus the backward's collectives.
+// Of `flops`, `sixteen_bit_flops` run in 16 bits whatever the cluster's precision: under FP8
+// Megatron-LM runs the attention's core in Transformer Engine's 16-bit kernels (its
+// fp8_dot_product_attention is off by default) and the LM head as a plain ColumnParallelLinear
+// outside Transformer Engine's FP8 autocast (megatron/core/transformer/transformer_config.py,
+// megatron/core/models/gpt/gpt_model.py at 4e85d74ae9); they take the 16-bit peak times the same
+// achievable fraction (sixteen_bit_tflops). `core_flops` (the attention's core, what the
+// context-parallel ring runs under) is part of them.
 sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t layers, double flops,
                         const ShapeTimeSettings& settings, std::string_view source,
-                        const LayerCommunication& communication = {}, double core_flops = 0.0) {
+                        const LayerCommunication& communication = {}, double core_flops = 0.0,
+                        double sixteen_bit_flops = 0.0) {
     const auto ms = [&](double f) { return f / (settings.device_tflops * 1e12) * 1e3; };
-    const double compute = ms(flops);
-    const double core = ms(core_flops);
+    const double sixteen_bit_tflops = sixteen_bit_rate(settings);
+    const auto ms16 = [&](double f) { return f / (sixteen_bit_tflops * 1e12) * 1e3; };
+    // One rate: the FLOPs at once, as they always were (the same doubles for the same shape).
+    const double compute = sixteen_bit_tflops == settings.device_tflops
+                               ? ms(flops)
+                               : ms(flops - sixteen_bit_flops) + ms16(sixteen_bit_flops);
+    const double core = ms16(core_flops);
     // An overlapped collective costs its exposed share (Cluster::overlap_exposed_fraction: the
     // pieces waited for, the SMs it takes) and what of the rest outlasts the products under it.
     // With --tp-comm-overlap the tensor-parallel collectives run under the layer's matrix
@@ -548,7 +572,8 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
             ++end;
         file.entries.push_back(timed_entry(std::string(name), sapp::EntryType::body, end - i,
                                            moe ? moe_flops : dense_flops, settings, source,
-                                           communication_of(name), core_attention_flops(shape)));
+                                           communication_of(name), core_attention_flops(shape),
+                                           core_attention_flops(shape)));
         // auto_partition_layer: each group once, in order of first appearance, all its layers.
         auto it = file.auto_partition_layer.begin();
         while (it != file.auto_partition_layer.end() && it->name != name)
@@ -559,8 +584,12 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
             it->value += end - i;
         i = end;
     }
+    // The LM head (and each MTP layer's pass through it, and its attention's core) in 16 bits.
+    const double tail_sixteen_bit = (1.0 + shape.mtp_layers) * lm_head_flops(shape) +
+                                    shape.mtp_layers * core_attention_flops(shape);
     file.entries.push_back(timed_entry(std::string(tail_name), sapp::EntryType::tail, 1,
-                                       lm_head_flops(shape) + mtp_flops(shape), settings, source));
+                                       lm_head_flops(shape) + mtp_flops(shape), settings, source,
+                                       {}, 0.0, tail_sixteen_bit));
     return sapp::to_json(file);
 }
 

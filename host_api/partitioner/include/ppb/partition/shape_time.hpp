@@ -23,8 +23,10 @@
 // reader's default SAPP coefficients. The embedding is a lookup: time 0. With a cluster
 // (ShapeTimeSettings::cluster) a body layer's entry also carries its collectives: forward_time
 // = FLOPs time + forward collectives, time = FLOPs time + half the backward collectives (so the
-// reader's backward, 2 x time, is twice the FLOPs time plus the backward collectives). Not
-// counted: the ends' collectives, other communication (the pipeline's and the data-parallel
+// reader's backward, 2 x time, is twice the FLOPs time plus the backward collectives); with a
+// cluster whose precision is FP8, the attention's core and the LM head run at the 16-bit rate,
+// as Megatron-LM runs them (shape_time.cpp, timed_entry). Not counted: the ends'
+// collectives, other communication (the pipeline's and the data-parallel
 // synchronisation are the search's), element-wise work (norms, softmax, activations), the causal
 // mask's savings, flash attention's recomputation in backward, capacity padding.
 // host_api/docs/design.md, "Times from a model shape", gives the reasons.
