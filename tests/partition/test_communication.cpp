@@ -294,7 +294,7 @@ BOOST_AUTO_TEST_CASE(sharded_weights_and_gradients_move_with_each_layer) {
                  R"("data_parallel_sharding": "optim_grads_params")");
     const ShapeSizes shape = shape_sizes(fsdp, "fsdp.json");
     BOOST_TEST((shape.sharding == DataParallelSharding::optim_grads_params));
-    BOOST_TEST(shape.distributed_optimizer);
+    BOOST_TEST(shape.distributed_optimizer());
     const TimeModel time = time_model_from_shape(fsdp, "fsdp.json", ShapeTimeSettings{400.0});
     // A layer's forward: 68 719 476 736 FLOPs over t = 2 at 400 TFLOP/s.
     const double forward = 68'719'476'736.0 / 2.0 / 400e12 * 1e3;

@@ -299,9 +299,9 @@ ShardedTransfers sharded_transfers(const ShapeSizes& shape, const Cluster& clust
 
 TimeModel with_sharded_transfers(const TimeModel& time, const ShapeSizes& shape,
                                  const Cluster& cluster, const ParallelLayout& layout) {
-    const bool params = shape.sharding == DataParallelSharding::optim_grads_params;
-    if (!params && shape.sharding != DataParallelSharding::optim_grads)
+    if (!shards_per_layer(shape.sharding))
         return time;
+    const bool params = shape.sharding == DataParallelSharding::optim_grads_params;
     // What one unit of `parameters` (and `experts`) waits for, forward and backward, given its
     // forward and backward compute.
     struct Exposed {
@@ -362,8 +362,7 @@ SearchOutcome plan_with_communication(
     const ParallelLayout layout{c.pipeline, c.data_parallel};
     Problem problem = base;
     problem.comm_time = pipeline_transfer_ms(shape, cluster, layout, c.schedule.schedule);
-    if (shape.sharding == DataParallelSharding::optim_grads ||
-        shape.sharding == DataParallelSharding::optim_grads_params)
+    if (shards_per_layer(shape.sharding))  // else the layers' times are the base's
         problem.time = with_sharded_transfers(base.time, shape, cluster, layout);
     SearchOutcome out = plan_one(problem, c);
     if (out.planned) {

@@ -4,10 +4,16 @@
 #include <fmt/format.h>
 
 namespace ppb::partition {
+namespace {
+
+// B = M x b x d.
+std::uint64_t global_batch_of(const Configuration& c) {
+    return static_cast<std::uint64_t>(c.micro_batches) * c.micro_batch_size * c.data_parallel;
+}
+
+}  // namespace
 
 FrameworkFlags megatron_configuration_args(const Configuration& c) {
-    const std::uint64_t global_batch =
-        static_cast<std::uint64_t>(c.micro_batches) * c.micro_batch_size * c.data_parallel;
     FrameworkFlags out;
     out.args = {"--tensor-model-parallel-size",
                 std::to_string(c.tensor_parallel),
@@ -18,7 +24,7 @@ FrameworkFlags megatron_configuration_args(const Configuration& c) {
                 "--micro-batch-size",
                 std::to_string(c.micro_batch_size),
                 "--global-batch-size",
-                std::to_string(global_batch)};
+                std::to_string(global_batch_of(c))};
     if (c.expert_parallel) {
         out.args.insert(out.args.end(),
                         {"--expert-model-parallel-size", std::to_string(*c.expert_parallel)});
@@ -53,8 +59,6 @@ TorchtitanSettings torchtitan_configuration(const Configuration& c) {
                                                        : "the optimizer state and gradients");
         return out;
     }
-    const std::uint64_t global_batch =
-        static_cast<std::uint64_t>(c.micro_batches) * c.micro_batch_size * c.data_parallel;
     out.settings = {
         {"parallelism.tensor_parallel_degree", c.tensor_parallel},
         {"parallelism.pipeline_parallel_degree", c.pipeline},
@@ -73,7 +77,7 @@ TorchtitanSettings torchtitan_configuration(const Configuration& c) {
     } else {
         out.settings.emplace_back("training.local_batch_size", c.micro_batch_size);
     }
-    out.settings.emplace_back("training.global_batch_size", global_batch);
+    out.settings.emplace_back("training.global_batch_size", global_batch_of(c));
     return out;
 }
 

@@ -12,6 +12,7 @@
 #include <boost/json/value.hpp>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -616,10 +617,10 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
         const std::string_view name = member->as_string();
         const std::optional<DataParallelSharding> sharding = sharding_from_name(name);
         if (!sharding) {
-            member->fail(fmt::format(
-                "expected one of no_shard, optim, optim_grads, optim_grads_params (Megatron-LM's "
-                "--data-parallel-sharding-strategy), got \"{}\"",
-                name));
+            member->fail(
+                fmt::format("expected one of {} (Megatron-LM's "
+                            "--data-parallel-sharding-strategy), got \"{}\"",
+                            fmt::join(sharding_names, ", "), name));
         }
         out.sharding = *sharding;
         if (out.sharding == DataParallelSharding::no_shard && distributed_optimizer) {
@@ -628,7 +629,6 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
                 "optimizer state (optim); give one of the two");
         }
     }
-    out.distributed_optimizer = out.sharding != DataParallelSharding::no_shard;
     out.param_bytes = bytes("param_bytes", 2.0);
     out.grad_bytes = bytes("grad_bytes", 4.0);
     out.hidden_states = shape.seq / shape.cp * shape.batch * shape.hidden;

@@ -150,7 +150,7 @@ int run_partition(const PartitionArgs& args) {
             sizes = partition::shape_sizes(shape_options.json, shape_options.file.empty()
                                                                    ? "--model-options"
                                                                    : shape_options.file);
-            if (args.device.overlap_param_gather && !sizes->distributed_optimizer) {
+            if (args.device.overlap_param_gather && !sizes->distributed_optimizer()) {
                 throw UsageError(
                     "--overlap-param-gather: the weights are gathered with the distributed "
                     "optimizer only (Megatron-LM requires --use-distributed-optimizer); the model "

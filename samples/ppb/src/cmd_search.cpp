@@ -783,7 +783,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
             "no_shard, optim (the distributed optimizer), optim_grads, optim_grads_params\n"
             "(Megatron-FSDP, FSDP2); needs a model shape"))
         ->type_name("S,...")
-        ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}));
+        ->check(CLI::IsMember(std::vector<std::string>(partition::sharding_names.begin(),
+                                                       partition::sharding_names.end())));
     as_comma_list(
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")

@@ -88,10 +88,12 @@ struct ShapeSizes {
     double context_parallel = 1.0;  // cp: a sequence's tokens split over cp ranks
     bool sequence_parallel = false;
     // What the data-parallel ranks shard (ppb/partition/sharding.hpp): data_parallel_sharding,
-    // else optim with distributed_optimizer, else no_shard; distributed_optimizer is true for
-    // every sharding but no_shard (the weights are gathered after the step or per layer).
+    // else optim with distributed_optimizer, else no_shard.
     DataParallelSharding sharding = DataParallelSharding::no_shard;
-    bool distributed_optimizer = false;
+    // Every sharding but no_shard gathers the weights (after the step, or per layer).
+    [[nodiscard]] bool distributed_optimizer() const noexcept {
+        return sharding != DataParallelSharding::no_shard;
+    }
     double param_bytes = 2.0;
     double grad_bytes = 4.0;
     // One micro-batch's hidden states on a rank's cp-th of the tokens, s / cp x b x h: what a

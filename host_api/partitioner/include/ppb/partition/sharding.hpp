@@ -28,6 +28,13 @@ inline constexpr std::array<std::string_view, 4> sharding_names = {
     return sharding_names[static_cast<std::size_t>(sharding)];
 }
 
+// Whether `sharding` moves the gradients (optim_grads) or also the weights (optim_grads_params)
+// with each layer, rather than once per iteration.
+[[nodiscard]] constexpr bool shards_per_layer(DataParallelSharding sharding) noexcept {
+    return sharding == DataParallelSharding::optim_grads ||
+           sharding == DataParallelSharding::optim_grads_params;
+}
+
 // The sharding named `name`; none for another name.
 [[nodiscard]] constexpr std::optional<DataParallelSharding> sharding_from_name(
     std::string_view name) noexcept {
