@@ -68,7 +68,7 @@ stage_build() {
     local build_dir="${BUILD_DIR:-build}"
     cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DPPB_UNITY_TESTS=ON \
-        -DPPB_TEST_CXX_FLAGS=-O0 "$@"
+        -DPPB_TEST_CXX_FLAGS=-O0 -DPPB_PRECOMPILED_HEADERS=OFF "$@"
     cmake --build "$build_dir" -j "$jobs"
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 }

@@ -43,7 +43,12 @@ failed() {
     exit 1
 }
 say "building the ppb command, its plugins, libraries and Python module in $build_dir/ (not the tests; the compiler's output goes to build.log)"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo > build.log 2>&1 || failed
+# Optimised, with line tables only (-g1: a backtrace still names functions, files and lines) and
+# the standard and fmt headers precompiled: the build takes about a quarter less than with full
+# debug information and no precompiled headers (host_api/docs/testing.md).
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DPPB_PRECOMPILED_HEADERS=ON \
+    > build.log 2>&1 || failed
 cmake --build "$build_dir" -j "$(nproc)" --target ppb_installable 2>&1 | tee -a build.log | progress ||
     failed
 say "built; running the main job on the bundled sample"

@@ -12,7 +12,9 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <set>
+#include <vector>
 
 namespace ppb::importers::megatron {
 namespace {
@@ -261,19 +263,43 @@ std::string plural_values(std::size_t n) {
     return n == 1 ? "one value" : fmt::format("{} values", n);
 }
 
+using ValueMap = std::map<std::string, json::value, std::less<>>;
+
+// The defaults argparse sets before it reads an argument, per release: parsed from the table once
+// per process and shared by every parse (about a thousand flags: parsing their defaults afresh,
+// and copying them, was most of a parse's time).
+const ValueMap& release_defaults(ReleaseIndex release) {
+    static const std::vector<ValueMap> per_release = [] {
+        std::vector<ValueMap> all(releases().size());
+        for (std::size_t r = 0; r < all.size(); ++r) {
+            for (const Flag& f : flags()) {
+                if (f.first <= r && r <= f.last && f.sets_default)
+                    all[r][std::string(f.dest)] = json::parse(f.default_json);
+            }
+        }
+        return all;
+    }();
+    return per_release.at(release);
+}
+
 }  // namespace
 
 ParsedArguments::ParsedArguments(ReleaseIndex release,
                                  std::map<std::string, json::value, std::less<>> values,
                                  std::vector<GivenFlag> given)
-    : release_(release), values_(std::move(values)), given_(std::move(given)) {}
+    : release_(release),
+      values_(std::move(values)),
+      defaults_(&release_defaults(release)),
+      given_(std::move(given)) {}
 
 std::optional<json::value> ParsedArguments::value(std::string_view flag) const {
     const Flag* f = find_flag(flag, release_);
     if (!f)
         return std::nullopt;
-    const auto it = values_.find(f->dest);
-    return it == values_.end() ? json::value() : it->second;
+    if (const auto it = values_.find(f->dest); it != values_.end())
+        return it->second;
+    const auto it = defaults_->find(f->dest);
+    return it == defaults_->end() ? json::value() : it->second;
 }
 
 bool ParsedArguments::given(std::string_view flag) const {
@@ -284,13 +310,11 @@ ParseOutcome parse_megatron_arguments(std::span<const std::string> arguments, Re
                                       std::span<const DeclaredFlag> declared) {
     ParseOutcome out;
     const FlagLookup lookup(release, declared);
-    std::map<std::string, json::value, std::less<>> values;
-    for (const Flag& f : flags()) {
-        if (f.first <= release && release <= f.last && f.sets_default)
-            values[std::string(f.dest)] = json::parse(f.default_json);
+    ValueMap values;  // beyond the release's defaults
+    for (const Flag& f : lookup.declared()) {
+        if (!release_defaults(release).contains(f.dest))
+            values.try_emplace(std::string(f.dest), json::parse(f.default_json));
     }
-    for (const Flag& f : lookup.declared())
-        values.try_emplace(std::string(f.dest), json::parse(f.default_json));
     std::vector<GivenFlag> given;
     const std::vector<Token> tokens = classify(arguments, lookup);
     std::vector<std::string_view> stray;  // values no flag takes

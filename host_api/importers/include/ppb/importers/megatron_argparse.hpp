@@ -55,6 +55,8 @@ struct GivenFlag {
 // The attributes argparse leaves after reading a list with one release's parser.
 class ParsedArguments {
   public:
+    // `values`: the attributes set beyond the release's own defaults (declared flags' defaults,
+    // the values given), by dest; the release's defaults are its table's, shared by every parse.
     ParsedArguments(ReleaseIndex release,
                     std::map<std::string, boost::json::value, std::less<>> values,
                     std::vector<GivenFlag> given);
@@ -74,7 +76,8 @@ class ParsedArguments {
 
   private:
     ReleaseIndex release_;
-    std::map<std::string, boost::json::value, std::less<>> values_;  // dest -> value
+    std::map<std::string, boost::json::value, std::less<>> values_;           // dest -> value set
+    const std::map<std::string, boost::json::value, std::less<>>* defaults_;  // the release's
     std::vector<GivenFlag> given_;
 };
 
