@@ -713,6 +713,98 @@ BOOST_AUTO_TEST_CASE(the_data_parallel_sharding_is_searched_with_the_shape) {
          "a model shape"});
 }
 
+// Under the table, rank 1 as each framework takes it: its degrees and batch (the --json entry's
+// megatron_parallelism, torchtitan_parallelism) with its plan's flags and tables.
+BOOST_AUTO_TEST_CASE(rank_one_is_printed_as_each_framework_runs_it) {
+    const std::vector<std::string> common = {"search",
+                                             "--model-options",
+                                             shape_file,
+                                             "--model",
+                                             "analytic",
+                                             "--devices",
+                                             "32",
+                                             "--global-batch",
+                                             "64",
+                                             "--device",
+                                             "H100",
+                                             "--schedules",
+                                             "1f1b,interleaved",
+                                             "--recompute-rule",
+                                             "megatron",
+                                             "--top",
+                                             "3",
+                                             "--progress",
+                                             "never"};
+    auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = common;
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto text = with({});
+    const auto json_run = with({"--json"});
+    BOOST_TEST_REQUIRE(text.exit_code == 0, text.err);
+    BOOST_TEST_REQUIRE(json_run.exit_code == 0, json_run.err);
+    const json::object first = parse_json(json_run.out).at("ranking").at(0).as_object();
+    // Megatron-LM: the degrees, then the plan's flags but its --pipeline-model-parallel-size (the
+    // same P), the layout quoted for the shell.
+    std::vector<std::string> tokens;
+    for (const json::value& t : first.at("megatron_parallelism").as_array())
+        tokens.emplace_back(t.as_string());
+    const json::array& plan_args = first.at("plan").at("megatron").at("args").as_array();
+    BOOST_TEST_REQUIRE(plan_args.at(0).as_string() == "--pipeline-model-parallel-size");
+    BOOST_TEST(plan_args.at(1) == first.at("megatron_parallelism").at(3));
+    for (std::size_t i = 2; i < plan_args.size(); ++i) {
+        const std::string token(plan_args[i].as_string());
+        tokens.push_back(token.find('|') != std::string::npos ? "\"" + token + "\"" : token);
+    }
+    std::string line;
+    for (const std::string& t : tokens)
+        line += (line.empty() ? "" : " ") + t;
+    BOOST_TEST(line.find("--pipeline-model-parallel-layout \"E") != std::string::npos, line);
+    const std::size_t block = text.out.find(
+        "\nRank 1 as each framework takes it (every rank's in --json):\n"
+        "MindFormers / SAPP configuration:\n");
+    BOOST_TEST_REQUIRE(block != std::string::npos, text.out);
+    const std::string rank_one = text.out.substr(block);
+    BOOST_TEST(rank_one.find("\nMegatron-LM flags:\n  " + line + "\n") != std::string::npos,
+               rank_one << "\nexpected: " << line);
+    BOOST_TEST(rank_one.find("\nMindSpeed-LLM flags:\n  --tensor-model-parallel-size 8 ") !=
+               std::string::npos);
+    // torchtitan: the degrees first in [parallelism], the batch in [training].
+    const json::object& titan = first.at("torchtitan_parallelism").as_object();
+    const auto setting = [&](const char* key) { return titan.at(key).to_number<std::uint64_t>(); };
+    BOOST_TEST(rank_one.find(fmt::format(
+                   "torchtitan job configuration (TOML):\n  [parallelism]\n"
+                   "  tensor_parallel_degree = 8\n  pipeline_parallel_degree = {}\n"
+                   "  context_parallel_degree = 1\n  data_parallel_shard_degree = {}\n"
+                   "  pipeline_parallel_microbatch_size = 1\n  pipeline_parallel_schedule = \"",
+                   setting("parallelism.pipeline_parallel_degree"),
+                   setting("parallelism.data_parallel_shard_degree"))) != std::string::npos,
+               rank_one);
+    BOOST_TEST(rank_one.find(fmt::format("  [training]\n  local_batch_size = {}\n"
+                                         "  global_batch_size = 64\n  [activation_checkpoint]\n",
+                                         setting("training.local_batch_size"))) !=
+               std::string::npos);
+    // A sharding torchtitan does not have: its block says why, Megatron's has the flag.
+    const auto optim = with({"--data-parallel-sharding", "optim"});
+    BOOST_TEST_REQUIRE(optim.exit_code == 0, optim.err);
+    BOOST_TEST(optim.out.find("torchtitan job configuration (TOML):\n  none (torchtitan shards the "
+                              "weights, gradients and optimizer state together (FSDP2, "
+                              "optim_grads_params) or replicates them (no_shard), not the "
+                              "optimizer state alone)\n") != std::string::npos,
+               optim.out);
+    BOOST_TEST(optim.out.find(" --use-distributed-optimizer --num-layers 80 ") != std::string::npos,
+               optim.out);
+    // One stage: torchtitan does not pipeline, no schedule or model parts.
+    const auto one = with({"--pipeline-degrees", "1", "--memory-limit-mb", "200000"});
+    BOOST_TEST_REQUIRE(one.exit_code == 0, one.err);
+    BOOST_TEST(
+        one.out.find("  data_parallel_shard_degree = 4\n  [training]\n  local_batch_size = 1\n"
+                     "  global_batch_size = 64\n") != std::string::npos,
+        one.out);
+    BOOST_TEST(one.out.find("module_fqns_per_model_part") == std::string::npos);
+}
+
 // --expert-parallel: each EP of an MoE shape a configuration of its own where EP x ETP divides the
 // t x cp x d ranks of a stage (left out, with the reason, where it does not), its memory and
 // expert all-to-all from the shape with that EP.

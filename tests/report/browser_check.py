@@ -304,7 +304,8 @@ def member_names(value, names=None):
 
 
 def check_configuration(page, plan, text, where):
-    """The configuration blocks against `ppb partition`'s text output for the same plan."""
+    """The configuration blocks against ppb's text output for the same plan (`ppb partition`'s,
+    or for a search's best configuration the search's own block for rank 1)."""
     configs = json.loads(page.evaluate(CONFIGS))
     expected = text_blocks(text)
     frameworks = [t for t in expected if "configuration" in t or "flags" in t or
@@ -526,9 +527,11 @@ def main():
             alone = json.loads(ppb(executable, source, "partition", *best_args, "--json"))
             check([s["layers"] for s in alone["stages"]] == [s["layers"] for s in best["plan"]["stages"]],
                   "the search's best plan is not the plan of its configuration by itself")
+            # Its configuration blocks as the search prints them for rank 1: the plan's, each
+            # framework's with the configuration's degrees and batch.
             copies, fonts = check_page(browser, html, best["plan"],
-                                       ppb(executable, source, "partition", *best_args), out, "search",
-                                       search)
+                                       ppb(executable, source, "search", *search_args, "--top", "0"),
+                                       out, "search", search)
             print(f"search: {len(search['ranking'])} configurations in the table and the chart, "
                   f"{copies} copy buttons; timeline text "
                   + ", ".join(f"{size:.1f} px at {w}" for w, size in fonts.items()))

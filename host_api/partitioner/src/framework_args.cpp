@@ -49,8 +49,8 @@ std::string no_setting_reason(const Problem& problem, const Plan& plan, std::str
     return fmt::format(
         "{} applies one recompute setting to every chunk (none, selective, or full of the first N "
         "layers of every chunk or of every layer), and none builds this plan's chunks ({}{}); "
-        "plan with --recompute-rule megatron for a plan it can run",
-        who, chunks, all > shown ? "; ..." : "");
+        "plan with --recompute-rule {} for a plan it can run",
+        who, chunks, all > shown ? "; ..." : "", who == "torchtitan" ? "torchtitan" : "megatron");
 }
 
 std::string count_list(const std::vector<std::uint32_t>& counts) {

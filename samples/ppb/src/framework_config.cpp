@@ -6,13 +6,16 @@
 
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/partition/configuration_flags.hpp>
 #include <ppb/partition/framework_args.hpp>
 #include <ppb/partition/plan_document.hpp>
 
 #include <fmt/format.h>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -52,22 +55,45 @@ FrameworkConfig mindformers(const JsonObject& plan) {
     return config;
 }
 
-// Flags as one shell line from `args` (a list of strings), or why none from `why_key`.
+// Flags as one shell line from `args` (a list of strings), or why none from `why_key`; after
+// `degrees` (a searched configuration's), without the plan's flags they already give.
 FrameworkConfig flags(const JsonObject& object, std::string_view args_key, std::string_view why_key,
-                      std::string framework, std::string title) {
+                      std::string framework, std::string title,
+                      const std::vector<std::string>& degrees) {
     FrameworkConfig config{std::move(framework), std::move(title), {}, {}, "shell"};
     const JsonNode args = object.required(args_key);
     if (args.is_null()) {
         config.why_not = std::string(object.required(why_key).as_string());
         return config;
     }
-    std::vector<std::string> tokens;
+    std::vector<std::string> plan_tokens;
     for (const JsonNode& token : args.as_array().elements())
-        tokens.emplace_back(token.as_string());
-    if (tokens.empty())
+        plan_tokens.emplace_back(token.as_string());
+    if (plan_tokens.empty())
         args.fail("expected the framework's flags, got none");
+    std::vector<std::string> tokens = degrees;
+    for (std::size_t i = 0; i < plan_tokens.size(); ++i) {
+        // A flag the degrees give, with its value (the plan's flags take one value each).
+        if (plan_tokens[i].starts_with("--") &&
+            std::ranges::find(degrees, plan_tokens[i]) != degrees.end()) {
+            ++i;
+            continue;
+        }
+        tokens.push_back(plan_tokens[i]);
+    }
     config.text = partition::shell_line(tokens);
     return config;
+}
+
+// The settings of `degrees` in `section` ("parallelism", "training") as TOML lines.
+std::string toml_settings(const FrameworkDegrees& degrees, std::string_view section) {
+    std::string out;
+    for (const auto& [key, value] : degrees.torchtitan) {
+        const std::size_t dot = key.find('.');
+        if (std::string_view(key).substr(0, dot) == section)
+            out += fmt::format("{} = {}\n", key.substr(dot + 1), value);
+    }
+    return out;
 }
 
 // A TOML basic string: in double quotes, with '"', '\' and control characters escaped.
@@ -84,10 +110,20 @@ std::string toml_string(std::string_view text) {
     return out + "\"";
 }
 
-// torchtitan's job configuration: the tables that exist as one TOML block, and why any is missing.
-void torchtitan(const JsonObject& plan, std::vector<FrameworkConfig>& out) {
+// torchtitan's job configuration: the tables that exist as one TOML block, and why any is missing;
+// with a searched configuration's `degrees`, those first in [parallelism] and [training].
+void torchtitan(const JsonObject& plan, const FrameworkDegrees* degrees,
+                std::vector<FrameworkConfig>& out) {
+    if (degrees && !degrees->torchtitan_why_not.empty()) {
+        out.push_back({"torchtitan",
+                       "torchtitan job configuration (TOML)",
+                       {},
+                       degrees->torchtitan_why_not,
+                       "toml"});
+        return;
+    }
     const JsonObject titan = plan.required("torchtitan").as_object();
-    std::string toml;
+    std::string toml = degrees ? toml_settings(*degrees, "parallelism") : std::string();
     std::vector<FrameworkConfig> missing;
     const JsonNode parts = titan.required("module_fqns_per_model_part");
     if (parts.is_null()) {
@@ -96,12 +132,14 @@ void torchtitan(const JsonObject& plan, std::vector<FrameworkConfig>& out) {
                            {},
                            std::string(titan.required("why_not").as_string()),
                            "toml"});
-    } else {
-        toml += fmt::format(
-            "[parallelism]\npipeline_parallel_degree = {}\npipeline_parallel_schedule = {}\n"
-            "module_fqns_per_model_part = [\n",
-            titan.required("pipeline_parallel_degree").as_count(limits::stages),
-            toml_string(titan.required("pipeline_parallel_schedule").as_string()));
+    } else if (const std::uint32_t stages =
+                   titan.required("pipeline_parallel_degree").as_count(limits::stages);
+               stages > 1 || parts.as_array().size() > 1) {
+        // (One stage of one part: torchtitan does not pipeline, nothing to say of it.)
+        if (!degrees)
+            toml += fmt::format("pipeline_parallel_degree = {}\n", stages);
+        toml += fmt::format("pipeline_parallel_schedule = {}\nmodule_fqns_per_model_part = [\n",
+                            toml_string(titan.required("pipeline_parallel_schedule").as_string()));
         for (const JsonNode& part : parts.as_array().elements()) {
             std::string names;
             for (const JsonNode& name : part.as_array().elements())
@@ -109,6 +147,12 @@ void torchtitan(const JsonObject& plan, std::vector<FrameworkConfig>& out) {
             toml += fmt::format("  [{}],\n", names);
         }
         toml += "]\n";
+    }
+    if (!toml.empty())
+        toml = "[parallelism]\n" + toml;
+    if (degrees) {
+        if (const std::string training = toml_settings(*degrees, "training"); !training.empty())
+            toml += "[training]\n" + training;
     }
     const JsonNode ac = titan.required("activation_checkpoint");
     if (ac.is_null()) {
@@ -151,23 +195,70 @@ std::vector<FrameworkConfig> framework_configs(const boost::json::object& plan,
     return framework_configs(JsonNode(document, source));
 }
 
-std::vector<FrameworkConfig> framework_configs(const JsonNode& plan) {
+namespace {
+
+std::vector<FrameworkConfig> configs_of(const JsonNode& plan, const FrameworkDegrees* degrees) {
     const JsonObject members = plan.as_object();
     const JsonNode rule_node = members.required("recompute_rule");
     const auto rule = partition::rule_from_name(rule_node.as_string());
     if (!rule)
         rule_node.fail("expected a recompute rule (any, mindformers, megatron, torchtitan)");
     std::vector<FrameworkConfig> out = {mindformers(members)};
-    // Under the rules made for them, the other frameworks' settings.
-    if (*rule == partition::RecomputeRule::megatron ||
+    // Under the rules made for them, the other frameworks' settings; for a searched
+    // configuration every framework's, its degrees at least, and why the plan is not one it runs.
+    if (degrees || *rule == partition::RecomputeRule::megatron ||
         *rule == partition::RecomputeRule::torchtitan) {
+        const std::vector<std::string> flag_degrees =
+            degrees ? degrees->megatron : std::vector<std::string>();
         const JsonObject megatron = members.required("megatron").as_object();
-        out.push_back(flags(megatron, "args", "why_not", "megatron", "Megatron-LM flags"));
+        out.push_back(
+            flags(megatron, "args", "why_not", "megatron", "Megatron-LM flags", flag_degrees));
         out.push_back(flags(megatron, "legacy_args", "legacy_why_not", "megatron-legacy",
-                            "Megatron-LM before --pipeline-model-parallel-layout"));
+                            "Megatron-LM before --pipeline-model-parallel-layout", flag_degrees));
         out.push_back(flags(members.required("mindspeed_llm").as_object(), "args", "why_not",
-                            "mindspeed-llm", "MindSpeed-LLM flags"));
-        torchtitan(members, out);
+                            "mindspeed-llm", "MindSpeed-LLM flags", flag_degrees));
+        torchtitan(members, degrees, out);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<FrameworkConfig> framework_configs(const JsonNode& plan) {
+    return configs_of(plan, nullptr);
+}
+
+std::vector<FrameworkConfig> framework_configs(const JsonNode& plan,
+                                               const FrameworkDegrees& degrees) {
+    return configs_of(plan, &degrees);
+}
+
+FrameworkDegrees framework_degrees(const partition::Configuration& configuration) {
+    FrameworkDegrees out;
+    out.megatron = partition::megatron_configuration_args(configuration).args;
+    partition::TorchtitanSettings titan = partition::torchtitan_configuration(configuration);
+    out.torchtitan = std::move(titan.settings);
+    out.torchtitan_why_not = std::move(titan.why_not);
+    return out;
+}
+
+FrameworkDegrees framework_degrees(const JsonNode& ranking_entry) {
+    const JsonObject entry = ranking_entry.as_object();
+    FrameworkDegrees out;
+    for (const JsonNode& token : entry.required("megatron_parallelism").as_array().elements())
+        out.megatron.emplace_back(token.as_string());
+    const JsonNode titan = entry.required("torchtitan_parallelism");
+    if (titan.is_null()) {
+        out.torchtitan_why_not =
+            std::string(entry.required("torchtitan_parallelism_why_not").as_string());
+        return out;
+    }
+    for (const auto& [key, value] : titan.as_object().members()) {
+        if (key.find('.') == std::string_view::npos)
+            value.fail("expected a \"section.key\" name of torchtitan's job configuration");
+        out.torchtitan.emplace_back(
+            std::string(key), static_cast<std::uint64_t>(
+                                  value.as_integer(0, std::numeric_limits<std::int64_t>::max())));
     }
     return out;
 }

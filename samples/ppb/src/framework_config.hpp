@@ -23,11 +23,14 @@
 #define PPB_CLI_FRAMEWORK_CONFIG_HPP
 
 #include <ppb/json_input.hpp>
+#include <ppb/partition/search.hpp>
 
 #include <boost/json/object.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ppb::cli {
@@ -50,6 +53,31 @@ struct FrameworkConfig {
 // The same for a plan inside a larger document (messages name the member from the document's
 // root: "ranking[0].plan.megatron.args: ...").
 [[nodiscard]] std::vector<FrameworkConfig> framework_configs(const JsonNode& plan);
+
+// A searched configuration's degrees and batch in the frameworks' own settings
+// (ppb/partition/configuration_flags.hpp), to put before a plan's flags and tables.
+struct FrameworkDegrees {
+    std::vector<std::string> megatron;  // "--tensor-model-parallel-size", "8", ...
+    // ("parallelism.tensor_parallel_degree", 8), ...; empty when torchtitan_why_not says why.
+    std::vector<std::pair<std::string, std::uint64_t>> torchtitan;
+    std::string torchtitan_why_not;
+};
+
+// A searched configuration's, from the library's mapping.
+[[nodiscard]] FrameworkDegrees framework_degrees(const partition::Configuration& configuration);
+// A ppb.search/1 ranking entry's degrees ("megatron_parallelism", "torchtitan_parallelism" and
+// its "_why_not"), read with the checked reader.
+[[nodiscard]] FrameworkDegrees framework_degrees(const JsonNode& ranking_entry);
+
+// The configurations of a searched configuration's plan, each with its degrees and batch: the
+// Megatron-LM and MindSpeed-LLM lines start with the degrees' flags (the plan's own
+// --pipeline-model-parallel-size left out: the same), torchtitan's TOML has the degrees in
+// [parallelism] before the plan's schedule and model parts, and the batch in [training].
+// MindFormers' block is the plan's. Every framework's under any recompute rule: a framework
+// that cannot run the plan says why (e.g. the rule to plan with), and torchtitan's degrees are
+// there even when its [activation_checkpoint] cannot be.
+[[nodiscard]] std::vector<FrameworkConfig> framework_configs(const JsonNode& plan,
+                                                             const FrameworkDegrees& degrees);
 
 // As `ppb partition` prints them: each title and its text indented by two spaces ("none (why)"
 // when it has none); a blank line before MindFormers' and one before the other frameworks'.

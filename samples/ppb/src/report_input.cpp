@@ -156,8 +156,13 @@ void check_search_document(const boost::json::value& search, std::string_view so
         memory_member(entry, "peak_memory_mb");
         memory_member(entry, "headroom_mb");
         // Only the best configuration's plan is drawn.
-        if (i == 0)
+        if (i == 0) {
             check_plan(entry.required("plan"));
+            // Its degrees with its plan's blocks, as the page shows them (documents before
+            // megatron_parallelism have the plan's alone).
+            if (entry.contains("megatron_parallelism"))
+                (void)framework_configs(entry.required("plan"), framework_degrees(entry.node()));
+        }
     }
 }
 

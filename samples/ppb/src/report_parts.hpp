@@ -4,6 +4,7 @@
 #ifndef PPB_CLI_REPORT_PARTS_HPP
 #define PPB_CLI_REPORT_PARTS_HPP
 
+#include "framework_config.hpp"
 #include "report_html.hpp"
 
 #include <boost/json/object.hpp>
@@ -34,7 +35,10 @@ namespace ppb::cli::report {
 // scaled with the column down to the size it is drawn at), the frameworks' configurations.
 [[nodiscard]] std::string memory_section(const boost::json::object& plan);
 [[nodiscard]] std::string timeline_section(std::string_view svg);
-[[nodiscard]] std::string configuration_section(const boost::json::object& plan);
+// With a searched configuration's `degrees`, each framework's block has them too
+// (framework_config.hpp).
+[[nodiscard]] std::string configuration_section(const boost::json::object& plan,
+                                                const FrameworkDegrees* degrees = nullptr);
 // One line about the plan: layers, stages, micro-batches, schedule, limit, and its times.
 [[nodiscard]] std::string plan_summary(const boost::json::object& plan, const ReportTexts& texts);
 

@@ -410,14 +410,20 @@ std::string config_block(const FrameworkConfig& config) {
 
 }  // namespace
 
-std::string configuration_section(const json::object& plan) {
+std::string configuration_section(const json::object& plan, const FrameworkDegrees* degrees) {
+    const json::value document(plan);
+    const JsonNode node(document, "the ppb.partition/1 document");
     std::string blocks;
-    for (const FrameworkConfig& config : framework_configs(plan, "the ppb.partition/1 document"))
+    for (const FrameworkConfig& config :
+         degrees ? framework_configs(node, *degrees) : framework_configs(node))
         blocks += config_block(config);
-    return "<section class=\"configuration\" id=\"configuration\"><h2>Configuration</h2>"
-           "<p class=\"muted\">This plan as each framework takes it, as <code>ppb partition</code> "
-           "prints it; a Copy button copies its block exactly.</p>" +
-           blocks + "</section>\n";
+    return fmt::format(
+        "<section class=\"configuration\" id=\"configuration\"><h2>Configuration</h2>"
+        "<p class=\"muted\">{}; a Copy button copies its block exactly.</p>{}</section>\n",
+        degrees ? "This configuration and its plan as each framework takes them, as <code>ppb "
+                  "search</code> prints them for rank 1"
+                : "This plan as each framework takes it, as <code>ppb partition</code> prints it",
+        blocks);
 }
 
 std::string plan_summary(const json::object& plan, const ReportTexts& texts) {

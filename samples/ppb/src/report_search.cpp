@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace ppb::cli::report {
@@ -190,9 +191,14 @@ std::string search_report_html(const boost::json::object& search,
             "is faster, right leaves more memory free.</p>{}</section>\n",
             report::scatter_chart(ranking, texts.time_unit));
         const boost::json::object& best = ranking.front().at("plan").as_object();
+        // Its degrees, where the document has them (checked: report_input.cpp).
+        std::optional<FrameworkDegrees> degrees;
+        if (ranking.front().as_object().contains("megatron_parallelism"))
+            degrees = framework_degrees(JsonNode(ranking.front(), "ranking[0]"));
         body += "<section class=\"best-plan\"><h2>The best configuration's plan</h2>" +
                 report::plan_summary(best, texts) + "</section>\n" + report::memory_section(best) +
-                report::timeline_section(best_timeline_svg) + report::configuration_section(best);
+                report::timeline_section(best_timeline_svg) +
+                report::configuration_section(best, degrees ? &*degrees : nullptr);
     }
     return report::page("ppb search report", body);
 }

@@ -1,8 +1,12 @@
 #include "search_output.hpp"
 
+#include "framework_config.hpp"
 #include "text_table.hpp"
 
 #include <ppb/partition/lower_bound.hpp>
+#include <ppb/partition/plan_document.hpp>
+
+#include <boost/json/value.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -202,6 +206,17 @@ std::string render_search(const partition::SearchSpace& space, const partition::
                                result.outcomes.size(), plan.configurations.size());
     }
     out += summary + ".\n";
+    if (!ranking.empty()) {
+        // The first configuration as each framework takes it, its degrees with its plan.
+        const SearchOutcome& first = *ranking.front();
+        const boost::json::value settings =
+            partition::framework_settings(first.planned->problem, first.planned->plan);
+        std::string configs = framework_configs_text(framework_configs(
+            JsonNode(settings, "rank 1's plan"), framework_degrees(first.configuration)));
+        if (configs.starts_with('\n'))
+            configs.erase(0, 1);
+        out += "\nRank 1 as each framework takes it (every rank's in --json):\n" + configs;
+    }
 
     if (context.with_infeasible && infeasible > 0) {
         // The degrees searched several ways, each line's, as in the ranking.
