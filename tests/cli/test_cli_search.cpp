@@ -785,6 +785,26 @@ BOOST_AUTO_TEST_CASE(rank_one_is_printed_as_each_framework_runs_it) {
                                          "  global_batch_size = 64\n  [activation_checkpoint]\n",
                                          setting("training.local_batch_size"))) !=
                std::string::npos);
+    // MindFormers: pp_interleave_num beside the plan's offset, parallel_config and runner_config
+    // between the model and recompute_config.
+    const json::object& mf = first.at("mindformers_parallelism").as_object();
+    const auto mf_setting = [&](const char* key) { return mf.at(key).to_number<std::uint64_t>(); };
+    const bool interleaved = first.at("schedule").as_string() == "interleaved";
+    BOOST_TEST(rank_one.find(fmt::format(
+                   "MindFormers / SAPP configuration:\n  model:\n    model_config:\n{}"
+                   "      offset: ",
+                   interleaved ? fmt::format("      pp_interleave_num: {}\n",
+                                             first.at("chunks").to_number<std::uint32_t>())
+                               : std::string())) != std::string::npos,
+               rank_one);
+    BOOST_TEST(rank_one.find(fmt::format(
+                   "\n  parallel_config:\n    data_parallel: {}\n    model_parallel: 8\n"
+                   "    pipeline_stage: {}\n    micro_batch_num: {}\n  runner_config:\n"
+                   "    batch_size: 1\n  recompute_config:\n",
+                   first.at("data_parallel").to_number<std::uint64_t>(),
+                   mf_setting("parallel_config.pipeline_stage"),
+                   first.at("micro_batches").to_number<std::uint64_t>())) != std::string::npos,
+               rank_one);
     // A sharding torchtitan does not have: its block says why, Megatron's has the flag.
     const auto optim = with({"--data-parallel-sharding", "optim"});
     BOOST_TEST_REQUIRE(optim.exit_code == 0, optim.err);
@@ -795,6 +815,10 @@ BOOST_AUTO_TEST_CASE(rank_one_is_printed_as_each_framework_runs_it) {
                optim.out);
     BOOST_TEST(optim.out.find(" --use-distributed-optimizer --num-layers 80 ") != std::string::npos,
                optim.out);
+    BOOST_TEST(optim.out.find("MindFormers / SAPP configuration:\n  none (ppb does not map the "
+                              "data-parallel sharding optim to MindFormers' optimizer parallelism "
+                              "(parallel.enable_parallel_optimizer), which shards otherwise)\n") !=
+               std::string::npos);
     // One stage: torchtitan does not pipeline, no schedule or model parts.
     const auto one = with({"--pipeline-degrees", "1", "--memory-limit-mb", "200000"});
     BOOST_TEST_REQUIRE(one.exit_code == 0, one.err);
@@ -803,6 +827,9 @@ BOOST_AUTO_TEST_CASE(rank_one_is_printed_as_each_framework_runs_it) {
                      "  global_batch_size = 64\n") != std::string::npos,
         one.out);
     BOOST_TEST(one.out.find("module_fqns_per_model_part") == std::string::npos);
+    BOOST_TEST(one.out.find("    pipeline_stage: 1\n  runner_config:\n    batch_size: 1\n"
+                            "    gradient_accumulation_steps: 16\n") != std::string::npos,
+               one.out);
 }
 
 // --expert-parallel: each EP of an MoE shape a configuration of its own where EP x ETP divides the

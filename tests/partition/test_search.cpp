@@ -573,7 +573,7 @@ BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
                                                "128"};
     BOOST_TEST(megatron_configuration_args(c).args == megatron, boost::test_tools::per_element());
     // Not searched: the model's own sharding, no flag for it; torchtitan shards (its default).
-    TorchtitanSettings titan = torchtitan_configuration(c);
+    KeyedSettings titan = torchtitan_configuration(c);
     BOOST_TEST(titan.why_not.empty());
     using Setting = std::pair<std::string, std::uint64_t>;
     const std::vector<Setting> pipelined = {{"parallelism.tensor_parallel_degree", 8},
@@ -611,6 +611,57 @@ BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
                                              {"training.local_batch_size", 1},
                                              {"training.global_batch_size", 128}};
     BOOST_TEST((titan.settings == replicated));
+}
+
+// MindFormers' keys (mindformers/trainer/base_trainer.py at 03542d0303): with stages the global
+// batch is batch_size x data_parallel x micro_batch_num, without them batch_size x data_parallel
+// x gradient_accumulation_steps; interleaving is model_config's pp_interleave_num.
+BOOST_AUTO_TEST_CASE(mindformers_gets_its_parallel_config_and_runner_config) {
+    using Setting = std::pair<std::string, std::uint64_t>;
+    Configuration c;
+    c.pipeline = 4;
+    c.data_parallel = 2;
+    c.micro_batches = 64;
+    c.tensor_parallel = 8;
+    c.micro_batch_size = 2;
+    c.schedule = {Schedule::interleaved, 3};
+    const std::vector<Setting> interleaved = {
+        {"model.model_config.pp_interleave_num", 3}, {"parallel_config.data_parallel", 2},
+        {"parallel_config.model_parallel", 8},       {"parallel_config.pipeline_stage", 4},
+        {"parallel_config.micro_batch_num", 64},     {"runner_config.batch_size", 2}};
+    KeyedSettings mf = mindformers_configuration(c);
+    BOOST_TEST(mf.why_not.empty());
+    BOOST_TEST((mf.settings == interleaved));
+    // B = batch_size x data_parallel x micro_batch_num, the configuration's.
+    BOOST_TEST(2u * 2u * 64u ==
+               std::uint64_t{c.micro_batch_size} * c.data_parallel * c.micro_batches);
+
+    // One stage: no pipeline, the micro-batches are gradient accumulation steps; CP and EP.
+    c.pipeline = 1;
+    c.schedule = {Schedule::one_f_one_b, 1};
+    c.context_parallel = 2;
+    c.expert_parallel = 8;
+    c.micro_batches = 16;
+    const std::vector<Setting> one_stage = {{"parallel_config.data_parallel", 2},
+                                            {"parallel_config.model_parallel", 8},
+                                            {"parallel_config.pipeline_stage", 1},
+                                            {"parallel_config.context_parallel", 2},
+                                            {"parallel_config.expert_parallel", 8},
+                                            {"runner_config.batch_size", 2},
+                                            {"runner_config.gradient_accumulation_steps", 16}};
+    BOOST_TEST((mindformers_configuration(c).settings == one_stage));
+    c.micro_batches = 1;
+    BOOST_TEST(mindformers_configuration(c).settings.back().first == "runner_config.batch_size");
+
+    // A searched sharding: no setting here, and why.
+    c.sharding = DataParallelSharding::no_shard;
+    BOOST_TEST(mindformers_configuration(c).why_not.empty());
+    c.sharding = DataParallelSharding::optim;
+    mf = mindformers_configuration(c);
+    BOOST_TEST(mf.settings.empty());
+    BOOST_TEST(mf.why_not ==
+               "ppb does not map the data-parallel sharding optim to MindFormers' optimizer "
+               "parallelism (parallel.enable_parallel_optimizer), which shards otherwise");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -48,8 +48,8 @@ FrameworkFlags megatron_configuration_args(const Configuration& c) {
     return out;
 }
 
-TorchtitanSettings torchtitan_configuration(const Configuration& c) {
-    TorchtitanSettings out;
+KeyedSettings torchtitan_configuration(const Configuration& c) {
+    KeyedSettings out;
     const bool replicate = c.sharding == DataParallelSharding::no_shard;
     if (c.sharding && !replicate && *c.sharding != DataParallelSharding::optim_grads_params) {
         out.why_not = fmt::format(
@@ -78,6 +78,32 @@ TorchtitanSettings torchtitan_configuration(const Configuration& c) {
         out.settings.emplace_back("training.local_batch_size", c.micro_batch_size);
     }
     out.settings.emplace_back("training.global_batch_size", global_batch_of(c));
+    return out;
+}
+
+KeyedSettings mindformers_configuration(const Configuration& c) {
+    KeyedSettings out;
+    if (c.sharding && *c.sharding != DataParallelSharding::no_shard) {
+        out.why_not = fmt::format(
+            "ppb does not map the data-parallel sharding {} to MindFormers' optimizer parallelism "
+            "(parallel.enable_parallel_optimizer), which shards otherwise",
+            sharding_name(*c.sharding));
+        return out;
+    }
+    if (c.schedule.chunks > 1)
+        out.settings.emplace_back("model.model_config.pp_interleave_num", c.schedule.chunks);
+    out.settings.emplace_back("parallel_config.data_parallel", c.data_parallel);
+    out.settings.emplace_back("parallel_config.model_parallel", c.tensor_parallel);
+    out.settings.emplace_back("parallel_config.pipeline_stage", c.pipeline);
+    if (c.context_parallel > 1)
+        out.settings.emplace_back("parallel_config.context_parallel", c.context_parallel);
+    if (c.expert_parallel)
+        out.settings.emplace_back("parallel_config.expert_parallel", *c.expert_parallel);
+    if (c.pipeline > 1)
+        out.settings.emplace_back("parallel_config.micro_batch_num", c.micro_batches);
+    out.settings.emplace_back("runner_config.batch_size", c.micro_batch_size);
+    if (c.pipeline == 1 && c.micro_batches > 1)
+        out.settings.emplace_back("runner_config.gradient_accumulation_steps", c.micro_batches);
     return out;
 }
 

@@ -6,6 +6,8 @@
 #include <boost/json/array.hpp>
 
 #include <cmath>
+#include <string>
+#include <string_view>
 
 namespace ppb::partition {
 namespace {
@@ -19,6 +21,19 @@ json::array kind_names_of(std::uint32_t mask) {
             out.emplace_back(kind_names[k]);
     }
     return out;
+}
+
+// A framework's settings as entry[name] ({"section.key": value}), or null and name + "_why_not".
+void keyed_member(json::object& entry, std::string_view name, const KeyedSettings& settings) {
+    if (!settings.why_not.empty()) {
+        entry[name] = nullptr;
+        entry[std::string(name) + "_why_not"] = settings.why_not;
+        return;
+    }
+    json::object members;
+    for (const auto& [key, value] : settings.settings)
+        members[key] = value;
+    entry[name] = std::move(members);
 }
 
 json::object configuration_object(const Configuration& c) {
@@ -155,16 +170,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         for (const std::string& a : megatron_configuration_args(o->configuration).args)
             megatron.emplace_back(a);
         entry["megatron_parallelism"] = std::move(megatron);
-        const TorchtitanSettings titan = torchtitan_configuration(o->configuration);
-        if (titan.why_not.empty()) {
-            json::object settings;
-            for (const auto& [key, value] : titan.settings)
-                settings[key] = value;
-            entry["torchtitan_parallelism"] = std::move(settings);
-        } else {
-            entry["torchtitan_parallelism"] = nullptr;
-            entry["torchtitan_parallelism_why_not"] = titan.why_not;
-        }
+        keyed_member(entry, "torchtitan_parallelism", torchtitan_configuration(o->configuration));
+        keyed_member(entry, "mindformers_parallelism", mindformers_configuration(o->configuration));
         entry["plan"] = partition_document(p.problem, p.plan, context.model, p.simulation,
                                            p.breakdown, p.lower_bound);
         ranking.push_back(std::move(entry));

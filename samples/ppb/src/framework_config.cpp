@@ -30,9 +30,14 @@ void check_count_rows(const JsonNode& node) {
     }
 }
 
-// MindFormers' keys as a block of its training YAML.
-FrameworkConfig mindformers(const JsonObject& plan) {
+// MindFormers' keys as a block of its training YAML; with a searched configuration's `degrees`,
+// its parallel_config and runner_config too.
+FrameworkConfig mindformers(const JsonObject& plan, const FrameworkDegrees* degrees) {
     FrameworkConfig config{"mindformers", "MindFormers / SAPP configuration", {}, {}, "yaml"};
+    if (degrees && !degrees->mindformers_why_not.empty()) {
+        config.why_not = degrees->mindformers_why_not;
+        return config;
+    }
     const JsonNode arrays = plan.required("mindformers");
     if (arrays.is_null()) {
         config.why_not = std::string(plan.required("mindformers_why_not").as_string());
@@ -48,10 +53,29 @@ FrameworkConfig mindformers(const JsonObject& plan) {
         check_count_rows(array);
         text[i] = array_text(array.value());
     }
+    // The degrees: model.model_config's beside the offset, the other sections between the model
+    // and recompute_config, in the order given.
+    std::string model_config;
+    std::string sections;
+    std::string section;
+    for (const auto& [key, value] :
+         degrees ? degrees->mindformers : std::vector<std::pair<std::string, std::uint64_t>>()) {
+        constexpr std::string_view model_prefix = "model.model_config.";
+        if (key.starts_with(model_prefix)) {
+            model_config += fmt::format("    {}: {}\n", key.substr(model_prefix.size()), value);
+            continue;
+        }
+        const std::size_t dot = key.find('.');
+        if (key.substr(0, dot) != section) {
+            section = key.substr(0, dot);
+            sections += section + ":\n";
+        }
+        sections += fmt::format("  {}: {}\n", key.substr(dot + 1), value);
+    }
     config.text = fmt::format(
-        "model:\n  model_config:\n    offset: {}\nrecompute_config:\n  recompute: {}\n"
+        "model:\n  model_config:\n{}    offset: {}\n{}recompute_config:\n  recompute: {}\n"
         "  select_recompute: {}\n  select_comm_recompute: {}",
-        text[0], text[1], text[2], text[3]);
+        model_config, text[0], sections, text[1], text[2], text[3]);
     return config;
 }
 
@@ -203,7 +227,7 @@ std::vector<FrameworkConfig> configs_of(const JsonNode& plan, const FrameworkDeg
     const auto rule = partition::rule_from_name(rule_node.as_string());
     if (!rule)
         rule_node.fail("expected a recompute rule (any, mindformers, megatron, torchtitan)");
-    std::vector<FrameworkConfig> out = {mindformers(members)};
+    std::vector<FrameworkConfig> out = {mindformers(members, degrees)};
     // Under the rules made for them, the other frameworks' settings; for a searched
     // configuration every framework's, its degrees at least, and why the plan is not one it runs.
     if (degrees || *rule == partition::RecomputeRule::megatron ||
@@ -236,29 +260,51 @@ std::vector<FrameworkConfig> framework_configs(const JsonNode& plan,
 FrameworkDegrees framework_degrees(const partition::Configuration& configuration) {
     FrameworkDegrees out;
     out.megatron = partition::megatron_configuration_args(configuration).args;
-    partition::TorchtitanSettings titan = partition::torchtitan_configuration(configuration);
+    partition::KeyedSettings titan = partition::torchtitan_configuration(configuration);
     out.torchtitan = std::move(titan.settings);
     out.torchtitan_why_not = std::move(titan.why_not);
+    partition::KeyedSettings mindformers = partition::mindformers_configuration(configuration);
+    out.mindformers = std::move(mindformers.settings);
+    out.mindformers_why_not = std::move(mindformers.why_not);
     return out;
 }
+
+namespace {
+
+// ("section.key", count) members of a document's settings object.
+std::vector<std::pair<std::string, std::uint64_t>> keyed_settings(const JsonNode& node,
+                                                                  std::string_view framework) {
+    std::vector<std::pair<std::string, std::uint64_t>> out;
+    for (const auto& [key, value] : node.as_object().members()) {
+        if (key.find('.') == std::string_view::npos || key.front() == '.' || key.back() == '.')
+            value.fail(
+                fmt::format("expected a \"section.key\" name of {}'s configuration", framework));
+        out.emplace_back(std::string(key), static_cast<std::uint64_t>(value.as_integer(
+                                               0, std::numeric_limits<std::int64_t>::max())));
+    }
+    return out;
+}
+
+}  // namespace
 
 FrameworkDegrees framework_degrees(const JsonNode& ranking_entry) {
     const JsonObject entry = ranking_entry.as_object();
     FrameworkDegrees out;
     for (const JsonNode& token : entry.required("megatron_parallelism").as_array().elements())
         out.megatron.emplace_back(token.as_string());
-    const JsonNode titan = entry.required("torchtitan_parallelism");
-    if (titan.is_null()) {
+    if (const JsonNode titan = entry.required("torchtitan_parallelism"); titan.is_null()) {
         out.torchtitan_why_not =
             std::string(entry.required("torchtitan_parallelism_why_not").as_string());
-        return out;
+    } else {
+        out.torchtitan = keyed_settings(titan, "torchtitan");
     }
-    for (const auto& [key, value] : titan.as_object().members()) {
-        if (key.find('.') == std::string_view::npos)
-            value.fail("expected a \"section.key\" name of torchtitan's job configuration");
-        out.torchtitan.emplace_back(
-            std::string(key), static_cast<std::uint64_t>(
-                                  value.as_integer(0, std::numeric_limits<std::int64_t>::max())));
+    if (const auto mindformers = entry.optional("mindformers_parallelism")) {
+        if (mindformers->is_null()) {
+            out.mindformers_why_not =
+                std::string(entry.required("mindformers_parallelism_why_not").as_string());
+        } else {
+            out.mindformers = keyed_settings(*mindformers, "MindFormers");
+        }
     }
     return out;
 }

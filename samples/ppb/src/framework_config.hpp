@@ -61,19 +61,25 @@ struct FrameworkDegrees {
     // ("parallelism.tensor_parallel_degree", 8), ...; empty when torchtitan_why_not says why.
     std::vector<std::pair<std::string, std::uint64_t>> torchtitan;
     std::string torchtitan_why_not;
+    // ("parallel_config.data_parallel", 2), ("model.model_config.pp_interleave_num", 2), ...;
+    // empty when mindformers_why_not says why (documents before them: both empty).
+    std::vector<std::pair<std::string, std::uint64_t>> mindformers;
+    std::string mindformers_why_not;
 };
 
 // A searched configuration's, from the library's mapping.
 [[nodiscard]] FrameworkDegrees framework_degrees(const partition::Configuration& configuration);
 // A ppb.search/1 ranking entry's degrees ("megatron_parallelism", "torchtitan_parallelism" and
-// its "_why_not"), read with the checked reader.
+// its "_why_not", "mindformers_parallelism" where the document has it), read with the checked
+// reader.
 [[nodiscard]] FrameworkDegrees framework_degrees(const JsonNode& ranking_entry);
 
 // The configurations of a searched configuration's plan, each with its degrees and batch: the
 // Megatron-LM and MindSpeed-LLM lines start with the degrees' flags (the plan's own
 // --pipeline-model-parallel-size left out: the same), torchtitan's TOML has the degrees in
 // [parallelism] before the plan's schedule and model parts, and the batch in [training].
-// MindFormers' block is the plan's. Every framework's under any recompute rule: a framework
+// MindFormers' block has the degrees' parallel_config and runner_config (and pp_interleave_num
+// beside the plan's offset). Every framework's under any recompute rule: a framework
 // that cannot run the plan says why (e.g. the rule to plan with), and torchtitan's degrees are
 // there even when its [activation_checkpoint] cannot be.
 [[nodiscard]] std::vector<FrameworkConfig> framework_configs(const JsonNode& plan,

@@ -20,6 +20,16 @@
 // training.global_batch_size B and local_batch_size b x M with pipeline stages (then
 // parallelism.pipeline_parallel_microbatch_size b: M micro-batches of the schedule), b without
 // (B / (b d) steps of gradient accumulation).
+//
+// MindFormers (its training YAML's keys, as mindspore-lab/mindformers reads them:
+// mindformers/trainer/base_trainer.py at 03542d0303, where with pipeline stages the global batch
+// is runner_config.batch_size x data_parallel x micro_batch_num and without them batch_size x
+// data_parallel x gradient_accumulation_steps): parallel_config.data_parallel d, model_parallel
+// t, pipeline_stage P, context_parallel cp (above 1), expert_parallel EP where searched,
+// micro_batch_num M with stages; runner_config.batch_size b and, with one stage and M > 1,
+// gradient_accumulation_steps M; model.model_config.pp_interleave_num v with v chunks. A searched
+// data-parallel sharding has no MindFormers setting here (its optimizer parallelism,
+// parallel.enable_parallel_optimizer, shards differently): why_not says so.
 #ifndef PPB_PARTITION_CONFIGURATION_FLAGS_HPP
 #define PPB_PARTITION_CONFIGURATION_FLAGS_HPP
 
@@ -33,14 +43,16 @@
 
 namespace ppb::partition {
 
-struct TorchtitanSettings {
-    // ("section.key", value) in the job configuration's order; empty when why_not is set.
+struct KeyedSettings {
+    // ("section.key", value) in the configuration's order (a key may have several sections:
+    // "model.model_config.pp_interleave_num"); empty when why_not is set.
     std::vector<std::pair<std::string, std::uint64_t>> settings;
     std::string why_not;
 };
 
 [[nodiscard]] FrameworkFlags megatron_configuration_args(const Configuration& c);
-[[nodiscard]] TorchtitanSettings torchtitan_configuration(const Configuration& c);
+[[nodiscard]] KeyedSettings torchtitan_configuration(const Configuration& c);
+[[nodiscard]] KeyedSettings mindformers_configuration(const Configuration& c);
 
 }  // namespace ppb::partition
 
