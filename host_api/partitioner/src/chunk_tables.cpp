@@ -443,7 +443,7 @@ struct Partial {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;  // per chunk: (n, frontier index)
 };
 
-bool rows_no_larger(const std::vector<double>& a, const std::vector<double>& b) {
+bool rows_no_larger(std::span<const double> a, std::span<const double> b) {
     for (std::size_t j = 0; j < a.size(); ++j) {
         if (a[j] > b[j])
             return false;
@@ -455,25 +455,27 @@ bool rows_no_larger(const std::vector<double>& a, const std::vector<double>& b) 
 // slower in total and slowest chunk whose every row is no larger, since the same later chunks
 // add the same to each row of both. `safe(p)`: every way to complete p fits the budget, so its
 // memory no longer matters — it dominates any p' no faster in total and slowest chunk, whatever
-// p' holds in memory. Without it a generous limit would keep every memory.
-// False, leaving `options` as they were sorted, when the comparisons would pass `work`'s limits.
-template <class Safe>
-[[nodiscard]] bool keep_pareto_3d(std::vector<Partial>& options, Safe safe, StageWork& work) {
-    std::sort(options.begin(), options.end(), [](const Partial& a, const Partial& b) {
+// p' holds in memory. Without it a generous limit would keep every memory. `rows_of(p)`: its
+// rows (a span). False, leaving `options` as they were sorted, when the comparisons would pass
+// `work`'s limits.
+template <class Option, class RowsOf, class Safe>
+[[nodiscard]] bool keep_pareto_3d(std::vector<Option>& options, RowsOf rows_of, Safe safe,
+                                  StageWork& work) {
+    std::sort(options.begin(), options.end(), [&](const Option& a, const Option& b) {
         if (a.total != b.total)
             return a.total < b.total;
         if (a.slowest != b.slowest)
             return a.slowest < b.slowest;
-        return a.rows < b.rows;
+        return std::ranges::lexicographical_compare(rows_of(a), rows_of(b));
     });
-    std::vector<Partial> kept;
-    if (!options.empty() && options.front().rows.size() == 1) {
+    std::vector<Option> kept;
+    if (!options.empty() && rows_of(options.front()).size() == 1) {
         // One row: the kept points' staircase over (slowest, memory): memory falls as slowest
         // rises, so the least memory among kept points no slower than p is the entry at or below
         // p.slowest.
         std::map<double, double> staircase;
-        for (Partial& p : options) {
-            const double memory = safe(p) ? -infinity : p.rows[0];
+        for (Option& p : options) {
+            const double memory = safe(p) ? -infinity : rows_of(p)[0];
             auto it = staircase.upper_bound(p.slowest);
             if (it != staircase.begin() && std::prev(it)->second <= memory)
                 continue;  // dominated (its total is no smaller either)
@@ -495,15 +497,15 @@ template <class Safe>
     // to plan exactly.
     double safe_slowest = infinity;
     std::vector<std::size_t> unsafe;  // indices into kept
-    for (Partial& p : options) {
+    for (Option& p : options) {
         if (safe_slowest <= p.slowest)
             continue;
         if (!work.compare(unsafe.size()))
             return false;
         bool dominated = false;
         for (std::size_t i = 0; i < unsafe.size() && !dominated; ++i) {
-            const Partial& q = kept[unsafe[i]];
-            dominated = q.slowest <= p.slowest && rows_no_larger(q.rows, p.rows);
+            const Option& q = kept[unsafe[i]];
+            dominated = q.slowest <= p.slowest && rows_no_larger(rows_of(q), rows_of(p));
         }
         if (dominated)
             continue;
@@ -603,10 +605,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         ChunkBudget chunk_budget{
             [&, c](const ChunkMemory& m) { return rows.fits_with(empty_rows, c, m, {}, budget); },
             [&, c](const ChunkMemory& m, std::uint32_t more) {
-                std::vector<double> extra_rows(row_count);
-                for (std::size_t j = 0; j < row_count; ++j)
-                    extra_rows[j] = more * worst_anywhere[j];
-                return rows.fits_with(empty_rows, c, m, extra_rows, budget);
+                return rows.fits_with(empty_rows, c, m, worst_anywhere, budget, more);
             }};
         frontiers.push_back(chunk_frontier(problem, layers, kinds, affine.fixed[c],
                                            affine.activation[c], chunk_budget));
@@ -688,39 +687,60 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         }
     }
     // The chunks between the first and the last: options kept Pareto-optimal in (total,
-    // slowest chunk, rows).
+    // slowest chunk, rows). Each count's candidates are weighed flat (their rows in one buffer,
+    // their picks as the prefix they extend) and only those kept become options: most are
+    // dominated, and making each an option of its own was most of the stage's time.
+    struct Flat {
+        double total = 0.0;
+        double slowest = 0.0;
+        std::size_t rows_at = 0;  // into the count's row buffer
+        std::uint32_t prefix_held = 0;
+        std::uint32_t prefix = 0;  // partial[prefix_held][prefix]
+        std::uint32_t n = 0;
+        std::uint32_t index = 0;
+    };
+    std::vector<double> scratch(row_count);
     for (std::uint32_t c = 1; c + 1 < v; ++c) {
-        std::vector<std::vector<Partial>> next(layers + 1);
+        std::vector<std::vector<Flat>> flat(layers + 1);
+        std::vector<std::vector<double>> flat_rows(layers + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
-            for (const Partial& p : partial[held]) {
+            for (std::uint32_t at = 0; at < partial[held].size(); ++at) {
+                const Partial& p = partial[held][at];
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
                     if (problem.balanced_chunks && !balanced_with(p.picks, n))
                         continue;
                     const auto& points = frontiers[c][n];
                     for (std::size_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
-                        std::vector<double> r(row_count);
                         for (std::size_t j = 0; j < row_count; ++j)
-                            r[j] = rows.row_with(p.rows, j, c, points[i].memory);
-                        if (monotone && over_budget(r))
+                            scratch[j] = rows.row_with(p.rows, j, c, points[i].memory);
+                        if (monotone && over_budget(scratch))
                             continue;
                         if (!work.make())
                             throw too_large();
-                        Partial q{p.total + t, std::max(p.slowest, t), std::move(r), p.picks};
-                        q.picks.emplace_back(n, static_cast<std::uint32_t>(i));
-                        next[held + n].push_back(std::move(q));
+                        std::vector<double>& buffer = flat_rows[held + n];
+                        flat[held + n].push_back({p.total + t, std::max(p.slowest, t),
+                                                  buffer.size(), held, at, n,
+                                                  static_cast<std::uint32_t>(i)});
+                        buffer.insert(buffer.end(), scratch.begin(), scratch.end());
                     }
                 }
             }
         }
         // The most memory a layer can add in the chunks still to come.
         const std::vector<double> worst = worst_from(c + 1);
+        std::vector<std::vector<Partial>> next(layers + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
+            const std::vector<double>& buffer = flat_rows[held];
+            const auto rows_of = [&](const Flat& f) {
+                return std::span<const double>(buffer.data() + f.rows_at, row_count);
+            };
             const bool kept = keep_pareto_3d(
-                next[held],
-                [&](const Partial& p) {
+                flat[held], rows_of,
+                [&](const Flat& f) {
+                    const std::span<const double> r = rows_of(f);
                     for (std::size_t j = 0; j < row_count; ++j) {
-                        if (!within_budget(p.rows[j] + (layers - held) * worst[j], budget))
+                        if (!within_budget(r[j] + (layers - held) * worst[j], budget))
                             return false;
                     }
                     return true;
@@ -728,6 +748,13 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                 work);
             if (!kept)
                 throw too_large();
+            for (const Flat& f : flat[held]) {
+                const std::span<const double> r = rows_of(f);
+                Partial q{f.total, f.slowest, std::vector<double>(r.begin(), r.end()),
+                          partial[f.prefix_held][f.prefix].picks};
+                q.picks.emplace_back(f.n, f.index);
+                next[held].push_back(std::move(q));
+            }
         }
         partial = std::move(next);
     }

@@ -136,10 +136,6 @@ std::vector<KindCounts> positional_group_layers(const Problem& problem, std::uin
     return out;
 }
 
-bool within_budget(double memory_mb, double budget_mb) {
-    return memory_mb <= budget_mb + 1e-9 * std::max(1.0, std::abs(budget_mb));
-}
-
 bool expressible(const KindCounts& layers, RecomputeRule rule) {
     switch (rule) {
         case RecomputeRule::any:

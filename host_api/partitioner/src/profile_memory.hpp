@@ -48,11 +48,11 @@ class StageRows {
                                   std::size_t chunk, ChunkMemory add) const {
         return rows[row] + add.fixed + count(row, chunk) * add.activation;
     }
-    // Whether every row of `rows` plus `add` in chunk `chunk`, plus extra[j], fits `budget`
-    // (extra empty: none).
+    // Whether every row of `rows` plus `add` in chunk `chunk`, plus scale x extra[j], fits
+    // `budget` (extra empty: none).
     [[nodiscard]] bool fits_with(const std::vector<double>& rows, std::size_t chunk,
-                                 ChunkMemory add, std::span<const double> extra,
-                                 double budget) const;
+                                 ChunkMemory add, std::span<const double> extra, double budget,
+                                 double scale = 1.0) const;
     // The largest row of a whole stage and the vector where it is (the first on a tie).
     struct Peak {
         double memory = 0.0;

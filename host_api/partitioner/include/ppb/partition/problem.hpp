@@ -309,7 +309,11 @@ class Infeasible : public std::runtime_error {
 
 // Whether a stage needing `memory_mb` fits `budget_mb`: memory <= budget + 1e-9 max(1, |budget|),
 // so that rounding in the last bits never turns a plan that fits exactly into one that does not.
-[[nodiscard]] bool within_budget(double memory_mb, double budget_mb);
+// Inline: the planners ask it for every row of every option they weigh.
+[[nodiscard]] inline bool within_budget(double memory_mb, double budget_mb) {
+    const double magnitude = budget_mb < 0.0 ? -budget_mb : budget_mb;
+    return memory_mb <= budget_mb + 1e-9 * (magnitude > 1.0 ? magnitude : 1.0);
+}
 
 // Whether a (stage, chunk) of `problem` may hold `layers`: expressible under problem.rule and,
 // with a recompute_setting, the setting's mix of that many layers.
