@@ -76,10 +76,6 @@ void validate_chunked(const Problem& problem) {
 
 namespace {
 
-std::uint32_t fewest(const Problem& problem, std::uint32_t stage) {
-    return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);
-}
-
 // The least slowest chunk among stage s's options of n layers with total <= A (the last such
 // option), or nullptr.
 const StageOption* best_under(const ChunkedStage& stage, std::uint32_t n, double threshold) {
@@ -119,7 +115,7 @@ Knapsack least_other_slowest(const Problem& problem, const std::vector<ChunkedSt
         std::fill(next0.begin(), next0.end(), infinity);
         std::fill(next1.begin(), next1.end(), infinity);
         std::vector<Step> s0(trace ? width : 0), s1(trace ? width : 0);
-        for (std::uint32_t n = fewest(problem, stage.stage); n <= total; ++n) {
+        for (std::uint32_t n = problem.fewest_layers(stage.stage); n <= total; ++n) {
             const StageOption* option = best_under(stage, n, threshold);
             if (option == nullptr)
                 continue;
@@ -175,7 +171,8 @@ bool feasible_under(const Problem& problem, const std::vector<ChunkedStage>& sta
                     double threshold) {
     std::vector<std::vector<std::uint32_t>> allowed(stages.size());
     for (const ChunkedStage& stage : stages) {
-        for (std::uint32_t n = fewest(problem, stage.stage); n <= problem.time.body_layers; ++n) {
+        for (std::uint32_t n = problem.fewest_layers(stage.stage); n <= problem.time.body_layers;
+             ++n) {
             if (best_under(stage, n, threshold) != nullptr)
                 allowed[stage.stage].push_back(n);
         }
@@ -332,7 +329,7 @@ std::optional<std::vector<std::uint32_t>> solve_slots(const Problem& problem,
     std::vector<std::vector<double>> cost(stages.size(), std::vector<double>(layers + 1, infinity));
     std::vector<double> thresholds;
     for (const ChunkedStage& stage : stages) {
-        for (std::uint32_t n = fewest(problem, stage.stage); n <= layers; ++n) {
+        for (std::uint32_t n = problem.fewest_layers(stage.stage); n <= layers; ++n) {
             if (const StageOption* o = least_slowest(stage, n)) {
                 cost[stage.stage][n] = o->slowest;
                 thresholds.push_back(o->slowest);
@@ -342,7 +339,7 @@ std::optional<std::vector<std::uint32_t>> solve_slots(const Problem& problem,
     const auto under = [&](double threshold) {
         std::vector<std::vector<std::uint32_t>> allowed(stages.size());
         for (std::uint32_t s = 0; s < stages.size(); ++s) {
-            for (std::uint32_t n = fewest(problem, s); n <= layers; ++n) {
+            for (std::uint32_t n = problem.fewest_layers(s); n <= layers; ++n) {
                 if (cost[s][n] <= threshold)
                     allowed[s].push_back(n);
             }
@@ -445,7 +442,7 @@ std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint3
         double ends = 0.0;
         for (std::uint32_t c = 0; c < problem.chunks; ++c)
             ends += chunk_time(problem, s, c, KindCounts{});
-        std::uint32_t n = fewest(problem, s);
+        std::uint32_t n = problem.fewest_layers(s);
         while (n < layers && m * (ends + (n + 1) * fastest) <= objective + slack)
             ++n;
         most[s] = n;
@@ -480,7 +477,7 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     const auto with_cap = [&](std::uint32_t cap) {
         std::vector<std::uint32_t> most(p);
         for (std::uint32_t s = 0; s < p; ++s)
-            most[s] = std::max(std::min(cap, layers), fewest(problem, s));
+            most[s] = std::max(std::min(cap, layers), problem.fewest_layers(s));
         return most;
     };
     std::uint32_t cap = std::min(layers, 2 * ((layers + p - 1) / p) + problem.chunks);
@@ -491,7 +488,7 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     while (!first && cap < layers) {
         std::vector<std::vector<std::uint32_t>> fits(p);
         for (const ChunkedStage& stage : stages) {
-            for (std::uint32_t n = fewest(problem, stage.stage); n <= layers; ++n) {
+            for (std::uint32_t n = problem.fewest_layers(stage.stage); n <= layers; ++n) {
                 if (within_budget(stage.least_memory[n], problem.budget_mb()))
                     fits[stage.stage].push_back(n);
             }

@@ -635,10 +635,6 @@ struct Cut {
     double sum = 0.0;
 };
 
-std::uint32_t fewest_layers(const Problem& problem, std::uint32_t stage) {
-    return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);
-}
-
 // The cut whose stage times, each at most `threshold`, add up to the least; nullopt if none.
 std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& ranges,
                                  double threshold) {
@@ -650,7 +646,7 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
     previous[0] = 0.0;  // before stage 0, no layer is placed
     for (std::uint32_t s = 0; s < P; ++s) {
         std::fill(current.begin(), current.end(), infinity);
-        const std::uint32_t fewest = fewest_layers(problem, s);
+        const std::uint32_t fewest = problem.fewest_layers(s);
         for (std::uint32_t a = 0; a <= L; ++a) {
             if (!std::isfinite(previous[a]))
                 continue;
@@ -700,7 +696,7 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
         for (std::uint32_t i = 0; i < L; ++i)
             least_prefix[i + 1] = least_prefix[i] + c.least[problem.time.sequence[i]];
         std::fill(current.begin(), current.end(), infinity);
-        const std::uint32_t fewest = fewest_layers(problem, s);
+        const std::uint32_t fewest = problem.fewest_layers(s);
         for (std::uint32_t a = 0; a <= L; ++a) {
             if (previous[a] == infinity)
                 continue;
@@ -863,7 +859,7 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
     if (problem.rule == RecomputeRule::mindformers)
         prefixes.emplace(groups);
     const auto fill = [&](auto& stage, std::uint32_t s) {
-        const std::uint32_t fewest = fewest_layers(problem, s);
+        const std::uint32_t fewest = problem.fewest_layers(s);
         for (std::uint32_t a = 0; a <= L; ++a) {
             for (std::uint32_t n = fewest; n <= longest[s][a]; ++n)
                 ranges.time[s][std::size_t{a} * width + n] = stage.fastest(a, a + n).time;

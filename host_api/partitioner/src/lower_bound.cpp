@@ -196,7 +196,7 @@ std::vector<std::uint32_t> most_layers_within_makespan(const Problem& problem, s
         double ends = 0.0;
         for (std::uint32_t c = 0; c < problem.chunks; ++c)
             ends += chunk_time(problem, s, c, KindCounts{});
-        std::uint32_t n = problem.num_stages == 1 ? layers : problem.min_layers(s);
+        std::uint32_t n = problem.fewest_layers(s);
         while (n < layers && m * (ends + (n + 1) * fastest) <= makespan + slack)
             ++n;
         most[s] = n;

@@ -130,10 +130,6 @@ void check_memory_source(const Problem& problem, const MemorySource& memory, std
     }
 }
 
-std::uint32_t fewest_layers(const Problem& problem, std::uint32_t stage) {
-    return problem.num_stages == 1 ? problem.time.body_layers : problem.min_layers(stage);
-}
-
 // Counts each stage may take: at least its minimum, and `usable(stage, n)`.
 template <class Usable>
 std::vector<std::vector<std::uint32_t>> allowed_counts(const Problem& problem,
@@ -141,7 +137,7 @@ std::vector<std::vector<std::uint32_t>> allowed_counts(const Problem& problem,
                                                        Usable usable) {
     std::vector<std::vector<std::uint32_t>> allowed(tables.size());
     for (std::uint32_t s = 0; s < tables.size(); ++s) {
-        for (std::uint32_t n = fewest_layers(problem, s); n <= problem.time.body_layers; ++n) {
+        for (std::uint32_t n = problem.fewest_layers(s); n <= problem.time.body_layers; ++n) {
             if (usable(s, n))
                 allowed[s].push_back(n);
         }
@@ -208,7 +204,7 @@ void detail::explain_infeasible(const Problem& problem, const std::vector<StageT
 
     std::vector<double> needs;
     for (const auto& t : tables) {
-        for (std::uint32_t n = fewest_layers(problem, t.stage); n <= layers; ++n) {
+        for (std::uint32_t n = problem.fewest_layers(t.stage); n <= layers; ++n) {
             if (std::isfinite(t.least_memory[n]))
                 needs.push_back(t.least_memory[n]);
         }
@@ -233,7 +229,7 @@ void detail::explain_infeasible(const Problem& problem, const std::vector<StageT
     std::string reason;
     double worst_excess = 0.0;
     for (const auto& t : tables) {
-        const std::uint32_t n = fewest_layers(problem, t.stage);
+        const std::uint32_t n = problem.fewest_layers(t.stage);
         const double need = t.least_memory[n];
         if (!within_budget(need, budget) && need - budget > worst_excess) {
             worst_excess = need - budget;
@@ -411,14 +407,14 @@ std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint3
     };
     double least_sum = 0.0;
     for (std::uint32_t s = 0; s < p; ++s)
-        least_sum += least_time(s, fewest_layers(problem, s));
+        least_sum += least_time(s, problem.fewest_layers(s));
     std::vector<std::uint32_t> most(p, layers);
     for (std::uint32_t s = 0; s < p; ++s) {
-        const double others = least_sum - least_time(s, fewest_layers(problem, s));
+        const double others = least_sum - least_time(s, problem.fewest_layers(s));
         const double bound = (objective - others) / problem.micro_batches;
         // A little slack, so that rounding never excludes a count the optimum uses.
         const double slack = 1e-9 * std::max(1.0, std::abs(objective));
-        std::uint32_t n = fewest_layers(problem, s);
+        std::uint32_t n = problem.fewest_layers(s);
         while (n < layers && least_time(s, n + 1) <= bound + slack)
             ++n;
         most[s] = n;
@@ -452,7 +448,7 @@ Plan solve_validated(const Problem& problem, const MemorySource& memory) {
     const auto with_cap = [&](std::uint32_t cap) {
         std::vector<std::uint32_t> most(p);
         for (std::uint32_t s = 0; s < p; ++s)
-            most[s] = std::max(std::min(cap, layers), fewest_layers(problem, s));
+            most[s] = std::max(std::min(cap, layers), problem.fewest_layers(s));
         return most;
     };
     std::uint32_t cap = 2 * ((layers + p - 1) / p) + 1;

@@ -178,6 +178,11 @@ struct Problem {
     // Fewest body layers chunk c of stage s may hold: 0 where it holds the model's first or last
     // block (beside the embedding or the LM head), 1 elsewhere.
     [[nodiscard]] std::uint32_t min_layers(std::uint32_t stage, std::uint32_t chunk) const;
+    // Fewest body layers stage s may hold in a plan: every one with one stage, else
+    // min_layers(s) (the solvers' lower end of each stage's count).
+    [[nodiscard]] std::uint32_t fewest_layers(std::uint32_t stage) const {
+        return num_stages == 1 ? time.body_layers : min_layers(stage);
+    }
     // Whether the plan has several chunks per stage or a schedule other than 1F1B (the chunked
     // solver), rather than one chunk under 1F1B.
     [[nodiscard]] bool chunked() const { return chunks != 1 || schedule != Schedule::one_f_one_b; }
