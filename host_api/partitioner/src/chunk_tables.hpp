@@ -129,13 +129,17 @@ class ScopedAffineStages {
                                      const std::vector<ChunkedStage>& stages,
                                      const std::vector<const StageOption*>& options);
 
-// The most body layers stage s can hold in a plan whose simulated iteration is at most `makespan`
-// (lower_bound.cpp): the stage runs M micro-batches through all its chunks, so the iteration is at
-// least M x its time, which is at least its ends plus n times the fastest candidate kind. L for
-// every stage when that says nothing (no positive body time, an infinite makespan).
-[[nodiscard]] std::vector<std::uint32_t> most_layers_within_makespan(const Problem& problem,
-                                                                     std::uint32_t kinds,
-                                                                     double makespan);
+// The fastest body layer among `kinds`: infinity when there is none.
+[[nodiscard]] double fastest_body_layer(const Problem& problem, std::uint32_t kinds);
+
+// The most body layers each stage can hold in a plan worth at most `value` (lower_bound.cpp), for
+// every estimate the chunked solvers bound a stage's count by: either chunk objective and the
+// simulated iteration. Each is at least M x a stage's time (the stage runs M micro-batches
+// through all its chunks), which is at least its ends plus n x `fastest_layer`, the fastest
+// candidate body layer. L for every stage when that says nothing (no positive fastest layer, an
+// infinite value). (1F1B's solver bounds its counts more tightly: solver.cpp.)
+[[nodiscard]] std::vector<std::uint32_t> most_layers_within(const Problem& problem,
+                                                            double fastest_layer, double value);
 
 // Throws InputError when the chunked problem cannot be planned: chunks out of range, micro-batches
 // the schedule's order cannot run, an uncertainty margin, fewer layers than positions need.

@@ -21,6 +21,7 @@
 #include "assignment.hpp"
 #include "chunk_tables.hpp"
 #include "stage_table.hpp"
+#include "threshold_sweep.hpp"
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
@@ -35,6 +36,7 @@
 #include <span>
 #include <stdexcept>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -349,27 +351,21 @@ std::optional<std::vector<std::uint32_t>> solve_slots(const Problem& problem,
     const auto unconstrained = min_sum_assignment(under(infinity), layers, cost);
     if (!unconstrained)
         return std::nullopt;
-    std::sort(thresholds.begin(), thresholds.end());
-    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+    using Counts = std::vector<std::uint32_t>;
     const double wait = static_cast<double>(problem.micro_batches) * problem.chunks - 1.0;
-    double best = infinity;
-    std::vector<std::uint32_t> best_layers = unconstrained->layers;
-    for (const double threshold : thresholds) {
-        if (unconstrained->sum + wait * threshold >= best)
-            break;
-        const auto assignment = min_sum_assignment(under(threshold), layers, cost);
-        if (!assignment)
-            continue;
-        double most = 0.0;
-        for (std::uint32_t s = 0; s < stages.size(); ++s)
-            most = std::max(most, cost[s][assignment->layers[s]]);
-        const double objective = assignment->sum + wait * most;
-        if (objective < best) {
-            best = objective;
-            best_layers = assignment->layers;
-        }
-    }
-    return best_layers;
+    const auto found = sweep_thresholds<Counts>(
+        std::move(thresholds), {unconstrained->sum, wait}, infinity,
+        [&](double threshold) { return can_sum_to(under(threshold), layers); },
+        [&](double threshold) -> std::optional<Scored<Counts>> {
+            auto assignment = min_sum_assignment(under(threshold), layers, cost);
+            if (!assignment)
+                return std::nullopt;
+            double most = 0.0;
+            for (std::uint32_t s = 0; s < stages.size(); ++s)
+                most = std::max(most, cost[s][assignment->layers[s]]);
+            return Scored<Counts>{assignment->sum + wait * most, std::move(assignment->layers)};
+        });
+    return found ? found->candidate : unconstrained->layers;
 }
 
 // The optimal plan among those the stages' options allow (each stage's count within its cap), or
@@ -393,61 +389,21 @@ std::optional<Plan> best_plan(const Problem& problem, const MemorySource& memory
                 thresholds.push_back(option.total);
         }
     }
-    std::sort(thresholds.begin(), thresholds.end());
-    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
-    // The smallest feasible threshold, by bisection (feasibility is monotone in A).
-    std::size_t lo = 0;
-    std::size_t hi = thresholds.size() - 1;
-    while (lo < hi) {
-        const std::size_t mid = (lo + hi) / 2;
-        if (feasible_under(problem, stages, thresholds[mid]))
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-
+    // The objective M A + (the least sum of the other chunks' slowest under A).
     const double m = problem.micro_batches;
-    double best = infinity;
-    double best_threshold = thresholds.back();
-    for (std::size_t i = lo; i < thresholds.size(); ++i) {
-        const double a = thresholds[i];
-        if (m * a + unconstrained.value >= best)
-            break;  // D(A) >= D(infinity): no larger threshold can do better
-        const Knapsack k = least_other_slowest(problem, stages, a, false);
-        if (k.value < infinity && m * a + k.value < best) {
-            best = m * a + k.value;
-            best_threshold = a;
-        }
-    }
+    const auto found = sweep_thresholds<std::monostate>(
+        std::move(thresholds), {unconstrained.value, m}, infinity,
+        [&](double a) { return feasible_under(problem, stages, a); },
+        [&](double a) -> std::optional<Scored<std::monostate>> {
+            const Knapsack k = least_other_slowest(problem, stages, a, false);
+            if (!(k.value < infinity))
+                return std::nullopt;
+            return Scored<std::monostate>{m * a + k.value, {}};
+        });
+    // (Some key always beats infinity: the largest allows every option.)
+    const double best_threshold = found ? found->key : infinity;
     const Knapsack chosen = least_other_slowest(problem, stages, best_threshold, true);
     return make_chunked_plan(problem, memory, stages, chosen.layers, best_threshold, false);
-}
-
-// The most layers each stage can hold in a plan whose objective is at most `objective`: both
-// objectives are at least M x T_s, and T_s is at least the stage's ends plus n_s times the
-// fastest candidate body layer.
-std::vector<std::uint32_t> most_layers_within(const Problem& problem, std::uint32_t kinds,
-                                              double objective) {
-    const std::uint32_t layers = problem.time.body_layers;
-    double fastest = infinity;
-    for (const std::size_t k : kind_list(kinds))
-        fastest = std::min(fastest, problem.time.body_time[k]);
-    std::vector<std::uint32_t> most(problem.num_stages, layers);
-    if (!(fastest > 0.0) || !std::isfinite(objective))
-        return most;
-    const double m = problem.micro_batches;
-    // A little slack, so that rounding never excludes a count the optimum uses.
-    const double slack = 1e-9 * std::max(1.0, std::abs(objective));
-    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
-        double ends = 0.0;
-        for (std::uint32_t c = 0; c < problem.chunks; ++c)
-            ends += chunk_time(problem, s, c, KindCounts{});
-        std::uint32_t n = problem.fewest_layers(s);
-        while (n < layers && m * (ends + (n + 1) * fastest) <= objective + slack)
-            ++n;
-        most[s] = n;
-    }
-    return most;
 }
 
 }  // namespace
@@ -506,7 +462,8 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     // The first plan's objective bounds the optimum's, and with it every stage's count; counts
     // above the cap whose least memory does not fit are out of reach anyway. Where every stage's
     // bound is within its cap, the first plan is the optimum.
-    std::vector<std::uint32_t> bound = most_layers_within(problem, kinds, first->iteration_time);
+    std::vector<std::uint32_t> bound =
+        most_layers_within(problem, fastest_body_layer(problem, kinds), first->iteration_time);
     bool within = true;
     for (const ChunkedStage& stage : stages) {
         std::uint32_t& n = bound[stage.stage];

@@ -20,6 +20,7 @@
 // first need above the best value known (the balanced cut's, then the best end state's): the
 // transitions are those of stages that fit the answer, about the solver's own.
 #include "grouped_chunked.hpp"
+#include "infeasible.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/schedule.hpp>
@@ -318,32 +319,14 @@ LeastLimit least_limit(const Layout& layout) {
             "at its group's least-memory recompute kind",
             budget, layout.layers, layout.groups, p.num_stages, schedule_name(p.schedule));
     }
-    if (!least.searched) {
-        throw Infeasible(fmt::format("no placement fits: {}; the smallest feasible limit is not "
-                                     "searched for: a layer of the memory model needs less than "
-                                     "0 MB",
-                                     reason),
-                         infinity);
-    }
-    if (!(least.need < infinity)) {
-        throw Infeasible(
-            fmt::format("no placement fits: {}; no memory limit would make one feasible", reason),
-            infinity);
-    }
-    const double smallest_limit = least.need + p.memory_margin_mb;
-    // Exact: rounded up, so that the figure shown is itself feasible. A lower bound: rounded down.
-    std::string limit_text =
-        least.exact ? fmt::format("the smallest memory limit that would be feasible is {:.1f} MB",
-                                  std::ceil(smallest_limit * 10.0) / 10.0)
-                    : fmt::format(
-                          "no memory limit below {:.1f} MB would be feasible (each layer at its "
-                          "lightest recompute kind in every in-flight row; no one mix is the "
-                          "lightest in all of them, so a limit that is feasible may be larger)",
-                          std::floor(smallest_limit * 10.0) / 10.0);
-    if (p.memory_margin_mb > 0.0)
-        limit_text += fmt::format(" (with the {:.1f} MB margin)", p.memory_margin_mb);
-    limit_text += fmt::format(", where stage {} is the fullest", least.fullest_stage);
-    throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
+    LeastFeasibleBudget found;
+    found.certainty = !least.searched ? LeastFeasibleBudget::Certainty::unsearched
+                      : least.exact   ? LeastFeasibleBudget::Certainty::exact
+                                      : LeastFeasibleBudget::Certainty::lower_bound;
+    found.unsearched_because = "a layer of the memory model needs less than 0 MB";
+    found.need_mb = least.need;
+    found.fullest_stage = least.fullest_stage;
+    throw_infeasible(p, reason, found);
 }
 
 }  // namespace ppb::partition::detail

@@ -33,6 +33,7 @@
 #include "grouped_chunked.hpp"
 #include "grouped_solver.hpp"
 #include "stage_table.hpp"
+#include "threshold_sweep.hpp"
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
@@ -46,6 +47,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <variant>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -280,62 +282,33 @@ std::optional<Chosen> best_within(const Layout& layout, std::vector<StageOptions
                 thresholds.push_back(objective == ChunkObjective::slots ? o.slowest : o.total);
         }
     }
-    std::sort(thresholds.begin(), thresholds.end());
-    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
-    std::size_t lo = 0;
-    std::size_t hi = thresholds.size() - 1;
-    while (lo < hi) {  // the smallest feasible threshold (feasibility is monotone)
-        const std::size_t mid = (lo + hi) / 2;
-        if (knapsack.solve(objective, thresholds[mid], false).value < infinity)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
     // 'stages': M A + D(A); 'slots': (2M - 1) A + sum m.
     const double weight = objective == ChunkObjective::slots ? 2.0 * p.micro_batches - 1.0
                                                              : static_cast<double>(p.micro_batches);
-    double best = infinity;
-    double best_threshold = thresholds.back();
-    for (std::size_t t = lo; t < thresholds.size(); ++t) {
-        const double a = thresholds[t];
-        if (weight * a + unconstrained.value >= best)
-            break;  // D only falls as A grows: no larger threshold can do better
-        const Knapsack k = knapsack.solve(objective, a, true);
-        if (!(k.value < infinity))
-            continue;
-        const double value = objective_of(p, choose(layout, stages, k, objective, a));
-        if (value < best) {
-            best = value;
-            best_threshold = a;
-        }
-    }
+    const auto found = sweep_thresholds<std::monostate>(
+        std::move(thresholds), {unconstrained.value, weight}, infinity,
+        [&](double a) { return knapsack.solve(objective, a, false).value < infinity; },
+        [&](double a) -> std::optional<Scored<std::monostate>> {
+            const Knapsack k = knapsack.solve(objective, a, true);
+            if (!(k.value < infinity))
+                return std::nullopt;
+            return Scored<std::monostate>{objective_of(p, choose(layout, stages, k, objective, a)),
+                                          {}};
+        });
+    // (Some key always beats infinity: the largest allows every option.)
+    const double best_threshold = found ? found->key : infinity;
     const Knapsack k = knapsack.solve(objective, best_threshold, true);
     return choose(layout, stages, k, objective, best_threshold);
 }
 
-// The most body layers stage s can hold in a plan whose objective is at most `objective`: both
-// objectives are at least M x T_s, and T_s is at least the stage's ends plus n x the fastest
-// candidate body layer of any group.
-std::vector<std::uint32_t> most_layers_within(const Layout& layout, double objective) {
-    const Problem& p = layout.problem;
+// The fastest candidate body layer of any group.
+double fastest_layer(const Layout& layout) {
     double fastest = infinity;
     for (std::size_t g = 0; g < layout.groups; ++g) {
         for (const std::size_t k : layout.kinds[g])
             fastest = std::min(fastest, layout.layer_time(g, k));
     }
-    std::vector<std::uint32_t> most(p.num_stages, layout.layers);
-    if (!(fastest > 0.0) || !std::isfinite(objective))
-        return most;
-    const double m = p.micro_batches;
-    const double slack = 1e-9 * std::max(1.0, std::abs(objective));
-    for (std::uint32_t s = 0; s < p.num_stages; ++s) {
-        const double ends = chunk_time(p, s, 0, KindCounts{}) + chunk_time(p, s, 1, KindCounts{});
-        std::uint32_t n = p.min_layers(s);
-        while (n < layout.layers && m * (ends + (n + 1) * fastest) <= objective + slack)
-            ++n;
-        most[s] = n;
-    }
-    return most;
+    return fastest;
 }
 
 // The most body layers stage s can hold within the budget whatever their ranges and kinds: in row
@@ -541,7 +514,8 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
     }
     if (!first)
         explain_grouped_chunked(layout, least ? *least : least_limit(layout));
-    std::vector<std::uint32_t> bound = most_layers_within(layout, objective_of(problem, *first));
+    std::vector<std::uint32_t> bound =
+        most_layers_within(problem, fastest_layer(layout), objective_of(problem, *first));
     bool within = true;
     for (std::uint32_t s = 0; s < P; ++s) {
         bound[s] = std::max(std::min(bound[s], fits[s]), most[s]);

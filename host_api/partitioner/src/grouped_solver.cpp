@@ -23,8 +23,10 @@
 //                the scan over the last cut stopping at the first that fits when a later one can
 //                only be slower.
 #include "grouped_solver.hpp"
+#include "infeasible.hpp"
 
 #include "stage_table.hpp"
+#include "threshold_sweep.hpp"
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
@@ -717,12 +719,15 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
         }
         std::swap(previous, current);
     }
-    const double least = previous[L];
-    if (!std::isfinite(least)) {
-        throw Infeasible("no placement fits: no memory limit would make one feasible", infinity);
+    if (reason.empty()) {
+        reason = fmt::format(
+            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} stages fits, even "
+            "with every layer at its group's least-memory recompute kind",
+            budget, L, groups.count, P);
     }
-    std::uint32_t fullest = 0;
-    {
+    LeastFeasibleBudget least;
+    least.need_mb = previous[L];
+    if (std::isfinite(least.need_mb)) {
         std::uint32_t end = L;
         double most = -infinity;
         for (std::uint32_t s = P; s-- > 0;) {
@@ -732,26 +737,12 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
                 need += costs[s].least[problem.time.sequence[i]];
             if (need >= most) {
                 most = need;
-                fullest = s;
+                least.fullest_stage = s;
             }
             end = a;
         }
     }
-    if (reason.empty()) {
-        reason = fmt::format(
-            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} stages fits, even "
-            "with every layer at its group's least-memory recompute kind",
-            budget, L, groups.count, P);
-    }
-    const double smallest_limit = least + problem.memory_margin_mb;
-    std::string limit_text = fmt::format(
-        "the smallest memory limit that would be feasible is "
-        "{:.1f} MB",
-        std::ceil(smallest_limit * 10.0) / 10.0);
-    if (problem.memory_margin_mb > 0.0)
-        limit_text += fmt::format(" (with the {:.1f} MB margin)", problem.memory_margin_mb);
-    limit_text += fmt::format(", where stage {} is the fullest", fullest);
-    throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
+    throw_infeasible(problem, reason, least);
 }
 
 void check_group_count(const Problem& problem, const MemorySource& memory) {
@@ -902,32 +893,21 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
                     thresholds.push_back(t);
             }
         }
-        std::sort(thresholds.begin(), thresholds.end());
-        thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
-        // The smallest threshold with a cut: feasibility is monotone in it.
-        std::size_t lo = 0;
-        std::size_t hi = thresholds.size();
-        while (lo < hi) {
-            const std::size_t mid = lo + (hi - lo) / 2;
-            if (least_sum_cut(problem, ranges, thresholds[mid]))
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        const double wait = static_cast<double>(problem.micro_batches - 1);
-        double best = iteration_time(times_of(best_cut), problem.micro_batches);
-        for (std::size_t i = lo; i < thresholds.size(); ++i) {
-            if (unconstrained->sum + wait * thresholds[i] >= best)
-                break;  // no later threshold can do better
-            const auto cut = least_sum_cut(problem, ranges, thresholds[i]);
-            if (!cut)
-                continue;
-            const double objective = iteration_time(times_of(*cut), problem.micro_batches);
-            if (objective < best) {
-                best = objective;
-                best_cut = *cut;
-            }
-        }
+        // The unconstrained cut is the plan to beat.
+        const auto found = sweep_thresholds<Cut>(
+            std::move(thresholds),
+            {unconstrained->sum, static_cast<double>(problem.micro_batches - 1)},
+            iteration_time(times_of(best_cut), problem.micro_batches),
+            [&](double t) { return least_sum_cut(problem, ranges, t).has_value(); },
+            [&](double t) -> std::optional<Scored<Cut>> {
+                auto cut = least_sum_cut(problem, ranges, t);
+                if (!cut)
+                    return std::nullopt;
+                const double objective = iteration_time(times_of(*cut), problem.micro_batches);
+                return Scored<Cut>{objective, std::move(*cut)};
+            });
+        if (found)
+            best_cut = found->candidate;
     }
 
     Plan plan;

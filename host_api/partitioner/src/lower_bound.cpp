@@ -181,23 +181,27 @@ double relaxed_lower_bound(const Problem& problem, const MemorySource& memory, d
 
 namespace detail {
 
-std::vector<std::uint32_t> most_layers_within_makespan(const Problem& problem, std::uint32_t kinds,
-                                                       double makespan) {
-    const std::uint32_t layers = problem.time.body_layers;
+double fastest_body_layer(const Problem& problem, std::uint32_t kinds) {
     double fastest = infinity;
     for (const std::size_t k : kind_list(kinds))
         fastest = std::min(fastest, problem.time.body_time[k]);
+    return fastest;
+}
+
+std::vector<std::uint32_t> most_layers_within(const Problem& problem, double fastest_layer,
+                                              double value) {
+    const std::uint32_t layers = problem.time.body_layers;
     std::vector<std::uint32_t> most(problem.num_stages, layers);
-    if (!(fastest > 0.0) || !std::isfinite(makespan))
+    if (!(fastest_layer > 0.0) || !std::isfinite(value))
         return most;
     const double m = problem.micro_batches;
-    const double slack = 1e-9 * std::max(1.0, std::abs(makespan));  // rounding never excludes
+    const double slack = 1e-9 * std::max(1.0, std::abs(value));  // rounding never excludes
     for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
         double ends = 0.0;
         for (std::uint32_t c = 0; c < problem.chunks; ++c)
             ends += chunk_time(problem, s, c, KindCounts{});
         std::uint32_t n = problem.fewest_layers(s);
-        while (n < layers && m * (ends + (n + 1) * fastest) <= makespan + slack)
+        while (n < layers && m * (ends + (n + 1) * fastest_layer) <= value + slack)
             ++n;
         most[s] = n;
     }
@@ -221,12 +225,9 @@ double simulated_lower_bound(const Problem& given, const MemorySource& memory, d
     const std::uint32_t layers = problem.time.body_layers;
     const double m = problem.micro_batches;
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
-    double fastest = detail::infinity;
-    for (const std::size_t k : detail::kind_list(kinds))
-        fastest = std::min(fastest, problem.time.body_time[k]);
+    const double fastest = detail::fastest_body_layer(problem, kinds);
     // Stage s holds at most the layers with which M T_s can stay within `upper`.
-    const std::vector<std::uint32_t> most =
-        detail::most_layers_within_makespan(problem, kinds, upper);
+    const std::vector<std::uint32_t> most = detail::most_layers_within(problem, fastest, upper);
     std::vector<ChunkedStage> stages;
     try {
         const detail::ScopedExactWorkBudget budget(detail::default_exact_work_budget);

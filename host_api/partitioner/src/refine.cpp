@@ -93,7 +93,8 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         const detail::ScopedExactWorkBudget work(detail::default_exact_work_budget);
         stages = detail::build_chunked_stages(
             problem, detail::affine_stages(problem, memory, kinds), kinds,
-            detail::most_layers_within_makespan(problem, kinds, simulate(at_start).makespan));
+            detail::most_layers_within(problem, detail::fastest_body_layer(problem, kinds),
+                                       simulate(at_start).makespan));
     } catch (const TooLargeToPlanExactly&) {
         return start;  // the neighbours are too many to weigh: the start stands
     }

@@ -12,8 +12,10 @@
 #include "assignment.hpp"
 #include "chunk_tables.hpp"
 #include "grouped_solver.hpp"
+#include "infeasible.hpp"
 #include "megatron_solver.hpp"
 #include "stage_table.hpp"
+#include "threshold_sweep.hpp"
 
 #include <ppb/errors.hpp>
 #include <ppb/kinds.hpp>
@@ -111,17 +113,16 @@ void check_memory_source(const Problem& problem, const MemorySource& memory, std
         return;
     }
     const struct {
-        std::uint32_t bit;
         const char* name;
-        bool needed;
+        std::uint32_t bit;
     } required[] = {
-        {PPB_PARAM_CONST, "const_mb", true},
-        {PPB_PARAM_PER_LAYER, "param_per_layer_mb", true},
-        {PPB_PARAM_HEAD, "head_mb", true},
-        {PPB_PARAM_TAIL, "tail_mb", true},
+        {"const_mb", PPB_PARAM_CONST},
+        {"param_per_layer_mb", PPB_PARAM_PER_LAYER},
+        {"head_mb", PPB_PARAM_HEAD},
+        {"tail_mb", PPB_PARAM_TAIL},
     };
     for (const auto& r : required) {
-        if (r.needed && (memory.linear->identified & r.bit) == 0) {
+        if ((memory.linear->identified & r.bit) == 0) {
             throw InputError(fmt::format(
                 "the memory model cannot predict every stage of a {}-stage pipeline: its {} is not "
                 "determined (see 'ppb fit' for why and which dry run would determine it)",
@@ -143,26 +144,6 @@ std::vector<std::vector<std::uint32_t>> allowed_counts(const Problem& problem,
         }
     }
     return allowed;
-}
-
-// The smallest value among `values` for which `feasible` holds (feasible is monotone).
-template <class Feasible>
-std::optional<double> smallest_feasible(std::vector<double> values, Feasible feasible) {
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    std::size_t lo = 0;
-    std::size_t hi = values.size();
-    while (lo < hi) {
-        const std::size_t mid = lo + (hi - lo) / 2;
-        if (feasible(values[mid])) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    if (lo == values.size())
-        return std::nullopt;
-    return values[lo];
 }
 
 std::string layer_phrase(std::uint32_t n, const std::optional<ppb_kind>& kind) {
@@ -217,9 +198,10 @@ void detail::explain_infeasible(const Problem& problem, const std::vector<StageT
                                                  }),
                                   layers);
     };
-    const auto least_budget = smallest_feasible(needs, fits_in);
-    const double smallest_limit =
-        least_budget ? *least_budget + problem.memory_margin_mb : detail::infinity;
+    const std::vector<double> keys = detail::distinct_sorted(std::move(needs));
+    const std::size_t first = detail::first_feasible(keys, fits_in);
+    const bool some_budget_fits = first < keys.size();
+    const double least_budget = some_budget_fits ? keys[first] : detail::infinity;
 
     // With an uncertainty margin a stage's need is its memory + K standard errors.
     const std::string need_text =
@@ -258,29 +240,18 @@ void detail::explain_infeasible(const Problem& problem, const std::vector<StageT
             budget, problem.num_stages, capacity, layers,
             kind ? fmt::format(" at '{}'", kind_name(*kind)) : std::string(), per_stage);
     }
-    std::string limit_text = "no memory limit would make a placement feasible";
-    if (least_budget) {
-        // Rounded up, so that the figure shown is itself feasible.
-        // With K standard errors a stage's least need is the least among the mixes whose
-        // standard error was asked for (sigma_table.cpp): a need some mix has, so the limit is
-        // feasible, but a mix never asked about might need less. Say which it is.
-        const double shown = std::ceil(smallest_limit * 10.0) / 10.0;
-        limit_text =
-            problem.memory_margin_sigma > 0.0
-                ? fmt::format(
-                      "a memory limit that would be feasible is {:.1f} MB (with the "
-                      "standard-error margin ppb does not search every mix for the "
-                      "least one)",
-                      shown)
-                : fmt::format("the smallest memory limit that would be feasible is {:.1f} MB",
-                              shown);
-        if (problem.memory_margin_mb > 0.0) {
-            limit_text += fmt::format(" (with the {:.1f} MB margin)", problem.memory_margin_mb);
-        }
-        limit_text += fmt::format(", where stage {} is the fullest",
-                                  fullest_stage(problem, tables, *least_budget));
+    detail::LeastFeasibleBudget least;
+    // With K standard errors a stage's least need is the least among the mixes whose standard
+    // error was asked for (sigma_table.cpp): a need some mix has, so the limit is feasible, but
+    // a mix never asked about might need less.
+    least.certainty = problem.memory_margin_sigma > 0.0
+                          ? detail::LeastFeasibleBudget::Certainty::feasible
+                          : detail::LeastFeasibleBudget::Certainty::exact;
+    if (some_budget_fits) {
+        least.need_mb = least_budget;
+        least.fullest_stage = fullest_stage(problem, tables, least_budget);
     }
-    throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
+    detail::throw_infeasible(problem, reason, least);
 }
 
 namespace {
@@ -365,25 +336,20 @@ std::optional<Sweep> sweep(const Problem& problem, const std::vector<StageTable>
         for (const std::uint32_t n : fits[s])
             thresholds.push_back(cost[s][n]);
     }
-    std::sort(thresholds.begin(), thresholds.end());
-    thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
-    const auto first = smallest_feasible(
-        thresholds, [&](double t) { return detail::can_sum_to(under(t), layers); });
-
-    const double wait = static_cast<double>(problem.micro_batches - 1);
-    Sweep best{unconstrained->layers, detail::infinity};
-    for (auto it = std::lower_bound(thresholds.begin(), thresholds.end(), *first);
-         it != thresholds.end(); ++it) {
-        if (unconstrained->sum + wait * *it >= best.objective)
-            break;  // no later threshold can do better
-        const auto assignment = detail::min_sum_assignment(under(*it), layers, cost);
-        if (!assignment)
-            continue;
-        const double objective = objective_of(assignment->layers);
-        if (objective < best.objective)
-            best = Sweep{assignment->layers, objective};
-    }
-    return best;
+    using Counts = std::vector<std::uint32_t>;
+    const auto found = detail::sweep_thresholds<Counts>(
+        std::move(thresholds), {unconstrained->sum, static_cast<double>(problem.micro_batches - 1)},
+        detail::infinity, [&](double t) { return detail::can_sum_to(under(t), layers); },
+        [&](double t) -> std::optional<detail::Scored<Counts>> {
+            auto assignment = detail::min_sum_assignment(under(t), layers, cost);
+            if (!assignment)
+                return std::nullopt;
+            const double objective = objective_of(assignment->layers);
+            return detail::Scored<Counts>{objective, std::move(assignment->layers)};
+        });
+    if (!found)
+        return Sweep{unconstrained->layers, detail::infinity};
+    return Sweep{found->candidate, found->value};
 }
 
 // The most layers each stage can hold in a plan no slower than `objective`. A stage's time is at
