@@ -19,6 +19,7 @@
 // about twice the balanced count, bounds the optimum's objective and through it every stage's
 // count; the options are built again up to those bounds only where the cap fell short.
 #include "assignment.hpp"
+#include "cap_then_widen.hpp"
 #include "chunk_tables.hpp"
 #include "stage_table.hpp"
 #include "threshold_sweep.hpp"
@@ -425,62 +426,48 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     };
     const std::vector<std::uint32_t> all(p, layers);
 
-    // A generous limit would let every stage take any count up to L, and the options would be
-    // built for all of them. So first plan with each stage capped at about twice the balanced
-    // count (doubling the cap while that is infeasible, straight to L when even each count's least
-    // memory cannot place every layer; at L the problem is the uncapped one, and so is its
-    // explanation).
-    const auto with_cap = [&](std::uint32_t cap) {
-        std::vector<std::uint32_t> most(p);
-        for (std::uint32_t s = 0; s < p; ++s)
-            most[s] = std::max(std::min(cap, layers), problem.fewest_layers(s));
-        return most;
-    };
-    std::uint32_t cap = std::min(layers, 2 * ((layers + p - 1) / p) + problem.chunks);
-    trace.first_cap = cap;
-    std::vector<std::uint32_t> most = with_cap(cap);
-    std::vector<ChunkedStage> stages = build(most);
-    std::optional<Plan> first = best_plan(problem, memory, stages);
-    while (!first && cap < layers) {
-        std::vector<std::vector<std::uint32_t>> fits(p);
-        for (const ChunkedStage& stage : stages) {
-            for (std::uint32_t n = problem.fewest_layers(stage.stage); n <= layers; ++n) {
-                if (within_budget(stage.least_memory[n], problem.budget_mb()))
-                    fits[stage.stage].push_back(n);
+    // Cap, then widen (cap_then_widen.hpp).
+    std::vector<ChunkedStage> stages;
+    trace.first_cap = first_cap(problem);
+    const auto capped = plan_capped<Plan>(
+        problem, all,
+        [&](const std::vector<std::uint32_t>& most) {
+            stages = build(most);
+            return best_plan(problem, memory, stages);
+        },
+        [&] {
+            std::vector<std::vector<std::uint32_t>> fits(p);
+            for (const ChunkedStage& stage : stages) {
+                for (std::uint32_t n = problem.fewest_layers(stage.stage); n <= layers; ++n) {
+                    if (within_budget(stage.least_memory[n], problem.budget_mb()))
+                        fits[stage.stage].push_back(n);
+                }
             }
-        }
-        cap = can_sum_to(fits, layers) ? std::min(layers, 2 * cap) : layers;
-        most = with_cap(cap);
-        stages = build(most);
-        first = best_plan(problem, memory, stages);
-    }
-    if (!first)
+            return !can_sum_to(fits, layers);
+        });
+    if (!capped.plan)
         explain(problem, stages);
-    if (most == all)
-        return *first;
-
-    // The first plan's objective bounds the optimum's, and with it every stage's count; counts
-    // above the cap whose least memory does not fit are out of reach anyway. Where every stage's
-    // bound is within its cap, the first plan is the optimum.
-    std::vector<std::uint32_t> bound =
-        most_layers_within(problem, fastest_body_layer(problem, kinds), first->iteration_time);
-    bool within = true;
+    if (capped.most == all)
+        return *capped.plan;
+    trace.capped = true;
+    // Counts above the cap whose least memory does not fit are out of reach anyway.
+    std::vector<std::uint32_t> bound = most_layers_within(
+        problem, fastest_body_layer(problem, kinds), capped.plan->iteration_time);
     for (const ChunkedStage& stage : stages) {
         std::uint32_t& n = bound[stage.stage];
-        while (n > most[stage.stage] && !within_budget(stage.least_memory[n], problem.budget_mb()))
+        while (n > capped.most[stage.stage] &&
+               !within_budget(stage.least_memory[n], problem.budget_mb()))
             --n;
-        within = within && n <= most[stage.stage];
     }
-    trace.capped = true;
-    if (within)
-        return *first;
-    trace.widened = true;
-    trace.capped = bound != all;
-    stages = build(bound);
-    std::optional<Plan> best = best_plan(problem, memory, stages);
-    // The first plan lies within the bound, so a plan exists; keep the first should rounding
-    // say otherwise.
-    return best && best->iteration_time <= first->iteration_time ? *best : *first;
+    return widen(
+        capped.most, bound, *capped.plan,
+        [&](const std::vector<std::uint32_t>& most) {
+            trace.widened = true;
+            trace.capped = most != all;
+            stages = build(most);
+            return best_plan(problem, memory, stages);
+        },
+        [](const Plan& plan) { return plan.iteration_time; });
 }
 
 }  // namespace ppb::partition::detail

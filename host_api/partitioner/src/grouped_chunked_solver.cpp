@@ -29,6 +29,7 @@
 // so O(P L^2 w^2) per threshold for dualpipe-v and L times that for interleaved (each x). Each
 // stage's count is capped first at about twice the balanced count, and the plan found bounds it
 // (M T_s is at most the objective), as in the chunked solver.
+#include "cap_then_widen.hpp"
 #include "chunk_tables.hpp"
 #include "grouped_chunked.hpp"
 #include "grouped_solver.hpp"
@@ -473,18 +474,11 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
                                     ? probed_grouped_stage(problem, memory, s, kinds)
                                     : linear_grouped_stage(problem, memory.group_linear, s));
     }
-    const std::uint32_t L = layout.layers;
     const std::uint32_t P = problem.num_stages;
-    // Each stage's cap is also the most layers that can fit it.
+    // Cap, then widen (cap_then_widen.hpp); each stage's cap is also the most layers that can
+    // fit it. A stage's options cover the ranges its cap allows (the knapsack asks no longer
+    // ones), and a plan points into them: each set lives until the plan is made.
     const std::vector<std::uint32_t> fits = most_layers_that_fit(layout);
-    const std::uint32_t widest = *std::max_element(fits.begin(), fits.end());
-    const auto with_cap = [&](std::uint32_t cap) {
-        std::vector<std::uint32_t> most(P);
-        for (std::uint32_t s = 0; s < P; ++s)
-            most[s] = std::max(std::min({cap, L, fits[s]}), problem.min_layers(s));
-        return most;
-    };
-    // A stage's options cover the ranges its cap allows (the knapsack asks no longer ones).
     const auto options_for = [&](const std::vector<std::uint32_t>& most) {
         std::vector<StageOptions> stages;
         stages.reserve(P);
@@ -492,42 +486,39 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
             stages.emplace_back(layout, s, most[s]);
         return stages;
     };
-    // First with each stage capped at about twice the balanced count (doubling while nothing
-    // fits); that plan's objective bounds every stage's count in the optimum.
-    std::uint32_t cap = std::min(L, 2 * ((L + P - 1) / P) + 2);
-    std::vector<std::uint32_t> most = with_cap(cap);
-    std::vector<StageOptions> stages = options_for(most);
-    std::optional<Chosen> first = best_within(layout, stages, most);
+    std::vector<StageOptions> stages;
     // Nothing fits within the cap: when even each layer at its lightest kind fits no cut, no cap
     // would help (and the widest caps cost the most), so say why now.
     std::optional<LeastLimit> least;
-    if (!first) {
-        least = least_limit(layout);
-        if (least->searched && !within_budget(least->need, problem.budget_mb()))
-            explain_grouped_chunked(layout, *least);
-    }
-    while (!first && cap < std::min(L, widest)) {
-        cap = std::min(L, 2 * cap);
-        most = with_cap(cap);
-        stages = options_for(most);
-        first = best_within(layout, stages, most);
-    }
-    if (!first)
+    const auto capped = plan_capped<Chosen>(
+        problem, fits,
+        [&](const std::vector<std::uint32_t>& most) {
+            stages = options_for(most);
+            return best_within(layout, stages, most);
+        },
+        [&] {
+            if (!least) {
+                least = least_limit(layout);
+                if (least->searched && !within_budget(least->need, problem.budget_mb()))
+                    explain_grouped_chunked(layout, *least);
+            }
+            return false;
+        });
+    if (!capped.plan)
         explain_grouped_chunked(layout, least ? *least : least_limit(layout));
     std::vector<std::uint32_t> bound =
-        most_layers_within(problem, fastest_layer(layout), objective_of(problem, *first));
-    bool within = true;
-    for (std::uint32_t s = 0; s < P; ++s) {
-        bound[s] = std::max(std::min(bound[s], fits[s]), most[s]);
-        within = within && bound[s] <= most[s];
-    }
-    if (within)
-        return plan_of(layout, memory, *first);
-    std::vector<StageOptions> wider = options_for(bound);
-    const std::optional<Chosen> best = best_within(layout, wider, bound);
-    if (best && objective_of(problem, *best) <= objective_of(problem, *first))
-        return plan_of(layout, memory, *best);
-    return plan_of(layout, memory, *first);
+        most_layers_within(problem, fastest_layer(layout), objective_of(problem, *capped.plan));
+    for (std::uint32_t s = 0; s < P; ++s)
+        bound[s] = std::max(std::min(bound[s], fits[s]), capped.most[s]);
+    std::vector<StageOptions> wider;
+    const Chosen best = widen(
+        capped.most, bound, *capped.plan,
+        [&](const std::vector<std::uint32_t>& most) {
+            wider = options_for(most);
+            return best_within(layout, wider, most);
+        },
+        [&](const Chosen& chosen) { return objective_of(problem, chosen); });
+    return plan_of(layout, memory, best);
 }
 
 }  // namespace ppb::partition::detail

@@ -10,6 +10,7 @@
 // stage times that occur; T is swept upwards from the smallest feasible value and the sweep
 // stops once (least unconstrained sum) + (M - 1) T cannot beat the best plan found.
 #include "assignment.hpp"
+#include "cap_then_widen.hpp"
 #include "chunk_tables.hpp"
 #include "grouped_solver.hpp"
 #include "infeasible.hpp"
@@ -406,49 +407,40 @@ Plan solve_validated(const Problem& problem, const MemorySource& memory) {
             detail::explain_infeasible(problem, tables);
         return make_plan(problem, memory, tables, best->counts);
     }
-    // A generous limit would let every stage take any count up to L, and the tables and the
-    // knapsack would range over all of them. So first plan with at most about twice the balanced
-    // count per stage (doubling the cap while that is infeasible): the plan found bounds the
-    // optimum's objective, which bounds each stage's count (most_layers_within). Then plan again
-    // within those bounds, where the optimum lies.
-    const auto with_cap = [&](std::uint32_t cap) {
-        std::vector<std::uint32_t> most(p);
-        for (std::uint32_t s = 0; s < p; ++s)
-            most[s] = std::max(std::min(cap, layers), problem.fewest_layers(s));
-        return most;
-    };
-    std::uint32_t cap = 2 * ((layers + p - 1) / p) + 1;
-    std::vector<std::uint32_t> most = with_cap(cap);
-    std::vector<StageTable> tables = detail::build_stage_tables(problem, memory, kinds, most);
-    std::optional<Sweep> first = sweep(problem, tables);
-    while (!first && cap < layers) {
-        // When no count fits even at each count's least memory, nothing will: explain it from
-        // tables over every count.
-        const bool hopeless = !detail::can_sum_to(
-            allowed_counts(problem, tables,
-                           [&](std::uint32_t s, std::uint32_t n) {
-                               return within_budget(tables[s].least_memory[n], problem.budget_mb());
-                           }),
-            layers);
-        cap = hopeless ? layers : std::min(layers, 2 * cap);
-        most = with_cap(cap);
-        tables = detail::build_stage_tables(problem, memory, kinds, most);
-        first = sweep(problem, tables);
-    }
-    if (!first)
+    // Cap, then widen (cap_then_widen.hpp): the tables and the knapsack range over about twice
+    // the balanced count per stage first.
+    std::vector<StageTable> tables;
+    const auto capped = detail::plan_capped<Sweep>(
+        problem, std::vector<std::uint32_t>(p, layers),
+        [&](const std::vector<std::uint32_t>& most) {
+            tables = detail::build_stage_tables(problem, memory, kinds, most);
+            return sweep(problem, tables);
+        },
+        [&] {
+            return !detail::can_sum_to(allowed_counts(problem, tables,
+                                                      [&](std::uint32_t s, std::uint32_t n) {
+                                                          return within_budget(
+                                                              tables[s].least_memory[n],
+                                                              problem.budget_mb());
+                                                      }),
+                                       layers);
+        });
+    if (!capped.plan)
         detail::explain_infeasible(problem, tables);
     // Where the memory limit, not the cap, ended a stage's table, more layers cannot fit anyway.
-    std::vector<std::uint32_t> bound = most_layers_within(problem, kinds, first->objective);
-    bool complete = true;
+    std::vector<std::uint32_t> bound = most_layers_within(problem, kinds, capped.plan->objective);
     for (std::uint32_t s = 0; s < p; ++s) {
-        if (bound[s] > most[s] && !tables[s].exhausted)
-            complete = false;
+        if (tables[s].exhausted)
+            bound[s] = std::min(bound[s], capped.most[s]);
     }
-    if (complete)
-        return make_plan(problem, memory, tables, first->counts);
-    tables = detail::build_stage_tables(problem, memory, kinds, bound);
-    const auto best = sweep(problem, tables);
-    return make_plan(problem, memory, tables, best ? best->counts : first->counts);
+    const Sweep best = detail::widen(
+        capped.most, bound, *capped.plan,
+        [&](const std::vector<std::uint32_t>& most) {
+            tables = detail::build_stage_tables(problem, memory, kinds, most);
+            return sweep(problem, tables);
+        },
+        [](const Sweep& plan) { return plan.objective; });
+    return make_plan(problem, memory, tables, best.counts);
 }
 
 }  // namespace
