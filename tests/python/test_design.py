@@ -97,6 +97,35 @@ def test_search_takes_the_data_parallel_sharding(cli):
         ppb.search(model_options=shape, data_parallel_sharding="zero3", **SEARCH)
 
 
+def test_search_on_a_cluster_is_the_command_s_document(cli, tmp_path):
+    from conftest import DATA
+
+    shape = DATA / "llama70b-shape.json"
+    on_h100 = dict(model="analytic", model_options=shape, devices=64, global_batch=128,
+                   tensor_parallel=[4, 8], schedules=["1f1b", "interleaved"], chunks=[2],
+                   recompute=["any"], tp_comm_overlap=True, overlap_grad_reduce=True,
+                   overlap_param_gather=True, fast=True)
+    doc = ppb.search(device="H100", **on_h100)
+    flags = ["--model", "analytic", "--model-options", shape, "--devices", 64,
+             "--global-batch", 128, "--tensor-parallel", "4,8", "--schedules",
+             "1f1b,interleaved", "--chunks", 2, "--recompute", "any", "--tp-comm-overlap",
+             "--overlap-grad-reduce", "--overlap-param-gather", "--fast", "--progress", "never"]
+    assert doc == cli.json("search", "--device", "H100", *flags)
+    # The H100's 80 GiB is the limit; each entry is timed on the cluster, in seconds and tokens.
+    assert doc["search"]["memory_limit_mb"] == 81920.0
+    best = doc["ranking"][0]
+    assert best["tensor_parallel"] in (4, 8) and best["tokens_per_second_per_device"] > 0
+    # A cluster as a dict is the same cluster as its file.
+    cluster = json.loads((DATA / "h100-cluster.json").read_text())
+    assert ppb.search(cluster=cluster, **on_h100) == cli.json(
+        "search", "--cluster", DATA / "h100-cluster.json", *flags)
+    with pytest.raises(ppb.InvalidInput, match="--device excludes --cluster"):
+        ppb.search(device="H100", cluster=cluster, **on_h100)
+    with pytest.raises(ppb.InvalidInput, match="unknown device 'TPU-v9'") as unknown:
+        ppb.search(device="TPU-v9", **on_h100)
+    assert "H100" in str(unknown.value) and "--help" not in str(unknown.value)
+
+
 def test_search_errors():
     from conftest import DATA
 

@@ -353,16 +353,24 @@ def _command():
     return path
 
 
-def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipeline_degrees=None,
-           tensor_parallel=None, data_parallel=None, micro_batch_size=None,
-           expert_parallel=None, data_parallel_sharding=None, schedules=None, chunks=None, recompute=None, recompute_rule="mindformers", memory_margin_mb=0.0,
-           memory_margin_sigma=0.0, model="dryrun-lsq", model_options=None, dryrun=None, top=10,
-           show_infeasible=False, jobs=None, device_tflops=None, plugin_path=None):
+def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
+           pipeline_degrees=None, tensor_parallel=None, data_parallel=None,
+           micro_batch_size=None, context_parallel=None, expert_parallel=None,
+           data_parallel_sharding=None, schedules=None, chunks=None, recompute=None,
+           recompute_rule="mindformers", memory_margin_mb=0.0, memory_margin_sigma=0.0,
+           model="dryrun-lsq", model_options=None, dryrun=None, top=10, show_infeasible=False,
+           jobs=None, device_tflops=None, device=None, cluster=None, tp_comm_overlap=False,
+           overlap_grad_reduce=False, overlap_param_gather=False, comm_time=None, fast=False,
+           plugin_path=None):
     """Every pipeline configuration planned and ranked, as the ppb.search/1 dict
     ``ppb search --json`` prints — by that command (``ppb search``'s options, with underscores:
-    ``pipeline_degrees=[2, 4]``, ``schedules=["1f1b"]``, ``recompute=["any", "full"]``,
-    ``expert_parallel=[8, 16]``, ``data_parallel_sharding=["optim", "optim_grads_params"]``;
-    ``model_options`` a dict or a file; ``dryrun`` a file).
+    ``pipeline_degrees=[2, 4]``, ``tensor_parallel=[1, 2, 4, 8]``, ``schedules=["1f1b"]``,
+    ``recompute=["any", "full"]``, ``expert_parallel=[8, 16]``,
+    ``data_parallel_sharding=["optim", "optim_grads_params"]``; ``model_options`` a dict or a
+    file; ``dryrun`` a file). On a cluster: ``device="H100"`` or ``cluster=`` a
+    ``ppb.cluster/1`` dict or file (its memory is the limit unless ``memory_limit_mb`` is given),
+    with Megatron-LM's overlaps as ``tp_comm_overlap=True``, ``overlap_grad_reduce=True`` and
+    ``overlap_param_gather=True``; ``fast=True`` keeps each configuration's exact optimum.
 
     Raises :class:`InvalidInput` for what the command refuses as input (exit 2),
     :class:`PluginError` for a plugin problem (exit 3), :class:`Infeasible` when no
@@ -372,8 +380,7 @@ def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipe
     import subprocess
     import tempfile
 
-    args = [_command(), "search", "--json", "--progress", "never",
-            "--memory-limit-mb", repr(float(memory_limit_mb)), "--global-batch",
+    args = [_command(), "search", "--json", "--progress", "never", "--global-batch",
             str(int(global_batch)), "--recompute-rule", recompute_rule,
             "--memory-margin-mb", repr(float(memory_margin_mb)),
             "--memory-margin-sigma", repr(float(memory_margin_sigma)), "--model", model,
@@ -389,12 +396,14 @@ def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipe
         if value is not None:
             args.extend([name, str(value)])
 
+    one("--memory-limit-mb", None if memory_limit_mb is None else repr(float(memory_limit_mb)))
     one("--model-desc", None if model_desc is None else _os.fsdecode(model_desc))
     one("--devices", devices)
     listed("--pipeline-degrees", pipeline_degrees)
-    one("--tensor-parallel", tensor_parallel)
+    listed("--tensor-parallel", tensor_parallel)
     one("--data-parallel", data_parallel)
-    one("--micro-batch-size", micro_batch_size)
+    listed("--micro-batch-size", micro_batch_size)
+    listed("--context-parallel", context_parallel)
     listed("--expert-parallel", expert_parallel)
     listed("--data-parallel-sharding", data_parallel_sharding)
     listed("--schedules", schedules)
@@ -402,12 +411,26 @@ def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipe
     listed("--recompute", recompute)
     one("--jobs", jobs)
     one("--device-tflops", device_tflops)
+    one("--device", device)
+    one("--comm-time", None if comm_time is None else repr(float(comm_time)))
     one("--dryrun", None if dryrun is None else _os.fsdecode(dryrun))
     for p in _paths(plugin_path):
         args.extend(["--plugin-path", p])
-    if show_infeasible:
-        args.append("--show-infeasible")
+    for flag, given in (("--show-infeasible", show_infeasible),
+                        ("--tp-comm-overlap", tp_comm_overlap),
+                        ("--overlap-grad-reduce", overlap_grad_reduce),
+                        ("--overlap-param-gather", overlap_param_gather), ("--fast", fast)):
+        if given:
+            args.append(flag)
     with tempfile.TemporaryDirectory() as scratch:
+        if cluster is not None:
+            if isinstance(cluster, dict):
+                cluster_file = _os.path.join(scratch, "cluster.json")
+                with open(cluster_file, "w", encoding="utf-8") as f:
+                    _json.dump(cluster, f)
+            else:
+                cluster_file = _os.fsdecode(cluster)
+            args.extend(["--cluster", cluster_file])
         if model_options is not None:
             if isinstance(model_options, (dict, list)):
                 options = _os.path.join(scratch, "options.json")
@@ -417,7 +440,9 @@ def search(model_desc=None, *, memory_limit_mb, global_batch, devices=None, pipe
                 options = _os.fsdecode(model_options)
             args.extend(["--model-options", options])
         done = subprocess.run(args, capture_output=True, text=True, check=False)
-    message = done.stderr.strip().removeprefix("ppb: error: ")
+    # The command's error, without its pointer to `ppb search --help`.
+    message = "\n".join(line for line in done.stderr.strip().splitlines()
+                        if not line.startswith("Try 'ppb ")).removeprefix("ppb: error: ")
     if done.returncode == 0:
         for line in done.stderr.splitlines():
             if line.startswith("ppb: warning: "):
