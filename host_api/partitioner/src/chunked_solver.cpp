@@ -21,6 +21,7 @@
 #include "assignment.hpp"
 #include "cap_then_widen.hpp"
 #include "chunk_tables.hpp"
+#include "plan_checks.hpp"
 #include "stage_table.hpp"
 #include "threshold_sweep.hpp"
 
@@ -293,17 +294,7 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
     plan.iteration_time =
         schedule_iteration_time(chunk_times, problem.micro_batches, problem.objective);
     plan.activations_known = true;
-    for (const StagePlan& s : plan.stages) {
-        if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
-            throw InputError(
-                fmt::format("the {} of stage {} overflowed; the inputs are too large to plan with",
-                            std::isfinite(s.time) ? "memory" : "time", s.stage));
-        }
-    }
-    if (!std::isfinite(plan.iteration_time)) {
-        throw InputError(
-            "the iteration time estimate overflowed; the layer times are too large to plan with");
-    }
+    check_finite(plan);
     return plan;
 }
 

@@ -33,6 +33,7 @@
 #include "chunk_tables.hpp"
 #include "grouped_chunked.hpp"
 #include "grouped_solver.hpp"
+#include "plan_checks.hpp"
 #include "stage_table.hpp"
 #include "threshold_sweep.hpp"
 
@@ -427,13 +428,7 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
     }
     plan.iteration_time = schedule_iteration_time(chunk_times, p.micro_batches, p.objective);
     plan.activations_known = true;
-    for (const StagePlan& s : plan.stages) {
-        if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
-            throw InputError(
-                fmt::format("the {} of stage {} overflowed; the inputs are too large to plan with",
-                            std::isfinite(s.time) ? "memory" : "time", s.stage));
-        }
-    }
+    check_finite(plan);
     return plan;
 }
 

@@ -24,6 +24,7 @@
 //                only be slower.
 #include "grouped_solver.hpp"
 #include "infeasible.hpp"
+#include "plan_checks.hpp"
 
 #include "stage_table.hpp"
 #include "threshold_sweep.hpp"
@@ -939,15 +940,12 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
         }
         stage.chunks.push_back(ChunkPlan{0, stage.layers, stage.in_flight, forward,
                                          choice.time - forward, activation});
-        if (!std::isfinite(stage.memory_mb) || !std::isfinite(stage.time)) {
-            throw InputError(fmt::format(
-                "the {} of stage {} overflowed (it is not a finite number); the inputs are too "
-                "large to plan with",
-                std::isfinite(stage.time) ? "memory" : "time", s));
-        }
         times.push_back(choice.time);
         plan.stages.push_back(std::move(stage));
     }
+    plan.iteration_time = iteration_time(times, problem.micro_batches);
+    plan.activations_known = !memory.group_linear.empty();
+    check_finite(plan);
     if (memory.group_linear.empty()) {
         // A probed model: the memory shown is the model's own prediction of each stage.
         GroupedPlacements chosen(groups.count);
@@ -964,8 +962,6 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
             plan.stages[s].memory_mb = predicted[s];
         }
     }
-    plan.iteration_time = iteration_time(times, problem.micro_batches);
-    plan.activations_known = !memory.group_linear.empty();
     return plan;
 }
 

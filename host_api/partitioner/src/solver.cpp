@@ -14,6 +14,7 @@
 #include "chunk_tables.hpp"
 #include "grouped_solver.hpp"
 #include "infeasible.hpp"
+#include "plan_checks.hpp"
 #include "megatron_solver.hpp"
 #include "stage_table.hpp"
 #include "threshold_sweep.hpp"
@@ -277,22 +278,7 @@ Plan make_plan(const Problem& problem, const MemorySource& memory,
     }
     plan.iteration_time = iteration_time(times, problem.micro_batches);
     plan.activations_known = memory.linear.has_value();
-    // Finite inputs within their ranges cannot overflow; a model's huge memory could. Never
-    // hand on an infinite number to be printed as "inf".
-    for (const StagePlan& s : plan.stages) {
-        if (!std::isfinite(s.memory_mb) || !std::isfinite(s.time)) {
-            throw InputError(fmt::format(
-                "the {} of stage {} overflowed (it is not a finite number: {}); the inputs are "
-                "too large to plan with",
-                std::isfinite(s.time) ? "memory" : "time", s.stage,
-                std::isfinite(s.time) ? s.memory_mb : s.time));
-        }
-    }
-    if (!std::isfinite(plan.iteration_time)) {
-        throw InputError(
-            "the iteration time estimate overflowed (the stages' times over the micro-batches "
-            "are not a finite number); the layer times are too large to plan with");
-    }
+    detail::check_finite(plan);
     return plan;
 }
 
