@@ -97,6 +97,32 @@ BOOST_AUTO_TEST_CASE(the_ends_and_the_backward_gradients) {
     BOOST_TEST(sixteen.layer_transient_bytes == 240.0 * MiB, tt::tolerance(1e-12));
 }
 
+// Megatron-LM's native fused loss (--cross-entropy-loss-fusion) returns new tensors from its
+// compiled steps: one more fp32 logits-sized buffer at the loss, by default; Transformer Engine's
+// kernels (cross_entropy_fusion_impl "te") none; a given logits_transient_bytes stands.
+BOOST_AUTO_TEST_CASE(the_native_fused_loss_holds_one_more_fp32_buffer) {
+    const double sbV = 2048.0 * 51200.0;
+    const MemoryTerms fused =
+        terms(gpt3_175b, R"("tensor_parallel": 8, "cross_entropy_loss_fusion": true)");
+    BOOST_TEST(fused.tail_transient_bytes == (2.0 + 4.0) * sbV / 8.0, tt::tolerance(1e-12));
+    const MemoryTerms te = terms(gpt3_175b, R"("tensor_parallel": 8, "cross_entropy_loss_fusion":
+                                    true, "cross_entropy_fusion_impl": "te")");
+    BOOST_TEST(te.tail_transient_bytes == 2.0 * sbV / 8.0, tt::tolerance(1e-12));
+    const MemoryTerms fp32 =
+        terms(gpt3_175b,
+              R"("tensor_parallel": 8, "activation_bytes": 4, "cross_entropy_loss_fusion": true)");
+    BOOST_TEST(fp32.tail_transient_bytes == 4.0 * sbV / 8.0, tt::tolerance(1e-12));
+    const MemoryTerms given =
+        terms(gpt3_175b, R"("tensor_parallel": 8, "cross_entropy_loss_fusion": true,
+                            "logits_transient_bytes": 3)");
+    BOOST_TEST(given.tail_transient_bytes == 3.0 * sbV / 8.0, tt::tolerance(1e-12));
+    BOOST_CHECK_EXCEPTION(
+        terms(gpt3_175b, R"("tensor_parallel": 8, "cross_entropy_fusion_impl": "linear")"),
+        ppb::plugin::InvalidInput, [](const ppb::plugin::InvalidInput& e) {
+            return std::string(e.what()).find("cross_entropy_fusion_impl") != std::string::npos;
+        });
+}
+
 // With the fp32 softmax of a 16-bit run (softmax_in_fp32: 7 bytes with dropout) the layer keeps
 // an fp32 output and a 16-bit cast; in fp32 there is no cast: the option changes nothing and
 // says so.

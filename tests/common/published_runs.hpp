@@ -63,6 +63,31 @@ inline std::string fp8_recipe_of(std::string_view precision) {
     return "";
 }
 
+// The loss's kernels a run used (the time model times their passes over the logits), as its
+// recipe set them:
+//  - NeMo 24.07's performance runs (NVIDIA/NeMo's performance summary): the launcher's training
+//    configurations set cross_entropy_loss_fusion: true for Nemotron 4B to 22B and LLaMA-3 and
+//    3.1 (NVIDIA/NeMo-Framework-Launcher, tag 24.07 = 8325688d83, launcher_scripts/conf/training/
+//    nemotron/nemotron_{4b,8b,15b,22b}.yaml and llama/llama3_{8b,70b}.yaml,
+//    llama3_1_{8b,70b,405b}.yaml), not for GPT-3, LLaMA-2 and Nemotron-4 340B: the native fusion;
+//  - Megatron-Bridge's: its recipes set cross_entropy_loss_fusion = True with
+//    cross_entropy_fusion_impl = "te" (NVIDIA-NeMo/Megatron-Bridge,
+//    src/megatron/bridge/recipes/llama/llama3.py at 6f6f95e09f);
+//  - the others: Megatron-LM's default, unfused.
+inline void set_loss_kernels(json::object& shape, std::string_view model, const json::object& run) {
+    const json::value* source = run.if_contains("source");
+    const std::string_view repository =
+        source != nullptr ? source->at("repository").as_string() : std::string_view();
+    if (repository == "NVIDIA-NeMo/Megatron-Bridge") {
+        shape["cross_entropy_loss_fusion"] = true;
+        shape["cross_entropy_fusion_impl"] = "te";
+    } else if (repository == "NVIDIA/NeMo" &&
+               (model == "nemotron3_8b" || model == "nemotron3_22b" ||
+                model.starts_with("llama3"))) {
+        shape["cross_entropy_loss_fusion"] = true;
+    }
+}
+
 // The analytic model's shape of `model` run as `run` describes: its sizes, sequence, micro-batch,
 // TP with sequence parallelism, CP, EP, the distributed optimizer (FSDP's sharding where the run
 // used it), gradients reduced in bf16 (the
@@ -118,6 +143,7 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
             out["first_k_dense"] = dense;
         shape["moe"] = std::move(out);
     }
+    set_loss_kernels(shape, run.at("model").as_string(), run);
     return json::serialize(shape);
 }
 

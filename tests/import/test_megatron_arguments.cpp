@@ -298,6 +298,26 @@ BOOST_AUTO_TEST_CASE(the_fused_cross_entropy_holds_one_more_fp32_logits_buffer) 
                    .as_double() == 4.0);
 }
 
+// The time model times the loss's passes by its kernels: the shape says which ran.
+BOOST_AUTO_TEST_CASE(the_loss_kernels_are_written_for_the_time_model) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 ";
+    const auto unfused = options_of(map(base));
+    BOOST_TEST(!unfused.contains("cross_entropy_loss_fusion"));
+    BOOST_TEST(!unfused.contains("cross_entropy_fusion_impl"));
+    const auto native = options_of(map(base + "--cross-entropy-loss-fusion"));
+    BOOST_TEST(native.at("cross_entropy_loss_fusion").as_bool());
+    BOOST_TEST(!native.contains("cross_entropy_fusion_impl"));
+    const auto te =
+        options_of(map(base + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te"));
+    BOOST_TEST(te.at("cross_entropy_loss_fusion").as_bool());
+    BOOST_TEST(te.at("cross_entropy_fusion_impl").as_string() == "te");
+    // The implementation alone changes nothing: Megatron-LM fuses only with the switch on.
+    BOOST_TEST(!options_of(map(base + "--cross-entropy-fusion-impl te"))
+                    .contains("cross_entropy_fusion_impl"));
+}
+
 // The releases whose vocab-parallel cross entropy subtracts the logits' maximum out of place (23.04
 // to 0.7: megatron/core/tensor_parallel/cross_entropy.py, 55817ec9b9 to 9634c0e4a3) hold one more
 // fp32 logits-sized buffer at the loss; 0.8 on subtract in place (as 2.6 did). Without

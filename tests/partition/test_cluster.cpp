@@ -97,6 +97,14 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
                          "cluster.json");
         BOOST_TEST(measured.overlap_exposed_fraction == share);
     }
+    // The memory bandwidth streaming kernels reach: 0.9 of the datasheet's unless measured.
+    BOOST_TEST(h100.memory_bandwidth_fraction == 0.9);
+    BOOST_TEST(h100.streamed_bytes_per_second() == 3.35e12 * 0.9, tt::tolerance(1e-12));
+    const Cluster streamed = read_cluster(
+        R"({"format": "ppb.cluster/1", "device": "H100", "memory_bandwidth_fraction": 0.8,
+            "overrides": {"memory_bandwidth_tb_s": 3.0}})",
+        "cluster.json");
+    BOOST_TEST(streamed.streamed_bytes_per_second() == 3.0e12 * 0.8, tt::tolerance(1e-12));
     // A device of the user's own, every figure given.
     const Cluster custom = read_cluster(
         R"({"format": "ppb.cluster/1", "device": {"name": "X1", "memory_gib": 96,
@@ -129,6 +137,13 @@ BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
                                                  "overlap_exposed_fraction": {}}})",
                                                 share)),
                             "cluster.json: overlap_exposed_fraction: "),
+                   share);
+    }
+    for (const char* share : {"0", "-0.5", "1.5", "\"most\"", "true"}) {
+        BOOST_TEST(contains(refusal(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
+                                                 "memory_bandwidth_fraction": {}}})",
+                                                share)),
+                            "cluster.json: memory_bandwidth_fraction: "),
                    share);
     }
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",

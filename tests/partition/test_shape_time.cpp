@@ -155,6 +155,74 @@ BOOST_AUTO_TEST_CASE(tiny_dense_shape_by_hand) {
     }
 }
 
+// The loss's passes over the s / cp x b x V / t logits, at the cluster's streamed bandwidth,
+// on the TAIL: its whole (3 x time, as SAPP reads a TAIL) grows by the bytes each setting moves
+// over that bandwidth (38 + 14 unfused, 22 + 10 with the native fusion, 8 + 14 with Transformer
+// Engine's), and by as much again for each multi-token prediction layer; nothing without a
+// bandwidth.
+BOOST_AUTO_TEST_CASE(the_loss_is_timed_at_the_memory_bandwidth) {
+    constexpr double b = 2, s = 32, h = 64, V = 1000, t = 2;
+    constexpr double logits = s * b * V / t;
+    const auto settings_on = [](double bandwidth_tb_s) {
+        ppb::partition::Cluster cluster = ppb::partition::cluster_of_device("H100");
+        cluster.device.memory_bandwidth_tb_s = bandwidth_tb_s;
+        return ShapeTimeSettings{.device_tflops = 1.0, .cluster = cluster};
+    };
+    // 1 TFLOP/s and 2e-6 TB/s: the loss weighs about as much as the LM head's products.
+    const double bandwidth = 2e-6 * 1e12 * ppb::partition::default_memory_bandwidth_fraction;
+    const auto tail_whole = [](const std::string& text, const ShapeTimeSettings& settings) {
+        const json::object file = layer_file_from_shape(text, "shape.json", settings);
+        for (const auto& e : entries_of(file)) {
+            const auto& entry = e.as_object();
+            if (entry.at("type").as_string() == "TAIL") {
+                // A TAIL gives `time` alone: SAPP's solver and simulator read it alike.
+                BOOST_TEST(!entry.contains("forward_time"));
+                return 3.0 * entry.at("time").as_double();
+            }
+        }
+        BOOST_FAIL("no TAIL");
+        return 0.0;
+    };
+    const double lm_head = 3.0 * 2 * b * s * h * V / t / 1e9;  // forward + backward, ms
+    BOOST_TEST(tail_whole(tiny(), one_tflops) == lm_head, tt::tolerance(1e-12));
+    BOOST_TEST(tail_whole(tiny(), settings_on(0.0)) == lm_head, tt::tolerance(1e-12));
+    const struct {
+        const char* extra;
+        double bytes;
+    } losses[] = {
+        {"", 38.0 + 14.0},
+        {R"(, "cross_entropy_loss_fusion": false, "cross_entropy_fusion_impl": "te")", 38.0 + 14.0},
+        {R"(, "cross_entropy_loss_fusion": true)", 22.0 + 10.0},
+        {R"(, "cross_entropy_loss_fusion": true, "cross_entropy_fusion_impl": "native")",
+         22.0 + 10.0},
+        {R"(, "cross_entropy_loss_fusion": true, "cross_entropy_fusion_impl": "te")", 8.0 + 14.0},
+    };
+    for (const auto& loss : losses) {
+        BOOST_TEST_CONTEXT("shape" << loss.extra) {
+            BOOST_TEST(tail_whole(tiny(loss.extra), settings_on(2e-6)) ==
+                           lm_head + loss.bytes * logits / bandwidth * 1e3,
+                       tt::tolerance(1e-9));
+        }
+    }
+    // Context parallelism splits the tokens; the loss of each MTP layer is one more pass.
+    const double one_loss = 52.0 * logits / bandwidth * 1e3;
+    const double with_cp = tail_whole(tiny(R"(, "context_parallel": 2)"), settings_on(2e-6));
+    BOOST_TEST(with_cp == lm_head / 2 + one_loss / 2, tt::tolerance(1e-9));
+    // The analytic model's options: its key is accepted, a wrong value named.
+    for (const char* bad : {R"("linear")", "true", "2"}) {
+        try {
+            (void)layer_file_from_shape(
+                tiny(std::string(R"(, "cross_entropy_fusion_impl": )") + bad), "shape.json",
+                one_tflops);
+            BOOST_ERROR("accepted cross_entropy_fusion_impl " << bad);
+        } catch (const ppb::InputError& e) {
+            BOOST_TEST(std::string(e.what()).find("shape.json: cross_entropy_fusion_impl") !=
+                           std::string::npos,
+                       e.what());
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(grouped_query_attention_and_the_rate) {
     // 2 key/value heads of 4: K and V are h_kv = 2 x 64 / 4 = 32 wide.
     constexpr double b = 2, s = 32, h = 64, F = 256, t = 2, h_kv = 32;

@@ -245,9 +245,6 @@ const std::map<std::string, std::string> open_gaps = {
      "under: 4 micro-batches per replica; the synchronisation of 10 G parameters a rank over 32 "
      "replicas is exposed beyond the last backward in ppb, which overlaps it with that backward "
      "only"},
-    {"nemotron3_8b H100 fp8 64 GPUs TP2 PP1 GBS 256 MBS 4",
-     "over: a 256 000-token vocabulary, whose loss and softmax (element-wise work) the time model "
-     "does not count"},
 };
 
 }  // namespace

@@ -543,6 +543,12 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
         mg::release_default("cross_entropy_subtraction", flags.release()) == "out of place";
     if ((is_on(flags, "cross-entropy-loss-fusion") && native_fusion) || subtraction_out_of_place)
         o["logits_transient_bytes"] = (fp32 ? 0.0 : 2.0) + 4.0;
+    // Which kernels run the loss: the time model times their passes over the logits.
+    if (is_on(flags, "cross-entropy-loss-fusion")) {
+        o["cross_entropy_loss_fusion"] = true;
+        if (!native_fusion)
+            o["cross_entropy_fusion_impl"] = "te";
+    }
     // --defer-embedding-wgrad-compute: the last stage keeps the LM head's output gradient and
     // input of the first --wgrad-deferral-limit micro-batches (0: all of the iteration's) until
     // the iteration's end (megatron/core/tensor_parallel/layers.py, grad_output_buffer, at commit

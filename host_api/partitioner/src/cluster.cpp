@@ -23,6 +23,7 @@ constexpr limits::RealRange memory_bandwidth_range{0.0, 1e4, false, "TB/s"};
 constexpr limits::RealRange latency_range{0.0, 1e7, false, "microseconds"};
 constexpr limits::RealRange fraction_range{0.0, 1.0, true, "of the peak rate"};
 constexpr limits::RealRange exposed_range{0.0, 1.0, false, "of an overlapped collective"};
+constexpr limits::RealRange streamed_range{0.0, 1.0, true, "of the memory bandwidth"};
 constexpr limits::CountRange per_node_range{1, 1000000, "devices"};
 
 // The device figures a document may give (a custom device gives them all).
@@ -113,6 +114,10 @@ double Cluster::memory_mb() const noexcept {
     return device.memory_gib * 1024.0;
 }
 
+double Cluster::streamed_bytes_per_second() const noexcept {
+    return device.memory_bandwidth_tb_s * 1e12 * memory_bandwidth_fraction;
+}
+
 double achievable_fraction(const DeviceSpec& device, MatrixPrecision precision) noexcept {
     const double calibrated = precision == MatrixPrecision::fp8    ? device.fp8_achievable_fraction
                               : precision == MatrixPrecision::bf16 ? device.bf16_achievable_fraction
@@ -135,7 +140,7 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
     const JsonObject root{JsonNode(document, source)};
     root.allow_only({"format", "device", "overrides", "devices_per_node", "intra_node_gb_s",
                      "network_gb_s", "network_latency_us", "achievable_fraction", "precision",
-                     "overlap_exposed_fraction"});
+                     "overlap_exposed_fraction", "memory_bandwidth_fraction"});
     const JsonNode format = root.required("format");
     if (format.as_string() != "ppb.cluster/1")
         format.fail(
@@ -180,6 +185,8 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
         cluster.achievable_fraction = x->as_number_in(fraction_range);
     if (const auto x = root.optional("overlap_exposed_fraction"))
         cluster.overlap_exposed_fraction = x->as_number_in(exposed_range);
+    if (const auto x = root.optional("memory_bandwidth_fraction"))
+        cluster.memory_bandwidth_fraction = x->as_number_in(streamed_range);
     if (cluster.peak_tflops() <= 0.0) {
         const std::string problem = fmt::format(
             "the device {} has no {} rate (give {}_tflops in overrides)", cluster.device.name,

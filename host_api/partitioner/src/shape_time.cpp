@@ -31,14 +31,15 @@ namespace json = boost::json;
 
 // The keys of the analytic model's options (plugin/analytic/README.md, "Options"; every key its
 // parser reads, plugin/analytic/src/options.cpp). The time model reads the shape's sizes,
-// num_kv_heads, kv_channels, gated_mlp, moe, mla, mtp_num_layers and context_parallel (and, for
+// num_kv_heads, kv_channels, gated_mlp, moe, mla, mtp_num_layers, context_parallel and the loss's
+// kernels (cross_entropy_loss_fusion, cross_entropy_fusion_impl) (and, for
 // the transfers' sizes, sequence_parallel, distributed_optimizer, data_parallel_sharding,
 // param_bytes, grad_bytes, position_embeddings and untie_embeddings); the
 // others are the memory model's and are accepted without being read. A key not among them is
 // refused with a "did you mean", as the analytic model refuses it: a misspelt gated_mlp or
 // num_kv_heads would otherwise change the times unnoticed. The test of the real runs checks that
 // every shape `ppb import megatron-options` writes is read here (tests/analytic).
-constexpr std::array<std::string_view, 50> shape_keys = {"hidden_size",
+constexpr std::array<std::string_view, 52> shape_keys = {"hidden_size",
                                                          "num_attention_heads",
                                                          "ffn_hidden_size",
                                                          "seq_length",
@@ -87,7 +88,9 @@ constexpr std::array<std::string_view, 50> shape_keys = {"hidden_size",
                                                          "fp8_recipe",
                                                          "offload_modules",
                                                          "data_parallel_sharding",
-                                                         "cuda_graph_scope"};
+                                                         "cuda_graph_scope",
+                                                         "cross_entropy_loss_fusion",
+                                                         "cross_entropy_fusion_impl"};
 constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
                                                       "qk_head_dim", "qk_pos_emb_head_dim",
                                                       "v_head_dim",  "qk_layernorm"};
@@ -136,6 +139,10 @@ struct Mla {
     double v_head = 0.0;
 };
 
+// The kernels of the loss over the logits (Megatron-LM's --cross-entropy-loss-fusion and
+// --cross-entropy-fusion-impl).
+enum class LossKernels { unfused, native, te };
+
 struct Shape {
     double hidden = 0.0;    // h
     double heads = 0.0;     // a
@@ -150,6 +157,7 @@ struct Shape {
     std::uint32_t layers = 0;
     std::uint32_t mtp_layers = 0;  // mtp_num_layers, on the last stage
     bool gated_mlp = true;
+    LossKernels loss = LossKernels::unfused;  // Megatron-LM's default: no fusion
     std::optional<Moe> moe;
     std::optional<Mla> mla;
 };
@@ -326,6 +334,21 @@ Shape read_shape(std::string_view options_json, std::string_view source) {
         shape.cp = static_cast<double>(cp->as_uint32(1));
     if (const auto mtp = object.optional("mtp_num_layers"))
         shape.mtp_layers = mtp->as_uint32(0);
+    const auto fusion = object.optional("cross_entropy_loss_fusion");
+    const auto impl = object.optional("cross_entropy_fusion_impl");
+    if (fusion && fusion->as_bool())
+        shape.loss = LossKernels::native;  // Megatron-LM's default implementation
+    if (impl) {
+        const std::string_view name = impl->as_string();
+        if (name != "native" && name != "te") {
+            impl->fail(
+                fmt::format("expected \"native\" or \"te\" (Megatron-LM's "
+                            "--cross-entropy-fusion-impl), got \"{}\"",
+                            name));
+        }
+        if (shape.loss == LossKernels::native && name == "te")
+            shape.loss = LossKernels::te;
+    }
     if (const auto mla = object.optional("mla")) {
         const JsonObject m = mla->as_object();
         m.allow_only(mla_keys, "member");
@@ -417,6 +440,42 @@ double lm_head_flops(const Shape& m) {
     return 2.0 * m.batch * m.seq * m.hidden * m.vocab / (m.tp * m.cp);
 }
 
+// The bytes the loss moves through device memory, forward and backward, per micro-batch on one
+// rank: its passes over the s / cp x b x V / t logits, memory-bound kernels the matrix rate does
+// not time. Counted from the code, per logit:
+//  - unfused (megatron/core/tensor_parallel/cross_entropy.py at d98e8a64dd, Megatron-LM's
+//    default): forward 38 bytes (the 16-bit logits cast to fp32, 2 read + 4 written; the maximum,
+//    4 read; its subtraction in place, 4 + 4; exp in place, 4 + 4; the sum, 4; the division into
+//    the saved softmax, 4 + 4), backward 14 (the gradient scaled in place, 4 + 4; cast back to
+//    16 bits, 4 + 2);
+//  - --cross-entropy-loss-fusion, native (megatron/core/fusions/fused_cross_entropy.py at
+//    d98e8a64dd; each step one compiled kernel under jit_fuser): forward 22 (cast and maximum,
+//    2 + 4; subtraction, exp and sum, 4 + 4; division, 4 + 4), backward 10 (the scaled gradient
+//    written back, 4 + 4, and cast to bf16, 2);
+//  - --cross-entropy-fusion-impl te (Transformer Engine's Triton kernels,
+//    transformer_engine/common/triton/cross_entropy.py and pytorch/triton/cross_entropy.py at
+//    d0067d0da6): forward 8 (the online softmax reads the logits, 2; the second pass reads them
+//    again and writes the fp32 gradient, 2 + 4), backward 14 (the gradient scaled in place,
+//    4 + 4, and cast to the logits' 16 bits, 4 + 2).
+// Each multi-token prediction layer's loss is another pass of the same size.
+struct LossBytes {
+    double forward = 0.0;
+    double backward = 0.0;
+};
+
+LossBytes loss_bytes(const Shape& m) {
+    const double logits = m.seq / m.cp * m.batch * m.vocab / m.tp * (1.0 + m.mtp_layers);
+    switch (m.loss) {
+        case LossKernels::unfused:
+            return {38.0 * logits, 14.0 * logits};
+        case LossKernels::native:
+            return {22.0 * logits, 10.0 * logits};
+        case LossKernels::te:
+            return {8.0 * logits, 14.0 * logits};
+    }
+    return {};
+}
+
 // The multi-token prediction layers on the last stage: each a transformer layer of the model's
 // last layer's kind, its projection of the two normalised inputs (2h to h) and its own pass
 // through the LM head.
@@ -452,11 +511,13 @@ double sixteen_bit_rate(const ShapeTimeSettings& settings) noexcept {
 // outside Transformer Engine's FP8 autocast (megatron/core/transformer/transformer_config.py,
 // megatron/core/models/gpt/gpt_model.py at 4e85d74ae9); they take the 16-bit peak times the same
 // achievable fraction (sixteen_bit_tflops). `core_flops` (the attention's core, what the
-// context-parallel ring runs under) is part of them.
+// context-parallel ring runs under) is part of them. `streamed` are the bytes of memory-bound
+// kernels (the loss's), timed at the cluster's streamed bandwidth outside the backward = 2 x
+// forward rule.
 sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t layers, double flops,
                         const ShapeTimeSettings& settings, std::string_view source,
                         const LayerCommunication& communication = {}, double core_flops = 0.0,
-                        double sixteen_bit_flops = 0.0) {
+                        double sixteen_bit_flops = 0.0, const LossBytes& streamed = {}) {
     const auto ms = [&](double f) { return f / (settings.device_tflops * 1e12) * 1e3; };
     const double sixteen_bit_tflops = sixteen_bit_rate(settings);
     const auto ms16 = [&](double f) { return f / (sixteen_bit_tflops * 1e12) * 1e3; };
@@ -483,8 +544,14 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
         tensor_parallel(communication.tensor_parallel_backward, 2.0 * compute) +
         communication.expert_backward +
         overlapped(communication.context_parallel_backward, 2.0 * core);
-    const double forward = compute + forward_collectives;
-    const double backward = 2.0 * compute + backward_collectives;
+    const double bandwidth = settings.cluster ? settings.cluster->streamed_bytes_per_second() : 0.0;
+    const auto streamed_ms = [&](double bytes) {
+        return bandwidth > 0.0 ? bytes / bandwidth * 1e3 : 0.0;
+    };
+    const double forward_streamed = streamed_ms(streamed.forward);
+    const double backward_streamed = streamed_ms(streamed.backward);
+    const double forward = compute + forward_collectives + forward_streamed;
+    const double backward = 2.0 * compute + backward_collectives + backward_streamed;
     const double time = forward + backward;
     if (type == sapp::EntryType::body && !(time > 0.0)) {
         throw InputError(located_message(
@@ -501,9 +568,18 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
                         sapp::type_name(type), name, format_time(time, "ms"),
                         limits::describe(limits::time), settings.device_tflops)));
     }
-    if (forward_collectives == 0.0 && backward_collectives == 0.0)
+    if (forward_collectives == 0.0 && backward_collectives == 0.0 && forward_streamed == 0.0 &&
+        backward_streamed == 0.0)
         return sapp::Entry{
             .name = std::move(name), .type = type, .nb_layer = layers, .time = compute};
+    // A HEAD or TAIL with its own forward time would be timed one way by SAPP's solver (3 x time)
+    // and another by its simulator: its whole, forward + backward, is 3 x time, split as SAPP
+    // splits it (the loss's passes, a few per cent of the LM head, do not follow the 1 : 2 split
+    // exactly).
+    if (type != sapp::EntryType::body) {
+        return sapp::Entry{
+            .name = std::move(name), .type = type, .nb_layer = layers, .time = time / 3.0};
+    }
     return sapp::Entry{.name = std::move(name),
                        .type = type,
                        .nb_layer = layers,
@@ -542,8 +618,12 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
         settings.cluster
             ? fmt::format(", with each body layer's tensor-parallel collectives and expert "
                           "all-to-all on {} {} per node (forward_time the forward with its "
-                          "collectives)",
-                          settings.cluster->devices_per_node, settings.cluster->device.name)
+                          "collectives){}",
+                          settings.cluster->devices_per_node, settings.cluster->device.name,
+                          settings.cluster->streamed_bytes_per_second() > 0.0
+                              ? fmt::format(", and the TAIL's loss over the logits at {:g} TB/s",
+                                            settings.cluster->streamed_bytes_per_second() / 1e12)
+                              : std::string())
             : std::string(", no communication"));
     file.pre_defined_layer = {{std::string(head_name), 0}, {std::string(tail_name), -1}};
 
@@ -590,7 +670,7 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
                                     shape.mtp_layers * core_attention_flops(shape);
     file.entries.push_back(timed_entry(std::string(tail_name), sapp::EntryType::tail, 1,
                                        lm_head_flops(shape) + mtp_flops(shape), settings, source,
-                                       {}, 0.0, tail_sixteen_bit));
+                                       {}, 0.0, tail_sixteen_bit, loss_bytes(shape)));
     return sapp::to_json(file);
 }
 

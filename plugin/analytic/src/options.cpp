@@ -72,7 +72,7 @@ constexpr std::array<IntegerOption, 14> integer_options = {{
      "weight gradient"},
 }};
 
-constexpr std::array<BoolOption, 14> bool_options = {{
+constexpr std::array<BoolOption, 15> bool_options = {{
     {"sequence_parallel", &ShapeOptions::sequence_parallel},
     {"distributed_optimizer", &ShapeOptions::distributed_optimizer},
     {"gated_mlp", &ShapeOptions::gated_mlp},
@@ -87,6 +87,7 @@ constexpr std::array<BoolOption, 14> bool_options = {{
     {"fp8_transposes", &ShapeOptions::fp8_transposes},
     {"fused_norms", &ShapeOptions::fused_norms},
     {"qk_layernorm", &ShapeOptions::qk_layernorm},
+    {"cross_entropy_loss_fusion", &ShapeOptions::cross_entropy_loss_fusion},
 }};
 
 constexpr std::array<NumberOption, 10> number_options = {{
@@ -104,7 +105,7 @@ constexpr std::array<NumberOption, 10> number_options = {{
 
 // Options parsed on their own, after the shape they depend on: objects, lists, and the
 // multi-token prediction layers' placement.
-constexpr std::array<std::string_view, 12> separate_options = {"moe",
+constexpr std::array<std::string_view, 13> separate_options = {"moe",
                                                                "mla",
                                                                "recompute_modules",
                                                                "mtp_num_layers",
@@ -115,7 +116,8 @@ constexpr std::array<std::string_view, 12> separate_options = {"moe",
                                                                "fp8_recipe",
                                                                "offload_modules",
                                                                "data_parallel_sharding",
-                                                               "cuda_graph_scope"};
+                                                               "cuda_graph_scope",
+                                                               "cross_entropy_fusion_impl"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -817,6 +819,17 @@ OffloadModules parse_offload_modules(const json::value& value) {
     return parse_module_list(value, "offload_modules", offload_names, fused, OffloadModules{});
 }
 
+// Megatron-LM's --cross-entropy-fusion-impl: true for "te" (Transformer Engine's kernels), false
+// for "native" (Megatron-LM's own, the default).
+bool parse_cross_entropy_impl(const json::value& value) {
+    if (value.is_string() && (value.as_string() == "native" || value.as_string() == "te"))
+        return value.as_string() == "te";
+    throw InvalidInput(quoted("cross_entropy_fusion_impl") +
+                       " must be \"native\" or \"te\" (Megatron-LM's "
+                       "--cross-entropy-fusion-impl), got " +
+                       describe_json(value));
+}
+
 CudaGraphScope parse_cuda_graph_scope(const json::value& value) {
     return parse_module_list(value, "cuda_graph_scope", graph_scope_names, other_graph_scopes,
                              CudaGraphScope{});
@@ -872,6 +885,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.data_parallel_sharding = parse_sharding(value);
         else if (key == "cuda_graph_scope")
             options.cuda_graph_scope = parse_cuda_graph_scope(value);
+        else if (key == "cross_entropy_fusion_impl")
+            options.te_cross_entropy = parse_cross_entropy_impl(value);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
@@ -903,9 +918,13 @@ ShapeOptions parse_options(std::string_view options_json) {
     }
     // The 16-bit logits cast to fp32 at the loss (README.md, "Peak"): with fp32 activations the
     // logits are fp32 already and Tensor.float() returns them as they are.
-    if (!object.contains("logits_transient_bytes"))
+    // Megatron-LM's native fused loss (--cross-entropy-loss-fusion) returns new tensors from its
+    // compiled steps rather than working in place: one more fp32 logits-sized buffer.
+    if (!object.contains("logits_transient_bytes")) {
         options.logits_transient_bytes =
-            options.activation_bytes < 4.0 ? options.activation_bytes : 0.0;
+            (options.activation_bytes < 4.0 ? options.activation_bytes : 0.0) +
+            (options.cross_entropy_loss_fusion && !options.te_cross_entropy ? 4.0 : 0.0);
+    }
     for (std::size_t i = 0; i < integer_options.size(); ++i) {
         if (integer_options[i].required && !seen[i]) {
             throw InvalidInput("analytic: missing required option '" +

@@ -222,6 +222,11 @@ struct ShapeOptions {
     // LayerNormLinear in Megatron-LM's TE layer specs); false: modules of their own (the local
     // spec). MLA's input norm and an MoE layer's pre-MLP norm are always modules of their own.
     bool fused_norms = true;
+    // Megatron-LM's --cross-entropy-loss-fusion and --cross-entropy-fusion-impl te: which kernels
+    // run the loss. The native fusion keeps one more fp32 logits-sized buffer at the loss (the
+    // default logits_transient_bytes); the time model times the loss's passes from them.
+    bool cross_entropy_loss_fusion = false;
+    bool te_cross_entropy = false;
     OffloadModules offload_modules;
     // Megatron-LM's --defer-embedding-wgrad-compute: the micro-batches whose LM-head output
     // gradient (and input) the last stage keeps until the iteration's end, where their weight

@@ -67,6 +67,13 @@ inline constexpr double default_achievable_fraction = 0.4;
 // a measured share replaces it in the cluster description (host_api/docs/cluster.md, "Overlap").
 inline constexpr double default_overlap_exposed_fraction = 0.5;
 
+// The share of the device's memory bandwidth (DeviceSpec::memory_bandwidth_tb_s, the datasheet's)
+// that kernels streaming large tensors through it reach, such as the loss's passes over the
+// logits. An assumption, not a calibration: streaming copy kernels run near the datasheet rate
+// (about 3.0 of an H100's 3.35 TB/s), and nothing the published throughputs show pins it
+// further; a measured share replaces it in the cluster description.
+inline constexpr double default_memory_bandwidth_fraction = 0.9;
+
 // The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
 // Ascend910B).
 [[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
@@ -95,6 +102,9 @@ struct Cluster {
     // The share of an overlapped collective that stays exposed (default_overlap_exposed_fraction):
     // with overlap a collective costs share x its time + what of the rest outlasts its products.
     double overlap_exposed_fraction = default_overlap_exposed_fraction;
+    // The share of the memory bandwidth streaming kernels reach
+    // (default_memory_bandwidth_fraction).
+    double memory_bandwidth_fraction = default_memory_bandwidth_fraction;
 
     // The peak rate at `precision`, TFLOP/s.
     [[nodiscard]] double peak_tflops() const noexcept;
@@ -102,6 +112,9 @@ struct Cluster {
     [[nodiscard]] double achieved_tflops() const noexcept;
     // The device memory in MB (2^20 bytes).
     [[nodiscard]] double memory_mb() const noexcept;
+    // memory_bandwidth_tb_s x memory_bandwidth_fraction, bytes per second; 0 when the device
+    // gives no bandwidth.
+    [[nodiscard]] double streamed_bytes_per_second() const noexcept;
 };
 
 // The cluster of `name`'s devices with the table's figures and the defaults above. Throws as
@@ -111,9 +124,10 @@ struct Cluster {
 // Reads a ppb.cluster/1 document. Throws ppb::InputError "<source>: <JSON path>: <problem>" for
 // malformed JSON, a wrong or missing format, an unknown device name (listing the known ones), an
 // unknown field, a figure that is not a finite number in its range (memory 0 < GiB <= 1e6, rates
-// and bandwidths >= 0, achievable_fraction in (0, 1], overlap_exposed_fraction in [0, 1],
-// devices_per_node 1 to 1 000 000), a custom device without one of its figures, and a precision the
-// device has no rate for. `source` names the document in messages.
+// and bandwidths >= 0, achievable_fraction and memory_bandwidth_fraction in (0, 1],
+// overlap_exposed_fraction in [0, 1], devices_per_node 1 to 1 000 000), a custom device without one
+// of its figures, and a precision the device has no rate for. `source` names the document in
+// messages.
 [[nodiscard]] Cluster read_cluster(std::string_view text, std::string_view source);
 
 [[nodiscard]] std::string_view precision_name(MatrixPrecision precision) noexcept;
