@@ -12,6 +12,7 @@
 // memory, each chunk's activation); for the last chunk only the fastest mix with which every row
 // still fits matters, which leaves options Pareto-optimal in (total, slowest chunk).
 #include "chunk_tables.hpp"
+#include "pareto.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -237,31 +238,6 @@ struct ChunkPoint {
 };
 using Frontier = std::vector<std::vector<ChunkPoint>>;  // [n]: by increasing time
 
-// a is no worse than b in memory: no more fixed memory, no more activation.
-bool no_larger(const ChunkMemory& a, const ChunkMemory& b) {
-    return a.fixed <= b.fixed && a.activation <= b.activation;
-}
-
-// The points no other beats in (time, fixed, activation), by increasing time.
-void keep_pareto_points(std::vector<ChunkPoint>& points) {
-    std::sort(points.begin(), points.end(), [](const ChunkPoint& a, const ChunkPoint& b) {
-        if (a.time != b.time)
-            return a.time < b.time;
-        if (a.memory.fixed != b.memory.fixed)
-            return a.memory.fixed < b.memory.fixed;
-        return a.memory.activation < b.memory.activation;
-    });
-    std::vector<ChunkPoint> kept;
-    for (const ChunkPoint& p : points) {
-        const bool beaten = std::any_of(kept.rbegin(), kept.rend(), [&](const ChunkPoint& k) {
-            return no_larger(k.memory, p.memory);
-        });
-        if (!beaten)
-            kept.push_back(p);
-    }
-    points = std::move(kept);
-}
-
 // The kinds no other kind beats on time, fixed memory and activation together (ties broken by
 // kind index), as undominated() does for one memory.
 std::vector<std::size_t> useful_kinds(const std::vector<std::size_t>& kinds,
@@ -324,7 +300,7 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
                 next.push_back(q);
             }
         }
-        keep_pareto_points(next);
+        keep_time_fixed_activation_frontier(next);
         const auto safe = std::find_if(next.begin(), next.end(), [&](const ChunkPoint& q) {
             return budget.safe(q.memory, layers - n);
         });
@@ -374,7 +350,7 @@ Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
         family_frontier(layers, without(PPB_KIND_SELECT), time, fixed, activation, budget);
     for (std::uint32_t n = 0; n <= layers; ++n) {
         a[n].insert(a[n].end(), b[n].begin(), b[n].end());
-        keep_pareto_points(a[n]);
+        keep_time_fixed_activation_frontier(a[n]);
     }
     return a;
 }

@@ -14,6 +14,7 @@
 // share them, and each pair of ranges' options is built once, when the knapsack first asks.
 #include "chunk_tables.hpp"
 #include "grouped_chunked.hpp"
+#include "pareto.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/kinds.hpp>
@@ -25,29 +26,6 @@
 #include <vector>
 
 namespace ppb::partition::detail {
-namespace {
-
-// The mixes no other beats in (time, fixed, activation), by increasing time.
-void keep_pareto_mixes(std::vector<GroupMix>& mixes) {
-    std::sort(mixes.begin(), mixes.end(), [](const GroupMix& a, const GroupMix& b) {
-        if (a.time != b.time)
-            return a.time < b.time;
-        if (a.memory.fixed != b.memory.fixed)
-            return a.memory.fixed < b.memory.fixed;
-        return a.memory.activation < b.memory.activation;
-    });
-    std::vector<GroupMix> kept;
-    for (GroupMix& m : mixes) {
-        const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const GroupMix& k) {
-            return k.memory.fixed <= m.memory.fixed && k.memory.activation <= m.memory.activation;
-        });
-        if (!beaten)
-            kept.push_back(std::move(m));
-    }
-    mixes = std::move(kept);
-}
-
-}  // namespace
 
 GroupMix Layout::mix_of(std::uint32_t stage, std::uint32_t chunk,
                         const std::vector<KindCounts>& counts) const {
@@ -83,7 +61,7 @@ std::vector<GroupMix> Layout::any_mixes(std::uint32_t stage, std::uint32_t chunk
                     next.push_back(std::move(q));
                 }
             }
-            keep_pareto_mixes(next);
+            keep_time_fixed_activation_frontier(next);
             mixes = std::move(next);
         }
     }
@@ -172,7 +150,8 @@ std::vector<GroupMix> Layout::positional_mixes(std::uint32_t stage, std::uint32_
     for (const Candidate* c : kept)
         mixes.push_back(
             mix_of(stage, chunk, positional_group_layers(problem, first, n, c->counts)));
-    keep_pareto_mixes(mixes);  // the sums in mix_of's order may differ in the last bit
+    keep_time_fixed_activation_frontier(
+        mixes);  // the sums in mix_of's order may differ in the last bit
     return mixes;
 }
 

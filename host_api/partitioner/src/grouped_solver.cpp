@@ -24,6 +24,7 @@
 //                only be slower.
 #include "grouped_solver.hpp"
 #include "infeasible.hpp"
+#include "pareto.hpp"
 #include "plan_checks.hpp"
 
 #include "stage_table.hpp"
@@ -268,19 +269,6 @@ struct Point {
     KindCounts layers;
 };
 
-// Points sorted by time, keeping only those that need less memory than every faster one.
-void keep_pareto(std::vector<Point>& points) {
-    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-        return a.time != b.time ? a.time < b.time : a.memory < b.memory;
-    });
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        if (kept == 0 || points[i].memory < points[kept - 1].memory)
-            points[kept++] = points[i];
-    }
-    points.resize(kept);
-}
-
 class AnyMixStage {
   public:
     AnyMixStage(const Groups& groups, const StageCosts& costs)
@@ -335,7 +323,7 @@ class AnyMixStage {
                     next.push_back(q);
                 }
             }
-            keep_pareto(next);
+            keep_time_memory_frontier(next);
             list.push_back(std::move(next));
         }
         return list[n];
