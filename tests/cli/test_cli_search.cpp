@@ -936,6 +936,23 @@ BOOST_AUTO_TEST_CASE(the_partition_adds_the_synchronisation_the_search_ranks_by)
     BOOST_TEST_REQUIRE(std::regex_search(partition.out, m, line), partition.out);
     BOOST_TEST(std::stod(m[2].str()) == ranked, tt::tolerance(0.05 / ranked));
     BOOST_TEST(std::stod(m[1].str()) > 0.0);
+    // --json carries it: the simulated makespan plus it is the ranked iteration.
+    const auto as_json =
+        ppb({"partition", "--model", "analytic", "--model-options", shape_file, "--device", "H100",
+             "--stages", "2", "--micro-batches", "64", "--schedule", "interleaved", "--json"});
+    BOOST_TEST_REQUIRE(as_json.exit_code == 0, as_json.err);
+    const json::value plan = parse_json(as_json.out);
+    BOOST_TEST(plan.at("data_parallel_replicas").to_number<std::uint32_t>() == 4U);
+    const double sync = plan.at("data_parallel_sync_time").to_number<double>();
+    BOOST_TEST(sync == std::stod(m[1].str()), tt::tolerance(0.05 / std::stod(m[1].str())));
+    BOOST_TEST(plan.at("simulated").at("makespan").to_number<double>() + sync == ranked,
+               tt::tolerance(1e-9 * ranked));
+    // A layer file's times are in their own unit: no synchronisation is timed.
+    const auto layer_file =
+        ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--stages", "4",
+             "--memory-limit-mb", "60000", "--json"});
+    BOOST_TEST_REQUIRE(layer_file.exit_code == 0, layer_file.err);
+    BOOST_TEST(!parse_json(layer_file.out).as_object().contains("data_parallel_sync_time"));
     expect_input_error(
         ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun, "--stages", "4",
              "--memory-limit-mb", "60000", "--overlap-grad-reduce"}),

@@ -225,11 +225,23 @@ int run_partition(const PartitionArgs& args) {
     for (const std::string& warning :
          partition::plan_warnings(planned.problem, planned.plan, simulation))
         fmt::print(stderr, "ppb: warning: {}\n", warning);
+    // A model shape's layers on a cluster: the data-parallel synchronisation after the
+    // iteration, over the shape's replicas, what the overlaps leave (what ppb search adds).
+    std::optional<double> sync;
+    if (sizes) {
+        sync = partition::data_parallel_sync_ms(
+            *sizes, *cluster, {problem.num_stages, replicas}, planned.problem.time, planned.plan,
+            {args.device.overlap_grad_reduce, args.device.overlap_param_gather});
+    }
     const auto document = [&] {
         auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
                                                  planned.breakdown, planned.lower_bound);
         if (sapp)
             doc["sapp_config"] = sapp->report;
+        if (sync) {
+            doc["data_parallel_replicas"] = replicas;
+            doc["data_parallel_sync_time"] = *sync;
+        }
         return doc;
     };
     std::string after_simulation;
@@ -245,18 +257,15 @@ int run_partition(const PartitionArgs& args) {
             partition::plan_iteration_breakdown(planned.problem, planned.plan, simulation),
             times.unit);
     }
-    if (sizes && !args.json) {
-        const double sync = partition::data_parallel_sync_ms(
-            *sizes, *cluster, {problem.num_stages, replicas}, planned.problem.time, planned.plan,
-            {args.device.overlap_grad_reduce, args.device.overlap_param_gather});
+    if (sync && !args.json) {
         after_simulation += fmt::format(
             "Data-parallel synchronisation: {} after the iteration, over the shape's {} "
             "replicas{} (the iteration with it: {}, as ppb search ranks it)\n",
-            format_time(sync, times.unit), replicas,
+            format_time(*sync, times.unit), replicas,
             args.device.overlap_grad_reduce || args.device.overlap_param_gather
                 ? ", what its overlaps leave"
                 : "",
-            format_time(simulation.makespan + sync, times.unit));
+            format_time(simulation.makespan + *sync, times.unit));
     }
     const std::string out =
         args.json ? to_pretty_json(document())
