@@ -303,7 +303,7 @@ void check_shape(const ShapeOptions& o) {
         require_divisible(o.seq_length, "seq_length", o.tensor_parallel, "tensor_parallel",
                           "sequence parallelism splits the sequence over the tensor-parallel "
                           "ranks");
-    } else if (o.sequence_parallel) {
+    } else if (o.sequence_parallel && c > 1) {  // c is at least 1 (parse_integer)
         require_divisible(o.seq_length / c, "seq_length / context_parallel", o.tensor_parallel,
                           "tensor_parallel",
                           "sequence parallelism splits each context-parallel rank's sequence "
