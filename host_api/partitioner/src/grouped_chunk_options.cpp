@@ -124,14 +124,9 @@ std::vector<GroupMix> Layout::positional_mixes(std::uint32_t stage, std::uint32_
             }
         }
     }
-    // As keep_pareto_mixes: by increasing time, each kept unless an earlier one is no larger.
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& x, const Candidate& y) {
-        if (x.time != y.time)
-            return x.time < y.time;
-        if (x.memory.fixed != y.memory.fixed)
-            return x.memory.fixed < y.memory.fixed;
-        return x.memory.activation < y.memory.activation;
-    });
+    // As keep_time_fixed_activation_frontier (pareto.hpp): by increasing time, each kept unless
+    // an earlier one is no larger.
+    std::sort(candidates.begin(), candidates.end(), ByTimeFixedActivation{});
     // Whether an earlier one is no larger: the kept ones' staircase of (fixed, least activation
     // among those with no more fixed memory), strictly falling, answers in O(log) per candidate.
     std::vector<const Candidate*> kept;
@@ -150,8 +145,8 @@ std::vector<GroupMix> Layout::positional_mixes(std::uint32_t stage, std::uint32_
     for (const Candidate* c : kept)
         mixes.push_back(
             mix_of(stage, chunk, positional_group_layers(problem, first, n, c->counts)));
-    keep_time_fixed_activation_frontier(
-        mixes);  // the sums in mix_of's order may differ in the last bit
+    // The sums in mix_of's order may differ in the last bit.
+    keep_time_fixed_activation_frontier(mixes);
     return mixes;
 }
 

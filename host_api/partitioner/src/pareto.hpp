@@ -29,19 +29,26 @@ void keep_time_memory_frontier(std::vector<Point>& points) {
     points.resize(kept);
 }
 
+// The order of the (time, fixed, activation) frontier: by time, then fixed memory, then
+// activation, for any points with `.time` and `.memory.fixed`, `.memory.activation`.
+struct ByTimeFixedActivation {
+    template <class Point>
+    bool operator()(const Point& a, const Point& b) const {
+        if (a.time != b.time)
+            return a.time < b.time;
+        if (a.memory.fixed != b.memory.fixed)
+            return a.memory.fixed < b.memory.fixed;
+        return a.memory.activation < b.memory.activation;
+    }
+};
+
 // Points with `.time` and `.memory.fixed`, `.memory.activation` (memory that does not grow with
 // the micro-batches in flight, and memory that does: no one of them orders the mixes for every
 // in-flight count): sorted by (time, fixed, activation), each kept when no point kept before it
 // needs no more of both.
 template <class Point>
 void keep_time_fixed_activation_frontier(std::vector<Point>& points) {
-    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-        if (a.time != b.time)
-            return a.time < b.time;
-        if (a.memory.fixed != b.memory.fixed)
-            return a.memory.fixed < b.memory.fixed;
-        return a.memory.activation < b.memory.activation;
-    });
+    std::sort(points.begin(), points.end(), ByTimeFixedActivation{});
     std::vector<Point> kept;
     for (Point& p : points) {
         // The latest kept are the likeliest to dominate (the closest in time): look there first.

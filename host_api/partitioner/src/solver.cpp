@@ -14,8 +14,8 @@
 #include "chunk_tables.hpp"
 #include "grouped_solver.hpp"
 #include "infeasible.hpp"
-#include "plan_checks.hpp"
 #include "megatron_solver.hpp"
+#include "plan_checks.hpp"
 #include "stage_table.hpp"
 #include "threshold_sweep.hpp"
 

@@ -423,22 +423,18 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
         if given:
             args.append(flag)
     with tempfile.TemporaryDirectory() as scratch:
-        if cluster is not None:
-            if isinstance(cluster, dict):
-                cluster_file = _os.path.join(scratch, "cluster.json")
-                with open(cluster_file, "w", encoding="utf-8") as f:
-                    _json.dump(cluster, f)
+        # A document given as a dict (or list) goes to the command as a file of its own.
+        for flag, given, name in (("--cluster", cluster, "cluster.json"),
+                                  ("--model-options", model_options, "options.json")):
+            if given is None:
+                continue
+            if isinstance(given, (dict, list)):
+                path = _os.path.join(scratch, name)
+                with open(path, "w", encoding="utf-8") as f:
+                    _json.dump(given, f)
             else:
-                cluster_file = _os.fsdecode(cluster)
-            args.extend(["--cluster", cluster_file])
-        if model_options is not None:
-            if isinstance(model_options, (dict, list)):
-                options = _os.path.join(scratch, "options.json")
-                with open(options, "w", encoding="utf-8") as f:
-                    _json.dump(model_options, f)
-            else:
-                options = _os.fsdecode(model_options)
-            args.extend(["--model-options", options])
+                path = _os.fsdecode(given)
+            args.extend([flag, path])
         done = subprocess.run(args, capture_output=True, text=True, check=False)
     # The command's error, without its pointer to `ppb search --help`.
     message = "\n".join(line for line in done.stderr.strip().splitlines()
