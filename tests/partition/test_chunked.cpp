@@ -12,6 +12,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
+#include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/refine.hpp>
 #include <ppb/partition/simulate_plan.hpp>
@@ -542,6 +543,43 @@ BOOST_AUTO_TEST_CASE(refine_starts_from_any_plan_of_the_problem) {
     BOOST_TEST(refined.iteration_time == 4.0 * 24.0 + 12.0);
 }
 
+BOOST_AUTO_TEST_CASE(many_chunks_are_placed_by_the_simulated_iteration) {
+    // LLaMA-3 70B on 64 H100s as NeMo's recipe runs it (TP 4, PP 4, VP 5, CP 2, 64 micro-batches;
+    // tests/data/tuned/published.json), its times as `ppb search` has them in ms: a layer 2.575
+    // forward and 4.925 backward, the LM head and loss 4.8 and 9.7 on the last chunk, 0.336 per
+    // transfer between stages. 80 layers in 20 chunks: the chunk estimates tie on many plans,
+    // which differ in which chunk of a stage is slow and where the spare layers sit in model
+    // order; the local search's moves of one layer between chunks settle them on the simulated
+    // iteration. Its plan simulates within 1 % of the proven bound (without those moves: 5.3 %).
+    Problem p;
+    p.schedule = Schedule::interleaved;
+    p.chunks = 5;
+    p.num_stages = 4;
+    p.micro_batches = 64;
+    p.rule = RecomputeRule::any;
+    p.kinds = PPB_KIND_BIT(PPB_KIND_NONE);
+    p.time.body_layers = 80;
+    p.time.body_forward = 2.575;
+    p.time.body_time = {7.5, 7.5, 7.5, 7.5, 7.5};
+    p.time.head_forward = 0.0;
+    p.time.head_time = 0.0;
+    p.time.tail_forward = 4.8;
+    p.time.tail_time = 14.5;
+    p.comm_time = {0.336};
+    p.memory_limit_mb = 1e6;
+    Coefficients k;
+    k.per_layer = 1.0;
+    const MemorySource source = linear_source(k);
+    const ppb::partition::PlannedPartition planned = ppb::partition::plan_with_memory(p, source);
+    BOOST_TEST(check_plan(planned.plan, planned.problem, k, p.kinds).empty());
+    BOOST_TEST_REQUIRE(planned.lower_bound.has_value());
+    const double gap = planned.simulation.makespan / *planned.lower_bound - 1.0;
+    BOOST_TEST_MESSAGE(fmt::format("VP5: {:.1f} ms simulated, bound {:.1f} ms, gap {:.2f} %",
+                                   planned.simulation.makespan, *planned.lower_bound, 100.0 * gap));
+    BOOST_TEST(gap >= 0.0);
+    BOOST_TEST(gap <= 0.01);
+}
+
 BOOST_AUTO_TEST_CASE(shapes_the_schedule_cannot_run_are_refused) {
     Problem p;
     p.num_stages = 4;
@@ -871,7 +909,8 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
                                         {Schedule::zb_v, 2}}};
     std::mt19937 rng(2027);
     std::uniform_real_distribution<double> unit(0.0, 1.0);
-    std::size_t instances = 0, plans = 0, tight = 0, within = 0, seq = 0;
+    std::size_t instances = 0, plans = 0, tight = 0, within = 0, seq = 0, optimal = 0;
+    double worst_gap = 0.0;
     for (const Case& c : cases) {
         for (std::uint32_t stages = 2; stages <= 3; ++stages) {
             if (c.chunks == 3 && stages == 3)
@@ -939,6 +978,8 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
                             BOOST_TEST(bound > 0.0);
                             BOOST_TEST(bound <= least * (1 + 1e-9), bound << " > " << least);
                             BOOST_TEST(made >= least * (1 - 1e-9));
+                            optimal += made <= least * (1 + 1e-9) ? 1 : 0;
+                            worst_gap = std::max(worst_gap, made / least - 1.0);
                             tight += bound >= least * (1 - 1e-6) ? 1 : 0;
                             within += bound >= least * 0.9 ? 1 : 0;
                         }
@@ -948,9 +989,14 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
         }
     }
     BOOST_TEST_MESSAGE(
-        fmt::format("lower bound: {} instances, {} plans simulated, {} tight, {} within 10 %",
-                    instances, plans, tight, within));
+        fmt::format("lower bound: {} instances, {} plans simulated, {} tight, {} within 10 %; "
+                    "the local search's plan optimal in {}, at most {:.2f} % above the optimum",
+                    instances, plans, tight, within, optimal, 100.0 * worst_gap));
     BOOST_TEST(instances > 40u);
+    // Measured: optimal in 159 of the 162 instances, at most 5.7 % above (151 and 12.3 % before
+    // the search moved single layers between chunks).
+    BOOST_TEST(optimal >= 159u);
+    BOOST_TEST(worst_gap <= 0.06);
 }
 
 // Every one of Megatron-LM's settings whose kinds are allowed: none, selective, block N for every

@@ -6,10 +6,14 @@
 #include <ppb/errors.hpp>
 #include <ppb/partition/refine.hpp>
 #include <ppb/partition/simulate_plan.hpp>
+#include <ppb/schedule.hpp>
 #include <ppb/simulator.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <stdexcept>
 
 namespace ppb::partition {
@@ -54,6 +58,81 @@ std::uint32_t layers_of(const StageOption& option) {
             n += k;
     }
     return n;
+}
+
+std::uint32_t layers_of(const KindCounts& chunk) {
+    return std::accumulate(chunk.begin(), chunk.end(), 0u);
+}
+
+// Chunk c of stage s's `option` holding `delta` more layers of kind `kind`: under a recompute
+// setting, the mix the setting gives the new count. False when the chunk would hold fewer layers
+// than it must (Problem::min_layers) or the rule cannot build its mix.
+bool add_layers(const Problem& problem, std::uint32_t s, StageOption& option, std::uint32_t c,
+                std::size_t kind, int delta) {
+    KindCounts& layers = option.chunks[c];
+    if (delta < 0 && (layers[kind] < static_cast<std::uint32_t>(-delta) ||
+                      layers_of(layers) < problem.min_layers(s, c) - delta))
+        return false;
+    layers[kind] = static_cast<std::uint32_t>(static_cast<int>(layers[kind]) + delta);
+    if (problem.recompute_setting)
+        layers = problem.recompute_setting->chunk_layers(layers_of(layers));
+    else if (problem.rule != RecomputeRule::any && !expressible(layers, problem.rule))
+        return false;
+    option.chunk_times[c] = detail::chunk_time(problem, s, c, layers);
+    return true;
+}
+
+// `option`'s total, slowest chunk and memory after add_layers; whether it fits the budget.
+bool settle(const Problem& problem, const ChunkedStage& stage, StageOption& option) {
+    option.total = std::accumulate(option.chunk_times.begin(), option.chunk_times.end(), 0.0);
+    option.slowest = *std::max_element(option.chunk_times.begin(), option.chunk_times.end());
+    std::vector<detail::ChunkMemory> chunks;
+    chunks.reserve(option.chunks.size());
+    for (std::size_t c = 0; c < option.chunks.size(); ++c)
+        chunks.push_back(stage.affine.chunk_memory(c, option.chunks[c]));
+    option.memory = stage.affine.rows.peak(chunks).memory;
+    return within_budget(option.memory, problem.budget_mb());
+}
+
+// One body layer from chunk `from` to chunk `to`.
+struct ChunkMove {
+    ppb::StageChunk from;
+    ppb::StageChunk to;
+};
+
+// The moves of single layers between chunks the search weighs beside the tables' options: across
+// each boundary between neighbouring positions in model order (the position's last layer to the
+// next position, or back), and with more than two chunks a stage's layer from any of its chunks
+// to any other. The tables keep one split per (total, slowest chunk) of a stage with more than two
+// chunks, and one count per stage, where the simulated iteration weighs which chunk is slow and
+// which positions of the model's order the stage's layers sit in. (With two chunks a stage's
+// alternatives are already every split Pareto-optimal in its two chunk times.) A plan of balanced
+// chunks keeps them balanced: none.
+std::vector<ChunkMove> chunk_moves_of(const Problem& problem) {
+    std::vector<ChunkMove> moves;
+    if (problem.balanced_chunks)
+        return moves;
+    const std::uint32_t p = problem.num_stages;
+    const std::uint32_t v = problem.chunks;
+    for (std::uint32_t q = 0; q + 1 < p * v; ++q) {
+        const ppb::StageChunk here = ppb::position_at(problem.schedule, p, v, q);
+        const ppb::StageChunk next = ppb::position_at(problem.schedule, p, v, q + 1);
+        if (here.stage == next.stage)
+            continue;  // a V's turn: the stage's own split
+        moves.push_back({here, next});
+        moves.push_back({next, here});
+    }
+    if (v > 2) {
+        for (std::uint32_t s = 0; s < p; ++s) {
+            for (std::uint32_t c = 0; c < v; ++c) {
+                for (std::uint32_t d = 0; d < v; ++d) {
+                    if (c != d)
+                        moves.push_back({{s, c}, {s, d}});
+                }
+            }
+        }
+    }
+    return moves;
 }
 
 }  // namespace
@@ -103,8 +182,7 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
     // layer counts, so where equal times leave a choice it may have kept another mix, and even
     // another order of the same chunk times, than these tables: such a stage keeps its own.
     std::vector<const StageOption*> choice;
-    std::vector<StageOption> own;
-    own.reserve(start.stages.size());  // choice points into it
+    std::deque<StageOption> own;  // choice points into it
     for (const StagePlan& sp : start.stages) {
         const auto& list = stages.at(sp.stage).alternatives.at(sp.total_layers());
         const auto it = std::find_if(list.begin(), list.end(), [&](const StageOption& o) {
@@ -145,6 +223,7 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
         }
     }
 
+    const std::vector<ChunkMove> chunk_moves = chunk_moves_of(problem);
     Timer makespan(problem);
     double best = makespan(choice);
     const std::uint32_t p = problem.num_stages;
@@ -152,13 +231,19 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
          ++move) {
         std::vector<const StageOption*> best_neighbour;
         double best_value = best;
+        // The stage options a layer moved between chunks makes (not in the tables): the best
+        // neighbour's are kept.
+        std::optional<StageOption> best_made_a;
+        std::optional<StageOption> best_made_b;
         const auto consider = [&](std::vector<const StageOption*>& candidate) {
             // A candidate that cannot beat the best so far stops being timed once it cannot.
             const double value = makespan(candidate, best_value * (1.0 - 1e-12));
             if (value < best_value * (1.0 - 1e-12)) {
                 best_value = value;
                 best_neighbour = candidate;
+                return true;
             }
+            return false;
         };
         std::vector<const StageOption*> candidate = choice;
         const auto out_of_time = [&] { return std::chrono::steady_clock::now() >= deadline; };
@@ -194,8 +279,54 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
                 candidate[b] = choice[b];
             }
         }
+        // One layer from one chunk to another (chunk_moves), each stage checked against the
+        // budget and the rule.
+        StageOption made_a;
+        StageOption made_b;
+        const double micro_batches = problem.micro_batches;
+        for (const ChunkMove& shift : chunk_moves) {
+            if (out_of_time())
+                break;
+            const auto [a, ca] = shift.from;
+            const auto [b, cb] = shift.to;
+            const KindCounts& from = choice[a]->chunks[ca];
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                if (from[k] == 0)
+                    continue;
+                made_a = *choice[a];
+                if (!add_layers(problem, a, made_a, ca, k, -1))
+                    continue;
+                StageOption& target = a == b ? made_a : (made_b = *choice[b]);
+                // The iteration is at least M x each stage's time: a stage that slow cannot be
+                // in a faster plan, and need not be simulated.
+                if (!add_layers(problem, b, target, cb, k, +1) ||
+                    !settle(problem, stages[a], made_a) ||
+                    (a != b && !settle(problem, stages[b], made_b)) ||
+                    micro_batches * target.total >= best_value * (1.0 - 1e-12))
+                    continue;
+                candidate[a] = &made_a;
+                candidate[b] = a == b ? &made_a : &made_b;
+                if (consider(candidate)) {
+                    best_made_a = made_a;
+                    best_made_b = a != b ? std::optional(made_b) : std::nullopt;
+                    best_neighbour[a] = &*best_made_a;
+                    if (a != b)
+                        best_neighbour[b] = &*best_made_b;
+                }
+                candidate[a] = choice[a];
+                candidate[b] = choice[b];
+                if (problem.recompute_setting)
+                    break;  // the setting gives the mix: one move per pair of chunks
+            }
+        }
         if (best_neighbour.empty())
             break;
+        for (const StageOption*& o : best_neighbour) {
+            if (best_made_a && o == &*best_made_a)
+                o = &own.emplace_back(*best_made_a);
+            else if (best_made_b && o == &*best_made_b)
+                o = &own.emplace_back(*best_made_b);
+        }
         choice = std::move(best_neighbour);
         best = best_value;
     }
