@@ -10,6 +10,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include <string>
 
 namespace tt = boost::test_tools;
@@ -61,6 +63,33 @@ BOOST_AUTO_TEST_CASE(collectives_take_the_ring_times) {
     // One rank, or nothing to send: no time.
     BOOST_TEST(all_reduce_ms(1e9, 1, nvlink) == 0.0);
     BOOST_TEST(point_to_point_ms(0.0, network) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(an_all_to_all_across_nodes_sends_each_share_over_its_own_link) {
+    const Cluster h100 = cluster_of_device("H100");  // 8 a node at 450 GB/s; 50 GB/s across
+    const double latency_ms = h100.network_latency_us / 1e3;
+    // Inside one node it is the ring of the node's links.
+    BOOST_TEST(all_to_all_ms(4e8, h100, 0, 1, 8) == all_to_all_ms(4e8, 8, intra_node_link(h100)));
+    // 32 ranks on 4 nodes (DeepSeek-V3's EP 32 on B200s, one per GPU): of what a rank sends,
+    // 7/32 stays in its node and 24/32 crosses the network, at once; the network's share is the
+    // slower. Before, all of the 31/32 was taken at the network's rate.
+    const double expected =
+        std::max(7.0 / 32.0 * 4e8 / intra_bytes_per_ms, 24.0 / 32.0 * 4e8 / network_bytes_per_ms) +
+        31.0 * latency_ms;
+    BOOST_TEST(all_to_all_ms(4e8, h100, 0, 1, 32) == expected, tt::tolerance(1e-12));
+    BOOST_TEST(all_to_all_ms(4e8, h100, 0, 1, 32) < all_to_all_ms(4e8, 32, network_link(h100)));
+    // Ranks 2 apart (expert tensor parallel 2): 4 of 16 in a node; 8 apart: one a node, all of
+    // it across.
+    BOOST_TEST(
+        all_to_all_ms(4e8, h100, 0, 2, 16) == std::max(3.0 / 16.0 * 4e8 / intra_bytes_per_ms,
+                                                       12.0 / 16.0 * 4e8 / network_bytes_per_ms) +
+                                                  15.0 * latency_ms,
+        tt::tolerance(1e-12));
+    BOOST_TEST(all_to_all_ms(4e8, h100, 0, 8, 4) == all_to_all_ms(4e8, 4, network_link(h100)),
+               tt::tolerance(1e-12));
+    // One rank or nothing to send: no time.
+    BOOST_TEST(all_to_all_ms(4e8, h100, 0, 1, 1) == 0.0);
+    BOOST_TEST(all_to_all_ms(0.0, h100, 0, 1, 32) == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_group_crosses_the_network_when_its_ranks_span_nodes) {

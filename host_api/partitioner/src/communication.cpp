@@ -67,6 +67,30 @@ double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexce
     return ring_ms(bytes, ranks, link);
 }
 
+double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
+                     std::uint64_t stride, std::uint64_t ranks) noexcept {
+    if (ranks <= 1 || !(bytes > 0.0))
+        return 0.0;
+    const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
+    // The group's ranks in the node of `first` (`first` among them): what stays on its links.
+    std::uint64_t local = 0;
+    for (std::uint64_t i = 0; i < ranks; ++i)
+        local += (first + i * stride) / node == first / node ? 1 : 0;
+    if (local == ranks)
+        return all_to_all_ms(bytes, ranks, intra_node_link(cluster));
+    const double n = static_cast<double>(ranks);
+    const Link inside = intra_node_link(cluster);
+    const Link across = network_link(cluster);
+    if (!(across.gb_s > 0.0))
+        return 0.0;
+    const double within = inside.gb_s > 0.0 ? static_cast<double>(local - 1) / n * bytes /
+                                                  (inside.gb_s * bytes_per_ms_per_gb_s)
+                                            : 0.0;
+    const double beyond =
+        (n - static_cast<double>(local)) / n * bytes / (across.gb_s * bytes_per_ms_per_gb_s);
+    return std::max(within, beyond) + (n - 1.0) * across.latency_us / 1e3;
+}
+
 LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSizes::Group& group,
                                           const Cluster& cluster) {
     LayerCommunication out;
@@ -84,9 +108,9 @@ LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSi
     }
     const auto ep = static_cast<std::uint64_t>(shape.expert_parallel);
     if (group.routed_elements > 0.0 && ep > 1) {
-        const Link link =
-            group_link(cluster, 0, static_cast<std::uint64_t>(shape.expert_tensor_parallel), ep);
-        const double exchange = 2.0 * all_to_all_ms(2.0 * group.routed_elements, ep, link);
+        const double exchange =
+            2.0 * all_to_all_ms(2.0 * group.routed_elements, cluster, 0,
+                                static_cast<std::uint64_t>(shape.expert_tensor_parallel), ep);
         out.expert_forward = exchange;
         out.expert_backward = exchange;
     }

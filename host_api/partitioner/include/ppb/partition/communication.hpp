@@ -9,6 +9,11 @@
 //   all-reduce       reduce-scatter + all-gather
 //   all-to-all       (n - 1) / n x bytes / B + (n - 1) L   (bytes: what one rank sends in all)
 //
+// An all-to-all whose ranks span nodes sends each rank's share for the k ranks of its own node
+// over the node's links and the rest over the network, at once (NCCL posts every send of an
+// all-to-all together): max((k - 1) / n x bytes / B_node, (n - k) / n x bytes / B_network)
+// + (n - 1) L_network.
+//
 // with B the link's bandwidth per device and direction (ppb::partition::Cluster: inside the
 // scale-up domain, or the network's across it) and L its latency (0 inside a node, the cluster's
 // network_latency_us across). Which link a group crosses follows Megatron-LM's rank order
@@ -74,6 +79,10 @@ struct Link {
                                        const Link& link) noexcept;
 [[nodiscard]] double all_reduce_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
 [[nodiscard]] double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept;
+// The all-to-all of `ranks` ranks `stride` apart from `first` on `cluster`: each link's share
+// (above), with the ranks of `first`'s node as every node's.
+[[nodiscard]] double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
+                                   std::uint64_t stride, std::uint64_t ranks) noexcept;
 
 // One body layer's collectives per micro-batch on one tensor-parallel rank, in ms, forward and
 // backward. With t > 1: sequence parallelism all-gathers the hidden states (s x b x h x 2 bytes)
@@ -83,7 +92,7 @@ struct Link {
 // Megatron-LM overlaps it); without it, 2 all-reduces each way; over the t consecutive ranks. An
 // MoE layer's router sends each of its tokens to top_k experts and back (dispatch and combine:
 // 2 all-to-alls forward, 2 backward, of routed_elements x 2 bytes) over the expert-parallel
-// ranks, expert_tensor_parallel apart.
+// ranks, expert_tensor_parallel apart, each link taking its share when they span nodes.
 // With context parallelism (Transformer Engine's ring, cp_comm_type p2p), the attention passes
 // each rank's keys and values around the cp ranks, t apart: cp - 1 sends of key_value_elements
 // x 2 bytes forward, twice that backward (the keys and values again, and their gradients); the
