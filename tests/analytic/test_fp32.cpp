@@ -123,6 +123,25 @@ BOOST_AUTO_TEST_CASE(the_native_fused_loss_holds_one_more_fp32_buffer) {
         });
 }
 
+// moe.token_dispatcher is the time model's (DeepEP's buffers are not modelled): the memory is the
+// same with either dispatcher, and another name is refused.
+BOOST_AUTO_TEST_CASE(the_token_dispatcher_changes_no_memory) {
+    const std::string moe =
+        R"("tensor_parallel": 8, "sequence_parallel": true,
+            "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 8,
+              "expert_tensor_parallel": 1)";
+    const MemoryTerms alltoall = terms(gpt3_175b, moe + "}");
+    const MemoryTerms flex = terms(gpt3_175b, moe + R"(, "token_dispatcher": "flex"})");
+    BOOST_TEST((flex.activation_bytes == alltoall.activation_bytes));
+    BOOST_TEST(flex.layer_parameters == alltoall.layer_parameters);
+    BOOST_CHECK_EXCEPTION(terms(gpt3_175b, moe + R"(, "token_dispatcher": "allgather"})"),
+                          ppb::plugin::InvalidInput, [](const ppb::plugin::InvalidInput& e) {
+                              return std::string(e.what()).find("moe.token_dispatcher") !=
+                                         std::string::npos &&
+                                     std::string(e.what()).find("allgather") != std::string::npos;
+                          });
+}
+
 // With the fp32 softmax of a 16-bit run (softmax_in_fp32: 7 bytes with dropout) the layer keeps
 // an fp32 output and a 16-bit cast; in fp32 there is no cast: the option changes nothing and
 // says so.

@@ -88,6 +88,24 @@ inline void set_loss_kernels(json::object& shape, std::string_view model, const 
     }
 }
 
+// The MoE dispatcher a run's recipe used (the time model times a flex dispatch, DeepEP or
+// HybridEP, as one copy of a token per node of its experts), from NVIDIA-NeMo/Megatron-Bridge's
+// performance presets of the release each row's container maps to: DeepSeek-V3 on B200
+// (v0.4.2, c810129341: DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2, moe_flex_dispatcher_backend
+// "deepep"); Qwen3-235B on B200 and H100 (v0.4.2: qwen3_235b_a22b_pretrain_config_b200 and _h100
+// force "alltoall"); the other Qwen3 rows HybridEP (flex): GB200 (v0.2.0's 64-GPU preset and
+// v0.6.0, 51885cf, perf_recipes/qwen/gb200/qwen3_moe.py), Qwen3-30B on B200 (v0.4.2) and H100
+// (v0.5.0, fcbb603110).
+inline void set_dispatcher(json::object& moe, std::string_view model, const json::object& run) {
+    const std::string_view hardware = run.at("hardware").as_string();
+    if (model == "deepseek_v3" && hardware == "B200")
+        moe["token_dispatcher"] = "flex";
+    else if (model == "qwen3_235b_a22b" && (hardware == "B200" || hardware == "H100"))
+        moe["token_dispatcher"] = "alltoall";
+    else if (model.starts_with("qwen3"))
+        moe["token_dispatcher"] = "flex";
+}
+
 // The analytic model's shape of `model` run as `run` describes: its sizes, sequence, micro-batch,
 // TP with sequence parallelism, CP, EP, the distributed optimizer (FSDP's sharding where the run
 // used it), gradients reduced in bf16 (the
@@ -141,6 +159,7 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
         }
         if (const std::uint32_t dense = count(m, "first_k_dense", 0); dense > 0)
             out["first_k_dense"] = dense;
+        set_dispatcher(out, run.at("model").as_string(), run);
         shape["moe"] = std::move(out);
     }
     set_loss_kernels(shape, run.at("model").as_string(), run);

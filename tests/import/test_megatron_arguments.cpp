@@ -318,6 +318,28 @@ BOOST_AUTO_TEST_CASE(the_loss_kernels_are_written_for_the_time_model) {
                     .contains("cross_entropy_fusion_impl"));
 }
 
+// The MoE dispatcher the time model times (flex: DeepEP or HybridEP, a token once to each node of
+// its experts); Megatron-LM's default, allgather, is not written.
+BOOST_AUTO_TEST_CASE(the_token_dispatcher_is_written_for_the_time_model) {
+    const std::string base =
+        "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 1000 --bf16 --num-experts 8 --moe-router-topk 2 "
+        "--expert-model-parallel-size 2 ";
+    BOOST_TEST(!options_of(map(base)).at("moe").as_object().contains("token_dispatcher"));
+    BOOST_TEST(!options_of(map(base + "--moe-token-dispatcher-type allgather"))
+                    .at("moe")
+                    .as_object()
+                    .contains("token_dispatcher"));
+    BOOST_TEST(options_of(map(base + "--moe-token-dispatcher-type alltoall"))
+                   .at("moe")
+                   .at("token_dispatcher")
+                   .as_string() == "alltoall");
+    BOOST_TEST(options_of(map(base + "--moe-token-dispatcher-type flex"))
+                   .at("moe")
+                   .at("token_dispatcher")
+                   .as_string() == "flex");
+}
+
 // The releases whose vocab-parallel cross entropy subtracts the logits' maximum out of place (23.04
 // to 0.7: megatron/core/tensor_parallel/cross_entropy.py, 55817ec9b9 to 9634c0e4a3) hold one more
 // fp32 logits-sized buffer at the loss; 0.8 on subtract in place (as 2.6 did). Without

@@ -202,6 +202,71 @@ BOOST_AUTO_TEST_CASE(routed_experts_synchronise_over_the_expert_data_parallel_ra
                tt::tolerance(1e-12));
 }
 
+// DeepEP's and HybridEP's dispatch (moe.token_dispatcher "flex") sends a token once to each node
+// that holds one of its experts: DeepSeek-V3's 256 experts, 8 a token, over EP 32 on 4 H100
+// nodes (64 experts a node). Balanced routing misses a node with probability C(192, 8) / C(256,
+// 8), about 0.097, so a token crosses the network to 3 x 0.903 = 2.71 nodes where the all-to-all
+// dispatcher sends 8 x 24/32 = 6 copies.
+BOOST_AUTO_TEST_CASE(a_flex_dispatch_sends_a_token_once_to_each_node_of_its_experts) {
+    double miss = 1.0;
+    for (int i = 0; i < 8; ++i)
+        miss *= (192.0 - i) / (256.0 - i);
+    BOOST_TEST(expected_share_hit(256, 64, 8) == 1.0 - miss, tt::tolerance(1e-12));
+    BOOST_TEST(miss == 0.0968, tt::tolerance(0.01));
+    BOOST_TEST(expected_share_hit(256, 256, 8) == 1.0);
+    BOOST_TEST(expected_share_hit(256, 0, 8) == 0.0);
+    const Cluster h100 = cluster_of_device("H100");
+    const double token = 7168.0 * 2;  // one token's hidden state, 16-bit
+    double rank_miss = 1.0;           // 8 experts a rank
+    for (int i = 0; i < 8; ++i)
+        rank_miss *= (248.0 - i) / (256.0 - i);
+    const double within = token * 7 * (1.0 - rank_miss) / intra_bytes_per_ms;
+    const double beyond = token * 3 * (1.0 - miss) / network_bytes_per_ms;
+    BOOST_TEST(once_per_node_dispatch_ms(token, 256, 8, h100, 0, 1, 32) == std::max(within, beyond),
+               tt::tolerance(1e-12));
+    // The all-to-all dispatcher's copies, for the same token: 2.2 x the network bytes.
+    BOOST_TEST(all_to_all_ms(8 * token, h100, 0, 1, 32) /
+                       once_per_node_dispatch_ms(token, 256, 8, h100, 0, 1, 32) ==
+                   6.0 / (3.0 * (1.0 - miss)),
+               tt::tolerance(1e-9));
+    // Inside one node: once to each other rank that holds one of the token's experts.
+    BOOST_TEST(once_per_node_dispatch_ms(token, 256, 8, h100, 0, 1, 8) ==
+                   token * 7 * expected_share_hit(256, 32, 8) / intra_bytes_per_ms,
+               tt::tolerance(1e-12));
+    BOOST_TEST(once_per_node_dispatch_ms(token, 256, 8, h100, 0, 1, 1) == 0.0);
+
+    // Read from a shape: the MoE layer's forward carries it, and the time model refuses another
+    // dispatcher by name.
+    const auto shape = [](const std::string& dispatcher) {
+        return R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 2,
+            "tensor_parallel": 1, "moe": {"num_experts": 64, "top_k": 8,
+            "moe_ffn_hidden_size": 1024, "expert_parallel": 32)" +
+               dispatcher + "}}";
+    };
+    const ShapeSizes alltoall = shape_sizes(shape(""), "moe.json");
+    const ShapeSizes flex = shape_sizes(shape(R"(, "token_dispatcher": "flex")"), "moe.json");
+    BOOST_TEST(!alltoall.dispatch_once_per_node);
+    BOOST_TEST(flex.dispatch_once_per_node);
+    BOOST_TEST(flex.num_experts == 64.0);
+    BOOST_TEST(flex.top_k == 8.0);
+    const LayerCommunication a = layer_communication_ms(alltoall, alltoall.groups[0], h100);
+    const LayerCommunication f = layer_communication_ms(flex, flex.groups[0], h100);
+    const double tokens = 2048.0;
+    BOOST_TEST(f.expert_forward ==
+                   2.0 * once_per_node_dispatch_ms(1024.0 * 2, 64, 8, h100, 0, 1, 32) * tokens,
+               tt::tolerance(1e-9));
+    BOOST_TEST(f.expert_forward < a.expert_forward);
+    try {
+        (void)shape_sizes(shape(R"(, "token_dispatcher": "allgather")"), "moe.json");
+        BOOST_ERROR("accepted token_dispatcher allgather");
+    } catch (const ppb::InputError& e) {
+        BOOST_TEST(std::string(e.what()).find("moe.json: moe.token_dispatcher: expected "
+                                              "\"alltoall\" or \"flex\"") != std::string::npos,
+                   e.what());
+    }
+}
+
 // Megatron-LM's overlap: the gradients' buckets reduced during the stage's last backward, the
 // weights gathered during the next forward; what outlasts the window is waited for, and at least
 // the last bucket's share (40 M of 400 M parameters here: a tenth).

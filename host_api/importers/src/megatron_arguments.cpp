@@ -621,6 +621,12 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
         moe["expert_tensor_parallel"] = count(flags, "expert-tensor-parallel-size").value_or(t);
         if (const auto cf = number(flags, "moe-expert-capacity-factor"))
             moe["capacity_factor"] = *cf;
+        // How tokens reach their experts, for the time model (DeepEP and HybridEP, flex, send a
+        // token once to each node that holds one of its experts: host_api/docs/cluster.md).
+        // Megatron-LM's default, allgather, is not written: the time model takes alltoall.
+        if (const auto dispatcher = text(flags, "moe-token-dispatcher-type");
+            dispatcher && (*dispatcher == "flex" || *dispatcher == "alltoall"))
+            moe["token_dispatcher"] = *dispatcher;
         // Where the routing weights multiply the expert outputs (megatron_release_defaults.cpp),
         // and, inside the experts, whether the weighted SwiGLU is Megatron-LM's fused kernel
         // (experts.py, bias_act_func: Transformer Engine's activation comes first, then the

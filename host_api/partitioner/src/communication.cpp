@@ -67,15 +67,22 @@ double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexce
     return ring_ms(bytes, ranks, link);
 }
 
+// The ranks of a group of `ranks`, `stride` apart from `first`, in the node of `first` (`first`
+// among them).
+std::uint64_t ranks_in_first_node(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
+                                  std::uint64_t ranks) noexcept {
+    const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
+    std::uint64_t local = 0;
+    for (std::uint64_t i = 0; i < ranks; ++i)
+        local += (first + i * stride) / node == first / node ? 1 : 0;
+    return local;
+}
+
 double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
                      std::uint64_t stride, std::uint64_t ranks) noexcept {
     if (ranks <= 1 || !(bytes > 0.0))
         return 0.0;
-    const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
-    // The group's ranks in the node of `first` (`first` among them): what stays on its links.
-    std::uint64_t local = 0;
-    for (std::uint64_t i = 0; i < ranks; ++i)
-        local += (first + i * stride) / node == first / node ? 1 : 0;
+    const std::uint64_t local = ranks_in_first_node(cluster, first, stride, ranks);
     if (local == ranks)
         return all_to_all_ms(bytes, ranks, intra_node_link(cluster));
     const double n = static_cast<double>(ranks);
@@ -89,6 +96,42 @@ double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
     const double beyond =
         (n - static_cast<double>(local)) / n * bytes / (across.gb_s * bytes_per_ms_per_gb_s);
     return std::max(within, beyond) + (n - 1.0) * across.latency_us / 1e3;
+}
+
+double expected_share_hit(double experts, double held, double top_k) noexcept {
+    if (!(held > 0.0) || !(top_k > 0.0))
+        return 0.0;
+    double missed = 1.0;
+    const auto picks = static_cast<std::uint64_t>(top_k);
+    for (std::uint64_t i = 0; i < picks; ++i) {
+        const auto d = static_cast<double>(i);
+        missed *= std::max(0.0, experts - held - d) / (experts - d);
+    }
+    return 1.0 - missed;
+}
+
+double once_per_node_dispatch_ms(double token_bytes, double experts, double top_k,
+                                 const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
+                                 std::uint64_t ranks) noexcept {
+    if (ranks <= 1 || !(token_bytes > 0.0) || !(experts > 0.0))
+        return 0.0;
+    const std::uint64_t local = ranks_in_first_node(cluster, first, stride, ranks);
+    const double n = static_cast<double>(ranks);
+    const double nodes = n / static_cast<double>(local);
+    const Link inside = intra_node_link(cluster);
+    const Link across = network_link(cluster);
+    const double within = inside.gb_s > 0.0 ? token_bytes * static_cast<double>(local - 1) *
+                                                  expected_share_hit(experts, experts / n, top_k) /
+                                                  (inside.gb_s * bytes_per_ms_per_gb_s)
+                                            : 0.0;
+    if (local == ranks)
+        return within;
+    if (!(across.gb_s > 0.0))
+        return 0.0;
+    const double beyond = token_bytes * (nodes - 1.0) *
+                          expected_share_hit(experts, experts / nodes, top_k) /
+                          (across.gb_s * bytes_per_ms_per_gb_s);
+    return std::max(within, beyond) + (nodes - 1.0) * across.latency_us / 1e3;
 }
 
 LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSizes::Group& group,
@@ -108,9 +151,13 @@ LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSi
     }
     const auto ep = static_cast<std::uint64_t>(shape.expert_parallel);
     if (group.routed_elements > 0.0 && ep > 1) {
+        const auto stride = static_cast<std::uint64_t>(shape.expert_tensor_parallel);
         const double exchange =
-            2.0 * all_to_all_ms(2.0 * group.routed_elements, cluster, 0,
-                                static_cast<std::uint64_t>(shape.expert_tensor_parallel), ep);
+            2.0 *
+            (shape.dispatch_once_per_node && shape.top_k > 0.0
+                 ? once_per_node_dispatch_ms(2.0 * group.routed_elements / shape.top_k,
+                                             shape.num_experts, shape.top_k, cluster, 0, stride, ep)
+                 : all_to_all_ms(2.0 * group.routed_elements, cluster, 0, stride, ep));
         out.expert_forward = exchange;
         out.expert_backward = exchange;
     }

@@ -94,7 +94,7 @@ constexpr std::array<std::string_view, 52> shape_keys = {"hidden_size",
 constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
                                                       "qk_head_dim", "qk_pos_emb_head_dim",
                                                       "v_head_dim",  "qk_layernorm"};
-constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 17> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
@@ -109,7 +109,8 @@ constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
                                                        "first_k_dense",
                                                        "layer_freq",
                                                        "dense_group",
-                                                       "moe_group"};
+                                                       "moe_group",
+                                                       "token_dispatcher"};
 
 // The names of the generated HEAD and TAIL entries (SAPP's own).
 constexpr std::string_view head_name = "embedding";
@@ -756,6 +757,18 @@ ShapeSizes shape_sizes(std::string_view options_json, std::string_view source) {
     };
     out.expert_parallel = degree("expert_parallel", 1.0);
     out.expert_tensor_parallel = degree("expert_tensor_parallel", shape.tp);
+    out.num_experts = moe.experts;
+    out.top_k = moe.top_k;
+    if (const auto dispatcher = moe_object.optional("token_dispatcher")) {
+        const std::string_view name = dispatcher->as_string();
+        if (name != "alltoall" && name != "flex") {
+            dispatcher->fail(
+                fmt::format("expected \"alltoall\" or \"flex\" (Megatron-LM's "
+                            "--moe-token-dispatcher-type; flex: DeepEP or HybridEP), got \"{}\"",
+                            name));
+        }
+        out.dispatch_once_per_node = name == "flex";
+    }
     const double shared = moe.shared * mlp_matrices * h * moe.shared_ffn / shape.tp;
     const double routed = moe.experts * mlp_matrices * h * moe.expert_ffn /
                           (out.expert_parallel * out.expert_tensor_parallel);

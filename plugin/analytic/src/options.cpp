@@ -313,7 +313,7 @@ void check_shape(const ShapeOptions& o) {
 
 // ---- The "moe" object ----
 
-constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
+constexpr std::array<std::string_view, 17> moe_keys = {"num_experts",
                                                        "top_k",
                                                        "moe_ffn_hidden_size",
                                                        "shared_experts",
@@ -328,7 +328,8 @@ constexpr std::array<std::string_view, 16> moe_keys = {"num_experts",
                                                        "first_k_dense",
                                                        "layer_freq",
                                                        "dense_group",
-                                                       "moe_group"};
+                                                       "moe_group",
+                                                       "token_dispatcher"};
 
 std::string moe_key(std::string_view key) {
     return "moe." + std::string(key);
@@ -526,6 +527,15 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
             m.dense_group = parse_group_name(v, name);
         } else if (key == "moe_group") {
             m.moe_group = parse_group_name(v, name);
+        } else if (key == "token_dispatcher") {
+            // How tokens reach their experts: a time matter (ppb's time model,
+            // host_api/docs/cluster.md); DeepEP's pre-allocated buffers are not modelled.
+            if (!v.is_string() || (v.get_string() != "alltoall" && v.get_string() != "flex")) {
+                throw InvalidInput(quoted(std::string_view(name)) +
+                                   " must be \"alltoall\" (Megatron-LM's all-to-all dispatcher) "
+                                   "or \"flex\" (DeepEP or HybridEP), got " +
+                                   describe_json(v));
+            }
         } else {
             const std::vector<std::string_view> known(moe_keys.begin(), moe_keys.end());
             std::string message = "analytic option 'moe' has no member '" + std::string(key) + "'";

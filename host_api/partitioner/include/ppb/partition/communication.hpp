@@ -84,6 +84,19 @@ struct Link {
 [[nodiscard]] double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
                                    std::uint64_t stride, std::uint64_t ranks) noexcept;
 
+// The chance that a token routed to `top_k` of `experts` experts, uniformly (the published MoE
+// runs force balanced routing), picks at least one of `held` of them: 1 - C(E - held, k) / C(E, k).
+[[nodiscard]] double expected_share_hit(double experts, double held, double top_k) noexcept;
+// DeepEP's and HybridEP's dispatch or combine (moe.token_dispatcher "flex") over `ranks` ranks
+// `stride` apart from `first`, each rank sending `token_bytes` per token once to each other
+// node that holds one of its top_k experts (over the network: (N - 1) x the chance a node of
+// E / N experts is hit, N nodes) and once to each other rank of its own node that does (over
+// the node's links: (k_node - 1) x the chance for E / EP experts), at once; the slower, plus
+// the network's latency per other node. The forwarding inside the receiving node is left out.
+[[nodiscard]] double once_per_node_dispatch_ms(double token_bytes, double experts, double top_k,
+                                               const Cluster& cluster, std::uint64_t first,
+                                               std::uint64_t stride, std::uint64_t ranks) noexcept;
+
 // One body layer's collectives per micro-batch on one tensor-parallel rank, in ms, forward and
 // backward. With t > 1: sequence parallelism all-gathers the hidden states (s x b x h x 2 bytes)
 // before the attention's and the MLP's first linear and reduce-scatters them after their last

@@ -122,6 +122,13 @@ struct ShapeSizes {
     std::vector<Group> groups;
     double expert_parallel = 1.0;         // EP
     double expert_tensor_parallel = 1.0;  // ETP (default t)
+    // An MoE shape's experts (E) and the experts each token is routed to (k), and whether its
+    // dispatcher sends a token once to each node, and each rank of its own node, that holds one
+    // of its experts (moe.token_dispatcher "flex": DeepEP, HybridEP) rather than once per expert
+    // ("alltoall", the default).
+    double num_experts = 0.0;
+    double top_k = 0.0;
+    bool dispatch_once_per_node = false;
     // The model's FLOPs for one micro-batch, forward and backward (3 x the forward's matrix
     // products counted above, over all its layers and the LM head, on all t ranks together):
     // what a model-FLOPs utilisation divides; and the tokens of one micro-batch, s x b.
