@@ -78,24 +78,29 @@ std::uint64_t ranks_in_first_node(const Cluster& cluster, std::uint64_t first, s
     return local;
 }
 
+// An exchange whose sends go at once, `within` bytes over the node's links and `beyond` over the
+// network in `steps` steps: the slower of the two, plus the network's latency per step (nothing
+// without bytes to send or a link to send them on).
+double node_split_ms(double within, double beyond, double steps, const Cluster& cluster) noexcept {
+    const Link inside = intra_node_link(cluster);
+    const Link across = network_link(cluster);
+    const double inside_ms =
+        within > 0.0 && inside.gb_s > 0.0 ? within / (inside.gb_s * bytes_per_ms_per_gb_s) : 0.0;
+    if (!(beyond > 0.0))
+        return inside_ms;
+    if (!(across.gb_s > 0.0))
+        return 0.0;
+    return std::max(inside_ms, beyond / (across.gb_s * bytes_per_ms_per_gb_s)) +
+           steps * across.latency_us / 1e3;
+}
+
 double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
                      std::uint64_t stride, std::uint64_t ranks) noexcept {
     if (ranks <= 1 || !(bytes > 0.0))
         return 0.0;
-    const std::uint64_t local = ranks_in_first_node(cluster, first, stride, ranks);
-    if (local == ranks)
-        return all_to_all_ms(bytes, ranks, intra_node_link(cluster));
-    const double n = static_cast<double>(ranks);
-    const Link inside = intra_node_link(cluster);
-    const Link across = network_link(cluster);
-    if (!(across.gb_s > 0.0))
-        return 0.0;
-    const double within = inside.gb_s > 0.0 ? static_cast<double>(local - 1) / n * bytes /
-                                                  (inside.gb_s * bytes_per_ms_per_gb_s)
-                                            : 0.0;
-    const double beyond =
-        (n - static_cast<double>(local)) / n * bytes / (across.gb_s * bytes_per_ms_per_gb_s);
-    return std::max(within, beyond) + (n - 1.0) * across.latency_us / 1e3;
+    const auto local = static_cast<double>(ranks_in_first_node(cluster, first, stride, ranks));
+    const auto n = static_cast<double>(ranks);
+    return node_split_ms((local - 1.0) / n * bytes, (n - local) / n * bytes, n - 1.0, cluster);
 }
 
 double expected_share_hit(double experts, double held, double top_k) noexcept {
@@ -115,23 +120,13 @@ double once_per_node_dispatch_ms(double token_bytes, double experts, double top_
                                  std::uint64_t ranks) noexcept {
     if (ranks <= 1 || !(token_bytes > 0.0) || !(experts > 0.0))
         return 0.0;
-    const std::uint64_t local = ranks_in_first_node(cluster, first, stride, ranks);
-    const double n = static_cast<double>(ranks);
-    const double nodes = n / static_cast<double>(local);
-    const Link inside = intra_node_link(cluster);
-    const Link across = network_link(cluster);
-    const double within = inside.gb_s > 0.0 ? token_bytes * static_cast<double>(local - 1) *
-                                                  expected_share_hit(experts, experts / n, top_k) /
-                                                  (inside.gb_s * bytes_per_ms_per_gb_s)
-                                            : 0.0;
-    if (local == ranks)
-        return within;
-    if (!(across.gb_s > 0.0))
-        return 0.0;
-    const double beyond = token_bytes * (nodes - 1.0) *
-                          expected_share_hit(experts, experts / nodes, top_k) /
-                          (across.gb_s * bytes_per_ms_per_gb_s);
-    return std::max(within, beyond) + (nodes - 1.0) * across.latency_us / 1e3;
+    const auto local = static_cast<double>(ranks_in_first_node(cluster, first, stride, ranks));
+    const double nodes = static_cast<double>(ranks) / local;
+    return node_split_ms(
+        token_bytes * (local - 1.0) *
+            expected_share_hit(experts, experts / static_cast<double>(ranks), top_k),
+        token_bytes * (nodes - 1.0) * expected_share_hit(experts, experts / nodes, top_k),
+        nodes - 1.0, cluster);
 }
 
 LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSizes::Group& group,

@@ -51,17 +51,15 @@ class Timer {
     std::vector<std::vector<ChunkCost>> costs_;
 };
 
-std::uint32_t layers_of(const StageOption& option) {
-    std::uint32_t n = 0;
-    for (const auto& chunk : option.chunks) {
-        for (const auto k : chunk)
-            n += k;
-    }
-    return n;
-}
-
 std::uint32_t layers_of(const KindCounts& chunk) {
     return std::accumulate(chunk.begin(), chunk.end(), 0u);
+}
+
+std::uint32_t layers_of(const StageOption& option) {
+    std::uint32_t n = 0;
+    for (const auto& chunk : option.chunks)
+        n += layers_of(chunk);
+    return n;
 }
 
 // Chunk c of stage s's `option` holding `delta` more layers of kind `kind`: under a recompute
