@@ -8,9 +8,12 @@
 #include "brute_force.hpp"
 
 #include <ppb/errors.hpp>
+#include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/simulate_plan.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/schedule_order.hpp>
+#include <ppb/simulator.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -60,15 +63,21 @@ std::pair<std::uint32_t, std::uint32_t> stage_chunk(const Problem& p, std::uint3
     return {q % P, q / P};
 }
 
+// The positions of the layer sequence: v per stage.
+std::uint32_t positions(const Problem& p) {
+    return p.chunks * p.num_stages;
+}
+
 // The stage holding the first position holds the embedding; the one holding the last, the head.
-double stage_memory(const Instance& in, std::uint32_t s, const std::array<Mix, 2>& chunks) {
+// chunks[c]: chunk c's mix, for every chunk of the stage.
+double stage_memory(const Instance& in, std::uint32_t s, const std::vector<Mix>& chunks) {
     const Problem& p = in.problem;
-    const std::uint32_t tail_stage = stage_chunk(p, 2 * p.num_stages - 1).first;
+    const std::uint32_t tail_stage = stage_chunk(p, positions(p) - 1).first;
     double peak = -pt::infinity;
     for (const auto& f : pt::executed_states(p, s)) {
         double m = in.c[0].const_mb + (s == 0 ? in.c[0].head_mb : 0.0) +
                    (s == tail_stage ? in.c[0].tail_mb : 0.0);
-        for (std::size_t c = 0; c < 2; ++c) {
+        for (std::size_t c = 0; c < chunks.size(); ++c) {
             for (std::size_t g = 0; g < in.c.size(); ++g) {
                 for (std::size_t k = 0; k < K; ++k) {
                     m += chunks[c][g][k] * (in.c[g].per_layer_mb + in.c[g].activation_mb[k] * f[c]);
@@ -82,8 +91,7 @@ double stage_memory(const Instance& in, std::uint32_t s, const std::array<Mix, 2
 
 double chunk_time(const Instance& in, std::uint32_t q, const Mix& mix) {
     const Problem& p = in.problem;
-    double t =
-        (q == 0 ? p.time.head_time : 0.0) + (q + 1 == 2 * p.num_stages ? p.time.tail_time : 0.0);
+    double t = (q == 0 ? p.time.head_time : 0.0) + (q + 1 == positions(p) ? p.time.tail_time : 0.0);
     for (std::size_t g = 0; g < mix.size(); ++g) {
         for (std::size_t k = 0; k < K; ++k)
             t += mix[g][k] * p.time.groups[g].time[k];
@@ -246,6 +254,27 @@ double oracle(const Instance& in) {
     return best;
 }
 
+// Calls visit() with `cut` holding every cut of L layers into Q positions in order (position q
+// takes [cut[q], cut[q + 1])), every position but the first and last holding at least one.
+template <typename Visit>
+void for_each_cut(std::uint32_t Q, std::uint32_t L, std::vector<std::uint32_t>& cut,
+                  Visit&& visit) {
+    cut.assign(Q + 1, 0);
+    cut[Q] = L;
+    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
+        if (q + 1 == Q) {
+            visit();
+            return;
+        }
+        const std::uint32_t fewest = q == 0 ? 0 : 1;
+        for (std::uint32_t next = cut[q] + fewest; next + (q + 2 < Q ? 1 : 0) <= L; ++next) {
+            cut[q + 1] = next;
+            self(self, q + 1);
+        }
+    };
+    walk(walk, 0);
+}
+
 // The smallest budget some plan fits: the least over cuts of the largest over stages of the least
 // peak over the stage's mixes (whatever their times).
 double least_feasible_budget(const Instance& in) {
@@ -269,47 +298,40 @@ double least_feasible_budget(const Instance& in) {
     };
     double best = pt::infinity;
     std::vector<std::uint32_t> cut(Q + 1, 0);
-    cut[Q] = L;
-    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
-        if (q + 1 == Q) {
-            double most = -pt::infinity;
-            for (std::uint32_t s = 0; s < P; ++s) {
-                std::uint32_t q0 = 0, q1 = 0;
-                for (std::uint32_t r = 0; r < Q; ++r) {
-                    const auto [stage, chunk] = stage_chunk(p, r);
-                    if (stage == s)
-                        (chunk == 0 ? q0 : q1) = r;
-                }
-                most = std::max(most, least_peak(s, cut[q0], cut[q0 + 1], cut[q1], cut[q1 + 1]));
+    for_each_cut(Q, L, cut, [&] {
+        double most = -pt::infinity;
+        for (std::uint32_t s = 0; s < P; ++s) {
+            std::uint32_t q0 = 0, q1 = 0;
+            for (std::uint32_t r = 0; r < Q; ++r) {
+                const auto [stage, chunk] = stage_chunk(p, r);
+                if (stage == s)
+                    (chunk == 0 ? q0 : q1) = r;
             }
-            best = std::min(best, most);
-            return;
+            most = std::max(most, least_peak(s, cut[q0], cut[q0 + 1], cut[q1], cut[q1 + 1]));
         }
-        const std::uint32_t fewest = q == 0 ? 0 : 1;
-        for (std::uint32_t next = cut[q] + fewest; next + (q + 2 < Q ? 1 : 0) <= L; ++next) {
-            cut[q + 1] = next;
-            self(self, q + 1);
-        }
-    };
-    walk(walk, 0);
+        best = std::min(best, most);
+    });
     return best;
 }
 
-Instance random_instance(std::mt19937& rng) {
+// `chunks` 2: interleaved or dualpipe-v, P 2 or 3. More: interleaved, P = 2, one or two kinds,
+// so that the enumeration of every plan, each simulated, stays small.
+Instance random_instance(std::mt19937& rng, std::uint32_t chunks = 2) {
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     Instance in;
     Problem& p = in.problem;
-    p.num_stages = pt::int_in(rng, 2, 3);
-    p.chunks = 2;
-    p.schedule = unit(rng) < 0.5 ? Schedule::interleaved : Schedule::dualpipe_v;
+    p.num_stages = chunks == 2 ? pt::int_in(rng, 2, 3) : 2;
+    p.chunks = chunks;
+    p.schedule = chunks == 2 && unit(rng) < 0.5 ? Schedule::dualpipe_v : Schedule::interleaved;
     p.micro_batches = p.schedule == Schedule::interleaved
                           ? p.num_stages * pt::int_in(rng, 1, 2)
                           : 2 * p.num_stages + pt::int_in(rng, 0, 2);
     p.rule = unit(rng) < 0.5 ? RecomputeRule::any : RecomputeRule::mindformers;
     p.objective = unit(rng) < 0.5 ? ChunkObjective::stages : ChunkObjective::slots;
     const std::size_t G = pt::int_in(rng, 2, 3);
-    const std::uint32_t L =
-        pt::int_in(rng, 2 * p.num_stages - 1, 2 * p.num_stages + (p.num_stages == 2 ? 3 : 1));
+    const std::uint32_t L = chunks == 2 ? pt::int_in(rng, 2 * p.num_stages - 1,
+                                                     2 * p.num_stages + (p.num_stages == 2 ? 3 : 1))
+                                        : pt::int_in(rng, positions(p) - 1, positions(p) + 1);
     const int shape = static_cast<int>(pt::int_in(rng, 0, 2));  // blocks, alternating, random
     for (std::uint32_t i = 0; i < L; ++i) {
         std::uint32_t g = 0;
@@ -321,9 +343,11 @@ Instance random_instance(std::mt19937& rng) {
             g = pt::int_in(rng, 0, static_cast<std::uint32_t>(G - 1));
         p.time.sequence.push_back(g);
     }
-    // Two or three kinds, so that the enumeration stays small.
+    // Two or three kinds (one or two with more chunks), so that the enumeration stays small.
+    const int fewest = chunks == 2 ? 2 : 1;
+    const int most = chunks == 2 ? 3 : 2;
     std::uint32_t mask = 0;
-    while (__builtin_popcount(mask) < 2 || __builtin_popcount(mask) > 3)
+    while (__builtin_popcount(mask) < fewest || __builtin_popcount(mask) > most)
         mask = pt::int_in(rng, 0, PPB_ALL_KINDS);
     p.kinds = mask;
     p.time.head_time = 1.0 + 3.0 * unit(rng);
@@ -369,11 +393,11 @@ Instance random_instance(std::mt19937& rng) {
     // A limit from loose to tight: the fullest stage's activations at every layer 'none'.
     const double full = 100.0 + 80.0 + L * (40.0 + 50.0 * p.micro_batches) / p.num_stages;
     p.memory_limit_mb = 150.0 + (full - 150.0) * (0.15 + 1.0 * unit(rng));
-    in.text = fmt::format("P={} M={} L={} G={} shape={} kinds={:#x} limit={:.3f} {} rule={} {}",
-                          p.num_stages, p.micro_batches, L, G, shape, mask, p.memory_limit_mb,
-                          ppb::schedule_name(p.schedule),
-                          p.rule == RecomputeRule::any ? "any" : "mindformers",
-                          p.objective == ChunkObjective::stages ? "stages" : "slots");
+    in.text = fmt::format(
+        "P={} v={} M={} L={} G={} shape={} kinds={:#x} limit={:.3f} {} rule={} {}", p.num_stages,
+        p.chunks, p.micro_batches, L, G, shape, mask, p.memory_limit_mb,
+        ppb::schedule_name(p.schedule), p.rule == RecomputeRule::any ? "any" : "mindformers",
+        p.objective == ChunkObjective::stages ? "stages" : "slots");
     return in;
 }
 
@@ -418,7 +442,7 @@ void check_plan(const Instance& in, const Plan& plan) {
     BOOST_TEST_REQUIRE(plan.stages.size() == p.num_stages);
     std::uint32_t next = 0;
     std::vector<std::vector<double>> times(p.num_stages);
-    for (std::uint32_t q = 0; q < 2 * p.num_stages; ++q) {
+    for (std::uint32_t q = 0; q < positions(p); ++q) {
         const auto [s, c] = stage_chunk(p, q);
         const auto& chunk = plan.stages[s].chunks.at(c);
         BOOST_TEST(chunk.first_layer == next, in.text << " position " << q);
@@ -451,11 +475,15 @@ void check_plan(const Instance& in, const Plan& plan) {
     }
     BOOST_TEST(next == p.time.body_layers, in.text);
     for (const auto& stage : plan.stages) {
-        const double m = stage_memory(in, stage.stage,
-                                      {stage.chunks[0].group_layers, stage.chunks[1].group_layers});
+        BOOST_TEST_REQUIRE(stage.chunks.size() == p.chunks);
+        std::vector<Mix> chunks;
+        for (const auto& chunk : stage.chunks) {
+            chunks.push_back(chunk.group_layers);
+            times[stage.stage].push_back(chunk.time());
+        }
+        const double m = stage_memory(in, stage.stage, chunks);
         BOOST_TEST(pt::close(m, stage.memory_mb), in.text << " stage " << stage.stage);
         BOOST_TEST(pt::fits_budget(m, p.budget_mb()), in.text);
-        times[stage.stage] = {stage.chunks[0].time(), stage.chunks[1].time()};
     }
     BOOST_TEST(
         pt::close(ppb::partition::schedule_iteration_time(times, p.micro_batches, p.objective),
@@ -506,6 +534,185 @@ void prove(std::uint32_t seed, int count, bool probed) {
     BOOST_TEST(exact_limits > 0);
 }
 
+// ---- more than two chunks: planned through one group that bounds them --------------------
+
+// What every plan of an instance with any number of chunks reaches, by enumeration: every cut of
+// the sequence into v P ranges in position order, every mix of each range, each plan whose stages
+// all fit simulated by ppb::simulate (whose makespan the partitioner's bound is about).
+struct Reached {
+    double simulated = pt::infinity;     // the least simulated iteration of a plan that fits
+    double least_budget = pt::infinity;  // the least budget some plan fits
+    long plans = 0;                      // plans that fit
+};
+
+// The plan of a cut and a mix per position, as the simulator takes it.
+Plan plan_of_cut(const Instance& in, const std::vector<std::uint32_t>& cut,
+                 const std::vector<const Mix*>& mix) {
+    const Problem& p = in.problem;
+    Plan plan;
+    plan.stages.resize(p.num_stages);
+    for (std::uint32_t s = 0; s < p.num_stages; ++s) {
+        plan.stages[s].stage = s;
+        plan.stages[s].chunks.resize(p.chunks);
+    }
+    for (std::uint32_t q = 0; q < positions(p); ++q) {
+        const auto [s, c] = stage_chunk(p, q);
+        auto& chunk = plan.stages[s].chunks[c];
+        chunk.chunk = c;
+        chunk.first_layer = cut[q];
+        chunk.group_layers = *mix[q];
+        chunk.forward_time = (q == 0 ? p.time.head_forward : 0.0) +
+                             (q + 1 == positions(p) ? p.time.tail_forward : 0.0);
+        for (std::size_t g = 0; g < mix[q]->size(); ++g) {
+            for (std::size_t k = 0; k < K; ++k) {
+                chunk.layers[k] += (*mix[q])[g][k];
+                chunk.forward_time += (*mix[q])[g][k] * p.time.groups[g].forward;
+            }
+        }
+        chunk.backward_time = chunk_time(in, q, *mix[q]) - chunk.forward_time;
+    }
+    return plan;
+}
+
+Reached reached(const Instance& in) {
+    const Problem& p = in.problem;
+    const std::uint32_t P = p.num_stages;
+    const std::uint32_t L = p.time.body_layers;
+    const std::uint32_t Q = positions(p);
+    Reached out;
+    std::vector<std::uint32_t> cut(Q + 1, 0);
+    const auto evaluate = [&] {
+        std::vector<std::vector<Mix>> range(Q);
+        for (std::uint32_t q = 0; q < Q; ++q)
+            range[q] = mixes(in, cut[q], cut[q + 1]);
+        // Per stage, every choice of its chunks' mixes that fits; and its least peak.
+        std::vector<std::vector<std::vector<const Mix*>>> fitting(P);  // [s][choice][c]
+        double fullest = -pt::infinity;
+        for (std::uint32_t s = 0; s < P; ++s) {
+            std::vector<std::uint32_t> at(p.chunks);
+            for (std::uint32_t q = 0; q < Q; ++q) {
+                const auto [stage, chunk] = stage_chunk(p, q);
+                if (stage == s)
+                    at[chunk] = q;
+            }
+            double least = pt::infinity;
+            std::vector<std::size_t> index(p.chunks, 0);
+            while (true) {
+                std::vector<Mix> chunks;
+                std::vector<const Mix*> choice;
+                for (std::uint32_t c = 0; c < p.chunks; ++c) {
+                    chunks.push_back(range[at[c]][index[c]]);
+                    choice.push_back(&range[at[c]][index[c]]);
+                }
+                const double m = stage_memory(in, s, chunks);
+                least = std::min(least, m);
+                if (pt::fits_budget(m, p.budget_mb()))
+                    fitting[s].push_back(choice);
+                std::uint32_t c = 0;
+                while (c < p.chunks && ++index[c] == range[at[c]].size())
+                    index[c++] = 0;
+                if (c == p.chunks)
+                    break;
+            }
+            fullest = std::max(fullest, least);
+        }
+        out.least_budget = std::min(out.least_budget, fullest);
+        for (std::uint32_t s = 0; s < P; ++s) {
+            if (fitting[s].empty())
+                return;
+        }
+        std::vector<std::size_t> index(P, 0);
+        std::vector<const Mix*> mix(Q);
+        while (true) {
+            for (std::uint32_t q = 0; q < Q; ++q) {
+                const auto [s, c] = stage_chunk(p, q);
+                mix[q] = fitting[s][index[s]][c];
+            }
+            ppb::SimulationInput input =
+                ppb::partition::simulation_input(p, plan_of_cut(in, cut, mix));
+            input.with_memory = false;
+            out.simulated = std::min(out.simulated, ppb::simulate(input).makespan);
+            ++out.plans;
+            std::uint32_t s = 0;
+            while (s < P && ++index[s] == fitting[s].size())
+                index[s++] = 0;
+            if (s == P)
+                break;
+        }
+    };
+    for_each_cut(Q, L, cut, evaluate);
+    return out;
+}
+
+// With more than two chunks the plan is not exact but bounded: it fits (every stage's memory the
+// enumeration's, per group), its groups and times are its ranges', its simulated iteration is no
+// better than the best any plan reaches, and its proven bound is no worse. When nothing fits the
+// envelope, the limit it names is one at which a plan exists and is planned, and the limit below
+// which it says nothing fits is one below which the enumeration finds nothing.
+void prove_bounded(std::uint32_t seed, int count, bool probed) {
+    std::mt19937 rng(seed);
+    int solved = 0;
+    int optimal = 0;
+    int infeasible = 0;
+    int missed = 0;  // the enumeration finds a plan that fits, the envelope none
+    double worst = 0.0;
+    double worst_bound = 0.0;
+    for (int i = 0; i < count; ++i) {
+        Instance in = random_instance(rng, pt::int_in(rng, 3, 4));
+        in.probed = probed;
+        const MemorySource memory = probed ? probed_source(in) : linear_source(in);
+        const Reached best = reached(in);
+        try {
+            const ppb::partition::PlannedPartition planned =
+                ppb::partition::plan_with_memory(in.problem, memory);
+            BOOST_TEST_REQUIRE(std::isfinite(best.simulated),
+                               in.text << ": the enumeration finds no plan");
+            Instance as_planned = in;
+            as_planned.problem.objective = planned.problem.objective;
+            check_plan(as_planned, planned.plan);
+            BOOST_TEST(!planned.plan.not_exact_because.empty(), in.text);
+            BOOST_TEST_REQUIRE(planned.lower_bound.has_value(), in.text);
+            const double makespan = planned.simulation.makespan;
+            BOOST_TEST(*planned.lower_bound <= best.simulated * (1.0 + 1e-9),
+                       in.text << ": bound " << *planned.lower_bound << " vs " << best.simulated);
+            BOOST_TEST(best.simulated <= makespan * (1.0 + 1e-9),
+                       in.text << ": " << makespan << " vs " << best.simulated);
+            worst = std::max(worst, makespan / best.simulated - 1.0);
+            worst_bound = std::max(worst_bound, 1.0 - *planned.lower_bound / best.simulated);
+            optimal += pt::close(makespan, best.simulated) ? 1 : 0;
+            ++solved;
+        } catch (const Infeasible& e) {
+            ++infeasible;
+            const double margin = in.problem.memory_margin_mb;
+            const double at = e.smallest_feasible_limit_mb();
+            BOOST_TEST(at >= (best.least_budget + margin) * (1.0 - 1e-9),
+                       in.text << ": " << e.what() << " vs " << best.least_budget);
+            if (std::isfinite(best.simulated))
+                ++missed;
+            if (std::isfinite(at)) {
+                Instance looser = in;
+                looser.problem.memory_limit_mb = at;
+                const Plan plan = ppb::partition::solve(
+                    looser.problem, probed ? probed_source(looser) : linear_source(looser));
+                check_plan(looser, plan);
+            }
+            const std::string message = e.what();
+            if (const auto below = message.find(", none below "); below != std::string::npos) {
+                const double none_below = std::stod(message.substr(below + 13));
+                BOOST_TEST(none_below <= (best.least_budget + margin) * (1.0 + 1e-6) + 0.05,
+                           in.text << ": " << message << " vs " << best.least_budget);
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(fmt::format(
+        "{} chunks and more: {} planned ({} at the best simulated iteration of any plan, the worst "
+        "{:.2f} % above it, the bound at most {:.2f} % below it), {} with nothing fitting the "
+        "envelope ({} of them with a plan the enumeration finds)",
+        3, solved, optimal, 100.0 * worst, 100.0 * worst_bound, infeasible, missed));
+    BOOST_TEST(solved > count / 2);
+    BOOST_TEST(infeasible > 0);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(grouped_chunked)
@@ -518,22 +725,34 @@ BOOST_AUTO_TEST_CASE(probed_models_are_optimal_too) {
     prove(1202, 150, true);
 }
 
+BOOST_AUTO_TEST_CASE(more_chunks_are_bounded_against_enumeration) {
+    prove_bounded(20261206, 60, false);
+}
+
+BOOST_AUTO_TEST_CASE(more_chunks_of_a_probed_model_are_bounded_too) {
+    prove_bounded(1206, 25, true);
+}
+
 BOOST_AUTO_TEST_CASE(what_is_not_planned_is_refused_by_name) {
     std::mt19937 rng(5);
-    Instance in = random_instance(rng);
-    in.problem.schedule = Schedule::interleaved;
-    in.problem.chunks = 3;
-    in.problem.micro_batches = in.problem.num_stages;
-    while (in.problem.time.sequence.size() < 3 * in.problem.num_stages) {
-        in.problem.time.sequence.push_back(0);
-        ++in.problem.time.groups[0].layers;
-    }
-    in.problem.time.body_layers = static_cast<std::uint32_t>(in.problem.time.sequence.size());
+    Instance in = random_instance(rng, 3);
+    in.problem.rule = RecomputeRule::megatron;
     BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, linear_source(in)),
                           ppb::InputError, [](const ppb::InputError& e) {
-                              return std::string(e.what()).find("with 2 chunks per stage") !=
+                              return std::string(e.what()).find("plan models of one group") !=
                                      std::string::npos;
                           });
+    // No kind every group may take: the layers above have no kind to be planned with.
+    in.problem.rule = RecomputeRule::any;
+    in.problem.kinds = PPB_KIND_BIT(PPB_KIND_NONE) | PPB_KIND_BIT(PPB_KIND_FULL);
+    in.c[0].identified &= ~PPB_PARAM_ACTIVATION(PPB_KIND_FULL);
+    in.c[1].identified &= ~PPB_PARAM_ACTIVATION(PPB_KIND_NONE);
+    BOOST_CHECK_EXCEPTION(
+        (void)ppb::partition::solve(in.problem, linear_source(in)), ppb::InputError,
+        [](const ppb::InputError& e) {
+            return std::string(e.what()).find("needs a recompute kind every group may take") !=
+                   std::string::npos;
+        });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

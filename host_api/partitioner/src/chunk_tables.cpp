@@ -316,10 +316,10 @@ Frontier family_frontier(std::uint32_t layers, const std::vector<std::size_t>& k
 // the mixes without 'comm' and those without 'select', merged (stage_table.cpp's families).
 Frontier chunk_frontier(const Problem& problem, std::uint32_t layers,
                         const std::vector<std::size_t>& kinds,
+                        const std::array<double, PPB_KIND_COUNT>& time,
                         const std::array<double, PPB_KIND_COUNT>& fixed,
                         const std::array<double, PPB_KIND_COUNT>& activation,
                         const ChunkBudget& budget) {
-    const auto& time = problem.time.body_time;
     if (const auto& setting = problem.recompute_setting) {
         // One recompute setting: the setting's mix is the only candidate of each count.
         Frontier frontier(layers + 1);
@@ -583,7 +583,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             [&, c](const ChunkMemory& m, std::uint32_t more) {
                 return rows.fits_with(empty_rows, c, m, worst_anywhere, budget, more);
             }};
-        frontiers.push_back(chunk_frontier(problem, layers, kinds, affine.fixed[c],
+        frontiers.push_back(chunk_frontier(problem, layers, kinds,
+                                           layer_times(problem, stage, c).time, affine.fixed[c],
                                            affine.activation[c], chunk_budget));
         extra.push_back(chunk_time(problem, stage, c, KindCounts{}));
         fewest.push_back(problem.min_layers(stage, c));
@@ -855,11 +856,32 @@ ScopedExactWorkBudget::~ScopedExactWorkBudget() {
     active_budget = outer_;
 }
 
+LayerTimes layer_times(const Problem& problem, std::uint32_t stage, std::uint32_t chunk) {
+    if (problem.position_times.empty())
+        return {problem.time.body_time, problem.time.body_forward};
+    const PositionTime& at = problem.position_times.at(
+        model_position(problem.schedule, problem.num_stages, problem.chunks, {stage, chunk}));
+    return {at.time, at.forward};
+}
+
+std::array<double, PPB_KIND_COUNT> least_layer_times(const Problem& problem) {
+    std::array<double, PPB_KIND_COUNT> least = problem.time.body_time;
+    if (!problem.position_times.empty()) {
+        least.fill(infinity);
+        for (const PositionTime& at : problem.position_times) {
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+                least[k] = std::min(least[k], at.time[k]);
+        }
+    }
+    return least;
+}
+
 double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
                   const KindCounts& layers) {
     double t = ends(problem, stage, chunk, problem.time.head_time, problem.time.tail_time);
+    const LayerTimes layer = layer_times(problem, stage, chunk);
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
-        t += static_cast<double>(layers[k]) * problem.time.body_time[k];
+        t += static_cast<double>(layers[k]) * layer.time[k];
     return t;
 }
 
@@ -867,7 +889,7 @@ double chunk_forward_time(const Problem& problem, std::uint32_t stage, std::uint
                           const KindCounts& layers) {
     const std::uint32_t n = std::accumulate(layers.begin(), layers.end(), 0u);
     return ends(problem, stage, chunk, problem.time.head_forward, problem.time.tail_forward) +
-           static_cast<double>(n) * problem.time.body_forward;
+           static_cast<double>(n) * layer_times(problem, stage, chunk).forward;
 }
 
 namespace {

@@ -115,6 +115,17 @@ class ScopedAffineStages {
     const Problem& problem, std::vector<AffineStage> affine, std::uint32_t kinds,
     const std::vector<std::uint32_t>& max_layers);
 
+// A body layer's times in chunk c of stage s: Problem::position_times' where it gives them, else
+// the time model's.
+struct LayerTimes {
+    const std::array<double, PPB_KIND_COUNT>& time;
+    double forward;
+};
+[[nodiscard]] LayerTimes layer_times(const Problem& problem, std::uint32_t stage,
+                                     std::uint32_t chunk);
+// Per kind, the least time of a body layer at any position (bounds: relaxations of every chunk).
+[[nodiscard]] std::array<double, PPB_KIND_COUNT> least_layer_times(const Problem& problem);
+
 // Time of chunk c of stage s holding `layers`: the body layers, plus the embedding's and the LM
 // head's time where the chunk holds them.
 [[nodiscard]] double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,

@@ -1,6 +1,5 @@
-// The affine description of one two-chunk stage of a model of several groups of body layers
-// (grouped_chunked.hpp): at row j of the stage's in-flight profile (counts f_j0, f_j1) its memory
-// is
+// The affine description of one stage of a model of several groups of body layers, chunk by chunk
+// (grouped_chunked.hpp): at row j of the stage's in-flight profile (counts f_jc) its memory is
 //     base_j + sum_c sum_g sum_k n_{c,g,k} (fixed_{c,g,k} + f_jc activation_{c,g,k}),
 // the stage's memory the largest row. A model with coefficients per group gives every term
 // exactly (the shared constant and ends from group 0, API 1.3's group_parameters). Any other
@@ -19,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -34,7 +34,10 @@ GroupedAffineStage linear_grouped_stage(const Problem& problem,
     GroupedAffineStage a;
     std::vector<double> bases(profile.size(), base);
     a.rows = StageRows(std::move(bases), std::move(profile));
-    for (std::size_t chunk = 0; chunk < 2; ++chunk) {
+    a.fixed.resize(problem.chunks);
+    a.activation.resize(problem.chunks);
+    a.base_activation.assign(problem.chunks, 0.0);  // a linear model's ends hold no activations
+    for (std::size_t chunk = 0; chunk < problem.chunks; ++chunk) {
         for (const ppb_linear_parameters& group : c) {
             UnitArray fixed{};
             fixed.fill(group.per_layer_mb);
@@ -59,10 +62,10 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
                                         std::uint32_t stage,
                                         const std::vector<std::vector<std::size_t>>& kinds) {
     const std::size_t G = kinds.size();
+    const std::uint32_t v = problem.chunks;
     std::vector<InFlightVector> profile = problem.in_flight_profile(stage);
     const InFlightVector first = asked_in_flight(profile.front());
-    const std::array<std::vector<KindCounts>, 2> empty{std::vector<KindCounts>(G),
-                                                       std::vector<KindCounts>(G)};
+    const ChunkGroups empty(v, std::vector<KindCounts>(G));
     GroupedProbe probe(problem, stage, G);
     std::vector<std::size_t> base_rows;  // vector j's bases: base_rows[j] .. base_rows[j + 1] - 1
     for (const InFlightVector& vector : profile) {
@@ -72,7 +75,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     base_rows.push_back(probe.size());
     probe.add(empty, first);
     const std::size_t first_unit = probe.size();
-    for (std::uint32_t c = 0; c < 2; ++c) {
+    for (std::uint32_t c = 0; c < v; ++c) {
         for (std::size_t g = 0; g < G; ++g) {
             for (const std::size_t k : kinds[g]) {
                 auto one = empty;
@@ -89,7 +92,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     auto all = empty;
     for (std::size_t g = 0; g < G; ++g) {
         std::uint32_t left = problem.time.groups[g].layers;
-        for (std::uint32_t c = 0; c < 2; ++c) {
+        for (std::uint32_t c = 0; c < v; ++c) {
             for (const std::size_t k : kinds[g]) {
                 if (left == 0)
                     break;
@@ -100,7 +103,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     }
     for (std::size_t row = 0; row < profile.size(); ++row) {
         const InFlightVector asked = asked_in_flight(profile[row]);
-        for (std::uint32_t c = 0; c < 2; ++c) {
+        for (std::uint32_t c = 0; c < v; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
                 const std::uint32_t some =
                     std::min<std::uint32_t>(3, problem.time.groups[g].layers);
@@ -124,8 +127,11 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     }
     const double base_first = predicted[first_unit - 1];
     GroupedAffineStage a;
+    a.fixed.resize(v);
+    a.activation.resize(v);
+    a.base_activation.assign(v, 0.0);
     std::size_t i = first_unit;
-    for (std::uint32_t c = 0; c < 2; ++c) {
+    for (std::uint32_t c = 0; c < v; ++c) {
         std::vector<UnitArray> unit(G, UnitArray{});
         std::vector<UnitArray> with_more(G, UnitArray{});
         for (std::size_t g = 0; g < G; ++g) {
@@ -150,7 +156,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
         const auto& layers = probe.layers(check);
         const InFlightVector& vector = probe.in_flight(check);
         double affine = predicted[base_rows[check_row[check - first_check]]];
-        for (std::uint32_t c = 0; c < 2; ++c) {
+        for (std::uint32_t c = 0; c < v; ++c) {
             for (std::size_t g = 0; g < G; ++g) {
                 for (std::size_t k = 0; k < kind_count; ++k) {
                     affine +=
@@ -161,7 +167,7 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
         if (!affine_agrees(affine, predicted[check])) {
             throw InputError(fmt::format(
                 "the memory model is not affine in the layer counts of stage {} (a probe with "
-                "several groups in two chunks predicted {:.6g} MB, the sum of its parts {:.6g} "
+                "several groups in its chunks predicted {:.6g} MB, the sum of its parts {:.6g} "
                 "MB); planning several groups of body layers with chunks needs a model whose "
                 "stage memory is a constant plus a cost per layer of each group, kind and chunk, "
                 "and per layer and micro-batch in flight",
@@ -170,6 +176,25 @@ GroupedAffineStage probed_grouped_stage(const Problem& problem, const MemorySour
     }
     a.rows = StageRows(std::move(base), std::move(profile));
     return a;
+}
+
+StageRows::Peak predicted_peak(const Problem& problem, const MemorySource& memory,
+                               std::uint32_t stage, const ChunkGroups& layers,
+                               const std::vector<InFlightVector>& profile) {
+    const std::size_t groups = layers.empty() ? 0 : layers.front().size();
+    GroupedProbe probe(problem, stage, groups);
+    std::vector<std::size_t> first{0};
+    for (const InFlightVector& v : profile)
+        first.push_back(first.back() + probe.add_at_counts(layers, v));
+    const std::vector<double> answers = probe.predict(memory);
+    StageRows::Peak peak{-std::numeric_limits<double>::infinity(), 0};
+    for (std::size_t j = 0; j < profile.size(); ++j) {
+        const double at = answer_at_counts(
+            std::span<const double>(answers).subspan(first[j], first[j + 1] - first[j]));
+        if (at > peak.memory)
+            peak = {at, j};
+    }
+    return peak;
 }
 
 }  // namespace ppb::partition::detail

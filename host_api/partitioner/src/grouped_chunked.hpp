@@ -35,18 +35,22 @@ inline constexpr std::size_t kind_count = PPB_KIND_COUNT;
 
 using UnitArray = std::array<double, PPB_KIND_COUNT>;
 
+// A stage's layers per chunk and group: [c][g], each a count per kind.
+using ChunkGroups = std::vector<std::vector<KindCounts>>;
+
 // ---- the affine description of each stage (grouped_chunk_affine.cpp) ------------------------
 
 // What a stage holds with no body layer (per row of its profile), and per layer of each group and
-// kind in each chunk: fixed MB and MB per in-flight micro-batch.
+// kind in each of its chunks (as many as Problem::chunks: two for the exact planner, any number
+// for the bounding one, grouped_envelope.hpp): fixed MB and MB per in-flight micro-batch.
 struct GroupedAffineStage {
     StageRows rows;
-    std::array<std::vector<UnitArray>, 2> fixed;       // [c][g][k]
-    std::array<std::vector<UnitArray>, 2> activation;  // [c][g][k]
+    std::vector<std::vector<UnitArray>> fixed;       // [c][g][k]
+    std::vector<std::vector<UnitArray>> activation;  // [c][g][k]
     // MB per micro-batch in flight in chunk c with no body layer (the ends' activations of a
     // probed model; 0 for a linear one): in the rows' bases, and in the plan's activation_mb
     // (AffineStage::base_activation).
-    std::array<double, 2> base_activation{};
+    std::vector<double> base_activation;
 };
 
 // From the model's coefficients per group (`c[g]`), exactly, over the stage's exact profile.
@@ -65,13 +69,13 @@ class GroupedProbe {
     GroupedProbe(const Problem& problem, std::uint32_t stage, std::size_t groups)
         : problem_(problem), stage_(stage), groups_(groups) {}
 
-    // layers[c][g]: chunk c's layers of group g; in_flight[c] (at least 1: the plugin contract),
-    // plus `extra` on chunk `more`.
-    void add(const std::array<std::vector<KindCounts>, 2>& layers, const InFlightVector& in_flight,
-             std::uint32_t more = 0, std::uint32_t extra = 0) {
-        std::array<ppb_chunk, 2> chunks{};
+    // layers[c][g]: chunk c's layers of group g, for every chunk of the stage; in_flight[c] (at
+    // least 1: the plugin contract), plus `extra` on chunk `more`.
+    void add(const ChunkGroups& layers, const InFlightVector& in_flight, std::uint32_t more = 0,
+             std::uint32_t extra = 0) {
+        std::vector<ppb_chunk> chunks(layers.size());
         std::vector<std::uint32_t> counts;
-        for (std::uint32_t c = 0; c < 2; ++c) {
+        for (std::uint32_t c = 0; c < layers.size(); ++c) {
             chunks[c].in_flight = in_flight[c] + (c == more ? extra : 0);
             for (std::size_t g = 0; g < groups_; ++g) {
                 for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
@@ -88,8 +92,7 @@ class GroupedProbe {
 
     // The placements that give the model's answer for `layers` at the true `counts` (0 allowed:
     // ppb::zero_count_probes); returns how many, to hand to ppb::answer_at_counts.
-    std::size_t add_at_counts(const std::array<std::vector<KindCounts>, 2>& layers,
-                              const InFlightVector& counts) {
+    std::size_t add_at_counts(const ChunkGroups& layers, const InFlightVector& counts) {
         const std::vector<InFlightVector> asked = zero_count_probes(counts);
         for (const InFlightVector& v : asked)
             add(layers, v);
@@ -97,19 +100,19 @@ class GroupedProbe {
     }
 
     [[nodiscard]] std::vector<double> predict(const MemorySource& memory) const {
-        const AbiStage view = abi_stage(problem_.schedule, problem_.num_stages, 2, stage_);
+        const AbiStage view =
+            abi_stage(problem_.schedule, problem_.num_stages, problem_.chunks, stage_);
         std::vector<ppb_grouped_placement> placements;
         for (std::size_t i = 0; i < chunks_.size(); ++i) {
             placements.push_back(ppb_grouped_placement{
-                ppb_placement{view.num_stages, view.stage, 2, chunks_[i].data()},
+                ppb_placement{view.num_stages, view.stage,
+                              static_cast<std::uint32_t>(chunks_[i].size()), chunks_[i].data()},
                 static_cast<std::uint32_t>(groups_), counts_[i].data()});
         }
         return memory.predict_grouped_batch(placements);
     }
 
-    [[nodiscard]] const std::array<std::vector<KindCounts>, 2>& layers(std::size_t i) const {
-        return layers_[i];
-    }
+    [[nodiscard]] const ChunkGroups& layers(std::size_t i) const { return layers_[i]; }
     [[nodiscard]] const InFlightVector& in_flight(std::size_t i) const { return in_flight_[i]; }
     [[nodiscard]] std::size_t size() const { return chunks_.size(); }
 
@@ -117,11 +120,18 @@ class GroupedProbe {
     const Problem& problem_;
     std::uint32_t stage_;
     std::size_t groups_;
-    std::vector<std::array<ppb_chunk, 2>> chunks_;
+    std::vector<std::vector<ppb_chunk>> chunks_;
     std::vector<std::vector<std::uint32_t>> counts_;
-    std::vector<std::array<std::vector<KindCounts>, 2>> layers_;
+    std::vector<ChunkGroups> layers_;
     std::vector<InFlightVector> in_flight_;
 };
+
+// A probed model's own prediction of stage `stage` holding `layers` ([c][g]) over `profile` (the
+// stage's in-flight profile): its largest, at the true counts (ppb::zero_count_probes where a chunk
+// holds none), and the vector where it is.
+[[nodiscard]] StageRows::Peak predicted_peak(const Problem& problem, const MemorySource& memory,
+                                             std::uint32_t stage, const ChunkGroups& layers,
+                                             const std::vector<InFlightVector>& profile);
 
 // ---- a chunk's mixes and a stage's options (grouped_chunk_options.cpp) ----------------------
 

@@ -32,6 +32,7 @@
 #include "cap_then_widen.hpp"
 #include "chunk_tables.hpp"
 #include "grouped_chunked.hpp"
+#include "grouped_envelope.hpp"
 #include "grouped_solver.hpp"
 #include "plan_checks.hpp"
 #include "stage_table.hpp"
@@ -399,31 +400,19 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
         // A probed model reports its own prediction, its largest over each stage's profile at
         // the true counts (ppb::zero_count_probes where a chunk holds none).
         for (StagePlan& sp : plan.stages) {
-            GroupedProbe probe(p, sp.stage, layout.groups);
-            const std::array<std::vector<KindCounts>, 2> layers{sp.chunks[0].group_layers,
-                                                                sp.chunks[1].group_layers};
+            const ChunkGroups layers{sp.chunks[0].group_layers, sp.chunks[1].group_layers};
             const auto& profile = layout.affine[sp.stage].rows.profile();
-            std::vector<std::size_t> first{0};
-            for (const InFlightVector& v : profile)
-                first.push_back(first.back() + probe.add_at_counts(layers, v));
-            const std::vector<double> answers = probe.predict(memory);
-            std::vector<double> predicted;
-            for (std::size_t j = 0; j < profile.size(); ++j) {
-                predicted.push_back(answer_at_counts(
-                    std::span<const double>(answers).subspan(first[j], first[j + 1] - first[j])));
-            }
-            const auto most = std::max_element(predicted.begin(), predicted.end());
-            const std::size_t row = static_cast<std::size_t>(most - predicted.begin());
-            if (!within_budget(*most, p.budget_mb())) {
+            const StageRows::Peak peak = predicted_peak(p, memory, sp.stage, layers, profile);
+            if (!within_budget(peak.memory, p.budget_mb())) {
                 throw InputError(fmt::format(
                     "the memory model predicts {} for stage {} of the plan, over the {} "
                     "budget its probes implied it fits: it is not affine in the layer counts",
-                    format_mb(*most), sp.stage, format_mb(p.budget_mb())));
+                    format_mb(peak.memory), sp.stage, format_mb(p.budget_mb())));
             }
-            sp.memory_mb = *most;
-            sp.in_flight = profile[row][0];
+            sp.memory_mb = peak.memory;
+            sp.in_flight = profile[peak.row][0];
             for (std::uint32_t c = 0; c < 2; ++c)
-                sp.chunks[c].in_flight = profile[row][c];
+                sp.chunks[c].in_flight = profile[peak.row][c];
         }
     }
     plan.iteration_time = schedule_iteration_time(chunk_times, p.micro_batches, p.objective);
@@ -444,17 +433,15 @@ Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
             "interleaved-less-memory or dualpipe-v",
             schedule_name(problem.schedule)));
     }
-    if (problem.chunks != 2) {
-        throw InputError(fmt::format(
-            "several groups of body layers are planned with 2 chunks per stage (interleaved or "
-            "dualpipe-v), not {}: the search's state is one cut point per chunk",
-            problem.chunks));
-    }
     if (problem.rule != RecomputeRule::any && problem.rule != RecomputeRule::mindformers) {
         throw InputError(
             "several groups of body layers with chunks are planned under --recompute-rule any or "
             "mindformers");
     }
+    // With more chunks the state below (a cut point per chunk) is too large: the plan is bounded
+    // instead (grouped_envelope.hpp).
+    if (problem.chunks > 2)
+        return solve_grouped_through_envelope(problem, memory, kinds);
     Layout layout(problem);
     layout.layers = problem.time.body_layers;
     layout.groups = problem.time.groups.size();

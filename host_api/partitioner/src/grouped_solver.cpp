@@ -792,6 +792,11 @@ void check_sources(const Problem& problem, const MemorySource& memory, const Gro
 
 }  // namespace
 
+std::vector<std::vector<std::size_t>> group_kinds(const Problem& problem,
+                                                  const MemorySource& memory) {
+    return Groups(problem, memory.group_linear, problem.kinds & memory.kinds & PPB_ALL_KINDS).kinds;
+}
+
 Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
     if (problem.memory_margin_sigma > 0.0) {
         throw InputError(

@@ -23,6 +23,11 @@ namespace ppb::partition::detail {
 [[nodiscard]] Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
                                          const std::vector<std::vector<std::size_t>>& kinds);
 
+// The kinds each group of the time model may take: allowed by the problem and predictable by the
+// model (a group's activation coefficient, when the model gives coefficients).
+[[nodiscard]] std::vector<std::vector<std::size_t>> group_kinds(const Problem& problem,
+                                                                const MemorySource& memory);
+
 }  // namespace ppb::partition::detail
 
 #endif  // PPB_PARTITION_GROUPED_SOLVER_HPP

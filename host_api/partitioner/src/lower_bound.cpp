@@ -117,9 +117,10 @@ double relaxed_lower_bound(const Problem& problem, const MemorySource& memory, d
     const std::vector<std::size_t> list = detail::kind_list(kinds);
     std::vector<double> time;
     double fastest = detail::infinity;
+    const auto fastest_of = detail::least_layer_times(problem);
     for (const std::size_t k : list) {
-        time.push_back(problem.time.body_time[k]);
-        fastest = std::min(fastest, problem.time.body_time[k]);
+        time.push_back(fastest_of[k]);
+        fastest = std::min(fastest, fastest_of[k]);
     }
     if (!(fastest > 0.0))
         fastest = 0.0;
@@ -183,8 +184,9 @@ namespace detail {
 
 double fastest_body_layer(const Problem& problem, std::uint32_t kinds) {
     double fastest = infinity;
+    const auto least = least_layer_times(problem);
     for (const std::size_t k : kind_list(kinds))
-        fastest = std::min(fastest, problem.time.body_time[k]);
+        fastest = std::min(fastest, least[k]);
     return fastest;
 }
 

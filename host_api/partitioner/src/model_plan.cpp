@@ -1,6 +1,7 @@
 #include <ppb/partition/model_plan.hpp>
 
 #include "chunk_tables.hpp"
+#include "grouped_envelope.hpp"
 
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
@@ -285,9 +286,10 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
         by_slots.objective = ChunkObjective::slots;
         Plan stages_plan = solve(by_stages, memory);
         // Both estimates weigh the same stage options: when they were too many for one, the
-        // other plans the smaller problem at once.
+        // other plans the smaller problem at once. (Several groups with more than two chunks are
+        // never planned exactly, and fall back within their own planner: grouped_envelope.hpp.)
         Plan slots_plan;
-        if (stages_plan.not_exact_because.empty()) {
+        if (stages_plan.not_exact_because.empty() || problem.time.grouped()) {
             slots_plan = solve(by_slots, memory);
         } else {
             slots_plan = solve(smaller_to_plan_exactly(by_slots), memory);
@@ -309,12 +311,17 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
         plan = solve(problem, memory);
     }
     // The local search and the bound move layers between stages of one group (refine.cpp,
-    // lower_bound.cpp); a plan of several groups with chunks is the exact optimum of its estimate.
+    // lower_bound.cpp); a plan of several groups with two chunks is the exact optimum of its
+    // estimate, one with more is searched and bounded through one group that bounds them
+    // (grouped_envelope.hpp).
     const bool one_group = !problem.time.grouped();
+    const bool enveloped = problem.time.grouped() && problem.chunks > 2;
     if (options.refine && problem.chunked() && one_group) {
         std::string not_exact_because = std::move(plan.not_exact_because);
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
         plan.not_exact_because = std::move(not_exact_because);
+    } else if (options.refine && enveloped) {
+        plan = detail::refine_grouped_through_envelope(problem, memory, plan, refine_moves);
     }
     add_slope_activations(problem, plan, memory);
     SimulationInput input = simulation_input(problem, plan);
@@ -324,6 +331,8 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     std::optional<double> bound;
     if (options.lower_bound && problem.chunked() && one_group)
         bound = simulated_lower_bound(problem, memory, simulation.makespan);
+    else if (options.lower_bound && enveloped)
+        bound = detail::grouped_simulated_lower_bound(problem, memory, simulation.makespan);
     return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation),
                             std::move(breakdown), bound};
 }

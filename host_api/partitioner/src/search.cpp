@@ -236,12 +236,6 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
                                        time.groups.size(), schedule_name(choice.schedule)));
                 continue;
             }
-            if (choice.chunks > 2 && time.grouped()) {
-                skip(what, fmt::format("the model has {} groups of body layers, which ppb plans "
-                                       "with at most 2 chunks per stage",
-                                       time.groups.size()));
-                continue;
-            }
             for (const RecomputePolicy& policy : space.recompute) {
                 c.recompute = policy;
                 out.configurations.push_back(c);

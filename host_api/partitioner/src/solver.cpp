@@ -93,6 +93,26 @@ void validate(const Problem& problem) {
             "one), but the model has {}",
             p, needed, problem.time.body_layers));
     }
+    if (!problem.position_times.empty()) {
+        if (problem.time.grouped() || !problem.chunked() || splits_backward(problem.schedule) ||
+            problem.position_times.size() != std::size_t{p} * problem.chunks) {
+            throw InputError(fmt::format(
+                "times per position are planned with chunks, one group of body layers and a "
+                "schedule that does not split the backward, one per position ({}), not {}",
+                std::size_t{p} * problem.chunks, problem.position_times.size()));
+        }
+        for (std::size_t q = 0; q < problem.position_times.size(); ++q) {
+            const PositionTime& at = problem.position_times[q];
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                if ((problem.kinds & PPB_KIND_BIT(k)) != 0 &&
+                    !(std::isfinite(at.time[k]) && at.time[k] > 0.0 && at.forward >= 0.0)) {
+                    throw InputError(fmt::format(
+                        "the time of a '{}' body layer at position {} must be positive, not {}",
+                        kind_name(static_cast<ppb_kind>(k)), q, at.time[k]));
+                }
+            }
+        }
+    }
     // With several groups each group's times are checked by the grouped solver.
     for (std::size_t k = 0; k < PPB_KIND_COUNT && !problem.time.grouped(); ++k) {
         const double t = problem.time.body_time[k];

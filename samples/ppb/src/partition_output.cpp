@@ -146,13 +146,17 @@ std::string render_partition(const Problem& problem, const Plan& plan,
             100.0 * partition::bound_gap(simulation.makespan, *lower_bound));
     }
     if (!plan.not_exact_because.empty()) {
+        // Planned under one recompute setting when planning every mix was too large (balanced
+        // chunks mark that fallback); several groups with more than two chunks say how in their
+        // reason.
         out += fmt::format(
-            "Not the exact optimum: {}; planned under one recompute setting for the whole "
-            "model{} instead (a plan the rule admits), the lower bound above bounding what any "
-            "other plan could gain\n",
+            "Not the exact optimum: {}{}, the lower bound above bounding what any other plan "
+            "could gain\n",
             plan.not_exact_because,
-            plan.balanced_chunks ? " with each stage's chunks holding as many layers as each other"
-                                 : "");
+            plan.balanced_chunks
+                ? "; planned under one recompute setting for the whole model with each stage's "
+                  "chunks holding as many layers as each other instead (a plan the rule admits)"
+                : "");
     }
     out += after_simulation;  // communication and the iteration's breakdown, when asked for
 

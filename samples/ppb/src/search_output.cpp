@@ -154,26 +154,42 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         table.add_row(row);
     }
     out += table.render();
-    // Which plans shown are not their exact optimum, and how far they can be from the best plan.
-    std::vector<std::string> not_exact;
+    // Which plans shown are not their exact optimum, and how far they can be from the best plan:
+    // those planned under one recompute setting because planning every mix was too large, and
+    // those of several groups of layers with more than two chunks, planned through one group that
+    // bounds the groups (either may be both).
+    std::vector<std::string> too_large;
+    std::vector<std::string> through_one_group;
     rank = 0;
     for (const SearchOutcome* o : ranking) {
         ++rank;
         const partition::PlannedPartition& p = *o->planned;
         if (p.plan.not_exact_because.empty())
             continue;
-        not_exact.push_back(
+        const std::string item =
             p.lower_bound
                 ? fmt::format("{} (within {:.1f} % of a proven bound)", rank,
                               100.0 * partition::bound_gap(p.simulation.makespan, *p.lower_bound))
-                : std::to_string(rank));
+                : std::to_string(rank);
+        if (p.plan.balanced_chunks)
+            too_large.push_back(item);
+        if (p.problem.time.grouped() && p.problem.chunks > 2)
+            through_one_group.push_back(item);
     }
-    if (!not_exact.empty()) {
+    if (!too_large.empty()) {
         out += fmt::format(
             "\n*: too large to plan exactly under the policy (every mix of kinds and split of "
             "layers over the chunks); the exact plan of one recompute setting with as many layers "
             "in each chunk of a stage as in the others, a plan the policy admits. {} {}.\n",
-            not_exact.size() == 1 ? "Rank" : "Ranks", fmt::join(not_exact, ", "));
+            too_large.size() == 1 ? "Rank" : "Ranks", fmt::join(too_large, ", "));
+    }
+    if (!through_one_group.empty()) {
+        out += fmt::format(
+            "{}*: several groups of body layers with more than 2 chunks per stage, planned through "
+            "one group that bounds them (each layer at the most memory of a group its position "
+            "can hold), then taken per group. {} {}.\n",
+            too_large.empty() ? "\n" : "", through_one_group.size() == 1 ? "Rank" : "Ranks",
+            fmt::join(through_one_group, ", "));
     }
 
     const auto [planned, infeasible, invalid] = partition::count_outcomes(result);

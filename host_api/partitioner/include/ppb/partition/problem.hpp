@@ -127,6 +127,13 @@ struct MindFormersCounts {
 // stage holds both 'select' and 'comm' layers).
 [[nodiscard]] std::optional<MindFormersCounts> mindformers_counts(const KindCounts& layers);
 
+// A body layer's times at one position of the model (ppb::model_position): forward + backward per
+// kind, and the forward part.
+struct PositionTime {
+    std::array<double, PPB_KIND_COUNT> time{};
+    double forward = 0.0;
+};
+
 struct Problem {
     std::uint32_t num_stages = 1;     // P
     std::uint32_t micro_batches = 1;  // M
@@ -162,6 +169,12 @@ struct Problem {
     // (the layer file gives no split; 0.5: B = W, the paper's T_B = T_W), B the rest with the
     // recomputation. The other schedules ignore it.
     double weight_grad_share = 0.5;
+    // With chunks, one model group (not time.grouped()) and a schedule that does not split the
+    // backward: a body layer's times at each of the P x v positions, in model order, when they
+    // differ by position; empty: time.body_time and time.body_forward everywhere. The one-group
+    // problems that bound a model of several groups give each position the times of the groups
+    // its layers can be (host_api/docs/design.md, "Groups of layers with many chunks").
+    std::vector<PositionTime> position_times = {};
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).
