@@ -11,6 +11,7 @@
 #include "chunk_tables.hpp"
 #include "grouped_chunked.hpp"
 #include "grouped_solver.hpp"
+#include "infeasible.hpp"
 #include "stage_table.hpp"
 
 #include <ppb/errors.hpp>
@@ -30,6 +31,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,6 +162,7 @@ Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStag
     time.groups.clear();
     time.sequence.clear();
     time.body_name = "envelope";
+    time.body_weight_grad.reset();  // the groups' own are the plan's (simulate_plan.hpp)
     time.body_time = {};
     e.problem.position_times.assign(Q, PositionTime{});
     for (std::uint32_t q = 0; q < Q; ++q) {
@@ -423,11 +426,14 @@ Plan one_group_plan_of(const Problem& above, const Plan& grouped) {
 
 std::string why_not_exact(const Problem& p) {
     return fmt::format(
-        "{} groups of body layers with {} chunks per stage are planned through one group that "
-        "bounds them (each layer at the most memory of a group its position can hold, at their "
-        "mean time there; the plan's memory and times are then its groups' own): the exact "
-        "planner's state, a cut point per chunk, is too large beyond 2 chunks",
-        p.time.groups.size(), p.chunks);
+        "{} groups of body layers with {} chunk{} per stage under {} are planned through one group "
+        "that bounds them (each layer at the most memory of a group its position can hold, at "
+        "their mean time there; the plan's memory and times are then its groups' own): {}",
+        p.time.groups.size(), p.chunks, p.chunks == 1 ? "" : "s", schedule_name(p.schedule),
+        p.chunks > 2 ? "the exact planner's state, a cut point per chunk, is too large beyond 2 "
+                       "chunks"
+                     : "the exact planner's estimate leaves out the weight-gradient passes of the "
+                       "zero-bubble schedules");
 }
 
 double makespan_of(const Problem& p, const Plan& plan) {
@@ -454,23 +460,54 @@ Plan solve_grouped_through_envelope(const Problem& problem, const MemorySource& 
         one = solve(above.problem, above.memory);
     } catch (const Infeasible& e) {
         // Whether anything fits at all: below the problem below's least limit, nothing does.
-        double least = 0.0;
+        std::optional<double> none_below;
         Envelope below = envelope_of(problem, stages, kinds, Side::below);
         try {
             const EnvelopeScope scope(below);
             (void)solve(below.problem, below.memory);
         } catch (const Infeasible& none) {
-            least = none.smallest_feasible_limit_mb();
+            none_below = none.smallest_feasible_limit_mb();
         }
-        throw Infeasible(
-            fmt::format(
-                "no plan found: {} groups of body layers with {} chunks per stage are "
-                "planned with each layer at the most memory any group's layer of its "
-                "kind needs, and then {}; a plan exists at a memory limit of {}{}",
-                problem.time.groups.size(), problem.chunks, e.what(),
-                format_mb(e.smallest_feasible_limit_mb()),
-                least > 0.0 ? fmt::format(", none below {}", format_mb(least)) : std::string()),
-            e.smallest_feasible_limit_mb());
+        // The limit the one-group planner names is the least for the problem above when one kind
+        // is the lightest in every row; it is said to be feasible only when the plan above is
+        // found there.
+        const double at = std::ceil(e.smallest_feasible_limit_mb() * 10.0) / 10.0;
+        bool plans_there = false;
+        if (std::isfinite(at)) {
+            Envelope there = above;
+            there.problem.memory_limit_mb = at;
+            try {
+                const EnvelopeScope scope(there);
+                (void)solve(there.problem, there.memory);
+                plans_there = true;
+            } catch (const Infeasible&) {
+            }
+        }
+        LeastFeasibleBudget least;
+        least.certainty = LeastFeasibleBudget::Certainty::feasible;
+        least.need_mb = e.smallest_feasible_limit_mb() - problem.memory_margin_mb;
+        least.fullest_known = false;
+        if (!plans_there) {
+            least.certainty = none_below ? LeastFeasibleBudget::Certainty::lower_bound
+                                         : LeastFeasibleBudget::Certainty::unsearched;
+            least.need_mb = none_below ? *none_below - problem.memory_margin_mb
+                                       : std::numeric_limits<double>::infinity();
+            least.unsearched_because = "no limit at which such a plan fits was found";
+        }
+        least.feasible_because = "the least at which such a plan fits";
+        if (none_below && std::isfinite(*none_below)) {
+            least.feasible_because +=
+                fmt::format("; none fits below {:.1f} MB", std::floor(*none_below * 10.0) / 10.0);
+        }
+        throw_infeasible(
+            problem,
+            fmt::format("within {} no plan of the {} body layers ({} groups) into {} stages of {} "
+                        "chunk{} under {} fits when each layer takes the most memory of a group "
+                        "its position can hold, as ppb plans such models",
+                        format_mb(problem.budget_mb()), problem.time.body_layers,
+                        problem.time.groups.size(), problem.num_stages, problem.chunks,
+                        problem.chunks == 1 ? "" : "s", schedule_name(problem.schedule)),
+            least);
     }
     Plan plan = grouped_plan_of(problem, memory, stages, one);
     plan.not_exact_because = why_not_exact(problem);

@@ -1,23 +1,28 @@
-// Internal: a model of several groups of body layers with more than two chunks per stage, planned
-// through one group of layers that bounds it (host_api/docs/design.md, "Groups of layers with
-// many chunks"). The exact planner of groups with chunks (grouped_chunked.hpp) keeps one cut point
-// per chunk of a stage in its state, which grows as L^v; with three or more chunks it is not
-// planned exactly. Instead:
+// Internal: a model of several groups of body layers with more than two chunks per stage, or under
+// a zero-bubble schedule, planned through one group of layers that bounds it
+// (host_api/docs/design.md, "Groups of layers with many chunks, or a zero-bubble schedule"). The
+// exact planner of groups with chunks (grouped_chunked.hpp) keeps one cut point per chunk of a
+// stage in its state, which grows as L^v, and its estimate leaves out the zero-bubble schedules'
+// weight-gradient passes (ppb::partition::planned_through_one_group). Instead, with each
+// position's window (the layers it can hold in any plan: every other position holds at least its
+// fewest) and the groups in it:
 //
-//   above  Every layer of chunk c of stage s is taken at the most any group's layer of its kind
-//          needs there (fixed MB and MB per in-flight micro-batch, each the largest over the
-//          groups), of the kinds every group may take, at the layers' mean time. The stage's
+//   above  Every layer of chunk c of stage s is taken at the most any group of its position's
+//          window needs there for its kind (fixed MB and MB per in-flight micro-batch, each the
+//          largest over those groups), of the kinds every group may take, at those groups' mean
+//          time (Problem::position_times; weighted by their share of an even cut). The stage's
 //          memory of this one-group problem is at least that of any grouped plan with the same
 //          counts, since every term of the affine sum is at least as large and the in-flight
 //          counts are not negative. So its exact optimum (the one-group chunked planner) is a plan
 //          of the grouped problem that fits: its layers are given their groups by model order and
 //          their kinds by position (full, both, select, comm, none, as MindFormers applies its
 //          counts), and its memory and times are then taken exactly, per group.
-//   below  Every layer at the least any group's layer of its kind needs and takes (forward and
-//          backward each the least), of the kinds any group may take. Every grouped plan that
-//          fits is a plan of this problem that fits, and simulates no faster here (each
-//          operation of the schedule is no longer); so simulated_lower_bound of this problem
-//          bounds every grouped plan's simulated iteration, and the plan's gap is stated.
+//   below  Every layer at the least any group of its position's window needs and takes for its
+//          kind (forward and backward each the least), of the kinds any group may take. Every
+//          grouped plan that fits is a plan of this problem that fits, and simulates no faster
+//          here (each operation of the schedule is no longer); so simulated_lower_bound of this
+//          problem bounds every grouped plan's simulated iteration, as does M x the mean stage
+//          (each layer at its fastest kind), and the plan's gap is stated.
 //
 // The local search (refine.hpp) moves layers on the problem above and keeps a move's plan when the
 // grouped plan it gives simulates faster.
@@ -32,8 +37,8 @@
 
 namespace ppb::partition::detail {
 
-// The plan when problem.time.grouped() and problem.chunks > 2: the exact optimum of the problem
-// above, its groups and memory taken exactly. Plan::not_exact_because says so. Throws Infeasible
+// The plan when planned_through_one_group(problem): the exact optimum of the problem above, its
+// groups and memory taken exactly. Plan::not_exact_because says so. Throws Infeasible
 // when nothing fits the problem above (with the least limit at which something does, and the
 // limit below which nothing can), InputError when no kind is open to every group.
 [[nodiscard]] Plan solve_grouped_through_envelope(
@@ -47,8 +52,9 @@ namespace ppb::partition::detail {
                                                    const MemorySource& memory, const Plan& start,
                                                    std::uint32_t max_moves);
 
-// A value no grouped plan of `problem` (chunks > 2) that fits beats in ppb::simulate's makespan:
-// simulated_lower_bound of the problem below; `upper` as there.
+// A value no grouped plan of `problem` (planned_through_one_group) that fits beats in
+// ppb::simulate's makespan: the larger of simulated_lower_bound of the problem below and M x the
+// mean stage; `upper` as there.
 [[nodiscard]] double grouped_simulated_lower_bound(const Problem& problem,
                                                    const MemorySource& memory, double upper);
 

@@ -37,9 +37,11 @@ void throw_infeasible(const Problem& problem, const std::string& reason,
             break;
         case Certainty::feasible:
             limit_text = fmt::format(
-                "a memory limit that would be feasible is {:.1f} MB (with the standard-error "
-                "margin ppb does not search every mix for the least one)",
-                up);
+                "a memory limit that would be feasible is {:.1f} MB ({})", up,
+                least.feasible_because.empty()
+                    ? "with the standard-error margin ppb does not search every mix for the "
+                      "least one"
+                    : least.feasible_because);
             break;
         case Certainty::unsearched:  // thrown above
         case Certainty::lower_bound:
@@ -52,7 +54,8 @@ void throw_infeasible(const Problem& problem, const std::string& reason,
     }
     if (problem.memory_margin_mb > 0.0)
         limit_text += fmt::format(" (with the {:.1f} MB margin)", problem.memory_margin_mb);
-    limit_text += fmt::format(", where stage {} is the fullest", least.fullest_stage);
+    if (least.fullest_known)
+        limit_text += fmt::format(", where stage {} is the fullest", least.fullest_stage);
     throw Infeasible(fmt::format("no placement fits: {}; {}", reason, limit_text), smallest_limit);
 }
 

@@ -27,7 +27,10 @@ struct LeastFeasibleBudget {
     // The budget, the margin excluded; infinity when no limit would do.
     double need_mb = std::numeric_limits<double>::infinity();
     std::uint32_t fullest_stage = 0;
+    bool fullest_known = true;  // whether the sentence names fullest_stage
     std::string unsearched_because;
+    // With `feasible`: why it may not be the least (empty: the standard-error margin's reason).
+    std::string feasible_because;
 };
 
 // Throws Infeasible: "no placement fits: <reason>; <the least limit, with the margin and the

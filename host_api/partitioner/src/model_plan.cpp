@@ -312,10 +312,10 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     }
     // The local search and the bound move layers between stages of one group (refine.cpp,
     // lower_bound.cpp); a plan of several groups with two chunks is the exact optimum of its
-    // estimate, one with more is searched and bounded through one group that bounds them
-    // (grouped_envelope.hpp).
+    // estimate, one with more (or a zero-bubble schedule) is searched and bounded through one
+    // group that bounds them (grouped_envelope.hpp).
     const bool one_group = !problem.time.grouped();
-    const bool enveloped = problem.time.grouped() && problem.chunks > 2;
+    const bool enveloped = planned_through_one_group(problem);
     if (options.refine && problem.chunked() && one_group) {
         std::string not_exact_because = std::move(plan.not_exact_because);
         plan = refine_by_simulation(problem, memory, plan, refine_moves);

@@ -136,6 +136,11 @@ std::vector<KindCounts> positional_group_layers(const Problem& problem, std::uin
     return out;
 }
 
+bool planned_through_one_group(const Problem& problem) {
+    return problem.time.grouped() && problem.chunked() &&
+           (problem.chunks > 2 || splits_backward(problem.schedule));
+}
+
 bool expressible(const KindCounts& layers, RecomputeRule rule) {
     switch (rule) {
         case RecomputeRule::any:

@@ -230,12 +230,6 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
                                        p, choice.chunks, needed, time.body_layers));
                 continue;
             }
-            if (splits_backward(choice.schedule) && time.grouped()) {
-                skip(what, fmt::format("the model has {} groups of body layers, which ppb does not "
-                                       "plan under {} yet",
-                                       time.groups.size(), schedule_name(choice.schedule)));
-                continue;
-            }
             for (const RecomputePolicy& policy : space.recompute) {
                 c.recompute = policy;
                 out.configurations.push_back(c);

@@ -94,11 +94,11 @@ void validate(const Problem& problem) {
             p, needed, problem.time.body_layers));
     }
     if (!problem.position_times.empty()) {
-        if (problem.time.grouped() || !problem.chunked() || splits_backward(problem.schedule) ||
+        if (problem.time.grouped() || !problem.chunked() ||
             problem.position_times.size() != std::size_t{p} * problem.chunks) {
             throw InputError(fmt::format(
-                "times per position are planned with chunks, one group of body layers and a "
-                "schedule that does not split the backward, one per position ({}), not {}",
+                "times per position are planned with chunks and one group of body layers, one per "
+                "position ({}), not {}",
                 std::size_t{p} * problem.chunks, problem.position_times.size()));
         }
         for (std::size_t q = 0; q < problem.position_times.size(); ++q) {

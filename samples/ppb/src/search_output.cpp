@@ -173,7 +173,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
                 : std::to_string(rank);
         if (p.plan.balanced_chunks)
             too_large.push_back(item);
-        if (p.problem.time.grouped() && p.problem.chunks > 2)
+        if (partition::planned_through_one_group(p.problem))
             through_one_group.push_back(item);
     }
     if (!too_large.empty()) {
@@ -185,8 +185,9 @@ std::string render_search(const partition::SearchSpace& space, const partition::
     }
     if (!through_one_group.empty()) {
         out += fmt::format(
-            "{}*: several groups of body layers with more than 2 chunks per stage, planned through "
-            "one group that bounds them (each layer at the most memory of a group its position "
+            "{}*: several groups of body layers with more than 2 chunks per stage or a zero-bubble "
+            "schedule, planned through one group that bounds them (each layer at the most memory "
+            "of a group its position "
             "can hold), then taken per group. {} {}.\n",
             too_large.empty() ? "\n" : "", through_one_group.size() == 1 ? "Rank" : "Ranks",
             fmt::join(through_one_group, ", "));

@@ -169,9 +169,11 @@ struct Problem {
     // (the layer file gives no split; 0.5: B = W, the paper's T_B = T_W), B the rest with the
     // recomputation. The other schedules ignore it.
     double weight_grad_share = 0.5;
-    // With chunks, one model group (not time.grouped()) and a schedule that does not split the
-    // backward: a body layer's times at each of the P x v positions, in model order, when they
-    // differ by position; empty: time.body_time and time.body_forward everywhere. The one-group
+    // With chunks and one group of body layers (not time.grouped()): a body layer's times at
+    // each of the P x v positions, in model order, when they differ by position; empty:
+    // time.body_time and time.body_forward everywhere. (A zero-bubble schedule's weight-gradient
+    // pass is still time.body_weight_grad's, or weight_grad_share of the backward without
+    // recomputation at time.body_time.) The one-group
     // problems that bound a model of several groups give each position the times of the groups
     // its layers can be (host_api/docs/design.md, "Groups of layers with many chunks").
     std::vector<PositionTime> position_times = {};
@@ -332,6 +334,12 @@ class Infeasible : public std::runtime_error {
     const double magnitude = budget_mb < 0.0 ? -budget_mb : budget_mb;
     return memory_mb <= budget_mb + 1e-9 * (magnitude > 1.0 ? magnitude : 1.0);
 }
+
+// Whether solve() plans `problem` through one group of layers that bounds its groups, not exactly
+// (host_api/docs/design.md, "Groups of layers with many chunks"): several groups of body layers
+// with more than two chunks per stage, or under a schedule that splits the backward. Its plan
+// then says why (Plan::not_exact_because), and the lower bound says how far it can be.
+[[nodiscard]] bool planned_through_one_group(const Problem& problem);
 
 // Whether a (stage, chunk) of `problem` may hold `layers`: expressible under problem.rule and,
 // with a recompute_setting, the setting's mix of that many layers.
