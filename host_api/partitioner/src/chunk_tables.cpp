@@ -858,10 +858,10 @@ ScopedExactWorkBudget::~ScopedExactWorkBudget() {
 
 LayerTimes layer_times(const Problem& problem, std::uint32_t stage, std::uint32_t chunk) {
     if (problem.position_times.empty())
-        return {problem.time.body_time, problem.time.body_forward};
+        return {problem.time.body_time, problem.time.body_forward, 0.0};
     const PositionTime& at = problem.position_times.at(
         model_position(problem.schedule, problem.num_stages, problem.chunks, {stage, chunk}));
-    return {at.time, at.forward};
+    return {at.time, at.forward, at.offset};
 }
 
 std::array<double, PPB_KIND_COUNT> least_layer_times(const Problem& problem) {
@@ -878,8 +878,9 @@ std::array<double, PPB_KIND_COUNT> least_layer_times(const Problem& problem) {
 
 double chunk_time(const Problem& problem, std::uint32_t stage, std::uint32_t chunk,
                   const KindCounts& layers) {
-    double t = ends(problem, stage, chunk, problem.time.head_time, problem.time.tail_time);
     const LayerTimes layer = layer_times(problem, stage, chunk);
+    double t =
+        ends(problem, stage, chunk, problem.time.head_time, problem.time.tail_time) + layer.offset;
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
         t += static_cast<double>(layers[k]) * layer.time[k];
     return t;

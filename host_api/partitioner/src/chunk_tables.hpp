@@ -120,6 +120,7 @@ class ScopedAffineStages {
 struct LayerTimes {
     const std::array<double, PPB_KIND_COUNT>& time;
     double forward;
+    double offset;  // PositionTime::offset
 };
 [[nodiscard]] LayerTimes layer_times(const Problem& problem, std::uint32_t stage,
                                      std::uint32_t chunk);

@@ -40,7 +40,10 @@ namespace ppb::partition::detail {
 
 namespace {
 
-enum class Side { above, below };
+// above: a plan that fits; below: each layer at its position's least; below_credited: each layer
+// at its position's most time, less a credit per position for the layers that are faster there
+// (the least memory, as below). Both below are relaxations; the bound is the larger of theirs.
+enum class Side { above, below, below_credited };
 
 // Below, the time and memory of a kind no group of a position may take there: never chosen, and
 // finite, so that sums of it stay numbers.
@@ -91,8 +94,10 @@ std::vector<Window> windows(const Problem& p) {
     return out;
 }
 
+// `given`: the windows to take instead of windows(grouped) (a case of the bound's split below).
 Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStage>& stages,
-                     const std::vector<std::vector<std::size_t>>& kinds, Side side) {
+                     const std::vector<std::vector<std::size_t>>& kinds, Side side,
+                     const std::vector<Window>* given = nullptr) {
     const std::size_t G = grouped.time.groups.size();
     const std::uint32_t L = grouped.time.body_layers;
     const std::uint32_t Q = grouped.num_stages * grouped.chunks;
@@ -103,6 +108,7 @@ Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStag
     const auto pick = [side](double a, double b) {
         return side == Side::above ? std::max(a, b) : std::min(a, b);
     };
+    const bool below = side != Side::above;
     // Above, the kinds every group may take; below, those any group may.
     Envelope e;
     e.problem = grouped;
@@ -115,7 +121,7 @@ Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStag
             every = every && takes(g, k);
             any = any || takes(g, k);
         }
-        if (side == Side::above ? every && any : any)
+        if (below ? any : every && any)
             e.kinds |= PPB_KIND_BIT(k);
     }
     e.kinds &= grouped.kinds;
@@ -123,7 +129,7 @@ Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStag
 
     // Per position: the groups its window holds (all, for a window that holds none) and, above,
     // the share of each among the layers it holds when every position holds L / (P v) of them.
-    const std::vector<Window> window = windows(grouped);
+    const std::vector<Window> window = given != nullptr ? *given : windows(grouped);
     std::vector<std::vector<std::size_t>> can(Q);
     std::vector<std::vector<double>> share(Q, std::vector<double>(G, 0.0));
     for (std::uint32_t q = 0; q < Q; ++q) {
@@ -191,6 +197,42 @@ Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStag
             // A kind no group here may take: never chosen here (its memory is the largest).
             at.time[k] = std::isfinite(backward) ? at.forward + backward : kNever;
         }
+        if (side != Side::below_credited)
+            continue;
+        // Each layer at the most any group here takes for its kind, less what the layers that
+        // can be here and take less could save: at most each group's layers in the window, each
+        // saving at most its largest shortfall over the kinds. A chunk's time here is then at
+        // most its true time whatever its layers, as every term below is.
+        // In a case of the split (given windows: a position holds its window's layers and, past
+        // them, nothing in a plan of the case), a layer beyond those is priced as the last run's
+        // too, so that holding more than the case's layers gains nothing from the credit.
+        std::vector<std::size_t> priced = can[q];
+        if (given != nullptr &&
+            std::find(priced.begin(), priced.end(), sequence.back()) == priced.end())
+            priced.push_back(sequence.back());
+        std::array<double, PPB_KIND_COUNT> most{};
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+            most[k] = -std::numeric_limits<double>::infinity();
+            for (const std::size_t g : priced) {
+                if (takes(g, k))
+                    most[k] = std::max(most[k], grouped.time.groups[g].time[k]);
+            }
+        }
+        double credit = 0.0;
+        for (const std::size_t g : can[q]) {
+            double shortfall = 0.0;
+            for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
+                if (takes(g, k) && std::isfinite(most[k]))
+                    shortfall = std::max(shortfall, most[k] - grouped.time.groups[g].time[k]);
+            }
+            std::uint32_t held = 0;
+            for (std::uint32_t i = window[q].first; i <= window[q].last && i < L; ++i)
+                held += sequence[i] == g ? 1 : 0;
+            credit += held * shortfall;
+        }
+        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
+            at.time[k] = std::isfinite(most[k]) ? most[k] : kNever;
+        at.offset = -credit;
     }
     // The time model's own: a layer's least over the positions (checked, and bounding).
     time.body_time = least_layer_times(e.problem);
@@ -312,8 +354,13 @@ std::vector<KindCounts> by_position(const Problem& problem, std::uint32_t first,
 
 // The grouped plan with the chunk counts of `one` (a plan of the problem above), its memory and
 // times taken exactly.
+// `fits` null: a stage over the budget is an error (the plan above always fits: only a model
+// that is not affine gets there); else it is set to whether every stage fits.
 Plan grouped_plan_of(const Problem& p, const MemorySource& memory,
-                     const std::vector<GroupedAffineStage>& stages, const Plan& one) {
+                     const std::vector<GroupedAffineStage>& stages, const Plan& one,
+                     bool* fits = nullptr) {
+    if (fits != nullptr)
+        *fits = true;
     const std::uint32_t P = p.num_stages;
     const std::uint32_t v = p.chunks;
     const std::size_t G = p.time.groups.size();
@@ -381,9 +428,11 @@ Plan grouped_plan_of(const Problem& p, const MemorySource& memory,
             }
             peak = a.rows.peak(memories);
         }
+        if (fits != nullptr && !within_budget(peak.memory, p.budget_mb()))
+            *fits = false;
         // Each term of the affine sum is at most the envelope's: only a model that is not affine
         // (a probed one that passed its checks by chance) gets here.
-        if (!within_budget(peak.memory, p.budget_mb())) {
+        if (fits == nullptr && !within_budget(peak.memory, p.budget_mb())) {
             throw InputError(fmt::format(
                 "the memory model predicts {} for stage {} of the plan, over the {} budget its "
                 "probes implied it fits: it is not affine in the layer counts",
@@ -442,6 +491,58 @@ double makespan_of(const Problem& p, const Plan& plan) {
     return simulate(input).makespan;
 }
 
+// Calls visit(windows) for each way the first `prefix` layers of the sequence (those before its
+// last run, all of one group) can fall on the positions in order: a_0 >= 0 of them on position 0,
+// then a_q >= 1 on each next one until all are placed, on position m. In such a plan position q <
+// m holds exactly its a_q prefix layers, position m the last of them and some of the last run, and
+// every later position the last run alone; a position holding none holds nothing.
+template <typename Visit>
+void for_each_prefix_case(const Problem& p, std::uint32_t prefix, Visit&& visit) {
+    const std::uint32_t L = p.time.body_layers;
+    const std::uint32_t Q = p.num_stages * p.chunks;
+    std::vector<std::uint32_t> a;
+    const auto walk = [&](auto&& self, std::uint32_t q, std::uint32_t left) -> void {
+        if (q >= Q)
+            return;
+        for (std::uint32_t n = q == 0 ? 0 : 1; n <= left; ++n) {
+            a.push_back(n);
+            if (n == left && n > 0) {
+                std::vector<Window> w(Q);
+                std::uint32_t start = 0;
+                for (std::uint32_t r = 0; r < Q; ++r) {
+                    if (r + 1 < a.size())
+                        w[r] = a[r] == 0 ? Window{L - 1, L - 1} : Window{start, start + a[r] - 1};
+                    else if (r + 1 == a.size())
+                        w[r] = {start, L - 1};
+                    else
+                        w[r] = {prefix, L - 1};
+                    if (r < a.size())
+                        start += a[r];
+                }
+                visit(w);
+            } else if (n < left) {
+                self(self, q + 1, left - n);
+            }
+            a.pop_back();
+        }
+    };
+    walk(walk, 0, prefix);
+}
+
+// Cases of the split above are 2^prefix: split only for a short prefix (DeepSeek-V3's 3 dense
+// layers, Kimi-K2's 1).
+constexpr std::uint32_t most_prefix_split = 4;
+
+// The layers before the sequence's last run (the dense layers before the MoE ones), when they are
+// few enough to split into cases; 0 otherwise.
+std::uint32_t short_prefix(const Problem& p) {
+    const auto& sequence = p.time.sequence;
+    std::uint32_t prefix = p.time.body_layers;
+    while (prefix > 0 && sequence[prefix - 1] == sequence.back())
+        --prefix;
+    return prefix <= most_prefix_split ? prefix : 0;
+}
+
 }  // namespace
 
 Plan solve_grouped_through_envelope(const Problem& problem, const MemorySource& memory,
@@ -454,11 +555,44 @@ Plan solve_grouped_through_envelope(const Problem& problem, const MemorySource& 
             "every group may take; none is both allowed and predictable for all of them",
             problem.time.groups.size(), problem.chunks));
     }
-    Plan one;
+    // The grouped plan of a one-group plan, saying why it is not exact.
+    const auto grouped_of = [&](const Plan& one, bool* fits) {
+        Plan plan = grouped_plan_of(problem, memory, stages, one, fits);
+        plan.not_exact_because = why_not_exact(problem);
+        if (!one.not_exact_because.empty())
+            plan.not_exact_because += "; and within it, " + one.not_exact_because;
+        plan.balanced_chunks = one.balanced_chunks;
+        plan.recompute_setting = one.recompute_setting;
+        return plan;
+    };
     try {
         const EnvelopeScope scope(above);
-        one = solve(above.problem, above.memory);
+        return grouped_of(solve(above.problem, above.memory), nullptr);
     } catch (const Infeasible& e) {
+        // Nothing fits above. With a short prefix (the dense layers before the MoE ones), each
+        // case of the positions it is on has its own problem above, exact but where the prefix
+        // falls: the one of least estimate among their plans that fit as the groups fall.
+        std::optional<Plan> found;
+        if (const std::uint32_t prefix = short_prefix(problem); prefix > 0) {
+            for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
+                Envelope guided = envelope_of(problem, stages, kinds, Side::above, &windows);
+                if (guided.kinds == 0)
+                    return;
+                Plan one;
+                try {
+                    const EnvelopeScope scope(guided);
+                    one = solve(guided.problem, guided.memory);
+                } catch (const Infeasible&) {
+                    return;
+                }
+                bool fits = false;
+                Plan plan = grouped_of(one, &fits);
+                if (fits && (!found || plan.iteration_time < found->iteration_time))
+                    found = std::move(plan);
+            });
+        }
+        if (found)
+            return *std::move(found);
         // Whether anything fits at all: below the problem below's least limit, nothing does.
         std::optional<double> none_below;
         Envelope below = envelope_of(problem, stages, kinds, Side::below);
@@ -509,46 +643,82 @@ Plan solve_grouped_through_envelope(const Problem& problem, const MemorySource& 
                         problem.chunks == 1 ? "" : "s", schedule_name(problem.schedule)),
             least);
     }
-    Plan plan = grouped_plan_of(problem, memory, stages, one);
-    plan.not_exact_because = why_not_exact(problem);
-    if (!one.not_exact_because.empty())
-        plan.not_exact_because += "; and within it, " + one.not_exact_because;
-    plan.balanced_chunks = one.balanced_chunks;
-    plan.recompute_setting = one.recompute_setting;
-    return plan;
 }
 
 Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource& memory,
                                      const Plan& start, std::uint32_t max_moves) {
     const std::vector<std::vector<std::size_t>> kinds = group_kinds(problem, memory);
     const std::vector<GroupedAffineStage> stages = grouped_stages(problem, memory, kinds);
+    Plan best = start;
+    double fastest = makespan_of(problem, start);
+    // The moves of the one-group local search from `from`, a plan of `above`; its grouped plan
+    // kept when it fits and simulates faster than the best so far.
+    const auto search_from = [&](Envelope& above, Plan from) {
+        from.balanced_chunks = start.balanced_chunks;
+        from.recompute_setting = start.recompute_setting;
+        Plan one;
+        {
+            const EnvelopeScope scope(above);
+            one = refine_by_simulation(above.problem, above.memory, from, max_moves);
+        }
+        bool fits = false;
+        Plan grouped = grouped_plan_of(problem, memory, stages, one, &fits);
+        if (!fits)
+            return;
+        if (const double makespan = makespan_of(problem, grouped); makespan < fastest) {
+            fastest = makespan;
+            best = std::move(grouped);
+        }
+    };
     Envelope above = envelope_of(problem, stages, kinds, Side::above);
-    Plan one = one_group_plan_of(above.problem, start);
-    one.balanced_chunks = start.balanced_chunks;
-    one.recompute_setting = start.recompute_setting;
-    {
-        const EnvelopeScope scope(above);
-        one = refine_by_simulation(above.problem, above.memory, one, max_moves);
+    search_from(above, one_group_plan_of(above.problem, start));
+    // With a short prefix (the dense layers before the MoE ones), each case of the positions it is
+    // on (as the bound splits them) has its own problem above, exact but at those positions; its
+    // plan, searched the same way, is kept when it fits as the groups fall.
+    if (const std::uint32_t prefix = short_prefix(problem); prefix > 0) {
+        for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
+            Envelope guided = envelope_of(problem, stages, kinds, Side::above, &windows);
+            if (guided.kinds == 0)
+                return;
+            Plan one;
+            try {
+                const EnvelopeScope scope(guided);
+                one = solve(guided.problem, guided.memory);
+            } catch (const Infeasible&) {
+                return;
+            }
+            search_from(guided, std::move(one));
+        });
     }
-    Plan refined = grouped_plan_of(problem, memory, stages, one);
-    if (makespan_of(problem, refined) >= makespan_of(problem, start))
-        return start;
-    refined.not_exact_because = start.not_exact_because;
-    refined.balanced_chunks = start.balanced_chunks;
-    refined.recompute_setting = start.recompute_setting;
-    return refined;
+    best.not_exact_because = start.not_exact_because;
+    best.balanced_chunks = start.balanced_chunks;
+    best.recompute_setting = start.recompute_setting;
+    return best;
 }
 
 double grouped_simulated_lower_bound(const Problem& problem, const MemorySource& memory,
                                      double upper) {
     const std::vector<std::vector<std::size_t>> kinds = group_kinds(problem, memory);
     const std::vector<GroupedAffineStage> stages = grouped_stages(problem, memory, kinds);
-    Envelope below = envelope_of(problem, stages, kinds, Side::below);
-    const EnvelopeScope scope(below);
-    const double relaxed = simulated_lower_bound(below.problem, below.memory, upper);
+    const auto bound_of = [&](Side side, const std::vector<Window>* windows) {
+        Envelope below = envelope_of(problem, stages, kinds, side, windows);
+        const EnvelopeScope scope(below);
+        return simulated_lower_bound(below.problem, below.memory, upper);
+    };
+    double relaxed =
+        std::max(bound_of(Side::below, nullptr), bound_of(Side::below_credited, nullptr));
+    // A sequence whose last run is preceded by a few layers (dense layers before MoE ones): the
+    // positions those few can be on are split into cases, each credited exactly; no plan beats
+    // the least case's bound.
+    if (const std::uint32_t prefix = short_prefix(problem); prefix > 0) {
+        double least_case = upper;
+        for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
+            least_case = std::min(least_case, bound_of(Side::below_credited, &windows));
+        });
+        relaxed = std::max(relaxed, least_case);
+    }
     // Every stage runs each of its chunks M times, one after another: the busiest stage, and so
-    // the iteration, takes at least M times the mean stage, each layer at its fastest kind. Where
-    // the windows above mix groups this is sometimes the larger.
+    // the iteration, takes at least M times the mean stage, each layer at its fastest kind.
     double work = problem.time.head_time + problem.time.tail_time;
     for (const std::uint32_t g : problem.time.sequence) {
         double fastest = std::numeric_limits<double>::infinity();

@@ -21,11 +21,16 @@
 //          kind (forward and backward each the least), of the kinds any group may take. Every
 //          grouped plan that fits is a plan of this problem that fits, and simulates no faster
 //          here (each operation of the schedule is no longer); so simulated_lower_bound of this
-//          problem bounds every grouped plan's simulated iteration, as does M x the mean stage
-//          (each layer at its fastest kind), and the plan's gap is stated.
+//          problem bounds every grouped plan's simulated iteration. So does the same problem with
+//          each layer at the most time its position can take and a credit per position for what
+//          the faster layers of its window could save (PositionTime::offset); with a short prefix
+//          before the sequence's last run (dense layers before MoE ones), the least over the
+//          cases of where that prefix falls, each credited exactly; and M x the mean stage (each
+//          layer at its fastest kind). The bound is the largest, and the plan's gap is stated.
 //
-// The local search (refine.hpp) moves layers on the problem above and keeps a move's plan when the
-// grouped plan it gives simulates faster.
+// The local search (refine.hpp) moves layers on the problem above (and, with a short prefix, on
+// each case's own problem above) and keeps a result when the grouped plan it gives fits and
+// simulates faster.
 #ifndef PPB_PARTITION_GROUPED_ENVELOPE_HPP
 #define PPB_PARTITION_GROUPED_ENVELOPE_HPP
 

@@ -115,21 +115,25 @@ double relaxed_lower_bound(const Problem& problem, const MemorySource& memory, d
     const double m = problem.micro_batches;
     const std::uint32_t kinds = detail::candidate_kinds(problem, memory);
     const std::vector<std::size_t> list = detail::kind_list(kinds);
-    std::vector<double> time;
-    double fastest = detail::infinity;
-    const auto fastest_of = detail::least_layer_times(problem);
-    for (const std::size_t k : list) {
-        time.push_back(fastest_of[k]);
-        fastest = std::min(fastest, fastest_of[k]);
-    }
-    if (!(fastest > 0.0))
-        fastest = 0.0;
     const std::vector<detail::AffineStage> affine = detail::affine_stages(problem, memory, kinds);
     const bool chains = paths_through_chunk_zero(problem);
     // least[s][n]: M T_s at least, plus the chunk-0 times of the stages before s.
     std::vector<std::vector<double>> least(p, std::vector<double>(layers + 1, detail::infinity));
     double before = 0.0;
     for (std::uint32_t s = 0; s < p; ++s) {
+        // A layer's least time per kind on this stage (over its chunks, whose times may differ
+        // by position: Problem::position_times), and chunk 0's fastest layer.
+        std::vector<double> time(list.size(), detail::infinity);
+        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+            const detail::LayerTimes at = detail::layer_times(problem, s, c);
+            for (std::size_t i = 0; i < list.size(); ++i)
+                time[i] = std::min(time[i], at.time[list[i]]);
+        }
+        double fastest = detail::infinity;
+        for (const std::size_t k : list)
+            fastest = std::min(fastest, detail::layer_times(problem, s, 0).time[k]);
+        if (!(fastest > 0.0))
+            fastest = 0.0;
         const detail::AffineStage& a = affine[s];
         const std::size_t row_count = a.rows.size();
         std::vector<double> base;

@@ -105,7 +105,8 @@ void validate(const Problem& problem) {
             const PositionTime& at = problem.position_times[q];
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
                 if ((problem.kinds & PPB_KIND_BIT(k)) != 0 &&
-                    !(std::isfinite(at.time[k]) && at.time[k] > 0.0 && at.forward >= 0.0)) {
+                    !(std::isfinite(at.time[k]) && at.time[k] > 0.0 && at.forward >= 0.0 &&
+                      std::isfinite(at.offset))) {
                     throw InputError(fmt::format(
                         "the time of a '{}' body layer at position {} must be positive, not {}",
                         kind_name(static_cast<ppb_kind>(k)), q, at.time[k]));

@@ -132,6 +132,10 @@ struct MindFormersCounts {
 struct PositionTime {
     std::array<double, PPB_KIND_COUNT> time{};
     double forward = 0.0;
+    // Added to the time of the chunk at this position whatever it holds (not to its forward): 0
+    // but in the one-group problems that bound a model of several groups from below, where it
+    // may be negative (grouped_envelope.hpp; they are never simulated).
+    double offset = 0.0;
 };
 
 struct Problem {
