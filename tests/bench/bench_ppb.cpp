@@ -404,6 +404,61 @@ BENCHMARK(BM_PartitionGrouped)
     ->Args({64, 512, 1, 1})
     ->Unit(benchmark::kMillisecond);
 
+// Two groups with more chunks than the exact grouped planner carries, or a zero-bubble schedule:
+// planned through one group that bounds them, then (as `ppb partition` and the search's best
+// configurations) searched locally and bounded (plan_with_memory). DeepSeek-V3's 61 layers, the
+// first 3 dense, M = 64, BM_PartitionGrouped's coefficients and times. Arguments: stages, chunks,
+// schedule (0 interleaved, 1 zb-v), the local search and the bound (0 no: the estimate's plan
+// alone, as the search's first pass plans most configurations; 1 yes).
+void BM_PartitionGroupedManyChunks(benchmark::State& state) {
+    namespace pt = ppb::partition;
+    const auto stages = static_cast<std::uint32_t>(state.range(0));
+    constexpr std::uint32_t layers = 61;
+    pt::Problem problem = llama_like_problem(stages, layers);
+    problem.micro_batches = 64;
+    problem.chunks = static_cast<std::uint32_t>(state.range(1));
+    problem.schedule = state.range(2) == 0 ? ppb::Schedule::interleaved : ppb::Schedule::zb_v;
+    problem.rule = pt::RecomputeRule::any;
+    std::vector<ppb_linear_parameters> groups;
+    for (std::size_t g = 0; g < 2; ++g) {
+        groups.push_back(hard_coefficients(stages, layers, g == 0 ? 0.25 : 1.0));
+        pt::BodyGroupTime time;
+        time.name = g == 0 ? "dense" : "moe";
+        time.time = problem.time.body_time;
+        for (auto& t : time.time)
+            t *= g == 0 ? 1.0 : 1.6;
+        time.forward = time.time[PPB_KIND_NONE] / 3.0;
+        problem.time.groups.push_back(time);
+    }
+    for (std::uint32_t i = 0; i < layers; ++i) {
+        const std::uint32_t g = i < 3 ? 0 : 1;
+        problem.time.sequence.push_back(g);
+        ++problem.time.groups[g].layers;
+    }
+    problem.memory_limit_mb = 30000;
+    pt::MemorySource memory;
+    memory.group_linear = groups;
+    const bool refine = state.range(3) != 0;
+    pt::PlannedPartition planned;
+    for (auto _ : state) {
+        planned = pt::plan_with_memory(
+            problem, memory, {.refine = refine, .lower_bound = refine, .simulate_memory = false});
+        benchmark::DoNotOptimize(planned);
+    }
+    state.counters["simulated"] = planned.simulation.makespan;
+    if (planned.lower_bound)
+        state.counters["gap_percent"] =
+            100.0 * (1.0 - *planned.lower_bound / planned.simulation.makespan);
+}
+BENCHMARK(BM_PartitionGroupedManyChunks)
+    ->Args({8, 4, 0, 0})
+    ->Args({8, 4, 0, 1})
+    ->Args({4, 8, 0, 0})
+    ->Args({4, 8, 0, 1})
+    ->Args({16, 2, 1, 0})
+    ->Args({16, 2, 1, 1})
+    ->Unit(benchmark::kMillisecond);
+
 // An infeasible problem with many layers: explaining it (the binding constraint, the smallest
 // feasible limit, the fullest stage) must stay near-linear in the layer count.
 void BM_ExplainInfeasible(benchmark::State& state) {

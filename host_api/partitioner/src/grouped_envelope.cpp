@@ -673,9 +673,13 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
     Envelope above = envelope_of(problem, stages, kinds, Side::above);
     search_from(above, one_group_plan_of(above.problem, start));
     // With a short prefix (the dense layers before the MoE ones), each case of the positions it is
-    // on (as the bound splits them) has its own problem above, exact but at those positions; its
-    // plan, searched the same way, is kept when it fits as the groups fall.
+    // on (as the bound splits them) has its own problem above, exact but at those positions. The
+    // plan of the case whose grouped plan fits and simulates fastest is searched the same way
+    // (one search: each takes as long as the first).
     if (const std::uint32_t prefix = short_prefix(problem); prefix > 0) {
+        std::optional<Envelope> chosen;
+        Plan chosen_one;
+        double chosen_makespan = std::numeric_limits<double>::infinity();
         for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
             Envelope guided = envelope_of(problem, stages, kinds, Side::above, &windows);
             if (guided.kinds == 0)
@@ -687,8 +691,18 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
             } catch (const Infeasible&) {
                 return;
             }
-            search_from(guided, std::move(one));
+            bool fits = false;
+            const Plan grouped = grouped_plan_of(problem, memory, stages, one, &fits);
+            if (!fits)
+                return;
+            if (const double makespan = makespan_of(problem, grouped); makespan < chosen_makespan) {
+                chosen_makespan = makespan;
+                chosen = std::move(guided);
+                chosen_one = std::move(one);
+            }
         });
+        if (chosen)
+            search_from(*chosen, std::move(chosen_one));
     }
     best.not_exact_because = start.not_exact_because;
     best.balanced_chunks = start.balanced_chunks;
