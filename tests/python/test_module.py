@@ -304,6 +304,26 @@ def test_groups_with_chunks_plan_as_the_command_and_say_their_smallest_limit(cli
         plan(limit - 0.1)
 
 
+def test_groups_with_four_chunks_are_bounded_as_the_command_bounds_them(cli):
+    # More chunks than the exact grouped planner carries: the plan of one group that bounds the
+    # groups, the same as the command's, not exact, with its proven bound.
+    layers = DATA / "moe" / "deepseek-v3-layers.json"
+    shape = DATA / "moe" / "deepseek-v3-shape.json"
+    with open(shape, encoding="utf-8") as f:
+        options = json.load(f)
+    got = ppb.partition(layers, model="analytic", model_options=options, stages=8,
+                        micro_batches=64, memory_limit_mb=76000, schedule="interleaved",
+                        chunks=4)
+    assert got == cli.json("partition", "--model-desc", layers, "--model", "analytic",
+                           "--model-options", shape, "--stages", 8, "--micro-batches", 64,
+                           "--memory-limit-mb", 76000, "--schedule", "interleaved", "--chunks", 4)
+    assert got["num_chunks"] == 4 and not got["exact"]
+    assert "planned through one group that bounds them" in got["not_exact_because"]
+    simulated = got["simulated"]
+    assert 0 < simulated["lower_bound"] <= simulated["makespan"]
+    assert max(s["memory_mb"] for s in got["stages"]) <= 76000
+
+
 def test_configured_models_and_options(cli):
     # The table model, configured by its options (a SAPP layer file), needs no fit.
     with open(LLAMA_LAYERS, encoding="utf-8") as f:
