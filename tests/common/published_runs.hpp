@@ -110,6 +110,23 @@ inline void set_dispatcher(json::object& moe, std::string_view model, const json
 // TP with sequence parallelism, CP, EP, the distributed optimizer (FSDP's sharding where the run
 // used it), gradients reduced in bf16 (the
 // performance recipes set grad_reduce_in_fp32 = False), flash attention and the run's FP8 recipe.
+// The multi-token-prediction layers a run trained with: the model's (DeepSeek-V3: 1, as its
+// Megatron-Bridge recipe sets mtp_num_layers = 1 and no performance script overrides it,
+// src/megatron/bridge/recipes/deepseek/deepseek_v3.py at v0.4.2, c810129341), but none in a row the
+// table marks "w/o MTP". The published model TFLOP/s agree: per token, 864 / 3328 (B200, 26.04.01),
+// 1276 / 4912 (GB200 MXFP8, 26.08) and 338 / 1297 (H100, 25.09) are 260 GFLOP, Megatron-Bridge's
+// figure with the MTP layer, and 782 / 3139 (GB200 BF16, 25.11, "w/o MTP") 249 GFLOP, without.
+inline std::uint32_t mtp_layers_of(const json::object& model, const json::object& run) {
+    const json::value* layers = model.if_contains("mtp_layers");
+    if (layers == nullptr || layers->is_null())
+        return 0;
+    const json::value* row = run.at("source").as_object().if_contains("row");
+    if (row != nullptr && row->is_string() &&
+        std::string_view(row->as_string()).find("w/o MTP") != std::string_view::npos)
+        return 0;
+    return static_cast<std::uint32_t>(layers->to_number<std::int64_t>());
+}
+
 inline std::string shape_of(const json::object& model, const json::object& run) {
     const std::uint32_t tp = count(run, "tp", 1);
     json::object shape{{"hidden_size", model.at("hidden_size")},
@@ -162,6 +179,8 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
         set_dispatcher(out, run.at("model").as_string(), run);
         shape["moe"] = std::move(out);
     }
+    if (const std::uint32_t mtp = mtp_layers_of(model, run); mtp > 0)
+        shape["mtp_num_layers"] = mtp;
     set_loss_kernels(shape, run.at("model").as_string(), run);
     return json::serialize(shape);
 }
