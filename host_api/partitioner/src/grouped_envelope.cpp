@@ -97,7 +97,8 @@ std::vector<Window> windows(const Problem& p) {
 // `given`: the windows to take instead of windows(grouped) (a case of the bound's split below).
 Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStage>& stages,
                      const std::vector<std::vector<std::size_t>>& kinds, Side side,
-                     const std::vector<Window>* given = nullptr) {
+                     const std::vector<Window>* given = nullptr,
+                     const std::vector<Window>* held_ranges = nullptr) {
     const std::size_t G = grouped.time.groups.size();
     const std::uint32_t L = grouped.time.body_layers;
     const std::uint32_t Q = grouped.num_stages * grouped.chunks;
@@ -146,8 +147,11 @@ Envelope envelope_of(const Problem& grouped, const std::vector<GroupedAffineStag
                     can[q].push_back(g);
             }
         }
-        const double from = static_cast<double>(q) * L / Q;
-        const double to = static_cast<double>(q + 1) * L / Q;
+        // The layers the position holds: `held`'s when given (a plan's), else an even cut's.
+        const bool holds =
+            held_ranges != nullptr && (*held_ranges)[q].first <= (*held_ranges)[q].last;
+        const double from = holds ? (*held_ranges)[q].first : static_cast<double>(q) * L / Q;
+        const double to = holds ? (*held_ranges)[q].last + 1.0 : static_cast<double>(q + 1) * L / Q;
         double held = 0.0;
         for (std::uint32_t i = static_cast<std::uint32_t>(from); i < L && i < to; ++i) {
             const double part = std::min<double>(i + 1, to) - std::max<double>(i, from);
@@ -533,6 +537,10 @@ void for_each_prefix_case(const Problem& p, std::uint32_t prefix, Visit&& visit)
 // layers, Kimi-K2's 1).
 constexpr std::uint32_t most_prefix_split = 4;
 
+// Rounds of the local search around the best plan (refine_grouped_through_envelope), each as long
+// as the first search.
+constexpr std::uint32_t local_rounds = 2;
+
 // The layers before the sequence's last run (the dense layers before the MoE ones), when they are
 // few enough to split into cases; 0 otherwise.
 std::uint32_t short_prefix(const Problem& p) {
@@ -703,6 +711,30 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
         });
         if (chosen)
             search_from(*chosen, std::move(chosen_one));
+    }
+    // Then around the best plan: each position's window is its range widened by a layer each way,
+    // its time that of the layers it holds, so that the moves weigh memory and time as the groups
+    // fall, but for the layers crossing a boundary (a plan that does not fit is not kept).
+    for (std::uint32_t round = 0; round < local_rounds; ++round) {
+        std::vector<Window> ranges;
+        std::vector<Window> windows;
+        const std::uint32_t L = problem.time.body_layers;
+        for (std::uint32_t q = 0; q < problem.num_stages * problem.chunks; ++q) {
+            const StageChunk at =
+                position_at(problem.schedule, problem.num_stages, problem.chunks, q);
+            const ChunkPlan& chunk = best.stages.at(at.stage).chunks.at(at.chunk);
+            const std::uint32_t n = std::accumulate(chunk.layers.begin(), chunk.layers.end(), 0u);
+            const std::uint32_t first = chunk.first_layer;
+            ranges.push_back(n == 0 ? Window{1, 0} : Window{first, first + n - 1});
+            windows.push_back({first == 0 ? 0 : first - 1, std::min(L - 1, first + n)});
+        }
+        Envelope local = envelope_of(problem, stages, kinds, Side::above, &windows, &ranges);
+        if (local.kinds == 0)
+            break;
+        const double before = fastest;
+        search_from(local, one_group_plan_of(local.problem, best));
+        if (!(fastest < before))
+            break;
     }
     best.not_exact_because = start.not_exact_because;
     best.balanced_chunks = start.balanced_chunks;

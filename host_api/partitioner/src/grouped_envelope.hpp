@@ -28,9 +28,9 @@
 //          cases of where that prefix falls, each credited exactly; and M x the mean stage (each
 //          layer at its fastest kind). The bound is the largest, and the plan's gap is stated.
 //
-// The local search (refine.hpp) moves layers on the problem above (and, with a short prefix, on
-// each case's own problem above) and keeps a result when the grouped plan it gives fits and
-// simulates faster.
+// The local search (refine.hpp) moves layers on the problem above, on the best case's own problem
+// above (with a short prefix), and around the best plan (each window its range and a layer each
+// way), and keeps a result when the grouped plan it gives fits and simulates faster.
 #ifndef PPB_PARTITION_GROUPED_ENVELOPE_HPP
 #define PPB_PARTITION_GROUPED_ENVELOPE_HPP
 
