@@ -16,6 +16,8 @@
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -169,6 +171,44 @@ json::object check_plan(const std::string& schedule, std::int64_t chunks = 2) {
     BOOST_TEST(doc.at("iteration_breakdown").at("recompute").as_double() ==
                recompute * 64.0 / static_cast<double>(stages));
     return doc;
+}
+
+// Megatron-LM's --pipeline-model-parallel-layout with its repeats written out: "X*n" repeats the
+// symbol X, "(...)*n" the group (megatron/core/transformer/pipeline_parallel_layer_layout.py's
+// grammar), written here independently of ppb's writer.
+std::string expand_layout(const std::string& text) {
+    std::string out;
+    std::size_t i = 0;
+    const auto count_at = [&](std::size_t& at) {
+        std::size_t n = 0;
+        while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at])) != 0)
+            n = 10 * n + static_cast<std::size_t>(text[at++] - '0');
+        return n;
+    };
+    while (i < text.size()) {
+        std::string unit;
+        if (text[i] == '(') {
+            int depth = 0;
+            std::size_t j = i;
+            for (; j < text.size(); ++j) {
+                depth += text[j] == '(' ? 1 : text[j] == ')' ? -1 : 0;
+                if (depth == 0)
+                    break;
+            }
+            unit = expand_layout(text.substr(i + 1, j - i - 1));
+            i = j + 1;
+        } else {
+            unit = std::string(1, text[i++]);
+        }
+        std::size_t times = 1;
+        if (i < text.size() && text[i] == '*') {
+            ++i;
+            times = count_at(i);
+        }
+        for (std::size_t k = 0; k < times; ++k)
+            out += unit;
+    }
+    return out;
 }
 
 std::string read_file(const std::string& path) {
@@ -380,14 +420,66 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_under_the_zero_bubble_schedules_is_planned_and_
     }
 }
 
+// One recompute setting per run (Megatron-LM's rule) with chunks: planned through one group that
+// bounds the groups, every chunk holding the setting's mix, and given as Megatron-LM's flags, the
+// layout with the chunks' ranges and the setting.
+BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
+    const auto r = ppb(deepseek_args("interleaved", {"--json", "--recompute-rule", "megatron"}));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::object doc = parse_json(r.out).as_object();
+    BOOST_TEST(!doc.at("exact").as_bool());
+    const json::array& args = doc.at("megatron").at("args").as_array();
+    std::vector<std::string> flags;
+    for (const auto& a : args)
+        flags.emplace_back(a.as_string());
+    const auto value_of = [&](const std::string& flag) {
+        const auto it = std::find(flags.begin(), flags.end(), flag);
+        BOOST_TEST_REQUIRE((it != flags.end() && it + 1 != flags.end()), flag);
+        return *(it + 1);
+    };
+    BOOST_TEST(value_of("--pipeline-model-parallel-size") == "16");
+    BOOST_TEST(value_of("--num-layers") == "61");
+    // The layout: each chunk's layers in position order ("E" the embedding, "L" the loss).
+    std::string layout;
+    std::int64_t full_first = -1;
+    for (std::int64_t q = 0; q < 2 * stages; ++q) {
+        const auto [s, c] = at_position("interleaved", q);
+        const json::object& chunk = doc.at("stages")
+                                        .as_array()[static_cast<std::size_t>(s)]
+                                        .at("chunks")
+                                        .as_array()[c]
+                                        .as_object();
+        const std::int64_t n = sum_of(chunk.at("layers").as_object());
+        std::string part = q == 0 ? "E" : "";
+        for (std::int64_t i = 0; i < n; ++i)
+            part += "t";
+        if (q + 1 == 2 * stages)
+            part += "L";
+        layout += (q == 0 ? "" : "|") + part;
+        // One setting: the first N layers of every chunk 'full', the others 'none'.
+        const std::int64_t full = chunk.at("layers").at("full").as_int64();
+        BOOST_TEST(full + chunk.at("layers").at("none").as_int64() == n);
+        if (full < n)
+            full_first = full_first < 0 ? full : full_first;
+    }
+    const std::string method = value_of("--recompute-method");
+    BOOST_TEST((method == "block" || method == "uniform"), method);
+    if (method == "block")
+        BOOST_TEST(std::to_string(full_first) == value_of("--recompute-num-layers"));
+    // Megatron's layout grammar compresses repeats ("t*3", "(t|)*4"): expanded, it is ours.
+    BOOST_TEST(expand_layout(value_of("--pipeline-model-parallel-layout")) == layout);
+    BOOST_TEST(doc.at("megatron").at("recompute").as_string().size() > 0u);
+}
+
 BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {
     expect_input_error(ppb(deepseek_args("dualpipe-v", {"--memory-margin-sigma", "2"})),
                        {"--memory-margin-sigma is not supported yet with several groups of body "
                         "layers; use --memory-margin-mb"});
-    expect_input_error(ppb(deepseek_args("dualpipe-v", {"--recompute-rule", "megatron"})),
-                       {"--recompute-rule megatron and torchtitan plan models of one group of "
-                        "body layers; this time model has several groups (plan it with "
-                        "--recompute-rule mindformers or any)"});
+    expect_input_error(ppb(deepseek_args("1f1b", {"--recompute-rule", "megatron"})),
+                       {"--recompute-rule megatron and torchtitan plan models of several groups "
+                        "of body layers with a schedule of chunks (interleaved, dualpipe-v, "
+                        "zb-h1, ...: through one group that bounds them); under 1f1b plan them "
+                        "with --recompute-rule mindformers or any"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

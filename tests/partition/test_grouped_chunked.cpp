@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -35,6 +36,7 @@ using ppb::Schedule;
 using ppb::partition::ChunkObjective;
 using ppb::partition::Infeasible;
 using ppb::partition::KindCounts;
+using ppb::partition::MegatronRecompute;
 using ppb::partition::MemorySource;
 using ppb::partition::Plan;
 using ppb::partition::Problem;
@@ -53,7 +55,45 @@ struct Instance {
     std::vector<ppb_linear_parameters> c;  // per group; const, head and tail from group 0
     bool probed = false;                   // planned through predictions, not coefficients
     std::string text;
+    // For the enumeration under one recompute setting per run (RecomputeRule::megatron,
+    // torchtitan): the setting every chunk follows.
+    std::optional<MegatronRecompute> setting = std::nullopt;
 };
+
+// A chunk of n layers under one setting, from Megatron-LM's definitions (megatron/core/
+// transformer/transformer_block.py, _checkpointed_forward): none, selective (every layer
+// 'select'), uniform (every layer 'full'), block N (the first N layers 'full', the rest 'none').
+KindCounts setting_mix(const MegatronRecompute& setting, std::uint32_t n) {
+    KindCounts out{};
+    switch (setting.method) {
+        case MegatronRecompute::Method::none:
+            out[PPB_KIND_NONE] = n;
+            break;
+        case MegatronRecompute::Method::selective:
+            out[PPB_KIND_SELECT] = n;
+            break;
+        case MegatronRecompute::Method::uniform:
+            out[PPB_KIND_FULL] = n;
+            break;
+        case MegatronRecompute::Method::block:
+            out[PPB_KIND_FULL] = std::min(n, setting.num_layers);
+            out[PPB_KIND_NONE] = n - out[PPB_KIND_FULL];
+            break;
+    }
+    return out;
+}
+
+// Every setting of `rule` for L layers: Megatron's four methods (block N for N = 1 .. L),
+// torchtitan's three (no block).
+std::vector<MegatronRecompute> settings_of(RecomputeRule rule, std::uint32_t L) {
+    using M = MegatronRecompute::Method;
+    std::vector<MegatronRecompute> out = {{M::none, 0}, {M::selective, 0}, {M::uniform, 0}};
+    if (rule == RecomputeRule::megatron) {
+        for (std::uint32_t n = 1; n <= L; ++n)
+            out.push_back({M::block, n});
+    }
+    return out;
+}
 
 // Position q's (stage, chunk), from the schedules' definitions (zb-v runs the V of dualpipe-v).
 std::pair<std::uint32_t, std::uint32_t> stage_chunk(const Problem& p, std::uint32_t q) {
@@ -110,6 +150,22 @@ std::vector<Mix> mixes(const Instance& in, std::uint32_t a, std::uint32_t b) {
     const auto& seq = in.problem.time.sequence;
     std::vector<Mix> out;
     const std::uint32_t n = b - a;
+    if (in.setting) {
+        // The setting's mix, its 'full' layers first.
+        const KindCounts counts = setting_mix(*in.setting, n);
+        Mix mix(G, KindCounts{});
+        std::uint32_t i = a;
+        for (const std::size_t kind : {std::size_t{PPB_KIND_FULL}, std::size_t{PPB_KIND_SELECT},
+                                       std::size_t{PPB_KIND_NONE}}) {
+            for (std::uint32_t j = 0; j < counts[kind]; ++j, ++i) {
+                if (!allowed(in, seq[i], kind))
+                    return out;
+                ++mix[seq[i]][kind];
+            }
+        }
+        out.push_back(mix);
+        return out;
+    }
     if (in.problem.rule == RecomputeRule::mindformers) {
         for (std::uint32_t r = 0; r <= n; ++r) {
             for (std::uint32_t sel = r; sel <= n; ++sel) {
@@ -474,6 +530,19 @@ void check_plan(const Instance& in, const Plan& plan) {
                 held += chunk.group_layers[g][k];
             BOOST_TEST(held == in_range[g], in.text);
         }
+        if (p.rule == RecomputeRule::megatron || p.rule == RecomputeRule::torchtitan) {
+            // One setting for every chunk, its 'full' layers first (the groups by position).
+            BOOST_TEST_REQUIRE(plan.recompute_setting.has_value(), in.text);
+            BOOST_TEST((chunk.layers == setting_mix(*plan.recompute_setting, n)),
+                       in.text << " " << ppb::partition::describe(*plan.recompute_setting)
+                               << " n=" << n << " none=" << chunk.layers[0]
+                               << " sel=" << chunk.layers[1] << " full=" << chunk.layers[4]);
+            Instance one = in;
+            one.setting = plan.recompute_setting;
+            const std::vector<Mix> only = mixes(one, next, next + n);
+            BOOST_TEST_REQUIRE(only.size() == 1u, in.text);
+            BOOST_TEST((only.front() == chunk.group_layers), in.text);
+        }
         if (p.rule == RecomputeRule::mindformers) {
             const auto counts = ppb::partition::mindformers_counts(chunk.layers);
             BOOST_TEST_REQUIRE(counts.has_value(), in.text);
@@ -594,8 +663,11 @@ Reached reached(const Instance& in) {
     std::vector<std::uint32_t> cut(Q + 1, 0);
     const auto evaluate = [&] {
         std::vector<std::vector<Mix>> range(Q);
-        for (std::uint32_t q = 0; q < Q; ++q)
+        for (std::uint32_t q = 0; q < Q; ++q) {
             range[q] = mixes(in, cut[q], cut[q + 1]);
+            if (range[q].empty())
+                return;  // a range no admitted mix fills (a kind its groups may not take)
+        }
         // Per stage, every choice of its chunks' mixes that fits; and its least peak.
         std::vector<std::vector<std::vector<const Mix*>>> fitting(P);  // [s][choice][c]
         double fullest = -pt::infinity;
@@ -655,12 +727,29 @@ Reached reached(const Instance& in) {
     return out;
 }
 
+// What every plan reaches under one setting per run: the least over the rule's settings.
+Reached reached_by_setting(const Instance& in) {
+    Reached out;
+    for (const MegatronRecompute& setting :
+         settings_of(in.problem.rule, in.problem.time.body_layers)) {
+        Instance one = in;
+        one.setting = setting;
+        const Reached r = reached(one);
+        out.simulated = std::min(out.simulated, r.simulated);
+        out.least_budget = std::min(out.least_budget, r.least_budget);
+        out.plans += r.plans;
+    }
+    return out;
+}
+
 // With more than two chunks the plan is not exact but bounded: it fits (every stage's memory the
 // enumeration's, per group), its groups and times are its ranges', its simulated iteration is no
 // better than the best any plan reaches, and its proven bound is no worse. When nothing fits the
 // envelope, the limit it names is one at which a plan exists and is planned, and the limit below
 // which it says nothing fits is one below which the enumeration finds nothing.
-void prove_bounded(std::uint32_t seed, int count, bool probed) {
+// `one_setting`: the instances take Megatron-LM's or torchtitan's rule (one recompute setting
+// per run, planned through one group with two chunks too), with 'none' and 'full' or 'select'.
+void prove_bounded(std::uint32_t seed, int count, bool probed, bool one_setting = false) {
     std::mt19937 rng(seed);
     int solved = 0;
     int optimal = 0;
@@ -671,8 +760,20 @@ void prove_bounded(std::uint32_t seed, int count, bool probed) {
     for (int i = 0; i < count; ++i) {
         Instance in = random_instance(rng, true);
         in.probed = probed;
+        if (one_setting) {
+            in.problem.rule =
+                pt::int_in(rng, 0, 1) == 0 ? RecomputeRule::megatron : RecomputeRule::torchtitan;
+            in.problem.kinds =
+                PPB_KIND_BIT(PPB_KIND_NONE) |
+                PPB_KIND_BIT(pt::int_in(rng, 0, 1) == 0 ? PPB_KIND_FULL : PPB_KIND_SELECT);
+            // Two chunks too: half the zb-v instances run dualpipe-v (the same V), which the
+            // exact planner would weigh every mix for.
+            if (in.problem.schedule == Schedule::zb_v && pt::int_in(rng, 0, 1) == 0)
+                in.problem.schedule = Schedule::dualpipe_v;
+            in.text += in.problem.rule == RecomputeRule::megatron ? " megatron" : " torchtitan";
+        }
         const MemorySource memory = probed ? probed_source(in) : linear_source(in);
-        const Reached best = reached(in);
+        const Reached best = one_setting ? reached_by_setting(in) : reached(in);
         try {
             const ppb::partition::PlannedPartition planned =
                 ppb::partition::plan_with_memory(in.problem, memory);
@@ -729,9 +830,11 @@ void prove_bounded(std::uint32_t seed, int count, bool probed) {
         }
     }
     BOOST_TEST_MESSAGE(fmt::format(
-        "bounded (3 or 4 chunks, zb-v, zb-h1): {} planned ({} at the best simulated iteration of "
-        "any plan, the worst {:.2f} % above it, the bound at most {:.2f} % below it), {} with "
-        "nothing fitting the envelope ({} of them with a plan the enumeration finds)",
+        "{}: {} planned ({} at the best simulated iteration of any plan, the worst {:.2f} % above "
+        "it, the bound at most {:.2f} % below it), {} with nothing fitting the envelope ({} of "
+        "them with a plan the enumeration finds)",
+        one_setting ? "one setting per run (3 or 4 chunks, dualpipe-v, zb-v, zb-h1)"
+                    : "bounded (3 or 4 chunks, zb-v, zb-h1)",
         solved, optimal, 100.0 * worst, 100.0 * worst_bound, infeasible, missed));
     BOOST_TEST(solved > count / 2);
     BOOST_TEST(infeasible > 0);
@@ -757,15 +860,24 @@ BOOST_AUTO_TEST_CASE(more_chunks_of_a_probed_model_are_bounded_too) {
     prove_bounded(1206, 25, true);
 }
 
+BOOST_AUTO_TEST_CASE(one_setting_per_run_is_bounded_against_enumeration) {
+    prove_bounded(61206, 40, false, true);
+}
+
 BOOST_AUTO_TEST_CASE(what_is_not_planned_is_refused_by_name) {
     std::mt19937 rng(5);
     Instance in = random_instance(rng, true);
+    // One setting per run under 1F1B (the grouped 1F1B planner weighs every mix).
     in.problem.rule = RecomputeRule::megatron;
+    in.problem.schedule = Schedule::one_f_one_b;
+    in.problem.chunks = 1;
     BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, linear_source(in)),
                           ppb::InputError, [](const ppb::InputError& e) {
-                              return std::string(e.what()).find("plan models of one group") !=
-                                     std::string::npos;
+                              return std::string(e.what()).find(
+                                         "under 1f1b plan them with --recompute-rule "
+                                         "mindformers or any") != std::string::npos;
                           });
+    in = random_instance(rng, true);
     // No kind every group may take: the layers above have no kind to be planned with.
     in.problem.rule = RecomputeRule::any;
     in.problem.kinds = PPB_KIND_BIT(PPB_KIND_NONE) | PPB_KIND_BIT(PPB_KIND_FULL);

@@ -426,14 +426,9 @@ Plan plan_of(const Layout& layout, const MemorySource& memory, const Chosen& cho
 Plan solve_grouped_chunked(const Problem& problem, const MemorySource& memory,
                            const std::vector<std::vector<std::size_t>>& kinds) {
     validate_chunked(problem);
-    if (problem.rule != RecomputeRule::any && problem.rule != RecomputeRule::mindformers) {
-        throw InputError(
-            "several groups of body layers with chunks are planned under --recompute-rule any or "
-            "mindformers");
-    }
-    // With more chunks the state below (a cut point per chunk) is too large, and its estimate
-    // leaves out the zero-bubble schedules' weight-gradient passes: the plan is bounded instead
-    // (grouped_envelope.hpp).
+    // With more chunks the state below (a cut point per chunk) is too large, its estimate leaves
+    // out the zero-bubble schedules' weight-gradient passes, and it weighs every mix, not one
+    // setting per run: the plan is bounded instead (grouped_envelope.hpp).
     if (planned_through_one_group(problem))
         return solve_grouped_through_envelope(problem, memory, kinds);
     Layout layout(problem);

@@ -455,6 +455,8 @@ Plan grouped_plan_of(const Problem& p, const MemorySource& memory,
 // The plan of the problem above with the chunk counts of a grouped plan (for the local search).
 Plan one_group_plan_of(const Problem& above, const Plan& grouped) {
     Plan plan;
+    plan.recompute_setting = grouped.recompute_setting;
+    plan.balanced_chunks = grouped.balanced_chunks;
     for (const StagePlan& from : grouped.stages) {
         StagePlan sp;
         sp.stage = from.stage;
@@ -478,15 +480,20 @@ Plan one_group_plan_of(const Problem& above, const Plan& grouped) {
 }
 
 std::string why_not_exact(const Problem& p) {
+    std::string why;
+    if (p.chunks > 2)
+        why = "the exact planner's state, a cut point per chunk, is too large beyond 2 chunks";
+    else if (splits_backward(p.schedule))
+        why =
+            "the exact planner's estimate leaves out the weight-gradient passes of the "
+            "zero-bubble schedules";
+    else
+        why = "the exact planner weighs every mix of kinds, not one recompute setting per run";
     return fmt::format(
         "{} groups of body layers with {} chunk{} per stage under {} are planned through one group "
         "that bounds them (each layer at the most memory of a group its position can hold, at "
         "their mean time there; the plan's memory and times are then its groups' own): {}",
-        p.time.groups.size(), p.chunks, p.chunks == 1 ? "" : "s", schedule_name(p.schedule),
-        p.chunks > 2 ? "the exact planner's state, a cut point per chunk, is too large beyond 2 "
-                       "chunks"
-                     : "the exact planner's estimate leaves out the weight-gradient passes of the "
-                       "zero-bubble schedules");
+        p.time.groups.size(), p.chunks, p.chunks == 1 ? "" : "s", schedule_name(p.schedule), why);
 }
 
 double makespan_of(const Problem& p, const Plan& plan) {
@@ -661,9 +668,9 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
     double fastest = makespan_of(problem, start);
     // The moves of the one-group local search from `from`, a plan of `above`; its grouped plan
     // kept when it fits and simulates faster than the best so far.
+    // `from` keeps its own recompute setting and balance (a case's plan may take another setting
+    // than the start's); the search moves within them.
     const auto search_from = [&](Envelope& above, Plan from) {
-        from.balanced_chunks = start.balanced_chunks;
-        from.recompute_setting = start.recompute_setting;
         Plan one;
         {
             const EnvelopeScope scope(above);
@@ -673,13 +680,15 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
         Plan grouped = grouped_plan_of(problem, memory, stages, one, &fits);
         if (!fits)
             return;
+        grouped.recompute_setting = one.recompute_setting;
+        grouped.balanced_chunks = one.balanced_chunks;
         if (const double makespan = makespan_of(problem, grouped); makespan < fastest) {
             fastest = makespan;
             best = std::move(grouped);
         }
     };
     Envelope above = envelope_of(problem, stages, kinds, Side::above);
-    search_from(above, one_group_plan_of(above.problem, start));
+    search_from(above, one_group_plan_of(above.problem, start));  // the start's setting
     // With a short prefix (the dense layers before the MoE ones), each case of the positions it is
     // on (as the bound splits them) has its own problem above, exact but at those positions. The
     // plan of the case whose grouped plan fits and simulates fastest is searched the same way
@@ -737,8 +746,6 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
             break;
     }
     best.not_exact_because = start.not_exact_because;
-    best.balanced_chunks = start.balanced_chunks;
-    best.recompute_setting = start.recompute_setting;
     return best;
 }
 

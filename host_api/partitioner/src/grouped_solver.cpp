@@ -808,6 +808,13 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
     check_sources(problem, memory, groups);
     if (problem.chunked())
         return solve_grouped_chunked(problem, memory, groups.kinds);
+    if (problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan) {
+        throw InputError(
+            "--recompute-rule megatron and torchtitan plan models of several groups of body "
+            "layers with a schedule of chunks (interleaved, dualpipe-v, zb-h1, ...: through one "
+            "group that bounds them); under 1f1b plan them with --recompute-rule mindformers or "
+            "any");
+    }
     const std::uint32_t P = problem.num_stages;
     const std::uint32_t L = problem.time.body_layers;
     const double budget = problem.budget_mb();

@@ -476,7 +476,9 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
             budget.emplace(detail::ScopedExactWorkBudget::Unlimited{});
         else
             budget.emplace(detail::default_exact_work_budget);
-        Plan plan = one_setting && !problem.recompute_setting
+        // Several groups take one setting per run through one group that bounds them (with
+        // chunks; grouped_envelope.hpp), whose planner weighs the settings.
+        Plan plan = one_setting && !problem.recompute_setting && !problem.time.grouped()
                         ? detail::solve_megatron(problem, memory)
                         : solve_validated(problem, memory);
         if (problem.recompute_setting)

@@ -341,8 +341,9 @@ class Infeasible : public std::runtime_error {
 
 // Whether solve() plans `problem` through one group of layers that bounds its groups, not exactly
 // (host_api/docs/design.md, "Groups of layers with many chunks"): several groups of body layers
-// with more than two chunks per stage, or under a schedule that splits the backward. Its plan
-// then says why (Plan::not_exact_because), and the lower bound says how far it can be.
+// with chunks, and more than two of them per stage, or a schedule that splits the backward, or
+// one recompute setting for the whole model (RecomputeRule::megatron, torchtitan). Its plan then
+// says why (Plan::not_exact_because), and the lower bound says how far it can be.
 [[nodiscard]] bool planned_through_one_group(const Problem& problem);
 
 // Whether a (stage, chunk) of `problem` may hold `layers`: expressible under problem.rule and,
