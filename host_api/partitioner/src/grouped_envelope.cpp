@@ -558,6 +558,30 @@ std::uint32_t short_prefix(const Problem& p) {
     return prefix <= most_prefix_split ? prefix : 0;
 }
 
+// With a short prefix (the dense layers before the MoE ones), each case of the positions it is on
+// has its own problem above, exact but where the prefix falls: calls visit(problem above, its
+// plan) for each case whose problem above plans.
+template <typename Visit>
+void for_each_case_plan(const Problem& problem, const std::vector<GroupedAffineStage>& stages,
+                        const std::vector<std::vector<std::size_t>>& kinds, Visit&& visit) {
+    const std::uint32_t prefix = short_prefix(problem);
+    if (prefix == 0)
+        return;
+    for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
+        Envelope guided = envelope_of(problem, stages, kinds, Side::above, &windows);
+        if (guided.kinds == 0)
+            return;
+        Plan one;
+        try {
+            const EnvelopeScope scope(guided);
+            one = solve(guided.problem, guided.memory);
+        } catch (const Infeasible&) {
+            return;
+        }
+        visit(guided, std::move(one));
+    });
+}
+
 }  // namespace
 
 Plan solve_grouped_through_envelope(const Problem& problem, const MemorySource& memory,
@@ -588,24 +612,12 @@ Plan solve_grouped_through_envelope(const Problem& problem, const MemorySource& 
         // case of the positions it is on has its own problem above, exact but where the prefix
         // falls: the one of least estimate among their plans that fit as the groups fall.
         std::optional<Plan> found;
-        if (const std::uint32_t prefix = short_prefix(problem); prefix > 0) {
-            for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
-                Envelope guided = envelope_of(problem, stages, kinds, Side::above, &windows);
-                if (guided.kinds == 0)
-                    return;
-                Plan one;
-                try {
-                    const EnvelopeScope scope(guided);
-                    one = solve(guided.problem, guided.memory);
-                } catch (const Infeasible&) {
-                    return;
-                }
-                bool fits = false;
-                Plan plan = grouped_of(one, &fits);
-                if (fits && (!found || plan.iteration_time < found->iteration_time))
-                    found = std::move(plan);
-            });
-        }
+        for_each_case_plan(problem, stages, kinds, [&](Envelope&, Plan one) {
+            bool fits = false;
+            Plan plan = grouped_of(one, &fits);
+            if (fits && (!found || plan.iteration_time < found->iteration_time))
+                found = std::move(plan);
+        });
         if (found)
             return *std::move(found);
         // Whether anything fits at all: below the problem below's least limit, nothing does.
@@ -693,34 +705,22 @@ Plan refine_grouped_through_envelope(const Problem& problem, const MemorySource&
     // on (as the bound splits them) has its own problem above, exact but at those positions. The
     // plan of the case whose grouped plan fits and simulates fastest is searched the same way
     // (one search: each takes as long as the first).
-    if (const std::uint32_t prefix = short_prefix(problem); prefix > 0) {
-        std::optional<Envelope> chosen;
-        Plan chosen_one;
-        double chosen_makespan = std::numeric_limits<double>::infinity();
-        for_each_prefix_case(problem, prefix, [&](const std::vector<Window>& windows) {
-            Envelope guided = envelope_of(problem, stages, kinds, Side::above, &windows);
-            if (guided.kinds == 0)
-                return;
-            Plan one;
-            try {
-                const EnvelopeScope scope(guided);
-                one = solve(guided.problem, guided.memory);
-            } catch (const Infeasible&) {
-                return;
-            }
-            bool fits = false;
-            const Plan grouped = grouped_plan_of(problem, memory, stages, one, &fits);
-            if (!fits)
-                return;
-            if (const double makespan = makespan_of(problem, grouped); makespan < chosen_makespan) {
-                chosen_makespan = makespan;
-                chosen = std::move(guided);
-                chosen_one = std::move(one);
-            }
-        });
-        if (chosen)
-            search_from(*chosen, std::move(chosen_one));
-    }
+    std::optional<Envelope> chosen;
+    Plan chosen_one;
+    double chosen_makespan = std::numeric_limits<double>::infinity();
+    for_each_case_plan(problem, stages, kinds, [&](Envelope& guided, Plan one) {
+        bool fits = false;
+        const Plan grouped = grouped_plan_of(problem, memory, stages, one, &fits);
+        if (!fits)
+            return;
+        if (const double makespan = makespan_of(problem, grouped); makespan < chosen_makespan) {
+            chosen_makespan = makespan;
+            chosen = std::move(guided);
+            chosen_one = std::move(one);
+        }
+    });
+    if (chosen)
+        search_from(*chosen, std::move(chosen_one));
     // Then around the best plan: each position's window is its range widened by a layer each way,
     // its time that of the layers it holds, so that the moves weigh memory and time as the groups
     // fall, but for the layers crossing a boundary (a plan that does not fit is not kept).
