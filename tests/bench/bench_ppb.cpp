@@ -352,6 +352,32 @@ BENCHMARK(BM_PartitionChunked)
     ->Args({8, 96, 1, 3, 1, 1000000000})
     ->Unit(benchmark::kMillisecond);
 
+// Two groups of body layers on `problem` (dense, then MoE 1.6 times slower and with 4 times the
+// parameter memory: BM_Partition's hard coefficients), each layer's group from `group_of`; returns
+// each group's coefficients.
+template <typename GroupOf>
+std::vector<ppb_linear_parameters> dense_and_moe(ppb::partition::Problem& problem,
+                                                 std::uint32_t stages, std::uint32_t layers,
+                                                 GroupOf group_of) {
+    std::vector<ppb_linear_parameters> groups;
+    for (std::size_t g = 0; g < 2; ++g) {
+        groups.push_back(hard_coefficients(stages, layers, g == 0 ? 0.25 : 1.0));
+        ppb::partition::BodyGroupTime time;
+        time.name = g == 0 ? "dense" : "moe";
+        time.time = problem.time.body_time;
+        for (auto& t : time.time)
+            t *= g == 0 ? 1.0 : 1.6;
+        time.forward = time.time[PPB_KIND_NONE] / 3.0;
+        problem.time.groups.push_back(time);
+    }
+    for (std::uint32_t i = 0; i < layers; ++i) {
+        const std::uint32_t g = group_of(i);
+        problem.time.sequence.push_back(g);
+        ++problem.time.groups[g].layers;
+    }
+    return groups;
+}
+
 // Two groups of body layers (dense and MoE, the MoE layer 1.6 times slower and with 4 times the
 // parameter memory) under the same hard coefficients as BM_Partition, the limit binding.
 // Arguments: stages, layers, layout (0: the first 1/16 dense then MoE, as DeepSeek-V3; 1: dense
@@ -362,22 +388,10 @@ void BM_PartitionGrouped(benchmark::State& state) {
     const auto layers = static_cast<std::uint32_t>(state.range(1));
     pt::Problem problem = llama_like_problem(stages, layers);
     problem.rule = state.range(3) == 0 ? pt::RecomputeRule::any : pt::RecomputeRule::mindformers;
-    std::vector<ppb_linear_parameters> groups;
-    for (std::size_t g = 0; g < 2; ++g) {
-        groups.push_back(hard_coefficients(stages, layers, g == 0 ? 0.25 : 1.0));
-        pt::BodyGroupTime time;
-        time.name = g == 0 ? "dense" : "moe";
-        time.time = problem.time.body_time;
-        for (auto& t : time.time)
-            t *= g == 0 ? 1.0 : 1.6;
-        time.forward = time.time[PPB_KIND_NONE] / 3.0;
-        problem.time.groups.push_back(time);
-    }
-    for (std::uint32_t i = 0; i < layers; ++i) {
-        const std::uint32_t g = state.range(2) == 0 ? (i < layers / 16 ? 0 : 1) : i % 2;
-        problem.time.sequence.push_back(g);
-        ++problem.time.groups[g].layers;
-    }
+    const std::vector<ppb_linear_parameters> groups =
+        dense_and_moe(problem, stages, layers, [&](std::uint32_t i) -> std::uint32_t {
+            return state.range(2) == 0 ? (i < layers / 16 ? 0 : 1) : i % 2;
+        });
     problem.memory_limit_mb = 30000;
     pt::MemorySource memory;
     memory.group_linear = groups;
@@ -419,22 +433,8 @@ void BM_PartitionGroupedManyChunks(benchmark::State& state) {
     problem.chunks = static_cast<std::uint32_t>(state.range(1));
     problem.schedule = state.range(2) == 0 ? ppb::Schedule::interleaved : ppb::Schedule::zb_v;
     problem.rule = pt::RecomputeRule::any;
-    std::vector<ppb_linear_parameters> groups;
-    for (std::size_t g = 0; g < 2; ++g) {
-        groups.push_back(hard_coefficients(stages, layers, g == 0 ? 0.25 : 1.0));
-        pt::BodyGroupTime time;
-        time.name = g == 0 ? "dense" : "moe";
-        time.time = problem.time.body_time;
-        for (auto& t : time.time)
-            t *= g == 0 ? 1.0 : 1.6;
-        time.forward = time.time[PPB_KIND_NONE] / 3.0;
-        problem.time.groups.push_back(time);
-    }
-    for (std::uint32_t i = 0; i < layers; ++i) {
-        const std::uint32_t g = i < 3 ? 0 : 1;
-        problem.time.sequence.push_back(g);
-        ++problem.time.groups[g].layers;
-    }
+    const std::vector<ppb_linear_parameters> groups = dense_and_moe(
+        problem, stages, layers, [](std::uint32_t i) -> std::uint32_t { return i < 3 ? 0 : 1; });
     problem.memory_limit_mb = 30000;
     pt::MemorySource memory;
     memory.group_linear = groups;
