@@ -163,9 +163,13 @@ def test_partition_takes_communication_and_the_weight_split(cli):
     with pytest.raises(ppb.InvalidInput, match="comm_time: "):
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
                       comm_time=[1, 2])
-    with pytest.raises(ppb.InvalidInput, match="weight_grad_share: expected a share"):
+    # The command's words, with the keyword for the flag (one owner: ppb/partition/request.hpp).
+    with pytest.raises(ppb.InvalidInput) as refused:
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
                       weight_grad_share=1.5)
+    assert str(refused.value) == "weight_grad_share: 1.5 is not a share: give a number from 0 to 1"
+    flagged = cli.run(*common, "--weight-grad-share", "1.5", expect=2)
+    assert "--weight-grad-share: 1.5 is not a share: give a number from 0 to 1" in flagged.stderr
 
 
 def test_grouped_dense_and_moe_prediction_equals_the_command(cli):

@@ -123,23 +123,6 @@ Schedule read_schedule(const JsonNode& node, std::uint32_t revision) {
     return *schedule;
 }
 
-// The chunks per stage a schedule has when the file does not say: none for the interleaved
-// schedules, which run any number from 2.
-std::optional<std::uint32_t> default_chunks(Schedule schedule) {
-    switch (schedule) {
-        case Schedule::one_f_one_b:
-        case Schedule::zb_h1:
-            return 1;
-        case Schedule::dualpipe_v:
-        case Schedule::zb_v:
-            return 2;
-        case Schedule::interleaved:
-        case Schedule::interleaved_less_memory:
-            return std::nullopt;
-    }
-    return std::nullopt;
-}
-
 // Why `chunks` chunks per stage is impossible for `schedule`, or nothing.
 std::optional<std::string> chunk_count_problem(Schedule schedule, std::uint32_t chunks) {
     const std::string_view name = schedule_name(schedule);
@@ -193,7 +176,9 @@ ScheduleChoice read_schedule_choice(const JsonObject& object, const ScheduleChoi
         if (const auto problem = chunk_count_problem(choice.schedule, choice.num_chunks))
             chunks_node->fail(*problem);
     } else if (schedule_node && choice.schedule != inherited.schedule) {
-        const auto chunks = default_chunks(choice.schedule);
+        // A file that names a schedule without num_chunks: the chunks it always runs; the
+        // interleaved schedules run any number from 2, which the file must say.
+        const auto chunks = fixed_chunks(choice.schedule);
         if (!chunks)
             missing_chunk_count(object, choice.schedule);
         choice.num_chunks = *chunks;

@@ -40,6 +40,18 @@ bool v_shaped(Schedule schedule) noexcept {
     return schedule == Schedule::dualpipe_v || schedule == Schedule::zb_v;
 }
 
+std::optional<std::uint32_t> fixed_chunks(Schedule schedule) noexcept {
+    if (schedule == Schedule::one_f_one_b || schedule == Schedule::zb_h1)
+        return 1;
+    if (v_shaped(schedule))
+        return 2;
+    return std::nullopt;
+}
+
+std::uint32_t default_chunks(Schedule schedule) noexcept {
+    return fixed_chunks(schedule).value_or(2);
+}
+
 std::optional<Schedule> schedule_from_name(std::string_view name) noexcept {
     for (const auto& entry : name_table) {
         if (entry.name == name)

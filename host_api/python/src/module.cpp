@@ -17,6 +17,7 @@
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/request.hpp>
 #include <ppb/partition/sapp_export.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/placement.hpp>
@@ -507,79 +508,29 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
                           const std::string& objective, bool refine, bool fast,
                           const std::string& sapp_time_convention, py::handle comm_time_arg,
                           double weight_grad_share) {
-    partition::Problem problem;
-    problem.num_stages = count_in(stages_arg, limits::stages, "stages");
-    if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
-        throw InputError("memory_limit_mb: expected a positive number of MB");
-    problem.memory_limit_mb = memory_limit_mb;
-    if (!(memory_margin_mb >= 0.0) || memory_margin_mb >= memory_limit_mb)
-        throw InputError("memory_margin_mb: expected at least 0 and less than memory_limit_mb");
-    problem.memory_margin_mb = memory_margin_mb;
-    if (!(memory_margin_sigma >= limits::margin_sigma.min) ||
-        memory_margin_sigma > limits::margin_sigma.max) {
-        throw InputError(fmt::format(
-            "memory_margin_sigma: {}",
-            limits::out_of_range(fmt::format("{}", memory_margin_sigma), limits::margin_sigma)));
-    }
-    problem.memory_margin_sigma = memory_margin_sigma;
-    if (!kinds.empty()) {
-        std::uint32_t mask = 0;
-        for (const auto& name : kinds) {
-            const auto kind = kind_from_name(name);
-            if (!kind) {
-                throw InputError(fmt::format(
-                    "kinds: unknown recompute kind '{}' (expected none, select, comm, both or "
-                    "full)",
-                    name));
-            }
-            mask |= PPB_KIND_BIT(*kind);
-        }
-        problem.kinds = mask;
-    }
-    const auto rule = partition::rule_from_name(recompute_rule);
-    if (!rule) {
-        throw InputError(
-            fmt::format("recompute_rule: expected 'mindformers', 'any', 'megatron' "
-                        "or 'torchtitan', got '{}'",
-                        recompute_rule));
-    }
-    problem.rule = *rule;
-    const auto parsed_schedule = schedule_from_name(schedule);
-    if (!parsed_schedule) {
-        throw InputError(fmt::format("schedule: unknown schedule '{}' (expected {})", schedule,
-                                     names_or(schedule_names())));
-    }
-    problem.schedule = *parsed_schedule;
-    problem.chunks =
-        chunks_arg.is_none()
-            ? (problem.schedule == Schedule::one_f_one_b || problem.schedule == Schedule::zb_h1 ? 1
-                                                                                                : 2)
-            : count_in(chunks_arg, limits::chunks, "chunks");
-    if (objective != "auto" && objective != "stages" && objective != "slots") {
-        throw InputError(
-            fmt::format("objective: expected 'auto', 'stages' or 'slots', got '{}'", objective));
-    }
-    problem.objective =
-        objective == "slots" ? partition::ChunkObjective::slots : partition::ChunkObjective::stages;
+    partition::PartitionRequest request;
+    request.stages = count_in(stages_arg, limits::stages, "stages");
+    request.memory_limit_mb = memory_limit_mb;
+    request.memory_margin_mb = memory_margin_mb;
+    request.memory_margin_sigma = memory_margin_sigma;
+    request.kinds = kinds;
+    request.recompute_rule = recompute_rule;
+    request.schedule = schedule;
+    if (!chunks_arg.is_none())
+        request.chunks = count_in(chunks_arg, limits::chunks, "chunks");
+    request.objective = objective;
     // comm_time: None, one time for every stage boundary, or a sequence of one per boundary
-    // (ppb partition's --comm-time); checked by the simulator's own rule.
+    // (ppb partition's --comm-time).
     if (!comm_time_arg.is_none()) {
         if (py::isinstance<py::float_>(comm_time_arg) || py::isinstance<py::int_>(comm_time_arg))
-            problem.comm_time = {comm_time_arg.cast<double>()};
+            request.comm_time = {comm_time_arg.cast<double>()};
         else
-            problem.comm_time = comm_time_arg.cast<std::vector<double>>();
-        try {
-            (void)boundary_comm_times(problem.schedule, problem.num_stages, problem.comm_time);
-        } catch (const InputError& e) {
-            throw InputError(std::string("comm_time: ") + e.what());
-        }
+            request.comm_time = comm_time_arg.cast<std::vector<double>>();
     }
-    if (!(weight_grad_share >= 0.0 && weight_grad_share <= 1.0)) {
-        throw InputError(
-            fmt::format("weight_grad_share: expected a share from 0 to 1 of the backward, got {}",
-                        weight_grad_share));
-    }
-    problem.weight_grad_share = weight_grad_share;
+    request.weight_grad_share = weight_grad_share;
+    request.refine = refine;
+    request.fast = fast;
+    partition::Problem problem = partition::problem_of(request, partition::keyword_name);
     const auto convention = partition::time_convention_from_name(sapp_time_convention);
     if (!convention) {
         throw InputError(
@@ -605,13 +556,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
             "memory model '{}' is fitted to dry-run observations: fit it first, or give dryrun",
             m.name()));
     }
-    if (refine && !problem.chunked())
-        throw InputError(
-            "refine: 1f1b plans are exact already; it is for the schedules with chunks");
-    if (refine && fast)
-        throw InputError("refine and fast: the local search is the default; fast skips it");
     const partition::PlannedPartition planned = partition::plan_with_model(
-        problem, m, {.choose_objective = objective == "auto", .refine = !fast});
+        problem, m, partition::plan_options_of(request, problem, partition::keyword_name));
     const partition::PartitionContext context{
         m.name(),
         m.version(),

@@ -17,6 +17,7 @@
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/plan_warnings.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/request.hpp>
 #include <ppb/partition/shape_time.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -30,6 +31,16 @@
 
 namespace ppb::cli {
 namespace {
+
+// `build()`, its request's errors (partition::RequestError, naming flags) as usage errors.
+template <typename Build>
+auto usage_checked(Build build) {
+    try {
+        return build();
+    } catch (const partition::RequestError& e) {
+        throw UsageError(e.what());
+    }
+}
 
 struct PartitionArgs {
     std::string model_desc;
@@ -75,44 +86,25 @@ int run_partition(const PartitionArgs& args) {
             "--stages is required (or --sapp-config FILE, whose pipeline_num gives it)");
     }
     const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
-    partition::Problem problem;
-    problem.num_stages = *settings.stages;
-    problem.memory_limit_mb = memory_limit_of(settings.memory_limit_mb, cluster,
+    partition::PartitionRequest request;
+    request.stages = *settings.stages;
+    request.memory_limit_mb = memory_limit_of(settings.memory_limit_mb, cluster,
                                               ", or --sapp-config FILE, whose memory_limit does");
-    problem.memory_margin_mb = settings.memory_margin_mb.value_or(0.0);
-    if (problem.memory_limit_mb <= 0.0)
-        throw UsageError("--memory-limit-mb: expected a positive number of MB");
-    if (problem.memory_margin_mb < 0.0 || problem.memory_margin_mb >= problem.memory_limit_mb) {
-        throw UsageError("--memory-margin-mb: expected at least 0 and less than --memory-limit-mb");
-    }
-    problem.memory_margin_sigma = args.memory_margin_sigma;
-    if (!args.kinds.empty())
-        problem.kinds = kind_mask(args.kinds);
-    problem.rule = *partition::rule_from_name(args.recompute_rule);              // checked by CLI11
-    problem.schedule = *schedule_from_name(settings.schedule.value_or("1f1b"));  // checked
-    // Chunks per stage: 1 for 1f1b, 2 for the others unless given.
-    const bool one_chunk =
-        problem.schedule == Schedule::one_f_one_b || problem.schedule == Schedule::zb_h1;
-    problem.chunks = settings.chunks.value_or(one_chunk ? 1 : 2);
-    if (!(args.weight_grad_share >= 0.0 && args.weight_grad_share <= 1.0)) {
-        throw UsageError(
-            fmt::format("--weight-grad-share: {} is not a share: give a number from 0 to 1",
-                        args.weight_grad_share));
-    }
-    problem.weight_grad_share = args.weight_grad_share;
-    problem.objective = args.objective == "slots" ? partition::ChunkObjective::slots
-                                                  : partition::ChunkObjective::stages;
-    check_comm_times(args.comm_time);
-    if (!args.comm_time.empty()) {
-        problem.comm_time = args.comm_time;
-    } else if (sapp && sapp->problem.sim_comm_time.value > 0.0) {
-        problem.comm_time = {sapp->problem.sim_comm_time.value};  // SAPP's simulator's
-    }
-    try {
-        (void)boundary_comm_times(problem.schedule, problem.num_stages, problem.comm_time);
-    } catch (const InputError& e) {
-        throw UsageError(std::string("--comm-time: ") + e.what());
-    }
+    request.memory_margin_mb = settings.memory_margin_mb.value_or(0.0);
+    request.memory_margin_sigma = args.memory_margin_sigma;
+    request.kinds = args.kinds;
+    request.recompute_rule = args.recompute_rule;
+    request.schedule = settings.schedule.value_or("1f1b");
+    request.chunks = settings.chunks;
+    request.objective = args.objective;
+    request.weight_grad_share = args.weight_grad_share;
+    request.refine = args.refine;
+    request.fast = args.fast;
+    request.comm_time = args.comm_time;
+    if (request.comm_time.empty() && sapp && sapp->problem.sim_comm_time.value > 0.0)
+        request.comm_time = {sapp->problem.sim_comm_time.value};  // SAPP's simulator's
+    partition::Problem problem =
+        usage_checked([&] { return partition::problem_of(request, partition::flag_name); });
     // SAPP plans with its layer file alone: with --sapp-config and neither --dryrun nor a model
     // chosen, the layer file's memory is the model (the table model of it), read with its times
     // (hyper-parallel, hyper_parallel/auto_parallel/sapp_ppb/pp_optimizer.py at commit
@@ -204,11 +196,8 @@ int run_partition(const PartitionArgs& args) {
             "missing --micro-batches M (the dry-run file does not give micro_batches)");
     }
 
-    if (args.refine && !problem.chunked())
-        throw UsageError(
-            "--refine: 1f1b plans are exact already; it is for the schedules with chunks");
-    if (args.refine && args.fast)
-        throw UsageError("--refine and --fast: the local search is the default; --fast skips it");
+    const partition::PlanWithModelOptions plan_options = usage_checked(
+        [&] { return partition::plan_options_of(request, problem, partition::flag_name); });
     PreparedModel prepared =
         layer_file_options
             ? prepare_model(open_model_spec(discover_from_args(args.choice.plugin_paths), "table",
@@ -219,8 +208,8 @@ int run_partition(const PartitionArgs& args) {
     const MemoryModel& model = prepared.model;
     const PartitionContext context{model.name(), model.version(), prepared.source, times.unit,
                                    model.allocator_reserve()};
-    const partition::PlannedPartition planned = partition::plan_with_model(
-        problem, model, {.choose_objective = args.objective == "auto", .refine = !args.fast});
+    const partition::PlannedPartition planned =
+        partition::plan_with_model(problem, model, plan_options);
     const Simulation& simulation = planned.simulation;
     for (const std::string& warning :
          partition::plan_warnings(planned.problem, planned.plan, simulation))

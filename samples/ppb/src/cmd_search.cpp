@@ -101,13 +101,9 @@ std::vector<partition::ScheduleChoice> schedule_choices(const SearchArgs& args) 
     std::vector<partition::ScheduleChoice> out;
     for (const std::string& name : args.schedules) {
         const Schedule schedule = *schedule_from_name(name);  // checked by CLI11
-        std::vector<std::uint32_t> chunks;
-        if (schedule == Schedule::one_f_one_b || schedule == Schedule::zb_h1)
-            chunks = {1};
-        else if (schedule == Schedule::dualpipe_v || schedule == Schedule::zb_v)
-            chunks = {2};
-        else
-            chunks = args.chunks;
+        const std::optional<std::uint32_t> fixed = fixed_chunks(schedule);
+        const std::vector<std::uint32_t> chunks =
+            fixed ? std::vector<std::uint32_t>{*fixed} : args.chunks;
         for (const std::uint32_t v : chunks) {
             const partition::ScheduleChoice choice{schedule, v};
             if (std::find(out.begin(), out.end(), choice) == out.end())

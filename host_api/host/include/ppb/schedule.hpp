@@ -32,6 +32,12 @@ enum class Schedule {
 // Whether chunk 1 comes back up the stages (dualpipe-v, zb-v): stage s holds positions s and
 // 2P − 1 − s.
 [[nodiscard]] bool v_shaped(Schedule schedule) noexcept;
+// The chunks per stage a schedule always runs: 1 for 1f1b and zb-h1, 2 for the V-shaped ones;
+// nullopt for the interleaved schedules, which run any number from 2.
+[[nodiscard]] std::optional<std::uint32_t> fixed_chunks(Schedule schedule) noexcept;
+// The chunks per stage when none are given: the fixed count, else 2 (what every host plans,
+// searches and simulates by default).
+[[nodiscard]] std::uint32_t default_chunks(Schedule schedule) noexcept;
 
 [[nodiscard]] std::optional<Schedule> schedule_from_name(std::string_view name) noexcept;
 [[nodiscard]] std::string_view schedule_name(Schedule schedule) noexcept;
