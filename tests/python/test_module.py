@@ -168,6 +168,21 @@ def test_partition_takes_communication_and_the_weight_split(cli):
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
                       weight_grad_share=1.5)
     assert str(refused.value) == "weight_grad_share: 1.5 is not a share: give a number from 0 to 1"
+    assert refused.value.field == "weight_grad_share"
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
+                      memory_margin_mb=40000)
+    assert refused.value.field == "memory_margin_mb"
+    assert str(refused.value) == ("memory_margin_mb: expected at least 0 and less than "
+                                  "memory_limit_mb")
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=40000,
+                      schedule="1f1b", refine=True)
+    assert refused.value.field == "refine"
+    # An error of a file, not of a keyword, has none.
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(LLAMA_DRYRUN, model=model, stages=8, memory_limit_mb=40000)
+    assert refused.value.field is None
     flagged = cli.run(*common, "--weight-grad-share", "1.5", expect=2)
     assert "--weight-grad-share: 1.5 is not a share: give a number from 0 to 1" in flagged.stderr
 

@@ -7,7 +7,12 @@ class Error(Exception):
 
 class InvalidInput(Error, ValueError):
     """The caller's data are wrong: a malformed or contradictory file, an argument out of range,
-    a placement the fitted observations do not determine (the ppb command's exit status 2)."""
+    a placement the fitted observations do not determine (the ppb command's exit status 2).
+    ``field`` is the keyword argument at fault when one is (``"weight_grad_share"``), else None."""
+
+    def __init__(self, message, field=None):
+        super().__init__(message)
+        self.field = field
 
 
 class PluginError(Error, RuntimeError):

@@ -651,6 +651,9 @@ void translate(std::exception_ptr error) {
         // input is at fault. Anything else is the plugin's failure.
         raise_instance(error_class(e.is_input_error() ? "InvalidInput"
                                                       : "PluginError")(std::string(e.what())));
+    } catch (const partition::RequestError& e) {
+        // A setting of the request: its keyword as InvalidInput.field.
+        raise_instance(error_class("InvalidInput")(std::string(e.what()), e.field()));
     } catch (const InputError& e) {
         raise_instance(error_class("InvalidInput")(std::string(e.what())));
     } catch (const PluginError& e) {
