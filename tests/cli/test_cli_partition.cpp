@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(infeasible_limit_exits_4_with_the_smallest_feasible_limit) 
 
 BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
     expect_input_error(ppb({"partition", "--stages", "8", "--memory-limit-mb", "1000"}),
-                       {"give --model-desc FILE (a SAPP layer file), or a model shape as "
+                       {"give --model-desc (a SAPP layer file), or a model shape as "
                         "--model-options",
                         "ppb partition --help"});
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--memory-limit-mb", "1000"}),

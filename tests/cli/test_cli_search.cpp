@@ -1233,7 +1233,7 @@ BOOST_AUTO_TEST_CASE(a_shape_alone_times_the_layers_from_its_flops) {
     // Neither a layer file nor a shape: exit 2 naming both ways.
     expect_input_error(ppb({"search", "--dryrun", sample_dryrun, "--devices", "64",
                             "--global-batch", "256", "--memory-limit-mb", "40000"}),
-                       {"give --model-desc FILE (a SAPP layer file), or a model shape as "
+                       {"give --model-desc (a SAPP layer file), or a model shape as "
                         "--model-options"});
     expect_input_error(
         ppb({"search", "--model", "analytic", "--model-options", shape_file, "--devices", "512",

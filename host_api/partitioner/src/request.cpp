@@ -1,11 +1,15 @@
 // A partition problem as a host is asked for it (ppb/partition/request.hpp).
 #include <ppb/partition/request.hpp>
 
+#include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/partition/plan_document.hpp>
+#include <ppb/partition/shape_time.hpp>
 #include <ppb/schedule.hpp>
 #include <ppb/simulator.hpp>
+
+#include <boost/json/parse.hpp>
 
 #include <fmt/format.h>
 
@@ -126,6 +130,106 @@ PlanWithModelOptions plan_options_of(const PartitionRequest& request, const Prob
                                                  name("refine"), name("fast"), name("fast")));
     }
     return {.choose_objective = request.objective == "auto", .refine = !request.fast};
+}
+
+bool is_model_shape(std::string_view options_json) {
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(options_json, ec);
+    return !ec && parsed.is_object() && parsed.as_object().contains("tensor_parallel");
+}
+
+RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
+    const auto convention = time_convention_from_name(request.time_convention);
+    if (!convention) {
+        fail("sapp_time_convention", name,
+             fmt::format("expected 'hyper-parallel' or 'toolkit', got '{}'",
+                         request.time_convention));
+    }
+    RequestTimes out;
+    if (!request.layer_file.empty()) {
+        out.time = read_time_model(request.layer_file, *convention);
+        out.source = request.layer_file;
+    } else {
+        if (!is_model_shape(request.shape_json)) {
+            throw RequestError(
+                "model_desc",
+                fmt::format("the layers' times are needed: give {} (a SAPP layer file), or a "
+                            "model shape as {} (the analytic model's options: its FLOPs time the "
+                            "layers)",
+                            name("model_desc"), name("model_options")));
+        }
+        const Cluster* cluster = request.cluster ? &*request.cluster : nullptr;
+        const double tflops = cluster ? cluster->achieved_tflops() : request.device_tflops;
+        out.time = time_model_from_shape(
+            request.shape_json, request.shape_source,
+            ShapeTimeSettings{tflops, request.cluster, request.tp_comm_overlap && cluster});
+        out.source = fmt::format("FLOPs of {} at {:g} TFLOP/s{}", request.shape_source, tflops,
+                                 cluster ? ", collectives on the cluster's links" : "");
+        out.unit = "ms";
+        if (cluster) {
+            const boost::json::value shape = boost::json::parse(request.shape_json);
+            if (const boost::json::value* d = shape.as_object().if_contains("data_parallel");
+                d != nullptr && d->is_int64() && d->as_int64() > 0) {
+                out.replicas = static_cast<std::uint32_t>(d->as_int64());
+            }
+            out.sizes = shape_sizes(request.shape_json, request.shape_source);
+            if (request.overlap_param_gather && !out.sizes->distributed_optimizer()) {
+                fail("overlap_param_gather", name,
+                     "the weights are gathered with the distributed optimizer only (Megatron-LM "
+                     "requires --use-distributed-optimizer); the model options have no "
+                     "\"distributed_optimizer\": true and no \"data_parallel_sharding\" but "
+                     "no_shard");
+            }
+        }
+    }
+    if ((request.overlap_grad_reduce || request.overlap_param_gather) && !out.sizes) {
+        const std::string_view field =
+            request.overlap_grad_reduce ? "overlap_grad_reduce" : "overlap_param_gather";
+        fail(field, name,
+             fmt::format("the data-parallel synchronisation is timed for a model shape's layers "
+                         "only: give {} without {}{}",
+                         name("model_options"), name("model_desc"),
+                         request.cluster ? ""
+                                         : fmt::format(", on a cluster ({} or {})", name("device"),
+                                                       name("cluster"))));
+    }
+    return out;
+}
+
+double memory_limit_of(std::optional<double> given, const std::optional<Cluster>& cluster,
+                       const FieldName& name, std::string_view alternatives) {
+    if (given)
+        return *given;
+    if (!cluster) {
+        throw RequestError(
+            "memory_limit_mb",
+            fmt::format("{} is required (or {} or {}, whose device memory gives "
+                        "it{})",
+                        name("memory_limit_mb"), name("device"), name("cluster"), alternatives));
+    }
+    return cluster->memory_mb();
+}
+
+void set_times(Problem& problem, const RequestTimes& times, const Cluster* cluster,
+               bool comm_time_given) {
+    problem.time = times.time;
+    if (!times.sizes || cluster == nullptr)
+        return;
+    // Sharded gradients or weights (Megatron-FSDP, FSDP2) move per layer: the layers' times
+    // carry what of it their compute does not hide, as in ppb search.
+    const ParallelLayout layout{problem.num_stages, times.replicas};
+    problem.time = with_sharded_transfers(problem.time, *times.sizes, *cluster, layout);
+    if (!comm_time_given)
+        problem.comm_time = pipeline_transfer_ms(*times.sizes, *cluster, layout, problem.schedule);
+}
+
+std::optional<double> data_parallel_sync_of(const RequestTimes& times, const TimesRequest& request,
+                                            const Problem& problem, const Plan& plan) {
+    if (!times.sizes || !request.cluster)
+        return std::nullopt;
+    return data_parallel_sync_ms(*times.sizes, *request.cluster,
+                                 {problem.num_stages, times.replicas}, problem.time, plan,
+                                 {request.overlap_grad_reduce, request.overlap_param_gather});
 }
 
 }  // namespace ppb::partition

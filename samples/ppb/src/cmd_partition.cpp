@@ -117,54 +117,30 @@ int run_partition(const PartitionArgs& args) {
     const ModelOptions shape_options = args.choice.options.empty()
                                            ? ModelOptions{}
                                            : options_text(args.choice.options, "--model-options");
-    LayerTimes times = [&] {
-        if (layer_file_memory) {
-            LayerFileModel read = read_layer_file_model(args.model_desc, args.time_convention);
-            layer_file_options = std::move(read.options);
-            return std::move(read.times);
-        }
-        return read_layer_times(args.model_desc, shape_options,
-                                achieved_tflops(args.device, cluster), cluster,
-                                args.time_convention, args.device.tp_comm_overlap);
-    }();
-    problem.time = std::move(times.time);
     // A model shape's layers on a cluster: its links time the transfers between stages, unless
     // --comm-time gives them, and the data-parallel synchronisation after the iteration
     // (ppb/partition/communication.hpp), over the shape's data_parallel replicas.
-    std::optional<partition::ShapeSizes> sizes;
-    std::uint32_t replicas = 1;
-    if (cluster && args.model_desc.empty()) {
-        if (const auto shape = model_shape(shape_options)) {
-            if (const boost::json::value* d = shape->if_contains("data_parallel");
-                d != nullptr && d->is_int64() && d->as_int64() > 0) {
-                replicas = static_cast<std::uint32_t>(d->as_int64());
-            }
-            sizes = partition::shape_sizes(shape_options.json, shape_options.file.empty()
-                                                                   ? "--model-options"
-                                                                   : shape_options.file);
-            if (args.device.overlap_param_gather && !sizes->distributed_optimizer()) {
-                throw UsageError(
-                    "--overlap-param-gather: the weights are gathered with the distributed "
-                    "optimizer only (Megatron-LM requires --use-distributed-optimizer); the model "
-                    "options have no \"distributed_optimizer\": true and no "
-                    "\"data_parallel_sharding\" but no_shard");
-            }
-            // Sharded gradients or weights (Megatron-FSDP, FSDP2) move per layer: the layers'
-            // times carry what of it their compute does not hide, as in ppb search.
-            problem.time = partition::with_sharded_transfers(problem.time, *sizes, *cluster,
-                                                             {problem.num_stages, replicas});
-            if (args.comm_time.empty()) {
-                problem.comm_time = partition::pipeline_transfer_ms(
-                    *sizes, *cluster, {problem.num_stages, replicas}, problem.schedule);
-            }
+    partition::TimesRequest times_request{
+        .layer_file = args.model_desc,
+        .time_convention = args.time_convention,
+        .shape_json = shape_options.json,
+        .shape_source = shape_options.file.empty() ? "--model-options" : shape_options.file,
+        .device_tflops = args.device.device_tflops,
+        .cluster = cluster,
+        .tp_comm_overlap = args.device.tp_comm_overlap,
+        .overlap_grad_reduce = args.device.overlap_grad_reduce,
+        .overlap_param_gather = args.device.overlap_param_gather};
+    const partition::RequestTimes times = [&] {
+        if (layer_file_memory) {
+            LayerFileModel read = read_layer_file_model(args.model_desc, args.time_convention);
+            layer_file_options = std::move(read.options);
+            return partition::RequestTimes{std::move(read.times.time), read.times.source,
+                                           read.times.unit};
         }
-    }
-    if ((args.device.overlap_grad_reduce || args.device.overlap_param_gather) && !sizes) {
-        throw UsageError(fmt::format(
-            "{}: the data-parallel synchronisation is timed for a model shape's layers only: give "
-            "--model-options SHAPE without --model-desc",
-            args.device.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
-    }
+        return usage_checked(
+            [&] { return partition::times_of(times_request, partition::flag_name); });
+    }();
+    partition::set_times(problem, times, cluster ? &*cluster : nullptr, !args.comm_time.empty());
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     if (sapp) {
@@ -216,12 +192,9 @@ int run_partition(const PartitionArgs& args) {
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     // A model shape's layers on a cluster: the data-parallel synchronisation after the
     // iteration, over the shape's replicas, what the overlaps leave (what ppb search adds).
-    std::optional<double> sync;
-    if (sizes) {
-        sync = partition::data_parallel_sync_ms(
-            *sizes, *cluster, {problem.num_stages, replicas}, planned.problem.time, planned.plan,
-            {args.device.overlap_grad_reduce, args.device.overlap_param_gather});
-    }
+    const std::optional<double> sync =
+        partition::data_parallel_sync_of(times, times_request, planned.problem, planned.plan);
+    const std::uint32_t replicas = times.replicas;
     const auto document = [&] {
         auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
                                                  planned.breakdown, planned.lower_bound);

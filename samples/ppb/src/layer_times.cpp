@@ -3,6 +3,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/partition/request.hpp>
 #include <ppb/partition/shape_time.hpp>
 #include <ppb/sapp/layer_file.hpp>
 
@@ -110,35 +111,28 @@ void add_time_convention_option(CLI::App& app, std::string& convention) {
 }
 
 std::optional<boost::json::object> model_shape(const ModelOptions& options) {
-    boost::system::error_code ec;
-    boost::json::value parsed = boost::json::parse(options.json, ec);
-    if (ec || !parsed.is_object() || !parsed.as_object().contains("tensor_parallel"))
+    if (!partition::is_model_shape(options.json))
         return std::nullopt;
-    return std::move(parsed.as_object());
+    return std::move(boost::json::parse(options.json).as_object());
 }
 
 LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
                             double device_tflops, const std::optional<partition::Cluster>& cluster,
                             const std::string& convention, bool tp_comm_overlap) {
-    if (!model_desc.empty()) {
-        return LayerTimes{partition::read_time_model(
-                              model_desc, *partition::time_convention_from_name(convention)),
-                          model_desc, ""};
+    try {
+        partition::RequestTimes times = partition::times_of(
+            {.layer_file = model_desc,
+             .time_convention = convention,
+             .shape_json = options.json,
+             .shape_source = options.file.empty() ? "--model-options" : options.file,
+             .device_tflops = device_tflops,
+             .cluster = cluster,
+             .tp_comm_overlap = tp_comm_overlap},
+            partition::flag_name);
+        return LayerTimes{std::move(times.time), std::move(times.source), std::move(times.unit)};
+    } catch (const partition::RequestError& e) {
+        throw UsageError(e.what());
     }
-    if (!model_shape(options)) {
-        throw UsageError(
-            "the layers' times are needed: give --model-desc FILE (a SAPP layer file), or a "
-            "model shape as --model-options (the analytic model's options: its FLOPs time the "
-            "layers)");
-    }
-    const std::string source = options.file.empty() ? "--model-options" : options.file;
-    partition::TimeModel time = partition::time_model_from_shape(
-        options.json, source,
-        partition::ShapeTimeSettings{device_tflops, cluster, tp_comm_overlap && cluster});
-    return LayerTimes{std::move(time),
-                      fmt::format("FLOPs of {} at {:g} TFLOP/s{}", source, device_tflops,
-                                  cluster ? ", collectives on the cluster's links" : ""),
-                      "ms"};
 }
 
 LayerFileModel read_layer_file_model(const std::string& model_desc, const std::string& convention) {

@@ -6,6 +6,9 @@
 // read them alike. This is their one owner: the host fills a PartitionRequest from what it was
 // given, and problem_of checks every field and builds the Problem (all but its times and its
 // micro-batch count, which come from the layer file or the model shape, and from the dry run).
+// The times too have one owner here: a TimesRequest (a SAPP layer file, or a model shape's FLOPs
+// on a device or a cluster) read by times_of, and set_times putting them in the problem with the
+// transfers a shape's configuration makes on the cluster's links.
 //
 // Errors carry the field they are about (RequestError::field(), the Python keyword's name,
 // "memory_margin_mb"); their message names fields in the host's own words, through the host's
@@ -15,6 +18,8 @@
 #define PPB_PARTITION_REQUEST_HPP
 
 #include <ppb/errors.hpp>
+#include <ppb/partition/cluster.hpp>
+#include <ppb/partition/communication.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
 
@@ -71,6 +76,61 @@ class RequestError : public InputError {
 // fast, or refine on a problem without chunks (whose plans are exact already).
 [[nodiscard]] PlanWithModelOptions plan_options_of(const PartitionRequest& request,
                                                    const Problem& problem, const FieldName& name);
+
+// Where the layers' times come from: the SAPP layer file `layer_file` when given, else the model
+// shape `shape_json` (the analytic model's options) timed from its FLOPs at `device_tflops`, or on
+// `cluster` (its device's rate x achievable fraction, each layer's collectives on its links).
+struct TimesRequest {
+    std::string layer_file;                          // field "model_desc"
+    std::string time_convention = "hyper-parallel";  // field "sapp_time_convention"
+    std::string shape_json;                          // field "model_options"
+    std::string shape_source = "model_options";      // the shape's name in messages (a file's path)
+    double device_tflops = 400.0;
+    std::optional<Cluster> cluster = std::nullopt;
+    // Megatron-LM's overlaps, timed on the cluster: --tp-comm-overlap, --overlap-grad-reduce,
+    // --overlap-param-gather.
+    bool tp_comm_overlap = false;
+    bool overlap_grad_reduce = false;
+    bool overlap_param_gather = false;
+};
+
+struct RequestTimes {
+    TimeModel time;
+    std::string source;  // "samples/data/llama70b-layers.json", "FLOPs of SHAPE at 400 TFLOP/s"
+    std::string unit;    // "ms" from a shape; empty: the layer file's own unit
+    // A model shape's layers on a cluster: what its transfers move, over `replicas` data-parallel
+    // replicas (the shape's data_parallel); nullopt otherwise.
+    std::optional<ShapeSizes> sizes = std::nullopt;
+    std::uint32_t replicas = 1;
+};
+
+// Whether `options_json` is a model shape (a JSON object holding tensor_parallel, as the analytic
+// model's options do).
+[[nodiscard]] bool is_model_shape(std::string_view options_json);
+
+// The times `request` asks for. RequestError: neither a layer file nor a shape, an unknown time
+// convention, the overlaps without a shape on a cluster, --overlap-param-gather without the
+// distributed optimizer. InputError for a bad layer file or shape (named by its source).
+[[nodiscard]] RequestTimes times_of(const TimesRequest& request, const FieldName& name);
+
+// The memory limit: `given`, else the cluster's device memory, else a RequestError naming
+// memory_limit_mb, the device and the cluster (and `alternatives`, in the host's words).
+[[nodiscard]] double memory_limit_of(std::optional<double> given,
+                                     const std::optional<Cluster>& cluster, const FieldName& name,
+                                     std::string_view alternatives = {});
+
+// `times` into `problem` (problem_of's: its stages and schedule set). A shape's layers on a
+// cluster also carry what their sharded weights and gradients move (with_sharded_transfers), and
+// unless the host was given the times between stages (`comm_time_given`), each stage boundary
+// its transfer on the cluster's links (pipeline_transfer_ms).
+void set_times(Problem& problem, const RequestTimes& times, const Cluster* cluster,
+               bool comm_time_given);
+
+// A shape's data-parallel synchronisation after the iteration of `plan` (data_parallel_sync_ms,
+// with the request's overlaps), when its layers are timed on a cluster; nullopt otherwise.
+[[nodiscard]] std::optional<double> data_parallel_sync_of(const RequestTimes& times,
+                                                          const TimesRequest& request,
+                                                          const Problem& problem, const Plan& plan);
 
 }  // namespace ppb::partition
 
