@@ -420,3 +420,85 @@ def test_schedule_refusals_name_every_schedule_that_fits():
         model.predict(0, chunks=chunks, num_stages=4, micro_batches=8)
     assert ("two chunks: give schedule (interleaved, interleaved-less-memory, dualpipe-v or "
             "zb-v)") in str(refused.value)
+
+
+LLAMA_SHAPE = DATA / "llama70b-shape.json"
+
+
+def test_partition_times_a_shape_on_a_device_as_the_command_does(cli, tmp_path):
+    # Without a layer file the shape's FLOPs time the layers, on a device of the table or a
+    # cluster description, its memory the limit: the command's plan, with the data-parallel
+    # synchronisation after the iteration (the library's request: ppb/partition/request.hpp).
+    common = ("partition", "--model", "analytic", "--model-options", LLAMA_SHAPE, "--stages", 8,
+              "--micro-batches", 32, "--schedule", "interleaved")
+    plan = ppb.partition(model="analytic", model_options=LLAMA_SHAPE, stages=8, micro_batches=32,
+                         schedule="interleaved", device="H100", overlap_grad_reduce=True)
+    expected = cli.json(*common, "--device", "H100", "--overlap-grad-reduce")
+    assert plan == expected
+    assert plan["time_unit"] == "ms"
+    assert plan["memory_limit_mb"] == pytest.approx(80 * 1024)
+    assert plan["data_parallel_replicas"] == 4
+    assert plan["data_parallel_sync_time"] > 0
+    # Each boundary's transfer timed on the device's links (no comm_time given).
+    assert len(plan["comm_time"]) == 8 and min(plan["comm_time"]) > 0
+    # The shape as a dict, as JSON text and as a path are one shape; a cluster as a dict or a
+    # file is its description.
+    with open(LLAMA_SHAPE, encoding="utf-8") as f:
+        shape_text = f.read()
+    cluster = {"format": "ppb.cluster/1", "device": "H100", "devices_per_node": 8}
+    cluster_file = tmp_path / "cluster.json"
+    cluster_file.write_text(json.dumps(cluster))
+    for shape in (json.loads(shape_text), shape_text, str(LLAMA_SHAPE)):
+        for where in (cluster, cluster_file):
+            assert ppb.partition(model="analytic", model_options=shape, stages=8,
+                                 micro_batches=32, schedule="interleaved", cluster=where,
+                                 memory_limit_mb=60000) == \
+                cli.json(*common, "--cluster", cluster_file, "--memory-limit-mb", 60000)
+    # At a rate, without a cluster: no transfers, no synchronisation.
+    at_rate = ppb.partition(model="analytic", model_options=LLAMA_SHAPE, stages=8,
+                            micro_batches=32, memory_limit_mb=60000, device_tflops=500)
+    assert at_rate == cli.json(*common[:-2], "--device-tflops", 500, "--memory-limit-mb", 60000)
+    assert "data_parallel_sync_time" not in at_rate
+
+
+def test_partition_without_times_or_devices_is_refused_by_keyword(cli):
+    cases = [
+        # (keyword arguments, the field, the message's start)
+        (dict(model="analytic", model_options=LLAMA_SHAPE, memory_limit_mb=60000,
+              device_tflops=400, device="H100"),
+         "device_tflops", "device_tflops: the device's rate comes from device or cluster"),
+        (dict(model="analytic", model_options=LLAMA_SHAPE), "memory_limit_mb",
+         "memory_limit_mb is required (or device or cluster, whose device memory gives it)"),
+        (dict(model="analytic", model_options=LLAMA_SHAPE, memory_limit_mb=60000,
+              tp_comm_overlap=True), "tp_comm_overlap",
+         "tp_comm_overlap: the layers' collectives are timed on a cluster's links only: give "
+         "device or cluster"),
+        (dict(model="analytic", model_options=LLAMA_SHAPE, memory_limit_mb=60000,
+              overlap_grad_reduce=True), "overlap_grad_reduce",
+         "overlap_grad_reduce: the data-parallel synchronisation is timed for a model shape's "
+         "layers only: give model_options without model_desc, on a cluster (device or cluster)"),
+        (dict(model="analytic", model_options=LLAMA_SHAPE, device="H101"), "device",
+         "device: unknown device 'H101'"),
+        (dict(model="analytic", model_options=LLAMA_SHAPE, device="H100", cluster={}), "device",
+         "device and cluster: give one of them"),
+    ]
+    for kwargs, field, start in cases:
+        with pytest.raises(ppb.InvalidInput) as refused:
+            ppb.partition(stages=8, micro_batches=32, **kwargs)
+        assert refused.value.field == field, kwargs
+        assert str(refused.value).startswith(start), str(refused.value)
+    # A model loaded without a shape to time: the layers' times are asked for by keyword.
+    model = ppb.load_model().fit(LLAMA_DRYRUN)
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(model=model, stages=8, memory_limit_mb=60000)
+    assert refused.value.field == "model_desc"
+    assert str(refused.value) == (
+        "the layers' times are needed: give model_desc (a SAPP layer file), or a model shape as "
+        "model_options (the analytic model's options: its FLOPs time the layers)")
+    # Options that are neither JSON nor a readable file.
+    with pytest.raises(ppb.InvalidInput, match="model_options: 'no-such-shape.json' is neither "
+                                               "a JSON object nor a readable file"):
+        ppb.partition(model=model, model_options="no-such-shape.json", stages=8,
+                      memory_limit_mb=60000)
+    with pytest.raises(ppb.InvalidInput, match="options: .* is a directory"):
+        ppb.load_model("analytic", DATA)

@@ -334,6 +334,10 @@ json::object partition_document(const Problem& problem, const Plan& plan,
         iteration_breakdown_object(plan_iteration_breakdown(problem, plan, simulation));
     doc["stages"] = std::move(stages);
     add_framework_settings(doc, problem, plan);
+    if (context.data_parallel) {
+        doc["data_parallel_replicas"] = context.data_parallel->replicas;
+        doc["data_parallel_sync_time"] = context.data_parallel->sync_time;
+    }
     return doc;
 }
 

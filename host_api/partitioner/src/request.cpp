@@ -145,6 +145,12 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
              fmt::format("expected 'hyper-parallel' or 'toolkit', got '{}'",
                          request.time_convention));
     }
+    if (request.tp_comm_overlap && !request.cluster) {
+        fail("tp_comm_overlap", name,
+             fmt::format("the layers' collectives are timed on a cluster's links only: give {} "
+                         "or {}",
+                         name("device"), name("cluster")));
+    }
     RequestTimes out;
     if (!request.layer_file.empty()) {
         out.time = read_time_model(request.layer_file, *convention);

@@ -86,6 +86,33 @@ def _paths(plugin_path):
     return [_os.fsdecode(p) for p in plugin_path]
 
 
+def _options(options, what):
+    """(JSON text, source) of a model's options as ``--model-options`` takes them: a dict (or
+    list), JSON text (a str whose first character is ``{``), or a file holding it (a path)."""
+    if options is None:
+        return "{}", what
+    if isinstance(options, (dict, list)):
+        return _json.dumps(options), what
+    if isinstance(options, str) and options.lstrip().startswith("{"):
+        return options, what
+    if not isinstance(options, (str, bytes, _os.PathLike)):
+        raise TypeError(f"{what}: expected a dict, JSON text or a file's path, got "
+                        f"{type(options).__name__}")
+    path = _os.fsdecode(options)
+    if _os.path.isdir(path):
+        raise InvalidInput(f"{what}: '{path}' is a directory, not a JSON object or a file "
+                           f"holding one", what)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InvalidInput(f"{what}: '{path}' is neither a JSON object nor a readable file "
+                           f"({e.strerror})", what) from None
+    if not text.strip():
+        raise InvalidInput(f"{what}: {path}: the file is empty (expected a JSON object)", what)
+    return text, path
+
+
 def _warn(messages):
     for message in messages:
         _warnings.warn(f"{message} (skipped)", stacklevel=3)
@@ -300,19 +327,15 @@ class Model:
 def load_model(model="dryrun-lsq", options=None, plugin_path=None):
     """Loads the memory model ``model`` (``NAME[@VERSION]``: ``"dryrun-lsq"``, ``"dryrun-lsq@1"``,
     ``"table@1.0"``; the highest usable version matching the pin) and creates it with ``options``
-    (a dict, or JSON text: ``{"rank_tolerance": 1e-10}`` for dryrun-lsq, a SAPP layer file's
-    contents for table, the model's shape for analytic).
+    (a dict, JSON text or a file holding it, as ``--model-options`` takes them:
+    ``{"rank_tolerance": 1e-10}`` for dryrun-lsq, a SAPP layer file's contents for table, the
+    model's shape for analytic).
 
     Raises :class:`PluginError` when no usable plugin matches (the message lists what is
     installed) or it fails to load, :class:`InvalidInput` for a malformed name or options the
     model refuses.
     """
-    if options is None:
-        options_json = "{}"
-    elif isinstance(options, str):
-        options_json = options
-    else:
-        options_json = _json.dumps(options)
+    options_json, _ = _options(options, "options")
     return Model(_ppb.open_model(model, options_json, _paths(plugin_path), _INSTALL_DIR))
 
 
@@ -454,12 +477,13 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
     raise Error(message)
 
 
-def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun=None,
+def partition(model_desc=None, *, stages, memory_limit_mb=None, model="dryrun-lsq", dryrun=None,
               micro_batches=None, memory_margin_mb=0.0, memory_margin_sigma=0.0, kinds=None,
               recompute_rule="mindformers", schedule="1f1b", chunks=None, objective="auto",
               refine=False, fast=False, model_options=None, plugin_path=None,
               duplicate_tolerance=0.01, sapp_time_convention="hyper-parallel", comm_time=None,
-              weight_grad_share=0.5, memory=None):
+              weight_grad_share=0.5, memory=None, device=None, cluster=None, device_tflops=None,
+              tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=False):
     """The optimal plan, as the ppb.partition/1 dict ``ppb partition --json`` prints.
 
     ``model_desc``: the SAPP layer file (times; groups of body layers). ``model``: a loaded
@@ -478,6 +502,16 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
     ``weight_grad_share`` (``--weight-grad-share``): the zero-bubble schedules' W as a share of a
     layer's backward without recomputation, where the layer file gives no ``weight_grad_time``.
 
+    Without ``model_desc`` the layers are timed from the FLOPs of the model shape
+    ``model_options`` (the analytic model's options: a dict, JSON text or a file), in ms, at
+    ``device_tflops`` (400 by default) or on ``device="H100"`` (a device of ``ppb devices``) or
+    ``cluster`` (a ``ppb.cluster/1`` dict or file): its rate, its links for each layer's
+    collectives and the transfers between stages (unless ``comm_time`` gives them), its memory as
+    the limit unless ``memory_limit_mb`` is given; ``tp_comm_overlap``, ``overlap_grad_reduce``
+    and ``overlap_param_gather`` are Megatron-LM's overlaps, and the plan then has
+    ``data_parallel_replicas`` and ``data_parallel_sync_time`` (``ppb partition``'s
+    ``--device``, ``--cluster``, ``--device-tflops`` and overlap flags).
+
     ``memory`` (``--memory``): ``"reserved"`` plans against allocated memory plus the allocator's
     reserve fitted where the observations give ``reserved_mb``, ``"allocated"`` against the
     model's own; None (the default) is ``"reserved"`` when the fit has a reserve, as
@@ -486,7 +520,12 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
     Raises :class:`Infeasible` (with ``smallest_feasible_limit_mb``) when nothing fits.
     """
     if memory not in (None, "allocated", "reserved"):
-        raise InvalidInput(f"memory: expected 'allocated' or 'reserved', got {memory!r}")
+        raise InvalidInput(f"memory: expected 'allocated' or 'reserved', got {memory!r}", "memory")
+    # The shape that times the layers without a layer file, and the cluster they run on.
+    shape_json, shape_source = ("", "model_options") if model_options is None or \
+        model_desc is not None else _options(model_options, "model_options")
+    cluster_json, cluster_source = ("", "cluster") if cluster is None else \
+        _options(cluster, "cluster")
     owned = None
     if isinstance(model, Model):
         loaded = model
@@ -503,10 +542,14 @@ def partition(model_desc, *, stages, memory_limit_mb, model="dryrun-lsq", dryrun
         elif loaded.allocator_reserve is not None:
             loaded.memory = "reserved"
         return loaded._native.partition(
-            _os.fsdecode(model_desc), stages, float(memory_limit_mb), micro_batches,
+            "" if model_desc is None else _os.fsdecode(model_desc), stages,
+            None if memory_limit_mb is None else float(memory_limit_mb), micro_batches,
             float(memory_margin_mb), float(memory_margin_sigma), list(kinds or []),
             recompute_rule, schedule, chunks, objective, bool(refine), bool(fast),
-            sapp_time_convention, comm_time, float(weight_grad_share))
+            sapp_time_convention, comm_time, float(weight_grad_share), shape_json, shape_source,
+            device or "", cluster_json, cluster_source,
+            None if device_tflops is None else float(device_tflops), bool(tp_comm_overlap),
+            bool(overlap_grad_reduce), bool(overlap_param_gather))
     finally:
         if owned is not None:
             owned.close()

@@ -501,16 +501,42 @@ py::array_t<double> predict_batch(const Model& model, const IntArray& stage, con
 
 // ppb.partition/1 of the optimal plan, as `ppb partition --json` prints it.
 py::object plan_partition(const Model& model, const std::string& model_desc, py::handle stages_arg,
-                          double memory_limit_mb, py::handle micro_batches_arg,
+                          py::handle memory_limit_arg, py::handle micro_batches_arg,
                           double memory_margin_mb, double memory_margin_sigma,
                           const std::vector<std::string>& kinds, const std::string& recompute_rule,
                           const std::string& schedule, py::handle chunks_arg,
                           const std::string& objective, bool refine, bool fast,
                           const std::string& sapp_time_convention, py::handle comm_time_arg,
-                          double weight_grad_share) {
+                          double weight_grad_share, const std::string& shape_json,
+                          const std::string& shape_source, const std::string& device,
+                          const std::string& cluster_json, const std::string& cluster_source,
+                          py::handle device_tflops_arg, bool tp_comm_overlap,
+                          bool overlap_grad_reduce, bool overlap_param_gather) {
+    // The devices: a device of the table by name, or a cluster description (ppb partition's
+    // --device and --cluster).
+    if (!device.empty() && !cluster_json.empty())
+        throw partition::RequestError("device", "device and cluster: give one of them");
+    if (!device_tflops_arg.is_none() && (!device.empty() || !cluster_json.empty())) {
+        throw partition::RequestError(
+            "device_tflops",
+            "device_tflops: the device's rate comes from device or cluster: give one of them");
+    }
+    std::optional<partition::Cluster> cluster;
+    if (!device.empty()) {
+        try {
+            cluster = partition::cluster_of_device(device);
+        } catch (const InputError& e) {
+            throw partition::RequestError("device", std::string("device: ") + e.what());
+        }
+    } else if (!cluster_json.empty()) {
+        cluster = partition::read_cluster(cluster_json, cluster_source);
+    }
     partition::PartitionRequest request;
     request.stages = count_in(stages_arg, limits::stages, "stages");
-    request.memory_limit_mb = memory_limit_mb;
+    request.memory_limit_mb = partition::memory_limit_of(
+        memory_limit_arg.is_none() ? std::nullopt
+                                   : std::optional<double>(memory_limit_arg.cast<double>()),
+        cluster, partition::keyword_name);
     request.memory_margin_mb = memory_margin_mb;
     request.memory_margin_sigma = memory_margin_sigma;
     request.kinds = kinds;
@@ -531,13 +557,19 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     request.refine = refine;
     request.fast = fast;
     partition::Problem problem = partition::problem_of(request, partition::keyword_name);
-    const auto convention = partition::time_convention_from_name(sapp_time_convention);
-    if (!convention) {
-        throw InputError(
-            fmt::format("sapp_time_convention: expected 'hyper-parallel' or 'toolkit', got '{}'",
-                        sapp_time_convention));
-    }
-    problem.time = partition::read_time_model(model_desc, *convention);
+    const partition::TimesRequest times_request{
+        .layer_file = model_desc,
+        .time_convention = sapp_time_convention,
+        .shape_json = shape_json,
+        .shape_source = shape_source,
+        .device_tflops = device_tflops_arg.is_none() ? 400.0 : device_tflops_arg.cast<double>(),
+        .cluster = cluster,
+        .tp_comm_overlap = tp_comm_overlap,
+        .overlap_grad_reduce = overlap_grad_reduce,
+        .overlap_param_gather = overlap_param_gather};
+    const partition::RequestTimes times =
+        partition::times_of(times_request, partition::keyword_name);
+    partition::set_times(problem, times, cluster ? &*cluster : nullptr, !comm_time_arg.is_none());
     if (!problem.time.warnings.empty()) {
         const auto warn = py::module_::import("warnings").attr("warn");
         for (const std::string& warning : problem.time.warnings)
@@ -558,14 +590,17 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     }
     const partition::PlannedPartition planned = partition::plan_with_model(
         problem, m, partition::plan_options_of(request, problem, partition::keyword_name));
-    const partition::PartitionContext context{
-        m.name(),
-        m.version(),
-        m.allocator_reserve() ? fmt::format("{}; reserved memory: {}", model.source(),
-                                            describe_reserve(*m.allocator_reserve()))
-                              : model.source(),
-        {},
-        m.allocator_reserve()};
+    partition::PartitionContext context{m.name(), m.version(),
+                                        m.allocator_reserve()
+                                            ? fmt::format("{}; reserved memory: {}", model.source(),
+                                                          describe_reserve(*m.allocator_reserve()))
+                                            : model.source(),
+                                        times.unit, m.allocator_reserve()};
+    if (const auto sync =
+            partition::data_parallel_sync_of(times, times_request, planned.problem, planned.plan)) {
+        context.data_parallel =
+            partition::PartitionContext::DataParallelSync{times.replicas, *sync};
+    }
     return to_python(partition::partition_document(planned.problem, planned.plan, context,
                                                    planned.simulation, planned.breakdown,
                                                    planned.lower_bound));
@@ -820,7 +855,11 @@ PYBIND11_MODULE(_ppb, module) {
              py::arg("memory_margin_sigma"), py::arg("kinds"), py::arg("recompute_rule"),
              py::arg("schedule"), py::arg("chunks"), py::arg("objective"), py::arg("refine"),
              py::arg("fast"), py::arg("sapp_time_convention"), py::arg("comm_time"),
-             py::arg("weight_grad_share"))
+             py::arg("weight_grad_share"), py::arg("shape_json") = "",
+             py::arg("shape_source") = "model_options", py::arg("device") = "",
+             py::arg("cluster_json") = "", py::arg("cluster_source") = "cluster",
+             py::arg("device_tflops") = py::none(), py::arg("tp_comm_overlap") = false,
+             py::arg("overlap_grad_reduce") = false, py::arg("overlap_param_gather") = false)
         .def(
             "sapp_layer_file",
             [](const Model& m, std::optional<std::string> layer_template, const std::string& name,

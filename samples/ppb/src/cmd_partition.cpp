@@ -182,8 +182,8 @@ int run_partition(const PartitionArgs& args) {
             : prepare_selected_model(args.choice, dryrun, args.dryrun, "--dryrun FILE",
                                      args.memory);
     const MemoryModel& model = prepared.model;
-    const PartitionContext context{model.name(), model.version(), prepared.source, times.unit,
-                                   model.allocator_reserve()};
+    PartitionContext context{model.name(), model.version(), prepared.source, times.unit,
+                             model.allocator_reserve()};
     const partition::PlannedPartition planned =
         partition::plan_with_model(problem, model, plan_options);
     const Simulation& simulation = planned.simulation;
@@ -195,15 +195,13 @@ int run_partition(const PartitionArgs& args) {
     const std::optional<double> sync =
         partition::data_parallel_sync_of(times, times_request, planned.problem, planned.plan);
     const std::uint32_t replicas = times.replicas;
+    if (sync)
+        context.data_parallel = PartitionContext::DataParallelSync{replicas, *sync};
     const auto document = [&] {
         auto doc = partition::partition_document(planned.problem, planned.plan, context, simulation,
                                                  planned.breakdown, planned.lower_bound);
         if (sapp)
             doc["sapp_config"] = sapp->report;
-        if (sync) {
-            doc["data_parallel_replicas"] = replicas;
-            doc["data_parallel_sync_time"] = *sync;
-        }
         return doc;
     };
     std::string after_simulation;

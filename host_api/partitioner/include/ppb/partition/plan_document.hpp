@@ -30,6 +30,14 @@ struct PartitionContext {
     // the document's "memory" is then "reserved" and "allocator_reserve" states the fit;
     // otherwise "memory" is "allocated".
     std::optional<AllocatorReserve> reserve = {};
+    // A model shape's layers on a cluster: the data-parallel synchronisation after the iteration
+    // (data_parallel_sync_of, ms) over the shape's replicas; the document's
+    // "data_parallel_replicas" and "data_parallel_sync_time".
+    struct DataParallelSync {
+        std::uint32_t replicas = 1;
+        double sync_time = 0.0;
+    };
+    std::optional<DataParallelSync> data_parallel = {};
 };
 
 // "any", "mindformers", "megatron" or "torchtitan", and back (nullopt for another name).
