@@ -364,8 +364,8 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
         R"({"format": "ppb.cluster/1", "device": "A100", "precision": "fp8"})", "fp8.json");
     expect_input_error(with({"--cluster", fp8}),
                        {"fp8.json: precision: the device A100 has no fp8 rate"});
-    expect_input_error(with({}), {"--memory-limit-mb is required (or --device NAME or --cluster "
-                                  "FILE, whose device memory gives it)"});
+    expect_input_error(with({}), {"--memory-limit-mb is required (or --device or --cluster, "
+                                  "whose device memory gives it)"});
 }
 
 // Several tensor-parallel degrees and micro-batch sizes: each configuration is the shape's with
@@ -1047,7 +1047,7 @@ BOOST_AUTO_TEST_CASE(bad_input_is_exit_2_with_the_reason) {
          "P=8 d=1 M=12 interleaved v=2: interleaved needs a multiple of the 8 stages",
          "P=8 d=1 M=12 dualpipe-v: dualpipe-v needs at least twice as many micro-batches"});
     expect_input_error(ppb(search_args({"--global-batch", "256", "--memory-limit-mb", "40000"})),
-                       {"give --devices N or --pipeline-degrees P,..."});
+                       {"give --devices or --pipeline-degrees (or both)"});
     expect_input_error(ppb(search_args({"--devices", "64", "--global-batch", "256",
                                         "--memory-limit-mb", "40000", "--recompute", "fast"})),
                        {"recompute policy 'fast': unknown recompute kind 'fast'"});

@@ -19,17 +19,41 @@
 namespace ppb::partition {
 namespace {
 
-[[noreturn]] void fail(std::string_view field, const FieldName& name, std::string_view what) {
-    throw RequestError(std::string(field), fmt::format("{}: {}", name(field), what));
-}
-
 void check_count(std::string_view field, std::uint32_t value, const limits::CountRange& range,
                  const FieldName& name) {
     if (!range.contains(value))
-        fail(field, name, limits::out_of_range(std::to_string(value), range));
+        refuse(field, name, limits::out_of_range(std::to_string(value), range));
 }
 
 }  // namespace
+
+void refuse(std::string_view field, const FieldName& name, std::string_view what) {
+    throw RequestError(std::string(field), fmt::format("{}: {}", name(field), what));
+}
+
+void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
+                             double memory_margin_sigma, const FieldName& name) {
+    if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
+        refuse("memory_limit_mb", name, "expected a positive number of MB");
+    if (!(memory_margin_mb >= 0.0) || memory_margin_mb >= memory_limit_mb) {
+        refuse("memory_margin_mb", name,
+               fmt::format("expected at least 0 and less than {}", name("memory_limit_mb")));
+    }
+    if (!limits::margin_sigma.contains(memory_margin_sigma)) {
+        refuse("memory_margin_sigma", name,
+               limits::out_of_range(fmt::format("{}", memory_margin_sigma), limits::margin_sigma));
+    }
+}
+
+RecomputeRule recompute_rule_of(std::string_view text, const FieldName& name) {
+    const auto rule = rule_from_name(text);
+    if (!rule) {
+        refuse("recompute_rule", name,
+               fmt::format("expected 'mindformers', 'any', 'megatron' or 'torchtitan', got '{}'",
+                           text));
+    }
+    return *rule;
+}
 
 std::string keyword_name(std::string_view field) {
     return std::string(field);
@@ -46,73 +70,58 @@ Problem problem_of(const PartitionRequest& request, const FieldName& name) {
     Problem problem;
     check_count("stages", request.stages, limits::stages, name);
     problem.num_stages = request.stages;
-    if (!(request.memory_limit_mb > 0.0) || !std::isfinite(request.memory_limit_mb))
-        fail("memory_limit_mb", name, "expected a positive number of MB");
+    check_limit_and_margins(request.memory_limit_mb, request.memory_margin_mb,
+                            request.memory_margin_sigma, name);
     problem.memory_limit_mb = request.memory_limit_mb;
-    if (!(request.memory_margin_mb >= 0.0) || request.memory_margin_mb >= request.memory_limit_mb) {
-        fail("memory_margin_mb", name,
-             fmt::format("expected at least 0 and less than {}", name("memory_limit_mb")));
-    }
     problem.memory_margin_mb = request.memory_margin_mb;
-    if (!limits::margin_sigma.contains(request.memory_margin_sigma)) {
-        fail("memory_margin_sigma", name,
-             limits::out_of_range(fmt::format("{}", request.memory_margin_sigma),
-                                  limits::margin_sigma));
-    }
     problem.memory_margin_sigma = request.memory_margin_sigma;
     if (!request.kinds.empty()) {
         std::uint32_t mask = 0;
         for (const std::string& kind_text : request.kinds) {
             const auto kind = kind_from_name(kind_text);
             if (!kind) {
-                fail("kinds", name,
-                     fmt::format("unknown recompute kind '{}' (expected none, select, comm, both "
-                                 "or full)",
-                                 kind_text));
+                refuse("kinds", name,
+                       fmt::format("unknown recompute kind '{}' (expected none, select, comm, both "
+                                   "or full)",
+                                   kind_text));
             }
             mask |= PPB_KIND_BIT(*kind);
         }
         problem.kinds = mask;
     }
-    const auto rule = rule_from_name(request.recompute_rule);
-    if (!rule) {
-        fail("recompute_rule", name,
-             fmt::format("expected 'mindformers', 'any', 'megatron' or 'torchtitan', got '{}'",
-                         request.recompute_rule));
-    }
-    problem.rule = *rule;
+    problem.rule = recompute_rule_of(request.recompute_rule, name);
     const auto schedule = schedule_from_name(request.schedule);
     if (!schedule) {
-        fail("schedule", name,
-             fmt::format("unknown schedule '{}' (expected {})", request.schedule,
-                         names_or(schedule_names())));
+        refuse("schedule", name,
+               fmt::format("unknown schedule '{}' (expected {})", request.schedule,
+                           names_or(schedule_names())));
     }
     problem.schedule = *schedule;
     problem.chunks = request.chunks.value_or(default_chunks(problem.schedule));
     check_count("chunks", problem.chunks, limits::chunks, name);
     if (request.objective != "auto" && request.objective != "stages" &&
         request.objective != "slots") {
-        fail("objective", name,
-             fmt::format("expected 'auto', 'stages' or 'slots', got '{}'", request.objective));
+        refuse("objective", name,
+               fmt::format("expected 'auto', 'stages' or 'slots', got '{}'", request.objective));
     }
     problem.objective =
         request.objective == "slots" ? ChunkObjective::slots : ChunkObjective::stages;
     for (const double c : request.comm_time) {
         if (!std::isfinite(c) || c < 0.0) {
-            fail("comm_time", name,
-                 fmt::format("{} is not a time: give a finite number, at least 0, in the layer "
-                             "times' unit (one for every stage boundary, or one per boundary)",
-                             c));
+            refuse("comm_time", name,
+                   fmt::format("{} is not a time: give a finite number, at least 0, in the layer "
+                               "times' unit (one for every stage boundary, or one per boundary)",
+                               c));
         }
     }
     problem.comm_time = request.comm_time;
     try {
         (void)boundary_comm_times(problem.schedule, problem.num_stages, problem.comm_time);
     } catch (const InputError& e) {
-        fail("comm_time", name, e.what());
+        refuse("comm_time", name, e.what());
     }
     if (!(request.weight_grad_share >= 0.0 && request.weight_grad_share <= 1.0)) {
-        fail(
+        refuse(
             "weight_grad_share", name,
             fmt::format("{} is not a share: give a number from 0 to 1", request.weight_grad_share));
     }
@@ -123,7 +132,7 @@ Problem problem_of(const PartitionRequest& request, const FieldName& name) {
 PlanWithModelOptions plan_options_of(const PartitionRequest& request, const Problem& problem,
                                      const FieldName& name) {
     if (request.refine && !problem.chunked())
-        fail("refine", name, "1f1b plans are exact already; it is for the schedules with chunks");
+        refuse("refine", name, "1f1b plans are exact already; it is for the schedules with chunks");
     if (request.refine && request.fast) {
         throw RequestError("refine", fmt::format("{} and {}: the local search is the default; {} "
                                                  "skips it",
@@ -141,15 +150,15 @@ bool is_model_shape(std::string_view options_json) {
 RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
     const auto convention = time_convention_from_name(request.time_convention);
     if (!convention) {
-        fail("sapp_time_convention", name,
-             fmt::format("expected 'hyper-parallel' or 'toolkit', got '{}'",
-                         request.time_convention));
+        refuse("sapp_time_convention", name,
+               fmt::format("expected 'hyper-parallel' or 'toolkit', got '{}'",
+                           request.time_convention));
     }
     if (request.tp_comm_overlap && !request.cluster) {
-        fail("tp_comm_overlap", name,
-             fmt::format("the layers' collectives are timed on a cluster's links only: give {} "
-                         "or {}",
-                         name("device"), name("cluster")));
+        refuse("tp_comm_overlap", name,
+               fmt::format("the layers' collectives are timed on a cluster's links only: give {} "
+                           "or {}",
+                           name("device"), name("cluster")));
     }
     RequestTimes out;
     if (!request.layer_file.empty()) {
@@ -180,24 +189,24 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
             }
             out.sizes = shape_sizes(request.shape_json, request.shape_source);
             if (request.overlap_param_gather && !out.sizes->distributed_optimizer()) {
-                fail("overlap_param_gather", name,
-                     "the weights are gathered with the distributed optimizer only (Megatron-LM "
-                     "requires --use-distributed-optimizer); the model options have no "
-                     "\"distributed_optimizer\": true and no \"data_parallel_sharding\" but "
-                     "no_shard");
+                refuse("overlap_param_gather", name,
+                       "the weights are gathered with the distributed optimizer only (Megatron-LM "
+                       "requires --use-distributed-optimizer); the model options have no "
+                       "\"distributed_optimizer\": true and no \"data_parallel_sharding\" but "
+                       "no_shard");
             }
         }
     }
     if ((request.overlap_grad_reduce || request.overlap_param_gather) && !out.sizes) {
         const std::string_view field =
             request.overlap_grad_reduce ? "overlap_grad_reduce" : "overlap_param_gather";
-        fail(field, name,
-             fmt::format("the data-parallel synchronisation is timed for a model shape's layers "
-                         "only: give {} without {}{}",
-                         name("model_options"), name("model_desc"),
-                         request.cluster ? ""
-                                         : fmt::format(", on a cluster ({} or {})", name("device"),
-                                                       name("cluster"))));
+        refuse(field, name,
+               fmt::format("the data-parallel synchronisation is timed for a model shape's layers "
+                           "only: give {} without {}{}",
+                           name("model_options"), name("model_desc"),
+                           request.cluster ? ""
+                                           : fmt::format(", on a cluster ({} or {})",
+                                                         name("device"), name("cluster"))));
     }
     return out;
 }

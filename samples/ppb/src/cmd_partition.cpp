@@ -120,16 +120,8 @@ int run_partition(const PartitionArgs& args) {
     // A model shape's layers on a cluster: its links time the transfers between stages, unless
     // --comm-time gives them, and the data-parallel synchronisation after the iteration
     // (ppb/partition/communication.hpp), over the shape's data_parallel replicas.
-    partition::TimesRequest times_request{
-        .layer_file = args.model_desc,
-        .time_convention = args.time_convention,
-        .shape_json = shape_options.json,
-        .shape_source = shape_options.file.empty() ? "--model-options" : shape_options.file,
-        .device_tflops = args.device.device_tflops,
-        .cluster = cluster,
-        .tp_comm_overlap = args.device.tp_comm_overlap,
-        .overlap_grad_reduce = args.device.overlap_grad_reduce,
-        .overlap_param_gather = args.device.overlap_param_gather};
+    const partition::TimesRequest times_request = times_request_of(
+        args.model_desc, args.time_convention, shape_options, args.device, cluster);
     const partition::RequestTimes times = [&] {
         if (layer_file_memory) {
             LayerFileModel read = read_layer_file_model(args.model_desc, args.time_convention);

@@ -14,6 +14,7 @@
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/search.hpp>
 #include <ppb/partition/search_document.hpp>
+#include <ppb/partition/search_request.hpp>
 #include <ppb/partition/shape_time.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 #include <ppb/partition/time_model.hpp>
@@ -96,595 +97,94 @@ class InterruptScope {
     struct sigaction previous_ {};
 };
 
-// The schedules to consider: each of --schedules, the interleaved ones with each of --chunks.
-std::vector<partition::ScheduleChoice> schedule_choices(const SearchArgs& args) {
-    std::vector<partition::ScheduleChoice> out;
-    for (const std::string& name : args.schedules) {
-        const Schedule schedule = *schedule_from_name(name);  // checked by CLI11
-        const std::optional<std::uint32_t> fixed = fixed_chunks(schedule);
-        const std::vector<std::uint32_t> chunks =
-            fixed ? std::vector<std::uint32_t>{*fixed} : args.chunks;
-        for (const std::uint32_t v : chunks) {
-            const partition::ScheduleChoice choice{schedule, v};
-            if (std::find(out.begin(), out.end(), choice) == out.end())
-                out.push_back(choice);
-        }
-    }
-    return out;
-}
-
-// A whole number of the model's options (a shape), if it has one there.
-std::optional<std::uint32_t> shape_count(const json::object& shape, std::string_view key) {
-    const json::value* v = shape.if_contains(key);
-    if (v == nullptr)
-        return std::nullopt;
-    if (v->is_int64() && v->as_int64() > 0 && v->as_int64() <= 0x7fffffff)
-        return static_cast<std::uint32_t>(v->as_int64());
-    if (v->is_uint64() && v->as_uint64() <= 0x7fffffff && v->as_uint64() > 0)
-        return static_cast<std::uint32_t>(v->as_uint64());
-    return std::nullopt;  // the model names its own wrong types
-}
-
-// `given` on the command line or the model's options' value of `key`; both must agree.
-std::uint32_t agreed(std::optional<std::uint32_t> given, std::string_view option,
-                     const json::object* shape, std::string_view key, std::uint32_t fallback) {
-    const std::optional<std::uint32_t> in_shape =
-        shape != nullptr ? shape_count(*shape, key) : std::nullopt;
-    if (given && in_shape && *given != *in_shape) {
-        throw UsageError(fmt::format(
-            "{} {} contradicts the model options' {} = {}: give one of them, or the same value",
-            option, *given, key, *in_shape));
-    }
-    return given.value_or(in_shape.value_or(fallback));
-}
-
-// A model shape with data parallelism sharding as `sharding` says: data_parallel_sharding, and
-// distributed_optimizer with every sharding but no_shard (Megatron-FSDP requires the distributed
-// optimizer; the analytic model refuses no_shard with it).
-void set_sharding(json::object& shape, partition::DataParallelSharding sharding) {
-    shape["data_parallel_sharding"] = partition::sharding_name(sharding);
-    shape["distributed_optimizer"] = sharding != partition::DataParallelSharding::no_shard;
-}
-
-// A model shape whose MoE layers spread their experts over `expert_parallel` ranks.
-void set_expert_parallel(json::object& shape, std::uint32_t expert_parallel) {
-    shape["moe"].as_object()["expert_parallel"] = expert_parallel;
-}
-
-// The memory model of each configuration's tensor-parallel degree, micro-batch size and
-// data-parallel degree. A model configured by a shape (options holding `tensor_parallel`, as the
-// analytic model's do) is created once per (t, b, d, cp) with its `tensor_parallel`,
-// `micro_batch_size`, `data_parallel` and `context_parallel` set to them, since its memory depends
-// on them (the distributed optimizer's share shrinks as d grows); any other model is created (and
-// fitted) once and used for every configuration.
-class ModelsByDegree {
-  public:
-    struct Key {
-        std::uint32_t tensor_parallel = 1;
-        std::uint32_t micro_batch_size = 1;
-        std::uint32_t data_parallel = 1;
-        std::uint32_t context_parallel = 1;
-        std::optional<partition::DataParallelSharding> sharding;  // none: the shape's own
-        std::optional<std::uint32_t> expert_parallel;             // none: the shape's own
-        auto operator<=>(const Key&) const = default;
-    };
-    // The one model of every configuration, when the model is not configured by a shape.
-    static constexpr Key every_configuration{0, 0, 0, 0, std::nullopt, std::nullopt};
-    [[nodiscard]] static Key key_of(const partition::Configuration& c) {
-        return {c.tensor_parallel,  c.micro_batch_size, c.data_parallel,
-                c.context_parallel, c.sharding,         c.expert_parallel};
-    }
-
-    ModelsByDegree(const SearchArgs& args, const std::optional<DryRunSet>& dryrun,
-                   const ModelOptions& options, const std::optional<json::object>& shape,
-                   const partition::Problem& base, const std::vector<Key>& keys)
-        : per_degree_(shape.has_value()) {
-        const auto candidates = discover_from_args(args.choice.plugin_paths);
-        const auto prepare = [&](const ModelOptions& text) {
-            return prepare_model(open_model_spec(candidates, args.choice.model, text),
-                                 dryrun ? &*dryrun : nullptr, args.dryrun, "--dryrun FILE");
-        };
-        if (!per_degree_) {
-            auto entry = std::make_unique<Entry>();
-            entry->prepared.emplace(prepare(options));
-            entry->memory = partition::model_memory_source(base, entry->prepared->model);
-            entries_[every_configuration] = std::move(entry);
-            return;
-        }
-        for (const Key& k : keys) {
-            auto entry = std::make_unique<Entry>();
-            json::object with_degree = *shape;
-            with_degree["tensor_parallel"] = k.tensor_parallel;
-            with_degree["micro_batch_size"] = k.micro_batch_size;
-            with_degree["data_parallel"] = k.data_parallel;
-            with_degree["context_parallel"] = k.context_parallel;
-            if (k.sharding)
-                set_sharding(with_degree, *k.sharding);
-            if (k.expert_parallel)
-                set_expert_parallel(with_degree, *k.expert_parallel);
-            try {
-                entry->prepared.emplace(
-                    prepare(ModelOptions{to_compact_json(with_degree), options.file}));
-                entry->memory = partition::model_memory_source(base, entry->prepared->model);
-            } catch (const ModelError& e) {
-                if (!e.is_input_error())
-                    throw;
-                entry->refused = fmt::format(
-                    "the memory model refuses tensor_parallel = {}, micro_batch_size = {}, "
-                    "data_parallel = {}, context_parallel = {}{}: {}",
-                    k.tensor_parallel, k.micro_batch_size, k.data_parallel, k.context_parallel,
-                    (k.expert_parallel
-                         ? fmt::format(", moe.expert_parallel = {}", *k.expert_parallel)
-                         : std::string()) +
-                        (k.sharding ? fmt::format(", data_parallel_sharding = {}",
-                                                  partition::sharding_name(*k.sharding))
-                                    : std::string()),
-                    e.what());
-            }
-            entries_[k] = std::move(entry);
-        }
-    }
-
-    // The model that describes the search (the first one created).
-    [[nodiscard]] const PreparedModel* any() const {
-        for (const auto& [k, entry] : entries_) {
-            if (entry->prepared)
-                return &*entry->prepared;
-        }
-        return nullptr;
-    }
-    [[nodiscard]] std::string first_refusal() const {
-        for (const auto& [k, entry] : entries_) {
-            if (!entry->refused.empty())
-                return entry->refused;
-        }
-        return {};
-    }
-
-    [[nodiscard]] partition::SearchOutcome plan(
-        const partition::Problem& base, const partition::Configuration& c, bool refine = false,
-        bool bound = true, const partition::SearchOutcome* before = nullptr) const {
-        const Entry& entry = *entries_.at(per_degree_ ? key_of(c) : every_configuration);
-        if (!entry.prepared) {
-            partition::SearchOutcome out;
-            out.configuration = c;
-            out.status = partition::SearchOutcome::Status::invalid;
-            out.message = entry.refused;
-            return out;
-        }
-        return partition::plan_configuration(base, c, entry.memory, refine, bound, before);
-    }
-
-  private:
-    struct Entry {
-        std::optional<PreparedModel> prepared;
-        partition::MemorySource memory;
-        std::string refused;
-    };
-    bool per_degree_;
-    // By configuration; one entry, at {0, 0, 0}, when the model serves every configuration.
-    std::map<Key, std::unique_ptr<Entry>> entries_;
-};
-
-// How the data-parallel ranks synchronise, for the search's header.
-std::string_view sync_description(partition::DataParallelSharding sharding) {
-    switch (sharding) {
-        case partition::DataParallelSharding::no_shard:
-            return " (all-reduce)";
-        case partition::DataParallelSharding::optim:
-            return " (reduce-scatter + all-gather)";
-        case partition::DataParallelSharding::optim_grads:
-            return " (the weights' all-gather; optim_grads: the gradients reduce-scattered in "
-                   "every "
-                   "backward)";
-        case partition::DataParallelSharding::optim_grads_params:
-            return " (none left: optim_grads_params gathers each layer's weights before its "
-                   "forward "
-                   "and backward and reduce-scatters its gradients after it)";
-    }
-    return "";
-}
-
-// The transfers a configuration makes, timed on the cluster (ppb/partition/communication.hpp):
-// with --device or --cluster and a model shape's times (ms). A layer file's times are in its own
-// unit, which the cluster's cannot be added to.
-struct CommunicationTiming {
-    partition::ShapeSizes sizes;
-    partition::Cluster cluster;
-    partition::SyncOverlap overlap;
-
-    // Plans `c` with the transfers between its stages, then adds its data-parallel
-    // synchronisation.
-    [[nodiscard]] partition::SearchOutcome plan(const ModelsByDegree& models,
-                                                const partition::Problem& base,
-                                                const partition::Configuration& c, bool refine,
-                                                bool bound,
-                                                const partition::SearchOutcome* before) const {
-        return partition::plan_with_communication(
-            sizes, cluster, overlap, base, c,
-            [&](const partition::Problem& problem, const partition::Configuration& configuration) {
-                return models.plan(problem, configuration, refine, bound, before);
-            });
-    }
-
-    // For the search's header; `several_shardings`: each configuration's own.
-    [[nodiscard]] std::string description(bool several_shardings) const {
-        return fmt::format(
-            "communication on {} {} per node ({:g} GB/s inside, {:g} GB/s across nodes): "
-            "transfers between stages in the schedule, the data-parallel synchronisation after "
-            "it{}{}",
-            cluster.devices_per_node, cluster.device.name, cluster.intra_node_gb_s,
-            cluster.network_gb_s,
-            several_shardings ? " (as each configuration's sharding makes it)"
-                              : sync_description(sizes.sharding),
-            overlap.grad_reduce && overlap.param_gather
-                ? ", overlapped with the last backward and the next forward"
-            : overlap.grad_reduce ? ", the gradients' overlapped with the last backward"
-                                  : "");
-    }
-};
-
-// "P=2 d=32 M=2 1f1b recompute any: <why>" of the first configuration that cannot be planned.
-std::string first_refusal(const partition::SearchResult& result) {
-    for (const partition::SearchOutcome& o : result.outcomes) {
-        if (o.status == partition::SearchOutcome::Status::invalid)
-            return fmt::format("{}: {}", describe(o.configuration), o.message);
-    }
-    return {};
-}
-
-// No configuration has a plan: exit 4 with the smallest limit that fits one (or 2 when none
-// could be planned at any limit).
-[[noreturn]] void throw_nothing_fits(const partition::Problem& base,
-                                     const partition::SearchResult& result) {
-    const partition::SearchOutcome* closest = nullptr;
-    for (const partition::SearchOutcome& o : result.outcomes) {
-        if (o.status == partition::SearchOutcome::Status::infeasible &&
-            (closest == nullptr ||
-             o.smallest_feasible_limit_mb < closest->smallest_feasible_limit_mb)) {
-            closest = &o;
-        }
-    }
-    if (closest == nullptr) {
-        throw InputError(fmt::format(
-            "no configuration can be planned ({} tried); the first: {}: {}", result.outcomes.size(),
-            describe(result.outcomes.front().configuration), result.outcomes.front().message));
-    }
-    const std::string fits =
-        std::isfinite(closest->smallest_feasible_limit_mb)
-            ? fmt::format("the smallest limit that fits one is {:.1f} MB ({})",
-                          closest->smallest_feasible_limit_mb, describe(closest->configuration))
-            : "no limit fits any of them";
-    const std::size_t refused = partition::count_outcomes(result).invalid;
-    const std::string tried =
-        refused == 0 ? fmt::format("{} configurations tried", result.outcomes.size())
-                     : fmt::format("{} configurations tried, {} of them cannot be planned: {}",
-                                   result.outcomes.size(), refused, first_refusal(result));
-    throw partition::Infeasible(
-        fmt::format("no configuration fits --memory-limit-mb {:.1f}{} ({}): {}",
-                    base.memory_limit_mb,
-                    base.memory_margin_mb > 0.0
-                        ? fmt::format(" with a margin of {:.1f} MB", base.memory_margin_mb)
-                        : std::string(),
-                    tried, fits),
-        closest->smallest_feasible_limit_mb);
-}
-
 int run_search_command(const SearchArgs& args) {
     // Everything the user typed is checked before any plugin is loaded.
     const std::optional<partition::Cluster> cluster = chosen_cluster(args.device);
-    if ((args.device.overlap_grad_reduce || args.device.overlap_param_gather) &&
-        !args.model_desc.empty()) {
-        throw UsageError(fmt::format(
-            "{}: the data-parallel synchronisation is timed on a cluster's links only, for a model "
-            "shape's layers: give --device NAME or --cluster FILE, and --model-options SHAPE "
-            "without --model-desc",
-            args.device.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
-    }
-    if (cluster && args.comm_time && args.model_desc.empty()) {
-        throw UsageError(
-            "--comm-time: the cluster's links time the transfers between stages of a model "
-            "shape's layers (--device, --cluster): give one of them");
-    }
     const ModelOptions options = args.choice.options.empty()
                                      ? ModelOptions{}
                                      : options_text(args.choice.options, "--model-options");
-    const std::optional<json::object> shape = model_shape(options);
-    // The degrees only a model shape's layers are sized and timed for (checked before anything is
-    // said of the search).
-    if (!args.expert_parallel.empty() &&
-        (!shape || !args.model_desc.empty() || !shape->contains("moe") ||
-         !shape->at("moe").is_object())) {
-        throw UsageError(
-            "--expert-parallel: the experts' degree changes the memory and the expert "
-            "all-to-all, which need a model shape with \"moe\" (--model-options SHAPE without "
-            "--model-desc) to size for each");
-    }
-    if (!args.sharding.empty() && (!shape || !args.model_desc.empty())) {
-        throw UsageError(
-            "--data-parallel-sharding: the sharding changes the memory and the transfers, which "
-            "need a model shape (--model-options SHAPE without --model-desc) to size for each");
-    }
-    if (args.device.overlap_param_gather && shape && args.sharding.empty()) {
-        const json::value* sharded = shape->if_contains("distributed_optimizer");
-        const json::value* sharding = shape->if_contains("data_parallel_sharding");
-        const bool gathers =
-            (sharded != nullptr && sharded->is_bool() && sharded->as_bool()) ||
-            (sharding != nullptr && sharding->is_string() && sharding->as_string() != "no_shard");
-        if (!gathers) {
-            throw UsageError(
-                "--overlap-param-gather: the weights are gathered with the distributed optimizer "
-                "only (Megatron-LM requires --use-distributed-optimizer); the model options have "
-                "no \"distributed_optimizer\": true and no \"data_parallel_sharding\" but "
-                "no_shard");
-        }
-    }
-    const double memory_limit_mb = memory_limit_of(args.memory_limit_mb, cluster, "");
-    if (args.memory_margin_mb >= memory_limit_mb)
-        throw UsageError("--memory-margin-mb: expected less than --memory-limit-mb");
-    if (!args.devices && args.pipeline_degrees.empty())
-        throw UsageError("give --devices N or --pipeline-degrees P,... (or both)");
-    if (args.devices && args.data_parallel) {
-        throw UsageError(
-            "--data-parallel: with --devices every pipeline degree P has its own, N / (P x t)");
-    }
-    // What every configuration's problem shares: the limit, the margins, the rule.
-    partition::Problem common;
-    common.memory_limit_mb = memory_limit_mb;
-    common.memory_margin_mb = args.memory_margin_mb;
-    common.memory_margin_sigma = args.memory_margin_sigma;
-    common.rule = *partition::rule_from_name(args.recompute_rule);  // checked by CLI11
-    if (args.comm_time) {
-        if (!std::isfinite(*args.comm_time) || *args.comm_time < 0.0) {
-            throw UsageError(fmt::format(
-                "--comm-time: {} is not a time: give a finite number, at least 0, in the layer "
-                "times' unit",
-                *args.comm_time));
-        }
-        common.comm_time = {*args.comm_time};  // every boundary of every pipeline degree
-    }
-    // The tensor-parallel degrees and micro-batch sizes: the flags' lists, else the shape's.
-    const bool shape_times = shape.has_value() && args.model_desc.empty();
-    if ((args.tensor_parallel.size() > 1 || args.micro_batch_size.size() > 1 ||
-         args.context_parallel.size() > 1) &&
-        !shape_times) {
-        throw UsageError(fmt::format(
-            "{}: several values need a model shape's layers (--model-options SHAPE without "
-            "--model-desc), timed and sized for each; a layer file's times are for one",
-            args.tensor_parallel.size() > 1    ? "--tensor-parallel"
-            : args.micro_batch_size.size() > 1 ? "--micro-batch-size"
-                                               : "--context-parallel"));
-    }
-    // With a shape's times the flags' values replace the shape's; with a layer file's, whose
-    // times are for one t and b, they must agree with the memory model's shape.
-    const auto one_or_shapes = [&](const std::vector<std::uint32_t>& given, std::string_view flag,
-                                   std::string_view key) {
-        if (given.size() > 1 || (shape_times && !given.empty()))
-            return given;
-        return std::vector<std::uint32_t>{
-            agreed(given.empty() ? std::nullopt : std::optional<std::uint32_t>(given.front()), flag,
-                   shape ? &*shape : nullptr, key, 1)};
-    };
-    const std::vector<std::uint32_t> tps =
-        one_or_shapes(args.tensor_parallel, "--tensor-parallel", "tensor_parallel");
-    const std::vector<std::uint32_t> sizes =
-        one_or_shapes(args.micro_batch_size, "--micro-batch-size", "micro_batch_size");
-    const std::vector<std::uint32_t> cps =
-        one_or_shapes(args.context_parallel, "--context-parallel", "context_parallel");
-    // --data-parallel-sharding: each a configuration, its memory from the shape with that
-    // sharding, its transfers timed for it.
-    std::vector<partition::DataParallelSharding> sharding_list;
-    for (const std::string& name : args.sharding) {
-        const auto sharding = *partition::sharding_from_name(name);  // checked by CLI11
-        if (std::find(sharding_list.begin(), sharding_list.end(), sharding) == sharding_list.end())
-            sharding_list.push_back(sharding);
-    }
-    // --expert-parallel: each EP a configuration, the shape's MoE layers spread over it.
-    std::vector<std::uint32_t> ep_list;
-    for (const std::uint32_t ep : args.expert_parallel) {
-        if (std::find(ep_list.begin(), ep_list.end(), ep) == ep_list.end())
-            ep_list.push_back(ep);
-    }
-    const json::value* moe = shape ? shape->if_contains("moe") : nullptr;
+    partition::SearchRequest request;
+    request.times =
+        times_request_of(args.model_desc, args.time_convention, options, args.device, cluster);
+    request.model_options = options.json;
+    request.devices = args.devices;
+    request.pipeline_degrees = args.pipeline_degrees;
+    request.tensor_parallel = args.tensor_parallel;
+    request.data_parallel = args.data_parallel;
+    request.global_batch = args.global_batch;
+    request.micro_batch_size = args.micro_batch_size;
+    request.context_parallel = args.context_parallel;
+    request.data_parallel_sharding = args.sharding;
+    request.expert_parallel = args.expert_parallel;
+    request.schedules = args.schedules;
+    request.chunks = args.chunks;
+    request.recompute = args.recompute;
+    request.recompute_rule = args.recompute_rule;
+    request.memory_limit_mb = args.memory_limit_mb;  // else the cluster's, said on stderr
+    request.memory_margin_mb = args.memory_margin_mb;
+    request.memory_margin_sigma = args.memory_margin_sigma;
+    request.comm_time = args.comm_time;
+    request.top = args.top;
+    request.show_infeasible = args.show_infeasible;
+    request.fast = args.fast;
 
-    if (cluster && !args.model_desc.empty()) {
-        fmt::print(stderr,
-                   "ppb: note: the layer file's times are in its own unit: communication is not "
-                   "timed from the cluster (--comm-time gives the transfers between stages)\n");
-    }
-    // Per tensor-parallel degree, context-parallel degree and micro-batch size: the layer times
-    // (and the shape's sizes for the cluster's transfers), in a problem of their own.
-    struct Variant {
-        ModelOptions options;
-        LayerTimes times;
-        partition::Problem base;
-        std::optional<CommunicationTiming> communication;
-    };
-    // t, cp, b, the sharding and EP (none: the shape's own).
-    using VariantKey =
-        std::tuple<std::uint32_t, std::uint32_t, std::uint32_t,
-                   std::optional<partition::DataParallelSharding>, std::optional<std::uint32_t>>;
-    std::vector<std::optional<std::uint32_t>> eps(ep_list.begin(), ep_list.end());
-    if (eps.empty())
-        eps.emplace_back(std::nullopt);
-    std::vector<std::optional<partition::DataParallelSharding>> shardings;
-    for (const partition::DataParallelSharding s : sharding_list)
-        shardings.emplace_back(s);
-    if (shardings.empty())
-        shardings.emplace_back(std::nullopt);
-    std::map<VariantKey, Variant> variants;
-    for (const std::uint32_t t : tps) {
-        for (const std::uint32_t cp : cps) {
-            for (const std::uint32_t b : sizes) {
-                for (const std::optional<partition::DataParallelSharding>& sharding : shardings) {
-                    for (const std::optional<std::uint32_t>& ep : eps) {
-                        ModelOptions variant_options = options;
-                        if (shape_times) {
-                            json::object with = *shape;
-                            with["tensor_parallel"] = t;
-                            with["micro_batch_size"] = b;
-                            with["context_parallel"] = cp;
-                            if (sharding)
-                                set_sharding(with, *sharding);
-                            if (ep)
-                                set_expert_parallel(with, *ep);
-                            variant_options.json = to_compact_json(with);
-                        }
-                        Variant v{
-                            variant_options,
-                            read_layer_times(args.model_desc, variant_options,
-                                             achieved_tflops(args.device, cluster), cluster,
-                                             args.time_convention, args.device.tp_comm_overlap),
-                            common, std::nullopt};
-                        v.base.time = v.times.time;
-                        if (cluster && shape_times) {
-                            v.communication = CommunicationTiming{
-                                partition::shape_sizes(variant_options.json, options.file.empty()
-                                                                                 ? "--model-options"
-                                                                                 : options.file),
-                                *cluster,
-                                {args.device.overlap_grad_reduce,
-                                 args.device.overlap_param_gather}};
-                        }
-                        variants.emplace(VariantKey{t, cp, b, sharding, ep}, std::move(v));
-                    }
-                }
-            }
-        }
-    }
-    const Variant& first = variants.begin()->second;
-    for (const std::string& warning : first.base.time.warnings)
-        fmt::print(stderr, "ppb: warning: {}\n", warning);
-    const LayerTimes& times = first.times;
-    const std::optional<CommunicationTiming>& communication = first.communication;
-    // The micro-batch size `first` is sized for (its tokens and FLOPs per sample are every
-    // variant's: t and cp split a sample's work, they do not change it).
-    const double first_b = std::get<2>(variants.begin()->first);
-
-    partition::SearchSpace space;
-    space.devices = args.devices;
-    space.pipeline_degrees = args.pipeline_degrees;
-    space.tensor_parallel = tps.front();
-    space.micro_batch_size = sizes.front();
-    if (tps.size() > 1)
-        space.tensor_parallel_degrees = tps;
-    if (sizes.size() > 1)
-        space.micro_batch_sizes = sizes;
-    space.context_parallel = cps.front();
-    if (cps.size() > 1)
-        space.context_parallel_degrees = cps;
-    space.shardings = sharding_list;
-    space.expert_parallel_degrees = ep_list;
-    if (moe != nullptr && moe->is_object()) {
-        if (const auto etp = shape_count(moe->as_object(), "expert_tensor_parallel"))
-            space.expert_tensor_parallel = *etp;
-    }
-    space.data_parallel =
-        args.data_parallel.value_or(shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
-    space.global_batch = args.global_batch;
-    space.schedules = schedule_choices(args);
-    space.recompute.clear();
-    for (const std::string& name : args.recompute) {
-        const partition::RecomputePolicy policy = partition::recompute_policy(name);
-        if (std::find(space.recompute.begin(), space.recompute.end(), policy) ==
-            space.recompute.end()) {
-            space.recompute.push_back(policy);
-        }
-    }
-    const partition::SearchPlan plan = partition::search_configurations(space, first.base.time);
-
+    // Each memory model the search needs, opened and fitted as ppb partition prepares one.
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
-    std::vector<ModelsByDegree::Key> keys;
-    for (const partition::Configuration& c : plan.configurations) {
-        const ModelsByDegree::Key k = ModelsByDegree::key_of(c);
-        if (std::find(keys.begin(), keys.end(), k) == keys.end())
-            keys.push_back(k);
-    }
-    const ModelsByDegree models(args, dryrun, options, shape, first.base, keys);
-    // `before`: the configuration's first plan, which planning it again with the local search
-    // starts from rather than solving it again.
-    const auto plan_one = [&](const partition::Configuration& c, bool refine,
-                              const partition::SearchOutcome* before) {
-        const Variant& v =
-            variants.at(VariantKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size,
-                                   c.sharding, c.expert_parallel});
-        // The bounds say which configurations the local search must plan again; --fast plans
-        // none again and needs none.
-        const bool bound = !args.fast;
-        return v.communication ? v.communication->plan(models, v.base, c, refine, bound, before)
-                               : models.plan(v.base, c, refine, bound, before);
+    std::optional<std::vector<PluginCandidate>> candidates;
+    const partition::ModelMaker make = [&](const std::string& options_json) {
+        if (!candidates)
+            candidates = discover_from_args(args.choice.plugin_paths);
+        PreparedModel prepared =
+            prepare_model(open_model_spec(*candidates, args.choice.model,
+                                          ModelOptions{options_json, options.file}),
+                          dryrun ? &*dryrun : nullptr, args.dryrun, "--dryrun FILE");
+        return partition::SearchModel{std::move(prepared.model), std::move(prepared.source)};
     };
-    const partition::Problem& base = first.base;
-    const PreparedModel* described = models.any();
-    if (described == nullptr)
-        throw InputError(models.first_refusal());
-
     ProgressBar bar(progress_mode(args.progress), "configurations");
-    partition::SearchResult result;
+    partition::SearchAnswer answer;
     {
         const InterruptScope scope;
-        result = partition::run_search(
-            plan.configurations,
-            [&](const partition::Configuration& c) { return plan_one(c, false, nullptr); },
-            {.jobs = args.jobs,
-             .on_progress =
-                 [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
-             .stop = &interrupted});
-        // The best configurations with chunks, and every other one that could still be among
-        // them, planned again with the local search on the simulated iteration (the plan `ppb
-        // partition` makes); --fast keeps the exact optima.
-        if (!args.fast && !result.stopped) {
-            (void)partition::refine_best(
-                result, partition::refined_configurations,
-                [&](const partition::Configuration& c, const partition::SearchOutcome& before) {
-                    return plan_one(c, true, &before);
-                },
-                {.jobs = args.jobs, .stop = &interrupted});
+        try {
+            answer = partition::search_request(
+                request, make, partition::flag_name,
+                {.jobs = args.jobs,
+                 .on_progress =
+                     [&](const partition::SearchProgress& p) { bar.update(p.done, p.total); },
+                 .stop = &interrupted},
+                {.warning =
+                     [](const std::string& w) { fmt::print(stderr, "ppb: warning: {}\n", w); },
+                 .note = [](const std::string& n) { fmt::print(stderr, "ppb: note: {}\n", n); }});
+        } catch (const partition::RequestError& e) {
+            throw UsageError(e.what());
         }
         bar.finish();
     }
-
-    const partition::SearchContext context{
-        {described->model.name(), described->model.version(), described->source, times.unit},
-        times.source,
-        times.unit,
-        args.top,
-        args.show_infeasible,
-        communication ? communication->description(space.shardings.size() > 1) : std::string(),
-        communication ? std::optional<partition::Throughput>(partition::Throughput{
-                            communication->sizes.tokens_per_micro_batch / first_b,
-                            communication->sizes.model_flops_per_micro_batch / first_b,
-                            communication->cluster.peak_tflops()})
-                      : std::nullopt};
-    if (!result.stopped) {
-        // Nothing fits: the smallest limit that fits a configuration, and exit 4 (or 2 when no
-        // configuration could be planned at all).
-        if (partition::ranked(result).empty())
-            throw_nothing_fits(base, result);
-    }
+    const partition::SearchContext& context = answer.context;
     if (!args.report.empty()) {
         // Every planned configuration on the page (the chart has one point each), and the best
         // plan's timeline with its memory, which the search did not trace.
         partition::SearchContext all = context;
         all.top = 0;
         std::string timeline;
-        if (const auto best = partition::ranked(result); !best.empty()) {
-            const partition::PlannedPartition& p = *best.front()->planned;
-            timeline = timeline_svg(simulate(partition::simulation_input(p.problem, p.plan)),
-                                    report_timeline_options());
+        if (const partition::PlannedPartition* best = answer.best()) {
+            timeline =
+                timeline_svg(simulate(partition::simulation_input(best->problem, best->plan)),
+                             report_timeline_options());
         }
         write_output_file(
             args.report,
-            search_report_html(partition::search_document(space, base, plan, result, all), timeline,
-                               {described->source, times.unit}));
+            search_report_html(partition::search_document(answer.space, answer.base, answer.plan,
+                                                          answer.result, all),
+                               timeline, {context.model.source, context.time_unit}));
     }
     write_stdout(
-        args.json ? to_pretty_json(partition::search_document(space, base, plan, result, context))
-                  : render_search(space, base, plan, result, context));
-    if (result.stopped) {
+        args.json ? to_pretty_json(partition::search_document(answer.space, answer.base,
+                                                              answer.plan, answer.result, context))
+                  : render_search(answer.space, answer.base, answer.plan, answer.result, context));
+    if (answer.result.stopped) {
         fmt::print(stderr,
                    "ppb: interrupted: planned {} of {} configurations; the ranking covers those\n",
-                   result.outcomes.size(), plan.configurations.size());
+                   answer.result.outcomes.size(), answer.plan.configurations.size());
         return 128 + SIGINT;
     }
     return 0;

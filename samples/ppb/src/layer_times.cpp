@@ -87,17 +87,17 @@ double achieved_tflops(const DeviceOptions& options,
 double memory_limit_of(std::optional<double> given,
                        const std::optional<partition::Cluster>& cluster,
                        std::string_view alternatives) {
-    if (given)
-        return *given;
-    if (!cluster) {
-        throw UsageError(fmt::format(
-            "--memory-limit-mb is required (or --device NAME or --cluster FILE, whose device "
-            "memory gives it{})",
-            alternatives));
+    double limit = 0.0;
+    try {
+        limit = partition::memory_limit_of(given, cluster, partition::flag_name, alternatives);
+    } catch (const partition::RequestError& e) {
+        throw UsageError(e.what());
     }
-    fmt::print(stderr, "ppb: note: --memory-limit-mb {:g} from the {}'s {:g} GiB\n",
-               cluster->memory_mb(), cluster->device.name, cluster->device.memory_gib);
-    return cluster->memory_mb();
+    if (!given) {
+        fmt::print(stderr, "ppb: note: --memory-limit-mb {:g} from the {}'s {:g} GiB\n", limit,
+                   cluster->device.name, cluster->device.memory_gib);
+    }
+    return limit;
 }
 
 void add_time_convention_option(CLI::App& app, std::string& convention) {
@@ -114,6 +114,21 @@ std::optional<boost::json::object> model_shape(const ModelOptions& options) {
     if (!partition::is_model_shape(options.json))
         return std::nullopt;
     return std::move(boost::json::parse(options.json).as_object());
+}
+
+partition::TimesRequest times_request_of(const std::string& model_desc,
+                                         const std::string& convention, const ModelOptions& options,
+                                         const DeviceOptions& device,
+                                         const std::optional<partition::Cluster>& cluster) {
+    return {.layer_file = model_desc,
+            .time_convention = convention,
+            .shape_json = options.json,
+            .shape_source = options.file.empty() ? "--model-options" : options.file,
+            .device_tflops = device.device_tflops,
+            .cluster = cluster,
+            .tp_comm_overlap = device.tp_comm_overlap,
+            .overlap_grad_reduce = device.overlap_grad_reduce,
+            .overlap_param_gather = device.overlap_param_gather};
 }
 
 LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,

@@ -8,6 +8,7 @@
 #include "plugin_session.hpp"
 
 #include <ppb/partition/cluster.hpp>
+#include <ppb/partition/request.hpp>
 #include <ppb/partition/time_model.hpp>
 
 #include <boost/json/object.hpp>
@@ -62,6 +63,13 @@ void add_device_options(CLI::App& app, DeviceOptions& options);
                                      std::string_view alternatives);
 // Declares --sapp-time-convention on `app`: what a layer file's `time` means.
 void add_time_convention_option(CLI::App& app, std::string& convention);
+
+// The times a command's flags ask for (ppb/partition/request.hpp): --model-desc read in
+// `convention`, else the shape of --model-options on --device-tflops, --device or --cluster with
+// the overlap flags.
+[[nodiscard]] partition::TimesRequest times_request_of(
+    const std::string& model_desc, const std::string& convention, const ModelOptions& options,
+    const DeviceOptions& device, const std::optional<partition::Cluster>& cluster);
 
 // The layer file `model_desc` when given, its times read in `convention` (a name of
 // partition::time_convention_names); else the times of the shape in `options` (model_shape) at

@@ -67,6 +67,15 @@ class RequestError : public InputError {
     std::string field_;
 };
 
+// A RequestError about `field`: "<the field in name's words>: <what>".
+[[noreturn]] void refuse(std::string_view field, const FieldName& name, std::string_view what);
+// The memory limit, its margin in MB and in standard errors checked (memory_limit_mb,
+// memory_margin_mb, memory_margin_sigma), and the rule of recompute_rule read: what every
+// request that plans shares.
+void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
+                             double memory_margin_sigma, const FieldName& name);
+[[nodiscard]] RecomputeRule recompute_rule_of(std::string_view text, const FieldName& name);
+
 // The problem `request` asks for, every field checked (RequestError naming the first wrong one,
 // in `name`'s words); its `time` empty and its `micro_batches` 1, for the host to set.
 [[nodiscard]] Problem problem_of(const PartitionRequest& request, const FieldName& name);
