@@ -119,8 +119,9 @@ def test_search_on_a_cluster_is_the_command_s_document(cli, tmp_path):
     cluster = json.loads((DATA / "h100-cluster.json").read_text())
     assert ppb.search(cluster=cluster, **on_h100) == cli.json(
         "search", "--cluster", DATA / "h100-cluster.json", *flags)
-    with pytest.raises(ppb.InvalidInput, match="--device excludes --cluster"):
+    with pytest.raises(ppb.InvalidInput, match="device and cluster: give one of them") as both:
         ppb.search(device="H100", cluster=cluster, **on_h100)
+    assert both.value.field == "device"
     with pytest.raises(ppb.InvalidInput, match="unknown device 'TPU-v9'") as unknown:
         ppb.search(device="TPU-v9", **on_h100)
     assert "H100" in str(unknown.value) and "--help" not in str(unknown.value)
@@ -137,3 +138,37 @@ def test_search_errors():
     with pytest.raises(ppb.InvalidInput, match="schedule"):
         ppb.search(DATA / "llama70b-layers.json", model_options=shape,
                    **dict(SEARCH, schedules=["sideways"]))
+    # The search runs in this process (the library's, as the command's): its errors name the
+    # keywords typed, never a flag, and carry the keyword as InvalidInput.field.
+    assert "Infeasible" not in str(e.value) and "--memory-limit-mb" not in str(e.value)
+    assert str(e.value).startswith("no configuration fits memory_limit_mb 1000.0")
+    refusals = [
+        (dict(schedules=["sideways"]), "schedules",
+         "schedules: unknown value 'sideways' (expected 1f1b, "),
+        (dict(chunks=[1]), "chunks", "chunks: 1 is out of range"),
+        (dict(recompute=["half"]), "recompute", "recompute: "),
+        (dict(devices=None), "devices", "give devices or pipeline_degrees (or both)"),
+        (dict(data_parallel=4), "data_parallel",
+         "data_parallel: with devices every pipeline degree P has its own"),
+        (dict(memory_margin_mb=80000), "memory_margin_mb",
+         "memory_margin_mb: expected at least 0 and less than memory_limit_mb"),
+        (dict(tensor_parallel=[4, 8]), "tensor_parallel",
+         "tensor_parallel: several values need a model shape's layers (model_options without "
+         "model_desc)"),
+        (dict(overlap_grad_reduce=True), "overlap_grad_reduce",
+         "overlap_grad_reduce: the data-parallel synchronisation is timed on a cluster's links "
+         "only"),
+        (dict(expert_parallel=[8]), "expert_parallel",
+         "expert_parallel: the experts' degree changes the memory"),
+    ]
+    for change, field, start in refusals:
+        with pytest.raises(ppb.InvalidInput) as refused:
+            ppb.search(DATA / "llama70b-layers.json", model_options=shape,
+                       **dict(SEARCH, **change))
+        assert refused.value.field == field, change
+        assert str(refused.value).startswith(start), str(refused.value)
+        assert "--" not in str(refused.value).split(":")[0]
+    # A model that needs a fit, without a dry run to fit it to.
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.search(DATA / "llama70b-layers.json", **dict(SEARCH, model="dryrun-lsq"))
+    assert refused.value.field == "dryrun"

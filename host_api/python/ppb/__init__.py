@@ -366,16 +366,6 @@ def design(*, stages, num_layers, kinds=("none",), recompute_rule="mindformers",
                        None if memory_limit_mb is None else float(memory_limit_mb), native_prior)
 
 
-def _command():
-    """The ppb command of this tree (build or install): <root>/bin/ppb beside <root>/lib/ppb/plugins,
-    as both trees lay them out."""
-    root = _os.path.normpath(_os.path.join(_INSTALL_DIR, _os.pardir, _os.pardir, _os.pardir))
-    path = _os.path.join(root, "bin", "ppb")
-    if not _os.access(path, _os.X_OK):
-        raise PluginError(f"the ppb command is not at {path} (this package's tree has none)")
-    return path
-
-
 def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
            pipeline_degrees=None, tensor_parallel=None, data_parallel=None,
            micro_batch_size=None, context_parallel=None, expert_parallel=None,
@@ -384,97 +374,48 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
            model="dryrun-lsq", model_options=None, dryrun=None, top=10, show_infeasible=False,
            jobs=None, device_tflops=None, device=None, cluster=None, tp_comm_overlap=False,
            overlap_grad_reduce=False, overlap_param_gather=False, comm_time=None, fast=False,
-           plugin_path=None):
+           plugin_path=None, sapp_time_convention="hyper-parallel"):
     """Every pipeline configuration planned and ranked, as the ppb.search/1 dict
-    ``ppb search --json`` prints — by that command (``ppb search``'s options, with underscores:
-    ``pipeline_degrees=[2, 4]``, ``tensor_parallel=[1, 2, 4, 8]``, ``schedules=["1f1b"]``,
-    ``recompute=["any", "full"]``, ``expert_parallel=[8, 16]``,
-    ``data_parallel_sharding=["optim", "optim_grads_params"]``; ``model_options`` a dict or a
-    file; ``dryrun`` a file). On a cluster: ``device="H100"`` or ``cluster=`` a
-    ``ppb.cluster/1`` dict or file (its memory is the limit unless ``memory_limit_mb`` is given),
-    with Megatron-LM's overlaps as ``tp_comm_overlap=True``, ``overlap_grad_reduce=True`` and
+    ``ppb search --json`` prints, by the search the command runs (the library's, in this process):
+    ``ppb search``'s options, with underscores: ``pipeline_degrees=[2, 4]``,
+    ``tensor_parallel=[1, 2, 4, 8]``, ``schedules=["1f1b"]``, ``recompute=["any", "full"]``,
+    ``expert_parallel=[8, 16]``, ``data_parallel_sharding=["optim", "optim_grads_params"]``;
+    ``model_options`` a dict, JSON text or a file; ``dryrun`` a file, a dict or a
+    :class:`DryRun`. On a cluster: ``device="H100"`` or ``cluster=`` a ``ppb.cluster/1`` dict or
+    file (its memory is the limit unless ``memory_limit_mb`` is given), with Megatron-LM's
+    overlaps as ``tp_comm_overlap=True``, ``overlap_grad_reduce=True`` and
     ``overlap_param_gather=True``; ``fast=True`` keeps each configuration's exact optimum.
 
-    Raises :class:`InvalidInput` for what the command refuses as input (exit 2),
-    :class:`PluginError` for a plugin problem (exit 3), :class:`Infeasible` when no
-    configuration fits (exit 4; ``smallest_feasible_limit_mb`` as the message gives it).
+    Raises :class:`InvalidInput` for what cannot be searched (``field`` names the keyword),
+    :class:`PluginError` for a plugin problem, :class:`Infeasible` when no configuration fits
+    (``smallest_feasible_limit_mb``: the smallest limit that fits one).
     """
-    import re
-    import subprocess
-    import tempfile
+    def listed(values):
+        if values is None:
+            return []
+        if isinstance(values, (str, int)):
+            return [values]
+        return list(values)
 
-    args = [_command(), "search", "--json", "--progress", "never", "--global-batch",
-            str(int(global_batch)), "--recompute-rule", recompute_rule,
-            "--memory-margin-mb", repr(float(memory_margin_mb)),
-            "--memory-margin-sigma", repr(float(memory_margin_sigma)), "--model", model,
-            "--top", str(int(top))]
-
-    def listed(name, values):
-        if values is not None:
-            if isinstance(values, (str, int)):
-                values = [values]
-            args.extend([name, ",".join(str(v) for v in values)])
-
-    def one(name, value):
-        if value is not None:
-            args.extend([name, str(value)])
-
-    one("--memory-limit-mb", None if memory_limit_mb is None else repr(float(memory_limit_mb)))
-    one("--model-desc", None if model_desc is None else _os.fsdecode(model_desc))
-    one("--devices", devices)
-    listed("--pipeline-degrees", pipeline_degrees)
-    listed("--tensor-parallel", tensor_parallel)
-    one("--data-parallel", data_parallel)
-    listed("--micro-batch-size", micro_batch_size)
-    listed("--context-parallel", context_parallel)
-    listed("--expert-parallel", expert_parallel)
-    listed("--data-parallel-sharding", data_parallel_sharding)
-    listed("--schedules", schedules)
-    listed("--chunks", chunks)
-    listed("--recompute", recompute)
-    one("--jobs", jobs)
-    one("--device-tflops", device_tflops)
-    one("--device", device)
-    one("--comm-time", None if comm_time is None else repr(float(comm_time)))
-    one("--dryrun", None if dryrun is None else _os.fsdecode(dryrun))
-    for p in _paths(plugin_path):
-        args.extend(["--plugin-path", p])
-    for flag, given in (("--show-infeasible", show_infeasible),
-                        ("--tp-comm-overlap", tp_comm_overlap),
-                        ("--overlap-grad-reduce", overlap_grad_reduce),
-                        ("--overlap-param-gather", overlap_param_gather), ("--fast", fast)):
-        if given:
-            args.append(flag)
-    with tempfile.TemporaryDirectory() as scratch:
-        # A document given as a dict (or list) goes to the command as a file of its own.
-        for flag, given, name in (("--cluster", cluster, "cluster.json"),
-                                  ("--model-options", model_options, "options.json")):
-            if given is None:
-                continue
-            if isinstance(given, (dict, list)):
-                path = _os.path.join(scratch, name)
-                with open(path, "w", encoding="utf-8") as f:
-                    _json.dump(given, f)
-            else:
-                path = _os.fsdecode(given)
-            args.extend([flag, path])
-        done = subprocess.run(args, capture_output=True, text=True, check=False)
-    # The command's error, without its pointer to `ppb search --help`.
-    message = "\n".join(line for line in done.stderr.strip().splitlines()
-                        if not line.startswith("Try 'ppb ")).removeprefix("ppb: error: ")
-    if done.returncode == 0:
-        for line in done.stderr.splitlines():
-            if line.startswith("ppb: warning: "):
-                _warnings.warn(line.removeprefix("ppb: warning: "), UserWarning, 2)
-        return _json.loads(done.stdout)
-    if done.returncode == 2:
-        raise InvalidInput(message)
-    if done.returncode == 3:
-        raise PluginError(message)
-    if done.returncode == 4:
-        found = re.search(r"smallest limit that fits one is ([0-9.]+) MB", message)
-        raise Infeasible(message, float(found.group(1)) if found else None)
-    raise Error(message)
+    options_json, options_source = ("", "model_options") if model_options is None else \
+        _options(model_options, "model_options")
+    cluster_json, cluster_source = ("", "cluster") if cluster is None else \
+        _options(cluster, "cluster")
+    return _ppb.search(
+        "" if model_desc is None else _os.fsdecode(model_desc), model,
+        options_json or "{}", options_source,
+        None if dryrun is None else _dryrun(dryrun), _paths(plugin_path), _INSTALL_DIR,
+        devices, listed(pipeline_degrees), listed(tensor_parallel), data_parallel,
+        int(global_batch), listed(micro_batch_size), listed(context_parallel),
+        [str(v) for v in listed(data_parallel_sharding)], listed(expert_parallel),
+        [str(v) for v in listed(schedules or ["1f1b", "interleaved", "dualpipe-v"])],
+        listed(chunks or [2]), [str(v) for v in listed(recompute or ["any"])], recompute_rule,
+        None if memory_limit_mb is None else float(memory_limit_mb), float(memory_margin_mb),
+        float(memory_margin_sigma), None if comm_time is None else float(comm_time), int(top),
+        bool(show_infeasible), int(jobs or 0), bool(fast), device or "", cluster_json,
+        cluster_source, None if device_tflops is None else float(device_tflops),
+        bool(tp_comm_overlap), bool(overlap_grad_reduce), bool(overlap_param_gather),
+        sapp_time_convention)
 
 
 def partition(model_desc=None, *, stages, memory_limit_mb=None, model="dryrun-lsq", dryrun=None,

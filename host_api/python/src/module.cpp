@@ -19,6 +19,8 @@
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/request.hpp>
 #include <ppb/partition/sapp_export.hpp>
+#include <ppb/partition/search_document.hpp>
+#include <ppb/partition/search_request.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/placement.hpp>
 #include <ppb/profile_prediction.hpp>
@@ -499,6 +501,31 @@ py::array_t<double> predict_batch(const Model& model, const IntArray& stage, con
     return result;
 }
 
+// The devices: a device of the table by name, or a cluster description (the commands' --device
+// and --cluster; device_tflops, --device-tflops, is the rate without either).
+std::optional<partition::Cluster> cluster_of(const std::string& device,
+                                             const std::string& cluster_json,
+                                             const std::string& cluster_source,
+                                             py::handle device_tflops_arg) {
+    if (!device.empty() && !cluster_json.empty())
+        throw partition::RequestError("device", "device and cluster: give one of them");
+    if (!device_tflops_arg.is_none() && (!device.empty() || !cluster_json.empty())) {
+        throw partition::RequestError(
+            "device_tflops",
+            "device_tflops: the device's rate comes from device or cluster: give one of them");
+    }
+    if (!device.empty()) {
+        try {
+            return partition::cluster_of_device(device);
+        } catch (const InputError& e) {
+            throw partition::RequestError("device", std::string("device: ") + e.what());
+        }
+    }
+    if (!cluster_json.empty())
+        return partition::read_cluster(cluster_json, cluster_source);
+    return std::nullopt;
+}
+
 // ppb.partition/1 of the optimal plan, as `ppb partition --json` prints it.
 py::object plan_partition(const Model& model, const std::string& model_desc, py::handle stages_arg,
                           py::handle memory_limit_arg, py::handle micro_batches_arg,
@@ -512,25 +539,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
                           const std::string& cluster_json, const std::string& cluster_source,
                           py::handle device_tflops_arg, bool tp_comm_overlap,
                           bool overlap_grad_reduce, bool overlap_param_gather) {
-    // The devices: a device of the table by name, or a cluster description (ppb partition's
-    // --device and --cluster).
-    if (!device.empty() && !cluster_json.empty())
-        throw partition::RequestError("device", "device and cluster: give one of them");
-    if (!device_tflops_arg.is_none() && (!device.empty() || !cluster_json.empty())) {
-        throw partition::RequestError(
-            "device_tflops",
-            "device_tflops: the device's rate comes from device or cluster: give one of them");
-    }
-    std::optional<partition::Cluster> cluster;
-    if (!device.empty()) {
-        try {
-            cluster = partition::cluster_of_device(device);
-        } catch (const InputError& e) {
-            throw partition::RequestError("device", std::string("device: ") + e.what());
-        }
-    } else if (!cluster_json.empty()) {
-        cluster = partition::read_cluster(cluster_json, cluster_source);
-    }
+    const std::optional<partition::Cluster> cluster =
+        cluster_of(device, cluster_json, cluster_source, device_tflops_arg);
     partition::PartitionRequest request;
     request.stages = count_in(stages_arg, limits::stages, "stages");
     request.memory_limit_mb = partition::memory_limit_of(
@@ -604,6 +614,97 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     return to_python(partition::partition_document(planned.problem, planned.plan, context,
                                                    planned.simulation, planned.breakdown,
                                                    planned.lower_bound));
+}
+
+// ppb.search/1 of every configuration planned and ranked, as `ppb search --json` prints it: the
+// library's search (ppb/partition/search_request.hpp), its memory models opened from `spec` on
+// the plugin path and fitted to `dryrun` where they need a fit.
+py::object search_configurations(
+    const std::string& model_desc, const std::string& spec, const std::string& options_json,
+    const std::string& options_source, py::handle dryrun_arg,
+    const std::vector<std::string>& plugin_path, const std::string& install_dir,
+    py::handle devices_arg, const std::vector<std::uint32_t>& pipeline_degrees,
+    const std::vector<std::uint32_t>& tensor_parallel, py::handle data_parallel_arg,
+    std::uint64_t global_batch, const std::vector<std::uint32_t>& micro_batch_size,
+    const std::vector<std::uint32_t>& context_parallel,
+    const std::vector<std::string>& data_parallel_sharding,
+    const std::vector<std::uint32_t>& expert_parallel, const std::vector<std::string>& schedules,
+    const std::vector<std::uint32_t>& chunks, const std::vector<std::string>& recompute,
+    const std::string& recompute_rule, py::handle memory_limit_arg, double memory_margin_mb,
+    double memory_margin_sigma, py::handle comm_time_arg, std::size_t top, bool show_infeasible,
+    unsigned jobs, bool fast, const std::string& device, const std::string& cluster_json,
+    const std::string& cluster_source, py::handle device_tflops_arg, bool tp_comm_overlap,
+    bool overlap_grad_reduce, bool overlap_param_gather, const std::string& sapp_time_convention) {
+    const std::optional<partition::Cluster> cluster =
+        cluster_of(device, cluster_json, cluster_source, device_tflops_arg);
+    const auto optional_count = [](py::handle arg) {
+        return arg.is_none() ? std::nullopt
+                             : std::optional<std::uint32_t>(arg.cast<std::uint32_t>());
+    };
+    const auto optional_number = [](py::handle arg) {
+        return arg.is_none() ? std::nullopt : std::optional<double>(arg.cast<double>());
+    };
+    partition::SearchRequest request;
+    request.times = {.layer_file = model_desc,
+                     .time_convention = sapp_time_convention,
+                     .shape_json = options_json,
+                     .shape_source = options_source,
+                     .device_tflops = optional_number(device_tflops_arg).value_or(400.0),
+                     .cluster = cluster,
+                     .tp_comm_overlap = tp_comm_overlap,
+                     .overlap_grad_reduce = overlap_grad_reduce,
+                     .overlap_param_gather = overlap_param_gather};
+    request.model_options = options_json;
+    request.devices = optional_count(devices_arg);
+    request.pipeline_degrees = pipeline_degrees;
+    request.tensor_parallel = tensor_parallel;
+    request.data_parallel = optional_count(data_parallel_arg);
+    request.global_batch = global_batch;
+    request.micro_batch_size = micro_batch_size;
+    request.context_parallel = context_parallel;
+    request.data_parallel_sharding = data_parallel_sharding;
+    request.expert_parallel = expert_parallel;
+    request.schedules = schedules;
+    request.chunks = chunks;
+    request.recompute = recompute;
+    request.recompute_rule = recompute_rule;
+    request.memory_limit_mb = optional_number(memory_limit_arg);
+    request.memory_margin_mb = memory_margin_mb;
+    request.memory_margin_sigma = memory_margin_sigma;
+    request.comm_time = optional_number(comm_time_arg);
+    request.top = top;
+    request.show_infeasible = show_infeasible;
+    request.fast = fast;
+
+    const DryRun* dryrun = dryrun_arg.is_none() ? nullptr : &dryrun_arg.cast<const DryRun&>();
+    std::optional<std::vector<PluginCandidate>> candidates;
+    const partition::ModelMaker make = [&](const std::string& options) {
+        if (!candidates) {
+            const char* env = std::getenv(std::string(plugin_path_variable).c_str());
+            candidates = discover_plugins(
+                make_search_path_with_install_dir(plugin_path, env, install_dir, "plugin_path"));
+        }
+        MemoryModel model = open_model_spec(*candidates, spec, options);
+        if (!model.needs_fit())
+            return partition::SearchModel{std::move(model), "configured by its options"};
+        if (dryrun == nullptr) {
+            throw partition::RequestError(
+                "dryrun", fmt::format("memory model '{}' is fitted to dry-run observations: give "
+                                      "dryrun",
+                                      model.name()));
+        }
+        (void)fit_model(model, dryrun->set, dryrun->source);
+        std::string source = fmt::format("fitted to {} observations of {}",
+                                         dryrun->set.observations.size(), dryrun->source);
+        return partition::SearchModel{std::move(model), std::move(source)};
+    };
+    const auto warn = py::module_::import("warnings").attr("warn");
+    const auto user_warning = py::module_::import("builtins").attr("UserWarning");
+    const partition::SearchAnswer answer = partition::search_request(
+        request, make, partition::keyword_name, {.jobs = jobs},
+        {.warning = [&](const std::string& w) { warn(w, user_warning, 2); }});
+    return to_python(partition::search_document(answer.space, answer.base, answer.plan,
+                                                answer.result, answer.context));
 }
 
 // ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or
@@ -783,6 +884,20 @@ PYBIND11_MODULE(_ppb, module) {
             return DryRun{parse_dryrun(text, source, {tolerance}), source};
         },
         py::arg("text"), py::arg("source"), py::arg("duplicate_tolerance"));
+
+    module.def("search", &search_configurations, py::arg("model_desc"), py::arg("spec"),
+               py::arg("options_json"), py::arg("options_source"), py::arg("dryrun"),
+               py::arg("plugin_path"), py::arg("install_dir"), py::arg("devices"),
+               py::arg("pipeline_degrees"), py::arg("tensor_parallel"), py::arg("data_parallel"),
+               py::arg("global_batch"), py::arg("micro_batch_size"), py::arg("context_parallel"),
+               py::arg("data_parallel_sharding"), py::arg("expert_parallel"), py::arg("schedules"),
+               py::arg("chunks"), py::arg("recompute"), py::arg("recompute_rule"),
+               py::arg("memory_limit_mb"), py::arg("memory_margin_mb"),
+               py::arg("memory_margin_sigma"), py::arg("comm_time"), py::arg("top"),
+               py::arg("show_infeasible"), py::arg("jobs"), py::arg("fast"), py::arg("device"),
+               py::arg("cluster_json"), py::arg("cluster_source"), py::arg("device_tflops"),
+               py::arg("tp_comm_overlap"), py::arg("overlap_grad_reduce"),
+               py::arg("overlap_param_gather"), py::arg("sapp_time_convention"));
 
     module.def(
         "open_model",
