@@ -106,10 +106,23 @@ inline void set_dispatcher(json::object& moe, std::string_view model, const json
         moe["token_dispatcher"] = "flex";
 }
 
+// Whether a run's FP8 recipe keeps the weights in FP8 (the analytic model's fp8_param_gather):
+// Megatron-Bridge's FP8 precision configurations, delayed, current scaling and MXFP8 alike, set
+// fp8_param_gather = True (src/megatron/bridge/training/mixed_precision.py at 067f987df,
+// bf16_with_fp8_delayed_scaling_mixed, bf16_with_fp8_current_scaling_mixed,
+// bf16_with_mxfp8_mixed), as NeMo 2.0's did (nemo/collections/llm/recipes/precision/
+// mixed_precision.py at 8cfedd7203). The NeMo 24.07 table's runs predate both, and torchtitan's
+// Float8 keeps 16-bit weights unless asked: left as they were.
+inline bool fp8_weights_of(const json::object& run) {
+    return run.at("source").as_object().at("repository").as_string() ==
+           "NVIDIA-NeMo/Megatron-Bridge";
+}
+
 // The analytic model's shape of `model` run as `run` describes: its sizes, sequence, micro-batch,
 // TP with sequence parallelism, CP, EP, the distributed optimizer (FSDP's sharding where the run
-// used it), gradients reduced in bf16 (the
-// performance recipes set grad_reduce_in_fp32 = False), flash attention and the run's FP8 recipe.
+// used it), gradients reduced in bf16 (the performance recipes set grad_reduce_in_fp32 = False),
+// flash attention and the run's FP8 recipe, its weights in FP8 where the recipe keeps them
+// (fp8_weights_of).
 // The multi-token-prediction layers a run trained with: the model's (DeepSeek-V3: 1, as its
 // Megatron-Bridge recipe sets mtp_num_layers = 1 and no performance script overrides it,
 // src/megatron/bridge/recipes/deepseek/deepseek_v3.py at v0.4.2, c810129341), but none in a row the
@@ -143,8 +156,12 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
                        {"distributed_optimizer", true},
                        {"grad_bytes", 2},
                        {"flash_attention", true}};
-    if (const std::string recipe = fp8_recipe_of(run.at("precision").as_string()); !recipe.empty())
+    if (const std::string recipe = fp8_recipe_of(run.at("precision").as_string());
+        !recipe.empty()) {
         shape["fp8_recipe"] = recipe;
+        if (fp8_weights_of(run))
+            shape["fp8_param_gather"] = true;
+    }
     if (const json::value* kv = model.if_contains("kv_channels"); kv != nullptr && !kv->is_null())
         shape["kv_channels"] = *kv;
     if (const std::uint32_t cp = count(run, "cp", 1); cp > 1)
