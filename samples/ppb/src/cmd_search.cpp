@@ -23,16 +23,11 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cmath>
 #include <csignal>
-#include <map>
-#include <memory>
 #include <optional>
 
 namespace ppb::cli {
 namespace {
-
-namespace json = boost::json;
 
 struct SearchArgs {
     std::string model_desc;

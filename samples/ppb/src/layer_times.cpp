@@ -4,10 +4,7 @@
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/partition/request.hpp>
-#include <ppb/partition/shape_time.hpp>
 #include <ppb/sapp/layer_file.hpp>
-
-#include <boost/json/parse.hpp>
 
 #include <fmt/format.h>
 
@@ -79,11 +76,6 @@ std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options) {
     }
 }
 
-double achieved_tflops(const DeviceOptions& options,
-                       const std::optional<partition::Cluster>& cluster) {
-    return cluster ? cluster->achieved_tflops() : options.device_tflops;
-}
-
 double memory_limit_of(std::optional<double> given,
                        const std::optional<partition::Cluster>& cluster,
                        std::string_view alternatives) {
@@ -110,12 +102,6 @@ void add_time_convention_option(CLI::App& app, std::string& convention) {
         ->check(CLI::IsMember({"hyper-parallel", "toolkit"}));
 }
 
-std::optional<boost::json::object> model_shape(const ModelOptions& options) {
-    if (!partition::is_model_shape(options.json))
-        return std::nullopt;
-    return std::move(boost::json::parse(options.json).as_object());
-}
-
 partition::TimesRequest times_request_of(const std::string& model_desc,
                                          const std::string& convention, const ModelOptions& options,
                                          const DeviceOptions& device,
@@ -129,25 +115,6 @@ partition::TimesRequest times_request_of(const std::string& model_desc,
             .tp_comm_overlap = device.tp_comm_overlap,
             .overlap_grad_reduce = device.overlap_grad_reduce,
             .overlap_param_gather = device.overlap_param_gather};
-}
-
-LayerTimes read_layer_times(const std::string& model_desc, const ModelOptions& options,
-                            double device_tflops, const std::optional<partition::Cluster>& cluster,
-                            const std::string& convention, bool tp_comm_overlap) {
-    try {
-        partition::RequestTimes times = partition::times_of(
-            {.layer_file = model_desc,
-             .time_convention = convention,
-             .shape_json = options.json,
-             .shape_source = options.file.empty() ? "--model-options" : options.file,
-             .device_tflops = device_tflops,
-             .cluster = cluster,
-             .tp_comm_overlap = tp_comm_overlap},
-            partition::flag_name);
-        return LayerTimes{std::move(times.time), std::move(times.source), std::move(times.unit)};
-    } catch (const partition::RequestError& e) {
-        throw UsageError(e.what());
-    }
 }
 
 LayerFileModel read_layer_file_model(const std::string& model_desc, const std::string& convention) {

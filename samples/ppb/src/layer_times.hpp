@@ -1,6 +1,7 @@
-// Where a command's layer times come from: the SAPP layer file of --model-desc, or, without one,
-// the FLOPs of the model shape given as --model-options (the analytic model's options) at
-// --device-tflops (ppb/partition/shape_time.hpp).
+// The flags that say where a command's layer times come from — the SAPP layer file of
+// --model-desc, or, without one, the FLOPs of the model shape given as --model-options on
+// --device-tflops, --device or --cluster — and what they ask of the library, which reads them
+// (times_request_of; ppb/partition/request.hpp).
 #ifndef PPB_LAYER_TIMES_HPP
 #define PPB_LAYER_TIMES_HPP
 
@@ -10,8 +11,6 @@
 #include <ppb/partition/cluster.hpp>
 #include <ppb/partition/request.hpp>
 #include <ppb/partition/time_model.hpp>
-
-#include <boost/json/object.hpp>
 
 #include <optional>
 #include <string>
@@ -23,10 +22,6 @@ struct LayerTimes {
     std::string source;  // "samples/data/llama70b-layers.json", "FLOPs of SHAPE at 400 TFLOP/s"
     std::string unit;    // "ms" from a shape; empty: the layer file's own unit
 };
-
-// The model options as a model shape: a JSON object holding tensor_parallel (the analytic
-// model's options), or none.
-[[nodiscard]] std::optional<boost::json::object> model_shape(const ModelOptions& options);
 
 // The devices the layers run on: --device-tflops, or the device of --device NAME or of the
 // cluster description --cluster FILE (ppb/partition/cluster.hpp), whose achieved rate (peak x
@@ -52,10 +47,6 @@ void add_device_options(CLI::App& app, DeviceOptions& options);
 // --device name (listing the known ones), InputError for a bad cluster description.
 [[nodiscard]] std::optional<partition::Cluster> chosen_cluster(const DeviceOptions& options);
 
-// The achieved TFLOP/s per device that times a model shape: the cluster's, else --device-tflops.
-[[nodiscard]] double achieved_tflops(const DeviceOptions& options,
-                                     const std::optional<partition::Cluster>& cluster);
-
 // The memory limit: `given`, else the cluster's device memory (said on stderr), else a usage
 // error naming `alternatives` beside --device and --cluster.
 [[nodiscard]] double memory_limit_of(std::optional<double> given,
@@ -70,16 +61,6 @@ void add_time_convention_option(CLI::App& app, std::string& convention);
 [[nodiscard]] partition::TimesRequest times_request_of(
     const std::string& model_desc, const std::string& convention, const ModelOptions& options,
     const DeviceOptions& device, const std::optional<partition::Cluster>& cluster);
-
-// The layer file `model_desc` when given, its times read in `convention` (a name of
-// partition::time_convention_names); else the times of the shape in `options` (model_shape) at
-// `device_tflops`, with each layer's collectives on `cluster`'s links when there is one; else a
-// usage error naming both ways.
-[[nodiscard]] LayerTimes read_layer_times(const std::string& model_desc,
-                                          const ModelOptions& options, double device_tflops,
-                                          const std::optional<partition::Cluster>& cluster,
-                                          const std::string& convention,
-                                          bool tp_comm_overlap = false);
 
 // A layer file that is the memory model as well: SAPP plans with its layer file alone, its BODY
 // entries' memory_parameter and activation memory being the per-layer memory (the table model's
