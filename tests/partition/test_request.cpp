@@ -1,7 +1,9 @@
 // A partition request (ppb/partition/request.hpp): what `ppb partition` and Python's
 // ppb.partition share. Every field is checked, each error names its field in the host's words,
-// and the chunks default as every host defaults them.
+// and the chunks default as every host defaults them. A saved plan's simulation
+// (simulate_saved_plan.hpp), what `ppb simulate` and ppb.simulate share, words its fields alike.
 #include <ppb/partition/request.hpp>
+#include <ppb/partition/simulate_saved_plan.hpp>
 #include <ppb/schedule.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -184,6 +186,66 @@ BOOST_AUTO_TEST_CASE(refine_is_for_schedules_with_chunks_and_not_with_fast) {
         BOOST_TEST(std::string(e.what()) ==
                    "--refine and --fast: the local search is the default; --fast skips it");
     }
+}
+
+// Two stages of one chunk, forward 1 and backward 2 per micro-batch: 1F1B's iteration is
+// (M + P - 1)(f + b), the first micro-batch's way down and back plus M - 1 more of each stage.
+constexpr std::string_view two_stage_plan = R"({"format": "ppb.partition/1", "num_stages": 2,
+    "micro_batches": 4, "schedule": "1f1b", "stages": [
+    {"stage": 0, "forward_time": 1, "backward_time": 2},
+    {"stage": 1, "forward_time": 1, "backward_time": 2}]})";
+
+BOOST_AUTO_TEST_CASE(a_saved_plan_is_simulated_with_its_overrides_named_by_each_host) {
+    const SavedPlanSimulation plain =
+        simulate_saved_plan(two_stage_plan, "plan.json", {}, flag_name);
+    BOOST_TEST(plain.simulation.makespan == (4 + 2 - 1) * 3.0);
+    BOOST_TEST(plain.source == "plan.json");
+    BOOST_TEST(!plain.simulation.with_memory);
+    const boost::json::object doc = simulation_document(plain);
+    BOOST_TEST(doc.at("format").as_string() == "ppb.simulation/1");
+    BOOST_TEST(doc.at("plan").as_string() == "plan.json");
+    BOOST_TEST(doc.at("operations").as_array().size() == 2u * 4u * 2u);
+
+    // One micro-batch with a transfer: down and back, each way crossing the boundary once.
+    SimulationRequest one;
+    one.micro_batches = 1;
+    one.comm_time = {0.5};
+    const SavedPlanSimulation alone =
+        simulate_saved_plan(two_stage_plan, "plan.json", one, keyword_name);
+    BOOST_TEST(alone.simulation.makespan == 2 * 1.0 + 2 * 2.0 + 2 * 0.5);
+    BOOST_TEST(alone.simulation.micro_batches == 1u);
+
+    const auto refused = [](const SimulationRequest& request, const FieldName& name) {
+        try {
+            (void)simulate_saved_plan(two_stage_plan, "plan.json", request, name);
+        } catch (const RequestError& e) {
+            return e.field() + " | " + e.what();
+        }
+        return std::string("accepted");
+    };
+    SimulationRequest interleaved;
+    interleaved.schedule = "interleaved";
+    BOOST_TEST(refused(interleaved, flag_name) ==
+               "schedule | --schedule: interleaved runs at least two chunks per stage, got 1");
+    BOOST_TEST(refused(interleaved, keyword_name).starts_with("schedule | schedule: interleaved"));
+    interleaved.micro_batches = 3;
+    BOOST_TEST(
+        refused(interleaved, flag_name).starts_with("schedule | --schedule, --micro-batches: "));
+    SimulationRequest misspelt;
+    misspelt.schedule = "interleave";
+    BOOST_TEST(refused(misspelt, keyword_name) ==
+               "schedule | schedule: unknown schedule 'interleave' (did you mean 'interleaved'? "
+               "expected 1f1b, interleaved, interleaved-less-memory, dualpipe-v, zb-h1 or zb-v)");
+    SimulationRequest transfers;
+    transfers.comm_time = {0.1, 0.2};
+    BOOST_TEST(refused(transfers, flag_name).starts_with("comm_time | --comm-time: "));
+    transfers.comm_time = {-1.0};
+    BOOST_TEST(
+        refused(transfers, keyword_name).starts_with("comm_time | comm_time: -1 is not a time"));
+    SimulationRequest none;
+    none.micro_batches = 0;
+    BOOST_TEST(refused(none, keyword_name) ==
+               "micro_batches | micro_batches: 0 is out of range (1 to 1000000 micro-batches)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

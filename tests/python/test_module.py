@@ -461,6 +461,82 @@ def test_partition_times_a_shape_on_a_device_as_the_command_does(cli, tmp_path):
     assert "data_parallel_sync_time" not in at_rate
 
 
+def test_simulate_is_the_command_s_simulation(cli, tmp_path):
+    # A plan from ppb.partition, simulated in process, is the command's simulation of the same
+    # plan saved to a file (the library's simulate_saved_plan), with and without overrides; only
+    # "plan", the source's name, differs.
+    plan = ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=4, memory_limit_mb=60000,
+                         micro_batches=8, schedule="interleaved", fast=True)
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(plan))
+    for keywords, flags in [
+        ({}, []),
+        ({"micro_batches": 12}, ["--micro-batches", 12]),
+        ({"comm_time": 0.5}, ["--comm-time", 0.5]),
+        ({"comm_time": [0.1, 0.2, 0.3, 0.4]}, ["--comm-time", "0.1,0.2,0.3,0.4"]),
+        ({"schedule": "interleaved-less-memory"}, ["--schedule", "interleaved-less-memory"]),
+    ]:
+        expected = cli.json("simulate", saved, *flags)
+        for given, source in ((plan, "plan"), (json.dumps(plan), "plan"), (saved, str(saved))):
+            simulated = ppb.simulate(given, **keywords)
+            assert simulated["plan"] == source
+            assert {**simulated, "plan": expected["plan"]} == expected, keywords
+    simulated = ppb.simulate(plan)
+    assert simulated["format"] == "ppb.simulation/1"
+    assert simulated["schedule"] == "interleaved" and simulated["num_chunks"] == 2
+    assert len(simulated["stages"]) == 4 and simulated["makespan"] > 0
+    # The plan carries memory: each stage's simulated peak beside the planned one.
+    for stage, planned in zip(simulated["stages"], plan["stages"]):
+        assert stage["planned_memory_mb"] == planned["memory_mb"]
+        assert stage["peak_memory_mb"] <= planned["memory_mb"] * (1 + 1e-9)
+    # The timeline is the command's picture.
+    ppb.simulate(plan, timeline=tmp_path / "module.svg")
+    cli.run("simulate", saved, "--timeline", tmp_path / "command.svg")
+    assert (tmp_path / "module.svg").read_text() == (tmp_path / "command.svg").read_text()
+    assert "<svg" in (tmp_path / "module.svg").read_text()
+
+
+def test_simulate_refuses_by_keyword_and_json_path(cli, tmp_path):
+    plan = ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=4, memory_limit_mb=60000,
+                         micro_batches=8, schedule="dualpipe-v", fast=True)
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(plan))
+    for keywords, field, flags, words in [
+        ({"micro_batches": 7}, "micro_batches", ["--micro-batches", 7], "got 7"),
+        ({"schedule": "1f1b"}, "schedule", ["--schedule", "1f1b"],
+         "1f1b runs one chunk per stage, got 2"),
+        ({"schedule": "dualpipe"}, "schedule", ["--schedule", "dualpipe"],
+         "unknown schedule 'dualpipe' (did you mean 'dualpipe-v'?"),
+        ({"comm_time": [0.1, 0.2]}, "comm_time", ["--comm-time", "0.1,0.2"], "2"),
+        ({"micro_batches": 0}, "micro_batches", ["--micro-batches", 0], "out of range"),
+    ]:
+        with pytest.raises(ppb.InvalidInput) as refused:
+            ppb.simulate(plan, **keywords)
+        message = str(refused.value)
+        assert refused.value.field == field, (keywords, message)
+        assert message.startswith(f"{field}: ") and words in message, message
+        assert "--" not in message, message
+        command = error_message(cli.run("simulate", saved, *flags, expect=2).stderr)
+        assert words in command and "--" + field.replace("_", "-") in command, command
+    with pytest.raises(ppb.InvalidInput, match="comm_time: -1 is not a time"):
+        ppb.simulate(plan, comm_time=-1)
+    # What is wrong in the plan is named by its JSON path, as the command names it.
+    broken = json.loads(json.dumps(plan))
+    del broken["stages"][1]["chunks"][0]["backward_time"]
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.simulate(broken)
+    assert str(refused.value) == \
+        "plan: stages[1].chunks[0]: missing required field 'backward_time'"
+    assert refused.value.field is None
+    saved.write_text(json.dumps(broken))
+    assert error_message(cli.run("simulate", saved, expect=2).stderr) == \
+        f"{saved}: stages[1].chunks[0]: missing required field 'backward_time'"
+    with pytest.raises(ppb.InvalidInput, match=r"plan: format: expected \"ppb.partition/1\""):
+        ppb.simulate({"format": "ppb.search/1"})
+    with pytest.raises(ppb.InvalidInput, match="plan: '.*' is neither a JSON object"):
+        ppb.simulate(tmp_path / "missing.json")
+
+
 def test_partition_without_times_or_devices_is_refused_by_keyword(cli):
     cases = [
         # (keyword arguments, the field, the message's start)

@@ -4,6 +4,10 @@
 #include <ppb/schedule.hpp>
 #include <ppb/schedule_order.hpp>
 
+#include <ppb/json_input.hpp>
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -92,6 +96,14 @@ std::string names_or(const std::vector<std::string_view>& names) {
         out += names[i];
     }
     return out;
+}
+
+std::string unknown_schedule(std::string_view name) {
+    const std::vector<std::string_view> names = schedule_names();
+    const auto guess = closest_name(name, names);
+    return fmt::format("unknown schedule '{}' ({}expected {})", name,
+                       guess ? fmt::format("did you mean '{}'? ", *guess) : std::string(),
+                       names_or(names));
 }
 
 std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num_stages,

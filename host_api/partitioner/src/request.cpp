@@ -27,10 +27,6 @@ void check_count(std::string_view field, std::uint32_t value, const limits::Coun
 
 }  // namespace
 
-void refuse(std::string_view field, const FieldName& name, std::string_view what) {
-    throw RequestError(std::string(field), fmt::format("{}: {}", name(field), what));
-}
-
 void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
                              double memory_margin_sigma, const FieldName& name) {
     if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
@@ -53,17 +49,6 @@ RecomputeRule recompute_rule_of(std::string_view text, const FieldName& name) {
                            text));
     }
     return *rule;
-}
-
-std::string keyword_name(std::string_view field) {
-    return std::string(field);
-}
-
-std::string flag_name(std::string_view field) {
-    std::string out = "--";
-    for (const char c : field)
-        out += c == '_' ? '-' : c;
-    return out;
 }
 
 Problem problem_of(const PartitionRequest& request, const FieldName& name) {
@@ -92,9 +77,7 @@ Problem problem_of(const PartitionRequest& request, const FieldName& name) {
     problem.rule = recompute_rule_of(request.recompute_rule, name);
     const auto schedule = schedule_from_name(request.schedule);
     if (!schedule) {
-        refuse("schedule", name,
-               fmt::format("unknown schedule '{}' (expected {})", request.schedule,
-                           names_or(schedule_names())));
+        refuse("schedule", name, unknown_schedule(request.schedule));
     }
     problem.schedule = *schedule;
     problem.chunks = request.chunks.value_or(default_chunks(problem.schedule));

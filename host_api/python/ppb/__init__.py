@@ -55,6 +55,7 @@ __all__ = [
     "load_model",
     "read_dryrun",
     "partition",
+    "simulate",
     "design",
     "search",
 ]
@@ -496,3 +497,26 @@ def partition(model_desc=None, *, stages, memory_limit_mb=None, model="dryrun-ls
             owned.close()
         else:
             loaded.memory = before
+
+
+def simulate(plan, *, schedule=None, micro_batches=None, comm_time=None, timeline=None):
+    """One iteration of a plan's pipeline schedule, timed: the ppb.simulation/1 dict
+    ``ppb simulate PLAN --json`` prints, from the same library code.
+
+    ``plan``: a ppb.partition/1 plan, as :func:`partition` returns it (a dict), as JSON text, or a
+    file holding it (``ppb partition --json``'s output). ``schedule``, ``micro_batches`` and
+    ``comm_time`` (one transfer time for every stage boundary, or a list of one per boundary, in
+    the plan's time unit) replace the plan's own, as ``--schedule``, ``--micro-batches`` and
+    ``--comm-time`` do. ``timeline``: a path to write the iteration's SVG picture to, as
+    ``--timeline`` does.
+
+    Raises :class:`InvalidInput` naming the JSON path of what is wrong in the plan, or the keyword
+    (``InvalidInput.field``) whose value the plan's schedule cannot run.
+    """
+    text, source = _options(plan, "plan")
+    document, svg = _ppb.simulate(text, source, schedule, micro_batches, comm_time,
+                                  timeline is not None)
+    if timeline is not None:
+        with open(_os.fsdecode(timeline), "w", encoding="utf-8") as f:
+            f.write(svg)
+    return document

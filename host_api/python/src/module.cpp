@@ -21,6 +21,7 @@
 #include <ppb/partition/sapp_export.hpp>
 #include <ppb/partition/search_document.hpp>
 #include <ppb/partition/search_request.hpp>
+#include <ppb/partition/simulate_saved_plan.hpp>
 #include <ppb/partition/time_model.hpp>
 #include <ppb/placement.hpp>
 #include <ppb/profile_prediction.hpp>
@@ -28,6 +29,7 @@
 #include <ppb/schedule.hpp>
 #include <ppb/search_path.hpp>
 #include <ppb/simulator.hpp>
+#include <ppb/timeline_svg.hpp>
 
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
@@ -64,17 +66,30 @@ py::object to_python(const boost::json::value& value) {
     return py::module_::import("json").attr("loads")(boost::json::serialize(value));
 }
 
-// A count from Python: a non-negative integer within `range`, or ppb.InvalidInput naming `what`.
+// A count from Python: a non-negative integer within `range`, or ppb.InvalidInput naming `what`
+// (a keyword, or an item of one: "layers.full"), whose field is the keyword.
 std::uint32_t count_in(py::handle value, const limits::CountRange& range, std::string_view what) {
+    const std::string field(what.substr(0, what.find('.')));
     if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
-        throw InputError(fmt::format("{}: expected a whole number, got {}", what,
-                                     py::str(py::repr(value)).cast<std::string>()));
+        throw partition::RequestError(field,
+                                      fmt::format("{}: expected a whole number, got {}", what,
+                                                  py::str(py::repr(value)).cast<std::string>()));
     }
     const auto n = value.cast<long long>();
     if (n < static_cast<long long>(range.min) || n > static_cast<long long>(range.max))
-        throw InputError(
-            fmt::format("{}: {}", what, limits::out_of_range(std::to_string(n), range)));
+        throw partition::RequestError(
+            field, fmt::format("{}: {}", what, limits::out_of_range(std::to_string(n), range)));
     return static_cast<std::uint32_t>(n);
+}
+
+// comm_time: None (empty), one time for every stage boundary, or a sequence of one per boundary
+// (the command's --comm-time).
+std::vector<double> comm_times_of(py::handle value) {
+    if (value.is_none())
+        return {};
+    if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value))
+        return {value.cast<double>()};
+    return value.cast<std::vector<double>>();
 }
 
 // {"none": 3, "full": 1}: counts per kind, each kind once.
@@ -291,8 +306,7 @@ StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle 
         const auto name = py::str(schedule_arg).cast<std::string>();
         const auto parsed = schedule_from_name(name);
         if (!parsed) {
-            throw InputError(fmt::format("schedule: unknown schedule '{}' (expected {})", name,
-                                         names_or(schedule_names())));
+            throw InputError("schedule: " + unknown_schedule(name));
         }
         schedule = *parsed;
     } else if (dryrun && dryrun->num_chunks == v) {
@@ -555,14 +569,7 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
     if (!chunks_arg.is_none())
         request.chunks = count_in(chunks_arg, limits::chunks, "chunks");
     request.objective = objective;
-    // comm_time: None, one time for every stage boundary, or a sequence of one per boundary
-    // (ppb partition's --comm-time).
-    if (!comm_time_arg.is_none()) {
-        if (py::isinstance<py::float_>(comm_time_arg) || py::isinstance<py::int_>(comm_time_arg))
-            request.comm_time = {comm_time_arg.cast<double>()};
-        else
-            request.comm_time = comm_time_arg.cast<std::vector<double>>();
-    }
+    request.comm_time = comm_times_of(comm_time_arg);
     request.weight_grad_share = weight_grad_share;
     request.refine = refine;
     request.fast = fast;
@@ -709,6 +716,23 @@ py::object search_configurations(
 
 // ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or
 // None) predicts each stage for `memory_limit_mb`.
+// ppb.simulate: the plan `text` (named `source`) simulated as `ppb simulate` does, and its
+// ppb.simulation/1 document; with `timeline` also the iteration's SVG picture (else None).
+py::tuple simulate_plan(const std::string& text, const std::string& source, py::handle schedule,
+                        py::handle micro_batches, py::handle comm_time, bool timeline) {
+    partition::SimulationRequest request;
+    if (!schedule.is_none())
+        request.schedule = py::str(schedule).cast<std::string>();
+    if (!micro_batches.is_none())
+        request.micro_batches = count_in(micro_batches, limits::micro_batches, "micro_batches");
+    request.comm_time = comm_times_of(comm_time);
+    const partition::SavedPlanSimulation simulated =
+        partition::simulate_saved_plan(text, source, request, partition::keyword_name);
+    return py::make_tuple(to_python(partition::simulation_document(simulated)),
+                          timeline ? py::object(py::str(timeline_svg(simulated.simulation)))
+                                   : py::object(py::none()));
+}
+
 py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t num_layers,
                        const std::vector<std::string>& kinds, const std::string& recompute_rule,
                        py::handle micro_batches_arg, py::handle runs_arg, double noise_mb,
@@ -884,6 +908,9 @@ PYBIND11_MODULE(_ppb, module) {
             return DryRun{parse_dryrun(text, source, {tolerance}), source};
         },
         py::arg("text"), py::arg("source"), py::arg("duplicate_tolerance"));
+
+    module.def("simulate", &simulate_plan, py::arg("text"), py::arg("source"), py::arg("schedule"),
+               py::arg("micro_batches"), py::arg("comm_time"), py::arg("timeline"));
 
     module.def("search", &search_configurations, py::arg("model_desc"), py::arg("spec"),
                py::arg("options_json"), py::arg("options_source"), py::arg("dryrun"),

@@ -4,6 +4,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/kinds.hpp>
+#include <ppb/schedule.hpp>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -230,6 +231,14 @@ CLI::Validator recompute_kind() {
     return CLI::Validator(
         [](std::string& text) { return kind_from_name(text) ? std::string() : unknown_kind(text); },
         "", "recompute kind");
+}
+
+CLI::Validator schedule_choice() {
+    return CLI::Validator(
+        [](std::string& text) {
+            return schedule_from_name(text) ? std::string() : unknown_schedule(text);
+        },
+        "", "schedule");
 }
 
 CLI::Validator kind_count() {

@@ -73,6 +73,8 @@ CLI::App* add_command(CLI::App& parent, const std::string& name, const std::stri
 [[nodiscard]] CLI::Validator fraction();
 // One recompute kind: none, select, comm, both or full.
 [[nodiscard]] CLI::Validator recompute_kind();
+// A schedule's name: "unknown schedule 'interleave' (did you mean 'interleaved'? expected …)".
+[[nodiscard]] CLI::Validator schedule_choice();
 // KIND=N, a recompute kind and a layer count.
 [[nodiscard]] CLI::Validator kind_count();
 

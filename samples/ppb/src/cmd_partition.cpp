@@ -336,8 +336,7 @@ void add_partition_command(CLI::App& app, Commands& commands) {
                      "chunk) and zb-v (two, in a V), whose backwards run as an input\n"
                      "gradient B and a weight gradient W (--weight-grad-share)")
         ->type_name("NAME")
-        ->check(CLI::IsMember(
-            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
+        ->check(schedule_choice());
     partition
         ->add_option("--chunks", args->chunks,
                      "chunks per stage (default: 1 for 1f1b, 2 otherwise; dualpipe-v has 2)")

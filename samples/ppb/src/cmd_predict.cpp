@@ -369,8 +369,7 @@ void add_predict_command(CLI::App& app, Commands& commands) {
         ->add_option("--schedule", args->schedule,
                      "schedule of the chunks (default: the file's, for as many chunks)")
         ->type_name("NAME")
-        ->check(CLI::IsMember(
-            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
+        ->check(schedule_choice());
     predict
         ->add_option("--stages", args->stages, "pipeline degree (default: the file's num_stages)")
         ->type_name("P")

@@ -280,8 +280,7 @@ void add_search_command(CLI::App& app, Commands& commands) {
         search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
         ->type_name("NAME,...")
         ->capture_default_str()
-        ->check(CLI::IsMember(
-            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
+        ->check(schedule_choice());
     as_comma_list(search->add_option("--chunks", args->chunks,
                                      "chunks per stage to consider for the interleaved schedules"))
         ->type_name("V,...")

@@ -2,11 +2,11 @@
 #include "breakdown_output.hpp"
 #include "commands.hpp"
 #include "simulation_output.hpp"
-#include "simulation_plan.hpp"
 
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
-#include <ppb/simulator.hpp>
+#include <ppb/partition/simulate_saved_plan.hpp>
+#include <ppb/schedule.hpp>
 #include <ppb/timeline_svg.hpp>
 
 #include <fmt/format.h>
@@ -28,26 +28,20 @@ struct SimulateArgs {
 };
 
 int run_simulate(const SimulateArgs& args) {
-    PlanOverrides overrides;
-    if (!args.schedule.empty())
-        overrides.schedule = schedule_from_name(args.schedule);  // checked by CLI11
-    overrides.micro_batches = args.micro_batches;
+    // The checks a flag's user is told to fix with --help: the schedule by CLI11, the times here.
     check_comm_times(args.comm_time);
-    overrides.comm_time = args.comm_time;
+    partition::SimulationRequest request;
+    if (!args.schedule.empty())
+        request.schedule = args.schedule;
+    request.micro_batches = args.micro_batches;
+    request.comm_time = args.comm_time;
     const std::string source = source_name(args.plan);
-    const SimulationPlan plan = read_simulation_plan(read_text_file(args.plan), source, overrides);
-    Simulation sim;
-    try {
-        sim = simulate(plan.input);
-    } catch (const InputError& e) {
-        if (args.comm_time.empty())
-            throw;
-        throw UsageError(std::string("--comm-time: ") + e.what());
-    }
+    const partition::SavedPlanSimulation simulated = partition::simulate_saved_plan(
+        read_text_file(args.plan), source, request, partition::flag_name);
     if (!args.timeline.empty())
-        write_output_file(args.timeline, timeline_svg(sim));
-    write_stdout(args.json ? to_pretty_json(simulation_document(sim, plan, source))
-                           : render_simulation(sim, plan, source));
+        write_output_file(args.timeline, timeline_svg(simulated.simulation));
+    write_stdout(args.json ? to_pretty_json(partition::simulation_document(simulated))
+                           : render_simulation(simulated));
     return 0;
 }
 
@@ -78,8 +72,7 @@ void add_simulate_command(CLI::App& app, Commands& commands) {
         ->type_name("FILE.svg");
     cmd->add_option("--schedule", args->schedule, "simulate this schedule instead of the plan's")
         ->type_name("NAME")
-        ->check(CLI::IsMember(
-            {"1f1b", "interleaved", "interleaved-less-memory", "dualpipe-v", "zb-h1", "zb-v"}));
+        ->check(schedule_choice());
     cmd->add_option("--micro-batches", args->micro_batches,
                     "simulate M micro-batches instead of the plan's")
         ->type_name("M")

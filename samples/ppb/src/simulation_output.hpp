@@ -1,24 +1,15 @@
-// What `ppb simulate` prints: a table for people, ppb.simulation/1 JSON for programs.
+// What `ppb simulate` prints for people: the iteration as a table (the ppb.simulation/1
+// document for programs is the library's, ppb/partition/simulate_saved_plan.hpp).
 #ifndef PPB_SIMULATION_OUTPUT_HPP
 #define PPB_SIMULATION_OUTPUT_HPP
 
-#include "simulation_plan.hpp"
-
-#include <ppb/simulator.hpp>
-
-#include <boost/json/object.hpp>
+#include <ppb/partition/simulate_saved_plan.hpp>
 
 #include <string>
-#include <string_view>
 
 namespace ppb::cli {
 
-[[nodiscard]] std::string render_simulation(const Simulation& sim, const SimulationPlan& plan,
-                                            std::string_view source);
-
-[[nodiscard]] boost::json::object simulation_document(const Simulation& sim,
-                                                      const SimulationPlan& plan,
-                                                      std::string_view source);
+[[nodiscard]] std::string render_simulation(const partition::SavedPlanSimulation& simulated);
 
 }  // namespace ppb::cli
 

@@ -47,6 +47,9 @@ enum class Schedule {
 [[nodiscard]] std::vector<std::string_view> chunked_schedule_names();
 // Names for a message: "a, b or c".
 [[nodiscard]] std::string names_or(const std::vector<std::string_view>& names);
+// What every reader says of a name that is no schedule: "unknown schedule 'interleave' (did you
+// mean 'interleaved'? expected 1f1b, interleaved, ... or zb-v)".
+[[nodiscard]] std::string unknown_schedule(std::string_view name);
 
 // In-flight count of each of the `chunks` chunks of `stage` in a `num_stages`-stage pipeline: the
 // most micro-batches whose activations the chunk holds at once under the schedule's order

@@ -1,12 +1,18 @@
-// ppb/partition/plan_reader.hpp — a saved plan read back: the stages of a "ppb.partition/1"
-// document (what `ppb partition --json` printed; plan_document.hpp writes it) as the placements
-// a memory model is asked about. `ppb compare --partition PLAN` predicts them beside the
-// measurements of a dry run of the plan; `ppb import snapshot --plan PLAN` places the ranks of a
-// dry run of it.
+// ppb/partition/plan_reader.hpp — a saved plan read back, the one reader of a "ppb.partition/1"
+// document (what `ppb partition --json` printed and ppb.partition returns; plan_document.hpp
+// writes it). Two views of it, each checking what it needs and nothing more, so that a plan
+// written by an older or newer ppb, or edited by hand, still reads as long as it says that:
+//   - read_plan_stages: its stages as the placements a memory model is asked about. `ppb compare
+//     --partition PLAN` predicts them beside the measurements of a dry run of the plan; `ppb
+//     import snapshot --plan PLAN` places the ranks of a dry run of it.
+//   - read_plan_times: its schedule and per stage and chunk the times (and, when the plan has
+//     them, the memory) the schedule simulator runs: `ppb simulate` and ppb.simulate
+//     (simulate_saved_plan.hpp).
+// Both check the format, the pipeline's degree and its schedule alike.
 //
-// What is read, and nothing else: "format", "num_stages", "micro_batches" (needed when a stage
-// has several chunks; read when given), "schedule", "groups" (names, in model order) and, for each
-// stage, "stage", "layers" and "in_flight" or a list of "chunks" each with both, and "groups"
+// read_plan_stages reads, and nothing else: "format", "num_stages", "micro_batches" (needed when a
+// stage has several chunks; read when given), "schedule", "groups" (names, in model order) and, for
+// each stage, "stage", "layers" and "in_flight" or a list of "chunks" each with both, and "groups"
 // (layers per group and kind). The other members a plan document carries (memory, the frameworks'
 // settings, the simulation) are the planner's opinion, not the placement, and are left alone.
 //
@@ -17,8 +23,10 @@
 #define PPB_PARTITION_PLAN_READER_HPP
 
 #include <ppb/in_flight_profile.hpp>
+#include <ppb/partition/request_error.hpp>
 #include <ppb/placement.hpp>
 #include <ppb/schedule.hpp>
+#include <ppb/simulator.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -53,6 +61,39 @@ struct PlanStages {
 
 // Reads the document `text`; `source` names it in messages (a file name).
 [[nodiscard]] PlanStages read_plan_stages(std::string_view text, std::string_view source);
+
+// What a simulation replaces of the plan (fields "schedule", "micro_batches", "comm_time"): the
+// command's --schedule, --micro-batches and --comm-time.
+struct PlanOverrides {
+    std::optional<Schedule> schedule = std::nullopt;
+    std::optional<std::uint32_t> micro_batches = std::nullopt;
+    std::vector<double> comm_time = {};  // empty: the plan's own "comm_time", if any
+};
+
+struct PlanTimes {
+    // The schedule, P, v, M, the transfers between stages and per stage and chunk the costs of
+    // one micro-batch; with_memory, each chunk's activation_mb and each stage's static_mb when
+    // the plan gives every stage's memory_mb and every chunk's activation_mb and in_flight.
+    SimulationInput input;
+    // The planned peak memory of each stage when the plan has memory (for comparison), else
+    // empty.
+    std::vector<double> planned_memory_mb;
+    // The plan's "time_unit": "ms" for times from a model shape's FLOPs; empty (null or absent,
+    // as in plans written before it) for the layer file's own unit.
+    std::string time_unit;
+};
+
+// The plan's iteration as the simulator takes it. The document gives "num_stages",
+// "micro_batches", optionally "schedule" (1f1b), "num_chunks" (1), "time_unit" and "comm_time" (a
+// number for every boundary, or one per boundary), and its stages in order, each with
+// "forward_time" and "backward_time" (optionally "recompute_time", "weight_time", "activation_mb",
+// "in_flight" and "memory_mb"), or a list of "chunks" with each chunk's. A zero-bubble plan
+// without a chunk's weight_time takes half its backward less recomputation (the default
+// weight-gradient share). InputError naming the source and the JSON path of anything missing or
+// wrong; a RequestError naming the override (in `name`'s words) that makes the plan one its
+// schedule cannot run.
+[[nodiscard]] PlanTimes read_plan_times(std::string_view text, std::string_view source,
+                                        const PlanOverrides& overrides, const FieldName& name);
 
 }  // namespace ppb::partition
 

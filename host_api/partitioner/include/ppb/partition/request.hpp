@@ -22,6 +22,7 @@
 #include <ppb/partition/communication.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/request_error.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -49,26 +50,6 @@ struct PartitionRequest {
     bool fast = false;    // the exact optimum alone, no local search
 };
 
-// A field's name in the host's words: "memory_margin_mb" -> "--memory-margin-mb".
-using FieldName = std::function<std::string(std::string_view field)>;
-// The fields as Python's keywords name them (the request's own names).
-[[nodiscard]] std::string keyword_name(std::string_view field);
-// The fields as the command's flags name them: "--" and '-' for '_'.
-[[nodiscard]] std::string flag_name(std::string_view field);
-
-// A request's field that cannot be planned: field() is its name in the request ("chunks").
-class RequestError : public InputError {
-  public:
-    RequestError(std::string field, const std::string& message)
-        : InputError(message), field_(std::move(field)) {}
-    [[nodiscard]] const std::string& field() const noexcept { return field_; }
-
-  private:
-    std::string field_;
-};
-
-// A RequestError about `field`: "<the field in name's words>: <what>".
-[[noreturn]] void refuse(std::string_view field, const FieldName& name, std::string_view what);
 // The memory limit, its margin in MB and in standard errors checked (memory_limit_mb,
 // memory_margin_mb, memory_margin_sigma), and the rule of recompute_rule read: what every
 // request that plans shares.

@@ -1,0 +1,26 @@
+// A refusal in the host's words (ppb/partition/request_error.hpp).
+#include <ppb/partition/request_error.hpp>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace ppb::partition {
+
+void refuse(std::string_view field, const FieldName& name, std::string_view what) {
+    throw RequestError(std::string(field), fmt::format("{}: {}", name(field), what));
+}
+
+std::string keyword_name(std::string_view field) {
+    return std::string(field);
+}
+
+std::string flag_name(std::string_view field) {
+    std::string out = "--";
+    for (const char c : field)
+        out += c == '_' ? '-' : c;
+    return out;
+}
+
+}  // namespace ppb::partition
