@@ -537,6 +537,84 @@ def test_simulate_refuses_by_keyword_and_json_path(cli, tmp_path):
         ppb.simulate(tmp_path / "missing.json")
 
 
+def test_compare_is_the_command_s_comparison(cli, tmp_path):
+    # Models compared in process give the command's ppb.compare/1 document (the library's
+    # model_comparison), fitted, configured and cross-validated, on a dry run and on a plan
+    # measured by a run of it.
+    table = f"table={LLAMA_LAYERS}"
+    for keywords, flags in [({}, []), ({"cross_validate": True}, ["--cross-validate"])]:
+        expected = cli.json("compare", LLAMA_DRYRUN, "--model", "dryrun-lsq", "--model", table,
+                            *flags)
+        with open(LLAMA_LAYERS, encoding="utf-8") as f:
+            layers = json.load(f)
+        for models in (["dryrun-lsq", table], ["dryrun-lsq@1", ("table", layers)],
+                       ["dryrun-lsq", ("table", str(LLAMA_LAYERS))]):
+            compared = ppb.compare(models, str(LLAMA_DRYRUN), **keywords)
+            assert compared == expected, (models, keywords)
+    # Cross-validated, dryrun-lsq cannot predict a config from the other one alone: each cell says
+    # why; the configured table predicts all 13.
+    assert expected["cross_validated"]
+    assert [m["count"] for m in expected["summary"]] == [0, 13]
+    reasons = [p["predictions"][0]["reason"] for p in expected["placements"]]
+    assert all(reasons) and any(r.startswith("fitted without config 'A'") for r in reasons)
+    # A plan, measured by a dry run of it that misses stage 3: each stage's error, and a warning
+    # for the stage without a measurement.
+    plan = ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8, memory_limit_mb=40000)
+    run = {"format": "ppb.dryrun/1", "num_stages": 8, "micro_batches": plan["micro_batches"],
+           "observations": [{"config": "R", "stage": st["stage"],
+                             "layers": {k: n for k, n in st["layers"].items() if n},
+                             "peak_memory_mb": round(st["memory_mb"] + 100.0, 1)}
+                            for st in plan["stages"] if st["stage"] != 3]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    with pytest.warns(UserWarning, match="holds no observation of the plan's stage 3"):
+        compared = ppb.compare(["dryrun-lsq"], LLAMA_DRYRUN, partition=plan,
+                               measured=tmp_path / "run.json")
+    expected = cli.json("compare", LLAMA_DRYRUN, "--model", "dryrun-lsq", "--partition",
+                        tmp_path / "plan.json", "--measured", tmp_path / "run.json")
+    assert compared == expected
+    planned = [p for p in compared["placements"] if p["label"].startswith("plan")]
+    assert len(planned) == 8
+    assert [p["measured_mb"] is None for p in planned] == [s == 3 for s in range(8)]
+    assert planned[0]["label"] == "plan (R)"
+    # A configured model alone needs no dry run.
+    alone = ppb.compare(table, partition=plan)
+    assert alone == cli.json("compare", "--model", table, "--partition", tmp_path / "plan.json")
+    assert all(p["predictions"][0]["memory_mb"] > 0 for p in alone["placements"])
+
+
+def test_compare_refuses_by_keyword(cli):
+    table = f"table={LLAMA_LAYERS}"
+    for call, field, words in [
+        (lambda: ppb.compare(["dryrun-lsq"], partition=None), "dryrun",
+         "give dryrun and/or partition"),
+        (lambda: ppb.compare([], LLAMA_DRYRUN), "models", "at least one model"),
+        (lambda: ppb.compare(["dryrun-lsq"], measured=LLAMA_DRYRUN, dryrun=LLAMA_DRYRUN),
+         "measured", "give partition"),
+        (lambda: ppb.compare([table], partition=_plan_of_llama(), cross_validate=True),
+         "cross_validate", "cross_validate needs dryrun"),
+        (lambda: ppb.compare(["dryrun-lsq"], partition=_plan_of_llama()), "dryrun",
+         "memory model 'dryrun-lsq' is fitted to dry-run observations: give dryrun"),
+    ]:
+        with pytest.raises(ppb.InvalidInput) as refused:
+            call()
+        assert refused.value.field == field, str(refused.value)
+        assert words in str(refused.value)
+        assert "--" not in str(refused.value)
+    single = {"format": "ppb.dryrun/1", "num_stages": 2, "micro_batches": 4, "observations": [
+        {"config": "A", "stage": 0, "layers": {"none": 2}, "peak_memory_mb": 1000.0},
+        {"config": "A", "stage": 1, "layers": {"none": 2}, "peak_memory_mb": 900.0}]}
+    with pytest.raises(ppb.InvalidInput, match="cross_validate needs observations of at least "
+                                               "two configs in <observations>"):
+        ppb.compare(["dryrun-lsq"], single, cross_validate=True)
+    with pytest.raises(ppb.PluginError):
+        ppb.compare(["no-such-model"], LLAMA_DRYRUN)
+
+
+def _plan_of_llama():
+    return ppb.partition(LLAMA_LAYERS, dryrun=LLAMA_DRYRUN, stages=8, memory_limit_mb=40000)
+
+
 def test_partition_without_times_or_devices_is_refused_by_keyword(cli):
     cases = [
         # (keyword arguments, the field, the message's start)

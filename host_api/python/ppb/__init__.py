@@ -56,6 +56,7 @@ __all__ = [
     "read_dryrun",
     "partition",
     "simulate",
+    "compare",
     "design",
     "search",
 ]
@@ -520,3 +521,56 @@ def simulate(plan, *, schedule=None, micro_batches=None, comm_time=None, timelin
         with open(_os.fsdecode(timeline), "w", encoding="utf-8") as f:
             f.write(svg)
     return document
+
+
+def _model_spec(model):
+    """(NAME[@VERSION], options JSON, the options' source) of one model to compare: a name, a
+    ``NAME=OPTIONS`` text as ``ppb compare --model`` takes it, or a (name, options) pair."""
+    if isinstance(model, (tuple, list)) and len(model) == 2:
+        spec, options = model
+        text, source = _options(options, f"options of {spec}")
+        return str(spec), text, source
+    if isinstance(model, str):
+        spec, eq, options = model.partition("=")
+        if not eq:
+            return spec, "{}", ""
+        text, source = _options(options, f"options of {spec}")
+        return spec, text, source
+    raise TypeError("models: expected names ('table', 'dryrun-lsq@1', 'table=FILE') or (name, "
+                    f"options) pairs, got {type(model).__name__}")
+
+
+def compare(models, dryrun=None, *, partition=None, measured=None, cross_validate=False,
+            plugin_path=None, duplicate_tolerance=0.01):
+    """Several memory models' predictions of the same placements beside their measured memory: the
+    ppb.compare/1 dict ``ppb compare --json`` prints, from the same library code.
+
+    ``models``: the models to compare, each a ``NAME[@VERSION]``, a ``NAME=OPTIONS`` text as
+    ``--model`` takes it (``"table=samples/data/llama70b-layers.json"``) or a ``(name, options)``
+    pair (options a dict, JSON text or a file). The placements are the observations of ``dryrun``
+    (a file, a dict or a :class:`DryRun`; the models that need a fit are fitted to it) and/or the
+    stages of the plan ``partition`` (a ppb.partition/1 dict, JSON text or file), measured by
+    ``measured``, a dry run of the plan (a file, a dict or a :class:`DryRun`: ``ppb import``'s
+    output of its logs or snapshots). ``cross_validate``: fitted models predict each config of
+    ``dryrun`` from a fit to the other configs only. Each prediction has the error against the
+    measurement in MB and %, and ``summary`` each model's mean, RMS and largest error.
+
+    A plan stage the measured run does not hold is said with a warning. Raises
+    :class:`InvalidInput` (``field`` the keyword at fault) or :class:`PluginError`; a placement
+    one model cannot predict keeps the reason in its cell.
+    """
+    if isinstance(models, str):
+        models = [models]
+    specs = [_model_spec(m) for m in models]
+    run = None if dryrun is None else _dryrun(dryrun, duplicate_tolerance)
+    of_plan = None if measured is None else _dryrun(measured, duplicate_tolerance)
+    plan_text, plan_source = ("", "") if partition is None else _options(partition, "partition")
+    document, notes = _ppb.compare(specs, run, plan_text, plan_source, of_plan,
+                                   bool(cross_validate), _paths(plugin_path), _INSTALL_DIR)
+    _warn_notes(notes)
+    return document
+
+
+def _warn_notes(notes):
+    for note in notes:
+        _warnings.warn(note, stacklevel=3)

@@ -14,6 +14,7 @@
 #include <ppb/model_session.hpp>
 #include <ppb/partition/design.hpp>
 #include <ppb/partition/design_document.hpp>
+#include <ppb/partition/model_comparison.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
@@ -32,6 +33,7 @@
 #include <ppb/timeline_svg.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -45,9 +47,11 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -714,6 +718,67 @@ py::object search_configurations(
                                                 answer.result, answer.context));
 }
 
+// ppb.compare: the models `specs` ((NAME[@VERSION], options JSON, the options' source) each)
+// predicting the observations of `dryrun_arg` (a DryRun or None) and/or the stages of the plan
+// `plan_text` (empty: none; `measured_arg`, a DryRun of a run of it, or None), as `ppb compare`
+// does; the ppb.compare/1 document and the notes on plan stages the run does not hold.
+py::tuple compare_models(
+    const std::vector<std::tuple<std::string, std::string, std::string>>& specs,
+    py::handle dryrun_arg, const std::string& plan_text, const std::string& plan_source,
+    py::handle measured_arg, bool cross_validate, const std::vector<std::string>& plugin_path,
+    const std::string& install_dir) {
+    if (specs.empty())
+        throw partition::RequestError("models", "models: give at least one model to compare");
+    const DryRun* dryrun = dryrun_arg.is_none() ? nullptr : &dryrun_arg.cast<const DryRun&>();
+    const DryRun* measured = measured_arg.is_none() ? nullptr : &measured_arg.cast<const DryRun&>();
+    if (dryrun == nullptr && plan_text.empty()) {
+        throw partition::RequestError("dryrun",
+                                      "give dryrun and/or partition: the placements to compare");
+    }
+    if (measured != nullptr && plan_text.empty()) {
+        throw partition::RequestError(
+            "measured", "measured: a run of a plan, its measurements: give partition");
+    }
+    partition::Comparison comparison;
+    std::vector<std::string> sources;
+    if (dryrun != nullptr) {
+        comparison.placements = partition::observed_placements(dryrun->set);
+        sources.push_back(dryrun->source);
+    }
+    py::list notes;
+    if (!plan_text.empty()) {
+        std::vector<partition::ComparedPlacement> plan =
+            partition::planned_placements(partition::read_plan_stages(plan_text, plan_source));
+        sources.push_back(plan_source);
+        if (measured != nullptr) {
+            for (const std::uint32_t stage : partition::attach_measurements(plan, measured->set)) {
+                notes.append(
+                    fmt::format("{} holds no observation of the plan's stage {} (the "
+                                "same layers, kinds and in-flight counts): it has no "
+                                "measurement",
+                                measured->source, stage));
+            }
+            sources.push_back(measured->source);
+        }
+        std::move(plan.begin(), plan.end(), std::back_inserter(comparison.placements));
+    }
+    comparison.source = fmt::format("{}", fmt::join(sources, " and "));
+    comparison.cross_validated = cross_validate;
+    const char* env = std::getenv(std::string(plugin_path_variable).c_str());
+    const std::vector<PluginCandidate> candidates = discover_plugins(
+        make_search_path_with_install_dir(plugin_path, env, install_dir, "plugin_path"));
+    for (const auto& [spec, options, options_source] : specs) {
+        partition::compare_model(
+            comparison,
+            [&, &spec = spec, &options = options, &options_source = options_source] {
+                return open_model_spec(candidates, spec, options, options_source);
+            },
+            dryrun ? &dryrun->set : nullptr, dryrun ? dryrun->source : std::string(), "dryrun",
+            partition::keyword_name);
+    }
+    return py::make_tuple(to_python(partition::comparison_document(comparison)), notes);
+}
+
 // ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or
 // None) predicts each stage for `memory_limit_mb`.
 // ppb.simulate: the plan `text` (named `source`) simulated as `ppb simulate` does, and its
@@ -909,6 +974,9 @@ PYBIND11_MODULE(_ppb, module) {
         },
         py::arg("text"), py::arg("source"), py::arg("duplicate_tolerance"));
 
+    module.def("compare", &compare_models, py::arg("specs"), py::arg("dryrun"),
+               py::arg("plan_text"), py::arg("plan_source"), py::arg("measured"),
+               py::arg("cross_validate"), py::arg("plugin_path"), py::arg("install_dir"));
     module.def("simulate", &simulate_plan, py::arg("text"), py::arg("source"), py::arg("schedule"),
                py::arg("micro_batches"), py::arg("comm_time"), py::arg("timeline"));
 

@@ -10,12 +10,10 @@
 #include <ppb/importers/snapshot_files.hpp>
 #include <ppb/importers/snapshot_import.hpp>
 #include <ppb/importers/torchtitan.hpp>
-#include <ppb/in_flight_profile.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
-#include <ppb/kinds.hpp>
+#include <ppb/partition/model_comparison.hpp>
 #include <ppb/partition/plan_reader.hpp>
-#include <ppb/profile_prediction.hpp>
 #include <ppb/semver.hpp>
 
 #include <fmt/format.h>
@@ -23,10 +21,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
-#include <map>
 #include <memory>
-#include <set>
 #include <stdexcept>
 
 namespace ppb::cli {
@@ -59,37 +56,6 @@ ModelRequest parse_model_argument(const std::string& text) {
             options_text(text.substr(eq + 1), fmt::format("--model {}", request.spec));
     }
     return request;
-}
-
-// The stages of a ppb.partition/1 document as placements (ppb/partition/plan_reader.hpp).
-std::vector<ComparedPlacement> read_partition(const std::string& path) {
-    partition::PlanStages plan =
-        partition::read_plan_stages(read_text_file(path), source_name(path));
-    std::vector<ComparedPlacement> out;
-    out.reserve(plan.stages.size());
-    for (partition::PlannedStage& stage : plan.stages) {
-        out.push_back(ComparedPlacement{"plan",
-                                        std::move(stage.placement),
-                                        std::nullopt,
-                                        {},
-                                        plan.groups,
-                                        std::move(stage.profile)});
-    }
-    return out;
-}
-
-// The same placement: degree, stage, schedule, and every chunk's layers and in-flight count.
-bool same_placement(const StagePlacement& a, const StagePlacement& b) {
-    if (a.num_stages != b.num_stages || a.stage != b.stage || a.schedule != b.schedule ||
-        a.chunks.size() != b.chunks.size() || a.group_layers != b.group_layers)
-        return false;
-    for (std::size_t c = 0; c < a.chunks.size(); ++c) {
-        if (a.chunks[c].in_flight != b.chunks[c].in_flight ||
-            !std::equal(std::begin(a.chunks[c].layers), std::end(a.chunks[c].layers),
-                        std::begin(b.chunks[c].layers)))
-            return false;
-    }
-    return true;
 }
 
 // Whether `path` is a JSON document (its first byte that is not white space is '{').
@@ -154,57 +120,6 @@ DryRunSet measured_run(const std::vector<std::string>& paths, const std::string&
     return parse_dryrun(importers::new_dryrun_text(run, read), "the measured run", read);
 }
 
-// Each plan stage's measurement from `measured` (a run of the plan): the observation of the same
-// placement. A stage it does not hold is said on stderr.
-void attach_measurements(std::vector<ComparedPlacement>& plan, const DryRunSet& measured,
-                         const std::string& source) {
-    for (ComparedPlacement& p : plan) {
-        const auto found = std::find_if(
-            measured.observations.begin(), measured.observations.end(),
-            [&](const Observation& o) { return same_placement(o.placement, p.placement); });
-        if (found == measured.observations.end()) {
-            fmt::print(stderr,
-                       "ppb: note: {} holds no observation of the plan's stage {} (the same "
-                       "layers, kinds and in-flight counts): it has no measurement\n",
-                       source, p.placement.stage);
-            continue;
-        }
-        p.measured_mb = found->peak_memory_mb;
-        if (!found->config.empty())
-            p.label = "plan (" + found->config + ")";
-    }
-}
-
-// Predicts the placements `which` one by one, so that one placement the model cannot predict
-// does not hide the others.
-void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& placements,
-                  const std::vector<std::size_t>& which, std::size_t slot) {
-    const std::vector<std::string> model_groups = model.groups();
-    for (const std::size_t i : which) {
-        const ComparedPlacement& p = placements[i];
-        try {
-            // Layers counted per group go to the model in its own groups' order.
-            const StagePlacement placement =
-                p.groups.empty() ? p.placement : regrouped(p.placement, p.groups, model_groups);
-            if (!p.profile.empty()) {
-                placements[i].predictions[slot].memory_mb =
-                    predict_over_profile(model, placement, p.profile).memory_mb;
-            } else if (p.groups.empty()) {
-                placements[i].predictions[slot].memory_mb = model.predict(placement.view());
-            } else {
-                placements[i].predictions[slot].memory_mb =
-                    model.predict_grouped(placement.grouped_view());
-            }
-        } catch (const ModelError& e) {
-            if (!e.is_input_error())
-                throw;
-            placements[i].predictions[slot].error = e.what();
-        } catch (const InputError& e) {
-            placements[i].predictions[slot].error = e.what();
-        }
-    }
-}
-
 int run_compare(const CompareArgs& args) {
     std::vector<ModelRequest> requests;
     for (const auto& m : args.models)
@@ -212,111 +127,57 @@ int run_compare(const CompareArgs& args) {
     if (args.file.empty() && args.partition.empty()) {
         throw UsageError("give a dry-run FILE and/or --partition FILE: the placements to compare");
     }
-
-    Comparison comparison;
-    std::optional<DryRunSet> dryrun;
-    std::string dryrun_path;
-    std::vector<std::string> sources;
-    if (!args.file.empty()) {
-        dryrun_path = args.file;
-        dryrun = read_dryrun_file(dryrun_path, args.read);
-        for (const auto& o : dryrun->observations) {
-            comparison.placements.push_back(ComparedPlacement{o.config.empty() ? "-" : o.config,
-                                                              o.placement,
-                                                              o.peak_memory_mb,
-                                                              {},
-                                                              dryrun->groups,
-                                                              o.in_flight_profile});
-        }
-        sources.push_back(dryrun_path);
-    }
     if (!args.measured.empty() && args.partition.empty())
         throw UsageError("--measured FILE holds the measurements of a plan: give --partition PLAN");
     if (args.world_size && args.measured.empty())
         throw UsageError("--world-size places the snapshots or logs of --measured: give them");
+    if (args.cross_validate && args.file.empty())
+        throw UsageError("--cross-validate needs a dry-run FILE");
+
+    partition::Comparison comparison;
+    std::optional<DryRunSet> dryrun;
+    std::vector<std::string> sources;
+    if (!args.file.empty()) {
+        dryrun = read_dryrun_file(args.file, args.read);
+        comparison.placements = partition::observed_placements(*dryrun);
+        sources.push_back(args.file);
+    }
     if (!args.partition.empty()) {
-        std::vector<ComparedPlacement> plan = read_partition(args.partition);
-        const std::string measured_source = fmt::format("{}", fmt::join(args.measured, ", "));
+        std::vector<partition::ComparedPlacement> plan =
+            partition::planned_placements(partition::read_plan_stages(
+                read_text_file(args.partition), source_name(args.partition)));
         if (!args.measured.empty()) {
-            attach_measurements(
-                plan, measured_run(args.measured, args.partition, args.world_size, args.read),
-                measured_source);
-        }
-        for (auto& p : plan)
-            comparison.placements.push_back(std::move(p));
-        sources.push_back(args.partition);
-        if (!args.measured.empty())
+            const std::string measured_source = fmt::format("{}", fmt::join(args.measured, ", "));
+            const DryRunSet measured =
+                measured_run(args.measured, args.partition, args.world_size, args.read);
+            for (const std::uint32_t stage : partition::attach_measurements(plan, measured)) {
+                fmt::print(stderr,
+                           "ppb: note: {} holds no observation of the plan's stage {} (the same "
+                           "layers, kinds and in-flight counts): it has no measurement\n",
+                           measured_source, stage);
+            }
+            sources.push_back(args.partition);
             sources.push_back(measured_source);
+        } else {
+            sources.push_back(args.partition);
+        }
+        std::move(plan.begin(), plan.end(), std::back_inserter(comparison.placements));
     }
     comparison.source = fmt::format("{}", fmt::join(sources, " and "));
     comparison.cross_validated = args.cross_validate;
-    if (comparison.cross_validated && !dryrun) {
-        throw UsageError("--cross-validate needs a dry-run FILE");
-    }
-    for (auto& p : comparison.placements)
-        p.predictions.resize(requests.size());
 
+    // The dry run is the positional FILE; every other field is its flag.
+    const partition::FieldName name = [](std::string_view field) {
+        return field == "dryrun" ? std::string("a dry-run FILE") : partition::flag_name(field);
+    };
     const auto candidates = discover_from_args(args.plugin_paths);
-    std::vector<std::size_t> all(comparison.placements.size());
-    for (std::size_t i = 0; i < all.size(); ++i)
-        all[i] = i;
-    for (std::size_t m = 0; m < requests.size(); ++m) {
-        MemoryModel model = open_model_spec(candidates, requests[m].spec, requests[m].options);
-        ComparedModel described{model.name(), model.version(), ""};
-        if (!model.needs_fit() || !comparison.cross_validated) {
-            PreparedModel prepared = prepare_model(std::move(model), dryrun ? &*dryrun : nullptr,
-                                                   dryrun_path, "a dry-run FILE");
-            described.source = prepared.source;
-            predict_each(prepared.model, comparison.placements, all, m);
-        } else {
-            // Leave one config out: fit to the others, predict it.
-            std::set<std::string> configs;
-            for (const auto& o : dryrun->observations)
-                configs.insert(o.config);
-            if (configs.size() < 2) {
-                throw UsageError(
-                    fmt::format("--cross-validate needs observations of at least two configs in {}",
-                                dryrun_path));
-            }
-            for (const auto& held_out : configs) {
-                DryRunSet training = *dryrun;
-                std::erase_if(training.observations,
-                              [&](const Observation& o) { return o.config == held_out; });
-                std::vector<std::size_t> which;
-                for (std::size_t i = 0; i < dryrun->observations.size(); ++i) {
-                    if (dryrun->observations[i].config == held_out)
-                        which.push_back(i);
-                }
-                MemoryModel fold =
-                    open_model_spec(candidates, requests[m].spec, requests[m].options);
-                try {
-                    fit_model(fold, training, dryrun_path);
-                } catch (const ModelError& e) {
-                    if (!e.is_input_error())
-                        throw;
-                    for (const std::size_t i : which) {
-                        comparison.placements[i].predictions[m].error =
-                            fmt::format("fitted without config '{}': {}", held_out, e.what());
-                    }
-                    continue;
-                }
-                predict_each(fold, comparison.placements, which, m);
-            }
-            // Plan stages, which no config holds out, come from the fit to everything.
-            std::vector<std::size_t> plan(
-                all.begin() + static_cast<std::ptrdiff_t>(dryrun->observations.size()), all.end());
-            if (!plan.empty()) {
-                fit_model(model, *dryrun, dryrun_path);
-                predict_each(model, comparison.placements, plan, m);
-            }
-            described.source = fmt::format(
-                "fitted to {} without the config of each placement (cross-validated)", dryrun_path);
-        }
-        comparison.models.push_back(std::move(described));
+    for (const ModelRequest& request : requests) {
+        partition::compare_model(
+            comparison, [&] { return open_model_spec(candidates, request.spec, request.options); },
+            dryrun ? &*dryrun : nullptr, args.file, "dryrun", name);
     }
-    const std::string out =
-        args.json ? to_pretty_json(comparison_document(comparison)) : render_comparison(comparison);
-    write_stdout(out);
+    write_stdout(args.json ? to_pretty_json(partition::comparison_document(comparison))
+                           : render_comparison(comparison));
     return 0;
 }
 
