@@ -57,7 +57,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "x", "--layers", "none=4"}),
                        {"--stage: expected a whole number, got 'x'"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "8", "--layers", "none=4"}),
-                       {"--stage 8 is not a stage of a 8-stage pipeline (expected 0..7)"});
+                       {"--stage 8 is not a stage of an 8-stage pipeline (expected 0..7)"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "nope=4"}),
                        {"unknown recompute kind 'nope'"});
     expect_input_error(ppb({"predict", sample_dryrun, "--stage", "1", "--layers", "none=-4"}),

@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(predict_takes_chunks) {
         return args;
     };
     expect_input_error(ppb(with({"--chunk", "full=4", "--chunk", "select=5"})),
-                       {"--chunk twice: give --schedule"});
+                       {"two chunks: give --schedule (interleaved, interleaved-less-memory, dualpipe-v or zb-v)"});
     expect_input_error(ppb(with({"--layers", "none=1", "--chunk", "full=1"})),
                        {"--layers for one chunk, or --chunk once per chunk"});
     expect_input_error(

@@ -360,8 +360,28 @@ def test_argument_errors_name_the_argument():
     model = ppb.load_model().fit(LLAMA_DRYRUN)
     with pytest.raises(ppb.InvalidInput, match="unknown recompute kind 'partial'"):
         model.predict(1, {"partial": 3})
-    with pytest.raises(ppb.InvalidInput, match="stage 8 is not a stage of a 8-stage pipeline"):
+    with pytest.raises(ppb.InvalidInput) as refused:
         model.predict(8, {"none": 3})
+    assert str(refused.value) == "stage 8 is not a stage of an 8-stage pipeline (expected 0..7)"
+    assert refused.value.field == "stage"
+    # The pipeline around a stage is completed by the library's rule, as for `ppb predict`: the
+    # same words, each naming the keyword (prediction_request.hpp).
+    chunks = [{"none": 4}, {"full": 4}]
+    for keywords, field, words in [
+        ({"chunks": chunks}, "schedule", "two chunks: give schedule (interleaved, "
+                                         "interleaved-less-memory, dualpipe-v or zb-v)"),
+        ({"chunks": chunks, "schedule": "interleaved", "in_flight": 3}, "in_flight",
+         "in_flight is for one chunk; with chunks the schedule's counts are used"),
+        ({"layers": {"none": 4}, "schedule": "interleaved"}, "schedule",
+         "schedule interleaved: "),
+    ]:
+        with pytest.raises(ppb.InvalidInput) as refused:
+            model.predict(1, **keywords)
+        assert refused.value.field == field and str(refused.value).startswith(words), \
+            str(refused.value)
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.load_model("table", LLAMA_LAYERS).predict(0, {"none": 4})
+    assert str(refused.value) == "missing num_stages" and refused.value.field == "num_stages"
     with pytest.raises(ppb.InvalidInput, match="memory_limit_mb: expected a positive number"):
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=-1)
 

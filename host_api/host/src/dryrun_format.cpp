@@ -7,6 +7,7 @@
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/schedule.hpp>
 
 #include <fmt/format.h>
 
@@ -52,17 +53,6 @@ constexpr std::array<std::string_view, 11> top_level_keys_v3 = {
     "groups", comment_key,  description_key, body_layers_key, layer_times_key};
 constexpr std::array<std::string_view, 3> layer_time_keys = {"head", "body", "tail"};
 constexpr std::array<std::string_view, 2> chunk_keys = {"layers", "in_flight"};
-
-// "a"/"an" before a number as spoken: an 8-stage, an 11-stage, a 16-stage pipeline.
-std::string_view article_for(std::uint32_t n) {
-    const std::string digits = std::to_string(n);
-    if (digits.front() == '8')
-        return "an";
-    if (digits.size() % 3 == 2 && (digits.starts_with("11") || digits.starts_with("18"))) {
-        return "an";
-    }
-    return "a";
-}
 
 // Shortest text that reads back to `mb`, keeping ".0" on integral values (41234.5, 39900.0).
 std::string mb_text(double mb) {
@@ -338,9 +328,7 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
     const JsonNode stage_node = obs.required("stage");
     const std::uint32_t s = stage_node.as_uint32(0);
     if (s >= p) {
-        stage_node.fail(fmt::format("{} is not a stage of {} {}-stage pipeline (expected {})", s,
-                                    article_for(p), p,
-                                    p == 1 ? std::string("0") : fmt::format("0..{}", p - 1)));
+        stage_node.fail(not_a_stage(s, p));
     }
 
     std::vector<std::uint32_t> group_layers;  // /3: chunk by chunk, group by group, kind by kind

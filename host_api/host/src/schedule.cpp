@@ -106,6 +106,17 @@ std::string unknown_schedule(std::string_view name) {
                        names_or(names));
 }
 
+std::string not_a_stage(std::uint32_t stage, std::uint32_t num_stages) {
+    // "an 8-stage", "an 11-stage", "an 18-stage", "an 80-stage", "a 16-stage".
+    const std::string digits = std::to_string(num_stages);
+    const bool an =
+        digits.front() == '8' ||
+        (digits.size() % 3 == 2 && (digits.starts_with("11") || digits.starts_with("18")));
+    return fmt::format("{} is not a stage of {} {}-stage pipeline (expected {})", stage,
+                       an ? "an" : "a", num_stages,
+                       num_stages == 1 ? std::string("0") : fmt::format("0..{}", num_stages - 1));
+}
+
 std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num_stages,
                                             std::uint32_t stage, std::uint32_t micro_batches,
                                             std::uint32_t chunks) {

@@ -17,6 +17,7 @@
 #include <ppb/partition/model_comparison.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
+#include <ppb/partition/prediction_request.hpp>
 #include <ppb/partition/problem.hpp>
 #include <ppb/partition/request.hpp>
 #include <ppb/partition/sapp_export.hpp>
@@ -286,41 +287,23 @@ StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle 
         if (chunk_layers.empty())
             throw InputError("chunks: give one layers dict per chunk (none given)");
     }
-    const std::uint32_t stages = num_stages_arg.is_none()
-                                     ? (dryrun ? dryrun->num_stages : 0)
-                                     : count_in(num_stages_arg, limits::stages, "num_stages");
-    if (stages == 0) {
-        throw InputError(dryrun ? fmt::format("{} has no top-level num_stages: give num_stages",
-                                              model.fitted()->source)
-                                : std::string("missing num_stages"));
-    }
-    const std::uint32_t stage = count_in(stage_arg, {0, limits::stages.max - 1, ""}, "stage");
-    if (stage >= stages) {
-        throw InputError(
-            fmt::format("stage {} is not a stage of a {}-stage pipeline (expected 0..{})", stage,
-                        stages, stages - 1));
-    }
-    const std::uint32_t micro_batches =
-        micro_batches_arg.is_none()
-            ? (dryrun ? dryrun->micro_batches : 0)
-            : count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
-    const auto v = static_cast<std::uint32_t>(chunk_layers.size());
-    Schedule schedule = Schedule::one_f_one_b;
-    if (!schedule_arg.is_none()) {
-        const auto name = py::str(schedule_arg).cast<std::string>();
-        const auto parsed = schedule_from_name(name);
-        if (!parsed) {
-            throw InputError("schedule: " + unknown_schedule(name));
-        }
-        schedule = *parsed;
-    } else if (dryrun && dryrun->num_chunks == v) {
-        schedule = dryrun->schedule;
-    } else if (v == 2) {
-        throw InputError(
-            fmt::format("two chunks: give schedule ({})", names_or(chunked_schedule_names())));
-    } else if (v > 2) {
-        schedule = Schedule::interleaved;
-    }
+    partition::PredictionRequest request;
+    request.stage = count_in(stage_arg, {0, limits::stages.max - 1, ""}, "stage");
+    request.chunks = static_cast<std::uint32_t>(chunk_layers.size());
+    if (!num_stages_arg.is_none())
+        request.num_stages = count_in(num_stages_arg, limits::stages, "num_stages");
+    if (!micro_batches_arg.is_none())
+        request.micro_batches = count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
+    if (!schedule_arg.is_none())
+        request.schedule = py::str(schedule_arg).cast<std::string>();
+    if (!in_flight_arg.is_none())
+        request.in_flight = count_in(in_flight_arg, limits::in_flight, "in_flight");
+    const partition::PredictedPipeline pipeline = partition::pipeline_of(
+        request, dryrun, dryrun ? model.fitted()->source : std::string(), partition::keyword_name);
+    const std::uint32_t stages = pipeline.num_stages;
+    const std::uint32_t stage = pipeline.stage;
+    const Schedule schedule = pipeline.schedule;
+    const auto v = request.chunks;
 
     const std::vector<std::string> groups = m.groups();
     bool grouped = false;
@@ -362,31 +345,17 @@ StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle 
             std::copy(counts.begin(), counts.end(), placement.chunks[c].layers);
         }
     }
-    if (!in_flight_arg.is_none()) {
-        if (v != 1)
-            throw InputError(
-                "in_flight is for one chunk; with chunks the schedule's counts are used");
-        placement.chunks.front().in_flight =
-            count_in(in_flight_arg, limits::in_flight, "in_flight");
-    } else {
-        // The schedule's in-flight profile (ppb/in_flight_profile.hpp): the placement is the
-        // stage at the vector where the model puts its peak, so predict() is the largest
-        // prediction over the profile and std_error() that prediction's.
-        std::vector<InFlightVector> profile;
-        try {
-            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
-        } catch (const std::exception& e) {
-            throw InputError(fmt::format("schedule {}: {}", schedule_name(schedule), e.what()));
-        }
-        placement = with_in_flight(std::move(placement), asked_in_flight(profile.front()));
-        if (profile.size() > 1) {
-            const ProfilePeak peak = predict_over_profile(m, placement, profile);
-            // A linear model's peak may be at a moment a chunk holds none: the placement is the
-            // vector as the model may be asked about it (std_error), the peak beside it.
-            const InFlightVector& at = peak.profile[peak.active];
-            placement = with_in_flight(std::move(placement), asked_in_flight(at));
-            return {std::move(placement), peak.memory_mb};
-        }
+    // The stage at the vector where the model puts its peak, so that predict() is the largest
+    // prediction over the profile and std_error() that prediction's.
+    const std::vector<InFlightVector>& profile = pipeline.profile;
+    placement = with_in_flight(std::move(placement), asked_in_flight(profile.front()));
+    if (profile.size() > 1) {
+        const ProfilePeak peak = predict_over_profile(m, placement, profile);
+        // A linear model's peak may be at a moment a chunk holds none: the placement is the
+        // vector as the model may be asked about it (std_error), the peak beside it.
+        const InFlightVector& at = peak.profile[peak.active];
+        placement = with_in_flight(std::move(placement), asked_in_flight(at));
+        return {std::move(placement), peak.memory_mb};
     }
     return {std::move(placement), std::nullopt};
 }
@@ -478,9 +447,8 @@ py::array_t<double> predict_batch(const Model& model, const IntArray& stage, con
         p.stage =
             check(s_view(static_cast<py::ssize_t>(i)), {0, limits::stages.max - 1, ""}, "stage", i);
         if (p.stage >= p.num_stages) {
-            throw InputError(fmt::format(
-                "placement {}: stage {} is not a stage of a {}-stage pipeline (expected 0..{})", i,
-                p.stage, p.num_stages, p.num_stages - 1));
+            throw InputError(
+                fmt::format("placement {}: stage {}", i, not_a_stage(p.stage, p.num_stages)));
         }
         p.chunks.assign(1, ppb_chunk{});
         if (in_flight_given) {

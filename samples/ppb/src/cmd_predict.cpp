@@ -7,6 +7,7 @@
 #include <ppb/json_input.hpp>
 #include <ppb/json_output.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/partition/prediction_request.hpp>
 #include <ppb/profile_prediction.hpp>
 #include <ppb/schedule.hpp>
 
@@ -141,50 +142,25 @@ int run_predict(const PredictArgs& args) {
     for (const auto& items : chunk_items)
         chunks.push_back(any_grouped ? ppb_chunk{} : chunk_from_items(items, option));
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.file, args.read);
-    const std::uint32_t stages = args.stages.value_or(dryrun ? dryrun->num_stages : 0);
-    if (stages == 0) {
-        throw UsageError(
-            dryrun ? fmt::format("{} has no top-level num_stages: give --stages P", args.file)
-                   : std::string("missing --stages P"));
-    }
-    const std::uint32_t stage = args.stage;
-    if (stage >= stages) {
-        throw UsageError(
-            fmt::format("--stage {} is not a stage of a {}-stage pipeline (expected 0..{})", stage,
-                        stages, stages - 1));
-    }
-    const std::uint32_t micro_batches =
-        args.micro_batches.value_or(dryrun ? dryrun->micro_batches : 0);
-    // The schedule: given, else the dry-run file's when it has as many chunks, else 1F1B.
-    Schedule schedule = Schedule::one_f_one_b;
+    // The pipeline around the stage: what is not given comes from the dry run (the library's
+    // rule, Python's too).
+    partition::PredictionRequest request;
+    request.stage = args.stage;
+    request.chunks = static_cast<std::uint32_t>(chunks.size());
+    request.num_stages = args.stages;
+    request.micro_batches = args.micro_batches;
     if (!args.schedule.empty())
-        schedule = *schedule_from_name(args.schedule);  // checked by CLI11
-    else if (dryrun && dryrun->num_chunks == chunks.size())
-        schedule = dryrun->schedule;
-    else if (chunks.size() == 2)
-        throw UsageError(
-            "--chunk twice: give --schedule (interleaved, interleaved-less-memory "
-            "or dualpipe-v)");
-    else if (chunks.size() > 2)
-        schedule = Schedule::interleaved;
-    const auto v = static_cast<std::uint32_t>(chunks.size());
-    // The in-flight vectors the stage passes through (ppb/in_flight_profile.hpp): one with
-    // --in-flight or one chunk, the schedule's profile with chunks. The peak is the largest
-    // prediction over them.
-    std::vector<InFlightVector> profile;
-    if (args.in_flight) {
-        if (v != 1)
-            throw UsageError(
-                "--in-flight is for one chunk; with --chunk the schedule's counts "
-                "are used");
-        profile = {{*args.in_flight}};
-    } else {
-        try {
-            profile = in_flight_profile(schedule, stages, stage, micro_batches, v);
-        } catch (const std::exception& e) {
-            throw UsageError(fmt::format("--schedule {}: {}", schedule_name(schedule), e.what()));
-        }
-    }
+        request.schedule = args.schedule;
+    request.in_flight = args.in_flight;
+    const partition::PredictedPipeline pipeline = partition::pipeline_of(
+        request, dryrun ? &*dryrun : nullptr, args.file, [](std::string_view field) {
+            return field == "num_stages" ? std::string("--stages") : partition::flag_name(field);
+        });
+    const std::uint32_t stages = pipeline.num_stages;
+    const std::uint32_t stage = pipeline.stage;
+    const Schedule schedule = pipeline.schedule;
+    const auto v = request.chunks;
+    std::vector<InFlightVector> profile = pipeline.profile;
     PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.file, "a dry-run FILE");
     const MemoryModel& model = prepared.model;

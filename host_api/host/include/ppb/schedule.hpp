@@ -50,6 +50,9 @@ enum class Schedule {
 // What every reader says of a name that is no schedule: "unknown schedule 'interleave' (did you
 // mean 'interleaved'? expected 1f1b, interleaved, ... or zb-v)".
 [[nodiscard]] std::string unknown_schedule(std::string_view name);
+// What every reader says of a stage outside the pipeline: "8 is not a stage of an 8-stage pipeline
+// (expected 0..7)", the article as the number is said.
+[[nodiscard]] std::string not_a_stage(std::uint32_t stage, std::uint32_t num_stages);
 
 // In-flight count of each of the `chunks` chunks of `stage` in a `num_stages`-stage pipeline: the
 // most micro-batches whose activations the chunk holds at once under the schedule's order
