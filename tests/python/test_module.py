@@ -47,6 +47,8 @@ def test_predict_and_std_error_equal_ppb_predict(cli):
         assert model.predict(stage, layers, in_flight=in_flight) == expected["peak_memory_mb"]
         assert model.std_error(stage, layers, in_flight=in_flight) == expected["std_error_mb"]
         assert expected["std_error_mb"] is not None and expected["std_error_mb"] > 0
+        # The whole document, from the library's prediction_document.
+        assert model.prediction(stage, layers, in_flight=in_flight) == expected
 
 
 def megatron_interleaved_states(p, v, m, rank):
@@ -95,6 +97,13 @@ def test_chunked_predict_is_the_largest_row_over_the_order_and_equals_ppb_predic
         assert got == command["peak_memory_mb"]
         assert model.std_error(stage, chunks=chunks, num_stages=4, micro_batches=8,
                                schedule="interleaved") == command["std_error_mb"]
+        # With its in-flight profile: every vector and the prediction at each.
+        document = model.prediction(stage, chunks=chunks, num_stages=4, micro_batches=8,
+                                    schedule="interleaved")
+        assert document == command
+        assert len(document["placement"]["in_flight_profile"]) >= 1
+        assert max(v["peak_memory_mb"] for v in document["placement"]["in_flight_profile"]) == \
+            document["peak_memory_mb"]
 
 
 def test_fit_accepts_a_dict_and_a_dryrun_object():
@@ -194,6 +203,8 @@ def test_grouped_dense_and_moe_prediction_equals_the_command(cli):
                         "--layers", "dense.none=1,moe.none=2,moe.full=1")
     got = model.predict(1, {"dense": {"none": 1}, "moe": {"none": 2, "full": 1}})
     assert got == expected["peak_memory_mb"]
+    assert model.prediction(1, {"dense": {"none": 1}, "moe": {"none": 2, "full": 1}}) == expected
+    assert expected["placement"]["layers"] == {"dense": {"none": 1}, "moe": {"none": 2, "full": 1}}
     # The sample's comment gives the coefficients it was generated from: const 3100, dense
     # P 1210 and A_none 702, MoE P 8640, A_none 1530, A_full 60; stage 1 of 4 holds 3 in flight.
     assert got == pytest.approx(3100 + 1210 + 3 * 702 + 3 * 8640 + 3 * (2 * 1530 + 60))
@@ -404,6 +415,10 @@ def test_reserved_memory_is_what_the_command_says(cli, tmp_path):
     model.memory = "reserved"
     assert model.predict(2, {"select": 7, "full": 3}) == expected["reserved_memory_mb"]
     assert model.std_error(2, {"select": 7, "full": 3}) == expected["reserved_std_error_mb"]
+    # The document has both memories whichever the model answers in, and leaves it so.
+    assert model.prediction(2, {"select": 7, "full": 3}) == expected
+    assert model.memory == "reserved"
+    assert expected["allocator_reserve"] == model.allocator_reserve
     model.memory = "allocated"
     # Plans: on reserved memory by default, as the command; allocated on request.
     args = ["partition", "--model-desc", LLAMA_LAYERS, "--dryrun", file, "--stages", 8,

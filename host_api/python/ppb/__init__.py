@@ -267,6 +267,16 @@ class Model:
         return self._native.predict(stage, layers, chunks, num_stages, micro_batches, in_flight,
                                     schedule)
 
+    def prediction(self, stage, layers=None, *, num_stages=None, micro_batches=None,
+                   in_flight=None, schedule=None, chunks=None):
+        """The ppb.prediction/1 dict ``ppb predict --json`` prints for the same placement and fit:
+        the placement (with chunks, every vector of the schedule's in-flight profile and the
+        prediction at each), ``peak_memory_mb`` and ``std_error_mb`` on allocated memory, and where
+        the fit has an allocator reserve, ``reserved_memory_mb``, ``reserved_std_error_mb`` and
+        ``allocator_reserve`` (whichever memory :attr:`memory` selects)."""
+        return self._native.prediction(stage, layers, chunks, num_stages, micro_batches,
+                                       in_flight, schedule)
+
     def std_error(self, stage, layers=None, *, num_stages=None, micro_batches=None,
                   in_flight=None, schedule=None, chunks=None):
         """One standard error in MB of :meth:`predict`'s value for the same placement, from the

@@ -267,7 +267,12 @@ struct StageQuery {
 // two); the chunks' in-flight counts are the vector of the schedule's profile where the model's
 // prediction is largest (counts of 0 as 1, as a model may be asked), unless `in_flight` is given
 // (one chunk); std_error() is the model's there.
-StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle layers_arg,
+struct StageRequest {
+    StagePlacement placement;  // the layers; the in-flight counts are the pipeline's
+    partition::PredictedPipeline pipeline;
+};
+
+StageRequest stage_request(const Model& model, py::handle stage_arg, py::handle layers_arg,
                            py::handle chunks_arg, py::handle num_stages_arg,
                            py::handle micro_batches_arg, py::handle in_flight_arg,
                            py::handle schedule_arg) {
@@ -345,6 +350,17 @@ StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle 
             std::copy(counts.begin(), counts.end(), placement.chunks[c].layers);
         }
     }
+    return {std::move(placement), pipeline};
+}
+
+StageQuery stage_placement(const Model& model, py::handle stage_arg, py::handle layers_arg,
+                           py::handle chunks_arg, py::handle num_stages_arg,
+                           py::handle micro_batches_arg, py::handle in_flight_arg,
+                           py::handle schedule_arg) {
+    const MemoryModel& m = model.get();
+    auto [placement, pipeline] =
+        stage_request(model, stage_arg, layers_arg, chunks_arg, num_stages_arg, micro_batches_arg,
+                      in_flight_arg, schedule_arg);
     // The stage at the vector where the model puts its peak, so that predict() is the largest
     // prediction over the profile and std_error() that prediction's.
     const std::vector<InFlightVector>& profile = pipeline.profile;
@@ -1023,6 +1039,18 @@ PYBIND11_MODULE(_ppb, module) {
                py::handle schedule) {
                 return std_error(m, stage_placement(m, stage, layers, chunks, num_stages,
                                                     micro_batches, in_flight, schedule));
+            },
+            py::arg("stage"), py::arg("layers"), py::arg("chunks"), py::arg("num_stages"),
+            py::arg("micro_batches"), py::arg("in_flight"), py::arg("schedule"))
+        .def(
+            "prediction",
+            [](Model& m, py::handle stage, py::handle layers, py::handle chunks,
+               py::handle num_stages, py::handle micro_batches, py::handle in_flight,
+               py::handle schedule) {
+                auto [placement, pipeline] = stage_request(m, stage, layers, chunks, num_stages,
+                                                           micro_batches, in_flight, schedule);
+                return to_python(partition::prediction_document(partition::predict_stage(
+                    m.get(), std::move(placement), pipeline, m.reserve())));
             },
             py::arg("stage"), py::arg("layers"), py::arg("chunks"), py::arg("num_stages"),
             py::arg("micro_batches"), py::arg("in_flight"), py::arg("schedule"))

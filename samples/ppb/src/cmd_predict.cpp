@@ -119,6 +119,70 @@ std::vector<std::uint32_t> group_layers_from_items(
     return counts;
 }
 
+// "2 none, 1 full" of a {kind: n} object.
+std::string kinds_text(const boost::json::object& layers) {
+    std::string list;
+    for (const auto& [kind, n] : layers)
+        list +=
+            fmt::format("{}{} {}", list.empty() ? "" : ", ", n.to_number<std::uint64_t>(), kind);
+    return list;
+}
+
+// Chunk c's layers for people: "2 none, 1 full"; counted per group, "dense: 1 none; moe: 2 full".
+std::string chunk_text(const partition::StagePrediction& prediction, std::size_t c) {
+    const boost::json::object layers = partition::chunk_layers_object(prediction, c);
+    std::string list;
+    if (!prediction.placement.grouped()) {
+        list = kinds_text(layers);
+    } else {
+        for (const auto& [group, kinds] : layers)
+            list += fmt::format("{}{}: {}", list.empty() ? "" : "; ", std::string_view(group),
+                                kinds_text(kinds.as_object()));
+    }
+    return list.empty() ? std::string("none") : list;
+}
+
+std::string render_prediction(const partition::StagePrediction& prediction,
+                              std::string_view source) {
+    const StagePlacement& placement = prediction.placement;
+    const auto v = placement.chunks.size();
+    std::string held;
+    for (std::size_t c = 0; c < v; ++c) {
+        held += v == 1 ? fmt::format("{} body layers ({}), {} micro-batches in flight",
+                                     placement.total_layers(), chunk_text(prediction, c),
+                                     placement.chunks[c].in_flight)
+                       : fmt::format("{}chunk {}: {} ({} in flight)", c == 0 ? "" : "; ", c,
+                                     chunk_text(prediction, c), placement.chunks[c].in_flight);
+    }
+    const auto& reserved = prediction.reserved;
+    const auto& std_error = prediction.std_error_mb;
+    std::string out = fmt::format(
+        "Stage {} of {}{} with {}:\n"
+        "  predicted peak {}memory {}{}  (model {} {}, {})\n",
+        placement.stage, placement.num_stages,
+        v == 1 ? "" : fmt::format(" ({})", schedule_name(placement.schedule)), held,
+        reserved ? "allocated " : "", format_mb(prediction.memory_mb),
+        std_error ? fmt::format(" ± {} (one standard error)", format_mb(*std_error)) : "",
+        prediction.model_name, prediction.model_version, source);
+    if (reserved) {
+        out += fmt::format(
+            "  predicted peak reserved memory {}{}  ({})\n", format_mb(reserved->memory_mb),
+            reserved->std_error_mb
+                ? fmt::format(" ± {} (one standard error)", format_mb(*reserved->std_error_mb))
+                : "",
+            describe_reserve(reserved->reserve));
+    }
+    const auto& profile = prediction.profile;
+    if (profile.size() > 1) {
+        std::string vectors;
+        for (std::size_t j = 0; j < profile.size(); ++j)
+            vectors += fmt::format("{}({})", j == 0 ? "" : ", ", fmt::join(profile[j], ", "));
+        out += fmt::format("  at the peak in flight: ({}) of the schedule's in-flight profile {}\n",
+                           fmt::join(profile[prediction.active], ", "), vectors);
+    }
+    return out;
+}
+
 int run_predict(const PredictArgs& args) {
     if (args.layers.empty() == args.chunks.empty())
         throw UsageError(
@@ -156,156 +220,19 @@ int run_predict(const PredictArgs& args) {
         request, dryrun ? &*dryrun : nullptr, args.file, [](std::string_view field) {
             return field == "num_stages" ? std::string("--stages") : partition::flag_name(field);
         });
-    const std::uint32_t stages = pipeline.num_stages;
-    const std::uint32_t stage = pipeline.stage;
-    const Schedule schedule = pipeline.schedule;
-    const auto v = request.chunks;
-    std::vector<InFlightVector> profile = pipeline.profile;
     PreparedModel prepared =
         prepare_selected_model(args.choice, dryrun, args.file, "a dry-run FILE");
-    const MemoryModel& model = prepared.model;
-    StagePlacement placement{stages, stage, chunks, schedule};
-    const std::vector<std::string> groups = model.groups();
+    StagePlacement placement{pipeline.num_stages, pipeline.stage, chunks, pipeline.schedule};
+    const std::vector<std::string> groups = prepared.model.groups();
     if (any_grouped || groups.size() > 1)
         placement.set_group_layers(group_layers_from_items(chunk_items, groups, option));
-    const ProfilePeak peak = predict_over_profile(model, placement, profile);
-    profile = peak.profile;  // the vectors evaluated: counts of 0 as 1 without coefficients
-    placement = with_in_flight(std::move(placement), profile[peak.active]);
-    chunks = placement.chunks;
-    const double memory = peak.memory_mb;
-    // From the fit's residuals (API 1.2), at the vector of the peak as a model may be asked
-    // about it (counts of 0 as 1); models without an uncertainty estimate give none.
-    const StagePlacement asked = with_in_flight(placement, asked_in_flight(profile[peak.active]));
-    const std::optional<double> std_error =
-        asked.grouped() ? model.predict_grouped_std_error(asked.grouped_view())
-                        : model.predict_std_error(asked.view());
-    const ppb_chunk& chunk = chunks.front();
-    // Reserved memory too, where the dry runs measured it: the same stage with the allocator's
-    // fitted reserve (ppb/allocator_reserve.hpp), at its own peak over the profile.
-    struct Reserved {
-        double memory_mb = 0.0;
-        std::optional<double> std_error_mb;
-    };
-    std::optional<Reserved> reserved;
-    if (prepared.reserve) {
-        prepared.model.set_allocator_reserve(prepared.reserve);
-        const ProfilePeak at_peak = predict_over_profile(model, placement, profile);
-        const StagePlacement there =
-            with_in_flight(placement, asked_in_flight(profile[at_peak.active]));
-        reserved = Reserved{at_peak.memory_mb,
-                            there.grouped() ? model.predict_grouped_std_error(there.grouped_view())
-                                            : model.predict_std_error(there.view())};
-        prepared.model.set_allocator_reserve(std::nullopt);
-    }
-
-    // Chunk c's layers: "2 none, 1 full" (in `layers`, {"none": 2, "full": 1}); counted per
-    // group, "dense: 1 none; moe: 2 full" ({"dense": {"none": 1}, "moe": {"full": 2}}).
-    const auto describe_kinds = [](const std::uint32_t* counts, boost::json::object& layers) {
-        std::string list;
-        for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
-            if (counts[k] == 0)
-                continue;
-            layers[kind_names[k]] = counts[k];
-            list += fmt::format("{}{} {}", list.empty() ? "" : ", ", counts[k], kind_names[k]);
-        }
-        return list;
-    };
-    const auto describe_chunk = [&](std::size_t c, boost::json::object& layers) {
-        std::string list;
-        if (!placement.grouped()) {
-            list = describe_kinds(chunks[c].layers, layers);
-        } else {
-            for (std::size_t g = 0; g < groups.size(); ++g) {
-                boost::json::object of_group;
-                const std::string text = describe_kinds(
-                    &placement.group_layers[(c * groups.size() + g) * PPB_KIND_COUNT], of_group);
-                if (text.empty())
-                    continue;
-                layers[groups[g]] = std::move(of_group);
-                list += fmt::format("{}{}: {}", list.empty() ? "" : "; ", groups[g], text);
-            }
-        }
-        return list.empty() ? std::string("none") : list;
-    };
-    std::string out;
+    const partition::StagePrediction prediction =
+        partition::predict_stage(prepared.model, std::move(placement), pipeline, prepared.reserve);
     if (args.json) {
-        boost::json::object doc;
-        doc["format"] = "ppb.prediction/1";
-        doc["model"] = boost::json::object{{"name", model.name()}, {"version", model.version()}};
-        boost::json::object layers;
-        (void)describe_chunk(0, layers);
-        boost::json::object where{{"num_stages", stages},
-                                  {"stage", stage},
-                                  {"layers", std::move(layers)},
-                                  {"in_flight", chunk.in_flight}};
-        if (v > 1) {
-            // With chunks: the schedule and every chunk; "layers" and "in_flight" are chunk 0's.
-            where["schedule"] = schedule_name(schedule);
-            boost::json::array list;
-            for (std::size_t c = 0; c < chunks.size(); ++c) {
-                boost::json::object l;
-                (void)describe_chunk(c, l);
-                list.push_back(boost::json::object{{"layers", std::move(l)},
-                                                   {"in_flight", chunks[c].in_flight}});
-            }
-            where["chunks"] = std::move(list);
-            // The chunks' in_flight are the vector of the peak; the profile is every vector that
-            // can hold it, with the prediction at each.
-            boost::json::array vectors;
-            for (std::size_t j = 0; j < profile.size(); ++j) {
-                boost::json::array counts(profile[j].begin(), profile[j].end());
-                vectors.push_back(boost::json::object{{"in_flight", std::move(counts)},
-                                                      {"peak_memory_mb", peak.per_vector[j]}});
-            }
-            where["in_flight_profile"] = std::move(vectors);
-        }
-        doc["placement"] = std::move(where);
-        doc["peak_memory_mb"] = memory;
-        doc["std_error_mb"] =
-            std_error ? boost::json::value(*std_error) : boost::json::value(nullptr);
-        if (reserved) {
-            doc["reserved_memory_mb"] = reserved->memory_mb;
-            doc["reserved_std_error_mb"] = reserved->std_error_mb
-                                               ? boost::json::value(*reserved->std_error_mb)
-                                               : boost::json::value(nullptr);
-            doc["allocator_reserve"] = reserve_document(*prepared.reserve);
-        }
-        out = to_pretty_json(doc);
-    } else {
-        std::string held;
-        for (std::uint32_t c = 0; c < v; ++c) {
-            boost::json::object unused;
-            held += v == 1 ? fmt::format("{} body layers ({}), {} micro-batches in flight",
-                                         placement.total_layers(), describe_chunk(c, unused),
-                                         chunks[c].in_flight)
-                           : fmt::format("{}chunk {}: {} ({} in flight)", c == 0 ? "" : "; ", c,
-                                         describe_chunk(c, unused), chunks[c].in_flight);
-        }
-        out = fmt::format(
-            "Stage {} of {}{} with {}:\n"
-            "  predicted peak {}memory {}{}  (model {} {}, {})\n",
-            stage, stages, v == 1 ? "" : fmt::format(" ({})", schedule_name(schedule)), held,
-            reserved ? "allocated " : "", format_mb(memory),
-            std_error ? fmt::format(" ± {} (one standard error)", format_mb(*std_error)) : "",
-            model.name(), model.version(), prepared.source);
-        if (reserved) {
-            out += fmt::format(
-                "  predicted peak reserved memory {}{}  ({})\n", format_mb(reserved->memory_mb),
-                reserved->std_error_mb
-                    ? fmt::format(" ± {} (one standard error)", format_mb(*reserved->std_error_mb))
-                    : "",
-                describe_reserve(*prepared.reserve));
-        }
-        if (profile.size() > 1) {
-            std::string vectors;
-            for (std::size_t j = 0; j < profile.size(); ++j)
-                vectors += fmt::format("{}({})", j == 0 ? "" : ", ", fmt::join(profile[j], ", "));
-            out += fmt::format(
-                "  at the peak in flight: ({}) of the schedule's in-flight profile {}\n",
-                fmt::join(profile[peak.active], ", "), vectors);
-        }
+        write_stdout(to_pretty_json(partition::prediction_document(prediction)));
+        return 0;
     }
-    write_stdout(out);
+    write_stdout(render_prediction(prediction, prepared.source));
     return 0;
 }
 
