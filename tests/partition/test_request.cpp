@@ -83,6 +83,11 @@ BOOST_AUTO_TEST_CASE(fields_are_named_in_each_hosts_words) {
     BOOST_TEST(kinds.as_flags ==
                "--kinds: unknown recompute kind 'half' (expected none, select, comm, both or "
                "full)");
+    // A near miss is named, as every reader of kinds names it (ppb::unknown_kind).
+    const Refusal near = refusal([](PartitionRequest& r) { r.kinds = {"selct"}; });
+    BOOST_TEST(near.as_keywords ==
+               "kinds: unknown recompute kind 'selct' (did you mean 'select'? expected none, "
+               "select, comm, both or full)");
 
     const Refusal rule = refusal([](PartitionRequest& r) { r.recompute_rule = "some"; });
     BOOST_TEST(rule.field == "recompute_rule");

@@ -32,7 +32,7 @@ void read_kind_counts(const JsonNode& node, std::uint32_t (&layers)[PPB_KIND_COU
     for (const auto& [kind, count] : JsonObject(node).members()) {
         const auto k = kind_from_name(kind);
         if (!k)
-            count.fail("unknown recompute kind (none, select, comm, both, full)");
+            count.fail(unknown_kind(kind));
         layers[*k] = count.as_count(limits::layers_or_none);
     }
 }

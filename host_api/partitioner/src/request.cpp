@@ -17,15 +17,7 @@
 #include <cmath>
 
 namespace ppb::partition {
-namespace {
-
-void check_count(std::string_view field, std::uint32_t value, const limits::CountRange& range,
-                 const FieldName& name) {
-    if (!range.contains(value))
-        refuse(field, name, limits::out_of_range(std::to_string(value), range));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
                              double memory_margin_sigma, const FieldName& name) {
@@ -65,10 +57,7 @@ Problem problem_of(const PartitionRequest& request, const FieldName& name) {
         for (const std::string& kind_text : request.kinds) {
             const auto kind = kind_from_name(kind_text);
             if (!kind) {
-                refuse("kinds", name,
-                       fmt::format("unknown recompute kind '{}' (expected none, select, comm, both "
-                                   "or full)",
-                                   kind_text));
+                refuse("kinds", name, unknown_kind(kind_text));
             }
             mask |= PPB_KIND_BIT(*kind);
         }

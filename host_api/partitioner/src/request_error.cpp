@@ -12,6 +12,12 @@ void refuse(std::string_view field, const FieldName& name, std::string_view what
     throw RequestError(std::string(field), fmt::format("{}: {}", name(field), what));
 }
 
+void check_count(std::string_view field, std::uint64_t value, const limits::CountRange& range,
+                 const FieldName& name) {
+    if (!range.contains(value))
+        refuse(field, name, limits::out_of_range(std::to_string(value), range));
+}
+
 std::string keyword_name(std::string_view field) {
     return std::string(field);
 }

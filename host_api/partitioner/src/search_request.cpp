@@ -25,12 +25,11 @@ namespace {
 
 namespace json = boost::json;
 
+// Every value of a list within `range` (check_count).
 void check_counts(std::string_view field, const std::vector<std::uint32_t>& values,
                   const limits::CountRange& range, const FieldName& name) {
-    for (const std::uint32_t v : values) {
-        if (!range.contains(v))
-            refuse(field, name, limits::out_of_range(std::to_string(v), range));
-    }
+    for (const std::uint32_t v : values)
+        check_count(field, v, range, name);
 }
 
 // A whole number of the model's options (a shape), if it has one there.
@@ -339,7 +338,7 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         }
     }
     if (request.devices)
-        check_counts("devices", {*request.devices}, {1, 1'000'000, "devices"}, name);
+        check_count("devices", *request.devices, {1, 1'000'000, "devices"}, name);
     check_counts("pipeline_degrees", request.pipeline_degrees, limits::stages, name);
     check_counts("tensor_parallel", request.tensor_parallel, {1, 1'000'000, "devices"}, name);
     check_counts("micro_batch_size", request.micro_batch_size, {1, 1'000'000, "samples"}, name);
@@ -347,17 +346,10 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     check_counts("expert_parallel", request.expert_parallel, {1, 1'000'000, "devices"}, name);
     check_counts("chunks", request.chunks, {2, limits::chunks.max, "chunks"}, name);
     if (request.data_parallel)
-        check_counts("data_parallel", {*request.data_parallel}, {1, 1'000'000, "replicas"}, name);
-    constexpr limits::CountRange global_batches{1, 1'000'000'000, "samples"};
-    if (!global_batches.contains(request.global_batch))
-        refuse("global_batch", name,
-               limits::out_of_range(std::to_string(request.global_batch), global_batches));
-    constexpr limits::CountRange listed{0, 1'000'000, "configurations"};
-    if (!listed.contains(request.top))
-        refuse("top", name, limits::out_of_range(std::to_string(request.top), listed));
-    constexpr limits::CountRange threads{0, 1024, "threads"};
-    if (!threads.contains(run.jobs))
-        refuse("jobs", name, limits::out_of_range(std::to_string(run.jobs), threads));
+        check_count("data_parallel", *request.data_parallel, {1, 1'000'000, "replicas"}, name);
+    check_count("global_batch", request.global_batch, {1, 1'000'000'000, "samples"}, name);
+    check_count("top", request.top, {0, 1'000'000, "configurations"}, name);
+    check_count("jobs", run.jobs, {0, 1024, "threads"}, name);
 
     const double memory_limit_mb = memory_limit_of(request.memory_limit_mb, cluster, name);
     if (!request.memory_limit_mb && messages.note) {

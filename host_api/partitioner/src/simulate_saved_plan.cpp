@@ -26,11 +26,7 @@ SavedPlanSimulation simulate_saved_plan(std::string_view text, std::string_view 
             refuse("schedule", name, unknown_schedule(*request.schedule));
     }
     if (request.micro_batches) {
-        if (!limits::micro_batches.contains(*request.micro_batches)) {
-            refuse("micro_batches", name,
-                   limits::out_of_range(std::to_string(*request.micro_batches),
-                                        limits::micro_batches));
-        }
+        check_count("micro_batches", *request.micro_batches, limits::micro_batches, name);
         overrides.micro_batches = request.micro_batches;
     }
     for (const double time : request.comm_time) {

@@ -105,9 +105,7 @@ std::array<std::uint32_t, PPB_KIND_COUNT> kind_counts(const py::dict& layers,
         const auto name = py::str(key).cast<std::string>();
         const auto kind = kind_from_name(name);
         if (!kind) {
-            throw InputError(fmt::format(
-                "{}: unknown recompute kind '{}' (expected none, select, comm, both or full)", what,
-                name));
+            throw InputError(fmt::format("{}: {}", what, unknown_kind(name)));
         }
         counts[*kind] = count_in(value, limits::layers_or_none, fmt::format("{}.{}", what, name));
     }
@@ -793,9 +791,7 @@ py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t n
     for (const auto& name : kinds) {
         const auto kind = kind_from_name(name);
         if (!kind) {
-            throw InputError(fmt::format(
-                "kinds: unknown recompute kind '{}' (expected none, select, comm, both or full)",
-                name));
+            throw partition::RequestError("kinds", "kinds: " + unknown_kind(name));
         }
         mask |= PPB_KIND_BIT(*kind);
     }

@@ -33,8 +33,6 @@ constexpr std::string_view footer =
 Exit status: 0 success, 2 invalid input or usage, 3 no usable plugin or a plugin failed,
 4 no feasible partition, 1 anything else.)";
 
-constexpr std::string_view kind_list = "none, select, comm, both or full";
-
 std::string whole_number_problem(std::string_view text, std::uint32_t min) {
     std::uint32_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -43,10 +41,6 @@ std::string whole_number_problem(std::string_view text, std::uint32_t min) {
     if (value < min)
         return fmt::format("expected at least {}, got {}", min, value);
     return {};
-}
-
-std::string unknown_kind(std::string_view name) {
-    return fmt::format("unknown recompute kind '{}' (expected {})", name, kind_list);
 }
 
 // "ppb import megatron" for the App of that subcommand.

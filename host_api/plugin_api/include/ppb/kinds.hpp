@@ -6,6 +6,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ppb {
@@ -25,6 +26,10 @@ inline constexpr std::array<std::string_view, PPB_KIND_COUNT> kind_names = {"non
 [[nodiscard]] constexpr std::string_view kind_name(ppb_kind kind) noexcept {
     return kind_names[static_cast<std::size_t>(kind)];
 }
+
+// What every reader says of a name that is no recompute kind: "unknown recompute kind 'ful' (did
+// you mean 'full'? expected none, select, comm, both or full)".
+[[nodiscard]] std::string unknown_kind(std::string_view name);
 
 }  // namespace ppb
 

@@ -9,7 +9,9 @@
 #define PPB_PARTITION_REQUEST_ERROR_HPP
 
 #include <ppb/errors.hpp>
+#include <ppb/limits.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -37,6 +39,10 @@ class RequestError : public InputError {
 
 // A RequestError about `field`: "<the field in name's words>: <what>".
 [[noreturn]] void refuse(std::string_view field, const FieldName& name, std::string_view what);
+// A count within `range`, or a RequestError about `field`: "<field>: 0 is out of range (1 to 1024
+// stages)".
+void check_count(std::string_view field, std::uint64_t value, const limits::CountRange& range,
+                 const FieldName& name);
 }  // namespace ppb::partition
 
 #endif  // PPB_PARTITION_REQUEST_ERROR_HPP
