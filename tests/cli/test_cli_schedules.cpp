@@ -203,8 +203,9 @@ BOOST_AUTO_TEST_CASE(predict_takes_chunks) {
         args.insert(args.end(), extra.begin(), extra.end());
         return args;
     };
-    expect_input_error(ppb(with({"--chunk", "full=4", "--chunk", "select=5"})),
-                       {"two chunks: give --schedule (interleaved, interleaved-less-memory, dualpipe-v or zb-v)"});
+    expect_input_error(
+        ppb(with({"--chunk", "full=4", "--chunk", "select=5"})),
+        {"two chunks: give --schedule (interleaved, interleaved-less-memory, dualpipe-v or zb-v)"});
     expect_input_error(ppb(with({"--layers", "none=1", "--chunk", "full=1"})),
                        {"--layers for one chunk, or --chunk once per chunk"});
     expect_input_error(

@@ -553,8 +553,11 @@ def test_simulate_refuses_by_keyword_and_json_path(cli, tmp_path):
         assert "--" not in message, message
         command = error_message(cli.run("simulate", saved, *flags, expect=2).stderr)
         assert words in command and "--" + field.replace("_", "-") in command, command
-    with pytest.raises(ppb.InvalidInput, match="comm_time: -1 is not a time"):
+    with pytest.raises(ppb.InvalidInput) as refused:
         ppb.simulate(plan, comm_time=-1)
+    assert str(refused.value) == \
+        "comm_time: communication time 1 is -1: it must be a finite number, at least 0"
+    assert refused.value.field == "comm_time"
     # What is wrong in the plan is named by its JSON path, as the command names it.
     broken = json.loads(json.dumps(plan))
     del broken["stages"][1]["chunks"][0]["backward_time"]

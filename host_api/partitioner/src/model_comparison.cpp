@@ -7,6 +7,7 @@
 #include <ppb/profile_prediction.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <iterator>
 #include <set>
+#include <string_view>
 #include <utility>
 
 namespace ppb::partition {
@@ -65,50 +67,50 @@ void predict_each(const MemoryModel& model, std::vector<ComparedPlacement>& plac
 
 }  // namespace
 
-std::vector<ComparedPlacement> observed_placements(const DryRunSet& dryrun) {
-    std::vector<ComparedPlacement> out;
-    out.reserve(dryrun.observations.size());
-    for (const Observation& o : dryrun.observations) {
-        out.push_back(ComparedPlacement{o.config.empty() ? "-" : o.config,
-                                        o.placement,
-                                        o.peak_memory_mb,
-                                        {},
-                                        dryrun.groups,
-                                        o.in_flight_profile});
-    }
-    return out;
-}
-
-std::vector<ComparedPlacement> planned_placements(PlanStages plan) {
-    std::vector<ComparedPlacement> out;
-    out.reserve(plan.stages.size());
-    for (PlannedStage& stage : plan.stages) {
-        out.push_back(ComparedPlacement{"plan",
-                                        std::move(stage.placement),
-                                        std::nullopt,
-                                        {},
-                                        plan.groups,
-                                        std::move(stage.profile)});
-    }
-    return out;
-}
-
-std::vector<std::uint32_t> attach_measurements(std::vector<ComparedPlacement>& plan,
-                                               const DryRunSet& measured) {
-    std::vector<std::uint32_t> unmeasured;
-    for (ComparedPlacement& p : plan) {
-        const auto found = std::find_if(
-            measured.observations.begin(), measured.observations.end(),
-            [&](const Observation& o) { return same_placement(o.placement, p.placement); });
-        if (found == measured.observations.end()) {
-            unmeasured.push_back(p.placement.stage);
-            continue;
+Comparison placements_to_compare(const DryRunSet* dryrun, std::string_view dryrun_source,
+                                 const PlanStages* plan, std::string_view plan_source,
+                                 const DryRunSet* measured, std::string_view measured_source,
+                                 std::vector<std::string>& notes) {
+    Comparison out;
+    std::vector<std::string_view> sources;
+    if (dryrun != nullptr) {
+        for (const Observation& o : dryrun->observations) {
+            out.placements.push_back(ComparedPlacement{o.config.empty() ? "-" : o.config,
+                                                       o.placement,
+                                                       o.peak_memory_mb,
+                                                       {},
+                                                       dryrun->groups,
+                                                       o.in_flight_profile});
         }
-        p.measured_mb = found->peak_memory_mb;
-        if (!found->config.empty())
-            p.label = "plan (" + found->config + ")";
+        sources.push_back(dryrun_source);
     }
-    return unmeasured;
+    if (plan != nullptr) {
+        sources.push_back(plan_source);
+        for (const PlannedStage& stage : plan->stages) {
+            ComparedPlacement p{"plan", stage.placement, std::nullopt,
+                                {},     plan->groups,    stage.profile};
+            if (measured != nullptr) {
+                const auto found = std::find_if(
+                    measured->observations.begin(), measured->observations.end(),
+                    [&](const Observation& o) { return same_placement(o.placement, p.placement); });
+                if (found == measured->observations.end()) {
+                    notes.push_back(fmt::format(
+                        "{} holds no observation of the plan's stage {} (the same layers, kinds "
+                        "and in-flight counts): it has no measurement",
+                        measured_source, p.placement.stage));
+                } else {
+                    p.measured_mb = found->peak_memory_mb;
+                    if (!found->config.empty())
+                        p.label = "plan (" + found->config + ")";
+                }
+            }
+            out.placements.push_back(std::move(p));
+        }
+        if (measured != nullptr)
+            sources.push_back(measured_source);
+    }
+    out.source = fmt::format("{}", fmt::join(sources, " and "));
+    return out;
 }
 
 void compare_model(Comparison& comparison, const ModelOpener& open, const DryRunSet* dryrun,

@@ -35,10 +35,7 @@ PredictedPipeline pipeline_of(const PredictionRequest& request, const DryRunSet*
     }
     out.micro_batches = request.micro_batches.value_or(fitted ? fitted->micro_batches : 0);
     if (request.schedule) {
-        const auto schedule = schedule_from_name(*request.schedule);
-        if (!schedule)
-            refuse("schedule", name, unknown_schedule(*request.schedule));
-        out.schedule = *schedule;
+        out.schedule = schedule_named(*request.schedule, name);
     } else if (fitted && fitted->num_chunks == request.chunks) {
         out.schedule = fitted->schedule;
     } else if (request.chunks == 2) {

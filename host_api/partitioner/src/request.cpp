@@ -17,8 +17,6 @@
 #include <cmath>
 
 namespace ppb::partition {
-namespace {}  // namespace
-
 void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
                              double memory_margin_sigma, const FieldName& name) {
     if (!(memory_limit_mb > 0.0) || !std::isfinite(memory_limit_mb))
@@ -64,11 +62,7 @@ Problem problem_of(const PartitionRequest& request, const FieldName& name) {
         problem.kinds = mask;
     }
     problem.rule = recompute_rule_of(request.recompute_rule, name);
-    const auto schedule = schedule_from_name(request.schedule);
-    if (!schedule) {
-        refuse("schedule", name, unknown_schedule(request.schedule));
-    }
-    problem.schedule = *schedule;
+    problem.schedule = schedule_named(request.schedule, name);
     problem.chunks = request.chunks.value_or(default_chunks(problem.schedule));
     check_count("chunks", problem.chunks, limits::chunks, name);
     if (request.objective != "auto" && request.objective != "stages" &&

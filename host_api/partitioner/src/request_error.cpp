@@ -18,6 +18,13 @@ void check_count(std::string_view field, std::uint64_t value, const limits::Coun
         refuse(field, name, limits::out_of_range(std::to_string(value), range));
 }
 
+Schedule schedule_named(std::string_view text, const FieldName& name) {
+    const auto schedule = schedule_from_name(text);
+    if (!schedule)
+        refuse("schedule", name, unknown_schedule(text));
+    return *schedule;
+}
+
 std::string keyword_name(std::string_view field) {
     return std::string(field);
 }

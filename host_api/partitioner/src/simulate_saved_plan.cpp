@@ -11,8 +11,8 @@
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
-#include <cmath>
 #include <string>
+#include <utility>
 
 namespace ppb::partition {
 namespace json = boost::json;
@@ -20,35 +20,17 @@ namespace json = boost::json;
 SavedPlanSimulation simulate_saved_plan(std::string_view text, std::string_view source,
                                         const SimulationRequest& request, const FieldName& name) {
     PlanOverrides overrides;
-    if (request.schedule) {
-        overrides.schedule = schedule_from_name(*request.schedule);
-        if (!overrides.schedule)
-            refuse("schedule", name, unknown_schedule(*request.schedule));
-    }
+    if (request.schedule)
+        overrides.schedule = schedule_named(*request.schedule, name);
     if (request.micro_batches) {
         check_count("micro_batches", *request.micro_batches, limits::micro_batches, name);
         overrides.micro_batches = request.micro_batches;
     }
-    for (const double time : request.comm_time) {
-        if (!std::isfinite(time) || time < 0.0) {
-            refuse("comm_time", name,
-                   fmt::format("{} is not a time: give a finite number, at least 0, in the plan's "
-                               "time unit (one for every stage boundary, or one per boundary)",
-                               time));
-        }
-    }
+    // Checked by the reader, with the plan's schedule and stages: each a time, as many as it takes.
     overrides.comm_time = request.comm_time;
-
-    SavedPlanSimulation simulated{
-        std::string(source), read_plan_times(text, source, overrides, name), {}};
-    try {
-        simulated.simulation = simulate(simulated.plan.input);
-    } catch (const InputError& e) {
-        if (request.comm_time.empty())
-            throw;
-        refuse("comm_time", name, e.what());
-    }
-    return simulated;
+    PlanTimes plan = read_plan_times(text, source, overrides, name);
+    Simulation simulation = simulate(plan.input);
+    return {std::string(source), std::move(plan), std::move(simulation)};
 }
 
 json::object simulation_document(const SavedPlanSimulation& simulated) {

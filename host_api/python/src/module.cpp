@@ -303,16 +303,14 @@ StageRequest stage_request(const Model& model, py::handle stage_arg, py::handle 
         request.in_flight = count_in(in_flight_arg, limits::in_flight, "in_flight");
     const partition::PredictedPipeline pipeline = partition::pipeline_of(
         request, dryrun, dryrun ? model.fitted()->source : std::string(), partition::keyword_name);
-    const std::uint32_t stages = pipeline.num_stages;
-    const std::uint32_t stage = pipeline.stage;
-    const Schedule schedule = pipeline.schedule;
     const auto v = request.chunks;
 
     const std::vector<std::string> groups = m.groups();
     bool grouped = false;
     for (const auto& layers : chunk_layers)
         grouped = grouped || counts_per_group(layers);
-    StagePlacement placement{stages, stage, std::vector<ppb_chunk>(v), schedule};
+    StagePlacement placement{pipeline.num_stages, pipeline.stage, std::vector<ppb_chunk>(v),
+                             pipeline.schedule};
     if (grouped || groups.size() > 1) {
         std::vector<std::uint32_t> counts(std::size_t{v} * groups.size() * PPB_KIND_COUNT, 0);
         for (std::uint32_t c = 0; c < v; ++c) {
@@ -721,30 +719,14 @@ py::tuple compare_models(
         throw partition::RequestError(
             "measured", "measured: a run of a plan, its measurements: give partition");
     }
-    partition::Comparison comparison;
-    std::vector<std::string> sources;
-    if (dryrun != nullptr) {
-        comparison.placements = partition::observed_placements(dryrun->set);
-        sources.push_back(dryrun->source);
-    }
-    py::list notes;
-    if (!plan_text.empty()) {
-        std::vector<partition::ComparedPlacement> plan =
-            partition::planned_placements(partition::read_plan_stages(plan_text, plan_source));
-        sources.push_back(plan_source);
-        if (measured != nullptr) {
-            for (const std::uint32_t stage : partition::attach_measurements(plan, measured->set)) {
-                notes.append(
-                    fmt::format("{} holds no observation of the plan's stage {} (the "
-                                "same layers, kinds and in-flight counts): it has no "
-                                "measurement",
-                                measured->source, stage));
-            }
-            sources.push_back(measured->source);
-        }
-        std::move(plan.begin(), plan.end(), std::back_inserter(comparison.placements));
-    }
-    comparison.source = fmt::format("{}", fmt::join(sources, " and "));
+    std::optional<partition::PlanStages> plan;
+    if (!plan_text.empty())
+        plan = partition::read_plan_stages(plan_text, plan_source);
+    std::vector<std::string> notes;
+    partition::Comparison comparison = partition::placements_to_compare(
+        dryrun ? &dryrun->set : nullptr, dryrun ? dryrun->source : std::string(),
+        plan ? &*plan : nullptr, plan_source, measured ? &measured->set : nullptr,
+        measured ? measured->source : std::string(), notes);
     comparison.cross_validated = cross_validate;
     const char* env = std::getenv(std::string(plugin_path_variable).c_str());
     const std::vector<PluginCandidate> candidates = discover_plugins(
@@ -758,7 +740,7 @@ py::tuple compare_models(
             dryrun ? &dryrun->set : nullptr, dryrun ? dryrun->source : std::string(), "dryrun",
             partition::keyword_name);
     }
-    return py::make_tuple(to_python(partition::comparison_document(comparison)), notes);
+    return py::make_tuple(to_python(partition::comparison_document(comparison)), py::cast(notes));
 }
 
 // ppb.design/1 of the dry runs to run, as `ppb design --json` prints it; `prior` (a Model or

@@ -134,36 +134,23 @@ int run_compare(const CompareArgs& args) {
     if (args.cross_validate && args.file.empty())
         throw UsageError("--cross-validate needs a dry-run FILE");
 
-    partition::Comparison comparison;
     std::optional<DryRunSet> dryrun;
-    std::vector<std::string> sources;
-    if (!args.file.empty()) {
+    if (!args.file.empty())
         dryrun = read_dryrun_file(args.file, args.read);
-        comparison.placements = partition::observed_placements(*dryrun);
-        sources.push_back(args.file);
-    }
+    std::optional<partition::PlanStages> plan;
     if (!args.partition.empty()) {
-        std::vector<partition::ComparedPlacement> plan =
-            partition::planned_placements(partition::read_plan_stages(
-                read_text_file(args.partition), source_name(args.partition)));
-        if (!args.measured.empty()) {
-            const std::string measured_source = fmt::format("{}", fmt::join(args.measured, ", "));
-            const DryRunSet measured =
-                measured_run(args.measured, args.partition, args.world_size, args.read);
-            for (const std::uint32_t stage : partition::attach_measurements(plan, measured)) {
-                fmt::print(stderr,
-                           "ppb: note: {} holds no observation of the plan's stage {} (the same "
-                           "layers, kinds and in-flight counts): it has no measurement\n",
-                           measured_source, stage);
-            }
-            sources.push_back(args.partition);
-            sources.push_back(measured_source);
-        } else {
-            sources.push_back(args.partition);
-        }
-        std::move(plan.begin(), plan.end(), std::back_inserter(comparison.placements));
+        plan = partition::read_plan_stages(read_text_file(args.partition),
+                                           source_name(args.partition));
     }
-    comparison.source = fmt::format("{}", fmt::join(sources, " and "));
+    std::optional<DryRunSet> measured;
+    if (!args.measured.empty())
+        measured = measured_run(args.measured, args.partition, args.world_size, args.read);
+    std::vector<std::string> notes;
+    partition::Comparison comparison = partition::placements_to_compare(
+        dryrun ? &*dryrun : nullptr, args.file, plan ? &*plan : nullptr, args.partition,
+        measured ? &*measured : nullptr, fmt::format("{}", fmt::join(args.measured, ", ")), notes);
+    for (const std::string& note : notes)
+        fmt::print(stderr, "ppb: note: {}\n", note);
     comparison.cross_validated = args.cross_validate;
 
     // The dry run is the positional FILE; every other field is its flag.

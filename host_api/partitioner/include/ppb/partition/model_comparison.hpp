@@ -59,17 +59,19 @@ struct Comparison {
     std::vector<ComparedPlacement> placements;
 };
 
-// The observations of `dryrun`, each a placement with its measured peak, labelled by its config.
-[[nodiscard]] std::vector<ComparedPlacement> observed_placements(const DryRunSet& dryrun);
-
-// The stages of a saved plan (read_plan_stages), labelled "plan", without measurements.
-[[nodiscard]] std::vector<ComparedPlacement> planned_placements(PlanStages plan);
-
-// Gives each placement of `plan` the measured peak of the same placement (degree, stage,
-// schedule, every chunk's layers, groups and in-flight count) in `measured`, a run of the plan,
-// and its config in the label; answers the stages it holds no observation of.
-std::vector<std::uint32_t> attach_measurements(std::vector<ComparedPlacement>& plan,
-                                               const DryRunSet& measured);
+// The placements to compare, without a model yet: the observations of `dryrun` (named
+// `dryrun_source`, or nullptr), each with its measured peak and labelled by its config, then the
+// stages of `plan` (named `plan_source`, or nullptr), labelled "plan". With `measured`, a run of
+// the plan (named `measured_source`), each plan stage gets the peak of the same placement there
+// (degree, stage, schedule, every chunk's layers, groups and in-flight count) and its config in the
+// label; `notes` gets a sentence for each stage it holds no observation of. `source` names them all
+// ("A and B and C").
+[[nodiscard]] Comparison placements_to_compare(const DryRunSet* dryrun,
+                                               std::string_view dryrun_source,
+                                               const PlanStages* plan, std::string_view plan_source,
+                                               const DryRunSet* measured,
+                                               std::string_view measured_source,
+                                               std::vector<std::string>& notes);
 
 // A new instance of the model to compare, configured by its options (each cross-validation fold
 // fits its own).

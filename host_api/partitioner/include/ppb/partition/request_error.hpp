@@ -10,6 +10,7 @@
 
 #include <ppb/errors.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/schedule.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,8 @@ class RequestError : public InputError {
 // stages)".
 void check_count(std::string_view field, std::uint64_t value, const limits::CountRange& range,
                  const FieldName& name);
+// The schedule named `text`, or a RequestError about "schedule" (ppb::unknown_schedule's words).
+[[nodiscard]] Schedule schedule_named(std::string_view text, const FieldName& name);
 }  // namespace ppb::partition
 
 #endif  // PPB_PARTITION_REQUEST_ERROR_HPP
