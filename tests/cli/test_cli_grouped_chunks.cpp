@@ -420,14 +420,17 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_under_the_zero_bubble_schedules_is_planned_and_
     }
 }
 
-// One recompute setting per run (Megatron-LM's rule) with chunks: planned through one group that
-// bounds the groups, every chunk holding the setting's mix, and given as Megatron-LM's flags, the
-// layout with the chunks' ranges and the setting.
-BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
-    const auto r = ppb(deepseek_args("interleaved", {"--json", "--recompute-rule", "megatron"}));
+// One recompute setting per run (Megatron-LM's rule): under 1F1B the exact optimum (every
+// setting's best cut, design.md section 6.9), with chunks planned through one group that bounds
+// the groups; every chunk holds the setting's mix, and the plan is given as Megatron-LM's flags,
+// the layout with the chunks' ranges and the setting.
+namespace {
+void check_megatron_plan(const std::string& schedule) {
+    const std::int64_t chunks = schedule == "1f1b" ? 1 : 2;
+    const auto r = ppb(deepseek_args(schedule, {"--json", "--recompute-rule", "megatron"}));
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     const json::object doc = parse_json(r.out).as_object();
-    BOOST_TEST(!doc.at("exact").as_bool());
+    BOOST_TEST(doc.at("exact").as_bool() == (chunks == 1));
     const json::array& args = doc.at("megatron").at("args").as_array();
     std::vector<std::string> flags;
     for (const auto& a : args)
@@ -442,8 +445,8 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
     // The layout: each chunk's layers in position order ("E" the embedding, "L" the loss).
     std::string layout;
     std::int64_t full_first = -1;
-    for (std::int64_t q = 0; q < 2 * stages; ++q) {
-        const auto [s, c] = at_position("interleaved", q);
+    for (std::int64_t q = 0; q < chunks * stages; ++q) {
+        const auto [s, c] = at_position(schedule, q);
         const json::object& chunk = doc.at("stages")
                                         .as_array()[static_cast<std::size_t>(s)]
                                         .at("chunks")
@@ -453,7 +456,7 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
         std::string part = q == 0 ? "E" : "";
         for (std::int64_t i = 0; i < n; ++i)
             part += "t";
-        if (q + 1 == 2 * stages)
+        if (q + 1 == chunks * stages)
             part += "L";
         layout += (q == 0 ? "" : "|") + part;
         // One setting: the first N layers of every chunk 'full', the others 'none'.
@@ -470,16 +473,20 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
     BOOST_TEST(expand_layout(value_of("--pipeline-model-parallel-layout")) == layout);
     BOOST_TEST(doc.at("megatron").at("recompute").as_string().size() > 0u);
 }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
+    for (const std::string schedule : {"1f1b", "interleaved"}) {
+        BOOST_TEST_CONTEXT(schedule) {
+            check_megatron_plan(schedule);
+        }
+    }
+}
 
 BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {
     expect_input_error(ppb(deepseek_args("dualpipe-v", {"--memory-margin-sigma", "2"})),
                        {"--memory-margin-sigma is not supported yet with several groups of body "
                         "layers; use --memory-margin-mb"});
-    expect_input_error(ppb(deepseek_args("1f1b", {"--recompute-rule", "megatron"})),
-                       {"--recompute-rule megatron and torchtitan plan models of several groups "
-                        "of body layers with a schedule of chunks (interleaved, dualpipe-v, "
-                        "zb-h1, ...: through one group that bounds them); under 1f1b plan them "
-                        "with --recompute-rule mindformers or any"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

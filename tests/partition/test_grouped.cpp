@@ -2,10 +2,14 @@
 // every cut of the layer sequence into contiguous stage ranges, and in every stage every choice
 // of kinds the rule admits — any: every count of each kind in each group; mindformers: every
 // (recompute, select_recompute, select_comm_recompute) MindFormers could be given, applied by
-// position within the stage — with the memory written out from each group's coefficients here.
+// position within the stage; megatron and torchtitan: one setting for the whole model (no
+// recompute, selective, full of every layer, and Megatron's block N for every N: the first N
+// layers of each stage full), every setting's every cut — with the memory written out from each
+// group's coefficients here.
 #include "brute_force.hpp"
 
 #include <ppb/errors.hpp>
+#include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/problem.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -90,6 +94,38 @@ void spread(const Instance& in, std::size_t g, std::uint32_t n, std::size_t k, K
     current[k] = 0;
 }
 
+// One setting for the whole model, as the oracle writes it: the kind of position i of a stage.
+struct Setting {
+    std::size_t kind = PPB_KIND_NONE;  // every layer's, or the layers' after the block
+    std::uint32_t block = 0;           // the first `block` layers of the stage 'full'
+};
+
+std::vector<Setting> oracle_settings(const Instance& in) {
+    std::vector<Setting> out = {{PPB_KIND_NONE, 0}, {PPB_KIND_SELECT, 0}, {PPB_KIND_FULL, 0}};
+    if (in.problem.rule == RecomputeRule::megatron) {
+        for (std::uint32_t n = 1; n <= in.problem.time.body_layers; ++n)
+            out.push_back({PPB_KIND_NONE, n});
+    }
+    return out;
+}
+
+// The time of stage s over [a, b) under `setting`; infinity if a layer's group cannot take its
+// kind or the stage does not fit.
+double under_setting(const Instance& in, std::uint32_t s, std::uint32_t a, std::uint32_t b,
+                     const Setting& setting) {
+    std::vector<KindCounts> groups(in.c.size(), KindCounts{});
+    for (std::uint32_t i = a; i < b; ++i) {
+        const std::size_t kind = i - a < setting.block ? std::size_t{PPB_KIND_FULL} : setting.kind;
+        const std::size_t g = in.sequence[i];
+        if (!allowed(in, g, kind))
+            return pt::infinity;
+        ++groups[g][kind];
+    }
+    if (!pt::fits_budget(memory_of(in, s, groups), in.problem.budget_mb()))
+        return pt::infinity;
+    return time_of(in, s, groups);
+}
+
 // The fastest choice of stage s over [a, b) within the budget, by enumeration; infinity if none.
 double fastest(const Instance& in, std::uint32_t s, std::uint32_t a, std::uint32_t b) {
     const std::size_t G = in.c.size();
@@ -153,8 +189,10 @@ double fastest(const Instance& in, std::uint32_t s, std::uint32_t a, std::uint32
     return best;
 }
 
-// The least iteration time over every cut and choice, or infinity.
-double oracle(const Instance& in) {
+// The least iteration time over every cut where stage s over [a, b) takes stage_time(s, a, b)
+// (infinity: it cannot), or infinity.
+template <typename StageTime>
+double least_over_cuts(const Instance& in, StageTime&& stage_time) {
     const Problem& p = in.problem;
     const std::uint32_t P = p.num_stages;
     const std::uint32_t L = p.time.body_layers;
@@ -163,7 +201,7 @@ double oracle(const Instance& in) {
     for (std::uint32_t s = 0; s < P; ++s) {
         for (std::uint32_t a = 0; a <= L; ++a) {
             for (std::uint32_t b = a; b <= L; ++b)
-                t[s][a][b] = fastest(in, s, a, b);
+                t[s][a][b] = stage_time(s, a, b);
         }
     }
     double best = pt::infinity;
@@ -190,6 +228,24 @@ double oracle(const Instance& in) {
         }
     };
     walk(walk, 0, 0);
+    return best;
+}
+
+// The least iteration time over every plan the rule admits, or infinity.
+double oracle(const Instance& in) {
+    const RecomputeRule rule = in.problem.rule;
+    if (rule != RecomputeRule::megatron && rule != RecomputeRule::torchtitan) {
+        return least_over_cuts(in, [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+            return fastest(in, s, a, b);
+        });
+    }
+    double best = pt::infinity;
+    for (const Setting& setting : oracle_settings(in)) {
+        best = std::min(best,
+                        least_over_cuts(in, [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+                            return under_setting(in, s, a, b, setting);
+                        }));
+    }
     return best;
 }
 
@@ -274,8 +330,7 @@ Instance random_instance(std::mt19937& rng, RecomputeRule rule, bool physical = 
     p.memory_limit_mb = 120.0 + (full - 120.0) * (0.2 + 1.2 * unit(rng));
     in.text = fmt::format("P={} M={} L={} G={} shape={} kinds={:#x} limit={:.3f} rule={}{}",
                           p.num_stages, p.micro_batches, L, G, shape, mask, p.memory_limit_mb,
-                          rule == RecomputeRule::any ? "any" : "mindformers",
-                          physical ? "" : " unordered kinds");
+                          ppb::partition::rule_name(rule), physical ? "" : " unordered kinds");
     return in;
 }
 
@@ -311,6 +366,33 @@ void check_plan(const Instance& in, const Plan& plan) {
             const auto rebuilt = ppb::partition::positional_group_layers(
                 p, stage.first_layer, stage.total_layers(), *counts);
             BOOST_TEST((rebuilt == stage.group_layers), in.text);
+        }
+        if (p.rule == RecomputeRule::megatron || p.rule == RecomputeRule::torchtitan) {
+            // The plan's one setting gives every stage its kinds by position: a block's 'full'
+            // layers first, then one kind.
+            BOOST_TEST_REQUIRE(plan.recompute_setting.has_value(), in.text);
+            const KindCounts mix = plan.recompute_setting->chunk_layers(stage.total_layers());
+            BOOST_TEST((mix == stage.layers), in.text);
+            std::vector<KindCounts> rebuilt(in.c.size(), KindCounts{});
+            std::uint32_t full = mix[PPB_KIND_FULL];
+            for (std::uint32_t i = 0; i < stage.total_layers(); ++i) {
+                std::size_t kind = PPB_KIND_FULL;
+                if (full > 0) {
+                    --full;
+                } else {
+                    for (std::size_t k = 0; k < K; ++k) {
+                        if (k != PPB_KIND_FULL && mix[k] != 0)
+                            kind = k;
+                    }
+                }
+                ++rebuilt[in.sequence.at(stage.first_layer + i)][kind];
+            }
+            BOOST_TEST((rebuilt == stage.group_layers), in.text);
+            if (p.rule == RecomputeRule::torchtitan) {
+                BOOST_TEST((plan.recompute_setting->method !=
+                            ppb::partition::MegatronRecompute::Method::block),
+                           in.text);
+            }
         }
         times.push_back(stage.time);
         next += stage.total_layers();
@@ -376,29 +458,60 @@ BOOST_AUTO_TEST_CASE(positional_counts_follow_the_stage_order) {
     BOOST_TEST(both[1][PPB_KIND_COMM] == 1u);
 }
 
-// Every random instance: the solver's plan is valid and as fast as the best of all plans, or
-// both find none (and the limit the solver names then admits a plan).
+// Every random instance, under each rule: the solver's plan is valid and as fast as the best of
+// all plans, or both find none and the limit the solver names is the least with a plan (under
+// 'any', whose least need of a layer is its group's least-memory kind, and under one setting per
+// run, whose ranges each have one mix: a plan at it, none just below). One setting per run
+// (Megatron-LM's and torchtitan's rule) plans a setting's best cut for each setting and keeps the
+// fastest; with none of the kinds a setting uses allowed, it is refused with them.
 BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
     std::mt19937 rng(20261201);
-    int solved = 0;
-    int infeasible = 0;
-    for (int i = 0; i < 900; ++i) {
-        const RecomputeRule rule = i % 2 == 0 ? RecomputeRule::any : RecomputeRule::mindformers;
+    constexpr std::array rules = {RecomputeRule::any, RecomputeRule::mindformers,
+                                  RecomputeRule::megatron, RecomputeRule::torchtitan};
+    constexpr std::uint32_t setting_kinds =
+        PPB_KIND_BIT(PPB_KIND_NONE) | PPB_KIND_BIT(PPB_KIND_SELECT) | PPB_KIND_BIT(PPB_KIND_FULL);
+    std::array<int, rules.size()> solved{};
+    std::array<int, rules.size()> infeasible{};
+    int recomputed = 0;  // one setting per run, planned with a setting that recomputes
+    int refused = 0;
+    for (int i = 0; i < 1600; ++i) {
+        const std::size_t r = static_cast<std::size_t>(i) % rules.size();
+        const RecomputeRule rule = rules[r];
+        const bool one_setting =
+            rule == RecomputeRule::megatron || rule == RecomputeRule::torchtitan;
         Instance in = random_instance(rng, rule, i % 3 != 2);
         const double best = oracle(in);
+        if (one_setting && (in.problem.kinds & setting_kinds) == 0) {
+            BOOST_CHECK_EXCEPTION(
+                (void)ppb::partition::solve(in.problem, source_of(in)), ppb::InputError,
+                [](const ppb::InputError& e) {
+                    return std::string(e.what()).find("need the kind 'none', 'select' or 'full'") !=
+                           std::string::npos;
+                });
+            ++refused;
+            continue;
+        }
         try {
             const Plan plan = ppb::partition::solve(in.problem, source_of(in));
             BOOST_TEST_REQUIRE(std::isfinite(best), in.text << ": the enumeration finds no plan");
             check_plan(in, plan);
             BOOST_TEST(pt::close(plan.iteration_time, best),
                        in.text << ": " << plan.iteration_time << " vs " << best);
-            ++solved;
+            ++solved[r];
+            if (one_setting &&
+                plan.recompute_setting->method != ppb::partition::MegatronRecompute::Method::none)
+                ++recomputed;
         } catch (const Infeasible& e) {
             BOOST_TEST(!std::isfinite(best), in.text << ": infeasible but the best is " << best);
-            ++infeasible;
-            // The smallest limit named admits a plan under any mix (the least need of a layer
-            // is its group's most-recompute kind, which 'any' can always choose).
-            if (rule == RecomputeRule::any && std::isfinite(e.smallest_feasible_limit_mb())) {
+            ++infeasible[r];
+            if (one_setting) {
+                BOOST_TEST(
+                    std::string(e.what()).find(
+                        "under every one of Megatron's recompute settings") != std::string::npos,
+                    e.what());
+            }
+            if ((rule == RecomputeRule::any || one_setting) &&
+                std::isfinite(e.smallest_feasible_limit_mb())) {
                 Instance at = in;
                 at.problem.memory_limit_mb = e.smallest_feasible_limit_mb();
                 BOOST_TEST(std::isfinite(oracle(at)), in.text << ": " << e.what());
@@ -407,9 +520,17 @@ BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
             }
         }
     }
-    BOOST_TEST_MESSAGE(fmt::format("{} solved, {} infeasible", solved, infeasible));
-    BOOST_TEST(solved > 300);
-    BOOST_TEST(infeasible > 20);
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+        BOOST_TEST_MESSAGE(fmt::format("{}: {} solved, {} infeasible",
+                                       ppb::partition::rule_name(rules[r]), solved[r],
+                                       infeasible[r]));
+        BOOST_TEST(solved[r] > 200);
+        BOOST_TEST(infeasible[r] > 20);
+    }
+    BOOST_TEST_MESSAGE(
+        fmt::format("one setting per run: {} recomputing, {} refused", recomputed, refused));
+    BOOST_TEST(recomputed > 100);
+    BOOST_TEST(refused > 5);
 }
 
 // The same through a model known only by its predictions: every stage probed, the plan as fast as
@@ -417,11 +538,15 @@ BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
 BOOST_AUTO_TEST_CASE(probed_models_are_optimal_too) {
     std::mt19937 rng(1201);
     int solved = 0;
+    constexpr std::array rules = {RecomputeRule::any, RecomputeRule::mindformers,
+                                  RecomputeRule::megatron, RecomputeRule::torchtitan};
     for (int i = 0; i < 300; ++i) {
-        const RecomputeRule rule = i % 2 == 0 ? RecomputeRule::any : RecomputeRule::mindformers;
+        const RecomputeRule rule = rules[static_cast<std::size_t>(i) % rules.size()];
         Instance in = random_instance(rng, rule, i % 3 != 2);
         for (auto& c : in.c)
             c.identified |= PPB_PARAM_ACTIVATION(2);  // a probed model predicts every kind
+        // Every kind a setting uses (no setting's kinds would be refused: the test above).
+        in.problem.kinds |= PPB_KIND_BIT(PPB_KIND_NONE);
         const double best = oracle(in);
         try {
             const Plan plan = ppb::partition::solve(in.problem, probed_source_of(in));

@@ -867,17 +867,6 @@ BOOST_AUTO_TEST_CASE(one_setting_per_run_is_bounded_against_enumeration) {
 BOOST_AUTO_TEST_CASE(what_is_not_planned_is_refused_by_name) {
     std::mt19937 rng(5);
     Instance in = random_instance(rng, true);
-    // One setting per run under 1F1B (the grouped 1F1B planner weighs every mix).
-    in.problem.rule = RecomputeRule::megatron;
-    in.problem.schedule = Schedule::one_f_one_b;
-    in.problem.chunks = 1;
-    BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, linear_source(in)),
-                          ppb::InputError, [](const ppb::InputError& e) {
-                              return std::string(e.what()).find(
-                                         "under 1f1b plan them with --recompute-rule "
-                                         "mindformers or any") != std::string::npos;
-                          });
-    in = random_instance(rng, true);
     // No kind every group may take: the layers above have no kind to be planned with.
     in.problem.rule = RecomputeRule::any;
     in.problem.kinds = PPB_KIND_BIT(PPB_KIND_NONE) | PPB_KIND_BIT(PPB_KIND_FULL);

@@ -22,6 +22,12 @@
 //                option's time and memory a difference of prefix sums: all options are searched,
 //                the scan over the last cut stopping at the first that fits when a later one can
 //                only be slower.
+//   one setting: Megatron-LM and torchtitan apply one recompute setting to the whole model
+//                (RecomputeRule::megatron, torchtitan; problem.hpp, MegatronRecompute), so the
+//                range's kinds follow from its length and the setting: block N recomputes the
+//                stage's first N layers fully, whatever group each is of. There is nothing to
+//                choose; solve_megatron plans each setting so (Problem::recompute_setting) and
+//                keeps the fastest plan, exactly as for one group.
 #include "grouped_solver.hpp"
 #include "infeasible.hpp"
 #include "pareto.hpp"
@@ -42,6 +48,8 @@
 #include <cstddef>
 #include <limits>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -608,6 +616,62 @@ class PositionalStage {
     std::array<bool, kinds_count> bisect_{};
 };
 
+// ---- one recompute setting for the whole model -------------------------------------------------
+
+// The kinds of the range [a, b) under `setting`, per group: the chunk's mix of b - a layers
+// (MegatronRecompute::chunk_layers), its 'full' layers first in model order (block N recomputes
+// a block's first N layers; the other settings give every layer one kind).
+std::vector<KindCounts> setting_group_layers(const Groups& groups, const MegatronRecompute& setting,
+                                             std::uint32_t a, std::uint32_t b) {
+    const KindCounts mix = setting.chunk_layers(b - a);
+    const std::uint32_t full_end = a + mix[PPB_KIND_FULL];
+    std::size_t rest = PPB_KIND_NONE;
+    for (std::size_t k = 0; k < kinds_count; ++k) {
+        if (k != PPB_KIND_FULL && mix[k] != 0)
+            rest = k;
+    }
+    std::vector<KindCounts> out(groups.count, KindCounts{});
+    for (std::size_t g = 0; g < groups.count; ++g) {
+        out[g][PPB_KIND_FULL] = groups.in_range(g, a, full_end);
+        out[g][rest] += groups.in_range(g, full_end, b);
+    }
+    return out;
+}
+
+// Whether every layer of `layers` takes a kind its group may take.
+bool takes_allowed_kinds(const Groups& groups, const std::vector<KindCounts>& layers) {
+    for (std::size_t g = 0; g < groups.count; ++g) {
+        for (std::size_t k = 0; k < kinds_count; ++k) {
+            if (layers[g][k] != 0 && !groups.allowed[g][k])
+                return false;
+        }
+    }
+    return true;
+}
+
+class SettingStage {
+  public:
+    SettingStage(const Groups& groups, const StageCosts& costs, const MegatronRecompute& setting)
+        : groups_(groups), costs_(costs), setting_(setting) {}
+
+    // The range's one mix, when its kinds are its groups' and it fits (time infinity otherwise).
+    Choice fastest(std::uint32_t a, std::uint32_t b) const {
+        Choice choice;
+        choice.groups = setting_group_layers(groups_, setting_, a, b);
+        if (!takes_allowed_kinds(groups_, choice.groups))
+            return choice;
+        choice.memory = memory_of(groups_, costs_, choice.groups);
+        if (within_budget(choice.memory, groups_.problem.budget_mb()))
+            choice.time = grouped_stage_time(groups_.problem, costs_.stage, choice.groups);
+        return choice;
+    }
+
+  private:
+    const Groups& groups_;
+    const StageCosts& costs_;
+    const MegatronRecompute& setting_;
+};
+
 // ---- the cut of the sequence into stages ------------------------------------------------------
 
 // Each stage's fastest time for every range it may take: time[s][a * width + n] for the range of
@@ -668,51 +732,48 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
     return cut;
 }
 
-// Why nothing fits: the least limit is the least over cuts of the largest stage need, each
-// stage's need being its layers all at their group's least-memory kind (exact for linear
-// models). A min-max shortest path over every range.
+// Why nothing fits: the least limit is the least over cuts of the largest stage need,
+// need(s, a, b) being what stage s needs at least holding [a, b) (infinity: it cannot hold it);
+// `held` says how its layers were taken. A min-max shortest path over every range.
+template <typename Need>
 [[noreturn]] void explain_grouped_infeasible(const Problem& problem, const Groups& groups,
-                                             const std::vector<StageCosts>& costs) {
+                                             const std::vector<StageCosts>& costs,
+                                             std::string_view held, Need&& need) {
     const std::uint32_t P = problem.num_stages;
     const std::uint32_t L = problem.time.body_layers;
     const double budget = problem.budget_mb();
     std::vector<double> previous(L + 1, infinity);
     std::vector<double> current(L + 1, infinity);
     std::vector<std::vector<std::uint32_t>> from(P, std::vector<std::uint32_t>(L + 1, 0));
-    std::vector<double> least_prefix(L + 1, 0.0);
     previous[0] = -infinity;
     std::string reason;
     for (std::uint32_t s = 0; s < P; ++s) {
-        const StageCosts& c = costs[s];
-        for (std::uint32_t i = 0; i < L; ++i)
-            least_prefix[i + 1] = least_prefix[i] + c.least[problem.time.sequence[i]];
         std::fill(current.begin(), current.end(), infinity);
         const std::uint32_t fewest = problem.fewest_layers(s);
         for (std::uint32_t a = 0; a <= L; ++a) {
             if (previous[a] == infinity)
                 continue;
             for (std::uint32_t b = a + fewest; b <= L; ++b) {
-                const double need = c.base_memory + least_prefix[b] - least_prefix[a];
-                const double worst = std::max(previous[a], need);
+                const double worst = std::max(previous[a], need(s, a, b));
                 if (worst < current[b]) {
                     current[b] = worst;
                     from[s][b] = a;
                 }
             }
         }
-        if (fewest == 0 && !within_budget(c.base_memory, budget) && reason.empty()) {
+        if (fewest == 0 && !within_budget(costs[s].base_memory, budget) && reason.empty()) {
             reason = fmt::format(
                 "stage {} needs {:.1f} MB even with no body layer, more than the {:.1f} MB "
                 "available",
-                s, c.base_memory, budget);
+                s, costs[s].base_memory, budget);
         }
         std::swap(previous, current);
     }
     if (reason.empty()) {
         reason = fmt::format(
-            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} stages fits, even "
-            "with every layer at its group's least-memory recompute kind",
-            budget, L, groups.count, P);
+            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} "
+            "stages fits, {}",
+            budget, L, groups.count, P, held);
     }
     LeastFeasibleBudget least;
     least.need_mb = previous[L];
@@ -721,17 +782,47 @@ std::optional<Cut> least_sum_cut(const Problem& problem, const RangeTimes& range
         double most = -infinity;
         for (std::uint32_t s = P; s-- > 0;) {
             const std::uint32_t a = from[s][end];
-            double need = costs[s].base_memory;
-            for (std::uint32_t i = a; i < end; ++i)
-                need += costs[s].least[problem.time.sequence[i]];
-            if (need >= most) {
-                most = need;
+            const double stage_need = need(s, a, end);
+            if (stage_need >= most) {
+                most = stage_need;
                 least.fullest_stage = s;
             }
             end = a;
         }
     }
     throw_infeasible(problem, reason, least);
+}
+
+// Every layer at its group's least-memory kind (exact for linear models: 'any' can take it, and
+// so can MindFormers' counts as far as a stage's least is theirs).
+[[noreturn]] void explain_grouped_infeasible(const Problem& problem, const Groups& groups,
+                                             const std::vector<StageCosts>& costs) {
+    const std::uint32_t L = problem.time.body_layers;
+    std::vector<std::vector<double>> least_prefix(costs.size(), std::vector<double>(L + 1, 0.0));
+    for (std::size_t s = 0; s < costs.size(); ++s) {
+        for (std::uint32_t i = 0; i < L; ++i) {
+            least_prefix[s][i + 1] = least_prefix[s][i] + costs[s].least[problem.time.sequence[i]];
+        }
+    }
+    explain_grouped_infeasible(
+        problem, groups, costs, "even with every layer at its group's least-memory recompute kind",
+        [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+            return costs[s].base_memory + least_prefix[s][b] - least_prefix[s][a];
+        });
+}
+
+// Under one setting for the whole model: each range's one mix (infinity where a layer would take
+// a kind its group may not).
+[[noreturn]] void explain_grouped_infeasible(const Problem& problem, const Groups& groups,
+                                             const std::vector<StageCosts>& costs,
+                                             const MegatronRecompute& setting) {
+    explain_grouped_infeasible(problem, groups, costs, fmt::format("with {}", describe(setting)),
+                               [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+                                   const auto layers = setting_group_layers(groups, setting, a, b);
+                                   return takes_allowed_kinds(groups, layers)
+                                              ? memory_of(groups, costs[s], layers)
+                                              : infinity;
+                               });
 }
 
 void check_group_count(const Problem& problem, const MemorySource& memory) {
@@ -773,7 +864,9 @@ void check_sources(const Problem& problem, const MemorySource& memory, const Gro
                 "memory of that group is not determined (see 'ppb fit')",
                 name));
         }
-        if (groups.kinds[g].empty()) {
+        // Under one setting a group without its kinds only makes the ranges holding its layers
+        // infeasible (SettingStage).
+        if (groups.kinds[g].empty() && !problem.recompute_setting) {
             throw InputError(fmt::format(
                 "no recompute kind can be used for the '{}' layers: none is both allowed and "
                 "predictable by the memory model for that group",
@@ -808,13 +901,6 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
     check_sources(problem, memory, groups);
     if (problem.chunked())
         return solve_grouped_chunked(problem, memory, groups.kinds);
-    if (problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan) {
-        throw InputError(
-            "--recompute-rule megatron and torchtitan plan models of several groups of body "
-            "layers with a schedule of chunks (interleaved, dualpipe-v, zb-h1, ...: through one "
-            "group that bounds them); under 1f1b plan them with --recompute-rule mindformers or "
-            "any");
-    }
     const std::uint32_t P = problem.num_stages;
     const std::uint32_t L = problem.time.body_layers;
     const double budget = problem.budget_mb();
@@ -857,25 +943,28 @@ Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint
                 ranges.time[s][std::size_t{a} * width + n] = stage.fastest(a, a + n).time;
         }
     };
-    const auto choice_of = [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+    // Stage s's choices under the rule, handed to `use`.
+    const auto with_stage = [&](std::uint32_t s, auto&& use) {
+        if (problem.recompute_setting) {
+            SettingStage stage(groups, costs[s], *problem.recompute_setting);
+            return use(stage);
+        }
         if (prefixes) {
             PositionalStage stage(groups, *prefixes, costs[s]);
-            return stage.fastest(a, b);
+            return use(stage);
         }
         AnyMixStage stage(groups, costs[s]);
-        return stage.fastest(a, b);
+        return use(stage);
     };
-    for (std::uint32_t s = 0; s < P; ++s) {
-        if (prefixes) {
-            PositionalStage stage(groups, *prefixes, costs[s]);
-            fill(stage, s);
-        } else {
-            AnyMixStage stage(groups, costs[s]);
-            fill(stage, s);
-        }
-    }
+    const auto choice_of = [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
+        return with_stage(s, [&](auto& stage) { return stage.fastest(a, b); });
+    };
+    for (std::uint32_t s = 0; s < P; ++s)
+        with_stage(s, [&](auto& stage) { fill(stage, s); });
 
     const auto unconstrained = least_sum_cut(problem, ranges, infinity);
+    if (!unconstrained && problem.recompute_setting)
+        explain_grouped_infeasible(problem, groups, costs, *problem.recompute_setting);
     if (!unconstrained)
         explain_grouped_infeasible(problem, groups, costs);
 

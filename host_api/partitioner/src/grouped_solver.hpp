@@ -11,9 +11,10 @@
 namespace ppb::partition::detail {
 
 // The optimal plan when problem.time.grouped(): each stage a contiguous range of the layer
-// sequence, its kinds chosen per layer (RecomputeRule::any) or by MindFormers' positional counts,
-// memory from MemorySource::group_linear. `kinds`: the candidate kinds before each group's own
-// (those whose activation coefficient the group has).
+// sequence, its kinds chosen per layer (RecomputeRule::any), by MindFormers' positional counts, or
+// given by Problem::recompute_setting (one setting for the whole model, under 1F1B: what
+// solve_megatron asks for each setting), memory from MemorySource::group_linear. `kinds`: the
+// candidate kinds before each group's own (those whose activation coefficient the group has).
 [[nodiscard]] Plan solve_grouped(const Problem& problem, const MemorySource& memory,
                                  std::uint32_t kinds);
 

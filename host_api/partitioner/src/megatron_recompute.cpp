@@ -4,9 +4,10 @@
 // MegatronRecompute), so a plan under the rule is a setting plus layer counts per (stage, chunk),
 // each chunk's mix following from its count. For a fixed setting the solver's tables hold a single
 // candidate mix per count (admits()), and the 1F1B and chunked solvers are exact over their
-// candidates; the optimum under the rule is the fastest of the settings' optima. The settings are
-// none, selective, uniform and block N for N = 1 .. L - 1 (with N >= L block is uniform): at most
-// L + 2 plans.
+// candidates (with several groups under 1F1B each range takes its one mix: grouped_solver.cpp);
+// the optimum under the rule is the fastest of the settings' optima. The settings are none,
+// selective, uniform and block N for N = 1 .. L - 1 (with N >= L block is uniform): at most L + 2
+// plans.
 #include "megatron_solver.hpp"
 #include "stage_table.hpp"
 
@@ -144,12 +145,6 @@ std::vector<MegatronRecompute> megatron_settings(const Problem& problem, std::ui
 }
 
 Plan solve_megatron(const Problem& problem, const MemorySource& memory) {
-    if (problem.time.grouped()) {
-        throw InputError(
-            "--recompute-rule megatron and torchtitan plan models of one group of body layers; "
-            "this time model has several groups (plan it with --recompute-rule mindformers or "
-            "any)");
-    }
     const std::uint32_t kinds = candidate_kinds(problem, memory);
     const auto settings = megatron_settings(problem, kinds);
     if (settings.empty()) {

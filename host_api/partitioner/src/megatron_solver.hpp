@@ -16,8 +16,9 @@ namespace ppb::partition::detail {
 
 // solve() under RecomputeRule::megatron or torchtitan without a fixed setting: every setting
 // planned exactly (Problem::recompute_setting), the fastest plan kept. Throws Infeasible when no
-// setting has a plan (the message of the setting that comes closest, its smallest feasible limit),
-// InputError for a model of several groups of body layers.
+// setting has a plan (the message of the setting that comes closest, its smallest feasible limit).
+// A model of several groups of body layers is planned so under 1F1B (grouped_solver.cpp); with
+// chunks solve() takes it through one group that bounds it instead (grouped_envelope.hpp).
 [[nodiscard]] Plan solve_megatron(const Problem& problem, const MemorySource& memory);
 
 }  // namespace ppb::partition::detail

@@ -79,10 +79,13 @@ void validate(const Problem& problem) {
                             "not allow",
                             describe(*setting)));
         }
-        if (problem.time.grouped()) {
+        // Several groups with chunks take one setting per run through one group that bounds
+        // them (grouped_envelope.hpp), whose one-group problems carry the setting.
+        if (problem.time.grouped() && problem.chunked()) {
             throw InputError(
-                "one recompute setting for the whole model (--recompute-rule megatron) is planned "
-                "for models of one group of body layers; this time model has several groups");
+                "one recompute setting for the whole model (--recompute-rule megatron) is given "
+                "to models of several groups of body layers under 1f1b only; with chunks the "
+                "settings are weighed through one group that bounds them");
         }
     }
     const std::uint32_t p = problem.num_stages;
@@ -476,9 +479,9 @@ Plan solve(const Problem& problem, const MemorySource& memory) {
             budget.emplace(detail::ScopedExactWorkBudget::Unlimited{});
         else
             budget.emplace(detail::default_exact_work_budget);
-        // Several groups take one setting per run through one group that bounds them (with
-        // chunks; grouped_envelope.hpp), whose planner weighs the settings.
-        Plan plan = one_setting && !problem.recompute_setting && !problem.time.grouped()
+        // Several groups with chunks take one setting per run through one group that bounds
+        // them (grouped_envelope.hpp), whose planner weighs the settings.
+        Plan plan = one_setting && !problem.recompute_setting && !planned_through_one_group(problem)
                         ? detail::solve_megatron(problem, memory)
                         : solve_validated(problem, memory);
         if (problem.recompute_setting)
