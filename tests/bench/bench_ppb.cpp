@@ -419,10 +419,11 @@ BENCHMARK(BM_PartitionGrouped)
     ->Unit(benchmark::kMillisecond);
 
 // Two groups with more chunks than the exact grouped planner carries, or a zero-bubble schedule:
-// planned through one group that bounds them, then (as `ppb partition` and the search's best
-// configurations) searched locally and bounded (plan_with_memory). DeepSeek-V3's 61 layers, the
-// first 3 dense, M = 64, BM_PartitionGrouped's coefficients and times. Arguments: stages, chunks,
-// schedule (0 interleaved, 1 zb-v), the local search and the bound (0 no: the estimate's plan
+// planned through one group that bounds them; with two chunks, exactly. Then (as `ppb partition`
+// and the search's best configurations) searched locally and bounded through one group that
+// bounds them (plan_with_memory). DeepSeek-V3's 61 layers, the first 3 dense, M = 64,
+// BM_PartitionGrouped's coefficients and times. Arguments: stages, chunks, schedule (0
+// interleaved, 1 zb-v, 2 dualpipe-v), the local search and the bound (0 no: the estimate's plan
 // alone, as the search's first pass plans most configurations; 1 yes).
 void BM_PartitionGroupedManyChunks(benchmark::State& state) {
     namespace pt = ppb::partition;
@@ -431,7 +432,9 @@ void BM_PartitionGroupedManyChunks(benchmark::State& state) {
     pt::Problem problem = llama_like_problem(stages, layers);
     problem.micro_batches = 64;
     problem.chunks = static_cast<std::uint32_t>(state.range(1));
-    problem.schedule = state.range(2) == 0 ? ppb::Schedule::interleaved : ppb::Schedule::zb_v;
+    problem.schedule = state.range(2) == 0   ? ppb::Schedule::interleaved
+                       : state.range(2) == 1 ? ppb::Schedule::zb_v
+                                             : ppb::Schedule::dualpipe_v;
     problem.rule = pt::RecomputeRule::any;
     const std::vector<ppb_linear_parameters> groups = dense_and_moe(
         problem, stages, layers, [](std::uint32_t i) -> std::uint32_t { return i < 3 ? 0 : 1; });
@@ -457,6 +460,10 @@ BENCHMARK(BM_PartitionGroupedManyChunks)
     ->Args({4, 8, 0, 1})
     ->Args({16, 2, 1, 0})
     ->Args({16, 2, 1, 1})
+    ->Args({16, 2, 0, 0})
+    ->Args({16, 2, 0, 1})
+    ->Args({16, 2, 2, 0})
+    ->Args({16, 2, 2, 1})
     ->Unit(benchmark::kMillisecond);
 
 // An infeasible problem with many layers: explaining it (the binding constraint, the smallest

@@ -840,9 +840,72 @@ void prove_bounded(std::uint32_t seed, int count, bool probed, bool one_setting 
     BOOST_TEST(infeasible > 0);
 }
 
+// Two chunks, as `ppb partition` plans them (plan_with_memory): the exact optimum of the estimate,
+// then searched on the simulated iteration and bounded through one group that bounds the groups.
+// The plan fits and is checked as the exact ones are; it simulates no slower than the estimate's
+// optimum and no faster than the best plan the enumeration finds, and the bound is at most that
+// best. P = 2 and at most two kinds, so that every plan can be simulated.
+void prove_refined(std::uint32_t seed, int count) {
+    std::mt19937 rng(seed);
+    int planned_count = 0;
+    int improved = 0;
+    int at_best = 0;
+    double worst_bound = 0.0;
+    while (planned_count < count) {
+        Instance in = random_instance(rng);
+        if (in.problem.num_stages != 2)
+            continue;
+        // The two lowest kinds of the instance's.
+        std::uint32_t kinds = in.problem.kinds;
+        if (__builtin_popcount(kinds) > 2)
+            kinds &= ~(1u << (31 - __builtin_clz(kinds)));
+        in.problem.kinds = kinds;
+        in.text += fmt::format(" (kinds {:#x})", kinds);
+        const MemorySource memory = linear_source(in);
+        const Reached best = reached(in);
+        try {
+            // The better estimate's exact optimum (`ppb partition --fast`), then the local search
+            // from it.
+            const ppb::partition::PlannedPartition exact = ppb::partition::plan_with_memory(
+                in.problem, memory, {.refine = false, .lower_bound = false});
+            const double before = exact.simulation.makespan;
+            const ppb::partition::PlannedPartition planned = ppb::partition::plan_with_memory(
+                in.problem, memory, {.refine = true, .lower_bound = true, .solved = &exact});
+            BOOST_TEST_REQUIRE(std::isfinite(best.simulated), in.text);
+            Instance as_planned = in;
+            as_planned.problem.objective = planned.problem.objective;
+            check_plan(as_planned, exact.plan);
+            check_plan(as_planned, planned.plan);
+            const double makespan = planned.simulation.makespan;
+            BOOST_TEST(makespan <= before * (1.0 + 1e-9),
+                       in.text << ": " << makespan << " vs " << before);
+            BOOST_TEST(best.simulated <= makespan * (1.0 + 1e-9),
+                       in.text << ": " << makespan << " vs " << best.simulated);
+            BOOST_TEST_REQUIRE(planned.lower_bound.has_value(), in.text);
+            BOOST_TEST(*planned.lower_bound <= best.simulated * (1.0 + 1e-9),
+                       in.text << ": bound " << *planned.lower_bound << " vs " << best.simulated);
+            improved += makespan < before * (1.0 - 1e-9) ? 1 : 0;
+            at_best += pt::close(makespan, best.simulated) ? 1 : 0;
+            worst_bound = std::max(worst_bound, 1.0 - *planned.lower_bound / best.simulated);
+            ++planned_count;
+        } catch (const Infeasible&) {
+            BOOST_TEST(!std::isfinite(best.simulated), in.text);
+        }
+    }
+    BOOST_TEST_MESSAGE(fmt::format(
+        "two chunks, searched and bounded: {} planned, {} faster than the estimate's optimum, {} "
+        "at the best simulated iteration of any plan, the bound at most {:.2f} % below it",
+        planned_count, improved, at_best, 100.0 * worst_bound));
+    BOOST_TEST(improved > 0);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(grouped_chunked)
+
+BOOST_AUTO_TEST_CASE(two_chunks_are_searched_and_bounded_against_enumeration) {
+    prove_refined(20261207, 60);
+}
 
 BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
     prove(20261202, 400, false);

@@ -311,11 +311,11 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
         plan = solve(problem, memory);
     }
     // The local search and the bound move layers between stages of one group (refine.cpp,
-    // lower_bound.cpp); a plan of several groups with two chunks is the exact optimum of its
-    // estimate, one with more (or a zero-bubble schedule) is searched and bounded through one
-    // group that bounds them (grouped_envelope.hpp).
+    // lower_bound.cpp); a plan of several groups (the exact optimum of its estimate with two
+    // chunks, planned through one group that bounds them with more or a zero-bubble schedule) is
+    // searched and bounded through one group that bounds them (grouped_envelope.hpp).
     const bool one_group = !problem.time.grouped();
-    const bool enveloped = planned_through_one_group(problem);
+    const bool enveloped = problem.time.grouped() && problem.chunked();
     if (options.refine && problem.chunked() && one_group) {
         std::string not_exact_because = std::move(plan.not_exact_because);
         plan = refine_by_simulation(problem, memory, plan, refine_moves);

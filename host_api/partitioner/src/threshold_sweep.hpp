@@ -77,6 +77,11 @@ template <class Candidate, class Feasible, class Evaluate>
                                                                Feasible&& feasible,
                                                                Evaluate&& evaluate) {
     keys = distinct_sorted(std::move(keys));
+    // Keys past the stop need not be searched for the first feasible one either: the sweep would
+    // end at once there.
+    keys.erase(std::find_if(keys.begin(), keys.end(),
+                            [&](double key) { return stop.floor + stop.weight * key >= best; }),
+               keys.end());
     std::optional<Swept<Candidate>> found;
     for (std::size_t i = first_feasible(keys, feasible); i < keys.size(); ++i) {
         if (stop.floor + stop.weight * keys[i] >= best)
