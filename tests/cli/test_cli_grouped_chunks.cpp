@@ -485,8 +485,8 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_under_megatron_s_rule_gives_megatron_s_flags) {
 
 BOOST_AUTO_TEST_CASE(what_groups_with_chunks_do_not_plan_exit_2) {
     expect_input_error(ppb(deepseek_args("dualpipe-v", {"--memory-margin-sigma", "2"})),
-                       {"--memory-margin-sigma is not supported yet with several groups of body "
-                        "layers; use --memory-margin-mb"});
+                       {"a margin of standard errors is not supported yet with several groups "
+                        "of body layers; give the margin in MB instead"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

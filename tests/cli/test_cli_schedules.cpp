@@ -279,8 +279,10 @@ BOOST_AUTO_TEST_CASE(shapes_a_schedule_cannot_run_exit_2) {
     expect_input_error(ppb(partition("1f1b", {"--refine"})), {"--refine"});
     expect_input_error(ppb(partition("interleaved", {"--refine", "--fast"})),
                        {"--refine and --fast"});
-    expect_input_error(ppb(partition("interleaved", {"--memory-margin-sigma", "2"})),
-                       {"--memory-margin-sigma is not supported yet with several chunks"});
+    expect_input_error(
+        ppb(partition("interleaved", {"--memory-margin-sigma", "2"})),
+        {"a margin of standard errors is not supported yet with several chunks per stage or a "
+         "schedule other than 1f1b; give the margin in MB instead"});
     expect_input_error(ppb(partition("zigzag", {})), {"--schedule"});
     expect_input_error(ppb(partition("interleaved", {"--objective", "fastest"})), {"--objective"});
 }

@@ -229,7 +229,7 @@ def test_a_prior_and_a_limit_keep_every_stage_under_it_or_say_what_limit_would_d
     (("--stages", "1", "--num-layers", "4"), 4, ["const_mb", "degree of 3 or more"]),
     (("--stages", "2", "--num-layers", "4"), 4, ["const_mb", "degree of 3 or more"]),
     (("--stages", "4", "--num-layers", "8", "--micro-batches", "1"), 4, ["--micro-batches 2"]),
-    (("--stages", "4", "--num-layers", "3"), 2, ["--num-layers 3"]),
+    (("--stages", "4", "--num-layers", "3"), 2, ["--num-layers: 3 is fewer than the 4 stages"]),
     (("--stages", "4", "--num-layers", "8", "--kinds", "comm", "--recompute-rule", "megatron"), 2,
      ["communication recompute"]),
     (("--stages", "4", "--num-layers", "8", "--kinds", "both", "--recompute-rule", "torchtitan"),

@@ -485,7 +485,7 @@ BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
             BOOST_CHECK_EXCEPTION(
                 (void)ppb::partition::solve(in.problem, source_of(in)), ppb::InputError,
                 [](const ppb::InputError& e) {
-                    return std::string(e.what()).find("need the kind 'none', 'select' or 'full'") !=
+                    return std::string(e.what()).find("needs the kind 'none', 'select' or 'full'") !=
                            std::string::npos;
                 });
             ++refused;

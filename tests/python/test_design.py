@@ -47,8 +47,29 @@ def test_a_prior_model_keeps_every_stage_under_the_limit(tmp_path):
 
 
 def test_bad_requests():
-    with pytest.raises(ppb.Infeasible, match="degree of 3 or more"):
+    with pytest.raises(ppb.Infeasible, match="degree of 3 or more") as few:
         ppb.design(stages=2, num_layers=4)
+    # The library's words name Python's keywords, never the command's flags.
+    assert "add a pipeline degree of 3 or more to stages" in str(few.value)
+    assert "--" not in str(few.value)
+    with pytest.raises(ppb.Infeasible, match="use micro_batches 2 or more"):
+        ppb.design(stages=4, num_layers=8, micro_batches=1)
+    for kwargs, field, words in [
+            (dict(stages=4, num_layers=3), "num_layers",
+             "num_layers: 3 is fewer than the 4 stages of the largest degree"),
+            (dict(stages=[4, 0], num_layers=8), "stages", "stages: 0 is out of range (1 to 1024"),
+            (dict(stages=4, num_layers=8, kinds="comm", recompute_rule="megatron"), "kinds",
+             "kinds: comm: Megatron-LM has no communication recompute; under recompute_rule "
+             "megatron"),
+            (dict(stages=4, num_layers=8, noise_mb=-1.0), "noise_mb",
+             "noise_mb: -1 must be a positive number of MB"),
+            (dict(stages=4, num_layers=8, runs=1), None, "runs 1: 1 dry runs cannot identify")]:
+        with pytest.raises((ppb.InvalidInput, ppb.Infeasible)) as bad:
+            ppb.design(**kwargs)
+        assert words in str(bad.value), str(bad.value)
+        assert "--" not in str(bad.value)
+        if field is not None:
+            assert bad.value.field == field
     with pytest.raises(ppb.InvalidInput, match="recompute_rule"):
         ppb.design(stages=4, num_layers=8, recompute_rule="sometimes")
     with pytest.raises(ppb.InvalidInput, match="kinds"):

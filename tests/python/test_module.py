@@ -395,6 +395,14 @@ def test_argument_errors_name_the_argument():
     assert str(refused.value) == "missing num_stages" and refused.value.field == "num_stages"
     with pytest.raises(ppb.InvalidInput, match="memory_limit_mb: expected a positive number"):
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=-1)
+    # The planner's own refusals carry their field too, and name no flag.
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=60000,
+                      schedule="interleaved", memory_margin_sigma=2)
+    assert refused.value.field == "memory_margin_sigma"
+    assert str(refused.value) == (
+        "a margin of standard errors is not supported yet with several chunks per stage or a "
+        "schedule other than 1f1b; give the margin in MB instead")
 
 
 def test_reserved_memory_is_what_the_command_says(cli, tmp_path):

@@ -62,11 +62,6 @@ void validate_chunked(const Problem& problem) {
         throw InputError(fmt::format("{} plans at most {} stages, not {}",
                                      schedule_name(problem.schedule), limits::stages.max - 1, p));
     }
-    if (problem.memory_margin_sigma > 0.0) {
-        throw InputError(
-            "--memory-margin-sigma is not supported yet with several chunks per stage or a "
-            "schedule other than 1f1b; use --memory-margin-mb");
-    }
     std::uint32_t needed = 0;
     for (std::uint32_t s = 0; s < p; ++s)
         needed += problem.min_layers(s);

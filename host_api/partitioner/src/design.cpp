@@ -69,6 +69,7 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 // What every part of the search needs to know about the request.
 struct Setup {
     const DesignRequest* request = nullptr;
+    FieldName name = keyword_name;   // the request's settings in the host's words
     std::vector<std::size_t> kinds;  // kind indices named, ascending
     std::size_t unknowns = 0;
     std::uint32_t micro_batches = 0;
@@ -408,46 +409,45 @@ SearchState search(const Setup& setup, std::uint32_t n, Goal goal, std::uint64_t
     return best;
 }
 
-Setup make_setup(const DesignRequest& r) {
+Setup make_setup(const DesignRequest& r, const FieldName& name = keyword_name) {
     if (r.stages.empty())
-        throw InputError("no pipeline degree: give --stages P (or several, P1,P2)");
+        refuse("stages", name, "no pipeline degree: give one (P) or several (P1,P2)");
     Setup setup;
     setup.request = &r;
+    setup.name = name;
     for (const std::uint32_t p : r.stages) {
-        if (p < 1 || p > limits::stages.max)
-            throw InputError(
-                fmt::format("--stages {} is out of range (1 to {} stages)", p, limits::stages.max));
+        check_count("stages", p, limits::stages, name);
         setup.max_degree = std::max(setup.max_degree, p);
     }
-    if (r.num_layers < setup.max_degree)
-        throw InputError(fmt::format(
-            "--num-layers {} is fewer than the {} stages of the largest degree: every stage holds "
-            "at least one layer",
-            r.num_layers, setup.max_degree));
-    if (r.num_layers > limits::layers.max)
-        throw InputError(fmt::format("--num-layers {} is out of range (1 to {} layers)",
-                                     r.num_layers, limits::layers.max));
+    if (r.num_layers < setup.max_degree) {
+        refuse("num_layers", name,
+               fmt::format("{} is fewer than the {} stages of the largest degree: every stage "
+                           "holds at least one layer",
+                           r.num_layers, setup.max_degree));
+    }
+    check_count("num_layers", r.num_layers, limits::layers, name);
     for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k) {
         if ((r.kinds & PPB_KIND_BIT(k)) != 0)
             setup.kinds.push_back(k);
     }
     if (setup.kinds.empty())
-        throw InputError("no recompute kind: give --kinds (none, select, comm, both, full)");
+        refuse("kinds", name, "no recompute kind: give none, select, comm, both or full");
     if (one_setting_per_run(r.rule)) {
         const bool megatron = r.rule == DesignRule::megatron;
         for (const std::size_t k : setup.kinds) {
-            if (k == PPB_KIND_COMM || k == PPB_KIND_BOTH)
-                throw InputError(fmt::format(
-                    "--kinds {}: {} has no communication recompute; under --recompute-rule {} "
-                    "the kinds are none, select and full",
-                    kind_names[k], megatron ? "Megatron-LM" : "torchtitan",
-                    design_rule_name(r.rule)));
+            if (k == PPB_KIND_COMM || k == PPB_KIND_BOTH) {
+                refuse("kinds", name,
+                       fmt::format("{}: {} has no communication recompute; under {} {} the kinds "
+                                   "are none, select and full",
+                                   kind_names[k], megatron ? "Megatron-LM" : "torchtitan",
+                                   name("recompute_rule"), design_rule_name(r.rule)));
+            }
         }
     }
     if (!(r.noise_mb > 0.0) || !std::isfinite(r.noise_mb))
-        throw InputError(fmt::format("--noise-mb {} must be a positive number of MB", r.noise_mb));
+        refuse("noise_mb", name, fmt::format("{} must be a positive number of MB", r.noise_mb));
     if (r.memory_limit_mb < 0.0 || !std::isfinite(r.memory_limit_mb))
-        throw InputError("--memory-limit-mb must be a positive number of MB");
+        refuse("memory_limit_mb", name, "must be a positive number of MB");
     setup.micro_batches = r.micro_batches == 0 ? setup.max_degree : r.micro_batches;
     setup.unknowns = 4 + setup.kinds.size();
     for (const std::uint32_t p : r.stages) {
@@ -534,19 +534,23 @@ std::string structural_reason(const Setup& setup, const std::vector<std::string>
     const auto lacks = [&](std::string_view name) {
         return std::find(missing.begin(), missing.end(), name) != missing.end();
     };
+    const FieldName& name = setup.name;
     std::vector<std::string> why;
     if (setup.max_degree < 3 && (lacks("const_mb") || lacks("head_mb") || lacks("tail_mb")))
-        why.emplace_back(
+        why.emplace_back(fmt::format(
             "separating const_mb from head_mb and tail_mb needs a stage that is neither first "
-            "nor last: add a pipeline degree of 3 or more to --stages");
+            "nor last: add a pipeline degree of 3 or more to {}",
+            name("stages")));
     if (setup.micro_batches < 2 || setup.max_degree < 2)
-        why.emplace_back(
+        why.emplace_back(fmt::format(
             "every stage then holds one micro-batch, so param_per_layer_mb and the activations "
-            "are seen only as sums: use --micro-batches 2 or more with a degree of 2 or more");
+            "are seen only as sums: use {} 2 or more with a degree of 2 or more",
+            name("micro_batches")));
     if (why.empty())
-        why.emplace_back(
-            "the layer counts leave too little to vary: more --num-layers, another degree in "
-            "--stages, or more --runs");
+        why.emplace_back(fmt::format(
+            "the layer counts leave too little to vary: more {}, another degree in {}, or more "
+            "{}",
+            name("num_layers"), name("stages"), name("runs")));
     return joined(why);
 }
 
@@ -557,10 +561,10 @@ DesignPrecision design_precision(const DesignRequest& request, std::span<const D
     return precision_of(setup, as_search_runs(runs));
 }
 
-Design design_dry_runs(const DesignRequest& request) {
-    const Setup setup = make_setup(request);
-    if (request.runs > 64)
-        throw InputError(fmt::format("--runs {} is out of range (1 to 64 dry runs)", request.runs));
+Design design_dry_runs(const DesignRequest& request, const FieldName& name) {
+    const Setup setup = make_setup(request, name);
+    if (request.runs != 0)
+        check_count("runs", request.runs, {1, 64, "dry runs"}, name);
     // Rows needed: every run gives at most max_degree of them.
     const std::uint32_t fewest_rows =
         static_cast<std::uint32_t>((setup.unknowns + setup.max_degree - 1) / setup.max_degree);
@@ -576,9 +580,9 @@ Design design_dry_runs(const DesignRequest& request) {
     };
     const auto nothing_fits = [&] {
         throw Infeasible(
-            fmt::format("no dry run fits --memory-limit-mb {:.1f}: every design the search "
-                        "tried has a stage over it; the lowest peak it found is {:.1f} MB",
-                        request.memory_limit_mb, lowest_peak().score.g),
+            fmt::format("no dry run fits {} {:.1f}: every design the search tried has a stage "
+                        "over it; the lowest peak it found is {:.1f} MB",
+                        name("memory_limit_mb"), request.memory_limit_mb, lowest_peak().score.g),
             lowest_peak().score.g);
     };
     std::optional<SearchState> found;
@@ -621,15 +625,15 @@ Design design_dry_runs(const DesignRequest& request) {
                       low.score.g)
                 : std::string("no limit would do: ") + structural_reason(setup, best.unidentified);
         throw Infeasible(
-            fmt::format("within --memory-limit-mb {:.1f} no design of up to {} dry "
-                        "runs identifies {}; {}",
-                        request.memory_limit_mb, most, joined(best.unidentified), would),
+            fmt::format("within {} {:.1f} no design of up to {} dry runs identifies {}; {}",
+                        name("memory_limit_mb"), request.memory_limit_mb, most,
+                        joined(best.unidentified), would),
             low.score.deficit == 0 ? low.score.g : infinity);
     }
     if (request.runs != 0 && request.runs < found_n)
-        throw Infeasible(fmt::format("--runs {}: {} dry runs cannot identify every coefficient "
+        throw Infeasible(fmt::format("{} {}: {} dry runs cannot identify every coefficient "
                                      "here; the fewest that do are {}",
-                                     request.runs, request.runs, found_n),
+                                     name("runs"), request.runs, request.runs, found_n),
                          infinity);
     if (request.runs > found_n) {
         SearchState more =

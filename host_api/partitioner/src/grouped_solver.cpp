@@ -891,11 +891,6 @@ std::vector<std::vector<std::size_t>> group_kinds(const Problem& problem,
 }
 
 Plan solve_grouped(const Problem& problem, const MemorySource& memory, std::uint32_t kinds) {
-    if (problem.memory_margin_sigma > 0.0) {
-        throw InputError(
-            "--memory-margin-sigma is not supported yet with several groups of body layers; use "
-            "--memory-margin-mb");
-    }
     check_group_count(problem, memory);
     const Groups groups(problem, memory.group_linear, kinds);
     check_sources(problem, memory, groups);

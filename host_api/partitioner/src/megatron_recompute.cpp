@@ -149,9 +149,9 @@ Plan solve_megatron(const Problem& problem, const MemorySource& memory) {
     const auto settings = megatron_settings(problem, kinds);
     if (settings.empty()) {
         throw InputError(
-            "--recompute-rule megatron and torchtitan need the kind 'none', 'select' or 'full' "
-            "(their settings use no others), but none of them is both allowed and predictable "
-            "by the memory model");
+            "one recompute setting per run (Megatron-LM's and torchtitan's rules) needs the kind "
+            "'none', 'select' or 'full' (their settings use no others), but none of them is both "
+            "allowed and predictable by the memory model");
     }
     std::optional<Plan> best;
     std::optional<Infeasible> closest;

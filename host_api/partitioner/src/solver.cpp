@@ -23,6 +23,7 @@
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/request_error.hpp>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,17 @@ void validate(const Problem& problem) {
             "the uncertainty margin must be a finite number of standard errors, at least 0, not {}",
             problem.memory_margin_sigma));
     }
+    // A stage's standard error is not a sum over its layers or its chunks: the search against it
+    // (sigma_table.cpp) enumerates one chunk's mixes of one group.
+    if (problem.memory_margin_sigma > 0.0 && (problem.chunked() || problem.time.grouped())) {
+        throw RequestError(
+            "memory_margin_sigma",
+            fmt::format("a margin of standard errors is not supported yet with {}; give the margin "
+                        "in MB instead",
+                        problem.time.grouped()
+                            ? "several groups of body layers"
+                            : "several chunks per stage or a schedule other than 1f1b"));
+    }
     if (const auto& setting = problem.recompute_setting) {
         if (setting->method == MegatronRecompute::Method::block && setting->num_layers == 0)
             throw InputError("a block recompute setting recomputes at least one layer per chunk");
@@ -83,7 +95,7 @@ void validate(const Problem& problem) {
         // them (grouped_envelope.hpp), whose one-group problems carry the setting.
         if (problem.time.grouped() && problem.chunked()) {
             throw InputError(
-                "one recompute setting for the whole model (--recompute-rule megatron) is given "
+                "one recompute setting for the whole model (Problem::recompute_setting) is given "
                 "to models of several groups of body layers under 1f1b only; with chunks the "
                 "settings are weighed through one group that bounds them");
         }

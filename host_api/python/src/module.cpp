@@ -791,9 +791,7 @@ py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t n
     request.noise_mb = noise_mb;
     std::string prior_name;
     if (!memory_limit_arg.is_none()) {
-        request.memory_limit_mb = memory_limit_arg.cast<double>();
-        if (!(request.memory_limit_mb > 0.0) || !std::isfinite(request.memory_limit_mb))
-            throw InputError("memory_limit_mb: expected a positive number of MB");
+        request.memory_limit_mb = memory_limit_arg.cast<double>();  // checked by the library
         if (prior.is_none())
             throw InputError(
                 "memory_limit_mb needs a prior model to predict each stage: give prior (a "
@@ -811,7 +809,7 @@ py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t n
             return m.predict_batch(placements);
         };
     }
-    const partition::Design design = partition::design_dry_runs(request);
+    const partition::Design design = partition::design_dry_runs(request, partition::keyword_name);
     return to_python(partition::design_document(request, design, prior_name));
 }
 

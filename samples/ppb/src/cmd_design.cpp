@@ -74,7 +74,7 @@ int run_design(DesignArgs& args) {
             return model->predict_batch(placements);
         };
     }
-    const partition::Design design = partition::design_dry_runs(request);
+    const partition::Design design = partition::design_dry_runs(request, partition::flag_name);
     write_stdout(args.json ? to_pretty_json(partition::design_document(request, design, prior_name))
                            : render_design(request, design, prior_name));
     return 0;

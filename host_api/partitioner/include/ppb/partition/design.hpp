@@ -25,6 +25,7 @@
 
 #include <ppb/abi.h>
 #include <ppb/partition/problem.hpp>
+#include <ppb/partition/request_error.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -108,12 +109,15 @@ struct Design {
     std::uint32_t fewest_runs = 0;  // the fewest runs the search found identifying everything
 };
 
-// The design (see the header comment). Throws InputError for a request that cannot be asked
-// (no degree, L below a degree, a kind the rule cannot give, N beyond the limits), Infeasible
-// when no design of the runs allowed identifies every coefficient — saying which coefficients
-// and why — or, with a limit, when none fits it: which coefficient cannot be identified within
-// the limit and the smallest limit the search found that would do.
-[[nodiscard]] Design design_dry_runs(const DesignRequest& request);
+// The design (see the header comment). Throws RequestError for a request that cannot be asked
+// (no degree, L below a degree, a kind the rule cannot give, N beyond the limits), with its field,
+// Infeasible when no design of the runs allowed identifies every coefficient — saying which
+// coefficients and why — or, with a limit, when none fits it: which coefficient cannot be
+// identified within the limit and the smallest limit the search found that would do. Both name
+// the request's settings in the host's words, `name` (`ppb design`'s flags, Python's keywords:
+// request_error.hpp); the request's own field names by default.
+[[nodiscard]] Design design_dry_runs(const DesignRequest& request,
+                                     const FieldName& name = keyword_name);
 
 // The names of the model's coefficients for `kinds`, in column order.
 [[nodiscard]] std::vector<std::string> design_coefficients(std::uint32_t kinds);
