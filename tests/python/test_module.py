@@ -403,6 +403,12 @@ def test_argument_errors_name_the_argument():
     assert str(refused.value) == (
         "a margin of standard errors is not supported yet with several chunks per stage or a "
         "schedule other than 1f1b; give the margin in MB instead")
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(LLAMA_LAYERS, model=ppb.load_model("table", LLAMA_LAYERS), stages=8,
+                      micro_batches=32, memory_limit_mb=60000, memory_margin_sigma=2)
+    assert refused.value.field == "memory_margin_sigma"
+    assert "has no uncertainty estimate for a margin of standard errors" in str(refused.value)
+    assert "--" not in str(refused.value)
 
 
 def test_reserved_memory_is_what_the_command_says(cli, tmp_path):

@@ -49,7 +49,7 @@ std::string no_setting_reason(const Problem& problem, const Plan& plan, std::str
     return fmt::format(
         "{} applies one recompute setting to every chunk (none, selective, or full of the first N "
         "layers of every chunk or of every layer), and none builds this plan's chunks ({}{}); "
-        "plan with --recompute-rule {} for a plan it can run",
+        "plan under the recompute rule '{}' for a plan it can run",
         who, chunks, all > shown ? "; ..." : "", who == "torchtitan" ? "torchtitan" : "megatron");
 }
 
@@ -319,7 +319,7 @@ TorchtitanPlan torchtitan_plan(const Problem& problem, const Plan& plan) {
         out.ac_why_not = fmt::format(
             "the plan recomputes the first {} layer{} of every chunk (Megatron's block "
             "method), and torchtitan's [activation_checkpoint] applies one setting to every "
-            "layer; plan with --recompute-rule torchtitan for a plan it can run",
+            "layer; plan under the recompute rule 'torchtitan' for a plan it can run",
             setting->num_layers, setting->num_layers == 1 ? "" : "s");
     }
     return out;

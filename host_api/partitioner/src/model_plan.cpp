@@ -6,6 +6,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/partition/lower_bound.hpp>
 #include <ppb/partition/refine.hpp>
+#include <ppb/partition/request_error.hpp>
 #include <ppb/partition/simulate_plan.hpp>
 
 #include <fmt/format.h>
@@ -224,11 +225,15 @@ MemorySource model_memory_source(const Problem& problem, const MemoryModel& mode
         for (const ppb_placement& placement : placements) {
             const std::optional<double> se = model.predict_std_error(placement);
             if (!se) {
-                throw InputError(fmt::format(
-                    "--memory-margin-sigma: the memory model '{}' {} has no uncertainty estimate "
-                    "(no standard error of its predictions{}); use --memory-margin-mb instead",
-                    model.name(), model.version(),
-                    model.api_minor() < 2 ? ": its plugin is older than API 1.2" : ""));
+                throw RequestError(
+                    "memory_margin_sigma",
+                    fmt::format(
+                        "the memory model '{}' {} has no uncertainty estimate for a margin of "
+                        "standard errors (no standard error of its predictions{}); give the margin "
+                        "in "
+                        "MB instead",
+                        model.name(), model.version(),
+                        model.api_minor() < 2 ? ": its plugin is older than API 1.2" : ""));
             }
             out.push_back(*se);
         }

@@ -80,8 +80,8 @@ std::optional<json::object> mindformers_arrays(const Problem& problem, const Pla
 std::string mindformers_why_not(const Problem& problem, const Plan& plan) {
     if (problem.time.grouped() && problem.rule == RecomputeRule::any) {
         return "MindFormers applies its recompute counts to the first layers of a stage whatever "
-               "their group, which does not rebuild this plan's kinds per group; plan with "
-               "--recompute-rule mindformers for a plan it can";
+               "their group, which does not rebuild this plan's kinds per group; plan under "
+               "the recompute rule 'mindformers' for a plan it can";
     }
     std::string stages;
     for (const auto& s : plan.stages) {
@@ -94,7 +94,7 @@ std::string mindformers_why_not(const Problem& problem, const Plan& plan) {
     const bool one = stages.find(',') == std::string::npos;
     return fmt::format(
         "stage{} {} mix{} 'select' and 'comm' layers, which MindFormers' recompute counts cannot "
-        "build; plan with --recompute-rule mindformers for a plan it can",
+        "build; plan under the recompute rule 'mindformers' for a plan it can",
         one ? "" : "s", stages, one ? "es" : "");
 }
 

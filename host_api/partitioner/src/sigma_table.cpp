@@ -74,7 +74,7 @@ std::vector<double> ask(const Batch& batch, const char* what, const Problem& pro
 void too_many(std::uint32_t stage, std::uint32_t n) {
     throw InputError(fmt::format(
         "planning against the uncertainty would check more than {} recompute mixes of {} layers "
-        "on stage {}; allow fewer kinds with --kinds",
+        "on stage {}; allow fewer recompute kinds",
         max_candidates, n, stage));
 }
 
