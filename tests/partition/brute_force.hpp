@@ -205,6 +205,45 @@ inline bool oracle_expressible(const KindCounts& mix, RecomputeRule rule) {
     return std::binary_search(buildable[n].begin(), buildable[n].end(), mix);
 }
 
+// One recompute setting for the whole model (Megatron-LM's and torchtitan's rules), as the oracles
+// write it from Megatron-LM's definitions (megatron/core/transformer/transformer_block.py,
+// NVIDIA/Megatron-LM 767a8a81dce870c23d284f1571fca1d5898d624d, _checkpointed_forward: the loop
+// runs over a block's own layers, one block per chunk): the kind of the i-th layer of a chunk.
+// none: 'none'; selective: 'select'; uniform: 'full'; block N: 'full' for the first N, then 'none'.
+inline std::size_t setting_kind_at(const MegatronRecompute& setting, std::uint32_t i) {
+    switch (setting.method) {
+        case MegatronRecompute::Method::none:
+            return PPB_KIND_NONE;
+        case MegatronRecompute::Method::selective:
+            return PPB_KIND_SELECT;
+        case MegatronRecompute::Method::uniform:
+            return PPB_KIND_FULL;
+        case MegatronRecompute::Method::block:
+            return i < setting.num_layers ? PPB_KIND_FULL : PPB_KIND_NONE;
+    }
+    return PPB_KIND_NONE;
+}
+
+// A chunk of n layers under `setting`: its kinds, layer by layer.
+inline KindCounts setting_mix(const MegatronRecompute& setting, std::uint32_t n) {
+    KindCounts out{};
+    for (std::uint32_t i = 0; i < n; ++i)
+        ++out[setting_kind_at(setting, i)];
+    return out;
+}
+
+// Every setting of `rule` for L layers: none, selective, uniform and, under Megatron-LM's rule,
+// block N for every N = 1 .. L (torchtitan's activation_checkpoint has no block).
+inline std::vector<MegatronRecompute> oracle_settings(RecomputeRule rule, std::uint32_t L) {
+    using M = MegatronRecompute::Method;
+    std::vector<MegatronRecompute> out = {{M::none, 0}, {M::selective, 0}, {M::uniform, 0}};
+    if (rule == RecomputeRule::megatron) {
+        for (std::uint32_t n = 1; n <= L; ++n)
+            out.push_back({M::block, n});
+    }
+    return out;
+}
+
 struct Option {
     KindCounts layers{};
     double time = 0.0;

@@ -27,6 +27,7 @@
 namespace pt = ppb::partition::test;
 using ppb::partition::Infeasible;
 using ppb::partition::KindCounts;
+using ppb::partition::MegatronRecompute;
 using ppb::partition::MemorySource;
 using ppb::partition::MindFormersCounts;
 using ppb::partition::Plan;
@@ -94,28 +95,13 @@ void spread(const Instance& in, std::size_t g, std::uint32_t n, std::size_t k, K
     current[k] = 0;
 }
 
-// One setting for the whole model, as the oracle writes it: the kind of position i of a stage.
-struct Setting {
-    std::size_t kind = PPB_KIND_NONE;  // every layer's, or the layers' after the block
-    std::uint32_t block = 0;           // the first `block` layers of the stage 'full'
-};
-
-std::vector<Setting> oracle_settings(const Instance& in) {
-    std::vector<Setting> out = {{PPB_KIND_NONE, 0}, {PPB_KIND_SELECT, 0}, {PPB_KIND_FULL, 0}};
-    if (in.problem.rule == RecomputeRule::megatron) {
-        for (std::uint32_t n = 1; n <= in.problem.time.body_layers; ++n)
-            out.push_back({PPB_KIND_NONE, n});
-    }
-    return out;
-}
-
 // The time of stage s over [a, b) under `setting`; infinity if a layer's group cannot take its
 // kind or the stage does not fit.
 double under_setting(const Instance& in, std::uint32_t s, std::uint32_t a, std::uint32_t b,
-                     const Setting& setting) {
+                     const MegatronRecompute& setting) {
     std::vector<KindCounts> groups(in.c.size(), KindCounts{});
     for (std::uint32_t i = a; i < b; ++i) {
-        const std::size_t kind = i - a < setting.block ? std::size_t{PPB_KIND_FULL} : setting.kind;
+        const std::size_t kind = pt::setting_kind_at(setting, i - a);
         const std::size_t g = in.sequence[i];
         if (!allowed(in, g, kind))
             return pt::infinity;
@@ -240,7 +226,8 @@ double oracle(const Instance& in) {
         });
     }
     double best = pt::infinity;
-    for (const Setting& setting : oracle_settings(in)) {
+    for (const MegatronRecompute& setting :
+         pt::oracle_settings(in.problem.rule, in.problem.time.body_layers)) {
         best = std::min(best,
                         least_over_cuts(in, [&](std::uint32_t s, std::uint32_t a, std::uint32_t b) {
                             return under_setting(in, s, a, b, setting);
@@ -371,21 +358,13 @@ void check_plan(const Instance& in, const Plan& plan) {
             // The plan's one setting gives every stage its kinds by position: a block's 'full'
             // layers first, then one kind.
             BOOST_TEST_REQUIRE(plan.recompute_setting.has_value(), in.text);
-            const KindCounts mix = plan.recompute_setting->chunk_layers(stage.total_layers());
-            BOOST_TEST((mix == stage.layers), in.text);
+            BOOST_TEST(
+                (pt::setting_mix(*plan.recompute_setting, stage.total_layers()) == stage.layers),
+                in.text);
             std::vector<KindCounts> rebuilt(in.c.size(), KindCounts{});
-            std::uint32_t full = mix[PPB_KIND_FULL];
             for (std::uint32_t i = 0; i < stage.total_layers(); ++i) {
-                std::size_t kind = PPB_KIND_FULL;
-                if (full > 0) {
-                    --full;
-                } else {
-                    for (std::size_t k = 0; k < K; ++k) {
-                        if (k != PPB_KIND_FULL && mix[k] != 0)
-                            kind = k;
-                    }
-                }
-                ++rebuilt[in.sequence.at(stage.first_layer + i)][kind];
+                ++rebuilt[in.sequence.at(stage.first_layer + i)]
+                         [pt::setting_kind_at(*plan.recompute_setting, i)];
             }
             BOOST_TEST((rebuilt == stage.group_layers), in.text);
             if (p.rule == RecomputeRule::torchtitan) {
@@ -482,12 +461,12 @@ BOOST_AUTO_TEST_CASE(optimal_against_enumeration) {
         Instance in = random_instance(rng, rule, i % 3 != 2);
         const double best = oracle(in);
         if (one_setting && (in.problem.kinds & setting_kinds) == 0) {
-            BOOST_CHECK_EXCEPTION(
-                (void)ppb::partition::solve(in.problem, source_of(in)), ppb::InputError,
-                [](const ppb::InputError& e) {
-                    return std::string(e.what()).find("needs the kind 'none', 'select' or 'full'") !=
-                           std::string::npos;
-                });
+            BOOST_CHECK_EXCEPTION((void)ppb::partition::solve(in.problem, source_of(in)),
+                                  ppb::InputError, [](const ppb::InputError& e) {
+                                      return std::string(e.what()).find(
+                                                 "needs the kind 'none', 'select' or 'full'") !=
+                                             std::string::npos;
+                                  });
             ++refused;
             continue;
         }

@@ -60,41 +60,6 @@ struct Instance {
     std::optional<MegatronRecompute> setting = std::nullopt;
 };
 
-// A chunk of n layers under one setting, from Megatron-LM's definitions (megatron/core/
-// transformer/transformer_block.py, _checkpointed_forward): none, selective (every layer
-// 'select'), uniform (every layer 'full'), block N (the first N layers 'full', the rest 'none').
-KindCounts setting_mix(const MegatronRecompute& setting, std::uint32_t n) {
-    KindCounts out{};
-    switch (setting.method) {
-        case MegatronRecompute::Method::none:
-            out[PPB_KIND_NONE] = n;
-            break;
-        case MegatronRecompute::Method::selective:
-            out[PPB_KIND_SELECT] = n;
-            break;
-        case MegatronRecompute::Method::uniform:
-            out[PPB_KIND_FULL] = n;
-            break;
-        case MegatronRecompute::Method::block:
-            out[PPB_KIND_FULL] = std::min(n, setting.num_layers);
-            out[PPB_KIND_NONE] = n - out[PPB_KIND_FULL];
-            break;
-    }
-    return out;
-}
-
-// Every setting of `rule` for L layers: Megatron's four methods (block N for N = 1 .. L),
-// torchtitan's three (no block).
-std::vector<MegatronRecompute> settings_of(RecomputeRule rule, std::uint32_t L) {
-    using M = MegatronRecompute::Method;
-    std::vector<MegatronRecompute> out = {{M::none, 0}, {M::selective, 0}, {M::uniform, 0}};
-    if (rule == RecomputeRule::megatron) {
-        for (std::uint32_t n = 1; n <= L; ++n)
-            out.push_back({M::block, n});
-    }
-    return out;
-}
-
 // Position q's (stage, chunk), from the schedules' definitions (zb-v runs the V of dualpipe-v).
 std::pair<std::uint32_t, std::uint32_t> stage_chunk(const Problem& p, std::uint32_t q) {
     const std::uint32_t P = p.num_stages;
@@ -151,17 +116,13 @@ std::vector<Mix> mixes(const Instance& in, std::uint32_t a, std::uint32_t b) {
     std::vector<Mix> out;
     const std::uint32_t n = b - a;
     if (in.setting) {
-        // The setting's mix, its 'full' layers first.
-        const KindCounts counts = setting_mix(*in.setting, n);
+        // The setting's one mix, layer by layer.
         Mix mix(G, KindCounts{});
-        std::uint32_t i = a;
-        for (const std::size_t kind : {std::size_t{PPB_KIND_FULL}, std::size_t{PPB_KIND_SELECT},
-                                       std::size_t{PPB_KIND_NONE}}) {
-            for (std::uint32_t j = 0; j < counts[kind]; ++j, ++i) {
-                if (!allowed(in, seq[i], kind))
-                    return out;
-                ++mix[seq[i]][kind];
-            }
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::size_t kind = pt::setting_kind_at(*in.setting, i);
+            if (!allowed(in, seq[a + i], kind))
+                return out;
+            ++mix[seq[a + i]][kind];
         }
         out.push_back(mix);
         return out;
@@ -533,7 +494,7 @@ void check_plan(const Instance& in, const Plan& plan) {
         if (p.rule == RecomputeRule::megatron || p.rule == RecomputeRule::torchtitan) {
             // One setting for every chunk, its 'full' layers first (the groups by position).
             BOOST_TEST_REQUIRE(plan.recompute_setting.has_value(), in.text);
-            BOOST_TEST((chunk.layers == setting_mix(*plan.recompute_setting, n)),
+            BOOST_TEST((chunk.layers == pt::setting_mix(*plan.recompute_setting, n)),
                        in.text << " " << ppb::partition::describe(*plan.recompute_setting)
                                << " n=" << n << " none=" << chunk.layers[0]
                                << " sel=" << chunk.layers[1] << " full=" << chunk.layers[4]);
@@ -731,7 +692,7 @@ Reached reached(const Instance& in) {
 Reached reached_by_setting(const Instance& in) {
     Reached out;
     for (const MegatronRecompute& setting :
-         settings_of(in.problem.rule, in.problem.time.body_layers)) {
+         pt::oracle_settings(in.problem.rule, in.problem.time.body_layers)) {
         Instance one = in;
         one.setting = setting;
         const Reached r = reached(one);

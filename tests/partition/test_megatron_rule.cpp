@@ -40,26 +40,6 @@ namespace megatron_rule_tests {
 
 namespace {
 
-// A setting as the oracle writes it: 0 none, 1 selective, 2 uniform, 3 + N block N.
-struct OracleSetting {
-    int code = 0;
-    [[nodiscard]] KindCounts mix(std::uint32_t n) const {
-        KindCounts m{};
-        if (code == 0) {
-            m[PPB_KIND_NONE] = n;
-        } else if (code == 1) {
-            m[PPB_KIND_SELECT] = n;
-        } else if (code == 2) {
-            m[PPB_KIND_FULL] = n;
-        } else {
-            const auto first = static_cast<std::uint32_t>(code - 3);
-            m[PPB_KIND_FULL] = std::min(n, first);
-            m[PPB_KIND_NONE] = n - m[PPB_KIND_FULL];
-        }
-        return m;
-    }
-};
-
 struct Linear {
     double c = 0, h = 0, t = 0, per_layer = 0;
     std::array<double, PPB_KIND_COUNT> a{};
@@ -71,7 +51,7 @@ struct Linear {
 
 struct Best {
     double objective = pt::infinity;
-    int code = -1;
+    std::optional<MegatronRecompute> setting;
 };
 
 // The least objective over every setting and spread; position q is chunk q / P of stage q mod P.
@@ -80,34 +60,30 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
     const std::uint32_t v = p.chunks;
     const std::uint32_t Q = P * v;
     const std::uint32_t L = p.time.body_layers;
-    std::vector<int> codes;
-    for (const int code : {0, 1, 2}) {
-        const OracleSetting s{code};
-        const KindCounts one = s.mix(1);
+    // The settings whose kinds are allowed (block N gives 'full' and 'none').
+    std::vector<MegatronRecompute> settings;
+    for (const MegatronRecompute& setting :
+         pt::oracle_settings(with_block ? RecomputeRule::megatron : RecomputeRule::torchtitan, L)) {
+        const KindCounts uses = pt::setting_mix(setting, L + 1);
         bool ok = true;
         for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
-            ok = ok && (one[kind] == 0 || (allowed & PPB_KIND_BIT(kind)) != 0);
+            ok = ok && (uses[kind] == 0 || (allowed & PPB_KIND_BIT(kind)) != 0);
         if (ok)
-            codes.push_back(code);
-    }
-    if (with_block && (allowed & PPB_KIND_BIT(PPB_KIND_NONE)) &&
-        (allowed & PPB_KIND_BIT(PPB_KIND_FULL))) {
-        for (std::uint32_t n = 1; n <= L; ++n)
-            codes.push_back(3 + static_cast<int>(n));
+            settings.push_back(setting);
     }
     Best best;
     std::vector<std::uint32_t> counts(Q, 0);
     std::vector<std::vector<std::vector<std::uint32_t>>> states;
     for (std::uint32_t s = 0; s < P; ++s)
         states.push_back(pt::executed_states(p, s));
-    const auto evaluate = [&](const OracleSetting& setting) {
+    const auto evaluate = [&](const MegatronRecompute& setting) {
         std::vector<double> total(P, 0.0), slowest(P, 0.0);
         for (std::uint32_t s = 0; s < P; ++s) {
             double fixed = k.c + (s == 0 ? k.h : 0.0) + (s + 1 == P ? k.t : 0.0);
             std::vector<double> activation(v, 0.0);  // per micro-batch in flight
             for (std::uint32_t c = 0; c < v; ++c) {
                 const std::uint32_t q = c * P + s;
-                const KindCounts mix = setting.mix(counts[q]);
+                const KindCounts mix = pt::setting_mix(setting, counts[q]);
                 double t =
                     (q == 0 ? p.time.head_time : 0.0) + (q + 1 == Q ? p.time.tail_time : 0.0);
                 for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind) {
@@ -139,7 +115,7 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
         }
         if (objective < best.objective - 1e-9 * std::max(1.0, objective)) {
             best.objective = objective;
-            best.code = setting.code;
+            best.setting = setting;
         }
     };
     const std::function<void(std::uint32_t, std::uint32_t)> spread = [&](std::uint32_t q,
@@ -149,8 +125,8 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
             if (left < least)
                 return;
             counts[q] = left;
-            for (const int code : codes)
-                evaluate(OracleSetting{code});
+            for (const MegatronRecompute& setting : settings)
+                evaluate(setting);
             return;
         }
         for (std::uint32_t n = least; n <= left; ++n) {
@@ -160,8 +136,8 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
     };
     if (Q == 1) {
         counts[0] = L;
-        for (const int code : codes)
-            evaluate(OracleSetting{code});
+        for (const MegatronRecompute& setting : settings)
+            evaluate(setting);
     } else {
         spread(0, L);
     }
