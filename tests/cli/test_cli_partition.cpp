@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <fstream>
+#include <iterator>
 #include <regex>
+#include <string>
 #include <vector>
 
 using namespace ppb_test;
@@ -281,6 +284,24 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2) {
     expect_input_error(ppb({"partition", "--model-desc", layers_file, "--dryrun", sample_dryrun,
                             "--stages", "0", "--memory-limit-mb", "1000"}),
                        {"--stages: 0 is out of range (1 to 1024 stages)"});
+    // The micro-batches: given, else the dry run's; without either, said which is missing.
+    expect_input_error(ppb({"partition", "--model-desc", layers_file, "--model", "table",
+                            "--stages", "8", "--memory-limit-mb", "60000"}),
+                       {"--micro-batches: missing: give the micro-batches per iteration (a dry "
+                        "run would give them)"});
+    {
+        std::ifstream in(sample_dryrun);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string key = "\"micro_batches\": 32,";
+        const auto at = text.find(key);
+        BOOST_TEST_REQUIRE(at != std::string::npos);
+        text.erase(at, key.size());
+        const std::string without = write_file(text, "no-micro-batches.json");
+        expect_input_error(ppb({"partition", "--model-desc", layers_file, "--dryrun", without,
+                                "--stages", "8", "--memory-limit-mb", "60000"}),
+                           {"--micro-batches: missing, and the dry-run file does not give "
+                            "micro_batches"});
+    }
     expect_input_error(ppb(partition_args("-5")), {"--memory-limit-mb"});
     expect_input_error(ppb(partition_args("1000", {"--memory-margin-mb", "1000"})),
                        {"--memory-margin-mb"});

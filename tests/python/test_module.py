@@ -395,6 +395,12 @@ def test_argument_errors_name_the_argument():
     assert str(refused.value) == "missing num_stages" and refused.value.field == "num_stages"
     with pytest.raises(ppb.InvalidInput, match="memory_limit_mb: expected a positive number"):
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=-1)
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(LLAMA_LAYERS, model=ppb.load_model("table", LLAMA_LAYERS), stages=8,
+                      memory_limit_mb=60000)
+    assert refused.value.field == "micro_batches"
+    assert str(refused.value) == ("micro_batches: missing: give the micro-batches per iteration "
+                                  "(a dry run would give them)")
     # The planner's own refusals carry their field too, and name no flag.
     with pytest.raises(ppb.InvalidInput) as refused:
         ppb.partition(LLAMA_LAYERS, model=model, stages=8, memory_limit_mb=60000,

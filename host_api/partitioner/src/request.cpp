@@ -191,6 +191,19 @@ double memory_limit_of(std::optional<double> given, const std::optional<Cluster>
     return cluster->memory_mb();
 }
 
+std::uint32_t micro_batches_of(std::optional<std::uint64_t> given,
+                               std::optional<std::uint32_t> dryrun, const FieldName& name) {
+    if (given) {
+        check_count("micro_batches", *given, limits::micro_batches, name);
+        return static_cast<std::uint32_t>(*given);
+    }
+    if (dryrun && *dryrun != 0)
+        return *dryrun;
+    refuse("micro_batches", name,
+           dryrun ? "missing, and the dry-run file does not give micro_batches"
+                  : "missing: give the micro-batches per iteration (a dry run would give them)");
+}
+
 void set_times(Problem& problem, const RequestTimes& times, const Cluster* cluster,
                bool comm_time_given) {
     problem.time = times.time;

@@ -577,12 +577,13 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
             warn(warning, py::module_::import("builtins").attr("UserWarning"), 2);
     }
     const DryRunSet* dryrun = model.fitted() ? &model.fitted()->set : nullptr;
-    problem.micro_batches =
+    problem.micro_batches = partition::micro_batches_of(
         micro_batches_arg.is_none()
-            ? (dryrun ? dryrun->micro_batches : 0)
-            : count_in(micro_batches_arg, limits::micro_batches, "micro_batches");
-    if (problem.micro_batches == 0)
-        throw InputError("missing micro_batches (the dry-run file does not give micro_batches)");
+            ? std::nullopt
+            : std::optional<std::uint64_t>(
+                  count_in(micro_batches_arg, limits::micro_batches, "micro_batches")),
+        dryrun ? std::optional<std::uint32_t>(dryrun->micro_batches) : std::nullopt,
+        partition::keyword_name);
     const MemoryModel& m = model.get();
     if (m.needs_fit() && !model.fitted()) {
         throw InputError(fmt::format(

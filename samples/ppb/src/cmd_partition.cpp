@@ -158,11 +158,12 @@ int run_partition(const PartitionArgs& args) {
     }
 
     const std::optional<DryRunSet> dryrun = read_optional_dryrun(args.dryrun, args.read);
-    problem.micro_batches = settings.micro_batches.value_or(dryrun ? dryrun->micro_batches : 0);
-    if (problem.micro_batches == 0) {
-        throw UsageError(
-            "missing --micro-batches M (the dry-run file does not give micro_batches)");
-    }
+    problem.micro_batches = usage_checked([&] {
+        return partition::micro_batches_of(
+            settings.micro_batches,
+            dryrun ? std::optional<std::uint32_t>(dryrun->micro_batches) : std::nullopt,
+            partition::flag_name);
+    });
 
     const partition::PlanWithModelOptions plan_options = usage_checked(
         [&] { return partition::plan_options_of(request, problem, partition::flag_name); });

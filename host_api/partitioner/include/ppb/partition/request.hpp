@@ -61,6 +61,13 @@ void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
 // in `name`'s words); its `time` empty and its `micro_batches` 1, for the host to set.
 [[nodiscard]] Problem problem_of(const PartitionRequest& request, const FieldName& name);
 
+// The micro-batches per iteration: `given` (checked), else the dry run's (`dryrun`: nullopt
+// without a dry run, 0 when the dry run does not give them), else a RequestError naming
+// micro_batches and why there are none.
+[[nodiscard]] std::uint32_t micro_batches_of(std::optional<std::uint64_t> given,
+                                             std::optional<std::uint32_t> dryrun,
+                                             const FieldName& name);
+
 // How plan_with_model plans `problem` (problem_of's) for `request`: the objective chosen by
 // simulation when it is "auto", the local search unless `fast`. RequestError for refine with
 // fast, or refine on a problem without chunks (whose plans are exact already).
