@@ -112,6 +112,16 @@ double chunk_time(const Problem& p, std::uint32_t s, std::uint32_t c, const Kind
     return t;
 }
 
+// Its forward part: the ends' forward and each body layer's, whatever its kind.
+double chunk_forward(const Problem& p, std::uint32_t s, std::uint32_t c, const KindCounts& mix) {
+    const std::uint32_t q = ppb::pipeline_position(p.schedule, p.num_stages, s, c);
+    double t = (q == 0 ? p.time.head_forward : 0.0) +
+               (q + 1 == p.num_stages * p.chunks ? p.time.tail_forward : 0.0);
+    for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+        t += mix[kind] * p.time.body_forward;
+    return t;
+}
+
 std::uint32_t min_layers(const Problem& p, std::uint32_t s, std::uint32_t c) {
     const std::uint32_t q = ppb::pipeline_position(p.schedule, p.num_stages, s, c);
     return (q == 0 || q + 1 == p.num_stages * p.chunks) ? 0 : 1;
@@ -788,10 +798,10 @@ std::vector<std::vector<ChunkCosts>> stage_costs(const Problem& p, const Coeffic
                 return;
             ChunkCosts costs;
             for (std::uint32_t i = 0; i < p.chunks; ++i) {
-                const double f = ppb::partition::detail::chunk_forward_time(p, s, i, chunks[i]);
-                costs.push_back(ppb::partition::chunk_cost(
-                    p, {&chunks[i], 1}, ppb::partition::chunk_ends(p, s, i), f,
-                    ppb::partition::detail::chunk_time(p, s, i, chunks[i]) - f));
+                const double f = chunk_forward(p, s, i, chunks[i]);
+                costs.push_back(ppb::partition::chunk_cost(p, {&chunks[i], 1},
+                                                           ppb::partition::chunk_ends(p, s, i), f,
+                                                           chunk_time(p, s, i, chunks[i]) - f));
             }
             by_count[used].push_back(std::move(costs));
             return;
