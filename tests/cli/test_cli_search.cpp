@@ -916,6 +916,44 @@ BOOST_AUTO_TEST_CASE(expert_parallel_degrees_are_searched_with_an_moe_shape) {
     expect_input_error(with({"--expert-parallel", "0"}), {"--expert-parallel"});
 }
 
+// Megatron-LM's rule (one recompute setting per run) on a dense + MoE shape: 1F1B is planned
+// exactly (it was refused), two chunks through one group that bounds the groups, whose footnote
+// says why; every plan carries its one setting as Megatron-LM's flags.
+BOOST_AUTO_TEST_CASE(megatron_s_rule_ranks_an_moe_shape_under_1f1b_and_with_chunks) {
+    const std::string deepseek = std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-v3-shape.json";
+    std::vector<std::string> args = {"search", "--model", "analytic", "--model-options", deepseek};
+    std::istringstream rest(
+        "--devices 256 --pipeline-degrees 16 --global-batch 1024 --device H100 --schedules "
+        "1f1b,interleaved --recompute-rule megatron --expert-parallel 8 --top 0 --progress never");
+    for (std::string word; rest >> word;)
+        args.push_back(word);
+    std::vector<std::string> json_args = args;
+    json_args.emplace_back("--json");
+    const auto r = ppb(json_args);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    BOOST_TEST(doc.at("invalid").to_number<int>() == 0);
+    std::map<std::string, bool> exact;  // schedule: exact
+    for (const json::value& v : doc.at("ranking").as_array()) {
+        const std::string schedule(v.at("schedule").as_string());
+        exact[schedule] = v.at("exact").as_bool();
+        const json::array& flags = v.at("plan").at("megatron").at("args").as_array();
+        BOOST_TEST(std::find(flags.begin(), flags.end(), json::value("--recompute-granularity")) !=
+                       flags.end(),
+                   schedule);
+    }
+    BOOST_TEST_REQUIRE(exact.contains("1f1b"));
+    BOOST_TEST_REQUIRE(exact.contains("interleaved"));
+    BOOST_TEST(exact.at("1f1b"));
+    BOOST_TEST(!exact.at("interleaved"));
+    const auto table = ppb(args);
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("*: several groups of body layers with more than 2 chunks per "
+                              "stage, a zero-bubble schedule or one recompute setting per run "
+                              "(Megatron-LM's and torchtitan's rules)") != std::string::npos,
+               table.out);
+}
+
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its
 // simulated iteration: with it, the iteration ppb search ranks the same configuration by.
 BOOST_AUTO_TEST_CASE(the_partition_adds_the_synchronisation_the_search_ranks_by) {

@@ -185,10 +185,10 @@ std::string render_search(const partition::SearchSpace& space, const partition::
     }
     if (!through_one_group.empty()) {
         out += fmt::format(
-            "{}*: several groups of body layers with more than 2 chunks per stage or a zero-bubble "
-            "schedule, planned through one group that bounds them (each layer at the most memory "
-            "of a group its position "
-            "can hold), then taken per group. {} {}.\n",
+            "{}*: several groups of body layers with more than 2 chunks per stage, a zero-bubble "
+            "schedule or one recompute setting per run (Megatron-LM's and torchtitan's rules), "
+            "planned through one group that bounds them (each layer at the most memory of a group "
+            "its position can hold), then taken per group. {} {}.\n",
             too_large.empty() ? "\n" : "", through_one_group.size() == 1 ? "Rank" : "Ranks",
             fmt::join(through_one_group, ", "));
     }
