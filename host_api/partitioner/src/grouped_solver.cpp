@@ -771,8 +771,7 @@ template <typename Need>
     }
     if (reason.empty()) {
         reason = fmt::format(
-            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} "
-            "stages fits, {}",
+            "within {:.1f} MB no cut of the {} body layers ({} groups) into {} stages fits, {}",
             budget, L, groups.count, P, held);
     }
     LeastFeasibleBudget least;
@@ -793,8 +792,7 @@ template <typename Need>
     throw_infeasible(problem, reason, least);
 }
 
-// Every layer at its group's least-memory kind (exact for linear models: 'any' can take it, and
-// so can MindFormers' counts as far as a stage's least is theirs).
+// Every layer at its group's least-memory kind (exact for linear models).
 [[noreturn]] void explain_grouped_infeasible(const Problem& problem, const Groups& groups,
                                              const std::vector<StageCosts>& costs) {
     const std::uint32_t L = problem.time.body_layers;

@@ -229,9 +229,8 @@ MemorySource model_memory_source(const Problem& problem, const MemoryModel& mode
                     "memory_margin_sigma",
                     fmt::format(
                         "the memory model '{}' {} has no uncertainty estimate for a margin of "
-                        "standard errors (no standard error of its predictions{}); give the margin "
-                        "in "
-                        "MB instead",
+                        "standard errors (no standard error of its predictions{}); give the "
+                        "margin in MB instead",
                         model.name(), model.version(),
                         model.api_minor() < 2 ? ": its plugin is older than API 1.2" : ""));
             }
@@ -320,12 +319,12 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     // chunks, planned through one group that bounds them with more or a zero-bubble schedule) is
     // searched and bounded through one group that bounds them (grouped_envelope.hpp).
     const bool one_group = !problem.time.grouped();
-    const bool enveloped = problem.time.grouped() && problem.chunked();
+    const bool grouped_with_chunks = !one_group && problem.chunked();
     if (options.refine && problem.chunked() && one_group) {
         std::string not_exact_because = std::move(plan.not_exact_because);
         plan = refine_by_simulation(problem, memory, plan, refine_moves);
         plan.not_exact_because = std::move(not_exact_because);
-    } else if (options.refine && enveloped) {
+    } else if (options.refine && grouped_with_chunks) {
         plan = detail::refine_grouped_through_envelope(problem, memory, plan, refine_moves);
     }
     add_slope_activations(problem, plan, memory);
@@ -336,7 +335,7 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     std::optional<double> bound;
     if (options.lower_bound && problem.chunked() && one_group)
         bound = simulated_lower_bound(problem, memory, simulation.makespan);
-    else if (options.lower_bound && enveloped)
+    else if (options.lower_bound && grouped_with_chunks)
         bound = detail::grouped_simulated_lower_bound(problem, memory, simulation.makespan);
     return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation),
                             std::move(breakdown), bound};
