@@ -537,6 +537,56 @@ std::vector<double> least_memory_of_setting(const MegatronRecompute& setting, do
     return least;
 }
 
+// Where the search for the last chunk's fastest fitting point may start. Its points of each
+// count are by increasing time; in row j a point adds fixed + f_j x activation (f_j the chunk's
+// micro-batches in flight there), and no point before the first whose least add so far (a
+// non-increasing prefix minimum) is within the row's room can fit that row. The largest such
+// index over the rows is found by bisection; the points from it on are then checked exactly
+// (StageRows::fits_with), so the point found is the same. The room is widened by 1e-6 MB and a
+// relative 1e-9, far above the rounding of the sums, so no point that fits is skipped.
+class LastChunkSkips {
+  public:
+    LastChunkSkips(const Frontier& frontier, const StageRows& rows, std::uint32_t chunk)
+        : row_count_(rows.size()), least_(frontier.size()) {
+        for (std::size_t n = 0; n < frontier.size(); ++n) {
+            const std::vector<ChunkPoint>& points = frontier[n];
+            std::vector<double>& least = least_[n];  // [j * points + i]
+            least.resize(row_count_ * points.size());
+            for (std::size_t j = 0; j < row_count_; ++j) {
+                const double in_flight = rows.count(j, chunk);
+                double so_far = infinity;
+                for (std::size_t i = 0; i < points.size(); ++i) {
+                    const ChunkMemory& m = points[i].memory;
+                    so_far = std::min(so_far, m.fixed + in_flight * m.activation);
+                    least[j * points.size() + i] = so_far;
+                }
+            }
+        }
+    }
+
+    // The first point of count n that may fit a stage whose other chunks give `rows`.
+    [[nodiscard]] std::size_t first_possible(std::uint32_t n, const std::vector<double>& rows,
+                                             double budget) const {
+        const std::vector<double>& least = least_[n];
+        const std::size_t size = row_count_ == 0 ? 0 : least.size() / row_count_;
+        std::size_t first = 0;
+        for (std::size_t j = 0; j < row_count_ && first < size; ++j) {
+            const double room = budget - rows[j];
+            const double slack = 1e-6 + 1e-9 * (std::abs(budget) + std::abs(rows[j]));
+            const auto begin = least.begin() + static_cast<std::ptrdiff_t>(j * size);
+            const auto at = std::partition_point(
+                begin + static_cast<std::ptrdiff_t>(first), begin + static_cast<std::ptrdiff_t>(size),
+                [&](double m) { return m > room + slack + 1e-9 * std::abs(m); });
+            first = static_cast<std::size_t>(at - begin);
+        }
+        return first;
+    }
+
+  private:
+    std::size_t row_count_;
+    std::vector<std::vector<double>> least_;  // [n][j * points + i]
+};
+
 // The options of one stage holding at most `max_layers` body layers (every count up to L when
 // it is L or more).
 ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage affine,
@@ -737,43 +787,67 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     }
 
     // The last chunk: for each partial option and count, only the fastest mix with which every
-    // row still fits can be worth having. Candidates stay small (no copy of the picks) until
-    // kept.
+    // row still fits can be worth having. Each count's options are those Pareto-optimal in
+    // (total, slowest chunk), and with two chunks its alternatives those Pareto-optimal in (chunk
+    // 0's time, chunk 1's time): kept as the candidates come (Staircase), in the order they are
+    // made, so of equal candidates the first made stays. Candidates stay small (no copy of the
+    // picks) until kept.
     struct Candidate {
-        double total = 0.0;
-        double slowest = 0.0;
-        double last_time = 0.0;
         const Partial* prefix = nullptr;
         std::uint32_t n = 0;
         std::uint32_t index = 0;
     };
-    std::vector<std::vector<Candidate>> candidates(layers + 1);
+    std::vector<Staircase<Candidate>> options(layers + 1);
+    std::vector<Staircase<Candidate>> alternatives(v == 2 ? layers + 1 : 0);
+    // Of two candidates as fast in total and in every chunk, the one needing less memory (the
+    // stage's largest row) is kept: the plan's headroom is larger at the same objective.
+    std::vector<double> tied_rows;
+    const auto memory_of = [&](const Candidate& candidate) {
+        tied_rows = candidate.prefix->rows;
+        if (v > 1) {
+            const ChunkMemory add = frontiers[v - 1][candidate.n][candidate.index].memory;
+            for (std::size_t j = 0; j < row_count; ++j)
+                tied_rows[j] = rows.row_with(candidate.prefix->rows, j, v - 1, add);
+        }
+        return *std::max_element(tied_rows.begin(), tied_rows.end());
+    };
+    const auto less_memory = [&](const Candidate& offered, const Candidate& kept) {
+        return memory_of(offered) < memory_of(kept);
+    };
     if (v == 1) {
         for (std::uint32_t n = 0; n <= layers; ++n) {
             for (const Partial& p : partial[n]) {
                 if (!over_budget(p.rows))
-                    candidates[n].push_back({p.total, p.slowest, p.total, &p, 0, 0});
+                    options[n].offer(p.total, p.slowest, {&p, 0, 0}, less_memory);
             }
         }
     } else {
         const std::uint32_t c = v - 1;
+        const LastChunkSkips skips(frontiers[c], rows, c);
         for (std::uint32_t held = 0; held <= layers; ++held) {
             for (const Partial& p : partial[held]) {
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
                     if (problem.balanced_chunks && !balanced_with(p.picks, n))
                         continue;
                     // By increasing time; with several rows the points that fit need not be a
-                    // suffix, so the first that fits is searched for.
+                    // suffix, so the first that fits is searched for, from the first point
+                    // that each row alone may admit.
                     const auto& points = frontiers[c][n];
-                    const auto fit = std::find_if(points.begin(), points.end(), [&](const auto& q) {
-                        return rows.fits_with(p.rows, c, q.memory, {}, budget);
-                    });
+                    const auto fit = std::find_if(
+                        points.begin() + static_cast<std::ptrdiff_t>(
+                                             skips.first_possible(n, p.rows, budget)),
+                        points.end(), [&](const auto& q) {
+                            return rows.fits_with(p.rows, c, q.memory, {}, budget);
+                        });
                     if (fit == points.end())
                         continue;
                     const double t = fit->time + extra[c];
-                    candidates[held + n].push_back(
-                        {p.total + t, std::max(p.slowest, t), t, &p, n,
-                         static_cast<std::uint32_t>(fit - points.begin())});
+                    const Candidate candidate{&p, n,
+                                              static_cast<std::uint32_t>(fit - points.begin())};
+                    options[held + n].offer(p.total + t, std::max(p.slowest, t), candidate,
+                                            less_memory);
+                    if (v == 2)
+                        alternatives[held + n].offer(p.total, t, candidate, less_memory);
                 }
             }
         }
@@ -781,11 +855,12 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
 
     out.options.resize(all + 1);
     out.alternatives.resize(all + 1);
-    const auto option_of = [&](const Candidate& candidate) {
-        StageOption option{candidate.total, candidate.slowest, 0.0, {}, {}};
+    const auto option_of = [&](const typename Staircase<Candidate>::Step& step) {
+        const Candidate& candidate = step.value;
         auto picks = candidate.prefix->picks;
         if (v > 1)
             picks.emplace_back(candidate.n, candidate.index);
+        StageOption option{0.0, 0.0, 0.0, {}, {}};
         std::vector<ChunkMemory> memories;
         for (std::uint32_t c = 0; c < v; ++c) {
             const auto [count, index] = picks[c];
@@ -794,34 +869,25 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             option.chunk_times.push_back(point.time + extra[c]);
             memories.push_back(point.memory);
         }
+        option.total = candidate.prefix->total;
+        option.slowest = candidate.prefix->slowest;
+        if (v > 1) {
+            const double last = option.chunk_times.back();
+            option.total += last;
+            option.slowest = std::max(option.slowest, last);
+        }
         option.memory = rows.peak(memories).memory;
         return option;
     };
     for (std::uint32_t n = 0; n <= layers; ++n) {
-        std::vector<Candidate>& list = candidates[n];
+        for (const auto& step : options[n].steps())
+            out.options[n].push_back(option_of(step));
         if (v == 2) {
-            // Pareto-optimal in (chunk 0's time, chunk 1's time): chunk 0's is the prefix's.
-            std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
-                return a.prefix->total != b.prefix->total ? a.prefix->total < b.prefix->total
-                                                          : a.last_time < b.last_time;
-            });
-            double least_last = infinity;
-            for (const Candidate& candidate : list) {
-                if (candidate.last_time < least_last) {
-                    least_last = candidate.last_time;
-                    out.alternatives[n].push_back(option_of(candidate));
-                }
-            }
-        }
-        std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
-            return a.total != b.total ? a.total < b.total : a.slowest < b.slowest;
-        });
-        for (const Candidate& candidate : list) {
-            if (out.options[n].empty() || candidate.slowest < out.options[n].back().slowest)
-                out.options[n].push_back(option_of(candidate));
-        }
-        if (v != 2)
+            for (const auto& step : alternatives[n].steps())
+                out.alternatives[n].push_back(option_of(step));
+        } else {
             out.alternatives[n] = out.options[n];
+        }
     }
     out.affine = std::move(affine);
     return out;

@@ -61,6 +61,56 @@ void keep_time_fixed_activation_frontier(std::vector<Point>& points) {
     points = std::move(kept);
 }
 
+// Two keys kept Pareto-optimal as the points come, without sorting them all: the kept points by
+// increasing `first`, each with a smaller `second` than every point before it. A point is kept
+// unless one kept has no larger first and no larger second; it drops the kept points it has no larger keys than. The set kept is the one a stable
+// sort by (first, second) and a pass keeping each point whose second beats every earlier one
+// would keep, in the same order, in O(log kept) per point instead of a sort of every point. A
+// point with the same two keys as one kept takes its place when the caller's tie-break prefers it.
+template <class Value>
+class Staircase {
+  public:
+    struct Step {
+        double first = 0.0;
+        double second = 0.0;
+        Value value;
+    };
+
+    // Whether (first, second) was kept. `better(value, kept)`, asked only of a point with the
+    // same keys as one kept, whether it takes that one's place.
+    template <class Better>
+    bool offer(double first, double second, const Value& value, Better&& better) {
+        // The kept points with first <= the new one's: the last of them has the least second.
+        const auto after = std::upper_bound(steps_.begin(), steps_.end(), first,
+                                            [](double f, const Step& s) { return f < s.first; });
+        if (after != steps_.begin()) {
+            Step& before = *std::prev(after);
+            if (before.first == first && before.second == second && better(value, before.value)) {
+                before.value = value;
+                return true;
+            }
+            if (before.second <= second)
+                return false;
+        }
+        // The kept points the new one beats: from the first with first >= its own, while their
+        // second is no smaller (an equal first has a larger second, or the new one was beaten).
+        auto from = std::lower_bound(steps_.begin(), steps_.end(), first,
+                                     [](const Step& s, double f) { return s.first < f; });
+        auto to = from;
+        while (to != steps_.end() && to->second >= second)
+            ++to;
+        from = steps_.erase(from, to);
+        steps_.insert(from, Step{first, second, value});
+        return true;
+    }
+
+    [[nodiscard]] const std::vector<Step>& steps() const noexcept { return steps_; }
+    void clear() noexcept { steps_.clear(); }
+
+  private:
+    std::vector<Step> steps_;
+};
+
 }  // namespace ppb::partition::detail
 
 #endif  // PPB_PARTITION_PARETO_HPP

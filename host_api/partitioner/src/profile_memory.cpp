@@ -20,16 +20,6 @@ void StageRows::rows(std::span<const ChunkMemory> chunks, std::vector<double>& o
     }
 }
 
-bool StageRows::fits_with(const std::vector<double>& rows, std::size_t chunk, ChunkMemory add,
-                          std::span<const double> extra, double budget, double scale) const {
-    for (std::size_t j = 0; j < rows.size(); ++j) {
-        const double row = row_with(rows, j, chunk, add) + (extra.empty() ? 0.0 : scale * extra[j]);
-        if (!within_budget(row, budget))
-            return false;
-    }
-    return true;
-}
-
 StageRows::Peak StageRows::peak(std::span<const ChunkMemory> chunks) const {
     std::vector<double> all;
     rows(chunks, all);

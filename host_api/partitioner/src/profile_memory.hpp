@@ -15,6 +15,7 @@
 #define PPB_PARTITION_PROFILE_MEMORY_HPP
 
 #include <ppb/in_flight_profile.hpp>
+#include <ppb/partition/problem.hpp>
 
 #include <cstddef>
 #include <span>
@@ -50,9 +51,18 @@ class StageRows {
     }
     // Whether every row of `rows` plus `add` in chunk `chunk`, plus scale x extra[j], fits
     // `budget` (extra empty: none).
+    // (Inline: the chunk tables ask it for every candidate point.)
     [[nodiscard]] bool fits_with(const std::vector<double>& rows, std::size_t chunk,
                                  ChunkMemory add, std::span<const double> extra, double budget,
-                                 double scale = 1.0) const;
+                                 double scale = 1.0) const {
+        for (std::size_t j = 0; j < rows.size(); ++j) {
+            const double row =
+                row_with(rows, j, chunk, add) + (extra.empty() ? 0.0 : scale * extra[j]);
+            if (!within_budget(row, budget))
+                return false;
+        }
+        return true;
+    }
     // The largest row of a whole stage and the vector where it is (the first on a tie).
     struct Peak {
         double memory = 0.0;
