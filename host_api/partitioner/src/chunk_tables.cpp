@@ -399,25 +399,32 @@ class StageWork {
     std::size_t compared_ = 0;
 };
 
-// Under Problem::balanced_chunks, whether the next chunk may hold n layers after the chunks
-// `picks` (count, frontier index): every chunk of a stage within one layer of every other.
-bool balanced_with(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& picks,
-                   std::uint32_t n) {
-    std::uint32_t lo = n;
-    std::uint32_t hi = n;
-    for (const auto& [count, index] : picks) {
-        lo = std::min(lo, count);
-        hi = std::max(hi, count);
-    }
-    return hi - lo <= 1;
-}
-
+// A partial option: a stage's chunks 0..c so far (the others empty). Partials are kept by level
+// (c) and count (the layers so far), their rows in one buffer per level and count, and each
+// names its own chunk's pick and its prefix one level up: nothing of its own is allocated.
 struct Partial {
     double total = 0.0;
     double slowest = 0.0;
-    std::vector<double> rows;  // the stage's rows with the chunks so far (the others empty)
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;  // per chunk: (n, frontier index)
+    std::size_t rows_at = 0;  // into its level's row buffer of its count
+    std::uint32_t prefix_held = 0;
+    std::uint32_t prefix = 0;  // the level above's partial[prefix_held][prefix]
+    std::uint32_t n = 0;       // chunk c's layers
+    std::uint32_t index = 0;   // and their point on chunk c's frontier
+    std::uint32_t fewest = 0;  // the fewest and most layers of one chunk so far
+    std::uint32_t most = 0;
 };
+
+// The partials of one level, by count.
+struct PartialLevel {
+    std::vector<std::vector<Partial>> partial;  // [held]
+    std::vector<std::vector<double>> rows;      // [held]: row_count doubles per partial
+};
+
+// Under Problem::balanced_chunks, whether the next chunk may hold n layers after `p`: every
+// chunk of a stage within one layer of every other.
+bool balanced_with(const Partial& p, std::uint32_t n) {
+    return std::max(p.most, n) - std::min(p.fewest, n) <= 1;
+}
 
 bool rows_no_larger(std::span<const double> a, std::span<const double> b) {
     for (std::size_t j = 0; j < a.size(); ++j) {
@@ -565,7 +572,7 @@ class LastChunkSkips {
     }
 
     // The first point of count n that may fit a stage whose other chunks give `rows`.
-    [[nodiscard]] std::size_t first_possible(std::uint32_t n, const std::vector<double>& rows,
+    [[nodiscard]] std::size_t first_possible(std::uint32_t n, std::span<const double> rows,
                                              double budget) const {
         const std::vector<double>& least = least_[n];
         const std::size_t size = row_count_ == 0 ? 0 : least.size() / row_count_;
@@ -698,57 +705,61 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         }
     }
 
-    const auto over_budget = [&](const std::vector<double>& r) {
+    const auto over_budget = [&](std::span<const double> r) {
         return std::any_of(r.begin(), r.end(), [&](double m) { return !within_budget(m, budget); });
     };
-    // Chunk 0 alone, then each further chunk added.
-    std::vector<std::vector<Partial>> partial(layers + 1);
+    // Chunk 0 alone, then each further chunk added: levels[c] holds the partials of chunks 0..c.
+    std::vector<PartialLevel> levels(1);
+    levels[0].partial.resize(layers + 1);
+    levels[0].rows.resize(layers + 1);
     for (std::uint32_t n = fewest[0]; n <= layers; ++n) {
         const auto& points = frontiers[0][n];
         for (std::uint32_t i = 0; i < points.size(); ++i) {
             const double t = points[i].time + extra[0];
-            Partial p{t, t, empty_rows, {{n, i}}};
+            std::vector<double>& buffer = levels[0].rows[n];
+            levels[0].partial[n].push_back({t, t, buffer.size(), 0, 0, n, i, n, n});
             for (std::size_t j = 0; j < row_count; ++j)
-                p.rows[j] = rows.row_with(empty_rows, j, 0, points[i].memory);
-            partial[n].push_back(std::move(p));
+                buffer.push_back(rows.row_with(empty_rows, j, 0, points[i].memory));
         }
     }
+    const auto rows_at = [&](const PartialLevel& level, std::uint32_t held, const Partial& p) {
+        return std::span<const double>(level.rows[held].data() + p.rows_at, row_count);
+    };
     // The chunks between the first and the last: options kept Pareto-optimal in (total,
     // slowest chunk, rows). Each count's candidates are weighed flat (their rows in one buffer,
-    // their picks as the prefix they extend) and only those kept become options: most are
-    // dominated, and making each an option of its own was most of the stage's time.
-    struct Flat {
-        double total = 0.0;
-        double slowest = 0.0;
-        std::size_t rows_at = 0;  // into the count's row buffer
-        std::uint32_t prefix_held = 0;
-        std::uint32_t prefix = 0;  // partial[prefix_held][prefix]
-        std::uint32_t n = 0;
-        std::uint32_t index = 0;
-    };
+    // their picks as the prefix they extend) and only those kept stay, their rows compacted:
+    // most are dominated.
     std::vector<double> scratch(row_count);
     for (std::uint32_t c = 1; c + 1 < v; ++c) {
-        std::vector<std::vector<Flat>> flat(layers + 1);
-        std::vector<std::vector<double>> flat_rows(layers + 1);
+        const PartialLevel& above = levels.back();
+        PartialLevel next;
+        next.partial.resize(layers + 1);
+        next.rows.resize(layers + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
-            for (std::uint32_t at = 0; at < partial[held].size(); ++at) {
-                const Partial& p = partial[held][at];
+            for (std::uint32_t at = 0; at < above.partial[held].size(); ++at) {
+                const Partial& p = above.partial[held][at];
+                const std::span<const double> p_rows = rows_at(above, held, p);
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
-                    if (problem.balanced_chunks && !balanced_with(p.picks, n))
+                    if (problem.balanced_chunks && !balanced_with(p, n))
                         continue;
                     const auto& points = frontiers[c][n];
-                    for (std::size_t i = 0; i < points.size(); ++i) {
+                    for (std::uint32_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
-                        for (std::size_t j = 0; j < row_count; ++j)
-                            scratch[j] = rows.row_with(p.rows, j, c, points[i].memory);
-                        if (monotone && over_budget(scratch))
+                        bool over = false;
+                        for (std::size_t j = 0; j < row_count; ++j) {
+                            scratch[j] = p_rows[j] + points[i].memory.fixed +
+                                         rows.count(j, c) * points[i].memory.activation;
+                            over = over || !within_budget(scratch[j], budget);
+                        }
+                        if (monotone && over)
                             continue;
                         if (!work.make())
                             throw too_large();
-                        std::vector<double>& buffer = flat_rows[held + n];
-                        flat[held + n].push_back({p.total + t, std::max(p.slowest, t),
-                                                  buffer.size(), held, at, n,
-                                                  static_cast<std::uint32_t>(i)});
+                        std::vector<double>& buffer = next.rows[held + n];
+                        next.partial[held + n].push_back({p.total + t, std::max(p.slowest, t),
+                                                          buffer.size(), held, at, n, i,
+                                                          std::min(p.fewest, n),
+                                                          std::max(p.most, n)});
                         buffer.insert(buffer.end(), scratch.begin(), scratch.end());
                     }
                 }
@@ -756,15 +767,14 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         }
         // The most memory a layer can add in the chunks still to come.
         const std::vector<double> worst = worst_from(c + 1);
-        std::vector<std::vector<Partial>> next(layers + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
-            const std::vector<double>& buffer = flat_rows[held];
-            const auto rows_of = [&](const Flat& f) {
+            const std::vector<double>& buffer = next.rows[held];
+            const auto rows_of = [&](const Partial& f) {
                 return std::span<const double>(buffer.data() + f.rows_at, row_count);
             };
             const bool kept = keep_pareto_3d(
-                flat[held], rows_of,
-                [&](const Flat& f) {
+                next.partial[held], rows_of,
+                [&](const Partial& f) {
                     const std::span<const double> r = rows_of(f);
                     for (std::size_t j = 0; j < row_count; ++j) {
                         if (!within_budget(r[j] + (layers - held) * worst[j], budget))
@@ -775,59 +785,82 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                 work);
             if (!kept)
                 throw too_large();
-            for (const Flat& f : flat[held]) {
+            std::vector<double> compact;
+            compact.reserve(next.partial[held].size() * row_count);
+            for (Partial& f : next.partial[held]) {
                 const std::span<const double> r = rows_of(f);
-                Partial q{f.total, f.slowest, std::vector<double>(r.begin(), r.end()),
-                          partial[f.prefix_held][f.prefix].picks};
-                q.picks.emplace_back(f.n, f.index);
-                next[held].push_back(std::move(q));
+                f.rows_at = compact.size();
+                compact.insert(compact.end(), r.begin(), r.end());
             }
+            next.rows[held] = std::move(compact);
         }
-        partial = std::move(next);
+        levels.push_back(std::move(next));
     }
+    const PartialLevel& last_level = levels.back();
+    // A partial's picks, chunk by chunk: (layers, frontier index).
+    const auto picks_of = [&](std::uint32_t held, std::uint32_t at) {
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> picks(levels.size());
+        for (std::size_t c = levels.size(); c-- > 0;) {
+            const Partial& p = levels[c].partial[held][at];
+            picks[c] = {p.n, p.index};
+            held = p.prefix_held;
+            at = p.prefix;
+        }
+        return picks;
+    };
 
     // The last chunk: for each partial option and count, only the fastest mix with which every
     // row still fits can be worth having. Each count's options are those Pareto-optimal in
     // (total, slowest chunk), and with two chunks its alternatives those Pareto-optimal in (chunk
-    // 0's time, chunk 1's time): kept as the candidates come (Staircase), in the order they are
-    // made, so of equal candidates the first made stays. Candidates stay small (no copy of the
-    // picks) until kept.
+    // 0's time, chunk 1's time): kept as the candidates come (Staircase), so of equal candidates
+    // the first made stays unless another needs less memory. Candidates stay small (their
+    // prefix and pick) until kept.
     struct Candidate {
-        const Partial* prefix = nullptr;
-        std::uint32_t n = 0;
+        std::uint32_t held = 0;  // the prefix: last_level.partial[held][at]
+        std::uint32_t at = 0;
+        std::uint32_t n = 0;  // the last chunk's layers and frontier index (v > 1)
         std::uint32_t index = 0;
+    };
+    const auto prefix_of = [&](const Candidate& candidate) -> const Partial& {
+        return last_level.partial[candidate.held][candidate.at];
     };
     std::vector<Staircase<Candidate>> options(layers + 1);
     std::vector<Staircase<Candidate>> alternatives(v == 2 ? layers + 1 : 0);
     // Of two candidates as fast in total and in every chunk, the one needing less memory (the
     // stage's largest row) is kept: the plan's headroom is larger at the same objective.
-    std::vector<double> tied_rows;
     const auto memory_of = [&](const Candidate& candidate) {
-        tied_rows = candidate.prefix->rows;
-        if (v > 1) {
-            const ChunkMemory add = frontiers[v - 1][candidate.n][candidate.index].memory;
-            for (std::size_t j = 0; j < row_count; ++j)
-                tied_rows[j] = rows.row_with(candidate.prefix->rows, j, v - 1, add);
+        const std::span<const double> r = rows_at(last_level, candidate.held, prefix_of(candidate));
+        double peak = -infinity;
+        for (std::size_t j = 0; j < row_count; ++j) {
+            peak = std::max(peak, v == 1 ? r[j]
+                                         : rows.row_with(r, j, v - 1,
+                                                         frontiers[v - 1][candidate.n]
+                                                                  [candidate.index]
+                                                                      .memory));
         }
-        return *std::max_element(tied_rows.begin(), tied_rows.end());
+        return peak;
     };
     const auto less_memory = [&](const Candidate& offered, const Candidate& kept) {
         return memory_of(offered) < memory_of(kept);
     };
     if (v == 1) {
         for (std::uint32_t n = 0; n <= layers; ++n) {
-            for (const Partial& p : partial[n]) {
-                if (!over_budget(p.rows))
-                    options[n].offer(p.total, p.slowest, {&p, 0, 0}, less_memory);
+            for (std::uint32_t at = 0; at < last_level.partial[n].size(); ++at) {
+                const Partial& p = last_level.partial[n][at];
+                const std::span<const double> r = rows_at(last_level, n, p);
+                if (!over_budget(r))
+                    options[n].offer(p.total, p.slowest, {n, at, 0, 0}, less_memory);
             }
         }
     } else {
         const std::uint32_t c = v - 1;
         const LastChunkSkips skips(frontiers[c], rows, c);
         for (std::uint32_t held = 0; held <= layers; ++held) {
-            for (const Partial& p : partial[held]) {
+            for (std::uint32_t at = 0; at < last_level.partial[held].size(); ++at) {
+                const Partial& p = last_level.partial[held][at];
+                const std::span<const double> p_rows = rows_at(last_level, held, p);
                 for (std::uint32_t n = fewest[c]; held + n <= layers; ++n) {
-                    if (problem.balanced_chunks && !balanced_with(p.picks, n))
+                    if (problem.balanced_chunks && !balanced_with(p, n))
                         continue;
                     // By increasing time; with several rows the points that fit need not be a
                     // suffix, so the first that fits is searched for, from the first point
@@ -835,14 +868,14 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                     const auto& points = frontiers[c][n];
                     const auto fit = std::find_if(
                         points.begin() + static_cast<std::ptrdiff_t>(
-                                             skips.first_possible(n, p.rows, budget)),
+                                             skips.first_possible(n, p_rows, budget)),
                         points.end(), [&](const auto& q) {
-                            return rows.fits_with(p.rows, c, q.memory, {}, budget);
+                            return rows.fits_with(p_rows, c, q.memory, {}, budget);
                         });
                     if (fit == points.end())
                         continue;
                     const double t = fit->time + extra[c];
-                    const Candidate candidate{&p, n,
+                    const Candidate candidate{held, at, n,
                                               static_cast<std::uint32_t>(fit - points.begin())};
                     options[held + n].offer(p.total + t, std::max(p.slowest, t), candidate,
                                             less_memory);
@@ -857,7 +890,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     out.alternatives.resize(all + 1);
     const auto option_of = [&](const typename Staircase<Candidate>::Step& step) {
         const Candidate& candidate = step.value;
-        auto picks = candidate.prefix->picks;
+        auto picks = picks_of(candidate.held, candidate.at);
         if (v > 1)
             picks.emplace_back(candidate.n, candidate.index);
         StageOption option{0.0, 0.0, 0.0, {}, {}};
@@ -869,8 +902,9 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             option.chunk_times.push_back(point.time + extra[c]);
             memories.push_back(point.memory);
         }
-        option.total = candidate.prefix->total;
-        option.slowest = candidate.prefix->slowest;
+        const Partial& prefix = prefix_of(candidate);
+        option.total = prefix.total;
+        option.slowest = prefix.slowest;
         if (v > 1) {
             const double last = option.chunk_times.back();
             option.total += last;
