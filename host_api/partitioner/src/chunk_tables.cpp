@@ -439,8 +439,8 @@ bool rows_no_larger(std::span<const double> a, std::span<const double> b) {
 // add the same to each row of both. `safe(p)`: every way to complete p fits the budget, so its
 // memory no longer matters — it dominates any p' no faster in total and slowest chunk, whatever
 // p' holds in memory. Without it a generous limit would keep every memory. `rows_of(p)`: its
-// rows (a span). False, leaving `options` as they were sorted, when the comparisons would pass
-// `work`'s limits.
+// rows (a span). False, leaving `options` in no useful state, when the comparisons would pass
+// `work`'s limits (the stage is then too large to plan exactly).
 template <class Option, class RowsOf, class Safe>
 [[nodiscard]] bool keep_pareto_3d(std::vector<Option>& options, RowsOf rows_of, Safe safe,
                                   StageWork& work) {
@@ -451,7 +451,9 @@ template <class Option, class RowsOf, class Safe>
             return a.slowest < b.slowest;
         return std::ranges::lexicographical_compare(rows_of(a), rows_of(b));
     });
-    std::vector<Option> kept;
+    // The kept options are compacted to the front of `options` (an option moves only to an index
+    // no later than its own, after it is weighed), keeping the vector's capacity for reuse.
+    std::size_t kept = 0;
     if (!options.empty() && rows_of(options.front()).size() == 1) {
         // One row: the kept points' staircase over (slowest, memory): memory falls as slowest
         // rises, so the least memory among kept points no slower than p is the entry at or below
@@ -469,9 +471,9 @@ template <class Option, class RowsOf, class Safe>
                 ++to;
             staircase.erase(from, to);
             staircase.emplace(p.slowest, memory);
-            kept.push_back(std::move(p));
+            options[kept++] = std::move(p);
         }
-        options = std::move(kept);
+        options.resize(kept);
         return true;
     }
     // Several rows: compared with every kept option (those kept are no faster in total): the safe
@@ -479,15 +481,16 @@ template <class Option, class RowsOf, class Safe>
     // comparisons grow as the square of the options; past `work`'s limits the stage is too large
     // to plan exactly.
     double safe_slowest = infinity;
-    std::vector<std::size_t> unsafe;  // indices into kept
-    for (Option& p : options) {
+    std::vector<std::size_t> unsafe;  // indices of kept options
+    for (std::size_t at = 0; at < options.size(); ++at) {
+        const Option& p = options[at];
         if (safe_slowest <= p.slowest)
             continue;
         if (!work.compare(unsafe.size()))
             return false;
         bool dominated = false;
         for (std::size_t i = 0; i < unsafe.size() && !dominated; ++i) {
-            const Option& q = kept[unsafe[i]];
+            const Option& q = options[unsafe[i]];
             dominated = q.slowest <= p.slowest && rows_no_larger(rows_of(q), rows_of(p));
         }
         if (dominated)
@@ -495,10 +498,10 @@ template <class Option, class RowsOf, class Safe>
         if (safe(p))
             safe_slowest = std::min(safe_slowest, p.slowest);
         else
-            unsafe.push_back(kept.size());
-        kept.push_back(std::move(p));
+            unsafe.push_back(kept);
+        options[kept++] = std::move(options[at]);
     }
-    options = std::move(kept);
+    options.resize(kept);
     return true;
 }
 
@@ -730,11 +733,16 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     // their picks as the prefix they extend) and only those kept stay, their rows compacted:
     // most are dominated.
     std::vector<double> scratch(row_count);
+    // The candidates of each count, reused from level to level (their capacity with them).
+    PartialLevel weighed;
+    weighed.partial.resize(layers + 1);
+    weighed.rows.resize(layers + 1);
     for (std::uint32_t c = 1; c + 1 < v; ++c) {
         const PartialLevel& above = levels.back();
-        PartialLevel next;
-        next.partial.resize(layers + 1);
-        next.rows.resize(layers + 1);
+        for (std::uint32_t held = 0; held <= layers; ++held) {
+            weighed.partial[held].clear();
+            weighed.rows[held].clear();
+        }
         for (std::uint32_t held = 0; held <= layers; ++held) {
             for (std::uint32_t at = 0; at < above.partial[held].size(); ++at) {
                 const Partial& p = above.partial[held][at];
@@ -755,8 +763,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                             continue;
                         if (!work.make())
                             throw too_large();
-                        std::vector<double>& buffer = next.rows[held + n];
-                        next.partial[held + n].push_back({p.total + t, std::max(p.slowest, t),
+                        std::vector<double>& buffer = weighed.rows[held + n];
+                        weighed.partial[held + n].push_back({p.total + t, std::max(p.slowest, t),
                                                           buffer.size(), held, at, n, i,
                                                           std::min(p.fewest, n),
                                                           std::max(p.most, n)});
@@ -767,13 +775,16 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         }
         // The most memory a layer can add in the chunks still to come.
         const std::vector<double> worst = worst_from(c + 1);
+        PartialLevel next;
+        next.partial.resize(layers + 1);
+        next.rows.resize(layers + 1);
         for (std::uint32_t held = 0; held <= layers; ++held) {
-            const std::vector<double>& buffer = next.rows[held];
+            const std::vector<double>& buffer = weighed.rows[held];
             const auto rows_of = [&](const Partial& f) {
                 return std::span<const double>(buffer.data() + f.rows_at, row_count);
             };
             const bool kept = keep_pareto_3d(
-                next.partial[held], rows_of,
+                weighed.partial[held], rows_of,
                 [&](const Partial& f) {
                     const std::span<const double> r = rows_of(f);
                     for (std::size_t j = 0; j < row_count; ++j) {
@@ -785,14 +796,16 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                 work);
             if (!kept)
                 throw too_large();
-            std::vector<double> compact;
-            compact.reserve(next.partial[held].size() * row_count);
-            for (Partial& f : next.partial[held]) {
+            std::vector<Partial>& kept_here = next.partial[held];
+            std::vector<double>& compact = next.rows[held];
+            kept_here.reserve(weighed.partial[held].size());
+            compact.reserve(weighed.partial[held].size() * row_count);
+            for (const Partial& f : weighed.partial[held]) {
                 const std::span<const double> r = rows_of(f);
-                f.rows_at = compact.size();
+                kept_here.push_back(f);
+                kept_here.back().rows_at = compact.size();
                 compact.insert(compact.end(), r.begin(), r.end());
             }
-            next.rows[held] = std::move(compact);
         }
         levels.push_back(std::move(next));
     }
