@@ -8,6 +8,7 @@
 #include "brute_force.hpp"
 #include "chunk_tables.hpp"    // detail::solve_chunked, detail::ChunkedBounds
 #include "makespan_graph.hpp"  // detail::MakespanGraph
+#include "pareto.hpp"          // detail::Staircase
 #include "stage_table.hpp"     // detail::candidate_kinds
 
 #include <ppb/errors.hpp>
@@ -437,6 +438,58 @@ BOOST_AUTO_TEST_CASE(solve_matches_enumeration_for_every_schedule) {
         BOOST_TEST(per_schedule[std::string(ppb::schedule_name(c.schedule))] > 20u);
     BOOST_TEST(infeasible > 0u);
     BOOST_TEST(infeasible < instances / 2);
+}
+
+// The chunk tables keep each count's options as they come (detail::Staircase). Against its
+// definition: of the points offered, those whose keys no other point's are both at most (an
+// equal pair counting once: of it, the point needing least memory, the first offered on a tie),
+// by increasing first key. Small integer keys make ties and dominated points common.
+BOOST_AUTO_TEST_CASE(options_kept_as_they_come_are_the_pareto_set) {
+    std::mt19937 rng(2026);
+    struct Offered {
+        double first, second, memory;
+    };
+    for (int trial = 0; trial < 2000; ++trial) {
+        std::uniform_int_distribution<int> key(0, 2 + trial % 12);
+        std::uniform_int_distribution<int> mem(0, 3);
+        std::vector<Offered> offered(static_cast<std::size_t>(1 + trial % 40));
+        for (Offered& o : offered)
+            o = {double(key(rng)), double(key(rng)), double(mem(rng))};
+
+        ppb::partition::detail::Staircase<std::size_t> kept;
+        for (std::size_t i = 0; i < offered.size(); ++i) {
+            kept.offer(offered[i].first, offered[i].second, i, [&](std::size_t a, std::size_t b) {
+                return offered[a].memory < offered[b].memory;
+            });
+        }
+
+        std::vector<std::size_t> expected;
+        for (std::size_t i = 0; i < offered.size(); ++i) {
+            bool out = false;
+            for (std::size_t j = 0; j < offered.size() && !out; ++j) {
+                if (j == i)
+                    continue;
+                const Offered& a = offered[j];
+                const Offered& b = offered[i];
+                const bool no_larger = a.first <= b.first && a.second <= b.second;
+                const bool equal = a.first == b.first && a.second == b.second;
+                const bool preferred = a.memory < b.memory || (a.memory == b.memory && j < i);
+                out = no_larger && (!equal || preferred);
+            }
+            if (!out)
+                expected.push_back(i);
+        }
+        std::sort(expected.begin(), expected.end(), [&](std::size_t a, std::size_t b) {
+            return offered[a].first < offered[b].first;
+        });
+        std::vector<std::size_t> got;
+        for (const auto& step : kept.steps()) {
+            got.push_back(step.value);
+            BOOST_TEST(step.first == offered[step.value].first);
+            BOOST_TEST(step.second == offered[step.value].second);
+        }
+        BOOST_TEST(got == expected, "trial " << trial);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(uniform_layers_balance_the_chunks) {

@@ -585,7 +585,8 @@ class LastChunkSkips {
             const double slack = 1e-6 + 1e-9 * (std::abs(budget) + std::abs(rows[j]));
             const auto begin = least.begin() + static_cast<std::ptrdiff_t>(j * size);
             const auto at = std::partition_point(
-                begin + static_cast<std::ptrdiff_t>(first), begin + static_cast<std::ptrdiff_t>(size),
+                begin + static_cast<std::ptrdiff_t>(first),
+                begin + static_cast<std::ptrdiff_t>(size),
                 [&](double m) { return m > room + slack + 1e-9 * std::abs(m); });
             first = static_cast<std::size_t>(at - begin);
         }
@@ -764,10 +765,9 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                         if (!work.make())
                             throw too_large();
                         std::vector<double>& buffer = weighed.rows[held + n];
-                        weighed.partial[held + n].push_back({p.total + t, std::max(p.slowest, t),
-                                                          buffer.size(), held, at, n, i,
-                                                          std::min(p.fewest, n),
-                                                          std::max(p.most, n)});
+                        weighed.partial[held + n].push_back(
+                            {p.total + t, std::max(p.slowest, t), buffer.size(), held, at, n, i,
+                             std::min(p.fewest, n), std::max(p.most, n)});
                         buffer.insert(buffer.end(), scratch.begin(), scratch.end());
                     }
                 }
@@ -845,11 +845,11 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         const std::span<const double> r = rows_at(last_level, candidate.held, prefix_of(candidate));
         double peak = -infinity;
         for (std::size_t j = 0; j < row_count; ++j) {
-            peak = std::max(peak, v == 1 ? r[j]
-                                         : rows.row_with(r, j, v - 1,
-                                                         frontiers[v - 1][candidate.n]
-                                                                  [candidate.index]
-                                                                      .memory));
+            peak = std::max(
+                peak, v == 1
+                          ? r[j]
+                          : rows.row_with(r, j, v - 1,
+                                          frontiers[v - 1][candidate.n][candidate.index].memory));
         }
         return peak;
     };
@@ -880,8 +880,8 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                     // that each row alone may admit.
                     const auto& points = frontiers[c][n];
                     const auto fit = std::find_if(
-                        points.begin() + static_cast<std::ptrdiff_t>(
-                                             skips.first_possible(n, p_rows, budget)),
+                        points.begin() +
+                            static_cast<std::ptrdiff_t>(skips.first_possible(n, p_rows, budget)),
                         points.end(), [&](const auto& q) {
                             return rows.fits_with(p_rows, c, q.memory, {}, budget);
                         });

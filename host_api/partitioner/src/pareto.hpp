@@ -63,10 +63,11 @@ void keep_time_fixed_activation_frontier(std::vector<Point>& points) {
 
 // Two keys kept Pareto-optimal as the points come, without sorting them all: the kept points by
 // increasing `first`, each with a smaller `second` than every point before it. A point is kept
-// unless one kept has no larger first and no larger second; it drops the kept points it has no larger keys than. The set kept is the one a stable
-// sort by (first, second) and a pass keeping each point whose second beats every earlier one
-// would keep, in the same order, in O(log kept) per point instead of a sort of every point. A
-// point with the same two keys as one kept takes its place when the caller's tie-break prefers it.
+// unless one kept has no larger first and no larger second; it drops the kept points it has no
+// larger keys than. The set kept is the one a stable sort by (first, second) and a pass keeping
+// each point whose second beats every earlier one would keep, in the same order, in O(log kept) per
+// point instead of a sort of every point. A point with the same two keys as one kept takes its
+// place when the caller's tie-break prefers it.
 template <class Value>
 class Staircase {
   public:

@@ -45,15 +45,15 @@ class StageRows {
     // rows[j] = base_j + Σ_c over chunks[c] (chunk c of the stage, from chunk 0).
     void rows(std::span<const ChunkMemory> chunks, std::vector<double>& out) const;
     // `rows` with chunk `chunk` holding `add` as well.
-    [[nodiscard]] double row_with(std::span<const double> rows, std::size_t row,
-                                  std::size_t chunk, ChunkMemory add) const {
+    [[nodiscard]] double row_with(std::span<const double> rows, std::size_t row, std::size_t chunk,
+                                  ChunkMemory add) const {
         return rows[row] + add.fixed + count(row, chunk) * add.activation;
     }
     // Whether every row of `rows` plus `add` in chunk `chunk`, plus scale x extra[j], fits
     // `budget` (extra empty: none).
     // (Inline: the chunk tables ask it for every candidate point.)
-    [[nodiscard]] bool fits_with(std::span<const double> rows, std::size_t chunk,
-                                 ChunkMemory add, std::span<const double> extra, double budget,
+    [[nodiscard]] bool fits_with(std::span<const double> rows, std::size_t chunk, ChunkMemory add,
+                                 std::span<const double> extra, double budget,
                                  double scale = 1.0) const {
         for (std::size_t j = 0; j < rows.size(); ++j) {
             const double row =
