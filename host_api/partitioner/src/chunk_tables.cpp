@@ -22,6 +22,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -394,10 +395,20 @@ class StageWork {
         return true;
     }
 
+    [[nodiscard]] std::size_t made() const noexcept { return made_; }
+    [[nodiscard]] std::size_t compared() const noexcept { return compared_; }
+
   private:
     std::size_t made_ = 0;
     std::size_t compared_ = 0;
 };
+
+TooLargeToPlanExactly too_large_to_plan(std::uint32_t chunks, std::uint32_t stage) {
+    return TooLargeToPlanExactly(fmt::format(
+        "planning {} chunks per stage exactly weighs too many partial options on stage {} "
+        "(many chunks and kinds under a limit that binds loosely leave many mixes to weigh)",
+        chunks, stage));
+}
 
 // A partial option: a stage's chunks 0..c so far (the others empty). Partials are kept by level
 // (c) and count (the layers so far), their rows in one buffer per level and count, and each
@@ -601,7 +612,8 @@ class LastChunkSkips {
 // The options of one stage holding at most `max_layers` body layers (every count up to L when
 // it is L or more).
 ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage affine,
-                     const std::vector<std::size_t>& kinds, std::uint32_t max_layers) {
+                     const std::vector<std::size_t>& kinds, std::uint32_t max_layers,
+                     StageWork& work) {
     // `all` sizes the arrays and least_memory (explain() reads it for every count); the options
     // stop at `layers`.
     const std::uint32_t all = problem.time.body_layers;
@@ -651,13 +663,7 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
         fewest.push_back(problem.min_layers(stage, c));
     }
 
-    StageWork work;
-    const auto too_large = [&] {
-        return TooLargeToPlanExactly(fmt::format(
-            "planning {} chunks per stage exactly weighs too many partial options on stage {} "
-            "(many chunks and kinds under a limit that binds loosely leave many mixes to weigh)",
-            v, stage));
-    };
+    const auto too_large = [&] { return too_large_to_plan(v, stage); };
     ChunkedStage out;
     out.stage = stage;
     // The least memory of n layers in row j: each chunk's minimum on its lightest kind, the rest on
@@ -1049,13 +1055,59 @@ std::vector<AffineStage> affine_stages(const Problem& problem, const MemorySourc
     return stages;
 }
 
-std::vector<ChunkedStage> build_chunked_stages(const Problem& problem,
+namespace {
+thread_local ScopedChunkedStageOptions* active_stage_options = nullptr;
+}  // namespace
+
+ScopedChunkedStageOptions::ScopedChunkedStageOptions(const MemorySource& memory)
+    : memory_(&memory), outer_(active_stage_options) {
+    active_stage_options = this;
+}
+
+ScopedChunkedStageOptions::~ScopedChunkedStageOptions() {
+    active_stage_options = outer_;
+}
+
+std::vector<ChunkedStage> build_chunked_stages(const Problem& problem, const MemorySource& memory,
                                                std::vector<AffineStage> affine, std::uint32_t kinds,
                                                const std::vector<std::uint32_t>& max_layers) {
     const auto list = kind_list(kinds);
+    ScopedChunkedStageOptions* scope = active_stage_options;
+    if (scope != nullptr && scope->memory() != &memory)
+        scope = nullptr;
+    const auto& setting = problem.recompute_setting;
     std::vector<ChunkedStage> stages;
-    for (std::uint32_t s = 0; s < problem.num_stages; ++s)
-        stages.push_back(combine(problem, s, std::move(affine[s]), list, max_layers.at(s)));
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        const ScopedChunkedStageOptions::Key key{
+            static_cast<std::uint32_t>(problem.rule),
+            setting ? static_cast<std::uint32_t>(setting->method) + 1 : 0U,
+            setting ? setting->num_layers : 0U,
+            problem.balanced_chunks,
+            kinds,
+            s,
+            max_layers.at(s),
+            std::bit_cast<std::uint64_t>(problem.budget_mb())};
+        if (scope != nullptr) {
+            if (const auto it = scope->remembered().find(key); it != scope->remembered().end()) {
+                // What building it charged the budget in scope, charged again.
+                if (active_budget != nullptr) {
+                    ExactWorkBudget& budget = *active_budget;
+                    if (it->second.partial_options > budget.partial_options ||
+                        it->second.comparisons > budget.comparisons)
+                        throw too_large_to_plan(problem.chunks, s);
+                    budget.partial_options -= it->second.partial_options;
+                    budget.comparisons -= it->second.comparisons;
+                }
+                stages.push_back(it->second.stage);
+                continue;
+            }
+        }
+        StageWork work;
+        stages.push_back(combine(problem, s, std::move(affine[s]), list, max_layers.at(s), work));
+        if (scope != nullptr)
+            scope->remembered().emplace(key, ScopedChunkedStageOptions::Remembered{
+                                                 stages.back(), work.made(), work.compared()});
+    }
     return stages;
 }
 

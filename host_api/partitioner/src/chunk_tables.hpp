@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <vector>
 
 namespace ppb::partition::detail {
@@ -107,13 +108,48 @@ class ScopedAffineStages {
     bool installed_ = false;
 };
 
+// While one is in scope on this thread, build_chunked_stages() remembers each stage's options for
+// `memory` and gives them again when asked for the same stage, cap, rule, recompute setting,
+// balance, kinds and limit: the options do not depend on the objective, and plan_with_memory
+// solves one problem under both estimates (and, when it is too large, the smaller problem under
+// both, each under every recompute setting). The scope is for one problem of one group of layers:
+// everything else the options depend on (times, positions, ends, fewest layers) must not change
+// within it. A stage given again charges the ExactWorkBudget in scope what building it did, so
+// an exact attempt gives up exactly where it did without the scope.
+class ScopedChunkedStageOptions {
+  public:
+    explicit ScopedChunkedStageOptions(const MemorySource& memory);
+    ~ScopedChunkedStageOptions();
+    ScopedChunkedStageOptions(const ScopedChunkedStageOptions&) = delete;
+    ScopedChunkedStageOptions& operator=(const ScopedChunkedStageOptions&) = delete;
+
+    // rule, setting (method + 1, 0: none), block count, balanced, kinds, stage, cap, and the
+    // limit's bits.
+    using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, bool, std::uint32_t,
+                           std::uint32_t, std::uint32_t, std::uint64_t>;
+    struct Remembered {
+        ChunkedStage stage;
+        std::size_t partial_options = 0;  // the work building it took
+        std::size_t comparisons = 0;
+    };
+    [[nodiscard]] const MemorySource* memory() const noexcept { return memory_; }
+    [[nodiscard]] std::map<Key, Remembered>& remembered() noexcept { return remembered_; }
+
+  private:
+    const MemorySource* memory_;
+    std::map<Key, Remembered> remembered_;
+    ScopedChunkedStageOptions* outer_;
+};
+
 // The options of every stage, exactly: per chunk a Pareto frontier over (time, memory) of the
 // mixes `rule` admits, combined chunk by chunk. Stage s holds at most max_layers[s] body layers
 // (L or more: no cap): its options stop there, and every option kept is exact among the plans
 // within the caps. The arrays keep L + 1 entries.
+// `memory` is the source `affine` was derived from (what a ScopedChunkedStageOptions remembers
+// for).
 [[nodiscard]] std::vector<ChunkedStage> build_chunked_stages(
-    const Problem& problem, std::vector<AffineStage> affine, std::uint32_t kinds,
-    const std::vector<std::uint32_t>& max_layers);
+    const Problem& problem, const MemorySource& memory, std::vector<AffineStage> affine,
+    std::uint32_t kinds, const std::vector<std::uint32_t>& max_layers);
 
 // A body layer's times in chunk c of stage s: Problem::position_times' where it gives them, else
 // the time model's.

@@ -408,7 +408,7 @@ Plan solve_chunked(const Problem& problem, const MemorySource& memory, std::uint
     trace = ChunkedBounds{};
     const auto build = [&](const std::vector<std::uint32_t>& most) {
         ++trace.builds;
-        return build_chunked_stages(problem, affine, kinds, most);
+        return build_chunked_stages(problem, memory, affine, kinds, most);
     };
     const std::vector<std::uint32_t> all(p, layers);
 

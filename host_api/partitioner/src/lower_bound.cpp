@@ -238,7 +238,7 @@ double simulated_lower_bound(const Problem& given, const MemorySource& memory, d
     try {
         const detail::ScopedExactWorkBudget budget(detail::default_exact_work_budget);
         stages = detail::build_chunked_stages(
-            problem, detail::affine_stages(problem, memory, kinds), kinds, most);
+            problem, memory, detail::affine_stages(problem, memory, kinds), kinds, most);
     } catch (const TooLargeToPlanExactly&) {
         return relaxed_lower_bound(problem, memory, upper);
     }

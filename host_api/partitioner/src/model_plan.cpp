@@ -288,6 +288,11 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
         by_stages.objective = ChunkObjective::stages;
         Problem by_slots = problem;
         by_slots.objective = ChunkObjective::slots;
+        // The two estimates weigh the same options of each stage, built once (one group of
+        // layers: the grouped planners build problems of their own).
+        std::optional<detail::ScopedChunkedStageOptions> built_once;
+        if (!problem.time.grouped())
+            built_once.emplace(memory);
         Plan stages_plan = solve(by_stages, memory);
         // Both estimates weigh the same stage options: when they were too many for one, the
         // other plans the smaller problem at once. (Several groups with more than two chunks are

@@ -169,7 +169,7 @@ Plan refine_by_simulation(const Problem& problem, const MemorySource& memory, co
     try {
         const detail::ScopedExactWorkBudget work(detail::default_exact_work_budget);
         stages = detail::build_chunked_stages(
-            problem, detail::affine_stages(problem, memory, kinds), kinds,
+            problem, memory, detail::affine_stages(problem, memory, kinds), kinds,
             detail::most_layers_within(problem, detail::fastest_body_layer(problem, kinds),
                                        simulate(at_start).makespan));
     } catch (const TooLargeToPlanExactly&) {
