@@ -14,6 +14,8 @@
 
 #include <ppb/partition/problem.hpp>
 
+#include <boost/container/small_vector.hpp>
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -54,8 +56,9 @@ struct StageOption {
     double total = 0.0;    // sum of the chunks' times
     double slowest = 0.0;  // the slowest chunk's time
     double memory = 0.0;   // the stage's memory: its largest row over the profile
-    std::vector<KindCounts> chunks;
-    std::vector<double> chunk_times;  // per chunk, the ends' time included
+    // Inline up to 8 chunks (no allocation per option: the tables make and copy many).
+    boost::container::small_vector<KindCounts, 8> chunks;
+    boost::container::small_vector<double, 8> chunk_times;  // per chunk, the ends' time included
 };
 
 // options[n]: for a stage holding n body layers, the options that fit the budget and are

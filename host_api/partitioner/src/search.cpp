@@ -373,6 +373,11 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
              .simulate_memory = false,
              .solved = before != nullptr && before->planned ? &*before->planned : nullptr});
         out.status = SearchOutcome::Status::planned;
+        // What is ranked and printed is the simulation's makespan, bubble and transfers, not
+        // its operations: tens of thousands a plan, over a gigabyte in a search of thousands of
+        // configurations, allocated and kept for nothing (`--report` simulates its best plan
+        // again for the timeline).
+        std::vector<SimulatedOperation>().swap(out.planned->simulation.operations);
         double peak = 0.0;
         for (const StagePlan& stage : out.planned->plan.stages)
             peak = std::max(peak, stage.memory_mb + stage.margin_mb);
