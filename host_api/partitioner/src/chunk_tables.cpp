@@ -499,8 +499,10 @@ template <class Option, class RowsOf, class Safe>
             continue;
         if (!work.compare(unsafe.size()))
             return false;
+        // The latest kept first: the closest in total, the likeliest to dominate (the answer is
+        // the same in any order; only the work to find it differs).
         bool dominated = false;
-        for (std::size_t i = 0; i < unsafe.size() && !dominated; ++i) {
+        for (std::size_t i = unsafe.size(); i-- > 0 && !dominated;) {
             const Option& q = options[unsafe[i]];
             dominated = q.slowest <= p.slowest && rows_no_larger(rows_of(q), rows_of(p));
         }
