@@ -741,11 +741,14 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     // slowest chunk, rows). Each count's candidates are weighed flat (their rows in one buffer,
     // their picks as the prefix they extend) and only those kept stay, their rows compacted:
     // most are dominated.
-    std::vector<double> scratch(row_count);
-    // The candidates of each count, reused from level to level (their capacity with them).
-    PartialLevel weighed;
-    weighed.partial.resize(layers + 1);
-    weighed.rows.resize(layers + 1);
+    // The candidates of each count, reused from level to level and from stage to stage on this
+    // thread (their capacity with them: fresh buffers of this size were a fifth of a 4- or
+    // 8-chunk stage's time in page faults).
+    thread_local PartialLevel weighed;
+    if (weighed.partial.size() < layers + 1) {
+        weighed.partial.resize(layers + 1);
+        weighed.rows.resize(layers + 1);
+    }
     for (std::uint32_t c = 1; c + 1 < v; ++c) {
         const PartialLevel& above = levels.back();
         for (std::uint32_t held = 0; held <= layers; ++held) {
@@ -760,23 +763,28 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                     if (problem.balanced_chunks && !balanced_with(p, n))
                         continue;
                     const auto& points = frontiers[c][n];
+                    std::vector<double>& buffer = weighed.rows[held + n];
                     for (std::uint32_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
+                        // The candidate's rows, written where they are kept if it is.
+                        const std::size_t at_rows = buffer.size();
+                        buffer.resize(at_rows + row_count);
                         bool over = false;
                         for (std::size_t j = 0; j < row_count; ++j) {
-                            scratch[j] = p_rows[j] + points[i].memory.fixed +
-                                         rows.count(j, c) * points[i].memory.activation;
-                            over = over || !within_budget(scratch[j], budget);
+                            const double row = p_rows[j] + points[i].memory.fixed +
+                                               rows.count(j, c) * points[i].memory.activation;
+                            buffer[at_rows + j] = row;
+                            over = over || !within_budget(row, budget);
                         }
-                        if (monotone && over)
+                        if (monotone && over) {
+                            buffer.resize(at_rows);
                             continue;
+                        }
                         if (!work.make())
                             throw too_large();
-                        std::vector<double>& buffer = weighed.rows[held + n];
                         weighed.partial[held + n].push_back(
-                            {p.total + t, std::max(p.slowest, t), buffer.size(), held, at, n, i,
+                            {p.total + t, std::max(p.slowest, t), at_rows, held, at, n, i,
                              std::min(p.fewest, n), std::max(p.most, n)});
-                        buffer.insert(buffer.end(), scratch.begin(), scratch.end());
                     }
                 }
             }
