@@ -741,6 +741,13 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     // slowest chunk, rows). Each count's candidates are weighed flat (their rows in one buffer,
     // their picks as the prefix they extend) and only those kept stay, their rows compacted:
     // most are dominated.
+    // The micro-batches each chunk holds in each row, and the most memory within the budget.
+    std::vector<std::vector<double>> in_flight(v, std::vector<double>(row_count));
+    for (std::uint32_t c = 0; c < v; ++c) {
+        for (std::size_t j = 0; j < row_count; ++j)
+            in_flight[c][j] = rows.count(j, c);
+    }
+    const double ceiling = budget_ceiling(budget);
     // The candidates of each count, reused from level to level and from stage to stage on this
     // thread (their capacity with them: fresh buffers of this size were a fifth of a 4- or
     // 8-chunk stage's time in page faults).
@@ -766,15 +773,16 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
                     std::vector<double>& buffer = weighed.rows[held + n];
                     for (std::uint32_t i = 0; i < points.size(); ++i) {
                         const double t = points[i].time + extra[c];
-                        // The candidate's rows, written where they are kept if it is.
+                        // The candidate's rows, written where they are kept if it is (each as
+                        // StageRows::row_with forms it).
                         const std::size_t at_rows = buffer.size();
                         buffer.resize(at_rows + row_count);
                         bool over = false;
                         for (std::size_t j = 0; j < row_count; ++j) {
                             const double row = p_rows[j] + points[i].memory.fixed +
-                                               rows.count(j, c) * points[i].memory.activation;
+                                               in_flight[c][j] * points[i].memory.activation;
                             buffer[at_rows + j] = row;
-                            over = over || !within_budget(row, budget);
+                            over = over || !(row <= ceiling);
                         }
                         if (monotone && over) {
                             buffer.resize(at_rows);

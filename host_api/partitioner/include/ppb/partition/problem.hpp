@@ -334,9 +334,14 @@ class Infeasible : public std::runtime_error {
 // Whether a stage needing `memory_mb` fits `budget_mb`: memory <= budget + 1e-9 max(1, |budget|),
 // so that rounding in the last bits never turns a plan that fits exactly into one that does not.
 // Inline: the planners ask it for every row of every option they weigh.
-[[nodiscard]] inline bool within_budget(double memory_mb, double budget_mb) {
+// The most memory within_budget() admits under `budget_mb` (for loops that weigh many
+// memories against one budget).
+[[nodiscard]] inline double budget_ceiling(double budget_mb) {
     const double magnitude = budget_mb < 0.0 ? -budget_mb : budget_mb;
-    return memory_mb <= budget_mb + 1e-9 * (magnitude > 1.0 ? magnitude : 1.0);
+    return budget_mb + 1e-9 * (magnitude > 1.0 ? magnitude : 1.0);
+}
+[[nodiscard]] inline bool within_budget(double memory_mb, double budget_mb) {
+    return memory_mb <= budget_ceiling(budget_mb);
 }
 
 // Whether solve() plans `problem` through one group of layers that bounds its groups, not exactly
