@@ -1138,6 +1138,81 @@ double brute_force_balanced_one_setting(const Problem& p, const Coefficients& k,
 // smaller problem's exact optimum, admitted by the problem's own rule, says why it is not the
 // exact one, and its lower bound (the relaxed one: the tables cannot be built either) is at most
 // the least simulated iteration of every plan of the problem.
+// plan_with_memory solves one problem under both estimates with each stage's options built once
+// (detail::ScopedChunkedStageOptions). A stage given again charges the exact attempt's budget
+// what building it did, so the second estimate's plan is the one it gets alone: exact under the
+// same budgets, too large to plan exactly (then the smaller problem's) under the same others.
+BOOST_AUTO_TEST_CASE(options_built_once_plan_as_if_built_again) {
+    namespace pd = ppb::partition::detail;
+    std::mt19937 rng(2029);
+    const std::array<pd::ExactWorkBudget, 5> budgets = {
+        {{0, 0}, {30, 3'000}, {300, 30'000}, {3'000, 300'000}, pd::default_exact_work_budget}};
+    std::size_t exact = 0, too_large = 0, instances = 0;
+    for (const std::uint32_t chunks : {3u, 4u}) {
+        for (std::uint32_t layers = 2 * chunks + 1; layers <= 2 * chunks + 5; ++layers) {
+            Problem p;
+            p.schedule = Schedule::interleaved;
+            p.chunks = chunks;
+            p.num_stages = 2;
+            p.rule = layers % 2 ? RecomputeRule::mindformers : RecomputeRule::any;
+            p.micro_batches = 4;
+            p.kinds = 0x13u;
+            p.time.body_layers = layers;
+            const Coefficients k = random_times_and_memory(p, rng);
+            p.memory_limit_mb = heaviest_stage_of_no_recompute(p, k) * 0.8;
+            const MemorySource source = linear_source(k);
+            Problem by_stages = p;
+            by_stages.objective = ppb::partition::ChunkObjective::stages;
+            Problem by_slots = p;
+            by_slots.objective = ppb::partition::ChunkObjective::slots;
+            // A plan's layout and iteration, or why there is none.
+            const auto outcome = [&](const Problem& problem) -> std::string {
+                try {
+                    const Plan plan = ppb::partition::solve(problem, source);
+                    std::string out =
+                        fmt::format("{:.12g} [{}]", plan.iteration_time, plan.not_exact_because);
+                    for (const auto& stage : plan.stages) {
+                        for (const auto& chunk : stage.chunks)
+                            out += fmt::format(" {}", fmt::join(chunk.layers, ","));
+                    }
+                    return out;
+                } catch (const Infeasible& e) {
+                    return std::string("infeasible: ") + e.what();
+                }
+            };
+            for (const pd::ExactWorkBudget& budget : budgets) {
+                BOOST_TEST_CONTEXT(fmt::format("v={} L={} budget={},{}", chunks, layers,
+                                               budget.partial_options, budget.comparisons)) {
+                    std::string alone;
+                    {
+                        const pd::ScopedExactWorkBudget b(budget);
+                        alone = outcome(by_slots);
+                    }
+                    std::string after;
+                    {
+                        const pd::ScopedChunkedStageOptions built_once(source);
+                        {
+                            const pd::ScopedExactWorkBudget b(budget);
+                            (void)outcome(by_stages);
+                        }
+                        const pd::ScopedExactWorkBudget b(budget);
+                        after = outcome(by_slots);
+                    }
+                    BOOST_TEST(after == alone);
+                    ++instances;
+                    (alone.find("chunks per stage exactly") == std::string::npos ? exact
+                                                                                 : too_large)++;
+                }
+            }
+        }
+    }
+    // Both outcomes are met: the budgets straddle what these problems take.
+    BOOST_TEST(exact > 0u);
+    BOOST_TEST(too_large > 0u);
+    BOOST_TEST_MESSAGE(
+        fmt::format("{} instances: {} exact, {} too large", instances, exact, too_large));
+}
+
 BOOST_AUTO_TEST_CASE(too_large_problems_plan_one_setting_with_balanced_chunks) {
     const std::array<Case, 2> cases = {{{Schedule::interleaved, 3}, {Schedule::interleaved, 4}}};
     std::mt19937 rng(2028);
