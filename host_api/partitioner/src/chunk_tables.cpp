@@ -737,10 +737,6 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
     const auto rows_at = [&](const PartialLevel& level, std::uint32_t held, const Partial& p) {
         return std::span<const double>(level.rows[held].data() + p.rows_at, row_count);
     };
-    // The chunks between the first and the last: options kept Pareto-optimal in (total,
-    // slowest chunk, rows). Each count's candidates are weighed flat (their rows in one buffer,
-    // their picks as the prefix they extend) and only those kept stay, their rows compacted:
-    // most are dominated.
     // The micro-batches each chunk holds in each row, and the most memory within the budget.
     std::vector<std::vector<double>> in_flight(v, std::vector<double>(row_count));
     for (std::uint32_t c = 0; c < v; ++c) {
@@ -748,6 +744,10 @@ ChunkedStage combine(const Problem& problem, std::uint32_t stage, AffineStage af
             in_flight[c][j] = rows.count(j, c);
     }
     const double ceiling = budget_ceiling(budget);
+    // The chunks between the first and the last: options kept Pareto-optimal in (total,
+    // slowest chunk, rows). Each count's candidates are weighed flat (their rows in one buffer,
+    // their picks as the prefix they extend) and only those kept stay, their rows compacted:
+    // most are dominated.
     // The candidates of each count, reused from level to level and from stage to stage on this
     // thread (their capacity with them: fresh buffers of this size were a fifth of a 4- or
     // 8-chunk stage's time in page faults).
