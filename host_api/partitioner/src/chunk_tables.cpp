@@ -368,31 +368,27 @@ constexpr std::size_t max_comparisons = 100'000'000;
 
 thread_local ExactWorkBudget* active_budget = nullptr;
 
+// Takes `options` partial options and `comparisons` from the budget in scope: false, taking
+// nothing, when it has not that many left (true when none is in scope).
+[[nodiscard]] bool take_from_budget(std::size_t options, std::size_t comparisons) {
+    if (active_budget == nullptr)
+        return true;
+    if (active_budget->partial_options < options || active_budget->comparisons < comparisons)
+        return false;
+    active_budget->partial_options -= options;
+    active_budget->comparisons -= comparisons;
+    return true;
+}
+
 // What one stage's combination may still do: its own limits and the budget in scope.
 class StageWork {
   public:
     // False when making one more partial option passes a limit.
-    [[nodiscard]] bool make() {
-        if (++made_ > max_partial_options)
-            return false;
-        if (active_budget == nullptr)
-            return true;
-        if (active_budget->partial_options == 0)
-            return false;
-        --active_budget->partial_options;
-        return true;
-    }
+    [[nodiscard]] bool make() { return ++made_ <= max_partial_options && take_from_budget(1, 0); }
     // False when n more comparisons pass a limit.
     [[nodiscard]] bool compare(std::size_t n) {
         compared_ += n;
-        if (compared_ > max_comparisons)
-            return false;
-        if (active_budget == nullptr)
-            return true;
-        if (active_budget->comparisons < n)
-            return false;
-        active_budget->comparisons -= n;
-        return true;
+        return compared_ <= max_comparisons && take_from_budget(0, n);
     }
 
     [[nodiscard]] std::size_t made() const noexcept { return made_; }
@@ -482,7 +478,9 @@ template <class Option, class RowsOf, class Safe>
                 ++to;
             staircase.erase(from, to);
             staircase.emplace(p.slowest, memory);
-            options[kept++] = std::move(p);
+            if (&options[kept] != &p)
+                options[kept] = std::move(p);
+            ++kept;
         }
         options.resize(kept);
         return true;
@@ -512,7 +510,9 @@ template <class Option, class RowsOf, class Safe>
             safe_slowest = std::min(safe_slowest, p.slowest);
         else
             unsafe.push_back(kept);
-        options[kept++] = std::move(options[at]);
+        if (kept != at)
+            options[kept] = std::move(options[at]);
+        ++kept;
     }
     options.resize(kept);
     return true;
@@ -591,7 +591,7 @@ class LastChunkSkips {
     [[nodiscard]] std::size_t first_possible(std::uint32_t n, std::span<const double> rows,
                                              double budget) const {
         const std::vector<double>& least = least_[n];
-        const std::size_t size = row_count_ == 0 ? 0 : least.size() / row_count_;
+        const std::size_t size = least.size() / row_count_;  // StageRows has a row at least
         std::size_t first = 0;
         for (std::size_t j = 0; j < row_count_ && first < size; ++j) {
             const double room = budget - rows[j];
@@ -1108,14 +1108,8 @@ std::vector<ChunkedStage> build_chunked_stages(const Problem& problem, const Mem
         if (scope != nullptr) {
             if (const auto it = scope->remembered().find(key); it != scope->remembered().end()) {
                 // What building it charged the budget in scope, charged again.
-                if (active_budget != nullptr) {
-                    ExactWorkBudget& budget = *active_budget;
-                    if (it->second.partial_options > budget.partial_options ||
-                        it->second.comparisons > budget.comparisons)
-                        throw too_large_to_plan(problem.chunks, s);
-                    budget.partial_options -= it->second.partial_options;
-                    budget.comparisons -= it->second.comparisons;
-                }
+                if (!take_from_budget(it->second.partial_options, it->second.comparisons))
+                    throw too_large_to_plan(problem.chunks, s);
                 stages.push_back(it->second.stage);
                 continue;
             }

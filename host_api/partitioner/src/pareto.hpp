@@ -106,7 +106,6 @@ class Staircase {
     }
 
     [[nodiscard]] const std::vector<Step>& steps() const noexcept { return steps_; }
-    void clear() noexcept { steps_.clear(); }
 
   private:
     std::vector<Step> steps_;
