@@ -104,6 +104,36 @@ BOOST_AUTO_TEST_CASE(a_group_crosses_the_network_when_its_ranks_span_nodes) {
     BOOST_TEST(group_link(h100, 8, 2, 4).gb_s == 450.0);
 }
 
+// A ring collective over nodes runs on the adapters of the group's ranks in a node (NCCL: a ring
+// channel per adapter, src/graph/tuning.cc at NVIDIA/nccl 5067397c), at most at the node's links;
+// a point-to-point send crosses one adapter.
+BOOST_AUTO_TEST_CASE(a_collective_over_nodes_runs_on_its_ranks_adapters) {
+    Cluster h100 = cluster_of_device("H100");
+    h100.network_latency_us = 5.0;
+    // Inside a node: the node's links, no latency.
+    BOOST_TEST(collective_link(h100, 0, 2, 4).gb_s == 450.0);
+    BOOST_TEST(collective_link(h100, 0, 2, 4).latency_us == 0.0);
+    // One rank a node (8 apart): one adapter, as a send.
+    BOOST_TEST(collective_link(h100, 0, 8, 4).gb_s == 50.0);
+    BOOST_TEST(collective_link(h100, 0, 8, 4).latency_us == 5.0);
+    // 2 and 4 ranks a node: 2 and 4 adapters.
+    BOOST_TEST(collective_link(h100, 0, 4, 4).gb_s == 100.0);
+    BOOST_TEST(collective_link(h100, 0, 2, 8).gb_s == 200.0);
+    BOOST_TEST(collective_link(h100, 0, 2, 8).latency_us == 5.0);
+    // 8 ranks a node: 8 x 50 = 400 GB/s, under NVLink's 450; with faster adapters, NVLink's.
+    BOOST_TEST(collective_link(h100, 0, 1, 16).gb_s == 400.0);
+    h100.network_gb_s = 100.0;
+    BOOST_TEST(collective_link(h100, 0, 1, 16).gb_s == 450.0);
+    // A group that starts mid-node counts the ranks of its first node: ranks 4..18, 2 apart,
+    // hold 2 in the node of rank 4.
+    BOOST_TEST(collective_link(h100, 4, 2, 8).gb_s == 200.0);
+    // The times follow: a reduce-scatter of 1 GB over 16 ranks, 8 a node.
+    h100.network_gb_s = 50.0;
+    BOOST_TEST(reduce_scatter_ms(1e9, 16, collective_link(h100, 0, 1, 16)) ==
+                   15.0 / 16.0 * 1e9 / 400e6 + 15 * 0.005,
+               tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(the_pipeline_sends_a_micro_batch_of_hidden_states_per_boundary) {
     const Cluster h100 = cluster_of_device("H100");
     const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
@@ -155,9 +185,9 @@ BOOST_AUTO_TEST_CASE(each_stage_synchronises_its_own_parameters_over_the_replica
     plan.stages = {stage_with(0, 4), stage_with(1, 4)};
     BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 4}, time, plan) == expected1,
                tt::tolerance(1e-12));
-    // 8 replicas span two nodes: the network's rate.
+    // 8 replicas span two nodes, 4 in each: 4 adapters' rate.
     BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 8}, time, stage_with(0, 4)) ==
-                   7.0 / 8.0 * stage0 * 6.0 / network_bytes_per_ms,
+                   7.0 / 8.0 * stage0 * 6.0 / (4.0 * network_bytes_per_ms),
                tt::tolerance(1e-12));
     // One replica: nothing to synchronise.
     BOOST_TEST(data_parallel_sync_ms(shape, h100, {2, 1}, time, stage_with(0, 4)) == 0.0);
@@ -379,9 +409,10 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
 // Sharded data parallelism (Megatron-FSDP's optim_grads_params): each unit's weights are gathered
 // before its forward and again before its backward, its gradients reduce-scattered after it; a
 // unit waits for what outlasts its own compute. With t = 2 and d = 8 the replicas span two nodes
-// (ranks 0, 2, ..., 14): the network's 50 GB/s.
+// (ranks 0, 2, ..., 14), 4 in each: on adapters of 12.5 GB/s (100 Gb/s), 4 x 12.5 = 50 GB/s.
 BOOST_AUTO_TEST_CASE(sharded_weights_and_gradients_move_with_each_layer) {
-    const Cluster h100 = cluster_of_device("H100");
+    Cluster h100 = cluster_of_device("H100");
+    h100.network_gb_s = 12.5;
     std::string fsdp = dense_shape;
     fsdp.replace(fsdp.find(R"("distributed_optimizer": true)"),
                  std::string(R"("distributed_optimizer": true)").size(),

@@ -241,10 +241,11 @@ double calibrated_fraction(const std::string& device, const std::string& precisi
 // Timed dense runs more than 15 % off at the calibrated fractions, and what we think the time
 // model misses there: kept exact, so that the list stays true.
 const std::map<std::string, std::string> open_gaps = {
-    {"gpt3_20b H100 fp8 64 GPUs TP2 PP1 GBS 256 MBS 2",
-     "under: 4 micro-batches per replica; the synchronisation of 10 G parameters a rank over 32 "
-     "replicas is exposed beyond the last backward in ppb, which overlaps it with that backward "
-     "only"},
+    {"llama3_70b H100 fp8 64 GPUs TP4 PP8 VP5 GBS 256 MBS 1",
+     "under: Megatron-LM's even layout gives each of the 40 chunks 2 layers, and the last one the "
+     "16-bit LM head of 128 256 words and the loss too, about 2 layers' work more: the "
+     "simulated iteration waits for that chunk (ppb's own plan of the configuration is 10.9 % "
+     "under); the same recipe at GBS 128 with CP 2 on 4 stages is -2.8 %"},
 };
 
 }  // namespace

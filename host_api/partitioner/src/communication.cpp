@@ -45,6 +45,29 @@ Link group_link(const Cluster& cluster, std::uint64_t first, std::uint64_t strid
     return first / node == last / node ? intra_node_link(cluster) : network_link(cluster);
 }
 
+// The ranks of a group of `ranks`, `stride` apart from `first`, in the node of `first` (`first`
+// among them).
+std::uint64_t ranks_in_first_node(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
+                                  std::uint64_t ranks) noexcept {
+    const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
+    std::uint64_t local = 0;
+    for (std::uint64_t i = 0; i < ranks; ++i)
+        local += (first + i * stride) / node == first / node ? 1 : 0;
+    return local;
+}
+
+Link collective_link(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
+                     std::uint64_t size) noexcept {
+    const std::uint64_t rails = ranks_in_first_node(cluster, first, stride, size);
+    if (rails >= size)
+        return intra_node_link(cluster);
+    // Each of the node's `rails` ranks sends through its own adapter; every ring still passes
+    // through the node's links.
+    const double across = static_cast<double>(rails) * cluster.network_gb_s;
+    return Link{cluster.intra_node_gb_s > 0.0 ? std::min(cluster.intra_node_gb_s, across) : across,
+                cluster.network_latency_us};
+}
+
 double point_to_point_ms(double bytes, const Link& link) noexcept {
     if (!(bytes > 0.0) || !(link.gb_s > 0.0))
         return 0.0;
@@ -65,17 +88,6 @@ double all_reduce_ms(double bytes, std::uint64_t ranks, const Link& link) noexce
 
 double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
     return ring_ms(bytes, ranks, link);
-}
-
-// The ranks of a group of `ranks`, `stride` apart from `first`, in the node of `first` (`first`
-// among them).
-std::uint64_t ranks_in_first_node(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
-                                  std::uint64_t ranks) noexcept {
-    const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
-    std::uint64_t local = 0;
-    for (std::uint64_t i = 0; i < ranks; ++i)
-        local += (first + i * stride) / node == first / node ? 1 : 0;
-    return local;
 }
 
 // An exchange whose sends go at once, `within` bytes over the node's links and `beyond` over the
@@ -135,7 +147,7 @@ LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSi
     const auto t = static_cast<std::uint64_t>(shape.tensor_parallel);
     if (t > 1) {
         const double bytes = 2.0 * shape.hidden_states;
-        const Link link = group_link(cluster, 0, 1, t);
+        const Link link = collective_link(cluster, 0, 1, t);
         // Two blocks (attention, MLP or MoE), each gathered before and reduced after.
         const double per_direction =
             shape.sequence_parallel
@@ -233,7 +245,7 @@ DataParallelSync data_parallel_sync(const ShapeSizes& shape, const Cluster& clus
             static_cast<std::uint64_t>(plan_stage.stage) *
             static_cast<std::uint64_t>(shape.tensor_parallel * shape.context_parallel) *
             layout.data_parallel;
-        const Link link = group_link(cluster, first, stride, ranks);
+        const Link link = collective_link(cluster, first, stride, ranks);
         switch (shape.sharding) {
             case DataParallelSharding::no_shard:
                 out.gradients += all_reduce_ms(count * shape.grad_bytes, ranks, link);
@@ -346,7 +358,7 @@ ShardedTransfers sharded_transfers(const ShapeSizes& shape, const Cluster& clust
     const auto add = [&](double count, std::uint64_t ranks, std::uint64_t stride) {
         if (ranks <= 1 || !(count > 0.0))
             return;
-        const Link link = group_link(cluster, 0, stride, ranks);
+        const Link link = collective_link(cluster, 0, stride, ranks);
         out.gather += all_gather_ms(count * shape.param_bytes, ranks, link);
         out.reduce += reduce_scatter_ms(count * shape.grad_bytes, ranks, link);
     };

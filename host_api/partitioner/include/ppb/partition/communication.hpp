@@ -22,6 +22,14 @@
 // consecutive, its d data-parallel replicas are t apart, and stage i's ranks start at i x t x d.
 // A group stays inside a node when all its ranks fall in one node of devices_per_node devices.
 //
+// A ring collective (all-gather, reduce-scatter, all-reduce) whose group spans nodes, with k of
+// its ranks in each node, runs at min(B_node, k x B_network) per rank: NCCL builds one ring
+// channel per network adapter it can reach and sums their inter-node bandwidth (busBw =
+// nChannels x bwInter, src/graph/tuning.cc at NVIDIA/nccl 5067397c), and each device of a node
+// has its own adapter (the device table's NETWORK is per device), so the k ranks' k adapters
+// carry the group's traffic while each ring still crosses every node's NVLink. A point-to-point
+// transfer, and each hop of the context-parallel ring, crosses one adapter: B_network.
+//
 // A configuration (tensor parallel t, pipeline degree p, data parallel d) pays, per iteration:
 //   - between stages, per micro-batch and direction, one micro-batch's hidden states (s x b x h
 //     16-bit values, / t with sequence parallelism): pipeline_transfer_ms per boundary, which the
@@ -71,6 +79,11 @@ struct Link {
 // they all fall in the node of `first`, else the network.
 [[nodiscard]] Link group_link(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
                               std::uint64_t size) noexcept;
+
+// The link a ring collective over that group runs at: group_link's inside a node; across nodes
+// the network's latency and min(B_node, k x B_network), k the group's ranks in `first`'s node.
+[[nodiscard]] Link collective_link(const Cluster& cluster, std::uint64_t first,
+                                   std::uint64_t stride, std::uint64_t size) noexcept;
 
 // Times in ms of the transfers above; 0 for one rank or no bytes.
 [[nodiscard]] double point_to_point_ms(double bytes, const Link& link) noexcept;
