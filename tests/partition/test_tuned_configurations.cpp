@@ -150,11 +150,12 @@ double predict(const json::object& model, const json::object& run, const Cluster
         // Megatron-LM's own layout, which the run used: L / (P V) layers in every chunk.
         return gbs * seq / (even_layout_iteration_ms(base, c, sizes, cluster) / 1e3) / gpus;
     }
-    const SearchOutcome out =
-        plan_with_communication(sizes, cluster, SyncOverlap{true, true}, base, c,
-                                [&](const Problem& problem, const Configuration& configuration) {
-                                    return plan_configuration(problem, configuration, memory, true);
-                                });
+    const SearchOutcome out = plan_with_communication(
+        sizes, cluster, SyncOverlap{true, true}, base, c,
+        [&](const Problem& problem, const Configuration& configuration,
+            const AddedToIteration& added) {
+            return plan_configuration(problem, configuration, memory, true, true, nullptr, added);
+        });
     if (!out.planned) {
         why = out.message;
         return 0.0;

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -179,6 +180,14 @@ struct LayerTimes {
 [[nodiscard]] Plan plan_from_options(const Problem& problem, const MemorySource& memory,
                                      const std::vector<ChunkedStage>& stages,
                                      const std::vector<const StageOption*>& options);
+
+// Megatron-LM's default layout of a problem of one group of layers, L / (P v) body layers in every
+// chunk without recompute (the embedding with the first chunk, the LM head with the last), as a
+// plan: none when L is not a multiple of P v (Megatron-LM then needs a layout of its own), when
+// 'none' is not a candidate kind of the problem and its model (or its recompute setting is
+// another), or when a stage does not fit the budget.
+[[nodiscard]] std::optional<Plan> even_layout_plan(const Problem& problem,
+                                                   const MemorySource& memory);
 
 // The fastest body layer among `kinds`: infinity when there is none.
 [[nodiscard]] double fastest_body_layer(const Problem& problem, std::uint32_t kinds);

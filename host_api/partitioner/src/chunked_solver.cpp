@@ -293,6 +293,55 @@ Plan plan_from_options(const Problem& problem, const MemorySource& memory,
     return plan;
 }
 
+std::optional<Plan> even_layout_plan(const Problem& problem, const MemorySource& memory) {
+    const std::uint32_t layers = problem.time.body_layers;
+    const std::uint32_t chunks = problem.num_stages * problem.chunks;
+    const std::uint32_t kinds = candidate_kinds(problem, memory);
+    if (!problem.chunked() || problem.time.grouped() || chunks == 0 || layers % chunks != 0 ||
+        (kinds & PPB_KIND_BIT(PPB_KIND_NONE)) == 0 ||
+        (problem.recompute_setting &&
+         problem.recompute_setting->method != MegatronRecompute::Method::none))
+        return std::nullopt;
+    KindCounts per_chunk{};
+    per_chunk[PPB_KIND_NONE] = layers / chunks;
+    std::vector<AffineStage> affine = affine_stages(problem, memory, kinds);
+    std::vector<ChunkedStage> stages(problem.num_stages);
+    std::vector<StageOption> options(problem.num_stages);
+    for (std::uint32_t s = 0; s < problem.num_stages; ++s) {
+        ChunkedStage& stage = stages[s];
+        stage.stage = s;
+        stage.affine = std::move(affine[s]);
+        std::vector<ChunkMemory> memories;
+        StageOption& option = options[s];
+        for (std::uint32_t c = 0; c < problem.chunks; ++c) {
+            if (per_chunk[PPB_KIND_NONE] < problem.min_layers(s, c))
+                return std::nullopt;
+            memories.push_back(stage.affine.chunk_memory(c, per_chunk));
+            const double t = chunk_time(problem, s, c, per_chunk);
+            option.chunks.push_back(per_chunk);
+            option.chunk_times.push_back(t);
+            option.total += t;
+            option.slowest = std::max(option.slowest, t);
+        }
+        option.memory = stage.affine.rows.peak(memories).memory;
+        if (!within_budget(option.memory, problem.budget_mb()))
+            return std::nullopt;
+    }
+    std::vector<const StageOption*> chosen;
+    for (const StageOption& option : options)
+        chosen.push_back(&option);
+    Plan plan = plan_from_options(problem, memory, stages, chosen);
+    for (const StagePlan& stage : plan.stages) {
+        if (!within_budget(stage.memory_mb, problem.budget_mb()))
+            return std::nullopt;  // a probed model's own answer at the true counts
+    }
+    if (problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan ||
+        problem.recompute_setting)
+        plan.recompute_setting = MegatronRecompute{};
+    plan.balanced_chunks = problem.balanced_chunks;
+    return plan;
+}
+
 namespace {
 
 // The plan of `layers` per stage: each stage's option with total <= `threshold` and the least

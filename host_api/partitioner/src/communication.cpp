@@ -436,13 +436,16 @@ TimeModel with_sharded_transfers(const TimeModel& time, const ShapeSizes& shape,
 SearchOutcome plan_with_communication(
     const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
     const Problem& base, const Configuration& c,
-    const std::function<SearchOutcome(const Problem&, const Configuration&)>& plan_one) {
+    const std::function<SearchOutcome(const Problem&, const Configuration&,
+                                      const AddedToIteration&)>& plan_one) {
     const ParallelLayout layout{c.pipeline, c.data_parallel};
     Problem problem = base;
     problem.comm_time = pipeline_transfer_ms(shape, cluster, layout, c.schedule.schedule);
     if (shards_per_layer(shape.sharding))  // else the layers' times are the base's
         problem.time = with_sharded_transfers(base.time, shape, cluster, layout);
-    SearchOutcome out = plan_one(problem, c);
+    SearchOutcome out = plan_one(problem, c, [&](const Problem& planned, const Plan& plan) {
+        return data_parallel_sync_ms(shape, cluster, layout, planned.time, plan, overlap);
+    });
     if (out.planned) {
         out.data_parallel_sync =
             data_parallel_sync_ms(shape, cluster, layout, problem.time, out.planned->plan, overlap);

@@ -266,6 +266,9 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
                                   const PlanWithModelOptions& options) {
     // Every solve below, the local search and the bound weigh the same stages of `memory`.
     const detail::ScopedAffineStages remembered(memory);
+    const auto added = [&](const Problem& p, const Plan& candidate) {
+        return options.added_to_iteration ? options.added_to_iteration(p, candidate) : 0.0;
+    };
     Plan plan;
     if (options.solved != nullptr && problem.chunked()) {
         const Problem& before = options.solved->problem;
@@ -279,7 +282,9 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
                 "plan_with_memory: the plan given as solved is of another problem");
         }
         problem = before;
-        plan = options.solved->plan;
+        // The local search starts from the estimate's optimum, as it would have without the
+        // first call.
+        plan = options.solved->estimate_plan.value_or(options.solved->plan);
     } else if (problem.chunked() && options.choose_objective) {
         // Both estimates' exact optima, and the one whose iteration simulates faster
         // (host_api/docs/schedules.md, "Every schedule": neither estimate wins on every instance; a
@@ -304,10 +309,10 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
             slots_plan = solve(smaller_to_plan_exactly(by_slots), memory);
             slots_plan.not_exact_because = stages_plan.not_exact_because;
         }
-        const auto makespan = [](const Problem& p, const Plan& candidate) {
+        const auto makespan = [&](const Problem& p, const Plan& candidate) {
             SimulationInput input = simulation_input(p, candidate);
             input.with_memory = false;  // the makespan alone
-            return simulate(input).makespan;
+            return simulate(input).makespan + added(p, candidate);
         };
         if (makespan(by_slots, slots_plan) < makespan(by_stages, stages_plan)) {
             problem = std::move(by_slots);
@@ -336,14 +341,35 @@ PlannedPartition plan_with_memory(Problem problem, const MemorySource& memory,
     SimulationInput input = simulation_input(problem, plan);
     input.with_memory = input.with_memory && options.simulate_memory;
     Simulation simulation = simulate(input);
+    // Megatron-LM's default layout, where it fits and simulates faster: neither estimate nor the
+    // local search sees the whole schedule, and no plan handed on should be slower than the one
+    // the framework runs by default (design.md, "The default plan with chunks"). The estimate's
+    // optimum is kept for a later call to start its local search from.
+    std::optional<Plan> estimate_plan;
+    if (options.choose_objective && problem.chunked()) {
+        if (std::optional<Plan> even = detail::even_layout_plan(problem, memory)) {
+            add_slope_activations(problem, *even, memory);
+            SimulationInput even_input = simulation_input(problem, *even);
+            even_input.with_memory = even_input.with_memory && options.simulate_memory;
+            Simulation even_simulation = simulate(even_input);
+            if (even_simulation.makespan + added(problem, *even) <
+                simulation.makespan + added(problem, plan)) {
+                even->not_exact_because = plan.not_exact_because;
+                if (!options.refine)
+                    estimate_plan = std::move(plan);
+                plan = std::move(*even);
+                simulation = std::move(even_simulation);
+            }
+        }
+    }
     std::vector<MemoryBreakdown> breakdown = memory_breakdown(problem, plan, memory);
     std::optional<double> bound;
     if (options.lower_bound && problem.chunked() && one_group)
         bound = simulated_lower_bound(problem, memory, simulation.makespan);
     else if (options.lower_bound && grouped_with_chunks)
         bound = detail::grouped_simulated_lower_bound(problem, memory, simulation.makespan);
-    return PlannedPartition{std::move(problem), std::move(plan), std::move(simulation),
-                            std::move(breakdown), bound};
+    return PlannedPartition{std::move(problem),   std::move(plan), std::move(simulation),
+                            std::move(breakdown), bound,           std::move(estimate_plan)};
 }
 
 }  // namespace ppb::partition

@@ -355,7 +355,7 @@ double SearchOutcome::iteration_time() const {
 
 SearchOutcome plan_configuration(const Problem& base, const Configuration& configuration,
                                  const MemorySource& memory, bool refine, bool bound,
-                                 const SearchOutcome* before) {
+                                 const SearchOutcome* before, const AddedToIteration& added) {
     Problem problem = base;
     problem.num_stages = configuration.pipeline;
     problem.micro_batches = configuration.micro_batches;
@@ -371,7 +371,8 @@ SearchOutcome plan_configuration(const Problem& base, const Configuration& confi
              .refine = refine,
              .lower_bound = refine || bound,
              .simulate_memory = false,
-             .solved = before != nullptr && before->planned ? &*before->planned : nullptr});
+             .solved = before != nullptr && before->planned ? &*before->planned : nullptr,
+             .added_to_iteration = added});
         out.status = SearchOutcome::Status::planned;
         // What is ranked and printed is the simulation's makespan, bubble and transfers, not
         // its operations: tens of thousands a plan, over a gigabyte in a search of thousands of

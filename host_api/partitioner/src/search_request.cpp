@@ -150,7 +150,8 @@ class ModelsByDegree {
     }
 
     [[nodiscard]] SearchOutcome plan(const Problem& base, const Configuration& c, bool refine,
-                                     bool bound, const SearchOutcome* before) const {
+                                     bool bound, const SearchOutcome* before,
+                                     const AddedToIteration& added = {}) const {
         const Entry& entry = *entries_.at(per_degree_ ? key_of(c, true) : DegreeKey{});
         if (!entry.made) {
             SearchOutcome out;
@@ -159,7 +160,7 @@ class ModelsByDegree {
             out.message = entry.refused;
             return out;
         }
-        return plan_configuration(base, c, entry.memory, refine, bound, before);
+        return plan_configuration(base, c, entry.memory, refine, bound, before, added);
     }
 
   private:
@@ -545,8 +546,9 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         if (v.times.sizes && cluster) {
             return plan_with_communication(
                 *v.times.sizes, *cluster, overlap, v.base, c,
-                [&](const Problem& problem, const Configuration& configuration) {
-                    return models.plan(problem, configuration, refine, bound, before);
+                [&](const Problem& problem, const Configuration& configuration,
+                    const AddedToIteration& added) {
+                    return models.plan(problem, configuration, refine, bound, before, added);
                 });
         }
         return models.plan(v.base, c, refine, bound, before);

@@ -239,11 +239,13 @@ struct ShardedTransfers {
 // Plans configuration `c` of `base` with `plan_one` (plan_configuration with a memory source)
 // after setting the transfers between its stages (pipeline_transfer_ms) and, with sharded
 // gradients or weights, the layers' own transfers (with_sharded_transfers), then adds its exposed
-// data-parallel synchronisation to the outcome: what `ppb search` does with a cluster.
+// data-parallel synchronisation to the outcome: what `ppb search` does with a cluster. `plan_one`
+// is given that synchronisation too, to weigh its candidate plans by (AddedToIteration).
 [[nodiscard]] SearchOutcome plan_with_communication(
     const ShapeSizes& shape, const Cluster& cluster, const SyncOverlap& overlap,
     const Problem& base, const Configuration& c,
-    const std::function<SearchOutcome(const Problem&, const Configuration&)>& plan_one);
+    const std::function<SearchOutcome(const Problem&, const Configuration&,
+                                      const AddedToIteration&)>& plan_one);
 
 }  // namespace ppb::partition
 

@@ -11,6 +11,7 @@
 #include <ppb/simulator.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace ppb::partition {
@@ -21,6 +22,10 @@ namespace ppb::partition {
 inline constexpr std::uint32_t refine_moves = 100;
 
 struct PlannedPartition;
+
+// What a caller adds to a plan's simulated iteration (`ppb search`: the data-parallel
+// synchronisation after it, which depends on what each stage holds), in the layer file's unit.
+using AddedToIteration = std::function<double(const Problem&, const Plan&)>;
 
 struct PlanWithModelOptions {
     // With chunks: solve for both estimates (ChunkObjective::stages and slots) and keep the plan
@@ -43,6 +48,9 @@ struct PlanWithModelOptions {
     // a search planning its best configurations again pays for the local search only. Throws
     // std::invalid_argument when it is not the same problem.
     const PlannedPartition* solved = nullptr;
+    // With choose_objective: what the caller adds to each candidate's simulated iteration; the
+    // candidates (both estimates' optima, Megatron-LM's default layout) are weighed by the sum.
+    AddedToIteration added_to_iteration = {};
 };
 
 struct PlannedPartition {
@@ -54,6 +62,10 @@ struct PlannedPartition {
     // With chunks (PlanWithModelOptions::lower_bound): no plan that fits memory simulates faster
     // than this (simulated_lower_bound); the plan's gap is 1 - lower_bound / simulation.makespan.
     std::optional<double> lower_bound = std::nullopt;
+    // Without the local search, when the plan is Megatron-LM's default layout because it simulated
+    // faster: the estimate's optimum it replaced, where a later call's local search starts
+    // (PlanWithModelOptions::solved).
+    std::optional<Plan> estimate_plan = std::nullopt;
 };
 
 // The memory source over `model` (which must outlive it) for `problem`: the model's linear

@@ -158,11 +158,14 @@ struct SearchOutcome {
 // (PlannedPartition::lower_bound, which refine_best reads); always with `refine`.
 // `before`: this configuration's outcome of an earlier call without `refine` (refine_best's): its
 // plan is not solved again (PlanWithModelOptions::solved).
+// `added`: what the caller adds to a plan's simulated iteration, by which the candidate plans are
+// weighed (PlanWithModelOptions::added_to_iteration).
 [[nodiscard]] SearchOutcome plan_configuration(const Problem& base,
                                                const Configuration& configuration,
                                                const MemorySource& memory, bool refine = false,
                                                bool bound = true,
-                                               const SearchOutcome* before = nullptr);
+                                               const SearchOutcome* before = nullptr,
+                                               const AddedToIteration& added = {});
 
 struct SearchProgress {
     std::size_t done = 0;
