@@ -7,7 +7,9 @@
 // it), with the recipes' overlaps (--tp-comm-overlap --overlap-grad-reduce
 // --overlap-param-gather). The published configuration must rank among the first three, but the
 // runs named below with what we know of why; the list is kept exact, so that it stays true.
-// The sanitizer builds do not run this suite (tests/cli/CMakeLists.txt): it is 25 searches of
+// The eleven MoE runs are searched the same way, with expert parallelism (the second case): where
+// their configurations rank is kept exact too.
+// The sanitizer builds do not run this suite (tests/cli/CMakeLists.txt): it is 36 searches of
 // the whole space, and its code paths are the ones cli_search runs there.
 #include "../common/published_runs.hpp"
 #include "cli_fixture.hpp"
@@ -77,15 +79,163 @@ const std::map<std::string, std::string> open_ranks = {
      "GBS 128; ppb's plan of the published configuration is timed 10.9 % under its throughput"},
 };
 
+// The MoE runs whose configuration ppb does not rank among its first three, and what we know of
+// why. The common cause: the experts' work is timed at the dense layers' efficiency (Qwen3 is
+// predicted 1.3 to 2.5 times as fast as it ran: tests/partition, tuned), so the all-to-all weighs
+// more against it than it did, and fewer expert-parallel ranks look faster.
+const std::map<std::string, std::string> open_moe_ranks = {
+    {"deepseek_v3 B200 fp8-mx 256 TP1 PP8 VP2 CP1 EP32 MBS1",
+     "12th: ppb prefers EP 16 on 8 stages without chunks (+53.5 %); its plan of the published "
+     "configuration is timed 23 % under the published throughput (2 548 of 3 328), the recipe "
+     "overlapping the all-to-all with the other micro-batch's compute, which ppb does not model"},
+    {"deepseek_v3 H100 fp8 1024 TP2 PP8 VP4 CP1 EP64 MBS1",
+     "63rd: ppb prefers TP 4 on 2 stages (+32.2 %); the published configuration's first plan "
+     "(not among those planned again) is timed 35 % under (844 of 1 297)"},
+    {"qwen3_235b_a22b B200 fp8-mx 256 TP1 PP8 VP1 CP1 EP8 MBS1",
+     "16th: predicted 2.5 times the published throughput (9 517 of 3 776); ppb prefers EP 4 on 4 "
+     "stages (+8.7 %)"},
+    {"qwen3_235b_a22b GB200 bf16 256 TP1 PP8 VP3 CP1 EP32 MBS1",
+     "25th: predicted 26 % over (6 180 of 4 916); ppb prefers one stage with EP 16 (+8.0 %)"},
+    {"qwen3_235b_a22b GB200 fp8-mx 256 TP1 PP8 VP3 CP1 EP32 MBS1",
+     "41st: predicted 44 % over (10 491 of 7 280); ppb prefers one stage with EP 16 (+11.0 %)"},
+    {"qwen3_235b_a22b H100 fp8 256 TP2 PP8 VP4 CP1 EP32 MBS1",
+     "does not fit without recompute in the analytic model, where the recipe recomputes nothing "
+     "(NVIDIA-NeMo/Megatron-Bridge, src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py at "
+     "067f987df, qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config: recompute_granularity None, "
+     "the all-to-all overlapped with compute, the weight gradients delayed)"},
+    {"qwen3_30b_a3b B200 fp8-mx 8 TP1 PP1 VP1 CP1 EP8 MBS4",
+     "12th of 12: predicted 2.2 times as fast (58 652 of 27 136); ppb prefers EP 4 with two "
+     "replicas (+11.1 %)"},
+    {"qwen3_30b_a3b GB200 fp8-mx 8 TP1 PP1 VP1 CP1 EP8 MBS4",
+     "10th of 12: predicted 56 % over (62 256 of 39 936); ppb prefers EP 4 (+11.9 %)"},
+    {"qwen3_30b_a3b H100 fp8 16 TP1 PP1 VP1 CP1 EP16 MBS1",
+     "8th of 8: predicted 2.5 times as fast (21 966 of 8 826); ppb prefers EP 8 with "
+     "micro-batches of 2 (+19.8 %)"},
+};
+
+// Where `ppb search` places `run`'s configuration among the configurations of its model, device
+// and GPU count over tensor-parallel degrees `tps` and expert-parallel degrees `eps` (none for a
+// dense model), and the row of the table people read.
+struct Placed {
+    std::string name;
+    std::optional<std::size_t> place;
+    std::string row;
+};
+
+Placed place_of(const json::object& model, const json::object& run,
+                const std::set<std::uint32_t>& tps, const std::set<std::uint32_t>& cps,
+                const std::set<std::uint32_t>& eps) {
+    const std::uint32_t tp = count(run, "tp", 1);
+    const std::uint32_t pp = count(run, "pp", 1);
+    const std::uint32_t vp = count(run, "vp", 1);
+    const std::uint32_t cp = count(run, "cp", 1);
+    const std::uint32_t ep = count(run, "ep", 1);
+    const std::uint32_t mbs = count(run, "micro_batch", 1);
+    const std::string precision(run.at("precision").as_string());
+    Placed out;
+    out.name = fmt::format(
+        "{} {} {} {} TP{} PP{} VP{} CP{} {}MBS{}", std::string(run.at("model").as_string()),
+        std::string(run.at("hardware").as_string()), precision, count(run, "gpus", 1), tp, pp, vp,
+        cp, eps.empty() ? std::string() : fmt::format("EP{} ", ep), mbs);
+    std::set<std::uint32_t> chunks{2, vp};
+    chunks.erase(1);
+    const std::string shape = write_file(published::shape_of(model, run), "published.json");
+    const std::string cluster = write_file(
+        fmt::format(R"({{"format": "ppb.cluster/1", "device": "{}", "precision": "{}"}})",
+                    std::string(run.at("hardware").as_string()),
+                    precision == "bf16" ? "bf16" : "fp8"),
+        "published-cluster.json");
+    std::vector<std::string> args = {"search",
+                                     "--model",
+                                     "analytic",
+                                     "--model-options",
+                                     shape,
+                                     "--devices",
+                                     std::to_string(count(run, "gpus", 1)),
+                                     "--global-batch",
+                                     std::to_string(count(run, "global_batch", 1)),
+                                     "--cluster",
+                                     cluster,
+                                     "--tp-comm-overlap",
+                                     "--overlap-grad-reduce",
+                                     "--overlap-param-gather",
+                                     "--tensor-parallel",
+                                     joined(tps),
+                                     "--context-parallel",
+                                     joined(cps),
+                                     "--micro-batch-size",
+                                     joined({1, 2, mbs}),
+                                     "--schedules",
+                                     "1f1b,interleaved",
+                                     "--chunks",
+                                     joined(chunks),
+                                     "--recompute",
+                                     "none",
+                                     "--top",
+                                     "0",
+                                     "--json",
+                                     "--progress",
+                                     "never"};
+    if (!eps.empty()) {
+        args.emplace_back("--expert-parallel");
+        args.push_back(joined(eps));
+    }
+    const auto r = ppb(args);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, out.name << ": " << r.err);
+    const json::value doc = parse_json(r.out);
+    const json::array& ranking = doc.at("ranking").as_array();
+    double predicted = 0.0;
+    for (const json::value& e : ranking) {
+        const bool schedule = vp == 1 ? e.at("schedule").as_string() == "1f1b"
+                                      : e.at("schedule").as_string() == "interleaved" &&
+                                            e.at("chunks").to_number<std::uint32_t>() == vp;
+        const json::value* expert = e.as_object().if_contains("expert_parallel");
+        if (schedule && e.at("pipeline_parallel").to_number<std::uint32_t>() == pp &&
+            e.at("tensor_parallel").to_number<std::uint32_t>() == tp &&
+            e.at("context_parallel").to_number<std::uint32_t>() == cp &&
+            e.at("micro_batch_size").to_number<std::uint32_t>() == mbs &&
+            (eps.empty() || (expert != nullptr && expert->to_number<std::uint32_t>() == ep))) {
+            out.place = e.at("rank").to_number<std::size_t>();
+            predicted = e.at("tokens_per_second_per_device").to_number<double>();
+        }
+    }
+    // What ranks first, and how much faster ppb finds it than the published configuration.
+    std::string first;
+    if (!ranking.empty()) {
+        const json::value& e = ranking.front();
+        const double best = e.at("tokens_per_second_per_device").to_number<double>();
+        const json::value* expert = e.as_object().if_contains("expert_parallel");
+        first = fmt::format(
+            "TP{} PP{} CP{} {}MBS{} {}{}{}", e.at("tensor_parallel").to_number<std::uint32_t>(),
+            e.at("pipeline_parallel").to_number<std::uint32_t>(),
+            e.at("context_parallel").to_number<std::uint32_t>(),
+            expert != nullptr ? fmt::format("EP{} ", expert->to_number<std::uint32_t>())
+                              : std::string(),
+            e.at("micro_batch_size").to_number<std::uint32_t>(),
+            std::string(e.at("schedule").as_string()),
+            e.at("schedule").as_string() == "interleaved"
+                ? fmt::format(" v={}", e.at("chunks").to_number<std::uint32_t>())
+                : std::string(),
+            predicted > 0.0 ? fmt::format(" (+{:.1f} %)", 100.0 * (best / predicted - 1.0))
+                            : std::string());
+    }
+    out.row = fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {} |\n", out.name,
+                          out.place ? std::to_string(*out.place) : "does not fit", ranking.size(),
+                          predicted, published::number(run.at("tokens_per_sec_per_gpu")), first);
+    return out;
+}
+
+constexpr const char* table_head =
+    "| run | place | of | predicted tok/s/GPU | published | ppb's first |\n"
+    "|---|---|---|---|---|---|\n";
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cli_published)
 
 BOOST_AUTO_TEST_CASE(published_configurations_rank_among_the_first_three_but_the_open_ones) {
     const auto models = published::models();
-    std::string table =
-        "| run | place | of | predicted tok/s/GPU | published | ppb's first |\n"
-        "|---|---|---|---|---|---|\n";
+    std::string table = table_head;
     std::size_t searched = 0;
     std::size_t first_three = 0;
     for (const json::value& v : published::document().at("runs").as_array()) {
@@ -93,110 +243,72 @@ BOOST_AUTO_TEST_CASE(published_configurations_rank_among_the_first_three_but_the
         const json::object& model = *models.at(std::string(run.at("model").as_string()));
         if (!model.at("moe").is_null() || !published::not_covered(model, run).empty())
             continue;
-        const std::uint32_t tp = count(run, "tp", 1);
-        const std::uint32_t pp = count(run, "pp", 1);
-        const std::uint32_t vp = count(run, "vp", 1);
-        const std::uint32_t cp = count(run, "cp", 1);
-        const std::uint32_t mbs = count(run, "micro_batch", 1);
-        const std::string precision(run.at("precision").as_string());
-        const std::string name = fmt::format("{} {} {} {} TP{} PP{} VP{} CP{} MBS{}",
-                                             std::string(run.at("model").as_string()),
-                                             std::string(run.at("hardware").as_string()), precision,
-                                             count(run, "gpus", 1), tp, pp, vp, cp, mbs);
         std::set<std::uint32_t> tps;
         for (const std::uint32_t t : {1u, 2u, 4u, 8u}) {
             if (count(model, "num_attention_heads", 1) % t == 0 &&
                 count(model, "num_kv_heads", 1) % t == 0)
                 tps.insert(t);
         }
-        std::set<std::uint32_t> chunks{2, vp};
-        chunks.erase(1);
-        const std::string shape = write_file(published::shape_of(model, run), "published.json");
-        const std::string cluster = write_file(
-            fmt::format(R"({{"format": "ppb.cluster/1", "device": "{}", "precision": "{}"}})",
-                        std::string(run.at("hardware").as_string()),
-                        precision == "bf16" ? "bf16" : "fp8"),
-            "published-cluster.json");
-        const auto r = ppb({"search",
-                            "--model",
-                            "analytic",
-                            "--model-options",
-                            shape,
-                            "--devices",
-                            std::to_string(count(run, "gpus", 1)),
-                            "--global-batch",
-                            std::to_string(count(run, "global_batch", 1)),
-                            "--cluster",
-                            cluster,
-                            "--tp-comm-overlap",
-                            "--overlap-grad-reduce",
-                            "--overlap-param-gather",
-                            "--tensor-parallel",
-                            joined(tps),
-                            "--context-parallel",
-                            joined({1, 2, cp}),
-                            "--micro-batch-size",
-                            joined({1, 2, mbs}),
-                            "--schedules",
-                            "1f1b,interleaved",
-                            "--chunks",
-                            joined(chunks),
-                            "--recompute",
-                            "none",
-                            "--top",
-                            "0",
-                            "--json",
-                            "--progress",
-                            "never"});
-        BOOST_TEST_REQUIRE(r.exit_code == 0, name << ": " << r.err);
+        const Placed placed = place_of(model, run, tps, {1, 2, count(run, "cp", 1)}, {});
         ++searched;
-        const json::value doc = parse_json(r.out);
-        const json::array& ranking = doc.at("ranking").as_array();
-        std::optional<std::size_t> place;
-        double predicted = 0.0;
-        for (const json::value& e : ranking) {
-            const bool schedule = vp == 1 ? e.at("schedule").as_string() == "1f1b"
-                                          : e.at("schedule").as_string() == "interleaved" &&
-                                                e.at("chunks").to_number<std::uint32_t>() == vp;
-            if (schedule && e.at("pipeline_parallel").to_number<std::uint32_t>() == pp &&
-                e.at("tensor_parallel").to_number<std::uint32_t>() == tp &&
-                e.at("context_parallel").to_number<std::uint32_t>() == cp &&
-                e.at("micro_batch_size").to_number<std::uint32_t>() == mbs) {
-                place = e.at("rank").to_number<std::size_t>();
-                predicted = e.at("tokens_per_second_per_device").to_number<double>();
-            }
-        }
-        const bool among_three = place && *place <= 3;
+        const bool among_three = placed.place && *placed.place <= 3;
         first_three += among_three ? 1 : 0;
-        // What ranks first, and how much faster ppb finds it than the published configuration.
-        std::string first;
-        if (!ranking.empty()) {
-            const json::value& e = ranking.front();
-            const double best = e.at("tokens_per_second_per_device").to_number<double>();
-            first = fmt::format(
-                "TP{} PP{} CP{} MBS{} {}{}{}", e.at("tensor_parallel").to_number<std::uint32_t>(),
-                e.at("pipeline_parallel").to_number<std::uint32_t>(),
-                e.at("context_parallel").to_number<std::uint32_t>(),
-                e.at("micro_batch_size").to_number<std::uint32_t>(),
-                std::string(e.at("schedule").as_string()),
-                e.at("schedule").as_string() == "interleaved"
-                    ? fmt::format(" v={}", e.at("chunks").to_number<std::uint32_t>())
-                    : std::string(),
-                predicted > 0.0 ? fmt::format(" (+{:.1f} %)", 100.0 * (best / predicted - 1.0))
-                                : std::string());
-        }
-        table += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {} |\n", name,
-                             place ? std::to_string(*place) : "does not fit", ranking.size(),
-                             predicted, published::number(run.at("tokens_per_sec_per_gpu")), first);
-        BOOST_TEST(among_three == !open_ranks.contains(name),
-                   name << ": place " << (place ? std::to_string(*place) : "none")
-                        << " (listed as open: " << open_ranks.contains(name) << ")");
+        table += placed.row;
+        BOOST_TEST(among_three == !open_ranks.contains(placed.name),
+                   placed.name << ": place "
+                               << (placed.place ? std::to_string(*placed.place) : "none")
+                               << " (listed as open: " << open_ranks.contains(placed.name) << ")");
     }
     BOOST_TEST_MESSAGE(table << "\n"
                              << first_three << " of " << searched
                              << " published configurations among ppb's first three");
     BOOST_TEST(searched == 25u);
     BOOST_TEST(first_three == searched - open_ranks.size());
+}
+
+// The MoE runs the time model times, searched the same way over TP 1, 2, 4 (those that divide
+// the heads), CP 1 and the run's, and EP at half, once and twice the run's (those that divide the
+// experts): where
+// their configurations rank today, the places exact (the MoE layers' time is not calibrated:
+// host_api/docs/cluster.md).
+BOOST_AUTO_TEST_CASE(published_moe_configurations_rank_where_the_open_list_says) {
+    const auto models = published::models();
+    std::string table = table_head;
+    std::size_t searched = 0;
+    std::size_t first_three = 0;
+    for (const json::value& v : published::document().at("runs").as_array()) {
+        const json::object& run = v.as_object();
+        const json::object& model = *models.at(std::string(run.at("model").as_string()));
+        if (model.at("moe").is_null() || !published::not_covered(model, run).empty())
+            continue;
+        std::set<std::uint32_t> tps;
+        for (const std::uint32_t t : {1u, 2u, 4u}) {
+            if (count(model, "num_attention_heads", 1) % t == 0 &&
+                (model.at("mla").is_object() || count(model, "num_kv_heads", 1) % t == 0))
+                tps.insert(t);
+        }
+        const std::uint32_t experts = count(model.at("moe").as_object(), "num_experts", 1);
+        const std::uint32_t ep = count(run, "ep", 1);
+        std::set<std::uint32_t> eps;
+        for (const std::uint32_t e : {ep / 2, ep, 2 * ep}) {
+            if (e >= 1 && experts % e == 0 && e <= count(run, "gpus", 1))
+                eps.insert(e);
+        }
+        const Placed placed = place_of(model, run, tps, {1, count(run, "cp", 1)}, eps);
+        ++searched;
+        const bool among_three = placed.place && *placed.place <= 3;
+        first_three += among_three ? 1 : 0;
+        table += placed.row;
+        BOOST_TEST(
+            among_three == !open_moe_ranks.contains(placed.name),
+            placed.name << ": place " << (placed.place ? std::to_string(*placed.place) : "none")
+                        << " (listed as open: " << open_moe_ranks.contains(placed.name) << ")");
+    }
+    BOOST_TEST_MESSAGE(table << "\n"
+                             << first_three << " of " << searched
+                             << " published MoE configurations among ppb's first three");
+    BOOST_TEST(searched == 11u);
+    BOOST_TEST(first_three == searched - open_moe_ranks.size());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
