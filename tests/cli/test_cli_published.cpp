@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cli_published_tests {
@@ -225,9 +226,33 @@ Placed place_of(const json::object& model, const json::object& run,
     return out;
 }
 
-constexpr const char* table_head =
-    "| run | place | of | predicted tok/s/GPU | published | ppb's first |\n"
-    "|---|---|---|---|---|---|\n";
+// The places of a suite's runs: each checked against its open list, the table for people.
+struct Tally {
+    const std::map<std::string, std::string>& open;
+    std::string table =
+        "| run | place | of | predicted tok/s/GPU | published | ppb's first |\n"
+        "|---|---|---|---|---|---|\n";
+    std::size_t searched = 0;
+    std::size_t first_three = 0;
+
+    void add(const Placed& placed) {
+        ++searched;
+        const bool among_three = placed.place && *placed.place <= 3;
+        first_three += among_three ? 1 : 0;
+        table += placed.row;
+        BOOST_TEST(among_three == !open.contains(placed.name),
+                   placed.name << ": place "
+                               << (placed.place ? std::to_string(*placed.place) : "none")
+                               << " (listed as open: " << open.contains(placed.name) << ")");
+    }
+    void check(std::size_t runs, std::string_view what) const {
+        BOOST_TEST_MESSAGE(table << "\n"
+                                 << first_three << " of " << searched << " published " << what
+                                 << " among ppb's first three");
+        BOOST_TEST(searched == runs);
+        BOOST_TEST(first_three == searched - open.size());
+    }
+};
 
 }  // namespace
 
@@ -235,9 +260,7 @@ BOOST_AUTO_TEST_SUITE(cli_published)
 
 BOOST_AUTO_TEST_CASE(published_configurations_rank_among_the_first_three_but_the_open_ones) {
     const auto models = published::models();
-    std::string table = table_head;
-    std::size_t searched = 0;
-    std::size_t first_three = 0;
+    Tally tally{open_ranks};
     for (const json::value& v : published::document().at("runs").as_array()) {
         const json::object& run = v.as_object();
         const json::object& model = *models.at(std::string(run.at("model").as_string()));
@@ -249,33 +272,18 @@ BOOST_AUTO_TEST_CASE(published_configurations_rank_among_the_first_three_but_the
                 count(model, "num_kv_heads", 1) % t == 0)
                 tps.insert(t);
         }
-        const Placed placed = place_of(model, run, tps, {1, 2, count(run, "cp", 1)}, {});
-        ++searched;
-        const bool among_three = placed.place && *placed.place <= 3;
-        first_three += among_three ? 1 : 0;
-        table += placed.row;
-        BOOST_TEST(among_three == !open_ranks.contains(placed.name),
-                   placed.name << ": place "
-                               << (placed.place ? std::to_string(*placed.place) : "none")
-                               << " (listed as open: " << open_ranks.contains(placed.name) << ")");
+        tally.add(place_of(model, run, tps, {1, 2, count(run, "cp", 1)}, {}));
     }
-    BOOST_TEST_MESSAGE(table << "\n"
-                             << first_three << " of " << searched
-                             << " published configurations among ppb's first three");
-    BOOST_TEST(searched == 25u);
-    BOOST_TEST(first_three == searched - open_ranks.size());
+    tally.check(25, "configurations");
 }
 
 // The MoE runs the time model times, searched the same way over TP 1, 2, 4 (those that divide
 // the heads), CP 1 and the run's, and EP at half, once and twice the run's (those that divide the
-// experts): where
-// their configurations rank today, the places exact (the MoE layers' time is not calibrated:
-// host_api/docs/cluster.md).
+// experts): where their configurations rank today, the places exact (the MoE layers' time is not
+// calibrated: host_api/docs/cluster.md).
 BOOST_AUTO_TEST_CASE(published_moe_configurations_rank_where_the_open_list_says) {
     const auto models = published::models();
-    std::string table = table_head;
-    std::size_t searched = 0;
-    std::size_t first_three = 0;
+    Tally tally{open_moe_ranks};
     for (const json::value& v : published::document().at("runs").as_array()) {
         const json::object& run = v.as_object();
         const json::object& model = *models.at(std::string(run.at("model").as_string()));
@@ -294,21 +302,9 @@ BOOST_AUTO_TEST_CASE(published_moe_configurations_rank_where_the_open_list_says)
             if (e >= 1 && experts % e == 0 && e <= count(run, "gpus", 1))
                 eps.insert(e);
         }
-        const Placed placed = place_of(model, run, tps, {1, count(run, "cp", 1)}, eps);
-        ++searched;
-        const bool among_three = placed.place && *placed.place <= 3;
-        first_three += among_three ? 1 : 0;
-        table += placed.row;
-        BOOST_TEST(
-            among_three == !open_moe_ranks.contains(placed.name),
-            placed.name << ": place " << (placed.place ? std::to_string(*placed.place) : "none")
-                        << " (listed as open: " << open_moe_ranks.contains(placed.name) << ")");
+        tally.add(place_of(model, run, tps, {1, count(run, "cp", 1)}, eps));
     }
-    BOOST_TEST_MESSAGE(table << "\n"
-                             << first_three << " of " << searched
-                             << " published MoE configurations among ppb's first three");
-    BOOST_TEST(searched == 11u);
-    BOOST_TEST(first_three == searched - open_moe_ranks.size());
+    tally.check(11, "MoE configurations");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
