@@ -140,6 +140,19 @@ inline std::uint32_t mtp_layers_of(const json::object& model, const json::object
     return static_cast<std::uint32_t>(layers->to_number<std::int64_t>());
 }
 
+// The expert tensor parallelism a run used where its table gives none: Megatron-Bridge's MoE
+// recipes set expert_tensor_parallel_size = 1 (NVIDIA-NeMo/Megatron-Bridge at 067f987df:
+// src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py and gb200/qwen3_moe.py, every Qwen3 MoE
+// recipe the performance recipes start from; recipes/deepseek/h100/deepseek_v3.py), where
+// Megatron-LM's default is the tensor-parallel degree (--expert-tensor-parallel-size), the
+// analytic model's default too.
+inline std::uint32_t expert_tensor_parallel_of(const json::object& run) {
+    return run.at("source").as_object().at("repository").as_string() ==
+                   "NVIDIA-NeMo/Megatron-Bridge"
+               ? 1
+               : count(run, "tp", 1);
+}
+
 inline std::string shape_of(const json::object& model, const json::object& run) {
     const std::uint32_t tp = count(run, "tp", 1);
     json::object shape{{"hidden_size", model.at("hidden_size")},
@@ -182,11 +195,12 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
     }
     if (const json::value& moe = model.at("moe"); !moe.is_null()) {
         const json::object& m = moe.as_object();
-        json::object out{{"num_experts", m.at("num_experts")},
-                         {"top_k", m.at("top_k")},
-                         {"moe_ffn_hidden_size", m.at("moe_ffn_hidden_size")},
-                         {"expert_parallel", count(run, "ep", 1)},
-                         {"expert_tensor_parallel", count(run, "etp", tp)}};
+        json::object out{
+            {"num_experts", m.at("num_experts")},
+            {"top_k", m.at("top_k")},
+            {"moe_ffn_hidden_size", m.at("moe_ffn_hidden_size")},
+            {"expert_parallel", count(run, "ep", 1)},
+            {"expert_tensor_parallel", count(run, "etp", expert_tensor_parallel_of(run))}};
         if (const std::uint32_t shared = count(m, "shared_experts", 0); shared > 0) {
             out["shared_experts"] = shared;
             out["shared_expert_ffn_hidden_size"] = m.at("shared_expert_ffn_hidden_size");
