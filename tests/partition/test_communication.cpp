@@ -25,6 +25,13 @@ namespace {
 constexpr double intra_bytes_per_ms = 450e6;
 constexpr double network_bytes_per_ms = 50e6;
 
+// The cluster with no latency on its network: the tests of the bandwidth rules below (the
+// default latency has a test of its own).
+Cluster without_latency(Cluster cluster) {
+    cluster.network_latency_us = 0.0;
+    return cluster;
+}
+
 // A dense shape of 8 layers: h = 1024, 16 heads, F = 4096 (not gated), V = 32000, t = 2.
 // Per layer and rank: (h (h + 2h) + h h) / t + 2h (norms) + 2 h F / t = 6 293 504 parameters;
 // the embedding V/t x h = 16 384 000, the LM head 16 384 000 + h (untied by default).
@@ -66,7 +73,8 @@ BOOST_AUTO_TEST_CASE(collectives_take_the_ring_times) {
 }
 
 BOOST_AUTO_TEST_CASE(an_all_to_all_across_nodes_sends_each_share_over_its_own_link) {
-    const Cluster h100 = cluster_of_device("H100");  // 8 a node at 450 GB/s; 50 GB/s across
+    const Cluster h100 =
+        without_latency(cluster_of_device("H100"));  // 8 a node at 450 GB/s; 50 GB/s across
     const double latency_ms = h100.network_latency_us / 1e3;
     // Inside one node it is the ring of the node's links.
     BOOST_TEST(all_to_all_ms(4e8, h100, 0, 1, 8) == all_to_all_ms(4e8, 8, intra_node_link(h100)));
@@ -93,7 +101,7 @@ BOOST_AUTO_TEST_CASE(an_all_to_all_across_nodes_sends_each_share_over_its_own_li
 }
 
 BOOST_AUTO_TEST_CASE(a_group_crosses_the_network_when_its_ranks_span_nodes) {
-    const Cluster h100 = cluster_of_device("H100");
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
     BOOST_TEST(h100.devices_per_node == 8u);
     // 8 tensor-parallel ranks of a node; 4 replicas 2 apart (ranks 0..6); 2 replicas 8 apart.
     BOOST_TEST(group_link(h100, 0, 1, 8).gb_s == 450.0);
@@ -104,11 +112,29 @@ BOOST_AUTO_TEST_CASE(a_group_crosses_the_network_when_its_ranks_span_nodes) {
     BOOST_TEST(group_link(h100, 8, 2, 4).gb_s == 450.0);
 }
 
+// A cluster's network latency is NCCL's per step of a ring over the network unless the
+// description gives one: 14 us (hwLatencies[NET][Ring][Simple], src/graph/tuning.cc at
+// NVIDIA/nccl 5067397c). A send across nodes waits for it once, a ring once per step.
+BOOST_AUTO_TEST_CASE(the_network_latency_is_nccls_per_step) {
+    const Cluster h100 = cluster_of_device("H100");
+    BOOST_TEST(h100.network_latency_us == 14.0);
+    BOOST_TEST(point_to_point_ms(5e7, group_link(h100, 0, 8, 2)) == 1.0 + 0.014,
+               tt::tolerance(1e-12));
+    // A reduce-scatter of 1 GB over 4 ranks, one a node: 3 steps.
+    BOOST_TEST(reduce_scatter_ms(1e9, 4, collective_link(h100, 0, 8, 4)) ==
+                   0.75 * 1e9 / network_bytes_per_ms + 3 * 0.014,
+               tt::tolerance(1e-12));
+    // Inside a node, none.
+    BOOST_TEST(reduce_scatter_ms(1e9, 8, collective_link(h100, 0, 1, 8)) ==
+                   7.0 / 8.0 * 1e9 / intra_bytes_per_ms,
+               tt::tolerance(1e-12));
+}
+
 // A ring collective over nodes runs on the adapters of the group's ranks in a node (NCCL: a ring
 // channel per adapter, src/graph/tuning.cc at NVIDIA/nccl 5067397c), at most at the node's links;
 // a point-to-point send crosses one adapter.
 BOOST_AUTO_TEST_CASE(a_collective_over_nodes_runs_on_its_ranks_adapters) {
-    Cluster h100 = cluster_of_device("H100");
+    Cluster h100 = without_latency(cluster_of_device("H100"));
     h100.network_latency_us = 5.0;
     // Inside a node: the node's links, no latency.
     BOOST_TEST(collective_link(h100, 0, 2, 4).gb_s == 450.0);
@@ -135,7 +161,7 @@ BOOST_AUTO_TEST_CASE(a_collective_over_nodes_runs_on_its_ranks_adapters) {
 }
 
 BOOST_AUTO_TEST_CASE(the_pipeline_sends_a_micro_batch_of_hidden_states_per_boundary) {
-    const Cluster h100 = cluster_of_device("H100");
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
     const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
     // s b h 16-bit values, / t with sequence parallelism: 2 x 2048 x 1024 / 2 bytes.
     const double bytes = 2.0 * 2048 * 1024 / 2;
@@ -157,7 +183,7 @@ BOOST_AUTO_TEST_CASE(the_pipeline_sends_a_micro_batch_of_hidden_states_per_bound
 }
 
 BOOST_AUTO_TEST_CASE(each_stage_synchronises_its_own_parameters_over_the_replicas) {
-    const Cluster h100 = cluster_of_device("H100");
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
     const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
     BOOST_TEST(shape.groups.at(0).parameters == layer_parameters);
     BOOST_TEST(shape.embedding_parameters == embedding_parameters);
@@ -214,7 +240,7 @@ BOOST_AUTO_TEST_CASE(routed_experts_synchronise_over_the_expert_data_parallel_ra
             "tensor_parallel": 1, "distributed_optimizer": true,
             "moe": {"num_experts": 8, "top_k": 2, "moe_ffn_hidden_size": 1024,
                     "expert_parallel": 4}})";
-    const Cluster h100 = cluster_of_device("H100");
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
     const ShapeSizes shape = shape_sizes(moe_shape, "moe.json");
     BOOST_TEST_REQUIRE(shape.groups.size() == 1u);
     // Attention 4h^2 + 2h norms + router h E; the routed experts 8 x 3 h F_e / 4 per rank.
@@ -245,7 +271,7 @@ BOOST_AUTO_TEST_CASE(a_flex_dispatch_sends_a_token_once_to_each_node_of_its_expe
     BOOST_TEST(miss == 0.0968, tt::tolerance(0.01));
     BOOST_TEST(expected_share_hit(256, 256, 8) == 1.0);
     BOOST_TEST(expected_share_hit(256, 0, 8) == 0.0);
-    const Cluster h100 = cluster_of_device("H100");
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
     const double token = 7168.0 * 2;  // one token's hidden state, 16-bit
     double rank_miss = 1.0;           // 8 experts a rank
     for (int i = 0; i < 8; ++i)
@@ -329,7 +355,7 @@ BOOST_AUTO_TEST_CASE(overlap_hides_the_synchronisation_behind_the_stage_but_its_
 // of it crossing; an MoE layer of EP = 4 adds dispatch and combine all-to-alls of its token
 // copies (top_k x s x b x h x 2 bytes), three quarters crossing.
 BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_all_to_all) {
-    const Cluster h100 = cluster_of_device("H100");
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
     const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
     const double hidden_bytes = 2048.0 * 1024 * 2;
     const double gather = 0.5 * hidden_bytes / intra_bytes_per_ms;
@@ -411,7 +437,7 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
 // unit waits for what outlasts its own compute. With t = 2 and d = 8 the replicas span two nodes
 // (ranks 0, 2, ..., 14), 4 in each: on adapters of 12.5 GB/s (100 Gb/s), 4 x 12.5 = 50 GB/s.
 BOOST_AUTO_TEST_CASE(sharded_weights_and_gradients_move_with_each_layer) {
-    Cluster h100 = cluster_of_device("H100");
+    Cluster h100 = without_latency(cluster_of_device("H100"));
     h100.network_gb_s = 12.5;
     std::string fsdp = dense_shape;
     fsdp.replace(fsdp.find(R"("distributed_optimizer": true)"),

@@ -94,7 +94,10 @@ struct Cluster {
     std::uint32_t devices_per_node = 0;
     double intra_node_gb_s = 0.0;
     double network_gb_s = 0.0;
-    double network_latency_us = 0.0;
+    // Per step of a transfer over the network: NCCL's for a ring step over the network
+    // (hwLatencies[NET][Ring][Simple], src/graph/tuning.cc at NVIDIA/nccl 5067397c) unless the
+    // description gives one.
+    double network_latency_us = 14.0;
     // The fraction of the peak matrix rate the layers achieve: the device's calibrated one at
     // the precision (achievable_fraction()) unless the description gives it.
     double achievable_fraction = default_achievable_fraction;
