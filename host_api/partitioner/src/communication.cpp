@@ -87,13 +87,18 @@ double all_reduce_ms(double bytes, std::uint64_t ranks, const Link& link) noexce
 }
 
 double all_to_all_ms(double bytes, std::uint64_t ranks, const Link& link) noexcept {
-    return ring_ms(bytes, ranks, link);
+    if (ranks <= 1 || !(bytes > 0.0) || !(link.gb_s > 0.0))
+        return 0.0;
+    // Every send at once (NCCL posts an all-to-all's sends together): one latency, not a ring's
+    // n - 1.
+    const double n = static_cast<double>(ranks);
+    return (n - 1.0) / n * bytes / (link.gb_s * bytes_per_ms_per_gb_s) + link.latency_us / 1e3;
 }
 
 // An exchange whose sends go at once, `within` bytes over the node's links and `beyond` over the
-// network in `steps` steps: the slower of the two, plus the network's latency per step (nothing
-// without bytes to send or a link to send them on).
-double node_split_ms(double within, double beyond, double steps, const Cluster& cluster) noexcept {
+// network: the slower of the two, plus the network's latency once (nothing without bytes to send
+// or a link to send them on).
+double node_split_ms(double within, double beyond, const Cluster& cluster) noexcept {
     const Link inside = intra_node_link(cluster);
     const Link across = network_link(cluster);
     const double inside_ms =
@@ -103,7 +108,7 @@ double node_split_ms(double within, double beyond, double steps, const Cluster& 
     if (!(across.gb_s > 0.0))
         return 0.0;
     return std::max(inside_ms, beyond / (across.gb_s * bytes_per_ms_per_gb_s)) +
-           steps * across.latency_us / 1e3;
+           across.latency_us / 1e3;
 }
 
 double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
@@ -112,7 +117,7 @@ double all_to_all_ms(double bytes, const Cluster& cluster, std::uint64_t first,
         return 0.0;
     const auto local = static_cast<double>(ranks_in_first_node(cluster, first, stride, ranks));
     const auto n = static_cast<double>(ranks);
-    return node_split_ms((local - 1.0) / n * bytes, (n - local) / n * bytes, n - 1.0, cluster);
+    return node_split_ms((local - 1.0) / n * bytes, (n - local) / n * bytes, cluster);
 }
 
 double expected_share_hit(double experts, double held, double top_k) noexcept {
@@ -137,8 +142,7 @@ double once_per_node_dispatch_ms(double token_bytes, double experts, double top_
     return node_split_ms(
         token_bytes * (local - 1.0) *
             expected_share_hit(experts, experts / static_cast<double>(ranks), top_k),
-        token_bytes * (nodes - 1.0) * expected_share_hit(experts, experts / nodes, top_k),
-        nodes - 1.0, cluster);
+        token_bytes * (nodes - 1.0) * expected_share_hit(experts, experts / nodes, top_k), cluster);
 }
 
 LayerCommunication layer_communication_ms(const ShapeSizes& shape, const ShapeSizes::Group& group,

@@ -7,12 +7,13 @@
 //   ring all-gather  (n - 1) / n x bytes / B + (n - 1) L   (bytes: the gathered whole)
 //   reduce-scatter   the same (bytes: the whole before scattering)
 //   all-reduce       reduce-scatter + all-gather
-//   all-to-all       (n - 1) / n x bytes / B + (n - 1) L   (bytes: what one rank sends in all)
+//   all-to-all       (n - 1) / n x bytes / B + L           (bytes: what one rank sends in all;
+//                    its sends go at once: one latency)
 //
 // An all-to-all whose ranks span nodes sends each rank's share for the k ranks of its own node
 // over the node's links and the rest over the network, at once (NCCL posts every send of an
 // all-to-all together): max((k - 1) / n x bytes / B_node, (n - k) / n x bytes / B_network)
-// + (n - 1) L_network.
+// + L_network.
 //
 // with B the link's bandwidth per device and direction (ppb::partition::Cluster: inside the
 // scale-up domain, or the network's across it) and L its latency (0 inside a node, the cluster's
@@ -105,7 +106,7 @@ struct Link {
 // node that holds one of its top_k experts (over the network: (N - 1) x the chance a node of
 // E / N experts is hit, N nodes) and once to each other rank of its own node that does (over
 // the node's links: (k_node - 1) x the chance for E / EP experts), at once; the slower, plus
-// the network's latency per other node. The forwarding inside the receiving node is left out.
+// the network's latency once. The forwarding inside the receiving node is left out.
 [[nodiscard]] double once_per_node_dispatch_ms(double token_bytes, double experts, double top_k,
                                                const Cluster& cluster, std::uint64_t first,
                                                std::uint64_t stride, std::uint64_t ranks) noexcept;
