@@ -317,11 +317,7 @@ std::optional<Plan> even_layout_plan(const Problem& problem, const MemorySource&
             if (per_chunk[PPB_KIND_NONE] < problem.min_layers(s, c))
                 return std::nullopt;
             memories.push_back(stage.affine.chunk_memory(c, per_chunk));
-            const double t = chunk_time(problem, s, c, per_chunk);
-            option.chunks.push_back(per_chunk);
-            option.chunk_times.push_back(t);
-            option.total += t;
-            option.slowest = std::max(option.slowest, t);
+            option.chunks.push_back(per_chunk);  // plan_from_options times them
         }
         option.memory = stage.affine.rows.peak(memories).memory;
         if (!within_budget(option.memory, problem.budget_mb()))

@@ -50,10 +50,12 @@ Link group_link(const Cluster& cluster, std::uint64_t first, std::uint64_t strid
 std::uint64_t ranks_in_first_node(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
                                   std::uint64_t ranks) noexcept {
     const std::uint64_t node = std::max<std::uint64_t>(cluster.devices_per_node, 1);
-    std::uint64_t local = 0;
-    for (std::uint64_t i = 0; i < ranks; ++i)
-        local += (first + i * stride) / node == first / node ? 1 : 0;
-    return local;
+    if (stride == 0)
+        return ranks;
+    // The ranks first + i x stride below the node's end: a prefix of the group (a data-parallel
+    // group can be thousands of ranks, asked for per stage and candidate plan).
+    const std::uint64_t room = (first / node + 1) * node - first;
+    return std::min(ranks, (room + stride - 1) / stride);
 }
 
 Link collective_link(const Cluster& cluster, std::uint64_t first, std::uint64_t stride,
