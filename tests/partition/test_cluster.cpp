@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tt = boost::test_tools;
 using ppb::partition::Cluster;
@@ -88,15 +91,16 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
     const Cluster plain = ppb::partition::cluster_of_device("A100");
     BOOST_TEST(plain.achieved_tflops() == 312.0 * 0.4, tt::tolerance(1e-12));
     BOOST_TEST(plain.overlap_exposed_fraction == 0.5);
+    // The H100 with one figure measured.
+    const auto measured = [](std::string_view field, double value) {
+        return read_cluster(
+            fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100", "{}": {}}})", field,
+                        value),
+            "cluster.json");
+    };
     // A measured share, 0 (all hidden) included.
-    for (const double share : {0.0, 0.1, 1.0}) {
-        const Cluster measured =
-            read_cluster(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
-                            "overlap_exposed_fraction": {}}})",
-                                     share),
-                         "cluster.json");
-        BOOST_TEST(measured.overlap_exposed_fraction == share);
-    }
+    for (const double share : {0.0, 0.1, 1.0})
+        BOOST_TEST(measured("overlap_exposed_fraction", share).overlap_exposed_fraction == share);
     // The memory bandwidth streaming kernels reach: 0.9 of the datasheet's unless measured.
     BOOST_TEST(h100.memory_bandwidth_fraction == 0.9);
     BOOST_TEST(h100.streamed_bytes_per_second() == 3.35e12 * 0.9, tt::tolerance(1e-12));
@@ -105,6 +109,10 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
             "overrides": {"memory_bandwidth_tb_s": 3.0}})",
         "cluster.json");
     BOOST_TEST(streamed.streamed_bytes_per_second() == 3.0e12 * 0.8, tt::tolerance(1e-12));
+    // A body layer's fixed time a forward: 100 us unless measured, 0 leaving it out.
+    BOOST_TEST(h100.layer_overhead_us == 100.0);
+    for (const double us : {0.0, 35.5})
+        BOOST_TEST(measured("layer_overhead_us", us).layer_overhead_us == us);
     // A device of the user's own, every figure given.
     const Cluster custom = read_cluster(
         R"({"format": "ppb.cluster/1", "device": {"name": "X1", "memory_gib": 96,
@@ -132,19 +140,20 @@ BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
                                    "achievable_fraction": 1.5})"),
                         "achievable_fraction"));
-    for (const char* share : {"-0.1", "1.01", "\"a quarter\"", "null"}) {
-        BOOST_TEST(contains(refusal(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
-                                                 "overlap_exposed_fraction": {}}})",
-                                                share)),
-                            "cluster.json: overlap_exposed_fraction: "),
-                   share);
-    }
-    for (const char* share : {"0", "-0.5", "1.5", "\"most\"", "true"}) {
-        BOOST_TEST(contains(refusal(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
-                                                 "memory_bandwidth_fraction": {}}})",
-                                                share)),
-                            "cluster.json: memory_bandwidth_fraction: "),
-                   share);
+    // Each figure out of its range, or not a number, named with its field.
+    const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> bad_figures = {
+        {"overlap_exposed_fraction", {"-0.1", "1.01", "\"a quarter\"", "null"}},
+        {"memory_bandwidth_fraction", {"0", "-0.5", "1.5", "\"most\"", "true"}},
+        {"layer_overhead_us", {"-1", "1e8", "\"fast\"", "null"}},
+    };
+    for (const auto& [field, values] : bad_figures) {
+        for (const std::string_view value : values) {
+            BOOST_TEST(contains(refusal(fmt::format(
+                                    R"({{"format": "ppb.cluster/1", "device": "H100", "{}": {}}})",
+                                    field, value)),
+                                fmt::format("cluster.json: {}: ", field)),
+                       field << " " << value);
+        }
     }
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
                                    "overrides": {"memory_gib": -1}})"),

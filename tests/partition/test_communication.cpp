@@ -357,7 +357,9 @@ BOOST_AUTO_TEST_CASE(overlap_hides_the_synchronisation_behind_the_stage_but_its_
 // of it crossing; an MoE layer of EP = 4 adds dispatch and combine all-to-alls of its token
 // copies (top_k x s x b x h x 2 bytes), three quarters crossing.
 BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_all_to_all) {
-    const Cluster h100 = without_latency(cluster_of_device("H100"));
+    // The collectives alone: a layer's fixed time has a test of its own.
+    Cluster h100 = without_latency(cluster_of_device("H100"));
+    h100.layer_overhead_us = 0.0;
     const ShapeSizes shape = shape_sizes(dense_shape, "shape.json");
     const double hidden_bytes = 2048.0 * 1024 * 2;
     const double gather = 0.5 * hidden_bytes / intra_bytes_per_ms;
@@ -432,6 +434,39 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
                    3.0 * fast_alone.body_forward + dense.forward() + dense.backward() -
                        fast_alone.body_forward - 2.0 * fast_alone.body_forward,
                tt::tolerance(1e-9));
+}
+
+// A body layer's fixed time per micro-batch (Cluster::layer_overhead_us, 100 us by default): its
+// forward gains it, its backward twice it, the embedding and the LM head nothing; so two
+// micro-batches of one sequence take longer than one of two, where FLOPs alone tie them.
+BOOST_AUTO_TEST_CASE(a_body_layer_takes_the_clusters_fixed_time_per_micro_batch) {
+    const Cluster h100 = without_latency(cluster_of_device("H100"));
+    BOOST_TEST(h100.layer_overhead_us == 100.0);
+    Cluster none = h100;
+    none.layer_overhead_us = 0.0;
+    const TimeModel with = time_model_from_shape(dense_shape, "shape.json", {400.0, h100});
+    const TimeModel without = time_model_from_shape(dense_shape, "shape.json", {400.0, none});
+    BOOST_TEST(with.body_forward - without.body_forward == 0.1, tt::tolerance(1e-9));
+    BOOST_TEST(with.body_time[PPB_KIND_NONE] - without.body_time[PPB_KIND_NONE] == 0.3,
+               tt::tolerance(1e-9));
+    BOOST_TEST(with.head_time == without.head_time);
+    BOOST_TEST(with.tail_time == without.tail_time);
+    // A measured figure replaces it.
+    Cluster measured = h100;
+    measured.layer_overhead_us = 250.0;
+    const TimeModel slower = time_model_from_shape(dense_shape, "shape.json", {400.0, measured});
+    BOOST_TEST(slower.body_forward - without.body_forward == 0.25, tt::tolerance(1e-9));
+    // Micro-batches of 1 and 2 (the shape's is 1): the same FLOPs per sequence, one fixed time
+    // per micro-batch.
+    std::string doubled = dense_shape;
+    doubled.replace(doubled.find(R"("micro_batch_size": 1)"),
+                    std::string(R"("micro_batch_size": 1)").size(), R"("micro_batch_size": 2)");
+    const TimeModel pair = time_model_from_shape(doubled, "pair.json", {400.0, none});
+    const TimeModel pair_with = time_model_from_shape(doubled, "pair.json", {400.0, h100});
+    BOOST_TEST(2.0 * without.body_time[PPB_KIND_NONE] == pair.body_time[PPB_KIND_NONE],
+               tt::tolerance(1e-6));
+    BOOST_TEST(2.0 * with.body_time[PPB_KIND_NONE] - pair_with.body_time[PPB_KIND_NONE] == 0.3,
+               tt::tolerance(1e-6));
 }
 
 // Sharded data parallelism (Megatron-FSDP's optim_grads_params): each unit's weights are gathered

@@ -140,7 +140,7 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
     const JsonObject root{JsonNode(document, source)};
     root.allow_only({"format", "device", "overrides", "devices_per_node", "intra_node_gb_s",
                      "network_gb_s", "network_latency_us", "achievable_fraction", "precision",
-                     "overlap_exposed_fraction", "memory_bandwidth_fraction"});
+                     "overlap_exposed_fraction", "memory_bandwidth_fraction", "layer_overhead_us"});
     const JsonNode format = root.required("format");
     if (format.as_string() != "ppb.cluster/1")
         format.fail(
@@ -187,6 +187,8 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
         cluster.overlap_exposed_fraction = x->as_number_in(exposed_range);
     if (const auto x = root.optional("memory_bandwidth_fraction"))
         cluster.memory_bandwidth_fraction = x->as_number_in(streamed_range);
+    if (const auto x = root.optional("layer_overhead_us"))
+        cluster.layer_overhead_us = x->as_number_in(latency_range);
     if (cluster.peak_tflops() <= 0.0) {
         const std::string problem = fmt::format(
             "the device {} has no {} rate (give {}_tflops in overrides)", cluster.device.name,

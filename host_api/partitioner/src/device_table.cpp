@@ -24,9 +24,9 @@ namespace {
 // head timed at the 16-bit peak times the same fraction): FP8 on H100 (15 NeMo 24.07 and
 // Megatron-Bridge runs), B200 (4) and GB200 (6). The other devices and precisions have no
 // published dense run ppb times yet: default_achievable_fraction.
-constexpr double kH100Fp8Fraction = 0.476;
-constexpr double kB200Fp8Fraction = 0.481;
-constexpr double kGB200Fp8Fraction = 0.470;
+constexpr double kH100Fp8Fraction = 0.489;
+constexpr double kB200Fp8Fraction = 0.493;
+constexpr double kGB200Fp8Fraction = 0.476;
 
 const std::array<DeviceSpec, 7>& table() {
     static const std::array<DeviceSpec, 7> devices = {{

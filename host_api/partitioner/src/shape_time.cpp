@@ -527,6 +527,11 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
                                ? ms(flops)
                                : ms(flops - sixteen_bit_flops) + ms16(sixteen_bit_flops);
     const double core = ms16(core_flops);
+    // A body layer's fixed time per micro-batch on a cluster (Cluster::layer_overhead_us): part
+    // of its compute, the backward's twice the forward's as its kernels are.
+    const double fixed = settings.cluster && type == sapp::EntryType::body
+                             ? settings.cluster->layer_overhead_us / 1e3
+                             : 0.0;
     // An overlapped collective costs its exposed share (Cluster::overlap_exposed_fraction: the
     // pieces waited for, the SMs it takes) and what of the rest outlasts the products under it.
     // With --tp-comm-overlap the tensor-parallel collectives run under the layer's matrix
@@ -551,8 +556,8 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
     };
     const double forward_streamed = streamed_ms(streamed.forward);
     const double backward_streamed = streamed_ms(streamed.backward);
-    const double forward = compute + forward_collectives + forward_streamed;
-    const double backward = 2.0 * compute + backward_collectives + backward_streamed;
+    const double forward = compute + fixed + forward_collectives + forward_streamed;
+    const double backward = 2.0 * (compute + fixed) + backward_collectives + backward_streamed;
     const double time = forward + backward;
     if (type == sapp::EntryType::body && !(time > 0.0)) {
         throw InputError(located_message(
@@ -572,7 +577,7 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
     if (forward_collectives == 0.0 && backward_collectives == 0.0 && forward_streamed == 0.0 &&
         backward_streamed == 0.0)
         return sapp::Entry{
-            .name = std::move(name), .type = type, .nb_layer = layers, .time = compute};
+            .name = std::move(name), .type = type, .nb_layer = layers, .time = compute + fixed};
     // A HEAD or TAIL with its own forward time would be timed one way by SAPP's solver (3 x time)
     // and another by its simulator: its whole, forward + backward, is 3 x time, split as SAPP
     // splits it (the loss's passes, a few per cent of the LM head, do not follow the 1 : 2 split
@@ -618,9 +623,10 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
         source, settings.device_tflops,
         settings.cluster
             ? fmt::format(", with each body layer's tensor-parallel collectives and expert "
-                          "all-to-all on {} {} per node (forward_time the forward with its "
-                          "collectives){}",
+                          "all-to-all on {} {} per node and its fixed {:g} us a forward "
+                          "(forward_time the forward with its collectives){}",
                           settings.cluster->devices_per_node, settings.cluster->device.name,
+                          settings.cluster->layer_overhead_us,
                           settings.cluster->streamed_bytes_per_second() > 0.0
                               ? fmt::format(", and the TAIL's loss over the logits at {:g} TB/s",
                                             settings.cluster->streamed_bytes_per_second() / 1e12)

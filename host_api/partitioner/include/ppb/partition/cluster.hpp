@@ -74,6 +74,20 @@ inline constexpr double default_overlap_exposed_fraction = 0.5;
 // further; a measured share replaces it in the cluster description.
 inline constexpr double default_memory_bandwidth_fraction = 0.9;
 
+// The fixed time of one layer's forward on one micro-batch, µs, however few tokens it holds (its
+// backward: twice that): the layer's kernels start and finish one after another, and each leaves
+// the device part-idle while it launches and while its last wave of tiles runs on a few of the
+// SMs. Transformer Engine's layer runs about 25 kernels a forward under FP8 (the norms fused with
+// their quantisation, four products, rotary embedding, attention, activation, the residual adds,
+// the amax reductions, the tensor-parallel collectives) and twice as many a backward, a few µs
+// each. Nobody publishes the sum; the published tuned configurations (tests/data/tuned/
+// published.json) choose micro-batches of 2 and 4 where memory allows, which only a fixed cost per
+// micro-batch explains (without one, a layer's time is linear in its tokens and the micro-batch
+// size ties), and rank best around 100 µs with the achievable fractions recalibrated at each: 16 of
+// 25 among ppb's first three with 0, 17 with 50, 18 with 100 and 150, 17 with 200. A measured
+// figure replaces it in the cluster description (host_api/docs/cluster.md, "Per-layer overhead").
+inline constexpr double default_layer_overhead_us = 100.0;
+
 // The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
 // Ascend910B).
 [[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
@@ -108,6 +122,9 @@ struct Cluster {
     // The share of the memory bandwidth streaming kernels reach
     // (default_memory_bandwidth_fraction).
     double memory_bandwidth_fraction = default_memory_bandwidth_fraction;
+    // The fixed time of a body layer's forward on one micro-batch, µs (its backward: twice that;
+    // default_layer_overhead_us).
+    double layer_overhead_us = default_layer_overhead_us;
 
     // The peak rate at `precision`, TFLOP/s.
     [[nodiscard]] double peak_tflops() const noexcept;
@@ -127,10 +144,10 @@ struct Cluster {
 // Reads a ppb.cluster/1 document. Throws ppb::InputError "<source>: <JSON path>: <problem>" for
 // malformed JSON, a wrong or missing format, an unknown device name (listing the known ones), an
 // unknown field, a figure that is not a finite number in its range (memory 0 < GiB <= 1e6, rates
-// and bandwidths >= 0, achievable_fraction and memory_bandwidth_fraction in (0, 1],
-// overlap_exposed_fraction in [0, 1], devices_per_node 1 to 1 000 000), a custom device without one
-// of its figures, and a precision the device has no rate for. `source` names the document in
-// messages.
+// and bandwidths >= 0, latency and layer_overhead_us 0 to 1e7 µs, achievable_fraction and
+// memory_bandwidth_fraction in (0, 1], overlap_exposed_fraction in [0, 1], devices_per_node 1 to 1
+// 000 000), a custom device without one of its figures, and a precision the device has no rate for.
+// `source` names the document in messages.
 [[nodiscard]] Cluster read_cluster(std::string_view text, std::string_view source);
 
 [[nodiscard]] std::string_view precision_name(MatrixPrecision precision) noexcept;
