@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -185,6 +187,87 @@ BOOST_AUTO_TEST_CASE(the_search_takes_the_rules) {
                             "--devices", "64", "--global-batch", "256", "--memory-limit-mb",
                             "40000", "--recompute-rule", "deepspeed"}),
                        {"--recompute-rule"});
+}
+
+// A model shape with multi-token prediction layers (mtp_num_layers, as `ppb import
+// megatron-options` writes --mtp-num-layers): the layout `ppb partition` and `ppb search` print
+// holds them ('m') in the last stage's last chunk, after every decoder layer, as Megatron-LM
+// requires of a layout beside --mtp-num-layers (validate_layer_layout,
+// megatron/core/transformer/pipeline_parallel_layer_layout.py at d98e8a64dd); without them
+// Megatron-LM refuses the layout.
+BOOST_AUTO_TEST_CASE(a_shapes_multi_token_prediction_layers_are_in_the_layout) {
+    std::ifstream sample(std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-v3-shape.json");
+    const std::string text((std::istreambuf_iterator<char>(sample)),
+                           std::istreambuf_iterator<char>());
+    json::object shape = parse_json(text).as_object();
+    shape["mtp_num_layers"] = 1;
+    const std::string with_mtp = write_file(json::serialize(shape), "dsv3-mtp.json");
+    const auto checked = [](const std::string& layout, std::size_t virtual_stages) {
+        const auto stages = megatron_virtual_stages(layout);
+        BOOST_TEST_REQUIRE(stages.size() == virtual_stages, layout);
+        std::string flat;
+        for (const std::string& s : stages)
+            flat += s;
+        BOOST_TEST(std::count(flat.begin(), flat.end(), 'm') == 1, layout);
+        BOOST_TEST(stages.back().ends_with("mL"), layout);
+        BOOST_TEST(flat.find('t', flat.find('m')) == std::string::npos, layout);
+        BOOST_TEST(std::count(flat.begin(), flat.end(), 't') == 61, layout);
+    };
+    const auto partitioned = ppb({"partition",   "--model",           "analytic", "--model-options",
+                                  with_mtp,      "--stages",          "4",        "--schedule",
+                                  "interleaved", "--chunks",          "2",        "--micro-batches",
+                                  "8",           "--memory-limit-mb", "900000",   "--device-tflops",
+                                  "400",         "--recompute-rule",  "megatron", "--json"});
+    BOOST_TEST_REQUIRE(partitioned.exit_code == 0, partitioned.err);
+    const json::value megatron = parse_json(partitioned.out).at("megatron");
+    checked(std::string(megatron.at("layout").as_string()), 8);
+    const auto searched = ppb({"search",   "--model",
+                               "analytic", "--model-options",
+                               with_mtp,   "--devices",
+                               "16",       "--global-batch",
+                               "16",       "--pipeline-degrees",
+                               "4",        "--expert-parallel",
+                               "4",        "--schedules",
+                               "1f1b",     "--memory-limit-mb",
+                               "900000",   "--device-tflops",
+                               "400",      "--recompute",
+                               "none",     "--top",
+                               "1",        "--json"});
+    BOOST_TEST_REQUIRE(searched.exit_code == 0, searched.err);
+    const std::string layout(parse_json(searched.out)
+                                 .at("ranking")
+                                 .at(0)
+                                 .at("plan")
+                                 .at("megatron")
+                                 .at("layout")
+                                 .as_string());
+    checked(layout, 4);
+    // Without the MTP layers in the shape, none in the layout.
+    shape.erase("mtp_num_layers");
+    const auto plain = ppb({"partition",
+                            "--model",
+                            "analytic",
+                            "--model-options",
+                            write_file(json::serialize(shape), "dsv3.json"),
+                            "--stages",
+                            "4",
+                            "--schedule",
+                            "interleaved",
+                            "--chunks",
+                            "2",
+                            "--micro-batches",
+                            "8",
+                            "--memory-limit-mb",
+                            "900000",
+                            "--device-tflops",
+                            "400",
+                            "--recompute-rule",
+                            "megatron",
+                            "--json"});
+    BOOST_TEST_REQUIRE(plain.exit_code == 0, plain.err);
+    BOOST_TEST(
+        std::string(parse_json(plain.out).at("megatron").at("layout").as_string()).find('m') ==
+        std::string::npos);
 }
 
 // The layout flag read back by `ppb import megatron`: the sample run of samples/data/import (its

@@ -248,6 +248,73 @@ BOOST_AUTO_TEST_CASE(printed_flags_rebuild_random_plans) {
     BOOST_TEST(noop > 50u);
 }
 
+// A model with multi-token prediction layers (Megatron-LM's --mtp-num-layers): the layout holds
+// them as validate_layer_layout of megatron/core/transformer/pipeline_parallel_layer_layout.py (at
+// NVIDIA/Megatron-LM d98e8a64dd) requires, its rules written here: as many 'm' as MTP layers, all
+// in one virtual stage, the last chunk of their rank (P - 1 - mtp_stage_offset), no decoder layer
+// after the first of them; the decoders of every virtual stage are the plan's. A plan with
+// decoders after their stage is refused, naming where; the legacy flags, which put them on the
+// last stage, only with offset 0.
+BOOST_AUTO_TEST_CASE(multi_token_prediction_layers_are_placed_as_megatron_validates_them) {
+    std::mt19937 rng(4242);
+    std::size_t written = 0, refused = 0;
+    for (int trial = 0; trial < 600; ++trial) {
+        pt::RandomPlan r = pt::random_plan(rng, trial % 3 == 0);
+        auto& p = r.problem;
+        const std::uint32_t P = p.num_stages;
+        const std::uint32_t v = p.chunks;
+        p.mtp.layers = 1 + static_cast<std::uint32_t>(trial % 3);
+        p.mtp.stage_offset = trial % 4 == 0 ? static_cast<std::uint32_t>(trial / 4) % P : 0;
+        const std::string what =
+            fmt::format("trial {} P={} v={} mtp {} offset {} positions {}", trial, P, v,
+                        p.mtp.layers, p.mtp.stage_offset, fmt::join(r.positions, ","));
+        const auto megatron = ppb::partition::megatron_args(p, r.plan);
+        const std::uint32_t rank = P - 1 - p.mtp.stage_offset;
+        const std::size_t holder = std::size_t{v - 1} * P + rank;
+        const bool decoders_after =
+            std::any_of(r.positions.begin() + static_cast<std::ptrdiff_t>(holder) + 1,
+                        r.positions.end(), [](std::uint32_t n) { return n > 0; });
+        if (decoders_after) {
+            ++refused;
+            BOOST_TEST(!megatron.args.expressible(), what);
+            BOOST_TEST(megatron.args.why_not.find("after every decoder layer") != std::string::npos,
+                       what << ": " << megatron.args.why_not);
+            continue;
+        }
+        ++written;
+        BOOST_TEST_REQUIRE(megatron.args.expressible(), what << ": " << megatron.args.why_not);
+        const std::string layout = value_of(megatron.args.args, "--pipeline-model-parallel-layout");
+        const auto stages = megatron_reads(layout);
+        BOOST_TEST_REQUIRE(stages.size() == std::size_t{P} * v, what << ": " << layout);
+        std::string flat;
+        for (std::size_t q = 0; q < stages.size(); ++q) {
+            flat += stages[q];
+            const auto count = [&](char c) {
+                return static_cast<std::uint32_t>(
+                    std::count(stages[q].begin(), stages[q].end(), c));
+            };
+            BOOST_TEST(count('t') == r.positions[q], what << ": " << layout << " stage " << q);
+            // Megatron: the MTP layers in one virtual stage, their rank's last.
+            BOOST_TEST(count('m') == (q == holder ? p.mtp.layers : 0u),
+                       what << ": " << layout << " stage " << q);
+        }
+        BOOST_TEST(std::count(flat.begin(), flat.end(), 'm') == p.mtp.layers, what);
+        BOOST_TEST(flat.find('t', flat.find('m')) == std::string::npos, what << ": " << layout);
+        BOOST_TEST(flat.front() == 'E', what);
+        BOOST_TEST(flat.back() == 'L', what);
+        if (p.mtp.stage_offset > 0)
+            BOOST_TEST(!megatron.legacy_args.expressible(), what);
+    }
+    BOOST_TEST(written > 100u);
+    BOOST_TEST(refused > 20u);
+    // An offset beyond the pipeline is named.
+    pt::RandomPlan r = pt::random_plan(rng);
+    r.problem.mtp = {1, r.problem.num_stages};
+    const auto beyond = ppb::partition::megatron_args(r.problem, r.plan);
+    BOOST_TEST(beyond.args.why_not.find("but the pipeline has") != std::string::npos,
+               beyond.args.why_not);
+}
+
 // DualPipe-V: torchtitan's V order (rank r holds stages r and 2P - 1 - r), which Megatron's
 // layout cannot say.
 BOOST_AUTO_TEST_CASE(v_schedules_are_torchtitans_only) {

@@ -100,14 +100,19 @@ std::vector<std::uint32_t> layers_per_position(const Problem& problem, const Pla
     return out;
 }
 
-std::string megatron_layout_string(const std::vector<std::uint32_t>& positions) {
-    const auto decoders = [](std::uint32_t n) {
-        return n == 0 ? std::string() : n == 1 ? std::string("t") : fmt::format("t*{}", n);
+std::string megatron_layout_string(const std::vector<std::uint32_t>& positions,
+                                   std::uint32_t mtp_layers, std::size_t mtp_at) {
+    const auto layers = [](char kind, std::uint32_t n) {
+        return n == 0   ? std::string()
+               : n == 1 ? std::string(1, kind)
+                        : fmt::format("{}*{}", kind, n);
     };
     const std::size_t q = positions.size();
     std::vector<std::string> stages;
     for (std::size_t i = 0; i < q; ++i) {
-        std::string text = (i == 0 ? "E" : "") + decoders(positions[i]);
+        std::string text = (i == 0 ? "E" : "") + layers('t', positions[i]);
+        if (i == mtp_at)
+            text += layers('m', mtp_layers);
         if (i + 1 == q)
             text += "L";
         stages.push_back(std::move(text));
@@ -159,7 +164,38 @@ MegatronArgs megatron_args(const Problem& problem, const Plan& plan) {
         out.legacy_args.why_not = refusal;
         return out;
     }
-    out.layout = megatron_layout_string(layers_per_position(problem, plan));
+    const std::vector<std::uint32_t> positions = layers_per_position(problem, plan);
+    const std::uint32_t p = problem.num_stages;
+    const std::uint32_t v = problem.chunks;
+    // The multi-token prediction layers: in the last chunk of their stage, after every decoder
+    // layer (Megatron-LM refuses a layout that puts one after them).
+    const MtpLayers& mtp = problem.mtp;
+    std::size_t mtp_at = 0;
+    if (mtp.layers > 0) {
+        if (mtp.stage_offset >= p) {
+            out.args.why_not = fmt::format(
+                "the model's multi-token prediction layers are {} stages before the last "
+                "(mtp_stage_offset), but the pipeline has {} stages",
+                mtp.stage_offset, p);
+            out.legacy_args.why_not = out.args.why_not;
+            return out;
+        }
+        mtp_at = static_cast<std::size_t>(v - 1) * p + (p - 1 - mtp.stage_offset);
+        const auto after = std::find_if(positions.begin() + static_cast<std::ptrdiff_t>(mtp_at) + 1,
+                                        positions.end(), [](std::uint32_t n) { return n > 0; });
+        if (after != positions.end()) {
+            const auto at = static_cast<std::uint32_t>(after - positions.begin());
+            out.args.why_not = fmt::format(
+                "Megatron-LM places the {} multi-token prediction layer{} after every decoder "
+                "layer, in the last chunk of stage {} (mtp_stage_offset {}), but the plan puts "
+                "{} decoder layer{} on stage {} chunk {}, after it",
+                mtp.layers, mtp.layers == 1 ? "" : "s", p - 1 - mtp.stage_offset, mtp.stage_offset,
+                *after, *after == 1 ? "" : "s", at % p, at / p);
+            out.legacy_args.why_not = out.args.why_not;
+            return out;
+        }
+    }
+    out.layout = megatron_layout_string(positions, mtp.layers, mtp_at);
     const auto setting = megatron_recompute_of(plan);
     if (!setting) {
         out.args.why_not = no_setting_reason(problem, plan, "Megatron-LM");
@@ -172,9 +208,15 @@ MegatronArgs megatron_args(const Problem& problem, const Plan& plan) {
     append(out.args.args, recompute);
 
     // The legacy flags: every stage's chunks equal, and the stages between the first and the last
-    // equal.
-    const std::uint32_t p = problem.num_stages;
-    const std::uint32_t v = problem.chunks;
+    // equal; without a layout Megatron-LM puts the multi-token prediction layers on the last
+    // stage (megatron/core/transformer/multi_token_prediction.py, mtp_on_this_rank).
+    if (mtp.layers > 0 && mtp.stage_offset > 0) {
+        out.legacy_args.why_not = fmt::format(
+            "without the layout flag Megatron-LM puts the multi-token prediction layers on the "
+            "last stage, not {} before it (mtp_stage_offset); use the layout flag",
+            mtp.stage_offset);
+        return out;
+    }
     const auto totals = stage_totals(plan);
     for (const StagePlan& s : plan.stages) {
         for (const ChunkPlan& c : s.chunks) {

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ppb::partition {
 void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
@@ -107,6 +108,35 @@ PlanWithModelOptions plan_options_of(const PartitionRequest& request, const Prob
     return {.choose_objective = request.objective == "auto", .refine = !request.fast};
 }
 
+namespace {
+
+// The multi-token prediction layers of a model shape: its mtp_num_layers and mtp_stage_offset
+// (the analytic model's keys, whose reader refuses bad values), none where the shape has none.
+MtpLayers mtp_of_shape(std::string_view shape_json) {
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(shape_json, ec);
+    MtpLayers out;
+    if (ec || !parsed.is_object())
+        return out;
+    const auto count = [&](std::string_view key) -> std::uint32_t {
+        const boost::json::value* v = parsed.as_object().if_contains(key);
+        if (v == nullptr)
+            return 0;
+        if (v->is_uint64() && v->as_uint64() <= std::numeric_limits<std::uint32_t>::max())
+            return static_cast<std::uint32_t>(v->as_uint64());
+        if (v->is_int64() && v->as_int64() >= 0 &&
+            v->as_int64() <= std::numeric_limits<std::uint32_t>::max())
+            return static_cast<std::uint32_t>(v->as_int64());
+        return 0;
+    };
+    out.layers = count("mtp_num_layers");
+    if (out.layers > 0)
+        out.stage_offset = count("mtp_stage_offset");
+    return out;
+}
+
+}  // namespace
+
 bool is_model_shape(std::string_view options_json) {
     boost::system::error_code ec;
     const boost::json::value parsed = boost::json::parse(options_json, ec);
@@ -127,6 +157,8 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                            name("device"), name("cluster")));
     }
     RequestTimes out;
+    if (is_model_shape(request.shape_json))
+        out.mtp = mtp_of_shape(request.shape_json);
     if (!request.layer_file.empty()) {
         out.time = read_time_model(request.layer_file, *convention);
         out.source = request.layer_file;
@@ -207,6 +239,7 @@ std::uint32_t micro_batches_of(std::optional<std::uint64_t> given,
 void set_times(Problem& problem, const RequestTimes& times, const Cluster* cluster,
                bool comm_time_given) {
     problem.time = times.time;
+    problem.mtp = times.mtp;
     if (!times.sizes || cluster == nullptr)
         return;
     // Sharded gradients or weights (Megatron-FSDP, FSDP2) move per layer: the layers' times

@@ -488,6 +488,7 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
                             times.shape_json = to_compact_json(with_degrees(*shape, key));
                         Variant v{times_of(times, name), common};
                         v.base.time = v.times.time;
+                        v.base.mtp = v.times.mtp;
                         variants.emplace(key, std::move(v));
                     }
                 }

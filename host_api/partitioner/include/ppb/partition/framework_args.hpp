@@ -9,7 +9,8 @@
 //     (megatron/core/transformer/pipeline_parallel_layer_layout.py, commit
 //     00caa53af30912914981c86f39db123961678bbd): one string of virtual stages separated by
 //     '|', virtual stage c·P + r being chunk c of rank r, 'E' the embedding, 't' a decoder layer,
-//     'L' the loss, "x*n" n copies of x, "(...)*n" n copies of a group. One recompute setting for
+//     'm' a multi-token prediction layer (Problem::mtp), 'L' the loss, "x*n" n copies of x,
+//     "(...)*n" n copies of a group. One recompute setting for
 //     the whole model (problem.hpp, MegatronRecompute). The schedules 1F1B (one chunk) and
 //     interleaved 1F1B (several). The layout flag is refused beside
 //     --decoder-first/last-pipeline-num-layers and --account-for-embedding/loss-in-pipeline-split
@@ -59,8 +60,11 @@ struct FrameworkFlags {
 // The --pipeline-model-parallel-layout string of P stages and positions.size() / P chunks
 // holding positions[q] decoder layers at virtual stage q: 'E' first, 'L' last, "t*n" for n >= 2
 // layers, and runs of two or more equal virtual stages between the first and the last as
-// "(...|)*k" — "Et*3|(t*2|)*29,t|L" style, without the commas.
-[[nodiscard]] std::string megatron_layout_string(const std::vector<std::uint32_t>& positions);
+// "(...|)*k" — "Et*3|(t*2|)*29,t|L" style, without the commas. With `mtp_layers`, virtual stage
+// `mtp_at` also holds that many multi-token prediction layers after its decoders ('m', "m*n").
+[[nodiscard]] std::string megatron_layout_string(const std::vector<std::uint32_t>& positions,
+                                                 std::uint32_t mtp_layers = 0,
+                                                 std::size_t mtp_at = 0);
 
 // The recompute flags of `setting`: none; --recompute-granularity selective; or
 // --recompute-granularity full --recompute-method block|uniform --recompute-num-layers N (1 for

@@ -74,6 +74,17 @@ struct MemorySource {
 //                'select' (selective, op) or every layer 'full'.
 enum class RecomputeRule { any, mindformers, megatron, torchtitan };
 
+// The model's multi-token prediction layers (Megatron-LM's --mtp-num-layers; the analytic model's
+// mtp_num_layers and mtp_stage_offset). The plan does not place them: the memory and time models
+// count them on their stage. A framework's layout names them: Megatron-LM's 'm', after every
+// decoder layer, in the last chunk of stage P - 1 - stage_offset
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py at d98e8a64dd,
+// validate_layer_layout: a layout without them is refused when --mtp-num-layers is set).
+struct MtpLayers {
+    std::uint32_t layers = 0;
+    std::uint32_t stage_offset = 0;  // counted back from the last stage
+};
+
 // One recompute setting for the whole model, in Megatron-LM's terms (its flags:
 // megatron_args.hpp). Megatron applies --recompute-method to each TransformerBlock, and each model
 // chunk (virtual pipeline stage) is one block (megatron/core/transformer/transformer_block.py,
@@ -181,6 +192,8 @@ struct Problem {
     // problems that bound a model of several groups give each position the times of the groups
     // its layers can be (host_api/docs/design.md, "Groups of layers with many chunks").
     std::vector<PositionTime> position_times = {};
+    // The model's multi-token prediction layers, for the frameworks' layouts (MtpLayers).
+    MtpLayers mtp = {};
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).

@@ -99,6 +99,9 @@ struct RequestTimes {
     // replicas (the shape's data_parallel); nullopt otherwise.
     std::optional<ShapeSizes> sizes = std::nullopt;
     std::uint32_t replicas = 1;
+    // The multi-token prediction layers the model shape (the options, when they are one) gives,
+    // for the frameworks' layouts (Problem::mtp); none without a shape.
+    MtpLayers mtp = {};
 };
 
 // Whether `options_json` is a model shape (a JSON object holding tensor_parallel, as the analytic
