@@ -46,7 +46,7 @@ std::string joined(const std::set<std::uint32_t>& values) {
 // we know of why (the measured places are in the test's message).
 const std::map<std::string, std::string> open_ranks = {
     {"llama2_13b H100 fp8 16 TP1 PP4 VP10 CP1 MBS1",
-     "9th: ppb prefers two stages (+4.7 %); at 4 stages the last of the 40 one-layer chunks "
+     "6th: ppb prefers two stages (+4.7 %); at 4 stages the last of the 40 one-layer chunks "
      "also holds the LM head and the loss"},
     {"nemotron3_22b H100 fp8 64 TP2 PP4 VP10 CP1 MBS2",
      "85th: the recipe's last stage also runs the 16-bit LM head and the loss of 256 000 words "

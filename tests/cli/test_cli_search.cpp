@@ -860,9 +860,12 @@ BOOST_AUTO_TEST_CASE(expert_parallel_degrees_are_searched_with_an_moe_shape) {
         const int ep = v.at("expert_parallel").to_number<int>();
         const int p = v.at("pipeline_parallel").to_number<int>();
         BOOST_TEST(v.at("data_parallel").to_number<int>() % ep == 0);
+        // The degrees, then the shape's distributed optimizer.
         const json::array& flags = v.at("megatron_parallelism").as_array();
-        BOOST_TEST(json::serialize(json::array(flags.end() - 2, flags.end())) ==
-                   fmt::format(R"(["--expert-model-parallel-size","{}"])", ep));
+        BOOST_TEST(
+            json::serialize(json::array(flags.end() - 3, flags.end())) ==
+            fmt::format(R"(["--expert-model-parallel-size","{}","--use-distributed-optimizer"])",
+                        ep));
         BOOST_TEST(v.at("torchtitan_parallelism")
                        .at("parallelism.expert_parallel_degree")
                        .to_number<int>() == ep);
@@ -954,6 +957,82 @@ BOOST_AUTO_TEST_CASE(megatron_s_rule_ranks_an_moe_shape_under_1f1b_and_with_chun
                               "stage, a zero-bubble schedule or one recompute setting per run "
                               "(Megatron-LM's and torchtitan's rules)") != std::string::npos,
                table.out);
+}
+
+// Each ranked configuration's Megatron-LM flags carry what its ranking assumed: the shape's
+// sequence parallelism where t > 1 (Megatron-LM turns it off with one tensor-parallel rank), the
+// tensor-parallel overlap with it (Megatron-LM refuses it without: megatron/training/arguments.py
+// at d98e8a64dd), the overlaps the search timed, the shape's distributed optimizer and expert
+// degree where the search does not vary them; a searched sharding or degree is the
+// configuration's own.
+BOOST_AUTO_TEST_CASE(the_megatron_flags_carry_what_the_ranking_assumed) {
+    const std::string dense = write_file(
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 8,
+            "tensor_parallel": 2, "sequence_parallel": true, "distributed_optimizer": true})",
+        "assumed.json");
+    const auto flags_of = [](const json::value& entry) {
+        std::vector<std::string> out;
+        for (const json::value& t : entry.at("megatron_parallelism").as_array())
+            out.emplace_back(t.as_string());
+        return out;
+    };
+    const auto has = [](const std::vector<std::string>& flags, const std::string& flag) {
+        return std::find(flags.begin(), flags.end(), flag) != flags.end();
+    };
+    // A search of `shape` on 8 H100s, global batch 32, without recompute, and `more`.
+    const auto search = [](const std::string& shape, std::vector<std::string> more) {
+        std::vector<std::string> args = {"search", "--model",   "analytic", "--model-options",
+                                         shape,    "--devices", "8",        "--global-batch",
+                                         "32",     "--device",  "H100",     "--recompute",
+                                         "none",   "--json"};
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto r =
+        search(dense, {"--tensor-parallel", "1,2", "--pipeline-degrees", "1,2", "--tp-comm-overlap",
+                       "--overlap-grad-reduce", "--overlap-param-gather", "--top", "0"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    std::size_t with_tp = 0;
+    std::size_t without_tp = 0;
+    const json::value doc = parse_json(r.out);
+    for (const json::value& entry : doc.at("ranking").as_array()) {
+        const std::vector<std::string> flags = flags_of(entry);
+        const bool tp = entry.at("tensor_parallel").to_number<int>() > 1;
+        (tp ? with_tp : without_tp) += 1;
+        BOOST_TEST(has(flags, "--sequence-parallel") == tp);
+        BOOST_TEST(has(flags, "--tp-comm-overlap") == tp);
+        BOOST_TEST(has(flags, "--overlap-grad-reduce"));
+        BOOST_TEST(has(flags, "--overlap-param-gather"));
+        BOOST_TEST(has(flags, "--use-distributed-optimizer"));
+        BOOST_TEST(!has(flags, "--expert-model-parallel-size"));
+    }
+    BOOST_TEST(with_tp > 0u);
+    BOOST_TEST(without_tp > 0u);
+    // A searched sharding is the configuration's; without the overlaps asked, none is named.
+    const auto sharded = search(dense, {"--pipeline-degrees", "1", "--data-parallel-sharding",
+                                        "optim_grads_params", "--top", "1"});
+    BOOST_TEST_REQUIRE(sharded.exit_code == 0, sharded.err);
+    const std::vector<std::string> fsdp = flags_of(parse_json(sharded.out).at("ranking").at(0));
+    BOOST_TEST(has(fsdp, "--use-megatron-fsdp"));
+    BOOST_TEST(!has(fsdp, "--use-distributed-optimizer"));
+    BOOST_TEST(has(fsdp, "--sequence-parallel"));
+    BOOST_TEST(!has(fsdp, "--tp-comm-overlap"));
+    BOOST_TEST(!has(fsdp, "--overlap-grad-reduce"));
+    // An MoE shape's own expert degree, where the search does not vary it.
+    const std::string moe = write_file(
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 4,
+            "tensor_parallel": 1, "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 4}})",
+        "assumed-moe.json");
+    const auto experts = search(moe, {"--pipeline-degrees", "1", "--top", "1"});
+    BOOST_TEST_REQUIRE(experts.exit_code == 0, experts.err);
+    const std::vector<std::string> ep = flags_of(parse_json(experts.out).at("ranking").at(0));
+    const auto at = std::find(ep.begin(), ep.end(), "--expert-model-parallel-size");
+    BOOST_TEST_REQUIRE((at != ep.end() && at + 1 != ep.end()));
+    BOOST_TEST(*(at + 1) == "4");
+    BOOST_TEST(!has(ep, "--sequence-parallel"));
+    BOOST_TEST(!has(ep, "--use-distributed-optimizer"));
 }
 
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its

@@ -419,6 +419,14 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
                                   std::max((1.0 - share) * dense.forward() - slow_compute, 0.0),
             tt::tolerance(1e-9));
     }
+    // Without sequence parallelism Megatron-LM refuses --tp-comm-overlap
+    // (megatron/training/arguments.py at d98e8a64dd): the all-reduces are waited for.
+    BOOST_TEST(time_model_from_shape(plain, "plain.json", ShapeTimeSettings{400.0, h100, true})
+                   .body_forward ==
+               time_model_from_shape(plain, "plain.json", ShapeTimeSettings{400.0, h100, false})
+                   .body_forward);
+    BOOST_TEST(time_model_from_shape(plain, "plain.json", ShapeTimeSettings{400.0, h100, false})
+                   .body_forward > overlapped.body_forward);
     Cluster none_hidden = h100;
     none_hidden.overlap_exposed_fraction = 1.0;
     BOOST_TEST(time_model_from_shape(dense_shape, "shape.json",

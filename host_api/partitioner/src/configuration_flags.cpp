@@ -13,7 +13,7 @@ std::uint64_t global_batch_of(const Configuration& c) {
 
 }  // namespace
 
-FrameworkFlags megatron_configuration_args(const Configuration& c) {
+FrameworkFlags megatron_configuration_args(const Configuration& c, const AssumedSettings& assumed) {
     FrameworkFlags out;
     out.args = {"--tensor-model-parallel-size",
                 std::to_string(c.tensor_parallel),
@@ -25,13 +25,21 @@ FrameworkFlags megatron_configuration_args(const Configuration& c) {
                 std::to_string(c.micro_batch_size),
                 "--global-batch-size",
                 std::to_string(global_batch_of(c))};
-    if (c.expert_parallel) {
-        out.args.insert(out.args.end(),
-                        {"--expert-model-parallel-size", std::to_string(*c.expert_parallel)});
-    }
-    if (!c.sharding)
+    if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
+        out.args.insert(out.args.end(), {"--expert-model-parallel-size", std::to_string(*ep)});
+    const bool sequence_parallel = assumed.sequence_parallel && c.tensor_parallel > 1;
+    if (sequence_parallel)
+        out.args.emplace_back("--sequence-parallel");
+    if (sequence_parallel && assumed.tp_comm_overlap)
+        out.args.emplace_back("--tp-comm-overlap");
+    if (assumed.overlap_grad_reduce)
+        out.args.emplace_back("--overlap-grad-reduce");
+    if (assumed.overlap_param_gather)
+        out.args.emplace_back("--overlap-param-gather");
+    const std::optional<DataParallelSharding> sharding = c.sharding ? c.sharding : assumed.sharding;
+    if (!sharding)
         return out;
-    switch (*c.sharding) {
+    switch (*sharding) {
         case DataParallelSharding::no_shard:
             break;
         case DataParallelSharding::optim:

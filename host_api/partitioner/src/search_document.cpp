@@ -167,7 +167,8 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         // The configuration in the frameworks' own settings, beside the plan's layout and
         // recompute (its "megatron", "torchtitan").
         json::array megatron;
-        for (const std::string& a : megatron_configuration_args(o->configuration).args)
+        for (const std::string& a :
+             megatron_configuration_args(o->configuration, context.megatron_assumed).args)
             megatron.emplace_back(a);
         entry["megatron_parallelism"] = std::move(megatron);
         keyed_member(entry, "torchtitan_parallelism", torchtitan_configuration(o->configuration));

@@ -44,6 +44,40 @@ std::optional<std::uint32_t> shape_count(const json::object& shape, std::string_
     return std::nullopt;  // the model names its own wrong types
 }
 
+// What the ranking assumes beyond each configuration's degrees (AssumedSettings): the shape's
+// sequence parallelism, its sharding and expert degree where the search does not vary them, and
+// the overlaps it times.
+AssumedSettings assumed_settings(const std::optional<json::object>& shape,
+                                 const SearchRequest& request, const SearchSpace& space) {
+    AssumedSettings out;
+    out.tp_comm_overlap = request.times.tp_comm_overlap;
+    out.overlap_grad_reduce = request.times.overlap_grad_reduce;
+    out.overlap_param_gather = request.times.overlap_param_gather;
+    if (!shape)
+        return out;
+    const auto flag = [&](std::string_view key) {
+        const json::value* v = shape->if_contains(key);
+        return v != nullptr && v->is_bool() && v->as_bool();
+    };
+    out.sequence_parallel = flag("sequence_parallel");
+    if (space.shardings.empty()) {
+        const json::value* named = shape->if_contains("data_parallel_sharding");
+        if (named != nullptr && named->is_string())
+            out.sharding = sharding_from_name(named->as_string());
+        else if (flag("distributed_optimizer"))
+            out.sharding = DataParallelSharding::optim;
+    }
+    if (space.expert_parallel_degrees.empty()) {
+        if (const json::value* moe = shape->if_contains("moe");
+            moe != nullptr && moe->is_object()) {
+            const auto ep = shape_count(moe->as_object(), "expert_parallel");
+            if (ep && *ep > 1)
+                out.expert_parallel = ep;
+        }
+    }
+    return out;
+}
+
 // A model shape with data parallelism sharding as `sharding` says: data_parallel_sharding, and
 // distributed_optimizer with every sharding but no_shard (Megatron-FSDP requires the distributed
 // optimizer; the analytic model refuses no_shard with it).
@@ -585,7 +619,8 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
             ? std::optional<Throughput>(Throughput{
                   sizes_of_first->tokens_per_micro_batch / first_b,
                   sizes_of_first->model_flops_per_micro_batch / first_b, cluster->peak_tflops()})
-            : std::nullopt};
+            : std::nullopt,
+        assumed_settings(shape, request, space)};
     // Nothing fits: the smallest limit that fits a configuration.
     if (!answer.result.stopped && ranked(answer.result).empty())
         throw_nothing_fits(answer.base, answer.result, name);

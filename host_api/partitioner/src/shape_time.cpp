@@ -642,6 +642,12 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
     std::optional<ShapeSizes> sizes;
     if (settings.cluster)
         sizes = shape_sizes(options_json, source);
+    // Megatron-LM overlaps the tensor-parallel collectives only with sequence parallelism
+    // (megatron/training/arguments.py at d98e8a64dd asserts it for --tp-comm-overlap, and with
+    // one tensor-parallel rank turns sequence parallelism off): without it the collectives are
+    // waited for.
+    ShapeTimeSettings body_settings = settings;
+    body_settings.tp_comm_overlap = settings.tp_comm_overlap && sizes && sizes->sequence_parallel;
     const auto communication_of = [&](std::string_view name) {
         if (sizes) {
             for (const ShapeSizes::Group& g : sizes->groups) {
@@ -659,7 +665,7 @@ json::object layer_file_from_shape(std::string_view options_json, std::string_vi
         while (end < shape.layers && group_of(end).second == moe)
             ++end;
         file.entries.push_back(timed_entry(std::string(name), sapp::EntryType::body, end - i,
-                                           moe ? moe_flops : dense_flops, settings, source,
+                                           moe ? moe_flops : dense_flops, body_settings, source,
                                            communication_of(name), core_attention_flops(shape),
                                            core_attention_flops(shape)));
         // auto_partition_layer: each group once, in order of first appearance, all its layers.

@@ -257,9 +257,10 @@ std::vector<FrameworkConfig> framework_configs(const JsonNode& plan,
     return configs_of(plan, &degrees);
 }
 
-FrameworkDegrees framework_degrees(const partition::Configuration& configuration) {
+FrameworkDegrees framework_degrees(const partition::Configuration& configuration,
+                                   const partition::AssumedSettings& assumed) {
     FrameworkDegrees out;
-    out.megatron = partition::megatron_configuration_args(configuration).args;
+    out.megatron = partition::megatron_configuration_args(configuration, assumed).args;
     partition::KeyedSettings titan = partition::torchtitan_configuration(configuration);
     out.torchtitan = std::move(titan.settings);
     out.torchtitan_why_not = std::move(titan.why_not);

@@ -23,6 +23,7 @@
 #define PPB_CLI_FRAMEWORK_CONFIG_HPP
 
 #include <ppb/json_input.hpp>
+#include <ppb/partition/configuration_flags.hpp>
 #include <ppb/partition/search.hpp>
 
 #include <boost/json/object.hpp>
@@ -67,8 +68,10 @@ struct FrameworkDegrees {
     std::string mindformers_why_not;
 };
 
-// A searched configuration's, from the library's mapping.
-[[nodiscard]] FrameworkDegrees framework_degrees(const partition::Configuration& configuration);
+// A searched configuration's, from the library's mapping, with what the search's ranking assumed
+// in its Megatron-LM flags.
+[[nodiscard]] FrameworkDegrees framework_degrees(const partition::Configuration& configuration,
+                                                 const partition::AssumedSettings& assumed);
 // A ppb.search/1 ranking entry's degrees ("megatron_parallelism", "torchtitan_parallelism" and
 // its "_why_not", "mindformers_parallelism" where the document has it), read with the checked
 // reader.

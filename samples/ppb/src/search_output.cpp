@@ -228,8 +228,9 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         const SearchOutcome& first = *ranking.front();
         const boost::json::value settings =
             partition::framework_settings(first.planned->problem, first.planned->plan);
-        std::string configs = framework_configs_text(framework_configs(
-            JsonNode(settings, "rank 1's plan"), framework_degrees(first.configuration)));
+        std::string configs = framework_configs_text(
+            framework_configs(JsonNode(settings, "rank 1's plan"),
+                              framework_degrees(first.configuration, context.megatron_assumed)));
         if (configs.starts_with('\n'))
             configs.erase(0, 1);
         out += "\nRank 1 as each framework takes it (every rank's in --json):\n" + configs;

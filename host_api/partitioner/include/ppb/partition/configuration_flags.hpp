@@ -3,12 +3,16 @@
 //
 // Megatron-LM (and MindSpeed-LLM, which takes its flags): --tensor-model-parallel-size t
 // --pipeline-model-parallel-size P --context-parallel-size cp --micro-batch-size b
-// --global-batch-size B (B = M x b x d), a searched expert-parallel degree
-// --expert-model-parallel-size EP, and with a searched sharding: optim
+// --global-batch-size B (B = M x b x d), the expert-parallel degree (searched, or the shape's)
+// --expert-model-parallel-size EP, and with a sharding (searched, or the shape's): optim
 // --use-distributed-optimizer; optim_grads and optim_grads_params --use-megatron-fsdp
 // --data-parallel-sharding-strategy S --ckpt-format fsdp_dtensor (Megatron-FSDP turns the
 // distributed optimizer on itself and asserts that checkpoint format: megatron/training/
-// arguments.py at 4e85d74ae9); no_shard nothing (DDP).
+// arguments.py at 4e85d74ae9); no_shard nothing (DDP). Then what the ranking assumed
+// (AssumedSettings): --sequence-parallel where t > 1 and the shape has it (Megatron-LM turns it
+// off with one tensor-parallel rank), --tp-comm-overlap with it (Megatron-LM refuses the overlap
+// without: megatron/training/arguments.py at d98e8a64dd), --overlap-grad-reduce and
+// --overlap-param-gather where the search timed them.
 //
 // torchtitan (its job configuration's keys, pytorch/torchtitan at 238fa9953e: torchtitan/config/
 // job_config.py, torchtitan/distributed/parallel_dims.py): parallelism.tensor_parallel_degree,
@@ -37,6 +41,7 @@
 #include <ppb/partition/search.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +55,23 @@ struct KeyedSettings {
     std::string why_not;
 };
 
-[[nodiscard]] FrameworkFlags megatron_configuration_args(const Configuration& c);
+// What a search's ranking assumed beyond each configuration's degrees, which Megatron-LM must be
+// told to run it as ranked: the model shape's sequence parallelism, its data-parallel sharding
+// and its expert degree (where the search did not vary them), and the overlaps the search was
+// asked to time.
+struct AssumedSettings {
+    bool sequence_parallel = false;  // the shape's: --sequence-parallel where t > 1
+    // The shape's (distributed_optimizer, data_parallel_sharding), where not searched.
+    std::optional<DataParallelSharding> sharding = std::nullopt;
+    std::optional<std::uint32_t> expert_parallel = std::nullopt;  // the shape's, where not searched
+    bool tp_comm_overlap = false;       // --tp-comm-overlap where t > 1 with sequence parallelism
+    bool overlap_grad_reduce = false;   // --overlap-grad-reduce
+    bool overlap_param_gather = false;  // --overlap-param-gather
+};
+
+// The configuration's Megatron-LM flags; with `assumed`, also what its ranking assumed.
+[[nodiscard]] FrameworkFlags megatron_configuration_args(const Configuration& c,
+                                                         const AssumedSettings& assumed = {});
 [[nodiscard]] KeyedSettings torchtitan_configuration(const Configuration& c);
 [[nodiscard]] KeyedSettings mindformers_configuration(const Configuration& c);
 

@@ -3,6 +3,7 @@
 #ifndef PPB_PARTITION_SEARCH_DOCUMENT_HPP
 #define PPB_PARTITION_SEARCH_DOCUMENT_HPP
 
+#include <ppb/partition/configuration_flags.hpp>
 #include <ppb/partition/plan_document.hpp>
 #include <ppb/partition/search.hpp>
 
@@ -46,6 +47,9 @@ struct SearchContext {
     std::string communication = {};
     // With it, each ranked configuration's tokens per second per device and MFU.
     std::optional<Throughput> throughput = std::nullopt;
+    // What the ranking assumed beyond each configuration's degrees, in its Megatron-LM flags
+    // ("megatron_parallelism").
+    AssumedSettings megatron_assumed = {};
 };
 
 // The ppb.search/1 document: the space searched, counts, the ranked configurations (each with its

@@ -55,7 +55,8 @@ struct ShapeTimeSettings {
     // Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers): the tensor-parallel
     // collectives run under the layer's matrix products: the cluster's exposed share of them
     // (Cluster::overlap_exposed_fraction) and what of the rest outlasts the products are waited
-    // for (the expert all-to-all is not overlapped by it).
+    // for (the expert all-to-all is not overlapped by it). Only with the shape's sequence
+    // parallelism, as Megatron-LM runs it (without, --tp-comm-overlap is refused there).
     bool tp_comm_overlap = false;
 };
 
