@@ -1023,7 +1023,8 @@ BOOST_AUTO_TEST_CASE(the_megatron_flags_carry_what_the_ranking_assumed) {
     const std::string moe = write_file(
         R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
             "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 4,
-            "tensor_parallel": 1, "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 4}})",
+            "tensor_parallel": 1, "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 4,
+            "expert_tensor_parallel": 1}})",
         "assumed-moe.json");
     const auto experts = search(moe, {"--pipeline-degrees", "1", "--top", "1"});
     BOOST_TEST_REQUIRE(experts.exit_code == 0, experts.err);
@@ -1031,6 +1032,10 @@ BOOST_AUTO_TEST_CASE(the_megatron_flags_carry_what_the_ranking_assumed) {
     const auto at = std::find(ep.begin(), ep.end(), "--expert-model-parallel-size");
     BOOST_TEST_REQUIRE((at != ep.end() && at + 1 != ep.end()));
     BOOST_TEST(*(at + 1) == "4");
+    // Its expert tensor parallelism where it gives one (Megatron-LM's default is TP).
+    const auto etp = std::find(ep.begin(), ep.end(), "--expert-tensor-parallel-size");
+    BOOST_TEST_REQUIRE((etp != ep.end() && etp + 1 != ep.end()));
+    BOOST_TEST(*(etp + 1) == "1");
     BOOST_TEST(!has(ep, "--sequence-parallel"));
     BOOST_TEST(!has(ep, "--use-distributed-optimizer"));
 }

@@ -27,6 +27,10 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
                 std::to_string(global_batch_of(c))};
     if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
         out.args.insert(out.args.end(), {"--expert-model-parallel-size", std::to_string(*ep)});
+    if (assumed.expert_tensor_parallel) {
+        out.args.insert(out.args.end(), {"--expert-tensor-parallel-size",
+                                         std::to_string(*assumed.expert_tensor_parallel)});
+    }
     const bool sequence_parallel = assumed.sequence_parallel && c.tensor_parallel > 1;
     if (sequence_parallel)
         out.args.emplace_back("--sequence-parallel");

@@ -67,13 +67,11 @@ AssumedSettings assumed_settings(const std::optional<json::object>& shape,
         else if (flag("distributed_optimizer"))
             out.sharding = DataParallelSharding::optim;
     }
-    if (space.expert_parallel_degrees.empty()) {
-        if (const json::value* moe = shape->if_contains("moe");
-            moe != nullptr && moe->is_object()) {
-            const auto ep = shape_count(moe->as_object(), "expert_parallel");
-            if (ep && *ep > 1)
-                out.expert_parallel = ep;
-        }
+    if (const json::value* moe = shape->if_contains("moe"); moe != nullptr && moe->is_object()) {
+        const auto ep = shape_count(moe->as_object(), "expert_parallel");
+        if (space.expert_parallel_degrees.empty() && ep && *ep > 1)
+            out.expert_parallel = ep;
+        out.expert_tensor_parallel = shape_count(moe->as_object(), "expert_tensor_parallel");
     }
     return out;
 }

@@ -4,7 +4,8 @@
 // Megatron-LM (and MindSpeed-LLM, which takes its flags): --tensor-model-parallel-size t
 // --pipeline-model-parallel-size P --context-parallel-size cp --micro-batch-size b
 // --global-batch-size B (B = M x b x d), the expert-parallel degree (searched, or the shape's)
-// --expert-model-parallel-size EP, and with a sharding (searched, or the shape's): optim
+// --expert-model-parallel-size EP, the shape's --expert-tensor-parallel-size where it gives one,
+// and with a sharding (searched, or the shape's): optim
 // --use-distributed-optimizer; optim_grads and optim_grads_params --use-megatron-fsdp
 // --data-parallel-sharding-strategy S --ckpt-format fsdp_dtensor (Megatron-FSDP turns the
 // distributed optimizer on itself and asserts that checkpoint format: megatron/training/
@@ -64,6 +65,9 @@ struct AssumedSettings {
     // The shape's (distributed_optimizer, data_parallel_sharding), where not searched.
     std::optional<DataParallelSharding> sharding = std::nullopt;
     std::optional<std::uint32_t> expert_parallel = std::nullopt;  // the shape's, where not searched
+    // The shape's moe.expert_tensor_parallel where it gives one (Megatron-LM's default, like
+    // ppb's, is the tensor-parallel degree).
+    std::optional<std::uint32_t> expert_tensor_parallel = std::nullopt;
     bool tp_comm_overlap = false;       // --tp-comm-overlap where t > 1 with sequence parallelism
     bool overlap_grad_reduce = false;   // --overlap-grad-reduce
     bool overlap_param_gather = false;  // --overlap-param-gather
