@@ -9,13 +9,14 @@
 #include <ppb/schedule.hpp>
 #include <ppb/simulator.hpp>
 
+#include "shape_count.hpp"
+
 #include <boost/json/parse.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace ppb::partition {
 void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
@@ -115,24 +116,13 @@ namespace {
 MtpLayers mtp_of_shape(std::string_view shape_json) {
     boost::system::error_code ec;
     const boost::json::value parsed = boost::json::parse(shape_json, ec);
-    MtpLayers out;
     if (ec || !parsed.is_object())
-        return out;
-    const auto count = [&](std::string_view key) -> std::uint32_t {
-        const boost::json::value* v = parsed.as_object().if_contains(key);
-        if (v == nullptr)
-            return 0;
-        if (v->is_uint64() && v->as_uint64() <= std::numeric_limits<std::uint32_t>::max())
-            return static_cast<std::uint32_t>(v->as_uint64());
-        if (v->is_int64() && v->as_int64() >= 0 &&
-            v->as_int64() <= std::numeric_limits<std::uint32_t>::max())
-            return static_cast<std::uint32_t>(v->as_int64());
-        return 0;
-    };
-    out.layers = count("mtp_num_layers");
-    if (out.layers > 0)
-        out.stage_offset = count("mtp_stage_offset");
-    return out;
+        return {};
+    const boost::json::object& shape = parsed.as_object();
+    const std::uint32_t layers = detail::shape_count(shape, "mtp_num_layers").value_or(0);
+    if (layers == 0)
+        return {};
+    return {layers, detail::shape_count(shape, "mtp_stage_offset").value_or(0)};
 }
 
 }  // namespace

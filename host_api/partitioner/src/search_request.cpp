@@ -10,6 +10,8 @@
 #include <ppb/partition/shape_time.hpp>
 #include <ppb/schedule.hpp>
 
+#include "shape_count.hpp"
+
 #include <boost/json/parse.hpp>
 
 #include <fmt/format.h>
@@ -32,17 +34,7 @@ void check_counts(std::string_view field, const std::vector<std::uint32_t>& valu
         check_count(field, v, range, name);
 }
 
-// A whole number of the model's options (a shape), if it has one there.
-std::optional<std::uint32_t> shape_count(const json::object& shape, std::string_view key) {
-    const json::value* v = shape.if_contains(key);
-    if (v == nullptr)
-        return std::nullopt;
-    if (v->is_int64() && v->as_int64() > 0 && v->as_int64() <= 0x7fffffff)
-        return static_cast<std::uint32_t>(v->as_int64());
-    if (v->is_uint64() && v->as_uint64() <= 0x7fffffff && v->as_uint64() > 0)
-        return static_cast<std::uint32_t>(v->as_uint64());
-    return std::nullopt;  // the model names its own wrong types
-}
+using detail::shape_count;
 
 // What the ranking assumes beyond each configuration's degrees (AssumedSettings): the shape's
 // sequence parallelism, its sharding and expert degree where the search does not vary them, and
