@@ -5,6 +5,7 @@ packages=(
     build-essential cmake ninja-build
     libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev libboost-filesystem1.81-dev
     libarmadillo-dev libfmt-dev libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libbenchmark-dev
+    libmimalloc-dev  # the ppb command's allocator (PPB_MIMALLOC)
     clang libclang-rt-14-dev
     pybind11-dev python3-pybind11 python3-numpy python3-pytest
     python3-torch  # samples/dryrun-harness: the real dry runs of tests/loop

@@ -12,8 +12,15 @@ BOOST_AUTO_TEST_SUITE(cli_basics)
 BOOST_AUTO_TEST_CASE(version_and_help) {
     auto r = ppb({"--version"});
     BOOST_TEST(r.exit_code == 0);
+    // The allocator the build linked (samples/ppb/CMakeLists.txt, PPB_MIMALLOC): mimalloc
+    // unless the build is sanitized or configured without it.
+#ifdef PPB_TEST_MIMALLOC
+    const std::string allocator = "allocator mimalloc ";
+#else
+    const std::string allocator = "allocator the C library's malloc)";
+#endif
     const std::string expected =
-        "ppb 0.1.0 (plugin ABI 1, API 1." + std::to_string(PPB_API_MINOR) + ")";
+        "ppb 0.1.0 (plugin ABI 1, API 1." + std::to_string(PPB_API_MINOR) + "; " + allocator;
     BOOST_TEST(r.out.rfind(expected, 0) == 0u, r.out);
     BOOST_TEST(r.err.empty());
 

@@ -20,6 +20,10 @@
 #define PPB_VERSION "unknown"
 #endif
 
+#ifdef PPB_WITH_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 namespace ppb::cli {
 namespace {
 
@@ -292,12 +296,23 @@ std::uint32_t kind_mask(const std::vector<std::string>& names) {
     return mask;
 }
 
+// The allocator the command runs with, as --version names it: mimalloc where the build links it
+// (samples/ppb/CMakeLists.txt, PPB_MIMALLOC), else the C library's.
+std::string allocator_name() {
+#ifdef PPB_WITH_MIMALLOC
+    const int version = mi_version();  // 209 for 2.0.9
+    return fmt::format("mimalloc {}.{}.{}", version / 100, version / 10 % 10, version % 10);
+#else
+    return "the C library's malloc";
+#endif
+}
+
 int run(int argc, char** argv) {
     CLI::App app(std::string(description), "ppb");
     app.footer(std::string(footer));
     app.set_version_flag("--version",
-                         fmt::format("ppb {} (plugin ABI {}, API {}.{})", PPB_VERSION,
-                                     PPB_ABI_MAJOR, PPB_ABI_MAJOR, PPB_API_MINOR),
+                         fmt::format("ppb {} (plugin ABI {}, API {}.{}; allocator {})", PPB_VERSION,
+                                     PPB_ABI_MAJOR, PPB_ABI_MAJOR, PPB_API_MINOR, allocator_name()),
                          "show ppb's version and plugin API");
     app.set_help_flag("-h,--help", "show this help");
     auto formatter = std::make_shared<CLI::Formatter>();
