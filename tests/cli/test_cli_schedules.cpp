@@ -205,7 +205,8 @@ BOOST_AUTO_TEST_CASE(predict_takes_chunks) {
     };
     expect_input_error(
         ppb(with({"--chunk", "full=4", "--chunk", "select=5"})),
-        {"two chunks: give --schedule (interleaved, interleaved-less-memory, dualpipe-v or zb-v)"});
+        {"two chunks: give --schedule (interleaved, interleaved-less-memory, dualpipe-v, zb-v or "
+         "combined-1f1b)"});
     expect_input_error(ppb(with({"--layers", "none=1", "--chunk", "full=1"})),
                        {"--layers for one chunk, or --chunk once per chunk"});
     expect_input_error(

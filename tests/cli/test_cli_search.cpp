@@ -17,6 +17,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -919,6 +920,139 @@ BOOST_AUTO_TEST_CASE(expert_parallel_degrees_are_searched_with_an_moe_shape) {
         {"--expert-parallel: the experts' degree changes the memory and the expert "
          "all-to-all, which need a model shape with \"moe\""});
     expect_input_error(with({"--expert-parallel", "0"}), {"--expert-parallel"});
+}
+
+// Megatron-LM's combined 1F1B (--overlap-moe-expert-parallel-comm) as a schedule: searched beside
+// the interleaved one, it hides the expert all-to-all that crosses the network (EP 16 spans two
+// nodes of eight B200s) and comes first; its rows carry Megatron-LM's flag and no torchtitan or
+// MindFormers settings; full recomputation, which Megatron-LM refuses with it, is left out with
+// why; a dense shape has nothing to overlap. `ppb partition` plans it with the flag in the
+// layout's flags, and refuses what Megatron-LM refuses, naming the option.
+BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_megatron_runs_it) {
+    const std::string deepseek = std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-v3-shape.json";
+    const auto r = ppb({"search",
+                        "--model",
+                        "analytic",
+                        "--model-options",
+                        deepseek,
+                        "--devices",
+                        "256",
+                        "--pipeline-degrees",
+                        "8",
+                        "--global-batch",
+                        "1024",
+                        "--device",
+                        "B200",
+                        "--schedules",
+                        "interleaved,combined-1f1b",
+                        "--chunks",
+                        "2",
+                        "--recompute",
+                        "none,full",
+                        "--expert-parallel",
+                        "16",
+                        "--top",
+                        "0",
+                        "--json",
+                        "--show-infeasible",
+                        "--progress",
+                        "never"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    const json::array& ranking = doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(ranking.size() == 3u);
+    const json::object& first = ranking.at(0).as_object();
+    BOOST_TEST(first.at("schedule").as_string() == "combined-1f1b");
+    BOOST_TEST(first.at("recompute").as_string() == "none");
+    std::optional<double> interleaved;
+    for (const json::value& v : ranking) {
+        if (v.at("schedule").as_string() == "interleaved" &&
+            v.at("recompute").as_string() == "none")
+            interleaved = v.at("iteration_time").to_number<double>();
+    }
+    BOOST_TEST_REQUIRE(interleaved.has_value());
+    // The all-to-all over the network is most of an MoE layer's time at 50 GB/s: hidden, the
+    // iteration is at least a tenth shorter.
+    BOOST_TEST(first.at("iteration_time").to_number<double>() < 0.9 * *interleaved);
+    const json::array& flags = first.at("megatron_parallelism").as_array();
+    BOOST_TEST(std::find(flags.begin(), flags.end(),
+                         json::value("--overlap-moe-expert-parallel-comm")) != flags.end());
+    BOOST_TEST(first.at("torchtitan_parallelism").is_null());
+    BOOST_TEST(std::string(first.at("torchtitan_parallelism_why_not").as_string())
+                   .starts_with("torchtitan has no combined 1F1B"));
+    BOOST_TEST(first.at("mindformers_parallelism").is_null());
+    for (const json::value& v : ranking) {
+        if (v.at("schedule").as_string() == "interleaved") {
+            const json::array& f = v.at("megatron_parallelism").as_array();
+            BOOST_TEST(std::find(f.begin(), f.end(),
+                                 json::value("--overlap-moe-expert-parallel-comm")) == f.end());
+        }
+    }
+    // Left out: one chunk on eight stages, and full recomputation.
+    std::map<std::string, std::string> skipped;
+    for (const json::value& s : doc.at("skipped_configurations").as_array())
+        skipped[std::string(s.at("configuration").as_string())] = s.at("reason").as_string();
+    BOOST_TEST(skipped.at("P=8 d=32 M=32 combined-1f1b v=2 recompute full") ==
+               "combined-1f1b recomputes no layer fully: Megatron-LM refuses full recomputation "
+               "with --overlap-moe-expert-parallel-comm, which runs it");
+    BOOST_TEST(
+        skipped.at("P=8 d=32 M=32 combined-1f1b v=1")
+            .starts_with(
+                "combined-1f1b runs at least two chunks per stage (one only without a pipeline"));
+    // A dense shape: nothing to overlap, nothing planned, exit 2 with why.
+    expect_input_error(
+        ppb({"search", "--model", "analytic", "--model-options", shape_file, "--devices", "64",
+             "--pipeline-degrees", "4", "--global-batch", "128", "--device", "H100",
+             "--memory-limit-mb", "80000", "--schedules", "combined-1f1b"}),
+        {"combined-1f1b overlaps the expert all-to-all of MoE layers, and the "
+         "model options have none (no \"moe\")"});
+
+    // ppb partition: the flag with the layout; what Megatron-LM refuses is exit 2.
+    const std::vector<std::string> partition = {"partition",
+                                                "--model",
+                                                "analytic",
+                                                "--model-options",
+                                                deepseek,
+                                                "--stages",
+                                                "8",
+                                                "--micro-batches",
+                                                "32",
+                                                "--device",
+                                                "B200",
+                                                "--schedule",
+                                                "combined-1f1b",
+                                                "--memory-limit-mb",
+                                                "184320"};
+    auto with = [&](std::vector<std::string> args, std::vector<std::string> more) {
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto plan = with(partition, {"--json"});
+    BOOST_TEST_REQUIRE(plan.exit_code == 0, plan.err);
+    const json::value planned = parse_json(plan.out);
+    BOOST_TEST(planned.at("schedule").as_string() == "combined-1f1b");
+    BOOST_TEST(planned.at("num_chunks").to_number<int>() == 2);
+    const json::array& args = planned.at("megatron").at("args").as_array();
+    BOOST_TEST(args.back().as_string() == "--overlap-moe-expert-parallel-comm");
+    BOOST_TEST(planned.at("mindspeed_llm").at("args").is_null());
+    expect_input_error(with(partition, {"--kinds", "full"}),
+                       {"--kinds: combined-1f1b recomputes no layer fully"});
+    std::ifstream in(deepseek);
+    std::stringstream text;
+    text << in.rdbuf();
+    json::object shape = parse_json(text.str()).as_object();
+    shape["moe"].as_object()["expert_parallel"] = 1;
+    std::vector<std::string> ep1 = partition;
+    ep1[4] = write_file(json::serialize(shape), "deepseek-ep1.json");
+    expect_input_error(ppb(ep1), {"--schedule: Megatron-LM runs --overlap-moe-expert-parallel-comm "
+                                  "(combined-1f1b) with expert parallelism only, and "
+                                  "moe.expert_parallel is 1"});
+    shape["moe"].as_object()["expert_parallel"] = 8;
+    shape["mtp_num_layers"] = 2;
+    ep1[4] = write_file(json::serialize(shape), "deepseek-mtp2.json");
+    expect_input_error(ppb(ep1), {"--schedule: Megatron-LM runs --overlap-moe-expert-parallel-comm "
+                                  "(combined-1f1b) with at most one multi-token prediction "
+                                  "layer, and mtp_num_layers is 2"});
 }
 
 // Megatron-LM's rule (one recompute setting per run) on a dense + MoE shape: 1F1B is planned

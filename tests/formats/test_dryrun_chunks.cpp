@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(schedule_names_and_chunk_counts) {
                     read_dryrun(document_v2(R"("num_stages": 2, "schedule": "interleave")", obs)),
                     "dryrun.json: schedule: unknown schedule 'interleave' (did you mean "
                     "'interleaved'? expected one of: 1f1b, interleaved, interleaved-less-memory, "
-                    "dualpipe-v, zb-h1, zb-v)");
+                    "dualpipe-v, zb-h1, zb-v, combined-1f1b)");
     PPB_CHECK_ERROR(InputError,
                     read_dryrun(document_v2(R"("num_stages": 2, "schedule": "dualpipev")", obs)),
                     "did you mean 'dualpipe-v'?");

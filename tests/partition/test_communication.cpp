@@ -444,6 +444,57 @@ BOOST_AUTO_TEST_CASE(a_layer_takes_its_tensor_parallel_collectives_and_expert_al
                tt::tolerance(1e-9));
 }
 
+// The combined 1F1B (ShapeTimeSettings::expert_overlap, Megatron-LM's
+// --overlap-moe-expert-parallel-comm): an MoE layer's forward all-to-all runs under the paired
+// backward's compute (twice the forward's), its backward all-to-all under the paired forward's;
+// each costs the cluster's exposed share and what of the rest outlasts that compute. A dense
+// layer has no all-to-all and keeps its time.
+BOOST_AUTO_TEST_CASE(the_combined_schedule_hides_the_expert_all_to_all_under_the_paired_pass) {
+    Cluster h100 = without_latency(cluster_of_device("H100"));
+    h100.layer_overhead_us = 0.0;
+    const std::string moe_shape =
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 2,
+            "tensor_parallel": 1, "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 4}})";
+    const ShapeSizes moe = shape_sizes(moe_shape, "moe.json");
+    const double a2a = layer_communication_ms(moe, moe.groups.at(0), h100).expert_forward;
+    BOOST_TEST_REQUIRE(a2a > 0.0);
+    for (const double tflops : {400.0, 2000.0, 1e5}) {
+        const TimeModel alone = time_model_from_shape(moe_shape, "moe.json", {tflops});
+        const double compute = alone.body_forward;
+        for (const double share : {0.0, 0.5, 1.0}) {
+            Cluster cluster = h100;
+            cluster.overlap_exposed_fraction = share;
+            const TimeModel waited = time_model_from_shape(
+                moe_shape, "moe.json", {.device_tflops = tflops, .cluster = cluster});
+            const TimeModel combined = time_model_from_shape(
+                moe_shape, "moe.json",
+                {.device_tflops = tflops, .cluster = cluster, .expert_overlap = true});
+            BOOST_TEST(waited.body_forward == compute + a2a, tt::tolerance(1e-9));
+            const double forward =
+                compute + share * a2a + std::max((1.0 - share) * a2a - 2.0 * compute, 0.0);
+            const double backward =
+                2.0 * compute + share * a2a + std::max((1.0 - share) * a2a - compute, 0.0);
+            BOOST_TEST(combined.body_forward == forward, tt::tolerance(1e-9));
+            BOOST_TEST(combined.body_time[PPB_KIND_NONE] == forward + backward,
+                       tt::tolerance(1e-9));
+            BOOST_TEST(combined.body_forward <= waited.body_forward + 1e-12);
+            if (share == 1.0) {
+                BOOST_TEST(combined.body_forward == waited.body_forward, tt::tolerance(1e-9));
+            }
+            // The LM head and the loss have no all-to-all.
+            BOOST_TEST(combined.tail_time == waited.tail_time, tt::tolerance(1e-12));
+        }
+    }
+    // A dense shape has none to hide.
+    const TimeModel dense_waited = time_model_from_shape(dense_shape, "shape.json", {400.0, h100});
+    const TimeModel dense_combined =
+        time_model_from_shape(dense_shape, "shape.json",
+                              {.device_tflops = 400.0, .cluster = h100, .expert_overlap = true});
+    BOOST_TEST(dense_combined.body_forward == dense_waited.body_forward);
+    BOOST_TEST(dense_combined.body_time[PPB_KIND_NONE] == dense_waited.body_time[PPB_KIND_NONE]);
+}
+
 // A body layer's fixed time per micro-batch (Cluster::layer_overhead_us, 100 us by default): its
 // forward gains it, its backward twice it, the embedding and the LM head nothing; so two
 // micro-batches of one sequence take longer than one of two, where FLOPs alone tie them.

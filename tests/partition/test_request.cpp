@@ -155,10 +155,12 @@ BOOST_AUTO_TEST_CASE(a_valid_request_is_the_problem_it_asks_for) {
 }
 
 BOOST_AUTO_TEST_CASE(chunks_default_as_every_host_defaults_them) {
-    // The schedules of one chunk, the V-shaped ones of two, the interleaved ones 2 by default.
+    // The schedules of one chunk, the V-shaped ones of two, the interleaved ones and the combined
+    // 1F1B 2 by default (the combined 1F1B of one stage 1: Megatron-LM without a pipeline).
     const std::vector<std::pair<std::string, std::uint32_t>> expected = {
-        {"1f1b", 1}, {"zb-h1", 1},       {"dualpipe-v", 2},
-        {"zb-v", 2}, {"interleaved", 2}, {"interleaved-less-memory", 2}};
+        {"1f1b", 1},         {"zb-h1", 1},       {"dualpipe-v", 2},
+        {"zb-v", 2},         {"interleaved", 2}, {"interleaved-less-memory", 2},
+        {"combined-1f1b", 2}};
     BOOST_TEST(expected.size() == schedule_names().size());
     for (const auto& [name, chunks] : expected) {
         PartitionRequest r = valid();
@@ -166,7 +168,8 @@ BOOST_AUTO_TEST_CASE(chunks_default_as_every_host_defaults_them) {
         BOOST_TEST(problem_of(r, keyword_name).chunks == chunks, name);
         const Schedule s = *schedule_from_name(name);
         BOOST_TEST(default_chunks(s) == chunks, name);
-        BOOST_TEST(fixed_chunks(s).has_value() == (name.find("interleaved") == std::string::npos),
+        BOOST_TEST(fixed_chunks(s).has_value() ==
+                       (name.find("interleaved") == std::string::npos && name != "combined-1f1b"),
                    name);
     }
 }
@@ -240,7 +243,8 @@ BOOST_AUTO_TEST_CASE(a_saved_plan_is_simulated_with_its_overrides_named_by_each_
     misspelt.schedule = "interleave";
     BOOST_TEST(refused(misspelt, keyword_name) ==
                "schedule | schedule: unknown schedule 'interleave' (did you mean 'interleaved'? "
-               "expected 1f1b, interleaved, interleaved-less-memory, dualpipe-v, zb-h1 or zb-v)");
+               "expected 1f1b, interleaved, interleaved-less-memory, dualpipe-v, zb-h1, zb-v or "
+               "combined-1f1b)");
     SimulationRequest transfers;
     transfers.comm_time = {0.1, 0.2};
     BOOST_TEST(refused(transfers, flag_name).starts_with("comm_time | --comm-time: "));

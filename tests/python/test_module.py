@@ -380,7 +380,7 @@ def test_argument_errors_name_the_argument():
     chunks = [{"none": 4}, {"full": 4}]
     for keywords, field, words in [
         ({"chunks": chunks}, "schedule", "two chunks: give schedule (interleaved, "
-                                         "interleaved-less-memory, dualpipe-v or zb-v)"),
+                                         "interleaved-less-memory, dualpipe-v, zb-v or combined-1f1b)"),
         ({"chunks": chunks, "schedule": "interleaved", "in_flight": 3}, "in_flight",
          "in_flight is for one chunk; with chunks the schedule's counts are used"),
         ({"layers": {"none": 4}, "schedule": "interleaved"}, "schedule",
@@ -469,12 +469,12 @@ def test_schedule_refusals_name_every_schedule_that_fits():
     with pytest.raises(ppb.InvalidInput) as refused:
         model.predict(0, chunks=chunks, num_stages=4, micro_batches=8, schedule="zigzag")
     assert ("unknown schedule 'zigzag' (expected 1f1b, interleaved, interleaved-less-memory, "
-            "dualpipe-v, zb-h1 or zb-v)") in str(refused.value)
+            "dualpipe-v, zb-h1, zb-v or combined-1f1b)") in str(refused.value)
     # Two chunks without a schedule: the schedules that run two chunks, zb-v among them.
     with pytest.raises(ppb.InvalidInput) as refused:
         model.predict(0, chunks=chunks, num_stages=4, micro_batches=8)
-    assert ("two chunks: give schedule (interleaved, interleaved-less-memory, dualpipe-v or "
-            "zb-v)") in str(refused.value)
+    assert ("two chunks: give schedule (interleaved, interleaved-less-memory, dualpipe-v, zb-v "
+            "or combined-1f1b)") in str(refused.value)
 
 
 LLAMA_SHAPE = DATA / "llama70b-shape.json"

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,8 +24,13 @@ namespace megatron_warmup_tests {
 
 namespace {
 
+// `combined`: with --overlap-moe-expert-parallel-comm (schedules.py and combined_1f1b.py at
+// d98e8a64dd): get_pp_rank_microbatches adds one warm-up forward to the interleaved schedule's,
+// and without a pipeline combined_1f1b_schedule_for_no_pipelining runs the first forward alone,
+// then each backward beside the next forward, then the last backward alone (one warm-up
+// forward). A pair is counted as its forward, then its backward.
 std::vector<std::uint32_t> megatron_peaks(std::uint32_t p, std::uint32_t r, std::uint32_t v,
-                                          std::uint32_t m) {
+                                          std::uint32_t m, bool combined = false) {
     const std::uint32_t group = p;  // microbatch_group_size_per_vp_stage's default
     std::vector<std::pair<std::uint32_t, std::uint32_t>> table;  // (micro-batch, chunk)
     for (std::uint32_t first = 0; first < m; first += group) {
@@ -35,7 +42,9 @@ std::vector<std::uint32_t> megatron_peaks(std::uint32_t p, std::uint32_t r, std:
     }
     const std::uint32_t total = m * v;
     const std::uint32_t warmup =
-        v == 1 ? std::min(p - r - 1, m) : std::min(2 * (p - r - 1) + (v - 1) * group, total);
+        combined ? (p == 1 ? 1 : std::min(2 * (p - r - 1) + (v - 1) * group + 1, total))
+        : v == 1 ? std::min(p - r - 1, m)
+                 : std::min(2 * (p - r - 1) + (v - 1) * group, total);
     std::vector<std::uint32_t> held(v, 0);
     std::vector<std::uint32_t> peak(v, 0);
     const auto forward = [&](std::uint32_t k) {
@@ -77,6 +86,58 @@ BOOST_AUTO_TEST_CASE(in_flight_counts_equal_megatrons_replayed_schedule) {
         }
     }
     BOOST_TEST(compared == 1050);
+}
+
+// The combined 1F1B: Megatron-LM's order with --overlap-moe-expert-parallel-comm, v = 2 .. 5 on
+// P = 2 .. 8 stages and v = 1 on one stage, against ppb's counts; a chunk holds at most one
+// micro-batch more than under the interleaved schedule (the extra warm-up forward), never fewer.
+// Megatron-LM runs it with a pipeline only interleaved: one chunk on several stages is refused, in
+// words that say so.
+BOOST_AUTO_TEST_CASE(the_combined_schedule_holds_megatrons_extra_warm_up_forward) {
+    int compared = 0;
+    int more = 0;
+    for (std::uint32_t p = 2; p <= 8; ++p) {
+        for (std::uint32_t v = 2; v <= 5; ++v) {
+            for (std::uint32_t m = p; m <= 6 * p; m += p) {
+                for (std::uint32_t r = 0; r < p; ++r) {
+                    const auto expected = megatron_peaks(p, r, v, m, true);
+                    const auto counts =
+                        ppb::in_flight_counts(ppb::Schedule::combined_1f1b, p, r, m, v);
+                    BOOST_TEST(counts == expected,
+                               "P " << p << ", v " << v << ", M " << m << ", stage " << r);
+                    const auto interleaved =
+                        ppb::in_flight_counts(ppb::Schedule::interleaved, p, r, m, v);
+                    for (std::uint32_t c = 0; c < v; ++c) {
+                        BOOST_TEST((counts[c] == interleaved[c] || counts[c] == interleaved[c] + 1),
+                                   "P " << p << ", v " << v << ", M " << m << ", stage " << r);
+                        more += counts[c] > interleaved[c] ? 1 : 0;
+                    }
+                    ++compared;
+                }
+            }
+        }
+    }
+    BOOST_TEST(compared == 840);
+    BOOST_TEST(more > 0);
+    // Without a pipeline: two micro-batches in flight where 1F1B holds one.
+    for (std::uint32_t m = 1; m <= 8; ++m) {
+        BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, m, 1) ==
+                       megatron_peaks(1, 0, 1, m, true),
+                   "M " << m);
+    }
+    BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, 8, 1) ==
+               std::vector<std::uint32_t>{2});
+    BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, 1, 1) ==
+               std::vector<std::uint32_t>{1});
+    try {
+        (void)ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 4, 0, 8, 1);
+        BOOST_FAIL("one chunk on four stages");
+    } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()) ==
+                   "combined-1f1b runs at least two chunks per stage (one only without a "
+                   "pipeline: Megatron-LM overlaps the expert all-to-all of a pipeline only in "
+                   "its interleaved schedule), got 1 with 4 stages");
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

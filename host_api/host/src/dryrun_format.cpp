@@ -134,15 +134,20 @@ std::optional<std::string> chunk_count_problem(Schedule schedule, std::uint32_t 
             if (chunks != 2)
                 return fmt::format("schedule '{}' runs 2 chunks per stage, not {}", name, chunks);
             break;
+        case Schedule::combined_1f1b:
+            // One chunk only without a pipeline: the observation's stage count decides
+            // (schedule_shape_problem, when its in-flight counts are derived).
+            break;
     }
     return std::nullopt;
 }
 
 [[noreturn]] void missing_chunk_count(const JsonObject& where, Schedule schedule) {
     where.fail(fmt::format(
-        "missing required field 'num_chunks' (schedule '{}' runs 2 or more chunks per stage: say "
-        "how many)",
-        schedule_name(schedule)));
+        "missing required field 'num_chunks' (schedule '{}' runs {} chunks per stage: say how "
+        "many)",
+        schedule_name(schedule),
+        schedule == Schedule::combined_1f1b ? "2 or more (1 without a pipeline)" : "2 or more"));
 }
 
 // A schedule and its chunks per stage, and the nodes that gave them (for messages).

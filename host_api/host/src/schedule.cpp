@@ -4,6 +4,7 @@
 #include <ppb/schedule.hpp>
 #include <ppb/schedule_order.hpp>
 
+#include <ppb/abi.h>
 #include <ppb/json_input.hpp>
 
 #include <fmt/format.h>
@@ -21,13 +22,14 @@ struct ScheduleName {
     Schedule schedule;
     std::string_view name;
 };
-constexpr std::array<ScheduleName, 6> name_table = {{
+constexpr std::array<ScheduleName, 7> name_table = {{
     {Schedule::one_f_one_b, "1f1b"},
     {Schedule::interleaved, "interleaved"},
     {Schedule::interleaved_less_memory, "interleaved-less-memory"},
     {Schedule::dualpipe_v, "dualpipe-v"},
     {Schedule::zb_h1, "zb-h1"},
     {Schedule::zb_v, "zb-v"},
+    {Schedule::combined_1f1b, "combined-1f1b"},
 }};
 
 std::int64_t clamp_count(std::int64_t count, std::int64_t most) {
@@ -54,6 +56,17 @@ std::optional<std::uint32_t> fixed_chunks(Schedule schedule) noexcept {
 
 std::uint32_t default_chunks(Schedule schedule) noexcept {
     return fixed_chunks(schedule).value_or(2);
+}
+
+std::uint32_t schedule_kinds(Schedule schedule, std::uint32_t kinds) noexcept {
+    return schedule == Schedule::combined_1f1b ? kinds & ~PPB_KIND_BIT(PPB_KIND_FULL) : kinds;
+}
+
+std::string full_recompute_refusal(Schedule schedule) {
+    return fmt::format(
+        "{} recomputes no layer fully: Megatron-LM refuses full recomputation with "
+        "--overlap-moe-expert-parallel-comm, which runs it",
+        schedule_name(schedule));
 }
 
 std::optional<Schedule> schedule_from_name(std::string_view name) noexcept {
@@ -158,9 +171,11 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
             counts = {2 * p - s, s + 1};
             break;
         case Schedule::zb_h1:
-        case Schedule::zb_v: {
+        case Schedule::zb_v:
+        case Schedule::combined_1f1b: {
             // Read off the order: a micro-batch is held until its weight gradient W ends
-            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)).
+            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)); combined-1f1b's one
+            // more warm-up forward adds one to the chunk it runs.
             const auto peaks = peak_in_flight(
                 stage_order(schedule, num_stages, chunks,
                             micro_batches == 0 ? 4 * num_stages : micro_batches, stage),

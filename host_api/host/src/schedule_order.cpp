@@ -192,6 +192,15 @@ std::string schedule_shape_problem(Schedule schedule, std::uint32_t num_stages,
             if (num_chunks != 1)
                 return fmt::format("1f1b runs one chunk per stage, got {}", num_chunks);
             break;
+        case Schedule::combined_1f1b:
+            if (num_chunks == 0 || (num_chunks == 1 && num_stages > 1)) {
+                return fmt::format(
+                    "combined-1f1b runs at least two chunks per stage (one only without a "
+                    "pipeline: Megatron-LM overlaps the expert all-to-all of a pipeline only in "
+                    "its interleaved schedule), got {} with {} stages",
+                    num_chunks, num_stages);
+            }
+            break;
         case Schedule::interleaved:
         case Schedule::interleaved_less_memory:
             if (num_chunks < 2) {
@@ -223,6 +232,7 @@ std::string schedule_shape_problem(Schedule schedule, std::uint32_t num_stages,
             break;
         case Schedule::interleaved:
         case Schedule::interleaved_less_memory:
+        case Schedule::combined_1f1b:
             // Micro-batches go through the chunks in groups of P. Megatron-LM's newer releases and
             // MindFormers also run a shorter or longer group for M mod P left-over micro-batches;
             // those orders are not modelled (Megatron's shorter last group makes the stages wait
@@ -276,6 +286,12 @@ std::vector<StageStep> stage_order(Schedule schedule, std::uint32_t num_stages,
             return one_forward_one_backward(
                 interleaved_table(p, v, micro_batches), v,
                 2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p);
+        case Schedule::combined_1f1b:
+            // Megatron-LM with --overlap-moe-expert-parallel-comm: interleaved's warm-up and one
+            // more forward (one forward, then forward-and-backward pairs, without a pipeline).
+            return one_forward_one_backward(
+                interleaved_table(p, v, micro_batches), v,
+                2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p + 1);
         case Schedule::interleaved_less_memory:
             // MindFormers' less-memory variant: v·P − s − 1 warm-up forwards, the fewest that
             // let the last stage's chunk v − 1 start its first backward straight away.

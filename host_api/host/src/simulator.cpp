@@ -137,8 +137,9 @@ void add_memory_curve(const SimulationInput& in, std::uint32_t s, const Simulate
 }  // namespace
 
 std::uint32_t comm_boundaries(Schedule schedule, std::uint32_t num_stages) {
-    const bool wraps =
-        schedule == Schedule::interleaved || schedule == Schedule::interleaved_less_memory;
+    const bool wraps = schedule == Schedule::interleaved ||
+                       schedule == Schedule::interleaved_less_memory ||
+                       schedule == Schedule::combined_1f1b;
     return wraps ? num_stages : (num_stages == 0 ? 0 : num_stages - 1);
 }
 

@@ -3,12 +3,23 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+
 namespace ppb::partition {
 namespace {
 
 // B = M x b x d.
 std::uint64_t global_batch_of(const Configuration& c) {
     return static_cast<std::uint64_t>(c.micro_batches) * c.micro_batch_size * c.data_parallel;
+}
+
+// The frameworks other than Megatron-LM have no combined 1F1B: what each says of it.
+std::string no_combined_schedule(std::string_view framework) {
+    return fmt::format(
+        "{} has no combined 1F1B (Megatron-LM's --overlap-moe-expert-parallel-comm), which this "
+        "configuration is timed and sized with",
+        framework);
 }
 
 }  // namespace
@@ -40,6 +51,8 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
         out.args.emplace_back("--overlap-grad-reduce");
     if (assumed.overlap_param_gather)
         out.args.emplace_back("--overlap-param-gather");
+    if (c.schedule.schedule == Schedule::combined_1f1b)
+        out.args.emplace_back("--overlap-moe-expert-parallel-comm");
     const std::optional<DataParallelSharding> sharding = c.sharding ? c.sharding : assumed.sharding;
     if (!sharding)
         return out;
@@ -62,6 +75,10 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
 
 KeyedSettings torchtitan_configuration(const Configuration& c) {
     KeyedSettings out;
+    if (c.schedule.schedule == Schedule::combined_1f1b) {
+        out.why_not = no_combined_schedule("torchtitan");
+        return out;
+    }
     const bool replicate = c.sharding == DataParallelSharding::no_shard;
     if (c.sharding && !replicate && *c.sharding != DataParallelSharding::optim_grads_params) {
         out.why_not = fmt::format(
@@ -95,6 +112,10 @@ KeyedSettings torchtitan_configuration(const Configuration& c) {
 
 KeyedSettings mindformers_configuration(const Configuration& c) {
     KeyedSettings out;
+    if (c.schedule.schedule == Schedule::combined_1f1b) {
+        out.why_not = no_combined_schedule("MindFormers");
+        return out;
+    }
     if (c.sharding && *c.sharding != DataParallelSharding::no_shard) {
         out.why_not = fmt::format(
             "ppb does not map the data-parallel sharding {} to MindFormers' optimizer parallelism "

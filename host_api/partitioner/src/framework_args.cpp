@@ -67,16 +67,28 @@ std::vector<std::string> size_args(const Problem& problem) {
             std::to_string(problem.time.body_layers)};
 }
 
-// Megatron-LM runs 1F1B and its interleaved order; empty when it runs this schedule.
-std::string megatron_schedule_refusal(const Problem& problem, std::string_view who) {
+// Megatron-LM runs 1F1B, its interleaved order and, with --overlap-moe-expert-parallel-comm,
+// the combined 1F1B (`combined`: whether `who` does); empty when it runs this schedule.
+std::string megatron_schedule_refusal(const Problem& problem, std::string_view who, bool combined) {
     if (problem.schedule == Schedule::one_f_one_b && problem.chunks == 1)
         return {};
     if (problem.schedule == Schedule::interleaved)
         return {};
+    if (problem.schedule == Schedule::combined_1f1b && combined)
+        return {};
     return fmt::format(
-        "{} runs 1F1B and interleaved 1F1B; this plan is for {} (its in-flight "
+        "{} runs 1F1B{} interleaved 1F1B{}; this plan is for {} (its in-flight "
         "counts and layer order are that schedule's)",
-        who, schedule_name(problem.schedule));
+        who, combined ? "," : " and", combined ? " and combined-1f1b" : "",
+        schedule_name(problem.schedule));
+}
+
+// The flag that makes Megatron-LM run the combined 1F1B (megatron/training/arguments.py at
+// d98e8a64dd), where the plan's schedule is it.
+std::vector<std::string> combined_args(const Problem& problem) {
+    if (problem.schedule != Schedule::combined_1f1b)
+        return {};
+    return {"--overlap-moe-expert-parallel-comm"};
 }
 
 // The stage totals and, with chunks, whether every stage's chunks hold equal counts.
@@ -158,7 +170,7 @@ std::vector<std::string> megatron_recompute_args(const MegatronRecompute& settin
 
 MegatronArgs megatron_args(const Problem& problem, const Plan& plan) {
     MegatronArgs out;
-    const std::string refusal = megatron_schedule_refusal(problem, "Megatron-LM");
+    const std::string refusal = megatron_schedule_refusal(problem, "Megatron-LM", true);
     if (!refusal.empty()) {
         out.args.why_not = refusal;
         out.legacy_args.why_not = refusal;
@@ -206,6 +218,7 @@ MegatronArgs megatron_args(const Problem& problem, const Plan& plan) {
     out.args.args = size_args(problem);
     append(out.args.args, {"--pipeline-model-parallel-layout", *out.layout});
     append(out.args.args, recompute);
+    append(out.args.args, combined_args(problem));
 
     // The legacy flags: every stage's chunks equal, and the stages between the first and the last
     // equal; without a layout Megatron-LM puts the multi-token prediction layers on the last
@@ -274,12 +287,13 @@ MegatronArgs megatron_args(const Problem& problem, const Plan& plan) {
     if (v > 1)
         append(out.legacy_args.args, {"--num-virtual-stages-per-pipeline-rank", std::to_string(v)});
     append(out.legacy_args.args, recompute);
+    append(out.legacy_args.args, combined_args(problem));
     return out;
 }
 
 FrameworkFlags mindspeed_args(const Problem& problem, const Plan& plan) {
     FrameworkFlags out;
-    out.why_not = megatron_schedule_refusal(problem, "MindSpeed-LLM");
+    out.why_not = megatron_schedule_refusal(problem, "MindSpeed-LLM", false);
     if (!out.expressible())
         return out;
     const auto setting = megatron_recompute_of(plan);
@@ -339,6 +353,7 @@ TorchtitanPlan torchtitan_plan(const Problem& problem, const Plan& plan) {
             break;
         case Schedule::interleaved_less_memory:
         case Schedule::zb_h1:  // torchtitan's zero-bubble schedules need several stages per rank
+        case Schedule::combined_1f1b:
             break;
     }
     if (out.schedule.empty()) {

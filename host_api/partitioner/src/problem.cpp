@@ -138,7 +138,7 @@ std::vector<KindCounts> positional_group_layers(const Problem& problem, std::uin
 
 bool planned_through_one_group(const Problem& problem) {
     return problem.time.grouped() && problem.chunked() &&
-           (problem.chunks > 2 || splits_backward(problem.schedule) ||
+           (problem.chunks != 2 || splits_backward(problem.schedule) ||
             problem.rule == RecomputeRule::megatron || problem.rule == RecomputeRule::torchtitan);
 }
 

@@ -65,7 +65,13 @@ Problem problem_of(const PartitionRequest& request, const FieldName& name) {
     }
     problem.rule = recompute_rule_of(request.recompute_rule, name);
     problem.schedule = schedule_named(request.schedule, name);
-    problem.chunks = request.chunks.value_or(default_chunks(problem.schedule));
+    problem.kinds = schedule_kinds(problem.schedule, problem.kinds);
+    if (problem.kinds == 0)
+        refuse("kinds", name, full_recompute_refusal(problem.schedule));
+    problem.chunks = request.chunks.value_or(problem.schedule == Schedule::combined_1f1b &&
+                                                     problem.num_stages == 1
+                                                 ? 1
+                                                 : default_chunks(problem.schedule));
     check_count("chunks", problem.chunks, limits::chunks, name);
     if (request.objective != "auto" && request.objective != "stages" &&
         request.objective != "slots") {
@@ -127,6 +133,31 @@ MtpLayers mtp_of_shape(std::string_view shape_json) {
 
 }  // namespace
 
+std::string expert_overlap_refusal(std::string_view shape_json) {
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(shape_json, ec);
+    if (ec || !parsed.is_object())
+        return {};
+    const boost::json::object& shape = parsed.as_object();
+    const boost::json::value* moe = shape.if_contains("moe");
+    if (moe == nullptr || !moe->is_object()) {
+        return "combined-1f1b overlaps the expert all-to-all of MoE layers, and the model options "
+               "have none (no \"moe\")";
+    }
+    if (detail::shape_count(moe->as_object(), "expert_parallel").value_or(1) == 1) {
+        return "Megatron-LM runs --overlap-moe-expert-parallel-comm (combined-1f1b) with expert "
+               "parallelism only, and moe.expert_parallel is 1";
+    }
+    if (const std::uint32_t mtp = detail::shape_count(shape, "mtp_num_layers").value_or(0);
+        mtp > 1) {
+        return fmt::format(
+            "Megatron-LM runs --overlap-moe-expert-parallel-comm (combined-1f1b) with at most one "
+            "multi-token prediction layer, and mtp_num_layers is {}",
+            mtp);
+    }
+    return {};
+}
+
 bool is_model_shape(std::string_view options_json) {
     boost::system::error_code ec;
     const boost::json::value parsed = boost::json::parse(options_json, ec);
@@ -161,11 +192,18 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                             "layers)",
                             name("model_desc"), name("model_options")));
         }
+        if (request.expert_overlap) {
+            if (std::string why = expert_overlap_refusal(request.shape_json); !why.empty())
+                refuse("schedule", name, why);
+        }
         const Cluster* cluster = request.cluster ? &*request.cluster : nullptr;
         const double tflops = cluster ? cluster->achieved_tflops() : request.device_tflops;
         out.time = time_model_from_shape(
             request.shape_json, request.shape_source,
-            ShapeTimeSettings{tflops, request.cluster, request.tp_comm_overlap && cluster});
+            ShapeTimeSettings{.device_tflops = tflops,
+                              .cluster = request.cluster,
+                              .tp_comm_overlap = request.tp_comm_overlap && cluster,
+                              .expert_overlap = request.expert_overlap && cluster});
         out.source = fmt::format("FLOPs of {} at {:g} TFLOP/s{}", request.shape_source, tflops,
                                  cluster ? ", collectives on the cluster's links" : "");
         out.unit = "ms";

@@ -232,6 +232,13 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
             }
             for (const RecomputePolicy& policy : space.recompute) {
                 c.recompute = policy;
+                // The kinds the schedule runs (combined-1f1b: no full recomputation).
+                c.recompute.kinds = schedule_kinds(choice.schedule, policy.kinds);
+                if (c.recompute.kinds == 0) {
+                    skip(fmt::format("{} recompute {}", what, policy.name),
+                         full_recompute_refusal(choice.schedule));
+                    continue;
+                }
                 out.configurations.push_back(c);
             }
         }

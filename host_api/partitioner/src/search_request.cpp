@@ -90,6 +90,9 @@ struct DegreeKey {
     std::uint32_t data_parallel = 1;
     std::optional<DataParallelSharding> sharding;
     std::optional<std::uint32_t> expert_parallel;
+    // The times of the combined 1F1B (TimesRequest::expert_overlap); the memory is every
+    // schedule's.
+    bool expert_overlap = false;
     auto operator<=>(const DegreeKey&) const = default;
 };
 
@@ -415,7 +418,12 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     std::vector<ScheduleChoice> schedule_list;
     for (const Schedule s : schedules) {
         const std::optional<std::uint32_t> fixed = fixed_chunks(s);
-        for (const std::uint32_t v : fixed ? std::vector<std::uint32_t>{*fixed} : request.chunks) {
+        std::vector<std::uint32_t> chunk_list =
+            fixed ? std::vector<std::uint32_t>{*fixed} : request.chunks;
+        // The combined 1F1B also runs one chunk, on one stage (Megatron-LM without a pipeline).
+        if (s == Schedule::combined_1f1b)
+            chunk_list.insert(chunk_list.begin(), 1);
+        for (const std::uint32_t v : chunk_list) {
             const ScheduleChoice choice{s, v};
             if (std::find(schedule_list.begin(), schedule_list.end(), choice) ==
                 schedule_list.end())
@@ -490,7 +498,14 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     struct Variant {
         RequestTimes times;
         Problem base;
+        std::string refused;  // why Megatron-LM does not run these degrees' combined 1F1B
     };
+    const bool combined = std::any_of(
+        schedule_list.begin(), schedule_list.end(),
+        [](const ScheduleChoice& choice) { return choice.schedule == Schedule::combined_1f1b; });
+    std::vector<bool> expert_overlaps = {false};
+    if (combined && shape_times && cluster)
+        expert_overlaps.push_back(true);
     std::vector<std::optional<std::uint32_t>> eps(ep_list.begin(), ep_list.end());
     if (eps.empty())
         eps.emplace_back(std::nullopt);
@@ -504,16 +519,22 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
             for (const std::uint32_t b : sizes) {
                 for (const std::optional<DataParallelSharding>& sharding : shardings) {
                     for (const std::optional<std::uint32_t>& ep : eps) {
-                        const DegreeKey key{t, cp, b, 0, sharding, ep};
-                        TimesRequest times = request.times;
-                        times.overlap_grad_reduce = false;  // checked above, applied per plan
-                        times.overlap_param_gather = false;
-                        if (shape_times)
-                            times.shape_json = to_compact_json(with_degrees(*shape, key));
-                        Variant v{times_of(times, name), common};
-                        v.base.time = v.times.time;
-                        v.base.mtp = v.times.mtp;
-                        variants.emplace(key, std::move(v));
+                        for (const bool expert_overlap : expert_overlaps) {
+                            const DegreeKey key{t, cp, b, 0, sharding, ep, expert_overlap};
+                            TimesRequest times = request.times;
+                            times.overlap_grad_reduce = false;  // checked above, applied per plan
+                            times.overlap_param_gather = false;
+                            if (shape_times)
+                                times.shape_json = to_compact_json(with_degrees(*shape, key));
+                            std::string refused;
+                            if (expert_overlap)
+                                refused = expert_overlap_refusal(times.shape_json);
+                            times.expert_overlap = expert_overlap && refused.empty();
+                            Variant v{times_of(times, name), common, std::move(refused)};
+                            v.base.time = v.times.time;
+                            v.base.mtp = v.times.mtp;
+                            variants.emplace(key, std::move(v));
+                        }
                     }
                 }
             }
@@ -562,9 +583,18 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     // `before`: the configuration's first plan, which planning it again with the local search
     // starts from rather than solving it again.
     const auto plan_one = [&](const Configuration& c, bool refine, const SearchOutcome* before) {
+        const bool expert_overlap =
+            c.schedule.schedule == Schedule::combined_1f1b && expert_overlaps.size() > 1;
         const Variant& v =
             variants.at(DegreeKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, 0,
-                                  c.sharding, c.expert_parallel});
+                                  c.sharding, c.expert_parallel, expert_overlap});
+        if (!v.refused.empty()) {
+            SearchOutcome refused;
+            refused.configuration = c;
+            refused.status = SearchOutcome::Status::invalid;
+            refused.message = v.refused;
+            return refused;
+        }
         // The bounds say which configurations the local search must plan again; fast plans
         // none again and needs none.
         const bool bound = !request.fast;

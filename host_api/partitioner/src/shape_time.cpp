@@ -543,12 +543,19 @@ sapp::Entry timed_entry(std::string name, sapp::EntryType type, std::uint32_t la
     const auto tensor_parallel = [&](double collectives, double products) {
         return settings.tp_comm_overlap ? overlapped(collectives, products) : collectives;
     };
+    // With the combined 1F1B (ShapeTimeSettings::expert_overlap), a forward's all-to-all runs
+    // under the paired backward's compute (2 x compute) and a backward's under the paired
+    // forward's.
+    const auto expert = [&](double collectives, double paired) {
+        return settings.expert_overlap ? overlapped(collectives, paired) : collectives;
+    };
     const double forward_collectives =
         tensor_parallel(communication.tensor_parallel_forward, compute) +
-        communication.expert_forward + overlapped(communication.context_parallel_forward, core);
+        expert(communication.expert_forward, 2.0 * compute) +
+        overlapped(communication.context_parallel_forward, core);
     const double backward_collectives =
         tensor_parallel(communication.tensor_parallel_backward, 2.0 * compute) +
-        communication.expert_backward +
+        expert(communication.expert_backward, compute) +
         overlapped(communication.context_parallel_backward, 2.0 * core);
     const double bandwidth = settings.cluster ? settings.cluster->streamed_bytes_per_second() : 0.0;
     const auto streamed_ms = [&](double bytes) {

@@ -567,7 +567,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
         .cluster = cluster,
         .tp_comm_overlap = tp_comm_overlap,
         .overlap_grad_reduce = overlap_grad_reduce,
-        .overlap_param_gather = overlap_param_gather};
+        .overlap_param_gather = overlap_param_gather,
+        .expert_overlap = problem.schedule == Schedule::combined_1f1b};
     const partition::RequestTimes times =
         partition::times_of(times_request, partition::keyword_name);
     partition::set_times(problem, times, cluster ? &*cluster : nullptr, !comm_time_arg.is_none());

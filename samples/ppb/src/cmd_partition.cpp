@@ -120,8 +120,9 @@ int run_partition(const PartitionArgs& args) {
     // A model shape's layers on a cluster: its links time the transfers between stages, unless
     // --comm-time gives them, and the data-parallel synchronisation after the iteration
     // (ppb/partition/communication.hpp), over the shape's data_parallel replicas.
-    const partition::TimesRequest times_request = times_request_of(
-        args.model_desc, args.time_convention, shape_options, args.device, cluster);
+    partition::TimesRequest times_request = times_request_of(args.model_desc, args.time_convention,
+                                                             shape_options, args.device, cluster);
+    times_request.expert_overlap = problem.schedule == Schedule::combined_1f1b;
     const partition::RequestTimes times = [&] {
         if (layer_file_memory) {
             LayerFileModel read = read_layer_file_model(args.model_desc, args.time_convention);

@@ -24,6 +24,13 @@ enum class Schedule {
     // bubbles. Program orders as PyTorch builds them (torch/distributed/pipelining/schedules.py).
     zb_h1,  // "zb-h1": one chunk, ScheduleInterleavedZeroBubble's order with one stage per rank
     zb_v,   // "zb-v": v = 2 in a V like dualpipe-v, ScheduleZBVZeroBubble's order
+    // "combined-1f1b": Megatron-LM's schedule under --overlap-moe-expert-parallel-comm. The
+    // interleaved order (v ≥ 2; v = 1 only with one stage) with one more warm-up forward, so
+    // that each steady-state forward runs beside a backward of another micro-batch and each one's
+    // expert all-to-all runs under the other's compute (get_pp_rank_microbatches and the
+    // combined_1f1b paths of megatron/core/pipeline_parallel/schedules.py at d98e8a64dd). The
+    // pair is ordered as its forward, then its backward.
+    combined_1f1b,
 };
 
 // Whether the schedule runs each backward as an input-gradient pass B and a weight-gradient pass
@@ -38,6 +45,12 @@ enum class Schedule {
 // The chunks per stage when none are given: the fixed count, else 2 (what every host plans,
 // searches and simulates by default).
 [[nodiscard]] std::uint32_t default_chunks(Schedule schedule) noexcept;
+// The recompute kinds of `kinds` (a mask of PPB_KIND_BIT) a schedule runs: all but 'full' for
+// combined-1f1b (Megatron-LM refuses full recomputation with --overlap-moe-expert-parallel-comm:
+// transformer_config.py at d98e8a64dd), all of them for the others. Why a schedule leaves a kind
+// out: full_recompute_refusal.
+[[nodiscard]] std::uint32_t schedule_kinds(Schedule schedule, std::uint32_t kinds) noexcept;
+[[nodiscard]] std::string full_recompute_refusal(Schedule schedule);
 
 [[nodiscard]] std::optional<Schedule> schedule_from_name(std::string_view name) noexcept;
 [[nodiscard]] std::string_view schedule_name(Schedule schedule) noexcept;

@@ -89,7 +89,17 @@ struct TimesRequest {
     bool tp_comm_overlap = false;
     bool overlap_grad_reduce = false;
     bool overlap_param_gather = false;
+    // Megatron-LM's --overlap-moe-expert-parallel-comm, which the combined-1f1b schedule runs
+    // (the host sets it from the schedule): a model shape's MoE layers on the cluster have their
+    // expert all-to-all under the paired pass's compute (ShapeTimeSettings::expert_overlap).
+    bool expert_overlap = false;
 };
+
+// Why Megatron-LM does not run the combined 1F1B (--overlap-moe-expert-parallel-comm) for the
+// model shape `shape_json`, or "" when it does: the shape has no MoE layers, expert parallelism
+// 1, or more than one multi-token prediction layer (transformer_config.py at d98e8a64dd).
+// Nothing is said of a malformed shape, which its reader names.
+[[nodiscard]] std::string expert_overlap_refusal(std::string_view shape_json);
 
 struct RequestTimes {
     TimeModel time;
@@ -110,7 +120,9 @@ struct RequestTimes {
 
 // The times `request` asks for. RequestError: neither a layer file nor a shape, an unknown time
 // convention, the overlaps without a shape on a cluster, --overlap-param-gather without the
-// distributed optimizer. InputError for a bad layer file or shape (named by its source).
+// distributed optimizer, the expert overlap for a shape Megatron-LM does not run it with
+// (expert_overlap_refusal, on field "schedule"). InputError for a bad layer file or shape (named by
+// its source).
 [[nodiscard]] RequestTimes times_of(const TimesRequest& request, const FieldName& name);
 
 // The memory limit: `given`, else the cluster's device memory, else a RequestError naming

@@ -58,6 +58,13 @@ struct ShapeTimeSettings {
     // for (the expert all-to-all is not overlapped by it). Only with the shape's sequence
     // parallelism, as Megatron-LM runs it (without, --tp-comm-overlap is refused there).
     bool tp_comm_overlap = false;
+    // Megatron-LM's --overlap-moe-expert-parallel-comm (the combined-1f1b schedule): each MoE
+    // layer's expert all-to-all runs beside another micro-batch's pass of a layer like it, the
+    // forward's under that backward's compute, the backward's under that forward's. Each costs
+    // the cluster's exposed share and what of the rest outlasts the compute under it, as the
+    // tensor-parallel overlap does. Every pass of the schedule is timed so, the warm-up forwards
+    // and the last backwards, which run alone, too.
+    bool expert_overlap = false;
 };
 
 // A SAPP layer file ({"layers_description": [...]}, with comment, pre_defined_layer and
