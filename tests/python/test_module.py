@@ -480,6 +480,30 @@ def test_schedule_refusals_name_every_schedule_that_fits():
 LLAMA_SHAPE = DATA / "llama70b-shape.json"
 
 
+def test_the_combined_schedule_is_planned_as_the_command_plans_it(cli, tmp_path):
+    # Megatron-LM's combined 1F1B (--overlap-moe-expert-parallel-comm): the command's plan, the
+    # flag at the end of Megatron-LM's; a shape without expert parallelism is refused by keyword.
+    shape = DATA / "moe" / "deepseek-v3-shape.json"
+    plan = ppb.partition(model="analytic", model_options=shape, stages=8, micro_batches=32,
+                         schedule="combined-1f1b", device="B200", recompute_rule="megatron")
+    assert plan == cli.json("partition", "--model", "analytic", "--model-options", shape,
+                            "--stages", 8, "--micro-batches", 32, "--schedule", "combined-1f1b",
+                            "--device", "B200", "--recompute-rule", "megatron")
+    assert plan["schedule"] == "combined-1f1b" and plan["num_chunks"] == 2
+    assert plan["megatron"]["args"][-1] == "--overlap-moe-expert-parallel-comm"
+    interleaved = ppb.partition(model="analytic", model_options=shape, stages=8,
+                                micro_batches=32, schedule="interleaved", device="B200",
+                                recompute_rule="megatron")
+    assert "--overlap-moe-expert-parallel-comm" not in interleaved["megatron"]["args"]
+    dense = json.loads(shape.read_text())
+    dense["moe"]["expert_parallel"] = 1
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(model="analytic", model_options=dense, stages=8, micro_batches=32,
+                      schedule="combined-1f1b", device="B200")
+    assert refused.value.field == "schedule"
+    assert "with expert parallelism only, and moe.expert_parallel is 1" in str(refused.value)
+
+
 def test_partition_times_a_shape_on_a_device_as_the_command_does(cli, tmp_path):
     # Without a layer file the shape's FLOPs time the layers, on a device of the table or a
     # cluster description, its memory the limit: the command's plan, with the data-parallel
