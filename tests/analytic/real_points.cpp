@@ -5,6 +5,7 @@
 #include <ppb/importers/layout.hpp>
 #include <ppb/importers/megatron.hpp>
 #include <ppb/kinds.hpp>
+#include <ppb/schedule.hpp>
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -141,6 +142,7 @@ imp::PipelineLayout megatron_layout_of(const Point& p) {
     flags.recompute_granularity = flag_value(a, "--recompute-granularity");
     flags.recompute_method = flag_value(a, "--recompute-method");
     flags.recompute_num_layers = count_flag(a, "--recompute-num-layers", at);
+    flags.overlap_moe_expert_parallel_comm = switch_on(a, "--overlap-moe-expert-parallel-comm");
     flags.num_experts = count_flag(a, "--num-experts", at);
     flags.moe_layer_freq = flag_value(a, "--moe-layer-freq");
     flags.first_k_dense_replace = count_flag(a, "--first-k-dense-replace", at);
@@ -294,14 +296,18 @@ Point read_point(const fs::path& path) {
                        at << ": its arguments turn on '" << tag << "', which it does not list");
     }
 
-    // The schedule is the one the layout flags give (a refused point's layout is never used).
+    // The schedule is the one the layout flags give (a refused point's layout is never used):
+    // interleaved with chunks, combined-1f1b with --overlap-moe-expert-parallel-comm.
     const std::string schedule = string_field(o, "schedule", at);
-    BOOST_TEST_REQUIRE((schedule == "1f1b" || schedule == "interleaved"), at << ": " << schedule);
+    BOOST_TEST_REQUIRE(
+        (schedule == "1f1b" || schedule == "interleaved" || schedule == "combined-1f1b"),
+        at << ": " << schedule);
     if (!p.refused_flag) {
-        const bool interleaved = megatron_layout_of(p).num_chunks > 1;
-        BOOST_TEST((schedule == "interleaved") == interleaved,
+        const imp::PipelineLayout layout = megatron_layout_of(p);
+        BOOST_TEST(schedule == ::ppb::schedule_name(layout.schedule),
                    at << ": schedule " << schedule << ", but the layout flags give "
-                      << (interleaved ? "several chunks per stage" : "one chunk per stage"));
+                      << ::ppb::schedule_name(layout.schedule) << " with " << layout.num_chunks
+                      << " chunks per stage");
     }
     return p;
 }
@@ -346,11 +352,11 @@ std::vector<std::string> measured_stage_placement(const Point& point) {
             return layout.group_layers[stage][c];
         return {layout.num_chunks == 1 ? layout.stages[stage] : layout.chunks[stage][c]};
     };
-    if (layout.num_chunks == 1) {
+    if (layout.num_chunks == 1 && layout.schedule == ::ppb::Schedule::one_f_one_b) {
         out.insert(out.end(), {"--layers", kinds_text(chunk(0), layout.groups)});
         return out;
     }
-    out.insert(out.end(), {"--schedule", "interleaved"});
+    out.insert(out.end(), {"--schedule", std::string(::ppb::schedule_name(layout.schedule))});
     for (std::uint32_t c = 0; c < layout.num_chunks; ++c)
         out.insert(out.end(), {"--chunk", kinds_text(chunk(c), layout.groups)});
     return out;

@@ -413,10 +413,11 @@ BOOST_AUTO_TEST_CASE(the_measured_stage_holds_the_layers_megatron_gives_the_last
         boost::test_tools::per_element());
     // 'Et*3|(tt|)*6mL' over PP2: rank 1 holds virtual stages 1, 3, 5, 7 — layers 3-4, 7-8,
     // 11-12 (MoE from layer 3 on) and the MTP layer with the loss (no decoder layer);
-    // selective recompute. DP 8 / 4 = 2, 8 / (1 x 2) = 4.
+    // selective recompute. DP 8 / 4 = 2, 8 / (1 x 2) = 4. The run overlaps the expert all-to-all
+    // (--overlap-moe-expert-parallel-comm): Megatron-LM's combined 1F1B.
     BOOST_TEST(placement("moe-mla-mtp-offload-tp2-pp2-vpp4-ep4-h100") ==
                    (Args{"--stages", "2", "--stage", "1", "--micro-batches", "4", "--schedule",
-                         "interleaved", "--chunk", "moe.select=2", "--chunk", "moe.select=2",
+                         "combined-1f1b", "--chunk", "moe.select=2", "--chunk", "moe.select=2",
                          "--chunk", "moe.select=2", "--chunk", "dense.none=0"}),
                boost::test_tools::per_element());
     // 'Et|(tt|)*6mL' over PP2, 4 dense layers then 9 MoE: rank 1 holds layers 1-2 (dense),

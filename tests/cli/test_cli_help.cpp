@@ -164,6 +164,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                               "--recompute-granularity",
                               "--recompute-method",
                               "--recompute-num-layers",
+                              "--overlap-moe-expert-parallel-comm",
                               "--num-experts",
                               "--moe-layer-freq",
                               "--first-k-dense-replace",

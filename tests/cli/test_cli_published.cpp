@@ -79,40 +79,35 @@ const std::map<std::string, std::string> open_ranks = {
 // predicted 0.95 to 1.9 times as fast as it ran: tests/partition, tuned), so the all-to-all
 // weighs more against it than it did, and fewer expert-parallel ranks look faster. The MoE runs
 // are searched with Megatron-LM's combined 1F1B too (--overlap-moe-expert-parallel-comm, which
-// the recipes set for DeepSeek-V3 and for Qwen3 on GB200 and H100); the tables do not say which
-// ran, so a run's configuration is either schedule, whichever ranks first.
+// Megatron-Bridge's recipes at 067f987df set for DeepSeek-V3, Qwen3-30B on 8 B200s and Qwen3 on
+// H100); the tables do not say which ran, so a run's configuration is either schedule, whichever
+// ranks first.
 const std::map<std::string, std::string> open_moe_ranks = {
     {"deepseek_v3 B200 fp8-mx 256 TP1 PP8 VP2 CP1 EP32 MBS1",
-     "6th: timed within 0.5 % of the published throughput with the combined 1F1B (3 313 of "
-     "3 328; 23 % under without it); ppb prefers EP 16 with it (+24.9 %), its all-to-all over two "
+     "8th: timed within 0.5 % of the published throughput with the combined 1F1B (3 313 of "
+     "3 328; 23 % under without it); ppb prefers EP 16 with it (+28.9 %), its all-to-all over two "
      "nodes where EP 32 crosses four"},
     {"deepseek_v3 H100 fp8 1024 TP2 PP8 VP4 CP1 EP64 MBS1",
-     "24th: timed 3.5 % over with the combined 1F1B (1 343 of 1 297); ppb prefers TP 4 and EP 32 "
-     "with it on 8 stages of 2 chunks (+16.1 %)"},
+     "29th: timed 6 % over with the combined 1F1B (1 377 of 1 297); ppb prefers TP 4 and EP 32 "
+     "with it on 8 stages of 2 chunks (+13.2 %)"},
     {"qwen3_235b_a22b B200 fp8-mx 256 TP1 PP8 VP1 CP1 EP8 MBS1",
-     "24th: predicted 1.9 times the published throughput (7 199 of 3 776); ppb prefers EP 4 on 4 "
+     "25th: predicted 1.9 times the published throughput (7 199 of 3 776); ppb prefers EP 4 on 4 "
      "stages of 2 chunks with the combined 1F1B (+16.6 %)"},
     {"qwen3_235b_a22b GB200 bf16 256 TP1 PP8 VP3 CP1 EP32 MBS1",
-     "15th: predicted 7 % over with the combined 1F1B (5 241 of 4 916); ppb prefers 2 stages with "
-     "EP 16 and it (+1.7 %)"},
+     "17th: predicted 7 % over with the combined 1F1B (5 241 of 4 916); ppb prefers one stage "
+     "with EP 16 and it (+3.0 %)"},
     {"qwen3_235b_a22b GB200 fp8-mx 256 TP1 PP8 VP3 CP1 EP32 MBS1",
-     "68th: predicted 7 % over (7 776 of 7 280); ppb prefers 4 stages with micro-batches of 2 and "
-     "the combined 1F1B (+18.8 %)"},
+     "72nd: predicted 7 % over (7 776 of 7 280); ppb prefers one stage with EP 16 and the "
+     "combined 1F1B (+21.7 %)"},
     {"qwen3_235b_a22b H100 fp8 256 TP2 PP8 VP4 CP1 EP32 MBS1",
-     "23rd: predicted 30 % over with the combined 1F1B (2 225 of 1 712); ppb prefers 4 stages "
+     "25th: predicted 30 % over with the combined 1F1B (2 225 of 1 712); ppb prefers 4 stages "
      "with EP 16 and it (+22.3 %); the recipe (NVIDIA-NeMo/Megatron-Bridge, "
      "src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py at 067f987df) also overlaps the "
      "weight gradients' pass with the next and runs without tensor-parallel overlap, which this "
      "search does not model"},
-    {"qwen3_30b_a3b B200 fp8-mx 8 TP1 PP1 VP1 CP1 EP8 MBS4",
-     "12th of 19: predicted 59 % over (43 093 of 27 136); ppb prefers EP 4 on 2 stages with the "
-     "combined 1F1B (+12.3 %)"},
-    {"qwen3_30b_a3b GB200 fp8-mx 8 TP1 PP1 VP1 CP1 EP8 MBS4",
-     "12th of 19: predicted 14 % over (45 457 of 39 936); ppb prefers EP 4 on 2 stages with the "
-     "combined 1F1B (+13.8 %)"},
     {"qwen3_30b_a3b H100 fp8 16 TP1 PP1 VP1 CP1 EP16 MBS1",
-     "5th of 10: predicted 2.1 times as fast with the combined 1F1B (18 669 of 8 826); ppb "
-     "prefers EP 8 on 2 stages with it (+6.8 %)"},
+     "7th of 12: predicted 2.1 times as fast with the combined 1F1B (18 669 of 8 826); ppb "
+     "prefers EP 8 on 2 stages of 2 chunks with it and micro-batches of 2 (+10.6 %)"},
 };
 
 // Where `ppb search` places `run`'s configuration among the configurations of its model, device

@@ -3,9 +3,11 @@
 
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/megatron_layout.hpp>
+#include <ppb/schedule.hpp>
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -155,6 +157,32 @@ BOOST_AUTO_TEST_CASE(virtual_pipeline_chunks) {
     l = megatron_layout(f, MegatronScan{}, messages);
     BOOST_TEST(l.num_chunks == 1u);
     BOOST_TEST(l.chunks.empty());
+}
+
+// --overlap-moe-expert-parallel-comm: Megatron-LM's combined 1F1B, with a virtual pipeline or on
+// one stage, its in-flight counts the interleaved schedule's (1F1B's on one stage); with a
+// pipeline of one chunk per stage Megatron-LM refuses it, and so does the import, naming it.
+BOOST_AUTO_TEST_CASE(the_expert_overlap_runs_the_combined_schedule) {
+    MegatronFlags f = flags(4, 32);
+    f.layers_per_virtual_stage = 2;
+    f.overlap_moe_expert_parallel_comm = true;
+    const PipelineLayout l = megatron_layout(f, MegatronScan{}, messages);
+    BOOST_TEST((l.schedule == ppb::Schedule::combined_1f1b));
+    BOOST_TEST(l.num_chunks == 4u);
+    for (std::uint32_t s = 0; s < 4; ++s) {
+        BOOST_TEST(ppb::in_flight_counts(l.schedule, 4, s, 16, 4) ==
+                   ppb::in_flight_counts(ppb::Schedule::interleaved, 4, s, 16, 4));
+    }
+    MegatronFlags one = flags(1, 12);
+    one.overlap_moe_expert_parallel_comm = true;
+    const PipelineLayout single = megatron_layout(one, MegatronScan{}, messages);
+    BOOST_TEST((single.schedule == ppb::Schedule::combined_1f1b));
+    BOOST_TEST(single.num_chunks == 1u);
+    MegatronFlags plain = flags(4, 32);
+    plain.overlap_moe_expert_parallel_comm = true;
+    PPB_CHECK_THROWS(FlagError, megatron_layout(plain, MegatronScan{}, messages),
+                     "--overlap-moe-expert-parallel-comm with --pipeline-model-parallel-size 4 "
+                     "needs a virtual pipeline");
 }
 
 BOOST_AUTO_TEST_CASE(virtual_pipeline_flags_megatron_refuses) {

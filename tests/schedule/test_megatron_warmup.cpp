@@ -27,8 +27,9 @@ namespace {
 // `combined`: with --overlap-moe-expert-parallel-comm (schedules.py and combined_1f1b.py at
 // d98e8a64dd): get_pp_rank_microbatches adds one warm-up forward to the interleaved schedule's,
 // and without a pipeline combined_1f1b_schedule_for_no_pipelining runs the first forward alone,
-// then each backward beside the next forward, then the last backward alone (one warm-up
-// forward). A pair is counted as its forward, then its backward.
+// then each backward beside the next forward ("microbatch backward + next microbatch forward"),
+// then the last backward alone (one warm-up forward). A pair frees its backward's activations
+// layer by layer as its forward makes its own: it is counted backward first.
 std::vector<std::uint32_t> megatron_peaks(std::uint32_t p, std::uint32_t r, std::uint32_t v,
                                           std::uint32_t m, bool combined = false) {
     const std::uint32_t group = p;  // microbatch_group_size_per_vp_stage's default
@@ -56,8 +57,13 @@ std::vector<std::uint32_t> megatron_peaks(std::uint32_t p, std::uint32_t r, std:
         forward(k);
     const std::uint32_t remaining = total - warmup;
     for (std::uint32_t k = 0; k < remaining; ++k) {
-        forward(k + warmup);
-        backward(k);
+        if (combined) {
+            backward(k);
+            forward(k + warmup);
+        } else {
+            forward(k + warmup);
+            backward(k);
+        }
     }
     for (std::uint32_t k = remaining; k < total; ++k)
         backward(k);
@@ -89,13 +95,13 @@ BOOST_AUTO_TEST_CASE(in_flight_counts_equal_megatrons_replayed_schedule) {
 }
 
 // The combined 1F1B: Megatron-LM's order with --overlap-moe-expert-parallel-comm, v = 2 .. 5 on
-// P = 2 .. 8 stages and v = 1 on one stage, against ppb's counts; a chunk holds at most one
-// micro-batch more than under the interleaved schedule (the extra warm-up forward), never fewer.
-// Megatron-LM runs it with a pipeline only interleaved: one chunk on several stages is refused, in
-// words that say so.
-BOOST_AUTO_TEST_CASE(the_combined_schedule_holds_megatrons_extra_warm_up_forward) {
+// P = 2 .. 8 stages and v = 1 on one stage, against ppb's counts. Its one more warm-up forward is
+// the first pair's, so every chunk holds what it holds under the interleaved schedule (1F1B's one
+// micro-batch on one stage); Megatron-LM's CI runs with the flag measure that (tests/analytic,
+// real_runs). Megatron-LM runs it with a pipeline only interleaved: one chunk on several stages
+// is refused, in words that say so.
+BOOST_AUTO_TEST_CASE(the_combined_schedule_holds_what_the_interleaved_one_holds) {
     int compared = 0;
-    int more = 0;
     for (std::uint32_t p = 2; p <= 8; ++p) {
         for (std::uint32_t v = 2; v <= 5; ++v) {
             for (std::uint32_t m = p; m <= 6 * p; m += p) {
@@ -105,30 +111,22 @@ BOOST_AUTO_TEST_CASE(the_combined_schedule_holds_megatrons_extra_warm_up_forward
                         ppb::in_flight_counts(ppb::Schedule::combined_1f1b, p, r, m, v);
                     BOOST_TEST(counts == expected,
                                "P " << p << ", v " << v << ", M " << m << ", stage " << r);
-                    const auto interleaved =
-                        ppb::in_flight_counts(ppb::Schedule::interleaved, p, r, m, v);
-                    for (std::uint32_t c = 0; c < v; ++c) {
-                        BOOST_TEST((counts[c] == interleaved[c] || counts[c] == interleaved[c] + 1),
-                                   "P " << p << ", v " << v << ", M " << m << ", stage " << r);
-                        more += counts[c] > interleaved[c] ? 1 : 0;
-                    }
+                    BOOST_TEST(
+                        counts == ppb::in_flight_counts(ppb::Schedule::interleaved, p, r, m, v),
+                        "P " << p << ", v " << v << ", M " << m << ", stage " << r);
                     ++compared;
                 }
             }
         }
     }
     BOOST_TEST(compared == 840);
-    BOOST_TEST(more > 0);
-    // Without a pipeline: two micro-batches in flight where 1F1B holds one.
     for (std::uint32_t m = 1; m <= 8; ++m) {
         BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, m, 1) ==
                        megatron_peaks(1, 0, 1, m, true),
                    "M " << m);
+        BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, m, 1) ==
+                   std::vector<std::uint32_t>{1});
     }
-    BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, 8, 1) ==
-               std::vector<std::uint32_t>{2});
-    BOOST_TEST(ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 1, 0, 1, 1) ==
-               std::vector<std::uint32_t>{1});
     try {
         (void)ppb::in_flight_counts(ppb::Schedule::combined_1f1b, 4, 0, 8, 1);
         BOOST_FAIL("one chunk on four stages");

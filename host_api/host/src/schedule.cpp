@@ -174,8 +174,8 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
         case Schedule::zb_v:
         case Schedule::combined_1f1b: {
             // Read off the order: a micro-batch is held until its weight gradient W ends
-            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)); combined-1f1b's one
-            // more warm-up forward adds one to the chunk it runs.
+            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)); combined-1f1b's
+            // order is interleaved's (1F1B's on one stage).
             const auto peaks = peak_in_flight(
                 stage_order(schedule, num_stages, chunks,
                             micro_batches == 0 ? 4 * num_stages : micro_batches, stage),

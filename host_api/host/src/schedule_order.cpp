@@ -288,10 +288,12 @@ std::vector<StageStep> stage_order(Schedule schedule, std::uint32_t num_stages,
                 2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p);
         case Schedule::combined_1f1b:
             // Megatron-LM with --overlap-moe-expert-parallel-comm: interleaved's warm-up and one
-            // more forward (one forward, then forward-and-backward pairs, without a pipeline).
+            // more forward, then pairs that run a backward beside the next forward, the backward
+            // first (combined_1f1b.py: "microbatch backward + next microbatch forward"). The
+            // extra forward is the first pair's: the order is interleaved's (1F1B's on one stage).
             return one_forward_one_backward(
                 interleaved_table(p, v, micro_batches), v,
-                2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p + 1);
+                2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p);
         case Schedule::interleaved_less_memory:
             // MindFormers' less-memory variant: v·P − s − 1 warm-up forwards, the fewest that
             // let the last stage's chunk v − 1 start its first backward straight away.

@@ -562,6 +562,19 @@ PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages
         layout.schedule = Schedule::interleaved;
         layout.num_chunks = chunks;
     }
+    // --overlap-moe-expert-parallel-comm: the combined 1F1B, which Megatron-LM runs with a
+    // pipeline only interleaved (transformer_config.py at d98e8a64dd).
+    if (flags.overlap_moe_expert_parallel_comm) {
+        if (chunks == 1 && p > 1) {
+            throw FlagError(fmt::format(
+                "--overlap-moe-expert-parallel-comm with --pipeline-model-parallel-size {} needs "
+                "a virtual pipeline (--num-layers-per-virtual-pipeline-stage, "
+                "--num-virtual-stages-per-pipeline-rank or a layout of several chunks): "
+                "Megatron-LM refuses it otherwise",
+                p));
+        }
+        layout.schedule = Schedule::combined_1f1b;
+    }
     const std::vector<std::vector<std::uint32_t>>& per_chunk = chunk_counts;
 
     // Recompute kinds.

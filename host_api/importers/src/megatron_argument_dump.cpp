@@ -33,6 +33,7 @@ constexpr std::string_view read_keys[] = {
     "recompute_granularity",
     "recompute_method",
     "recompute_num_layers",
+    "overlap_moe_expert_parallel_comm",
     "world_size",
     "data_parallel_size",
     "tensor_model_parallel_size",

@@ -42,10 +42,8 @@ constexpr Rule unmodelled[] = {
     // the peak of forward and backward, is named
     {"--optimizer-cuda-graph", "a CUDA graph of the optimizer step"},
     // communication overlap with its own buffers (--tp-comm-overlap is modelled:
-    // megatron_arguments.cpp)
-    {"--overlap-moe-expert-parallel-comm",
-     "the expert-parallel all-to-all overlapped with "
-     "another micro-batch's computation"},
+    // megatron_arguments.cpp; --overlap-moe-expert-parallel-comm is the combined 1F1B's order,
+    // below)
     {"--delay-wgrad-compute", "weight gradients computed later: their inputs kept longer"},
     {"--overlap-dispatch-backward-with-experts-wgrad", "expert weight gradients computed later"},
     {"--ep-overlap-early-attn-memory-release", "expert-parallel overlap's memory release"},
@@ -122,6 +120,7 @@ constexpr Rule layout[] = {
     {"--account-for-embedding-in-pipeline-split", ""},
     {"--account-for-loss-in-pipeline-split", ""},
     {"--standalone-embedding-stage", ""},
+    {"--overlap-moe-expert-parallel-comm", ""},  // the combined 1F1B (megatron.cpp, layout_of)
 };
 
 // Cannot change the memory of the tensors on the GPU.

@@ -293,6 +293,8 @@ MegatronFlags megatron_flags_from_logs(const MegatronFlags& given,
     r.text(flags.recompute_method, "--recompute-method", "recompute_method", {"uniform", "block"});
     r.count(flags.recompute_num_layers, "--recompute-num-layers", {"recompute_num_layers"},
             limits::layers);
+    r.on_off(flags.overlap_moe_expert_parallel_comm, "--overlap-moe-expert-parallel-comm",
+             "overlap_moe_expert_parallel_comm");
     r.meaning(flags.num_layer_list, "--num-layer-list", "num_layer_list",
               [](std::string_view text, std::string_view source) {
                   return parse_num_layer_list(text, source);

@@ -34,8 +34,8 @@ bool layout_flags_given(const imp::MegatronFlags& f) {
     return f.pipeline_size || f.num_layers || f.first_stage_layers || f.last_stage_layers ||
            f.layers_per_virtual_stage || f.virtual_stages || f.layout || f.account_for_embedding ||
            f.account_for_loss || f.mtp_layers || f.recompute_granularity || f.recompute_method ||
-           f.recompute_num_layers || f.num_experts || f.moe_layer_freq || f.first_k_dense_replace ||
-           f.num_layer_list || f.noop_layers;
+           f.recompute_num_layers || f.overlap_moe_expert_parallel_comm || f.num_experts ||
+           f.moe_layer_freq || f.first_k_dense_replace || f.num_layer_list || f.noop_layers;
 }
 
 // The dry run's layout: the plan it ran, or Megatron's flags.

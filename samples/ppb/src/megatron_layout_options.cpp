@@ -73,6 +73,10 @@ void add_megatron_layout_options(CLI::App& app, importers::MegatronFlags& flags,
         ->check(CLI::IsMember({"uniform", "block"}));
     count("--recompute-num-layers", flags.recompute_num_layers,
           "with the block method: layers fully recomputed per stage", "N", limits::layers);
+    app.add_flag("--overlap-moe-expert-parallel-comm", flags.overlap_moe_expert_parallel_comm,
+                 "the combined 1F1B: one more warm-up forward than the\n"
+                 "interleaved schedule (or 1F1B on one stage)")
+        ->group(group);
     app.add_option("--num-experts", flags.num_experts,
                    "experts per MoE layer: the model has MoE layers")
         ->group(moe_group)

@@ -24,12 +24,13 @@ enum class Schedule {
     // bubbles. Program orders as PyTorch builds them (torch/distributed/pipelining/schedules.py).
     zb_h1,  // "zb-h1": one chunk, ScheduleInterleavedZeroBubble's order with one stage per rank
     zb_v,   // "zb-v": v = 2 in a V like dualpipe-v, ScheduleZBVZeroBubble's order
-    // "combined-1f1b": Megatron-LM's schedule under --overlap-moe-expert-parallel-comm. The
-    // interleaved order (v ≥ 2; v = 1 only with one stage) with one more warm-up forward, so
-    // that each steady-state forward runs beside a backward of another micro-batch and each one's
-    // expert all-to-all runs under the other's compute (get_pp_rank_microbatches and the
-    // combined_1f1b paths of megatron/core/pipeline_parallel/schedules.py at d98e8a64dd). The
-    // pair is ordered as its forward, then its backward.
+    // "combined-1f1b": Megatron-LM's schedule under --overlap-moe-expert-parallel-comm (v ≥ 2;
+    // v = 1 only with one stage). One more warm-up forward than interleaved, then pairs that
+    // run a backward beside the next forward, layer by layer, each one's expert all-to-all under
+    // the other's compute (get_pp_rank_microbatches and combined_1f1b.py at d98e8a64dd). A pair
+    // frees its backward's activations as its forward makes new ones; ppb orders it backward
+    // first, so the extra warm-up forward is the first pair's and the order and in-flight counts
+    // are interleaved's (1F1B's on one stage), as Megatron-LM's CI runs measure (design 4.1).
     combined_1f1b,
 };
 

@@ -55,6 +55,9 @@ struct MegatronFlags {
     std::optional<std::string> recompute_granularity;  // full | selective
     std::optional<std::string> recompute_method;       // uniform | block
     std::optional<std::uint32_t> recompute_num_layers;
+    // --overlap-moe-expert-parallel-comm: the combined 1F1B (ppb::Schedule::combined_1f1b), one
+    // more warm-up forward than the interleaved schedule.
+    bool overlap_moe_expert_parallel_comm = false;
     std::optional<std::uint32_t> world_size;     // --world-size
     std::optional<std::uint32_t> micro_batches;  // --num-microbatches
     // MoE layers (see moe_layer_pattern).
