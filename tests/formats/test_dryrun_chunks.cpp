@@ -192,6 +192,26 @@ BOOST_AUTO_TEST_CASE(schedule_names_and_chunk_counts) {
     PPB_CHECK_ERROR(InputError,
                     read_dryrun(document_v2(R"("num_stages": 2, "num_chunks": 2)", obs)),
                     "dryrun.json: num_chunks: schedule '1f1b' runs one chunk per stage, not 2");
+    // Megatron-LM's combined 1F1B: one chunk only without a pipeline, refused where it is
+    // observed on two stages; without "num_chunks" the file must say how many.
+    PPB_CHECK_ERROR(
+        InputError,
+        read_dryrun(
+            document_v2(R"("num_stages": 2, "schedule": "combined-1f1b", "num_chunks": 1)", obs)),
+        "dryrun.json: observations[0]: combined-1f1b runs at least two chunks per stage (one "
+        "only without a pipeline: Megatron-LM overlaps the expert all-to-all of a pipeline only "
+        "in its interleaved schedule), got 1 with 2 stages");
+    PPB_CHECK_ERROR(
+        InputError,
+        read_dryrun(document_v2(R"("num_stages": 2, "schedule": "combined-1f1b")", obs)),
+        "dryrun.json: missing required field 'num_chunks' (schedule 'combined-1f1b' runs 2 or more "
+        "(1 without a pipeline) chunks per stage");
+    BOOST_TEST(read_dryrun(document_v2(R"("num_stages": 1, "schedule": "combined-1f1b",
+                                          "num_chunks": 1, "micro_batches": 4)",
+                                       obs))
+                   .observations.at(0)
+                   .placement.chunks.at(0)
+                   .in_flight == 1u);
     PPB_CHECK_ERROR(InputError,
                     read_dryrun(document_v2(
                         R"("num_stages": 2, "schedule": "interleaved", "num_chunks": 65)", obs)),

@@ -8,6 +8,7 @@
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
 #include <ppb/schedule.hpp>
+#include <ppb/schedule_order.hpp>
 
 #include <fmt/format.h>
 
@@ -338,6 +339,9 @@ Observation read_observation(const JsonObject& obs, const DryRunSet& set) {
 
     std::vector<std::uint32_t> group_layers;  // /3: chunk by chunk, group by group, kind by kind
     if (choice.num_chunks == 1) {
+        // The combined 1F1B runs one chunk only without a pipeline (its words: schedule_order).
+        if (choice.schedule == Schedule::combined_1f1b && p > 1)
+            obs.fail(schedule_shape_problem(choice.schedule, p, 1, 4 * p));
         if (auto chunks = obs.optional("chunks")) {
             chunks->fail(fmt::format(
                 "schedule '{}' runs one chunk per stage: give \"layers\" (and \"in_flight\") "
