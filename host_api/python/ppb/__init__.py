@@ -463,7 +463,9 @@ def partition(model_desc=None, *, stages, memory_limit_mb=None, model="dryrun-ls
     the limit unless ``memory_limit_mb`` is given; ``tp_comm_overlap``, ``overlap_grad_reduce``
     and ``overlap_param_gather`` are Megatron-LM's overlaps, and the plan then has
     ``data_parallel_replicas`` and ``data_parallel_sync_time`` (``ppb partition``'s
-    ``--device``, ``--cluster``, ``--device-tflops`` and overlap flags).
+    ``--device``, ``--cluster``, ``--device-tflops`` and overlap flags). ``schedule=
+    "combined-1f1b"`` is Megatron-LM's ``--overlap-moe-expert-parallel-comm``: the interleaved
+    order, each MoE layer's expert all-to-all under another micro-batch's compute.
 
     ``memory`` (``--memory``): ``"reserved"`` plans against allocated memory plus the allocator's
     reserve fitted where the observations give ``reserved_mb``, ``"allocated"`` against the

@@ -334,14 +334,17 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->add_option("--schedule", args->schedule,
                      "pipeline schedule: 1f1b (the default), interleaved (Megatron's\n"
                      "virtual pipeline, MindFormers' pp_interleave_num),\n"
-                     "interleaved-less-memory, dualpipe-v, or the zero-bubble zb-h1 (one\n"
+                     "interleaved-less-memory, dualpipe-v, the zero-bubble zb-h1 (one\n"
                      "chunk) and zb-v (two, in a V), whose backwards run as an input\n"
-                     "gradient B and a weight gradient W (--weight-grad-share)")
+                     "gradient B and a weight gradient W (--weight-grad-share), or\n"
+                     "combined-1f1b (Megatron's --overlap-moe-expert-parallel-comm:\n"
+                     "interleaved's order, each MoE layer's all-to-all overlapped)")
         ->type_name("NAME")
         ->check(schedule_choice());
     partition
         ->add_option("--chunks", args->chunks,
-                     "chunks per stage (default: 1 for 1f1b, 2 otherwise; dualpipe-v has 2)")
+                     "chunks per stage (default: 1 for 1f1b and for combined-1f1b on one\n"
+                     "stage, 2 otherwise; dualpipe-v has 2)")
         ->type_name("V")
         ->check(count_in(limits::chunks));
     partition

@@ -282,7 +282,8 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->capture_default_str()
         ->check(schedule_choice());
     as_comma_list(search->add_option("--chunks", args->chunks,
-                                     "chunks per stage to consider for the interleaved schedules"))
+                                     "chunks per stage to consider for the interleaved schedules\n"
+                                     "(and combined-1f1b, which also runs 1 on one stage)"))
         ->type_name("V,...")
         ->capture_default_str()
         ->check(count_in({2, limits::chunks.max, "chunks"}));
