@@ -1006,6 +1006,12 @@ BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_meg
              "--memory-limit-mb", "80000", "--schedules", "combined-1f1b"}),
         {"combined-1f1b overlaps the expert all-to-all of MoE layers, and the "
          "model options have none (no \"moe\")"});
+    // Without a cluster too: no all-to-all is timed, and Megatron-LM refuses it all the same.
+    expect_input_error(
+        ppb({"search", "--model", "analytic", "--model-options", shape_file, "--devices", "64",
+             "--pipeline-degrees", "4", "--global-batch", "128", "--device-tflops", "400",
+             "--memory-limit-mb", "80000", "--schedules", "combined-1f1b"}),
+        {"combined-1f1b overlaps the expert all-to-all of MoE layers"});
 
     // ppb partition: the flag with the layout; what Megatron-LM refuses is exit 2.
     const std::vector<std::string> partition = {"partition",

@@ -503,8 +503,10 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     const bool combined = std::any_of(
         schedule_list.begin(), schedule_list.end(),
         [](const ScheduleChoice& choice) { return choice.schedule == Schedule::combined_1f1b; });
+    // With a shape, the combined 1F1B's own times (its all-to-all overlapped on a cluster), and
+    // Megatron-LM's refusals of it, cluster or not.
     std::vector<bool> expert_overlaps = {false};
-    if (combined && shape_times && cluster)
+    if (combined && shape_times)
         expert_overlaps.push_back(true);
     std::vector<std::optional<std::uint32_t>> eps(ep_list.begin(), ep_list.end());
     if (eps.empty())
