@@ -154,6 +154,7 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
             counts[0] = p - s;
             break;
         case Schedule::interleaved:
+        case Schedule::combined_1f1b:  // interleaved's order (schedule_order.cpp); v = 1: P = 1
             // Chunk c < v − 1 holds its first group's P micro-batches and as many of the next
             // group's as start before its own first backward; the last chunk starts backwards
             // before its first group is complete.
@@ -171,11 +172,9 @@ std::vector<std::uint32_t> in_flight_counts(Schedule schedule, std::uint32_t num
             counts = {2 * p - s, s + 1};
             break;
         case Schedule::zb_h1:
-        case Schedule::zb_v:
-        case Schedule::combined_1f1b: {
+        case Schedule::zb_v: {
             // Read off the order: a micro-batch is held until its weight gradient W ends
-            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)); combined-1f1b's
-            // order is interleaved's (1F1B's on one stage).
+            // (tests/schedule/test_zero_bubble.cpp pins zb-h1's min(P, M)).
             const auto peaks = peak_in_flight(
                 stage_order(schedule, num_stages, chunks,
                             micro_batches == 0 ? 4 * num_stages : micro_batches, stage),

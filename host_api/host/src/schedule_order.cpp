@@ -282,15 +282,12 @@ std::vector<StageStep> stage_order(Schedule schedule, std::uint32_t num_stages,
             // Each stage runs P − s − 1 forwards before its first backward.
             return one_forward_one_backward(interleaved_table(p, 1, micro_batches), 1, p - s - 1);
         case Schedule::interleaved:
-            // Megatron-LM: 2(P − s − 1) + (v − 1)·P warm-up forwards.
-            return one_forward_one_backward(
-                interleaved_table(p, v, micro_batches), v,
-                2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p);
         case Schedule::combined_1f1b:
-            // Megatron-LM with --overlap-moe-expert-parallel-comm: interleaved's warm-up and one
-            // more forward, then pairs that run a backward beside the next forward, the backward
-            // first (combined_1f1b.py: "microbatch backward + next microbatch forward"). The
-            // extra forward is the first pair's: the order is interleaved's (1F1B's on one stage).
+            // Megatron-LM: 2(P − s − 1) + (v − 1)·P warm-up forwards. With
+            // --overlap-moe-expert-parallel-comm one more, then pairs that run a backward beside
+            // the next forward, the backward first (combined_1f1b.py: "microbatch backward + next
+            // microbatch forward"): the extra forward is the first pair's, and the order is
+            // interleaved's (1F1B's on one stage).
             return one_forward_one_backward(
                 interleaved_table(p, v, micro_batches), v,
                 2 * static_cast<std::size_t>(p - s - 1) + static_cast<std::size_t>(v - 1) * p);

@@ -2,6 +2,7 @@
 #include <ppb/importers/megatron.hpp>
 #include <ppb/importers/megatron_layout.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/schedule_order.hpp>
 
 #include <fmt/format.h>
 
@@ -565,7 +566,7 @@ PipelineLayout layout_of(MegatronFlags flags, const MegatronScan& scan, Messages
     // --overlap-moe-expert-parallel-comm: the combined 1F1B, which Megatron-LM runs with a
     // pipeline only interleaved (transformer_config.py at d98e8a64dd).
     if (flags.overlap_moe_expert_parallel_comm) {
-        if (chunks == 1 && p > 1) {
+        if (!schedule_shape_problem(Schedule::combined_1f1b, p, chunks, p).empty()) {
             throw FlagError(fmt::format(
                 "--overlap-moe-expert-parallel-comm with --pipeline-model-parallel-size {} needs "
                 "a virtual pipeline (--num-layers-per-virtual-pipeline-stage, "
