@@ -861,12 +861,14 @@ BOOST_AUTO_TEST_CASE(expert_parallel_degrees_are_searched_with_an_moe_shape) {
         const int ep = v.at("expert_parallel").to_number<int>();
         const int p = v.at("pipeline_parallel").to_number<int>();
         BOOST_TEST(v.at("data_parallel").to_number<int>() % ep == 0);
-        // The degrees, then the shape's distributed optimizer.
+        // The degrees, the dispatcher the all-to-all was timed with (Megatron-LM's default is
+        // allgather), then the shape's distributed optimizer.
         const json::array& flags = v.at("megatron_parallelism").as_array();
-        BOOST_TEST(
-            json::serialize(json::array(flags.end() - 3, flags.end())) ==
-            fmt::format(R"(["--expert-model-parallel-size","{}","--use-distributed-optimizer"])",
-                        ep));
+        BOOST_TEST(json::serialize(json::array(flags.end() - 5, flags.end())) ==
+                   fmt::format(R"(["--expert-model-parallel-size","{}",)"
+                               R"("--moe-token-dispatcher-type","alltoall",)"
+                               R"("--use-distributed-optimizer"])",
+                               ep));
         BOOST_TEST(v.at("torchtitan_parallelism")
                        .at("parallelism.expert_parallel_degree")
                        .to_number<int>() == ep);
@@ -1178,6 +1180,37 @@ BOOST_AUTO_TEST_CASE(the_megatron_flags_carry_what_the_ranking_assumed) {
     BOOST_TEST(*(etp + 1) == "1");
     BOOST_TEST(!has(ep, "--sequence-parallel"));
     BOOST_TEST(!has(ep, "--use-distributed-optimizer"));
+    // The dispatcher the experts' all-to-all was timed with: the shape's, alltoall without one
+    // (Megatron-LM's own default, allgather, is not what ppb timed).
+    const auto dispatcher = [](const std::vector<std::string>& flags) {
+        const auto named = std::find(flags.begin(), flags.end(), "--moe-token-dispatcher-type");
+        return named == flags.end() || named + 1 == flags.end() ? std::string() : *(named + 1);
+    };
+    BOOST_TEST(dispatcher(ep) == "alltoall");
+    const std::string flex = write_file(
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 4,
+            "tensor_parallel": 1, "moe": {"num_experts": 8, "top_k": 2, "expert_parallel": 4,
+            "token_dispatcher": "flex"}})",
+        "assumed-flex.json");
+    const auto deepep = search(flex, {"--pipeline-degrees", "1", "--top", "1"});
+    BOOST_TEST_REQUIRE(deepep.exit_code == 0, deepep.err);
+    BOOST_TEST(dispatcher(flags_of(parse_json(deepep.out).at("ranking").at(0))) == "flex");
+    BOOST_TEST(dispatcher(fsdp).empty());  // a dense model names none
+    // The shape's own Megatron-FSDP strategy, not searched, is named as it is.
+    const std::string sharded_shape = write_file(
+        R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 4,
+            "tensor_parallel": 1, "data_parallel_sharding": "optim_grads"})",
+        "assumed-fsdp.json");
+    const auto shape_fsdp = search(sharded_shape, {"--pipeline-degrees", "1", "--top", "1"});
+    BOOST_TEST_REQUIRE(shape_fsdp.exit_code == 0, shape_fsdp.err);
+    const std::vector<std::string> strategy =
+        flags_of(parse_json(shape_fsdp.out).at("ranking").at(0));
+    const auto named =
+        std::find(strategy.begin(), strategy.end(), "--data-parallel-sharding-strategy");
+    BOOST_TEST_REQUIRE((named != strategy.end() && named + 1 != strategy.end()));
+    BOOST_TEST(*(named + 1) == "optim_grads");
 }
 
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its

@@ -583,6 +583,16 @@ BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
     fsdp.insert(fsdp.end(), {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
                              "optim_grads_params", "--ckpt-format", "fsdp_dtensor"});
     BOOST_TEST(megatron_configuration_args(c).args == fsdp, boost::test_tools::per_element());
+    // The shape's sharding, not searched, gives the same flags (until 2026-12-07 the strategy
+    // was read from the unsearched, empty one: "no_shard" came out).
+    c.sharding = std::nullopt;
+    AssumedSettings shape_sharding;
+    shape_sharding.sharding = DataParallelSharding::optim_grads_params;
+    BOOST_TEST(megatron_configuration_args(c, shape_sharding).args == fsdp,
+               boost::test_tools::per_element());
+    shape_sharding.sharding = DataParallelSharding::optim_grads;
+    BOOST_TEST(megatron_configuration_args(c, shape_sharding).args.at(fsdp.size() - 3) ==
+               "optim_grads");
     c.sharding = DataParallelSharding::optim;
     BOOST_TEST(megatron_configuration_args(c).args.back() == "--use-distributed-optimizer");
     BOOST_TEST(torchtitan_configuration(c).why_not ==

@@ -42,6 +42,9 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
         out.args.insert(out.args.end(), {"--expert-tensor-parallel-size",
                                          std::to_string(*assumed.expert_tensor_parallel)});
     }
+    if (assumed.token_dispatcher) {
+        out.args.insert(out.args.end(), {"--moe-token-dispatcher-type", *assumed.token_dispatcher});
+    }
     const bool sequence_parallel = assumed.sequence_parallel && c.tensor_parallel > 1;
     if (sequence_parallel)
         out.args.emplace_back("--sequence-parallel");
@@ -67,7 +70,7 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
             out.args.insert(
                 out.args.end(),
                 {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
-                 std::string(sharding_name(*c.sharding)), "--ckpt-format", "fsdp_dtensor"});
+                 std::string(sharding_name(*sharding)), "--ckpt-format", "fsdp_dtensor"});
             break;
     }
     return out;

@@ -64,6 +64,11 @@ AssumedSettings assumed_settings(const std::optional<json::object>& shape,
         if (space.expert_parallel_degrees.empty() && ep && *ep > 1)
             out.expert_parallel = ep;
         out.expert_tensor_parallel = shape_count(moe->as_object(), "expert_tensor_parallel");
+        // The shape's dispatcher is checked where its times are built (shape_time.cpp).
+        const json::value* dispatcher = moe->as_object().if_contains("token_dispatcher");
+        out.token_dispatcher = dispatcher != nullptr && dispatcher->is_string()
+                                   ? std::string(dispatcher->as_string())
+                                   : std::string("alltoall");
     }
     return out;
 }

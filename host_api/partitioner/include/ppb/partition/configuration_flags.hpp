@@ -13,7 +13,8 @@
 // (AssumedSettings): --sequence-parallel where t > 1 and the shape has it (Megatron-LM turns it
 // off with one tensor-parallel rank), --tp-comm-overlap with it (Megatron-LM refuses the overlap
 // without: megatron/training/arguments.py at d98e8a64dd), --overlap-grad-reduce and
-// --overlap-param-gather where the search timed them.
+// --overlap-param-gather where the search timed them, and for an MoE model the token dispatcher
+// the experts' all-to-all was timed with (--moe-token-dispatcher-type alltoall or flex).
 //
 // torchtitan (its job configuration's keys, pytorch/torchtitan at 238fa9953e: torchtitan/config/
 // job_config.py, torchtitan/distributed/parallel_dims.py): parallelism.tensor_parallel_degree,
@@ -71,6 +72,11 @@ struct AssumedSettings {
     bool tp_comm_overlap = false;       // --tp-comm-overlap where t > 1 with sequence parallelism
     bool overlap_grad_reduce = false;   // --overlap-grad-reduce
     bool overlap_param_gather = false;  // --overlap-param-gather
+    // An MoE shape's dispatcher as the time model takes it: moe.token_dispatcher, "alltoall"
+    // without one. Megatron-LM's own default is "allgather" (transformer_config.py,
+    // moe_token_dispatcher_type, at d98e8a64dd), which ppb does not time and the combined 1F1B
+    // refuses, so --moe-token-dispatcher-type is always named for an MoE model.
+    std::optional<std::string> token_dispatcher = std::nullopt;
 };
 
 // The configuration's Megatron-LM flags; with `assumed`, also what its ranking assumed.
