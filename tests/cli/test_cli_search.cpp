@@ -930,6 +930,83 @@ BOOST_AUTO_TEST_CASE(expert_parallel_degrees_are_searched_with_an_moe_shape) {
 // MindFormers settings; full recomputation, which Megatron-LM refuses with it, is left out with
 // why; a dense shape has nothing to overlap. `ppb partition` plans it with the flag in the
 // layout's flags, and refuses what Megatron-LM refuses, naming the option.
+// Without --schedules an MoE shape on a cluster is also searched with the combined 1F1B, where
+// Megatron-LM runs it (Megatron-Bridge's recipes turn it on for DeepSeek-V3 and Qwen3): its
+// refusals (one expert-parallel rank) are left out, not listed; named, they are listed with why.
+// A dense shape, or an MoE shape without a cluster (no all-to-all timed), keeps the three.
+BOOST_AUTO_TEST_CASE(an_moe_search_on_a_cluster_considers_the_combined_schedule_by_default) {
+    const std::string deepseek = std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-v3-shape.json";
+    const auto search = [&](const std::string& shape, std::vector<std::string> more) {
+        std::vector<std::string> args = {"search",
+                                         "--model",
+                                         "analytic",
+                                         "--model-options",
+                                         shape,
+                                         "--devices",
+                                         "256",
+                                         "--pipeline-degrees",
+                                         "8",
+                                         "--global-batch",
+                                         "1024",
+                                         "--recompute",
+                                         "none",
+                                         "--top",
+                                         "0",
+                                         "--json",
+                                         "--show-infeasible",
+                                         "--progress",
+                                         "never"};
+        args.insert(args.end(), more.begin(), more.end());
+        const auto r = ppb(args);
+        BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+        return parse_json(r.out);
+    };
+    const auto schedules_of = [](const json::value& doc) {
+        std::set<std::string> out;
+        for (const json::value& s : doc.at("search").at("schedules").as_array())
+            out.emplace(s.at("schedule").as_string());
+        return out;
+    };
+    const std::set<std::string> three = {"1f1b", "interleaved", "dualpipe-v"};
+    std::set<std::string> four = three;
+    four.emplace("combined-1f1b");
+
+    const json::value moe = search(deepseek, {"--device", "B200", "--expert-parallel", "1,16"});
+    BOOST_TEST((schedules_of(moe) == four));
+    const json::array& ranking = moe.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(!ranking.empty());
+    // First: the all-to-all of 16 ranks over two nodes hidden under the paired pass.
+    BOOST_TEST(ranking.at(0).at("schedule").as_string() == "combined-1f1b");
+    BOOST_TEST(ranking.at(0).at("expert_parallel").to_number<int>() == 16);
+    for (const json::value& v : ranking) {
+        if (v.at("schedule").as_string() == "combined-1f1b")
+            BOOST_TEST(v.at("expert_parallel").to_number<int>() == 16);
+    }
+    BOOST_TEST(moe.at("not_planned").as_array().empty());
+    for (const json::value& v : moe.at("not_fitting").as_array()) {
+        BOOST_TEST(!(v.at("schedule").as_string() == "combined-1f1b" &&
+                     v.at("expert_parallel").to_number<int>() == 1));
+    }
+
+    // Named, the refused degrees are listed with Megatron-LM's reason.
+    const json::value named =
+        search(deepseek, {"--device", "B200", "--expert-parallel", "1,16", "--schedules",
+                          "1f1b,interleaved,dualpipe-v,combined-1f1b"});
+    bool refused_listed = false;
+    for (const json::value& v : named.at("not_planned").as_array()) {
+        refused_listed = refused_listed || (v.at("schedule").as_string() == "combined-1f1b" &&
+                                            v.at("expert_parallel").to_number<int>() == 1);
+    }
+    BOOST_TEST(refused_listed);
+    BOOST_TEST(json::serialize(named.at("ranking")) == json::serialize(moe.at("ranking")));
+
+    // No cluster, or no experts: the three schedules.
+    BOOST_TEST((schedules_of(search(deepseek, {"--device-tflops", "400", "--memory-limit-mb",
+                                               "184320", "--expert-parallel", "16"})) == three));
+    BOOST_TEST((schedules_of(search(shape_file, {"--device", "H100", "--memory-limit-mb", "80000",
+                                                 "--tensor-parallel", "8"})) == three));
+}
+
 BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_megatron_runs_it) {
     const std::string deepseek = std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-v3-shape.json";
     const auto r = ppb({"search",

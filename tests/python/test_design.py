@@ -148,6 +148,22 @@ def test_search_on_a_cluster_is_the_command_s_document(cli, tmp_path):
     assert "H100" in str(unknown.value) and "--help" not in str(unknown.value)
 
 
+def test_search_s_default_schedules_are_the_command_s(cli):
+    from conftest import DATA
+
+    # An MoE shape on a cluster: the combined 1F1B by default in both (one owner of the default).
+    shape = DATA / "moe" / "deepseek-v3-shape.json"
+    doc = ppb.search(model="analytic", model_options=shape, devices=256, pipeline_degrees=[8],
+                     global_batch=1024, device="B200", recompute=["none"], expert_parallel=[16],
+                     fast=True)
+    assert {s["schedule"] for s in doc["search"]["schedules"]} == {
+        "1f1b", "interleaved", "dualpipe-v", "combined-1f1b"}
+    assert doc == cli.json("search", "--model", "analytic", "--model-options", shape,
+                           "--devices", 256, "--pipeline-degrees", 8, "--global-batch", 1024,
+                           "--device", "B200", "--recompute", "none", "--expert-parallel", 16,
+                           "--fast", "--progress", "never")
+
+
 def test_search_errors():
     from conftest import DATA
 

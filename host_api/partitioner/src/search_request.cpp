@@ -305,6 +305,13 @@ std::vector<T> distinct(const std::vector<std::string>& names, std::string_view 
 
 }  // namespace
 
+std::vector<std::string> default_search_schedules(bool moe_on_cluster) {
+    std::vector<std::string> out = {"1f1b", "interleaved", "dualpipe-v"};
+    if (moe_on_cluster)
+        out.emplace_back("combined-1f1b");
+    return out;
+}
+
 const PlannedPartition* SearchAnswer::best() const {
     const auto first = ranked(result);
     return first.empty() ? nullptr : &*first.front()->planned;
@@ -416,10 +423,16 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         }
         common.comm_time = {*request.comm_time};  // every boundary of every pipeline degree
     }
-    // The schedules: each of `schedules`, the interleaved ones with each of `chunks`.
+    // The schedules: each of `schedules` (the default's without one), the interleaved ones with
+    // each of `chunks`.
+    const json::value* moe = shape ? shape->if_contains("moe") : nullptr;
+    const bool default_schedules = request.schedules.empty();
     const std::vector<Schedule> schedules = distinct<Schedule>(
-        request.schedules, "schedules", name,
-        [](std::string_view text) { return schedule_from_name(text); }, names_or(schedule_names()));
+        default_schedules
+            ? default_search_schedules(shape_times && cluster && moe != nullptr && moe->is_object())
+            : request.schedules,
+        "schedules", name, [](std::string_view text) { return schedule_from_name(text); },
+        names_or(schedule_names()));
     std::vector<ScheduleChoice> schedule_list;
     for (const Schedule s : schedules) {
         const std::optional<std::uint32_t> fixed = fixed_chunks(s);
@@ -490,7 +503,6 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         one_or_shapes(request.micro_batch_size, "micro_batch_size", "micro_batch_size");
     const std::vector<std::uint32_t> cps =
         one_or_shapes(request.context_parallel, "context_parallel", "context_parallel");
-    const json::value* moe = shape ? shape->if_contains("moe") : nullptr;
 
     if (cluster && layer_file && messages.note) {
         messages.note(fmt::format(
@@ -582,6 +594,18 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     space.recompute = recompute;
     answer.plan = search_configurations(space, first.base.time);
     answer.base = first.base;
+    // The default's combined 1F1B is only where Megatron-LM runs it: the configurations of
+    // degrees it refuses (one expert-parallel rank, several MTP layers) are left out; named, they
+    // are listed with why.
+    if (default_schedules && expert_overlaps.size() > 1) {
+        std::erase_if(answer.plan.configurations, [&](const Configuration& c) {
+            return c.schedule.schedule == Schedule::combined_1f1b &&
+                   !variants
+                        .at(DegreeKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, 0,
+                                      c.sharding, c.expert_parallel, true})
+                        .refused.empty();
+        });
+    }
 
     const ModelsByDegree models(make, request.model_options, shape, first.base,
                                 answer.plan.configurations);

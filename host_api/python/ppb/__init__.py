@@ -390,7 +390,8 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
     """Every pipeline configuration planned and ranked, as the ppb.search/1 dict
     ``ppb search --json`` prints, by the search the command runs (the library's, in this process):
     ``ppb search``'s options, with underscores: ``pipeline_degrees=[2, 4]``,
-    ``tensor_parallel=[1, 2, 4, 8]``, ``schedules=["1f1b"]``, ``recompute=["any", "full"]``,
+    ``tensor_parallel=[1, 2, 4, 8]``, ``schedules=["1f1b"]`` (``None``: the command's default,
+    with ``"combined-1f1b"`` for an MoE shape on a cluster), ``recompute=["any", "full"]``,
     ``expert_parallel=[8, 16]``, ``data_parallel_sharding=["optim", "optim_grads_params"]``;
     ``model_options`` a dict, JSON text or a file; ``dryrun`` a file, a dict or a
     :class:`DryRun`. On a cluster: ``device="H100"`` or ``cluster=`` a ``ppb.cluster/1`` dict or
@@ -420,7 +421,7 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
         devices, listed(pipeline_degrees), listed(tensor_parallel), data_parallel,
         int(global_batch), listed(micro_batch_size), listed(context_parallel),
         [str(v) for v in listed(data_parallel_sharding)], listed(expert_parallel),
-        [str(v) for v in listed(schedules or ["1f1b", "interleaved", "dualpipe-v"])],
+        [str(v) for v in listed(schedules)],
         listed(chunks or [2]), [str(v) for v in listed(recompute or ["any"])], recompute_rule,
         None if memory_limit_mb is None else float(memory_limit_mb), float(memory_margin_mb),
         float(memory_margin_sigma), None if comm_time is None else float(comm_time), int(top),

@@ -44,7 +44,7 @@ struct SearchArgs {
     std::vector<std::uint32_t> context_parallel;
     std::vector<std::string> sharding;
     std::vector<std::uint32_t> expert_parallel;
-    std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
+    std::vector<std::string> schedules;  // none: the library's default
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
     std::string recompute_rule = "mindformers";
@@ -277,9 +277,11 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->check(CLI::IsMember(std::vector<std::string>(partition::sharding_names.begin(),
                                                        partition::sharding_names.end())));
     as_comma_list(
-        search->add_option("--schedules,--schedule", args->schedules, "schedules to consider"))
+        search->add_option("--schedules,--schedule", args->schedules,
+                           "schedules to consider (default: 1f1b,interleaved,dualpipe-v, and\n"
+                           "combined-1f1b for an MoE model shape on a cluster where Megatron-LM\n"
+                           "runs it)"))
         ->type_name("NAME,...")
-        ->capture_default_str()
         ->check(schedule_choice());
     as_comma_list(search->add_option("--chunks", args->chunks,
                                      "chunks per stage to consider for the interleaved schedules\n"

@@ -39,7 +39,10 @@ struct SearchRequest {
     std::vector<std::uint32_t> context_parallel = {};  // empty: the shape's
     std::vector<std::string> data_parallel_sharding = {};
     std::vector<std::uint32_t> expert_parallel = {};
-    std::vector<std::string> schedules = {"1f1b", "interleaved", "dualpipe-v"};
+    // Empty: ppb's default (default_search_schedules): 1F1B, interleaved and DualPipe-V, and for
+    // an MoE model shape timed on a cluster Megatron-LM's combined 1F1B too, only where
+    // Megatron-LM runs it (a configuration it refuses is left out, not listed as refused).
+    std::vector<std::string> schedules = {};
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
     std::string recompute_rule = "mindformers";
@@ -51,6 +54,12 @@ struct SearchRequest {
     bool show_infeasible = false;
     bool fast = false;  // keep each configuration's exact optimum, no local search
 };
+
+// The schedules a search considers when the request names none: "1f1b", "interleaved",
+// "dualpipe-v", and with `moe_on_cluster` (an MoE model shape whose experts' all-to-all a cluster
+// times) "combined-1f1b", which hides that all-to-all (Megatron-Bridge's performance recipes turn
+// it on for DeepSeek-V3 and Qwen3: --overlap-moe-expert-parallel-comm).
+[[nodiscard]] std::vector<std::string> default_search_schedules(bool moe_on_cluster);
 
 // A memory model the host made, and what it was made from for people ("fitted to 13
 // observations of FILE", "configured by its options").
