@@ -68,7 +68,10 @@ const std::map<std::string, std::string> open_ranks = {
     {"llama3_70b GB200 fp8 64 TP1 PP1 VP1 CP1 MBS2",
      "does not fit without recompute in the analytic model (482 817 MB of 186 GiB: one stage "
      "keeps 80 layers' activations of 2 x 8192 tokens; Megatron-FSDP shards the weights, not "
-     "the activations, and the table does not say what the recipe recomputed)"},
+     "the activations); the recipe offloads 40 of the 80 layers' activations to the host "
+     "(cpu_offloading_num_layers = 40, cpu_offloading_weights = False: NVIDIA-NeMo/"
+     "Megatron-Bridge, src/megatron/bridge/perf_recipes/llama/gb200/llama3.py at 067f987df), "
+     "which ppb does not plan yet (issue 40)"},
     {"llama3_70b H100 fp8 64 TP4 PP8 VP5 CP1 MBS1",
      "17th: ppb prefers CP 2 on two stages (+5.5 %); the same recipe runs CP 2 on four stages at "
      "GBS 128; ppb's plan of the published configuration is timed 10.3 % under its throughput"},
