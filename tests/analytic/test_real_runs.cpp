@@ -507,9 +507,9 @@ BOOST_AUTO_TEST_CASE(the_command_refuses_bad_arguments_with_exit_2_and_nothing_o
     // out, and the options load (ppb predict accepts them).
     const auto r = ppb({"import", "megatron-options", "--", "--num-layers", "4", "--hidden-size",
                         "64", "--num-attention-heads", "4", "--seq-length", "64", "--vocab-size",
-                        "100", "--bf16", "--cpu-offloading-num-layers", "1"});
+                        "100", "--bf16", "--delay-wgrad-compute"});
     BOOST_TEST(r.exit_code == 0, r.err);
-    BOOST_TEST(r.err.find("--cpu-offloading-num-layers changes memory but is not modelled") !=
+    BOOST_TEST(r.err.find("--delay-wgrad-compute changes memory but is not modelled") !=
                std::string::npos);
     const json::object o = json::parse(r.out).as_object();
     BOOST_TEST(o.at("vocab_size").as_int64() == 128);  // 100 padded to a multiple of 128

@@ -8,7 +8,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <string>
+#include <string_view>
 
 using namespace analytic_test;
 using ppb::analytic::MemoryTerms;
@@ -170,6 +172,64 @@ BOOST_AUTO_TEST_CASE(offloaded_optimizer_state_leaves_the_device) {
         2.0 + 4.0 + 3.0);
 }
 
+// Layer-level CPU offloading (--cpu-offloading-num-layers 5) on the proxy's one stage: Transformer
+// Engine offloads layers 0 to 4 (transformer_engine/pytorch/cpu_offload.py at 00382b96b4), the
+// proxy's three dense layers and its first two MoE layers: 3 x 2689 + 2 x 2853.45 = 13 773.9 MiB
+// fewer activations held; the parts still add up. Megatron-LM refuses it with pipeline stages and
+// with recomputation (transformer_config.py at d98e8a64dd): so does the model, saying why.
+BOOST_AUTO_TEST_CASE(offloaded_layers_hold_no_activations_on_their_one_stage) {
+    // One stage of 3 dense and 13 MoE layers of `kind`, one micro-batch in flight.
+    const auto predict = [](const ppb::analytic::AnalyticModel& model, std::uint32_t stages,
+                            ppb_kind kind, double* none_part = nullptr) {
+        ppb_chunk chunk{};
+        chunk.layers[kind] = 16;
+        chunk.in_flight = 1;
+        std::array<std::uint32_t, 2 * PPB_KIND_COUNT> groups{};
+        groups[kind] = 3;
+        groups[PPB_KIND_COUNT + kind] = 13;
+        const ppb_grouped_placement placement{{stages, 0, 1, &chunk}, 2, groups.data()};
+        const double mb = model.predict_grouped(placement);
+        double sum = 0.0;
+        const auto parts = model.predict_parts(placement);
+        for (const ppb_memory_part& part : parts.value()) {
+            BOOST_TEST(part.mb >= 0.0, part.name);
+            sum += part.mb;
+            if (none_part != nullptr && std::string_view(part.name) == "none")
+                *none_part = part.mb;
+        }
+        BOOST_TEST(sum == mb, tt::tolerance(1e-9));
+        return mb;
+    };
+    const ppb::analytic::AnalyticModel kept(options_json(proxy, ""));
+    const ppb::analytic::AnalyticModel offloading(
+        options_json(proxy, R"("cpu_offloading_num_layers": 5)"));
+    double kept_none = 0.0;
+    double offloaded_none = 0.0;
+    const double before = predict(kept, 1, PPB_KIND_NONE, &kept_none);
+    const double after = predict(offloading, 1, PPB_KIND_NONE, &offloaded_none);
+    BOOST_TEST(before - after == 3 * 2689.0 + 2 * 2853.45, tt::tolerance(1e-9));
+    BOOST_TEST(kept_none - offloaded_none == 3 * 2689.0 + 2 * 2853.45, tt::tolerance(1e-9));
+    BOOST_TEST(contains(offloading.report(), "CPU offloading of layers"));
+
+    const auto refusal = [&](std::uint32_t stages, ppb_kind kind) {
+        try {
+            (void)predict(offloading, stages, kind);
+        } catch (const ppb::plugin::InvalidInput& e) {
+            return std::string(e.what());
+        }
+        BOOST_ERROR("the placement was predicted");
+        return std::string();
+    };
+    BOOST_TEST(contains(refusal(2, PPB_KIND_NONE),
+                        "which Megatron-LM does on one pipeline stage only, and the placement "
+                        "has 2 stages"));
+    BOOST_TEST(contains(refusal(1, PPB_KIND_FULL),
+                        "Megatron-LM refuses recomputation beside it: the placement has 3 'full' "
+                        "layers"));
+    // Without the option nothing changes, on any number of stages.
+    BOOST_TEST(predict(kept, 2, PPB_KIND_FULL) > 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_recompute_and_offload_options_are_refused_by_name) {
     const auto with = [](std::string_view more) { return options_json(proxy, more); };
     BOOST_TEST(contains(rejection(with(R"("offload_modules": "core_attn")")),
@@ -191,6 +251,14 @@ BOOST_AUTO_TEST_CASE(bad_recompute_and_offload_options_are_refused_by_name) {
                         "'optimizer_offload_fraction' must be a number"));
     BOOST_TEST(
         contains(rejection(with(R"("fused_norms": 0)")), "'fused_norms' must be true or false"));
+    BOOST_TEST(contains(rejection(with(R"("cpu_offloading_num_layers": 16)")),
+                        "'cpu_offloading_num_layers' is 16: Megatron-LM offloads fewer layers "
+                        "than the model's 16"));
+    BOOST_TEST(contains(rejection(with(R"("cpu_offloading_num_layers": -1)")),
+                        "cpu_offloading_num_layers"));
+    BOOST_TEST(contains(
+        rejection(with(R"("cpu_offloading_num_layers": 2, "offload_modules": ["core_attn"])")),
+        "refuses the fine-grained activation offloading beside CPU offloading of layers"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

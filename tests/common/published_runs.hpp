@@ -185,6 +185,9 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
     if (const json::value* f = run.if_contains("fsdp");
         f != nullptr && !f->is_null() && number(*f) > 0.0)
         shape["data_parallel_sharding"] = "optim_grads_params";
+    // Layer-level CPU offloading where the recipe sets it (its note names the recipe).
+    if (const std::uint32_t offloaded = count(run, "cpu_offloading_num_layers", 0); offloaded > 0)
+        shape["cpu_offloading_num_layers"] = offloaded;
     if (const json::value& mla = model.at("mla"); !mla.is_null()) {
         json::object m;
         for (const char* key :

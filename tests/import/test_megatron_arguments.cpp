@@ -489,7 +489,7 @@ BOOST_AUTO_TEST_CASE(runs_outside_the_model_are_refused_by_name) {
 BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
     const auto r =
         map("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
-            "--vocab-size 1000 --bf16 --cpu-offloading-num-layers 1 --log-interval 1 "
+            "--vocab-size 1000 --bf16 --delay-wgrad-compute --log-interval 1 "
             "--recompute-granularity full --attention-dropout 0.1 --hidden-dropout 0 "
             "--use-gigatoken --tp-comm-overlap-cfg tp.yaml --cuda-graph-impl none "
             "--my-memory-saver",
@@ -499,8 +499,8 @@ BOOST_AUTO_TEST_CASE(what_is_not_modelled_is_named_in_a_warning) {
                 return c;
             }());
     BOOST_TEST(warns_about(r,
-                           "--cpu-offloading-num-layers changes memory but is not modelled: "
-                           "activations and weights of some layers offloaded to the host"));
+                           "--delay-wgrad-compute changes memory but is not modelled: "
+                           "weight gradients computed later: their inputs kept longer"));
     // A flag of the run's own Megatron-LM, declared: ppb cannot know what it does.
     BOOST_TEST(warns_about(r,
                            "--my-memory-saver is a Megatron-LM flag whose effect on memory ppb "

@@ -387,6 +387,33 @@ BOOST_AUTO_TEST_CASE(offloading_maps_its_modules_and_fractions) {
                    .as_double() == 0.5);
 }
 
+// Layer-level CPU offloading: --cpu-offloading-num-layers N (Megatron-Bridge's
+// cpu_offloading_num_layers) is the model's option; what Megatron-LM refuses beside it
+// (transformer_config.py at d98e8a64dd) is refused naming the flags; 0 is no offloading.
+BOOST_AUTO_TEST_CASE(layer_offloading_maps_its_layer_count) {
+    const auto offloading = map(proxy +
+                                "--cpu-offloading-num-layers 5 "
+                                "--cpu-offloading-retain-pinned-cpu-buffers");
+    BOOST_TEST(options_of(offloading).at("cpu_offloading_num_layers").as_int64() == 5);
+    BOOST_TEST(!warns_about(offloading, "--cpu-offloading"));
+    BOOST_TEST(!options_of(map(proxy + "--cpu-offloading-num-layers 0"))
+                    .contains("cpu_offloading_num_layers"));
+    BOOST_TEST(flag_error(proxy + "--cpu-offloading-num-layers 5 --pipeline-model-parallel-size 2")
+                   .find("--cpu-offloading-num-layers with --pipeline-model-parallel-size above "
+                         "1: Megatron-LM has no CPU offloading of layers with pipeline "
+                         "parallelism") != std::string::npos);
+    BOOST_TEST(flag_error(proxy + "--cpu-offloading-num-layers 5 --recompute-granularity "
+                                  "selective")
+                   .find("does not work with activation recomputation") != std::string::npos);
+    BOOST_TEST(flag_error(proxy + "--cpu-offloading-num-layers 16")
+                   .find("--cpu-offloading-num-layers 16: Megatron-LM offloads fewer layers than "
+                         "the model's 16 (--num-layers)") != std::string::npos);
+    BOOST_TEST(flag_error(proxy + "--cpu-offloading-num-layers 2 "
+                                  "--fine-grained-activation-offloading --offload-modules "
+                                  "core_attn")
+                   .find("refuses the two together") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(no_cuda_graphs_is_megatrons_default) {
     const auto none = map(proxy + "--cuda-graph-impl none --cuda-graph-warmup-steps 3");
     BOOST_TEST(none.warnings.empty(),

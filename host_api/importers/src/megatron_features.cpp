@@ -471,6 +471,31 @@ void add_offloading(const MegatronFlagView& flags, json::object& options,
                 "--delta-offload-bytes-across-pp-ranks changes memory but is not modelled: later "
                 "stages keep that many more bytes a rank on the device (under-predicted there)");
     }
+    // Layer-level CPU offloading (--cpu-offloading-num-layers N > 0 turns --cpu-offloading on:
+    // megatron/training/arguments.py at d98e8a64dd), with Megatron-LM's refusals in its words
+    // (transformer_config.py, same commit); the pinned host buffers it may keep are host memory.
+    read.insert("cpu-offloading-num-layers");
+    read.insert("cpu-offloading-retain-pinned-cpu-buffers");
+    if (const auto layers = flags.count("cpu-offloading-num-layers", 0); layers && *layers > 0) {
+        if (flags.count("pipeline-model-parallel-size", 1).value_or(1) > 1)
+            throw FlagError(
+                "--cpu-offloading-num-layers with --pipeline-model-parallel-size above 1: "
+                "Megatron-LM has no CPU offloading of layers with pipeline parallelism");
+        if (flags.text("recompute-granularity"))
+            throw FlagError(
+                "--cpu-offloading-num-layers with --recompute-granularity: Megatron-LM's CPU "
+                "offloading does not work with activation recomputation");
+        if (flags.on("fine-grained-activation-offloading"))
+            throw FlagError(
+                "--cpu-offloading-num-layers with --fine-grained-activation-offloading: "
+                "Megatron-LM refuses the two together");
+        if (const auto model = flags.count("num-layers", 1); model && *layers >= *model)
+            throw FlagError(fmt::format(
+                "--cpu-offloading-num-layers {}: Megatron-LM offloads fewer layers than the "
+                "model's {} (--num-layers)",
+                *layers, *model));
+        options["cpu_offloading_num_layers"] = *layers;
+    }
     if (flags.on("optimizer-cpu-offload")) {
         const double fraction = flags.number("optimizer-offload-fraction").value_or(1.0);
         if (fraction > 1.0)

@@ -23,10 +23,8 @@ bool matches(std::string_view pattern, std::string_view flag) {
 
 // Change memory; the analytic model leaves them out.
 constexpr Rule unmodelled[] = {
-    // offloading (fine-grained activation offloading and the optimizer's CPU offload are
-    // modelled: megatron_features.cpp)
-    {"--cpu-offloading-num-layers", "activations and weights of some layers offloaded to the host"},
-    {"--cpu-offloading-retain-pinned-cpu-buffers", "pinned host buffers of CPU offloading"},
+    // offloading (layer-level and fine-grained activation offloading and the optimizer's CPU
+    // offload are modelled: megatron_features.cpp)
     {"--min-offloaded-tensor-size",
      "which activations are offloaded to the host (smaller tensors stay)"},
     {"--fine-grained-offloading-max-inflight-offloads",

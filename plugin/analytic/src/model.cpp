@@ -212,6 +212,7 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
                std::to_string(p) + " stages");
     }
 
+    activation -= offloaded_activation_mb(placement, num_groups, group_layers);
     double memory = k.const_mb;
     for (std::uint32_t g = 0; g < num_groups; ++g)
         memory += k.groups[g].per_layer_mb * static_cast<double>(layers[g]);
@@ -242,6 +243,66 @@ double AnalyticModel::stage_memory(const ppb_placement& placement, std::uint32_t
         return eager;
     const GraphPeaks peaks = graph_peaks(eager, fixed, graph_kept, graph_slots);
     return std::max(peaks.capture, peaks.replay);
+}
+
+// CPU offloading of layers (README.md, "CPU offloading of layers"). Megatron-LM hands
+// --cpu-offloading-num-layers N to Transformer Engine's get_cpu_offload_context for the layers of
+// its one stage (transformer_block.py at d98e8a64dd), which offloads layers 0 .. N - 1 and frees
+// layer i's device copy before layer L - N + i runs forward, reloading it from the backward of
+// layer L - 1 - N + i: the peak holds the saved activations of L - N layers, the last ones
+// (transformer_engine/pytorch/cpu_offload.py, OffloadSynchronizer, at 00382b96b4). Tensors under
+// 2^20 elements stay; they are left out here. Megatron-LM refuses it with more than one pipeline
+// stage and with any recomputation (transformer_config.py at d98e8a64dd).
+double AnalyticModel::offloaded_activation_mb(const ppb_placement& placement,
+                                              std::uint32_t num_groups,
+                                              const std::uint32_t* group_layers) const {
+    const std::uint32_t offloaded = options_.cpu_offloading_num_layers;
+    if (offloaded == 0)
+        return 0.0;
+    if (placement.num_stages > 1) {
+        reject("the model offloads the activations of its first " + std::to_string(offloaded) +
+               " layers to the host (option cpu_offloading_num_layers), which Megatron-LM does on "
+               "one pipeline stage only, and the placement has " +
+               std::to_string(placement.num_stages) + " stages");
+    }
+    const Coefficients& k = coefficients_;
+    // The first N layers of the model, per group (groups in order of first appearance).
+    std::array<std::uint64_t, 2> left{};
+    for (std::uint32_t i = 0; i < offloaded; ++i) {
+        const bool moe = options_.moe && options_.moe->moe_layer[i];
+        for (std::uint32_t g = 0; g < num_groups; ++g) {
+            if (k.groups[g].moe == moe) {
+                ++left[g];
+                break;
+            }
+        }
+    }
+    double removed = 0.0;
+    for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
+        const ppb_chunk& chunk = placement.chunks[c];
+        for (std::uint32_t g = 0; g < num_groups; ++g) {
+            const std::uint32_t* counts =
+                group_layers == nullptr
+                    ? chunk.layers
+                    : group_layers +
+                          (static_cast<std::size_t>(c) * num_groups + g) * PPB_KIND_COUNT;
+            for (std::size_t kind = PPB_KIND_SELECT; kind < PPB_KIND_COUNT; ++kind) {
+                if (counts[kind] > 0) {
+                    reject(
+                        "the model offloads layers' activations to the host (option "
+                        "cpu_offloading_num_layers), and Megatron-LM refuses recomputation "
+                        "beside it: the placement has " +
+                        std::to_string(counts[kind]) + " '" + std::string(ppb::kind_names[kind]) +
+                        "' layers (plan with the kind none only)");
+                }
+            }
+            const std::uint64_t here = std::min<std::uint64_t>(left[g], counts[PPB_KIND_NONE]);
+            left[g] -= here;
+            removed += k.groups[g].activation_mb[PPB_KIND_NONE] * static_cast<double>(here) *
+                       chunk.in_flight;
+        }
+    }
+    return removed;
 }
 
 // Transformer Engine's CUDA graphs with no eager iteration before them (README.md, "CUDA
@@ -357,7 +418,12 @@ std::optional<std::vector<ppb_memory_part>> AnalyticModel::predict_parts(
          quantized},
         {"gradients", "body layers' gradients", gradients},
         {"optimizer", "body layers' optimizer state", optimizer},
-        {"none", "activations, 'none' layers", activations[PPB_KIND_NONE]},
+        {"none",
+         options_.cpu_offloading_num_layers > 0
+             ? "activations, 'none' layers (those of the layers offloaded to the host not held)"
+             : "activations, 'none' layers",
+         activations[PPB_KIND_NONE] -
+             offloaded_activation_mb(stage, num_groups, placement.group_layers)},
         {"select", "activations, 'select' layers", activations[PPB_KIND_SELECT]},
         {"comm", "activations, 'comm' layers", activations[PPB_KIND_COMM]},
         {"both", "activations, 'both' layers", activations[PPB_KIND_BOTH]},

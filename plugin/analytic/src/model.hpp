@@ -149,6 +149,11 @@ class AnalyticModel final : public ppb::plugin::MemoryModelBase {
     // for a plain placement of a one-group model.
     [[nodiscard]] double stage_memory(const ppb_placement& placement, std::uint32_t num_groups,
                                       const std::uint32_t* group_layers) const;
+    // The activations CPU offloading of layers takes off the stage (cpu_offloading_num_layers):
+    // those of the model's first N body layers; refuses what Megatron-LM refuses beside it.
+    [[nodiscard]] double offloaded_activation_mb(const ppb_placement& placement,
+                                                 std::uint32_t num_groups,
+                                                 const std::uint32_t* group_layers) const;
     // Whether the placement's stage holds the multi-token prediction layers, and their memory
     // there (parameters, the embedding's copy, activations of its last chunk).
     [[nodiscard]] bool holds_mtp(const ppb_placement& placement) const noexcept;

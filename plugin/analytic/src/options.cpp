@@ -105,7 +105,7 @@ constexpr std::array<NumberOption, 10> number_options = {{
 
 // Options parsed on their own, after the shape they depend on: objects, lists, and the
 // multi-token prediction layers' placement.
-constexpr std::array<std::string_view, 13> separate_options = {"moe",
+constexpr std::array<std::string_view, 14> separate_options = {"moe",
                                                                "mla",
                                                                "recompute_modules",
                                                                "mtp_num_layers",
@@ -117,7 +117,8 @@ constexpr std::array<std::string_view, 13> separate_options = {"moe",
                                                                "offload_modules",
                                                                "data_parallel_sharding",
                                                                "cuda_graph_scope",
-                                                               "cross_entropy_fusion_impl"};
+                                                               "cross_entropy_fusion_impl",
+                                                               "cpu_offloading_num_layers"};
 
 // A number as people write it: 8192.5, 0.1, 1e+12.
 std::string format_number(double x) {
@@ -845,6 +846,30 @@ CudaGraphScope parse_cuda_graph_scope(const json::value& value) {
                              CudaGraphScope{});
 }
 
+// Megatron-LM's rules for layer-level CPU offloading (megatron/core/transformer/
+// transformer_config.py at d98e8a64dd): fewer layers than the model's, and not beside the
+// fine-grained offloading. CUDA graphs of the layers with it are not modelled.
+void check_cpu_offloading(const ShapeOptions& o) {
+    const std::uint32_t n = o.cpu_offloading_num_layers;
+    if (n == 0)
+        return;
+    if (n >= o.num_layers) {
+        throw InvalidInput("analytic option 'cpu_offloading_num_layers' is " + std::to_string(n) +
+                           ": Megatron-LM offloads fewer layers than the model's " +
+                           std::to_string(o.num_layers) + " (num_layers)");
+    }
+    if (o.offload_modules.any()) {
+        throw InvalidInput(
+            "analytic options 'cpu_offloading_num_layers' and 'offload_modules': Megatron-LM "
+            "refuses the fine-grained activation offloading beside CPU offloading of layers");
+    }
+    if (o.cuda_graph_scope.any()) {
+        throw InvalidInput(
+            "analytic options 'cpu_offloading_num_layers' and 'cuda_graph_scope': CUDA graphs of "
+            "layers whose activations are offloaded are not modelled");
+    }
+}
+
 }  // namespace
 
 ShapeOptions parse_options(std::string_view options_json) {
@@ -897,6 +922,8 @@ ShapeOptions parse_options(std::string_view options_json) {
             options.cuda_graph_scope = parse_cuda_graph_scope(value);
         else if (key == "cross_entropy_fusion_impl")
             options.te_cross_entropy = parse_cross_entropy_impl(value);
+        else if (key == "cpu_offloading_num_layers")
+            options.cpu_offloading_num_layers = parse_count(value, key);
         else
             known = false;
         for (std::size_t i = 0; i < integer_options.size(); ++i) {
@@ -966,6 +993,7 @@ ShapeOptions parse_options(std::string_view options_json) {
             "analytic option 'fp8_param_gather' without fp8_recipe: the weights are kept in FP8 "
             "only when the layers train in FP8 (give the recipe)");
     }
+    check_cpu_offloading(options);
     if (options.mtp_num_layers == 0 && (has_mtp_offset || has_mtp_recompute)) {
         throw InvalidInput(std::string("analytic option '") +
                            (has_mtp_offset ? "mtp_stage_offset" : "mtp_recompute") +

@@ -237,6 +237,11 @@ struct ShapeOptions {
     // The parts of each layer Transformer Engine's CUDA graphs capture, counted as the allocator
     // reports them (README.md, "CUDA graphs"); none: the eager run's memory.
     CudaGraphScope cuda_graph_scope;
+    // Megatron-LM's layer-level CPU offloading (--cpu-offloading-num-layers N, through
+    // Transformer Engine's get_cpu_offload_context): the saved activations of the model's first
+    // N body layers go to the host after their forward and come back for their backward, so
+    // that one stage holds the other layers' (README.md, "CPU offloading of layers"). 0: none.
+    std::uint32_t cpu_offloading_num_layers = 0;
     // The share of the optimizer state kept in host memory (--optimizer-cpu-offload with
     // --optimizer-offload-fraction); 0: all on the device.
     double optimizer_offload_fraction = 0.0;

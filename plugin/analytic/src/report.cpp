@@ -91,6 +91,11 @@ std::vector<std::string> assumptions_of(const ShapeOptions& o, const MemoryTerms
             " of them) leave the device after forward; one layer's come back for its backward "
             "(held once); copies still in flight cost no allocated memory");
     }
+    if (o.cpu_offloading_num_layers > 0) {
+        out.emplace_back("CPU offloading of layers: the saved activations of the model's first " +
+                         std::to_string(o.cpu_offloading_num_layers) +
+                         " body layers are on the host at the peak (one stage, no recompute)");
+    }
     if (o.fp8_recipe) {
         out.emplace_back(
             "FP8/FP4: the linears keep their inputs quantized and cache quantized copies of their "
