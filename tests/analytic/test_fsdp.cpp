@@ -109,6 +109,29 @@ BOOST_AUTO_TEST_CASE(experts_shard_over_the_expert_data_parallel_ranks) {
     BOOST_TEST(t.moe->bytes_per_expert_parameter == 8.0);
 }
 
+// FP8 weights under Megatron-FSDP (optim_grads_params with fp8_param_gather, tensorwise): the
+// Float8Tensor parameter is sharded like any weight and its transpose is dropped after each
+// module (megatron/core/distributed/fsdp/src/README.md, keep_fp8_transpose_cache, at
+// d98e8a64dd): 1 byte / 8 ranks a linear parameter, where the distributed optimizer alone keeps
+// each rank's whole FP8 data and transpose, 2 bytes. Linear parameters of two layers:
+// 2 x (16 779 264 - 2048 norms) = 33 554 432, so 4 MiB sharded against 64 MiB.
+BOOST_AUTO_TEST_CASE(fp8_weights_shard_with_the_weights) {
+    const std::string fp8 = R"("fp8_recipe": "tensorwise", "fp8_param_gather": true, )";
+    const AnalyticModel fsdp(
+        options_json(llama, fp8 + R"("data_parallel_sharding": "optim_grads_params")"));
+    const AnalyticModel optim(options_json(llama, fp8 + R"("distributed_optimizer": true)"));
+    BOOST_TEST(part(fsdp, 2, 1, "fp8_weights") == 33554432.0 / 8.0 / MiB, tt::tolerance(1e-12));
+    BOOST_TEST(part(optim, 2, 1, "fp8_weights") == 2.0 * 33554432.0 / MiB, tt::tolerance(1e-12));
+    // MXFP8's copies are not Megatron-FSDP's FP8 parameters here: counted as without FSDP.
+    const std::string mx = R"("fp8_recipe": "mxfp8", "fp8_param_gather": true, )";
+    BOOST_TEST(part(AnalyticModel(options_json(
+                        llama, mx + R"("data_parallel_sharding": "optim_grads_params")")),
+                    2, 1, "fp8_weights") ==
+                   part(AnalyticModel(options_json(llama, mx + R"("distributed_optimizer": true)")),
+                        2, 1, "fp8_weights"),
+               tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(bad_sharding_options_are_refused_by_name) {
     BOOST_TEST(contains(rejection(options_json(llama, R"("data_parallel_sharding": "zero3")")),
                         "'data_parallel_sharding' must be one of no_shard, optim, optim_grads, "

@@ -66,14 +66,12 @@ const std::map<std::string, std::string> open_ranks = {
     {"llama3_70b GB200 fp8-mx 64 TP2 PP4 VP5 CP1 MBS1",
      "11th: ppb prefers 2 stages of 5 chunks at TP 2 (+2.9 %)"},
     {"llama3_70b GB200 fp8 64 TP1 PP1 VP1 CP1 MBS2",
-     "does not fit in the analytic model (321 017 MB of 186 GiB), with the recipe's CPU "
-     "offloading of 40 of the 80 layers' activations counted (cpu_offloading_num_layers = 40: "
-     "NVIDIA-NeMo/Megatron-Bridge, src/megatron/bridge/perf_recipes/llama/gb200/llama3.py at "
-     "067f987df; 482 817 MB without it): 130 560 MB of it are Transformer Engine's FP8 copies "
-     "and transposes of all 80 layers' weights, unsharded, where Megatron-FSDP shards the FP8 "
-     "weights and drops each module's transposes after use (keep_fp8_transpose_cache False: "
-     "megatron_fsdp.py at d98e8a64dd), and the shape keeps transposes a Blackwell GPU does not "
-     "need (fp8_transposes)"},
+     "does not fit by 2.1 % in the analytic model (194 557 MB of 190 464 MB, within its "
+     "standard error of 3 891 MB), with the recipe's CPU offloading of 40 of the 80 layers' "
+     "activations (cpu_offloading_num_layers = 40: NVIDIA-NeMo/Megatron-Bridge, src/megatron/"
+     "bridge/perf_recipes/llama/gb200/llama3.py at 067f987df) and Megatron-FSDP's sharded FP8 "
+     "weights counted (482 817 MB with neither); ppb's first is the same configuration with "
+     "micro-batches of 1"},
     {"llama3_70b H100 fp8 64 TP4 PP8 VP5 CP1 MBS1",
      "17th: ppb prefers CP 2 on two stages (+5.5 %); the same recipe runs CP 2 on four stages at "
      "GBS 128; ppb's plan of the published configuration is timed 10.3 % under its throughput"},

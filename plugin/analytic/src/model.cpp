@@ -52,8 +52,20 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     // Transformer Engine caches, less the 16-bit weight when the weights are kept quantized only.
     const ParameterBytes& pb = terms.parameter_bytes;
     const double gathered_weight = options.fp8_param_gather ? pb.weight : 0.0;
+    // The copies' bytes per linear parameter of the dense parts and of the routed experts (their
+    // shards differ: the data-parallel ranks with the context-parallel ones, the expert-data-
+    // parallel ranks).
+    const double dense_shard =
+        terms.linear.sharded_copy
+            ? static_cast<double>(options.data_parallel) * options.context_parallel
+            : 1.0;
+    const double expert_shard =
+        terms.linear.sharded_copy && terms.moe ? terms.moe->expert_data_parallel : dense_shard;
     const auto quantized_mb = [&](double linear) {
-        return linear * terms.linear.weight_copy / bytes_per_mb;
+        return linear * terms.linear.weight_copy / dense_shard / bytes_per_mb;
+    };
+    const auto expert_quantized_mb = [&](double linear) {
+        return linear * terms.linear.weight_copy / expert_shard / bytes_per_mb;
     };
     const auto replaced_mb = [&](double linear) { return linear * gathered_weight / bytes_per_mb; };
     c.per_layer_mb =
@@ -78,7 +90,8 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
             group.per_layer_mb = (moe.dense_parameters * bpp +
                                   moe.expert_parameters * moe.bytes_per_expert_parameter) /
                                      bytes_per_mb +
-                                 (quantized_mb(linear) - replaced_mb(linear));
+                                 (quantized_mb(moe.dense_linear_parameters) +
+                                  expert_quantized_mb(moe.expert_parameters) - replaced_mb(linear));
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
             const ParameterBytes& epb = moe.expert_parameter_bytes;
@@ -91,7 +104,9 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
                                                       moe.expert_parameters * epb.unsharded);
         }
         group.weights_per_layer_mb = weight_bytes / bytes_per_mb - replaced_mb(linear);
-        group.quantized_per_layer_mb = quantized_mb(linear);
+        group.quantized_per_layer_mb = g.moe ? quantized_mb(terms.moe->dense_linear_parameters) +
+                                                   expert_quantized_mb(terms.moe->expert_parameters)
+                                             : quantized_mb(linear);
         group.gradients_per_layer_mb = gradient_bytes / bytes_per_mb;
         group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));

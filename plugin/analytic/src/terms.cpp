@@ -43,6 +43,17 @@ LinearBytes linear_bytes(const ShapeOptions& o) noexcept {
             out.weight_copy = 2.0 * (0.5 + 1.0 / 16.0);
             break;
     }
+    // Megatron-FSDP with FP8 parameters (optim_grads_params, fp8_param_gather): the weights are
+    // Float8Tensors whose data FSDP shards like any parameter, and their transpose caches are
+    // discarded after each module's forward and backward unless keep_fp8_transpose_cache, which
+    // "will cause (number of parameter x 1 Byte) of memory overhead" (megatron/core/distributed/
+    // fsdp/src/README.md; megatron_fsdp.py, release_params_fp8_transpose_cache, at d98e8a64dd).
+    // Delayed and tensorwise scaling's Float8Tensor only: one byte a parameter, sharded.
+    if (o.fp8_param_gather && o.sharding() == Sharding::optim_grads_params &&
+        (*o.fp8_recipe == Fp8Recipe::delayed || *o.fp8_recipe == Fp8Recipe::tensorwise)) {
+        out.weight_copy = 1.0;
+        out.sharded_copy = true;
+    }
     // Megatron-LM's Attention sets the output projection to save its original (16-bit) input for
     // every recipe but delayed scaling (megatron/core/transformer/attention.py, commit
     // d98e8a64ddf34856e74b24714e3bedb2f5a39553, set_save_original_input(self.linear_proj)).

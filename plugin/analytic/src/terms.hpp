@@ -46,6 +46,11 @@ struct LinearBytes {
     double column_input = 2.0;  // input of a column-parallel linear (all-gathered under SP)
     double input = 2.0;         // input of a row-parallel, duplicated or expert linear
     double weight_copy = 0.0;   // the quantized copies of a weight (data, transposes, scales)
+    // Megatron-FSDP sharding FP8 weights (optim_grads_params with fp8_param_gather, delayed or
+    // tensorwise scaling): a weight's FP8 data is its parameter, sharded as the weights are, and
+    // its transpose is dropped after each module (linear_bytes); weight_copy is then per rank of
+    // the shard, divided by the ranks sharding that weight.
+    bool sharded_copy = false;
     // Delayed scaling: the output projection keeps a quantized copy of its input beside the
     // 16-bit one the attention keeps (Megatron-LM saves the original input for the others).
     double projection_copy = 0.0;
