@@ -60,9 +60,9 @@ const std::map<std::string, std::string> open_ranks = {
      "(activations_checkpoint_granularity: selective), which this search, without recompute, "
      "leaves out"},
     {"llama31_405b GB200 fp8 256 TP4 PP16 VP4 CP1 MBS1",
-     "23rd: ppb's own plan of it is timed 13 % under the published throughput (731 of 843 "
-     "tokens/s/GPU), Megatron-LM's even layout 8.0 % under (tests/partition, tuned); ppb prefers "
-     "CP 2 (+4.9 %)"},
+     "4th: ppb's own plan of it is timed 9.3 % under the published throughput (765 of 843 "
+     "tokens/s/GPU), Megatron-LM's even layout 8.0 % under (tests/partition, tuned); ppb "
+     "prefers TP 2 on 32 stages with CP 2 (+0.9 %)"},
     {"llama3_70b GB200 fp8-mx 64 TP2 PP4 VP5 CP1 MBS1",
      "11th: ppb prefers 2 stages of 5 chunks at TP 2 (+2.9 %)"},
     {"llama3_70b GB200 fp8 64 TP1 PP1 VP1 CP1 MBS2",

@@ -174,6 +174,11 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
         shape["fp8_recipe"] = recipe;
         if (fp8_weights_of(run))
             shape["fp8_param_gather"] = true;
+        // Blackwell's FP8 GEMMs take either layout: no transposed copies (the analytic model's
+        // default, true, is Hopper's).
+        if (const std::string_view hardware = run.at("hardware").as_string();
+            hardware == "B200" || hardware == "GB200")
+            shape["fp8_transposes"] = false;
     }
     if (const json::value* kv = model.if_contains("kv_channels"); kv != nullptr && !kv->is_null())
         shape["kv_channels"] = *kv;
