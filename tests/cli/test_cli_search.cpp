@@ -1290,6 +1290,49 @@ BOOST_AUTO_TEST_CASE(the_megatron_flags_carry_what_the_ranking_assumed) {
     BOOST_TEST(*(named + 1) == "optim_grads");
 }
 
+// A delayed- or tensorwise-FP8 shape planned on a Blackwell GPU without fp8_transposes: the
+// analytic model counts Hopper's transposes by default, so the command says to set it (the file
+// is taken as it is); given, or on an H100, nothing is said.
+BOOST_AUTO_TEST_CASE(fp8_transposes_a_blackwell_gpu_does_not_need_are_named) {
+    const auto shape = [](std::string_view more) {
+        return write_file(
+            std::string(R"({"hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
+            "seq_length": 2048, "micro_batch_size": 1, "vocab_size": 32000, "num_layers": 8,
+            "tensor_parallel": 1, "fp8_recipe": "tensorwise")") +
+                std::string(more) + "}",
+            "fp8-shape.json");
+    };
+    const auto run = [](const std::string& file, const std::string& device,
+                        const std::string& command) {
+        std::vector<std::string> args = {command, "--model",  "analytic", "--model-options",
+                                         file,    "--device", device};
+        if (command == "partition") {
+            args.insert(args.end(), {"--stages", "2", "--micro-batches", "4"});
+        } else {
+            args.insert(args.end(), {"--devices", "8", "--global-batch", "16", "--recompute",
+                                     "none", "--schedules", "1f1b", "--progress", "never"});
+        }
+        const auto r = ppb(args);
+        BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+        return r.err;
+    };
+    const std::string told =
+        "which the B200's FP8 products do not need: set \"fp8_transposes\": "
+        "false";
+    const std::string plain = shape("");
+    BOOST_TEST(run(plain, "B200", "partition").find(told) != std::string::npos);
+    const std::string searched = run(plain, "B200", "search");
+    BOOST_TEST(searched.find(told) != std::string::npos, searched);
+    BOOST_TEST(searched.find(told) == searched.rfind(told));  // once, not per configuration
+    BOOST_TEST(run(plain, "H100", "partition").find("fp8_transposes") == std::string::npos);
+    BOOST_TEST(
+        run(shape(R"(, "fp8_transposes": false)"), "B200", "partition").find("fp8_transposes") ==
+        std::string::npos);
+    BOOST_TEST(
+        run(shape(R"(, "fp8_transposes": true)"), "GB200", "partition").find("fp8_transposes") ==
+        std::string::npos);
+}
+
 // ppb partition of a shape on a cluster shows the data-parallel synchronisation after its
 // simulated iteration: with it, the iteration ppb search ranks the same configuration by.
 BOOST_AUTO_TEST_CASE(the_partition_adds_the_synchronisation_the_search_ranks_by) {

@@ -47,13 +47,13 @@ const std::array<DeviceSpec, 7>& table() {
          "NVIDIA HGX B200 datasheet (8 GPUs: FP8 72 and BF16 36 PFLOPS with sparsity, FP32 600 "
          "TFLOPS, 1.4 TB HBM3e, NVLink 1.8 TB/s per GPU), divided by 8, dense; NVIDIA DGX B200 "
          "datasheet (a 400 Gb/s ConnectX-7 per GPU)",
-         0.0, kB200Fp8Fraction},
+         0.0, kB200Fp8Fraction, false},
         {"GB200", "NVIDIA GB200 NVL72, one Blackwell GPU, 186 GB", 186.0, 8.0, 2500.0, 5000.0, 80.0,
          900.0, 72, 50.0,
          "NVIDIA GB200 NVL72 specifications (72 GPUs: FP8 720 and BF16 360 PFLOPS with sparsity, "
          "FP32 5 760 TFLOPS, 13.4 TB HBM3e at 576 TB/s, NVLink 130 TB/s), divided by 72, dense; "
          "one NVLink domain of 72 GPUs; a 400 Gb/s ConnectX-7 per GPU",
-         0.0, kGB200Fp8Fraction},
+         0.0, kGB200Fp8Fraction, false},
         {"MI300X", "AMD Instinct MI300X 192 GB", 192.0, 5.3, 1307.4, 2614.9, 163.4, 448.0, 8, 50.0,
          "AMD Instinct MI300X data sheet (BF16 1 307.4 and FP8 2 614.9 TFLOPS dense, FP32 163.4, "
          "192 GB HBM3 at 5.3 TB/s, seven Infinity Fabric links of 128 GB/s, 64 each way); the "

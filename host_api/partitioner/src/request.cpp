@@ -214,6 +214,19 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                 out.replicas = static_cast<std::uint32_t>(d->as_int64());
             }
             out.sizes = shape_sizes(request.shape_json, request.shape_source);
+            // The analytic model counts Hopper's FP8 transposes unless told otherwise: said
+            // where the device keeps none, for the user to set (their file is taken as it is).
+            const boost::json::object& o = shape.as_object();
+            const boost::json::value* recipe = o.if_contains("fp8_recipe");
+            if (!cluster->device.fp8_transposes && !o.contains("fp8_transposes") &&
+                recipe != nullptr && recipe->is_string() &&
+                (recipe->as_string() == "delayed" || recipe->as_string() == "tensorwise")) {
+                out.time.warnings.push_back(fmt::format(
+                    "{}: the memory model counts the FP8 transposes of the weights and inputs "
+                    "(fp8_transposes, true unless given: Hopper's), which the {}'s FP8 products "
+                    "do not need: set \"fp8_transposes\": false",
+                    request.shape_source, cluster->device.name));
+            }
             if (request.overlap_param_gather && !out.sizes->distributed_optimizer()) {
                 refuse("overlap_param_gather", name,
                        "the weights are gathered with the distributed optimizer only (Megatron-LM "

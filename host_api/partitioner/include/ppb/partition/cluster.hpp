@@ -47,6 +47,10 @@ struct DeviceSpec {
     // default_achievable_fraction where the table has none for the device or precision).
     double bf16_achievable_fraction = 0.0;  // 0: not calibrated
     double fp8_achievable_fraction = 0.0;
+    // Whether its FP8 matrix products need a transposed copy of an operand (Hopper and earlier:
+    // Transformer Engine keeps one of each FP8 weight and of some inputs; Blackwell takes either
+    // layout). The analytic model's fp8_transposes; a custom device is taken as needing them.
+    bool fp8_transposes = true;
 };
 
 // The fraction a device without a calibrated one is taken at.
