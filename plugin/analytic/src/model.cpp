@@ -81,17 +81,19 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
         double linear = terms.layer_linear_parameters;
+        double quantized = quantized_mb(linear);
         double weight_bytes = terms.layer_parameters * pb.weight;
         double gradient_bytes = terms.layer_parameters * pb.gradient;
         double optimizer_bytes = terms.layer_parameters * pb.optimizer;
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
             linear = moe.dense_linear_parameters + moe.expert_parameters;
+            quantized = quantized_mb(moe.dense_linear_parameters) +
+                        expert_quantized_mb(moe.expert_parameters);
             group.per_layer_mb = (moe.dense_parameters * bpp +
                                   moe.expert_parameters * moe.bytes_per_expert_parameter) /
                                      bytes_per_mb +
-                                 (quantized_mb(moe.dense_linear_parameters) +
-                                  expert_quantized_mb(moe.expert_parameters) - replaced_mb(linear));
+                                 (quantized - replaced_mb(linear));
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
             const ParameterBytes& epb = moe.expert_parameter_bytes;
@@ -104,9 +106,11 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
                                                       moe.expert_parameters * epb.unsharded);
         }
         group.weights_per_layer_mb = weight_bytes / bytes_per_mb - replaced_mb(linear);
-        group.quantized_per_layer_mb = g.moe ? quantized_mb(terms.moe->dense_linear_parameters) +
-                                                   expert_quantized_mb(terms.moe->expert_parameters)
-                                             : quantized_mb(linear);
+        group.quantized_per_layer_mb = quantized;
+        for (std::uint32_t i = 0; i < options.cpu_offloading_num_layers; ++i) {
+            if ((options.moe && options.moe->moe_layer[i]) == g.moe)
+                ++group.offloaded_layers;
+        }
         group.gradients_per_layer_mb = gradient_bytes / bytes_per_mb;
         group.optimizer_per_layer_mb = optimizer_bytes / bytes_per_mb;
         c.groups.push_back(std::move(group));
@@ -281,17 +285,10 @@ double AnalyticModel::offloaded_activation_mb(const ppb_placement& placement,
                std::to_string(placement.num_stages) + " stages");
     }
     const Coefficients& k = coefficients_;
-    // The first N layers of the model, per group (groups in order of first appearance).
-    std::array<std::uint64_t, 2> left{};
-    for (std::uint32_t i = 0; i < offloaded; ++i) {
-        const bool moe = options_.moe && options_.moe->moe_layer[i];
-        for (std::uint32_t g = 0; g < num_groups; ++g) {
-            if (k.groups[g].moe == moe) {
-                ++left[g];
-                break;
-            }
-        }
-    }
+    // The offloaded layers of each group not yet met, in model order.
+    std::array<std::uint32_t, 2> left{};
+    for (std::uint32_t g = 0; g < num_groups; ++g)
+        left[g] = k.groups[g].offloaded_layers;
     double removed = 0.0;
     for (std::uint32_t c = 0; c < placement.num_chunks; ++c) {
         const ppb_chunk& chunk = placement.chunks[c];
@@ -311,7 +308,7 @@ double AnalyticModel::offloaded_activation_mb(const ppb_placement& placement,
                         "' layers (plan with the kind none only)");
                 }
             }
-            const std::uint64_t here = std::min<std::uint64_t>(left[g], counts[PPB_KIND_NONE]);
+            const std::uint32_t here = std::min(left[g], counts[PPB_KIND_NONE]);
             left[g] -= here;
             removed += k.groups[g].activation_mb[PPB_KIND_NONE] * static_cast<double>(here) *
                        chunk.in_flight;

@@ -37,6 +37,9 @@ struct GroupCoefficients {
     double quantized_per_layer_mb = 0.0;  // FP8 / FP4 copies of the linears' weights
     double gradients_per_layer_mb = 0.0;
     double optimizer_per_layer_mb = 0.0;
+    // Of the model's first cpu_offloading_num_layers body layers, those of this group: their
+    // activations are on the host at the peak.
+    std::uint32_t offloaded_layers = 0;
 };
 
 // The model's terms in MB, as predict() adds them.
