@@ -1009,33 +1009,20 @@ BOOST_AUTO_TEST_CASE(an_moe_search_on_a_cluster_considers_the_combined_schedule_
 
 BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_megatron_runs_it) {
     const std::string deepseek = std::string(PPB_SAMPLES_DIR) + "/moe/deepseek-v3-shape.json";
-    const auto r = ppb({"search",
-                        "--model",
-                        "analytic",
-                        "--model-options",
-                        deepseek,
-                        "--devices",
-                        "256",
-                        "--pipeline-degrees",
-                        "8",
-                        "--global-batch",
-                        "1024",
-                        "--device",
-                        "B200",
-                        "--schedules",
-                        "interleaved,combined-1f1b",
-                        "--chunks",
-                        "2",
-                        "--recompute",
-                        "none,full",
-                        "--expert-parallel",
-                        "16",
-                        "--top",
-                        "0",
-                        "--json",
-                        "--show-infeasible",
-                        "--progress",
-                        "never"});
+    // The search, and (`more`) what differs between the runs.
+    const auto search = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = {
+            "search", "--model",           "analytic", "--model-options",
+            deepseek, "--devices",         "256",      "--pipeline-degrees",
+            "8",      "--global-batch",    "1024",     "--device",
+            "B200",   "--expert-parallel", "16",       "--progress",
+            "never"};
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto r =
+        search({"--schedules", "interleaved,combined-1f1b", "--chunks", "2", "--recompute",
+                "none,full", "--top", "0", "--json", "--show-infeasible"});
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     const json::value doc = parse_json(r.out);
     const json::array& ranking = doc.at("ranking").as_array();
@@ -1056,6 +1043,26 @@ BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_meg
     const json::array& flags = first.at("megatron_parallelism").as_array();
     BOOST_TEST(std::find(flags.begin(), flags.end(),
                          json::value("--overlap-moe-expert-parallel-comm")) != flags.end());
+    // The table's flags of the first say the degrees' and the plan's switches once each (the
+    // plan's own list names the dispatcher too).
+    const auto table =
+        search({"--schedules", "combined-1f1b", "--recompute", "none", "--top", "1"});
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    const std::size_t line_at = table.out.find("\n  --tensor-model-parallel-size");
+    BOOST_TEST_REQUIRE(line_at != std::string::npos, table.out);
+    const std::string line =
+        table.out.substr(line_at + 1, table.out.find('\n', line_at + 1) - line_at - 1);
+    const auto count = [&](std::string_view what) {
+        std::size_t n = 0;
+        for (auto at = line.find(what); at != std::string::npos; at = line.find(what, at + 1))
+            ++n;
+        return n;
+    };
+    BOOST_TEST(count("--moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm "
+                     "--use-distributed-optimizer --num-layers 61 "
+                     "--pipeline-model-parallel-layout") == 1u);
+    BOOST_TEST(count("--moe-token-dispatcher-type") == 1u);
+    BOOST_TEST(count("--overlap-moe-expert-parallel-comm") == 1u);
     BOOST_TEST(first.at("torchtitan_parallelism").is_null());
     BOOST_TEST(std::string(first.at("torchtitan_parallelism_why_not").as_string())
                    .starts_with("torchtitan has no combined 1F1B"));
@@ -1117,8 +1124,18 @@ BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_meg
     const json::value planned = parse_json(plan.out);
     BOOST_TEST(planned.at("schedule").as_string() == "combined-1f1b");
     BOOST_TEST(planned.at("num_chunks").to_number<int>() == 2);
-    const json::array& args = planned.at("megatron").at("args").as_array();
-    BOOST_TEST(args.back().as_string() == "--overlap-moe-expert-parallel-comm");
+    // The flags end with the overlap and the dispatcher the plan was timed with: Megatron-LM's
+    // default, allgather, is refused with the overlap (transformer_config.py at d98e8a64dd).
+    const auto tail = [](const json::value& plan_doc) {
+        const json::array& a = plan_doc.at("megatron").at("args").as_array();
+        BOOST_TEST_REQUIRE(a.size() >= 3u);
+        return std::vector<std::string>{std::string(a[a.size() - 3].as_string()),
+                                        std::string(a[a.size() - 2].as_string()),
+                                        std::string(a.back().as_string())};
+    };
+    BOOST_TEST(tail(planned) == (std::vector<std::string>{"--moe-token-dispatcher-type", "alltoall",
+                                                          "--overlap-moe-expert-parallel-comm"}),
+               boost::test_tools::per_element());
     BOOST_TEST(planned.at("mindspeed_llm").at("args").is_null());
     expect_input_error(with(partition, {"--kinds", "full"}),
                        {"--kinds: combined-1f1b recomputes no layer fully"});
@@ -1126,8 +1143,25 @@ BOOST_AUTO_TEST_CASE(the_combined_schedule_overlaps_the_expert_all_to_all_as_meg
     std::stringstream text;
     text << in.rdbuf();
     json::object shape = parse_json(text.str()).as_object();
-    shape["moe"].as_object()["expert_parallel"] = 1;
     std::vector<std::string> ep1 = partition;
+    {
+        // A shape timed with DeepEP's dispatcher is run with it, and the table says it once.
+        json::object flex = shape;
+        flex["moe"].as_object()["token_dispatcher"] = "flex";
+        ep1[4] = write_file(json::serialize(flex), "deepseek-flex.json");
+        const auto flex_plan = with(ep1, {"--json"});
+        BOOST_TEST_REQUIRE(flex_plan.exit_code == 0, flex_plan.err);
+        BOOST_TEST(tail(parse_json(flex_plan.out)) ==
+                       (std::vector<std::string>{"--moe-token-dispatcher-type", "flex",
+                                                 "--overlap-moe-expert-parallel-comm"}),
+                   boost::test_tools::per_element());
+        const auto flex_table = with(ep1, {"--recompute-rule", "megatron"});
+        BOOST_TEST_REQUIRE(flex_table.exit_code == 0, flex_table.err);
+        BOOST_TEST(flex_table.out.find("--moe-token-dispatcher-type flex "
+                                       "--overlap-moe-expert-parallel-comm\n") !=
+                   std::string::npos);
+    }
+    shape["moe"].as_object()["expert_parallel"] = 1;
     ep1[4] = write_file(json::serialize(shape), "deepseek-ep1.json");
     expect_input_error(ppb(ep1), {"--schedule: Megatron-LM runs --overlap-moe-expert-parallel-comm "
                                   "(combined-1f1b) with expert parallelism only, and "

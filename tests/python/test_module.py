@@ -490,7 +490,8 @@ def test_the_combined_schedule_is_planned_as_the_command_plans_it(cli, tmp_path)
                             "--stages", 8, "--micro-batches", 32, "--schedule", "combined-1f1b",
                             "--device", "B200", "--recompute-rule", "megatron")
     assert plan["schedule"] == "combined-1f1b" and plan["num_chunks"] == 2
-    assert plan["megatron"]["args"][-1] == "--overlap-moe-expert-parallel-comm"
+    assert plan["megatron"]["args"][-3:] == ["--moe-token-dispatcher-type", "alltoall",
+                                             "--overlap-moe-expert-parallel-comm"]
     interleaved = ppb.partition(model="analytic", model_options=shape, stages=8,
                                 micro_batches=32, schedule="interleaved", device="B200",
                                 recompute_rule="megatron")

@@ -83,12 +83,15 @@ std::string megatron_schedule_refusal(const Problem& problem, std::string_view w
         schedule_name(problem.schedule));
 }
 
-// The flag that makes Megatron-LM run the combined 1F1B (megatron/training/arguments.py at
-// d98e8a64dd), where the plan's schedule is it.
+// The flags that make Megatron-LM run the combined 1F1B (megatron/training/arguments.py at
+// d98e8a64dd), where the plan's schedule is it: the overlap, and the token dispatcher the plan
+// was timed with, since Megatron-LM's default, allgather, is refused with it
+// (transformer_config.py at d98e8a64dd, __post_init__).
 std::vector<std::string> combined_args(const Problem& problem) {
     if (problem.schedule != Schedule::combined_1f1b)
         return {};
-    return {"--overlap-moe-expert-parallel-comm"};
+    return {"--moe-token-dispatcher-type", problem.token_dispatcher,
+            "--overlap-moe-expert-parallel-comm"};
 }
 
 // The stage totals and, with chunks, whether every stage's chunks hold equal counts.

@@ -158,6 +158,18 @@ std::string expert_overlap_refusal(std::string_view shape_json) {
     return {};
 }
 
+std::string token_dispatcher_of(std::string_view shape_json) {
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(shape_json, ec);
+    const boost::json::object* shape = ec ? nullptr : parsed.if_object();
+    const boost::json::value* moe = shape != nullptr ? shape->if_contains("moe") : nullptr;
+    const boost::json::value* dispatcher = moe != nullptr && moe->is_object()
+                                               ? moe->as_object().if_contains("token_dispatcher")
+                                               : nullptr;
+    return dispatcher != nullptr && dispatcher->is_string() ? std::string(dispatcher->as_string())
+                                                            : std::string("alltoall");
+}
+
 bool is_model_shape(std::string_view options_json) {
     boost::system::error_code ec;
     const boost::json::value parsed = boost::json::parse(options_json, ec);
@@ -178,8 +190,10 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                            name("device"), name("cluster")));
     }
     RequestTimes out;
-    if (is_model_shape(request.shape_json))
+    if (is_model_shape(request.shape_json)) {
         out.mtp = mtp_of_shape(request.shape_json);
+        out.token_dispatcher = token_dispatcher_of(request.shape_json);
+    }
     if (!request.layer_file.empty()) {
         out.time = read_time_model(request.layer_file, *convention);
         out.source = request.layer_file;
@@ -281,6 +295,7 @@ void set_times(Problem& problem, const RequestTimes& times, const Cluster* clust
                bool comm_time_given) {
     problem.time = times.time;
     problem.mtp = times.mtp;
+    problem.token_dispatcher = times.token_dispatcher;
     if (!times.sizes || cluster == nullptr)
         return;
     // Sharded gradients or weights (Megatron-FSDP, FSDP2) move per layer: the layers' times

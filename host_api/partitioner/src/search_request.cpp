@@ -65,10 +65,7 @@ AssumedSettings assumed_settings(const std::optional<json::object>& shape,
             out.expert_parallel = ep;
         out.expert_tensor_parallel = shape_count(moe->as_object(), "expert_tensor_parallel");
         // The shape's dispatcher is checked where its times are built (shape_time.cpp).
-        const json::value* dispatcher = moe->as_object().if_contains("token_dispatcher");
-        out.token_dispatcher = dispatcher != nullptr && dispatcher->is_string()
-                                   ? std::string(dispatcher->as_string())
-                                   : std::string("alltoall");
+        out.token_dispatcher = token_dispatcher_of(to_compact_json(*shape));
     }
     return out;
 }
@@ -552,6 +549,7 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
                             Variant v{times_of(times, name), common, std::move(refused)};
                             v.base.time = v.times.time;
                             v.base.mtp = v.times.mtp;
+                            v.base.token_dispatcher = v.times.token_dispatcher;
                             variants.emplace(key, std::move(v));
                         }
                     }

@@ -97,10 +97,13 @@ FrameworkConfig flags(const JsonObject& object, std::string_view args_key, std::
         args.fail("expected the framework's flags, got none");
     std::vector<std::string> tokens = degrees;
     for (std::size_t i = 0; i < plan_tokens.size(); ++i) {
-        // A flag the degrees give, with its value (the plan's flags take one value each).
+        // A flag the degrees give, with its values if it takes any (no value of a plan's flag
+        // starts with "--": counts, names, the layout string), and the switches without one
+        // (--overlap-moe-expert-parallel-comm) alone.
         if (plan_tokens[i].starts_with("--") &&
             std::ranges::find(degrees, plan_tokens[i]) != degrees.end()) {
-            ++i;
+            while (i + 1 < plan_tokens.size() && !plan_tokens[i + 1].starts_with("--"))
+                ++i;
             continue;
         }
         tokens.push_back(plan_tokens[i]);

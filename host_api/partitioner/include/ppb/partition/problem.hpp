@@ -194,6 +194,11 @@ struct Problem {
     std::vector<PositionTime> position_times = {};
     // The model's multi-token prediction layers, for the frameworks' layouts (MtpLayers).
     MtpLayers mtp = {};
+    // How an MoE model's tokens reach their experts, for Megatron-LM's flags of a combined-1f1b
+    // plan: Megatron-LM refuses --overlap-moe-expert-parallel-comm with its default dispatcher,
+    // allgather (transformer_config.py at d98e8a64dd), so the plan names the one it was timed
+    // with: the model shape's moe.token_dispatcher, else alltoall (as the time model takes it).
+    std::string token_dispatcher = "alltoall";
 
     [[nodiscard]] double budget_mb() const { return memory_limit_mb - memory_margin_mb; }
     // 1F1B in-flight count of stage s: min(P - s, M).

@@ -112,7 +112,14 @@ struct RequestTimes {
     // The multi-token prediction layers the model shape (the options, when they are one) gives,
     // for the frameworks' layouts (Problem::mtp); none without a shape.
     MtpLayers mtp = {};
+    // The MoE token dispatcher the layers are timed with (Problem::token_dispatcher).
+    std::string token_dispatcher = "alltoall";
 };
+
+// The MoE token dispatcher a model shape's layers are timed with: its moe.token_dispatcher
+// ("alltoall" or "flex", which the time model checks), else "alltoall"; "alltoall" for a dense
+// shape or anything that is not a shape.
+[[nodiscard]] std::string token_dispatcher_of(std::string_view shape_json);
 
 // Whether `options_json` is a model shape (a JSON object holding tensor_parallel, as the analytic
 // model's options do).
