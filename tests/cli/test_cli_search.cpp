@@ -1692,6 +1692,69 @@ BOOST_AUTO_TEST_CASE(a_shape_alone_times_the_layers_from_its_flops) {
         {"--device-tflops"});
 }
 
+// Megatron-LM's layer-level CPU offloading (--cpu-offloading-num-layers) runs on one pipeline
+// stage and without recomputation (transformer_config.py at d98e8a64dd): a shape that offloads
+// layers is planned with the kind none only (the default kinds narrowed, with a warning; the plan
+// is --kinds none's), several stages and kinds without none are refused naming the flag, and the
+// search leaves out every other pipeline degree with why and plans 'any' as none.
+BOOST_AUTO_TEST_CASE(a_shape_that_offloads_layers_is_planned_as_megatron_runs_it) {
+    std::ifstream in(shape_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    json::object shape = parse_json(text.str()).as_object();
+    shape["cpu_offloading_num_layers"] = 40;
+    shape["data_parallel_sharding"] = "optim_grads_params";
+    const std::string offloading = write_file(json::serialize(shape), "offloading.json");
+    const std::string why =
+        "the model shape offloads the activations of 40 layers to the host "
+        "(cpu_offloading_num_layers), which Megatron-LM runs on one pipeline "
+        "stage and without recomputation";
+    const std::vector<std::string> partition = {
+        "partition", "--model",  "analytic", "--model-options",
+        offloading,  "--stages", "1",        "--micro-batches",
+        "16",        "--device", "H100",     "--memory-limit-mb",
+        "81920",     "--json"};
+    const auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = partition;
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto planned = with({});
+    BOOST_TEST_REQUIRE(planned.exit_code == 0, planned.err);
+    BOOST_TEST(planned.err.find("ppb: warning: " + why + ": planned with the kind none only") !=
+               std::string::npos);
+    const json::value plan = parse_json(planned.out);
+    BOOST_TEST(plan.at("stages").at(0).at("layers").at("none").to_number<int>() == 80);
+    const auto none_only = with({"--kinds", "none"});
+    BOOST_TEST_REQUIRE(none_only.exit_code == 0, none_only.err);
+    BOOST_TEST(none_only.err.find("warning") == std::string::npos);
+    BOOST_TEST(json::serialize(parse_json(none_only.out)) == json::serialize(plan));
+    std::vector<std::string> two_stages = partition;
+    two_stages[6] = "2";
+    expect_input_error(ppb(two_stages), {"--stages: " + why + ": give 1 stage, not 2"});
+    expect_input_error(with({"--kinds", "select,full"}),
+                       {"--kinds: " + why + ": give --kinds none"});
+
+    const auto r = ppb({"search", "--model", "analytic", "--model-options", offloading, "--devices",
+                        "64", "--global-batch", "128", "--device", "H100", "--recompute",
+                        "any,full", "--show-infeasible", "--json", "--progress", "never"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    BOOST_TEST(r.err.find(why + ": its configurations are searched on one stage with the kind "
+                                "none only") != std::string::npos);
+    const json::value doc = parse_json(r.out);
+    const json::array& ranking = doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(ranking.size() == 1u);
+    BOOST_TEST(ranking.at(0).at("pipeline_parallel").to_number<int>() == 1);
+    BOOST_TEST(ranking.at(0).at("recompute").as_string() == "any");
+    BOOST_TEST(json::serialize(ranking.at(0).at("recompute_kinds")) == R"(["none"])");
+    std::map<std::string, std::string> skipped;
+    for (const json::value& s : doc.at("skipped_configurations").as_array())
+        skipped[std::string(s.at("configuration").as_string())] = s.at("reason").as_string();
+    for (const char* left_out :
+         {"P=2 d=4", "P=4 d=2", "P=8 d=1", "P=1 d=8 M=16 1f1b recompute full"})
+        BOOST_TEST(skipped[left_out] == why, left_out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace cli_search_tests

@@ -505,6 +505,25 @@ def test_the_combined_schedule_is_planned_as_the_command_plans_it(cli, tmp_path)
     assert "with expert parallelism only, and moe.expert_parallel is 1" in str(refused.value)
 
 
+def test_a_shape_that_offloads_layers_is_planned_with_the_kind_none(cli):
+    # Megatron-LM's layer-level CPU offloading runs on one stage without recomputation: the
+    # default kinds are narrowed to none with a warning (the command's plan), several stages are
+    # refused by keyword.
+    shape = json.loads(LLAMA_SHAPE.read_text())
+    shape["cpu_offloading_num_layers"] = 40
+    shape["data_parallel_sharding"] = "optim_grads_params"
+    with pytest.warns(UserWarning, match="planned with the kind none only"):
+        plan = ppb.partition(model="analytic", model_options=shape, stages=1, micro_batches=16,
+                             device="H100")
+    assert plan["stages"][0]["layers"]["none"] == 80
+    with pytest.raises(ppb.InvalidInput) as refused:
+        ppb.partition(model="analytic", model_options=shape, stages=2, micro_batches=16,
+                      device="H100")
+    assert refused.value.field == "stages"
+    assert "cpu_offloading_num_layers" in str(refused.value)
+    assert "give 1 stage, not 2" in str(refused.value)
+
+
 def test_partition_times_a_shape_on_a_device_as_the_command_does(cli, tmp_path):
     # Without a layer file the shape's FLOPs time the layers, on a device of the table or a
     # cluster description, its memory the limit: the command's plan, with the data-parallel

@@ -170,6 +170,25 @@ std::string token_dispatcher_of(std::string_view shape_json) {
                                                             : std::string("alltoall");
 }
 
+ShapeLimits shape_limits(std::string_view shape_json) {
+    boost::system::error_code ec;
+    const boost::json::value parsed = boost::json::parse(shape_json, ec);
+    const boost::json::object* shape = ec ? nullptr : parsed.if_object();
+    if (shape == nullptr)
+        return {};
+    const std::uint32_t offloaded =
+        detail::shape_count(*shape, "cpu_offloading_num_layers").value_or(0);
+    if (offloaded == 0)
+        return {};
+    return {.kinds = PPB_KIND_BIT(PPB_KIND_NONE),
+            .one_stage = true,
+            .why = fmt::format(
+                "the model shape offloads the activations of {} layer{} to the host "
+                "(cpu_offloading_num_layers), which Megatron-LM runs on one pipeline stage and "
+                "without recomputation",
+                offloaded, offloaded == 1 ? "" : "s")};
+}
+
 bool is_model_shape(std::string_view options_json) {
     boost::system::error_code ec;
     const boost::json::value parsed = boost::json::parse(options_json, ec);
@@ -193,6 +212,7 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
     if (is_model_shape(request.shape_json)) {
         out.mtp = mtp_of_shape(request.shape_json);
         out.token_dispatcher = token_dispatcher_of(request.shape_json);
+        out.limits = shape_limits(request.shape_json);
     }
     if (!request.layer_file.empty()) {
         out.time = read_time_model(request.layer_file, *convention);
@@ -292,10 +312,25 @@ std::uint32_t micro_batches_of(std::optional<std::uint64_t> given,
 }
 
 void set_times(Problem& problem, const RequestTimes& times, const Cluster* cluster,
-               bool comm_time_given) {
+               bool comm_time_given, const FieldName& name) {
     problem.time = times.time;
     problem.mtp = times.mtp;
     problem.token_dispatcher = times.token_dispatcher;
+    if (const ShapeLimits& limits = times.limits; !limits.why.empty()) {
+        if (limits.one_stage && problem.num_stages > 1) {
+            refuse("stages", name,
+                   fmt::format("{}: give 1 stage, not {}", limits.why, problem.num_stages));
+        }
+        const std::uint32_t kept = problem.kinds & limits.kinds;
+        if (kept == 0) {
+            refuse("kinds", name, fmt::format("{}: give {} none", limits.why, name("kinds")));
+        }
+        if (kept != problem.kinds) {
+            problem.time.warnings.push_back(
+                fmt::format("{}: planned with the kind none only", limits.why));
+        }
+        problem.kinds = kept;
+    }
     if (!times.sizes || cluster == nullptr)
         return;
     // Sharded gradients or weights (Megatron-FSDP, FSDP2) move per layer: the layers' times

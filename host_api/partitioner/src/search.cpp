@@ -186,6 +186,10 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
         }
         const std::uint64_t per_step = static_cast<std::uint64_t>(b) * d;
         const std::string at = fmt::format("P={} d={}{}", p, d, label);
+        if (space.one_stage && p > 1) {
+            skip(at, space.limits_why);
+            continue;
+        }
         if (space.global_batch % per_step != 0) {
             const std::string reason = fmt::format(
                 "the global batch of {} samples is not divisible by micro-batch size {} x "
@@ -237,6 +241,12 @@ void add_configurations(const SearchSpace& space, const TimeModel& time, std::ui
                 if (c.recompute.kinds == 0) {
                     skip(fmt::format("{} recompute {}", what, policy.name),
                          full_recompute_refusal(choice.schedule));
+                    continue;
+                }
+                // The model's own settings' kinds ('any' keeps what they allow).
+                c.recompute.kinds &= space.kinds;
+                if (c.recompute.kinds == 0) {
+                    skip(fmt::format("{} recompute {}", what, policy.name), space.limits_why);
                     continue;
                 }
                 out.configurations.push_back(c);

@@ -590,6 +590,18 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     space.global_batch = request.global_batch;
     space.schedules = schedule_list;
     space.recompute = recompute;
+    // The shape's own limits are every variant's (its degrees do not change them).
+    if (const ShapeLimits& limits = first.times.limits; !limits.why.empty()) {
+        space.kinds = limits.kinds;
+        space.one_stage = limits.one_stage;
+        space.limits_why = limits.why;
+        if (messages.note) {
+            messages.note(
+                fmt::format("{}: its configurations are searched on one stage with "
+                            "the kind none only",
+                            limits.why));
+        }
+    }
     answer.plan = search_configurations(space, first.base.time);
     answer.base = first.base;
     // The default's combined 1F1B is only where Megatron-LM runs it: the configurations of

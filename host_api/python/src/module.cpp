@@ -571,7 +571,8 @@ py::object plan_partition(const Model& model, const std::string& model_desc, py:
         .expert_overlap = problem.schedule == Schedule::combined_1f1b};
     const partition::RequestTimes times =
         partition::times_of(times_request, partition::keyword_name);
-    partition::set_times(problem, times, cluster ? &*cluster : nullptr, !comm_time_arg.is_none());
+    partition::set_times(problem, times, cluster ? &*cluster : nullptr, !comm_time_arg.is_none(),
+                         partition::keyword_name);
     if (!problem.time.warnings.empty()) {
         const auto warn = py::module_::import("warnings").attr("warn");
         for (const std::string& warning : problem.time.warnings)

@@ -133,7 +133,11 @@ int run_partition(const PartitionArgs& args) {
         return usage_checked(
             [&] { return partition::times_of(times_request, partition::flag_name); });
     }();
-    partition::set_times(problem, times, cluster ? &*cluster : nullptr, !args.comm_time.empty());
+    usage_checked([&] {
+        partition::set_times(problem, times, cluster ? &*cluster : nullptr, !args.comm_time.empty(),
+                             partition::flag_name);
+        return 0;
+    });
     for (const std::string& warning : problem.time.warnings)
         fmt::print(stderr, "ppb: warning: {}\n", warning);
     if (sapp) {

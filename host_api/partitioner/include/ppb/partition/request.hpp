@@ -101,6 +101,18 @@ struct TimesRequest {
 // Nothing is said of a malformed shape, which its reader names.
 [[nodiscard]] std::string expert_overlap_refusal(std::string_view shape_json);
 
+// What a model shape's own settings let a plan hold, as the framework runs them: Megatron-LM's
+// layer-level CPU offloading (cpu_offloading_num_layers, --cpu-offloading-num-layers) runs on one
+// pipeline stage and without recomputation (transformer_config.py at d98e8a64dd, __post_init__),
+// so such a shape's plans hold the kind none only, on one stage. `why` names the setting (empty
+// when the shape limits nothing, or is not a shape: its reader names a malformed one).
+struct ShapeLimits {
+    std::uint32_t kinds = PPB_ALL_KINDS;
+    bool one_stage = false;
+    std::string why;
+};
+[[nodiscard]] ShapeLimits shape_limits(std::string_view shape_json);
+
 struct RequestTimes {
     TimeModel time;
     std::string source;  // "samples/data/llama70b-layers.json", "FLOPs of SHAPE at 400 TFLOP/s"
@@ -114,6 +126,8 @@ struct RequestTimes {
     MtpLayers mtp = {};
     // The MoE token dispatcher the layers are timed with (Problem::token_dispatcher).
     std::string token_dispatcher = "alltoall";
+    // What the model shape lets a plan hold (set_times applies it).
+    ShapeLimits limits = {};
 };
 
 // The MoE token dispatcher a model shape's layers are timed with: its moe.token_dispatcher
@@ -141,9 +155,11 @@ struct RequestTimes {
 // `times` into `problem` (problem_of's: its stages and schedule set). A shape's layers on a
 // cluster also carry what their sharded weights and gradients move (with_sharded_transfers), and
 // unless the host was given the times between stages (`comm_time_given`), each stage boundary
-// its transfer on the cluster's links (pipeline_transfer_ms).
+// its transfer on the cluster's links (pipeline_transfer_ms). The shape's limits narrow the
+// kinds, with a warning in problem.time.warnings when that leaves out a kind asked for;
+// RequestError on "kinds" when none is left, on "stages" for several stages of a one-stage shape.
 void set_times(Problem& problem, const RequestTimes& times, const Cluster* cluster,
-               bool comm_time_given);
+               bool comm_time_given, const FieldName& name);
 
 // A shape's data-parallel synchronisation after the iteration of `plan` (data_parallel_sync_ms,
 // with the request's overlaps), when its layers are timed on a cluster; nullopt otherwise.

@@ -75,6 +75,13 @@ struct SearchSpace {
     // (Megatron-LM's default). Like the sharding, the caller makes the memory and times per EP.
     std::vector<std::uint32_t> expert_parallel_degrees = {};
     std::uint32_t expert_tensor_parallel = 0;
+    // What the model's own settings let a plan hold (a model shape's ShapeLimits: layer-level
+    // CPU offloading runs on one stage without recomputation): each policy's kinds narrowed to
+    // `kinds`, and, with `one_stage`, every pipeline degree above 1 left out; what is left out
+    // for them gives `limits_why`.
+    std::uint32_t kinds = PPB_ALL_KINDS;
+    bool one_stage = false;
+    std::string limits_why = {};
 };
 
 // One configuration to plan.
