@@ -123,6 +123,24 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
     BOOST_TEST(custom.achieved_tflops() == 320.0, tt::tolerance(1e-12));
     BOOST_TEST(custom.devices_per_node == 4U);
     BOOST_TEST(custom.device.description == "X1");
+    // Whether its FP8 products need transposed copies: Hopper's convention unless it says.
+    BOOST_TEST(custom.device.fp8_transposes);
+    const Cluster blackwell_like = read_cluster(
+        R"({"format": "ppb.cluster/1", "device": {"name": "X2", "memory_gib": 180,
+            "memory_bandwidth_tb_s": 8, "bf16_tflops": 2250, "fp8_tflops": 4500, "fp32_tflops": 75,
+            "intra_node_gb_s": 900, "devices_per_node": 8, "network_gb_s": 50,
+            "fp8_transposes": false}})",
+        "cluster.json");
+    BOOST_TEST(!blackwell_like.device.fp8_transposes);
+    BOOST_TEST(h100.device.fp8_transposes);
+    BOOST_TEST(!read_cluster(R"({"format": "ppb.cluster/1", "device": "H100",
+                                 "overrides": {"fp8_transposes": false}})",
+                             "cluster.json")
+                    .device.fp8_transposes);
+    BOOST_TEST(read_cluster(R"({"format": "ppb.cluster/1", "device": "B200",
+                                "overrides": {"fp8_transposes": true}})",
+                            "cluster.json")
+                   .device.fp8_transposes);
 }
 
 BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
@@ -167,6 +185,9 @@ BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": {"name": "X1",
                                    "memory_gib": 96}})"),
                         "device: missing required field 'memory_bandwidth_tb_s'"));
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
+                                   "overrides": {"fp8_transposes": "no"}})"),
+                        "overrides.fp8_transposes"));
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": 7})"),
                         "expected a device name or an object of its figures, got 7"));
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100", "gpus": 8})"),

@@ -26,12 +26,14 @@ constexpr limits::RealRange exposed_range{0.0, 1.0, false, "of an overlapped col
 constexpr limits::RealRange streamed_range{0.0, 1.0, true, "of the memory bandwidth"};
 constexpr limits::CountRange per_node_range{1, 1000000, "devices"};
 
-// The device figures a document may give (a custom device gives them all).
-constexpr std::array<std::string_view, 8> figure_keys = {
-    "memory_gib",  "memory_bandwidth_tb_s", "bf16_tflops",      "fp8_tflops",
-    "fp32_tflops", "intra_node_gb_s",       "devices_per_node", "network_gb_s"};
+// The device figures a document may give (a custom device gives them all but fp8_transposes,
+// which says whether the device's FP8 products need transposed copies: Hopper's do, so a custom
+// device without it is taken as needing them).
+constexpr std::array<std::string_view, 9> figure_keys = {
+    "memory_gib",      "memory_bandwidth_tb_s", "bf16_tflops",  "fp8_tflops",    "fp32_tflops",
+    "intra_node_gb_s", "devices_per_node",      "network_gb_s", "fp8_transposes"};
 
-// Reads `object`'s figures into `device`; each is required when `all`.
+// Reads `object`'s figures into `device`; each but fp8_transposes is required when `all`.
 void read_figures(const JsonObject& object, DeviceSpec& device, bool all) {
     const auto number = [&](std::string_view key, const limits::RealRange& range, double& out) {
         const std::optional<JsonNode> node = all ? object.required(key) : object.optional(key);
@@ -49,6 +51,8 @@ void read_figures(const JsonObject& object, DeviceSpec& device, bool all) {
         all ? object.required("devices_per_node") : object.optional("devices_per_node");
     if (per_node)
         device.devices_per_node = per_node->as_count(per_node_range);
+    if (const auto transposes = object.optional("fp8_transposes"))
+        device.fp8_transposes = transposes->as_bool();
 }
 
 DeviceSpec custom_device(const JsonObject& object) {

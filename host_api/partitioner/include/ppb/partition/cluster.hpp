@@ -49,7 +49,8 @@ struct DeviceSpec {
     double fp8_achievable_fraction = 0.0;
     // Whether its FP8 matrix products need a transposed copy of an operand (Hopper and earlier:
     // Transformer Engine keeps one of each FP8 weight and of some inputs; Blackwell takes either
-    // layout). The analytic model's fp8_transposes; a custom device is taken as needing them.
+    // layout). The analytic model's fp8_transposes; a custom device is taken as needing them
+    // unless it says "fp8_transposes": false (a table device's may be overridden too).
     bool fp8_transposes = true;
 };
 
