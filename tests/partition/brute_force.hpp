@@ -2,7 +2,10 @@
 // written independently of the solver, the instance helpers test_optimality.cpp and
 // test_infeasible.cpp share (memory sources, plan checks, instance descriptions), and the
 // in-flight states of a stage's executed order that the chunked, grouped-chunked and Megatron-rule
-// oracles weigh memory over (executed_states).
+// oracles weigh memory over (executed_states), and what every suite's oracle enumerates with:
+// the cuts of the layers into positions (for_each_cut), MindFormers' positional rule
+// (mindformers_kind_at) and the one-setting rules' settings (oracle_settings, allowed_settings,
+// setting_mix), each written from its definition, never from the code under test.
 //
 // The search is deliberately naive. For every stage s and every layer count n it lists every
 // composition of n over the allowed kinds (with its time and memory, computed by the canonical
@@ -158,25 +161,29 @@ void for_each_composition(std::uint32_t n, std::uint32_t allowed, Visit&& visit)
     place(place, 0, n);
 }
 
-// What MindFormers builds on a stage of n layers from its counts, applied layer by layer as its
-// layer setting does: layer j < recompute is fully recomputed; otherwise it gets selective
-// recompute when j < select and communication recompute when j < comm ('both' when both).
-// Written from MindFormers' rule, not from the code under test.
+// What MindFormers builds from a stage's counts, applied layer by layer as its layer setting
+// does: layer j < recompute is fully recomputed; otherwise it gets selective recompute when
+// j < select and communication recompute when j < comm ('both' when both). Written from
+// MindFormers' rule, not from the code under test.
+inline std::size_t mindformers_kind_at(std::uint32_t j, std::uint32_t recompute,
+                                       std::uint32_t select, std::uint32_t comm) {
+    if (j < recompute)
+        return PPB_KIND_FULL;
+    if (j < select && j < comm)
+        return PPB_KIND_BOTH;
+    if (j < select)
+        return PPB_KIND_SELECT;
+    if (j < comm)
+        return PPB_KIND_COMM;
+    return PPB_KIND_NONE;
+}
+
+// The kinds of a stage of n layers, counted (mindformers_kind_at of each layer).
 inline KindCounts mindformers_build(std::uint32_t n, std::uint32_t recompute, std::uint32_t select,
                                     std::uint32_t comm) {
     KindCounts built{};
-    for (std::uint32_t j = 0; j < n; ++j) {
-        if (j < recompute)
-            ++built[PPB_KIND_FULL];
-        else if (j < select && j < comm)
-            ++built[PPB_KIND_BOTH];
-        else if (j < select)
-            ++built[PPB_KIND_SELECT];
-        else if (j < comm)
-            ++built[PPB_KIND_COMM];
-        else
-            ++built[PPB_KIND_NONE];
-    }
+    for (std::uint32_t j = 0; j < n; ++j)
+        ++built[mindformers_kind_at(j, recompute, select, comm)];
     return built;
 }
 
@@ -242,6 +249,49 @@ inline std::vector<MegatronRecompute> oracle_settings(RecomputeRule rule, std::u
             out.push_back({M::block, n});
     }
     return out;
+}
+
+// The settings of oracle_settings(rule, L) whose every kind is in `allowed` (block N uses 'full'
+// and 'none').
+inline std::vector<MegatronRecompute> allowed_settings(RecomputeRule rule, std::uint32_t L,
+                                                       std::uint32_t allowed) {
+    std::vector<MegatronRecompute> out;
+    for (const MegatronRecompute& setting : oracle_settings(rule, L)) {
+        const KindCounts uses = setting_mix(setting, L + 1);
+        bool ok = true;
+        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
+            ok = ok && (uses[kind] == 0 || (allowed & PPB_KIND_BIT(kind)) != 0);
+        if (ok)
+            out.push_back(setting);
+    }
+    return out;
+}
+
+// Calls visit(cut) for every cut of L layers in model order into Q positions: position q takes
+// [cut[q], cut[q + 1]) (cut[0] = 0, cut[Q] = L), every position but the first and the last
+// holding at least one layer (Problem::fewest_layers' rule, written here from the problem).
+template <typename Visit>
+void for_each_cut(std::uint32_t Q, std::uint32_t L, Visit&& visit) {
+    std::vector<std::uint32_t> cut(Q + 1, 0);
+    cut[Q] = L;
+    if (Q == 1) {
+        visit(static_cast<const std::vector<std::uint32_t>&>(cut));
+        return;
+    }
+    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
+        if (q + 1 == Q) {
+            visit(static_cast<const std::vector<std::uint32_t>&>(cut));
+            return;
+        }
+        // Position q ends at cut[q + 1]; the positions after it but the last need one each.
+        const std::uint32_t fewest = q == 0 ? 0 : 1;
+        const std::uint32_t after = Q - 2 - q;
+        for (std::uint32_t next = cut[q] + fewest; next + after <= L; ++next) {
+            cut[q + 1] = next;
+            self(self, q + 1);
+        }
+    };
+    walk(walk, 0);
 }
 
 struct Option {

@@ -1062,21 +1062,6 @@ BOOST_AUTO_TEST_CASE(lower_bound_is_at_most_every_plans_simulated_iteration) {
     BOOST_TEST(worst_gap <= 0.06);
 }
 
-// Every one of Megatron-LM's settings whose kinds are allowed: none, selective, block N for every
-// N below the layer count, uniform (not megatron_settings, which leaves out the block settings
-// that build the same plans as a smaller N).
-std::vector<ppb::partition::MegatronRecompute> every_megatron_setting(std::uint32_t layers,
-                                                                      std::uint32_t allowed) {
-    using Method = ppb::partition::MegatronRecompute::Method;
-    std::vector<ppb::partition::MegatronRecompute> all = {{Method::none, 0},
-                                                          {Method::selective, 0}};
-    for (std::uint32_t n = 1; n < layers; ++n)
-        all.push_back({Method::block, n});
-    all.push_back({Method::uniform, 0});
-    std::erase_if(all, [&](const auto& setting) { return (setting.kinds() & ~allowed) != 0; });
-    return all;
-}
-
 // The least 'stages' objective over the plans of one recompute setting whose stages hold as many
 // layers in each chunk as in every other, give or take one (Problem::balanced_chunks): every
 // setting, every count per stage, every choice of the chunks holding one more.
@@ -1084,7 +1069,8 @@ double brute_force_balanced_one_setting(const Problem& p, const Coefficients& k,
                                         std::uint32_t allowed) {
     const std::uint32_t v = p.chunks;
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& setting : every_megatron_setting(p.time.body_layers, allowed)) {
+    for (const auto& setting :
+         pt::allowed_settings(RecomputeRule::megatron, p.time.body_layers, allowed)) {
         // Per stage and count: (total, slowest) of every balanced split that fits.
         std::vector<std::vector<std::vector<std::pair<double, double>>>> options(p.num_stages);
         for (std::uint32_t s = 0; s < p.num_stages; ++s) {
@@ -1102,7 +1088,7 @@ double brute_force_balanced_one_setting(const Problem& p, const Coefficients& k,
                         const std::uint32_t count = q + ((more >> c) & 1u);
                         if (p.num_stages > 1 && count < min_layers(p, s, c))
                             possible = false;
-                        mixes.push_back(setting.chunk_layers(count));
+                        mixes.push_back(pt::setting_mix(setting, count));
                         const double t = chunk_time(p, s, c, mixes.back());
                         total += t;
                         slowest = std::max(slowest, t);

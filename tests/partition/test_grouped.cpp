@@ -122,16 +122,11 @@ double fastest(const Instance& in, std::uint32_t s, std::uint32_t a, std::uint32
         for (std::uint32_t r = 0; r <= n; ++r) {
             for (std::uint32_t sel = r; sel <= n; ++sel) {
                 for (std::uint32_t comm = r; comm <= n; ++comm) {
-                    // Position i of the stage: full below r, both below both counts, select or
-                    // comm below one, none after.
+                    // Position i of the stage takes MindFormers' kind for these counts.
                     std::vector<KindCounts> groups(G, KindCounts{});
                     bool ok = true;
                     for (std::uint32_t i = 0; i < n && ok; ++i) {
-                        const std::size_t kind = i < r                     ? PPB_KIND_FULL
-                                                 : i < std::min(sel, comm) ? PPB_KIND_BOTH
-                                                 : i < sel                 ? PPB_KIND_SELECT
-                                                 : i < comm                ? PPB_KIND_COMM
-                                                                           : PPB_KIND_NONE;
+                        const std::size_t kind = pt::mindformers_kind_at(i, r, sel, comm);
                         const std::size_t g = in.sequence[a + i];
                         ok = allowed(in, g, kind);
                         ++groups[g][kind];

@@ -217,9 +217,7 @@ double oracle(const Instance& in) {
         return it->second;
     };
     double best = pt::infinity;
-    std::vector<std::uint32_t> cut(Q + 1, 0);
-    cut[Q] = L;
-    const auto evaluate = [&] {
+    pt::for_each_cut(Q, L, [&](const std::vector<std::uint32_t>& cut) {
         std::vector<const std::vector<Outcome>*> lists;
         for (std::uint32_t s = 0; s < P; ++s) {
             std::uint32_t q0 = 0, q1 = 0;
@@ -249,47 +247,8 @@ double oracle(const Instance& in) {
             if (s == P)
                 break;
         }
-    };
-    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
-        if (q == Q) {
-            evaluate();
-            return;
-        }
-        // Position q takes [cut[q], cut[q + 1]); every position but the first and last holds one.
-        const std::uint32_t fewest = (q == 0 || q + 1 == Q) ? 0 : 1;
-        if (q + 1 == Q) {
-            if (L - cut[q] >= fewest)
-                self(self, q + 1);
-            return;
-        }
-        for (std::uint32_t next = cut[q] + fewest; next <= L; ++next) {
-            cut[q + 1] = next;
-            self(self, q + 1);
-        }
-    };
-    walk(walk, 0);
+    });
     return best;
-}
-
-// Calls visit() with `cut` holding every cut of L layers into Q positions in order (position q
-// takes [cut[q], cut[q + 1])), every position but the first and last holding at least one.
-template <typename Visit>
-void for_each_cut(std::uint32_t Q, std::uint32_t L, std::vector<std::uint32_t>& cut,
-                  Visit&& visit) {
-    cut.assign(Q + 1, 0);
-    cut[Q] = L;
-    const auto walk = [&](auto&& self, std::uint32_t q) -> void {
-        if (q + 1 == Q) {
-            visit();
-            return;
-        }
-        const std::uint32_t fewest = q == 0 ? 0 : 1;
-        for (std::uint32_t next = cut[q] + fewest; next + (q + 2 < Q ? 1 : 0) <= L; ++next) {
-            cut[q + 1] = next;
-            self(self, q + 1);
-        }
-    };
-    walk(walk, 0);
 }
 
 // The smallest budget some plan fits: the least over cuts of the largest over stages of the least
@@ -314,8 +273,7 @@ double least_feasible_budget(const Instance& in) {
         return it->second;
     };
     double best = pt::infinity;
-    std::vector<std::uint32_t> cut(Q + 1, 0);
-    for_each_cut(Q, L, cut, [&] {
+    pt::for_each_cut(Q, L, [&](const std::vector<std::uint32_t>& cut) {
         double most = -pt::infinity;
         for (std::uint32_t s = 0; s < P; ++s) {
             std::uint32_t q0 = 0, q1 = 0;
@@ -621,8 +579,7 @@ Reached reached(const Instance& in) {
     const std::uint32_t L = p.time.body_layers;
     const std::uint32_t Q = positions(p);
     Reached out;
-    std::vector<std::uint32_t> cut(Q + 1, 0);
-    const auto evaluate = [&] {
+    pt::for_each_cut(Q, L, [&](const std::vector<std::uint32_t>& cut) {
         std::vector<std::vector<Mix>> range(Q);
         for (std::uint32_t q = 0; q < Q; ++q) {
             range[q] = mixes(in, cut[q], cut[q + 1]);
@@ -683,8 +640,7 @@ Reached reached(const Instance& in) {
             if (s == P)
                 break;
         }
-    };
-    for_each_cut(Q, L, cut, evaluate);
+    });
     return out;
 }
 

@@ -60,17 +60,8 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
     const std::uint32_t v = p.chunks;
     const std::uint32_t Q = P * v;
     const std::uint32_t L = p.time.body_layers;
-    // The settings whose kinds are allowed (block N gives 'full' and 'none').
-    std::vector<MegatronRecompute> settings;
-    for (const MegatronRecompute& setting :
-         pt::oracle_settings(with_block ? RecomputeRule::megatron : RecomputeRule::torchtitan, L)) {
-        const KindCounts uses = pt::setting_mix(setting, L + 1);
-        bool ok = true;
-        for (std::size_t kind = 0; kind < PPB_KIND_COUNT; ++kind)
-            ok = ok && (uses[kind] == 0 || (allowed & PPB_KIND_BIT(kind)) != 0);
-        if (ok)
-            settings.push_back(setting);
-    }
+    const std::vector<MegatronRecompute> settings = pt::allowed_settings(
+        with_block ? RecomputeRule::megatron : RecomputeRule::torchtitan, L, allowed);
     Best best;
     std::vector<std::uint32_t> counts(Q, 0);
     std::vector<std::vector<std::vector<std::uint32_t>>> states;
@@ -118,29 +109,12 @@ Best enumerate(const Problem& p, const Linear& k, std::uint32_t allowed, bool wi
             best.setting = setting;
         }
     };
-    const std::function<void(std::uint32_t, std::uint32_t)> spread = [&](std::uint32_t q,
-                                                                         std::uint32_t left) {
-        const std::uint32_t least = (q == 0 || q + 1 == Q) ? 0 : 1;
-        if (q + 1 == Q) {
-            if (left < least)
-                return;
-            counts[q] = left;
-            for (const MegatronRecompute& setting : settings)
-                evaluate(setting);
-            return;
-        }
-        for (std::uint32_t n = least; n <= left; ++n) {
-            counts[q] = n;
-            spread(q + 1, left - n);
-        }
-    };
-    if (Q == 1) {
-        counts[0] = L;
+    pt::for_each_cut(Q, L, [&](const std::vector<std::uint32_t>& cut) {
+        for (std::uint32_t q = 0; q < Q; ++q)
+            counts[q] = cut[q + 1] - cut[q];
         for (const MegatronRecompute& setting : settings)
             evaluate(setting);
-    } else {
-        spread(0, L);
-    }
+    });
     return best;
 }
 
