@@ -132,6 +132,34 @@ BOOST_AUTO_TEST_CASE(fp8_weights_shard_with_the_weights) {
                tt::tolerance(1e-12));
 }
 
+// The 16-bit weights FP8 parameters replace, each at its own sharding: an MoE layer's routed
+// experts are sharded over their t x d / (EP x ETP) = 2 expert-data-parallel ranks, not the
+// d = 8 of the dense parts, so their replaced 16-bit weight is 2 / 2 bytes a parameter; what is
+// left of the layers' 16-bit weights is their parameters outside the linears (norms, router), at
+// 2 / 8 bytes. (The replaced expert weight was taken at the dense parts' 2 / 8.)
+BOOST_AUTO_TEST_CASE(the_experts_replaced_weights_shard_as_the_experts) {
+    const std::string moe =
+        R"("fp8_recipe": "tensorwise", "fp8_param_gather": true,
+           "data_parallel_sharding": "optim_grads_params",
+           "moe": {"num_experts": 8, "top_k": 2, "moe_ffn_hidden_size": 1024,
+                   "expert_parallel": 4, "expert_tensor_parallel": 1})";
+    const MemoryTerms t = terms(llama, moe);
+    BOOST_TEST_REQUIRE(t.moe.has_value());
+    // A rank's 8 / 4 = 2 experts x 3 x 1024 x 1024.
+    BOOST_TEST(t.moe->expert_parameters == 6291456.0);
+    const double outside_linears = t.moe->dense_parameters - t.moe->dense_linear_parameters;
+    BOOST_TEST(outside_linears > 0.0);
+    const AnalyticModel model(options_json(llama, moe));
+    BOOST_TEST(part(model, 2, 1, "weights") == 2.0 * outside_linears * 2.0 / 8.0 / MiB,
+               tt::tolerance(1e-12));
+    // The quantized copies: 1 byte a linear parameter, the dense ones over 8 ranks, the experts'
+    // over 2.
+    BOOST_TEST(
+        part(model, 2, 1, "fp8_weights") ==
+            2.0 * (t.moe->dense_linear_parameters / 8.0 + t.moe->expert_parameters / 2.0) / MiB,
+        tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(bad_sharding_options_are_refused_by_name) {
     BOOST_TEST(contains(rejection(options_json(llama, R"("data_parallel_sharding": "zero3")")),
                         "'data_parallel_sharding' must be one of no_shard, optim, optim_grads, "

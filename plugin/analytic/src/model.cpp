@@ -85,18 +85,24 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
         double weight_bytes = terms.layer_parameters * pb.weight;
         double gradient_bytes = terms.layer_parameters * pb.gradient;
         double optimizer_bytes = terms.layer_parameters * pb.optimizer;
+        double replaced = replaced_mb(linear);
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
+            const ParameterBytes& epb = moe.expert_parameter_bytes;
             linear = moe.dense_linear_parameters + moe.expert_parameters;
             quantized = quantized_mb(moe.dense_linear_parameters) +
                         expert_quantized_mb(moe.expert_parameters);
+            // The 16-bit weights the quantized ones replace, each at its own sharding (the
+            // experts' over their expert-data-parallel ranks under Megatron-FSDP).
+            replaced = replaced_mb(moe.dense_linear_parameters) +
+                       (options.fp8_param_gather ? moe.expert_parameters * epb.weight : 0.0) /
+                           bytes_per_mb;
             group.per_layer_mb = (moe.dense_parameters * bpp +
                                   moe.expert_parameters * moe.bytes_per_expert_parameter) /
                                      bytes_per_mb +
-                                 (quantized - replaced_mb(linear));
+                                 (quantized - replaced);
             for (std::size_t k = 0; k < PPB_KIND_COUNT; ++k)
                 group.activation_mb[k] = moe.activation_bytes[k] / bytes_per_mb;
-            const ParameterBytes& epb = moe.expert_parameter_bytes;
             weight_bytes = moe.dense_parameters * pb.weight + moe.expert_parameters * epb.weight;
             gradient_bytes =
                 moe.dense_parameters * pb.gradient + moe.expert_parameters * epb.gradient;
@@ -105,7 +111,7 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
             largest_unit = std::max(largest_unit, moe.dense_parameters * pb.unsharded +
                                                       moe.expert_parameters * epb.unsharded);
         }
-        group.weights_per_layer_mb = weight_bytes / bytes_per_mb - replaced_mb(linear);
+        group.weights_per_layer_mb = weight_bytes / bytes_per_mb - replaced;
         group.quantized_per_layer_mb = quantized;
         for (std::uint32_t i = 0; i < options.cpu_offloading_num_layers; ++i) {
             if ((options.moe && options.moe->moe_layer[i]) == g.moe)
