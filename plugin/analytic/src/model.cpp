@@ -80,16 +80,14 @@ Coefficients coefficients_of(const ShapeOptions& options, const MemoryTerms& ter
     double largest_unit = terms.layer_parameters * pb.unsharded;  // FSDP: bytes unsharded
     for (const LayerGroup& g : layer_groups(options)) {
         GroupCoefficients group{g.name, g.moe, g.layers, c.per_layer_mb, c.activation_mb};
-        double linear = terms.layer_linear_parameters;
-        double quantized = quantized_mb(linear);
+        double quantized = quantized_mb(terms.layer_linear_parameters);
         double weight_bytes = terms.layer_parameters * pb.weight;
         double gradient_bytes = terms.layer_parameters * pb.gradient;
         double optimizer_bytes = terms.layer_parameters * pb.optimizer;
-        double replaced = replaced_mb(linear);
+        double replaced = replaced_mb(terms.layer_linear_parameters);
         if (g.moe) {
             const MoeLayerTerms& moe = *terms.moe;
             const ParameterBytes& epb = moe.expert_parameter_bytes;
-            linear = moe.dense_linear_parameters + moe.expert_parameters;
             quantized = quantized_mb(moe.dense_linear_parameters) +
                         expert_quantized_mb(moe.expert_parameters);
             // The 16-bit weights the quantized ones replace, each at its own sharding (the
