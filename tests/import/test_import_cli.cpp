@@ -885,6 +885,157 @@ BOOST_AUTO_TEST_CASE(megatron_options_takes_the_words_after_the_terminator_verba
     BOOST_TEST(json::serialize(o.at("recompute_modules")) == R"(["moe_act","mlp"])");
 }
 
+// A run configuration's MODEL_ARGS (Megatron-LM's functional tests' model_config.yaml) give the
+// options the same flags give after '--', read as Megatron-LM's launcher passes them; flags
+// after '--' come after the file's (argparse keeps the last); the entries left out are said.
+BOOST_AUTO_TEST_CASE(megatron_options_reads_a_run_configuration_as_megatron_launches_it) {
+    const std::string config =
+        std::string(PPB_MEGATRON_DATA_DIR) + "/moe-offload-model-config.yaml";
+    const std::map<std::string, std::string> environment = {
+        {"PPB_PLUGIN_PATH", ""}, {"DATA_PATH", "/data"}, {"CHECKPOINT_SAVE_PATH", "/ckpt"}};
+    const auto run = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = {"import", "megatron-options", "--world-size", "16"};
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb_test::run_process(PPB_EXE, args, environment);
+    };
+    const ProcessResult from_file = run({"--model-config", config});
+    expect_success(from_file);
+    // The words Megatron-LM's launcher gives the file's entries (true: the flag alone; "[...]":
+    // the words inside; '|' and parentheses: one word; false and "": left out).
+    const std::vector<std::string> words = {"--",
+                                            "--tensor-model-parallel-size",
+                                            "2",
+                                            "--pipeline-model-parallel-size",
+                                            "2",
+                                            "--expert-model-parallel-size",
+                                            "4",
+                                            "--context-parallel-size",
+                                            "1",
+                                            "--expert-tensor-parallel-size",
+                                            "1",
+                                            "--use-distributed-optimizer",
+                                            "--attention-backend",
+                                            "unfused",
+                                            "--sequence-parallel",
+                                            "--disable-bias-linear",
+                                            "--micro-batch-size",
+                                            "1",
+                                            "--global-batch-size",
+                                            "8",
+                                            "--recompute-granularity",
+                                            "selective",
+                                            "--recompute-modules",
+                                            "layernorm",
+                                            "mla_up_proj",
+                                            "mlp",
+                                            "moe_act",
+                                            "--fine-grained-activation-offloading",
+                                            "--offload-modules",
+                                            "expert_fc1",
+                                            "moe_act",
+                                            "attn_norm",
+                                            "mlp_norm",
+                                            "qkv_linear",
+                                            "core_attn",
+                                            "attn_proj",
+                                            "--transformer-impl",
+                                            "transformer_engine",
+                                            "--seq-length",
+                                            "4096",
+                                            "--data-path",
+                                            "/data/text/my-gpt3_00_text_document",
+                                            "--vocab-file",
+                                            "/data/bpe/vocab.json",
+                                            "--merge-file",
+                                            "/data/bpe/merges.txt",
+                                            "--num-layers",
+                                            "15",
+                                            "--moe-layer-freq",
+                                            "([0]*3+[1]*12)",
+                                            "--pipeline-model-parallel-layout",
+                                            "Et*3|(tt|)*6mL",
+                                            "--hidden-size",
+                                            "1024",
+                                            "--ffn-hidden-size",
+                                            "4096",
+                                            "--num-attention-heads",
+                                            "32",
+                                            "--kv-channels",
+                                            "128",
+                                            "--max-position-embeddings",
+                                            "4096",
+                                            "--position-embedding-type",
+                                            "rope",
+                                            "--make-vocab-size-divisible-by",
+                                            "3232",
+                                            "--normalization",
+                                            "RMSNorm",
+                                            "--swiglu",
+                                            "--untie-embeddings-and-output-weights",
+                                            "--multi-latent-attention",
+                                            "--mtp-num-layers",
+                                            "1",
+                                            "--qk-layernorm",
+                                            "--num-experts",
+                                            "32",
+                                            "--moe-ffn-hidden-size",
+                                            "1024",
+                                            "--moe-shared-expert-intermediate-size",
+                                            "1024",
+                                            "--moe-router-topk",
+                                            "4",
+                                            "--moe-token-dispatcher-type",
+                                            "alltoall",
+                                            "--moe-grouped-gemm",
+                                            "--moe-router-dtype",
+                                            "fp32",
+                                            "--moe-permute-fusion",
+                                            "--q-lora-rank",
+                                            "1536",
+                                            "--kv-lora-rank",
+                                            "512",
+                                            "--qk-head-dim",
+                                            "128",
+                                            "--qk-pos-emb-head-dim",
+                                            "64",
+                                            "--v-head-dim",
+                                            "128",
+                                            "--save",
+                                            "/ckpt",
+                                            "--bf16",
+                                            "--overlap-moe-expert-parallel-comm"};
+    const ProcessResult from_flags = run(words);
+    expect_success(from_flags);
+    BOOST_TEST(from_file.out == from_flags.out);
+    const json::object o = json::parse(from_file.out).as_object();
+    BOOST_TEST(json::serialize(o.at("recompute_modules")) ==
+               R"(["layernorm","mla_up_proj","mlp","moe_act"])");
+    BOOST_TEST(o.at("moe").at("first_k_dense").to_number<int>() == 3);
+    expect_in(from_file.err,
+              {"moe-offload-model-config.yaml: false leaves --log-params-norm out, as "
+               "Megatron-MoE-ModelZoo's runner does",
+               "moe-offload-model-config.yaml:63: MODEL_ARGS.--tensorboard-dir: an empty value "
+               "leaves the flag out"});
+    // After '--', after the file's: the last micro-batch size is the run's.
+    const ProcessResult later = run({"--model-config", config, "--", "--micro-batch-size", "2"});
+    expect_success(later);
+    BOOST_TEST(json::parse(later.out).at("micro_batch_size").to_number<int>() == 2);
+    // Bad files, named with their line.
+    Scratch dir;
+    expect_input_error(
+        run({"--model-config",
+             dir.write("list.yaml", "MODEL_ARGS:\n  --num-layers: [1, 2]\n").string()}),
+        {"list.yaml:2: MODEL_ARGS.--num-layers: expected one value, got a list"});
+    expect_input_error(run({"--model-config", dir.write("none.yaml", "ENV_VARS: {}\n").string()}),
+                       {"none.yaml: no MODEL_ARGS"});
+    expect_input_error(run({"--model-config", (dir.path() / "missing.yaml").string()}),
+                       {"missing.yaml: cannot read"});
+    const ProcessResult neither = ppb({"import", "megatron-options", "--world-size", "1"});
+    BOOST_TEST(neither.exit_code == 2);
+    BOOST_TEST(neither.err.find("give them after '--', or --model-config FILE") !=
+               std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(import_cli_moe)

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace ppb::importers::detail {
 
@@ -101,7 +102,15 @@ std::optional<double> number_of(const YAML::Node& node) {
 
 Config::Config(const std::filesystem::path& path, std::string_view what)
     : origin_{source_name(path), false} {
-    const std::string text = read_text_file(path);
+    load(read_text_file(path), what);
+}
+
+Config::Config(const std::string& text, std::string name, std::string_view what)
+    : origin_{std::move(name), false} {
+    load(text, what);
+}
+
+void Config::load(const std::string& text, std::string_view what) {
     const std::size_t bad = invalid_utf8_at(text);
     if (bad != std::string::npos) {
         const std::size_t line_start = text.rfind('\n', bad) + 1;  // npos + 1 == 0

@@ -117,6 +117,8 @@ class Setting {
 class Config {
   public:
     Config(const std::filesystem::path& path, std::string_view what);
+    // The same from `text`, the contents of a file named `name` (for messages).
+    Config(const std::string& text, std::string name, std::string_view what);
 
     [[nodiscard]] const std::string& name() const noexcept { return origin_.name; }
     [[nodiscard]] bool empty() const noexcept { return root_.IsNull(); }
@@ -126,6 +128,8 @@ class Config {
     [[nodiscard]] Setting lookup(std::span<const std::string_view> keys) const;
 
   private:
+    void load(const std::string& text, std::string_view what);
+
     Origin origin_;
     YAML::Node root_;
 };

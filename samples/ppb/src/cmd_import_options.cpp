@@ -5,6 +5,7 @@
 #include "cmd_import_options.hpp"
 
 #include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/importers/megatron_model_config.hpp>
 #include <ppb/importers/mindformers_options.hpp>
 #include <ppb/importers/torchtitan_options.hpp>
 #include <ppb/limits.hpp>
@@ -16,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ppb::cli {
@@ -34,6 +36,7 @@ void write_options(const std::string& options_json, const std::string& output) {
 
 struct MegatronOptionsArgs {
     std::vector<std::string> arguments;  // Megatron's, after "--"
+    std::string model_config;            // a YAML file's MODEL_ARGS, before them
     std::optional<std::uint32_t> world_size;
     std::optional<std::uint32_t> tokenizer_size;
     std::uint32_t compute_capability = 9;
@@ -43,11 +46,24 @@ struct MegatronOptionsArgs {
 };
 
 int import_megatron_options(const MegatronOptionsArgs& args) {
-    if (args.arguments.empty())
-        throw UsageError("missing the run's Megatron-LM arguments after '--'",
-                         "ppb import megatron-options");
+    if (args.arguments.empty() && args.model_config.empty())
+        throw UsageError(
+            "missing the run's Megatron-LM arguments: give them after '--', or "
+            "--model-config FILE",
+            "ppb import megatron-options");
+    // A configuration's MODEL_ARGS first, then the command line's, as the launchers append them
+    // (argparse keeps the last value of a flag given twice).
+    std::vector<std::string> arguments;
+    if (!args.model_config.empty()) {
+        imp::MegatronModelConfig config =
+            imp::megatron_model_config(args.model_config, imp::process_environment);
+        for (const std::string& n : config.notes)
+            fmt::print(stderr, "ppb: note: {}\n", n);
+        arguments = std::move(config.arguments);
+    }
+    arguments.insert(arguments.end(), args.arguments.begin(), args.arguments.end());
     const imp::MegatronAnalyticOptions result = imp::analytic_options_from_megatron(
-        args.arguments,
+        arguments,
         imp::MegatronRunContext{args.world_size, args.tokenizer_size, args.compute_capability,
                                 args.megatron_version, args.declared_flags});
     for (const std::string& n : result.notes)
@@ -212,6 +228,10 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
         "named on stderr; unknown flags are errors; runs the model does not cover (hybrid and\n"
         "other model families, custom FP8 recipes, Megatron-LM's own CUDA graphs) are refused\n"
         "by name.\n"
+        "--model-config FILE reads them from the MODEL_ARGS of the YAML file the run is\n"
+        "launched from (Megatron-LM's functional tests' model_config.yaml, Megatron-MoE-\n"
+        "ModelZoo's configurations), as Megatron-LM's launcher does; arguments after '--'\n"
+        "come after them.\n"
         "host_api/docs/megatron-arguments.md lists every flag and release default.\n\n"
         "Exit status: 0 written, 2 invalid or refused arguments or usage, 1 other errors.");
     mo->add_option("--world-size", args->world_size,
@@ -238,6 +258,10 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
                    "switch), NAME:N, NAME:* or NAME:+ values; repeatable")
         ->type_name("NAME[:VALUES]")
         ->allow_extra_args(false);
+    mo->add_option("--model-config", args->model_config,
+                   "a YAML file whose MODEL_ARGS map the run's flags to their values\n"
+                   "(Megatron-LM's model_config.yaml); its $VARIABLES are the environment's")
+        ->type_name("FILE");
     mo->add_option("-o,--output", args->output, "write the options to FILE (default: stdout)")
         ->type_name("FILE");
     mo->add_option("arguments", args->arguments, "the run's Megatron-LM arguments, after '--'")
