@@ -186,29 +186,17 @@ double least_over_cuts(const Instance& in, StageTime&& stage_time) {
         }
     }
     double best = pt::infinity;
-    std::vector<double> times;
-    // Every cut: stage s takes [first, next), at least one layer unless it is the first or last.
-    const auto walk = [&](auto&& self, std::uint32_t s, std::uint32_t first) -> void {
-        if (s + 1 == P) {
-            const double ts = t[s][first][L];
-            if (!std::isfinite(ts) || (P == 1 && first != 0))
+    // Every cut: stage s takes [cut[s], cut[s + 1]).
+    pt::for_each_cut(P, L, [&](const std::vector<std::uint32_t>& cut) {
+        std::vector<double> times;
+        for (std::uint32_t s = 0; s < P; ++s) {
+            const double ts = t[s][cut[s]][cut[s + 1]];
+            if (!std::isfinite(ts))
                 return;
             times.push_back(ts);
-            best = std::min(best, ppb::partition::iteration_time(times, p.micro_batches));
-            times.pop_back();
-            return;
         }
-        const std::uint32_t fewest = s == 0 ? 0 : 1;
-        for (std::uint32_t next = first + fewest; next <= L; ++next) {
-            const double ts = t[s][first][next];
-            if (!std::isfinite(ts))
-                continue;
-            times.push_back(ts);
-            self(self, s + 1, next);
-            times.pop_back();
-        }
-    };
-    walk(walk, 0, 0);
+        best = std::min(best, ppb::partition::iteration_time(times, p.micro_batches));
+    });
     return best;
 }
 
