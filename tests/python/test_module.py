@@ -522,6 +522,12 @@ def test_a_shape_that_offloads_layers_is_planned_with_the_kind_none(cli):
     assert refused.value.field == "stages"
     assert "cpu_offloading_num_layers" in str(refused.value)
     assert "give 1 stage, not 2" in str(refused.value)
+    # The search: one stage, the kind none, and a warning saying so.
+    with pytest.warns(UserWarning, match="searched on one stage with the kind none only"):
+        found = ppb.search(model="analytic", model_options=shape, devices=64, global_batch=128,
+                           device="H100", tensor_parallel=[8])
+    assert [entry["pipeline_parallel"] for entry in found["ranking"]] == [1]
+    assert found["ranking"][0]["recompute_kinds"] == ["none"]
 
 
 def test_partition_times_a_shape_on_a_device_as_the_command_does(cli, tmp_path):

@@ -595,8 +595,9 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         space.kinds = limits.kinds;
         space.one_stage = limits.one_stage;
         space.limits_why = limits.why;
-        if (messages.note) {
-            messages.note(
+        // A warning, not a note: the search is narrower than the one asked for.
+        if (messages.warning) {
+            messages.warning(
                 fmt::format("{}: its configurations are searched on one stage with "
                             "the kind none only",
                             limits.why));
