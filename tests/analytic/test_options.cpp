@@ -1,6 +1,7 @@
 // Options: defaults, and every kind of bad option rejected with the key named.
 #include "analytic_support.hpp"
 
+#include <ppb/model_shape_keys.hpp>
 #include <ppb/plugin.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -26,6 +27,15 @@ constexpr std::string_view minimal =
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(options)
+
+// The options the plugin reads are the model shape's keys the host's time model knows
+// (ppb/model_shape_keys.hpp), in the same order: a key added to one reader is added to both.
+BOOST_AUTO_TEST_CASE(the_options_are_the_model_shapes_keys) {
+    const std::vector<std::string_view> read = ppb::analytic::option_names();
+    const std::vector<std::string_view> shape(ppb::model_shape::keys.begin(),
+                                              ppb::model_shape::keys.end());
+    BOOST_TEST(read == shape, boost::test_tools::per_element());
+}
 
 BOOST_AUTO_TEST_CASE(defaults) {
     const ShapeOptions o = parse_options(options_json(minimal, ""));

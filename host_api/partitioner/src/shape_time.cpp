@@ -4,6 +4,7 @@
 #include <ppb/errors.hpp>
 #include <ppb/json_input.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/model_shape_keys.hpp>
 #include <ppb/number_text.hpp>
 #include <ppb/partition/communication.hpp>
 #include <ppb/partition/shape_time.hpp>
@@ -39,42 +40,12 @@ namespace json = boost::json;
 // refused with a "did you mean", as the analytic model refuses it: a misspelt gated_mlp or
 // num_kv_heads would otherwise change the times unnoticed. The test of the real runs checks that
 // every shape `ppb import megatron-options` writes is read here (tests/analytic).
-constexpr std::array<std::string_view, 53> shape_keys = {
-    "hidden_size", "num_attention_heads", "ffn_hidden_size", "seq_length", "micro_batch_size",
-    "vocab_size", "num_layers", "tensor_parallel", "num_kv_heads", "kv_channels", "data_parallel",
-    "position_embeddings", "context_parallel", "deferred_wgrad_micro_batches", "sequence_parallel",
-    "distributed_optimizer", "gated_mlp", "flash_attention", "untie_embeddings", "dropout",
-    "keep_gathered_inputs", "linear_biases", "backward_transient", "softmax_in_fp32",
-    "fp8_param_gather", "fp8_transposes", "fused_norms", "qk_layernorm", "param_bytes",
-    "grad_bytes", "optimizer_bytes", "constant_mb", "runtime_mb", "logits_bytes",
-    "logits_transient_bytes", "relative_std_error", "activation_offload_fraction",
-    "optimizer_offload_fraction", "moe", "mla", "recompute_modules", "mtp_num_layers",
-    "mtp_stage_offset", "mtp_recompute", "cp_comm_type", "activation_bytes", "fp8_recipe",
-    "offload_modules", "data_parallel_sharding", "cuda_graph_scope", "cross_entropy_loss_fusion",
-    "cross_entropy_fusion_impl",
-    // the copies run under the other
-    // layers' passes: not timed
-    "cpu_offloading_num_layers"};
-constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
-                                                      "qk_head_dim", "qk_pos_emb_head_dim",
-                                                      "v_head_dim",  "qk_layernorm"};
-constexpr std::array<std::string_view, 17> moe_keys = {"num_experts",
-                                                       "top_k",
-                                                       "moe_ffn_hidden_size",
-                                                       "shared_experts",
-                                                       "shared_expert_ffn_hidden_size",
-                                                       "shared_experts_replicated",
-                                                       "expert_parallel",
-                                                       "expert_tensor_parallel",
-                                                       "capacity_factor",
-                                                       "routing_imbalance",
-                                                       "routing_weights",
-                                                       "activation_fused",
-                                                       "first_k_dense",
-                                                       "layer_freq",
-                                                       "dense_group",
-                                                       "moe_group",
-                                                       "token_dispatcher"};
+// Those keys (cpu_offloading_num_layers among them: its copies run under the other layers'
+// passes, not timed) and the "mla" and "moe" members are ppb/model_shape_keys.hpp's, the list the
+// analytic plugin reads too.
+constexpr const auto& shape_keys = model_shape::keys;
+constexpr const auto& mla_keys = model_shape::mla_keys;
+constexpr const auto& moe_keys = model_shape::moe_keys;
 
 // The names of the generated HEAD and TAIL entries (SAPP's own).
 constexpr std::string_view head_name = "embedding";

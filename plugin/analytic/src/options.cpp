@@ -4,6 +4,7 @@
 #include <ppb/json_input.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
+#include <ppb/model_shape_keys.hpp>
 #include <ppb/plugin.hpp>
 #include <ppb/plugin/report_support.hpp>
 
@@ -131,33 +132,14 @@ std::string quoted(std::string_view key) {
 
 std::string known_options() {
     std::string out;
-    const auto add = [&out](std::string_view key) {
-        if (!out.empty())
-            out += ", ";
-        out += key;
-    };
-    for (const auto& o : integer_options)
-        add(o.key);
-    for (const auto& o : bool_options)
-        add(o.key);
-    for (const auto& o : number_options)
-        add(o.key);
-    for (const auto name : separate_options)
-        add(name);
+    for (const std::string_view key : option_names())
+        out += (out.empty() ? "" : ", ") + std::string(key);
     return out;
 }
 
 // The known option a misspelt key was probably meant to be (ppb::json's rule).
 std::optional<std::string_view> closest_key(std::string_view key) {
-    std::vector<std::string_view> known;
-    for (const auto& o : integer_options)
-        known.push_back(o.key);
-    for (const auto& o : bool_options)
-        known.push_back(o.key);
-    for (const auto& o : number_options)
-        known.push_back(o.key);
-    for (const auto name : separate_options)
-        known.push_back(name);
+    const std::vector<std::string_view> known = option_names();
     return ppb::closest_name(key, known);
 }
 
@@ -314,23 +296,8 @@ void check_shape(const ShapeOptions& o) {
 
 // ---- The "moe" object ----
 
-constexpr std::array<std::string_view, 17> moe_keys = {"num_experts",
-                                                       "top_k",
-                                                       "moe_ffn_hidden_size",
-                                                       "shared_experts",
-                                                       "shared_expert_ffn_hidden_size",
-                                                       "shared_experts_replicated",
-                                                       "expert_parallel",
-                                                       "expert_tensor_parallel",
-                                                       "capacity_factor",
-                                                       "routing_imbalance",
-                                                       "routing_weights",
-                                                       "activation_fused",
-                                                       "first_k_dense",
-                                                       "layer_freq",
-                                                       "dense_group",
-                                                       "moe_group",
-                                                       "token_dispatcher"};
+// The members of "moe": ppb/model_shape_keys.hpp, the host's time model's list too.
+constexpr const auto& moe_keys = ppb::model_shape::moe_keys;
 
 std::string moe_key(std::string_view key) {
     return "moe." + std::string(key);
@@ -664,9 +631,8 @@ MoeOptions parse_moe(const json::value& value, const ShapeOptions& shape) {
 
 // ---- The "mla" object ----
 
-constexpr std::array<std::string_view, 6> mla_keys = {"q_lora_rank", "kv_lora_rank",
-                                                      "qk_head_dim", "qk_pos_emb_head_dim",
-                                                      "v_head_dim",  "qk_layernorm"};
+// The members of "mla": ppb/model_shape_keys.hpp.
+constexpr const auto& mla_keys = ppb::model_shape::mla_keys;
 
 MlaOptions parse_mla(const json::value& value, const ShapeOptions& shape) {
     if (!value.is_object()) {
@@ -871,6 +837,19 @@ void check_cpu_offloading(const ShapeOptions& o) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> option_names() {
+    std::vector<std::string_view> out;
+    for (const auto& o : integer_options)
+        out.push_back(o.key);
+    for (const auto& o : bool_options)
+        out.push_back(o.key);
+    for (const auto& o : number_options)
+        out.push_back(o.key);
+    for (const auto name : separate_options)
+        out.push_back(name);
+    return out;
+}
 
 ShapeOptions parse_options(std::string_view options_json) {
     // ppb::parse_json, like every plugin's options: it also refuses a repeated key, which

@@ -278,6 +278,10 @@ struct ShapeOptions {
 // the formulas cannot split (divisibility), and options that belong to another model's input.
 [[nodiscard]] ShapeOptions parse_options(std::string_view options_json);
 
+// Every option parse_options() reads, in the order of its tables (the model shape's keys,
+// ppb/model_shape_keys.hpp, which the tests check these are).
+[[nodiscard]] std::vector<std::string_view> option_names();
+
 // The groups of body layers in model order of first appearance: one group "body" without `moe`;
 // with it the groups the layout holds ("dense" then "moe" for DeepSeek-V3, only "moe" when every
 // layer is MoE).
