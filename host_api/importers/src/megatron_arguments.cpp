@@ -8,6 +8,7 @@
 // attention kernel of the release. The newer features (multi-latent attention, multi-token
 // prediction, context parallelism, FP8 and FP4, sharded data parallelism, recompute modules,
 // offloading, CUDA graphs) are mapped by megatron_features.cpp through the same reading.
+#include "launcher_words.hpp"
 #include "megatron_features.hpp"
 #include "megatron_flag_roles.hpp"
 
@@ -139,29 +140,6 @@ std::optional<std::uint32_t> count(const Flags& flags, std::string_view name,
     return static_cast<std::uint32_t>(*n);
 }
 
-// The words of a YAML list given as one value, "[a b]", as Megatron-LM's test harness passes
-// them (tests/functional_tests/shell_test_utils/_run_training.sh, NVIDIA/Megatron-LM commit
-// c08d89bea05b2071855733da684a5c15873e913f: a value matching ^\[[^]]+\]$ loses its brackets
-// and bash splits it at blanks); nullopt for any other value.
-std::optional<std::vector<std::string>> yaml_list_words(std::string_view value) {
-    if (value.size() < 3 || value.front() != '[' || value.back() != ']' ||
-        value.substr(1, value.size() - 2).find(']') != std::string_view::npos)
-        return std::nullopt;
-    std::vector<std::string> out;
-    std::string word;
-    for (const char c : value.substr(1, value.size() - 2)) {
-        if (c == ' ' || c == '\t' || c == '\n') {
-            if (!word.empty())
-                out.push_back(std::exchange(word, {}));
-        } else {
-            word.push_back(c);
-        }
-    }
-    if (!word.empty())
-        out.push_back(word);
-    return out;
-}
-
 // The values of a list flag (nargs '*', '+' or N: argparse gives them as a list), each as text;
 // a flag of one value gives a list of one, None (or an unknown flag) an empty list. One value
 // written as a YAML list ("[a b]", copied from a Megatron-LM test's configuration) gives its
@@ -176,7 +154,7 @@ std::vector<std::string> words(const Flags& flags, std::string_view name) {
     for (const json::value& e : v->as_array())
         out.push_back(describe(e));
     if (out.size() == 1) {
-        if (auto listed = yaml_list_words(out.front()); listed && !listed->empty())
+        if (auto listed = detail::yaml_list_words(out.front()); listed && !listed->empty())
             return std::move(*listed);
     }
     return out;

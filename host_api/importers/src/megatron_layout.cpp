@@ -3,6 +3,8 @@
 #include <ppb/importers/megatron_layout.hpp>
 #include <ppb/limits.hpp>
 
+#include "launcher_words.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -226,13 +228,7 @@ std::vector<std::vector<std::uint32_t>> counts_from_layout(const MegatronFlags& 
 
 namespace {
 
-std::string_view trimmed(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0)
-        text.remove_prefix(1);
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0)
-        text.remove_suffix(1);
-    return text;
-}
+using detail::trimmed;
 
 // `text` without the brackets of a Python list or set repr; whether it had them.
 std::pair<std::string_view, bool> without_brackets(std::string_view text) {

@@ -2,6 +2,7 @@
 // states the rules and their sources).
 #include <ppb/importers/megatron_model_config.hpp>
 
+#include "launcher_words.hpp"
 #include "yaml_config.hpp"
 
 #include <ppb/errors.hpp>
@@ -18,14 +19,7 @@
 namespace ppb::importers {
 namespace {
 
-std::string_view trimmed(std::string_view text) {
-    const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-    while (!text.empty() && space(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && space(text.back()))
-        text.remove_suffix(1);
-    return text;
-}
+using detail::trimmed;
 
 bool name_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
@@ -149,22 +143,11 @@ MegatronModelConfig megatron_model_config(const std::string& text, std::string s
             continue;
         }
         out.arguments.push_back(flag);
-        const bool bracketed = v.size() > 2 && v.front() == '[' && v.back() == ']' &&
-                               v.substr(1, v.size() - 2).find(']') == std::string_view::npos;
-        if (!bracketed) {
+        // A YAML list's words each an argument, any other value one.
+        if (std::optional<std::vector<std::string>> words = detail::yaml_list_words(v))
+            out.arguments.insert(out.arguments.end(), words->begin(), words->end());
+        else
             out.arguments.emplace_back(v);
-            continue;
-        }
-        // The words inside the brackets, each an argument.
-        std::string_view inside = v.substr(1, v.size() - 2);
-        while (!(inside = trimmed(inside)).empty()) {
-            std::size_t end = 0;
-            while (end < inside.size() &&
-                   std::isspace(static_cast<unsigned char>(inside[end])) == 0)
-                ++end;
-            out.arguments.emplace_back(inside.substr(0, end));
-            inside.remove_prefix(end);
-        }
     }
     if (!left_out.empty()) {
         out.notes.push_back(

@@ -17,6 +17,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace ppb::partition {
 void check_limit_and_margins(double memory_limit_mb, double memory_margin_mb,
@@ -117,28 +120,34 @@ PlanWithModelOptions plan_options_of(const PartitionRequest& request, const Prob
 
 namespace {
 
+// The options as a JSON object, parsed without judging them (their reader names what is wrong),
+// or nothing.
+std::optional<boost::json::object> options_object(std::string_view options_json) {
+    boost::system::error_code ec;
+    boost::json::value parsed = boost::json::parse(options_json, ec);
+    if (ec || !parsed.is_object())
+        return std::nullopt;
+    return std::move(parsed.as_object());
+}
+
+// A model shape's options: an object holding tensor_parallel, as the analytic model's do.
+std::optional<boost::json::object> shape_object(std::string_view options_json) {
+    std::optional<boost::json::object> out = options_object(options_json);
+    if (out && !out->contains("tensor_parallel"))
+        return std::nullopt;
+    return out;
+}
+
 // The multi-token prediction layers of a model shape: its mtp_num_layers and mtp_stage_offset
 // (the analytic model's keys, whose reader refuses bad values), none where the shape has none.
-MtpLayers mtp_of_shape(std::string_view shape_json) {
-    boost::system::error_code ec;
-    const boost::json::value parsed = boost::json::parse(shape_json, ec);
-    if (ec || !parsed.is_object())
-        return {};
-    const boost::json::object& shape = parsed.as_object();
+MtpLayers mtp_in(const boost::json::object& shape) {
     const std::uint32_t layers = detail::shape_count(shape, "mtp_num_layers").value_or(0);
     if (layers == 0)
         return {};
     return {layers, detail::shape_count(shape, "mtp_stage_offset").value_or(0)};
 }
 
-}  // namespace
-
-std::string expert_overlap_refusal(std::string_view shape_json) {
-    boost::system::error_code ec;
-    const boost::json::value parsed = boost::json::parse(shape_json, ec);
-    if (ec || !parsed.is_object())
-        return {};
-    const boost::json::object& shape = parsed.as_object();
+std::string expert_overlap_refusal_in(const boost::json::object& shape) {
     const boost::json::value* moe = shape.if_contains("moe");
     if (moe == nullptr || !moe->is_object()) {
         return "combined-1f1b overlaps the expert all-to-all of MoE layers, and the model options "
@@ -158,11 +167,8 @@ std::string expert_overlap_refusal(std::string_view shape_json) {
     return {};
 }
 
-std::string token_dispatcher_of(std::string_view shape_json) {
-    boost::system::error_code ec;
-    const boost::json::value parsed = boost::json::parse(shape_json, ec);
-    const boost::json::object* shape = ec ? nullptr : parsed.if_object();
-    const boost::json::value* moe = shape != nullptr ? shape->if_contains("moe") : nullptr;
+std::string token_dispatcher_in(const boost::json::object& shape) {
+    const boost::json::value* moe = shape.if_contains("moe");
     const boost::json::value* dispatcher = moe != nullptr && moe->is_object()
                                                ? moe->as_object().if_contains("token_dispatcher")
                                                : nullptr;
@@ -170,14 +176,9 @@ std::string token_dispatcher_of(std::string_view shape_json) {
                                                             : std::string("alltoall");
 }
 
-ShapeLimits shape_limits(std::string_view shape_json) {
-    boost::system::error_code ec;
-    const boost::json::value parsed = boost::json::parse(shape_json, ec);
-    const boost::json::object* shape = ec ? nullptr : parsed.if_object();
-    if (shape == nullptr)
-        return {};
+ShapeLimits shape_limits_in(const boost::json::object& shape) {
     const std::uint32_t offloaded =
-        detail::shape_count(*shape, "cpu_offloading_num_layers").value_or(0);
+        detail::shape_count(shape, "cpu_offloading_num_layers").value_or(0);
     if (offloaded == 0)
         return {};
     return {.kinds = PPB_KIND_BIT(PPB_KIND_NONE),
@@ -189,10 +190,25 @@ ShapeLimits shape_limits(std::string_view shape_json) {
                 offloaded, offloaded == 1 ? "" : "s")};
 }
 
+}  // namespace
+
+std::string expert_overlap_refusal(std::string_view shape_json) {
+    const std::optional<boost::json::object> shape = options_object(shape_json);
+    return shape ? expert_overlap_refusal_in(*shape) : std::string();
+}
+
+std::string token_dispatcher_of(std::string_view shape_json) {
+    const std::optional<boost::json::object> shape = options_object(shape_json);
+    return shape ? token_dispatcher_in(*shape) : std::string("alltoall");
+}
+
+ShapeLimits shape_limits(std::string_view shape_json) {
+    const std::optional<boost::json::object> shape = options_object(shape_json);
+    return shape ? shape_limits_in(*shape) : ShapeLimits{};
+}
+
 bool is_model_shape(std::string_view options_json) {
-    boost::system::error_code ec;
-    const boost::json::value parsed = boost::json::parse(options_json, ec);
-    return !ec && parsed.is_object() && parsed.as_object().contains("tensor_parallel");
+    return shape_object(options_json).has_value();
 }
 
 RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
@@ -209,16 +225,19 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                            name("device"), name("cluster")));
     }
     RequestTimes out;
-    if (is_model_shape(request.shape_json)) {
-        out.mtp = mtp_of_shape(request.shape_json);
-        out.token_dispatcher = token_dispatcher_of(request.shape_json);
-        out.limits = shape_limits(request.shape_json);
+    // The shape read once for what the host takes from it; its reader (the time model, the
+    // memory model) names what is wrong in it.
+    const std::optional<boost::json::object> shape = shape_object(request.shape_json);
+    if (shape) {
+        out.mtp = mtp_in(*shape);
+        out.token_dispatcher = token_dispatcher_in(*shape);
+        out.limits = shape_limits_in(*shape);
     }
     if (!request.layer_file.empty()) {
         out.time = read_time_model(request.layer_file, *convention);
         out.source = request.layer_file;
     } else {
-        if (!is_model_shape(request.shape_json)) {
+        if (!shape) {
             throw RequestError(
                 "model_desc",
                 fmt::format("the layers' times are needed: give {} (a SAPP layer file), or a "
@@ -227,7 +246,7 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                             name("model_desc"), name("model_options")));
         }
         if (request.expert_overlap) {
-            if (std::string why = expert_overlap_refusal(request.shape_json); !why.empty())
+            if (std::string why = expert_overlap_refusal_in(*shape); !why.empty())
                 refuse("schedule", name, why);
         }
         const Cluster* cluster = request.cluster ? &*request.cluster : nullptr;
@@ -242,15 +261,14 @@ RequestTimes times_of(const TimesRequest& request, const FieldName& name) {
                                  cluster ? ", collectives on the cluster's links" : "");
         out.unit = "ms";
         if (cluster) {
-            const boost::json::value shape = boost::json::parse(request.shape_json);
-            if (const boost::json::value* d = shape.as_object().if_contains("data_parallel");
+            if (const boost::json::value* d = shape->if_contains("data_parallel");
                 d != nullptr && d->is_int64() && d->as_int64() > 0) {
                 out.replicas = static_cast<std::uint32_t>(d->as_int64());
             }
             out.sizes = shape_sizes(request.shape_json, request.shape_source);
             // The analytic model counts Hopper's FP8 transposes unless told otherwise: said
             // where the device keeps none, for the user to set (their file is taken as it is).
-            const boost::json::object& o = shape.as_object();
+            const boost::json::object& o = *shape;
             const boost::json::value* recipe = o.if_contains("fp8_recipe");
             if (!cluster->device.fp8_transposes && !o.contains("fp8_transposes") &&
                 recipe != nullptr && recipe->is_string() &&
