@@ -49,12 +49,13 @@ const std::map<std::string, std::string> open_ranks = {
      "6th: ppb prefers two stages (+4.7 %); at 4 stages the last of the 40 one-layer chunks "
      "also holds the LM head and the loss"},
     {"nemotron3_22b H100 fp8 64 TP2 PP4 VP10 CP1 MBS2",
-     "85th: the recipe's last stage also runs the 16-bit LM head and the loss of 256 000 words "
+     "84th: the recipe's last stage also runs the 16-bit LM head and the loss of 256 000 words "
      "(about 6 layers' work a micro-batch), which one-layer chunks cannot offset: with "
      "Megatron-LM's even split, as the recipe ran, the simulated iteration waits for that stage; "
-     "one stage at TP 2 has no bubble and is 42 % faster in ppb"},
+     "two stages of 2 chunks at TP 2 are 38 % faster in ppb"},
     {"nemotron4_340b H100 fp8 128 TP8 PP8 VP12 CP1 MBS1",
-     "does not fit without recompute in the analytic model (87.7 GB of 80 GiB); the NeMo 1.0 "
+     "does not fit without recompute in the analytic model (87.7 GB, over the 79 779.6 MB an "
+     "H100's allocator can reserve); the NeMo 1.0 "
      "configuration of the model (NeMo-Framework-Launcher, launcher_scripts/conf/training/"
      "nemotron/nemotron_340b.yaml at 26e42fa9) recomputes selectively "
      "(activations_checkpoint_granularity: selective), which this search, without recompute, "
@@ -64,16 +65,17 @@ const std::map<std::string, std::string> open_ranks = {
      "tokens/s/GPU), Megatron-LM's even layout 8.0 % under (tests/partition, tuned); ppb "
      "prefers TP 2 on 32 stages with CP 2 (+0.9 %)"},
     {"llama3_70b GB200 fp8-mx 64 TP2 PP4 VP5 CP1 MBS1",
-     "11th: ppb prefers 2 stages of 5 chunks at TP 2 (+2.9 %)"},
+     "10th: ppb prefers 2 stages of 5 chunks at TP 2 (+2.9 %)"},
     {"llama3_70b GB200 fp8 64 TP1 PP1 VP1 CP1 MBS2",
-     "does not fit by 2.1 % in the analytic model (194 557 MB of 190 464 MB, within its "
-     "standard error of 3 891 MB), with the recipe's CPU offloading of 40 of the 80 layers' "
+     "does not fit by 3.8 % in the analytic model (194 557 MB of the 187 504.4 MB a GB200's "
+     "allocator can reserve, 1.8 times its standard error of 3 891 MB), with the recipe's CPU "
+     "offloading of 40 of the 80 layers' "
      "activations (cpu_offloading_num_layers = 40: NVIDIA-NeMo/Megatron-Bridge, src/megatron/"
      "bridge/perf_recipes/llama/gb200/llama3.py at 067f987df) and Megatron-FSDP's sharded FP8 "
      "weights counted (482 817 MB with neither); ppb's first is the same configuration with "
      "micro-batches of 1"},
     {"llama3_70b H100 fp8 64 TP4 PP8 VP5 CP1 MBS1",
-     "17th: ppb prefers CP 2 on two stages (+5.5 %); the same recipe runs CP 2 on four stages at "
+     "15th: ppb prefers CP 2 on two stages (+5.5 %); the same recipe runs CP 2 on four stages at "
      "GBS 128; ppb's plan of the published configuration is timed 10.3 % under its throughput"},
 };
 
@@ -87,30 +89,30 @@ const std::map<std::string, std::string> open_ranks = {
 // ranks first.
 const std::map<std::string, std::string> open_moe_ranks = {
     {"deepseek_v3 B200 fp8-mx 256 TP1 PP8 VP2 CP1 EP32 MBS1",
-     "8th: timed within 0.5 % of the published throughput with the combined 1F1B (3 313 of "
-     "3 328; 23 % under without it); ppb prefers EP 16 with it (+28.9 %), its all-to-all over two "
+     "8th: timed within 0.5 % of the published throughput with the combined 1F1B (3 316 of "
+     "3 328; 23 % under without it); ppb prefers EP 16 with it (+28.8 %), its all-to-all over two "
      "nodes where EP 32 crosses four"},
     {"deepseek_v3 H100 fp8 1024 TP2 PP8 VP4 CP1 EP64 MBS1",
-     "29th: timed 6 % over with the combined 1F1B (1 377 of 1 297); ppb prefers TP 4 and EP 32 "
-     "with it on 8 stages of 2 chunks (+13.2 %)"},
+     "27th: timed 3.5 % over with the combined 1F1B (1 343 of 1 297); ppb prefers TP 4 and EP 32 "
+     "with it on 8 stages of 2 chunks (+16.0 %)"},
     {"qwen3_235b_a22b B200 fp8-mx 256 TP1 PP8 VP1 CP1 EP8 MBS1",
      "25th: predicted 1.9 times the published throughput (7 199 of 3 776); ppb prefers EP 4 on 4 "
      "stages of 2 chunks with the combined 1F1B (+16.6 %)"},
     {"qwen3_235b_a22b GB200 bf16 256 TP1 PP8 VP3 CP1 EP32 MBS1",
      "17th: predicted 7 % over with the combined 1F1B (5 241 of 4 916); ppb prefers one stage "
-     "with EP 16 and it (+3.0 %)"},
+     "with EP 32 and it (+2.1 %)"},
     {"qwen3_235b_a22b GB200 fp8-mx 256 TP1 PP8 VP3 CP1 EP32 MBS1",
-     "72nd: predicted 7 % over (7 776 of 7 280); ppb prefers one stage with EP 16 and the "
+     "71st: predicted 7 % over (7 776 of 7 280); ppb prefers one stage with EP 16 and the "
      "combined 1F1B (+21.7 %)"},
     {"qwen3_235b_a22b H100 fp8 256 TP2 PP8 VP4 CP1 EP32 MBS1",
-     "25th: predicted 30 % over with the combined 1F1B (2 225 of 1 712); ppb prefers 4 stages "
+     "26th: predicted 30 % over with the combined 1F1B (2 225 of 1 712); ppb prefers 4 stages "
      "with EP 16 and it (+22.3 %); the recipe (NVIDIA-NeMo/Megatron-Bridge, "
      "src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py at 067f987df) also overlaps the "
      "weight gradients' pass with the next and runs without tensor-parallel overlap, which this "
      "search does not model"},
     {"qwen3_30b_a3b H100 fp8 16 TP1 PP1 VP1 CP1 EP16 MBS1",
      "7th of 12: predicted 2.1 times as fast with the combined 1F1B (18 669 of 8 826); ppb "
-     "prefers EP 8 on 2 stages of 2 chunks with it and micro-batches of 2 (+10.6 %)"},
+     "prefers EP 8 on 2 stages of 2 chunks with it and micro-batches of 2 (+10.4 %)"},
 };
 
 // Where `ppb search` places `run`'s configuration among the configurations of its model, device

@@ -222,10 +222,11 @@ BOOST_AUTO_TEST_CASE(a_device_or_a_cluster_times_the_shape_and_limits_the_memory
     };
     const auto by_cluster = with({"--cluster", cluster});
     BOOST_TEST_REQUIRE(by_cluster.exit_code == 0, by_cluster.err);
-    BOOST_TEST(
-        by_cluster.err.find("--memory-limit-mb 81920 from the H100's 80 GiB") != std::string::npos,
-        by_cluster.err);
-    const auto by_hand = with({"--device-tflops", "494.5", "--memory-limit-mb", "81920"});
+    BOOST_TEST(by_cluster.err.find(
+                   "--memory-limit-mb 79779.6 from the H100's 79.11 GiB as the runtime "
+                   "reports it, less 1229 MB kept outside the allocator") != std::string::npos,
+               by_cluster.err);
+    const auto by_hand = with({"--device-tflops", "494.5", "--memory-limit-mb", "79779.6"});
     BOOST_TEST_REQUIRE(by_hand.exit_code == 0, by_hand.err);
     const json::value cluster_doc = parse_json(by_cluster.out);
     BOOST_TEST(std::string(cluster_doc.at("communication").as_string())
@@ -475,7 +476,10 @@ BOOST_AUTO_TEST_CASE(every_chunk_count_up_to_eight_is_planned_at_ten_thousand_de
                 hi = std::max(hi, n);
             }
             BOOST_TEST(hi - lo <= 1);
-            BOOST_TEST(stage.at("memory_mb").to_number<double>() <= 81920.0);
+            // Within the H100's limit: its runtime memory less what is kept outside the
+            // allocator.
+            BOOST_TEST(stage.at("memory_mb").to_number<double>() <=
+                       doc.at("search").at("memory_limit_mb").to_number<double>());
         }
         const json::value& simulated = plan.at("simulated");
         if (!simulated.at("lower_bound").is_null()) {
@@ -1417,12 +1421,15 @@ BOOST_AUTO_TEST_CASE(the_devices_are_listed_with_their_figures) {
     BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
     BOOST_TEST(table.out.find("H100        NVIDIA H100 SXM5 80 GB") != std::string::npos,
                table.out);
+    // The vendor's memory and what the runtime reports of it.
+    BOOST_TEST(table.out.find("80 GiB   79.11 GiB") != std::string::npos, table.out);
     const auto r = ppb({"devices", "--json"});
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
     const json::value doc = parse_json(r.out);
     const json::array& devices = doc.at("devices").as_array();
     BOOST_TEST(devices.size() == 7U);
     BOOST_TEST(devices.at(1).at("bf16_tflops").to_number<double>() == 989.0);
+    BOOST_TEST(devices.at(1).at("runtime_memory_gib").to_number<double>() == 79.11);
     BOOST_TEST(!devices.at(1).at("source").as_string().empty());
 }
 

@@ -75,14 +75,14 @@ BOOST_AUTO_TEST_CASE(an_unknown_device_lists_the_known_ones) {
 }
 
 // The time model's rate is the peak at the precision times the achievable fraction; the memory
-// limit the device's memory in MB.
+// limit what the allocator can reserve (runtime_memory_and_what_is_kept_outside_the_allocator).
 BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
     const Cluster h100 = read_cluster(
         R"({"format": "ppb.cluster/1", "device": "H100", "achievable_fraction": 0.5,
             "precision": "fp8", "network_gb_s": 100, "overrides": {"memory_gib": 94}})",
         "cluster.json");
     BOOST_TEST(h100.achieved_tflops() == 1979.0 * 0.5);
-    BOOST_TEST(h100.memory_mb() == 94.0 * 1024.0);
+    BOOST_TEST(h100.memory_mb() == 94.0 * 1024.0 - 1229.0);
     BOOST_TEST(h100.network_gb_s == 100.0);
     BOOST_TEST(h100.devices_per_node == 8U);
     BOOST_TEST(contains(h100.device.source, "overridden by the cluster description"));
@@ -143,6 +143,64 @@ BOOST_AUTO_TEST_CASE(a_description_gives_the_rate_and_the_memory) {
                    .device.fp8_transposes);
 }
 
+// A plan fits when what the allocator reserves fits in what the process can reserve: the memory
+// the runtime reports (PyTorch's "total capacity of 79.11 GiB" on an H100 80GB HBM3, vllm-project/
+// vllm issue 27508; 60.97 GiB of a 64 GB Ascend 910B under torch_npu, zai-org/CogVideo issue 63)
+// less what the process keeps outside the allocator (1.20 GiB measured in a multi-GPU job,
+// hiyouga/LlamaFactory issue 9510).
+BOOST_AUTO_TEST_CASE(runtime_memory_and_what_is_kept_outside_the_allocator) {
+    const Cluster h100 = ppb::partition::cluster_of_device("H100");
+    BOOST_TEST(h100.device.runtime_memory_gib == 79.11);
+    BOOST_TEST(h100.runtime_memory_mb() == 79.11 * 1024.0, tt::tolerance(1e-12));
+    BOOST_TEST(h100.outside_allocator_mb == 1229.0);
+    BOOST_TEST(h100.memory_mb() == 79.11 * 1024.0 - 1229.0, tt::tolerance(1e-12));
+    BOOST_TEST(h100.describe_memory() ==
+               "the H100's 79.11 GiB as the runtime reports it, less 1229 MB kept outside the "
+               "allocator");
+    BOOST_TEST(
+        ppb::partition::cluster_of_device("Ascend910B").runtime_memory_mb() == 60.97 * 1024.0,
+        tt::tolerance(1e-12));
+    for (const auto& d : ppb::partition::known_devices()) {
+        // Every table device says what its runtime reports: less than the vendor's memory, by
+        // what the driver keeps (under 5 %).
+        BOOST_TEST(d.runtime_memory_gib < d.memory_gib, d.name);
+        BOOST_TEST(d.runtime_memory_gib > 0.95 * d.memory_gib, d.name);
+        BOOST_TEST(contains(d.source, "runtime memory: "), d.name);
+    }
+    // A measured figure for what the process keeps outside; 0 reserves the runtime's whole.
+    const auto cluster = [](std::string_view json) { return read_cluster(json, "cluster.json"); };
+    const Cluster measured =
+        cluster(R"({"format": "ppb.cluster/1", "device": "H100", "outside_allocator_mb": 3072})");
+    BOOST_TEST(measured.memory_mb() == 79.11 * 1024.0 - 3072.0, tt::tolerance(1e-12));
+    BOOST_TEST(contains(measured.describe_memory(), "less 3072 MB kept outside the allocator"));
+    const Cluster whole =
+        cluster(R"({"format": "ppb.cluster/1", "device": "H100", "outside_allocator_mb": 0})");
+    BOOST_TEST(whole.memory_mb() == 79.11 * 1024.0, tt::tolerance(1e-12));
+    BOOST_TEST(whole.describe_memory() == "the H100's 79.11 GiB as the runtime reports it");
+    // The runtime's figure overridden; a memory_gib override alone takes the new memory whole
+    // (the table's runtime figure was of the table's memory).
+    BOOST_TEST(cluster(R"({"format": "ppb.cluster/1", "device": "H100",
+                           "overrides": {"runtime_memory_gib": 78.5}})")
+                   .runtime_memory_mb() == 78.5 * 1024.0);
+    const Cluster nvl = cluster(
+        R"({"format": "ppb.cluster/1", "device": "H100", "overrides": {"memory_gib": 94}})");
+    BOOST_TEST(nvl.runtime_memory_mb() == 94.0 * 1024.0);
+    BOOST_TEST(nvl.describe_memory() ==
+               "the H100's 94 GiB, less 1229 MB kept outside the allocator");
+    // A device of the user's own: its memory unless it gives the runtime's.
+    const std::string_view figures =
+        R"("memory_bandwidth_tb_s": 4, "bf16_tflops": 800, "fp8_tflops": 0, "fp32_tflops": 60,
+           "intra_node_gb_s": 400, "devices_per_node": 16, "network_gb_s": 100)";
+    BOOST_TEST(cluster(fmt::format(R"({{"format": "ppb.cluster/1", "device": {{"name": "X1",
+                                       "memory_gib": 96, {}}}}})",
+                                   figures))
+                   .runtime_memory_mb() == 96.0 * 1024.0);
+    BOOST_TEST(cluster(fmt::format(R"({{"format": "ppb.cluster/1", "device": {{"name": "X1",
+                                       "memory_gib": 96, "runtime_memory_gib": 94.5, {}}}}})",
+                                   figures))
+                   .runtime_memory_mb() == 94.5 * 1024.0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H10O"})"),
                         "cluster.json: device: unknown device 'H10O' (did you mean 'H100'?)"));
@@ -188,6 +246,35 @@ BOOST_AUTO_TEST_CASE(bad_descriptions_are_named_where_they_go_wrong) {
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100",
                                    "overrides": {"fp8_transposes": "no"}})"),
                         "overrides.fp8_transposes"));
+    // The runtime reports the device's memory less the driver's, never more; what is kept
+    // outside the allocator leaves it some.
+    const std::vector<std::pair<std::string_view, std::string_view>> memory_refusals = {
+        {R"({"format": "ppb.cluster/1", "device": "H100",
+             "overrides": {"runtime_memory_gib": 81}})",
+         "cluster.json: overrides.runtime_memory_gib: 81 GiB is more than the device's "
+         "memory_gib 80"},
+        {R"({"format": "ppb.cluster/1", "device": "H100",
+             "overrides": {"runtime_memory_gib": 0}})",
+         "cluster.json: overrides.runtime_memory_gib: "},
+        {R"({"format": "ppb.cluster/1", "device": "H100", "outside_allocator_mb": 81010})",
+         "cluster.json: outside_allocator_mb: 81010 MB leaves the allocator nothing of the "
+         "H100's 81008.6 MB"},
+    };
+    for (const auto& [document, message] : memory_refusals)
+        BOOST_TEST(contains(refusal(std::string(document)), std::string(message)), document);
+    for (const std::string_view value : {"-1", "\"1 GiB\"", "null", "1e10"}) {
+        BOOST_TEST(contains(refusal(fmt::format(R"({{"format": "ppb.cluster/1", "device": "H100",
+                                                "outside_allocator_mb": {}}})",
+                                                value)),
+                            "cluster.json: outside_allocator_mb: "),
+                   value);
+    }
+    BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": {"name": "Tiny",
+                                   "memory_gib": 1, "memory_bandwidth_tb_s": 1, "bf16_tflops": 10,
+                                   "fp8_tflops": 0, "fp32_tflops": 1, "intra_node_gb_s": 1,
+                                   "devices_per_node": 1, "network_gb_s": 1}})"),
+                        "the Tiny's 1024 MB is no more than what a process keeps outside the "
+                        "allocator, 1229 MB: give outside_allocator_mb"));
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": 7})"),
                         "expected a device name or an object of its figures, got 7"));
     BOOST_TEST(contains(refusal(R"({"format": "ppb.cluster/1", "device": "H100", "gpus": 8})"),

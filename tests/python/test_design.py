@@ -132,8 +132,10 @@ def test_search_on_a_cluster_is_the_command_s_document(cli, tmp_path):
              "1f1b,interleaved", "--chunks", 2, "--recompute", "any", "--tp-comm-overlap",
              "--overlap-grad-reduce", "--overlap-param-gather", "--fast", "--progress", "never"]
     assert doc == cli.json("search", "--device", "H100", *flags)
-    # The H100's 80 GiB is the limit; each entry is timed on the cluster, in seconds and tokens.
-    assert doc["search"]["memory_limit_mb"] == 81920.0
+    # What an H100's allocator can reserve is the limit (its 79.11 GiB as the runtime reports it,
+    # less 1229 MB kept outside the allocator); each entry is timed on the cluster, in seconds and
+    # tokens.
+    assert doc["search"]["memory_limit_mb"] == pytest.approx(79.11 * 1024 - 1229)
     best = doc["ranking"][0]
     assert best["tensor_parallel"] in (4, 8) and best["tokens_per_second_per_device"] > 0
     # A cluster as a dict is the same cluster as its file.

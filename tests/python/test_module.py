@@ -541,7 +541,9 @@ def test_partition_times_a_shape_on_a_device_as_the_command_does(cli, tmp_path):
     expected = cli.json(*common, "--device", "H100", "--overlap-grad-reduce")
     assert plan == expected
     assert plan["time_unit"] == "ms"
-    assert plan["memory_limit_mb"] == pytest.approx(80 * 1024)
+    # What the allocator can reserve: the H100's 79.11 GiB as the runtime reports it, less the
+    # 1229 MB a process keeps outside it (host_api/docs/cluster.md, "Memory").
+    assert plan["memory_limit_mb"] == pytest.approx(79.11 * 1024 - 1229)
     assert plan["data_parallel_replicas"] == 4
     assert plan["data_parallel_sync_time"] > 0
     # Each boundary's transfer timed on the device's links (no comm_time given).

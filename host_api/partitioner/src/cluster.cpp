@@ -17,6 +17,7 @@ namespace ppb::partition {
 namespace {
 
 constexpr limits::RealRange memory_range{0.0, 1e6, true, "GiB"};
+constexpr limits::RealRange outside_range{0.0, 1e9, false, "MB"};
 constexpr limits::RealRange rate_range{0.0, 1e7, false, "TFLOP/s"};
 constexpr limits::RealRange bandwidth_range{0.0, 1e7, false, "GB/s"};
 constexpr limits::RealRange memory_bandwidth_range{0.0, 1e4, false, "TB/s"};
@@ -29,11 +30,13 @@ constexpr limits::CountRange per_node_range{1, 1000000, "devices"};
 // The device figures a document may give (a custom device gives them all but fp8_transposes,
 // which says whether the device's FP8 products need transposed copies: Hopper's do, so a custom
 // device without it is taken as needing them).
-constexpr std::array<std::string_view, 9> figure_keys = {
-    "memory_gib",      "memory_bandwidth_tb_s", "bf16_tflops",  "fp8_tflops",    "fp32_tflops",
-    "intra_node_gb_s", "devices_per_node",      "network_gb_s", "fp8_transposes"};
+constexpr std::array<std::string_view, 10> figure_keys = {
+    "memory_gib",     "memory_bandwidth_tb_s", "bf16_tflops",      "fp8_tflops",
+    "fp32_tflops",    "intra_node_gb_s",       "devices_per_node", "network_gb_s",
+    "fp8_transposes", "runtime_memory_gib"};
 
-// Reads `object`'s figures into `device`; each but fp8_transposes is required when `all`.
+// Reads `object`'s figures into `device`; each but fp8_transposes and runtime_memory_gib is
+// required when `all`.
 void read_figures(const JsonObject& object, DeviceSpec& device, bool all) {
     const auto number = [&](std::string_view key, const limits::RealRange& range, double& out) {
         const std::optional<JsonNode> node = all ? object.required(key) : object.optional(key);
@@ -53,6 +56,19 @@ void read_figures(const JsonObject& object, DeviceSpec& device, bool all) {
         device.devices_per_node = per_node->as_count(per_node_range);
     if (const auto transposes = object.optional("fp8_transposes"))
         device.fp8_transposes = transposes->as_bool();
+    // The runtime's total is the vendor's memory less the driver's: never more. An override of
+    // memory_gib alone drops the table's runtime figure, which was of the table's memory.
+    if (const auto runtime = object.optional("runtime_memory_gib")) {
+        device.runtime_memory_gib = runtime->as_number_in(memory_range);
+        if (device.runtime_memory_gib > device.memory_gib) {
+            runtime->fail(
+                fmt::format("{:g} GiB is more than the device's memory_gib {:g}: the "
+                            "runtime reports the device's memory less the driver's",
+                            device.runtime_memory_gib, device.memory_gib));
+        }
+    } else if (object.optional("memory_gib")) {
+        device.runtime_memory_gib = 0.0;
+    }
 }
 
 DeviceSpec custom_device(const JsonObject& object) {
@@ -114,8 +130,24 @@ double Cluster::achieved_tflops() const noexcept {
     return peak_tflops() * achievable_fraction;
 }
 
+double Cluster::runtime_memory_mb() const noexcept {
+    return (device.runtime_memory_gib > 0.0 ? device.runtime_memory_gib : device.memory_gib) *
+           1024.0;
+}
+
 double Cluster::memory_mb() const noexcept {
-    return device.memory_gib * 1024.0;
+    return runtime_memory_mb() - outside_allocator_mb;
+}
+
+std::string Cluster::describe_memory() const {
+    const std::string memory =
+        device.runtime_memory_gib > 0.0
+            ? fmt::format("the {}'s {:g} GiB as the runtime reports it", device.name,
+                          device.runtime_memory_gib)
+            : fmt::format("the {}'s {:g} GiB", device.name, device.memory_gib);
+    return outside_allocator_mb > 0.0 ? fmt::format("{}, less {:g} MB kept outside the allocator",
+                                                    memory, outside_allocator_mb)
+                                      : memory;
 }
 
 double Cluster::streamed_bytes_per_second() const noexcept {
@@ -144,7 +176,8 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
     const JsonObject root{JsonNode(document, source)};
     root.allow_only({"format", "device", "overrides", "devices_per_node", "intra_node_gb_s",
                      "network_gb_s", "network_latency_us", "achievable_fraction", "precision",
-                     "overlap_exposed_fraction", "memory_bandwidth_fraction", "layer_overhead_us"});
+                     "overlap_exposed_fraction", "memory_bandwidth_fraction", "layer_overhead_us",
+                     "outside_allocator_mb"});
     const JsonNode format = root.required("format");
     if (format.as_string() != "ppb.cluster/1")
         format.fail(
@@ -193,6 +226,19 @@ Cluster read_cluster(std::string_view text, std::string_view source) {
         cluster.memory_bandwidth_fraction = x->as_number_in(streamed_range);
     if (const auto x = root.optional("layer_overhead_us"))
         cluster.layer_overhead_us = x->as_number_in(latency_range);
+    if (const auto x = root.optional("outside_allocator_mb")) {
+        cluster.outside_allocator_mb = x->as_number_in(outside_range);
+        if (cluster.outside_allocator_mb >= cluster.runtime_memory_mb()) {
+            x->fail(fmt::format("{:g} MB leaves the allocator nothing of the {}'s {:g} MB",
+                                cluster.outside_allocator_mb, cluster.device.name,
+                                cluster.runtime_memory_mb()));
+        }
+    } else if (cluster.outside_allocator_mb >= cluster.runtime_memory_mb()) {
+        root.fail(fmt::format(
+            "the {}'s {:g} MB is no more than what a process keeps outside the "
+            "allocator, {:g} MB: give outside_allocator_mb",
+            cluster.device.name, cluster.runtime_memory_mb(), cluster.outside_allocator_mb));
+    }
     if (cluster.peak_tflops() <= 0.0) {
         const std::string problem = fmt::format(
             "the device {} has no {} rate (give {}_tflops in overrides)", cluster.device.name,

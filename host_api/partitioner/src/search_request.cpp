@@ -390,9 +390,8 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
 
     const double memory_limit_mb = memory_limit_of(request.memory_limit_mb, cluster, name);
     if (!request.memory_limit_mb && messages.note) {
-        messages.note(fmt::format("{} {:g} from the {}'s {:g} GiB", name("memory_limit_mb"),
-                                  memory_limit_mb, cluster->device.name,
-                                  cluster->device.memory_gib));
+        messages.note(fmt::format("{} {:g} from {}", name("memory_limit_mb"), memory_limit_mb,
+                                  cluster->describe_memory()));
     }
     check_limit_and_margins(memory_limit_mb, request.memory_margin_mb, request.memory_margin_sigma,
                             name);

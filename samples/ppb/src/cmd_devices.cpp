@@ -34,6 +34,7 @@ int run_devices(const DevicesArgs& args) {
                 {"name", d.name},
                 {"description", d.description},
                 {"memory_gib", d.memory_gib},
+                {"runtime_memory_gib", d.runtime_memory_gib},
                 {"memory_bandwidth_tb_s", d.memory_bandwidth_tb_s},
                 {"bf16_tflops", d.bf16_tflops},
                 {"fp8_tflops", d.fp8_tflops},
@@ -49,21 +50,26 @@ int run_devices(const DevicesArgs& args) {
         return 0;
     }
     using Align = TextTable::Align;
-    TextTable table({"NAME", "DEVICE", "MEMORY", "HBM", "BF16", "FP8", "FP32", "INTRA-NODE",
-                     "PER NODE", "NETWORK"},
-                    {Align::left, Align::left, Align::right, Align::right, Align::right,
-                     Align::right, Align::right, Align::right, Align::right, Align::right});
+    TextTable table(
+        {"NAME", "DEVICE", "MEMORY", "RUNTIME", "HBM", "BF16", "FP8", "FP32", "INTRA-NODE",
+         "PER NODE", "NETWORK"},
+        {Align::left, Align::left, Align::right, Align::right, Align::right, Align::right,
+         Align::right, Align::right, Align::right, Align::right, Align::right});
     for (const partition::DeviceSpec& d : devices) {
         table.add_row({d.name, d.description, fmt::format("{:g} GiB", d.memory_gib),
+                       d.runtime_memory_gib > 0.0 ? fmt::format("{:g} GiB", d.runtime_memory_gib)
+                                                  : std::string("-"),
                        fmt::format("{:g} TB/s", d.memory_bandwidth_tb_s), figure(d.bf16_tflops),
                        figure(d.fp8_tflops), figure(d.fp32_tflops),
                        fmt::format("{:g} GB/s", d.intra_node_gb_s),
                        fmt::format("{}", d.devices_per_node),
                        fmt::format("{:g} GB/s", d.network_gb_s)});
     }
-    write_stdout(table.render() +
-                 "\nRates are dense peaks in TFLOP/s (- : none published); links are per device "
-                 "and direction.\nSources: ppb devices --json, host_api/docs/cluster.md.\n");
+    write_stdout(
+        table.render() +
+        "\nMEMORY is the vendor's, RUNTIME what the runtime reports (what a process can "
+        "reserve at most).\nRates are dense peaks in TFLOP/s (- : none published); links "
+        "are per device and direction.\nSources: ppb devices --json, host_api/docs/cluster.md.\n");
     return 0;
 }
 

@@ -297,8 +297,10 @@ void add_partition_command(CLI::App& app, Commands& commands) {
         ->check(count_in(limits::micro_batches));
     partition
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
-                     "device memory available to a stage, MB (default: the memory of\n"
-                     "--device or --cluster, or --sapp-config's memory_limit)")
+                     "device memory available to a stage, MB (default: what the allocator can\n"
+                     "reserve on --device or --cluster, the memory the runtime reports less\n"
+                     "what a process keeps outside the allocator; or --sapp-config's\n"
+                     "memory_limit)")
         ->type_name("X")
         ->check(number_in(limits::positive_memory_mb));
     partition

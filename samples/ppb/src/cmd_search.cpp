@@ -304,8 +304,9 @@ void add_search_command(CLI::App& app, Commands& commands) {
         ->check(CLI::IsMember({"mindformers", "any", "megatron", "torchtitan"}));
     search
         ->add_option("--memory-limit-mb", args->memory_limit_mb,
-                     "device memory available to a stage, MB (default: the memory of --device\n"
-                     "or --cluster)")
+                     "device memory available to a stage, MB (default: what the allocator can\n"
+                     "reserve on --device or --cluster: the memory the runtime reports less\n"
+                     "what a process keeps outside the allocator)")
         ->type_name("X")
         ->check(number_in(limits::positive_memory_mb));
     search->add_option("--memory-margin-mb", args->memory_margin_mb, "plan against X - Y")

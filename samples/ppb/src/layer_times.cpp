@@ -86,8 +86,8 @@ double memory_limit_of(std::optional<double> given,
         throw UsageError(e.what());
     }
     if (!given) {
-        fmt::print(stderr, "ppb: note: --memory-limit-mb {:g} from the {}'s {:g} GiB\n", limit,
-                   cluster->device.name, cluster->device.memory_gib);
+        fmt::print(stderr, "ppb: note: --memory-limit-mb {:g} from {}\n", limit,
+                   cluster->describe_memory());
     }
     return limit;
 }

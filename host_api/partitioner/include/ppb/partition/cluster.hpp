@@ -52,6 +52,11 @@ struct DeviceSpec {
     // layout). The analytic model's fp8_transposes; a custom device is taken as needing them
     // unless it says "fp8_transposes": false (a table device's may be overridden too).
     bool fp8_transposes = true;
+    // What the runtime reports as the device's total memory, GiB (PyTorch's
+    // get_device_properties().total_memory, the "total capacity" of its out-of-memory message):
+    // the vendor's memory less what the driver keeps for itself. A process can reserve no more.
+    // 0: not known, memory_gib taken instead.
+    double runtime_memory_gib = 0.0;
 };
 
 // The fraction a device without a calibrated one is taken at.
@@ -93,6 +98,17 @@ inline constexpr double default_memory_bandwidth_fraction = 0.9;
 // figure replaces it in the cluster description (host_api/docs/cluster.md, "Per-layer overhead").
 inline constexpr double default_layer_overhead_us = 100.0;
 
+// What a training process holds on its device outside the framework's caching allocator, MB:
+// the CUDA context (its kernels' code and the runtime's own buffers) and the collectives'
+// buffers. Memory models predict what the allocator reserves (what torch.cuda.
+// max_memory_reserved reports); the runtime's memory less this is what it can reserve. PyTorch's
+// out-of-memory messages give it ("this process has X in use", less what PyTorch allocated and
+// reserved): 0.51 GiB in a DDP job on H200 while it loaded its model (sungwon-chae/arxiv_confi,
+// etu_logging.md), 1.20 GiB in a multi-GPU fine-tuning job (hiyouga/LlamaFactory issue 9510). The
+// larger, to the MB above; more communicators keep more (NCCL's buffers per peer and channel):
+// measure yours (host_api/docs/cluster.md, "Memory").
+inline constexpr double default_outside_allocator_mb = 1229.0;
+
 // The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
 // Ascend910B).
 [[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
@@ -130,13 +146,22 @@ struct Cluster {
     // The fixed time of a body layer's forward on one micro-batch, µs (its backward: twice that;
     // default_layer_overhead_us).
     double layer_overhead_us = default_layer_overhead_us;
+    // What the process holds outside the caching allocator, MB (default_outside_allocator_mb).
+    double outside_allocator_mb = default_outside_allocator_mb;
 
     // The peak rate at `precision`, TFLOP/s.
     [[nodiscard]] double peak_tflops() const noexcept;
     // peak_tflops() x achievable_fraction: the rate the time model uses.
     [[nodiscard]] double achieved_tflops() const noexcept;
-    // The device memory in MB (2^20 bytes).
+    // The device memory the runtime reports, MB (2^20 bytes): runtime_memory_gib, else
+    // memory_gib.
+    [[nodiscard]] double runtime_memory_mb() const noexcept;
+    // What the framework's caching allocator can reserve on one device, MB: runtime_memory_mb()
+    // less outside_allocator_mb; the memory limit when none is given.
     [[nodiscard]] double memory_mb() const noexcept;
+    // Where memory_mb() comes from, for the note a host prints when it is the limit: "the
+    // H100's 79.11 GiB as the runtime reports it, less 1229 MB kept outside the allocator".
+    [[nodiscard]] std::string describe_memory() const;
     // memory_bandwidth_tb_s x memory_bandwidth_fraction, bytes per second; 0 when the device
     // gives no bandwidth.
     [[nodiscard]] double streamed_bytes_per_second() const noexcept;
