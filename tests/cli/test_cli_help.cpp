@@ -111,6 +111,7 @@ BOOST_AUTO_TEST_CASE(every_command_lists_every_declared_option) {
                                "--micro-batch-size",
                                "--context-parallel",
                                "--expert-parallel",
+                               "--expert-tensor-parallel",
                                "--data-parallel-sharding",
                                "--schedules",
                                "--schedule",

@@ -928,6 +928,121 @@ BOOST_AUTO_TEST_CASE(expert_parallel_degrees_are_searched_with_an_moe_shape) {
     expect_input_error(with({"--expert-parallel", "0"}), {"--expert-parallel"});
 }
 
+// --expert-tensor-parallel: each ETP of an MoE shape a configuration of its own, with each EP,
+// where EP x ETP divides the t x cp x d ranks of a stage; its memory and times from the shape
+// with that ETP, its flags in every framework (torchtitan: ETP 1 or t only).
+BOOST_AUTO_TEST_CASE(expert_tensor_parallel_degrees_are_searched_with_an_moe_shape) {
+    const std::string mixtral = std::string(PPB_SAMPLES_DIR) + "/moe/mixtral-8x7b-shape.json";
+    const std::vector<std::string> common = {
+        "search", "--model",  "analytic", "--model-options", mixtral, "--devices",
+        "32",     "--device", "H100",     "--global-batch",  "128",   "--schedules",
+        "1f1b",   "--top",    "0",        "--progress",      "never"};
+    auto with = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = common;
+        args.insert(args.end(), more.begin(), more.end());
+        return ppb(args);
+    };
+    const auto r = with({"--expert-parallel", "4,16", "--expert-tensor-parallel", "1,2",
+                         "--show-infeasible", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    const json::value doc = parse_json(r.out);
+    BOOST_TEST(json::serialize(doc.at("search").at("expert_tensor_parallel")) == "[1,2]");
+    std::set<std::pair<int, int>> seen;  // (EP, ETP)
+    for (const json::value& v : doc.at("ranking").as_array()) {
+        const int ep = v.at("expert_parallel").to_number<int>();
+        const int etp = v.at("expert_tensor_parallel").to_number<int>();
+        seen.insert({ep, etp});
+        BOOST_TEST(
+            (v.at("tensor_parallel").to_number<int>() * v.at("data_parallel").to_number<int>()) %
+                (ep * etp) ==
+            0);
+        const json::array& flags = v.at("megatron_parallelism").as_array();
+        const auto at =
+            std::find(flags.begin(), flags.end(), json::value("--expert-tensor-parallel-size"));
+        BOOST_TEST_REQUIRE((at != flags.end() && at + 1 != flags.end()));
+        BOOST_TEST(*(at + 1) == json::value(std::to_string(etp)));
+        // torchtitan: ETP 1 or t = 2, each as sized.
+        BOOST_TEST(v.at("torchtitan_parallelism")
+                       .at("parallelism.expert_tensor_parallel_degree")
+                       .to_number<int>() == etp);
+    }
+    BOOST_TEST(seen.contains({4, 1}));
+    BOOST_TEST(seen.contains({4, 2}));
+    // EP 16 x ETP 2 needs 32 ranks in a stage: only one stage of 16 replicas at t = 2 has them;
+    // more stages (16 ranks each, or fewer) leave it out, with why.
+    bool left_out = false;
+    for (const json::value& s : doc.at("skipped_configurations").as_array()) {
+        if (s.at("configuration").as_string().ends_with("ep=16 etp=2")) {
+            left_out = true;
+            BOOST_TEST(std::string(s.at("reason").as_string())
+                           .starts_with("expert parallel 16 x expert tensor parallel 2 does not "
+                                        "divide the "));
+        }
+    }
+    BOOST_TEST(left_out);
+    // One ETP searched is the search of a shape holding it.
+    const auto two = with({"--expert-tensor-parallel", "2", "--json"});
+    BOOST_TEST_REQUIRE(two.exit_code == 0, two.err);
+    std::ifstream in(mixtral);
+    std::stringstream text;
+    text << in.rdbuf();
+    json::object shape = parse_json(text.str()).as_object();
+    shape["moe"].as_object()["expert_tensor_parallel"] = 2;
+    std::vector<std::string> own_args = common;
+    own_args[4] = write_file(json::serialize(shape), "mixtral-etp2.json");
+    own_args.emplace_back("--json");
+    const auto own = ppb(own_args);
+    BOOST_TEST_REQUIRE(own.exit_code == 0, own.err);
+    const json::value two_doc = parse_json(two.out);
+    const json::value own_doc = parse_json(own.out);
+    const json::array& a = two_doc.at("ranking").as_array();
+    const json::array& b = own_doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(a.size() == b.size());
+    BOOST_TEST_REQUIRE(!a.empty());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        BOOST_TEST(a.at(i).at("iteration_time") == b.at(i).at("iteration_time"));
+        BOOST_TEST(a.at(i).at("peak_memory_mb") == b.at(i).at("peak_memory_mb"));
+        BOOST_TEST(a.at(i).at("megatron_parallelism") == b.at(i).at("megatron_parallelism"));
+    }
+    // Slicing the experts in two halves their weights on a rank: the same configuration fits in
+    // less with ETP 2 than with the shape's ETP 1.
+    const json::value one_doc = parse_json(with({"--expert-tensor-parallel", "1", "--json"}).out);
+    const json::array& one = one_doc.at("ranking").as_array();
+    BOOST_TEST_REQUIRE(!one.empty());
+    const auto peak_of = [](const json::array& ranking, int p) {
+        for (const json::value& v : ranking) {
+            if (v.at("pipeline_parallel").to_number<int>() == p)
+                return v.at("peak_memory_mb").to_number<double>();
+        }
+        return 0.0;
+    };
+    BOOST_TEST(peak_of(a, 4) > 0.0);
+    BOOST_TEST(peak_of(a, 4) < peak_of(one, 4));
+    // The table's columns: EP and ETP, each line's.
+    const auto table = with({"--expert-parallel", "4,8", "--expert-tensor-parallel", "1,2"});
+    BOOST_TEST_REQUIRE(table.exit_code == 0, table.err);
+    BOOST_TEST(table.out.find("RANK  PP  DP  EP  ETP") != std::string::npos, table.out);
+    BOOST_TEST(
+        table.out.find("expert parallel 4,8, expert tensor parallel 1,2") != std::string::npos,
+        table.out);
+    // An ETP torchtitan does not run: the others' settings, and torchtitan's why.
+    const auto four = with({"--expert-parallel", "2", "--expert-tensor-parallel", "4", "--json"});
+    BOOST_TEST_REQUIRE(four.exit_code == 0, four.err);
+    const json::value four_doc = parse_json(four.out);
+    const json::value& first = four_doc.at("ranking").at(0);
+    BOOST_TEST(first.at("torchtitan_parallelism").is_null());
+    BOOST_TEST(std::string(first.at("torchtitan_parallelism_why_not").as_string()) ==
+               "torchtitan slices the experts over 1 or the tensor-parallel degree 2 "
+               "(parallelism.expert_tensor_parallel_degree), not 4");
+    // A dense shape has no experts to slice; 0 is no degree.
+    expect_input_error(
+        ppb({"search", "--model", "analytic", "--model-options", shape_file, "--devices", "64",
+             "--global-batch", "128", "--device", "H100", "--expert-tensor-parallel", "1"}),
+        {"--expert-tensor-parallel: the experts' degree changes the memory and the expert "
+         "all-to-all, which need a model shape with \"moe\""});
+    expect_input_error(with({"--expert-tensor-parallel", "0"}), {"--expert-tensor-parallel"});
+}
+
 // Megatron-LM's combined 1F1B (--overlap-moe-expert-parallel-comm) as a schedule: searched beside
 // the interleaved one, it hides the expert all-to-all that crosses the network (EP 16 spans two
 // nodes of eight B200s) and comes first; its rows carry Megatron-LM's flag and no torchtitan or

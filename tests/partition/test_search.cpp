@@ -546,14 +546,20 @@ BOOST_AUTO_TEST_SUITE_END()
 // job configuration (parallel_dims.py, job_config.py at 238fa9953e).
 BOOST_AUTO_TEST_SUITE(configuration_flags)
 
-BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
+// A configuration of P stages, d replicas, M micro-batches of b samples, t tensor-parallel ranks.
+Configuration degrees(std::uint32_t p, std::uint32_t d, std::uint32_t m, std::uint32_t t,
+                      std::uint32_t b) {
     Configuration c;
-    c.pipeline = 4;
-    c.data_parallel = 2;
-    c.micro_batches = 64;
-    c.tensor_parallel = 8;
-    c.context_parallel = 1;
-    c.micro_batch_size = 1;
+    c.pipeline = p;
+    c.data_parallel = d;
+    c.micro_batches = m;
+    c.tensor_parallel = t;
+    c.micro_batch_size = b;
+    return c;
+}
+
+BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
+    Configuration c = degrees(4, 2, 64, 8, 1);
     const std::vector<std::string> megatron = {"--tensor-model-parallel-size",
                                                "8",
                                                "--pipeline-model-parallel-size",
@@ -621,12 +627,7 @@ BOOST_AUTO_TEST_CASE(each_framework_gets_the_degrees_and_the_batch) {
 // x gradient_accumulation_steps; interleaving is model_config's pp_interleave_num.
 BOOST_AUTO_TEST_CASE(mindformers_gets_its_parallel_config_and_runner_config) {
     using Setting = std::pair<std::string, std::uint64_t>;
-    Configuration c;
-    c.pipeline = 4;
-    c.data_parallel = 2;
-    c.micro_batches = 64;
-    c.tensor_parallel = 8;
-    c.micro_batch_size = 2;
+    Configuration c = degrees(4, 2, 64, 8, 2);
     c.schedule = {Schedule::interleaved, 3};
     const std::vector<Setting> interleaved = {
         {"model.model_config.pp_interleave_num", 3}, {"parallel_config.data_parallel", 2},
@@ -665,6 +666,87 @@ BOOST_AUTO_TEST_CASE(mindformers_gets_its_parallel_config_and_runner_config) {
     BOOST_TEST(mf.why_not ==
                "ppb does not map the data-parallel sharding optim to MindFormers' optimizer "
                "parallelism (parallel.enable_parallel_optimizer), which shards otherwise");
+}
+
+// The expert degrees each framework runs: the searched ones, else the model shape's, which the
+// configuration was sized with. torchtitan's own default slices no expert (ETP 1) where ppb's and
+// Megatron-LM's is t, takes ETP 1 or t only, and takes its EP ranks from the context-parallel
+// (with ETP 1 also the tensor-parallel) and the data-parallel shard ranks (torchtitan/
+// distributed/parallel_dims.py at 0119de156d, _validate). Until 2026-12-07 the shape's EP, not
+// searched, reached only Megatron-LM's flags: torchtitan and MindFormers ran one expert-parallel
+// rank where the plan was sized with eight.
+BOOST_AUTO_TEST_CASE(each_framework_runs_the_experts_as_sized) {
+    using Setting = std::pair<std::string, std::uint64_t>;
+    Configuration c = degrees(1, 8, 4, 2, 1);
+    AssumedSettings shape;
+    shape.moe = true;
+    shape.expert_parallel = 8;
+    // A setting's value; 0 (no degree's) when absent.
+    const auto value_of = [](const KeyedSettings& k, std::string_view key) -> std::uint64_t {
+        for (const auto& [name, value] : k.settings) {
+            if (name == key)
+                return value;
+        }
+        return 0;
+    };
+    // The shape's EP 8, its ETP unsaid: t, as the configuration was sized.
+    KeyedSettings titan = torchtitan_configuration(c, shape);
+    BOOST_TEST(titan.why_not.empty(), titan.why_not);
+    BOOST_TEST(value_of(titan, "parallelism.expert_parallel_degree") == 8u);
+    BOOST_TEST(value_of(titan, "parallelism.expert_tensor_parallel_degree") == 2u);
+    BOOST_TEST(value_of(mindformers_configuration(c, shape), "parallel_config.expert_parallel") ==
+               8u);
+    const std::vector<std::string> megatron = megatron_configuration_args(c, shape).args;
+    BOOST_TEST(
+        std::ranges::search(megatron, std::vector<std::string>{"--expert-model-parallel-size", "8"})
+            .size() == 2u);
+    // The shape's ETP 1: EP takes the tensor-parallel ranks too (8 of d x t = 16).
+    shape.expert_tensor_parallel = 1;
+    BOOST_TEST(value_of(torchtitan_configuration(c, shape),
+                        "parallelism.expert_tensor_parallel_degree") == 1u);
+    // Searched degrees come before the shape's, in every framework.
+    c.expert_parallel = 4;
+    c.expert_tensor_parallel = 2;
+    titan = torchtitan_configuration(c, shape);
+    BOOST_TEST(value_of(titan, "parallelism.expert_parallel_degree") == 4u);
+    BOOST_TEST(value_of(titan, "parallelism.expert_tensor_parallel_degree") == 2u);
+    const std::vector<std::string> searched = megatron_configuration_args(c, shape).args;
+    BOOST_TEST(std::ranges::search(searched,
+                                   std::vector<std::string>{"--expert-tensor-parallel-size", "2"})
+                   .size() == 2u);
+    // An ETP torchtitan does not run.
+    c.expert_tensor_parallel = 4;
+    titan = torchtitan_configuration(c, shape);
+    BOOST_TEST(titan.settings.empty());
+    BOOST_TEST(titan.why_not ==
+               "torchtitan slices the experts over 1 or the tensor-parallel degree 2 "
+               "(parallelism.expert_tensor_parallel_degree), not 4");
+    // Replicas that are not sharded lend torchtitan's EP no ranks: 4 experts' ranks cannot come
+    // from one context-parallel rank with ETP t.
+    c.expert_tensor_parallel = 2;
+    c.sharding = DataParallelSharding::no_shard;
+    titan = torchtitan_configuration(c, shape);
+    BOOST_TEST(titan.settings.empty());
+    BOOST_TEST(titan.why_not ==
+               "torchtitan's 4 expert-parallel ranks are taken from the context-parallel and "
+               "data-parallel shard ranks: 4 must be a multiple of 1 and divide 1");
+    // With ETP 1 they take the tensor-parallel ranks too: EP 2 = t runs replicated.
+    c.expert_parallel = 2;
+    c.expert_tensor_parallel = 1;
+    titan = torchtitan_configuration(c, shape);
+    BOOST_TEST(titan.why_not.empty(), titan.why_not);
+    const std::vector<Setting> expected = {{"parallelism.tensor_parallel_degree", 2},
+                                           {"parallelism.pipeline_parallel_degree", 1},
+                                           {"parallelism.context_parallel_degree", 1},
+                                           {"parallelism.data_parallel_replicate_degree", 8},
+                                           {"parallelism.expert_parallel_degree", 2},
+                                           {"parallelism.expert_tensor_parallel_degree", 1},
+                                           {"training.local_batch_size", 1},
+                                           {"training.global_batch_size", 32}};
+    BOOST_TEST((titan.settings == expected));
+    // A dense model: no expert setting in any framework.
+    BOOST_TEST(value_of(torchtitan_configuration(Configuration{}, AssumedSettings{}),
+                        "parallelism.expert_parallel_degree") == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

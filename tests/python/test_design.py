@@ -166,6 +166,29 @@ def test_search_s_default_schedules_are_the_command_s(cli):
                            "--fast", "--progress", "never")
 
 
+def test_search_s_expert_tensor_parallel_degrees_are_the_command_s(cli):
+    from conftest import DATA
+
+    # Each ETP with each EP, as the command searches them; every framework's settings as sized.
+    shape = DATA / "moe" / "mixtral-8x7b-shape.json"
+    doc = ppb.search(model="analytic", model_options=shape, devices=32, global_batch=128,
+                     device="H100", schedules=["1f1b"], expert_parallel=[4, 8],
+                     expert_tensor_parallel=[1, 2], fast=True)
+    assert doc["search"]["expert_tensor_parallel"] == [1, 2]
+    assert {v["expert_tensor_parallel"] for v in doc["ranking"]} == {1, 2}
+    for v in doc["ranking"]:
+        flags = v["megatron_parallelism"]
+        etp = flags[flags.index("--expert-tensor-parallel-size") + 1]
+        assert int(etp) == v["expert_tensor_parallel"]
+        titan = v["torchtitan_parallelism"]
+        assert titan["parallelism.expert_parallel_degree"] == v["expert_parallel"]
+        assert titan["parallelism.expert_tensor_parallel_degree"] == v["expert_tensor_parallel"]
+    assert doc == cli.json("search", "--model", "analytic", "--model-options", shape,
+                           "--devices", 32, "--global-batch", 128, "--device", "H100",
+                           "--schedules", "1f1b", "--expert-parallel", "4,8",
+                           "--expert-tensor-parallel", "1,2", "--fast", "--progress", "never")
+
+
 def test_search_errors():
     from conftest import DATA
 
@@ -199,6 +222,8 @@ def test_search_errors():
          "only"),
         (dict(expert_parallel=[8]), "expert_parallel",
          "expert_parallel: the experts' degree changes the memory"),
+        (dict(expert_tensor_parallel=[1]), "expert_tensor_parallel",
+         "expert_tensor_parallel: the experts' degree changes the memory"),
     ]
     for change, field, start in refusals:
         with pytest.raises(ppb.InvalidInput) as refused:

@@ -38,9 +38,10 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
                 std::to_string(global_batch_of(c))};
     if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
         out.args.insert(out.args.end(), {"--expert-model-parallel-size", std::to_string(*ep)});
-    if (assumed.expert_tensor_parallel) {
-        out.args.insert(out.args.end(), {"--expert-tensor-parallel-size",
-                                         std::to_string(*assumed.expert_tensor_parallel)});
+    if (const auto etp =
+            c.expert_tensor_parallel ? c.expert_tensor_parallel : assumed.expert_tensor_parallel;
+        etp) {
+        out.args.insert(out.args.end(), {"--expert-tensor-parallel-size", std::to_string(*etp)});
     }
     if (assumed.token_dispatcher) {
         out.args.insert(out.args.end(), {"--moe-token-dispatcher-type", *assumed.token_dispatcher});
@@ -76,7 +77,7 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
     return out;
 }
 
-KeyedSettings torchtitan_configuration(const Configuration& c) {
+KeyedSettings torchtitan_configuration(const Configuration& c, const AssumedSettings& assumed) {
     KeyedSettings out;
     if (c.schedule.schedule == Schedule::combined_1f1b) {
         out.why_not = no_combined_schedule("torchtitan");
@@ -99,8 +100,39 @@ KeyedSettings torchtitan_configuration(const Configuration& c) {
                    : "parallelism.data_parallel_shard_degree",
          c.data_parallel},
     };
-    if (c.expert_parallel)
-        out.settings.emplace_back("parallelism.expert_parallel_degree", *c.expert_parallel);
+    const std::optional<std::uint32_t> ep =
+        c.expert_parallel ? c.expert_parallel : assumed.expert_parallel;
+    if (ep)
+        out.settings.emplace_back("parallelism.expert_parallel_degree", *ep);
+    if (ep && *ep > 1) {
+        // The experts' slicing the configuration was sized with: the searched one, the shape's,
+        // else t (Megatron-LM's default and the analytic model's; torchtitan's own is 1).
+        const std::uint32_t etp = c.expert_tensor_parallel         ? *c.expert_tensor_parallel
+                                  : assumed.expert_tensor_parallel ? *assumed.expert_tensor_parallel
+                                                                   : c.tensor_parallel;
+        if (etp != 1 && etp != c.tensor_parallel) {
+            out.settings.clear();
+            out.why_not = fmt::format(
+                "torchtitan slices the experts over 1 or the tensor-parallel degree {} "
+                "(parallelism.expert_tensor_parallel_degree), not {}",
+                c.tensor_parallel, etp);
+            return out;
+        }
+        // torchtitan's EP borrows every context-parallel rank (and with ETP 1 every
+        // tensor-parallel one) and some of the data-parallel shard ranks.
+        const std::uint64_t borrowed =
+            static_cast<std::uint64_t>(c.context_parallel) * (etp == 1 ? c.tensor_parallel : 1);
+        const std::uint64_t shard = replicate ? 1 : c.data_parallel;
+        if (*ep % borrowed != 0 || (shard * borrowed) % *ep != 0) {
+            out.settings.clear();
+            out.why_not = fmt::format(
+                "torchtitan's {} expert-parallel ranks are taken from the context-parallel{} and "
+                "data-parallel shard ranks: {} must be a multiple of {} and divide {}",
+                *ep, etp == 1 ? ", tensor-parallel" : "", *ep, borrowed, shard * borrowed);
+            return out;
+        }
+        out.settings.emplace_back("parallelism.expert_tensor_parallel_degree", etp);
+    }
     if (c.pipeline > 1) {
         out.settings.emplace_back("parallelism.pipeline_parallel_microbatch_size",
                                   c.micro_batch_size);
@@ -113,7 +145,7 @@ KeyedSettings torchtitan_configuration(const Configuration& c) {
     return out;
 }
 
-KeyedSettings mindformers_configuration(const Configuration& c) {
+KeyedSettings mindformers_configuration(const Configuration& c, const AssumedSettings& assumed) {
     KeyedSettings out;
     if (c.schedule.schedule == Schedule::combined_1f1b) {
         out.why_not = no_combined_schedule("MindFormers");
@@ -133,8 +165,8 @@ KeyedSettings mindformers_configuration(const Configuration& c) {
     out.settings.emplace_back("parallel_config.pipeline_stage", c.pipeline);
     if (c.context_parallel > 1)
         out.settings.emplace_back("parallel_config.context_parallel", c.context_parallel);
-    if (c.expert_parallel)
-        out.settings.emplace_back("parallel_config.expert_parallel", *c.expert_parallel);
+    if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
+        out.settings.emplace_back("parallel_config.expert_parallel", *ep);
     if (c.pipeline > 1)
         out.settings.emplace_back("parallel_config.micro_batch_num", c.micro_batches);
     out.settings.emplace_back("runner_config.batch_size", c.micro_batch_size);

@@ -129,7 +129,9 @@ std::string describe(const Configuration& c) {
     return fmt::format(
         "P={} d={} M={} {} recompute {}{}{}", c.pipeline, c.data_parallel, c.micro_batches,
         describe(c.schedule), c.recompute.name,
-        c.expert_parallel ? fmt::format(" ep={}", *c.expert_parallel) : std::string(),
+        (c.expert_parallel ? fmt::format(" ep={}", *c.expert_parallel) : std::string()) +
+            (c.expert_tensor_parallel ? fmt::format(" etp={}", *c.expert_tensor_parallel)
+                                      : std::string()),
         c.sharding ? fmt::format(" sharding {}", sharding_name(*c.sharding)) : std::string());
 }
 
@@ -310,14 +312,19 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
                 first == out.skipped.end() ? std::string() : first->reason));
         }
     }
-    if ((!space.shardings.empty() || !space.expert_parallel_degrees.empty()) &&
+    if ((!space.shardings.empty() || !space.expert_parallel_degrees.empty() ||
+         !space.expert_tensor_parallel_degrees.empty()) &&
         !out.configurations.empty()) {
-        // Each configuration once per expert-parallel degree that folds into its stage's ranks
-        // and per sharding, next to each other.
+        // Each configuration once per expert-parallel and expert-tensor-parallel degree that fold
+        // into its stage's ranks and per sharding, next to each other.
         std::vector<std::optional<std::uint32_t>> eps(space.expert_parallel_degrees.begin(),
                                                       space.expert_parallel_degrees.end());
         if (eps.empty())
             eps.emplace_back(std::nullopt);
+        std::vector<std::optional<std::uint32_t>> etps(space.expert_tensor_parallel_degrees.begin(),
+                                                       space.expert_tensor_parallel_degrees.end());
+        if (etps.empty())
+            etps.emplace_back(std::nullopt);
         std::vector<std::optional<DataParallelSharding>> shardings(space.shardings.begin(),
                                                                    space.shardings.end());
         if (shardings.empty())
@@ -325,29 +332,38 @@ SearchPlan search_configurations(const SearchSpace& space, const TimeModel& time
         std::vector<Configuration> each;
         for (const Configuration& c : out.configurations) {
             for (const std::optional<std::uint32_t>& ep : eps) {
-                if (ep) {
-                    if (*ep == 0)
-                        throw InputError("the expert-parallel degree: expected at least 1");
-                    const std::uint64_t etp = space.expert_tensor_parallel == 0
-                                                  ? c.tensor_parallel
-                                                  : space.expert_tensor_parallel;
+                for (const std::optional<std::uint32_t>& etp : etps) {
+                    if ((ep && *ep == 0) || (etp && *etp == 0))
+                        throw InputError(
+                            fmt::format("the expert-{}parallel degree: expected at "
+                                        "least 1",
+                                        ep && *ep == 0 ? "" : "tensor-"));
+                    // The degrees the expert layers fold a stage's ranks into: the searched ones,
+                    // else the model's (its ETP defaulting to t, as Megatron-LM's does).
+                    const std::uint64_t experts = ep ? *ep : space.expert_parallel;
+                    const std::uint64_t slices = etp ? *etp
+                                                 : space.expert_tensor_parallel == 0
+                                                     ? c.tensor_parallel
+                                                     : space.expert_tensor_parallel;
                     const std::uint64_t stage = static_cast<std::uint64_t>(c.tensor_parallel) *
                                                 c.context_parallel * c.data_parallel;
-                    if (stage % (*ep * etp) != 0) {
+                    if ((ep || etp) && experts > 0 && stage % (experts * slices) != 0) {
                         Configuration skipped = c;
                         skipped.expert_parallel = ep;
+                        skipped.expert_tensor_parallel = etp;
                         out.skipped.push_back(
                             {describe(skipped),
                              fmt::format("expert parallel {} x expert tensor parallel {} does "
                                          "not divide the {} ranks of a stage (t x cp x d)",
-                                         *ep, etp, stage)});
+                                         experts, slices, stage)});
                         continue;
                     }
-                }
-                for (const std::optional<DataParallelSharding>& sharding : shardings) {
-                    each.push_back(c);
-                    each.back().expert_parallel = ep;
-                    each.back().sharding = sharding;
+                    for (const std::optional<DataParallelSharding>& sharding : shardings) {
+                        each.push_back(c);
+                        each.back().expert_parallel = ep;
+                        each.back().expert_tensor_parallel = etp;
+                        each.back().sharding = sharding;
+                    }
                 }
             }
         }

@@ -49,6 +49,8 @@ json::object configuration_object(const Configuration& c) {
                      {"context_parallel", c.context_parallel}};
     if (c.expert_parallel)
         out["expert_parallel"] = *c.expert_parallel;
+    if (c.expert_tensor_parallel)
+        out["expert_tensor_parallel"] = *c.expert_tensor_parallel;
     if (c.sharding)
         out["data_parallel_sharding"] = sharding_name(*c.sharding);
     return out;
@@ -101,6 +103,12 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
         for (const std::uint32_t ep : space.expert_parallel_degrees)
             eps.emplace_back(ep);
         searched["expert_parallel"] = std::move(eps);
+    }
+    if (!space.expert_tensor_parallel_degrees.empty()) {
+        json::array etps;
+        for (const std::uint32_t etp : space.expert_tensor_parallel_degrees)
+            etps.emplace_back(etp);
+        searched["expert_tensor_parallel"] = std::move(etps);
     }
     if (!space.shardings.empty()) {
         json::array shardings;
@@ -171,8 +179,10 @@ json::object search_document(const SearchSpace& space, const Problem& base, cons
              megatron_configuration_args(o->configuration, context.megatron_assumed).args)
             megatron.emplace_back(a);
         entry["megatron_parallelism"] = std::move(megatron);
-        keyed_member(entry, "torchtitan_parallelism", torchtitan_configuration(o->configuration));
-        keyed_member(entry, "mindformers_parallelism", mindformers_configuration(o->configuration));
+        keyed_member(entry, "torchtitan_parallelism",
+                     torchtitan_configuration(o->configuration, context.megatron_assumed));
+        keyed_member(entry, "mindformers_parallelism",
+                     mindformers_configuration(o->configuration, context.megatron_assumed));
         entry["plan"] = partition_document(p.problem, p.plan, context.model, p.simulation,
                                            p.breakdown, p.lower_bound);
         ranking.push_back(std::move(entry));

@@ -60,10 +60,12 @@ AssumedSettings assumed_settings(const std::optional<json::object>& shape,
             out.sharding = DataParallelSharding::optim;
     }
     if (const json::value* moe = shape->if_contains("moe"); moe != nullptr && moe->is_object()) {
+        out.moe = true;
         const auto ep = shape_count(moe->as_object(), "expert_parallel");
         if (space.expert_parallel_degrees.empty() && ep && *ep > 1)
             out.expert_parallel = ep;
-        out.expert_tensor_parallel = shape_count(moe->as_object(), "expert_tensor_parallel");
+        if (space.expert_tensor_parallel_degrees.empty())
+            out.expert_tensor_parallel = shape_count(moe->as_object(), "expert_tensor_parallel");
         // The shape's dispatcher is checked where its times are built (shape_time.cpp).
         out.token_dispatcher = token_dispatcher_of(to_compact_json(*shape));
     }
@@ -83,8 +85,13 @@ void set_expert_parallel(json::object& shape, std::uint32_t expert_parallel) {
     shape["moe"].as_object()["expert_parallel"] = expert_parallel;
 }
 
-// The degrees a configuration's memory and times depend on: t, cp, b, d, the sharding and EP
-// (none: the shape's own).
+// A model shape whose MoE layers slice each expert over `expert_tensor_parallel` ranks.
+void set_expert_tensor_parallel(json::object& shape, std::uint32_t expert_tensor_parallel) {
+    shape["moe"].as_object()["expert_tensor_parallel"] = expert_tensor_parallel;
+}
+
+// The degrees a configuration's memory and times depend on: t, cp, b, d, the sharding, EP and
+// ETP (none: the shape's own).
 struct DegreeKey {
     std::uint32_t tensor_parallel = 1;
     std::uint32_t context_parallel = 1;
@@ -92,6 +99,7 @@ struct DegreeKey {
     std::uint32_t data_parallel = 1;
     std::optional<DataParallelSharding> sharding;
     std::optional<std::uint32_t> expert_parallel;
+    std::optional<std::uint32_t> expert_tensor_parallel;
     // The times of the combined 1F1B (TimesRequest::expert_overlap); the memory is every
     // schedule's.
     bool expert_overlap = false;
@@ -99,9 +107,13 @@ struct DegreeKey {
 };
 
 DegreeKey key_of(const Configuration& c, bool with_data_parallel) {
-    return {c.tensor_parallel,  c.context_parallel,
-            c.micro_batch_size, with_data_parallel ? c.data_parallel : 0,
-            c.sharding,         c.expert_parallel};
+    return {c.tensor_parallel,
+            c.context_parallel,
+            c.micro_batch_size,
+            with_data_parallel ? c.data_parallel : 0,
+            c.sharding,
+            c.expert_parallel,
+            c.expert_tensor_parallel};
 }
 
 // `shape` with the degrees of `key` (its data-parallel degree too when it is set).
@@ -115,6 +127,8 @@ json::object with_degrees(json::object shape, const DegreeKey& key) {
         set_sharding(shape, *key.sharding);
     if (key.expert_parallel)
         set_expert_parallel(shape, *key.expert_parallel);
+    if (key.expert_tensor_parallel)
+        set_expert_tensor_parallel(shape, *key.expert_tensor_parallel);
     return shape;
 }
 
@@ -153,6 +167,9 @@ class ModelsByDegree {
                     (k.expert_parallel
                          ? fmt::format(", moe.expert_parallel = {}", *k.expert_parallel)
                          : std::string()) +
+                        (k.expert_tensor_parallel ? fmt::format(", moe.expert_tensor_parallel = {}",
+                                                                *k.expert_tensor_parallel)
+                                                  : std::string()) +
                         (k.sharding ? fmt::format(", data_parallel_sharding = {}",
                                                   sharding_name(*k.sharding))
                                     : std::string()),
@@ -347,12 +364,18 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
             ? std::optional<json::object>(json::parse(request.model_options).as_object())
             : std::nullopt;
     const bool shape_times = shape.has_value() && !layer_file;
-    if (!request.expert_parallel.empty() &&
-        (!shape_times || !shape->contains("moe") || !shape->at("moe").is_object())) {
-        refuse("expert_parallel", name,
-               fmt::format("the experts' degree changes the memory and the expert all-to-all, "
-                           "which need a model shape with \"moe\" ({} without {}) to size for each",
-                           name("model_options"), name("model_desc")));
+    const bool moe_shape = shape_times && shape->contains("moe") && shape->at("moe").is_object();
+    for (const auto& [field, degrees] :
+         {std::pair<std::string_view, const std::vector<std::uint32_t>*>{"expert_parallel",
+                                                                         &request.expert_parallel},
+          {"expert_tensor_parallel", &request.expert_tensor_parallel}}) {
+        if (!degrees->empty() && !moe_shape) {
+            refuse(field, name,
+                   fmt::format("the experts' degree changes the memory and the expert all-to-all, "
+                               "which need a model shape with \"moe\" ({} without {}) to size "
+                               "for each",
+                               name("model_options"), name("model_desc")));
+        }
     }
     if (!request.data_parallel_sharding.empty() && !shape_times) {
         refuse("data_parallel_sharding", name,
@@ -381,6 +404,8 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     check_counts("micro_batch_size", request.micro_batch_size, {1, 1'000'000, "samples"}, name);
     check_counts("context_parallel", request.context_parallel, {1, 1'000'000, "devices"}, name);
     check_counts("expert_parallel", request.expert_parallel, {1, 1'000'000, "devices"}, name);
+    check_counts("expert_tensor_parallel", request.expert_tensor_parallel,
+                 {1, 1'000'000, "devices"}, name);
     check_counts("chunks", request.chunks, {2, limits::chunks.max, "chunks"}, name);
     if (request.data_parallel)
         check_count("data_parallel", *request.data_parallel, {1, 1'000'000, "replicas"}, name);
@@ -459,11 +484,16 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         request.data_parallel_sharding, "data_parallel_sharding", name,
         [](std::string_view text) { return sharding_from_name(text); },
         "no_shard, optim, optim_grads or optim_grads_params");
-    std::vector<std::uint32_t> ep_list;
-    for (const std::uint32_t ep : request.expert_parallel) {
-        if (std::find(ep_list.begin(), ep_list.end(), ep) == ep_list.end())
-            ep_list.push_back(ep);
-    }
+    const auto distinct_degrees = [](const std::vector<std::uint32_t>& degrees) {
+        std::vector<std::uint32_t> out;
+        for (const std::uint32_t d : degrees) {
+            if (std::find(out.begin(), out.end(), d) == out.end())
+                out.push_back(d);
+        }
+        return out;
+    };
+    const std::vector<std::uint32_t> ep_list = distinct_degrees(request.expert_parallel);
+    const std::vector<std::uint32_t> etp_list = distinct_degrees(request.expert_tensor_parallel);
     // The tensor-parallel degrees, context-parallel degrees and micro-batch sizes: the
     // request's lists, else the shape's; with a layer file's times, which are for one t, cp and
     // b, one that agrees with the memory model's shape.
@@ -524,6 +554,15 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     std::vector<std::optional<std::uint32_t>> eps(ep_list.begin(), ep_list.end());
     if (eps.empty())
         eps.emplace_back(std::nullopt);
+    std::vector<std::optional<std::uint32_t>> etps(etp_list.begin(), etp_list.end());
+    if (etps.empty())
+        etps.emplace_back(std::nullopt);
+    // Each expert-parallel degree with each expert-tensor-parallel degree.
+    std::vector<std::pair<std::optional<std::uint32_t>, std::optional<std::uint32_t>>> experts;
+    for (const std::optional<std::uint32_t>& ep : eps) {
+        for (const std::optional<std::uint32_t>& etp : etps)
+            experts.emplace_back(ep, etp);
+    }
     std::vector<std::optional<DataParallelSharding>> shardings(sharding_list.begin(),
                                                                sharding_list.end());
     if (shardings.empty())
@@ -533,9 +572,9 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         for (const std::uint32_t cp : cps) {
             for (const std::uint32_t b : sizes) {
                 for (const std::optional<DataParallelSharding>& sharding : shardings) {
-                    for (const std::optional<std::uint32_t>& ep : eps) {
+                    for (const auto& [ep, etp] : experts) {
                         for (const bool expert_overlap : expert_overlaps) {
-                            const DegreeKey key{t, cp, b, 0, sharding, ep, expert_overlap};
+                            const DegreeKey key{t, cp, b, 0, sharding, ep, etp, expert_overlap};
                             TimesRequest times = request.times;
                             times.overlap_grad_reduce = false;  // checked above, applied per plan
                             times.overlap_param_gather = false;
@@ -580,9 +619,12 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
         space.context_parallel_degrees = cps;
     space.shardings = sharding_list;
     space.expert_parallel_degrees = ep_list;
+    space.expert_tensor_parallel_degrees = etp_list;
     if (moe != nullptr && moe->is_object()) {
         if (const auto etp = shape_count(moe->as_object(), "expert_tensor_parallel"))
             space.expert_tensor_parallel = *etp;
+        // The analytic model's default EP is 1.
+        space.expert_parallel = shape_count(moe->as_object(), "expert_parallel").value_or(1);
     }
     space.data_parallel = request.data_parallel.value_or(
         shape ? shape_count(*shape, "data_parallel").value_or(1) : 1);
@@ -612,7 +654,8 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
             return c.schedule.schedule == Schedule::combined_1f1b &&
                    !variants
                         .at(DegreeKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, 0,
-                                      c.sharding, c.expert_parallel, true})
+                                      c.sharding, c.expert_parallel, c.expert_tensor_parallel,
+                                      true})
                         .refused.empty();
         });
     }
@@ -626,9 +669,9 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
     const auto plan_one = [&](const Configuration& c, bool refine, const SearchOutcome* before) {
         const bool expert_overlap =
             c.schedule.schedule == Schedule::combined_1f1b && expert_overlaps.size() > 1;
-        const Variant& v =
-            variants.at(DegreeKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, 0,
-                                  c.sharding, c.expert_parallel, expert_overlap});
+        const Variant& v = variants.at(
+            DegreeKey{c.tensor_parallel, c.context_parallel, c.micro_batch_size, 0, c.sharding,
+                      c.expert_parallel, c.expert_tensor_parallel, expert_overlap});
         if (!v.refused.empty()) {
             SearchOutcome refused;
             refused.configuration = c;

@@ -381,7 +381,7 @@ def design(*, stages, num_layers, kinds=("none",), recompute_rule="mindformers",
 def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
            pipeline_degrees=None, tensor_parallel=None, data_parallel=None,
            micro_batch_size=None, context_parallel=None, expert_parallel=None,
-           data_parallel_sharding=None, schedules=None, chunks=None, recompute=None,
+           expert_tensor_parallel=None, data_parallel_sharding=None, schedules=None, chunks=None, recompute=None,
            recompute_rule="mindformers", memory_margin_mb=0.0, memory_margin_sigma=0.0,
            model="dryrun-lsq", model_options=None, dryrun=None, top=10, show_infeasible=False,
            jobs=None, device_tflops=None, device=None, cluster=None, tp_comm_overlap=False,
@@ -392,11 +392,12 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
     ``ppb search``'s options, with underscores: ``pipeline_degrees=[2, 4]``,
     ``tensor_parallel=[1, 2, 4, 8]``, ``schedules=["1f1b"]`` (``None``: the command's default,
     with ``"combined-1f1b"`` for an MoE shape on a cluster), ``recompute=["any", "full"]``,
-    ``expert_parallel=[8, 16]``, ``data_parallel_sharding=["optim", "optim_grads_params"]``;
+    ``expert_parallel=[8, 16]``, ``expert_tensor_parallel=[1, 2]``,
+    ``data_parallel_sharding=["optim", "optim_grads_params"]``;
     ``model_options`` a dict, JSON text or a file; ``dryrun`` a file, a dict or a
     :class:`DryRun`. On a cluster: ``device="H100"`` or ``cluster=`` a ``ppb.cluster/1`` dict or
-    file (its memory is the limit unless ``memory_limit_mb`` is given), with Megatron-LM's
-    overlaps as ``tp_comm_overlap=True``, ``overlap_grad_reduce=True`` and
+    file (what its allocator can reserve is the limit unless ``memory_limit_mb`` is given), with
+    Megatron-LM's overlaps as ``tp_comm_overlap=True``, ``overlap_grad_reduce=True`` and
     ``overlap_param_gather=True``; ``fast=True`` keeps each configuration's exact optimum.
 
     Raises :class:`InvalidInput` for what cannot be searched (``field`` names the keyword),
@@ -421,7 +422,7 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
         devices, listed(pipeline_degrees), listed(tensor_parallel), data_parallel,
         int(global_batch), listed(micro_batch_size), listed(context_parallel),
         [str(v) for v in listed(data_parallel_sharding)], listed(expert_parallel),
-        [str(v) for v in listed(schedules)],
+        listed(expert_tensor_parallel), [str(v) for v in listed(schedules)],
         listed(chunks or [2]), [str(v) for v in listed(recompute or ["any"])], recompute_rule,
         None if memory_limit_mb is None else float(memory_limit_mb), float(memory_margin_mb),
         float(memory_margin_sigma), None if comm_time is None else float(comm_time), int(top),
@@ -460,8 +461,8 @@ def partition(model_desc=None, *, stages, memory_limit_mb=None, model="dryrun-ls
     ``model_options`` (the analytic model's options: a dict, JSON text or a file), in ms, at
     ``device_tflops`` (400 by default) or on ``device="H100"`` (a device of ``ppb devices``) or
     ``cluster`` (a ``ppb.cluster/1`` dict or file): its rate, its links for each layer's
-    collectives and the transfers between stages (unless ``comm_time`` gives them), its memory as
-    the limit unless ``memory_limit_mb`` is given; ``tp_comm_overlap``, ``overlap_grad_reduce``
+    collectives and the transfers between stages (unless ``comm_time`` gives them), what its
+    allocator can reserve as the limit unless ``memory_limit_mb`` is given; ``tp_comm_overlap``, ``overlap_grad_reduce``
     and ``overlap_param_gather`` are Megatron-LM's overlaps, and the plan then has
     ``data_parallel_replicas`` and ``data_parallel_sync_time`` (``ppb partition``'s
     ``--device``, ``--cluster``, ``--device-tflops`` and overlap flags). ``schedule=

@@ -622,13 +622,15 @@ py::object search_configurations(
     std::uint64_t global_batch, const std::vector<std::uint32_t>& micro_batch_size,
     const std::vector<std::uint32_t>& context_parallel,
     const std::vector<std::string>& data_parallel_sharding,
-    const std::vector<std::uint32_t>& expert_parallel, const std::vector<std::string>& schedules,
-    const std::vector<std::uint32_t>& chunks, const std::vector<std::string>& recompute,
-    const std::string& recompute_rule, py::handle memory_limit_arg, double memory_margin_mb,
-    double memory_margin_sigma, py::handle comm_time_arg, std::size_t top, bool show_infeasible,
-    unsigned jobs, bool fast, const std::string& device, const std::string& cluster_json,
-    const std::string& cluster_source, py::handle device_tflops_arg, bool tp_comm_overlap,
-    bool overlap_grad_reduce, bool overlap_param_gather, const std::string& sapp_time_convention) {
+    const std::vector<std::uint32_t>& expert_parallel,
+    const std::vector<std::uint32_t>& expert_tensor_parallel,
+    const std::vector<std::string>& schedules, const std::vector<std::uint32_t>& chunks,
+    const std::vector<std::string>& recompute, const std::string& recompute_rule,
+    py::handle memory_limit_arg, double memory_margin_mb, double memory_margin_sigma,
+    py::handle comm_time_arg, std::size_t top, bool show_infeasible, unsigned jobs, bool fast,
+    const std::string& device, const std::string& cluster_json, const std::string& cluster_source,
+    py::handle device_tflops_arg, bool tp_comm_overlap, bool overlap_grad_reduce,
+    bool overlap_param_gather, const std::string& sapp_time_convention) {
     const std::optional<partition::Cluster> cluster =
         cluster_of(device, cluster_json, cluster_source, device_tflops_arg);
     const auto optional_count = [](py::handle arg) {
@@ -658,6 +660,7 @@ py::object search_configurations(
     request.context_parallel = context_parallel;
     request.data_parallel_sharding = data_parallel_sharding;
     request.expert_parallel = expert_parallel;
+    request.expert_tensor_parallel = expert_tensor_parallel;
     request.schedules = schedules;
     request.chunks = chunks;
     request.recompute = recompute;
@@ -948,13 +951,13 @@ PYBIND11_MODULE(_ppb, module) {
                py::arg("plugin_path"), py::arg("install_dir"), py::arg("devices"),
                py::arg("pipeline_degrees"), py::arg("tensor_parallel"), py::arg("data_parallel"),
                py::arg("global_batch"), py::arg("micro_batch_size"), py::arg("context_parallel"),
-               py::arg("data_parallel_sharding"), py::arg("expert_parallel"), py::arg("schedules"),
-               py::arg("chunks"), py::arg("recompute"), py::arg("recompute_rule"),
-               py::arg("memory_limit_mb"), py::arg("memory_margin_mb"),
-               py::arg("memory_margin_sigma"), py::arg("comm_time"), py::arg("top"),
-               py::arg("show_infeasible"), py::arg("jobs"), py::arg("fast"), py::arg("device"),
-               py::arg("cluster_json"), py::arg("cluster_source"), py::arg("device_tflops"),
-               py::arg("tp_comm_overlap"), py::arg("overlap_grad_reduce"),
+               py::arg("data_parallel_sharding"), py::arg("expert_parallel"),
+               py::arg("expert_tensor_parallel"), py::arg("schedules"), py::arg("chunks"),
+               py::arg("recompute"), py::arg("recompute_rule"), py::arg("memory_limit_mb"),
+               py::arg("memory_margin_mb"), py::arg("memory_margin_sigma"), py::arg("comm_time"),
+               py::arg("top"), py::arg("show_infeasible"), py::arg("jobs"), py::arg("fast"),
+               py::arg("device"), py::arg("cluster_json"), py::arg("cluster_source"),
+               py::arg("device_tflops"), py::arg("tp_comm_overlap"), py::arg("overlap_grad_reduce"),
                py::arg("overlap_param_gather"), py::arg("sapp_time_convention"));
 
     module.def(

@@ -44,6 +44,7 @@ struct SearchArgs {
     std::vector<std::uint32_t> context_parallel;
     std::vector<std::string> sharding;
     std::vector<std::uint32_t> expert_parallel;
+    std::vector<std::uint32_t> expert_tensor_parallel;
     std::vector<std::string> schedules;  // none: the library's default
     std::vector<std::uint32_t> chunks = {2};
     std::vector<std::string> recompute = {"any"};
@@ -111,6 +112,7 @@ int run_search_command(const SearchArgs& args) {
     request.context_parallel = args.context_parallel;
     request.data_parallel_sharding = args.sharding;
     request.expert_parallel = args.expert_parallel;
+    request.expert_tensor_parallel = args.expert_tensor_parallel;
     request.schedules = args.schedules;
     request.chunks = args.chunks;
     request.recompute = args.recompute;
@@ -266,6 +268,13 @@ void add_search_command(CLI::App& app, Commands& commands) {
                       "configuration (default: the model options' moe.expert_parallel); EP x ETP\n"
                       "must divide t x cp x d"))
         ->type_name("EP,...")
+        ->check(count_in({1, 1'000'000, "devices"}));
+    as_comma_list(search->add_option(
+                      "--expert-tensor-parallel", args->expert_tensor_parallel,
+                      "expert-tensor-parallel degrees ETP of an MoE shape to consider, each a\n"
+                      "configuration with each EP (default: the model options'\n"
+                      "moe.expert_tensor_parallel, else t); EP x ETP must divide t x cp x d"))
+        ->type_name("ETP,...")
         ->check(count_in({1, 1'000'000, "devices"}));
     as_comma_list(
         search->add_option(

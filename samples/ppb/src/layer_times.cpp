@@ -25,14 +25,15 @@ void add_device_options(CLI::App& app, DeviceOptions& options) {
         app.add_option("--device", options.device,
                        "the devices, by name (ppb devices lists them): their dense peak rate x\n"
                        "0.4 times the shape's FLOPs, their links its transfers between stages\n"
-                       "(and, searching, the data-parallel synchronisation), their memory is the\n"
-                       "default limit")
+                       "(and, searching, the data-parallel synchronisation); what their\n"
+                       "allocator can reserve (the memory the runtime reports less what a\n"
+                       "process keeps outside the allocator) is the default limit")
             ->type_name("NAME");
     CLI::Option* cluster =
         app.add_option("--cluster", options.cluster,
                        "the cluster description (ppb.cluster/1, host_api/docs/cluster.md): its\n"
-                       "device's rate x achievable fraction, its links and its memory, as\n"
-                       "--device")
+                       "device's rate x achievable fraction, its links and the memory its\n"
+                       "allocator can reserve, as --device")
             ->type_name("FILE");
     device->excludes(tflops)->excludes(cluster);
     cluster->excludes(tflops);

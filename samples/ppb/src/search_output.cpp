@@ -45,6 +45,10 @@ std::string space_line(const partition::SearchSpace& space, const partition::Pro
         format_mb(base.memory_limit_mb));
     if (!space.expert_parallel_degrees.empty())
         out += fmt::format(", expert parallel {}", listed(space.expert_parallel_degrees, 1));
+    if (!space.expert_tensor_parallel_degrees.empty()) {
+        out += fmt::format(", expert tensor parallel {}",
+                           listed(space.expert_tensor_parallel_degrees, 1));
+    }
     if (!space.shardings.empty()) {
         std::string names;
         for (const partition::DataParallelSharding s : space.shardings)
@@ -104,9 +108,16 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(ep_column), "EP");
         align.insert(align.begin() + static_cast<std::ptrdiff_t>(ep_column), A::right);
     }
+    // Several expert-tensor-parallel degrees: each line's, after EP.
+    const bool per_line_etp = space.expert_tensor_parallel_degrees.size() > 1;
+    const std::size_t etp_column = ep_column + (per_line_ep ? 1 : 0);
+    if (per_line_etp) {
+        headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(etp_column), "ETP");
+        align.insert(align.begin() + static_cast<std::ptrdiff_t>(etp_column), A::right);
+    }
     // Several shardings: each line's, after the degrees.
     const bool per_line_sharding = space.shardings.size() > 1;
-    const std::size_t sharding_column = ep_column + (per_line_ep ? 1 : 0);
+    const std::size_t sharding_column = etp_column + (per_line_etp ? 1 : 0);
     if (per_line_sharding) {
         headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(sharding_column), "SHARDING");
         align.insert(align.begin() + static_cast<std::ptrdiff_t>(sharding_column), A::left);
@@ -146,6 +157,10 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         if (per_line_ep) {
             row.insert(row.begin() + static_cast<std::ptrdiff_t>(ep_column),
                        c.expert_parallel ? std::to_string(*c.expert_parallel) : "");
+        }
+        if (per_line_etp) {
+            row.insert(row.begin() + static_cast<std::ptrdiff_t>(etp_column),
+                       c.expert_tensor_parallel ? std::to_string(*c.expert_tensor_parallel) : "");
         }
         if (per_line_sharding) {
             row.insert(row.begin() + static_cast<std::ptrdiff_t>(sharding_column),
@@ -250,6 +265,7 @@ std::string render_search(const partition::SearchSpace& space, const partition::
         degree(per_line_cp, "CP", A::right);
         degree(per_line_tp_b, "MBS", A::right);
         degree(per_line_ep, "EP", A::right);
+        degree(per_line_etp, "ETP", A::right);
         degree(per_line_sharding, "SHARDING", A::left);
         misfit_headers.insert(misfit_headers.end(),
                               {"M", "SCHEDULE", "RECOMPUTE", "SMALLEST LIMIT THAT FITS"});
@@ -269,6 +285,10 @@ std::string render_search(const partition::SearchSpace& space, const partition::
                 row.push_back(std::to_string(c.micro_batch_size));
             if (per_line_ep)
                 row.push_back(c.expert_parallel ? std::to_string(*c.expert_parallel) : "");
+            if (per_line_etp) {
+                row.push_back(c.expert_tensor_parallel ? std::to_string(*c.expert_tensor_parallel)
+                                                       : "");
+            }
             if (per_line_sharding)
                 row.emplace_back(c.sharding ? partition::sharding_name(*c.sharding) : "");
             row.insert(row.end(), {std::to_string(c.micro_batches), partition::describe(c.schedule),

@@ -75,6 +75,14 @@ struct SearchSpace {
     // (Megatron-LM's default). Like the sharding, the caller makes the memory and times per EP.
     std::vector<std::uint32_t> expert_parallel_degrees = {};
     std::uint32_t expert_tensor_parallel = 0;
+    // The expert-tensor-parallel degrees ETP to consider, each a configuration of its own
+    // (empty: expert_tensor_parallel, not searched), each with every EP searched (or the
+    // model's, expert_parallel) under the same rule: EP x ETP divides t x cp x d. The caller
+    // makes the memory and times per ETP as per EP.
+    std::vector<std::uint32_t> expert_tensor_parallel_degrees = {};
+    // The model's own EP where expert_parallel_degrees is empty (0: none, or not an MoE model):
+    // what an ETP searched alone is checked against.
+    std::uint32_t expert_parallel = 0;
     // What the model's own settings let a plan hold (a model shape's ShapeLimits: layer-level
     // CPU offloading runs on one stage without recomputation): each policy's kinds narrowed to
     // `kinds`, and, with `one_stage`, every pipeline degree above 1 left out; what is left out
@@ -99,10 +107,13 @@ struct Configuration {
     // Searched with SearchSpace::expert_parallel_degrees: this configuration's EP; none: the
     // model's own.
     std::optional<std::uint32_t> expert_parallel = std::nullopt;
+    // Searched with SearchSpace::expert_tensor_parallel_degrees: this configuration's ETP; none:
+    // the model's own.
+    std::optional<std::uint32_t> expert_tensor_parallel = std::nullopt;
 };
 
-// "P=8 d=4 M=32 interleaved v=2 recompute any" (and "ep=8", "sharding optim" where searched): a
-// configuration for people.
+// "P=8 d=4 M=32 interleaved v=2 recompute any" (and "ep=8", "etp=1", "sharding optim" where
+// searched): a configuration for people.
 [[nodiscard]] std::string describe(const Configuration& configuration);
 // "1f1b", "interleaved v=2", "dualpipe-v": a schedule and its chunks for people.
 [[nodiscard]] std::string describe(const ScheduleChoice& schedule);

@@ -48,7 +48,7 @@ struct SearchContext {
     // With it, each ranked configuration's tokens per second per device and MFU.
     std::optional<Throughput> throughput = std::nullopt;
     // What the ranking assumed beyond each configuration's degrees, in its Megatron-LM flags
-    // ("megatron_parallelism").
+    // ("megatron_parallelism"), and the expert degrees of torchtitan's and MindFormers' settings.
     AssumedSettings megatron_assumed = {};
 };
 

@@ -39,6 +39,7 @@ struct SearchRequest {
     std::vector<std::uint32_t> context_parallel = {};  // empty: the shape's
     std::vector<std::string> data_parallel_sharding = {};
     std::vector<std::uint32_t> expert_parallel = {};
+    std::vector<std::uint32_t> expert_tensor_parallel = {};  // empty: the shape's
     // Empty: ppb's default (default_search_schedules): 1F1B, interleaved and DualPipe-V, and for
     // an MoE model shape timed on a cluster Megatron-LM's combined 1F1B too, only where
     // Megatron-LM runs it (a configuration it refuses is left out, not listed as refused).
