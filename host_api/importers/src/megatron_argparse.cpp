@@ -461,13 +461,13 @@ ParseOutcome parse_megatron_arguments(std::span<const std::string> arguments, Re
     return out;
 }
 
-DeclaredFlag declared_flag(std::string_view text) {
+DeclaredFlag declared_flag(std::string_view text, SettingWords words) {
     const auto refuse = [&]() -> DeclaredFlag {
         throw FlagError(fmt::format(
-            "--megatron-flag '{}': expected a flag's name, optionally with how many values it "
+            "{} '{}': expected a flag's name, optionally with how many values it "
             "takes: my-flag (one value), my-flag:0 (a switch), my-flag:3, my-flag:* (any number), "
             "my-flag:+ (at least one)",
-            text));
+            setting_name("megatron_flags", words), text));
     };
     const std::size_t colon = text.find(':');
     std::string_view name = text.substr(0, colon);
@@ -498,7 +498,7 @@ DeclaredFlag declared_flag(std::string_view text) {
     return d;
 }
 
-NamedRelease release_named(std::string_view text) {
+NamedRelease release_named(std::string_view text, SettingWords words) {
     const auto known = [] {
         std::string names;
         for (const Release& r : releases())
@@ -507,10 +507,10 @@ NamedRelease release_named(std::string_view text) {
     };
     const auto refuse = [&](std::string_view why) -> NamedRelease {
         throw FlagError(
-            fmt::format("--megatron-version '{}': {} (ppb knows Megatron-LM {}; a "
+            fmt::format("{} '{}': {} (ppb knows Megatron-LM {}; a "
                         "core release is given as 0.8, 0.8.0, core_r0.8.0 or "
                         "core_v0.8.0)",
-                        text, why, known()));
+                        setting_name("megatron_version", words), text, why, known()));
     };
     const auto span = releases();
     for (std::size_t i = 0; i < span.size(); ++i) {
@@ -629,7 +629,7 @@ std::string_view flag_part(std::string_view argument) {
 }
 
 // The errors of one release's parser as one message, unknown flags first.
-std::string parse_errors(const ParseOutcome& outcome, ReleaseIndex release) {
+std::string parse_errors(const ParseOutcome& outcome, ReleaseIndex release, SettingWords words) {
     std::vector<std::string> lines;
     for (const std::string& unknown : outcome.unknown) {
         const std::string_view name = flag_part(unknown);
@@ -648,12 +648,12 @@ std::string parse_errors(const ParseOutcome& outcome, ReleaseIndex release) {
         } else {
             lines.push_back(fmt::format(
                 "{} is not a flag of any Megatron-LM release ppb knows ({} to {}); if the run's "
-                "Megatron-LM has it (a branch, a fork, a script's own flags), declare it: "
-                "--megatron-flag {}[:VALUES]",
+                "Megatron-LM has it (a branch, a fork, a script's own flags), declare it: {}",
                 name, releases().front().name, describe_release(last_release()),
-                name.find_first_not_of('-') == std::string_view::npos
-                    ? name
-                    : name.substr(name.find_first_not_of('-'))));
+                declare_flag_hint(name.find_first_not_of('-') == std::string_view::npos
+                                      ? name
+                                      : name.substr(name.find_first_not_of('-')),
+                                  words)));
         }
     }
     for (const std::string& e : outcome.errors)
@@ -683,7 +683,8 @@ std::optional<std::string> first_reason(const ParseOutcome& outcome) {
 
 MegatronArguments read_megatron_arguments(std::span<const std::string> arguments,
                                           std::optional<std::string_view> version,
-                                          std::span<const DeclaredFlag> declared) {
+                                          std::span<const DeclaredFlag> declared,
+                                          SettingWords words) {
     const auto count = static_cast<ReleaseIndex>(releases().size());
     std::vector<ParseOutcome> outcomes;
     outcomes.reserve(count);
@@ -694,7 +695,7 @@ MegatronArguments read_megatron_arguments(std::span<const std::string> arguments
             accepting.push_back(r);
     }
     if (version) {
-        const NamedRelease named = release_named(*version);
+        const NamedRelease named = release_named(*version, words);
         ParseOutcome& outcome = outcomes[named.release];
         if (!outcome.parsed) {
             // A flag of another release contradicts the release named: name both.
@@ -702,12 +703,14 @@ MegatronArguments read_megatron_arguments(std::span<const std::string> arguments
                 const std::string_view name = flag_part(unknown);
                 if (!flag_records(name).empty())
                     throw FlagError(fmt::format(
-                        "{} is not a flag of Megatron-LM {}, the release --megatron-version {} "
+                        "{} is not a flag of Megatron-LM {}, the release {} {} "
                         "names: Megatron-LM has it in {} (give the run's release, or leave "
-                        "--megatron-version out to have it recognised)",
-                        name, describe_release(named.release), *version, releases_knowing(name)));
+                        "{} out to have it recognised)",
+                        name, describe_release(named.release),
+                        setting_name("megatron_version", words), *version, releases_knowing(name),
+                        setting_name("megatron_version", words)));
             }
-            throw FlagError(parse_errors(outcome, named.release));
+            throw FlagError(parse_errors(outcome, named.release, words));
         }
         MegatronArguments out{
             std::move(*outcome.parsed), std::move(accepting), {}, std::move(outcome.choice_errors)};
@@ -716,8 +719,9 @@ MegatronArguments read_megatron_arguments(std::span<const std::string> arguments
                 ? fmt::format("Megatron-LM {} is newer than the releases ppb knows: read with the "
                               "flags and defaults of {}",
                               *version, describe_release(named.release))
-                : fmt::format("the flags and defaults of Megatron-LM {} (--megatron-version)",
-                              describe_release(named.release)));
+                : fmt::format("the flags and defaults of Megatron-LM {} ({})",
+                              describe_release(named.release),
+                              setting_name("megatron_version", words)));
         return out;
     }
     if (accepting.empty()) {
@@ -744,7 +748,7 @@ MegatronArguments read_megatron_arguments(std::span<const std::string> arguments
             }
         }
         // Otherwise the newest release's own errors (an unknown flag, a bad value).
-        throw FlagError(parse_errors(outcomes.back(), static_cast<ReleaseIndex>(count - 1)));
+        throw FlagError(parse_errors(outcomes.back(), static_cast<ReleaseIndex>(count - 1), words));
     }
     // The newest release where every value is one of its choices, else the newest that reads
     // the flags at all.
@@ -771,11 +775,13 @@ MegatronArguments read_megatron_arguments(std::span<const std::string> arguments
     std::string because;
     for (std::size_t i = 0; i < reasons.size(); ++i)
         because += fmt::format("{}{}", i == 0 ? "" : " and ", reasons[i]);
-    out.notes.push_back(
-        fmt::format("Megatron-LM {}{} recognised from {}: the flags and defaults of {} are taken{}",
-                    oldest == chosen ? "" : "releases ", release_range(oldest, chosen), because,
-                    describe_release(chosen),
-                    oldest == chosen ? std::string() : " (--megatron-version gives another)"));
+    out.notes.push_back(fmt::format(
+        "Megatron-LM {}{} recognised from {}: the flags and defaults of {} are taken{}",
+        oldest == chosen ? "" : "releases ", release_range(oldest, chosen), because,
+        describe_release(chosen),
+        oldest == chosen
+            ? std::string()
+            : fmt::format(" ({} gives another)", setting_name("megatron_version", words))));
     return out;
 }
 

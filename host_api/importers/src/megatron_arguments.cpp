@@ -356,18 +356,20 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     if (context.world_size) {
         const std::uint64_t tp = static_cast<std::uint64_t>(t) * p * cp;
         if (*context.world_size % tp != 0)
-            throw FlagError(
-                cp == 1 ? fmt::format("--world-size {} is not a multiple of tensor x pipeline "
-                                      "parallel = {} x {}",
-                                      *context.world_size, t, p)
-                        : fmt::format("--world-size {} is not a multiple of tensor x pipeline x "
-                                      "context parallel = {} x {} x {}",
-                                      *context.world_size, t, p, cp));
+            throw FlagError(cp == 1 ? fmt::format("{} {} is not a multiple of tensor x pipeline "
+                                                  "parallel = {} x {}",
+                                                  setting_name("world_size", context.words),
+                                                  *context.world_size, t, p)
+                                    : fmt::format("{} {} is not a multiple of tensor x pipeline x "
+                                                  "context parallel = {} x {} x {}",
+                                                  setting_name("world_size", context.words),
+                                                  *context.world_size, t, p, cp));
         d = static_cast<std::uint32_t>(*context.world_size / tp);
     } else if (is_on(flags, "use-distributed-optimizer")) {
         out.warnings.push_back(
-            "--use-distributed-optimizer without the world size: the data-parallel size is taken "
-            "as 1 (give --world-size)");
+            fmt::format("--use-distributed-optimizer without the world size: the data-parallel "
+                        "size is taken as 1 (give {})",
+                        setting_name("world_size", context.words)));
     }
     out.pipeline_size = p;
     out.data_parallel = d;
@@ -400,9 +402,10 @@ MegatronAnalyticOptions map_release(const Flags& flags, const MegatronRunContext
     } else if (tokenizer == "GPT2BPETokenizer" && text(flags, "vocab-file")) {
         vocabulary = 50257;  // GPT-2's BPE vocabulary (vocab.json)
     } else {
-        throw FlagError(
+        throw FlagError(fmt::format(
             "the vocabulary size is unknown: give --vocab-size, or the tokenizer's size with "
-            "ppb's --tokenizer-size");
+            "ppb's {}",
+            setting_name("tokenizer_size", context.words)));
     }
     const std::uint32_t divisible = count(flags, "make-vocab-size-divisible-by").value_or(128);
     const std::uint64_t V = count(flags, "padded-vocab-size") || !pad
@@ -731,12 +734,12 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
                                                        const MegatronRunContext& context) {
     std::vector<mg::DeclaredFlag> declared;
     for (const std::string& d : context.declared_flags)
-        declared.push_back(mg::declared_flag(d));
+        declared.push_back(mg::declared_flag(d, context.words));
     const mg::MegatronArguments read = mg::read_megatron_arguments(
         arguments,
         context.megatron_version ? std::optional<std::string_view>(*context.megatron_version)
                                  : std::nullopt,
-        declared);
+        declared, context.words);
     const Flags flags(read.parsed);
     MegatronAnalyticOptions out = map_release(flags, context);
     out.release = mg::describe_release(read.parsed.release());
@@ -797,9 +800,9 @@ MegatronAnalyticOptions analytic_options_from_megatron(std::span<const std::stri
         }
         out.warnings.push_back(fmt::format(
             "these arguments fit Megatron-LM {} to {}, whose defaults differ ({}): the options "
-            "of {} are written; give --megatron-version with the run's release",
+            "of {} are written; give {} with the run's release",
             mg::releases()[groups.front().first].name, mg::releases()[groups.back().last].name,
-            others, out.release));
+            others, out.release, setting_name("megatron_version", context.words)));
     }
     return out;
 }

@@ -212,22 +212,24 @@ TorchtitanAnalyticOptions analytic_options_from_torchtitan(const std::filesystem
         if (!context.world_size) {
             throw FlagError(fmt::format(
                 "{}: parallelism.data_parallel_shard_degree is -1 (JobConfig's default: the rest "
-                "of the world): give the number of GPUs with --world-size",
-                config.name()));
+                "of the world): give the number of GPUs with {}",
+                config.name(), setting_name("world_size", context.words)));
         }
         if (*context.world_size % others != 0) {
-            throw FlagError(fmt::format(
-                "--world-size {} is not a multiple of data_parallel_replicate x tensor x "
-                "pipeline x context parallel = {} ({})",
-                *context.world_size, others, config.name()));
+            throw FlagError(
+                fmt::format("{} {} is not a multiple of data_parallel_replicate x tensor x "
+                            "pipeline x context parallel = {} ({})",
+                            setting_name("world_size", context.words), *context.world_size, others,
+                            config.name()));
         }
         shard = *context.world_size / others;
     } else if (context.world_size && *context.world_size != shard * others) {
         throw FlagError(fmt::format(
-            "--world-size {}, but {} gives {} GPUs (data_parallel_replicate {} x shard {} x "
+            "{} {}, but {} gives {} GPUs (data_parallel_replicate {} x shard {} x "
             "tensor {} x pipeline {} x context {}): torchtitan requires the product to be the "
             "world size",
-            *context.world_size, config.name(), shard * others, replicate, shard, tp, pp, cp));
+            setting_name("world_size", context.words), *context.world_size, config.name(),
+            shard * others, replicate, shard, tp, pp, cp));
     }
     if (f.n_heads % tp != 0 || (f.n_kv_heads != 0 && f.n_kv_heads % tp != 0)) {
         config.lookup({"parallelism", "tensor_parallel_degree"})

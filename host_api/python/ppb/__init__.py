@@ -59,6 +59,9 @@ __all__ = [
     "compare",
     "design",
     "search",
+    "import_megatron_options",
+    "import_mindformers_options",
+    "import_torchtitan_options",
 ]
 
 #: The recompute kinds, in the order of every per-kind array: none, select, comm, both, full.
@@ -430,6 +433,60 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
         cluster_source, None if device_tflops is None else float(device_tflops),
         bool(tp_comm_overlap), bool(overlap_grad_reduce), bool(overlap_param_gather),
         sapp_time_convention)
+
+
+def _imported(result):
+    """The importer's dict, its warnings said as the command's are (Python warnings)."""
+    for message in result["warnings"]:
+        _warnings.warn(message, stacklevel=3)
+    return result
+
+
+def import_megatron_options(arguments=(), *, model_config=None, world_size=None,
+                            tokenizer_size=None, compute_capability=9, megatron_version=None,
+                            megatron_flags=None):
+    """The analytic model's options from a Megatron-LM run's arguments, as
+    ``ppb import megatron-options`` reads them (the same importer, in this process).
+
+    ``arguments`` is the run's argument list (``["--num-layers", "32", "--bf16", ...]``);
+    ``model_config`` a run configuration's file (Megatron-LM's functional tests'
+    ``model_config.yaml``, Megatron-MoE-ModelZoo's configurations), its ``MODEL_ARGS`` taken before
+    ``arguments``; ``world_size``, ``tokenizer_size``, ``compute_capability``,
+    ``megatron_version`` and ``megatron_flags`` (a list) as the command's ``--world-size``,
+    ``--tokenizer-size``, ``--compute-capability``, ``--megatron-version`` and
+    ``--megatron-flag``. Returns a dict: ``options`` (the analytic model's options, for
+    ``model_options=``), ``stages``, ``data_parallel``, ``micro_batches`` (None without a global
+    batch), ``release`` (the Megatron-LM release whose flags were read), ``notes`` and
+    ``warnings`` (each warning also a Python warning). Raises :class:`InvalidInput` for what the
+    command refuses, with its message.
+    """
+    if isinstance(arguments, str):
+        raise InvalidInput("arguments: expected a list of the run's arguments, not one string "
+                           "(split it as the shell would: shlex.split)", "arguments")
+    return _imported(_ppb.megatron_options(
+        [str(a) for a in arguments],
+        "" if model_config is None else _os.fsdecode(model_config), world_size, tokenizer_size,
+        compute_capability, megatron_version, [str(f) for f in (megatron_flags or [])]))
+
+
+def import_mindformers_options(config):
+    """The analytic model's options from a MindFormers training YAML, as
+    ``ppb import mindformers-options`` reads it. Returns a dict: ``options``, ``stages``,
+    ``data_parallel``, ``micro_batches``, ``chunks`` (``pp_interleave_num``), ``mtp_layers`` and
+    ``warnings`` (each also a Python warning). Raises :class:`InvalidInput` as the command does.
+    """
+    return _imported(_ppb.mindformers_options(_os.fsdecode(config)))
+
+
+def import_torchtitan_options(config, *, world_size=None, compute_capability=9):
+    """The analytic model's options from a torchtitan training TOML, as
+    ``ppb import torchtitan-options`` reads it (``world_size`` resolves a degree of -1). Returns a
+    dict: ``options``, ``stages``, ``chunks``, ``micro_batches``, ``schedule`` (ppb's name, None
+    where ppb has none), ``schedule_given``, ``layer_kind`` (every layer's recompute kind) with
+    ``layer_kind_note``, and ``warnings`` (each also a Python warning).
+    """
+    return _imported(_ppb.torchtitan_options(_os.fsdecode(config), world_size,
+                                             compute_capability))
 
 
 def partition(model_desc=None, *, stages, memory_limit_mb=None, model="dryrun-lsq", dryrun=None,

@@ -7,6 +7,10 @@
 #include <ppb/dryrun_format.hpp>
 #include <ppb/errors.hpp>
 #include <ppb/fit_format.hpp>
+#include <ppb/importers/megatron_arguments.hpp>
+#include <ppb/importers/megatron_model_config.hpp>
+#include <ppb/importers/mindformers_options.hpp>
+#include <ppb/importers/torchtitan_options.hpp>
 #include <ppb/in_flight_profile.hpp>
 #include <ppb/kinds.hpp>
 #include <ppb/limits.hpp>
@@ -38,6 +42,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
@@ -819,6 +824,97 @@ py::object design_runs(const std::vector<std::uint32_t>& stages, std::uint32_t n
     return to_python(partition::design_document(request, design, prior_name));
 }
 
+// ---- The analytic model's options from a framework's run (ppb import *-options) ----
+
+// The options, parsed, and what the importer says of the run: the dict the package hands on.
+py::dict imported(const std::string& options_json, std::uint32_t stages,
+                  const std::vector<std::string>& warnings) {
+    py::dict out;
+    out["options"] = to_python(boost::json::parse(options_json));
+    out["stages"] = stages;
+    out["warnings"] = warnings;
+    return out;
+}
+
+// A Megatron-LM run's arguments (a run configuration's MODEL_ARGS first, as its launcher puts
+// them), read by the importer `ppb import megatron-options` runs.
+py::dict megatron_options(const std::vector<std::string>& arguments,
+                          const std::string& model_config, py::handle world_size,
+                          py::handle tokenizer_size, py::handle compute_capability,
+                          py::handle megatron_version, const std::vector<std::string>& flags) {
+    if (arguments.empty() && model_config.empty()) {
+        throw partition::RequestError(
+            "arguments",
+            "missing the run's Megatron-LM arguments: give arguments, or model_config (a "
+            "run configuration's file)");
+    }
+    std::vector<std::string> all;
+    std::vector<std::string> notes;
+    if (!model_config.empty()) {
+        importers::MegatronModelConfig config =
+            importers::megatron_model_config(model_config, importers::process_environment);
+        all = std::move(config.arguments);
+        notes = std::move(config.notes);
+    }
+    all.insert(all.end(), arguments.begin(), arguments.end());
+    importers::MegatronRunContext context;
+    if (!world_size.is_none())
+        context.world_size = count_in(world_size, {1, 4294967295U, "ranks"}, "world_size");
+    if (!tokenizer_size.is_none())
+        context.tokenizer_size =
+            count_in(tokenizer_size, {1, 2147483647U, "tokens"}, "tokenizer_size");
+    context.compute_capability =
+        count_in(compute_capability, {1, 100, "(major version)"}, "compute_capability");
+    if (!megatron_version.is_none())
+        context.megatron_version = py::str(megatron_version).cast<std::string>();
+    context.declared_flags = flags;
+    context.words = importers::SettingWords::keywords;
+    importers::MegatronAnalyticOptions result =
+        importers::analytic_options_from_megatron(all, context);
+    notes.insert(notes.end(), result.notes.begin(), result.notes.end());
+    py::dict out = imported(result.options_json, result.pipeline_size, result.warnings);
+    out["data_parallel"] = result.data_parallel;
+    out["micro_batches"] =
+        result.micro_batches ? py::object(py::int_(*result.micro_batches)) : py::object(py::none());
+    out["release"] = result.release;
+    out["notes"] = notes;
+    return out;
+}
+
+// A MindFormers training YAML, read as `ppb import mindformers-options` reads it.
+py::dict mindformers_options(const std::string& config) {
+    const importers::MindFormersAnalyticOptions result =
+        importers::analytic_options_from_mindformers(config);
+    py::dict out = imported(result.options_json, result.pipeline_size, result.warnings);
+    out["data_parallel"] = result.data_parallel;
+    out["micro_batches"] = result.micro_batches;
+    out["chunks"] = result.chunks;
+    out["mtp_layers"] = result.mtp_layers;
+    return out;
+}
+
+// A torchtitan training TOML, read as `ppb import torchtitan-options` reads it.
+py::dict torchtitan_options(const std::string& config, py::handle world_size,
+                            py::handle compute_capability) {
+    importers::TorchtitanRunContext context;
+    context.words = importers::SettingWords::keywords;
+    if (!world_size.is_none())
+        context.world_size = count_in(world_size, {1, 4294967295U, "ranks"}, "world_size");
+    context.compute_capability =
+        count_in(compute_capability, {1, 100, "(major version)"}, "compute_capability");
+    const importers::TorchtitanAnalyticOptions result =
+        importers::analytic_options_from_torchtitan(config, context);
+    py::dict out = imported(result.options_json, result.pipeline_size, result.warnings);
+    out["chunks"] = result.stages_per_rank;
+    out["micro_batches"] = result.micro_batches;
+    out["schedule"] =
+        result.schedule.empty() ? py::object(py::none()) : py::object(py::str(result.schedule));
+    out["schedule_given"] = result.schedule_given;
+    out["layer_kind"] = result.layer_kind;
+    out["layer_kind_note"] = result.layer_kind_note;
+    return out;
+}
+
 // Python exceptions of the package (ppb/_errors.py), raised from the library's with their
 // messages: the ppb command's words.
 py::object error_class(const char* name) {
@@ -945,6 +1041,13 @@ PYBIND11_MODULE(_ppb, module) {
                py::arg("cross_validate"), py::arg("plugin_path"), py::arg("install_dir"));
     module.def("simulate", &simulate_plan, py::arg("text"), py::arg("source"), py::arg("schedule"),
                py::arg("micro_batches"), py::arg("comm_time"), py::arg("timeline"));
+
+    module.def("megatron_options", &megatron_options, py::arg("arguments"), py::arg("model_config"),
+               py::arg("world_size"), py::arg("tokenizer_size"), py::arg("compute_capability"),
+               py::arg("megatron_version"), py::arg("megatron_flags"));
+    module.def("mindformers_options", &mindformers_options, py::arg("config"));
+    module.def("torchtitan_options", &torchtitan_options, py::arg("config"), py::arg("world_size"),
+               py::arg("compute_capability"));
 
     module.def("search", &search_configurations, py::arg("model_desc"), py::arg("spec"),
                py::arg("options_json"), py::arg("options_source"), py::arg("dryrun"),

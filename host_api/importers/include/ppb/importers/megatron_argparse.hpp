@@ -34,6 +34,7 @@
 #define PPB_IMPORTERS_MEGATRON_ARGPARSE_HPP
 
 #include <ppb/importers/megatron_flags.hpp>
+#include <ppb/importers/setting_words.hpp>
 
 #include <boost/json/value.hpp>
 
@@ -91,8 +92,9 @@ struct DeclaredFlag {
 };
 
 // "my-flag", "--my-flag", "--my-flag:0" (a switch), ":N" (exactly N values), ":*", ":+"; no
-// suffix is one value. Throws FlagError naming --megatron-flag otherwise.
-[[nodiscard]] DeclaredFlag declared_flag(std::string_view text);
+// suffix is one value. Throws FlagError naming --megatron-flag (in `words`) otherwise.
+[[nodiscard]] DeclaredFlag declared_flag(std::string_view text,
+                                         SettingWords words = SettingWords::flags);
 
 // A value outside a flag's choices.
 struct ChoiceError {
@@ -118,12 +120,14 @@ struct ParseOutcome {
 // The release `text` names: "0.8", "0.8.0", "core_r0.8.0", "core_v0.8.0", "v0.8.0" (Megatron
 // Core's version; a patch release reads as its minor release), "23.04", "23.06", "2.6", "v2.6",
 // "main". A core version newer than the table reads as "main" (newer_than_known is set).
-// Throws FlagError naming --megatron-version for anything else or a release ppb does not know.
+// Throws FlagError naming --megatron-version (in `words`) for anything else or a release ppb does
+// not know.
 struct NamedRelease {
     ReleaseIndex release;
     bool newer_than_known = false;
 };
-[[nodiscard]] NamedRelease release_named(std::string_view text);
+[[nodiscard]] NamedRelease release_named(std::string_view text,
+                                         SettingWords words = SettingWords::flags);
 
 // "0.8 (core_v0.8.0)", "main (d98e8a6, 2026-08-22)".
 [[nodiscard]] std::string describe_release(ReleaseIndex release);
@@ -141,10 +145,12 @@ struct MegatronArguments {
 // flag's choices, if any is. Throws FlagError: the errors of that release's parser (all unknown
 // flags first, each with a "did you mean" and how to declare a flag of a branch); a flag the
 // named release does not have, naming it, the release and the releases that have it; flags that
-// no single release has together, naming two of them and their releases.
-[[nodiscard]] MegatronArguments read_megatron_arguments(
-    std::span<const std::string> arguments, std::optional<std::string_view> version,
-    std::span<const DeclaredFlag> declared = {});
+// no single release has together, naming two of them and their releases. The host's own settings
+// (--megatron-version, --megatron-flag) are named in `words`.
+[[nodiscard]] MegatronArguments read_megatron_arguments(std::span<const std::string> arguments,
+                                                        std::optional<std::string_view> version,
+                                                        std::span<const DeclaredFlag> declared = {},
+                                                        SettingWords words = SettingWords::flags);
 
 }  // namespace ppb::importers::megatron
 

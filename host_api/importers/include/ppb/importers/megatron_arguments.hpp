@@ -36,6 +36,8 @@
 #ifndef PPB_IMPORTERS_MEGATRON_ARGUMENTS_HPP
 #define PPB_IMPORTERS_MEGATRON_ARGUMENTS_HPP
 
+#include <ppb/importers/setting_words.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -58,6 +60,8 @@ struct MegatronRunContext {
     // script's extra_args_provider): "my-flag", "my-flag:0" (a switch), ":N", ":*", ":+"
     // (megatron::declared_flag). Read, never modelled: a warning names each one given.
     std::vector<std::string> declared_flags = {};
+    // How messages name these settings: the command's flags (--world-size) or Python's keywords.
+    SettingWords words = SettingWords::flags;
 };
 
 struct MegatronAnalyticOptions {

@@ -25,6 +25,8 @@
 #ifndef PPB_IMPORTERS_TORCHTITAN_OPTIONS_HPP
 #define PPB_IMPORTERS_TORCHTITAN_OPTIONS_HPP
 
+#include <ppb/importers/setting_words.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -39,6 +41,8 @@ struct TorchtitanRunContext {
     // The GPUs' compute capability major (9: Hopper; 10: Blackwell, whose FP8 GEMMs need no
     // transposed copies).
     std::uint32_t compute_capability = 9;
+    // How messages name these settings: the command's flags (--world-size) or Python's keywords.
+    SettingWords words = SettingWords::flags;
 };
 
 struct TorchtitanAnalyticOptions {
