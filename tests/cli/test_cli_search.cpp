@@ -1545,6 +1545,9 @@ BOOST_AUTO_TEST_CASE(the_devices_are_listed_with_their_figures) {
     BOOST_TEST(devices.size() == 7U);
     BOOST_TEST(devices.at(1).at("bf16_tflops").to_number<double>() == 989.0);
     BOOST_TEST(devices.at(1).at("runtime_memory_gib").to_number<double>() == 79.11);
+    // Whether FP8 products need transposed copies: Hopper's do, Blackwell's (B200) do not.
+    BOOST_TEST(devices.at(1).at("fp8_transposes").as_bool());
+    BOOST_TEST(!devices.at(3).at("fp8_transposes").as_bool());
     BOOST_TEST(!devices.at(1).at("source").as_string().empty());
 }
 

@@ -138,3 +138,14 @@ def test_what_the_command_refuses_is_refused_with_its_words(cli, tmp_path):
     frob = ppb.import_megatron_options(GPT + ["--frobnicate", "3"], megatron_flags=["frobnicate"],
                                        world_size=16)
     assert frob["options"] == ppb.import_megatron_options(GPT, world_size=16)["options"]
+
+
+def test_the_devices_are_the_command_s(cli):
+    table = ppb.devices()
+    assert table == cli.json("devices")
+    h100 = next(d for d in table["devices"] if d["name"] == "H100")
+    assert (h100["memory_gib"], h100["runtime_memory_gib"]) == (80, 79.11)
+    # Each name is a device the other functions take.
+    plan = ppb.partition(model="analytic", model_options=DATA / "llama70b-shape.json", stages=8,
+                         micro_batches=32, device=table["devices"][1]["name"])
+    assert plan["memory_limit_mb"] == pytest.approx(79.11 * 1024 - 1229)

@@ -59,6 +59,7 @@ __all__ = [
     "compare",
     "design",
     "search",
+    "devices",
     "import_megatron_options",
     "import_mindformers_options",
     "import_torchtitan_options",
@@ -433,6 +434,14 @@ def search(model_desc=None, *, global_batch, memory_limit_mb=None, devices=None,
         cluster_source, None if device_tflops is None else float(device_tflops),
         bool(tp_comm_overlap), bool(overlap_grad_reduce), bool(overlap_param_gather),
         sapp_time_convention)
+
+
+def devices():
+    """The accelerators ppb knows, as ``ppb devices --json`` lists them: the ``ppb.devices/1``
+    dict, each device's figures (``memory_gib`` the vendor's, ``runtime_memory_gib`` what the
+    runtime reports, rates in TFLOP/s, links in GB/s per direction) and their ``source``; a name
+    is what ``device=`` takes."""
+    return _ppb.devices()
 
 
 def _imported(result):

@@ -18,6 +18,7 @@
 #include <ppb/model_session.hpp>
 #include <ppb/partition/design.hpp>
 #include <ppb/partition/design_document.hpp>
+#include <ppb/partition/devices_document.hpp>
 #include <ppb/partition/model_comparison.hpp>
 #include <ppb/partition/model_plan.hpp>
 #include <ppb/partition/plan_document.hpp>
@@ -1046,6 +1047,7 @@ PYBIND11_MODULE(_ppb, module) {
                py::arg("world_size"), py::arg("tokenizer_size"), py::arg("compute_capability"),
                py::arg("megatron_version"), py::arg("megatron_flags"));
     module.def("mindformers_options", &mindformers_options, py::arg("config"));
+    module.def("devices", []() { return to_python(partition::devices_document()); });
     module.def("torchtitan_options", &torchtitan_options, py::arg("config"), py::arg("world_size"),
                py::arg("compute_capability"));
 

@@ -4,9 +4,7 @@
 
 #include <ppb/json_output.hpp>
 #include <ppb/partition/cluster.hpp>
-
-#include <boost/json/array.hpp>
-#include <boost/json/object.hpp>
+#include <ppb/partition/devices_document.hpp>
 
 #include <fmt/format.h>
 
@@ -28,25 +26,7 @@ std::string figure(double x) {
 int run_devices(const DevicesArgs& args) {
     const auto devices = partition::known_devices();
     if (args.json) {
-        boost::json::array out;
-        for (const partition::DeviceSpec& d : devices) {
-            out.push_back(boost::json::object{
-                {"name", d.name},
-                {"description", d.description},
-                {"memory_gib", d.memory_gib},
-                {"runtime_memory_gib", d.runtime_memory_gib},
-                {"memory_bandwidth_tb_s", d.memory_bandwidth_tb_s},
-                {"bf16_tflops", d.bf16_tflops},
-                {"fp8_tflops", d.fp8_tflops},
-                {"fp32_tflops", d.fp32_tflops},
-                {"intra_node_gb_s", d.intra_node_gb_s},
-                {"devices_per_node", d.devices_per_node},
-                {"network_gb_s", d.network_gb_s},
-                {"source", d.source},
-            });
-        }
-        write_stdout(to_pretty_json(
-            boost::json::object{{"format", "ppb.devices/1"}, {"devices", std::move(out)}}));
+        write_stdout(to_pretty_json(partition::devices_document()));
         return 0;
     }
     using Align = TextTable::Align;
