@@ -92,6 +92,34 @@ KeyedSettings torchtitan_configuration(const Configuration& c, const AssumedSett
                                                        : "the optimizer state and gradients");
         return out;
     }
+    // The experts as the configuration was sized: the searched degrees, else the shape's, its
+    // ETP else t (Megatron-LM's default and the analytic model's; torchtitan's own is 1). With
+    // one expert rank ETP does not arise.
+    const std::optional<std::uint32_t> ep =
+        c.expert_parallel ? c.expert_parallel : assumed.expert_parallel;
+    const std::uint32_t etp = c.expert_tensor_parallel         ? *c.expert_tensor_parallel
+                              : assumed.expert_tensor_parallel ? *assumed.expert_tensor_parallel
+                                                               : c.tensor_parallel;
+    const bool experts_split = ep && *ep > 1;
+    if (experts_split && etp != 1 && etp != c.tensor_parallel) {
+        out.why_not = fmt::format(
+            "torchtitan slices the experts over 1 or the tensor-parallel degree {} "
+            "(parallelism.expert_tensor_parallel_degree), not {}",
+            c.tensor_parallel, etp);
+        return out;
+    }
+    // torchtitan's EP borrows every context-parallel rank (and with ETP 1 every tensor-parallel
+    // one) and some of the data-parallel shard ranks.
+    const std::uint64_t borrowed =
+        static_cast<std::uint64_t>(c.context_parallel) * (etp == 1 ? c.tensor_parallel : 1);
+    const std::uint64_t shard = replicate ? 1 : c.data_parallel;
+    if (experts_split && (*ep % borrowed != 0 || (shard * borrowed) % *ep != 0)) {
+        out.why_not = fmt::format(
+            "torchtitan's {} expert-parallel ranks are taken from the context-parallel{} and "
+            "data-parallel shard ranks: {} must be a multiple of {} and divide {}",
+            *ep, etp == 1 ? ", tensor-parallel" : "", *ep, borrowed, shard * borrowed);
+        return out;
+    }
     out.settings = {
         {"parallelism.tensor_parallel_degree", c.tensor_parallel},
         {"parallelism.pipeline_parallel_degree", c.pipeline},
@@ -100,39 +128,10 @@ KeyedSettings torchtitan_configuration(const Configuration& c, const AssumedSett
                    : "parallelism.data_parallel_shard_degree",
          c.data_parallel},
     };
-    const std::optional<std::uint32_t> ep =
-        c.expert_parallel ? c.expert_parallel : assumed.expert_parallel;
     if (ep)
         out.settings.emplace_back("parallelism.expert_parallel_degree", *ep);
-    if (ep && *ep > 1) {
-        // The experts' slicing the configuration was sized with: the searched one, the shape's,
-        // else t (Megatron-LM's default and the analytic model's; torchtitan's own is 1).
-        const std::uint32_t etp = c.expert_tensor_parallel         ? *c.expert_tensor_parallel
-                                  : assumed.expert_tensor_parallel ? *assumed.expert_tensor_parallel
-                                                                   : c.tensor_parallel;
-        if (etp != 1 && etp != c.tensor_parallel) {
-            out.settings.clear();
-            out.why_not = fmt::format(
-                "torchtitan slices the experts over 1 or the tensor-parallel degree {} "
-                "(parallelism.expert_tensor_parallel_degree), not {}",
-                c.tensor_parallel, etp);
-            return out;
-        }
-        // torchtitan's EP borrows every context-parallel rank (and with ETP 1 every
-        // tensor-parallel one) and some of the data-parallel shard ranks.
-        const std::uint64_t borrowed =
-            static_cast<std::uint64_t>(c.context_parallel) * (etp == 1 ? c.tensor_parallel : 1);
-        const std::uint64_t shard = replicate ? 1 : c.data_parallel;
-        if (*ep % borrowed != 0 || (shard * borrowed) % *ep != 0) {
-            out.settings.clear();
-            out.why_not = fmt::format(
-                "torchtitan's {} expert-parallel ranks are taken from the context-parallel{} and "
-                "data-parallel shard ranks: {} must be a multiple of {} and divide {}",
-                *ep, etp == 1 ? ", tensor-parallel" : "", *ep, borrowed, shard * borrowed);
-            return out;
-        }
+    if (experts_split)
         out.settings.emplace_back("parallelism.expert_tensor_parallel_degree", etp);
-    }
     if (c.pipeline > 1) {
         out.settings.emplace_back("parallelism.pipeline_parallel_microbatch_size",
                                   c.micro_batch_size);

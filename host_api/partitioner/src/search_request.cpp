@@ -536,7 +536,7 @@ SearchAnswer search_request(const SearchRequest& request, const ModelMaker& make
             "cluster ({} gives the transfers between stages)",
             name("comm_time")));
     }
-    // Per t, cp, b, sharding and EP: the layer times (and the shape's sizes for the cluster's
+    // Per t, cp, b, sharding, EP and ETP: the layer times (and the shape's sizes for the cluster's
     // transfers), in a problem of their own.
     struct Variant {
         RequestTimes times;
