@@ -92,13 +92,18 @@ inline void set_loss_kernels(json::object& shape, std::string_view model, const 
 // HybridEP, as one copy of a token per node of its experts), from NVIDIA-NeMo/Megatron-Bridge's
 // performance presets of the release each row's container maps to: DeepSeek-V3 on B200
 // (v0.4.2, c810129341: DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2, moe_flex_dispatcher_backend
-// "deepep"); Qwen3-235B on B200 and H100 (v0.4.2: qwen3_235b_a22b_pretrain_config_b200 and _h100
-// force "alltoall"); the other Qwen3 rows HybridEP (flex): GB200 (v0.2.0's 64-GPU preset and
-// v0.6.0, 51885cf, perf_recipes/qwen/gb200/qwen3_moe.py), Qwen3-30B on B200 (v0.4.2) and H100
-// (v0.5.0, fcbb603110).
+// "deepep"), and its MXFP8 runs on B300 and GB300 (HybridEP: _enable_deepseek_full_iteration_mxfp8
+// in src/megatron/bridge/perf_recipes/deepseek/common.py at 067f987df, which
+// deepseek/b300/deepseek_v3.py and gb300/deepseek_v3.py call); Qwen3-235B on B200 and H100 (v0.4.2:
+// qwen3_235b_a22b_pretrain_config_b200 and _h100 force "alltoall"); the other Qwen3 rows HybridEP
+// (flex): GB200 (v0.2.0's 64-GPU preset and v0.6.0, 51885cf, perf_recipes/qwen/gb200/qwen3_moe.py),
+// Qwen3-30B on B200 (v0.4.2) and H100 (v0.5.0, fcbb603110), and every Qwen3 recipe on B300 and
+// GB300 (perf_recipes/qwen/b300 and gb300/qwen3_moe.py at 067f987df).
 inline void set_dispatcher(json::object& moe, std::string_view model, const json::object& run) {
     const std::string_view hardware = run.at("hardware").as_string();
-    if (model == "deepseek_v3" && hardware == "B200")
+    if (model == "deepseek_v3" &&
+        (hardware == "B200" ||
+         ((hardware == "B300" || hardware == "GB300") && run.at("precision") == "fp8-mx")))
         moe["token_dispatcher"] = "flex";
     else if (model == "qwen3_235b_a22b" && (hardware == "B200" || hardware == "H100"))
         moe["token_dispatcher"] = "alltoall";
@@ -177,7 +182,7 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
         // Blackwell's FP8 GEMMs take either layout: no transposed copies (the analytic model's
         // default, true, is Hopper's).
         if (const std::string_view hardware = run.at("hardware").as_string();
-            hardware == "B200" || hardware == "GB200")
+            hardware == "B200" || hardware == "GB200" || hardware == "B300" || hardware == "GB300")
             shape["fp8_transposes"] = false;
     }
     if (const json::value* kv = model.if_contains("kv_channels"); kv != nullptr && !kv->is_null())
@@ -228,6 +233,8 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
 inline std::string not_covered(const json::object& model, const json::object& run) {
     if (model.at("model").as_string() == "gpt_oss_120b")
         return "attention sinks and sliding windows are not in the time model";
+    if (run.at("precision") == "nvfp4")
+        return "NVFP4 matrix products are not in the time model";
     if (run.at("seq_length").is_null() || run.at("global_batch").is_null() ||
         run.at("micro_batch").is_null())
         return "the source does not state the sequence, global or micro-batch";

@@ -42,7 +42,9 @@ BOOST_AUTO_TEST_SUITE(cluster)
 
 // NVIDIA's H100 SXM datasheet: BF16 1 979 and FP8 3 958 TFLOPS with sparsity, 80 GB; the HGX
 // B200 (8 GPUs) FP8 72 PFLOPS with sparsity; GB200 NVL72 (72 GPUs) BF16 360 PFLOPS with
-// sparsity, 13.4 TB; AMD's MI300X data sheet: BF16 1 307.4 TFLOPS dense, 192 GB.
+// sparsity, 13.4 TB; the HGX B300 (8 GPUs) FP8 72 PFLOPS with sparsity, 270 GB a GPU; GB300
+// NVL72 (72 GPUs) FP8 720 PFLOPS with sparsity, 279 GB a GPU, an 800 Gb/s ConnectX-8 each; AMD's
+// MI300X data sheet: BF16 1 307.4 TFLOPS dense, 192 GB.
 BOOST_AUTO_TEST_CASE(the_table_holds_each_vendors_dense_figures) {
     const auto& h100 = ppb::partition::device_named("H100");
     BOOST_TEST(h100.bf16_tflops == 1979.0 / 2.0, tt::tolerance(1e-3));
@@ -55,7 +57,17 @@ BOOST_AUTO_TEST_CASE(the_table_holds_each_vendors_dense_figures) {
     BOOST_TEST(gb200.memory_gib == 186.0);
     BOOST_TEST(gb200.devices_per_node == 72U);
     BOOST_TEST(ppb::partition::device_named("MI300X").bf16_tflops == 1307.4);
-    BOOST_TEST(ppb::partition::known_devices().size() == 7U);
+    const auto& b300 = ppb::partition::device_named("B300");
+    BOOST_TEST(b300.fp8_tflops == 72000.0 / 8.0 / 2.0);
+    BOOST_TEST(b300.memory_gib == 270.0);
+    BOOST_TEST(b300.devices_per_node == 8U);
+    const auto& gb300 = ppb::partition::device_named("GB300");
+    BOOST_TEST(gb300.fp8_tflops == 720000.0 / 72.0 / 2.0);
+    BOOST_TEST(gb300.memory_gib == 279.0);
+    BOOST_TEST(gb300.devices_per_node == 72U);
+    BOOST_TEST(gb300.network_gb_s == 800.0 / 8.0);  // 800 Gb/s, in GB/s
+    BOOST_TEST(!gb300.fp8_transposes);
+    BOOST_TEST(ppb::partition::known_devices().size() == 9U);
     for (const auto& d : ppb::partition::known_devices()) {
         BOOST_TEST(d.memory_gib > 0.0, d.name);
         BOOST_TEST(d.bf16_tflops > 0.0, d.name);
@@ -70,7 +82,8 @@ BOOST_AUTO_TEST_CASE(an_unknown_device_lists_the_known_ones) {
     } catch (const ppb::InputError& e) {
         const std::string m = e.what();
         BOOST_TEST(contains(m, "unknown device 'H10O' (did you mean 'H100'?)"), m);
-        BOOST_TEST(contains(m, "A100, H100, H200, B200, GB200, MI300X, Ascend910B"), m);
+        BOOST_TEST(contains(m, "A100, H100, H200, B200, B300, GB200, GB300, MI300X, Ascend910B"),
+                   m);
     }
 }
 

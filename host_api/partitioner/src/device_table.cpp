@@ -24,14 +24,21 @@ namespace {
 // configurations (tests/data/tuned/published.json; tests/partition/test_tuned_configurations.cpp
 // checks that each makes the median of published / predicted 1, the attention's core and the LM
 // head timed at the 16-bit peak times the same fraction): FP8 on H100 (15 NeMo 24.07 and
-// Megatron-Bridge runs), B200 (4) and GB200 (6). The other devices and precisions have no
+// Megatron-Bridge runs), B200 (4), GB200 (6) and GB300 (6: Megatron-Bridge's 25.11 to 26.06
+// containers; the GB300's higher fraction is its newer software and its higher power, 1.4 kW
+// to the GB200's 1.2, at the same dense peak). The other devices and precisions have no
 // published dense run ppb times yet: default_achievable_fraction.
 constexpr double kH100Fp8Fraction = 0.489;
 constexpr double kB200Fp8Fraction = 0.493;
 constexpr double kGB200Fp8Fraction = 0.476;
+constexpr double kGB300Fp8Fraction = 0.582;
+// No dense B300 run is published: the B300 takes the B200's fraction (the same FP8 and 16-bit
+// dense rates and memory bandwidth; Blackwell Ultra adds FP4 rate, memory and attention's
+// exponentials, which the time model's FP8 products do not use).
+constexpr double kB300Fp8Fraction = kB200Fp8Fraction;
 
-const std::array<DeviceSpec, 7>& table() {
-    static const std::array<DeviceSpec, 7> devices = {{
+const std::array<DeviceSpec, 9>& table() {
+    static const std::array<DeviceSpec, 9> devices = {{
         {"A100", "NVIDIA A100 SXM4 80 GB", 80.0, 2.039, 312.0, 0.0, 19.5, 300.0, 8, 25.0,
          "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: BF16 312 TFLOPS dense, FP32 "
          "19.5, 2 039 GB/s, NVLink 600 GB/s); NVIDIA DGX A100 datasheet (8 GPUs, a 200 Gb/s "
@@ -58,6 +65,15 @@ const std::array<DeviceSpec, 7>& table() {
          "a B200, 182 642 MiB (ai-bot-pro/achatbot, deploy/modal/src/llm/vllm/vlm/"
          "skywork_r1v.py at 298019b)",
          0.0, kB200Fp8Fraction, false, 178.36},
+        {"B300", "NVIDIA B300 (HGX B300) 270 GB", 270.0, 8.0, 2250.0, 4500.0, 75.0, 900.0, 8, 100.0,
+         "NVIDIA HGX B300 datasheet (8 GPUs: FP8 72 and BF16 36 PFLOPS with sparsity, FP32 600 "
+         "TFLOPS, NVLink 1.8 TB/s per GPU), divided by 8, dense, as in Verda's "
+         "per-GPU table (verda.com/blog/gb300-nvl72-architecture: FP8 4.5 and BF16 2.25 PFLOPS, "
+         "270 GB); NVIDIA DGX B300 (an 800 Gb/s ConnectX-8 per GPU); runtime memory: PyTorch's "
+         "out-of-memory messages on B300 nodes of 8, \"a total capacity of 267.69 GiB\", and "
+         "a trainer's device_total_bytes 287 428 771 840 (public 2026 job notes; no repository "
+         "named by the index)",
+         0.0, kB300Fp8Fraction, false, 267.69},
         {"GB200", "NVIDIA GB200 NVL72, one Blackwell GPU, 186 GB", 186.0, 8.0, 2500.0, 5000.0, 80.0,
          900.0, 72, 50.0,
          "NVIDIA GB200 NVL72 specifications (72 GPUs: FP8 720 and BF16 360 PFLOPS with sparsity, "
@@ -66,6 +82,16 @@ const std::array<DeviceSpec, 7>& table() {
          "out-of-memory messages on GB200, \"a total capacity of 184.31 GiB\" (five public "
          "2026 job logs, among them a Kimi-K2.6 FSDP2 run on 4 GB200)",
          0.0, kGB200Fp8Fraction, false, 184.31},
+        {"GB300", "NVIDIA GB300 NVL72, one Blackwell Ultra GPU, 279 GB", 279.0, 8.0, 2500.0, 5000.0,
+         80.0, 900.0, 72, 100.0,
+         "NVIDIA GB300 NVL72 specifications (72 GPUs: FP8 720 and BF16 360 PFLOPS with sparsity, "
+         "up to 20 TB HBM3e at 576 TB/s, NVLink 130 TB/s), divided by 72, dense, as in Verda's "
+         "per-GPU table (verda.com/blog/gb300-nvl72-architecture: FP8 5 and BF16 2.5 PFLOPS, FP32 "
+         "80 TFLOPS, 279 GB at 8 TB/s); one NVLink domain of 72 GPUs; an 800 Gb/s ConnectX-8 "
+         "per GPU (72 in the rack); runtime memory: PyTorch's out-of-memory message in a "
+         "GPT-OSS-120B FSDP job on 16 nodes of 4 GB300, \"a total capacity of 276.50 GiB\" "
+         "(the same on a DGX Station GB300; public 2026 notes, no repository named by the index)",
+         0.0, kGB300Fp8Fraction, false, 276.50},
         {"MI300X", "AMD Instinct MI300X 192 GB", 192.0, 5.3, 1307.4, 2614.9, 163.4, 448.0, 8, 50.0,
          "AMD Instinct MI300X data sheet (BF16 1 307.4 and FP8 2 614.9 TFLOPS dense, FP32 163.4, "
          "192 GB HBM3 at 5.3 TB/s, seven Infinity Fabric links of 128 GB/s, 64 each way); the "

@@ -109,8 +109,8 @@ inline constexpr double default_layer_overhead_us = 100.0;
 // measure yours (host_api/docs/cluster.md, "Memory").
 inline constexpr double default_outside_allocator_mb = 1229.0;
 
-// The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, GB200, MI300X,
-// Ascend910B).
+// The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, B300, GB200, GB300,
+// MI300X, Ascend910B).
 [[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
 
 // The known device named `name` (case-insensitive). Throws ppb::InputError naming the unknown
