@@ -107,7 +107,7 @@ inline void set_dispatcher(json::object& moe, std::string_view model, const json
         moe["token_dispatcher"] = "flex";
     else if (model == "qwen3_235b_a22b" && (hardware == "B200" || hardware == "H100"))
         moe["token_dispatcher"] = "alltoall";
-    else if (model.starts_with("qwen3"))
+    else if (model.starts_with("qwen3") || model == "kimi_k2")
         moe["token_dispatcher"] = "flex";
 }
 
@@ -195,6 +195,18 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
     if (const json::value* f = run.if_contains("fsdp");
         f != nullptr && !f->is_null() && number(*f) > 0.0)
         shape["data_parallel_sharding"] = "optim_grads_params";
+    // The optimizer a model's recipe trains with where it is not Adam: Muon (Kimi-K2's,
+    // _apply_kimi_k2_optimizer in NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/kimi/
+    // h100/kimi_k2.py at 067f987df) keeps fp32 master weights and one fp32 momentum, 8 bytes a
+    // parameter, and fp32 main gradients, without the distributed optimizer.
+    if (const json::value* o = model.if_contains("optimizer"); o != nullptr && *o == "muon") {
+        shape["distributed_optimizer"] = false;
+        shape["optimizer_bytes"] = 8;
+        shape["grad_bytes"] = 4;
+    }
+    // The modules a recipe recomputes (its note names the recipe).
+    if (const json::value* modules = run.if_contains("recompute_modules"); modules != nullptr)
+        shape["recompute_modules"] = *modules;
     // Layer-level CPU offloading where the recipe sets it (its note names the recipe).
     if (const std::uint32_t offloaded = count(run, "cpu_offloading_num_layers", 0); offloaded > 0)
         shape["cpu_offloading_num_layers"] = offloaded;

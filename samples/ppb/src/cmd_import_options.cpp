@@ -245,7 +245,8 @@ void add_megatron_options(CLI::App& import, Commands& commands) {
         ->check(count_in({1, 2147483647U, "tokens"}));
     mo->add_option("--compute-capability", args->compute_capability,
                    "the GPUs' CUDA compute capability, major version: 8 (A100),\n"
-                   "9 (H100, the default), 10 (B200); sizes Transformer Engine's workspaces")
+                   "9 (H100, the default), 10 (B200, B300, GB200, GB300);\n"
+                   "sizes Transformer Engine's workspaces")
         ->type_name("MAJOR")
         ->check(CLI::Range(1U, 100U));
     mo->add_option("--megatron-version", args->megatron_version,
