@@ -44,7 +44,8 @@ BOOST_AUTO_TEST_SUITE(cluster)
 // B200 (8 GPUs) FP8 72 PFLOPS with sparsity; GB200 NVL72 (72 GPUs) BF16 360 PFLOPS with
 // sparsity, 13.4 TB; the HGX B300 (8 GPUs) FP8 72 PFLOPS with sparsity, 270 GB a GPU; GB300
 // NVL72 (72 GPUs) FP8 720 PFLOPS with sparsity, 279 GB a GPU, an 800 Gb/s ConnectX-8 each; AMD's
-// MI300X data sheet: BF16 1 307.4 TFLOPS dense, 192 GB.
+// MI300X data sheet: BF16 1 307.4 TFLOPS dense, 192 GB; the MI325X's, 256 GB; the MI355X's, FP8
+// 5 033.2 TFLOPS dense, 288 GB, seven Infinity Fabric links of 153.6 GB/s both ways.
 BOOST_AUTO_TEST_CASE(the_table_holds_each_vendors_dense_figures) {
     const auto& h100 = ppb::partition::device_named("H100");
     BOOST_TEST(h100.bf16_tflops == 1979.0 / 2.0, tt::tolerance(1e-3));
@@ -67,7 +68,12 @@ BOOST_AUTO_TEST_CASE(the_table_holds_each_vendors_dense_figures) {
     BOOST_TEST(gb300.devices_per_node == 72U);
     BOOST_TEST(gb300.network_gb_s == 800.0 / 8.0);  // 800 Gb/s, in GB/s
     BOOST_TEST(!gb300.fp8_transposes);
-    BOOST_TEST(ppb::partition::known_devices().size() == 9U);
+    const auto& mi355x = ppb::partition::device_named("MI355X");
+    BOOST_TEST(mi355x.fp8_tflops == 5033.2);
+    BOOST_TEST(mi355x.memory_gib == 288.0);
+    BOOST_TEST(mi355x.intra_node_gb_s == 7 * 153.6 / 2.0, tt::tolerance(1e-12));
+    BOOST_TEST(ppb::partition::device_named("MI325X").memory_gib == 256.0);
+    BOOST_TEST(ppb::partition::known_devices().size() == 11U);
     for (const auto& d : ppb::partition::known_devices()) {
         BOOST_TEST(d.memory_gib > 0.0, d.name);
         BOOST_TEST(d.bf16_tflops > 0.0, d.name);
@@ -82,8 +88,11 @@ BOOST_AUTO_TEST_CASE(an_unknown_device_lists_the_known_ones) {
     } catch (const ppb::InputError& e) {
         const std::string m = e.what();
         BOOST_TEST(contains(m, "unknown device 'H10O' (did you mean 'H100'?)"), m);
-        BOOST_TEST(contains(m, "A100, H100, H200, B200, B300, GB200, GB300, MI300X, Ascend910B"),
-                   m);
+        BOOST_TEST(
+            contains(
+                m,
+                "A100, H100, H200, B200, B300, GB200, GB300, MI300X, MI325X, MI355X, Ascend910B"),
+            m);
     }
 }
 

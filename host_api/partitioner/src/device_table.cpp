@@ -37,8 +37,8 @@ constexpr double kGB300Fp8Fraction = 0.582;
 // exponentials, which the time model's FP8 products do not use).
 constexpr double kB300Fp8Fraction = kB200Fp8Fraction;
 
-const std::array<DeviceSpec, 9>& table() {
-    static const std::array<DeviceSpec, 9> devices = {{
+const std::array<DeviceSpec, 11>& table() {
+    static const std::array<DeviceSpec, 11> devices = {{
         {"A100", "NVIDIA A100 SXM4 80 GB", 80.0, 2.039, 312.0, 0.0, 19.5, 300.0, 8, 25.0,
          "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: BF16 312 TFLOPS dense, FP32 "
          "19.5, 2 039 GB/s, NVLink 600 GB/s); NVIDIA DGX A100 datasheet (8 GPUs, a 200 Gb/s "
@@ -99,6 +99,20 @@ const std::array<DeviceSpec, 9>& table() {
          "out-of-memory message on an MI300X, \"a total capacity of 191.98 GiB\" "
          "(vllm-project/vllm issue 7951)",
          0.0, 0.0, true, 191.98},
+        {"MI325X", "AMD Instinct MI325X 256 GB", 256.0, 6.0, 1307.4, 2614.9, 163.4, 448.0, 8, 50.0,
+         "AMD Instinct MI325X data sheet (the MI300X's rates: BF16 1 307.4 and FP8 2 614.9 TFLOPS "
+         "dense, FP32 163.4; 256 GB HBM3E at 6 TB/s; the MI300X's Infinity Fabric links); an "
+         "8-GPU platform with a 400 Gb/s adapter per GPU; runtime memory: PyTorch's (ROCm) "
+         "out-of-memory message on an MI325X, \"a total capacity of 255.98 GiB\" "
+         "(vllm-project/vllm issue 41962)",
+         0.0, 0.0, true, 255.98},
+        {"MI355X", "AMD Instinct MI355X 288 GB", 288.0, 8.0, 2516.6, 5033.2, 157.3, 537.6, 8, 50.0,
+         "AMD Instinct MI355X data sheet (BF16 2 516.6 and FP8 5 033.2 TFLOPS dense, FP32 157.3; "
+         "288 GB HBM3E at 8 TB/s; seven Infinity Fabric links of 153.6 GB/s, 76.8 each way); an "
+         "8-GPU platform with a 400 Gb/s adapter per GPU; runtime memory: PyTorch's (ROCm) "
+         "out-of-memory messages on MI355X, \"a total capacity of 287.98 GiB\" (public 2026 "
+         "training notes on 8-GPU MI355X nodes; no repository named by the index)",
+         0.0, 0.0, true, 287.98},
         {"Ascend910B", "Huawei Ascend 910B (Atlas 800T A2)", 64.0, 1.6, 313.0, 0.0, 0.0, 196.0, 8,
          25.0,
          "figures commonly published for the Ascend 910B (FP16 313 TFLOPS, 64 GB HBM2e at 1.6 "

@@ -110,7 +110,7 @@ inline constexpr double default_layer_overhead_us = 100.0;
 inline constexpr double default_outside_allocator_mb = 1229.0;
 
 // The accelerators ppb knows, in a fixed order (A100, H100, H200, B200, B300, GB200, GB300,
-// MI300X, Ascend910B).
+// MI300X, MI325X, MI355X, Ascend910B).
 [[nodiscard]] std::span<const DeviceSpec> known_devices() noexcept;
 
 // The known device named `name` (case-insensitive). Throws ppb::InputError naming the unknown
