@@ -744,9 +744,33 @@ BOOST_AUTO_TEST_CASE(each_framework_runs_the_experts_as_sized) {
                                            {"training.local_batch_size", 1},
                                            {"training.global_batch_size", 32}};
     BOOST_TEST((titan.settings == expected));
+    // MindFormers: its classic MoE splits each expert over model_parallel, ETP t, unless
+    // moe_config.expert_model_parallel is 1 (ETP 1, as its grouped-matmul MoE and its current
+    // models run); no other degree.
+    c.expert_parallel = 4;
+    c.sharding = std::nullopt;
+    c.expert_tensor_parallel = 2;
+    KeyedSettings mf = mindformers_configuration(c, shape);
+    BOOST_TEST(mf.why_not.empty(), mf.why_not);
+    BOOST_TEST(value_of(mf, "moe_config.expert_model_parallel") == 0u);
+    c.expert_tensor_parallel = 1;
+    mf = mindformers_configuration(c, shape);
+    BOOST_TEST(value_of(mf, "moe_config.expert_model_parallel") == 1u);
+    BOOST_TEST(value_of(mf, "parallel_config.expert_parallel") == 4u);
+    c.expert_tensor_parallel = std::nullopt;  // the shape's ETP 1, not searched
+    BOOST_TEST(value_of(mindformers_configuration(c, shape), "moe_config.expert_model_parallel") ==
+               1u);
+    c.expert_tensor_parallel = 4;
+    mf = mindformers_configuration(c, shape);
+    BOOST_TEST(mf.settings.empty());
+    BOOST_TEST(mf.why_not ==
+               "MindFormers splits each expert over model_parallel (2) or keeps it whole "
+               "(moe_config.expert_model_parallel: 1, use_gmm, the current models), not over 4");
     // A dense model: no expert setting in any framework.
     BOOST_TEST(value_of(torchtitan_configuration(Configuration{}, AssumedSettings{}),
                         "parallelism.expert_parallel_degree") == 0u);
+    BOOST_TEST(value_of(mindformers_configuration(degrees(1, 8, 4, 2, 1), AssumedSettings{}),
+                        "moe_config.expert_model_parallel") == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

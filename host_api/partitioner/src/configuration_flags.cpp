@@ -157,6 +157,23 @@ KeyedSettings mindformers_configuration(const Configuration& c, const AssumedSet
             sharding_name(*c.sharding));
         return out;
     }
+    // Each expert as the configuration was sized: split over the searched ETP, else the shape's,
+    // else t. MindFormers' classic MoE splits each over model_parallel unless
+    // moe_config.expert_model_parallel is 1; its grouped-matmul MoE (use_gmm) and its current
+    // models keep each whole (llama_layer.py, moev3.py, training_graph/transformer/moe/ffn.py;
+    // host_api/docs/mindformers-options.md): ETP 1 is said, ETP t is the classic default, and no
+    // other degree is MindFormers'.
+    const std::uint32_t etp = c.expert_tensor_parallel         ? *c.expert_tensor_parallel
+                              : assumed.expert_tensor_parallel ? *assumed.expert_tensor_parallel
+                                                               : c.tensor_parallel;
+    const bool experts_whole = assumed.moe && c.tensor_parallel > 1 && etp == 1;
+    if (assumed.moe && etp != 1 && etp != c.tensor_parallel) {
+        out.why_not = fmt::format(
+            "MindFormers splits each expert over model_parallel ({}) or keeps it whole "
+            "(moe_config.expert_model_parallel: 1, use_gmm, the current models), not over {}",
+            c.tensor_parallel, etp);
+        return out;
+    }
     if (c.schedule.chunks > 1)
         out.settings.emplace_back("model.model_config.pp_interleave_num", c.schedule.chunks);
     out.settings.emplace_back("parallel_config.data_parallel", c.data_parallel);
@@ -166,6 +183,8 @@ KeyedSettings mindformers_configuration(const Configuration& c, const AssumedSet
         out.settings.emplace_back("parallel_config.context_parallel", c.context_parallel);
     if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
         out.settings.emplace_back("parallel_config.expert_parallel", *ep);
+    if (experts_whole)
+        out.settings.emplace_back("moe_config.expert_model_parallel", 1);
     if (c.pipeline > 1)
         out.settings.emplace_back("parallel_config.micro_batch_num", c.micro_batches);
     out.settings.emplace_back("runner_config.batch_size", c.micro_batch_size);
