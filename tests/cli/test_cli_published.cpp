@@ -212,7 +212,7 @@ Placed place_of(const json::object& model, const json::object& run,
         args.emplace_back("--expert-parallel");
         args.push_back(joined(eps));
     }
-    const auto r = ppb(args);
+    const auto r = ppb_test::ppb(args);  // the command (::ppb is the library's namespace)
     BOOST_TEST_REQUIRE(r.exit_code == 0, out.name << ": " << r.err);
     const json::value doc = parse_json(r.out);
     const json::array& ranking = doc.at("ranking").as_array();

@@ -7,6 +7,8 @@
 #ifndef PPB_TEST_COMMON_PUBLISHED_RUNS_HPP
 #define PPB_TEST_COMMON_PUBLISHED_RUNS_HPP
 
+#include <ppb/partition/cluster.hpp>
+
 #include <boost/json.hpp>
 
 #include <cstdint>
@@ -179,10 +181,9 @@ inline std::string shape_of(const json::object& model, const json::object& run) 
         shape["fp8_recipe"] = recipe;
         if (fp8_weights_of(run))
             shape["fp8_param_gather"] = true;
-        // Blackwell's FP8 GEMMs take either layout: no transposed copies (the analytic model's
-        // default, true, is Hopper's).
-        if (const std::string_view hardware = run.at("hardware").as_string();
-            hardware == "B200" || hardware == "GB200" || hardware == "B300" || hardware == "GB300")
+        // Where the device's FP8 products take either layout (Blackwell), no transposed copies,
+        // as the device table says (the analytic model's default, true, is Hopper's).
+        if (!ppb::partition::device_named(run.at("hardware").as_string()).fp8_transposes)
             shape["fp8_transposes"] = false;
     }
     if (const json::value* kv = model.if_contains("kv_channels"); kv != nullptr && !kv->is_null())

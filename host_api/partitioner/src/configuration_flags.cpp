@@ -22,6 +22,18 @@ std::string no_combined_schedule(std::string_view framework) {
         framework);
 }
 
+// The experts' degrees the configuration was sized with: the searched ones, else the model
+// shape's; none where neither gives one (each framework's default then applies).
+std::optional<std::uint32_t> expert_parallel_of(const Configuration& c,
+                                                const AssumedSettings& assumed) {
+    return c.expert_parallel ? c.expert_parallel : assumed.expert_parallel;
+}
+
+std::optional<std::uint32_t> expert_tensor_parallel_of(const Configuration& c,
+                                                       const AssumedSettings& assumed) {
+    return c.expert_tensor_parallel ? c.expert_tensor_parallel : assumed.expert_tensor_parallel;
+}
+
 }  // namespace
 
 FrameworkFlags megatron_configuration_args(const Configuration& c, const AssumedSettings& assumed) {
@@ -36,13 +48,10 @@ FrameworkFlags megatron_configuration_args(const Configuration& c, const Assumed
                 std::to_string(c.micro_batch_size),
                 "--global-batch-size",
                 std::to_string(global_batch_of(c))};
-    if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
+    if (const auto ep = expert_parallel_of(c, assumed))
         out.args.insert(out.args.end(), {"--expert-model-parallel-size", std::to_string(*ep)});
-    if (const auto etp =
-            c.expert_tensor_parallel ? c.expert_tensor_parallel : assumed.expert_tensor_parallel;
-        etp) {
+    if (const auto etp = expert_tensor_parallel_of(c, assumed))
         out.args.insert(out.args.end(), {"--expert-tensor-parallel-size", std::to_string(*etp)});
-    }
     if (assumed.token_dispatcher) {
         out.args.insert(out.args.end(), {"--moe-token-dispatcher-type", *assumed.token_dispatcher});
     }
@@ -95,11 +104,8 @@ KeyedSettings torchtitan_configuration(const Configuration& c, const AssumedSett
     // The experts as the configuration was sized: the searched degrees, else the shape's, its
     // ETP else t (Megatron-LM's default and the analytic model's; torchtitan's own is 1). With
     // one expert rank ETP does not arise.
-    const std::optional<std::uint32_t> ep =
-        c.expert_parallel ? c.expert_parallel : assumed.expert_parallel;
-    const std::uint32_t etp = c.expert_tensor_parallel         ? *c.expert_tensor_parallel
-                              : assumed.expert_tensor_parallel ? *assumed.expert_tensor_parallel
-                                                               : c.tensor_parallel;
+    const std::optional<std::uint32_t> ep = expert_parallel_of(c, assumed);
+    const std::uint32_t etp = expert_tensor_parallel_of(c, assumed).value_or(c.tensor_parallel);
     const bool experts_split = ep && *ep > 1;
     if (experts_split && etp != 1 && etp != c.tensor_parallel) {
         out.why_not = fmt::format(
@@ -163,9 +169,7 @@ KeyedSettings mindformers_configuration(const Configuration& c, const AssumedSet
     // models keep each whole (llama_layer.py, moev3.py, training_graph/transformer/moe/ffn.py;
     // host_api/docs/mindformers-options.md): ETP 1 is said, ETP t is the classic default, and no
     // other degree is MindFormers'.
-    const std::uint32_t etp = c.expert_tensor_parallel         ? *c.expert_tensor_parallel
-                              : assumed.expert_tensor_parallel ? *assumed.expert_tensor_parallel
-                                                               : c.tensor_parallel;
+    const std::uint32_t etp = expert_tensor_parallel_of(c, assumed).value_or(c.tensor_parallel);
     const bool experts_whole = assumed.moe && c.tensor_parallel > 1 && etp == 1;
     if (assumed.moe && etp != 1 && etp != c.tensor_parallel) {
         out.why_not = fmt::format(
@@ -181,7 +185,7 @@ KeyedSettings mindformers_configuration(const Configuration& c, const AssumedSet
     out.settings.emplace_back("parallel_config.pipeline_stage", c.pipeline);
     if (c.context_parallel > 1)
         out.settings.emplace_back("parallel_config.context_parallel", c.context_parallel);
-    if (const auto ep = c.expert_parallel ? c.expert_parallel : assumed.expert_parallel; ep)
+    if (const auto ep = expert_parallel_of(c, assumed))
         out.settings.emplace_back("parallel_config.expert_parallel", *ep);
     if (experts_whole)
         out.settings.emplace_back("moe_config.expert_model_parallel", 1);
